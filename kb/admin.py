@@ -1,0 +1,208 @@
+"""The curator's console. Thin: listing, filtering and forms here; work happens in services."""
+
+from django.contrib import admin
+from django.db.models import Count
+from django.utils.html import format_html
+
+from kb import models
+
+
+@admin.register(models.Namespace)
+class NamespaceAdmin(admin.ModelAdmin):
+    list_display = ["slug", "title", "is_public", "source_count", "created_at"]
+    list_filter = ["is_public"]
+    search_fields = ["slug", "title"]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(_sources=Count("sources"))
+
+    @admin.display(description="sources", ordering="_sources")
+    def source_count(self, obj):
+        return obj._sources
+
+
+class IngestRunInline(admin.TabularInline):
+    model = models.IngestRun
+    fields = ["run_link", "status", "mode", "progress", "items_failed", "queued_at", "finished_at"]
+    readonly_fields = fields
+    extra = 0
+    max_num = 0
+    can_delete = False
+    ordering = ["-queued_at"]
+    show_change_link = False
+
+    def get_queryset(self, request):
+        recent = models.IngestRun.objects.order_by("-queued_at").values("pk")
+        return super().get_queryset(request).filter(pk__in=recent[:200]).order_by("-queued_at")
+
+    @admin.display(description="run")
+    def run_link(self, obj):
+        return format_html('<a href="../../../ingestrun/{}/change/">#{}</a>', obj.pk, obj.pk)
+
+    @admin.display(description="progress")
+    def progress(self, obj):
+        return f"{obj.items_done}/{obj.items_total}"
+
+
+@admin.register(models.Source)
+class SourceAdmin(admin.ModelAdmin):
+    list_display = [
+        "name", "namespace", "kind", "enabled", "priority", "document_count",
+        "last_run_status", "last_run_at",
+    ]
+    list_filter = ["kind", "enabled", "namespace", "last_run_status"]
+    search_fields = ["name", "location"]
+    readonly_fields = ["last_run_at", "last_run_status", "last_run_summary", "created_at", "updated_at"]
+    inlines = [IngestRunInline]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(_documents=Count("documents"))
+
+    @admin.display(description="documents", ordering="_documents")
+    def document_count(self, obj):
+        return obj._documents
+
+
+class ChunkInline(admin.TabularInline):
+    model = models.Chunk
+    fields = ["position", "anchor", "heading_path", "start_byte", "end_byte", "token_estimate", "has_embedding"]
+    readonly_fields = fields
+    extra = 0
+    max_num = 0
+    can_delete = False
+
+    @admin.display(boolean=True, description="embedded")
+    def has_embedding(self, obj):
+        return obj.embedding is not None
+
+
+@admin.register(models.Document)
+class DocumentAdmin(admin.ModelAdmin):
+    list_display = ["__str__", "source", "namespace", "media_type", "byte_size", "chunk_count", "indexed_at"]
+    list_filter = ["namespace", "source", "media_type"]
+    search_fields = ["title", "ref", "path"]
+    readonly_fields = ["content_hash", "byte_size", "indexed_at", "embedding_model", "etag", "last_modified"]
+    list_select_related = ["source", "namespace"]
+    inlines = [ChunkInline]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(_chunks=Count("chunks"))
+
+    @admin.display(description="chunks", ordering="_chunks")
+    def chunk_count(self, obj):
+        return obj._chunks
+
+
+@admin.register(models.Chunk)
+class ChunkAdmin(admin.ModelAdmin):
+    list_display = ["__str__", "document", "anchor", "start_byte", "end_byte", "token_estimate", "embed_reason"]
+    list_filter = ["namespace", "is_summary", "embed_reason"]
+    search_fields = ["text", "anchor"]
+    exclude = ["embedding"]
+    readonly_fields = ["document", "namespace", "search_vector", "embedding_model", "embed_reason"]
+    list_select_related = ["document"]
+
+
+class RevisionInline(admin.TabularInline):
+    model = models.ProviderRevision
+    fields = ["revision", "is_current", "created_at"]
+    readonly_fields = fields
+    extra = 0
+    max_num = 0
+    can_delete = False
+
+
+class CapabilityInline(admin.TabularInline):
+    model = models.Capability
+    fields = ["canonical_id", "title", "summary"]
+    extra = 0
+
+
+@admin.register(models.Provider)
+class ProviderAdmin(admin.ModelAdmin):
+    list_display = ["slug", "title", "namespace", "current_revision", "capability_count", "updated_at"]
+    search_fields = ["slug", "title"]
+    inlines = [CapabilityInline, RevisionInline]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(_caps=Count("capabilities"))
+
+    @admin.display(description="capabilities", ordering="_caps")
+    def capability_count(self, obj):
+        return obj._caps
+
+    @admin.display(description="current revision")
+    def current_revision(self, obj):
+        current = obj.revisions.filter(is_current=True).first()
+        return current.revision[:12] if current else "—"
+
+
+class KnowledgeTargetInline(admin.TabularInline):
+    model = models.KnowledgeTarget
+    fields = ["document", "source", "role", "locale"]
+    raw_id_fields = ["document", "source"]
+    extra = 0
+
+
+@admin.register(models.Capability)
+class CapabilityAdmin(admin.ModelAdmin):
+    list_display = ["canonical_id", "title", "provider"]
+    list_filter = ["provider"]
+    search_fields = ["canonical_id", "title", "summary"]
+    inlines = [KnowledgeTargetInline]
+
+
+class IngestItemInline(admin.TabularInline):
+    model = models.IngestItem
+    fields = ["ref", "status", "reason", "error_code", "error_message", "byte_size", "chunks", "duration_ms"]
+    readonly_fields = fields
+    extra = 0
+    max_num = 0
+    can_delete = False
+
+
+@admin.register(models.IngestRun)
+class IngestRunAdmin(admin.ModelAdmin):
+    list_display = [
+        "__str__", "source", "status", "mode", "progress_bar", "items_changed",
+        "items_unchanged", "items_failed", "chunks_written", "queued_at", "finished_at",
+    ]
+    list_filter = ["status", "mode", "source__namespace"]
+    list_select_related = ["source"]
+    readonly_fields = [
+        "source", "status", "mode", "retry_of", "task_id", "progress_bar", "items_total",
+        "items_done", "items_changed", "items_unchanged", "items_failed", "items_removed",
+        "chunks_written", "chunks_embedded", "error", "queued_at", "started_at", "finished_at",
+    ]
+    inlines = [IngestItemInline]
+
+    def has_add_permission(self, request):
+        return False
+
+    @admin.display(description="progress")
+    def progress_bar(self, obj):
+        return format_html(
+            '<progress class="kb-run-progress" data-run="{}" max="100" value="{}" '
+            'aria-label="{} of {} items">{}%</progress> {}/{}',
+            obj.pk, obj.progress_percent, obj.items_done, obj.items_total,
+            obj.progress_percent, obj.items_done, obj.items_total,
+        )
+
+
+@admin.register(models.QueryLog)
+class QueryLogAdmin(admin.ModelAdmin):
+    list_display = ["query", "namespace", "result_count", "total_ms", "created_at"]
+    list_filter = ["namespace"]
+    search_fields = ["query"]
+    readonly_fields = ["namespace", "query", "result_ids", "timings", "created_at"]
+
+    def has_add_permission(self, request):
+        return False
+
+    @admin.display(description="results")
+    def result_count(self, obj):
+        return len(obj.result_ids)
+
+    @admin.display(description="ms")
+    def total_ms(self, obj):
+        return obj.timings.get("total_ms")

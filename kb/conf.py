@@ -1,0 +1,93 @@
+"""Typed, frozen product settings, read once from `django.conf.settings`.
+
+Modules take what they need from `kb_settings()` instead of reading `settings.KB_*` ad hoc,
+so every knob is validated in one place and has one documented default.
+"""
+
+from __future__ import annotations
+
+import functools
+import ipaddress
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.conf import settings
+
+from kb.errors import ConfigurationError
+
+
+@dataclass(frozen=True)
+class KBSettings:
+    embedder: str
+    embedding_model: str
+    embedding_dim: int
+    embedding_batch: int
+    embeddings_url: str
+    embeddings_api_key: str
+    fetch_allowed_private: tuple[str, ...]
+    fetch_max_bytes: int
+    fetch_timeout: float
+    chunk_tokens: int
+    demo_docs_dir: Path
+    media_root: Path
+
+    def allowed_private_networks(self) -> tuple[ipaddress._BaseNetwork, ...]:
+        nets = []
+        for entry in self.fetch_allowed_private:
+            try:
+                nets.append(ipaddress.ip_network(entry, strict=False))
+            except ValueError:
+                continue  # a host name, matched by name in the SSRF guard
+        return tuple(nets)
+
+    def allowed_private_hosts(self) -> frozenset[str]:
+        hosts = set()
+        for entry in self.fetch_allowed_private:
+            try:
+                ipaddress.ip_network(entry, strict=False)
+            except ValueError:
+                hosts.add(entry.lower().rstrip("."))
+        return frozenset(hosts)
+
+
+@functools.cache
+def kb_settings() -> KBSettings:
+    conf = KBSettings(
+        embedder=settings.KB_EMBEDDER,
+        embedding_model=settings.KB_EMBEDDING_MODEL,
+        embedding_dim=settings.KB_EMBEDDING_DIM,
+        embedding_batch=settings.KB_EMBEDDING_BATCH,
+        embeddings_url=settings.KB_EMBEDDINGS_URL,
+        embeddings_api_key=settings.KB_EMBEDDINGS_API_KEY,
+        fetch_allowed_private=tuple(settings.KB_FETCH_ALLOWED_PRIVATE),
+        fetch_max_bytes=settings.KB_FETCH_MAX_BYTES,
+        fetch_timeout=settings.KB_FETCH_TIMEOUT,
+        chunk_tokens=settings.KB_CHUNK_TOKENS,
+        demo_docs_dir=Path(settings.KB_DEMO_DOCS_DIR),
+        media_root=Path(settings.MEDIA_ROOT),
+    )
+    _validate(conf)
+    return conf
+
+
+def _validate(conf: KBSettings) -> None:
+    if conf.embedder not in ("local", "http") and "." not in conf.embedder:
+        raise ConfigurationError(
+            f"KB_EMBEDDER must be 'local', 'http' or a dotted path to a factory, got {conf.embedder!r}.",
+            details={"setting": "KB_EMBEDDER"},
+        )
+    if conf.embedder == "http" and not conf.embeddings_url:
+        raise ConfigurationError(
+            "KB_EMBEDDER=http needs KB_EMBEDDINGS_URL (an OpenAI-compatible /v1/embeddings URL).",
+            details={"setting": "KB_EMBEDDINGS_URL"},
+        )
+    if not 1 <= conf.embedding_dim <= 16000:
+        raise ConfigurationError(
+            f"KB_EMBEDDING_DIM must be between 1 and 16000, got {conf.embedding_dim}.",
+            details={"setting": "KB_EMBEDDING_DIM"},
+        )
+    if conf.chunk_tokens < 32:
+        raise ConfigurationError(
+            f"KB_CHUNK_TOKENS must be at least 32, got {conf.chunk_tokens}.",
+            details={"setting": "KB_CHUNK_TOKENS"},
+        )

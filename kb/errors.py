@@ -1,0 +1,57 @@
+"""The product's exception hierarchy.
+
+Every error a user or operator can meet derives from `KBError` and carries a stable `code`
+(machine-readable, never reworded), a message safe to show, and optional `details`.
+The API maps codes to HTTP statuses in one place (`kb/api.py`).
+
+    KBError
+    ├── ConfigurationError        KB_CONFIG_*        settings or environment are wrong
+    │   └── EmbeddingDimensionMismatch
+    ├── DatabaseUnavailable       KB_DB_UNAVAILABLE  the database cannot be started or reached
+    ├── ValidationFailed          KB_INVALID_*       bad input from a user or a file
+    ├── NotFound                  KB_NOT_FOUND
+    ├── ingest.errors.IngestError INGEST_*           fetching, extracting, embedding
+    └── retrieval.errors.SearchError SEARCH_*        query parsing, ranking parameters
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class KBError(Exception):
+    code = "KB_ERROR"
+    http_status = 500
+
+    def __init__(self, message: str, *, code: str | None = None, details: dict[str, Any] | None = None):
+        super().__init__(message)
+        self.message = message
+        if code:
+            self.code = code
+        self.details = details or {}
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message, "details": self.details}
+
+
+class ConfigurationError(KBError):
+    code = "KB_CONFIG_INVALID"
+
+
+class EmbeddingDimensionMismatch(ConfigurationError):
+    code = "KB_CONFIG_EMBEDDING_DIMENSION"
+
+
+class DatabaseUnavailable(KBError):
+    code = "KB_DB_UNAVAILABLE"
+    http_status = 503
+
+
+class ValidationFailed(KBError):
+    code = "KB_INVALID_INPUT"
+    http_status = 422
+
+
+class NotFound(KBError):
+    code = "KB_NOT_FOUND"
+    http_status = 404

@@ -1,0 +1,89 @@
+"""Health report for /healthz: database, pgvector, background worker, embedder.
+
+The database and pgvector are essential (HTTP 503 without them); a missing worker or an
+embedder that cannot load degrades the service but keeps search of stored data possible.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from django.db import DatabaseError, connection
+from django.utils import timezone
+
+from kb.errors import KBError
+
+
+@dataclass
+class HealthReport:
+    database: dict = field(default_factory=dict)
+    pgvector: dict = field(default_factory=dict)
+    worker: dict = field(default_factory=dict)
+    embedder: dict = field(default_factory=dict)
+
+    @property
+    def essential_ok(self) -> bool:
+        return bool(self.database.get("ok") and self.pgvector.get("ok") and self.embedder.get("ok"))
+
+    @property
+    def status(self) -> str:
+        if not self.essential_ok:
+            return "down"
+        return "ok" if self.worker.get("ok") else "degraded"
+
+    def as_dict(self) -> dict:
+        return {"status": self.status, **asdict(self)}
+
+
+def health_report() -> HealthReport:
+    report = HealthReport()
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT current_setting('server_version')")
+            report.database = {"ok": True, "server_version": cursor.fetchone()[0]}
+            cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+            row = cursor.fetchone()
+        report.pgvector = (
+            {"ok": True, "version": row[0]} if row
+            else {"ok": False, "error": "the vector extension is not installed; run migrate"}
+        )
+    except (DatabaseError, KBError) as exc:
+        connection.close()
+        report.database = {"ok": False, "error": _first_line(exc)}
+        report.pgvector = {"ok": False, "error": "database unreachable"}
+        report.worker = {"ok": False, "error": "database unreachable"}
+    else:
+        report.worker = _worker_status()
+    report.embedder = _embedder_status()
+    return report
+
+
+def _worker_status() -> dict:
+    from django_q.status import Stat
+
+    try:
+        clusters = Stat.get_all()
+    except DatabaseError as exc:
+        return {"ok": False, "error": _first_line(exc)}
+    now = timezone.now()
+    alive = [c for c in clusters if (now - c.timestamp).total_seconds() < 30]
+    return {
+        "ok": bool(alive),
+        "clusters": len(alive),
+        "last_heartbeat": max((c.timestamp for c in clusters), default=None),
+    }
+
+
+def _embedder_status() -> dict:
+    from ingest.embed import check_embedder_dimension, get_embedder
+
+    try:
+        embedder = get_embedder()
+        check_embedder_dimension(embedder)
+    except KBError as exc:
+        return {"ok": False, "code": exc.code, "error": exc.message}
+    return {"ok": True, "model": embedder.model_id, "dimension": embedder.dimension}
+
+
+def _first_line(exc: Exception) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

@@ -1,0 +1,90 @@
+"""Run the whole product: migrate, admin login, demo source, web server and worker."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from django.core.management import call_command
+from django.core.management.base import BaseCommand
+from django.db import connection
+
+from kb.bootstrap import ensure_admin_user
+
+
+class Command(BaseCommand):
+    help = "Migrate, create the admin login and demo source, then serve the app with a worker."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--host", default="127.0.0.1")
+        parser.add_argument("--port", type=int, default=8000)
+        parser.add_argument("--no-demo", action="store_true", help="Skip the demo source.")
+
+    def handle(self, *args, host: str, port: int, no_demo: bool, **options):
+        self.stdout.write("==> migrating the database")
+        call_command("migrate", interactive=False, verbosity=0)
+        login = ensure_admin_user()
+        if not no_demo:
+            self._demo()
+        connection.close()
+
+        base = f"http://{host}:{port}"
+        children = [
+            subprocess.Popen([sys.executable, "manage.py", "qcluster"]),
+            subprocess.Popen(
+                [sys.executable, "manage.py", "runserver", "--noreload", f"{host}:{port}"]
+            ),
+        ]
+        self.stdout.write(self.style.SUCCESS(f"\nKnowledge base running at {base}/"))
+        self.stdout.write(f"  search page   {base}/")
+        self.stdout.write(f"  admin         {base}/admin/")
+        self.stdout.write(f"  API docs      {base}/api/docs")
+        self.stdout.write(f"  health        {base}/healthz")
+        if login.password:
+            self.stdout.write(self.style.WARNING(
+                f"  admin login   {login.username} / {login.password}   "
+                "(shown once; not stored in plain text)"
+            ))
+        else:
+            self.stdout.write(
+                f"  admin login   {login.username} (password shown on first run; reset with "
+                f"'.venv/bin/python manage.py changepassword {login.username}')"
+            )
+        self.stdout.write("Press Ctrl-C to stop.\n")
+        self._supervise(children)
+
+    def _demo(self) -> None:
+        from kb.demo import ensure_demo_sources
+
+        run_ids = ensure_demo_sources()
+        if run_ids:
+            self.stdout.write(f"==> demo source queued for ingest (runs {', '.join(map(str, run_ids))})")
+
+    def _supervise(self, children: list[subprocess.Popen]) -> None:
+        stopping = False
+
+        def stop(signum, frame):
+            nonlocal stopping
+            stopping = True
+
+        signal.signal(signal.SIGINT, stop)
+        signal.signal(signal.SIGTERM, stop)
+        while not stopping and all(child.poll() is None for child in children):
+            time.sleep(0.3)
+        self.stdout.write("\n==> stopping web server and worker")
+        for child in children:
+            if child.poll() is None:
+                child.send_signal(signal.SIGINT)
+        deadline = time.monotonic() + 15
+        for child in children:
+            try:
+                child.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
+        failed = [c.args[2] for c in children if c.returncode not in (0, -2, -15, 130)]
+        if failed and not stopping:
+            os._exit(1)

@@ -1,0 +1,170 @@
+"""Project settings: the only module that reads the environment.
+
+Every environment variable the product understands is read here and listed in README.md.
+Product settings (ranker defaults, limits, ...) are validated once in `kb.conf`.
+"""
+
+import os
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+KB_ENV = os.environ.get("KB_ENV", "development")
+PRODUCTION = KB_ENV == "production"
+
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
+if not SECRET_KEY:
+    if PRODUCTION:
+        raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set when KB_ENV=production.")
+    SECRET_KEY = "django-insecure-development-only-key-do-not-use-in-production"
+
+DEBUG = os.environ.get("KB_DEBUG", "0" if PRODUCTION else "1") == "1"
+ALLOWED_HOSTS = [h for h in os.environ.get("DJANGO_ALLOWED_HOSTS", "").split(",") if h]
+if not ALLOWED_HOSTS:
+    if PRODUCTION:
+        raise ImproperlyConfigured("DJANGO_ALLOWED_HOSTS must be set when KB_ENV=production.")
+    ALLOWED_HOSTS = ["127.0.0.1", "localhost", "testserver"]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "django_q",
+    "kb",
+    "ingest",
+    "retrieval",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+if PRODUCTION:  # runserver serves static files in development
+    MIDDLEWARE.insert(1, "whitenoise.middleware.WhiteNoiseMiddleware")
+
+ROOT_URLCONF = "kb.urls"
+WSGI_APPLICATION = "kb.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database -------------------------------------------------------------------------------
+# DATABASE_URL set: that server. Unset: an embedded PostgreSQL 18 + pgvector started on demand
+# by the `kb.db_backend` engine in KB_DATA_DIR/pgdata (see kb/embedded_db.py).
+KB_DATA_DIR = Path(os.environ.get("KB_DATA_DIR", BASE_DIR / ".kb")).resolve()
+DATABASE_URL = os.environ.get("DATABASE_URL", "")
+if DATABASE_URL:
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+    DATABASES["default"]["ENGINE"] = "kb.db_backend"
+else:
+    DATABASES = {
+        "default": {
+            "ENGINE": "kb.db_backend",
+            "NAME": "kb",
+            "USER": "postgres",
+            "HOST": "",
+            "EMBEDDED_PGDATA": str(KB_DATA_DIR / "pgdata"),
+            "CONN_MAX_AGE": 60,
+        }
+    }
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+CACHES = {
+    # Shared by web and worker processes, so django-q2's cluster heartbeat is visible to /healthz.
+    "default": {
+        "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+        "LOCATION": "kb_cache",
+    }
+}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = KB_DATA_DIR / "staticfiles"
+MEDIA_ROOT = Path(os.environ.get("KB_MEDIA_DIR", KB_DATA_DIR / "media")).resolve()
+MEDIA_URL = "media/"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"
+                    if PRODUCTION else "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+
+if PRODUCTION:
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_SSL_REDIRECT = os.environ.get("KB_SSL_REDIRECT", "1") == "1"
+    SECURE_HSTS_SECONDS = int(os.environ.get("KB_HSTS_SECONDS", "31536000"))
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = True
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# --- Background jobs --------------------------------------------------------------------------
+Q_CLUSTER = {
+    "name": "kb",
+    "orm": "default",
+    "workers": int(os.environ.get("KB_WORKERS", "1")),
+    "timeout": int(os.environ.get("KB_TASK_TIMEOUT", "3600")),
+    "retry": int(os.environ.get("KB_TASK_TIMEOUT", "3600")) + 60,
+    "max_attempts": 3,
+    "ack_failures": True,
+    "catch_up": False,
+    "poll": 0.5,
+    "label": "Background jobs",
+}
+
+# --- Product settings (validated in kb/conf.py) -----------------------------------------------
+KB_EMBEDDER = os.environ.get("KB_EMBEDDER", "local")  # "local" or "http"
+KB_EMBEDDING_MODEL = os.environ.get("KB_EMBEDDING_MODEL", "")  # empty: bundled all-MiniLM-L6-v2
+KB_EMBEDDING_DIM = int(os.environ.get("KB_EMBEDDING_DIM", "384"))
+KB_EMBEDDING_BATCH = int(os.environ.get("KB_EMBEDDING_BATCH", "64"))
+KB_EMBEDDINGS_URL = os.environ.get("KB_EMBEDDINGS_URL", "")
+KB_EMBEDDINGS_API_KEY = os.environ.get("KB_EMBEDDINGS_API_KEY", "")
+KB_FETCH_ALLOWED_PRIVATE = [
+    h.strip() for h in os.environ.get("KB_FETCH_ALLOWED_PRIVATE", "").split(",") if h.strip()
+]
+KB_FETCH_MAX_BYTES = int(os.environ.get("KB_FETCH_MAX_BYTES", str(10 * 1024 * 1024)))
+KB_FETCH_TIMEOUT = float(os.environ.get("KB_FETCH_TIMEOUT", "20"))
+KB_CHUNK_TOKENS = int(os.environ.get("KB_CHUNK_TOKENS", "256"))
+KB_DEMO_DOCS_DIR = BASE_DIR / "docs"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("KB_LOG_LEVEL", "WARNING")},
+    "loggers": {"kb": {"level": os.environ.get("KB_LOG_LEVEL", "INFO"), "propagate": True}},
+}

@@ -1,0 +1,78 @@
+"""Validators for namespace slugs and per-kind source options (pure; no ORM)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.core.exceptions import ValidationError
+
+NAMESPACE_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}(:[a-z0-9][a-z0-9_.-]{0,62})?$")
+CAPABILITY_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]*/[a-z0-9][a-z0-9_.-]*$")
+
+URL_KINDS = ("url", "sitemap", "crawl", "llms")
+
+# Option name -> (type, minimum, maximum) for numeric options; kinds that accept it.
+SOURCE_OPTIONS: dict[str, tuple[tuple[str, ...], type, Any, Any]] = {
+    "max_depth": (("crawl",), int, 0, 10),
+    "max_pages": (("crawl", "sitemap", "llms"), int, 1, 10000),
+    "allowed_domains": (("crawl",), list, None, None),
+    "use_llms_txt": (("crawl", "sitemap"), bool, None, None),
+    "keep_removed": (URL_KINDS + ("file", "text"), bool, None, None),
+    "respect_robots": (("crawl",), bool, None, None),
+}
+
+
+def validate_namespace_slug(value: str) -> None:
+    if not NAMESPACE_RE.match(value or ""):
+        raise ValidationError(
+            f"{value!r} is not a valid namespace. Use lowercase letters, digits, '-' and '_', "
+            "optionally with one 'kind:name' prefix, e.g. 'tenant:acme' or 'agent:support'.",
+            code="invalid_namespace",
+        )
+
+
+def validate_capability_id(value: str) -> None:
+    if not CAPABILITY_ID_RE.match(value or ""):
+        raise ValidationError(
+            f"{value!r} is not a canonical capability id; use 'provider/name', lowercase.",
+            code="invalid_capability_id",
+        )
+
+
+def validate_http_url(value: str, field: str = "location") -> None:
+    parts = urlsplit(value or "")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValidationError(
+            {field: f"{value!r} is not an http(s) URL with a host, e.g. 'https://docs.example.com/'."},
+            code="invalid_url",
+        )
+
+
+def validate_source_options(kind: str, options: dict[str, Any]) -> None:
+    """Reject unknown options, options of another kind, and out-of-range values."""
+    if not isinstance(options, dict):
+        raise ValidationError({"options": "Options must be a JSON object."}, code="invalid_options")
+    errors = []
+    for name, value in options.items():
+        spec = SOURCE_OPTIONS.get(name)
+        if spec is None:
+            errors.append(f"unknown option {name!r} (known: {', '.join(sorted(SOURCE_OPTIONS))})")
+            continue
+        kinds, typ, low, high = spec
+        if kind not in kinds:
+            errors.append(f"option {name!r} does not apply to {kind!r} sources")
+            continue
+        if typ is int and (isinstance(value, bool) or not isinstance(value, int)):
+            errors.append(f"option {name!r} must be a whole number, got {value!r}")
+        elif typ is bool and not isinstance(value, bool):
+            errors.append(f"option {name!r} must be true or false, got {value!r}")
+        elif typ is list and not (
+            isinstance(value, list) and all(isinstance(v, str) and v for v in value)
+        ):
+            errors.append(f"option {name!r} must be a list of domain names, got {value!r}")
+        elif typ is int and not low <= value <= high:
+            errors.append(f"option {name!r} must be between {low} and {high}, got {value!r}")
+    if errors:
+        raise ValidationError({"options": "; ".join(errors)}, code="invalid_options")

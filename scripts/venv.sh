@@ -1,0 +1,28 @@
+# Sourced by scripts/run and scripts/test: creates .venv at the repository root and installs
+# the project into it. A stamp of pyproject.toml's hash makes a rerun skip pip when nothing changed.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="$ROOT/.venv"
+PY="$VENV/bin/python"
+EXTRAS="${1:-}"   # "" for the app, "test" for the test dependencies too
+
+if [ ! -x "$PY" ]; then
+    echo "==> creating virtual environment in .venv"
+    python3.11 -m venv "$VENV" 2>/dev/null || python3 -m venv "$VENV"
+fi
+
+want="$(sha256sum "$ROOT/pyproject.toml" | cut -c1-16)-${EXTRAS:-app}"
+stamp="$VENV/.kb-installed"
+if ! grep -qx -- "$want" "$stamp" 2>/dev/null && ! { [ -z "$EXTRAS" ] && grep -qx -- "${want%-app}-test" "$stamp" 2>/dev/null; }; then
+    echo "==> installing dependencies (first run takes a few minutes)"
+    "$PY" -m pip install --quiet --upgrade pip
+    # torch first and pinned: 2.13.0 is the CPU wheel; anything else pulls a multi-GB CUDA build.
+    "$PY" -m pip install --quiet "torch==2.13.0"
+    if [ -n "$EXTRAS" ]; then spec="$ROOT[$EXTRAS]"; else spec="$ROOT"; fi
+    "$PY" -m pip install --quiet -e "$spec" 2>&1 | { grep -vE "is ignored: it is neither|BuildBackendWarning|^\s*(!!|\*+|Please be careful|name as your package|with strategy)" || true; }
+    echo "$want" > "$stamp"
+fi
+
+export HF_HUB_OFFLINE=1
+export TRANSFORMERS_OFFLINE=1
+export TOKENIZERS_PARALLELISM=false

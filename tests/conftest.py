@@ -1,0 +1,25 @@
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import pytest  # noqa: E402
+
+from tests.pgserver import TcpPostgres  # noqa: E402
+
+
+@pytest.fixture
+def tcp_postgres(tmp_path):
+    """A second, separate PostgreSQL server listening on a TCP port on loopback."""
+    server = TcpPostgres(tmp_path / "tcp-pgdata")
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def namespace(db):
+    from kb.models import Namespace
+
+    return Namespace.objects.create(slug="tenant:test", title="Test")

