@@ -75,7 +75,9 @@ class SentenceTransformerEmbedder:
         with self._lock:
             if self._model is None:
                 from sentence_transformers import SentenceTransformer
+                from transformers.utils import logging as transformers_logging
 
+                transformers_logging.disable_progress_bar()
                 try:
                     self._model = SentenceTransformer(
                         str(self.model_path), device=self.device, local_files_only=True

@@ -1,9 +1,15 @@
 """The curator's console. Thin: listing, filtering and forms here; work happens in services."""
 
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count
-from django.utils.html import format_html
+from django.http import HttpResponseRedirect, JsonResponse
+from django.shortcuts import get_object_or_404
+from django.urls import path, reverse
+from django.utils.html import format_html, format_html_join
+from django.views.decorators.http import require_POST
 
+from ingest import services as ingest_services
 from kb import models
 
 
@@ -54,6 +60,29 @@ class SourceAdmin(admin.ModelAdmin):
     search_fields = ["name", "location"]
     readonly_fields = ["last_run_at", "last_run_status", "last_run_summary", "created_at", "updated_at"]
     inlines = [IngestRunInline]
+    actions = ["ingest_now", "reembed_all"]
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        ingest_services.sync_refresh_schedule(obj)
+
+    def _start(self, request, queryset, mode):
+        if not self.has_change_permission(request):
+            raise PermissionDenied
+        runs = [ingest_services.start_ingest(source, mode=mode) for source in queryset]
+        links = format_html_join(
+            ", ", '<a href="{}">run #{}</a>',
+            ((reverse("admin:kb_ingestrun_change", args=[r.pk]), r.pk) for r in runs),
+        )
+        self.message_user(request, format_html("Queued {}.", links), messages.SUCCESS)
+
+    @admin.action(description="Ingest now")
+    def ingest_now(self, request, queryset):
+        self._start(request, queryset, models.IngestRun.Mode.INGEST)
+
+    @admin.action(description="Re-embed all documents")
+    def reembed_all(self, request, queryset):
+        self._start(request, queryset, models.IngestRun.Mode.REEMBED)
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(_documents=Count("documents"))
@@ -175,9 +204,39 @@ class IngestRunAdmin(admin.ModelAdmin):
         "chunks_written", "chunks_embedded", "error", "queued_at", "started_at", "finished_at",
     ]
     inlines = [IngestItemInline]
+    change_form_template = "admin/kb/ingestrun/change_form.html"
 
     def has_add_permission(self, request):
         return False
+
+    def get_urls(self):
+        return [
+            path("<int:run_id>/progress.json", self.admin_site.admin_view(self.progress_view),
+                 name="kb_ingestrun_progress"),
+            path("<int:run_id>/retry/", self.admin_site.admin_view(require_POST(self.retry_view)),
+                 name="kb_ingestrun_retry"),
+        ] + super().get_urls()
+
+    def progress_view(self, request, run_id):
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        run = get_object_or_404(models.IngestRun, pk=run_id)
+        return JsonResponse({
+            "id": run.pk, "status": run.status, "percent": run.progress_percent,
+            "items_total": run.items_total, "items_done": run.items_done,
+            "items_failed": run.items_failed, "chunks_written": run.chunks_written,
+        })
+
+    def retry_view(self, request, run_id):
+        if not self.has_change_permission(request):
+            raise PermissionDenied
+        run = get_object_or_404(models.IngestRun, pk=run_id)
+        retry = ingest_services.retry_failed_items(run)
+        if retry is None:
+            self.message_user(request, "This run has no failed items.", messages.INFO)
+            return HttpResponseRedirect(reverse("admin:kb_ingestrun_change", args=[run.pk]))
+        self.message_user(request, f"Retrying the failed items as run #{retry.pk}.", messages.SUCCESS)
+        return HttpResponseRedirect(reverse("admin:kb_ingestrun_change", args=[retry.pk]))
 
     @admin.display(description="progress")
     def progress_bar(self, obj):

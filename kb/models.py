@@ -143,6 +143,9 @@ class Chunk(models.Model):
     end_byte = models.PositiveIntegerField()
     token_estimate = models.PositiveIntegerField(default=0)
     is_summary = models.BooleanField(default=False)
+    is_partial_code = models.BooleanField(
+        default=False, help_text="Part of one code fence too large for a single chunk."
+    )
     embedding = VectorField(dimensions=settings.KB_EMBEDDING_DIM, null=True, blank=True)
     embedding_model = models.CharField(max_length=200, blank=True)
     embed_reason = models.CharField(max_length=32, blank=True)

@@ -4,7 +4,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/.venv"
 PY="$VENV/bin/python"
-EXTRAS="${1:-}"   # "" for the app, "test" for the test dependencies too
+EXTRAS="${KB_EXTRAS:-}"   # empty for the app, "test" for the test dependencies too
 
 if [ ! -x "$PY" ]; then
     echo "==> creating virtual environment in .venv"
@@ -15,11 +15,15 @@ want="$(sha256sum "$ROOT/pyproject.toml" | cut -c1-16)-${EXTRAS:-app}"
 stamp="$VENV/.kb-installed"
 if ! grep -qx -- "$want" "$stamp" 2>/dev/null && ! { [ -z "$EXTRAS" ] && grep -qx -- "${want%-app}-test" "$stamp" 2>/dev/null; }; then
     echo "==> installing dependencies (first run takes a few minutes)"
-    "$PY" -m pip install --quiet --upgrade pip
+    # pip's notes about this machine's local package mirror and setuptools' editable-install
+    # banner are noise for a newcomer; errors still show.
+    quiet() { grep -vE -e "is ignored: it is neither|BuildBackendWarning" \
+        -e "^\s*(!!|\*+|Please be careful|name as your package|with strategy)" -e "^\s*$" || true; }
+    "$PY" -m pip install --quiet --upgrade pip 2>&1 | quiet
     # torch first and pinned: 2.13.0 is the CPU wheel; anything else pulls a multi-GB CUDA build.
-    "$PY" -m pip install --quiet "torch==2.13.0"
+    "$PY" -m pip install --quiet "torch==2.13.0" 2>&1 | quiet
     if [ -n "$EXTRAS" ]; then spec="$ROOT[$EXTRAS]"; else spec="$ROOT"; fi
-    "$PY" -m pip install --quiet -e "$spec" 2>&1 | { grep -vE "is ignored: it is neither|BuildBackendWarning|^\s*(!!|\*+|Please be careful|name as your package|with strategy)" || true; }
+    "$PY" -m pip install --quiet -e "$spec" 2>&1 | quiet
     echo "$want" > "$stamp"
 fi
 

@@ -23,3 +23,22 @@ def namespace(db):
     from kb.models import Namespace
 
     return Namespace.objects.create(slug="tenant:test", title="Test")
+
+
+@pytest.fixture
+def web():
+    from tests.webserver import WebServer
+
+    with WebServer() as server:
+        yield server
+
+
+@pytest.fixture
+def allow_loopback(settings):
+    """Let fetches reach the loopback test server, as an intranet allow-list would."""
+    from kb.conf import kb_settings
+
+    settings.KB_FETCH_ALLOWED_PRIVATE = ["127.0.0.0/8"]
+    kb_settings.cache_clear()
+    yield
+    kb_settings.cache_clear()

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
 import time
 
+from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 from django.db import connection
 
 from kb.bootstrap import ensure_admin_user
+from kb.embedded_db import prune_dead_handles
 
 
 class Command(BaseCommand):
@@ -85,6 +86,9 @@ class Command(BaseCommand):
             except subprocess.TimeoutExpired:
                 child.kill()
                 child.wait()
+        pgdata = settings.DATABASES["default"].get("EMBEDDED_PGDATA")
+        if pgdata:  # the database stops when this process exits, unless others still use it
+            prune_dead_handles(pgdata)
         failed = [c.args[2] for c in children if c.returncode not in (0, -2, -15, 130)]
         if failed and not stopping:
-            os._exit(1)
+            raise SystemExit(1)

@@ -1,0 +1,250 @@
+"""HTTP fetching behind the SSRF guard.
+
+One `Fetcher.fetch()` call follows redirects by hand (each hop re-checked by the guard),
+connects only to the address the guard approved (httpcore with a pinned network backend:
+no second DNS lookup, TLS still verified against the URL's host name), caps the body size
+(also after gzip/deflate decompression, so compression bombs stop at the cap), retries 429
+and 5xx with backoff, sends conditional headers so an unchanged page costs one 304, and
+enforces a total deadline so a slow-drip server cannot hold a worker forever.
+"""
+
+from __future__ import annotations
+
+import ssl
+import time
+import zlib
+from dataclasses import dataclass, field
+from email.message import Message
+from typing import Callable, Iterable
+from urllib.parse import urljoin, urldefrag
+
+import httpcore
+
+from ingest.errors import ContentRejected, FetchFailed
+from ingest.ssrf import Resolver, Target, resolve_target, system_resolver
+
+USER_AGENT = "kb-ingest/0.1 (self-hosted knowledge base; +robots.txt honoured)"
+REDIRECT_STATUSES = (301, 302, 303, 307, 308)
+RETRY_STATUSES = (429, 500, 502, 503, 504)
+TEXT_TYPES = (
+    "text/html", "application/xhtml+xml", "text/plain", "text/markdown", "text/x-markdown",
+)
+XML_TYPES = ("application/xml", "text/xml", "application/rss+xml", "application/atom+xml")
+
+
+@dataclass(frozen=True)
+class FetchPolicy:
+    timeout: float = 20.0
+    total_timeout: float = 60.0
+    max_bytes: int = 10 * 1024 * 1024
+    max_redirects: int = 5
+    retries: int = 2
+    backoff: float = 0.5
+    allowed_hosts: frozenset[str] = frozenset()
+    allowed_networks: tuple = ()
+    resolver: Resolver = system_resolver
+    sleep: Callable[[float], None] = time.sleep
+
+    @classmethod
+    def from_settings(cls, **overrides) -> "FetchPolicy":
+        from kb.conf import kb_settings
+
+        conf = kb_settings()
+        values = dict(
+            timeout=conf.fetch_timeout, total_timeout=conf.fetch_timeout * 3,
+            max_bytes=conf.fetch_max_bytes, allowed_hosts=conf.allowed_private_hosts(),
+            allowed_networks=conf.allowed_private_networks(),
+        )
+        values.update(overrides)
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class FetchResult:
+    url: str  # the final URL after redirects
+    status: int
+    body: bytes = b""
+    media_type: str = ""
+    charset: str | None = None
+    etag: str = ""
+    last_modified: str = ""
+    redirects: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def not_modified(self) -> bool:
+        return self.status == 304
+
+
+class _PinnedBackend(httpcore.NetworkBackend):
+    """Connects to the address the SSRF guard approved, whatever the URL's host resolves to now."""
+
+    def __init__(self, target: Target):
+        self._target = target
+        self._inner = httpcore.SyncBackend()
+
+    def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
+        if host.lower().rstrip(".").strip("[]") != self._target.host.strip("[]") or port != self._target.port:
+            raise httpcore.ConnectError(f"unexpected connection to {host}:{port}")
+        return self._inner.connect_tcp(self._target.address, port, timeout, local_address, socket_options)
+
+    def connect_unix_socket(self, path, timeout=None, socket_options=None):
+        raise httpcore.ConnectError("unix sockets are never fetched")
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+def _content_type(headers: dict[str, str]) -> tuple[str, str | None]:
+    raw = headers.get("content-type", "")
+    if not raw:
+        return "", None
+    message = Message()
+    message["content-type"] = raw
+    return message.get_content_type().lower(), message.get_param("charset")
+
+
+class Fetcher:
+    def __init__(self, policy: FetchPolicy | None = None):
+        self.policy = policy or FetchPolicy.from_settings()
+        self._ssl = ssl.create_default_context()
+
+    def fetch(
+        self, url: str, *, accept: Iterable[str] = TEXT_TYPES, etag: str = "",
+        last_modified: str = "",
+    ) -> FetchResult:
+        accept = tuple(accept)
+        deadline = time.monotonic() + self.policy.total_timeout
+        current = urldefrag(url)[0]
+        hops: list[str] = []
+        for _ in range(self.policy.max_redirects + 1):
+            target = self._resolve(current)
+            headers = {"user-agent": USER_AGENT, "accept-encoding": "gzip, deflate", "accept": "*/*"}
+            if etag:
+                headers["if-none-match"] = etag
+            if last_modified:
+                headers["if-modified-since"] = last_modified
+            status, response_headers, body = self._request_with_retry(target, headers, accept, deadline)
+            if status in REDIRECT_STATUSES:
+                location = response_headers.get("location")
+                if not location:
+                    raise FetchFailed(f"{current!r} redirected without a Location header.")
+                hops.append(current)
+                current = urldefrag(urljoin(current, location))[0]
+                if current in hops:
+                    raise FetchFailed(
+                        f"Redirect loop: {current!r} redirects back to itself.",
+                        code="INGEST_REDIRECT_LOOP", details={"chain": hops + [current]},
+                    )
+                continue
+            media_type, charset = _content_type(response_headers)
+            return FetchResult(
+                url=current, status=status, body=body, media_type=media_type, charset=charset,
+                etag=response_headers.get("etag", ""),
+                last_modified=response_headers.get("last-modified", ""), redirects=tuple(hops),
+            )
+        raise FetchFailed(
+            f"Too many redirects (more than {self.policy.max_redirects}) starting at {url!r}.",
+            code="INGEST_TOO_MANY_REDIRECTS", details={"chain": hops},
+        )
+
+    def _resolve(self, url: str) -> Target:
+        return resolve_target(
+            url, allowed_hosts=self.policy.allowed_hosts,
+            allowed_networks=self.policy.allowed_networks, resolver=self.policy.resolver,
+        )
+
+    def _request_with_retry(self, target, headers, accept, deadline):
+        attempt = 0
+        while True:
+            try:
+                status, response_headers, body = self._request(target, headers, accept, deadline)
+            except (httpcore.NetworkError, httpcore.RemoteProtocolError) as exc:
+                if attempt >= self.policy.retries:
+                    raise FetchFailed(
+                        f"Could not fetch {target.url!r}: {type(exc).__name__}: {exc}",
+                        details={"url": target.url},
+                    ) from exc
+                delay = self.policy.backoff * 2**attempt
+            else:
+                if status not in RETRY_STATUSES or attempt >= self.policy.retries:
+                    if status >= 400 and status not in REDIRECT_STATUSES:
+                        raise FetchFailed(
+                            f"{target.url!r} answered HTTP {status}.",
+                            code="INGEST_HTTP_STATUS", details={"url": target.url, "status": status},
+                        )
+                    return status, response_headers, body
+                delay = _retry_after(response_headers.get("retry-after")) or self.policy.backoff * 2**attempt
+            attempt += 1
+            if time.monotonic() + delay > deadline:
+                raise FetchFailed(f"Gave up on {target.url!r}: out of time for retries.",
+                                  code="INGEST_FETCH_TIMEOUT")
+            self.policy.sleep(delay)
+
+    def _request(self, target: Target, headers: dict, accept: tuple, deadline: float):
+        timeouts = {"connect": self.policy.timeout, "read": self.policy.timeout,
+                    "write": self.policy.timeout, "pool": self.policy.timeout}
+        try:
+            with httpcore.ConnectionPool(
+                ssl_context=self._ssl, network_backend=_PinnedBackend(target), max_connections=1
+            ) as pool, pool.stream(
+                "GET", target.url, headers=list(headers.items()), extensions={"timeout": timeouts}
+            ) as response:
+                response_headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in response.headers}
+                status = response.status
+                if status != 200:
+                    return status, response_headers, b""
+                media_type, _ = _content_type(response_headers)
+                if media_type and accept and media_type not in accept:
+                    raise ContentRejected(
+                        f"{target.url!r} is {media_type!r}, which is not ingested "
+                        f"(accepted: {', '.join(accept)}).",
+                        code="INGEST_UNSUPPORTED_TYPE", details={"media_type": media_type},
+                    )
+                declared = response_headers.get("content-length", "")
+                if declared.isdigit() and int(declared) > self.policy.max_bytes:
+                    raise self._too_large(target.url, int(declared))
+                body = self._read_body(response, response_headers, target.url, deadline)
+                return status, response_headers, body
+        except httpcore.TimeoutException as exc:
+            raise FetchFailed(f"Timed out fetching {target.url!r}.", code="INGEST_FETCH_TIMEOUT") from exc
+        except httpcore.UnsupportedProtocol as exc:
+            raise FetchFailed(f"Unsupported protocol for {target.url!r}: {exc}") from exc
+
+    def _read_body(self, response, headers, url: str, deadline: float) -> bytes:
+        encoding = headers.get("content-encoding", "identity").lower().strip()
+        decoder = None
+        if encoding in ("gzip", "x-gzip"):
+            decoder = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        elif encoding == "deflate":
+            decoder = zlib.decompressobj(zlib.MAX_WBITS | 32)
+        elif encoding not in ("", "identity"):
+            raise ContentRejected(f"{url!r} uses unsupported content encoding {encoding!r}.")
+        cap = self.policy.max_bytes
+        out = bytearray()
+        for piece in response.iter_stream():
+            if time.monotonic() > deadline:
+                raise FetchFailed(f"{url!r} sent its body too slowly; gave up.", code="INGEST_FETCH_TIMEOUT")
+            if decoder is not None:
+                try:
+                    piece = decoder.decompress(piece, cap + 1 - len(out))
+                except zlib.error as exc:
+                    raise ContentRejected(f"{url!r} sent a corrupt {encoding} body: {exc}") from exc
+                if decoder.unconsumed_tail:
+                    raise self._too_large(url, None)
+            out += piece
+            if len(out) > cap:
+                raise self._too_large(url, None)
+        return bytes(out)
+
+    def _too_large(self, url: str, size: int | None) -> ContentRejected:
+        shown = f"{size} bytes" if size else "more than the limit"
+        return ContentRejected(
+            f"{url!r} is too large ({shown}; KB_FETCH_MAX_BYTES is {self.policy.max_bytes}).",
+            code="INGEST_TOO_LARGE", details={"url": url, "max_bytes": self.policy.max_bytes},
+        )
+
+
+def _retry_after(value: str | None) -> float | None:
+    if value and value.strip().isdigit():
+        return min(10.0, float(value.strip()))
+    return None

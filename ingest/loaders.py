@@ -1,0 +1,274 @@
+"""Loaders: a source's settings in, the raw items it holds out. No ORM here.
+
+Each loader yields `LoadedItem`s lazily (so a run shows progress while it fetches) and says
+whether it listed the whole source (`complete`), which is what allows the pipeline to remove
+documents that disappeared. Web loaders fetch only through `ingest.fetch.Fetcher`, so every hop
+passes the SSRF guard. Sitemap and crawl sources first probe `origin/llms.txt` and use its
+links when it lists any (option `use_llms_txt`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import PurePosixPath
+from typing import Callable, Iterator
+from urllib.parse import urljoin, urldefrag, urlsplit
+
+from bs4 import BeautifulSoup
+from defusedxml import ElementTree as SafeXML
+from defusedxml.common import DefusedXmlException
+from protego import Protego
+
+from ingest.errors import ContentRejected, FetchFailed, IngestError
+from ingest.fetch import TEXT_TYPES, USER_AGENT, XML_TYPES, Fetcher
+from kb.errors import KBError
+
+MARKDOWN_LINK = re.compile(r"\[([^\]]*)\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+SKIP_EXTENSIONS = (
+    ".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".ico", ".pdf", ".zip", ".gz", ".tar",
+    ".mp4", ".mp3", ".woff", ".woff2", ".ttf", ".css", ".js", ".json", ".xml", ".exe", ".dmg",
+)
+FILE_TYPES = {
+    ".md": "text/markdown", ".markdown": "text/markdown", ".mdx": "text/markdown",
+    ".txt": "text/plain", ".text": "text/plain", ".rst": "text/plain",
+    ".html": "text/html", ".htm": "text/html", ".xhtml": "application/xhtml+xml",
+}
+DEFAULTS = {"max_depth": 2, "max_pages": 500, "use_llms_txt": True, "respect_robots": True}
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    kind: str
+    location: str = ""
+    text: str = ""
+    name: str = ""
+    options: dict = field(default_factory=dict)
+
+    def option(self, name: str):
+        return self.options.get(name, DEFAULTS.get(name))
+
+
+@dataclass(frozen=True)
+class KnownDocument:
+    """What the store remembers of a document: enough for conditional, cheap re-fetching."""
+
+    ref: str
+    etag: str = ""
+    last_modified: str = ""
+    lastmod: str = ""  # the sitemap's lastmod at the last ingest
+    links: tuple[str, ...] = ()  # for crawls: outgoing links, to keep crawling past a 304
+
+
+@dataclass
+class LoadedItem:
+    ref: str
+    url: str = ""
+    body: bytes | None = None
+    media_type: str = ""
+    charset: str | None = None
+    title_hint: str = ""
+    path: str = ""
+    not_modified: bool = False
+    error: KBError | None = None
+    etag: str = ""
+    last_modified: str = ""
+    lastmod: str = ""
+    created_at: datetime | None = None
+    links: tuple[str, ...] = ()
+
+
+FileOpener = Callable[[str], tuple[bytes, str]]  # key -> (bytes, display name)
+
+
+class SourceLoader:
+    def __init__(self, spec: SourceSpec, *, fetcher: Fetcher | None = None,
+                 known: dict[str, KnownDocument] | None = None,
+                 open_file: FileOpener | None = None, only_refs: set[str] | None = None):
+        self.spec = spec
+        self.fetcher = fetcher
+        self.known = known or {}
+        self.open_file = open_file
+        self.only_refs = only_refs
+        self.complete = only_refs is None
+        self.discovered = 0
+
+    def items(self) -> Iterator[LoadedItem]:
+        kind = self.spec.kind
+        if kind == "text":
+            yield from self._counted([self._text_item()])
+        elif kind == "file":
+            yield from self._counted([self._file_item()])
+        elif self.only_refs is not None:
+            yield from self._counted(self._fetch_each([(ref, "", "") for ref in sorted(self.only_refs)]))
+        elif kind == "url":
+            yield from self._counted([self._page(self.spec.location)])
+        elif kind == "llms":
+            yield from self._counted(self._fetch_each(self._llms_links(self.spec.location, required=True)))
+        elif kind == "sitemap":
+            yield from self._counted(self._sitemap())
+        elif kind == "crawl":
+            yield from self._crawl()
+        else:
+            raise IngestError(f"Unknown source kind {kind!r}.", code="INGEST_UNKNOWN_KIND")
+
+    def _counted(self, items):
+        if isinstance(items, list):
+            self.discovered = len(items)
+        yield from items
+
+    # --- inline text and files --------------------------------------------------------------
+    def _text_item(self) -> LoadedItem:
+        return LoadedItem(ref="inline", body=self.spec.text.encode("utf-8"), media_type="text/markdown",
+                          charset="utf-8", title_hint=self.spec.name, path=self.spec.name)
+
+    def _file_item(self) -> LoadedItem:
+        key = self.spec.location
+        try:
+            if self.open_file is None:
+                raise IngestError("No file storage is configured for file sources.")
+            body, name = self.open_file(key)
+        except KBError as exc:
+            return LoadedItem(ref=key, error=exc)
+        suffix = PurePosixPath(name).suffix.lower()
+        return LoadedItem(ref=key, body=body, media_type=FILE_TYPES.get(suffix, ""),
+                          title_hint=PurePosixPath(name).stem.replace("-", " ").replace("_", " "),
+                          path=name)
+
+    # --- the web ------------------------------------------------------------------------------
+    def _page(self, url: str, title_hint: str = "", lastmod: str = "") -> LoadedItem:
+        known = self.known.get(url)
+        if known and lastmod and known.lastmod == lastmod:
+            return LoadedItem(ref=url, url=url, not_modified=True, lastmod=lastmod, links=known.links)
+        try:
+            result = self.fetcher.fetch(
+                url, etag=known.etag if known else "", last_modified=known.last_modified if known else ""
+            )
+        except KBError as exc:
+            return LoadedItem(ref=url, url=url, error=exc)
+        if result.not_modified:
+            return LoadedItem(ref=url, url=url, not_modified=True, lastmod=lastmod,
+                              etag=known.etag if known else "", links=known.links if known else ())
+        return LoadedItem(
+            ref=url, url=result.url, body=result.body, media_type=result.media_type,
+            charset=result.charset, title_hint=title_hint, path=urlsplit(result.url).path,
+            etag=result.etag, last_modified=result.last_modified, lastmod=lastmod,
+        )
+
+    def _fetch_each(self, links) -> Iterator[LoadedItem]:
+        links = list(links)
+        self.discovered = len(links)
+        for url, title, lastmod in links:
+            yield self._page(url, title, lastmod)
+
+    def _llms_links(self, url: str, *, required: bool) -> list[tuple[str, str, str]]:
+        try:
+            result = self.fetcher.fetch(url, accept=TEXT_TYPES)
+        except KBError:
+            if required:
+                raise
+            return []
+        text = result.body.decode("utf-8", errors="replace")
+        links, seen = [], set()
+        for title, href in MARKDOWN_LINK.findall(text):
+            target = urldefrag(urljoin(result.url, href))[0]
+            if urlsplit(target).scheme in ("http", "https") and target not in seen:
+                seen.add(target)
+                links.append((target, title.strip(), ""))
+        return links[: self.spec.option("max_pages")]
+
+    def _probe_llms(self) -> list[tuple[str, str, str]]:
+        if not self.spec.option("use_llms_txt"):
+            return []
+        parts = urlsplit(self.spec.location)
+        return self._llms_links(f"{parts.scheme}://{parts.netloc}/llms.txt", required=False)
+
+    def _sitemap(self) -> Iterator[LoadedItem]:
+        links = self._probe_llms() or self._sitemap_links(self.spec.location, depth=0)
+        yield from self._fetch_each(links[: self.spec.option("max_pages")])
+
+    def _sitemap_links(self, url: str, depth: int) -> list[tuple[str, str, str]]:
+        result = self.fetcher.fetch(url, accept=XML_TYPES + ("text/plain", ""))
+        try:
+            root = SafeXML.fromstring(result.body)
+        except (DefusedXmlException, SafeXML.ParseError) as exc:
+            raise ContentRejected(
+                f"The sitemap at {url!r} is not valid, safe XML: {exc}", code="INGEST_BAD_SITEMAP"
+            ) from exc
+        tag = root.tag.rsplit("}", 1)[-1]
+        entries = [
+            ({c.tag.rsplit("}", 1)[-1]: (c.text or "").strip() for c in node})
+            for node in root if node.tag.rsplit("}", 1)[-1] in ("url", "sitemap")
+        ]
+        links: list[tuple[str, str, str]] = []
+        if tag == "sitemapindex":
+            if depth >= 3:
+                raise ContentRejected(f"Sitemap indexes nest too deeply at {url!r}.", code="INGEST_BAD_SITEMAP")
+            for entry in entries:
+                if entry.get("loc"):
+                    links.extend(self._sitemap_links(urljoin(url, entry["loc"]), depth + 1))
+                if len(links) >= self.spec.option("max_pages"):
+                    break
+        elif tag == "urlset":
+            links = [(urljoin(url, e["loc"]), "", e.get("lastmod", "")) for e in entries if e.get("loc")]
+        else:
+            raise ContentRejected(f"{url!r} is XML but not a sitemap (<{tag}>).", code="INGEST_BAD_SITEMAP")
+        return links
+
+    def _crawl(self) -> Iterator[LoadedItem]:
+        llms = self._probe_llms()
+        if llms:
+            yield from self._fetch_each(llms)
+            return
+        start = urldefrag(self.spec.location)[0]
+        allowed = {d.lower() for d in (self.spec.option("allowed_domains") or [])}
+        origin = urlsplit(start).netloc.lower()
+        robots = self._robots(start) if self.spec.option("respect_robots") else None
+        max_pages, max_depth = self.spec.option("max_pages"), self.spec.option("max_depth")
+        queue: deque[tuple[str, int]] = deque([(start, 0)])
+        seen = {start}
+        fetched = 0
+        while queue and fetched < max_pages:
+            url, depth = queue.popleft()
+            if robots is not None and not robots.can_fetch(url, USER_AGENT):
+                continue
+            item = self._page(url)
+            fetched += 1
+            self.discovered = fetched + min(len(queue), max_pages - fetched)
+            if item.body is not None and item.error is None and "html" in item.media_type:
+                item.links = tuple(_html_links(item.body, item.url or url))
+            if item.error is not None:
+                self.complete = False  # what lies behind a failed page was not listed
+            yield item
+            if depth >= max_depth:
+                continue
+            for link in item.links:
+                host = urlsplit(link).netloc.lower()
+                if link in seen or not (host == origin or host in allowed):
+                    continue
+                if urlsplit(link).path.lower().endswith(SKIP_EXTENSIONS):
+                    continue
+                seen.add(link)
+                queue.append((link, depth + 1))
+        if queue:
+            self.complete = False  # stopped at max_pages: pages not reached are not "removed"
+
+    def _robots(self, start: str) -> Protego | None:
+        parts = urlsplit(start)
+        try:
+            result = self.fetcher.fetch(f"{parts.scheme}://{parts.netloc}/robots.txt", accept=())
+        except FetchFailed:
+            return None  # no robots.txt: everything is allowed
+        return Protego.parse(result.body.decode("utf-8", errors="replace"))
+
+
+def _html_links(body: bytes, base: str) -> list[str]:
+    soup = BeautifulSoup(body, "html.parser")
+    links = []
+    for anchor in soup.find_all("a", href=True):
+        target = urldefrag(urljoin(base, anchor["href"].strip()))[0]
+        if urlsplit(target).scheme in ("http", "https"):
+            links.append(target)
+    return list(dict.fromkeys(links))

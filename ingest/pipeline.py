@@ -1,0 +1,397 @@
+"""The ingest pipeline: the one place that writes documents and chunks.
+
+Per document: clean text -> sha256 -> unchanged means skip (no chunking, no embedding, no
+write); otherwise chunk -> embed -> in one transaction upsert the document and its chunks and
+delete the orphaned tail. Embedding is batched across documents for throughput; each document
+is still written in its own transaction, so a crash leaves every document entirely old or
+entirely new. Per-item errors are recorded on the run, which goes on; documents that vanished
+from a completely listed source are removed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Iterator
+
+from django.core.files.storage import default_storage
+from django.core.exceptions import SuspiciousFileOperation
+from django.db import DatabaseError, connection, transaction
+from django.utils import timezone
+
+from ingest.chunk import ChunkOptions, ChunkSpec, chunk_markdown, chunk_text
+from ingest.embed import Embedder, check_embedder_dimension, get_embedder
+from ingest.errors import ContentRejected, IngestError
+from ingest.extract import Extracted, extract
+from ingest.fetch import Fetcher
+from ingest.loaders import KnownDocument, LoadedItem, SourceLoader, SourceSpec
+from kb.conf import kb_settings
+from kb.errors import KBError
+from kb.models import Chunk, Document, IngestItem, IngestRun, Source
+
+logger = logging.getLogger(__name__)
+
+EMBED_BATCH_CHUNKS = 128  # chunks gathered across documents before one embedding call
+
+
+@dataclass
+class _Pending:
+    """A document that changed, waiting for its embeddings."""
+
+    item: LoadedItem
+    extracted: Extracted
+    content_hash: str
+    chunks: list[ChunkSpec]
+    reason: str
+    started: float
+    document_id: int | None = None
+
+
+@dataclass
+class _Outcome:
+    ref: str
+    status: str
+    reason: str = ""
+    error_code: str = ""
+    error_message: str = ""
+    byte_size: int = 0
+    chunks: int = 0
+    duration_ms: int = 0
+
+
+@dataclass
+class _State:
+    doc_id: int
+    content_hash: str
+    embedding_model: str
+    title: str
+    content: str
+    media_type: str
+
+
+@dataclass
+class IngestPipeline:
+    run: IngestRun
+    embedder: Embedder = field(default_factory=get_embedder)
+    fetcher: Fetcher | None = None
+    chunk_options: ChunkOptions | None = None
+    on_progress: Callable[[IngestRun], None] | None = None
+
+    def __post_init__(self):
+        self.source: Source = self.run.source
+        self.chunk_options = self.chunk_options or ChunkOptions(max_tokens=kb_settings().chunk_tokens)
+        self._pending: list[_Pending] = []
+        self._outcomes: list[_Outcome] = []
+        self._seen: set[str] = set()
+
+    # --- entry point --------------------------------------------------------------------------
+    def execute(self, items: Iterable[LoadedItem] | None = None) -> IngestRun:
+        """Run the whole ingest; `items` replaces the source's own loader (benchmarks, tests)."""
+        self._start()
+        try:
+            self._check_column()
+            self._states = self._load_states()
+            if self.run.mode == IngestRun.Mode.REEMBED:
+                self._reembed_stored()
+                complete = False
+            else:
+                loader = None if items is not None else self._loader()
+                self._consume(items if items is not None else loader.items(), loader)
+                complete = loader.complete if loader else False
+            self._flush()
+            if complete and not self.source.options.get("keep_removed", False) and not self.run.items_failed:
+                self._remove_missing()
+        except KBError as exc:
+            self._finish(failed_with=exc)
+            return self.run
+        self._finish()
+        return self.run
+
+    def _start(self) -> None:
+        self.run.status = IngestRun.Status.RUNNING
+        self.run.started_at = timezone.now()
+        for counter in ("items_total", "items_done", "items_changed", "items_unchanged",
+                        "items_failed", "items_removed", "chunks_written", "chunks_embedded"):
+            setattr(self.run, counter, 0)
+        self.run.error = ""
+        self.run.save()
+        self.run.items.all().delete()  # a retried task starts its report afresh
+
+    def _check_column(self) -> None:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT atttypmod FROM pg_attribute WHERE attrelid = 'kb_chunk'::regclass "
+                "AND attname = 'embedding'"
+            )
+            check_embedder_dimension(self.embedder, cursor.fetchone()[0])
+
+    def _load_states(self) -> dict[str, _State]:
+        rows = Document.objects.filter(source=self.source).values_list(
+            "ref", "id", "content_hash", "embedding_model", "title", "content", "media_type"
+        )
+        return {ref: _State(*rest) for ref, *rest in rows}
+
+    def _loader(self) -> SourceLoader:
+        known = {
+            d.ref: KnownDocument(
+                ref=d.ref, etag=d.etag, last_modified=d.last_modified,
+                lastmod=d.metadata.get("lastmod", ""), links=tuple(d.metadata.get("links", ())),
+            )
+            for d in Document.objects.filter(source=self.source).only(
+                "ref", "etag", "last_modified", "metadata")
+        }
+        only_refs = None
+        if self.run.mode == IngestRun.Mode.RETRY and self.run.retry_of_id and self.source.kind not in ("file", "text"):
+            only_refs = set(self.run.retry_of.items.filter(status=IngestItem.Status.FAILED)
+                            .values_list("ref", flat=True))
+        spec = SourceSpec(kind=self.source.kind, location=self.source.location or (
+            self.source.upload.name if self.source.upload else ""), text=self.source.text,
+            name=self.source.name, options=self.source.options or {})
+        return SourceLoader(spec, fetcher=self.fetcher or Fetcher(), known=known,
+                            open_file=open_stored_file, only_refs=only_refs)
+
+    # --- per item -----------------------------------------------------------------------------
+    def _consume(self, items: Iterable[LoadedItem], loader: SourceLoader | None) -> None:
+        iterator: Iterator[LoadedItem] = iter(items)
+        while True:
+            started = time.monotonic()
+            try:
+                item = next(iterator)
+            except StopIteration:
+                break
+            if loader is not None:
+                self.run.items_total = max(loader.discovered, self.run.items_done + 1)
+            self._seen.add(item.ref)
+            try:
+                self._handle(item, started)
+            except (KBError, DatabaseError):
+                raise
+            except Exception as exc:  # noqa: BLE001 - an extractor bug must not abort the run
+                logger.exception("unexpected error ingesting %s", item.ref)
+                self._record(_Outcome(item.ref, "failed", error_code="INGEST_INTERNAL_ERROR",
+                                      error_message=f"{type(exc).__name__}: {exc}"), started)
+            if sum(len(p.chunks) for p in self._pending) >= EMBED_BATCH_CHUNKS:
+                self._flush()
+
+    def _handle(self, item: LoadedItem, started: float) -> None:
+        if item.error is not None:
+            self._record(_Outcome(item.ref, "failed", error_code=item.error.code,
+                                  error_message=item.error.message), started)
+            return
+        state = self._states.get(item.ref)
+        if item.not_modified:
+            if state and state.embedding_model != self.embedder.model_id:
+                extracted = Extracted(state.title, state.content, state.media_type)
+                self._queue(item, extracted, state.content_hash, "model changed", started)
+            else:
+                self._record(_Outcome(item.ref, "unchanged", reason="not modified"), started)
+            return
+        try:
+            extracted = extract(item.body or b"", item.media_type, charset=item.charset,
+                                url=item.url, fallback_title=item.title_hint)
+            if not extracted.content.strip():
+                raise ContentRejected("No text left after extraction.", code="INGEST_EMPTY_CONTENT")
+        except KBError as exc:
+            self._record(_Outcome(item.ref, "failed", error_code=exc.code, error_message=exc.message,
+                                  byte_size=len(item.body or b"")), started)
+            return
+        content_hash = hashlib.sha256(extracted.content.encode("utf-8")).hexdigest()
+        if state is None:
+            reason = "new"
+        elif state.content_hash != content_hash:
+            reason = "content changed"
+        elif state.embedding_model != self.embedder.model_id:
+            reason = "model changed"
+        else:
+            self._touch_unchanged(item, state, extracted)
+            self._record(_Outcome(item.ref, "unchanged", reason="same content hash",
+                                  byte_size=len(item.body or b"")), started)
+            return
+        self._queue(item, extracted, content_hash, reason, started)
+
+    def _queue(self, item, extracted, content_hash, reason, started) -> None:
+        chunker = chunk_markdown if extracted.media_type == "text/markdown" else chunk_text
+        chunks = chunker(extracted.content, extracted.title, self.chunk_options)
+        if not chunks:
+            self._record(_Outcome(item.ref, "failed", error_code="INGEST_EMPTY_CONTENT",
+                                  error_message="No chunks could be made."), started)
+            return
+        self._pending.append(_Pending(item, extracted, content_hash, chunks, reason, started))
+
+    def _touch_unchanged(self, item: LoadedItem, state: _State, extracted: Extracted) -> None:
+        """Same text: keep validators current (cheap), re-embed nothing."""
+        changes = {}
+        if item.etag or item.last_modified:
+            changes.update(etag=item.etag, last_modified=item.last_modified)
+        if extracted.title != state.title:
+            changes["title"] = extracted.title
+        if changes:
+            current = Document.objects.filter(pk=state.doc_id).values(*changes).first() or {}
+            changes = {k: v for k, v in changes.items() if current.get(k) != v}
+        if changes:
+            with transaction.atomic():
+                Document.objects.filter(pk=state.doc_id).update(**changes)
+                if "title" in changes:
+                    Chunk.objects.filter(document_id=state.doc_id).update(title=changes["title"][:500])
+
+    def _reembed_stored(self) -> None:
+        self.run.items_total = len(self._states)
+        for ref, state in self._states.items():
+            started = time.monotonic()
+            self._seen.add(ref)
+            extracted = Extracted(state.title, state.content, state.media_type)
+            self._queue(LoadedItem(ref=ref), extracted, state.content_hash, "re-embed requested", started)
+            if sum(len(p.chunks) for p in self._pending) >= EMBED_BATCH_CHUNKS:
+                self._flush()
+
+    # --- embedding and writing ----------------------------------------------------------------
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, []
+        texts = [chunk.text for p in pending for chunk in p.chunks]
+        try:
+            vectors = self.embedder.embed_documents(texts)
+        except KBError as exc:
+            for p in pending:
+                self._record(_Outcome(p.item.ref, "failed", error_code=exc.code,
+                                      error_message=exc.message), p.started)
+            return
+        offset = 0
+        for p in pending:
+            doc_vectors = vectors[offset: offset + len(p.chunks)]
+            offset += len(p.chunks)
+            self._write(p, doc_vectors)
+            self.run.chunks_embedded += len(p.chunks)
+            self.run.chunks_written += len(p.chunks)
+            self._record(_Outcome(p.item.ref, "changed", reason=p.reason,
+                                  byte_size=len(p.extracted.content.encode("utf-8")),
+                                  chunks=len(p.chunks)), p.started)
+
+    def _write(self, p: _Pending, vectors) -> None:
+        item, extracted = p.item, p.extracted
+        now = timezone.now()
+        metadata = {}
+        if item.lastmod:
+            metadata["lastmod"] = item.lastmod
+        if item.links:
+            metadata["links"] = list(item.links)
+        if item.url:
+            metadata["url"] = item.url
+        title = extracted.title[:500]
+        with transaction.atomic():
+            defaults = dict(
+                namespace_id=self.source.namespace_id, title=title, path=item.path[:2048],
+                content=extracted.content, content_hash=p.content_hash,
+                media_type=extracted.media_type, byte_size=len(extracted.content.encode("utf-8")),
+                indexed_at=now, embedding_model=self.embedder.model_id,
+            )
+            if item.body is not None or self.run.mode != IngestRun.Mode.REEMBED:
+                defaults.update(etag=item.etag[:300], last_modified=item.last_modified[:100], metadata=metadata)
+            if item.created_at:
+                defaults["created_at"] = item.created_at
+            document, _ = Document.objects.update_or_create(source=self.source, ref=item.ref, defaults=defaults)
+            rows = [
+                Chunk(
+                    document=document, namespace_id=self.source.namespace_id, position=c.position,
+                    title=title, text=c.text, heading_path=list(c.heading_path), anchor=c.anchor[:300],
+                    start_byte=c.start_byte, end_byte=c.end_byte, token_estimate=c.token_estimate,
+                    is_partial_code=c.partial_code, embedding=vector,
+                    embedding_model=self.embedder.model_id, embed_reason=p.reason,
+                )
+                for c, vector in zip(p.chunks, vectors)
+            ]
+            Chunk.objects.bulk_create(
+                rows, update_conflicts=True, unique_fields=["document", "position"],
+                update_fields=["title", "text", "heading_path", "anchor", "start_byte", "end_byte",
+                               "token_estimate", "is_partial_code", "embedding", "embedding_model",
+                               "embed_reason", "namespace"],
+            )
+            Chunk.objects.filter(document=document, position__gte=len(rows)).delete()
+
+    def _remove_missing(self) -> None:
+        missing = [ref for ref in self._states if ref not in self._seen]
+        for ref in missing:
+            with transaction.atomic():
+                Document.objects.filter(pk=self._states[ref].doc_id).delete()
+            self.run.items_removed += 1
+            self._outcomes.append(_Outcome(ref, "removed", reason="gone from the source"))
+        self._save_progress(force=True)
+
+    # --- bookkeeping --------------------------------------------------------------------------
+    def _record(self, outcome: _Outcome, started: float) -> None:
+        outcome.duration_ms = int((time.monotonic() - started) * 1000)
+        self._outcomes.append(outcome)
+        self.run.items_done += 1
+        self.run.items_total = max(self.run.items_total, self.run.items_done)
+        if outcome.status == "failed":
+            self.run.items_failed += 1
+        elif outcome.status == "changed":
+            self.run.items_changed += 1
+        elif outcome.status == "unchanged":
+            self.run.items_unchanged += 1
+        self._save_progress()
+
+    _last_save = 0.0
+
+    def _save_progress(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self._last_save < 0.5:
+            return
+        self._last_save = now
+        IngestItem.objects.bulk_create([
+            IngestItem(run=self.run, ref=o.ref[:2048], status=o.status, reason=o.reason[:200],
+                       error_code=o.error_code[:64], error_message=o.error_message[:4000],
+                       byte_size=o.byte_size, chunks=o.chunks, duration_ms=o.duration_ms)
+            for o in self._outcomes
+        ])
+        self._outcomes.clear()
+        self.run.save(update_fields=[
+            "items_total", "items_done", "items_changed", "items_unchanged", "items_failed",
+            "items_removed", "chunks_written", "chunks_embedded",
+        ])
+        if self.on_progress is not None:
+            self.on_progress(self.run)
+
+    def _finish(self, failed_with: KBError | None = None) -> None:
+        self._save_progress(force=True)
+        run = self.run
+        if failed_with is not None:
+            run.status, run.error = IngestRun.Status.FAILED, f"{failed_with.code}: {failed_with.message}"
+        elif run.items_failed and run.items_failed == run.items_done:
+            run.status = IngestRun.Status.FAILED
+            run.error = "every item failed; see the per-item report"
+        elif run.items_failed:
+            run.status = IngestRun.Status.PARTIAL
+        else:
+            run.status = IngestRun.Status.SUCCEEDED
+        run.finished_at = timezone.now()
+        run.save()
+        summary = {
+            "run": run.pk, "changed": run.items_changed, "unchanged": run.items_unchanged,
+            "failed": run.items_failed, "removed": run.items_removed, "chunks": run.chunks_written,
+        }
+        Source.objects.filter(pk=self.source.pk).update(
+            last_run_at=run.finished_at, last_run_status=run.status, last_run_summary=summary
+        )
+
+
+def open_stored_file(key: str) -> tuple[bytes, str]:
+    """Read an uploaded file from Django storage, refusing traversal and oversized files."""
+    max_bytes = kb_settings().fetch_max_bytes
+    try:
+        size = default_storage.size(key)
+        if size > max_bytes:
+            raise ContentRejected(
+                f"The file {key!r} is {size} bytes; the limit (KB_FETCH_MAX_BYTES) is {max_bytes}.",
+                code="INGEST_TOO_LARGE",
+            )
+        with default_storage.open(key, "rb") as handle:
+            return handle.read(max_bytes + 1), key
+    except SuspiciousFileOperation as exc:
+        raise IngestError(f"The file key {key!r} points outside the upload storage.",
+                          code="INGEST_FILE_KEY_INVALID") from exc
+    except FileNotFoundError as exc:
+        raise IngestError(f"The file {key!r} is not in storage.", code="INGEST_FILE_MISSING") from exc

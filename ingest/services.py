@@ -1,0 +1,61 @@
+"""Ingest services: what the admin, the API and the CLI call to start and follow runs."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django_q.models import Schedule
+from django_q.tasks import async_task
+
+from kb.models import IngestItem, IngestRun, Source
+
+REFRESH_SCHEDULE = "kb-refresh-source-{id}"
+
+
+def start_ingest(source: Source, *, mode: str = IngestRun.Mode.INGEST,
+                 retry_of: IngestRun | None = None, sync: bool = False,
+                 on_progress=None) -> IngestRun:
+    """Create a run and hand it to the background worker (or run it here with `sync`)."""
+    with transaction.atomic():
+        run = IngestRun.objects.create(source=source, mode=mode, retry_of=retry_of)
+        if not sync:
+            run.task_id = async_task(
+                "ingest.tasks.run_ingest", run.pk, task_name=f"ingest-run-{run.pk}",
+                group=f"source-{source.pk}",
+            )
+            run.save(update_fields=["task_id"])
+    if sync:
+        execute_run(run.pk, on_progress=on_progress)
+        run.refresh_from_db()
+    return run
+
+
+def execute_run(run_id: int, on_progress=None) -> IngestRun:
+    """Run one ingest to its end. Idempotent: a finished run is left as it is."""
+    from ingest.pipeline import IngestPipeline
+
+    run = IngestRun.objects.select_related("source").get(pk=run_id)
+    if run.status in (IngestRun.Status.SUCCEEDED, IngestRun.Status.PARTIAL, IngestRun.Status.FAILED):
+        return run
+    return IngestPipeline(run, on_progress=on_progress).execute()
+
+
+def retry_failed_items(run: IngestRun, *, sync: bool = False) -> IngestRun | None:
+    """A new run that fetches only the items that failed in `run` (web sources)."""
+    if not run.items.filter(status=IngestItem.Status.FAILED).exists():
+        return None
+    return start_ingest(run.source, mode=IngestRun.Mode.RETRY, retry_of=run, sync=sync)
+
+
+def sync_refresh_schedule(source: Source) -> Schedule | None:
+    """Keep one django-q2 schedule per source that has a refresh interval and is enabled."""
+    name = REFRESH_SCHEDULE.format(id=source.pk)
+    if not source.enabled or not source.refresh_interval:
+        Schedule.objects.filter(name=name).delete()
+        return None
+    minutes = max(1, int(source.refresh_interval.total_seconds() // 60))
+    schedule, _ = Schedule.objects.update_or_create(
+        name=name,
+        defaults=dict(func="ingest.tasks.refresh_source", args=str(source.pk),
+                      schedule_type=Schedule.MINUTES, minutes=minutes, repeats=-1),
+    )
+    return schedule

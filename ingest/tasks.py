@@ -1,0 +1,17 @@
+"""django-q2 entry points. They take primary keys, never model instances, and are idempotent."""
+
+from ingest.services import execute_run, start_ingest
+from kb.models import Source
+
+
+def run_ingest(run_id: int) -> str:
+    run = execute_run(run_id)
+    return f"run {run.pk}: {run.status}"
+
+
+def refresh_source(source_id: int) -> str:
+    source = Source.objects.filter(pk=source_id, enabled=True).first()
+    if source is None:
+        return f"source {source_id}: gone or disabled"
+    run = start_ingest(source, sync=True)  # already on a worker: no second hop through the queue
+    return f"run {run.pk}: {run.status}"

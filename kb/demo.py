@@ -1,0 +1,36 @@
+"""The demo corpus: this project's own documentation (docs/*.md) as file sources in a public
+`demo` namespace, so a newcomer can search at once. Idempotent; unchanged files cost nothing."""
+
+from __future__ import annotations
+
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
+
+from kb.conf import kb_settings
+from kb.models import Namespace, Source
+
+DEMO_NAMESPACE = "demo"
+
+
+def ensure_demo_sources(*, sync: bool = False) -> list[int]:
+    """Create or refresh one file source per docs/*.md and start their ingest; run ids."""
+    from ingest.services import start_ingest
+
+    namespace, _ = Namespace.objects.get_or_create(
+        slug=DEMO_NAMESPACE,
+        defaults={"title": "Demo: project documentation", "is_public": True},
+    )
+    run_ids = []
+    for path in sorted(kb_settings().demo_docs_dir.glob("*.md")):
+        key = f"demo/{path.name}"
+        data = path.read_bytes()
+        if not default_storage.exists(key) or default_storage.open(key, "rb").read() != data:
+            if default_storage.exists(key):
+                default_storage.delete(key)
+            default_storage.save(key, ContentFile(data))
+        source, _ = Source.objects.get_or_create(
+            namespace=namespace, name=f"docs/{path.name}",
+            defaults={"kind": Source.Kind.FILE, "location": key},
+        )
+        run_ids.append(start_ingest(source, sync=sync).pk)
+    return run_ids

@@ -1,0 +1,125 @@
+"""Chunking: sections, anchors, fences, budgets, overlap and exact UTF-8 byte offsets."""
+
+import pytest
+
+from ingest.chunk import ChunkOptions, chunk_markdown, chunk_text, estimate_tokens, slugify_heading
+
+
+def _assert_offsets(content, chunks):
+    raw = content.encode("utf-8")
+    for chunk in chunks:
+        assert raw[chunk.start_byte:chunk.end_byte].decode("utf-8") == chunk.body
+        assert chunk.text.endswith(chunk.body)
+
+
+DOC = """# Guide
+
+Welcome to the guide.
+
+## Install
+
+Install it with pip.
+
+```python
+import kb
+kb.setup()
+```
+
+## Install
+
+Again, for pnpm.
+
+### Details & caveats!
+
+Small print.
+"""
+
+
+def test_sections_anchors_and_breadcrumbs_golden():
+    chunks = chunk_markdown(DOC, "Guide", ChunkOptions(max_tokens=200))
+    assert [(c.heading_path, c.anchor) for c in chunks] == [
+        (("Guide",), "guide"),
+        (("Guide", "Install"), "install"),
+        (("Guide", "Install"), "install-1"),
+        (("Guide", "Install", "Details & caveats!"), "details--caveats"),
+    ]
+    assert chunks[1].text == "Guide > Install\n\n## Install\n\nInstall it with pip.\n\n```python\nimport kb\nkb.setup()\n```"
+    assert [c.position for c in chunks] == [0, 1, 2, 3]
+    _assert_offsets(DOC, chunks)
+
+
+def test_title_leads_the_breadcrumb_when_the_headings_do_not_start_with_it():
+    chunks = chunk_markdown("## Recency\n\nNewer first.\n", "Ranking")
+    assert chunks[0].text.startswith("Ranking > Recency\n\n")
+    assert chunks[0].heading_path == ("Recency",)
+
+
+@pytest.mark.parametrize(
+    "heading, anchor",
+    [("Hello World", "hello-world"), ("API: v2.0 (beta)", "api-v20-beta"), ("snake_case ok", "snake_case-ok"),
+     ("Über uns", "über-uns")],
+)
+def test_github_style_slugs(heading, anchor):
+    assert slugify_heading(heading) == anchor
+
+
+def test_code_fence_is_never_split_across_chunks():
+    code = "```js\n" + "\n".join(f"const v{i} = {i};" for i in range(12)) + "\n```"
+    doc = "## Code\n\n" + "word " * 30 + "\n\n" + code + "\n\nafter the fence\n"
+    chunks = chunk_markdown(doc, "", ChunkOptions(max_tokens=80, overlap_tokens=10))
+    fences = [c for c in chunks if "```js" in c.body]
+    assert len(fences) == 1 and fences[0].body.count("```") == 2
+    assert not any(c.partial_code for c in chunks)
+    _assert_offsets(doc, chunks)
+
+
+def test_oversized_fence_splits_only_at_line_boundaries_and_is_marked():
+    lines = [f"line_{i} = compute({i}, {i + 1})" for i in range(60)]
+    doc = "## Big\n\n```python\n" + "\n".join(lines) + "\n```\n"
+    chunks = chunk_markdown(doc, "", ChunkOptions(max_tokens=60, overlap_tokens=10))
+    partial = [c for c in chunks if c.partial_code]
+    assert len(partial) > 2
+    for chunk in partial:
+        for line in chunk.body.splitlines():
+            assert line in lines or line.startswith("```") or line == "## Big"
+        assert chunk.token_estimate <= 60 + estimate_tokens("Big\n\n")
+    _assert_offsets(doc, chunks)
+
+
+def test_budget_respected_and_overlap_stays_within_a_section():
+    para = " ".join(f"Sentence number {i} is here." for i in range(40))
+    doc = f"## A\n\n{para}\n\n## B\n\nShort section B.\n"
+    chunks = chunk_markdown(doc, "", ChunkOptions(max_tokens=50, overlap_tokens=12))
+    a_chunks = [c for c in chunks if c.anchor == "a"]
+    assert len(a_chunks) > 3
+    assert all(estimate_tokens(c.body) <= 50 for c in chunks)
+    # consecutive chunks of section A overlap; B starts fresh at its heading
+    for first, second in zip(a_chunks, a_chunks[1:]):
+        assert second.start_byte < first.end_byte
+    b_chunk = next(c for c in chunks if c.anchor == "b")
+    assert b_chunk.body.startswith("## B")
+    _assert_offsets(doc, chunks)
+
+
+def test_byte_offsets_on_chinese_and_emoji():
+    doc = "# 指南 🚀\n\n这是第一段。包含表情符号 😀👍🏽 和中文。\n\n## 安装\n\n运行命令安装。第二句话。第三句话！\n"
+    chunks = chunk_markdown(doc, "指南", ChunkOptions(max_tokens=12, overlap_tokens=3))
+    assert len(chunks) > 2
+    _assert_offsets(doc, chunks)
+    assert chunks[0].start_byte == 0
+    assert any(c.anchor == "安装" for c in chunks)
+    assert chunks[-1].end_byte == len(doc.rstrip("\n").encode("utf-8"))
+
+
+def test_plain_text_paragraph_sentence_and_hard_cut_with_overlap():
+    text = "First paragraph. It has two sentences.\n\n" + ("x" * 5 + " ") * 120 + "\n\n最后一段。没有空格的中文句子很长很长。"
+    chunks = chunk_text(text, "Notes", ChunkOptions(max_tokens=40, overlap_tokens=8))
+    assert chunks[0].text.startswith("Notes\n\nFirst paragraph.")
+    assert all(c.heading_path == () and c.anchor == "" for c in chunks)
+    assert all(estimate_tokens(c.body) <= 40 for c in chunks)
+    _assert_offsets(text, chunks)
+    assert len(chunks) >= 4
+
+
+def test_empty_document_has_no_chunks():
+    assert chunk_markdown("", "t") == [] and chunk_text("  \n\n ", "t") == []

@@ -1,0 +1,78 @@
+"""`manage.py kb_run`: the product's one-command start, and the demo corpus it ingests."""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from kb.bootstrap import ensure_admin_user
+from kb.demo import ensure_demo_sources
+from kb.models import Chunk, Document, IngestRun
+from tests.pgserver import REPO, current_database_url, free_port
+
+
+def test_kb_run_serves_app_and_worker_then_stops_on_ctrl_c(transactional_db):
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "manage.py", "kb_run", "--port", str(port), "--no-demo"], cwd=REPO,
+        env={**os.environ, "DATABASE_URL": current_database_url()},
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+    )
+    try:
+        health = None
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as response:
+                    health = json.load(response)
+                if health["worker"]["ok"]:
+                    break
+            except OSError:
+                pass
+            time.sleep(1)
+        assert health is not None and health["status"] == "ok", health
+    finally:
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+        output, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0, output
+    assert re.search(r"admin login\s+admin / \S{12,}\s+\(shown once", output)
+    assert "stopping web server and worker" in output
+    children = subprocess.run(["pgrep", "-f", f"runserver --noreload 127.0.0.1:{port}"], capture_output=True)
+    assert children.returncode == 1, "the web server outlived Ctrl-C"
+
+
+@pytest.mark.django_db
+def test_admin_password_is_shown_once_and_stored_hashed():
+    first = ensure_admin_user("boss")
+    again = ensure_admin_user("boss")
+    assert first.password and again.password is None
+    from django.contrib.auth import get_user_model
+
+    user = get_user_model().objects.get(username="boss")
+    assert user.is_superuser and user.check_password(first.password)
+    assert first.password not in user.password
+
+
+@pytest.mark.django_db
+def test_demo_sources_ingest_the_project_docs_and_rerun_costs_nothing(settings, tmp_path):
+    settings.MEDIA_ROOT = str(tmp_path)
+    from kb.conf import kb_settings
+
+    kb_settings.cache_clear()
+    try:
+        runs = IngestRun.objects.filter(pk__in=ensure_demo_sources(sync=True))
+        assert runs.count() == len(list((REPO / "docs").glob("*.md"))) >= 3
+        assert set(runs.values_list("status", flat=True)) == {"succeeded"}
+        assert Document.objects.filter(namespace__slug="demo", title="Ingesting sources").exists()
+        assert Chunk.objects.filter(namespace__slug="demo", anchor="incremental-runs").exists()
+        again = IngestRun.objects.filter(pk__in=ensure_demo_sources(sync=True))
+        assert sum(again.values_list("items_unchanged", flat=True)) == runs.count()
+        assert sum(again.values_list("items_changed", flat=True)) == 0
+    finally:
+        kb_settings.cache_clear()
