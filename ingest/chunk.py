@@ -39,7 +39,7 @@ class ChunkSpec:
 
 @dataclass(frozen=True)
 class ChunkOptions:
-    max_tokens: int = 200
+    max_tokens: int = 400
     overlap_tokens: int = 30
 
 

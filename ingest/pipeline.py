@@ -29,11 +29,14 @@ from ingest.fetch import Fetcher
 from ingest.loaders import KnownDocument, LoadedItem, SourceLoader, SourceSpec
 from kb.conf import kb_settings
 from kb.errors import KBError
+from kb.names import document_name_key
 from kb.models import Chunk, Document, IngestItem, IngestRun, Source
 
 logger = logging.getLogger(__name__)
 
 EMBED_BATCH_CHUNKS = 128  # chunks gathered across documents before one embedding call
+DOCUMENT_FIELDS = ("namespace", "title", "path", "name_key", "content", "content_hash", "media_type",
+                   "byte_size", "indexed_at", "embedding_model", "etag", "last_modified", "metadata")
 
 
 @dataclass
@@ -69,6 +72,10 @@ class _State:
     title: str
     content: str
     media_type: str
+    path: str = ""
+    etag: str = ""
+    last_modified: str = ""
+    metadata: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -129,7 +136,8 @@ class IngestPipeline:
 
     def _load_states(self) -> dict[str, _State]:
         rows = Document.objects.filter(source=self.source).values_list(
-            "ref", "id", "content_hash", "embedding_model", "title", "content", "media_type"
+            "ref", "id", "content_hash", "embedding_model", "title", "content", "media_type", "path",
+            "etag", "last_modified", "metadata",
         )
         return {ref: _State(*rest) for ref, *rest in rows}
 
@@ -259,57 +267,68 @@ class IngestPipeline:
                 self._record(_Outcome(p.item.ref, "failed", error_code=exc.code,
                                       error_message=exc.message), p.started)
             return
-        offset = 0
+        self._write(pending, vectors)
         for p in pending:
-            doc_vectors = vectors[offset: offset + len(p.chunks)]
-            offset += len(p.chunks)
-            self._write(p, doc_vectors)
             self.run.chunks_embedded += len(p.chunks)
             self.run.chunks_written += len(p.chunks)
             self._record(_Outcome(p.item.ref, "changed", reason=p.reason,
                                   byte_size=len(p.extracted.content.encode("utf-8")),
                                   chunks=len(p.chunks)), p.started)
 
-    def _write(self, p: _Pending, vectors) -> None:
-        item, extracted = p.item, p.extracted
+    def _write(self, pending: list[_Pending], vectors) -> None:
+        """Upsert a batch of documents and their chunks and delete their orphaned tails, in one
+        transaction: after a crash every document in it is entirely old or entirely new."""
         now = timezone.now()
-        metadata = {}
-        if item.lastmod:
-            metadata["lastmod"] = item.lastmod
-        if item.links:
-            metadata["links"] = list(item.links)
-        if item.url:
-            metadata["url"] = item.url
-        title = extracted.title[:500]
+        documents = [self._document_row(p, now) for p in pending]
         with transaction.atomic():
-            defaults = dict(
-                namespace_id=self.source.namespace_id, title=title, path=item.path[:2048],
-                content=extracted.content, content_hash=p.content_hash,
-                media_type=extracted.media_type, byte_size=len(extracted.content.encode("utf-8")),
-                indexed_at=now, embedding_model=self.embedder.model_id,
+            written = Document.objects.bulk_create(
+                documents, update_conflicts=True, unique_fields=["source", "ref"],
+                update_fields=list(DOCUMENT_FIELDS),
             )
-            if item.body is not None or self.run.mode != IngestRun.Mode.REEMBED:
-                defaults.update(etag=item.etag[:300], last_modified=item.last_modified[:100], metadata=metadata)
-            if item.created_at:
-                defaults["created_at"] = item.created_at
-            document, _ = Document.objects.update_or_create(source=self.source, ref=item.ref, defaults=defaults)
-            rows = [
-                Chunk(
-                    document=document, namespace_id=self.source.namespace_id, position=c.position,
-                    title=title, text=c.text, heading_path=list(c.heading_path), anchor=c.anchor[:300],
-                    start_byte=c.start_byte, end_byte=c.end_byte, token_estimate=c.token_estimate,
-                    is_partial_code=c.partial_code, embedding=vector,
-                    embedding_model=self.embedder.model_id, embed_reason=p.reason,
-                )
-                for c, vector in zip(p.chunks, vectors)
-            ]
+            rows, offset = [], 0
+            for p, document in zip(pending, written):
+                for chunk, vector in zip(p.chunks, vectors[offset: offset + len(p.chunks)]):
+                    rows.append(Chunk(
+                        document_id=document.pk, namespace_id=self.source.namespace_id,
+                        position=chunk.position, title=document.title, text=chunk.text,
+                        heading_path=list(chunk.heading_path), anchor=chunk.anchor[:300],
+                        start_byte=chunk.start_byte, end_byte=chunk.end_byte,
+                        token_estimate=chunk.token_estimate, is_partial_code=chunk.partial_code,
+                        embedding=vector, embedding_model=self.embedder.model_id, embed_reason=p.reason,
+                    ))
+                offset += len(p.chunks)
             Chunk.objects.bulk_create(
                 rows, update_conflicts=True, unique_fields=["document", "position"],
                 update_fields=["title", "text", "heading_path", "anchor", "start_byte", "end_byte",
                                "token_estimate", "is_partial_code", "embedding", "embedding_model",
                                "embed_reason", "namespace"],
             )
-            Chunk.objects.filter(document=document, position__gte=len(rows)).delete()
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "DELETE FROM kb_chunk c USING unnest(%s::bigint[], %s::int[]) AS t(document_id, n) "
+                    "WHERE c.document_id = t.document_id AND c.position >= t.n",
+                    [[d.pk for d in written], [len(p.chunks) for p in pending]],
+                )
+
+    def _document_row(self, p: _Pending, now) -> Document:
+        """The document as it will be stored. Re-embedding stored content (nothing was fetched)
+        keeps the stored path, validators and metadata."""
+        item, extracted = p.item, p.extracted
+        title = extracted.title[:500]
+        state = self._states.get(item.ref)
+        if item.body is None and state is not None:
+            path, etag, last_modified, metadata = state.path, state.etag, state.last_modified, state.metadata
+        else:
+            path, etag, last_modified = item.path[:2048], item.etag[:300], item.last_modified[:100]
+            metadata = {key: value for key, value in (("lastmod", item.lastmod), ("links", list(item.links)),
+                                                       ("url", item.url)) if value}
+        return Document(
+            source=self.source, ref=item.ref, namespace_id=self.source.namespace_id, title=title,
+            path=path, name_key=document_name_key(title, path or item.ref), content=extracted.content,
+            content_hash=p.content_hash, media_type=extracted.media_type,
+            byte_size=len(extracted.content.encode("utf-8")), created_at=item.created_at, indexed_at=now,
+            embedding_model=self.embedder.model_id, etag=etag, last_modified=last_modified, metadata=metadata,
+        )
 
     def _remove_missing(self) -> None:
         missing = [ref for ref in self._states if ref not in self._seen]

@@ -109,6 +109,10 @@ class Document(models.Model):
     ref = models.CharField(max_length=2048, help_text="URL, file key or synthetic id.")
     title = models.CharField(max_length=500, blank=True)
     path = models.CharField(max_length=2048, blank=True)
+    name_key = models.CharField(
+        max_length=600, blank=True,
+        help_text="Title and path stem, alphanumerics only, lowercase: for versioned-name search.",
+    )
     content = models.TextField(blank=True)
     content_hash = models.CharField(max_length=64, blank=True)
     media_type = models.CharField(max_length=100, blank=True)
@@ -177,6 +181,36 @@ class Chunk(models.Model):
 
     def __str__(self) -> str:
         return f"{self.document_id}#{self.position}"
+
+
+class ChunkTerm(models.Model):
+    """One BM25 posting: a lexeme of a chunk with its term frequency and the chunk's length.
+    Written only by the database trigger on kb_chunk (migration 0003), never by Python."""
+
+    pk = models.CompositePrimaryKey("namespace", "lexeme", "chunk")
+    namespace = models.ForeignKey(Namespace, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+")
+    lexeme = models.TextField()
+    chunk = models.ForeignKey(Chunk, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+")
+    tf = models.FloatField()
+    doc_len = models.FloatField()
+
+    class Meta:
+        db_table = "kb_chunk_term"
+        managed = True
+
+
+class NamespaceStats(models.Model):
+    """Chunk count and total length per namespace, for BM25; maintained by the same trigger."""
+
+    namespace = models.OneToOneField(
+        Namespace, primary_key=True, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
+    )
+    chunk_count = models.BigIntegerField(default=0)
+    total_len = models.FloatField(default=0)
+
+    class Meta:
+        db_table = "kb_namespace_stats"
+        verbose_name_plural = "namespace stats"
 
 
 class Provider(models.Model):
@@ -339,3 +373,4 @@ class QueryLog(models.Model):
 
     def __str__(self) -> str:
         return self.query[:80]
+

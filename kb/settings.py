@@ -158,7 +158,7 @@ KB_FETCH_ALLOWED_PRIVATE = [
 ]
 KB_FETCH_MAX_BYTES = int(os.environ.get("KB_FETCH_MAX_BYTES", str(10 * 1024 * 1024)))
 KB_FETCH_TIMEOUT = float(os.environ.get("KB_FETCH_TIMEOUT", "20"))
-KB_CHUNK_TOKENS = int(os.environ.get("KB_CHUNK_TOKENS", "200"))
+KB_CHUNK_TOKENS = int(os.environ.get("KB_CHUNK_TOKENS", "400"))
 KB_DEMO_DOCS_DIR = BASE_DIR / "docs"
 
 LOGGING = {

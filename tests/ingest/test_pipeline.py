@@ -121,9 +121,11 @@ def test_model_change_reembeds_without_refetching_content(web, site_source):
 
 def test_reembed_all_uses_stored_content(web, site_source):
     _run(site_source, CountingEmbedder())
+    before = {d.ref: (d.path, d.etag, d.metadata) for d in Document.objects.filter(source=site_source)}
     hits_before = sum(web.hits.values())
     embedder = CountingEmbedder()
     run = _run(site_source, embedder, mode=IngestRun.Mode.REEMBED)
+    assert {d.ref: (d.path, d.etag, d.metadata) for d in Document.objects.filter(source=site_source)} == before
     assert (run.status, run.items_changed, embedder.texts) == ("succeeded", 3, 4)
     assert sum(web.hits.values()) == hits_before
     assert set(Chunk.objects.values_list("embed_reason", flat=True)) == {"re-embed requested"}

@@ -1,0 +1,218 @@
+"""Candidate channels: the SQL that finds chunks, one function per channel. No ranking here.
+
+Every query filters by namespace (and optional source/document ids) inside SQL, so nothing from
+another namespace is ever read. Each channel returns `ChannelRow`s in its own order with its raw
+signal; `hydrate()` then loads what the ranker and the surfaces need about the candidates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+from django.db import connection, transaction
+
+SEARCH_CONFIG = "english"
+BM25_K1 = 0.9  # Anserini/Pyserini defaults, not tuned to any corpus
+BM25_B = 0.4
+MAX_QUERY_LEXEMES = 64
+
+
+@dataclass(frozen=True)
+class Scope:
+    namespace_id: int
+    source_ids: tuple[int, ...] = ()
+    document_ids: tuple[int, ...] = ()
+
+    def where(self, chunk_alias: str = "c") -> tuple[str, list]:
+        """SQL conditions (and params) restricting chunks `chunk_alias` to this scope."""
+        sql = [f"{chunk_alias}.namespace_id = %s"]
+        params: list = [self.namespace_id]
+        if self.document_ids:
+            sql.append(f"{chunk_alias}.document_id = ANY(%s)")
+            params.append(list(self.document_ids))
+        if self.source_ids:
+            sql.append(f"{chunk_alias}.document_id IN (SELECT id FROM kb_document WHERE source_id = ANY(%s))")
+            params.append(list(self.source_ids))
+        return " AND ".join(sql), params
+
+
+@dataclass(frozen=True)
+class ChannelRow:
+    chunk_id: int
+    raw: float
+
+
+def vector_literal(vector) -> str:
+    return "[" + ",".join(f"{float(x):.7g}" for x in np.asarray(vector).ravel()) + "]"
+
+
+def vector_channel(scope: Scope, query_vector, k: int) -> list[ChannelRow]:
+    """Nearest chunks by cosine through the HNSW index. An HNSW scan returns at most
+    hnsw.ef_search rows, so ef_search is raised to the candidate count, and the iterative scan
+    keeps filling the list when the namespace filter removes rows."""
+    where, params = scope.where()
+    literal = vector_literal(query_vector)
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(min(1000, max(2 * k, 64)))])
+        cursor.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
+        cursor.execute(
+            f"""SELECT c.id, 1 - (c.embedding <=> %s::vector) AS cosine FROM kb_chunk c
+                WHERE {where} AND c.embedding IS NOT NULL
+                ORDER BY c.embedding <=> %s::vector LIMIT %s""",
+            [literal, *params, literal, k],
+        )
+        rows = cursor.fetchall()
+    # relaxed_order may return near-ties slightly out of order: restore exact order
+    rows.sort(key=lambda r: (-r[1], r[0]))
+    return [ChannelRow(chunk_id, float(cosine)) for chunk_id, cosine in rows]
+
+
+def query_lexemes(text: str) -> list[tuple[str, int]]:
+    """The query's lexemes with their counts in query order (the first 64), as PostgreSQL's
+    parser reads them. Built with to_tsvector, never to_tsquery, so no input can raise a tsquery
+    syntax error."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT t.lexeme, coalesce(array_length(t.positions, 1), 1) "
+            "FROM unnest(to_tsvector(%s::regconfig, %s)) AS t ORDER BY t.positions[1], t.lexeme LIMIT %s",
+            [SEARCH_CONFIG, text, MAX_QUERY_LEXEMES],
+        )
+        return [(lexeme, int(count)) for lexeme, count in cursor.fetchall()]
+
+
+def lexical_channel(scope: Scope, lexemes: list[tuple[str, int]], k: int) -> list[ChannelRow]:
+    """BM25 over the maintained postings: IDF from the namespace's document frequencies, TF
+    saturation k1 and length normalisation b; the query is an OR over its lexemes."""
+    if not lexemes:
+        return []
+    scope_sql, scope_params = scope.where("c")
+    filtered = bool(scope.source_ids or scope.document_ids)
+    join = "JOIN kb_chunk c ON c.id = p.chunk_id AND " + scope_sql if filtered else ""
+    sql = f"""
+        WITH q(lexeme, qtf) AS (SELECT * FROM unnest(%s::text[], %s::int[])),
+        stats AS (
+            SELECT chunk_count::float8 AS n, greatest(total_len / nullif(chunk_count, 0), 1) AS avgdl
+            FROM kb_namespace_stats WHERE namespace_id = %s
+        ),
+        idf AS (
+            SELECT p.lexeme, max(q.qtf) AS qtf,
+                   ln(1 + ((SELECT n FROM stats) - count(*) + 0.5) / (count(*) + 0.5)) AS idf
+            FROM kb_chunk_term p JOIN q ON q.lexeme = p.lexeme
+            WHERE p.namespace_id = %s GROUP BY p.lexeme
+        )
+        SELECT p.chunk_id,
+               sum(idf.qtf * idf.idf * p.tf * ({BM25_K1} + 1)
+                   / (p.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * p.doc_len / (SELECT avgdl FROM stats)))) AS score
+        FROM kb_chunk_term p JOIN idf ON idf.lexeme = p.lexeme {join}
+        WHERE p.namespace_id = %s
+        GROUP BY p.chunk_id
+        ORDER BY score DESC, p.chunk_id
+        LIMIT %s"""
+    params = [[l for l, _ in lexemes], [n for _, n in lexemes], scope.namespace_id, scope.namespace_id,
+              *(scope_params if filtered else []), scope.namespace_id, k]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return [ChannelRow(chunk_id, float(score)) for chunk_id, score in cursor.fetchall()]
+
+
+def names_channel(scope: Scope, name_keys: tuple[str, ...], cap: int = 10) -> list[ChannelRow]:
+    """Documents whose name key contains a versioned query token; each is represented by its
+    first chunk, scored by how much of the name the token covers."""
+    if not name_keys:
+        return []
+    where, params = scope.where("c")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""SELECT DISTINCT ON (d.id) c.id, d.name_key FROM kb_document d
+                JOIN kb_chunk c ON c.document_id = d.id
+                WHERE d.namespace_id = %s AND d.name_key LIKE ANY(%s) AND {where}
+                ORDER BY d.id, c.position""",
+            [scope.namespace_id, [f"%{key}%" for key in name_keys], *params],
+        )
+        rows = cursor.fetchall()
+    scored = []
+    for chunk_id, name_key in rows:
+        coverage = max(len(key) / max(len(name_key), 1) for key in name_keys if key in name_key)
+        scored.append(ChannelRow(chunk_id, min(1.0, coverage)))
+    scored.sort(key=lambda r: (-r.raw, r.chunk_id))
+    return scored[:cap]
+
+
+def identifier_channel(scope: Scope, identifiers: tuple[str, ...], cap: int = 20) -> list[ChannelRow]:
+    """Chunks containing an identifier exactly (case-insensitive): the GIN index narrows them by
+    the identifier's lexemes, then the text is checked literally."""
+    rows: dict[int, float] = {}
+    where, params = scope.where("c")
+    with connection.cursor() as cursor:
+        for identifier in identifiers:
+            cursor.execute(
+                f"""SELECT c.id FROM kb_chunk c
+                    WHERE {where} AND c.search_vector @@ plainto_tsquery(%s::regconfig, %s)
+                      AND strpos(lower(c.text), lower(%s)) > 0
+                    ORDER BY length(c.text), c.id LIMIT %s""",
+                [*params, SEARCH_CONFIG, identifier, identifier, cap],
+            )
+            for (chunk_id,) in cursor.fetchall():
+                rows.setdefault(chunk_id, 1.0)
+    return [ChannelRow(chunk_id, raw) for chunk_id, raw in list(rows.items())[:cap]]
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    chunk_id: int
+    document_id: int
+    source_id: int
+    position: int
+    text: str
+    heading_path: tuple[str, ...]
+    anchor: str
+    start_byte: int
+    end_byte: int
+    is_summary: bool
+    title: str
+    ref: str
+    path: str
+    url: str
+    source_kind: str
+    source_name: str
+    priority: float
+    created_at: datetime | None
+    indexed_at: datetime | None
+    cosine: float | None
+    embedding: tuple[float, ...] | None
+
+
+def hydrate(scope: Scope, chunk_ids: list[int], query_vector=None, with_embeddings: bool = False) -> dict[int, ChunkRow]:
+    """Everything the ranker and the surfaces need about the candidates, in one query; the
+    namespace condition is repeated so a foreign id can never be read."""
+    if not chunk_ids:
+        return {}
+    where, params = scope.where("c")
+    cosine_sql = "1 - (c.embedding <=> %s::vector)" if query_vector is not None else "NULL::float8"
+    cosine_params = [vector_literal(query_vector)] if query_vector is not None else []
+    embedding_sql = "c.embedding" if with_embeddings else "NULL::vector"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""SELECT c.id, c.document_id, d.source_id, c.position, c.text, c.heading_path, c.anchor,
+                       c.start_byte, c.end_byte, c.is_summary, d.title, d.ref, d.path,
+                       coalesce(d.metadata->>'url', ''), s.kind, s.name, s.priority, d.created_at,
+                       d.indexed_at, {cosine_sql}, {embedding_sql}
+                FROM kb_chunk c JOIN kb_document d ON d.id = c.document_id
+                JOIN kb_source s ON s.id = d.source_id
+                WHERE c.id = ANY(%s) AND {where}""",
+            [*cosine_params, list(chunk_ids), *params],
+        )
+        rows = cursor.fetchall()
+    result = {}
+    for row in rows:
+        embedding = row[20]
+        if embedding is not None and not isinstance(embedding, (list, tuple, np.ndarray)):
+            embedding = [float(x) for x in str(embedding).strip("[]").split(",")]
+        result[row[0]] = ChunkRow(
+            *row[:5], tuple(row[5] or ()), *row[6:19],
+            float(row[19]) if row[19] is not None else None,
+            tuple(float(x) for x in embedding) if embedding is not None else None,
+        )
+    return result

@@ -1,0 +1,207 @@
+"""python manage.py kb_bench --beir DIR [--namespace NS] [--json]
+
+Ingests a BEIR folder through the real pipeline (once: an unchanged corpus costs only its
+hashes), runs every query through the real search service, and reports retrieval quality for the
+full ranker, each channel alone and plain RRF; search latency with and without query embedding;
+and ingest throughput next to the model's raw embedding throughput measured in the same run.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from django.core.management.base import BaseCommand
+from tqdm import tqdm
+
+from ingest.embed import get_embedder
+from ingest.loaders import LoadedItem
+from ingest.pipeline import IngestPipeline
+from kb.models import Document, IngestRun, Namespace, Source
+from retrieval.bench import evaluate, load_beir, percentiles
+from retrieval.ranker import LEXICAL, VECTOR, RankerParams
+from retrieval.service import search
+
+QUALITY_DOCUMENTS = 100
+LATENCY_LIMIT = 10
+RAW_EMBED_SAMPLE = 512
+
+
+class Command(BaseCommand):
+    help = "Benchmark ingest and retrieval on a BEIR-format folder."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--beir", required=True, help="Folder with corpus.jsonl, queries.jsonl, qrels/test.tsv")
+        parser.add_argument("--namespace", help="Namespace to ingest into (default bench-<folder>)")
+        parser.add_argument("--json", action="store_true", help="Print one JSON object as the last line")
+        parser.add_argument("--queries", type=int, default=0, help="Use only the first N queries (quick runs)")
+        parser.add_argument("--skip-latency", action="store_true")
+        parser.add_argument("--fresh", action="store_true",
+                            help="Delete the namespace's documents first, so ingest throughput is measured")
+        parser.add_argument("--scale-chunks", type=int, default=0,
+                            help="Also measure latency on a namespace of this many chunks (copies of the corpus)")
+        parser.add_argument("--rule-effects", action="store_true",
+                            help="Also measure quality with MMR, recency and a stricter threshold turned on")
+
+    def handle(self, *args, beir, namespace, json: bool, queries: int, skip_latency: bool, fresh: bool,
+               rule_effects: bool, scale_chunks: int, **options):
+        corpus = load_beir(beir)
+        namespace = namespace or f"bench-{corpus.name.lower()}"
+        query_items = list(corpus.queries.items())[: queries or None]
+        qrels = {qid: corpus.qrels[qid] for qid, _ in query_items}
+        self.log(f"{corpus.name}: {len(corpus.documents)} documents, {len(query_items)} queries")
+
+        if fresh:
+            Source.objects.filter(namespace__slug=namespace).delete()
+        ingest = self.ingest(corpus, namespace)
+        embed_rate = self.raw_embedding_rate(corpus)
+        vectors = self.query_vectors(query_items)
+        refs = dict(Document.objects.filter(namespace__slug=namespace).values_list("id", "ref"))
+
+        report: dict = {"corpus": corpus.name, "namespace": namespace, "queries": len(query_items)}
+        full = self.quality(query_items, qrels, namespace, vectors, refs, "full ranker")
+        report.update(full)
+        report["channels"] = {
+            "vector": self.quality(query_items, qrels, namespace, vectors, refs, "vector alone", channels=(VECTOR,)),
+            "lexical": self.quality(query_items, qrels, namespace, vectors, refs, "lexical alone", channels=(LEXICAL,)),
+            "rrf": self.quality(query_items, qrels, namespace, vectors, refs, "plain RRF k=60", fusion="rrf"),
+        }
+        if rule_effects:
+            variants = {
+                "mmr_lambda=0.9": RankerParams(mmr_lambda=0.9), "mmr_lambda=0.7": RankerParams(mmr_lambda=0.7),
+                "recency_weight=0.1": RankerParams(recency_weight=0.1), "floor=0.5": RankerParams(floor=0.5),
+                "rrf_weight=1": RankerParams(rrf_weight=1.0),
+            }
+            report["rule_effects"] = {
+                name: self.quality(query_items, qrels, namespace, vectors, refs, name, params=params)
+                for name, params in variants.items()
+            }
+        if not skip_latency:
+            report.update(self.latency(query_items, namespace))
+        if scale_chunks:
+            report["scale"] = self.scale(namespace, scale_chunks, query_items)
+        report.update(ingest)
+        report["embed_docs_per_s"] = embed_rate
+        if ingest.get("ingest_docs_per_s") and embed_rate:
+            report["ingest_vs_embed"] = round(ingest["ingest_docs_per_s"] / embed_rate, 3)
+        self.print_report(report)
+        if json:
+            self.stdout.write(__import__("json").dumps(report, sort_keys=True))
+
+    def log(self, message: str) -> None:
+        self.stderr.write(message)
+
+    # --- ingest ---------------------------------------------------------------------------------
+    def ingest(self, corpus, namespace: str) -> dict:
+        ns, _ = Namespace.objects.get_or_create(slug=namespace, defaults={"title": f"Benchmark: {corpus.name}"})
+        source, _ = Source.objects.get_or_create(
+            namespace=ns, name=f"beir:{corpus.name}", defaults={"kind": Source.Kind.TEXT, "text": corpus.name}
+        )
+        items = (
+            LoadedItem(ref=str(doc["_id"]), body=doc.get("text", "").encode("utf-8"), media_type="text/plain",
+                       charset="utf-8", title_hint=doc.get("title", ""), path=str(doc["_id"]))
+            for doc in corpus.documents
+        )
+        run = IngestRun.objects.create(source=source)
+        with tqdm(total=len(corpus.documents), unit="doc", desc="ingest", file=self.stderr, disable=None) as bar:
+            def progress(r):
+                bar.n = r.items_done
+                bar.set_postfix(changed=r.items_changed, chunks=r.chunks_written)
+                bar.refresh()
+
+            started = time.perf_counter()
+            IngestPipeline(run, on_progress=progress).execute(items)
+            seconds = time.perf_counter() - started
+        run.refresh_from_db()
+        self.log(f"ingest run {run.pk}: {run.status}, {run.items_changed} changed, "
+                 f"{run.items_unchanged} unchanged, {run.chunks_written} chunks in {seconds:.1f}s")
+        if run.items_changed >= len(corpus.documents) * 0.9:
+            return {"ingest_docs_per_s": round(run.items_changed / seconds, 2),
+                    "ingest_chunks_per_s": round(run.chunks_written / seconds, 2),
+                    "ingest_run": run.pk, "ingest_measured": "this run"}
+        previous = (IngestRun.objects.filter(source=source, items_changed__gte=len(corpus.documents) * 0.9)
+                    .exclude(started_at=None).exclude(finished_at=None).order_by("-pk").first())
+        if previous is None:
+            return {"ingest_docs_per_s": None, "ingest_measured": "corpus unchanged; no full ingest on record"}
+        seconds = (previous.finished_at - previous.started_at).total_seconds()
+        return {"ingest_docs_per_s": round(previous.items_changed / seconds, 2),
+                "ingest_chunks_per_s": round(previous.chunks_written / seconds, 2),
+                "ingest_run": previous.pk,
+                "ingest_measured": f"run {previous.pk} (the corpus was unchanged this time; re-ingest cost "
+                                   f"{run.items_unchanged} hash checks and no embedding)"}
+
+    def raw_embedding_rate(self, corpus) -> float:
+        """The model alone on the same documents (title + text), batched as the pipeline batches."""
+        embedder = get_embedder()
+        sample = [f"{d.get('title', '')}\n\n{d.get('text', '')}" for d in corpus.documents[:RAW_EMBED_SAMPLE]]
+        embedder.embed_documents(sample[:16])  # warm-up: model load
+        started = time.perf_counter()
+        embedder.embed_documents(sample)
+        return round(len(sample) / (time.perf_counter() - started), 2)
+
+    # --- quality --------------------------------------------------------------------------------
+    def query_vectors(self, query_items):
+        embedder = get_embedder()
+        return {qid: embedder.embed_query(text) for qid, text in query_items}
+
+    def quality(self, query_items, qrels, namespace, vectors, refs, label, **kwargs) -> dict:
+        runs = {}
+        for qid, text in tqdm(query_items, desc=label, file=self.stderr, disable=None, leave=False):
+            result = search(text, namespace, limit=3 * QUALITY_DOCUMENTS, log=False,
+                            query_vector=vectors[qid], **kwargs)
+            ranked = list(dict.fromkeys(refs[hit.document_id] for hit in result.hits))
+            runs[qid] = ranked[:QUALITY_DOCUMENTS]
+        return evaluate(runs, qrels)
+
+    # --- latency --------------------------------------------------------------------------------
+    def latency(self, query_items, namespace) -> dict:
+        texts = [text for _, text in query_items]
+        search(texts[0], namespace, limit=LATENCY_LIMIT, log=False)  # warm-up
+        with_embedding, without_embedding = [], []
+        embedder = get_embedder()
+        for text in tqdm(texts, desc="latency", file=self.stderr, disable=None, leave=False):
+            started = time.perf_counter()
+            search(text, namespace, limit=LATENCY_LIMIT)
+            with_embedding.append((time.perf_counter() - started) * 1000)
+        for text in texts:
+            vector = embedder.embed_query(text)
+            started = time.perf_counter()
+            search(text, namespace, limit=LATENCY_LIMIT, query_vector=vector)
+            without_embedding.append((time.perf_counter() - started) * 1000)
+        report = percentiles(with_embedding)
+        report["without_embedding"] = percentiles(without_embedding)
+        report["queries_per_s"] = round(len(texts) / (sum(with_embedding) / 1000), 2)
+        return report
+
+    def scale(self, namespace: str, target_chunks: int, query_items) -> dict:
+        from retrieval.scale import build_scaled_copy
+
+        scaled = f"{namespace}-scale"
+        with tqdm(total=0, desc="scale copies", file=self.stderr, disable=None) as bar:
+            def progress(done, total):
+                bar.total, bar.n = total, done
+                bar.refresh()
+
+            chunks = build_scaled_copy(namespace, scaled, target_chunks, progress)
+        report = self.latency(query_items, scaled)
+        report["chunks"] = chunks
+        return report
+
+    def print_report(self, report: dict) -> None:
+        rows = [("full ranker", report)] + [(name, values) for name, values in report["channels"].items()]
+        rows += [(name, values) for name, values in report.get("rule_effects", {}).items()]
+        self.stdout.write(f"\n{'method':<20} {'nDCG@10':>8} {'R@100':>8} {'MRR@10':>8}")
+        for name, values in rows:
+            self.stdout.write(f"{name:<20} {values['ndcg@10']:>8.4f} {values['recall@100']:>8.4f} {values['mrr@10']:>8.4f}")
+        if "p50_ms" in report:
+            w = report["without_embedding"]
+            self.stdout.write(f"\nsearch latency (limit {LATENCY_LIMIT}): p50 {report['p50_ms']} ms, p95 "
+                              f"{report['p95_ms']} ms, p99 {report['p99_ms']} ms with query embedding; "
+                              f"p50 {w['p50_ms']} / p95 {w['p95_ms']} / p99 {w['p99_ms']} ms without")
+        if "scale" in report:
+            scale = report["scale"]
+            self.stdout.write(f"scaling run ({scale['chunks']} chunks): p50 {scale['p50_ms']} ms, p95 "
+                              f"{scale['p95_ms']} ms, p99 {scale['p99_ms']} ms with query embedding")
+        self.stdout.write(f"ingest: {report.get('ingest_docs_per_s')} docs/s "
+                          f"({report.get('ingest_chunks_per_s')} chunks/s; {report.get('ingest_measured')}); "
+                          f"raw embedding: {report['embed_docs_per_s']} docs/s")

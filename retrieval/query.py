@@ -1,0 +1,71 @@
+"""What a query asks for beyond its words: exact identifiers and versioned names. Pure.
+
+Identifiers are long exact tokens (error codes, hashes, dotted, CamelCase or snake_case symbols,
+paths) that must be matched literally; name keys are digit-bearing tokens ("gpt4o", "qwen38")
+and adjacent versioned joins ("Qwen 3.8" -> "qwen38") matched against document names.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from kb.names import normalise_name
+
+MIN_IDENTIFIER_LENGTH = 6
+IDENTIFIER_PATTERNS = (
+    re.compile(r"\b[A-Z]{2,}-\d{4}-\d{3,}\b"),                      # CVE-2024-12345
+    re.compile(r"\b[A-Za-z]{1,8}[-_]?\d{3,}\b"),                     # E1234, HTTP-404, ORA-00942
+    re.compile(r"\b(?:0x)?(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{7,}\b"),  # hashes
+    re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b"),        # snake_case, ERR_CODE
+    # camelCase with two or more humps (getUserById), PascalCase with three or more
+    # (HttpClientError): "iTregs", "JavaScript" or "AlphaBeta" are words, not symbols
+    re.compile(r"\b[a-z][a-z0-9]*(?:[A-Z][a-z0-9]+){2,}\b|\b(?:[A-Z][a-z0-9]+){3,}\b"),
+    re.compile(r"\b[A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)+(?:\(\))?"),    # os.path.join, llama.cpp
+    # paths need two separators or a file extension: "and/or", "TCP/IP", "1/2000" are not paths
+    re.compile(r"(?:\.{0,2}/)?[\w.-]+(?:/[\w.-]+){2,}|[\w.-]+/[\w-]+\.[A-Za-z]{1,5}\b"),
+)
+VERSION_TOKEN = re.compile(r"^v?\d+(?:\.\d+)*[a-z]?$", re.I)
+
+
+@dataclass(frozen=True)
+class QueryFeatures:
+    identifiers: tuple[str, ...]
+    name_keys: tuple[str, ...]
+
+
+def analyse(query: str) -> QueryFeatures:
+    return QueryFeatures(identifiers=find_identifiers(query), name_keys=find_name_keys(query))
+
+
+def find_identifiers(query: str) -> tuple[str, ...]:
+    found: list[tuple[int, int, str]] = []
+    for pattern in IDENTIFIER_PATTERNS:
+        for match in pattern.finditer(query):
+            token = match.group(0).rstrip(".")
+            if len(token) >= MIN_IDENTIFIER_LENGTH:
+                found.append((match.start(), match.start() + len(token), token))
+    # keep the longest identifier where several overlap
+    found.sort(key=lambda f: (f[0], -(f[1] - f[0])))
+    kept: list[tuple[int, int, str]] = []
+    for start, end, token in found:
+        if kept and start < kept[-1][1]:
+            continue
+        kept.append((start, end, token))
+    return tuple(dict.fromkeys(token for _, _, token in kept))
+
+
+def find_name_keys(query: str) -> tuple[str, ...]:
+    tokens = [t for t in re.split(r"\s+", query.strip()) if t]
+    keys: list[str] = []
+    for token in tokens:
+        key = normalise_name(token)
+        if len(key) >= 4 and any(ch.isdigit() for ch in key):
+            keys.append(key)
+    for word, version in zip(tokens, tokens[1:]):
+        word_key = normalise_name(word)
+        if word_key and not any(ch.isdigit() for ch in word_key) and VERSION_TOKEN.match(version.strip(",.;:!?")):
+            joined = word_key + normalise_name(version)
+            if len(joined) >= 4:
+                keys.append(joined)
+    return tuple(dict.fromkeys(keys))

@@ -1,0 +1,349 @@
+"""The hybrid ranker: candidates from several channels in, one explained ranking out.
+
+Pure: standard library only, dataclasses in and out, no ORM and no I/O, so every rule is tested
+with plain cases. For each candidate, in order:
+
+1. eligibility: when the query holds an exact identifier, a candidate found only by the vector
+   channel, with no exact confirmation, is not eligible;
+2. base = the best single-channel score, each channel's score in (0, 1]: cosine for vector;
+   for lexical, the BM25 score calibrated into the vector channel's units for this query (its
+   z-score among the lexical top 100, placed at the same z-score among the vector top 100), so a
+   lexical hit weighs as much as an equally exceptional dense hit and neither channel wins by
+   scale alone (relative to the channel's best when there is no vector list); relative to the
+   best for names; a strong fixed value for an exact identifier match;
+3. relevance = base + RRF bonus (rrf_weight * sum of 1 / (rrf_k + rank) over channels; the
+   default weight rrf_k / 2 puts the bonus on the base's 0-1 scale: first in two channels ~ 0.98)
+   + recency boost (recency_weight * exp(-age / half_life)) + priority boost;
+4. duplicate collapse, stage one: identical normalised text keeps only its best candidate;
+5. relative threshold: relevance below top relevance * floor is dropped, unless the candidate is
+   a strong multi-channel hit (found by at least `bypass_channels` channels, each within
+   `bypass_rank`);
+6. duplicate collapse, stage two: the same body under another breadcrumb (mirrored pages);
+7. MMR diversity over embeddings (off when mmr_lambda is 1) among the first `mmr_depth`
+   candidates, seeded with at most one candidate per kind whose relevance is within
+   `seed_ratio` of the pool's top;
+8. deterministic order: score, then cosine, then path, then position, then key.
+
+Every candidate, kept or dropped, gets a `ScoreDetails` saying what happened to it and why.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Sequence
+
+from retrieval.errors import InvalidRankerParams
+
+VECTOR, LEXICAL, NAMES, IDENTIFIERS = "vector", "lexical", "names", "identifiers"
+CHANNELS = (VECTOR, LEXICAL, NAMES, IDENTIFIERS)
+CALIBRATION_DEPTH = 100  # a channel's distribution is read from its first 100 hits
+
+
+@dataclass(frozen=True)
+class ChannelHit:
+    rank: int  # 1-based rank in that channel's list
+    raw: float  # the channel's own signal: cosine, BM25 score, name coverage, 1.0 for exact
+
+
+@dataclass(frozen=True)
+class Candidate:
+    key: int | str
+    kind: str = "chunk"  # chunk | summary | capability
+    group: str = ""  # the document it belongs to
+    path: str = ""
+    position: int = 0
+    text: str = ""
+    body: str = ""  # the text without its breadcrumb (stage-two duplicates)
+    embedding: tuple[float, ...] | None = None
+    cosine: float | None = None  # to the query, when known (tie-break, cited tier)
+    hits: dict[str, ChannelHit] = field(default_factory=dict)
+    age_days: float | None = None
+    priority: float = 0.0
+
+
+@dataclass(frozen=True)
+class RankerParams:
+    limit: int = 10
+    rrf_k: int = 60
+    rrf_weight: float = 30.0
+    recency_weight: float = 0.0
+    recency_half_life_days: float = 365.0
+    priority_weight: float = 0.05
+    floor: float = 0.3
+    bypass_channels: int = 2
+    bypass_rank: int = 20
+    mmr_lambda: float = 1.0
+    mmr_depth: int = 30  # MMR re-orders this many top candidates; the rest follow by relevance
+    seed_ratio: float = 0.8
+    identifier_base: float = 0.95
+
+    def validate(self) -> None:
+        problems = []
+        if self.limit <= 0:
+            problems.append(f"limit must be positive, got {self.limit}")
+        if self.rrf_k <= 0:
+            problems.append(f"rrf_k must be positive, got {self.rrf_k}")
+        for name in ("rrf_weight", "recency_weight", "priority_weight", "floor", "recency_half_life_days"):
+            if getattr(self, name) < 0:
+                problems.append(f"{name} must not be negative, got {getattr(self, name)}")
+        if self.recency_half_life_days == 0 and self.recency_weight > 0:
+            problems.append("recency_half_life_days must be positive when recency_weight is set")
+        if not 0 <= self.mmr_lambda <= 1:
+            problems.append(f"mmr_lambda must be within [0, 1], got {self.mmr_lambda}")
+        if not 0 <= self.seed_ratio <= 1:
+            problems.append(f"seed_ratio must be within [0, 1], got {self.seed_ratio}")
+        if self.floor > 1:
+            problems.append(f"floor is a fraction of the top relevance, at most 1, got {self.floor}")
+        if self.mmr_depth < 1:
+            problems.append(f"mmr_depth must be at least 1, got {self.mmr_depth}")
+        if self.bypass_channels < 1 or self.bypass_rank < 1:
+            problems.append("bypass_channels and bypass_rank must be at least 1")
+        if problems:
+            raise InvalidRankerParams("Invalid ranker parameters: " + "; ".join(problems) + ".",
+                                      details={"problems": problems})
+
+
+@dataclass(frozen=True)
+class ChannelScore:
+    rank: int
+    raw: float
+    score: float  # the channel's score in (0, 1], as used for the base
+
+
+@dataclass(frozen=True)
+class ScoreDetails:
+    key: int | str
+    kind: str
+    channels: dict[str, ChannelScore]
+    base: float = 0.0
+    base_channel: str = ""
+    rrf_bonus: float = 0.0
+    recency_boost: float = 0.0
+    priority_boost: float = 0.0
+    relevance: float = 0.0
+    mmr_penalty: float = 0.0
+    score: float = 0.0
+    cosine: float | None = None
+    eligible: bool = True
+    bypassed_threshold: bool = False
+    kept: bool = False
+    dropped_by: str = ""  # eligibility | duplicate | threshold | limit
+    reason: str = ""
+    duplicate_of: int | str | None = None
+    rank: int | None = None
+
+
+@dataclass(frozen=True)
+class RankSummary:
+    candidates: int
+    per_channel: dict[str, int]
+    kept: int
+    dropped_eligibility: int
+    dropped_duplicate: int
+    dropped_threshold: int
+    beyond_limit: int
+    top_relevance: float
+    floor: float  # the absolute relevance floor used
+    calibration: dict[str, tuple[float, float, float]] = field(default_factory=dict)  # top, mean, std
+
+
+@dataclass(frozen=True)
+class Ranking:
+    kept: list[ScoreDetails]
+    dropped: list[ScoreDetails]
+    summary: RankSummary
+
+    def details(self) -> dict[int | str, ScoreDetails]:
+        return {d.key: d for d in self.kept + self.dropped}
+
+
+def rank(candidates: Sequence[Candidate], params: RankerParams = RankerParams(), *,
+         identifier_query: bool = False) -> Ranking:
+    params.validate()
+    by_key = {c.key: c for c in candidates}
+    stats = channel_stats(candidates)
+    scored = [_score(c, params, stats) for c in candidates]
+
+    dropped: list[ScoreDetails] = []
+    pool = []
+    for details in scored:
+        if identifier_query and not _confirmed(by_key[details.key]):
+            dropped.append(replace(details, eligible=False, dropped_by="eligibility",
+                                   reason="the query names an exact identifier; found by meaning alone"))
+        else:
+            pool.append(details)
+
+    pool = _order(pool, by_key)
+    pool, duplicates = _collapse(pool, by_key, lambda c: _normalise(c.text), "same text as")
+    # stage two compares bodies; only candidates that passed stage one are normalised
+    dropped += duplicates
+
+    top = pool[0].relevance if pool else 0.0
+    floor = top * params.floor
+    passed = []
+    for details in pool:
+        if details.relevance >= floor:
+            passed.append(details)
+        elif _strong_multichannel(details, params):
+            passed.append(replace(details, bypassed_threshold=True))
+        else:
+            dropped.append(replace(details, dropped_by="threshold",
+                                   reason=f"relevance {details.relevance:.3f} < floor {floor:.3f}"))
+
+    passed, duplicates = _collapse(passed, by_key, lambda c: _normalise(c.body or c.text), "same body as")
+    dropped += duplicates
+
+    ordered = _mmr(passed, by_key, params) if params.mmr_lambda < 1 else [
+        replace(d, score=d.relevance) for d in passed]
+    kept = [replace(d, kept=True, rank=i) for i, d in enumerate(ordered[: params.limit], start=1)]
+    beyond = [replace(d, dropped_by="limit", reason=f"beyond the first {params.limit}")
+              for d in ordered[params.limit:]]
+    dropped += beyond
+
+    per_channel = {name: sum(1 for c in candidates if name in c.hits) for name in CHANNELS}
+    summary = RankSummary(
+        candidates=len(candidates), per_channel=per_channel, kept=len(kept),
+        dropped_eligibility=sum(1 for d in dropped if d.dropped_by == "eligibility"),
+        dropped_duplicate=sum(1 for d in dropped if d.dropped_by == "duplicate"),
+        dropped_threshold=sum(1 for d in dropped if d.dropped_by == "threshold"),
+        beyond_limit=len(beyond), top_relevance=top, floor=floor, calibration=stats,
+    )
+    return Ranking(kept=kept, dropped=dropped, summary=summary)
+
+
+def channel_stats(candidates: Sequence[Candidate]) -> dict[str, tuple[float, float, float]]:
+    """Per channel: best raw score, and mean and standard deviation of its first 100 hits."""
+    values: dict[str, list[float]] = {}
+    tops: dict[str, float] = {}
+    for candidate in candidates:
+        for name, hit in candidate.hits.items():
+            tops[name] = max(tops.get(name, -math.inf), hit.raw)
+            if hit.rank <= CALIBRATION_DEPTH:
+                values.setdefault(name, []).append(hit.raw)
+    stats = {}
+    for name, top in tops.items():
+        sample = values.get(name, [top])
+        mean = sum(sample) / len(sample)
+        std = math.sqrt(sum((v - mean) ** 2 for v in sample) / len(sample))
+        stats[name] = (top, mean, std)
+    return stats
+
+
+def channel_score(name: str, hit: ChannelHit, stats: dict[str, tuple[float, float, float]],
+                  params: RankerParams) -> float:
+    """A channel's signal mapped into (0, 1]: comparable across channels, never stuck at 0."""
+    if name == VECTOR:
+        return min(1.0, max(hit.raw, 1e-6))
+    if name == IDENTIFIERS:
+        return params.identifier_base
+    top, mean, std = stats[name]
+    if name == LEXICAL and std > 0 and VECTOR in stats and stats[VECTOR][2] > 0:
+        _, vector_mean, vector_std = stats[VECTOR]
+        return min(1.0, max(vector_mean + (hit.raw - mean) / std * vector_std, 1e-6))
+    if top <= 0:
+        return 1.0 / hit.rank  # no usable raw signal: fall back to the rank
+    return max(hit.raw / top, 1e-6)
+
+
+def _score(candidate: Candidate, params: RankerParams, stats) -> ScoreDetails:
+    channels = {}
+    for name in CHANNELS:
+        hit = candidate.hits.get(name)
+        if hit is not None:
+            channels[name] = ChannelScore(hit.rank, hit.raw, channel_score(name, hit, stats, params))
+    base_channel, base = max(((n, s.score) for n, s in channels.items()),
+                             key=lambda item: (item[1], -CHANNELS.index(item[0])), default=("", 0.0))
+    rrf = params.rrf_weight * sum(1.0 / (params.rrf_k + s.rank) for s in channels.values())
+    recency = 0.0
+    if params.recency_weight > 0 and candidate.age_days is not None:
+        recency = params.recency_weight * math.exp(-max(candidate.age_days, 0.0) / params.recency_half_life_days)
+    priority = params.priority_weight * candidate.priority
+    relevance = base + rrf + recency + priority
+    return ScoreDetails(
+        key=candidate.key, kind=candidate.kind, channels=channels, base=base, base_channel=base_channel,
+        rrf_bonus=rrf, recency_boost=recency, priority_boost=priority, relevance=relevance,
+        score=relevance, cosine=candidate.cosine,
+    )
+
+
+def _confirmed(candidate: Candidate) -> bool:
+    return any(name in candidate.hits for name in (LEXICAL, NAMES, IDENTIFIERS))
+
+
+def _strong_multichannel(details: ScoreDetails, params: RankerParams) -> bool:
+    strong = [s for s in details.channels.values() if s.rank <= params.bypass_rank]
+    return len(strong) >= params.bypass_channels
+
+
+def _sort_key(details: ScoreDetails, candidate: Candidate, score: float):
+    cosine = details.cosine if details.cosine is not None else -2.0
+    return (-round(score, 12), -cosine, candidate.path, candidate.position, str(candidate.key))
+
+
+def _order(pool: list[ScoreDetails], by_key: dict) -> list[ScoreDetails]:
+    return sorted(pool, key=lambda d: _sort_key(d, by_key[d.key], d.relevance))
+
+
+def _normalise(text: str) -> str:
+    return " ".join(text.split()).lower()
+
+
+def _collapse(pool: list[ScoreDetails], by_key: dict, keyfunc, label: str):
+    """Keep the first (best-ordered) of each group of equal keys; the rest are duplicates."""
+    seen: dict[str, int | str] = {}
+    kept, dropped = [], []
+    for details in pool:
+        key = keyfunc(by_key[details.key])
+        if key and key in seen:
+            dropped.append(replace(details, dropped_by="duplicate", duplicate_of=seen[key],
+                                   reason=f"{label} {seen[key]}"))
+        else:
+            if key:
+                seen[key] = details.key
+            kept.append(details)
+    return kept, dropped
+
+
+def _mmr(pool: list[ScoreDetails], by_key: dict, params: RankerParams) -> list[ScoreDetails]:
+    """Maximal marginal relevance over the top of the pool, seeded with the best candidate of
+    each relevant kind; candidates below `mmr_depth` keep their relevance order after it."""
+    if not pool:
+        return []
+    head, tail = pool[: params.mmr_depth], pool[params.mmr_depth:]
+    unit = {d.key: _unit(by_key[d.key].embedding) for d in head}
+    top = head[0].relevance
+    selected: list[ScoreDetails] = []
+    remaining = list(head)
+    seen_kinds = set()
+    for details in list(remaining):
+        if details.kind not in seen_kinds and details.relevance >= top * params.seed_ratio:
+            seen_kinds.add(details.kind)
+            selected.append(replace(details, score=details.relevance))
+            remaining.remove(details)
+    lam = params.mmr_lambda
+    while remaining:
+        best, best_value, best_penalty = None, -math.inf, 0.0
+        for details in remaining:
+            similarity = max((_dot(unit[details.key], unit[s.key]) for s in selected), default=0.0)
+            value = lam * details.relevance - (1 - lam) * similarity
+            if value > best_value + 1e-12:
+                best, best_value, best_penalty = details, value, (1 - lam) * similarity
+        selected.append(replace(best, score=best_value, mmr_penalty=best_penalty))
+        remaining.remove(best)
+    floor = min((d.score for d in selected), default=0.0)
+    # the tail stays below the MMR head whatever its raw relevance
+    return selected + [replace(d, score=min(d.relevance, floor)) for d in tail]
+
+
+def _unit(vector: tuple[float, ...] | None) -> tuple[float, ...] | None:
+    if not vector:
+        return None
+    norm = math.sqrt(sum(x * x for x in vector))
+    return tuple(x / norm for x in vector) if norm else None
+
+
+def _dot(a: tuple[float, ...] | None, b: tuple[float, ...] | None) -> float:
+    if a is None or b is None:
+        return 0.0
+    return sum(x * y for x, y in zip(a, b))

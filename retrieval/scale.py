@@ -1,0 +1,66 @@
+"""Build a large namespace for the latency scaling run: a benchmark corpus copied N times.
+
+Each copy's documents and chunks are written by SQL (so the postings trigger and the HNSW index
+do their real work), with the text perturbed (a copy marker and every `copy`-th word dropped) and
+each embedding moved by small Gaussian noise and re-normalised, so copies are near neighbours,
+not exact duplicates. Embedding the copies for real would take hours on a CPU and measure the
+model again, not the search.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from django.db import connection, transaction
+
+from kb.models import Namespace, Source
+
+
+def build_scaled_copy(base_namespace: str, target_namespace: str, target_chunks: int,
+                      progress: Callable[[int, int], None] | None = None) -> int:
+    base = Namespace.objects.get(slug=base_namespace)
+    target, _ = Namespace.objects.get_or_create(slug=target_namespace, defaults={"title": "Latency scaling run"})
+    source, _ = Source.objects.get_or_create(namespace=target, name="scaled copies",
+                                             defaults={"kind": "text", "text": "scaled copies"})
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM kb_chunk WHERE namespace_id = %s", [base.id])
+        per_copy = cursor.fetchone()[0]
+        cursor.execute("SELECT count(*) FROM kb_chunk WHERE namespace_id = %s", [target.id])
+        existing = cursor.fetchone()[0]
+    copies = -(-target_chunks // per_copy)
+    done = existing // per_copy if per_copy else 0
+    for copy in range(done + 1, copies + 1):
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(
+                """INSERT INTO kb_document (source_id, namespace_id, ref, title, path, name_key, content,
+                       content_hash, media_type, byte_size, created_at, indexed_at, embedding_model, etag,
+                       last_modified, metadata)
+                   SELECT %s, %s, d.ref || '~' || %s, d.title, d.path, d.name_key, d.content, d.content_hash,
+                          d.media_type, d.byte_size, d.created_at, now(), d.embedding_model, '', '', '{}'::jsonb
+                   FROM kb_document d WHERE d.namespace_id = %s""",
+                [source.id, target.id, copy, base.id],
+            )
+            cursor.execute(
+                """INSERT INTO kb_chunk (document_id, namespace_id, position, title, text, heading_path, anchor,
+                       start_byte, end_byte, token_estimate, is_summary, is_partial_code, embedding,
+                       embedding_model, embed_reason)
+                   SELECT nd.id, %s, c.position, c.title,
+                          regexp_replace(c.text, '(\\S+\\s+){%s}\\S+', '', 'g') || ' copy' || %s,
+                          c.heading_path, c.anchor, c.start_byte, c.end_byte, c.token_estimate, c.is_summary,
+                          c.is_partial_code,
+                          l2_normalize(c.embedding + (SELECT array_agg((random() - 0.5) * 0.01)
+                                                      FROM generate_series(1, vector_dims(c.embedding)))::vector),
+                          c.embedding_model, 'scaled copy'
+                   FROM kb_chunk c
+                   JOIN kb_document od ON od.id = c.document_id
+                   JOIN kb_document nd ON nd.namespace_id = %s AND nd.ref = od.ref || '~' || %s
+                   WHERE c.namespace_id = %s""",
+                [target.id, 20 + copy % 7, copy, target.id, copy, base.id],
+            )
+        if progress:
+            progress(copy, copies)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE kb_chunk")
+        cursor.execute("ANALYZE kb_chunk_term")
+        cursor.execute("SELECT count(*) FROM kb_chunk WHERE namespace_id = %s", [target.id])
+        return cursor.fetchone()[0]

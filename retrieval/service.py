@@ -1,0 +1,239 @@
+"""`search()`: embed -> channels -> ranker -> hydrate -> tiers. What every surface calls.
+
+The API, the search page, the eval suite and the benchmark all go through here, so they see the
+same ranking and the same explanations. Each call writes one QueryLog row (unless `log=False`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from urllib.parse import quote
+
+from django.utils import timezone
+
+from kb.models import Namespace, QueryLog
+from retrieval import channels as ch
+from retrieval.errors import InvalidQuery, QueryTooLong, UnknownNamespace
+from retrieval.query import QueryFeatures, analyse
+from retrieval.ranker import (
+    CHANNELS, IDENTIFIERS, LEXICAL, NAMES, VECTOR, Candidate, ChannelHit, Ranking, RankerParams,
+    RankSummary, ScoreDetails, rank,
+)
+
+MAX_QUERY_CHARS = 4000
+MAX_LIMIT = 500
+CITED_COSINE_FLOOR = 0.35
+SUGGESTED_DOCUMENTS = 3
+RELATED_DOCUMENTS = 5
+
+
+@dataclass(frozen=True)
+class Filters:
+    source_ids: tuple[int, ...] = ()
+    document_ids: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Hit:
+    rank: int
+    chunk_id: int
+    document_id: int
+    source_id: int
+    title: str
+    heading_path: tuple[str, ...]
+    anchor: str
+    text: str
+    start_byte: int
+    end_byte: int
+    citation_url: str
+    source_name: str
+    created_at: datetime | None
+    score: float
+    relevance: float
+    cosine: float | None
+    details: ScoreDetails
+
+
+@dataclass(frozen=True)
+class DocumentRef:
+    document_id: int
+    title: str
+    citation_url: str
+    best_score: float
+    best_cosine: float | None
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    query: str
+    namespace: str
+    hits: list[Hit]
+    suggested: list[DocumentRef]
+    cited: list[DocumentRef]
+    related: list[DocumentRef]
+    weak_titles: list[str]
+    summary: RankSummary
+    dropped: list[ScoreDetails]
+    features: QueryFeatures
+    lexemes: list[str]
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def search(query: str, namespace: str, *, filters: Filters = Filters(), limit: int = 10,
+           params: RankerParams | None = None, channels: tuple[str, ...] = CHANNELS,
+           fusion: str = "ranker", log: bool = True, query_vector=None) -> SearchResult:
+    started = time.perf_counter()
+    query = _validate(query, limit)
+    ns = Namespace.objects.filter(slug=namespace).values("id", "slug").first()
+    if ns is None:
+        raise UnknownNamespace(f"No namespace {namespace!r}.", details={"namespace": namespace})
+    scope = ch.Scope(ns["id"], tuple(filters.source_ids), tuple(filters.document_ids))
+    params = params or RankerParams()
+    params = RankerParams(**{**params.__dict__, "limit": limit})
+    depth = min(1000, max(100, 2 * limit))
+    features = analyse(query)
+    timings: dict[str, float] = {}
+
+    if VECTOR in channels and query_vector is None:
+        from ingest.embed import get_embedder
+
+        t = time.perf_counter()
+        query_vector = get_embedder().embed_query(query)
+        timings["embed_ms"] = _ms(t)
+    t = time.perf_counter()
+    lexemes = ch.query_lexemes(query)
+    lists: dict[str, list[ch.ChannelRow]] = {
+        VECTOR: ch.vector_channel(scope, query_vector, depth) if VECTOR in channels else [],
+        LEXICAL: ch.lexical_channel(scope, lexemes, depth) if LEXICAL in channels else [],
+        NAMES: ch.names_channel(scope, features.name_keys) if NAMES in channels else [],
+        IDENTIFIERS: ch.identifier_channel(scope, features.identifiers) if IDENTIFIERS in channels else [],
+    }
+    timings["channels_ms"] = _ms(t)
+
+    t = time.perf_counter()
+    ids = list(dict.fromkeys(row.chunk_id for rows in lists.values() for row in rows))
+    rows = ch.hydrate(scope, ids, query_vector if VECTOR in channels else None,
+                      with_embeddings=params.mmr_lambda < 1)
+    timings["hydrate_ms"] = _ms(t)
+
+    t = time.perf_counter()
+    candidates = _candidates(lists, rows)
+    if fusion == "rrf":
+        ranking = _plain_rrf(candidates, params)
+    else:
+        ranking = rank(candidates, params, identifier_query=bool(features.identifiers) and IDENTIFIERS in channels)
+    timings["rank_ms"] = _ms(t)
+
+    hits = [_hit(d, rows[d.key], namespace) for d in ranking.kept]
+    suggested, cited, related, weak = _tiers(hits, ranking, rows, namespace)
+    timings["total_ms"] = _ms(started)
+    if log:
+        QueryLog.objects.create(namespace_id=ns["id"], query=query[:MAX_QUERY_CHARS],
+                                result_ids=[h.chunk_id for h in hits], timings=timings)
+    return SearchResult(
+        query=query, namespace=namespace, hits=hits, suggested=suggested, cited=cited,
+        related=related, weak_titles=weak, summary=ranking.summary, dropped=ranking.dropped,
+        features=features, lexemes=[lexeme for lexeme, _ in lexemes], timings=timings,
+    )
+
+
+def _validate(query: str, limit: int) -> str:
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidQuery("The query is empty; type a few words to search for.", code="SEARCH_EMPTY_QUERY")
+    if len(query) > MAX_QUERY_CHARS:
+        raise QueryTooLong(f"The query is {len(query)} characters long; the limit is {MAX_QUERY_CHARS}.",
+                           details={"length": len(query), "max": MAX_QUERY_CHARS})
+    if "\x00" in query:
+        raise InvalidQuery("The query contains a NUL character.", code="SEARCH_INVALID_QUERY")
+    if not 1 <= limit <= MAX_LIMIT:
+        raise InvalidQuery(f"limit must be between 1 and {MAX_LIMIT}, got {limit}.", code="SEARCH_INVALID_LIMIT")
+    return query.strip()
+
+
+def _ms(start: float) -> float:
+    return round((time.perf_counter() - start) * 1000, 2)
+
+
+def _candidates(lists: dict[str, list[ch.ChannelRow]], rows: dict[int, ch.ChunkRow]) -> list[Candidate]:
+    hits: dict[int, dict[str, ChannelHit]] = {}
+    for name, channel_rows in lists.items():
+        for position, row in enumerate(channel_rows, start=1):
+            hits.setdefault(row.chunk_id, {})[name] = ChannelHit(rank=position, raw=row.raw)
+    now = timezone.now()
+    candidates = []
+    for chunk_id, channel_hits in hits.items():
+        row = rows.get(chunk_id)
+        if row is None:
+            continue  # deleted between the channel query and hydration
+        dated = row.created_at or row.indexed_at
+        body = row.text.split("\n\n", 1)[1] if "\n\n" in row.text and row.heading_path else row.text
+        candidates.append(Candidate(
+            key=chunk_id, kind="summary" if row.is_summary else "chunk", group=str(row.document_id),
+            path=row.path or row.ref, position=row.position, text=row.text, body=body,
+            embedding=row.embedding, cosine=row.cosine, hits=channel_hits,
+            age_days=(now - dated).total_seconds() / 86400 if dated else None, priority=row.priority,
+        ))
+    return candidates
+
+
+def _plain_rrf(candidates: list[Candidate], params: RankerParams) -> Ranking:
+    """Reciprocal rank fusion alone (k=60), for the benchmark's comparison row."""
+    scored = []
+    for c in candidates:
+        value = sum(1.0 / (params.rrf_k + h.rank) for h in c.hits.values())
+        scored.append(ScoreDetails(key=c.key, kind=c.kind, channels={}, rrf_bonus=value, relevance=value,
+                                   score=value, cosine=c.cosine))
+    scored.sort(key=lambda d: (-d.score, -(d.cosine or -2), str(d.key)))
+    kept = [ScoreDetails(**{**d.__dict__, "kept": True, "rank": i}) for i, d in enumerate(scored[: params.limit], 1)]
+    summary = RankSummary(len(candidates), {}, len(kept), 0, 0, 0, max(0, len(scored) - params.limit),
+                          kept[0].relevance if kept else 0.0, 0.0)
+    return Ranking(kept=kept, dropped=[], summary=summary)
+
+
+def citation_url(row: ch.ChunkRow, namespace: str) -> str:
+    """`url#anchor` for web documents (unless the URL has a fragment); a stable kb:// URL for
+    files and text, which have no URL of their own."""
+    url = row.url or (row.ref if row.ref.startswith(("http://", "https://")) else "")
+    if url:
+        if "#" in url or not row.anchor:
+            return url
+        return f"{url}#{row.anchor}"
+    base = f"kb://{quote(namespace, safe=':')}/documents/{row.document_id}"
+    return f"{base}#{row.anchor}" if row.anchor else base
+
+
+def _hit(details: ScoreDetails, row: ch.ChunkRow, namespace: str) -> Hit:
+    return Hit(
+        rank=details.rank, chunk_id=row.chunk_id, document_id=row.document_id, source_id=row.source_id,
+        title=row.title, heading_path=row.heading_path, anchor=row.anchor, text=row.text,
+        start_byte=row.start_byte, end_byte=row.end_byte, citation_url=citation_url(row, namespace),
+        source_name=row.source_name, created_at=row.created_at or row.indexed_at, score=details.score,
+        relevance=details.relevance, cosine=row.cosine, details=details,
+    )
+
+
+def _tiers(hits: list[Hit], ranking: Ranking, rows: dict[int, ch.ChunkRow], namespace: str):
+    documents: dict[int, DocumentRef] = {}
+    for hit in hits:
+        if hit.document_id not in documents:
+            documents[hit.document_id] = DocumentRef(hit.document_id, hit.title, hit.citation_url.split("#")[0],
+                                                     hit.score, hit.cosine)
+    ordered = list(documents.values())
+    suggested = ordered[:SUGGESTED_DOCUMENTS]
+    cited = [d for d in ordered if d.best_cosine is not None and d.best_cosine >= CITED_COSINE_FLOOR]
+    related = ordered[SUGGESTED_DOCUMENTS:SUGGESTED_DOCUMENTS + RELATED_DOCUMENTS]
+    weak: list[str] = []
+    if not cited:
+        pool = sorted(ranking.kept + [d for d in ranking.dropped if d.dropped_by == "threshold"],
+                      key=lambda d: -d.relevance)
+        for details in pool:
+            title = rows[details.key].title
+            if title and title not in weak:
+                weak.append(title)
+            if len(weak) == 3:
+                break
+    return suggested, cited, related, weak
+
+

@@ -1,0 +1,204 @@
+"""Candidate channels against real PostgreSQL, and BM25 statistics under re-ingest and deletion."""
+
+import math
+
+import pytest
+from django.db import connection
+
+from ingest.loaders import LoadedItem
+from ingest.pipeline import IngestPipeline
+from kb.models import Chunk, Document, IngestRun, Namespace, Source
+from retrieval import channels as ch
+from retrieval.query import analyse
+
+pytestmark = pytest.mark.django_db
+
+CORPUS = {
+    "qwen38": ("Qwen 3.8 release notes", "The Qwen 3.8 model adds longer context and faster decoding."),
+    "qwen25": ("Qwen 2.5 release notes", "Qwen 2.5 was the previous generation of the model family."),
+    "llama": ("Running llama.cpp", "Build llama.cpp from source and quantize the weights to four bits."),
+    "errors": ("Connection errors", "If you see ERR_CONNECTION_REFUSED the server is not listening on the port."),
+    "pumpkin": ("Pumpkin soup", "Roast the pumpkin, then blend it with stock, cream and nutmeg."),
+    "garden": ("Growing pumpkins", "Pumpkins need sun, space and rich soil; water them deeply every week."),
+}
+
+
+def ingest(namespace_slug, documents, source_name="corpus"):
+    namespace, _ = Namespace.objects.get_or_create(slug=namespace_slug)
+    source, _ = Source.objects.get_or_create(namespace=namespace, name=source_name,
+                                             defaults={"kind": "text", "text": "x"})
+    items = [LoadedItem(ref=ref, body=text.encode(), media_type="text/plain", title_hint=title, path=ref)
+             for ref, (title, text) in documents.items()]
+    run = IngestPipeline(IngestRun.objects.create(source=source)).execute(items)
+    assert run.status == "succeeded", run.error
+    return namespace, source
+
+
+def scope(namespace, **kwargs):
+    return ch.Scope(namespace.id, **kwargs)
+
+
+def refs(rows):
+    return [Chunk.objects.get(pk=row.chunk_id).document.ref for row in rows]
+
+
+@pytest.fixture
+def corpus():
+    namespace, _ = ingest("tenant:a", CORPUS)
+    return namespace
+
+
+def test_vector_channel_orders_by_cosine(corpus):
+    from ingest.embed import get_embedder
+
+    rows = ch.vector_channel(scope(corpus), get_embedder().embed_query("how do I cook pumpkin soup"), 3)
+    assert refs(rows)[0] == "pumpkin"
+    assert all(a.raw >= b.raw for a, b in zip(rows, rows[1:]))
+    assert 0 < rows[0].raw <= 1
+
+
+def test_vector_channel_skips_chunks_without_embeddings(corpus):
+    from ingest.embed import get_embedder
+
+    Chunk.objects.filter(document__ref="pumpkin").update(embedding=None)
+    rows = ch.vector_channel(scope(corpus), get_embedder().embed_query("pumpkin soup"), 10)
+    assert "pumpkin" not in refs(rows) and len(rows) == len(CORPUS) - 1
+
+
+def test_lexical_channel_is_bm25_over_or_of_lexemes(corpus):
+    lexemes = ch.query_lexemes("roast pumpkins in the garden")
+    assert [l for l, _ in lexemes] == ["roast", "pumpkin", "garden"]
+    rows = ch.lexical_channel(scope(corpus), lexemes, 10)
+    # OR semantics: documents with any lexeme match; "roast" is rarer than "pumpkin" (IDF)
+    assert refs(rows) == ["pumpkin", "garden"]
+    assert rows[0].raw > rows[1].raw > 0
+
+
+@pytest.mark.parametrize("query", ["the and of", "!!! ((( &&& ||| :* <->", "'\\' \" ;--", ""], ids=["stopwords", "tsquery-syntax", "sql-quotes", "empty"])
+def test_queries_with_no_lexemes_return_nothing_and_never_error(corpus, query):
+    lexemes = ch.query_lexemes(query)
+    assert ch.lexical_channel(scope(corpus), lexemes, 10) == []
+
+
+def test_very_long_query_is_capped_and_still_works(corpus):
+    query = " ".join(f"word{i}" for i in range(3000)) + " pumpkin"
+    lexemes = ch.query_lexemes(query)
+    assert len(lexemes) == ch.MAX_QUERY_LEXEMES
+    ch.lexical_channel(scope(corpus), lexemes, 10)
+
+
+def test_dotted_tokens_stay_whole(corpus):
+    lexemes = [l for l, _ in ch.query_lexemes("compile llama.cpp for Qwen 3.8")]
+    assert "llama.cpp" in lexemes and "3.8" in lexemes
+    rows = ch.lexical_channel(scope(corpus), ch.query_lexemes("llama.cpp"), 10)
+    assert refs(rows) == ["llama"]
+
+
+def test_names_channel_finds_versioned_names(corpus):
+    features = analyse("What is new in Qwen 3.8?")
+    assert features.name_keys == ("qwen38",)
+    rows = ch.names_channel(scope(corpus), features.name_keys)
+    assert refs(rows) == ["qwen38"]  # not Qwen 2.5, though its text says "Qwen" too
+    assert 0 < rows[0].raw <= 1
+
+
+def test_identifier_channel_matches_exactly(corpus):
+    features = analyse("why ERR_CONNECTION_REFUSED happens")
+    assert features.identifiers == ("ERR_CONNECTION_REFUSED",)
+    rows = ch.identifier_channel(scope(corpus), features.identifiers)
+    assert refs(rows) == ["errors"]
+    assert ch.identifier_channel(scope(corpus), ("ERR_CONNECTION_RESET",)) == []
+
+
+def test_namespace_isolation_in_every_channel(corpus):
+    from ingest.embed import get_embedder
+
+    other, _ = ingest("tenant:b", {"secret": ("Pumpkin secret", "The secret pumpkin recipe of tenant B.")})
+    vector = get_embedder().embed_query("pumpkin recipe")
+    for rows in (
+        ch.vector_channel(scope(corpus), vector, 50),
+        ch.lexical_channel(scope(corpus), ch.query_lexemes("secret pumpkin recipe"), 50),
+        ch.names_channel(scope(corpus), ("pumpkin",)),
+    ):
+        assert "secret" not in refs(rows)
+    leaked = ch.hydrate(scope(corpus), list(Chunk.objects.filter(namespace=other).values_list("pk", flat=True)))
+    assert leaked == {}
+    assert refs(ch.lexical_channel(scope(other), ch.query_lexemes("secret"), 5)) == ["secret"]
+
+
+def test_source_and_document_filters(corpus):
+    _, second = ingest("tenant:a", {"pie": ("Pumpkin pie", "Bake the pumpkin pie for an hour.")}, "second")
+    lexemes = ch.query_lexemes("pumpkin")
+    assert refs(ch.lexical_channel(scope(corpus, source_ids=(second.id,)), lexemes, 10)) == ["pie"]
+    garden = Document.objects.get(ref="garden")
+    assert refs(ch.lexical_channel(scope(corpus, document_ids=(garden.id,)), lexemes, 10)) == ["garden"]
+
+
+def _recomputed_stats(namespace):
+    """Ground truth straight from the stored tsvectors (the slow, naive way)."""
+    with connection.cursor() as cursor:
+        cursor.execute("""SELECT c.id, t.lexeme, coalesce(array_length(t.positions, 1), 1)
+                          FROM kb_chunk c, unnest(c.search_vector) t WHERE c.namespace_id = %s""", [namespace.id])
+        postings = {(cid, lexeme): float(tf) for cid, lexeme, tf in cursor.fetchall()}
+        cursor.execute("SELECT chunk_id, lexeme, tf, doc_len FROM kb_chunk_term WHERE namespace_id = %s", [namespace.id])
+        maintained = {(cid, lexeme): float(tf) for cid, lexeme, tf, _ in cursor.fetchall()}
+        cursor.execute("SELECT chunk_count, total_len FROM kb_namespace_stats WHERE namespace_id = %s", [namespace.id])
+        stats = cursor.fetchone() or (0, 0.0)
+    lengths = {}
+    for (cid, _), tf in postings.items():
+        lengths[cid] = lengths.get(cid, 0) + tf
+    return postings, maintained, (len(lengths), sum(lengths.values())), (int(stats[0]), float(stats[1]))
+
+
+def _python_bm25(namespace, query, k1=ch.BM25_K1, b=ch.BM25_B):
+    postings, _, (n, total), _ = _recomputed_stats(namespace)
+    lengths, df = {}, {}
+    for (cid, lexeme), tf in postings.items():
+        lengths[cid] = lengths.get(cid, 0) + tf
+        df[lexeme] = df.get(lexeme, 0) + 1
+    avgdl = total / n
+    scores = {}
+    for lexeme, qtf in ch.query_lexemes(query):
+        if lexeme not in df:
+            continue
+        idf = math.log(1 + (n - df[lexeme] + 0.5) / (df[lexeme] + 0.5))
+        for (cid, lex), tf in postings.items():
+            if lex == lexeme:
+                scores[cid] = scores.get(cid, 0) + qtf * idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * lengths[cid] / avgdl))
+    return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+
+
+def test_bm25_statistics_stay_correct_after_reingest_and_deletion(corpus):
+    def check():
+        postings, maintained, truth, stats = _recomputed_stats(corpus)
+        assert maintained == postings
+        assert stats[0] == truth[0] and stats[1] == pytest.approx(truth[1])
+        for query in ("pumpkin soup", "qwen model release", "roast stock cream"):
+            sql = [(r.chunk_id, round(r.raw, 6)) for r in ch.lexical_channel(scope(corpus), ch.query_lexemes(query), 50)]
+            python = [(cid, round(score, 6)) for cid, score in _python_bm25(corpus, query)]
+            assert sql == python
+
+    check()
+    edited = dict(CORPUS)
+    edited["pumpkin"] = ("Pumpkin soup", "Roast the pumpkin twice. Pumpkin soup loves pumpkin seeds.")
+    del edited["garden"]
+    namespace, source = ingest("tenant:a", edited)
+    check()  # edited document re-indexed (an UPDATE of the chunk)
+    Document.objects.filter(source=source, ref="garden").delete()  # cascade deletes chunks
+    check()
+    Chunk.objects.filter(document__ref="errors").delete()
+    check()
+    source.delete()
+    postings, maintained, truth, stats = _recomputed_stats(corpus)
+    assert maintained == {} and stats == (0, 0.0)
+
+
+def test_hydrate_returns_what_surfaces_need(corpus):
+    from ingest.embed import get_embedder
+
+    chunk = Chunk.objects.get(document__ref="errors")
+    rows = ch.hydrate(scope(corpus), [chunk.pk], get_embedder().embed_query("connection refused"))
+    row = rows[chunk.pk]
+    assert (row.title, row.ref, row.source_kind) == ("Connection errors", "errors", "text")
+    assert row.cosine is not None and 0 < row.cosine < 1
+    assert row.text.startswith("Connection errors\n\n")

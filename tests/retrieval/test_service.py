@@ -1,0 +1,132 @@
+"""search(): the service every surface calls, end to end on real PostgreSQL and the real model."""
+
+import pytest
+
+from kb.models import Document, QueryLog, Source
+from retrieval.errors import InvalidQuery, QueryTooLong, UnknownNamespace
+from retrieval.ranker import RankerParams
+from retrieval.service import Filters, search
+from tests.retrieval.test_channels import CORPUS, ingest
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def corpus():
+    namespace, _ = ingest("tenant:a", CORPUS)
+    return namespace
+
+
+def test_search_ranks_explains_and_logs(corpus):
+    result = search("how long should I roast pumpkin for soup", "tenant:a", limit=3)
+    assert result.hits[0].title == "Pumpkin soup"
+    top = result.hits[0]
+    assert top.rank == 1 and top.details.kept
+    assert set(top.details.channels) >= {"vector", "lexical"}
+    assert top.details.base > 0 and top.details.rrf_bonus > 0
+    assert top.relevance == pytest.approx(top.details.base + top.details.rrf_bonus + top.details.recency_boost
+                                          + top.details.priority_boost)
+    assert top.citation_url == f"kb://tenant:a/documents/{top.document_id}"
+    assert result.summary.candidates >= len(result.hits)
+    assert result.lexemes == ["long", "roast", "pumpkin", "soup"]
+    log = QueryLog.objects.get()
+    assert log.result_ids == [h.chunk_id for h in result.hits]
+    assert {"embed_ms", "channels_ms", "rank_ms", "total_ms"} <= set(log.timings)
+
+
+def test_versioned_name_query_puts_the_named_document_first(corpus):
+    result = search("Qwen 3.8", "tenant:a", limit=3)
+    assert result.hits[0].title == "Qwen 3.8 release notes"
+    assert "names" in result.hits[0].details.channels
+
+
+def test_identifier_query_drops_meaning_only_matches(corpus):
+    result = search("ERR_CONNECTION_REFUSED", "tenant:a", limit=5)
+    assert [h.title for h in result.hits] == ["Connection errors"]
+    assert result.hits[0].details.channels["identifiers"].score == pytest.approx(0.95)
+    dropped = {d.dropped_by for d in result.dropped}
+    assert "eligibility" in dropped
+    assert result.summary.dropped_eligibility >= 1
+
+
+def test_tiers_and_weak_titles(corpus):
+    result = search("pumpkin", "tenant:a", limit=10)
+    titles = [d.title for d in result.suggested]
+    assert titles[:2] == ["Growing pumpkins", "Pumpkin soup"] or titles[:2] == ["Pumpkin soup", "Growing pumpkins"]
+    assert all(d.best_cosine >= 0.35 for d in result.cited)
+    assert result.weak_titles == []
+    nonsense = search("quasar spectrography telemetry", "tenant:a", limit=5)
+    assert nonsense.cited == [] and len(nonsense.weak_titles) >= 1
+
+
+def test_citation_url_for_web_documents_keeps_an_existing_fragment(corpus):
+    from retrieval.channels import ChunkRow
+    from retrieval.service import citation_url
+
+    base = dict(chunk_id=1, document_id=2, source_id=3, position=0, text="", heading_path=(), start_byte=0,
+                end_byte=0, is_summary=False, title="", path="", source_kind="url", source_name="",
+                priority=0.0, created_at=None, indexed_at=None, cosine=None, embedding=None)
+    page = ChunkRow(**base, anchor="install", ref="https://docs.example.com/guide", url="https://docs.example.com/guide")
+    assert citation_url(page, "ns") == "https://docs.example.com/guide#install"
+    framed = ChunkRow(**base, anchor="install", ref="https://x.io/#/app", url="https://x.io/#/app")
+    assert citation_url(framed, "ns") == "https://x.io/#/app"
+
+
+def test_filters_restrict_results(corpus):
+    garden = Document.objects.get(ref="garden")
+    result = search("pumpkin", "tenant:a", filters=Filters(document_ids=(garden.id,)))
+    assert {h.document_id for h in result.hits} == {garden.id}
+    source = Source.objects.get(namespace=corpus)
+    assert search("pumpkin", "tenant:a", filters=Filters(source_ids=(source.id + 999,))).hits == []
+
+
+def test_namespace_isolation_in_results_counts_and_explanations(corpus):
+    ingest("tenant:b", {"secret": ("Pumpkin secret", "The secret pumpkin recipe of tenant B.")})
+    result = search("secret pumpkin recipe", "tenant:a", limit=50)
+    assert "Pumpkin secret" not in [h.title for h in result.hits]
+    b_chunks = set(Document.objects.get(ref="secret").chunks.values_list("pk", flat=True))
+    explained = {h.chunk_id for h in result.hits} | {d.key for d in result.dropped}
+    assert not explained & b_chunks
+    assert result.summary.candidates == len(explained)
+
+
+@pytest.mark.parametrize(
+    "query, limit, error, code",
+    [
+        ("   ", 10, InvalidQuery, "SEARCH_EMPTY_QUERY"),
+        ("x" * 4001, 10, QueryTooLong, "SEARCH_QUERY_TOO_LONG"),
+        ("ok", 0, InvalidQuery, "SEARCH_INVALID_LIMIT"),
+        ("nul\x00byte", 10, InvalidQuery, "SEARCH_INVALID_QUERY"),
+    ],
+    ids=["empty", "too-long", "limit", "nul"],
+)
+def test_bad_queries_get_stable_codes(corpus, query, limit, error, code):
+    with pytest.raises(error) as excinfo:
+        search(query, "tenant:a", limit=limit)
+    assert excinfo.value.code == code
+
+
+def test_unknown_namespace(corpus):
+    with pytest.raises(UnknownNamespace, match="No namespace 'tenant:nope'"):
+        search("pumpkin", "tenant:nope")
+
+
+@pytest.mark.parametrize("query", ["!!! ((( &&& |||", "the and of", "'; DROP TABLE kb_chunk; --", "ｐｕｍｐｋｉｎ"],
+                         ids=["tsquery", "stopwords", "sql", "fullwidth"])
+def test_hostile_queries_never_error(corpus, query):
+    result = search(query, "tenant:a", limit=5)
+    assert isinstance(result.hits, list)
+    assert Document.objects.filter(ref="pumpkin").exists()
+
+
+def test_plain_rrf_fusion_and_single_channel(corpus):
+    rrf = search("pumpkin soup", "tenant:a", fusion="rrf", log=False)
+    assert rrf.hits and rrf.hits[0].details.rrf_bonus > 0
+    lexical = search("pumpkin soup", "tenant:a", channels=("lexical",), log=False)
+    assert all(set(h.details.channels) == {"lexical"} for h in lexical.hits)
+
+
+def test_ranker_params_reach_the_ranker(corpus):
+    strict = search("pumpkin", "tenant:a", params=RankerParams(floor=1.0, bypass_channels=4))
+    assert len(strict.hits) == 1
+    assert strict.summary.dropped_threshold >= 1
