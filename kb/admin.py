@@ -10,6 +10,8 @@ from django.utils.html import format_html, format_html_join
 from django.views.decorators.http import require_POST
 
 from ingest import services as ingest_services
+from django.utils import timezone
+from kb.auth import issue_secret
 from kb import models
 
 
@@ -265,3 +267,32 @@ class QueryLogAdmin(admin.ModelAdmin):
     @admin.display(description="ms")
     def total_ms(self, obj):
         return obj.timings.get("total_ms")
+
+
+@admin.register(models.ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    list_display = ["name", "prefix", "scope", "namespace_list", "rate_limit_per_minute", "created_at",
+                    "last_used_at", "revoked_at"]
+    list_filter = ["scope", "revoked_at"]
+    search_fields = ["name", "prefix"]
+    readonly_fields = ["prefix", "created_at", "last_used_at"]
+    filter_horizontal = ["namespaces"]
+    actions = ["revoke"]
+
+    @admin.display(description="namespaces")
+    def namespace_list(self, obj):
+        return ", ".join(obj.namespaces.values_list("slug", flat=True))
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            return super().save_model(request, obj, form, change)
+        secret = issue_secret(obj)
+        super().save_model(request, obj, form, change)
+        self.message_user(request, format_html(
+            "Token created. Copy it now; it is stored only as a hash and will not be shown again: "
+            "<code class=\"kb-token\">{}</code>", secret), messages.WARNING)
+
+    @admin.action(description="Revoke selected tokens")
+    def revoke(self, request, queryset):
+        count = queryset.filter(revoked_at=None).update(revoked_at=timezone.now())
+        self.message_user(request, f"Revoked {count} token(s).", messages.SUCCESS)

@@ -55,3 +55,28 @@ class ValidationFailed(KBError):
 class NotFound(KBError):
     code = "KB_NOT_FOUND"
     http_status = 404
+
+
+class AuthenticationRequired(KBError):
+    code = "KB_AUTH_REQUIRED"
+    http_status = 401
+
+
+class Forbidden(KBError):
+    code = "KB_FORBIDDEN"
+    http_status = 403
+
+
+class Conflict(KBError):
+    code = "KB_CONFLICT"
+    http_status = 409
+
+
+class PayloadTooLarge(KBError):
+    code = "KB_PAYLOAD_TOO_LARGE"
+    http_status = 413
+
+
+class RateLimited(KBError):
+    code = "KB_RATE_LIMITED"
+    http_status = 429

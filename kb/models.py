@@ -374,3 +374,31 @@ class QueryLog(models.Model):
     def __str__(self) -> str:
         return self.query[:80]
 
+
+class ApiToken(models.Model):
+    """An API credential: shown once at creation, stored only as a SHA-256 hash, scoped to
+    namespaces and to read or write, revocable, with its last use recorded."""
+
+    class Scope(models.TextChoices):
+        READ = "read", "Read (search, documents)"
+        WRITE = "write", "Read and write (sources, ingest)"
+
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=12, db_index=True, editable=False)
+    key_hash = models.CharField(max_length=64, unique=True, editable=False)
+    scope = models.CharField(max_length=8, choices=Scope.choices, default=Scope.READ)
+    namespaces = models.ManyToManyField(Namespace, related_name="tokens")
+    rate_limit_per_minute = models.PositiveIntegerField(default=120)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None

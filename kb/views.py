@@ -1,12 +1,51 @@
-"""Thin HTML/JSON views outside the API: health."""
+"""Thin HTML/JSON views outside the API: the search page and health."""
 
 from django.http import JsonResponse
+from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from kb.auth import principal_for
+from kb.errors import KBError
 from kb.health import health_report
+from kb.models import Namespace, Source
+from retrieval.page import PAGE_SIZE, results_page
+from retrieval.service import Filters, search
+
+MAX_PAGES = 5
 
 
 @require_GET
 def healthz(request):
     report = health_report()
     return JsonResponse(report.as_dict(), status=200 if report.essential_ok else 503)
+
+
+@require_GET
+def search_page(request):
+    principal = principal_for(request, None)
+    namespaces = list(Namespace.objects.filter(principal.readable()).order_by("slug"))
+    query = request.GET.get("q", "").strip()
+    namespace = request.GET.get("namespace") or (namespaces[0].slug if namespaces else "")
+    source_id = request.GET.get("source", "")
+    page = _int(request.GET.get("page"), 1, 1, MAX_PAGES)
+    context = {"query": query, "namespaces": namespaces, "namespace": namespace, "source_id": source_id,
+               "sources": Source.objects.filter(namespace__slug=namespace, namespace__in=namespaces).order_by("name"),
+               "error": None, "results": None}
+    status = 200
+    if query:
+        try:
+            principal.check(namespace)
+            filters = Filters(source_ids=(int(source_id),)) if source_id.isdigit() else Filters()
+            result = search(query, namespace, limit=PAGE_SIZE * MAX_PAGES, filters=filters)
+            context["results"] = results_page(result, page)
+        except KBError as exc:
+            context["error"] = exc
+            status = exc.http_status if exc.http_status < 500 else 400
+    return render(request, "kb/search.html", context, status=status)
+
+
+def _int(value, default: int, low: int, high: int) -> int:
+    try:
+        return min(high, max(low, int(value)))
+    except (TypeError, ValueError):
+        return default

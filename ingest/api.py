@@ -1,0 +1,53 @@
+"""Source and run endpoints. Thin: check access, call the services, shape."""
+
+from ninja import Router, Status
+
+from ingest import sources
+from ingest.schemas import RunOut, SourceIn, SourceOut, SourcePatch
+from ingest.services import start_ingest
+from kb.errors import NotFound
+from kb.models import IngestRun, Namespace, Source
+
+router = Router(tags=["sources"])
+
+
+@router.get("/sources", response=list[SourceOut])
+def list_sources(request, namespace: str | None = None):
+    if namespace:
+        request.auth.check(namespace)
+    visible = Namespace.objects.filter(request.auth.readable())
+    queryset = Source.objects.filter(namespace__in=visible).select_related("namespace").order_by("id")
+    if namespace:
+        queryset = queryset.filter(namespace__slug=namespace)
+    return [sources.source_out(s) for s in queryset[:500]]
+
+
+@router.post("/sources", response={201: SourceOut})
+def create_source(request, data: SourceIn):
+    return Status(201, sources.source_out(sources.create_source(request.auth, data.dict())))
+
+
+@router.patch("/sources/{source_id}", response=SourceOut)
+def update_source(request, source_id: int, data: SourcePatch):
+    return sources.source_out(sources.update_source(request.auth, source_id, data.dict(exclude_unset=True)))
+
+
+@router.delete("/sources/{source_id}", response={204: None})
+def delete_source(request, source_id: int):
+    sources.delete_source(request.auth, source_id)
+    return Status(204, None)
+
+
+@router.post("/sources/{source_id}/ingest", response={202: RunOut})
+def ingest_source(request, source_id: int):
+    source = sources.get_source(request.auth, source_id, write=True)
+    return Status(202, sources.run_out(start_ingest(source)))
+
+
+@router.get("/runs/{run_id}", response=RunOut)
+def get_run(request, run_id: int):
+    run = IngestRun.objects.select_related("source__namespace").filter(pk=run_id).first()
+    if run is None:
+        raise NotFound(f"No run {run_id}.")
+    request.auth.check(run.source.namespace.slug)
+    return sources.run_out(run)

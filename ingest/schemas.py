@@ -1,0 +1,60 @@
+"""Shapes of the source and run endpoints."""
+
+from datetime import datetime, timedelta
+
+from ninja import Field, Schema
+
+
+class SourceIn(Schema):
+    namespace: str = Field(..., max_length=128)
+    name: str = Field(..., min_length=1, max_length=200)
+    kind: str
+    location: str = Field("", max_length=2048)
+    text: str = Field("", max_length=1_000_000)
+    options: dict = Field(default_factory=dict)
+    enabled: bool = True
+    priority: float = Field(0.0, ge=-1.0, le=1.0)
+    refresh_interval: timedelta | None = None
+
+
+class SourcePatch(Schema):
+    name: str | None = Field(None, min_length=1, max_length=200)
+    location: str | None = Field(None, max_length=2048)
+    text: str | None = Field(None, max_length=1_000_000)
+    options: dict | None = None
+    enabled: bool | None = None
+    priority: float | None = Field(None, ge=-1.0, le=1.0)
+    refresh_interval: timedelta | None = None
+
+
+class SourceOut(Schema):
+    id: int
+    namespace: str
+    name: str
+    kind: str
+    location: str
+    options: dict
+    enabled: bool
+    priority: float
+    last_run_status: str
+    last_run_at: datetime | None
+
+
+class RunOut(Schema):
+    id: int
+    source_id: int
+    status: str
+    mode: str
+    percent: int
+    items_total: int
+    items_done: int
+    items_changed: int
+    items_unchanged: int
+    items_failed: int
+    items_removed: int
+    chunks_written: int
+    error: str
+    queued_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    failed_items: list[dict]

@@ -1,0 +1,73 @@
+"""Source management for the API: create, update, delete with validation. ORM writes here."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+
+from ingest.services import sync_refresh_schedule
+from kb.auth import Principal
+from kb.errors import Conflict, NotFound, ValidationFailed
+from kb.models import IngestRun, Namespace, Source
+
+
+def source_out(source: Source) -> dict:
+    return {"id": source.pk, "namespace": source.namespace.slug, "name": source.name, "kind": source.kind,
+            "location": source.location, "options": source.options, "enabled": source.enabled,
+            "priority": source.priority, "last_run_status": source.last_run_status,
+            "last_run_at": source.last_run_at}
+
+
+def run_out(run: IngestRun) -> dict:
+    failed = list(run.items.filter(status="failed").values("ref", "error_code", "error_message")[:100])
+    return {"id": run.pk, "source_id": run.source_id, "status": run.status, "mode": run.mode,
+            "percent": run.progress_percent, "items_total": run.items_total, "items_done": run.items_done,
+            "items_changed": run.items_changed, "items_unchanged": run.items_unchanged,
+            "items_failed": run.items_failed, "items_removed": run.items_removed,
+            "chunks_written": run.chunks_written, "error": run.error, "queued_at": run.queued_at,
+            "started_at": run.started_at, "finished_at": run.finished_at, "failed_items": failed}
+
+
+def get_source(principal: Principal, source_id: int, *, write: bool = False) -> Source:
+    source = Source.objects.select_related("namespace").filter(pk=source_id).first()
+    if source is None:
+        raise NotFound(f"No source {source_id}.")
+    principal.check(source.namespace.slug, write=write)
+    return source
+
+
+def _save(source: Source) -> Source:
+    try:
+        source.full_clean(validate_constraints=False)  # uniqueness is the database's answer: 409
+    except ValidationError as exc:
+        raise ValidationFailed("The source is not valid: " + "; ".join(
+            f"{field}: {' '.join(messages)}" for field, messages in exc.message_dict.items()),
+            details={"fields": exc.message_dict}) from exc
+    try:
+        with transaction.atomic():
+            source.save()
+    except IntegrityError as exc:
+        if "source_unique_name" in str(exc):
+            raise Conflict(f"A source named {source.name!r} already exists in {source.namespace.slug!r}.") from exc
+        raise ValidationFailed(f"The source breaks a database rule: {exc}") from exc
+    sync_refresh_schedule(source)
+    return source
+
+
+def create_source(principal: Principal, data: dict) -> Source:
+    principal.check(data["namespace"], write=True)
+    namespace = Namespace.objects.filter(slug=data.pop("namespace")).first()
+    if namespace is None:
+        raise NotFound("No such namespace.")
+    return _save(Source(namespace=namespace, **data))
+
+
+def update_source(principal: Principal, source_id: int, changes: dict) -> Source:
+    source = get_source(principal, source_id, write=True)
+    for field, value in changes.items():
+        setattr(source, field, value)
+    return _save(source)
+
+
+def delete_source(principal: Principal, source_id: int) -> None:
+    get_source(principal, source_id, write=True).delete()

@@ -1,0 +1,108 @@
+"""The JSON API: one NinjaAPI that adds each app's router, authenticates every call, and maps
+every error to one shape, {code, message, details}, with its HTTP status."""
+
+from django.core.exceptions import RequestDataTooBig
+from django.http import Http404
+from ninja import NinjaAPI, Router
+from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.security import HttpBearer
+from ninja.utils import check_csrf
+
+from ingest.api import router as ingest_router
+from kb import documents
+from kb.auth import principal_for
+from kb.errors import Forbidden, KBError
+from kb.schemas import DocumentDetailOut, DocumentPageOut, DocumentTextOut
+from retrieval.api import router as retrieval_router
+
+MAX_PAGE_SIZE = 100
+
+
+class TokenOrSession(HttpBearer):
+    """Bearer token, staff session (CSRF-checked for writes) or anonymous (public reads)."""
+
+    def __call__(self, request):
+        header = request.headers.get("Authorization", "")
+        scheme, _, value = header.partition(" ")
+        if header and scheme.lower() == "bearer" and value.strip():
+            return self.authenticate(request, value.strip())
+        principal = principal_for(request, None)
+        if principal.kind == "staff" and request.method not in ("GET", "HEAD", "OPTIONS") and check_csrf(request):
+            raise Forbidden("CSRF check failed for a session-authenticated write; send the CSRF token "
+                            "or use an API token.", code="KB_CSRF_FAILED")
+        return principal
+
+    def authenticate(self, request, token):
+        return principal_for(request, token)
+
+
+api = NinjaAPI(title="Knowledge base API", version="1", urls_namespace="api", auth=TokenOrSession())
+api.add_router("/", retrieval_router)
+api.add_router("/", ingest_router)
+
+documents_router = Router(tags=["documents"])
+
+
+@documents_router.get("/documents", response=DocumentPageOut)
+def list_documents(request, namespace: str | None = None, page: int = 1, page_size: int = 20):
+    if page < 1 or not 1 <= page_size <= MAX_PAGE_SIZE:
+        raise HttpError(422, f"page must be >= 1 and page_size between 1 and {MAX_PAGE_SIZE}.")
+    queryset = documents.visible_documents(request.auth, namespace)
+    start = (page - 1) * page_size
+    return {"count": queryset.count(), "page": page, "page_size": page_size,
+            "results": list(queryset[start:start + page_size])}
+
+
+@documents_router.get("/documents/{document_id}", response=DocumentDetailOut)
+def document_detail(request, document_id: int):
+    document = documents.get_document(request.auth, document_id)
+    document.chunks_list = list(document.chunks.order_by("position"))
+    return {**{f: getattr(document, f) for f in ("id", "source_id", "ref", "title", "path", "media_type",
+                                                  "byte_size", "created_at", "indexed_at")},
+            "chunks": document.chunks_list}
+
+
+@documents_router.get("/documents/{document_id}/text", response=DocumentTextOut)
+def document_text(request, document_id: int, max_chars: int = 20000):
+    if not 1 <= max_chars <= 1_000_000:
+        raise HttpError(422, "max_chars must be between 1 and 1000000.")
+    return documents.capped_text(documents.get_document(request.auth, document_id), max_chars)
+
+
+api.add_router("/", documents_router)
+
+
+def _error(request, status: int, code: str, message: str, details: dict | None = None):
+    return api.create_response(request, {"code": code, "message": message, "details": details or {}},
+                               status=status)
+
+
+@api.exception_handler(KBError)
+def kb_error(request, exc: KBError):
+    return _error(request, exc.http_status, exc.code, exc.message, exc.details)
+
+
+@api.exception_handler(ValidationError)
+def validation_error(request, exc: ValidationError):
+    return _error(request, 422, "KB_INVALID_INPUT", "The request is not valid.", {"errors": exc.errors})
+
+
+@api.exception_handler(AuthenticationError)
+def authentication_error(request, exc):
+    return _error(request, 401, "KB_AUTH_REQUIRED", "Authentication required.")
+
+
+@api.exception_handler(HttpError)
+def http_error(request, exc: HttpError):
+    code = {404: "KB_NOT_FOUND", 422: "KB_INVALID_INPUT", 413: "KB_PAYLOAD_TOO_LARGE"}.get(exc.status_code, "KB_ERROR")
+    return _error(request, exc.status_code, code, str(exc))
+
+
+@api.exception_handler(Http404)
+def not_found(request, exc):
+    return _error(request, 404, "KB_NOT_FOUND", "Not found.")
+
+
+@api.exception_handler(RequestDataTooBig)
+def too_big(request, exc):
+    return _error(request, 413, "KB_PAYLOAD_TOO_LARGE", "The request body is too large.")

@@ -1,0 +1,112 @@
+"""Who is calling and what they may touch: API tokens, staff sessions, anonymous readers.
+
+Tokens look like `kb_<prefix>_<secret>`; only their SHA-256 is stored. A token reads (or, with
+the write scope, also changes) exactly the namespaces it lists. Staff sessions reach everything.
+Anonymous callers may only read namespaces marked public.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+
+from django.core.cache import cache
+from django.db.models import Q
+from django.utils import timezone
+
+from kb.errors import AuthenticationRequired, Forbidden, RateLimited
+from kb.models import ApiToken, Namespace
+
+TOKEN_START = "kb_"
+
+
+@dataclass(frozen=True)
+class Principal:
+    kind: str  # token | staff | anonymous
+    token_id: int | None = None
+    namespaces: frozenset[str] | None = None  # None: every namespace
+    can_write: bool = False
+
+    def readable(self) -> Q:
+        """A filter on Namespace for what this principal may read."""
+        if self.kind == "staff":
+            return Q()
+        if self.kind == "token":
+            return Q(slug__in=self.namespaces or ())
+        return Q(is_public=True)
+
+    def check(self, namespace: str, *, write: bool = False) -> None:
+        if self.kind == "staff":
+            return
+        if self.kind == "anonymous":
+            if write or not Namespace.objects.filter(slug=namespace, is_public=True).exists():
+                raise AuthenticationRequired(
+                    "Authentication required: send 'Authorization: Bearer <token>' or sign in as staff.")
+            return
+        if namespace not in (self.namespaces or ()):
+            raise Forbidden(f"This token is not allowed to use namespace {namespace!r}.",
+                            details={"namespace": namespace})
+        if write and not self.can_write:
+            raise Forbidden("This token is read-only; writing needs a token with the write scope.")
+
+
+def _digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+def issue_secret(token: ApiToken) -> str:
+    """Give an unsaved token its prefix and hash; return the plaintext, which is never stored."""
+    token.prefix = secrets.token_hex(4)
+    plaintext = f"{TOKEN_START}{token.prefix}_{secrets.token_urlsafe(24)}"
+    token.key_hash = _digest(plaintext)
+    return plaintext
+
+
+def issue_token(name: str, *, namespaces: list[Namespace], scope: str = ApiToken.Scope.READ,
+                rate_limit_per_minute: int = 120) -> tuple[ApiToken, str]:
+    """Create a token and return it with its plaintext, which is never stored or shown again."""
+    token = ApiToken(name=name, scope=scope, rate_limit_per_minute=rate_limit_per_minute)
+    plaintext = issue_secret(token)
+    token.save()
+    token.namespaces.set(namespaces)
+    return token, plaintext
+
+
+def principal_for(request, bearer: str | None) -> Principal:
+    if bearer:
+        return _token_principal(bearer)
+    user = getattr(request, "user", None)
+    if user is not None and user.is_authenticated and user.is_staff:
+        return Principal("staff", can_write=True)
+    return Principal("anonymous")
+
+
+def _token_principal(bearer: str) -> Principal:
+    token = ApiToken.objects.filter(key_hash=_digest(bearer.strip())).first()
+    if token is None or not token.is_active:
+        raise AuthenticationRequired("The API token is unknown or revoked.", code="KB_TOKEN_INVALID")
+    _rate_limit(token)
+    now = timezone.now()
+    if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+    namespaces = frozenset(token.namespaces.values_list("slug", flat=True))
+    return Principal("token", token_id=token.pk, namespaces=namespaces,
+                     can_write=token.scope == ApiToken.Scope.WRITE)
+
+
+def _rate_limit(token: ApiToken) -> None:
+    """A fixed one-minute window per token, counted in the shared cache."""
+    window = int(timezone.now().timestamp() // 60)
+    key = f"kb:rate:{token.pk}:{window}"
+    if cache.add(key, 1, timeout=120):
+        count = 1
+    else:
+        try:
+            count = cache.incr(key)
+        except ValueError:
+            cache.set(key, 1, timeout=120)
+            count = 1
+    if count > token.rate_limit_per_minute:
+        raise RateLimited(f"Rate limit of {token.rate_limit_per_minute} requests per minute exceeded.",
+                          details={"limit_per_minute": token.rate_limit_per_minute, "retry_after_s": 60})

@@ -1,0 +1,39 @@
+"""Search and context endpoints. Thin: parse, check access, call the service, shape."""
+
+from django.http import HttpRequest
+from ninja import Query, Router
+
+from retrieval import presenters
+from retrieval.context import ContextPassage, build_context
+from retrieval.schemas import ContextIn, ContextOut, SearchIn, SearchOut
+from retrieval.service import Filters, search
+
+router = Router(tags=["search"])
+
+
+def _search(request: HttpRequest, data: SearchIn) -> dict:
+    request.auth.check(data.namespace)
+    result = search(data.query, data.namespace, limit=data.limit,
+                    filters=Filters(tuple(data.source_ids), tuple(data.document_ids)))
+    return presenters.search_payload(result, explain=data.explain)
+
+
+@router.get("/search", response=SearchOut, summary="Search a namespace (query string)")
+def search_get(request, params: Query[SearchIn]):
+    return _search(request, params)
+
+
+@router.post("/search", response=SearchOut, summary="Search a namespace (JSON body)")
+def search_post(request, data: SearchIn):
+    return _search(request, data)
+
+
+@router.post("/context", response=ContextOut, summary="Retrieval as a delimited context block for an LLM")
+def context(request, data: ContextIn):
+    request.auth.check(data.namespace)
+    result = search(data.query, data.namespace, limit=data.limit)
+    passages = [ContextPassage(h.title, h.citation_url, " > ".join(h.heading_path), h.text) for h in result.hits]
+    block = build_context(passages, max_chars=data.max_chars)
+    return {"context": block.text, "delimiter": block.delimiter, "truncated": block.truncated,
+            "citations": [{"number": c.number, "url": c.url, "title": c.title, "indices": list(c.indices)}
+                          for c in block.citations]}

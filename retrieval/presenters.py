@@ -1,0 +1,82 @@
+"""Search results shaped for the surfaces (API and page): snippets, explanations, tiers."""
+
+from __future__ import annotations
+
+import html
+import re
+
+from retrieval.service import SearchResult
+
+SNIPPET_CHARS = 280
+
+
+def snippet(text: str, lexemes: list[str], width: int = SNIPPET_CHARS) -> str:
+    """An HTML-escaped window of the chunk around its first matching word, matches in <mark>.
+    Lexemes are stems ('roast' for 'roasting'), so a word matches when it starts with one."""
+    body = text.split("\n\n", 1)[1] if "\n\n" in text else text
+    body = " ".join(body.split())
+    stems = [l for l in lexemes if len(l) >= 2 and re.fullmatch(r"[\w.]+", l)]
+    pattern = re.compile(r"\b(" + "|".join(re.escape(s) for s in stems) + r")\w*", re.I) if stems else None
+    start = 0
+    if pattern:
+        first = pattern.search(body)
+        if first:
+            start = max(0, first.start() - width // 4)
+    window = body[start:start + width]
+    prefix = "…" if start > 0 else ""
+    suffix = "…" if start + width < len(body) else ""
+    escaped = html.escape(window)
+    if pattern:
+        escaped = pattern.sub(lambda m: f"<mark>{m.group(0)}</mark>", escaped)
+    return prefix + escaped + suffix
+
+
+def explanation(details) -> dict:
+    return {
+        "channels": {name: {"rank": s.rank, "raw": round(s.raw, 6), "score": round(s.score, 6)}
+                     for name, s in details.channels.items()},
+        "base": round(details.base, 6), "base_channel": details.base_channel,
+        "rrf_bonus": round(details.rrf_bonus, 6), "recency_boost": round(details.recency_boost, 6),
+        "priority_boost": round(details.priority_boost, 6), "mmr_penalty": round(details.mmr_penalty, 6),
+        "relevance": round(details.relevance, 6), "bypassed_threshold": details.bypassed_threshold,
+        "eligible": details.eligible,
+    }
+
+
+def _doc(ref) -> dict:
+    return {"document_id": ref.document_id, "title": ref.title, "citation_url": ref.citation_url}
+
+
+def search_payload(result: SearchResult, *, explain: bool) -> dict:
+    summary = result.summary
+    return {
+        "query": result.query,
+        "namespace": result.namespace,
+        "results": [
+            {
+                "rank": h.rank, "chunk_id": h.chunk_id, "document_id": h.document_id, "title": h.title,
+                "heading_path": list(h.heading_path), "anchor": h.anchor, "text": h.text,
+                "snippet": snippet(h.text, result.lexemes), "start_byte": h.start_byte,
+                "end_byte": h.end_byte, "citation_url": h.citation_url, "source": h.source_name,
+                "date": h.created_at, "score": round(h.score, 6),
+                "cosine": round(h.cosine, 6) if h.cosine is not None else None,
+                "explanation": explanation(h.details) if explain else None,
+            }
+            for h in result.hits
+        ],
+        "suggested": [_doc(d) for d in result.suggested],
+        "cited": [_doc(d) for d in result.cited],
+        "related": [_doc(d) for d in result.related],
+        "weak_titles": result.weak_titles,
+        "summary": {
+            "candidates": summary.candidates, "per_channel": summary.per_channel, "kept": summary.kept,
+            "dropped_eligibility": summary.dropped_eligibility, "dropped_duplicate": summary.dropped_duplicate,
+            "dropped_threshold": summary.dropped_threshold, "beyond_limit": summary.beyond_limit,
+            "top_relevance": round(summary.top_relevance, 6), "floor": round(summary.floor, 6),
+        },
+        "dropped": [
+            {"chunk_id": d.key, "dropped_by": d.dropped_by, "reason": d.reason, "relevance": round(d.relevance, 6)}
+            for d in result.dropped if d.dropped_by != "limit"
+        ] if explain else None,
+        "timings_ms": result.timings,
+    }

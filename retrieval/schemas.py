@@ -1,0 +1,113 @@
+"""Request and response shapes of the search and context endpoints."""
+
+from datetime import datetime
+
+from ninja import Field, Schema
+
+from retrieval.service import MAX_QUERY_CHARS
+
+
+class SearchIn(Schema):
+    query: str = Field(..., min_length=1, max_length=MAX_QUERY_CHARS)
+    namespace: str = Field(..., min_length=1, max_length=128)
+    limit: int = Field(10, ge=1, le=100)
+    source_ids: list[int] = Field(default_factory=list, max_length=100)
+    document_ids: list[int] = Field(default_factory=list, max_length=100)
+    explain: bool = False
+
+
+class ChannelOut(Schema):
+    rank: int
+    raw: float
+    score: float
+
+
+class ExplanationOut(Schema):
+    channels: dict[str, ChannelOut]
+    base: float
+    base_channel: str
+    rrf_bonus: float
+    recency_boost: float
+    priority_boost: float
+    mmr_penalty: float
+    relevance: float
+    bypassed_threshold: bool
+    eligible: bool
+
+
+class HitOut(Schema):
+    rank: int
+    chunk_id: int
+    document_id: int
+    title: str
+    heading_path: list[str]
+    anchor: str
+    text: str
+    snippet: str
+    start_byte: int
+    end_byte: int
+    citation_url: str
+    source: str
+    date: datetime | None
+    score: float
+    cosine: float | None
+    explanation: ExplanationOut | None = None
+
+
+class DocumentRefOut(Schema):
+    document_id: int
+    title: str
+    citation_url: str
+
+
+class DroppedOut(Schema):
+    chunk_id: int
+    dropped_by: str
+    reason: str
+    relevance: float
+
+
+class SummaryOut(Schema):
+    candidates: int
+    per_channel: dict[str, int]
+    kept: int
+    dropped_eligibility: int
+    dropped_duplicate: int
+    dropped_threshold: int
+    beyond_limit: int
+    top_relevance: float
+    floor: float
+
+
+class SearchOut(Schema):
+    query: str
+    namespace: str
+    results: list[HitOut]
+    suggested: list[DocumentRefOut]
+    cited: list[DocumentRefOut]
+    related: list[DocumentRefOut]
+    weak_titles: list[str]
+    summary: SummaryOut
+    dropped: list[DroppedOut] | None = None
+    timings_ms: dict[str, float]
+
+
+class ContextIn(Schema):
+    query: str = Field(..., min_length=1, max_length=MAX_QUERY_CHARS)
+    namespace: str = Field(..., min_length=1, max_length=128)
+    limit: int = Field(8, ge=1, le=50)
+    max_chars: int = Field(12000, ge=500, le=200000)
+
+
+class CitationOut(Schema):
+    number: int
+    url: str
+    title: str
+    indices: list[int]
+
+
+class ContextOut(Schema):
+    context: str
+    delimiter: str
+    citations: list[CitationOut]
+    truncated: bool
