@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -68,6 +69,7 @@ class SentenceTransformerEmbedder:
         self.batch_size = batch_size
         self.device = device
         self.dimension = sentence_transformer_dimension(self.model_path)
+        self.document_threads = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
         self._model = None
         self._lock = threading.Lock()
 
@@ -89,10 +91,20 @@ class SentenceTransformerEmbedder:
                     ) from exc
         return self._model
 
+    def _use_threads(self, count: int) -> None:
+        """Batches of documents use every core; a single short query gains little from
+        intra-op parallelism and leaves the other cores to PostgreSQL, which runs the lexical
+        channel at the same time. Switching only when the kind of work changes is cheap."""
+        import torch
+
+        if torch.get_num_threads() != count:
+            torch.set_num_threads(count)
+
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         model = self._load()
+        self._use_threads(self.document_threads)
         encode = getattr(model, "encode_document", model.encode)
         vectors = encode(
             list(texts), batch_size=self.batch_size, normalize_embeddings=True,
@@ -102,6 +114,7 @@ class SentenceTransformerEmbedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         model = self._load()
+        self._use_threads(1)
         encode = getattr(model, "encode_query", model.encode)
         vector = encode(
             [text], normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False

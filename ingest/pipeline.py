@@ -29,7 +29,7 @@ from ingest.fetch import Fetcher
 from ingest.loaders import KnownDocument, LoadedItem, SourceLoader, SourceSpec
 from kb.conf import kb_settings
 from kb.errors import KBError
-from kb.names import document_name_key
+from kb.names import document_name_key, duplicate_key
 from kb.models import Chunk, Document, IngestItem, IngestRun, Source
 
 logger = logging.getLogger(__name__)
@@ -295,13 +295,14 @@ class IngestPipeline:
                         start_byte=chunk.start_byte, end_byte=chunk.end_byte,
                         token_estimate=chunk.token_estimate, is_partial_code=chunk.partial_code,
                         embedding=vector, embedding_model=self.embedder.model_id, embed_reason=p.reason,
+                        text_key=duplicate_key(chunk.text), body_key=duplicate_key(chunk.body),
                     ))
                 offset += len(p.chunks)
             Chunk.objects.bulk_create(
                 rows, update_conflicts=True, unique_fields=["document", "position"],
                 update_fields=["title", "text", "heading_path", "anchor", "start_byte", "end_byte",
                                "token_estimate", "is_partial_code", "embedding", "embedding_model",
-                               "embed_reason", "namespace"],
+                               "embed_reason", "namespace", "text_key", "body_key"],
             )
             with connection.cursor() as cursor:
                 cursor.execute(

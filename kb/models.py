@@ -153,6 +153,8 @@ class Chunk(models.Model):
     embedding = VectorField(dimensions=settings.KB_EMBEDDING_DIM, null=True, blank=True)
     embedding_model = models.CharField(max_length=200, blank=True)
     embed_reason = models.CharField(max_length=32, blank=True)
+    text_key = models.CharField(max_length=32, blank=True, help_text="Duplicate key of the text.")
+    body_key = models.CharField(max_length=32, blank=True, help_text="Duplicate key of the text without its breadcrumb.")
     search_vector = models.GeneratedField(
         expression=SearchVector("title", weight="A", config=SEARCH_CONFIG)
         + SearchVector("text", weight="D", config=SEARCH_CONFIG),
@@ -402,3 +404,4 @@ class ApiToken(models.Model):
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None
+

@@ -15,3 +15,10 @@ def document_name_key(title: str, path: str) -> str:
     raw_path = urlsplit(path).path if "://" in path else path
     stem = PurePosixPath(raw_path.rstrip("/")).stem if raw_path.strip("/") else ""
     return normalise_name(f"{title} {stem}")[:600]
+
+
+def duplicate_key(text: str) -> str:
+    """Identity of a text for duplicate collapse: whitespace runs collapsed, case folded, hashed."""
+    import hashlib
+
+    return hashlib.md5(" ".join(text.split()).lower().encode("utf-8"), usedforsecurity=False).hexdigest()

@@ -55,7 +55,7 @@ def vector_channel(scope: Scope, query_vector, k: int) -> list[ChannelRow]:
     where, params = scope.where()
     literal = vector_literal(query_vector)
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(min(1000, max(2 * k, 64)))])
+        cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(min(1000, max(k, 40)))])
         cursor.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
         cursor.execute(
             f"""SELECT c.id, 1 - (c.embedding <=> %s::vector) AS cosine FROM kb_chunk c
@@ -160,7 +160,26 @@ def identifier_channel(scope: Scope, identifiers: tuple[str, ...], cap: int = 20
 
 
 @dataclass(frozen=True)
+class CandidateRow:
+    """What the ranker needs about a candidate: no text, only keys that identify duplicates."""
+
+    chunk_id: int
+    document_id: int
+    position: int
+    path: str
+    is_summary: bool
+    priority: float
+    dated: datetime | None
+    cosine: float | None
+    text_key: str
+    body_key: str
+    embedding: tuple[float, ...] | None
+
+
+@dataclass(frozen=True)
 class ChunkRow:
+    """Everything a surface shows about a kept result."""
+
     chunk_id: int
     document_id: int
     source_id: int
@@ -170,23 +189,20 @@ class ChunkRow:
     anchor: str
     start_byte: int
     end_byte: int
-    is_summary: bool
     title: str
     ref: str
     path: str
     url: str
     source_kind: str
     source_name: str
-    priority: float
     created_at: datetime | None
     indexed_at: datetime | None
-    cosine: float | None
-    embedding: tuple[float, ...] | None
 
 
-def hydrate(scope: Scope, chunk_ids: list[int], query_vector=None, with_embeddings: bool = False) -> dict[int, ChunkRow]:
-    """Everything the ranker and the surfaces need about the candidates, in one query; the
-    namespace condition is repeated so a foreign id can never be read."""
+def candidate_rows(scope: Scope, chunk_ids: list[int], query_vector=None,
+                   with_embeddings: bool = False) -> dict[int, CandidateRow]:
+    """The ranker's view of the candidates, in one query; the namespace condition is repeated so
+    a foreign id can never be read."""
     if not chunk_ids:
         return {}
     where, params = scope.where("c")
@@ -195,10 +211,9 @@ def hydrate(scope: Scope, chunk_ids: list[int], query_vector=None, with_embeddin
     embedding_sql = "c.embedding" if with_embeddings else "NULL::vector"
     with connection.cursor() as cursor:
         cursor.execute(
-            f"""SELECT c.id, c.document_id, d.source_id, c.position, c.text, c.heading_path, c.anchor,
-                       c.start_byte, c.end_byte, c.is_summary, d.title, d.ref, d.path,
-                       coalesce(d.metadata->>'url', ''), s.kind, s.name, s.priority, d.created_at,
-                       d.indexed_at, {cosine_sql}, {embedding_sql}
+            f"""SELECT c.id, c.document_id, c.position, coalesce(nullif(d.path, ''), d.ref), c.is_summary,
+                       s.priority, coalesce(d.created_at, d.indexed_at), {cosine_sql}, c.text_key, c.body_key,
+                       {embedding_sql}
                 FROM kb_chunk c JOIN kb_document d ON d.id = c.document_id
                 JOIN kb_source s ON s.id = d.source_id
                 WHERE c.id = ANY(%s) AND {where}""",
@@ -207,12 +222,29 @@ def hydrate(scope: Scope, chunk_ids: list[int], query_vector=None, with_embeddin
         rows = cursor.fetchall()
     result = {}
     for row in rows:
-        embedding = row[20]
+        embedding = row[10]
         if embedding is not None and not isinstance(embedding, (list, tuple, np.ndarray)):
             embedding = [float(x) for x in str(embedding).strip("[]").split(",")]
-        result[row[0]] = ChunkRow(
-            *row[:5], tuple(row[5] or ()), *row[6:19],
-            float(row[19]) if row[19] is not None else None,
+        result[row[0]] = CandidateRow(
+            *row[:7], float(row[7]) if row[7] is not None else None, row[8], row[9],
             tuple(float(x) for x in embedding) if embedding is not None else None,
         )
     return result
+
+
+def hydrate(scope: Scope, chunk_ids: list[int]) -> dict[int, ChunkRow]:
+    """Full rows for the results that are shown."""
+    if not chunk_ids:
+        return {}
+    where, params = scope.where("c")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""SELECT c.id, c.document_id, d.source_id, c.position, c.text, c.heading_path, c.anchor,
+                       c.start_byte, c.end_byte, d.title, d.ref, d.path, coalesce(d.metadata->>'url', ''),
+                       s.kind, s.name, d.created_at, d.indexed_at
+                FROM kb_chunk c JOIN kb_document d ON d.id = c.document_id
+                JOIN kb_source s ON s.id = d.source_id
+                WHERE c.id = ANY(%s) AND {where}""",
+            [list(chunk_ids), *params],
+        )
+        return {row[0]: ChunkRow(*row[:5], tuple(row[5] or ()), *row[6:]) for row in cursor.fetchall()}

@@ -60,6 +60,8 @@ class Candidate:
     hits: dict[str, ChannelHit] = field(default_factory=dict)
     age_days: float | None = None
     priority: float = 0.0
+    text_key: str | None = None  # precomputed duplicate keys (e.g. by the database); derived
+    body_key: str | None = None  # from text and body when absent
 
 
 @dataclass(frozen=True)
@@ -175,7 +177,7 @@ def rank(candidates: Sequence[Candidate], params: RankerParams = RankerParams(),
             pool.append(details)
 
     pool = _order(pool, by_key)
-    pool, duplicates = _collapse(pool, by_key, lambda c: _normalise(c.text), "same text as")
+    pool, duplicates = _collapse(pool, by_key, lambda c: c.text_key or _normalise(c.text), "same text as")
     # stage two compares bodies; only candidates that passed stage one are normalised
     dropped += duplicates
 
@@ -191,11 +193,11 @@ def rank(candidates: Sequence[Candidate], params: RankerParams = RankerParams(),
             dropped.append(replace(details, dropped_by="threshold",
                                    reason=f"relevance {details.relevance:.3f} < floor {floor:.3f}"))
 
-    passed, duplicates = _collapse(passed, by_key, lambda c: _normalise(c.body or c.text), "same body as")
+    passed, duplicates = _collapse(passed, by_key, lambda c: c.body_key or _normalise(c.body or c.text),
+                                   "same body as")
     dropped += duplicates
 
-    ordered = _mmr(passed, by_key, params) if params.mmr_lambda < 1 else [
-        replace(d, score=d.relevance) for d in passed]
+    ordered = _mmr(passed, by_key, params) if params.mmr_lambda < 1 else passed  # score == relevance
     kept = [replace(d, kept=True, rank=i) for i, d in enumerate(ordered[: params.limit], start=1)]
     beyond = [replace(d, dropped_by="limit", reason=f"beyond the first {params.limit}")
               for d in ordered[params.limit:]]

@@ -7,6 +7,7 @@ same ranking and the same explanations. Each call writes one QueryLog row (unles
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from urllib.parse import quote
@@ -40,6 +41,7 @@ class Hit:
     rank: int
     chunk_id: int
     document_id: int
+    document_ref: str
     source_id: int
     title: str
     heading_path: tuple[str, ...]
@@ -96,38 +98,44 @@ def search(query: str, namespace: str, *, filters: Filters = Filters(), limit: i
     features = analyse(query)
     timings: dict[str, float] = {}
 
-    if VECTOR in channels and query_vector is None:
-        from ingest.embed import get_embedder
-
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        # the model runs on its own thread (torch releases the GIL) while the SQL channels that
+        # do not need the query vector run here
+        embedding = None
+        if VECTOR in channels and query_vector is None:
+            embedding = pool.submit(_embed, query)
         t = time.perf_counter()
-        query_vector = get_embedder().embed_query(query)
-        timings["embed_ms"] = _ms(t)
-    t = time.perf_counter()
-    lexemes = ch.query_lexemes(query)
-    lists: dict[str, list[ch.ChannelRow]] = {
-        VECTOR: ch.vector_channel(scope, query_vector, depth) if VECTOR in channels else [],
-        LEXICAL: ch.lexical_channel(scope, lexemes, depth) if LEXICAL in channels else [],
-        NAMES: ch.names_channel(scope, features.name_keys) if NAMES in channels else [],
-        IDENTIFIERS: ch.identifier_channel(scope, features.identifiers) if IDENTIFIERS in channels else [],
-    }
-    timings["channels_ms"] = _ms(t)
+        lexemes = ch.query_lexemes(query)
+        lists: dict[str, list[ch.ChannelRow]] = {
+            LEXICAL: ch.lexical_channel(scope, lexemes, depth) if LEXICAL in channels else [],
+            NAMES: ch.names_channel(scope, features.name_keys) if NAMES in channels else [],
+            IDENTIFIERS: ch.identifier_channel(scope, features.identifiers) if IDENTIFIERS in channels else [],
+        }
+        if embedding is not None:
+            query_vector, timings["embed_ms"] = embedding.result()
+        lists[VECTOR] = ch.vector_channel(scope, query_vector, depth) if VECTOR in channels else []
+        timings["channels_ms"] = _ms(t)
 
     t = time.perf_counter()
     ids = list(dict.fromkeys(row.chunk_id for rows in lists.values() for row in rows))
-    rows = ch.hydrate(scope, ids, query_vector if VECTOR in channels else None,
-                      with_embeddings=params.mmr_lambda < 1)
-    timings["hydrate_ms"] = _ms(t)
+    candidate_rows = ch.candidate_rows(scope, ids, query_vector if VECTOR in channels else None,
+                                       with_embeddings=params.mmr_lambda < 1)
+    timings["candidates_ms"] = _ms(t)
 
     t = time.perf_counter()
-    candidates = _candidates(lists, rows)
+    candidates = _candidates(lists, candidate_rows)
     if fusion == "rrf":
         ranking = _plain_rrf(candidates, params)
     else:
         ranking = rank(candidates, params, identifier_query=bool(features.identifiers) and IDENTIFIERS in channels)
     timings["rank_ms"] = _ms(t)
 
-    hits = [_hit(d, rows[d.key], namespace) for d in ranking.kept]
-    suggested, cited, related, weak = _tiers(hits, ranking, rows, namespace)
+    t = time.perf_counter()
+    weak_pool = sorted((d for d in ranking.dropped if d.dropped_by == "threshold"), key=lambda d: -d.relevance)[:10]
+    rows = ch.hydrate(scope, [d.key for d in ranking.kept] + [d.key for d in weak_pool])
+    hits = [_hit(d, rows[d.key], candidate_rows[d.key], namespace) for d in ranking.kept if d.key in rows]
+    suggested, cited, related, weak = _tiers(hits, ranking.kept + weak_pool, rows)
+    timings["hydrate_ms"] = _ms(t)
     timings["total_ms"] = _ms(started)
     if log:
         QueryLog.objects.create(namespace_id=ns["id"], query=query[:MAX_QUERY_CHARS],
@@ -137,6 +145,13 @@ def search(query: str, namespace: str, *, filters: Filters = Filters(), limit: i
         related=related, weak_titles=weak, summary=ranking.summary, dropped=ranking.dropped,
         features=features, lexemes=[lexeme for lexeme, _ in lexemes], timings=timings,
     )
+
+
+def _embed(query: str):
+    from ingest.embed import get_embedder
+
+    started = time.perf_counter()
+    return get_embedder().embed_query(query), _ms(started)
 
 
 def _validate(query: str, limit: int) -> str:
@@ -156,7 +171,7 @@ def _ms(start: float) -> float:
     return round((time.perf_counter() - start) * 1000, 2)
 
 
-def _candidates(lists: dict[str, list[ch.ChannelRow]], rows: dict[int, ch.ChunkRow]) -> list[Candidate]:
+def _candidates(lists: dict[str, list[ch.ChannelRow]], rows: dict[int, ch.CandidateRow]) -> list[Candidate]:
     hits: dict[int, dict[str, ChannelHit]] = {}
     for name, channel_rows in lists.items():
         for position, row in enumerate(channel_rows, start=1):
@@ -166,14 +181,12 @@ def _candidates(lists: dict[str, list[ch.ChannelRow]], rows: dict[int, ch.ChunkR
     for chunk_id, channel_hits in hits.items():
         row = rows.get(chunk_id)
         if row is None:
-            continue  # deleted between the channel query and hydration
-        dated = row.created_at or row.indexed_at
-        body = row.text.split("\n\n", 1)[1] if "\n\n" in row.text and row.heading_path else row.text
+            continue  # deleted between the channel query and this one
         candidates.append(Candidate(
             key=chunk_id, kind="summary" if row.is_summary else "chunk", group=str(row.document_id),
-            path=row.path or row.ref, position=row.position, text=row.text, body=body,
-            embedding=row.embedding, cosine=row.cosine, hits=channel_hits,
-            age_days=(now - dated).total_seconds() / 86400 if dated else None, priority=row.priority,
+            path=row.path, position=row.position, embedding=row.embedding, cosine=row.cosine,
+            hits=channel_hits, age_days=(now - row.dated).total_seconds() / 86400 if row.dated else None,
+            priority=row.priority, text_key=row.text_key, body_key=row.body_key,
         ))
     return candidates
 
@@ -204,17 +217,20 @@ def citation_url(row: ch.ChunkRow, namespace: str) -> str:
     return f"{base}#{row.anchor}" if row.anchor else base
 
 
-def _hit(details: ScoreDetails, row: ch.ChunkRow, namespace: str) -> Hit:
+def _hit(details: ScoreDetails, row: ch.ChunkRow, candidate: ch.CandidateRow, namespace: str) -> Hit:
     return Hit(
-        rank=details.rank, chunk_id=row.chunk_id, document_id=row.document_id, source_id=row.source_id,
+        rank=details.rank, chunk_id=row.chunk_id, document_id=row.document_id, document_ref=row.ref,
+        source_id=row.source_id,
         title=row.title, heading_path=row.heading_path, anchor=row.anchor, text=row.text,
         start_byte=row.start_byte, end_byte=row.end_byte, citation_url=citation_url(row, namespace),
         source_name=row.source_name, created_at=row.created_at or row.indexed_at, score=details.score,
-        relevance=details.relevance, cosine=row.cosine, details=details,
+        relevance=details.relevance, cosine=candidate.cosine, details=details,
     )
 
 
-def _tiers(hits: list[Hit], ranking: Ranking, rows: dict[int, ch.ChunkRow], namespace: str):
+def _tiers(hits: list[Hit], pool: list[ScoreDetails], rows: dict[int, ch.ChunkRow]):
+    """Suggested (top distinct documents), cited (best chunk's cosine clears the floor), related
+    (the next distinct documents), and titles of the nearest misses when nothing is cited."""
     documents: dict[int, DocumentRef] = {}
     for hit in hits:
         if hit.document_id not in documents:
@@ -226,14 +242,10 @@ def _tiers(hits: list[Hit], ranking: Ranking, rows: dict[int, ch.ChunkRow], name
     related = ordered[SUGGESTED_DOCUMENTS:SUGGESTED_DOCUMENTS + RELATED_DOCUMENTS]
     weak: list[str] = []
     if not cited:
-        pool = sorted(ranking.kept + [d for d in ranking.dropped if d.dropped_by == "threshold"],
-                      key=lambda d: -d.relevance)
-        for details in pool:
-            title = rows[details.key].title
+        for details in sorted(pool, key=lambda d: -d.relevance):
+            title = rows[details.key].title if details.key in rows else ""
             if title and title not in weak:
                 weak.append(title)
             if len(weak) == 3:
                 break
     return suggested, cited, related, weak
-
-

@@ -121,8 +121,8 @@ def test_namespace_isolation_in_every_channel(corpus):
         ch.names_channel(scope(corpus), ("pumpkin",)),
     ):
         assert "secret" not in refs(rows)
-    leaked = ch.hydrate(scope(corpus), list(Chunk.objects.filter(namespace=other).values_list("pk", flat=True)))
-    assert leaked == {}
+    foreign = list(Chunk.objects.filter(namespace=other).values_list("pk", flat=True))
+    assert ch.hydrate(scope(corpus), foreign) == {} and ch.candidate_rows(scope(corpus), foreign) == {}
     assert refs(ch.lexical_channel(scope(other), ch.query_lexemes("secret"), 5)) == ["secret"]
 
 
@@ -197,8 +197,12 @@ def test_hydrate_returns_what_surfaces_need(corpus):
     from ingest.embed import get_embedder
 
     chunk = Chunk.objects.get(document__ref="errors")
-    rows = ch.hydrate(scope(corpus), [chunk.pk], get_embedder().embed_query("connection refused"))
-    row = rows[chunk.pk]
+    row = ch.hydrate(scope(corpus), [chunk.pk])[chunk.pk]
     assert (row.title, row.ref, row.source_kind) == ("Connection errors", "errors", "text")
-    assert row.cosine is not None and 0 < row.cosine < 1
     assert row.text.startswith("Connection errors\n\n")
+    candidate = ch.candidate_rows(scope(corpus), [chunk.pk], get_embedder().embed_query("connection refused"))[chunk.pk]
+    assert candidate.cosine is not None and 0 < candidate.cosine < 1
+    from kb.names import duplicate_key
+
+    assert candidate.text_key == duplicate_key(chunk.text)
+    assert candidate.body_key == duplicate_key(chunk.text.split("\n\n", 1)[1])

@@ -64,8 +64,7 @@ def test_citation_url_for_web_documents_keeps_an_existing_fragment(corpus):
     from retrieval.service import citation_url
 
     base = dict(chunk_id=1, document_id=2, source_id=3, position=0, text="", heading_path=(), start_byte=0,
-                end_byte=0, is_summary=False, title="", path="", source_kind="url", source_name="",
-                priority=0.0, created_at=None, indexed_at=None, cosine=None, embedding=None)
+                end_byte=0, title="", path="", source_kind="url", source_name="", created_at=None, indexed_at=None)
     page = ChunkRow(**base, anchor="install", ref="https://docs.example.com/guide", url="https://docs.example.com/guide")
     assert citation_url(page, "ns") == "https://docs.example.com/guide#install"
     framed = ChunkRow(**base, anchor="install", ref="https://x.io/#/app", url="https://x.io/#/app")
