@@ -405,3 +405,41 @@ class ApiToken(models.Model):
     def is_active(self) -> bool:
         return self.revoked_at is None
 
+
+class EvalSuite(models.Model):
+    """A retrieval regression suite (the JSON format of retrieval/evals.py), run on demand."""
+
+    name = models.CharField(max_length=200, unique=True)
+    namespace = models.CharField(max_length=128, blank=True, help_text="Overrides the file's namespace.")
+    definition = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class EvalRun(models.Model):
+    suite = models.ForeignKey(EvalSuite, on_delete=models.CASCADE, related_name="runs")
+    passed = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0)
+    total = models.PositiveIntegerField(default=0)
+    duration_ms = models.FloatField(default=0)
+    results = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.suite} run {self.pk}: {self.passed}/{self.total}"
+
+    def regressions(self) -> list[str]:
+        """Cases that passed in the suite's previous run and fail in this one."""
+        previous = EvalRun.objects.filter(suite_id=self.suite_id, pk__lt=self.pk).order_by("-pk").first()
+        if previous is None:
+            return []
+        passed_before = {c["id"] for c in previous.results.get("cases", []) if c["passed"]}
+        return [c["id"] for c in self.results.get("cases", []) if not c["passed"] and c["id"] in passed_before]

@@ -5,7 +5,9 @@ from ninja import Query, Router
 
 from retrieval import presenters
 from retrieval.context import ContextPassage, build_context
-from retrieval.schemas import ContextIn, ContextOut, SearchIn, SearchOut
+from retrieval.eval_runner import run_suite
+from retrieval.evals import parse_suite
+from retrieval.schemas import ContextIn, ContextOut, EvalRunIn, SearchIn, SearchOut
 from retrieval.service import Filters, search
 
 router = Router(tags=["search"])
@@ -37,3 +39,11 @@ def context(request, data: ContextIn):
     return {"context": block.text, "delimiter": block.delimiter, "truncated": block.truncated,
             "citations": [{"number": c.number, "url": c.url, "title": c.title, "indices": list(c.indices)}
                           for c in block.citations]}
+
+
+@router.post("/evals/run", summary="Run an eval suite (the kb_eval JSON format) and return every check")
+def run_eval(request, data: EvalRunIn):
+    suite = parse_suite(data.suite, namespace=data.namespace)
+    for namespace in {case.namespace for case in suite.cases}:
+        request.auth.check(namespace)
+    return run_suite(suite, principal=request.auth).as_dict()

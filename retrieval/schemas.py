@@ -111,3 +111,8 @@ class ContextOut(Schema):
     delimiter: str
     citations: list[CitationOut]
     truncated: bool
+
+
+class EvalRunIn(Schema):
+    suite: dict
+    namespace: str | None = Field(None, max_length=128)

@@ -1,0 +1,63 @@
+"""Run an eval suite against the real search service, and write JUnit XML for CI systems."""
+
+from __future__ import annotations
+
+import time
+from xml.etree import ElementTree
+
+from kb.auth import Principal
+from kb.errors import KBError
+from retrieval.evals import CaseResult, EvalSuite, ResultView, SuiteResult, check_case
+from retrieval.service import Filters, search
+
+
+def run_suite(suite: EvalSuite, *, principal: Principal | None = None) -> SuiteResult:
+    """Every case in input order; a search error is recorded on its case and the suite goes on."""
+    started = time.perf_counter()
+    results = []
+    for case in suite.cases:
+        case_started = time.perf_counter()
+        outcome = CaseResult(id=case.id, question=case.question, passed=False)
+        try:
+            if principal is not None:
+                principal.check(case.namespace)
+            found = search(case.question, case.namespace, limit=case.top_k, log=False,
+                           filters=Filters(case.source_ids, case.document_ids))
+            views = [ResultView(h.citation_url, h.source_name, h.anchor, h.details.base, h.document_ref)
+                     for h in found.hits]
+            outcome.checks, outcome.recall, outcome.mrr = check_case(case, views)
+            outcome.passed = all(check.passed for check in outcome.checks)
+            outcome.top = [v.citation_url for v in views[:3]]
+        except KBError as exc:
+            outcome.error = f"{exc.code}: {exc.message}"
+        outcome.duration_ms = (time.perf_counter() - case_started) * 1000
+        results.append(outcome)
+    return SuiteResult(cases=results, duration_ms=(time.perf_counter() - started) * 1000)
+
+
+def junit_xml(result: SuiteResult, suite_name: str = "kb-eval") -> str:
+    suite = ElementTree.Element("testsuite", name=suite_name, tests=str(result.total),
+                                failures=str(sum(1 for c in result.cases if not c.passed and not c.error)),
+                                errors=str(sum(1 for c in result.cases if c.error)),
+                                time=f"{result.duration_ms / 1000:.3f}")
+    for case in result.cases:
+        element = ElementTree.SubElement(suite, "testcase", classname=suite_name, name=case.id,
+                                         time=f"{case.duration_ms / 1000:.3f}")
+        if case.error:
+            ElementTree.SubElement(element, "error", message=case.error).text = case.question
+        elif not case.passed:
+            failed = [c for c in case.checks if not c.passed]
+            ElementTree.SubElement(element, "failure", message="; ".join(c.detail for c in failed)).text = "\n".join(
+                f"{c.name}: {c.detail}" for c in case.checks)
+    return ElementTree.tostring(ElementTree.ElementTree(suite).getroot(), encoding="unicode", xml_declaration=True)
+
+
+def run_recorded(suite_record) -> "EvalRun":
+    """Run a stored suite and keep the result in its history (the admin's regression view)."""
+    from kb.models import EvalRun
+    from retrieval.evals import parse_suite
+
+    suite = parse_suite(suite_record.definition, namespace=suite_record.namespace or None)
+    result = run_suite(suite)
+    return EvalRun.objects.create(suite=suite_record, passed=result.passed, failed=result.failed,
+                                  total=result.total, duration_ms=result.duration_ms, results=result.as_dict())

@@ -1,0 +1,260 @@
+"""Retrieval eval suites: JSON (or YAML) regression cases, parsed and checked. Pure.
+
+Format, version 1:
+
+    {"version": 1,
+     "defaults": {"topK": 5, "minScore": 0.2, "filter": {"sourceIds": [3]}, "namespace": "docs"},
+     "cases": [{"id": "install-pnpm", "question": "How do I install with pnpm?", "topK": 8,
+                "expect": {"sourceIncludes": "docs.example.com/install", "anchor": "pnpm",
+                           "minScore": 0.4, "notSourceIncludes": ["legacy"],
+                           "relevant": ["doc-ref-1"]}}]}
+
+`sourceIncludes` / `notSourceIncludes` take a string or a list (any of), matched
+case-insensitively against each result's citation URL and source name; `anchor` against the
+chunks' anchors; `minScore` against the top result's score (its best single-channel score,
+0 to 1). `relevant` document refs turn on recall@k and MRR for the case.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kb.errors import KBError
+
+SUPPORTED_VERSIONS = (1,)
+CASE_KEYS = {"id", "question", "topK", "minScore", "filter", "namespace", "expect"}
+EXPECT_KEYS = {"sourceIncludes", "notSourceIncludes", "anchor", "minScore", "relevant"}
+FILTER_KEYS = {"sourceIds", "documentIds"}
+
+
+class EvalFileError(KBError):
+    code = "EVAL_INVALID_FILE"
+    http_status = 422
+
+
+@dataclass(frozen=True)
+class Expect:
+    source_includes: tuple[str, ...] = ()
+    not_source_includes: tuple[str, ...] = ()
+    anchor: str | None = None
+    min_score: float | None = None
+    relevant: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class EvalCase:
+    id: str
+    question: str
+    top_k: int
+    namespace: str
+    source_ids: tuple[int, ...]
+    document_ids: tuple[int, ...]
+    expect: Expect
+
+
+@dataclass(frozen=True)
+class EvalSuite:
+    version: int
+    cases: tuple[EvalCase, ...]
+
+
+@dataclass(frozen=True)
+class ResultView:
+    """What a check needs to know about one search result."""
+
+    citation_url: str
+    source: str
+    anchor: str
+    score: float
+    document_ref: str
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    name: str
+    passed: bool
+    detail: str
+
+
+@dataclass
+class CaseResult:
+    id: str
+    question: str
+    passed: bool
+    checks: list[CheckResult] = field(default_factory=list)
+    error: str = ""
+    recall: float | None = None
+    mrr: float | None = None
+    duration_ms: float = 0.0
+    top: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SuiteResult:
+    cases: list[CaseResult]
+    duration_ms: float
+
+    @property
+    def total(self) -> int:
+        return len(self.cases)
+
+    @property
+    def passed(self) -> int:
+        return sum(1 for c in self.cases if c.passed)
+
+    @property
+    def failed(self) -> int:
+        return self.total - self.passed
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "passed": self.passed, "failed": self.failed, "total": self.total,
+            "duration_ms": round(self.duration_ms, 1),
+            "cases": [
+                {"id": c.id, "question": c.question, "passed": c.passed, "error": c.error,
+                 "checks": [{"name": k.name, "passed": k.passed, "detail": k.detail} for k in c.checks],
+                 "recall": c.recall, "mrr": c.mrr, "duration_ms": round(c.duration_ms, 1), "top": c.top}
+                for c in self.cases
+            ],
+        }
+
+
+def parse_suite(data: Any, *, namespace: str | None = None) -> EvalSuite:
+    """Validate a decoded suite; every error names the case and the field."""
+    if not isinstance(data, dict):
+        raise EvalFileError("An eval file must be a JSON object with 'version' and 'cases'.")
+    version = data.get("version")
+    if version not in SUPPORTED_VERSIONS:
+        raise EvalFileError(f"Unsupported eval file version {version!r}; this build reads version 1.",
+                            code="EVAL_UNKNOWN_VERSION", details={"version": version})
+    defaults = data.get("defaults", {})
+    if not isinstance(defaults, dict):
+        raise EvalFileError("'defaults' must be an object.", details={"field": "defaults"})
+    cases = data.get("cases")
+    if not isinstance(cases, list) or not cases:
+        raise EvalFileError("'cases' must be a non-empty list.", details={"field": "cases"})
+    parsed, seen = [], set()
+    for index, case in enumerate(cases):
+        item = _case(case, index, defaults, namespace)
+        if item.id in seen:
+            raise EvalFileError(f"case {item.id!r}: the id is used twice.", details={"case": item.id, "field": "id"})
+        seen.add(item.id)
+        parsed.append(item)
+    return EvalSuite(version=version, cases=tuple(parsed))
+
+
+def _fail(case_id: str, field_name: str, problem: str) -> EvalFileError:
+    return EvalFileError(f"case {case_id!r}, field {field_name!r}: {problem}",
+                         details={"case": case_id, "field": field_name})
+
+
+def _case(case: Any, index: int, defaults: dict, namespace_override: str | None) -> EvalCase:
+    if not isinstance(case, dict):
+        raise EvalFileError(f"case #{index + 1}: must be an object.", details={"case": index + 1})
+    case_id = case.get("id")
+    if not isinstance(case_id, str) or not case_id.strip():
+        raise _fail(f"#{index + 1}", "id", "a non-empty string is required")
+    unknown = set(case) - CASE_KEYS
+    if unknown:
+        raise _fail(case_id, sorted(unknown)[0], f"unknown field (known: {', '.join(sorted(CASE_KEYS))})")
+    question = case.get("question")
+    if not isinstance(question, str) or not question.strip():
+        raise _fail(case_id, "question", "a non-empty string is required")
+    top_k = case.get("topK", defaults.get("topK", 5))
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= 100:
+        raise _fail(case_id, "topK", f"must be a whole number from 1 to 100, got {top_k!r}")
+    namespace = namespace_override or case.get("namespace", defaults.get("namespace"))
+    if not isinstance(namespace, str) or not namespace:
+        raise _fail(case_id, "namespace", "no namespace: set it on the case, in defaults, or on the command line")
+    filters = case.get("filter", defaults.get("filter", {})) or {}
+    if not isinstance(filters, dict) or set(filters) - FILTER_KEYS:
+        raise _fail(case_id, "filter", f"must be an object with {', '.join(sorted(FILTER_KEYS))}")
+    ids = {}
+    for key in FILTER_KEYS:
+        values = filters.get(key, [])
+        if not isinstance(values, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+            raise _fail(case_id, f"filter.{key}", "must be a list of ids")
+        ids[key] = tuple(values)
+    expect = case.get("expect", {})
+    if not isinstance(expect, dict):
+        raise _fail(case_id, "expect", "must be an object")
+    unknown = set(expect) - EXPECT_KEYS
+    if unknown:
+        raise _fail(case_id, f"expect.{sorted(unknown)[0]}", f"unknown check (known: {', '.join(sorted(EXPECT_KEYS))})")
+    min_score = expect.get("minScore", case.get("minScore", defaults.get("minScore")))
+    if min_score is not None and (isinstance(min_score, bool) or not isinstance(min_score, (int, float))):
+        raise _fail(case_id, "minScore", f"must be a number, got {min_score!r}")
+    anchor = expect.get("anchor")
+    if anchor is not None and not isinstance(anchor, str):
+        raise _fail(case_id, "expect.anchor", "must be a string")
+    return EvalCase(
+        id=case_id, question=question, top_k=top_k, namespace=namespace,
+        source_ids=ids["sourceIds"], document_ids=ids["documentIds"],
+        expect=Expect(
+            source_includes=_strings(expect, "sourceIncludes", case_id),
+            not_source_includes=_strings(expect, "notSourceIncludes", case_id),
+            anchor=anchor, min_score=float(min_score) if min_score is not None else None,
+            relevant=_strings(expect, "relevant", case_id),
+        ),
+    )
+
+
+def _strings(expect: dict, key: str, case_id: str) -> tuple[str, ...]:
+    value = expect.get(key)
+    if value is None:
+        return ()
+    if isinstance(value, str) and value:
+        return (value,)
+    if isinstance(value, list) and value and all(isinstance(v, str) and v for v in value):
+        return tuple(value)
+    raise _fail(case_id, f"expect.{key}", "must be a non-empty string or a list of them")
+
+
+def check_case(case: EvalCase, results: list[ResultView]) -> tuple[list[CheckResult], float | None, float | None]:
+    """Run every check the case asks for against its top-k results."""
+    top = results[: case.top_k]
+    checks: list[CheckResult] = []
+    expect = case.expect
+
+    def matches(result: ResultView, needle: str) -> bool:
+        needle = needle.lower()
+        return needle in result.citation_url.lower() or needle in result.source.lower()
+
+    if expect.source_includes:
+        hit = next(((i, n) for i, r in enumerate(top, 1) for n in expect.source_includes if matches(r, n)), None)
+        shown = " or ".join(repr(n) for n in expect.source_includes)
+        checks.append(CheckResult("sourceIncludes", hit is not None,
+                                  f"result {hit[0]} matched {hit[1]!r}" if hit else
+                                  f"no result's source matched {shown} in the top {case.top_k}"))
+    if expect.not_source_includes:
+        bad = next(((i, r, n) for i, r in enumerate(top, 1) for n in expect.not_source_includes if matches(r, n)), None)
+        shown = " or ".join(repr(n) for n in expect.not_source_includes)
+        checks.append(CheckResult("notSourceIncludes", bad is None,
+                                  f"result {bad[0]} ({bad[1].citation_url}) matched {bad[2]!r}" if bad else
+                                  f"no result's source matched {shown}"))
+    if expect.anchor is not None:
+        anchors = [r.anchor for r in top if r.anchor]
+        wanted = expect.anchor.lower().lstrip("#")
+        position = next((i for i, r in enumerate(top, 1) if r.anchor.lower() == wanted), None)
+        if position:
+            detail = f"result {position} has anchor {expect.anchor!r}"
+        elif not anchors:
+            detail = "no chunk has an anchor"
+        else:
+            detail = f"no chunk has anchor {expect.anchor!r} (saw {', '.join(repr(a) for a in anchors[:5])})"
+        checks.append(CheckResult("anchor", position is not None, detail))
+    if expect.min_score is not None:
+        if not top:
+            checks.append(CheckResult("minScore", False, "no results"))
+        else:
+            score = top[0].score
+            ok = score >= expect.min_score
+            checks.append(CheckResult("minScore", ok, f"top score {score:.2f} {'>=' if ok else '<'} {expect.min_score:.2f}"))
+    recall = mrr = None
+    if expect.relevant:
+        refs = list(dict.fromkeys(r.document_ref for r in top))
+        relevant = set(expect.relevant)
+        recall = len(relevant & set(refs)) / len(relevant)
+        mrr = next((1.0 / i for i, ref in enumerate(refs, 1) if ref in relevant), 0.0)
+    return checks, recall, mrr

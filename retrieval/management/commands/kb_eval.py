@@ -1,0 +1,59 @@
+"""python manage.py kb_eval FILE [--namespace NS] [--json] [--junit PATH]
+
+Exit status 0 only when every case passes; 1 when a case fails; 2 when the file is unusable."""
+
+import json
+import sys
+from pathlib import Path
+
+from django.core.management.base import BaseCommand
+
+from retrieval.eval_runner import junit_xml, run_suite
+from retrieval.evals import EvalFileError, parse_suite
+
+
+def load_suite_file(path: Path):
+    text = path.read_text(encoding="utf-8")
+    if path.suffix.lower() in (".yaml", ".yml"):
+        import yaml  # PyYAML comes with the embedding stack (huggingface-hub)
+
+        return yaml.safe_load(text)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise EvalFileError(f"{path} is not valid JSON: {exc}") from exc
+
+
+class Command(BaseCommand):
+    help = "Run a retrieval eval suite against the search service."
+
+    def add_arguments(self, parser):
+        parser.add_argument("file")
+        parser.add_argument("--namespace", help="Search this namespace instead of the file's")
+        parser.add_argument("--json", action="store_true", help="Print the result as JSON")
+        parser.add_argument("--junit", help="Also write JUnit XML to this path")
+
+    def handle(self, *args, file, namespace, json: bool, junit, **options):
+        try:
+            suite = parse_suite(load_suite_file(Path(file)), namespace=namespace)
+        except (EvalFileError, OSError) as exc:
+            self.stderr.write(f"kb_eval: {getattr(exc, 'message', exc)}")
+            sys.exit(2)
+        result = run_suite(suite)
+        if junit:
+            Path(junit).write_text(junit_xml(result, Path(file).stem), encoding="utf-8")
+        if json:
+            self.stdout.write(__import__("json").dumps(result.as_dict(), indent=2))
+        else:
+            for case in result.cases:
+                mark = "PASS" if case.passed else ("ERROR" if case.error else "FAIL")
+                self.stdout.write(f"{mark:<5} {case.id}")
+                if case.error:
+                    self.stdout.write(f"      {case.error}")
+                for check in case.checks:
+                    self.stdout.write(f"      {'ok ' if check.passed else 'bad'} {check.name}: {check.detail}")
+                if case.recall is not None:
+                    self.stdout.write(f"      recall@k {case.recall:.2f}, MRR {case.mrr:.2f}")
+            self.stdout.write(f"{result.passed} passed, {result.failed} failed")
+        if result.failed:
+            sys.exit(1)
