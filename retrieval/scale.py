@@ -43,19 +43,19 @@ def build_scaled_copy(base_namespace: str, target_namespace: str, target_chunks:
             cursor.execute(
                 """INSERT INTO kb_chunk (document_id, namespace_id, position, title, text, heading_path, anchor,
                        start_byte, end_byte, token_estimate, is_summary, is_partial_code, embedding,
-                       embedding_model, embed_reason)
+                       embedding_model, embed_reason, text_key, body_key)
                    SELECT nd.id, %s, c.position, c.title,
                           regexp_replace(c.text, '(\\S+\\s+){%s}\\S+', '', 'g') || ' copy' || %s,
                           c.heading_path, c.anchor, c.start_byte, c.end_byte, c.token_estimate, c.is_summary,
                           c.is_partial_code,
                           l2_normalize(c.embedding + (SELECT array_agg((random() - 0.5) * 0.01)
                                                       FROM generate_series(1, vector_dims(c.embedding)))::vector),
-                          c.embedding_model, 'scaled copy'
+                          c.embedding_model, 'scaled copy', md5(c.text_key || %s), md5(c.body_key || %s)
                    FROM kb_chunk c
                    JOIN kb_document od ON od.id = c.document_id
                    JOIN kb_document nd ON nd.namespace_id = %s AND nd.ref = od.ref || '~' || %s
                    WHERE c.namespace_id = %s""",
-                [target.id, 20 + copy % 7, copy, target.id, copy, base.id],
+                [target.id, 20 + copy % 7, copy, copy, copy, target.id, copy, base.id],
             )
         if progress:
             progress(copy, copies)

@@ -19,6 +19,7 @@ class Route:
 class WebServer:
     def __init__(self):
         self.routes: dict[str, Route | Callable] = {}
+        self.post_routes: dict[str, Callable] = {}
         self.hits: Counter[str] = Counter()
         self.requests: list[tuple[str, dict[str, str]]] = []
         server = self
@@ -40,6 +41,17 @@ class WebServer:
                     self.send_header("ETag", etag)
                     self.end_headers()
                     return
+                self.send_response(route.status)
+                for name, value in route.headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(route.body)))
+                self.end_headers()
+                self.wfile.write(route.body)
+
+            def do_POST(self):  # noqa: N802
+                server.hits[self.path] += 1
+                handler = server.post_routes.get(self.path)
+                route = handler(self) if handler else Route(b"not found", 404, {"Content-Type": "text/plain"})
                 self.send_response(route.status)
                 for name, value in route.headers.items():
                     self.send_header(name, value)

@@ -207,3 +207,34 @@ def test_binary_and_private_targets_are_recorded_per_item(web, namespace, allow_
     assert run.status == "failed"
     assert dict(run.items.values_list("ref", "error_code")) == {
         web.url("/bin"): "INGEST_UNSUPPORTED_TYPE", "http://169.254.169.254/latest": "INGEST_FETCH_BLOCKED"}
+
+
+def test_http_embedder_against_a_loopback_openai_compatible_api(web):
+    """The HTTP seam for real: batching over a bounded pool, retry after a 503, order by index."""
+    import json as jsonlib
+
+    import numpy as np
+
+    calls = []
+
+    def embeddings(handler):
+        length = int(handler.headers["Content-Length"])
+        payload = jsonlib.loads(handler.rfile.read(length))
+        calls.append(payload)
+        if len(calls) == 1:
+            return Route(b"warming up", 503, {"Content-Type": "text/plain"})
+        rows = [{"index": i, "embedding": [float(len(text)), 1.0, 0.0]} for i, text in enumerate(payload["input"])]
+        return Route(jsonlib.dumps({"data": list(reversed(rows))}).encode(), 200, {"Content-Type": "application/json"})
+
+    web.post_routes = {"/v1/embeddings": embeddings}
+    embedder = HttpEmbedder(web.url("/v1/embeddings"), model="test-model", dimension=3, batch_size=2,
+                            concurrency=2, retries=2)
+    vectors = embedder.embed_documents(["a", "bbb", "cc"])
+    assert vectors.shape == (3, 3)
+    assert np.allclose(vectors[1], np.array([3.0, 1.0, 0.0]) / np.linalg.norm([3.0, 1.0, 0.0]))
+    assert all(call["model"] == "test-model" for call in calls) and len(calls) == 3  # 1 retried + 2 batches
+    wrong = HttpEmbedder(web.url("/v1/embeddings"), model="m", dimension=384, retries=0)
+    from kb.errors import EmbeddingDimensionMismatch
+
+    with pytest.raises(EmbeddingDimensionMismatch, match="expected \\(1, 384\\)"):
+        wrong.embed_query("x")

@@ -36,6 +36,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="Print one JSON object as the last line")
         parser.add_argument("--queries", type=int, default=0, help="Use only the first N queries (quick runs)")
         parser.add_argument("--skip-latency", action="store_true")
+        parser.add_argument("--skip-quality", action="store_true", help="Only ingest, latency and scaling")
         parser.add_argument("--fresh", action="store_true",
                             help="Delete the namespace's documents first, so ingest throughput is measured")
         parser.add_argument("--scale-chunks", type=int, default=0,
@@ -44,7 +45,7 @@ class Command(BaseCommand):
                             help="Also measure quality with MMR, recency and a stricter threshold turned on")
 
     def handle(self, *args, beir, namespace, json: bool, queries: int, skip_latency: bool, fresh: bool,
-               rule_effects: bool, scale_chunks: int, **options):
+               rule_effects: bool, scale_chunks: int, skip_quality: bool, **options):
         corpus = load_beir(beir)
         namespace = namespace or f"bench-{corpus.name.lower()}"
         query_items = list(corpus.queries.items())[: queries or None]
@@ -58,14 +59,14 @@ class Command(BaseCommand):
         vectors = self.query_vectors(query_items)
         refs = dict(Document.objects.filter(namespace__slug=namespace).values_list("id", "ref"))
 
-        report: dict = {"corpus": corpus.name, "namespace": namespace, "queries": len(query_items)}
-        full = self.quality(query_items, qrels, namespace, vectors, refs, "full ranker")
-        report.update(full)
-        report["channels"] = {
-            "vector": self.quality(query_items, qrels, namespace, vectors, refs, "vector alone", channels=(VECTOR,)),
-            "lexical": self.quality(query_items, qrels, namespace, vectors, refs, "lexical alone", channels=(LEXICAL,)),
-            "rrf": self.quality(query_items, qrels, namespace, vectors, refs, "plain RRF k=60", fusion="rrf"),
-        }
+        report: dict = {"corpus": corpus.name, "namespace": namespace, "queries": len(query_items), "channels": {}}
+        if not skip_quality:
+            report.update(self.quality(query_items, qrels, namespace, vectors, refs, "full ranker"))
+            report["channels"] = {
+                "vector": self.quality(query_items, qrels, namespace, vectors, refs, "vector alone", channels=(VECTOR,)),
+                "lexical": self.quality(query_items, qrels, namespace, vectors, refs, "lexical alone", channels=(LEXICAL,)),
+                "rrf": self.quality(query_items, qrels, namespace, vectors, refs, "plain RRF k=60", fusion="rrf"),
+            }
         if rule_effects:
             variants = {
                 "mmr_lambda=0.9": RankerParams(mmr_lambda=0.9), "mmr_lambda=0.7": RankerParams(mmr_lambda=0.7),
@@ -78,13 +79,14 @@ class Command(BaseCommand):
             }
         if not skip_latency:
             report.update(self.latency(query_items, namespace))
-        if scale_chunks:
-            report["scale"] = self.scale(namespace, scale_chunks, query_items)
         report.update(ingest)
         report["embed_docs_per_s"] = embed_rate
         if ingest.get("ingest_docs_per_s") and embed_rate:
             report["ingest_vs_embed"] = round(ingest["ingest_docs_per_s"] / embed_rate, 3)
         self.print_report(report)
+        if scale_chunks:  # after the main report, so a long scaling run never loses it
+            report["scale"] = self.scale(namespace, scale_chunks, query_items)
+            self.print_report({"scale": report["scale"]})
         if json:
             self.stdout.write(__import__("json").dumps(report, sort_keys=True))
 
@@ -188,9 +190,10 @@ class Command(BaseCommand):
         return report
 
     def print_report(self, report: dict) -> None:
-        rows = [("full ranker", report)] + [(name, values) for name, values in report["channels"].items()]
+        rows = ([("full ranker", report)] if "ndcg@10" in report else []) + list(report.get("channels", {}).items())
         rows += [(name, values) for name, values in report.get("rule_effects", {}).items()]
-        self.stdout.write(f"\n{'method':<20} {'nDCG@10':>8} {'R@100':>8} {'MRR@10':>8}")
+        if rows:
+            self.stdout.write(f"\n{'method':<20} {'nDCG@10':>8} {'R@100':>8} {'MRR@10':>8}")
         for name, values in rows:
             self.stdout.write(f"{name:<20} {values['ndcg@10']:>8.4f} {values['recall@100']:>8.4f} {values['mrr@10']:>8.4f}")
         if "p50_ms" in report:
@@ -202,6 +205,7 @@ class Command(BaseCommand):
             scale = report["scale"]
             self.stdout.write(f"scaling run ({scale['chunks']} chunks): p50 {scale['p50_ms']} ms, p95 "
                               f"{scale['p95_ms']} ms, p99 {scale['p99_ms']} ms with query embedding")
+            return
         self.stdout.write(f"ingest: {report.get('ingest_docs_per_s')} docs/s "
                           f"({report.get('ingest_chunks_per_s')} chunks/s; {report.get('ingest_measured')}); "
                           f"raw embedding: {report['embed_docs_per_s']} docs/s")
