@@ -41,17 +41,14 @@ class WebServer:
                     self.send_header("ETag", etag)
                     self.end_headers()
                     return
-                self.send_response(route.status)
-                for name, value in route.headers.items():
-                    self.send_header(name, value)
-                self.send_header("Content-Length", str(len(route.body)))
-                self.end_headers()
-                self.wfile.write(route.body)
+                self.send(route)
 
             def do_POST(self):  # noqa: N802
                 server.hits[self.path] += 1
                 handler = server.post_routes.get(self.path)
-                route = handler(self) if handler else Route(b"not found", 404, {"Content-Type": "text/plain"})
+                self.send(handler(self) if handler else Route(b"not found", 404, {"Content-Type": "text/plain"}))
+
+            def send(self, route: Route) -> None:
                 self.send_response(route.status)
                 for name, value in route.headers.items():
                     self.send_header(name, value)
