@@ -180,8 +180,7 @@ class IngestPipeline:
                 logger.exception("unexpected error ingesting %s", item.ref)
                 self._record(_Outcome(item.ref, "failed", error_code="INGEST_INTERNAL_ERROR",
                                       error_message=f"{type(exc).__name__}: {exc}"), started)
-            if sum(len(p.chunks) for p in self._pending) >= EMBED_BATCH_CHUNKS:
-                self._flush()
+            self._flush_if_full()
 
     def _handle(self, item: LoadedItem, started: float) -> None:
         if item.error is not None:
@@ -251,10 +250,13 @@ class IngestPipeline:
             self._seen.add(ref)
             extracted = Extracted(state.title, state.content, state.media_type)
             self._queue(LoadedItem(ref=ref), extracted, state.content_hash, "re-embed requested", started)
-            if sum(len(p.chunks) for p in self._pending) >= EMBED_BATCH_CHUNKS:
-                self._flush()
+            self._flush_if_full()
 
     # --- embedding and writing ----------------------------------------------------------------
+    def _flush_if_full(self) -> None:
+        if sum(len(p.chunks) for p in self._pending) >= EMBED_BATCH_CHUNKS:
+            self._flush()
+
     def _flush(self) -> None:
         if not self._pending:
             return
