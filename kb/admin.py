@@ -45,8 +45,7 @@ class IngestRunInline(admin.TabularInline):
     show_change_link = False
 
     def get_queryset(self, request):
-        recent = models.IngestRun.objects.order_by("-queued_at").values("pk")
-        return super().get_queryset(request).filter(pk__in=recent[:200]).order_by("-queued_at")
+        return super().get_queryset(request).order_by("-queued_at")
 
     @admin.display(description="run")
     def run_link(self, obj):
