@@ -29,7 +29,8 @@ def results_page(result: SearchResult, page: int) -> dict:
         parts = [("base", details["base"], f"best channel: {CHANNEL_LABELS.get(details['base_channel'], '')}"),
                  ("RRF bonus", details["rrf_bonus"], "agreement between channels"),
                  ("recency", details["recency_boost"], ""), ("source priority", details["priority_boost"], ""),
-                 ("MMR penalty", -details["mmr_penalty"], "similar to a result above")]
+                 ("MMR penalty", -details["mmr_penalty"],
+                  "similar to a result above" if details["mmr_penalty"] else "")]
         widest = max([abs(v) for _, v, _ in parts] + [s["score"] for s in details["channels"].values()] + [1e-9])
         channels = [Bar(f"{CHANNEL_LABELS.get(name, name)} #{s['rank']}", s["score"],
                         round(100 * s["score"] / widest), f"raw {s['raw']:.4g}")

@@ -79,6 +79,7 @@ class Command(BaseCommand):
             }
         if not skip_latency:
             report.update(self.latency(query_items, namespace))
+            report["server_time"] = self.surface_latency(query_items, namespace)
         report.update(ingest)
         report["embed_docs_per_s"] = embed_rate
         if ingest.get("ingest_docs_per_s") and embed_rate:
@@ -175,6 +176,41 @@ class Command(BaseCommand):
         report["queries_per_s"] = round(len(texts) / (sum(with_embedding) / 1000), 2)
         return report
 
+    def surface_latency(self, query_items, namespace) -> dict:
+        """Server time of a whole request through the JSON API and through the search page.
+
+        Requests go through Django's full stack in-process (middleware, auth, the query log,
+        serialisation or template rendering), signed in as a temporary staff user; network time
+        is left out, so the figures compare with the service latency above.
+        """
+        from django.contrib.auth import get_user_model
+        from django.test import Client
+
+        texts = [text for _, text in query_items]
+        user = get_user_model().objects.create_user(f"kb-bench-{time.time_ns()}", is_staff=True)
+        try:
+            client = Client(HTTP_HOST="localhost")
+            client.force_login(user)
+            surfaces = {
+                "api": lambda text: client.get("/api/search", {"query": text, "namespace": namespace,
+                                                               "limit": LATENCY_LIMIT}),
+                "page": lambda text: client.get("/", {"q": text, "namespace": namespace}),
+            }
+            report = {}
+            for name, request in surfaces.items():
+                assert request(texts[0]).status_code == 200  # warm-up, and a check the surface answers
+                samples = []
+                for text in tqdm(texts, desc=f"{name} server time", file=self.stderr, disable=None, leave=False):
+                    started = time.perf_counter()
+                    response = request(text)
+                    samples.append((time.perf_counter() - started) * 1000)
+                    if response.status_code != 200:
+                        raise RuntimeError(f"{name} answered {response.status_code} for {text!r}")
+                report[name] = percentiles(samples)
+            return report
+        finally:
+            user.delete()
+
     def scale(self, namespace: str, target_chunks: int, query_items) -> dict:
         from retrieval.scale import build_scaled_copy
 
@@ -201,6 +237,10 @@ class Command(BaseCommand):
             self.stdout.write(f"\nsearch latency (limit {LATENCY_LIMIT}): p50 {report['p50_ms']} ms, p95 "
                               f"{report['p95_ms']} ms, p99 {report['p99_ms']} ms with query embedding; "
                               f"p50 {w['p50_ms']} / p95 {w['p95_ms']} / p99 {w['p99_ms']} ms without")
+            for name, times in report.get("server_time", {}).items():
+                label = {"api": "JSON API (GET /api/search)", "page": "search page (GET /?q=)"}[name]
+                self.stdout.write(f"server time, {label}: p50 {times['p50_ms']} ms, p95 {times['p95_ms']} ms, "
+                                  f"p99 {times['p99_ms']} ms")
         if "scale" in report:
             scale = report["scale"]
             self.stdout.write(f"scaling run ({scale['chunks']} chunks): p50 {scale['p50_ms']} ms, p95 "

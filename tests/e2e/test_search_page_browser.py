@@ -1,0 +1,78 @@
+"""The search page in a real headless Chromium: search, open an explanation panel, read it.
+
+Debian's chromium is driven through Debian's chromedriver (scripts/browser.sh installs both);
+Selenium is told where they are, so nothing is downloaded. The screenshot is kept as a test
+artefact in test-artifacts/.
+"""
+
+import shutil
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from kb.models import Namespace
+from tests.retrieval.test_channels import CORPUS, ingest
+
+ARTIFACTS = Path(settings.BASE_DIR) / "test-artifacts"
+
+
+@pytest.fixture
+def browser():
+    chromium, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
+    if not chromium or not driver_path:
+        pytest.fail("chromium and chromedriver are missing: scripts/test installs them (scripts/browser.sh)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--disable-quic", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--window-size=1100,1400"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
+    driver.implicitly_wait(5)
+    yield driver
+    driver.quit()
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_search_open_explanation_panel_and_screenshot(live_server, browser):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    namespace, _ = ingest("demo", CORPUS)
+    Namespace.objects.filter(pk=namespace.pk).update(is_public=True)
+
+    browser.get(f"{live_server.url}/")
+    box = browser.find_element(By.ID, "q")
+    box.send_keys("Qwen 3.8 release notes", Keys.ENTER)
+
+    results = browser.find_elements(By.CSS_SELECTOR, "ol.results > li.result")
+    assert results, browser.page_source[:2000]
+    first = results[0]
+    assert "Qwen 3.8" in first.find_element(By.CSS_SELECTOR, "h3").text
+
+    panel = first.find_element(By.CSS_SELECTOR, "details.why")
+    assert panel.get_attribute("open") is None
+    first.find_element(By.CSS_SELECTOR, "details.why > summary").send_keys(Keys.ENTER)  # keyboard
+    assert panel.get_attribute("open") is not None
+
+    body = panel.find_element(By.CSS_SELECTOR, ".panel")
+    assert body.is_displayed()
+    text = body.text
+    for expected in ("Channels", "Score", "Kept:"):
+        assert expected in text
+    labels = [el.text for el in body.find_elements(By.CSS_SELECTOR, ".bars .label")]
+    assert any(label.startswith("versioned name #") for label in labels), labels
+    assert "base" in labels and "RRF bonus" in labels and "MMR penalty" in labels, labels
+    widths = [el.size["width"] for el in body.find_elements(By.CSS_SELECTOR, ".bars .bar")]
+    assert any(w > 0 for w in widths), "bars are drawn with a visible width"
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / "search-explanation-panel.png"
+    browser.execute_script("arguments[0].scrollIntoView({block: 'start'})", first)
+    assert browser.save_screenshot(str(shot))
+    assert shot.stat().st_size > 10_000

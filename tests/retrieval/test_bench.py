@@ -1,0 +1,78 @@
+"""The benchmark: trec_eval metrics on hand-checked cases, and kb_bench end to end on a tiny corpus."""
+
+import json
+import math
+
+import pytest
+from django.core.management import call_command
+
+from retrieval.bench import load_beir, mrr_at, ndcg_at, percentiles, recall_at
+
+
+def test_ndcg_uses_graded_gains_and_the_ideal_ranking_of_all_judged_documents():
+    gains = {"a": 2, "b": 1, "c": 0}
+    assert ndcg_at(["a", "b"], gains) == pytest.approx(1.0)
+    swapped = (1 / math.log2(2) + 2 / math.log2(3)) / (2 / math.log2(2) + 1 / math.log2(3))
+    assert ndcg_at(["b", "a"], gains) == pytest.approx(swapped)
+    assert ndcg_at(["c", "x"], gains) == 0.0  # gain 0 means not relevant
+    assert ndcg_at([], gains) == 0.0
+
+
+def test_recall_and_mrr_at_their_cutoffs():
+    gains = {"a": 1, "b": 1}
+    assert recall_at(["x", "a"], gains, k=1) == 0.0
+    assert recall_at(["x", "a"], gains, k=2) == 0.5
+    assert mrr_at(["x", "y", "b"], gains) == pytest.approx(1 / 3)
+    assert mrr_at(["x"] * 10 + ["a"], gains) == 0.0
+
+
+def test_percentiles_are_nearest_rank():
+    samples = [float(i) for i in range(1, 101)]
+    assert percentiles(samples) == {"p50_ms": 50.0, "p95_ms": 95.0, "p99_ms": 99.0}
+
+
+def write_beir(folder, header: bool):
+    docs = [
+        {"_id": "d1", "title": "Pumpkin soup", "text": "Roast the pumpkin, then blend it with stock and cream."},
+        {"_id": "d2", "title": "Bicycle repair", "text": "Fix a flat tyre by patching the inner tube."},
+        {"_id": "d3", "title": "Sourdough bread", "text": "A starter of flour and water leavens the dough."},
+    ]
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text("\n".join(json.dumps(d) for d in docs))
+    (folder / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in [
+        {"_id": "q1", "text": "how do I patch a flat bicycle tyre"},
+        {"_id": "q2", "text": "pumpkin soup recipe"},
+        {"_id": "q3", "text": "a query without judgements"},
+    ]))
+    lines = (["query-id\tcorpus-id\tscore"] if header else []) + ["q1\td2\t1", "q2\td1\t2", "q2\td3\t0"]
+    (folder / "qrels" / "test.tsv").write_text("\n".join(lines) + "\n")
+
+
+@pytest.mark.parametrize("header", [True, False])
+def test_load_beir_reads_qrels_with_or_without_a_header(tmp_path, header):
+    write_beir(tmp_path / "tiny", header)
+    corpus = load_beir(tmp_path / "tiny")
+    assert corpus.qrels == {"q1": {"d2": 1}, "q2": {"d1": 2, "d3": 0}}
+    assert set(corpus.queries) == {"q1", "q2"}  # only judged queries are evaluated
+
+
+@pytest.mark.django_db
+def test_kb_bench_runs_end_to_end_and_prints_one_json_object(tmp_path, capsys):
+    write_beir(tmp_path / "tiny", header=True)
+    call_command("kb_bench", beir=str(tmp_path / "tiny"), json=True)
+    out = capsys.readouterr().out.strip().splitlines()
+    report = json.loads(out[-1])
+    for key in ("ndcg@10", "recall@100", "mrr@10", "p50_ms", "p95_ms", "p99_ms",
+                "ingest_docs_per_s", "embed_docs_per_s", "channels"):
+        assert key in report, key
+    assert report["ndcg@10"] == 1.0 and report["recall@100"] == 1.0  # each query's one answer ranks first
+    assert set(report["channels"]) == {"vector", "lexical", "rrf"}
+    assert report["ingest_measured"] == "this run"
+    for surface in ("api", "page"):
+        assert report["server_time"][surface]["p50_ms"] > 0
+    assert any(line.startswith("server time, search page") for line in out)
+
+    call_command("kb_bench", beir=str(tmp_path / "tiny"), json=True, skip_latency=True)
+    again = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert again["ingest_measured"].startswith("run ")  # unchanged corpus: not re-ingested
+    assert again["ndcg@10"] == report["ndcg@10"]
