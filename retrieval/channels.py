@@ -13,9 +13,9 @@ from datetime import datetime
 import numpy as np
 from django.db import connection, transaction
 
+from retrieval import bm25
+
 SEARCH_CONFIG = "english"
-BM25_K1 = 0.9  # Anserini/Pyserini defaults, not tuned to any corpus
-BM25_B = 0.4
 MAX_QUERY_LEXEMES = 64
 
 
@@ -83,38 +83,66 @@ def query_lexemes(text: str) -> list[tuple[str, int]]:
 
 
 def lexical_channel(scope: Scope, lexemes: list[tuple[str, int]], k: int) -> list[ChannelRow]:
-    """BM25 over the maintained postings: IDF from the namespace's document frequencies, TF
-    saturation k1 and length normalisation b; the query is an OR over its lexemes."""
-    if not lexemes:
+    """The BM25 top k over the maintained postings: IDF from the namespace's document
+    frequencies, TF saturation k1, length normalisation b; the query is an OR over its lexemes.
+
+    Two statements: the first counts each term's postings (the document frequency) through the
+    primary key; the second reads each term's postings once more, sums the weighted impacts per
+    chunk, and keeps the best k. Each term's postings are read through a LATERAL lookup, so the
+    planner cannot misjudge the term list and scan every posting of the namespace instead.
+    """
+    if not lexemes or k <= 0:
         return []
-    scope_sql, scope_params = scope.where("c")
+    chunk_count, avgdl, terms = _term_statistics(scope.namespace_id, lexemes)
+    terms = [t for t in terms if t.document_frequency > 0]
+    if not terms:
+        return []
     filtered = bool(scope.source_ids or scope.document_ids)
-    join = "JOIN kb_chunk c ON c.id = p.chunk_id AND " + scope_sql if filtered else ""
+    scope_sql, scope_params = _named_where(scope, "c") if filtered else ("", {})
+    join = f"JOIN kb_chunk c ON c.id = t.chunk_id AND {scope_sql}" if filtered else ""
     sql = f"""
-        WITH q(lexeme, qtf) AS (SELECT * FROM unnest(%s::text[], %s::int[])),
-        stats AS (
-            SELECT chunk_count::float8 AS n, greatest(total_len / nullif(chunk_count, 0), 1) AS avgdl
-            FROM kb_namespace_stats WHERE namespace_id = %s
-        ),
-        idf AS (
-            SELECT p.lexeme, max(q.qtf) AS qtf,
-                   ln(1 + ((SELECT n FROM stats) - count(*) + 0.5) / (count(*) + 0.5)) AS idf
-            FROM kb_chunk_term p JOIN q ON q.lexeme = p.lexeme
-            WHERE p.namespace_id = %s GROUP BY p.lexeme
-        )
-        SELECT p.chunk_id,
-               sum(idf.qtf * idf.idf * p.tf * ({BM25_K1} + 1)
-                   / (p.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * p.doc_len / (SELECT avgdl FROM stats)))) AS score
-        FROM kb_chunk_term p JOIN idf ON idf.lexeme = p.lexeme {join}
-        WHERE p.namespace_id = %s
-        GROUP BY p.chunk_id
-        ORDER BY score DESC, p.chunk_id
-        LIMIT %s"""
-    params = [[l for l, _ in lexemes], [n for _, n in lexemes], scope.namespace_id, scope.namespace_id,
-              *(scope_params if filtered else []), scope.namespace_id, k]
+        WITH terms(lexeme, w) AS (SELECT * FROM unnest(%(lexemes)s::text[], %(weights)s::float8[]))
+        SELECT t.chunk_id,
+               sum(q.w * t.tf * {bm25.K1 + 1} / (t.tf + {bm25.K1} * (1 - {bm25.B} + {bm25.B} * t.doc_len / %(avgdl)s)))
+                   AS score
+        FROM terms q CROSS JOIN LATERAL (
+            SELECT t.chunk_id, t.tf, t.doc_len FROM kb_chunk_term t
+            WHERE t.namespace_id = %(ns)s AND t.lexeme = q.lexeme
+        ) t {join}
+        GROUP BY t.chunk_id
+        ORDER BY score DESC, t.chunk_id
+        LIMIT %(k)s"""
+    params = {"lexemes": [t.lexeme for t in terms], "weights": [t.weight(chunk_count) for t in terms],
+              "avgdl": avgdl, "ns": scope.namespace_id, "k": k, **scope_params}
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return [ChannelRow(chunk_id, float(score)) for chunk_id, score in cursor.fetchall()]
+
+
+def _named_where(scope: Scope, chunk_alias: str) -> tuple[str, dict]:
+    """`Scope.where` with named placeholders, for queries that use named parameters."""
+    sql, values = scope.where(chunk_alias)
+    parts = sql.split("%s")
+    named = parts[0] + "".join(f"%(scope_{i})s{part}" for i, part in enumerate(parts[1:]))
+    return named, {f"scope_{i}": value for i, value in enumerate(values)}
+
+
+def _term_statistics(namespace_id: int, lexemes: list[tuple[str, int]]) -> tuple[float, float, list[bm25.Term]]:
+    """The namespace's chunk count and average length, and each lexeme's document frequency
+    (counted from the postings' primary key, so no counter row is shared between writers)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """SELECT s.chunk_count, greatest(s.total_len / nullif(s.chunk_count, 0), 1), q.lexeme, q.qtf,
+                      (SELECT count(*) FROM kb_chunk_term t WHERE t.namespace_id = %s AND t.lexeme = q.lexeme)
+               FROM unnest(%s::text[], %s::int[]) AS q(lexeme, qtf)
+               LEFT JOIN kb_namespace_stats s ON s.namespace_id = %s""",
+            [namespace_id, [l for l, _ in lexemes], [n for _, n in lexemes], namespace_id],
+        )
+        rows = cursor.fetchall()
+    if not rows or rows[0][0] is None:
+        return 0.0, 1.0, []
+    return (float(rows[0][0]), float(rows[0][1]),
+            [bm25.Term(lexeme, int(qtf), int(df)) for _, _, lexeme, qtf, df in rows])
 
 
 def names_channel(scope: Scope, name_keys: tuple[str, ...], cap: int = 10) -> list[ChannelRow]:

@@ -8,6 +8,7 @@ from django.db import connection
 from ingest.loaders import LoadedItem
 from ingest.pipeline import IngestPipeline
 from kb.models import Chunk, Document, IngestRun, Namespace, Source
+from retrieval import bm25
 from retrieval import channels as ch
 from retrieval.query import analyse
 
@@ -150,7 +151,7 @@ def _recomputed_stats(namespace):
     return postings, maintained, (len(lengths), sum(lengths.values())), (int(stats[0]), float(stats[1]))
 
 
-def _python_bm25(namespace, query, k1=ch.BM25_K1, b=ch.BM25_B):
+def _python_bm25(namespace, query, k1=bm25.K1, b=bm25.B):
     postings, _, (n, total), _ = _recomputed_stats(namespace)
     lengths, df = {}, {}
     for (cid, lexeme), tf in postings.items():
