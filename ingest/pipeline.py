@@ -28,13 +28,17 @@ from ingest.extract import Extracted, extract
 from ingest.fetch import Fetcher
 from ingest.loaders import KnownDocument, LoadedItem, SourceLoader, SourceSpec
 from kb.conf import kb_settings
-from kb.errors import KBError
-from kb.names import document_name_key, duplicate_key
+from kb.errors import DatabaseUnavailable, KBError
 from kb.models import Chunk, Document, IngestItem, IngestRun, Source
+from kb.names import document_name_key, duplicate_key
+from kb.revisions import source_revision
 
 logger = logging.getLogger(__name__)
 
+DB_RECONNECT_ATTEMPTS = 8  # about 15 s of waiting for a restarting database
+
 EMBED_BATCH_CHUNKS = 128  # chunks gathered across documents before one embedding call
+EMBED_BATCH_MAX_WAIT_S = 5.0  # ...or seconds the oldest waiting document may wait for them
 DOCUMENT_FIELDS = ("namespace", "title", "path", "name_key", "content", "content_hash", "media_type",
                    "byte_size", "indexed_at", "embedding_model", "etag", "last_modified", "metadata")
 
@@ -88,6 +92,8 @@ class IngestPipeline:
 
     def __post_init__(self):
         self.source: Source = self.run.source
+        # what this run indexes; recorded on the source only when the run succeeds
+        self.source_revision = current_source_revision(self.source)
         self.chunk_options = self.chunk_options or ChunkOptions(max_tokens=kb_settings().chunk_tokens)
         self._pending: list[_Pending] = []
         self._outcomes: list[_Outcome] = []
@@ -395,9 +401,14 @@ class IngestPipeline:
             "run": run.pk, "changed": run.items_changed, "unchanged": run.items_unchanged,
             "failed": run.items_failed, "removed": run.items_removed, "chunks": run.chunks_written,
         }
+        indexed = {"indexed_revision": self.source_revision} if run.status == IngestRun.Status.SUCCEEDED else {}
         Source.objects.filter(pk=self.source.pk).update(
-            last_run_at=run.finished_at, last_run_status=run.status, last_run_summary=summary
+            last_run_at=run.finished_at, last_run_status=run.status, last_run_summary=summary, **indexed
         )
+
+
+def current_source_revision(source: Source) -> str:
+    return source_revision(source.kind, source.location, source.text, source.upload.name or "", source.options)
 
 
 def open_stored_file(key: str) -> tuple[bytes, str]:

@@ -12,8 +12,9 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.views.decorators.http import require_POST
 
-from ingest import services as ingest_services
 from django.utils import timezone
+
+from ingest import services as ingest_services
 from kb.auth import issue_secret
 from kb import models
 from retrieval.eval_runner import run_recorded
@@ -149,18 +150,70 @@ class RevisionInline(admin.TabularInline):
 
 class CapabilityInline(admin.TabularInline):
     model = models.Capability
-    fields = ["canonical_id", "title", "summary"]
+    fields = ["canonical_id", "title", "summary", "indexed_revision"]
+    readonly_fields = fields  # edited through the definition, the one source of truth
     extra = 0
+    max_num = 0
+    can_delete = False
+
+
+class ProviderForm(forms.ModelForm):
+    class Meta:
+        model = models.Provider
+        fields = ["slug", "definition"]
+        help_texts = {"definition": "The provider definition (JSON): title, namespace and capabilities with "
+                                    "their knowledge targets. Saving applies it and records a new revision "
+                                    "when it changed."}
+
+    def clean(self):
+        from capabilities.definitions import parse_provider
+        from capabilities.store import resolve_definition
+        from kb.errors import KBError
+
+        data = super().clean()
+        definition = dict(data.get("definition") or {})
+        definition["id"] = data.get("slug") or definition.get("id", "")
+        try:
+            self.parsed = parse_provider(definition)
+            resolve_definition(self.parsed)
+        except KBError as exc:
+            raise forms.ValidationError(f"{exc.code}: {exc.message}") from exc
+        return data
 
 
 @admin.register(models.Provider)
 class ProviderAdmin(admin.ModelAdmin):
-    list_display = ["slug", "title", "namespace", "current_revision", "capability_count", "updated_at"]
+    form = ProviderForm
+    list_display = ["slug", "title", "namespace", "current_revision", "capability_count", "index_state", "updated_at"]
     search_fields = ["slug", "title"]
+    readonly_fields = ["title", "namespace", "index_state"]
     inlines = [CapabilityInline, RevisionInline]
+    actions = ["reindex_capabilities"]
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(_caps=Count("capabilities"))
+
+    def save_model(self, request, obj, form, change):
+        from capabilities.backends import index_capabilities
+        from capabilities.store import apply_definition
+        provider, changed = apply_definition(form.parsed)
+        obj.pk = provider.pk
+        obj.refresh_from_db()
+        indexed = index_capabilities(provider)
+        messages.info(request, f"{'New revision recorded' if changed else 'Definition unchanged'}; "
+                               f"{indexed} capabilities (re-)indexed.")
+
+    def save_related(self, request, form, formsets, change):
+        # capabilities and targets come from the definition, not from the read-only inlines
+        for formset in formsets:
+            formset.new_objects, formset.changed_objects, formset.deleted_objects = [], [], []
+
+    @admin.action(description="Re-index capabilities (built-in capability retriever)")
+    def reindex_capabilities(self, request, queryset):
+        from capabilities.backends import index_capabilities
+
+        count = sum(index_capabilities(provider, force=True) for provider in queryset)
+        messages.success(request, f"{count} capabilities re-indexed.")
 
     @admin.display(description="capabilities", ordering="_caps")
     def capability_count(self, obj):
@@ -170,6 +223,15 @@ class ProviderAdmin(admin.ModelAdmin):
     def current_revision(self, obj):
         current = obj.revisions.filter(is_current=True).first()
         return current.revision[:12] if current else "—"
+
+    @admin.display(description="index")
+    def index_state(self, obj):
+        from capabilities.store import index_status
+
+        if not obj.pk:
+            return "—"
+        status = index_status(obj)
+        return "current" if status["current"] else f"behind: {status['indexed']}/{status['capabilities']} indexed"
 
 
 class KnowledgeTargetInline(admin.TabularInline):

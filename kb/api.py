@@ -8,6 +8,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer
 from ninja.utils import check_csrf
 
+from capabilities.api import router as capabilities_router
 from ingest.api import router as ingest_router
 from kb import documents
 from kb.auth import principal_for
@@ -39,6 +40,7 @@ class TokenOrSession(HttpBearer):
 api = NinjaAPI(title="Knowledge base API", version="1", urls_namespace="api", auth=TokenOrSession())
 api.add_router("/", retrieval_router)
 api.add_router("/", ingest_router)
+api.add_router("/", capabilities_router)
 
 documents_router = Router(tags=["documents"])
 

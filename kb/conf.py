@@ -30,6 +30,10 @@ class KBSettings:
     chunk_tokens: int
     demo_docs_dir: Path
     media_root: Path
+    capability_retriever: str = "builtin"
+    knowledge_retriever: str = "builtin"
+    knowledge_max_targets: int = 50
+    knowledge_max_bytes: int = 20 * 1024 * 1024
 
     def allowed_private_networks(self) -> tuple[ipaddress._BaseNetwork, ...]:
         nets = []
@@ -65,6 +69,10 @@ def kb_settings() -> KBSettings:
         chunk_tokens=settings.KB_CHUNK_TOKENS,
         demo_docs_dir=Path(settings.KB_DEMO_DOCS_DIR),
         media_root=Path(settings.MEDIA_ROOT),
+        capability_retriever=settings.KB_CAPABILITY_RETRIEVER.strip(),
+        knowledge_retriever=settings.KB_KNOWLEDGE_RETRIEVER.strip(),
+        knowledge_max_targets=settings.KB_KNOWLEDGE_MAX_TARGETS,
+        knowledge_max_bytes=settings.KB_KNOWLEDGE_MAX_BYTES,
     )
     _validate(conf)
     return conf

@@ -10,6 +10,7 @@ from kb.conf import kb_settings
 from kb.models import Namespace, Source
 
 DEMO_NAMESPACE = "demo"
+DEMO_PROVIDERS = "examples/providers.yaml"
 
 
 def ensure_demo_sources(*, sync: bool = False) -> list[int]:
@@ -34,3 +35,12 @@ def ensure_demo_sources(*, sync: bool = False) -> list[int]:
         )
         run_ids.append(start_ingest(source, sync=sync).pk)
     return run_ids
+
+
+def ensure_demo_providers() -> list[dict]:
+    """Load the example capability provider over the demo sources (a no-op when unchanged)."""
+    from django.conf import settings
+
+    from capabilities.service import load_definition_file
+
+    return load_definition_file(settings.BASE_DIR / DEMO_PROVIDERS)

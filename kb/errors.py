@@ -80,3 +80,47 @@ class PayloadTooLarge(KBError):
 class RateLimited(KBError):
     code = "KB_RATE_LIMITED"
     http_status = 429
+
+
+# --- capability and knowledge retrieval contracts (codes prefixed CG_) -------------------------
+
+class RetrieverUnconfigured(KBError):
+    """No capability or knowledge retriever backend is configured."""
+
+    code = "CG_RETRIEVER_UNCONFIGURED"
+    http_status = 503
+
+
+class RetrieverFailed(KBError):
+    """The backend raised or answered something unusable: an error, never an empty success."""
+
+    code = "CG_RETRIEVER_FAILED"
+    http_status = 502
+
+
+class IndexStale(KBError):
+    """The backend's evidence shows its index is behind the source; no answer from stale data."""
+
+    code = "CG_INDEX_STALE"
+    http_status = 409
+
+
+class RevisionMismatch(KBError):
+    """A revision in the request or the evidence does not match one the core can read."""
+
+    code = "CG_REVISION_MISMATCH"
+    http_status = 409
+
+
+class BudgetExceeded(KBError):
+    """The selected knowledge targets exceed the target-count or byte budget."""
+
+    code = "CG_BUDGET_EXCEEDED"
+    http_status = 413
+
+
+class AccessDenied(KBError):
+    """A backend tried to read a target it was not given, or used its access after the call."""
+
+    code = "CG_ACCESS_DENIED"
+    http_status = 403

@@ -74,6 +74,11 @@ class Source(models.Model):
     last_run_at = models.DateTimeField(null=True, blank=True)
     last_run_status = models.CharField(max_length=16, blank=True)
     last_run_summary = models.JSONField(default=dict, blank=True)
+    indexed_revision = models.CharField(
+        max_length=64, blank=True,
+        help_text="Revision of the source's configuration and inline content that the last "
+                  "successful ingest indexed; differs from the current one while the index is behind.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -259,6 +264,10 @@ class Capability(models.Model):
     )
     title = models.CharField(max_length=300)
     summary = models.TextField(blank=True)
+    # what the built-in capability retriever indexed, and from which provider revision
+    indexed_revision = models.CharField(max_length=64, blank=True)
+    indexed_text = models.TextField(blank=True)
+    indexed_embedding = VectorField(dimensions=settings.KB_EMBEDDING_DIM, null=True, blank=True)
 
     class Meta:
         ordering = ["canonical_id"]

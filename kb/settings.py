@@ -40,6 +40,7 @@ INSTALLED_APPS = [
     "kb",
     "ingest",
     "retrieval",
+    "capabilities",
 ]
 
 MIDDLEWARE = [
@@ -160,6 +161,11 @@ KB_FETCH_MAX_BYTES = int(os.environ.get("KB_FETCH_MAX_BYTES", str(10 * 1024 * 10
 KB_FETCH_TIMEOUT = float(os.environ.get("KB_FETCH_TIMEOUT", "20"))
 KB_CHUNK_TOKENS = int(os.environ.get("KB_CHUNK_TOKENS", "400"))
 KB_DEMO_DOCS_DIR = BASE_DIR / "docs"
+# Capability and knowledge retriever backends: "builtin", a dotted path to a class, or "none".
+KB_CAPABILITY_RETRIEVER = os.environ.get("KB_CAPABILITY_RETRIEVER", "builtin")
+KB_KNOWLEDGE_RETRIEVER = os.environ.get("KB_KNOWLEDGE_RETRIEVER", "builtin")
+KB_KNOWLEDGE_MAX_TARGETS = int(os.environ.get("KB_KNOWLEDGE_MAX_TARGETS", "50"))
+KB_KNOWLEDGE_MAX_BYTES = int(os.environ.get("KB_KNOWLEDGE_MAX_BYTES", str(20 * 1024 * 1024)))
 
 LOGGING = {
     "version": 1,

@@ -87,7 +87,7 @@ def search(query: str, namespace: str, *, filters: Filters = Filters(), limit: i
            params: RankerParams | None = None, channels: tuple[str, ...] = CHANNELS,
            fusion: str = "ranker", log: bool = True, query_vector=None) -> SearchResult:
     started = time.perf_counter()
-    query = _validate(query, limit)
+    query = validate_query(query, limit)
     ns = Namespace.objects.filter(slug=namespace).values("id", "slug").first()
     if ns is None:
         raise UnknownNamespace(f"No namespace {namespace!r}.", details={"namespace": namespace})
@@ -154,7 +154,9 @@ def _embed(query: str):
     return get_embedder().embed_query(query), _ms(started)
 
 
-def _validate(query: str, limit: int) -> str:
+def validate_query(query: str, limit: int) -> str:
+    """The query text stripped, or a stable error for an empty, too long or NUL-bearing query or
+    a limit out of range; shared with the capability retrievers."""
     if not isinstance(query, str) or not query.strip():
         raise InvalidQuery("The query is empty; type a few words to search for.", code="SEARCH_EMPTY_QUERY")
     if len(query) > MAX_QUERY_CHARS:

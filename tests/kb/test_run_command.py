@@ -60,7 +60,7 @@ def test_admin_password_is_shown_once_and_stored_hashed():
 
 
 @pytest.mark.django_db
-def test_demo_sources_ingest_the_project_docs_and_rerun_costs_nothing(settings, tmp_path):
+def test_demo_sources_and_provider_load_and_rerun_costs_nothing(settings, tmp_path):
     settings.MEDIA_ROOT = str(tmp_path)
     from kb.conf import kb_settings
 
@@ -74,5 +74,16 @@ def test_demo_sources_ingest_the_project_docs_and_rerun_costs_nothing(settings, 
         again = IngestRun.objects.filter(pk__in=ensure_demo_sources(sync=True))
         assert sum(again.values_list("items_unchanged", flat=True)) == runs.count()
         assert sum(again.values_list("items_changed", flat=True)) == 0
+        # the example capability provider loads over these sources and answers with verified hits
+        from capabilities import service
+        from kb.auth import Principal
+        from kb.demo import ensure_demo_providers
+
+        assert ensure_demo_providers()[0]["capabilities"] == 3
+        anonymous = Principal("anonymous")  # the demo namespace is public
+        found = service.retrieve_capabilities(anonymous, "how do I add a sitemap?", ["kb"])
+        assert found.candidates[0]["id"] == "kb/ingest-sources"
+        knowledge = service.retrieve_knowledge(anonymous, ["kb/ingest-sources"], "sitemap lastmod")
+        assert knowledge.hits and knowledge.hits[0]["title"] == "Ingesting sources"
     finally:
         kb_settings.cache_clear()

@@ -58,11 +58,14 @@ class Command(BaseCommand):
         self._supervise(children)
 
     def _demo(self) -> None:
-        from kb.demo import ensure_demo_sources
+        from kb.demo import ensure_demo_providers, ensure_demo_sources
 
         run_ids = ensure_demo_sources()
         if run_ids:
             self.stdout.write(f"==> demo source queued for ingest (runs {', '.join(map(str, run_ids))})")
+        for entry in ensure_demo_providers():
+            self.stdout.write(f"==> capability provider {entry['provider']!r}: {entry['capabilities']} capabilities, "
+                              f"revision {entry['revision'][:12]}")
 
     def _supervise(self, children: list[subprocess.Popen]) -> None:
         stopping = False
