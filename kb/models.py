@@ -134,7 +134,11 @@ class Document(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["source", "ref"], name="document_unique_ref"),
         ]
-        indexes = [models.Index(fields=["namespace", "source"], name="document_ns_source")]
+        indexes = [
+            models.Index(fields=["namespace", "source"], name="document_ns_source"),
+            # the names channel's substring match (name_key LIKE '%qwen38%') through trigrams
+            GinIndex(fields=["name_key"], opclasses=["gin_trgm_ops"], name="document_name_key_trgm"),
+        ]
 
     def __str__(self) -> str:
         return self.title or self.ref
