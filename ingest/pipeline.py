@@ -54,6 +54,7 @@ class _Pending:
     reason: str
     started: float
     document_id: int | None = None
+    queued_at: float = field(default_factory=time.monotonic)
 
 
 @dataclass
@@ -119,8 +120,34 @@ class IngestPipeline:
         except KBError as exc:
             self._finish(failed_with=exc)
             return self.run
+        except DatabaseError as exc:
+            self._fail_after_lost_database(exc)
+            return self.run
         self._finish()
         return self.run
+
+    def _fail_after_lost_database(self, exc: DatabaseError) -> None:
+        """The database went away (restart, failover, network). Every batch is one transaction,
+        so each document is entirely old or entirely new; wait for the server to come back, then
+        record the run as failed with a stable code, so it can be retried instead of hanging in
+        "running". If the server stays away, the error propagates (nothing can be recorded)."""
+        logger.warning("database error during ingest run %s: %s", self.run.pk, exc)
+        self._pending.clear()
+        self._outcomes.clear()  # outcomes of the rolled-back batch were never written
+        for attempt in range(DB_RECONNECT_ATTEMPTS):
+            try:
+                connection.close()
+                connection.ensure_connection()
+                break
+            except DatabaseError:
+                time.sleep(min(0.25 * 2 ** attempt, 4.0))
+        else:
+            raise exc
+        self.run.refresh_from_db(fields=["items_done", "items_changed", "items_unchanged", "items_failed",
+                                          "items_removed", "chunks_written", "chunks_embedded", "items_total"])
+        self._finish(failed_with=DatabaseUnavailable(
+            f"The database connection was lost during the ingest ({type(exc).__name__}); documents written "
+            "before it are complete, the batch in flight was rolled back. Retry the run."))
 
     def _start(self) -> None:
         self.run.status = IngestRun.Status.RUNNING
@@ -260,7 +287,12 @@ class IngestPipeline:
 
     # --- embedding and writing ----------------------------------------------------------------
     def _flush_if_full(self) -> None:
-        if sum(len(p.chunks) for p in self._pending) >= EMBED_BATCH_CHUNKS:
+        """Flush when the batch is big enough to embed efficiently, or when its oldest document
+        has waited long enough (a slow crawl shows its documents, and a crash loses little)."""
+        if not self._pending:
+            return
+        full = sum(len(p.chunks) for p in self._pending) >= EMBED_BATCH_CHUNKS
+        if full or time.monotonic() - self._pending[0].queued_at >= EMBED_BATCH_MAX_WAIT_S:
             self._flush()
 
     def _flush(self) -> None:

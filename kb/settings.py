@@ -51,6 +51,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "kb.middleware.ApiErrorShapeMiddleware",
 ]
 
 if PRODUCTION:  # runserver serves static files in development
@@ -139,7 +140,8 @@ Q_CLUSTER = {
     "orm": "default",
     "workers": int(os.environ.get("KB_WORKERS", "1")),
     "timeout": int(os.environ.get("KB_TASK_TIMEOUT", "3600")),
-    "retry": int(os.environ.get("KB_TASK_TIMEOUT", "3600")) + 60,
+    # a task whose worker died is handed out again after this many seconds (must exceed timeout)
+    "retry": int(os.environ.get("KB_TASK_RETRY", str(int(os.environ.get("KB_TASK_TIMEOUT", "3600")) + 60))),
     "max_attempts": 3,
     "ack_failures": True,
     "catch_up": False,

@@ -7,6 +7,7 @@ same ranking and the same explanations. Each call writes one QueryLog row (unles
 from __future__ import annotations
 
 import time
+import unicodedata
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -166,7 +167,18 @@ def validate_query(query: str, limit: int) -> str:
         raise InvalidQuery("The query contains a NUL character.", code="SEARCH_INVALID_QUERY")
     if not 1 <= limit <= MAX_LIMIT:
         raise InvalidQuery(f"limit must be between 1 and {MAX_LIMIT}, got {limit}.", code="SEARCH_INVALID_LIMIT")
-    return query.strip()
+    normalised = normalise_query(query)
+    if not normalised:
+        raise InvalidQuery("The query is empty; type a few words to search for.", code="SEARCH_EMPTY_QUERY")
+    return normalised
+
+
+def normalise_query(query: str) -> str:
+    """NFKC (fullwidth and compatibility forms become their plain letters and digits) without
+    invisible format characters (zero-width spaces and joiners, direction marks), so text that
+    looks the same searches the same."""
+    folded = unicodedata.normalize("NFKC", query)
+    return "".join(ch for ch in folded if unicodedata.category(ch) != "Cf").strip()
 
 
 def _ms(start: float) -> float:

@@ -53,6 +53,12 @@ class TcpPostgres:
             pgdata=self.pgdata, user=self.user, timeout=60,
         )
 
+    def restart(self) -> None:
+        """A fast restart: every open connection is cut, as in a failover or an upgrade."""
+        _, pg_ctl = self._cmd()
+        pg_ctl(["-w", "-m", "fast", "-o", f"-h 127.0.0.1 -p {self.port} -k {self.pgdata}", "-l",
+                str(self.pgdata / "log"), "restart"], pgdata=self.pgdata, user=self.user, timeout=60)
+
     def stop(self) -> None:
         _, pg_ctl = self._cmd()
         try:
