@@ -115,11 +115,43 @@ class SentenceTransformerEmbedder:
     def embed_query(self, text: str) -> np.ndarray:
         model = self._load()
         self._use_threads(1)
+        if _is_mean_pooled_transformer(model) and not getattr(model, "prompts", None):
+            return self._forward_one(model, text)
         encode = getattr(model, "encode_query", model.encode)
         vector = encode(
             [text], normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
         )
         return np.asarray(vector, dtype=np.float32)[0]
+
+    @staticmethod
+    def _forward_one(model, text: str) -> np.ndarray:
+        """The same computation as `encode()` for a plain transformer + mean pooling model (the
+        default MiniLM), without its batching machinery: about 2 ms of a 20 ms query saved."""
+        import torch
+
+        with torch.inference_mode():
+            features = model.tokenizer([text], padding=True, truncation=True, max_length=model.max_seq_length,
+                                       return_tensors="pt")
+            hidden = model[0].auto_model(**features).last_hidden_state
+            mask = features["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            vector = torch.nn.functional.normalize(pooled, dim=-1)
+        return vector[0].numpy().astype(np.float32)
+
+
+def _is_mean_pooled_transformer(model) -> bool:
+    """Transformer → mean Pooling (→ Normalize): the layout `_forward_one` reproduces exactly."""
+    names = [type(module).__name__ for module in model]
+    if names not in (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"]):
+        return False
+    pooling = model[1]
+    mode = getattr(pooling, "pooling_mode", None)  # sentence-transformers 5+: one mode string
+    if mode is not None:
+        return mode in ("mean", ["mean"], ("mean",))
+    flags = ("pooling_mode_cls_token", "pooling_mode_max_tokens", "pooling_mode_mean_sqrt_len_tokens",
+             "pooling_mode_weightedmean_tokens", "pooling_mode_lasttoken")
+    return bool(getattr(pooling, "pooling_mode_mean_tokens", False)) and not any(
+        getattr(pooling, flag, False) for flag in flags)
 
 
 class HttpEmbedder:
