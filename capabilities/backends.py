@@ -187,8 +187,8 @@ def index_capabilities(provider, force: bool = False) -> int:
 
 
 def _cosine(a, b) -> float:
-    dot = sum(x * y for x, y in zip(a, b))
-    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    dot = float(sum(float(x) * float(y) for x, y in zip(a, b)))
+    norm = math.sqrt(sum(float(x) ** 2 for x in a)) * math.sqrt(sum(float(y) ** 2 for y in b))
     return dot / norm if norm else 0.0
 
 
