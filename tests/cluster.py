@@ -60,14 +60,27 @@ class Cluster:
         process.wait(timeout=30)
 
     def stop(self, process: subprocess.Popen) -> None:
-        """Ask a process to stop as an operator would (SIGTERM); kill it if it does not."""
+        """Ask a process to stop as an operator would (SIGTERM), then make sure that neither it
+        nor anything it started outlives the test."""
+        import psutil
+
         if process.poll() is not None:
             return
+        try:
+            family = psutil.Process(process.pid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            family = []
         process.send_signal(signal.SIGTERM)
         try:
             process.wait(timeout=30)
         except subprocess.TimeoutExpired:
             self.kill(process)
+        _, alive = psutil.wait_procs(family, timeout=10)
+        for member in alive:
+            try:
+                member.kill()
+            except psutil.NoSuchProcess:
+                pass
 
     def stop_all(self) -> None:
         for process in self.processes:
