@@ -115,12 +115,13 @@ class TargetAccess:
         return {
             "content_ids": store.content_ids(targets),
             "source_revisions": store.indexed_source_revisions({t.source_id for t in targets}),
-            "indexed_config_revision": store.indexed_config_revision(document_ids, _model_id()),
+            "indexed_config_revision": store.indexed_config_revision(document_ids, model_id()),
             "freshness": {t.id: "indexed" if t.document_ids else "not_indexed" for t in targets},
         }
 
 
-def _model_id() -> str:
+def model_id() -> str:
+    """The configured embedder's model id: what the index's configuration revision names."""
     from ingest.embed import get_embedder
 
     return get_embedder().model_id
@@ -208,6 +209,5 @@ def _bm25(text: str, documents: dict[int, dict[str, int]]) -> dict[int, float]:
         for pk, terms in documents.items():
             tf = terms.get(lexeme)
             if tf:
-                norm = 1 - bm25.B + bm25.B * lengths[pk] / avgdl
-                scores[pk] = scores.get(pk, 0.0) + weight * tf * (bm25.K1 + 1) / (tf + bm25.K1 * norm)
+                scores[pk] = scores.get(pk, 0.0) + weight * bm25.impact(tf, lengths[pk], avgdl)
     return scores

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from capabilities import store
-from capabilities.backends import TargetAccess, capability_retriever, index_capabilities, knowledge_retriever
+from capabilities.backends import (TargetAccess, capability_retriever, index_capabilities, knowledge_retriever,
+                                   model_id)
 from capabilities.contracts import (CapabilityQuery, CheckedCandidate, ContractWarning, KnowledgeAnswer,
                                     KnowledgeRequest, Target, check_candidates, check_hit, mapping_revision,
                                     verify_evidence)
@@ -19,7 +20,7 @@ from capabilities.definitions import parse_definitions
 from kb.auth import Principal
 from kb.conf import kb_settings
 from kb.errors import BudgetExceeded, KBError, NotFound, RetrieverFailed, RevisionMismatch, ValidationFailed
-from retrieval.service import validate_query
+from retrieval.service import document_citation_url, validate_query
 
 logger = logging.getLogger(__name__)
 
@@ -157,7 +158,7 @@ def retrieve_knowledge(principal: Principal, selected: list, text: str, knowledg
                               details={"backend": type(backend).__name__}) from exc
     finally:
         access.close()
-    current = store.current_records(targets, request.static_revision_by_provider, _model_id())
+    current = store.current_records(targets, request.static_revision_by_provider, model_id())
     verify_evidence(answer, request, current)
     hits, warnings = _verified_hits(answer, targets)
     return KnowledgeResult(hits=hits, evidence=_evidence(answer, targets), warnings=warnings)
@@ -220,19 +221,11 @@ def _verified_hits(answer: KnowledgeAnswer, targets: list[Target]) -> tuple[list
             "rank": position, "target_id": target.id, "document_id": document.pk, "title": document.title,
             "role": target.role, "locale": target.locale, "capability_ids": list(target.capability_ids),
             "start_byte": hit.start_byte, "end_byte": hit.end_byte, "snippet": hit.snippet, "score": hit.score,
-            "citation_url": _citation(document, anchor),
+            "citation_url": document_citation_url(url=document.metadata.get("url", ""), ref=document.ref,
+                                                  anchor=anchor, namespace=document.namespace.slug,
+                                                  document_id=document.pk),
         })
     return hits, warnings
-
-
-def _citation(document, anchor: str) -> str:
-    from urllib.parse import quote
-
-    url = document.ref if document.ref.startswith(("http://", "https://")) else ""
-    if url:
-        return url if "#" in url or not anchor else f"{url}#{anchor}"
-    base = f"kb://{quote(document.namespace.slug, safe=':')}/documents/{document.pk}"
-    return f"{base}#{anchor}" if anchor else base
 
 
 def _evidence(answer: KnowledgeAnswer, targets: list[Target]) -> dict:
@@ -247,11 +240,5 @@ def _evidence(answer: KnowledgeAnswer, targets: list[Target]) -> dict:
         "indexed_config_revision": answer.indexed_config_revision,
         "observed_at": answer.observed_at.isoformat(),
     }
-
-
-def _model_id() -> str:
-    from ingest.embed import get_embedder
-
-    return get_embedder().model_id
 
 

@@ -24,3 +24,9 @@ class Term:
         """Query term frequency times the BM25 IDF (the Lucene form, never negative)."""
         df = self.document_frequency
         return self.query_tf * math.log(1 + (chunk_count - df + 0.5) / (df + 0.5))
+
+
+def impact(tf: float, length: float, avgdl: float) -> float:
+    """A term's saturated, length-normalised frequency in one text: what the lexical channel's
+    SQL computes per posting, for rankings done in memory (the capability index)."""
+    return tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / avgdl))

@@ -220,15 +220,20 @@ def _plain_rrf(candidates: list[Candidate], params: RankerParams) -> Ranking:
 
 
 def citation_url(row: ch.ChunkRow, namespace: str) -> str:
+    return document_citation_url(url=row.url, ref=row.ref, anchor=row.anchor, namespace=namespace,
+                                 document_id=row.document_id)
+
+
+def document_citation_url(*, url: str, ref: str, anchor: str, namespace: str, document_id: int) -> str:
     """`url#anchor` for web documents (unless the URL has a fragment); a stable kb:// URL for
     files and text, which have no URL of their own."""
-    url = row.url or (row.ref if row.ref.startswith(("http://", "https://")) else "")
+    url = url or (ref if ref.startswith(("http://", "https://")) else "")
     if url:
-        if "#" in url or not row.anchor:
+        if "#" in url or not anchor:
             return url
-        return f"{url}#{row.anchor}"
-    base = f"kb://{quote(namespace, safe=':')}/documents/{row.document_id}"
-    return f"{base}#{row.anchor}" if row.anchor else base
+        return f"{url}#{anchor}"
+    base = f"kb://{quote(namespace, safe=':')}/documents/{document_id}"
+    return f"{base}#{anchor}" if anchor else base
 
 
 def _hit(details: ScoreDetails, row: ch.ChunkRow, candidate: ch.CandidateRow, namespace: str) -> Hit:
