@@ -45,18 +45,9 @@ class Cluster:
 
     def kill(self, process: subprocess.Popen) -> None:
         """SIGKILL a process and everything it started (a qcluster forks its workers): a crash."""
-        import psutil
-
-        try:
-            family = [psutil.Process(process.pid), *psutil.Process(process.pid).children(recursive=True)]
-        except psutil.NoSuchProcess:
-            family = []
-        for member in family:
-            try:
-                member.kill()
-            except psutil.NoSuchProcess:
-                pass
-        psutil.wait_procs(family, timeout=30)
+        family = _descendants(process.pid)
+        _kill_all(family)  # the descendants first, so none is re-parented in between
+        _kill_all(_processes([process.pid]))
         process.wait(timeout=30)
 
     def stop(self, process: subprocess.Popen) -> None:
@@ -66,21 +57,14 @@ class Cluster:
 
         if process.poll() is not None:
             return
-        try:
-            family = psutil.Process(process.pid).children(recursive=True)
-        except psutil.NoSuchProcess:
-            family = []
+        family = _descendants(process.pid)
         process.send_signal(signal.SIGTERM)
         try:
             process.wait(timeout=30)
         except subprocess.TimeoutExpired:
             self.kill(process)
         _, alive = psutil.wait_procs(family, timeout=10)
-        for member in alive:
-            try:
-                member.kill()
-            except psutil.NoSuchProcess:
-                pass
+        _kill_all(alive)
 
     def stop_all(self) -> None:
         for process in self.processes:
@@ -102,3 +86,35 @@ class Cluster:
             if time.monotonic() > deadline:
                 raise AssertionError(f"timed out waiting for: {query}")
             time.sleep(0.3)
+
+
+def _processes(pids):
+    import psutil
+
+    found = []
+    for pid in pids:
+        try:
+            found.append(psutil.Process(pid))
+        except psutil.NoSuchProcess:
+            pass
+    return found
+
+
+def _descendants(pid: int):
+    import psutil
+
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+
+
+def _kill_all(processes) -> None:
+    import psutil
+
+    for member in processes:
+        try:
+            member.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(processes, timeout=30)
