@@ -32,6 +32,7 @@ from kb.errors import DatabaseUnavailable, KBError
 from kb.models import Chunk, Document, IngestItem, IngestRun, Source
 from kb.names import document_name_key, duplicate_key
 from kb.revisions import source_revision
+from kb.vector_index import ensure_namespace_index
 
 logger = logging.getLogger(__name__)
 
@@ -427,6 +428,8 @@ class IngestPipeline:
             run.status = IngestRun.Status.PARTIAL
         else:
             run.status = IngestRun.Status.SUCCEEDED
+        if failed_with is None:
+            self._ensure_vector_index()
         run.finished_at = timezone.now()
         run.save()
         summary = {
@@ -437,6 +440,19 @@ class IngestPipeline:
         Source.objects.filter(pk=self.source.pk).update(
             last_run_at=run.finished_at, last_run_status=run.status, last_run_summary=summary, **indexed
         )
+
+
+    def _ensure_vector_index(self) -> None:
+        """Give the namespace its own HNSW index once it is large enough (kb/vector_index.py).
+        Part of the run, so a finished run is fast to search; a failed build costs speed, not
+        results (the namespace is searched exactly), so it is logged and retried by the next run."""
+        try:
+            outcome = ensure_namespace_index(self.source.namespace_id)
+        except DatabaseError as exc:
+            logger.warning("vector index for namespace %s not built: %s", self.source.namespace_id, exc)
+            return
+        if outcome in ("built", "rebuilt"):
+            logger.info("run %s: %s the vector index of namespace %s", self.run.pk, outcome, self.source.namespace_id)
 
 
 def current_source_revision(source: Source) -> str:

@@ -34,6 +34,7 @@ class KBSettings:
     knowledge_retriever: str = "builtin"
     knowledge_max_targets: int = 50
     knowledge_max_bytes: int = 20 * 1024 * 1024
+    vector_index_min_chunks: int = 2000
 
     def allowed_private_networks(self) -> tuple[ipaddress._BaseNetwork, ...]:
         nets = []
@@ -73,6 +74,7 @@ def kb_settings() -> KBSettings:
         knowledge_retriever=settings.KB_KNOWLEDGE_RETRIEVER.strip(),
         knowledge_max_targets=settings.KB_KNOWLEDGE_MAX_TARGETS,
         knowledge_max_bytes=settings.KB_KNOWLEDGE_MAX_BYTES,
+        vector_index_min_chunks=settings.KB_VECTOR_INDEX_MIN_CHUNKS,
     )
     _validate(conf)
     return conf
@@ -93,6 +95,11 @@ def _validate(conf: KBSettings) -> None:
         raise ConfigurationError(
             f"KB_EMBEDDING_DIM must be between 1 and 16000, got {conf.embedding_dim}.",
             details={"setting": "KB_EMBEDDING_DIM"},
+        )
+    if conf.vector_index_min_chunks < 1:
+        raise ConfigurationError(
+            f"KB_VECTOR_INDEX_MIN_CHUNKS must be at least 1, got {conf.vector_index_min_chunks}.",
+            details={"setting": "KB_VECTOR_INDEX_MIN_CHUNKS"},
         )
     if conf.chunk_tokens < 32:
         raise ConfigurationError(

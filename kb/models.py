@@ -13,7 +13,7 @@ from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
-from pgvector.django import HnswIndex, VectorField
+from pgvector.django import VectorField
 
 from kb.validators import (
     URL_KINDS,
@@ -181,13 +181,7 @@ class Chunk(models.Model):
         ]
         indexes = [
             GinIndex(fields=["search_vector"], name="chunk_search_vector_gin"),
-            HnswIndex(
-                name="chunk_embedding_hnsw",
-                fields=["embedding"],
-                m=16,
-                ef_construction=64,
-                opclasses=["vector_cosine_ops"],
-            ),
+            # no table-wide vector index: each large namespace gets its own (kb/vector_index.py)
         ]
 
     def __str__(self) -> str:

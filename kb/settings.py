@@ -167,6 +167,9 @@ KB_DEMO_DOCS_DIR = BASE_DIR / "docs"
 KB_CAPABILITY_RETRIEVER = os.environ.get("KB_CAPABILITY_RETRIEVER", "builtin")
 KB_KNOWLEDGE_RETRIEVER = os.environ.get("KB_KNOWLEDGE_RETRIEVER", "builtin")
 KB_KNOWLEDGE_MAX_TARGETS = int(os.environ.get("KB_KNOWLEDGE_MAX_TARGETS", "50"))
+# a namespace with at least this many embedded chunks gets its own HNSW index (kb/vector_index.py);
+# smaller ones are searched exactly, which is as fast below this size
+KB_VECTOR_INDEX_MIN_CHUNKS = int(os.environ.get("KB_VECTOR_INDEX_MIN_CHUNKS", "2000"))
 KB_KNOWLEDGE_MAX_BYTES = int(os.environ.get("KB_KNOWLEDGE_MAX_BYTES", str(20 * 1024 * 1024)))
 
 LOGGING = {

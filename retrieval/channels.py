@@ -26,9 +26,11 @@ class Scope:
     document_ids: tuple[int, ...] = ()
 
     def where(self, chunk_alias: str = "c") -> tuple[str, list]:
-        """SQL conditions (and params) restricting chunks `chunk_alias` to this scope."""
-        sql = [f"{chunk_alias}.namespace_id = %s"]
-        params: list = [self.namespace_id]
+        """SQL conditions (and params) restricting chunks `chunk_alias` to this scope. The
+        namespace id is written into the SQL as an integer literal, so the planner can match the
+        namespace's partial vector index (kb/vector_index.py) even in a generic prepared plan."""
+        sql = [f"{chunk_alias}.namespace_id = {int(self.namespace_id)}"]
+        params: list = []
         if self.document_ids:
             sql.append(f"{chunk_alias}.document_id = ANY(%s)")
             params.append(list(self.document_ids))
@@ -49,7 +51,8 @@ def vector_literal(vector) -> str:
 
 
 def vector_channel(scope: Scope, query_vector, k: int) -> list[ChannelRow]:
-    """Nearest chunks by cosine through the HNSW index. An HNSW scan returns at most
+    """Nearest chunks by cosine through the namespace's HNSW index (an exact scan for a namespace
+    too small to have one, kb/vector_index.py). An HNSW scan returns at most
     hnsw.ef_search rows, so ef_search is raised to the candidate count, and the iterative scan
     keeps filling the list when the namespace filter removes rows."""
     where, params = scope.where()

@@ -1,7 +1,7 @@
 """Build a large namespace for the latency scaling run: a benchmark corpus copied N times.
 
-Each copy's documents and chunks are written by SQL (so the postings trigger and the HNSW index
-do their real work), with the text perturbed (a copy marker and every `copy`-th word dropped) and
+Each copy's documents and chunks are written by SQL (so the postings trigger does its real work;
+the namespace's HNSW index is then built as an ingest run builds it), with the text perturbed (a copy marker and every `copy`-th word dropped) and
 each embedding moved by small Gaussian noise and re-normalised, so copies are near neighbours,
 not exact duplicates. Embedding the copies for real would take hours on a CPU and measure the
 model again, not the search.
@@ -14,6 +14,7 @@ from typing import Callable
 from django.db import connection, transaction
 
 from kb.models import Namespace, Source
+from kb.vector_index import ensure_namespace_index
 
 
 def build_scaled_copy(base_namespace: str, target_namespace: str, target_chunks: int,
@@ -59,6 +60,7 @@ def build_scaled_copy(base_namespace: str, target_namespace: str, target_chunks:
             )
         if progress:
             progress(copy, copies)
+    ensure_namespace_index(target.id)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE kb_chunk")
         cursor.execute("ANALYZE kb_chunk_term")
