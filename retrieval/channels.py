@@ -51,25 +51,63 @@ def vector_literal(vector) -> str:
 
 
 def vector_channel(scope: Scope, query_vector, k: int) -> list[ChannelRow]:
-    """Nearest chunks by cosine through the namespace's HNSW index (an exact scan for a namespace
-    too small to have one, kb/vector_index.py). An HNSW scan returns at most
-    hnsw.ef_search rows, so ef_search is raised to the candidate count, and the iterative scan
-    keeps filling the list when the namespace filter removes rows."""
-    where, params = scope.where()
-    literal = vector_literal(query_vector)
+    """Nearest chunks by cosine, best first (`vector_candidates` without the candidate rows)."""
+    return vector_candidates(scope, query_vector, k).rows
+
+
+@dataclass(frozen=True)
+class VectorCandidates:
+    rows: list[ChannelRow]  # the vector channel, best first
+    candidates: dict[int, "CandidateRow"]  # the ranker's view of each nearest chunk not in `known_ids`
+    cosines: dict[int, float]  # the cosine of every id in `known_ids` that has an embedding
+
+
+def vector_candidates(scope: Scope, query_vector, k: int, known_ids: list[int] = (),
+                      with_embeddings: bool = False) -> VectorCandidates:
+    """The vector channel and what the ranker needs about its hits, in one statement, so the
+    search does one round trip after its query embedding is ready: the nearest k chunks through
+    the namespace's HNSW index (an exact scan for a namespace too small to have one,
+    kb/vector_index.py) with their candidate rows, plus the cosine of the candidates other
+    channels found earlier (`known_ids`, whose rows the caller already has).
+
+    An HNSW scan returns at most hnsw.ef_search rows, so ef_search is raised to the candidate
+    count, and the iterative scan keeps filling the list when a filter removes rows."""
+    where, params = _named_where(scope, "c")
+    known = list(known_ids)
+    sql = f"""
+        WITH nearest AS MATERIALIZED (
+            SELECT c.id, 1 - (c.embedding <=> %(q)s::vector) AS cosine FROM kb_chunk c
+            WHERE {where} AND c.embedding IS NOT NULL
+            ORDER BY c.embedding <=> %(q)s::vector LIMIT %(k)s)
+        SELECT n.id, n.cosine, true, {_CANDIDATE_COLUMNS.format(embedding=_embedding_sql(with_embeddings))}
+        FROM nearest n JOIN kb_chunk c ON c.id = n.id {_CANDIDATE_JOINS}
+        WHERE n.id <> ALL(%(known)s::bigint[])
+        UNION ALL
+        SELECT n.id, n.cosine, true, {_NO_CANDIDATE_COLUMNS}
+        FROM nearest n WHERE n.id = ANY(%(known)s::bigint[])
+        UNION ALL
+        SELECT c.id, 1 - (c.embedding <=> %(q)s::vector), false, {_NO_CANDIDATE_COLUMNS}
+        FROM kb_chunk c
+        WHERE c.id = ANY(%(known)s::bigint[]) AND {where} AND c.embedding IS NOT NULL
+          AND c.id NOT IN (SELECT id FROM nearest)"""
+    ef_search = str(min(1000, max(k, 40)))
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(min(1000, max(k, 40)))])
-        cursor.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
-        cursor.execute(
-            f"""SELECT c.id, 1 - (c.embedding <=> %s::vector) AS cosine FROM kb_chunk c
-                WHERE {where} AND c.embedding IS NOT NULL
-                ORDER BY c.embedding <=> %s::vector LIMIT %s""",
-            [literal, *params, literal, k],
-        )
-        rows = cursor.fetchall()
+        cursor.execute("SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', "
+                       "'relaxed_order', true)", [ef_search])
+        cursor.execute(sql, {"q": vector_literal(query_vector), "k": k, "known": known, **params})
+        fetched = cursor.fetchall()
+    nearest, candidates, cosines = [], {}, {}
+    for row in fetched:
+        chunk_id, cosine, is_nearest = row[0], float(row[1]), row[2]
+        if is_nearest:
+            nearest.append(ChannelRow(chunk_id, cosine))
+        if row[3] is not None:
+            candidates[chunk_id] = _candidate_row(chunk_id, cosine, row[3:])
+        else:
+            cosines[chunk_id] = cosine
     # relaxed_order may return near-ties slightly out of order: restore exact order
-    rows.sort(key=lambda r: (-r[1], r[0]))
-    return [ChannelRow(chunk_id, float(cosine)) for chunk_id, cosine in rows]
+    nearest.sort(key=lambda r: (-r.raw, r.chunk_id))
+    return VectorCandidates(nearest, candidates, cosines)
 
 
 def query_lexemes(text: str) -> list[tuple[str, int]]:
@@ -200,7 +238,7 @@ class CandidateRow:
     path: str
     is_summary: bool
     priority: float
-    dated: datetime | None
+    dated_epoch: float | None  # the document's date (created, else indexed) in seconds since the epoch
     cosine: float | None
     text_key: str
     body_key: str
@@ -230,37 +268,46 @@ class ChunkRow:
     indexed_at: datetime | None
 
 
+_CANDIDATE_COLUMNS = """c.document_id, c.position, coalesce(nullif(d.path, ''), d.ref), c.is_summary, s.priority,
+    extract(epoch FROM coalesce(d.created_at, d.indexed_at))::float8, c.text_key, c.body_key, {embedding}"""
+_NO_CANDIDATE_COLUMNS = "NULL::bigint, NULL::int, NULL::text, NULL::bool, NULL::float8, NULL::float8, NULL::text, NULL::text, NULL::vector"
+_CANDIDATE_JOINS = "JOIN kb_document d ON d.id = c.document_id JOIN kb_source s ON s.id = d.source_id"
+
+
+def _embedding_sql(with_embeddings: bool) -> str:
+    return "c.embedding" if with_embeddings else "NULL::vector"
+
+
+def _candidate_row(chunk_id: int, cosine: float | None, columns) -> CandidateRow:
+    """A CandidateRow from `_CANDIDATE_COLUMNS`. The date travels as epoch seconds: parsing a
+    timestamptz per candidate cost more than the rest of the query."""
+    document_id, position, path, is_summary, priority, dated_epoch, text_key, body_key, embedding = columns
+    if embedding is not None and not isinstance(embedding, (list, tuple, np.ndarray)):
+        embedding = [float(x) for x in str(embedding).strip("[]").split(",")]
+    return CandidateRow(
+        chunk_id, document_id, position, path, is_summary, float(priority), dated_epoch, cosine, text_key,
+        body_key, tuple(float(x) for x in embedding) if embedding is not None else None,
+    )
+
+
 def candidate_rows(scope: Scope, chunk_ids: list[int], query_vector=None,
                    with_embeddings: bool = False) -> dict[int, CandidateRow]:
-    """The ranker's view of the candidates, in one query; the namespace condition is repeated so
-    a foreign id can never be read."""
+    """The ranker's view of the candidates, in one query (with their cosine when a query vector
+    is given); the namespace condition is repeated so a foreign id can never be read."""
     if not chunk_ids:
         return {}
     where, params = scope.where("c")
     cosine_sql = "1 - (c.embedding <=> %s::vector)" if query_vector is not None else "NULL::float8"
     cosine_params = [vector_literal(query_vector)] if query_vector is not None else []
-    embedding_sql = "c.embedding" if with_embeddings else "NULL::vector"
     with connection.cursor() as cursor:
         cursor.execute(
-            f"""SELECT c.id, c.document_id, c.position, coalesce(nullif(d.path, ''), d.ref), c.is_summary,
-                       s.priority, coalesce(d.created_at, d.indexed_at), {cosine_sql}, c.text_key, c.body_key,
-                       {embedding_sql}
-                FROM kb_chunk c JOIN kb_document d ON d.id = c.document_id
-                JOIN kb_source s ON s.id = d.source_id
+            f"""SELECT c.id, {cosine_sql}, {_CANDIDATE_COLUMNS.format(embedding=_embedding_sql(with_embeddings))}
+                FROM kb_chunk c {_CANDIDATE_JOINS}
                 WHERE c.id = ANY(%s) AND {where}""",
             [*cosine_params, list(chunk_ids), *params],
         )
         rows = cursor.fetchall()
-    result = {}
-    for row in rows:
-        embedding = row[10]
-        if embedding is not None and not isinstance(embedding, (list, tuple, np.ndarray)):
-            embedding = [float(x) for x in str(embedding).strip("[]").split(",")]
-        result[row[0]] = CandidateRow(
-            *row[:7], float(row[7]) if row[7] is not None else None, row[8], row[9],
-            tuple(float(x) for x in embedding) if embedding is not None else None,
-        )
-    return result
+    return {row[0]: _candidate_row(row[0], float(row[1]) if row[1] is not None else None, row[2:]) for row in rows}
 
 
 def hydrate(scope: Scope, chunk_ids: list[int]) -> dict[int, ChunkRow]:

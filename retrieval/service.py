@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from urllib.parse import quote
 
-from django.utils import timezone
 
 from kb.models import Namespace, QueryLog
 from retrieval import channels as ch
@@ -99,9 +98,10 @@ def search(query: str, namespace: str, *, filters: Filters = Filters(), limit: i
     features = analyse(query)
     timings: dict[str, float] = {}
 
+    with_embeddings = params.mmr_lambda < 1
     with ThreadPoolExecutor(max_workers=1) as pool:
-        # the model runs on its own thread (torch releases the GIL) while the SQL channels that
-        # do not need the query vector run here
+        # the model runs on its own thread (torch releases the GIL) while the SQL that does not
+        # need the query vector runs here: the other channels and their candidates' rows
         embedding = None
         if VECTOR in channels and query_vector is None:
             embedding = pool.submit(_embed, query)
@@ -112,19 +112,26 @@ def search(query: str, namespace: str, *, filters: Filters = Filters(), limit: i
             NAMES: ch.names_channel(scope, features.name_keys) if NAMES in channels else [],
             IDENTIFIERS: ch.identifier_channel(scope, features.identifiers) if IDENTIFIERS in channels else [],
         }
-        if embedding is not None:
-            query_vector, timings["embed_ms"] = embedding.result()
-        lists[VECTOR] = ch.vector_channel(scope, query_vector, depth) if VECTOR in channels else []
         timings["channels_ms"] = _ms(t)
+        t = time.perf_counter()
+        early_ids = list(dict.fromkeys(row.chunk_id for rows in lists.values() for row in rows))
+        candidate_rows = ch.candidate_rows(scope, early_ids, with_embeddings=with_embeddings)
+        timings["candidates_ms"] = _ms(t)
+        cosines: dict[int, float] = {}
+        if VECTOR in channels:
+            if embedding is not None:
+                query_vector, timings["embed_ms"] = embedding.result()
+            t = time.perf_counter()
+            found = ch.vector_candidates(scope, query_vector, depth, list(candidate_rows), with_embeddings)
+            lists[VECTOR] = found.rows
+            candidate_rows.update(found.candidates)
+            cosines = found.cosines
+            timings["vector_ms"] = _ms(t)
+        else:
+            lists[VECTOR] = []
 
     t = time.perf_counter()
-    ids = list(dict.fromkeys(row.chunk_id for rows in lists.values() for row in rows))
-    candidate_rows = ch.candidate_rows(scope, ids, query_vector if VECTOR in channels else None,
-                                       with_embeddings=params.mmr_lambda < 1)
-    timings["candidates_ms"] = _ms(t)
-
-    t = time.perf_counter()
-    candidates = _candidates(lists, candidate_rows)
+    candidates = _candidates(lists, candidate_rows, cosines)
     if fusion == "rrf":
         ranking = _plain_rrf(candidates, params)
     else:
@@ -134,7 +141,7 @@ def search(query: str, namespace: str, *, filters: Filters = Filters(), limit: i
     t = time.perf_counter()
     weak_pool = sorted((d for d in ranking.dropped if d.dropped_by == "threshold"), key=lambda d: -d.relevance)[:10]
     rows = ch.hydrate(scope, [d.key for d in ranking.kept] + [d.key for d in weak_pool])
-    hits = [_hit(d, rows[d.key], candidate_rows[d.key], namespace) for d in ranking.kept if d.key in rows]
+    hits = [_hit(d, rows[d.key], namespace) for d in ranking.kept if d.key in rows]
     suggested, cited, related, weak = _tiers(hits, ranking.kept + weak_pool, rows)
     timings["hydrate_ms"] = _ms(t)
     timings["total_ms"] = _ms(started)
@@ -185,12 +192,15 @@ def _ms(start: float) -> float:
     return round((time.perf_counter() - start) * 1000, 2)
 
 
-def _candidates(lists: dict[str, list[ch.ChannelRow]], rows: dict[int, ch.CandidateRow]) -> list[Candidate]:
+def _candidates(lists: dict[str, list[ch.ChannelRow]], rows: dict[int, ch.CandidateRow],
+                cosines: dict[int, float]) -> list[Candidate]:
+    """One Candidate per chunk any channel found; the cosine comes from the row (vector hits)
+    or from `cosines` (the other channels' hits, measured with the vector channel)."""
     hits: dict[int, dict[str, ChannelHit]] = {}
     for name, channel_rows in lists.items():
         for position, row in enumerate(channel_rows, start=1):
             hits.setdefault(row.chunk_id, {})[name] = ChannelHit(rank=position, raw=row.raw)
-    now = timezone.now()
+    now = time.time()
     candidates = []
     for chunk_id, channel_hits in hits.items():
         row = rows.get(chunk_id)
@@ -198,8 +208,9 @@ def _candidates(lists: dict[str, list[ch.ChannelRow]], rows: dict[int, ch.Candid
             continue  # deleted between the channel query and this one
         candidates.append(Candidate(
             key=chunk_id, kind="summary" if row.is_summary else "chunk", group=str(row.document_id),
-            path=row.path, position=row.position, embedding=row.embedding, cosine=row.cosine,
-            hits=channel_hits, age_days=(now - row.dated).total_seconds() / 86400 if row.dated else None,
+            path=row.path, position=row.position, embedding=row.embedding,
+            cosine=row.cosine if row.cosine is not None else cosines.get(chunk_id),
+            hits=channel_hits, age_days=(now - row.dated_epoch) / 86400 if row.dated_epoch is not None else None,
             priority=row.priority, text_key=row.text_key, body_key=row.body_key,
         ))
     return candidates
@@ -236,14 +247,14 @@ def document_citation_url(*, url: str, ref: str, anchor: str, namespace: str, do
     return f"{base}#{anchor}" if anchor else base
 
 
-def _hit(details: ScoreDetails, row: ch.ChunkRow, candidate: ch.CandidateRow, namespace: str) -> Hit:
+def _hit(details: ScoreDetails, row: ch.ChunkRow, namespace: str) -> Hit:
     return Hit(
         rank=details.rank, chunk_id=row.chunk_id, document_id=row.document_id, document_ref=row.ref,
         source_id=row.source_id,
         title=row.title, heading_path=row.heading_path, anchor=row.anchor, text=row.text,
         start_byte=row.start_byte, end_byte=row.end_byte, citation_url=citation_url(row, namespace),
         source_name=row.source_name, created_at=row.created_at or row.indexed_at, score=details.score,
-        relevance=details.relevance, cosine=candidate.cosine, details=details,
+        relevance=details.relevance, cosine=details.cosine, details=details,
     )
 
 
