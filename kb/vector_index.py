@@ -27,7 +27,7 @@ logger = logging.getLogger(__name__)
 
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 64
-BUILD_MEMORY = "512MB"  # maintenance_work_mem for a build: a 200k-chunk graph fits, so it is built in memory
+BUILD_MEMORY = "512MB"  # least maintenance_work_mem for a build: a 200k-chunk graph fits, so it is built in memory
 NAME_PREFIX = "kb_chunk_embedding_ns"
 _NAME_PATTERN = re.compile(rf"^{NAME_PREFIX}(\d+)$")
 _LOCK_CLASS = 0x6B62  # advisory lock class ("kb") serialising builds of one namespace's index
@@ -91,7 +91,9 @@ def ensure_namespace_index(namespace_id: int, min_chunks: int | None = None) -> 
                     connection.check_constraints()  # DDL refuses to run while deferred FK checks are pending
                 if existing is not None:
                     _execute(f"DROP INDEX {_concurrently()} IF EXISTS {existing.name}")
-                _execute(f"SET maintenance_work_mem = '{BUILD_MEMORY}'")
+                _execute(  # raised to BUILD_MEMORY for the build, never lowered below the server's value
+                    "SELECT set_config('maintenance_work_mem', greatest(pg_size_bytes(current_setting("
+                    "'maintenance_work_mem')), pg_size_bytes(%s)) / 1024 || 'kB', false)", [BUILD_MEMORY])
                 _execute(
                     f"CREATE INDEX {_concurrently()} IF NOT EXISTS {name} ON kb_chunk "
                     f"USING hnsw (embedding vector_cosine_ops) "

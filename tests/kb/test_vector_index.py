@@ -50,6 +50,12 @@ def vector_search(namespace, query, planner_setting, k=10):
     return rows, plan
 
 
+def delete_namespace(namespace_id):
+    """As a curator does it: the sources (and with them documents and chunks), then the namespace."""
+    Source.objects.filter(namespace_id=namespace_id).delete()
+    Namespace.objects.filter(pk=namespace_id).delete()
+
+
 def test_ingest_builds_an_index_for_a_large_namespace_only(threshold_of_three):
     large, _ = ingest("tenant:a", CORPUS)
     small, _ = ingest("tenant:b", SMALL)
@@ -61,7 +67,10 @@ def test_ingest_builds_an_index_for_a_large_namespace_only(threshold_of_three):
     assert vector_index.ensure_namespace_index(large.id) == "exists"
 
 
+@pytest.mark.django_db(transaction=True)
 def test_vector_channel_walks_the_namespace_index_and_never_leaves_its_namespace(threshold_of_three):
+    """Committed, as in production: the run builds the index CONCURRENTLY, and an index built in
+    the transaction that wrote the rows could be unusable to that transaction (indcheckxmin)."""
     large, _ = ingest("tenant:a", CORPUS)
     other, _ = ingest("tenant:b", {"soup": ("Pumpkin soup", "Roast the pumpkin, then blend it with stock.")})
     # six rows are cheaper to sort than to walk: one setting forces each plan
@@ -72,6 +81,8 @@ def test_vector_channel_walks_the_namespace_index_and_never_leaves_its_namespace
     assert [r.chunk_id for r in walked] == [r.chunk_id for r in exact]
     foreign = set(other.documents.values_list("chunks__id", flat=True))
     assert walked and not foreign & {r.chunk_id for r in walked}
+    delete_namespace(large.id)  # in autocommit: the index is dropped CONCURRENTLY right away
+    assert index_definition(large.id) is None
 
 
 def test_an_invalid_leftover_index_is_rebuilt(threshold_of_three):
@@ -86,12 +97,6 @@ def test_an_invalid_leftover_index_is_rebuilt(threshold_of_three):
     assert vector_index.namespace_indexes()[namespace.id].valid is False
     assert vector_index.ensure_namespace_index(namespace.id) == "rebuilt"
     assert vector_index.namespace_indexes()[namespace.id].valid is True
-
-
-def delete_namespace(namespace_id):
-    """As a curator does it: the sources (and with them documents and chunks), then the namespace."""
-    Source.objects.filter(namespace_id=namespace_id).delete()
-    Namespace.objects.filter(pk=namespace_id).delete()
 
 
 def test_deleting_a_namespace_drops_its_index_after_commit(threshold_of_three, django_capture_on_commit_callbacks):
