@@ -124,7 +124,29 @@ def test_namespace_isolation_in_every_channel(corpus):
         assert "secret" not in refs(rows)
     foreign = list(Chunk.objects.filter(namespace=other).values_list("pk", flat=True))
     assert ch.hydrate(scope(corpus), foreign) == {} and ch.candidate_rows(scope(corpus), foreign) == {}
+    found = ch.vector_candidates(scope(corpus), vector, 50, known_ids=foreign)
+    assert not set(foreign) & (set(found.candidates) | set(found.cosines))
     assert refs(ch.lexical_channel(scope(other), ch.query_lexemes("secret"), 5)) == ["secret"]
+
+
+def test_vector_candidates_complete_the_rows_other_channels_found(corpus):
+    """After the query embedding, one statement gives the vector channel, rows for its new hits
+    and the cosine of the earlier channels' hits: the same as reading them all afterwards."""
+    from ingest.embed import get_embedder
+
+    vector = get_embedder().embed_query("pumpkin soup with cream")
+    lexical = ch.lexical_channel(scope(corpus), ch.query_lexemes("roast pumpkins in the garden"), 10)
+    known = [row.chunk_id for row in lexical]
+    found = ch.vector_candidates(scope(corpus), vector, 3, known_ids=known)
+    reference = ch.candidate_rows(scope(corpus), list({*known, *(r.chunk_id for r in found.rows)}), vector)
+
+    assert [r.chunk_id for r in found.rows] == [r.chunk_id for r in ch.vector_channel(scope(corpus), vector, 3)]
+    assert set(found.candidates) == {r.chunk_id for r in found.rows} - set(known)
+    assert set(found.cosines) == set(known)
+    for chunk_id, row in found.candidates.items():
+        assert row == reference[chunk_id]
+    for chunk_id, cosine in found.cosines.items():
+        assert cosine == pytest.approx(reference[chunk_id].cosine, abs=1e-6)
 
 
 def test_source_and_document_filters(corpus):
