@@ -290,24 +290,22 @@ def _candidate_row(chunk_id: int, cosine: float | None, columns) -> CandidateRow
     )
 
 
-def candidate_rows(scope: Scope, chunk_ids: list[int], query_vector=None,
-                   with_embeddings: bool = False) -> dict[int, CandidateRow]:
-    """The ranker's view of the candidates, in one query (with their cosine when a query vector
-    is given); the namespace condition is repeated so a foreign id can never be read."""
+def candidate_rows(scope: Scope, chunk_ids: list[int], with_embeddings: bool = False) -> dict[int, CandidateRow]:
+    """The ranker's view of the candidates, in one query, without their cosine (that comes with
+    the vector channel, `vector_candidates`); the namespace condition is repeated so a foreign id
+    can never be read."""
     if not chunk_ids:
         return {}
     where, params = scope.where("c")
-    cosine_sql = "1 - (c.embedding <=> %s::vector)" if query_vector is not None else "NULL::float8"
-    cosine_params = [vector_literal(query_vector)] if query_vector is not None else []
     with connection.cursor() as cursor:
         cursor.execute(
-            f"""SELECT c.id, {cosine_sql}, {_CANDIDATE_COLUMNS.format(embedding=_embedding_sql(with_embeddings))}
+            f"""SELECT c.id, {_CANDIDATE_COLUMNS.format(embedding=_embedding_sql(with_embeddings))}
                 FROM kb_chunk c {_CANDIDATE_JOINS}
                 WHERE c.id = ANY(%s) AND {where}""",
-            [*cosine_params, list(chunk_ids), *params],
+            [list(chunk_ids), *params],
         )
         rows = cursor.fetchall()
-    return {row[0]: _candidate_row(row[0], float(row[1]) if row[1] is not None else None, row[2:]) for row in rows}
+    return {row[0]: _candidate_row(row[0], None, row[1:]) for row in rows}
 
 
 def hydrate(scope: Scope, chunk_ids: list[int]) -> dict[int, ChunkRow]:

@@ -1,7 +1,9 @@
 """Candidate channels against real PostgreSQL, and BM25 statistics under re-ingest and deletion."""
 
+import dataclasses
 import math
 
+import numpy as np
 import pytest
 from django.db import connection
 
@@ -138,15 +140,19 @@ def test_vector_candidates_complete_the_rows_other_channels_found(corpus):
     lexical = ch.lexical_channel(scope(corpus), ch.query_lexemes("roast pumpkins in the garden"), 10)
     known = [row.chunk_id for row in lexical]
     found = ch.vector_candidates(scope(corpus), vector, 3, known_ids=known)
-    reference = ch.candidate_rows(scope(corpus), list({*known, *(r.chunk_id for r in found.rows)}), vector)
+    reference = ch.candidate_rows(scope(corpus), list({*known, *(r.chunk_id for r in found.rows)}))
+    stored = dict(Chunk.objects.filter(pk__in=known).values_list("pk", "embedding"))
 
     assert [r.chunk_id for r in found.rows] == [r.chunk_id for r in ch.vector_channel(scope(corpus), vector, 3)]
     assert set(found.candidates) == {r.chunk_id for r in found.rows} - set(known)
     assert set(found.cosines) == set(known)
     for chunk_id, row in found.candidates.items():
-        assert row == reference[chunk_id]
+        assert row == dataclasses.replace(reference[chunk_id], cosine=row.cosine)
+        assert row.cosine == next(r.raw for r in found.rows if r.chunk_id == chunk_id)
     for chunk_id, cosine in found.cosines.items():
-        assert cosine == pytest.approx(reference[chunk_id].cosine, abs=1e-6)
+        embedding = np.asarray(stored[chunk_id], dtype=np.float64)
+        expected = float(np.dot(embedding, vector) / np.linalg.norm(embedding) / np.linalg.norm(vector))
+        assert cosine == pytest.approx(expected, abs=1e-6)
 
 
 def test_source_and_document_filters(corpus):
@@ -223,8 +229,10 @@ def test_hydrate_returns_what_surfaces_need(corpus):
     row = ch.hydrate(scope(corpus), [chunk.pk])[chunk.pk]
     assert (row.title, row.ref, row.source_kind) == ("Connection errors", "errors", "text")
     assert row.text.startswith("Connection errors\n\n")
-    candidate = ch.candidate_rows(scope(corpus), [chunk.pk], get_embedder().embed_query("connection refused"))[chunk.pk]
-    assert candidate.cosine is not None and 0 < candidate.cosine < 1
+    candidate = ch.candidate_rows(scope(corpus), [chunk.pk])[chunk.pk]
+    cosine = ch.vector_candidates(scope(corpus), get_embedder().embed_query("connection refused"), 1,
+                                  known_ids=[chunk.pk]).cosines[chunk.pk]
+    assert cosine is not None and 0 < cosine < 1
     from kb.names import duplicate_key
 
     assert candidate.text_key == duplicate_key(chunk.text)
