@@ -23,6 +23,7 @@ targets does not change it, and any change of content does.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from kb.errors import ValidationFailed
@@ -99,28 +100,17 @@ def parse_provider(data, where: str = "provider") -> ProviderDefinition:
     if not CAPABILITY_ID_RE.match(f"{provider_id}/x"):
         raise _invalid(f"{where}.id", "use lowercase letters, digits, '.', '_' or '-'")
     namespace = _text(data, "namespace", where, required=True)
-    raw_capabilities = data.get("capabilities", [])
-    if not isinstance(raw_capabilities, list):
-        raise _invalid(f"{where}.capabilities", "must be a list")
     capabilities = []
-    for i, item in enumerate(raw_capabilities):
-        at = f"{where}.capabilities[{i}]"
-        if not isinstance(item, dict):
-            raise _invalid(at, "must be an object")
+    for at, item in _objects(data, "capabilities", where):
         name = _text(item, "name", at, required=True)
         if not CAPABILITY_ID_RE.match(f"{provider_id}/{name}"):
             raise _invalid(f"{at}.name", "use lowercase letters, digits, '.', '_' or '-'")
-        raw_targets = item.get("knowledge", [])
-        if not isinstance(raw_targets, list):
-            raise _invalid(f"{at}.knowledge", "must be a list")
-        targets = []
-        for j, target in enumerate(raw_targets):
-            tat = f"{at}.knowledge[{j}]"
-            if not isinstance(target, dict):
-                raise _invalid(tat, "must be an object")
-            targets.append(TargetDefinition(
+        targets = [
+            TargetDefinition(
                 source=_text(target, "source", tat, required=True), document=_text(target, "document", tat),
-                role=_text(target, "role", tat) or "reference", locale=_text(target, "locale", tat)))
+                role=_text(target, "role", tat) or "reference", locale=_text(target, "locale", tat))
+            for tat, target in _objects(item, "knowledge", at)
+        ]
         capabilities.append(CapabilityDefinition(
             name=name, title=_text(item, "title", at, required=True), summary=_text(item, "summary", at),
             knowledge=tuple(targets)))
@@ -128,6 +118,19 @@ def parse_provider(data, where: str = "provider") -> ProviderDefinition:
     if len(set(names)) != len(names):
         raise _invalid(f"{where}.capabilities", "a capability name appears twice")
     return ProviderDefinition(provider_id, _text(data, "title", where), namespace, tuple(capabilities))
+
+
+def _objects(data: dict, key: str, where: str) -> Iterator[tuple[str, dict]]:
+    """The optional list of objects under `key`, each with the path its errors name; checked as
+    it is read, so the first problem in document order is the one reported."""
+    items = data.get(key, [])
+    if not isinstance(items, list):
+        raise _invalid(f"{where}.{key}", "must be a list")
+    for i, item in enumerate(items):
+        at = f"{where}.{key}[{i}]"
+        if not isinstance(item, dict):
+            raise _invalid(at, "must be an object")
+        yield at, item
 
 
 def _text(data: dict, key: str, where: str, required: bool = False) -> str:
