@@ -447,12 +447,9 @@ class IngestPipeline:
         Part of the run, so a finished run is fast to search; a failed build costs speed, not
         results (the namespace is searched exactly), so it is logged and retried by the next run."""
         try:
-            outcome = ensure_namespace_index(self.source.namespace_id)
+            ensure_namespace_index(self.source.namespace_id)  # logs a build itself
         except DatabaseError as exc:
             logger.warning("vector index for namespace %s not built: %s", self.source.namespace_id, exc)
-            return
-        if outcome in ("built", "rebuilt"):
-            logger.info("run %s: %s the vector index of namespace %s", self.run.pk, outcome, self.source.namespace_id)
 
 
 def current_source_revision(source: Source) -> str:

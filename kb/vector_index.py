@@ -90,7 +90,7 @@ def ensure_namespace_index(namespace_id: int, min_chunks: int | None = None) -> 
                 if connection.in_atomic_block:
                     connection.check_constraints()  # DDL refuses to run while deferred FK checks are pending
                 if existing is not None:
-                    _execute(f"DROP INDEX {_concurrently()} IF EXISTS {existing.name}")
+                    drop_namespace_index(namespace_id)
                 _execute(  # raised to BUILD_MEMORY for the build, never lowered below the server's value
                     "SELECT set_config('maintenance_work_mem', greatest(pg_size_bytes(current_setting("
                     "'maintenance_work_mem')), pg_size_bytes(%s)) / 1024 || 'kB', false)", [BUILD_MEMORY])
@@ -117,7 +117,7 @@ def drop_orphaned_indexes(live_namespace_ids: set[int]) -> list[str]:
     dropped = []
     for namespace_id, index in namespace_indexes().items():
         if namespace_id not in live_namespace_ids:
-            _execute(f"DROP INDEX {_concurrently()} IF EXISTS {index.name}")
+            drop_namespace_index(namespace_id)
             dropped.append(index.name)
     return dropped
 
