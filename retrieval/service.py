@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from urllib.parse import quote
 
-
 from kb.models import Namespace, QueryLog
 from retrieval import channels as ch
 from retrieval.errors import InvalidQuery, QueryTooLong, UnknownNamespace
