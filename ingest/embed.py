@@ -63,14 +63,18 @@ def sentence_transformer_dimension(model_dir: Path) -> int:
 class SentenceTransformerEmbedder:
     """A local sentence-transformers model, loaded on first use, thread-safe."""
 
-    def __init__(self, model_path: str | Path, *, batch_size: int = 64, device: str = "cpu"):
+    def __init__(self, model_path: str | Path, *, batch_size: int = 64, device: str = "cpu",
+                 query_runtime: str = "torch", cache_dir: Path | None = None):
         self.model_path = Path(model_path)
         self.model_id = f"st:{self.model_path.name if self.model_path.name != 'model' else self.model_path.parent.name}"
         self.batch_size = batch_size
         self.device = device
         self.dimension = sentence_transformer_dimension(self.model_path)
         self.document_threads = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+        self.query_runtime = query_runtime
+        self.cache_dir = cache_dir
         self._model = None
+        self._query_encoder = None  # an OnnxQueryEncoder once prepared, False when unavailable
         self._lock = threading.Lock()
 
     def _load(self):
@@ -112,10 +116,29 @@ class SentenceTransformerEmbedder:
         )
         return np.asarray(vectors, dtype=np.float32)
 
+    def _onnx_query_encoder(self, model):
+        """The ONNX Runtime twin of the model for single queries (see ingest/onnx_query.py),
+        prepared once; None when the runtime is `torch` or the graph could not be prepared."""
+        if self._query_encoder is None:
+            with self._lock:
+                if self._query_encoder is None:
+                    from ingest.onnx_query import load_onnx_query_encoder
+
+                    encoder = None
+                    if self.query_runtime == "onnx" and self.cache_dir is not None:
+                        encoder = load_onnx_query_encoder(
+                            model, self.model_path, self.cache_dir, name=self.model_id.removeprefix("st:"))
+                    self._query_encoder = encoder or False
+        return self._query_encoder or None
+
     def embed_query(self, text: str) -> np.ndarray:
         model = self._load()
         self._use_threads(1)
-        if _is_mean_pooled_transformer(model) and not getattr(model, "prompts", None):
+        # sentence-transformers 6 lists empty "query"/"document" prompts for models without any
+        if _is_mean_pooled_transformer(model) and not any((getattr(model, "prompts", None) or {}).values()):
+            encoder = self._onnx_query_encoder(model)
+            if encoder is not None:
+                return encoder.encode(text)
             return self._forward_one(model, text)
         encode = getattr(model, "encode_query", model.encode)
         vector = encode(
@@ -228,7 +251,10 @@ def get_embedder() -> Embedder:
     conf = kb_settings()
     if conf.embedder == "local":
         path = Path(conf.embedding_model) if conf.embedding_model else bundled_model_path()
-        return SentenceTransformerEmbedder(path, batch_size=conf.embedding_batch)
+        return SentenceTransformerEmbedder(
+            path, batch_size=conf.embedding_batch, query_runtime=conf.embedding_query_runtime,
+            cache_dir=conf.model_cache_dir,
+        )
     if conf.embedder == "http":
         return HttpEmbedder(
             conf.embeddings_url, model=conf.embedding_model or "text-embedding-3-small",

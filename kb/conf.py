@@ -35,6 +35,8 @@ class KBSettings:
     knowledge_max_targets: int = 50
     knowledge_max_bytes: int = 20 * 1024 * 1024
     vector_index_min_chunks: int = 2000
+    embedding_query_runtime: str = "onnx"
+    model_cache_dir: Path | None = None
 
     def allowed_private_networks(self) -> tuple[ipaddress._BaseNetwork, ...]:
         nets = []
@@ -75,6 +77,8 @@ def kb_settings() -> KBSettings:
         knowledge_max_targets=settings.KB_KNOWLEDGE_MAX_TARGETS,
         knowledge_max_bytes=settings.KB_KNOWLEDGE_MAX_BYTES,
         vector_index_min_chunks=settings.KB_VECTOR_INDEX_MIN_CHUNKS,
+        embedding_query_runtime=settings.KB_EMBEDDING_QUERY_RUNTIME.strip().lower(),
+        model_cache_dir=Path(settings.KB_MODEL_CACHE_DIR),
     )
     _validate(conf)
     return conf
@@ -95,6 +99,11 @@ def _validate(conf: KBSettings) -> None:
         raise ConfigurationError(
             f"KB_EMBEDDING_DIM must be between 1 and 16000, got {conf.embedding_dim}.",
             details={"setting": "KB_EMBEDDING_DIM"},
+        )
+    if conf.embedding_query_runtime not in ("onnx", "torch"):
+        raise ConfigurationError(
+            f"KB_EMBEDDING_QUERY_RUNTIME must be 'onnx' or 'torch', got {conf.embedding_query_runtime!r}.",
+            details={"setting": "KB_EMBEDDING_QUERY_RUNTIME"},
         )
     if conf.vector_index_min_chunks < 1:
         raise ConfigurationError(

@@ -156,6 +156,10 @@ KB_EMBEDDING_DIM = int(os.environ.get("KB_EMBEDDING_DIM", "384"))
 KB_EMBEDDING_BATCH = int(os.environ.get("KB_EMBEDDING_BATCH", "64"))
 KB_EMBEDDINGS_URL = os.environ.get("KB_EMBEDDINGS_URL", "")
 KB_EMBEDDINGS_API_KEY = os.environ.get("KB_EMBEDDINGS_API_KEY", "")
+# the local model answers single queries through an ONNX Runtime export of itself ("onnx",
+# verified against PyTorch at load, falling back to it) or through PyTorch directly ("torch")
+KB_EMBEDDING_QUERY_RUNTIME = os.environ.get("KB_EMBEDDING_QUERY_RUNTIME", "onnx")
+KB_MODEL_CACHE_DIR = Path(os.environ.get("KB_MODEL_CACHE_DIR", KB_DATA_DIR / "models")).resolve()
 KB_FETCH_ALLOWED_PRIVATE = [
     h.strip() for h in os.environ.get("KB_FETCH_ALLOWED_PRIVATE", "").split(",") if h.strip()
 ]

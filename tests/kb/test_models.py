@@ -162,3 +162,12 @@ def test_dimension_mismatch_stops_start_up():
     assert result.returncode != 0
     assert "kb.KB_CONFIG_EMBEDDING_DIMENSION" in result.stderr
     assert "produces 384-dimensional vectors but the chunk embedding column holds 512" in result.stderr
+
+
+def test_unknown_query_runtime_stops_start_up():
+    from tests.pgserver import run_manage
+
+    result = run_manage("check", env={"KB_EMBEDDING_QUERY_RUNTIME": "gpu"})
+    assert result.returncode != 0
+    assert "kb.KB_CONFIG_INVALID" in result.stderr
+    assert "KB_EMBEDDING_QUERY_RUNTIME must be 'onnx' or 'torch', got 'gpu'" in result.stderr
