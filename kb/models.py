@@ -205,13 +205,16 @@ class ChunkTerm(models.Model):
 
 
 class NamespaceStats(models.Model):
-    """Chunk count and total length per namespace, for BM25; maintained by the same trigger."""
+    """Chunk count and total length per namespace, for BM25; maintained by the same trigger,
+    which also stamps each change with a fresh `generation` (the key of the search's cache of
+    document frequencies)."""
 
     namespace = models.OneToOneField(
         Namespace, primary_key=True, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
     )
     chunk_count = models.BigIntegerField(default=0)
     total_len = models.FloatField(default=0)
+    generation = models.BigIntegerField(default=0, editable=False)
 
     class Meta:
         db_table = "kb_namespace_stats"

@@ -168,22 +168,49 @@ def _named_where(scope: Scope, chunk_alias: str) -> tuple[str, dict]:
     return named, {f"scope_{i}": value for i, value in enumerate(values)}
 
 
+# document frequencies already counted, per namespace generation (see bm25.DocumentFrequencyCache)
+DOCUMENT_FREQUENCIES = bm25.DocumentFrequencyCache()
+
+
 def _term_statistics(namespace_id: int, lexemes: list[tuple[str, int]]) -> tuple[float, float, list[bm25.Term]]:
-    """The namespace's chunk count and average length, and each lexeme's document frequency
-    (counted from the postings' primary key, so no counter row is shared between writers)."""
+    """The namespace's chunk count and average length, and each lexeme's document frequency.
+
+    Frequencies are counted from the postings' primary key (so no counter row is shared between
+    writers) and cached per generation of the namespace's postings: a lexeme is counted again
+    only after the namespace changed. The counts and the statistics row always come from one
+    snapshot: when the generation moved since the cached counts, every lexeme is recounted."""
+    words = [lexeme for lexeme, _ in lexemes]
+    cached_generation, known = DOCUMENT_FREQUENCIES.lookup(namespace_id, words)
+    statistics = _count_terms(namespace_id, [word for word in words if word not in known])
+    if statistics is not None and statistics[2] != cached_generation and known:
+        known = {}
+        statistics = _count_terms(namespace_id, words)
+    if statistics is None:
+        return 0.0, 1.0, []
+    chunk_count, avgdl, generation, counted = statistics
+    DOCUMENT_FREQUENCIES.store(namespace_id, generation, counted)
+    frequencies = {**known, **counted}
+    return chunk_count, avgdl, [bm25.Term(lexeme, qtf, frequencies[lexeme]) for lexeme, qtf in lexemes]
+
+
+def _count_terms(namespace_id: int, words: list[str]) -> tuple[float, float, int, dict[str, int]] | None:
+    """(chunk count, average length, generation, {word: document frequency}) of a namespace in
+    one statement, or None when it has never held a chunk."""
+    namespace = int(namespace_id)
     with connection.cursor() as cursor:
         cursor.execute(
-            """SELECT s.chunk_count, greatest(s.total_len / nullif(s.chunk_count, 0), 1), q.lexeme, q.qtf,
-                      (SELECT count(*) FROM kb_chunk_term t WHERE t.namespace_id = %s AND t.lexeme = q.lexeme)
-               FROM unnest(%s::text[], %s::int[]) AS q(lexeme, qtf)
-               LEFT JOIN kb_namespace_stats s ON s.namespace_id = %s""",
-            [namespace_id, [l for l, _ in lexemes], [n for _, n in lexemes], namespace_id],
+            f"""SELECT s.chunk_count, greatest(s.total_len / nullif(s.chunk_count, 0), 1), s.generation,
+                       ARRAY(SELECT (SELECT count(*) FROM kb_chunk_term t
+                                     WHERE t.namespace_id = {namespace} AND t.lexeme = q.lexeme)
+                             FROM unnest(%s::text[]) WITH ORDINALITY AS q(lexeme, i) ORDER BY q.i)
+                FROM kb_namespace_stats s WHERE s.namespace_id = {namespace}""",
+            [words],
         )
-        rows = cursor.fetchall()
-    if not rows or rows[0][0] is None:
-        return 0.0, 1.0, []
-    return (float(rows[0][0]), float(rows[0][1]),
-            [bm25.Term(lexeme, int(qtf), int(df)) for _, _, lexeme, qtf, df in rows])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    chunk_count, avgdl, generation, counts = row
+    return float(chunk_count), float(avgdl), int(generation), dict(zip(words, map(int, counts)))
 
 
 def names_channel(scope: Scope, name_keys: tuple[str, ...], cap: int = 10) -> list[ChannelRow]:

@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 
 from ingest.loaders import LoadedItem
 from ingest.pipeline import IngestPipeline
@@ -220,6 +220,52 @@ def test_bm25_statistics_stay_correct_after_reingest_and_deletion(corpus):
     source.delete()
     postings, maintained, truth, stats = _recomputed_stats(corpus)
     assert maintained == {} and stats == (0, 0.0)
+
+
+def _generation(namespace):
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT generation FROM kb_namespace_stats WHERE namespace_id = %s", [namespace.id])
+        return cursor.fetchone()[0]
+
+
+def test_document_frequencies_are_cached_per_generation_of_the_postings(corpus):
+    words = [lexeme for lexeme, _ in ch.query_lexemes("pumpkin soup cream")]
+    ch.lexical_channel(scope(corpus), ch.query_lexemes("pumpkin soup cream"), 10)
+    generation, cached = ch.DOCUMENT_FREQUENCIES.lookup(corpus.id, words)
+    postings, *_ = _recomputed_stats(corpus)
+    truth = {word: sum(1 for (_, lexeme) in postings if lexeme == word) for word in words}
+    assert generation == _generation(corpus) and cached == truth and truth["pumpkin"] == 2
+
+    seen = {generation}
+    ingest("tenant:a", {"pie": ("Pumpkin pie", "Pumpkin pie with cream.")}, "second")  # an insert
+    seen.add(_generation(corpus))
+    edited = dict(CORPUS, garden=("Growing pumpkins", "Pumpkin vines need sun."))
+    ingest("tenant:a", edited)  # an update
+    seen.add(_generation(corpus))
+    Document.objects.filter(ref="pie").delete()  # a delete
+    seen.add(_generation(corpus))
+    assert len(seen) == 4  # every kind of change renews the generation
+
+    with pytest.raises(RuntimeError), transaction.atomic():
+        ingest("tenant:a", {"tart": ("Pumpkin tart", "Pumpkin tart.")}, "third")
+        rolled_back = _generation(corpus)
+        raise RuntimeError("roll back")
+    assert _generation(corpus) == max(seen) < rolled_back
+    ingest("tenant:a", {"tart": ("Pumpkin tart", "Pumpkin tart, again.")}, "third")
+    assert _generation(corpus) > rolled_back  # a rolled-back generation is never handed out again
+
+
+def test_document_frequency_cache_keeps_one_generation_and_a_bounded_size():
+    cache = bm25.DocumentFrequencyCache(max_terms=3)
+    cache.store(1, 10, {"a": 1, "b": 2})
+    assert cache.lookup(1, ["a", "b", "c"]) == (10, {"a": 1, "b": 2})
+    cache.store(1, 10, {"c": 3})
+    assert cache.lookup(1, ["a", "c"]) == (10, {"a": 1, "c": 3})
+    cache.store(1, 11, {"c": 4})  # a new generation forgets the old counts
+    assert cache.lookup(1, ["a", "c"]) == (11, {"c": 4})
+    cache.store(1, 11, {"d": 1, "e": 1, "f": 1})  # over the bound: start afresh
+    assert cache.lookup(1, ["c", "d"]) == (11, {"d": 1})
+    assert cache.lookup(2, ["a"]) == (None, {})  # namespaces never share counts
 
 
 def test_hydrate_returns_what_surfaces_need(corpus):
