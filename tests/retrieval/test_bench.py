@@ -68,6 +68,9 @@ def test_kb_bench_runs_end_to_end_and_prints_one_json_object(tmp_path, capsys):
     assert report["ndcg@10"] == 1.0 and report["recall@100"] == 1.0  # each query's one answer ranks first
     assert set(report["channels"]) == {"vector", "lexical", "rrf"}
     assert report["ingest_measured"] == "this run"
+    before, after = report["embed_docs_per_s_measured"]  # the model timed on both sides of the ingest
+    assert before > 0 and after > 0 and report["embed_docs_per_s"] == round((before + after) / 2, 2)
+    assert any("before the ingest" in line for line in out)
     for surface in ("api", "page"):
         assert report["server_time"][surface]["p50_ms"] > 0
     assert any(line.startswith("server time, search page") for line in out)
@@ -75,4 +78,5 @@ def test_kb_bench_runs_end_to_end_and_prints_one_json_object(tmp_path, capsys):
     call_command("kb_bench", beir=str(tmp_path / "tiny"), json=True, skip_latency=True)
     again = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert again["ingest_measured"].startswith("run ")  # unchanged corpus: not re-ingested
+    assert len(again["embed_docs_per_s_measured"]) == 1  # nothing to bracket: measured once
     assert again["ndcg@10"] == report["ndcg@10"]
