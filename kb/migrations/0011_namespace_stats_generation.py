@@ -6,10 +6,11 @@ one rolls back, so a generation always names one state of the postings."""
 
 from django.db import migrations, models
 
-FORWARD = """
-CREATE SEQUENCE kb_namespace_stats_generation;
-ALTER TABLE kb_namespace_stats ADD COLUMN generation bigint NOT NULL DEFAULT nextval('kb_namespace_stats_generation');
 
+def _postings_sync(stamp: str) -> str:
+    """Migration 0003's postings trigger function, with `stamp` appended to both updates of the
+    namespace statistics."""
+    return f"""
 CREATE OR REPLACE FUNCTION kb_chunk_postings_sync() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     len real;
@@ -18,8 +19,7 @@ BEGIN
         DELETE FROM kb_chunk_term WHERE chunk_id = OLD.id;
         UPDATE kb_namespace_stats
            SET chunk_count = chunk_count - 1,
-               total_len = total_len - kb_tsvector_length(OLD.search_vector),
-               generation = nextval('kb_namespace_stats_generation')
+               total_len = total_len - kb_tsvector_length(OLD.search_vector){stamp}
          WHERE namespace_id = OLD.namespace_id;
     END IF;
     IF TG_OP IN ('INSERT', 'UPDATE') THEN
@@ -31,40 +31,20 @@ BEGIN
         VALUES (NEW.namespace_id, 1, len)
         ON CONFLICT (namespace_id) DO UPDATE
            SET chunk_count = kb_namespace_stats.chunk_count + 1,
-               total_len = kb_namespace_stats.total_len + EXCLUDED.total_len,
-               generation = nextval('kb_namespace_stats_generation');
+               total_len = kb_namespace_stats.total_len + EXCLUDED.total_len{stamp};
     END IF;
     RETURN NULL;
 END
 $$;
 """
 
-BACKWARD = """
-CREATE OR REPLACE FUNCTION kb_chunk_postings_sync() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE
-    len real;
-BEGIN
-    IF TG_OP IN ('UPDATE', 'DELETE') THEN
-        DELETE FROM kb_chunk_term WHERE chunk_id = OLD.id;
-        UPDATE kb_namespace_stats
-           SET chunk_count = chunk_count - 1,
-               total_len = total_len - kb_tsvector_length(OLD.search_vector)
-         WHERE namespace_id = OLD.namespace_id;
-    END IF;
-    IF TG_OP IN ('INSERT', 'UPDATE') THEN
-        len := kb_tsvector_length(NEW.search_vector);
-        INSERT INTO kb_chunk_term (namespace_id, lexeme, chunk_id, tf, doc_len)
-        SELECT NEW.namespace_id, t.lexeme, NEW.id, coalesce(array_length(t.positions, 1), 1), len
-          FROM unnest(NEW.search_vector) AS t;
-        INSERT INTO kb_namespace_stats (namespace_id, chunk_count, total_len)
-        VALUES (NEW.namespace_id, 1, len)
-        ON CONFLICT (namespace_id) DO UPDATE
-           SET chunk_count = kb_namespace_stats.chunk_count + 1,
-               total_len = kb_namespace_stats.total_len + EXCLUDED.total_len;
-    END IF;
-    RETURN NULL;
-END
-$$;
+
+FORWARD = """
+CREATE SEQUENCE kb_namespace_stats_generation;
+ALTER TABLE kb_namespace_stats ADD COLUMN generation bigint NOT NULL DEFAULT nextval('kb_namespace_stats_generation');
+""" + _postings_sync(",\n               generation = nextval('kb_namespace_stats_generation')")
+
+BACKWARD = _postings_sync("") + """
 ALTER TABLE kb_namespace_stats DROP COLUMN generation;
 DROP SEQUENCE kb_namespace_stats_generation;
 """
