@@ -40,7 +40,8 @@ class DocumentFrequencyCache:
 
     Counting a common term's postings is most of the statistics cost in a large namespace, and
     queries share their common terms; a namespace changes far less often than it is searched.
-    A namespace keeps only its latest generation, and at most `max_terms` terms.
+    A namespace keeps only its latest generation; when all namespaces together would hold more
+    than `max_terms` counts, the cache starts afresh (a recount costs one query a few ms).
     """
 
     def __init__(self, max_terms: int = 50_000):
@@ -57,7 +58,10 @@ class DocumentFrequencyCache:
 
     def store(self, namespace_id: int, generation: int, counts: dict[str, int]) -> None:
         with self._lock:
-            cached_generation, cached = self._entries.get(namespace_id, (None, {}))
-            if cached_generation != generation or len(cached) + len(counts) > self.max_terms:
-                cached = {}
-            self._entries[namespace_id] = (generation, {**cached, **counts})
+            cached_generation, cached = self._entries.pop(namespace_id, (None, {}))
+            merged = {**cached, **counts} if cached_generation == generation else dict(counts)
+            held = sum(len(other) for _, other in self._entries.values())
+            if held + len(merged) > self.max_terms:
+                self._entries.clear()
+                merged = dict(counts)
+            self._entries[namespace_id] = (generation, merged)

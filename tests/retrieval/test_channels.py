@@ -265,7 +265,9 @@ def test_document_frequency_cache_keeps_one_generation_and_a_bounded_size():
     assert cache.lookup(1, ["a", "c"]) == (11, {"c": 4})
     cache.store(1, 11, {"d": 1, "e": 1, "f": 1})  # over the bound: start afresh
     assert cache.lookup(1, ["c", "d"]) == (11, {"d": 1})
-    assert cache.lookup(2, ["a"]) == (None, {})  # namespaces never share counts
+    assert cache.lookup(2, ["d"]) == (None, {})  # namespaces never share counts
+    cache.store(2, 5, {"x": 7})  # the bound counts every namespace's terms
+    assert cache.lookup(1, ["d"]) == (None, {}) and cache.lookup(2, ["x"]) == (5, {"x": 7})
 
 
 def test_hydrate_returns_what_surfaces_need(corpus):
