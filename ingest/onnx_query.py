@@ -8,8 +8,9 @@ Documents stay on PyTorch: for batches the two runtimes are equally fast.
 
 The graph is exported once per model, PyTorch and transformers version into the model cache
 directory (an atomic rename, so concurrent processes never read half a file), and every load is
-verified against the PyTorch model on probe texts. Any failure here (an exporter that cannot
-trace a model, a corrupt cache file, a mismatch) is logged and answered with `None`, and the
+verified against the PyTorch model on probe texts; a cached graph that does not load or
+disagrees is exported again. Any failure beyond that (an exporter that cannot trace a model, a
+fresh graph that does not load or disagrees) is logged and answered with `None`, and the
 caller keeps using PyTorch: this is an acceleration, never a new way for search to fail.
 """
 
@@ -80,13 +81,10 @@ def load_onnx_query_encoder(model, model_dir: Path, cache_dir: Path, *, name: st
             if encoder is not None and _agrees(encoder, model):
                 return encoder
             logger.warning("replacing the ONNX query graph %s", path)
-            path.unlink(missing_ok=True)
         _export(model, path)
         encoder = _open(path, model)
-        if encoder is None:
-            raise RuntimeError(f"the freshly exported graph {path} does not load")
-        if not _agrees(encoder, model):
-            path.unlink(missing_ok=True)
+        if encoder is None or not _agrees(encoder, model):
+            path.unlink(missing_ok=True)  # the next process tries a fresh export, not this file
             return None
         return encoder
     except Exception as exc:  # an optional acceleration: any failure falls back to PyTorch
@@ -120,9 +118,8 @@ def _open(path: Path, model) -> OnnxQueryEncoder | None:
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     try:
         session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-    except Exception as exc:  # a truncated or foreign file: export again
-        logger.warning("discarding the unreadable ONNX query graph %s: %s", path, exc)
-        path.unlink(missing_ok=True)
+    except Exception as exc:  # a truncated or foreign file: the caller exports again
+        logger.warning("the ONNX query graph %s does not load: %s", path, exc)
         return None
     return OnnxQueryEncoder(session, model.tokenizer, int(model.max_seq_length), path)
 
