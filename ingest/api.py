@@ -1,9 +1,10 @@
 """Source and run endpoints. Thin: check access, call the services, shape."""
 
-from ninja import Router, Status
+from ninja import File, Router, Status
+from ninja.files import UploadedFile
 
 from ingest import sources
-from ingest.schemas import RunOut, SourceIn, SourceOut, SourcePatch
+from ingest.schemas import RunOut, SourceIn, SourceOut, SourcePatch, UploadOut
 from ingest.services import start_ingest
 from kb.errors import NotFound
 from kb.models import IngestRun, Namespace, Source
@@ -42,6 +43,12 @@ def delete_source(request, source_id: int):
 def ingest_source(request, source_id: int):
     source = sources.get_source(request.auth, source_id, write=True)
     return Status(202, sources.run_out(start_ingest(source)))
+
+
+@router.post("/sources/{source_id}/files", response={201: UploadOut})
+def upload_files(request, source_id: int, files: list[UploadedFile] = File(...)):
+    """Multipart upload of one or more files, or .zip archives, into a file source; then ingest."""
+    return Status(201, sources.upload_to_source(request.auth, source_id, [(f.name, f) for f in files]))
 
 
 @router.get("/runs/{run_id}", response=RunOut)

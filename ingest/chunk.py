@@ -5,18 +5,28 @@ section's blocks are packed up to a token budget. A code fence is never split, u
 alone exceeds the budget: then it is split at line boundaries and its chunks are marked
 `partial_code`. Overlap is taken only from the same section. Each chunk's body is an exact slice
 of the document (`start_byte`/`end_byte` are UTF-8 offsets, end exclusive); its `text` is the
-heading breadcrumb followed by that body, which is what gets embedded and indexed.
+heading breadcrumb followed by that body with links reduced to their text, which is what gets
+embedded and indexed. Breadcrumbs are plain text. A heading written `## Title {#id}` (the HTML
+extractor writes the page's own section ids so) gives its sections the anchor `id`; other
+headings get a GitHub-style slug. Documents with pages (PDF pages, slides, sheets) give each
+chunk the range of pages its body spans.
+
+Every scan here is linear in the input: headings, fences and sentence ends are found with
+plain string operations, never with backtracking patterns.
 """
 
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from dataclasses import dataclass, field
 
-FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})([^`]*)$")
-ATX_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+from kb.markup import plain_text, split_heading_id, strip_links
+
 TOKEN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]|\w+|[^\w\s]")
-SENTENCE_END = re.compile(r"[.!?]+[\"')\]]*(?=\s)|[。！？]+")
+SENTENCE_MARKS = ".!?"
+CJK_SENTENCE_MARKS = "。！？"
+CLOSERS = "\"')]"
 
 
 def estimate_tokens(text: str) -> int:
@@ -35,6 +45,8 @@ class ChunkSpec:
     end_byte: int
     token_estimate: int
     partial_code: bool = False
+    page_start: int | None = None  # pages, slides or sheets the body spans (documents only)
+    page_end: int | None = None
 
 
 @dataclass(frozen=True)
@@ -50,6 +62,7 @@ class _Block:
     end: int
     level: int = 0
     heading: str = ""
+    heading_id: str = ""
 
 
 @dataclass
@@ -68,14 +81,17 @@ class _Unit:
 
 
 def slugify_heading(text: str) -> str:
-    """GitHub-style anchor: lowercase, punctuation dropped, spaces to hyphens."""
-    text = re.sub(r"<[^>]+>", "", text).strip().lower()
+    """GitHub-style anchor: lowercase, tags and punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"<[^<>]*>", "", text).strip().lower()
     text = re.sub(r"[^\w\- ]", "", text)
     return text.replace(" ", "-")
 
 
-def chunk_markdown(content: str, title: str = "", options: ChunkOptions = ChunkOptions()) -> list[ChunkSpec]:
-    sections = _sections(content, _blocks(content))
+def chunk_markdown(content: str, title: str = "", options: ChunkOptions = ChunkOptions(),
+                   pages: tuple[tuple[int, int], ...] = (), slug_fallback: bool = True) -> list[ChunkSpec]:
+    """`slug_fallback=False` (content from a web page): a heading without an explicit id gives
+    its section no anchor rather than a slug the page does not have."""
+    sections = _sections(content, _blocks(content), slug_fallback)
     pieces: list[tuple[_Section, list[_Unit]]] = []
     for section in sections:
         units: list[_Unit] = []
@@ -83,17 +99,75 @@ def chunk_markdown(content: str, title: str = "", options: ChunkOptions = ChunkO
             units.extend(_split_block(content, block, options.max_tokens))
         for group in _pack(units, options):
             pieces.append((section, group))
-    return _finish(content, title, pieces)
+    return _finish(content, title, pieces, pages)
 
 
-def chunk_text(content: str, title: str = "", options: ChunkOptions = ChunkOptions()) -> list[ChunkSpec]:
+def chunk_text(content: str, title: str = "", options: ChunkOptions = ChunkOptions(),
+               pages: tuple[tuple[int, int], ...] = ()) -> list[ChunkSpec]:
     """Plain text: paragraphs, then sentences, then a hard cut; overlap between chunks."""
     units: list[_Unit] = []
-    for match in re.finditer(r"\S(?:.*?\S)?(?=\n\s*\n|\s*\Z)", content, re.S):
-        block = _Block("para", match.start(), match.end())
-        units.extend(_split_block(content, block, options.max_tokens))
+    for start, end in _paragraphs(content):
+        units.extend(_split_block(content, _Block("para", start, end), options.max_tokens))
     section = _Section(path=(), anchor="")
-    return _finish(content, title, [(section, group) for group in _pack(units, options)])
+    return _finish(content, title, [(section, group) for group in _pack(units, options)], pages)
+
+
+def _paragraphs(content: str) -> list[tuple[int, int]]:
+    """Spans of text separated by blank lines, trimmed of surrounding white space."""
+    spans = []
+    start = None
+    offset = 0
+    for line in content.splitlines(keepends=True):
+        if line.strip():
+            if start is None:
+                start = offset + (len(line) - len(line.lstrip()))
+            end = offset + len(line.rstrip())
+        elif start is not None:
+            spans.append((start, end))
+            start = None
+        offset += len(line)
+    if start is not None:
+        spans.append((start, end))
+    return spans
+
+
+def parse_atx_heading(line: str) -> tuple[int, str] | None:
+    """`## Title ##` -> (2, "Title"); None when the line is not an ATX heading."""
+    indent = len(line) - len(line.lstrip(" "))
+    if indent > 3:
+        return None
+    rest = line[indent:]
+    level = len(rest) - len(rest.lstrip("#"))
+    if not 1 <= level <= 6:
+        return None
+    rest = rest[level:]
+    if rest and rest[0] not in " \t":
+        return None
+    text = rest.strip(" \t")
+    closing = text.rstrip("#")
+    if closing != text and (not closing or closing[-1] in " \t"):
+        text = closing.rstrip(" \t")
+    return level, text
+
+
+def _fence_open(line: str) -> str:
+    """The fence marker (``` or ~~~, three or more) that opens a code block on this line, or ""."""
+    indent = len(line) - len(line.lstrip(" "))
+    if indent > 3:
+        return ""
+    rest = line[indent:]
+    if not rest or rest[0] not in "`~":
+        return ""
+    marker = rest[: len(rest) - len(rest.lstrip(rest[0]))]
+    if len(marker) < 3 or (rest[0] == "`" and "`" in rest[len(marker):]):
+        return ""
+    return marker
+
+
+def _fence_closes(line: str, marker: str) -> bool:
+    indent = len(line) - len(line.lstrip(" "))
+    rest = line[indent:].rstrip(" \t")
+    return indent <= 3 and len(rest) >= len(marker) and rest == marker[0] * len(rest)
 
 
 def _blocks(content: str) -> list[_Block]:
@@ -114,11 +188,10 @@ def _blocks(content: str) -> list[_Block]:
         line = lines[i]
         stripped = line.rstrip("\r\n")
         line_end = offset + len(stripped)
-        fence = FENCE_OPEN.match(stripped)
-        heading = ATX_HEADING.match(stripped)
-        if fence:
+        marker = _fence_open(stripped)
+        heading = None if marker else parse_atx_heading(stripped)
+        if marker:
             close_para()
-            marker = fence.group(1)
             start = offset
             end = line_end
             offset += len(line)
@@ -128,14 +201,14 @@ def _blocks(content: str) -> list[_Block]:
                 end = offset + len(inner)
                 offset += len(lines[i])
                 i += 1
-                if re.match(rf"^ {{0,3}}{re.escape(marker[0])}{{{len(marker)},}}[ \t]*$", inner):
+                if _fence_closes(inner, marker):
                     break
             blocks.append(_Block("code", start, end))
             continue
         if heading:
             close_para()
-            text = (heading.group(2) or "").strip()
-            blocks.append(_Block("heading", offset, line_end, len(heading.group(1)), text))
+            text, identifier = split_heading_id(heading[1])
+            blocks.append(_Block("heading", offset, line_end, heading[0], plain_text(text).strip(), identifier))
         elif stripped.strip():
             if para_start is None:
                 para_start = offset + (len(stripped) - len(stripped.lstrip()))
@@ -148,7 +221,7 @@ def _blocks(content: str) -> list[_Block]:
     return blocks
 
 
-def _sections(content: str, blocks: list[_Block]) -> list[_Section]:
+def _sections(content: str, blocks: list[_Block], slug_fallback: bool = True) -> list[_Section]:
     sections = [_Section(path=(), anchor="")]
     stack: list[tuple[int, str]] = []
     seen: dict[str, int] = {}
@@ -157,8 +230,10 @@ def _sections(content: str, blocks: list[_Block]) -> list[_Section]:
             while stack and stack[-1][0] >= block.level:
                 stack.pop()
             stack.append((block.level, block.heading))
-            anchor = slugify_heading(block.heading)
-            if anchor in seen:
+            anchor = block.heading_id or (slugify_heading(block.heading) if slug_fallback else "")
+            if block.heading_id or not anchor:
+                seen.setdefault(anchor, 0)
+            elif anchor in seen:
                 seen[anchor] += 1
                 anchor = f"{anchor}-{seen[anchor]}"
             else:
@@ -208,12 +283,34 @@ def _split_lines(content: str, block: _Block, budget: int) -> list[_Unit]:
     return units
 
 
+def _sentence_ends(content: str, start: int, end: int):
+    """Offsets just past each sentence end: a run of .!? (and closing quotes or brackets)
+    followed by white space, or a run of CJK full stops. One pass, no backtracking."""
+    i = start
+    while i < end:
+        char = content[i]
+        if char in CJK_SENTENCE_MARKS:
+            while i < end and content[i] in CJK_SENTENCE_MARKS:
+                i += 1
+            yield i
+            continue
+        if char in SENTENCE_MARKS:
+            while i < end and content[i] in SENTENCE_MARKS:
+                i += 1
+            while i < end and content[i] in CLOSERS:
+                i += 1
+            if i < len(content) and content[i].isspace():
+                yield i
+            continue
+        i += 1
+
+
 def _sentences(content: str, start: int, end: int) -> list[tuple[int, int]]:
     spans = []
     cursor = start
-    for match in SENTENCE_END.finditer(content, start, end):
-        spans.append((cursor, match.end()))
-        cursor = match.end()
+    for stop in _sentence_ends(content, start, end):
+        spans.append((cursor, stop))
+        cursor = stop
         while cursor < end and content[cursor].isspace():
             cursor += 1
     if cursor < end:
@@ -255,9 +352,11 @@ def _pack(units: list[_Unit], options: ChunkOptions) -> list[list[_Unit]]:
     return groups
 
 
-def _finish(content: str, title: str, pieces: list[tuple[_Section, list[_Unit]]]) -> list[ChunkSpec]:
+def _finish(content: str, title: str, pieces: list[tuple[_Section, list[_Unit]]],
+            pages: tuple[tuple[int, int], ...] = ()) -> list[ChunkSpec]:
     spans = [(group[0].start, group[-1].end) for _, group in pieces]
     byte_at = _byte_offsets(content, sorted({o for span in spans for o in span}))
+    page_offsets = [offset for offset, _ in pages]
     chunks = []
     for position, ((section, group), (start, end)) in enumerate(zip(pieces, spans)):
         body = content[start:end]
@@ -265,12 +364,17 @@ def _finish(content: str, title: str, pieces: list[tuple[_Section, list[_Unit]]]
         if title and (not crumbs or crumbs[0] != title):
             crumbs.insert(0, title)
         breadcrumb = " > ".join(crumbs)
-        text = f"{breadcrumb}\n\n{body}" if breadcrumb else body
+        indexed = strip_links(body)
+        text = f"{breadcrumb}\n\n{indexed}" if breadcrumb else indexed
+        page_start = page_end = None
+        if pages:
+            page_start = pages[max(0, bisect_right(page_offsets, start) - 1)][1]
+            page_end = pages[max(0, bisect_right(page_offsets, max(start, end - 1)) - 1)][1]
         chunks.append(ChunkSpec(
             position=position, text=text, body=body, heading_path=section.path,
             anchor=section.anchor, start_byte=byte_at[start], end_byte=byte_at[end],
             token_estimate=estimate_tokens(text),
-            partial_code=any(u.partial_code for u in group),
+            partial_code=any(u.partial_code for u in group), page_start=page_start, page_end=page_end,
         ))
     return chunks
 

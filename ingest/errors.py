@@ -30,3 +30,65 @@ class ContentRejected(IngestError):
 class EmbeddingFailed(IngestError):
     code = "INGEST_EMBEDDER_FAILED"
     http_status = 503
+
+
+class BinaryContent(ContentRejected):
+    """Bytes that are no text and no document type we read."""
+
+    code = "INGEST_BINARY_CONTENT"
+    http_status = 415
+
+
+class EmptyContent(ContentRejected):
+    code = "INGEST_EMPTY_CONTENT"
+    http_status = 422
+
+
+class ContentTooLarge(ContentRejected):
+    code = "INGEST_TOO_LARGE"
+    http_status = 413
+
+
+class UnsupportedType(ContentRejected):
+    code = "INGEST_UNSUPPORTED_TYPE"
+    http_status = 415
+
+
+class DocumentEncrypted(ContentRejected):
+    """The document needs a password to open (an owner password alone does not count)."""
+
+    code = "INGEST_ENCRYPTED"
+    http_status = 422
+
+
+class DocumentCorrupt(ContentRejected):
+    code = "INGEST_CORRUPT_FILE"
+    http_status = 422
+
+
+class NoTextLayer(ContentRejected):
+    """A PDF whose pages are images: a scan without OCR."""
+
+    code = "INGEST_NO_TEXT_LAYER"
+    http_status = 422
+
+
+class MacrosRefused(ContentRejected):
+    """A macro-enabled Office file (.docm, .xlsm, .pptm or a vbaProject part) is not read."""
+
+    code = "INGEST_MACROS_REFUSED"
+    http_status = 422
+
+
+class ParserBudgetExceeded(ContentRejected):
+    """Parsing one item took more time or memory than its budget (KB_PARSER_*)."""
+
+    code = "INGEST_PARSER_BUDGET"
+    http_status = 422
+
+
+class ArchiveRejected(ContentRejected):
+    """A .zip upload that is a bomb, nests archives too deep, or holds unsafe paths."""
+
+    code = "INGEST_ARCHIVE_REJECTED"
+    http_status = 422

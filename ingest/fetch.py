@@ -20,7 +20,8 @@ from urllib.parse import urljoin, urldefrag
 
 import httpcore
 
-from ingest.errors import ContentRejected, FetchFailed
+from ingest.errors import ContentRejected, ContentTooLarge, FetchFailed
+from ingest.extract.documents import DOCUMENT_TYPES, MACRO_TYPES
 from ingest.ssrf import Resolver, Target, resolve_target, system_resolver
 
 USER_AGENT = "kb-ingest/0.1 (self-hosted knowledge base; +robots.txt honoured)"
@@ -29,6 +30,8 @@ RETRY_STATUSES = (429, 500, 502, 503, 504)
 TEXT_TYPES = (
     "text/html", "application/xhtml+xml", "text/plain", "text/markdown", "text/x-markdown",
 )
+# what a page of a web source may be: text, or a document (PDF, Office, ...) linked from a site
+PAGE_TYPES = TEXT_TYPES + tuple(t for t in DOCUMENT_TYPES if t not in MACRO_TYPES)
 XML_TYPES = ("application/xml", "text/xml", "application/rss+xml", "application/atom+xml")
 
 
@@ -37,6 +40,7 @@ class FetchPolicy:
     timeout: float = 20.0
     total_timeout: float = 60.0
     max_bytes: int = 10 * 1024 * 1024
+    document_max_bytes: int = 50 * 1024 * 1024  # for PDF, Office and the other document types
     max_redirects: int = 5
     retries: int = 2
     backoff: float = 0.5
@@ -52,7 +56,7 @@ class FetchPolicy:
         conf = kb_settings()
         values = dict(
             timeout=conf.fetch_timeout, total_timeout=conf.fetch_timeout * 3,
-            max_bytes=conf.fetch_max_bytes, allowed_hosts=conf.allowed_private_hosts(),
+            max_bytes=conf.fetch_max_bytes, document_max_bytes=conf.document_max_bytes, allowed_hosts=conf.allowed_private_hosts(),
             allowed_networks=conf.allowed_private_networks(),
         )
         values.update(overrides)
@@ -200,17 +204,18 @@ class Fetcher:
                         f"(accepted: {', '.join(accept)}).",
                         code="INGEST_UNSUPPORTED_TYPE", details={"media_type": media_type},
                     )
+                cap = self.policy.document_max_bytes if media_type in DOCUMENT_TYPES else self.policy.max_bytes
                 declared = response_headers.get("content-length", "")
-                if declared.isdigit() and int(declared) > self.policy.max_bytes:
-                    raise self._too_large(target.url, int(declared))
-                body = self._read_body(response, response_headers, target.url, deadline)
+                if declared.isdigit() and int(declared) > cap:
+                    raise self._too_large(target.url, int(declared), cap)
+                body = self._read_body(response, response_headers, target.url, deadline, cap)
                 return status, response_headers, body
         except httpcore.TimeoutException as exc:
             raise FetchFailed(f"Timed out fetching {target.url!r}.", code="INGEST_FETCH_TIMEOUT") from exc
         except httpcore.UnsupportedProtocol as exc:
             raise FetchFailed(f"Unsupported protocol for {target.url!r}: {exc}") from exc
 
-    def _read_body(self, response, headers, url: str, deadline: float) -> bytes:
+    def _read_body(self, response, headers, url: str, deadline: float, cap: int) -> bytes:
         encoding = headers.get("content-encoding", "identity").lower().strip()
         decoder = None
         if encoding in ("gzip", "x-gzip"):
@@ -219,7 +224,6 @@ class Fetcher:
             decoder = zlib.decompressobj(zlib.MAX_WBITS | 32)
         elif encoding not in ("", "identity"):
             raise ContentRejected(f"{url!r} uses unsupported content encoding {encoding!r}.")
-        cap = self.policy.max_bytes
         out = bytearray()
         for piece in response.iter_stream():
             if time.monotonic() > deadline:
@@ -230,17 +234,17 @@ class Fetcher:
                 except zlib.error as exc:
                     raise ContentRejected(f"{url!r} sent a corrupt {encoding} body: {exc}") from exc
                 if decoder.unconsumed_tail:
-                    raise self._too_large(url, None)
+                    raise self._too_large(url, None, cap)
             out += piece
             if len(out) > cap:
-                raise self._too_large(url, None)
+                raise self._too_large(url, None, cap)
         return bytes(out)
 
-    def _too_large(self, url: str, size: int | None) -> ContentRejected:
+    def _too_large(self, url: str, size: int | None, cap: int) -> ContentRejected:
         shown = f"{size} bytes" if size else "more than the limit"
-        return ContentRejected(
-            f"{url!r} is too large ({shown}; KB_FETCH_MAX_BYTES is {self.policy.max_bytes}).",
-            code="INGEST_TOO_LARGE", details={"url": url, "max_bytes": self.policy.max_bytes},
+        setting = "KB_DOCUMENT_MAX_BYTES" if cap == self.policy.document_max_bytes else "KB_FETCH_MAX_BYTES"
+        return ContentTooLarge(
+            f"{url!r} is too large ({shown}; {setting} is {cap}).", details={"url": url, "max_bytes": cap},
         )
 
 

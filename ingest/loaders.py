@@ -9,7 +9,6 @@ links when it lists any (option `use_llms_txt`).
 
 from __future__ import annotations
 
-import re
 from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -23,19 +22,17 @@ from defusedxml.common import DefusedXmlException
 from protego import Protego
 
 from ingest.errors import ContentRejected, FetchFailed, IngestError
-from ingest.fetch import TEXT_TYPES, USER_AGENT, XML_TYPES, Fetcher
+from ingest.fetch import PAGE_TYPES, TEXT_TYPES, USER_AGENT, XML_TYPES, Fetcher
+from ingest.filetypes import media_type_for
+from kb.markup import markdown_links
+from ingest.scope import UrlScope, canonical_url
 from kb.errors import KBError
 
-MARKDOWN_LINK = re.compile(r"\[([^\]]*)\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+MAX_SITEMAP_FETCHES = 50  # sitemap documents one run reads, indexes included
 SKIP_EXTENSIONS = (
     ".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".ico", ".pdf", ".zip", ".gz", ".tar",
     ".mp4", ".mp3", ".woff", ".woff2", ".ttf", ".css", ".js", ".json", ".xml", ".exe", ".dmg",
 )
-FILE_TYPES = {
-    ".md": "text/markdown", ".markdown": "text/markdown", ".mdx": "text/markdown",
-    ".txt": "text/plain", ".text": "text/plain", ".rst": "text/plain",
-    ".html": "text/html", ".htm": "text/html", ".xhtml": "application/xhtml+xml",
-}
 DEFAULTS = {"max_depth": 2, "max_pages": 500, "use_llms_txt": True, "respect_robots": True}
 
 
@@ -46,6 +43,7 @@ class SourceSpec:
     text: str = ""
     name: str = ""
     options: dict = field(default_factory=dict)
+    files: tuple[tuple[str, str, str], ...] = ()  # file sources: (path, storage key, sha256)
 
     def option(self, name: str):
         return self.options.get(name, DEFAULTS.get(name))
@@ -78,9 +76,10 @@ class LoadedItem:
     lastmod: str = ""
     created_at: datetime | None = None
     links: tuple[str, ...] = ()
+    skipped: str = ""  # why the source's scope leaves this URL out (nothing was fetched)
 
 
-FileOpener = Callable[[str], tuple[bytes, str]]  # key -> (bytes, display name)
+FileOpener = Callable[[str, str], tuple[bytes, str]]  # (key, media type) -> (bytes, display name)
 
 
 class SourceLoader:
@@ -94,13 +93,15 @@ class SourceLoader:
         self.only_refs = only_refs
         self.complete = only_refs is None
         self.discovered = 0
+        self.scope = UrlScope.from_options(spec.options)
+        self._sitemap_fetches = 0
 
     def items(self) -> Iterator[LoadedItem]:
         kind = self.spec.kind
         if kind == "text":
             yield from self._counted([self._text_item()])
         elif kind == "file":
-            yield from self._counted([self._file_item()])
+            yield from self._file_items()
         elif self.only_refs is not None:
             yield from self._counted(self._fetch_each([(ref, "", "") for ref in sorted(self.only_refs)]))
         elif kind == "url":
@@ -124,18 +125,20 @@ class SourceLoader:
         return LoadedItem(ref="inline", body=self.spec.text.encode("utf-8"), media_type="text/markdown",
                           charset="utf-8", title_hint=self.spec.name, path=self.spec.name)
 
-    def _file_item(self) -> LoadedItem:
-        key = self.spec.location
-        try:
-            if self.open_file is None:
-                raise IngestError("No file storage is configured for file sources.")
-            body, name = self.open_file(key)
-        except KBError as exc:
-            return LoadedItem(ref=key, error=exc)
-        suffix = PurePosixPath(name).suffix.lower()
-        return LoadedItem(ref=key, body=body, media_type=FILE_TYPES.get(suffix, ""),
-                          title_hint=PurePosixPath(name).stem.replace("-", " ").replace("_", " "),
-                          path=name)
+    def _file_items(self) -> Iterator[LoadedItem]:
+        self.discovered = len(self.spec.files)
+        for path, key, _ in self.spec.files:
+            if self.only_refs is not None and path not in self.only_refs:
+                continue
+            try:
+                if self.open_file is None:
+                    raise IngestError("No file storage is configured for file sources.")
+                body, _ = self.open_file(key, media_type_for(path))
+            except KBError as exc:
+                yield LoadedItem(ref=path, path=path, error=exc)
+                continue
+            stem = PurePosixPath(path).stem.replace("-", " ").replace("_", " ")
+            yield LoadedItem(ref=path, body=body, media_type=media_type_for(path), title_hint=stem, path=path)
 
     # --- the web ------------------------------------------------------------------------------
     def _page(self, url: str, title_hint: str = "", lastmod: str = "") -> LoadedItem:
@@ -144,7 +147,7 @@ class SourceLoader:
             return LoadedItem(ref=url, url=url, not_modified=True, lastmod=lastmod, links=known.links)
         try:
             result = self.fetcher.fetch(
-                url, etag=known.etag if known else "", last_modified=known.last_modified if known else ""
+                url, accept=PAGE_TYPES, etag=known.etag if known else "", last_modified=known.last_modified if known else ""
             )
         except KBError as exc:
             return LoadedItem(ref=url, url=url, error=exc)
@@ -158,9 +161,17 @@ class SourceLoader:
         )
 
     def _fetch_each(self, links) -> Iterator[LoadedItem]:
-        links = list(links)
+        links = list(dict.fromkeys((canonical_url(url), title, lastmod) for url, title, lastmod in links))
         self.discovered = len(links)
+        seen: set[str] = set()
         for url, title, lastmod in links:
+            if url in seen:
+                continue
+            seen.add(url)
+            refusal = self.scope.refusal(url)
+            if refusal:
+                yield LoadedItem(ref=url, url=url, skipped=refusal)
+                continue
             yield self._page(url, title, lastmod)
 
     def _llms_links(self, url: str, *, required: bool) -> list[tuple[str, str, str]]:
@@ -172,7 +183,8 @@ class SourceLoader:
             return []
         text = result.body.decode("utf-8", errors="replace")
         links, seen = [], set()
-        for title, href in MARKDOWN_LINK.findall(text):
+        for link in markdown_links(text):
+            title, href = link.label, link.url
             target = urldefrag(urljoin(result.url, href))[0]
             if urlsplit(target).scheme in ("http", "https") and target not in seen:
                 seen.add(target)
@@ -190,6 +202,10 @@ class SourceLoader:
         yield from self._fetch_each(links[: self.spec.option("max_pages")])
 
     def _sitemap_links(self, url: str, depth: int) -> list[tuple[str, str, str]]:
+        self._sitemap_fetches += 1
+        if self._sitemap_fetches > MAX_SITEMAP_FETCHES:
+            raise ContentRejected(f"The sitemap index lists more than {MAX_SITEMAP_FETCHES} sitemaps; "
+                                  "point the source at one of them.", code="INGEST_BAD_SITEMAP")
         result = self.fetcher.fetch(url, accept=XML_TYPES + ("text/plain", ""))
         try:
             root = SafeXML.fromstring(result.body)
@@ -222,29 +238,41 @@ class SourceLoader:
         if llms:
             yield from self._fetch_each(llms)
             return
-        start = urldefrag(self.spec.location)[0]
+        start = canonical_url(self.spec.location)
         allowed = {d.lower() for d in (self.spec.option("allowed_domains") or [])}
         origin = urlsplit(start).netloc.lower()
         robots = self._robots(start) if self.spec.option("respect_robots") else None
         max_pages, max_depth = self.spec.option("max_pages"), self.spec.option("max_depth")
         queue: deque[tuple[str, int]] = deque([(start, 0)])
         seen = {start}
+        ingested: set[str] = set()  # canonical URLs of the pages taken, to skip their duplicates
         fetched = 0
         while queue and fetched < max_pages:
             url, depth = queue.popleft()
             if robots is not None and not robots.can_fetch(url, USER_AGENT):
                 continue
-            item = self._page(url)
-            fetched += 1
+            refusal = self.scope.refusal(url) if depth > 0 else ""
+            item = LoadedItem(ref=url, url=url, skipped=refusal) if refusal else self._page(url)
+            if not refusal:
+                fetched += 1
             self.discovered = fetched + min(len(queue), max_pages - fetched)
             if item.body is not None and item.error is None and "html" in item.media_type:
-                item.links = tuple(_html_links(item.body, item.url or url))
+                links, canonical = page_links(item.body, item.url or url)
+                item.links = tuple(links)
+                if canonical and canonical != url and urlsplit(canonical).netloc.lower() == origin:
+                    if canonical in ingested:
+                        item = LoadedItem(ref=url, url=url, skipped=f"a duplicate of {canonical}", links=item.links)
+                    else:
+                        item.ref = canonical
             if item.error is not None:
                 self.complete = False  # what lies behind a failed page was not listed
+            if not item.skipped:
+                ingested.add(item.ref)
             yield item
-            if depth >= max_depth:
+            if depth >= max_depth or (refusal and not item.links):
                 continue
             for link in item.links:
+                link = canonical_url(link)
                 host = urlsplit(link).netloc.lower()
                 if link in seen or not (host == origin or host in allowed):
                     continue
@@ -264,11 +292,20 @@ class SourceLoader:
         return Protego.parse(result.body.decode("utf-8", errors="replace"))
 
 
-def _html_links(body: bytes, base: str) -> list[str]:
+def page_links(body: bytes, base: str) -> tuple[list[str], str]:
+    """Every http(s) link on the page (navigation included: it is how a crawl finds pages),
+    without fragments, and the page's `<link rel=canonical>` ("" when it declares none)."""
     soup = BeautifulSoup(body, "html.parser")
     links = []
     for anchor in soup.find_all("a", href=True):
         target = urldefrag(urljoin(base, anchor["href"].strip()))[0]
         if urlsplit(target).scheme in ("http", "https"):
             links.append(target)
-    return list(dict.fromkeys(links))
+    canonical = ""
+    for tag in soup.find_all("link", href=True):
+        if "canonical" in [r.lower() for r in (tag.get("rel") or [])]:
+            target = urljoin(base, tag["href"].strip())
+            if urlsplit(target).scheme in ("http", "https"):
+                canonical = canonical_url(target)
+            break
+    return list(dict.fromkeys(links)), canonical

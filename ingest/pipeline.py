@@ -23,13 +23,16 @@ from django.utils import timezone
 
 from ingest.chunk import ChunkOptions, ChunkSpec, chunk_markdown, chunk_text
 from ingest.embed import Embedder, check_embedder_dimension, get_embedder
-from ingest.errors import ContentRejected, IngestError
+from ingest.errors import ContentTooLarge, EmptyContent, IngestError
 from ingest.extract import Extracted, extract
+from ingest.extract.documents import ISOLATED_TYPES
+from ingest.extract.isolated import ParserBudget, extract_isolated
 from ingest.fetch import Fetcher
+from ingest.filetypes import max_bytes_for
 from ingest.loaders import KnownDocument, LoadedItem, SourceLoader, SourceSpec
 from kb.conf import kb_settings
 from kb.errors import DatabaseUnavailable, KBError
-from kb.models import Chunk, Document, IngestItem, IngestRun, Source
+from kb.models import Chunk, Document, IngestItem, IngestRun, Source, SourceFile
 from kb.names import document_name_key, duplicate_key
 from kb.revisions import source_revision
 from kb.vector_index import ensure_namespace_index
@@ -40,6 +43,8 @@ DB_RECONNECT_ATTEMPTS = 8  # about 15 s of waiting for a restarting database
 
 EMBED_BATCH_CHUNKS = 128  # chunks gathered across documents before one embedding call
 EMBED_BATCH_MAX_WAIT_S = 5.0  # ...or seconds the oldest waiting document may wait for them
+# part of every document's byte key: a new extractor re-reads bytes that did not change
+EXTRACTOR_VERSION = "2"
 DOCUMENT_FIELDS = ("namespace", "title", "path", "name_key", "content", "content_hash", "media_type",
                    "byte_size", "indexed_at", "embedding_model", "etag", "last_modified", "metadata")
 
@@ -54,6 +59,7 @@ class _Pending:
     chunks: list[ChunkSpec]
     reason: str
     started: float
+    byte_key: str = ""
     document_id: int | None = None
     queued_at: float = field(default_factory=time.monotonic)
 
@@ -176,21 +182,23 @@ class IngestPipeline:
         return {ref: _State(*rest) for ref, *rest in rows}
 
     def _loader(self) -> SourceLoader:
-        known = {
-            d.ref: KnownDocument(
+        known = {}
+        for d in Document.objects.filter(source=self.source).only("ref", "etag", "last_modified", "metadata"):
+            document = KnownDocument(
                 ref=d.ref, etag=d.etag, last_modified=d.last_modified,
                 lastmod=d.metadata.get("lastmod", ""), links=tuple(d.metadata.get("links", ())),
             )
-            for d in Document.objects.filter(source=self.source).only(
-                "ref", "etag", "last_modified", "metadata")
-        }
+            known[d.ref] = document
+            fetched_as = d.metadata.get("url", "")
+            if fetched_as and fetched_as not in known:
+                known[fetched_as] = document  # a page stored under its canonical URL
         only_refs = None
-        if self.run.mode == IngestRun.Mode.RETRY and self.run.retry_of_id and self.source.kind not in ("file", "text"):
+        if self.run.mode == IngestRun.Mode.RETRY and self.run.retry_of_id and self.source.kind != "text":
             only_refs = set(self.run.retry_of.items.filter(status=IngestItem.Status.FAILED)
                             .values_list("ref", flat=True))
-        spec = SourceSpec(kind=self.source.kind, location=self.source.location or (
-            self.source.upload.name if self.source.upload else ""), text=self.source.text,
-            name=self.source.name, options=self.source.options or {})
+        files = tuple(SourceFile.objects.filter(source=self.source).values_list("path", "key", "sha256"))
+        spec = SourceSpec(kind=self.source.kind, location=self.source.location, text=self.source.text,
+                          name=self.source.name, options=self.source.options or {}, files=files)
         return SourceLoader(spec, fetcher=self.fetcher or Fetcher(), known=known,
                             open_file=open_stored_file, only_refs=only_refs)
 
@@ -217,6 +225,10 @@ class IngestPipeline:
             self._flush_if_full()
 
     def _handle(self, item: LoadedItem, started: float) -> None:
+        if item.skipped:
+            self._seen.discard(item.ref)  # out of scope now: removed like a vanished page
+            self._record(_Outcome(item.ref, IngestItem.Status.SKIPPED, reason=item.skipped), started)
+            return
         if item.error is not None:
             self._record(_Outcome(item.ref, "failed", error_code=item.error.code,
                                   error_message=item.error.message), started)
@@ -224,16 +236,22 @@ class IngestPipeline:
         state = self._states.get(item.ref)
         if item.not_modified:
             if state and state.embedding_model != self.embedder.model_id:
-                extracted = Extracted(state.title, state.content, state.media_type)
+                extracted = stored_extraction(state)
                 self._queue(item, extracted, state.content_hash, "model changed", started)
             else:
                 self._record(_Outcome(item.ref, "unchanged", reason="not modified"), started)
             return
+        byte_key = document_byte_key(item.body or b"")
+        if state is not None and state.metadata.get("byte_key") == byte_key \
+                and state.embedding_model == self.embedder.model_id:
+            self._touch_unchanged(item, state, None)
+            self._record(_Outcome(item.ref, "unchanged", reason="same bytes",
+                                  byte_size=len(item.body or b"")), started)
+            return
         try:
-            extracted = extract(item.body or b"", item.media_type, charset=item.charset,
-                                url=item.url, fallback_title=item.title_hint)
+            extracted = self._extract(item)
             if not extracted.content.strip():
-                raise ContentRejected("No text left after extraction.", code="INGEST_EMPTY_CONTENT")
+                raise EmptyContent("No text left after extraction.")
         except KBError as exc:
             self._record(_Outcome(item.ref, "failed", error_code=exc.code, error_message=exc.message,
                                   byte_size=len(item.body or b"")), started)
@@ -246,28 +264,43 @@ class IngestPipeline:
         elif state.embedding_model != self.embedder.model_id:
             reason = "model changed"
         else:
-            self._touch_unchanged(item, state, extracted)
+            self._touch_unchanged(item, state, extracted, byte_key)
             self._record(_Outcome(item.ref, "unchanged", reason="same content hash",
                                   byte_size=len(item.body or b"")), started)
             return
-        self._queue(item, extracted, content_hash, reason, started)
+        self._queue(item, extracted, content_hash, reason, started, byte_key)
 
-    def _queue(self, item, extracted, content_hash, reason, started) -> None:
-        chunker = chunk_markdown if extracted.media_type == "text/markdown" else chunk_text
-        chunks = chunker(extracted.content, extracted.title, self.chunk_options)
+    def _extract(self, item: LoadedItem) -> Extracted:
+        """Documents are parsed in a budgeted child process; HTML, markdown and text here."""
+        if item.media_type in ISOLATED_TYPES:
+            conf = kb_settings()
+            budget = ParserBudget(conf.parser_cpu_seconds, conf.parser_memory_mb * 1024 * 1024)
+            return extract_isolated(item.body or b"", item.media_type, fallback_title=item.title_hint, budget=budget)
+        return extract(item.body or b"", item.media_type, charset=item.charset, url=item.url,
+                       fallback_title=item.title_hint)
+
+    def _queue(self, item, extracted, content_hash, reason, started, byte_key="") -> None:
+        if extracted.media_type == "text/markdown":
+            chunks = chunk_markdown(extracted.content, extracted.title, self.chunk_options, extracted.pages,
+                                    slug_fallback=not extracted.site_anchors)
+        else:
+            chunks = chunk_text(extracted.content, extracted.title, self.chunk_options, extracted.pages)
         if not chunks:
-            self._record(_Outcome(item.ref, "failed", error_code="INGEST_EMPTY_CONTENT",
+            self._record(_Outcome(item.ref, "failed", error_code=EmptyContent.code,
                                   error_message="No chunks could be made."), started)
             return
-        self._pending.append(_Pending(item, extracted, content_hash, chunks, reason, started))
+        self._pending.append(_Pending(item, extracted, content_hash, chunks, reason, started, byte_key))
 
-    def _touch_unchanged(self, item: LoadedItem, state: _State, extracted: Extracted) -> None:
-        """Same text: keep validators current (cheap), re-embed nothing."""
+    def _touch_unchanged(self, item: LoadedItem, state: _State, extracted: Extracted | None,
+                         byte_key: str = "") -> None:
+        """Same text: keep validators (and the byte key) current, cheaply; re-embed nothing."""
         changes = {}
         if item.etag or item.last_modified:
             changes.update(etag=item.etag, last_modified=item.last_modified)
-        if extracted.title != state.title:
+        if extracted is not None and extracted.title != state.title:
             changes["title"] = extracted.title
+        if byte_key and state.metadata.get("byte_key") != byte_key:
+            changes["metadata"] = {**state.metadata, "byte_key": byte_key}
         if changes:
             current = Document.objects.filter(pk=state.doc_id).values(*changes).first() or {}
             changes = {k: v for k, v in changes.items() if current.get(k) != v}
@@ -282,7 +315,7 @@ class IngestPipeline:
         for ref, state in self._states.items():
             started = time.monotonic()
             self._seen.add(ref)
-            extracted = Extracted(state.title, state.content, state.media_type)
+            extracted = stored_extraction(state)
             self._queue(LoadedItem(ref=ref), extracted, state.content_hash, "re-embed requested", started)
             self._flush_if_full()
 
@@ -335,14 +368,14 @@ class IngestPipeline:
                         heading_path=list(chunk.heading_path), anchor=chunk.anchor[:300],
                         start_byte=chunk.start_byte, end_byte=chunk.end_byte,
                         token_estimate=chunk.token_estimate, is_partial_code=chunk.partial_code,
-                        embedding=vector, embedding_model=self.embedder.model_id, embed_reason=p.reason,
+                        page_start=chunk.page_start, page_end=chunk.page_end, embedding=vector, embedding_model=self.embedder.model_id, embed_reason=p.reason,
                         text_key=duplicate_key(chunk.text), body_key=duplicate_key(chunk.body),
                     ))
                 offset += len(p.chunks)
             Chunk.objects.bulk_create(
                 rows, update_conflicts=True, unique_fields=["document", "position"],
                 update_fields=["title", "text", "heading_path", "anchor", "start_byte", "end_byte",
-                               "token_estimate", "is_partial_code", "embedding", "embedding_model",
+                               "token_estimate", "is_partial_code", "page_start", "page_end", "embedding", "embedding_model",
                                "embed_reason", "namespace", "text_key", "body_key"],
             )
             with connection.cursor() as cursor:
@@ -362,8 +395,13 @@ class IngestPipeline:
             path, etag, last_modified, metadata = state.path, state.etag, state.last_modified, state.metadata
         else:
             path, etag, last_modified = item.path[:2048], item.etag[:300], item.last_modified[:100]
-            metadata = {key: value for key, value in (("lastmod", item.lastmod), ("links", list(item.links)),
-                                                       ("url", item.url)) if value}
+            links = list(item.links or extracted.links)
+            metadata = {key: value for key, value in (
+                ("lastmod", item.lastmod), ("links", links), ("url", item.url), ("byte_key", p.byte_key),
+                ("original_type", item.media_type if extracted.page_unit or item.media_type != extracted.media_type else ""),
+                ("page_unit", extracted.page_unit), ("pages", [list(page) for page in extracted.pages]),
+                ("site_anchors", extracted.site_anchors),
+            ) if value}
         return Document(
             source=self.source, ref=item.ref, namespace_id=self.source.namespace_id, title=title,
             path=path, name_key=document_name_key(title, path or item.ref), content=extracted.content,
@@ -453,19 +491,30 @@ class IngestPipeline:
 
 
 def current_source_revision(source: Source) -> str:
-    return source_revision(source.kind, source.location, source.text, source.upload.name or "", source.options)
+    files = list(SourceFile.objects.filter(source=source).values_list("path", "sha256"))
+    return source_revision(source.kind, source.location, source.text, files, source.options)
 
 
-def open_stored_file(key: str) -> tuple[bytes, str]:
+def stored_extraction(state: _State) -> Extracted:
+    """A stored document as an extraction, pages included, for re-embedding without a fetch."""
+    pages = tuple((int(offset), int(number)) for offset, number in state.metadata.get("pages", ()))
+    return Extracted(state.title, state.content, state.media_type, pages=pages,
+                     page_unit=state.metadata.get("page_unit", ""), site_anchors=bool(state.metadata.get("site_anchors")))
+
+
+def document_byte_key(body: bytes) -> str:
+    """What an unchanged file or page is recognised by before any extraction."""
+    return hashlib.sha256(EXTRACTOR_VERSION.encode() + b"\0" + body).hexdigest()
+
+
+def open_stored_file(key: str, media_type: str = "") -> tuple[bytes, str]:
     """Read an uploaded file from Django storage, refusing traversal and oversized files."""
-    max_bytes = kb_settings().fetch_max_bytes
+    conf = kb_settings()
+    max_bytes = max_bytes_for(media_type, text_limit=conf.fetch_max_bytes, document_limit=conf.document_max_bytes)
     try:
         size = default_storage.size(key)
         if size > max_bytes:
-            raise ContentRejected(
-                f"The file {key!r} is {size} bytes; the limit (KB_FETCH_MAX_BYTES) is {max_bytes}.",
-                code="INGEST_TOO_LARGE",
-            )
+            raise ContentTooLarge(f"The file {key!r} is {size} bytes; the limit for its type is {max_bytes}.")
         with default_storage.open(key, "rb") as handle:
             return handle.read(max_bytes + 1), key
     except SuspiciousFileOperation as exc:

@@ -58,3 +58,13 @@ class RunOut(Schema):
     started_at: datetime | None
     finished_at: datetime | None
     failed_items: list[dict]
+    skipped_items: list[dict] = []
+
+
+class UploadOut(Schema):
+    source_id: int
+    added: list[str]
+    replaced: list[str]
+    unchanged: list[str]
+    skipped: list[dict]
+    run_id: int | None

@@ -5,10 +5,11 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
-from ingest.services import sync_refresh_schedule
+from ingest.services import start_ingest, sync_refresh_schedule
+from ingest.uploads import add_files
 from kb.auth import Principal
 from kb.errors import Conflict, NotFound, ValidationFailed
-from kb.models import IngestRun, Namespace, Source
+from kb.models import IngestItem, IngestRun, Namespace, Source
 
 
 def source_out(source: Source) -> dict:
@@ -19,13 +20,15 @@ def source_out(source: Source) -> dict:
 
 
 def run_out(run: IngestRun) -> dict:
-    failed = list(run.items.filter(status="failed").values("ref", "error_code", "error_message")[:100])
+    failed = list(run.items.filter(status=IngestItem.Status.FAILED).values("ref", "error_code", "error_message")[:100])
+    skipped = list(run.items.filter(status=IngestItem.Status.SKIPPED).values("ref", "reason")[:100])
     return {"id": run.pk, "source_id": run.source_id, "status": run.status, "mode": run.mode,
             "percent": run.progress_percent, "items_total": run.items_total, "items_done": run.items_done,
             "items_changed": run.items_changed, "items_unchanged": run.items_unchanged,
             "items_failed": run.items_failed, "items_removed": run.items_removed,
             "chunks_written": run.chunks_written, "error": run.error, "queued_at": run.queued_at,
-            "started_at": run.started_at, "finished_at": run.finished_at, "failed_items": failed}
+            "started_at": run.started_at, "finished_at": run.finished_at, "failed_items": failed,
+            "skipped_items": skipped}
 
 
 def get_source(principal: Principal, source_id: int, *, write: bool = False) -> Source:
@@ -71,3 +74,13 @@ def update_source(principal: Principal, source_id: int, changes: dict) -> Source
 
 def delete_source(principal: Principal, source_id: int) -> None:
     get_source(principal, source_id, write=True).delete()
+
+
+def upload_to_source(principal: Principal, source_id: int, uploads) -> dict:
+    """Store uploads in a file source (the only way bytes reach one) and start its ingest."""
+    source = get_source(principal, source_id, write=True)
+    if source.kind != Source.Kind.FILE:
+        raise ValidationFailed(f"Source {source_id} is a {source.kind!r} source; files go to 'file' sources.")
+    report = add_files(source, uploads)
+    run = start_ingest(source) if report.added or report.replaced else None
+    return {"source_id": source.pk, **report.as_dict(), "run_id": run.pk if run else None}

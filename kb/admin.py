@@ -15,6 +15,8 @@ from django.views.decorators.http import require_POST
 from django.utils import timezone
 
 from ingest import services as ingest_services
+from ingest.uploads import add_files
+from kb.errors import KBError
 from kb.auth import issue_secret
 from kb import models
 from retrieval.eval_runner import run_recorded
@@ -57,8 +59,49 @@ class IngestRunInline(admin.TabularInline):
         return f"{obj.items_done}/{obj.items_total}"
 
 
+class MultipleFileInput(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class MultipleFileField(forms.FileField):
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("widget", MultipleFileInput())
+        super().__init__(*args, **kwargs)
+
+    def clean(self, data, initial=None):
+        single = super().clean
+        if isinstance(data, (list, tuple)):
+            return [single(d, initial) for d in data if d]
+        return [single(data, initial)] if data else []
+
+
+class SourceForm(forms.ModelForm):
+    files = MultipleFileField(
+        required=False, label="Add files",
+        help_text="File sources: one or more files (PDF, Word, PowerPoint, Excel, OpenDocument, CSV, "
+                  "EPUB, e-mail, markdown, text, HTML), or a .zip of them; each becomes a document.",
+    )
+
+    class Meta:
+        model = models.Source
+        fields = "__all__"
+
+
+class SourceFileInline(admin.TabularInline):
+    model = models.SourceFile
+    fields = ["path", "byte_size", "sha256", "uploaded_at"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = True
+    show_change_link = False
+
+    def has_add_permission(self, request, obj=None):
+        return False  # files arrive through the upload field, which stores them safely
+
+
 @admin.register(models.Source)
 class SourceAdmin(admin.ModelAdmin):
+    form = SourceForm
     list_display = [
         "name", "namespace", "kind", "enabled", "priority", "document_count",
         "last_run_status", "last_run_at",
@@ -66,12 +109,24 @@ class SourceAdmin(admin.ModelAdmin):
     list_filter = ["kind", "enabled", "namespace", "last_run_status"]
     search_fields = ["name", "location"]
     readonly_fields = ["last_run_at", "last_run_status", "last_run_summary", "created_at", "updated_at"]
-    inlines = [IngestRunInline]
+    inlines = [SourceFileInline, IngestRunInline]
     actions = ["ingest_now", "reembed_all"]
 
     def save_model(self, request, obj, form, change):
         super().save_model(request, obj, form, change)
         ingest_services.sync_refresh_schedule(obj)
+        uploads = form.cleaned_data.get("files") or []
+        if uploads and obj.kind == models.Source.Kind.FILE:
+            try:
+                report = add_files(obj, [(f.name, f) for f in uploads])
+            except KBError as exc:
+                self.message_user(request, f"{exc.code}: {exc.message}", messages.ERROR)
+                return
+            skipped = "; ".join(f"{s['path']}: {s['message']}" for s in report.skipped)
+            self.message_user(request, f"{len(report.added)} added, {len(report.replaced)} replaced, "
+                              f"{len(report.unchanged)} unchanged" + (f"; skipped {skipped}" if skipped else ""))
+            if report.added or report.replaced:
+                ingest_services.start_ingest(obj)
 
     def _start(self, request, queryset, mode):
         if not self.has_change_permission(request):

@@ -30,6 +30,11 @@ class KBSettings:
     chunk_tokens: int
     demo_docs_dir: Path
     media_root: Path
+    document_max_bytes: int = 50 * 1024 * 1024
+    archive_max_bytes: int = 200 * 1024 * 1024
+    archive_max_files: int = 5000
+    parser_cpu_seconds: int = 60
+    parser_memory_mb: int = 2048
     capability_retriever: str = "builtin"
     knowledge_retriever: str = "builtin"
     knowledge_max_targets: int = 50
@@ -69,6 +74,11 @@ def kb_settings() -> KBSettings:
         fetch_allowed_private=tuple(settings.KB_FETCH_ALLOWED_PRIVATE),
         fetch_max_bytes=settings.KB_FETCH_MAX_BYTES,
         fetch_timeout=settings.KB_FETCH_TIMEOUT,
+        document_max_bytes=settings.KB_DOCUMENT_MAX_BYTES,
+        archive_max_bytes=settings.KB_ARCHIVE_MAX_BYTES,
+        archive_max_files=settings.KB_ARCHIVE_MAX_FILES,
+        parser_cpu_seconds=settings.KB_PARSER_CPU_SECONDS,
+        parser_memory_mb=settings.KB_PARSER_MEMORY_MB,
         chunk_tokens=settings.KB_CHUNK_TOKENS,
         demo_docs_dir=Path(settings.KB_DEMO_DOCS_DIR),
         media_root=Path(settings.MEDIA_ROOT),

@@ -3,9 +3,6 @@
 
 from __future__ import annotations
 
-from django.core.files.base import ContentFile
-from django.core.files.storage import default_storage
-
 from kb.conf import kb_settings
 from kb.models import Namespace, Source
 
@@ -16,6 +13,7 @@ DEMO_PROVIDERS = "examples/providers.yaml"
 def ensure_demo_sources(*, sync: bool = False) -> list[int]:
     """Create or refresh one file source per docs/*.md and start their ingest; run ids."""
     from ingest.services import start_ingest
+    from ingest.uploads import add_files
 
     namespace, _ = Namespace.objects.get_or_create(
         slug=DEMO_NAMESPACE,
@@ -23,16 +21,11 @@ def ensure_demo_sources(*, sync: bool = False) -> list[int]:
     )
     run_ids = []
     for path in sorted(kb_settings().demo_docs_dir.glob("*.md")):
-        key = f"demo/{path.name}"
-        data = path.read_bytes()
-        if not default_storage.exists(key) or default_storage.open(key, "rb").read() != data:
-            if default_storage.exists(key):
-                default_storage.delete(key)
-            default_storage.save(key, ContentFile(data))
         source, _ = Source.objects.get_or_create(
-            namespace=namespace, name=f"docs/{path.name}",
-            defaults={"kind": Source.Kind.FILE, "location": key},
+            namespace=namespace, name=f"docs/{path.name}", defaults={"kind": Source.Kind.FILE},
         )
+        with path.open("rb") as handle:
+            add_files(source, [(path.name, handle)])  # the same bytes again change nothing
         run_ids.append(start_ingest(source, sync=sync).pk)
     return run_ids
 

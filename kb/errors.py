@@ -124,3 +124,8 @@ class AccessDenied(KBError):
 
     code = "CG_ACCESS_DENIED"
     http_status = 403
+
+
+def error_status(error: KBError) -> int:
+    """The HTTP status of an error: what the API, the pages and the middleware answer with."""
+    return error.http_status

@@ -59,9 +59,8 @@ class Source(models.Model):
     name = models.CharField(max_length=200)
     kind = models.CharField(max_length=16, choices=Kind.choices)
     location = models.CharField(
-        max_length=2048, blank=True, help_text="URL for web kinds; a file key for files."
+        max_length=2048, blank=True, help_text="URL for web kinds; empty for files and text."
     )
-    upload = models.FileField(upload_to="sources/%Y/%m/", blank=True)
     text = models.TextField(blank=True, help_text="Content of an inline text source.")
     options = models.JSONField(default=dict, blank=True)
     enabled = models.BooleanField(default=True)
@@ -103,9 +102,28 @@ class Source(models.Model):
             validate_http_url(self.location)
         elif self.kind == self.Kind.TEXT and not self.text.strip():
             raise ValidationError({"text": "An inline text source needs some text."})
-        elif self.kind == self.Kind.FILE and not (self.upload or self.location):
-            raise ValidationError({"upload": "A file source needs an uploaded file."})
+        elif self.kind == self.Kind.FILE and self.location:
+            raise ValidationError({"location": "A file source holds uploaded files (SourceFile), not a storage key."})
         validate_source_options(self.kind, self.options or {})
+
+
+class SourceFile(models.Model):
+    """One uploaded file of a file source; its `path` is the document's ref (a zip member's path
+    inside the archive, else the file name). Stored under a key only this source knows."""
+
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="files")
+    path = models.CharField(max_length=1024)
+    key = models.CharField(max_length=1024, help_text="Storage key of the bytes.")
+    sha256 = models.CharField(max_length=64, blank=True)
+    byte_size = models.PositiveBigIntegerField(default=0)
+    uploaded_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["source_id", "path"]
+        constraints = [models.UniqueConstraint(fields=["source", "path"], name="source_file_unique_path")]
+
+    def __str__(self) -> str:
+        return self.path
 
 
 class Document(models.Model):
@@ -159,6 +177,10 @@ class Chunk(models.Model):
     is_partial_code = models.BooleanField(
         default=False, help_text="Part of one code fence too large for a single chunk."
     )
+    page_start = models.PositiveIntegerField(
+        null=True, blank=True, help_text="First page, slide or sheet the chunk comes from (documents)."
+    )
+    page_end = models.PositiveIntegerField(null=True, blank=True, help_text="Last page, slide or sheet.")
     embedding = VectorField(dimensions=settings.KB_EMBEDDING_DIM, null=True, blank=True)
     embedding_model = models.CharField(max_length=200, blank=True)
     embed_reason = models.CharField(max_length=32, blank=True)
@@ -353,6 +375,7 @@ class IngestItem(models.Model):
         UNCHANGED = "unchanged"
         FAILED = "failed"
         REMOVED = "removed"
+        SKIPPED = "skipped"  # left out by the source's scope: include/exclude, canonical duplicate
 
     run = models.ForeignKey(IngestRun, on_delete=models.CASCADE, related_name="items")
     ref = models.CharField(max_length=2048)

@@ -15,10 +15,11 @@ def canonical_hash(value) -> str:
     return hashlib.sha256(rendered.encode("utf-8")).hexdigest()
 
 
-def source_revision(kind: str, location: str, text: str, upload_name: str, options: dict) -> str:
-    """What a source's ingest depends on: its kind, address, inline text, uploaded file and
-    options. Editing any of them makes the index behind the source until the next ingest."""
-    return canonical_hash({"kind": kind, "location": location, "text": text, "upload": upload_name,
+def source_revision(kind: str, location: str, text: str, files: list[tuple[str, str]], options: dict) -> str:
+    """What a source's ingest depends on: its kind, address, inline text, uploaded files (path and
+    SHA-256) and options. Editing any of them makes the index behind the source until the next
+    ingest."""
+    return canonical_hash({"kind": kind, "location": location, "text": text, "files": sorted(files),
                            "options": options})
 
 

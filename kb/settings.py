@@ -165,6 +165,15 @@ KB_FETCH_ALLOWED_PRIVATE = [
 ]
 KB_FETCH_MAX_BYTES = int(os.environ.get("KB_FETCH_MAX_BYTES", str(10 * 1024 * 1024)))
 KB_FETCH_TIMEOUT = float(os.environ.get("KB_FETCH_TIMEOUT", "20"))
+# documents (PDF, Office, EPUB) and .zip uploads; the archive limit bounds the unpacked total too
+KB_DOCUMENT_MAX_BYTES = int(os.environ.get("KB_DOCUMENT_MAX_BYTES", str(50 * 1024 * 1024)))
+KB_ARCHIVE_MAX_BYTES = int(os.environ.get("KB_ARCHIVE_MAX_BYTES", str(200 * 1024 * 1024)))
+KB_ARCHIVE_MAX_FILES = int(os.environ.get("KB_ARCHIVE_MAX_FILES", "5000"))
+# the budget of one document parse in its child process
+KB_PARSER_CPU_SECONDS = int(os.environ.get("KB_PARSER_CPU_SECONDS", "60"))
+KB_PARSER_MEMORY_MB = int(os.environ.get("KB_PARSER_MEMORY_MB", "2048"))
+DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
+FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 KB_CHUNK_TOKENS = int(os.environ.get("KB_CHUNK_TOKENS", "400"))
 KB_DEMO_DOCS_DIR = BASE_DIR / "docs"
 # Capability and knowledge retriever backends: "builtin", a dotted path to a class, or "none".

@@ -1,6 +1,7 @@
 from django.contrib import admin
 from django.urls import path
 
+from ingest import views as ingest_views
 from kb import views
 from kb.api import api
 
@@ -8,5 +9,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", api.urls),
     path("healthz", views.healthz, name="healthz"),
+    path("documents/<int:document_id>/", ingest_views.document_page, name="document"),
+    path("documents/<int:document_id>/original", ingest_views.document_original, name="document-original"),
     path("", views.search_page, name="search"),
 ]

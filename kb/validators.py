@@ -21,7 +21,12 @@ SOURCE_OPTIONS: dict[str, tuple[tuple[str, ...], type, Any, Any]] = {
     "use_llms_txt": (("crawl", "sitemap"), bool, None, None),
     "keep_removed": (URL_KINDS + ("file", "text"), bool, None, None),
     "respect_robots": (("crawl",), bool, None, None),
+    # URL path globs (`*` any run of characters, `?` one); never regular expressions
+    "include": (("crawl", "sitemap", "llms"), list, None, None),
+    "exclude": (("crawl", "sitemap", "llms"), list, None, None),
 }
+MAX_PATTERNS = 50
+MAX_PATTERN_CHARS = 200
 
 
 def validate_namespace_slug(value: str) -> None:
@@ -71,7 +76,13 @@ def validate_source_options(kind: str, options: dict[str, Any]) -> None:
         elif typ is list and not (
             isinstance(value, list) and all(isinstance(v, str) and v for v in value)
         ):
-            errors.append(f"option {name!r} must be a list of domain names, got {value!r}")
+            what = "domain names" if name == "allowed_domains" else "URL path patterns such as '/docs/*'"
+            errors.append(f"option {name!r} must be a list of {what}, got {value!r}")
+        elif name in ("include", "exclude") and (
+            len(value) > MAX_PATTERNS or any(len(v) > MAX_PATTERN_CHARS for v in value)
+        ):
+            errors.append(f"option {name!r} takes at most {MAX_PATTERNS} patterns of at most "
+                          f"{MAX_PATTERN_CHARS} characters")
         elif typ is int and not low <= value <= high:
             errors.append(f"option {name!r} must be between {low} and {high}, got {value!r}")
     if errors:

@@ -293,6 +293,9 @@ class ChunkRow:
     source_name: str
     created_at: datetime | None
     indexed_at: datetime | None
+    page_start: int | None = None
+    page_end: int | None = None
+    page_unit: str = ""
 
 
 _CANDIDATE_COLUMNS = """c.document_id, c.position, coalesce(nullif(d.path, ''), d.ref), c.is_summary, s.priority,
@@ -344,7 +347,8 @@ def hydrate(scope: Scope, chunk_ids: list[int]) -> dict[int, ChunkRow]:
         cursor.execute(
             f"""SELECT c.id, c.document_id, d.source_id, c.position, c.text, c.heading_path, c.anchor,
                        c.start_byte, c.end_byte, d.title, d.ref, d.path, coalesce(d.metadata->>'url', ''),
-                       s.kind, s.name, d.created_at, d.indexed_at
+                       s.kind, s.name, d.created_at, d.indexed_at, c.page_start, c.page_end,
+                       coalesce(d.metadata->>'page_unit', '')
                 FROM kb_chunk c JOIN kb_document d ON d.id = c.document_id
                 JOIN kb_source s ON s.id = d.source_id
                 WHERE c.id = ANY(%s) AND {where}""",

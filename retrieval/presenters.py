@@ -5,16 +5,19 @@ from __future__ import annotations
 import html
 import re
 
+from kb.markup import plain_text
+
 from retrieval.service import SearchResult
 
 SNIPPET_CHARS = 280
 
 
 def snippet(text: str, lexemes: list[str], width: int = SNIPPET_CHARS) -> str:
-    """An HTML-escaped window of the chunk around its first matching word, matches in <mark>.
+    """An HTML-escaped window of the chunk's plain text (no markdown syntax) around its first
+    matching word, matches in <mark>.
     Lexemes are stems ('roast' for 'roasting'), so a word matches when it starts with one."""
     body = text.split("\n\n", 1)[1] if "\n\n" in text else text
-    body = " ".join(body.split())
+    body = " ".join(plain_text(body).split())
     stems = [l for l in lexemes if len(l) >= 2 and re.fullmatch(r"[\w.]+", l)]
     pattern = re.compile(r"\b(" + "|".join(re.escape(s) for s in stems) + r")\w*", re.I) if stems else None
     start = 0
@@ -47,6 +50,15 @@ def _doc(ref) -> dict:
     return {"document_id": ref.document_id, "title": ref.title, "citation_url": ref.citation_url}
 
 
+def location_label(start: int | None, end: int | None, unit: str) -> str:
+    """"p. 12", "pp. 12-13", "slide 3", "sheet 2"; "" for a passage without pages."""
+    if not start or not unit:
+        return ""
+    if unit == "page":
+        return f"p. {start}" if end in (None, start) else f"pp. {start}\u2013{end}"
+    return f"{unit} {start}" if end in (None, start) else f"{unit}s {start}\u2013{end}"
+
+
 def search_payload(result: SearchResult, *, explain: bool) -> dict:
     summary = result.summary
     return {
@@ -58,6 +70,8 @@ def search_payload(result: SearchResult, *, explain: bool) -> dict:
                 "heading_path": list(h.heading_path), "anchor": h.anchor, "text": h.text,
                 "snippet": snippet(h.text, result.lexemes), "start_byte": h.start_byte,
                 "end_byte": h.end_byte, "citation_url": h.citation_url, "source": h.source_name,
+                "location": location_label(h.page_start, h.page_end, h.page_unit),
+                "page_start": h.page_start, "page_end": h.page_end,
                 "date": h.created_at, "score": round(h.score, 6),
                 "cosine": round(h.cosine, 6) if h.cosine is not None else None,
                 "explanation": explanation(h.details) if explain else None,

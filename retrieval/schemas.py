@@ -48,6 +48,9 @@ class HitOut(Schema):
     end_byte: int
     citation_url: str
     source: str
+    location: str = ""  # "p. 12", "pp. 12-13", "slide 3": where in a document the passage is
+    page_start: int | None = None
+    page_end: int | None = None
     date: datetime | None
     score: float
     cosine: float | None

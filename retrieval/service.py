@@ -55,6 +55,9 @@ class Hit:
     relevance: float
     cosine: float | None
     details: ScoreDetails
+    page_start: int | None = None  # documents: the pages, slides or sheets the passage spans
+    page_end: int | None = None
+    page_unit: str = ""
 
 
 @dataclass(frozen=True)
@@ -231,18 +234,26 @@ def _plain_rrf(candidates: list[Candidate], params: RankerParams) -> Ranking:
 
 def citation_url(row: ch.ChunkRow, namespace: str) -> str:
     return document_citation_url(url=row.url, ref=row.ref, anchor=row.anchor, namespace=namespace,
-                                 document_id=row.document_id)
+                                 document_id=row.document_id, page=row.page_start, page_unit=row.page_unit)
 
 
-def document_citation_url(*, url: str, ref: str, anchor: str, namespace: str, document_id: int) -> str:
-    """`url#anchor` for web documents (unless the URL has a fragment); a stable kb:// URL for
-    files and text, which have no URL of their own."""
+def document_citation_url(*, url: str, ref: str, anchor: str, namespace: str, document_id: int,
+                          page: int | None = None, page_unit: str = "") -> str:
+    """Where a citation opens. Web documents: `url#anchor` (a PDF on the web: `url#page=N`).
+    Stored files and text: this server's document view, `/documents/ID/#anchor`, or for a PDF
+    its original at `/documents/ID/original#page=N`, which browsers open at that page. Both
+    views check that the reader may read the document's namespace."""
     url = url or (ref if ref.startswith(("http://", "https://")) else "")
+    pdf_page = page if page and page_unit == "page" else None
     if url:
-        if "#" in url or not anchor:
+        if "#" in url:
             return url
-        return f"{url}#{anchor}"
-    base = f"kb://{quote(namespace, safe=':')}/documents/{document_id}"
+        if pdf_page:
+            return f"{url}#page={pdf_page}"
+        return f"{url}#{anchor}" if anchor else url
+    base = f"/documents/{document_id}/"
+    if pdf_page:
+        return f"{base}original#page={pdf_page}"
     return f"{base}#{anchor}" if anchor else base
 
 
@@ -254,7 +265,14 @@ def _hit(details: ScoreDetails, row: ch.ChunkRow, namespace: str) -> Hit:
         start_byte=row.start_byte, end_byte=row.end_byte, citation_url=citation_url(row, namespace),
         source_name=row.source_name, created_at=row.created_at or row.indexed_at, score=details.score,
         relevance=details.relevance, cosine=details.cosine, details=details,
+        page_start=row.page_start, page_end=row.page_end, page_unit=row.page_unit,
     )
+
+
+def document_link(citation: str) -> str:
+    """A citation without its fragment, and a PDF's `original` without the page: the document."""
+    base = citation.split("#")[0]
+    return base[: -len("original")] if base.startswith("/documents/") and base.endswith("/original") else base
 
 
 def _tiers(hits: list[Hit], pool: list[ScoreDetails], rows: dict[int, ch.ChunkRow]):
@@ -263,7 +281,7 @@ def _tiers(hits: list[Hit], pool: list[ScoreDetails], rows: dict[int, ch.ChunkRo
     documents: dict[int, DocumentRef] = {}
     for hit in hits:
         if hit.document_id not in documents:
-            documents[hit.document_id] = DocumentRef(hit.document_id, hit.title, hit.citation_url.split("#")[0],
+            documents[hit.document_id] = DocumentRef(hit.document_id, hit.title, document_link(hit.citation_url),
                                                      hit.score, hit.cosine)
     ordered = list(documents.values())
     suggested = ordered[:SUGGESTED_DOCUMENTS]

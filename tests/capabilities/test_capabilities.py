@@ -187,7 +187,7 @@ def test_a_hit_is_byte_exact_and_described_from_our_records(world):
     assert hit["role"] == "howto" and hit["locale"] == "en" and hit["capability_ids"] == ["billing/refund"]
     assert document.content.encode()[hit["start_byte"]:hit["end_byte"]].decode() == hit["snippet"]
     assert "refund a payment" in hit["snippet"]
-    assert hit["citation_url"].startswith(f"kb://tenant:cg/documents/{document.pk}")
+    assert hit["citation_url"].startswith(f"/documents/{document.pk}/")
     evidence = result.evidence
     assert evidence["static_revision_by_provider"] == {"billing": revision()}
     assert [t["id"] for t in evidence["targets"]] == [f"document:{document.pk}"]

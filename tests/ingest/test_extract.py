@@ -24,7 +24,7 @@ EXPECTED = """# Install
 
 Use `pip` — it's easy. Text <b>stays</b> text.
 
-## With *pnpm*
+## With pnpm
 
 ```bash
 pnpm add kb
@@ -39,7 +39,7 @@ echo "done"
 |---|---|
 | depth | 2 |
 
-See [the next page](https://docs.example.com/start/guide/next.html) or this.
+See the next page or this.
 """
 
 
@@ -48,6 +48,7 @@ def test_html_to_markdown_golden():
     assert result.title == "Install & configure"
     assert result.content == EXPECTED
     assert result.media_type == "text/markdown"
+    assert result.links == ("https://docs.example.com/start/guide/next.html",)
 
 
 def test_title_falls_back_to_first_h1():

@@ -109,7 +109,8 @@ def test_kb_ingest_command_sync_reports_and_fails_on_failed_runs(db, namespace, 
     call_command("kb_ingest", str(good.pk), "--sync")
     out = capsys.readouterr().out
     assert f"source {good.pk} 'good': run" in out and "succeeded - 1 changed" in out
-    bad = Source.objects.create(namespace=namespace, name="bad", kind="file", location="missing.md")
+    bad = Source.objects.create(namespace=namespace, name="bad", kind="file")
+    bad.files.create(path="missing.md", key="sources/missing.md")
     from django.core.management.base import CommandError
 
     with pytest.raises(CommandError, match="At least one run failed"):

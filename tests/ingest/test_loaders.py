@@ -122,6 +122,6 @@ def test_failed_page_is_an_item_error_not_an_exception(web, fetcher):
 def test_text_and_file_loaders():
     _, items = _load(SourceSpec("text", text="# Hi\n\nthere", name="Inline"), None)
     assert (items[0].ref, items[0].body, items[0].media_type) == ("inline", b"# Hi\n\nthere", "text/markdown")
-    _, items = _load(SourceSpec("file", location="docs/my-notes.md"), None,
-                     open_file=lambda key: (b"# Notes", key))
+    _, items = _load(SourceSpec("file", files=(("docs/my-notes.md", "sources/1/ab/my-notes.md", ""),)), None,
+                     open_file=lambda key, media_type: (b"# Notes", key))
     assert (items[0].ref, items[0].media_type, items[0].title_hint) == ("docs/my-notes.md", "text/markdown", "my notes")

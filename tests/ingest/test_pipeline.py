@@ -1,5 +1,6 @@
 """The ingest pipeline against real PostgreSQL, the real model and a real HTTP server."""
 
+import io
 import pytest
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
@@ -8,6 +9,7 @@ from django.test.utils import CaptureQueriesContext
 
 from ingest.embed import HttpEmbedder, get_embedder
 from ingest.pipeline import IngestPipeline
+from ingest.uploads import add_files
 from ingest.services import retry_failed_items, start_ingest
 from kb.models import Chunk, Document, IngestRun, Source
 from tests.webserver import Route
@@ -181,16 +183,19 @@ def test_embedder_failing_midway_leaves_each_document_entirely_old_or_new(namesp
 def test_file_source_from_storage_and_path_traversal(namespace, settings, tmp_path):
     settings.MEDIA_ROOT = str(tmp_path)
     from kb.conf import kb_settings
+    from kb.models import SourceFile
 
     kb_settings.cache_clear()
-    key = default_storage.save("uploads/guide.md", ContentFile("# Guide\n\n## Setup\n\nDo it.\n"))
-    ok = Source.objects.create(namespace=namespace, name="guide", kind="file", location=key)
+    ok = Source.objects.create(namespace=namespace, name="guide", kind="file")
+    report = add_files(ok, [("guide.md", io.BytesIO(b"# Guide\n\n## Setup\n\nDo it.\n"))])
+    assert report.added == ["guide.md"]
     run = start_ingest(ok, sync=True)
     assert run.status == "succeeded"
     document = Document.objects.get(source=ok)
-    assert (document.ref, document.title, document.media_type) == (key, "Guide", "text/markdown")
+    assert (document.ref, document.title, document.media_type) == ("guide.md", "Guide", "text/markdown")
 
-    evil = Source.objects.create(namespace=namespace, name="evil", kind="file", location="../../etc/passwd")
+    evil = Source.objects.create(namespace=namespace, name="evil", kind="file")
+    SourceFile.objects.create(source=evil, path="passwd.txt", key="../../etc/passwd")
     run = start_ingest(evil, sync=True)
     assert run.status == "failed"
     assert run.items.get().error_code == "INGEST_FILE_KEY_INVALID"

@@ -1,0 +1,73 @@
+"""Reading stored documents back: the text view a citation scrolls to, and the original file.
+
+Both answer exactly like a missing document (404, same body) when the caller may not read the
+document's namespace, so ids cannot be probed across namespaces.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.core.files.storage import default_storage
+
+from ingest.filetypes import media_type_for
+from kb.auth import Principal
+from kb.errors import KBError, NotFound
+from kb.markup import plain_text
+from kb.models import Chunk, Document, SourceFile
+
+
+@dataclass(frozen=True)
+class Section:
+    anchor: str
+    heading_path: tuple[str, ...]
+    text: str
+    location: tuple[int | None, int | None]
+
+
+@dataclass(frozen=True)
+class DocumentView:
+    document: Document
+    sections: list[Section]
+    has_original: bool
+
+
+def readable_document(principal: Principal, document_id: int) -> Document:
+    document = Document.objects.select_related("source", "namespace").filter(pk=document_id).first()
+    if document is None:
+        raise NotFound(f"No document {document_id}.")
+    try:
+        principal.check(document.namespace.slug)
+    except KBError as exc:
+        raise NotFound(f"No document {document_id}.") from exc
+    return document
+
+
+def document_view(principal: Principal, document_id: int) -> DocumentView:
+    """The document's passages in order, one section per anchor, as plain text."""
+    document = readable_document(principal, document_id)
+    content = document.content.encode("utf-8")
+    sections: list[Section] = []
+    for chunk in Chunk.objects.filter(document=document).order_by("position").only(
+            "anchor", "heading_path", "start_byte", "end_byte", "page_start", "page_end"):
+        text = plain_text(content[chunk.start_byte:chunk.end_byte].decode("utf-8", "replace"))
+        sections.append(Section(chunk.anchor if not any(s.anchor == chunk.anchor for s in sections) else "",
+                                tuple(chunk.heading_path), text, (chunk.page_start, chunk.page_end)))
+    return DocumentView(document, sections, _stored_file(document) is not None)
+
+
+def _stored_file(document: Document) -> SourceFile | None:
+    if document.source.kind != "file":
+        return None
+    return SourceFile.objects.filter(source=document.source, path=document.ref).first()
+
+
+def original_file(principal: Principal, document_id: int) -> tuple[bytes, str, str]:
+    """(bytes, file name, media type) of the uploaded original."""
+    document = readable_document(principal, document_id)
+    stored = _stored_file(document)
+    if stored is None or not default_storage.exists(stored.key):
+        raise NotFound(f"Document {document_id} has no stored original.")
+    with default_storage.open(stored.key, "rb") as handle:
+        data = handle.read()
+    return data, stored.path.rsplit("/", 1)[-1], media_type_for(stored.path) or "application/octet-stream"

@@ -1,0 +1,19 @@
+"""What every extractor returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Extracted:
+    title: str
+    content: str
+    media_type: str  # text/markdown or text/plain
+    links: tuple[str, ...] = ()  # outgoing links (HTML), absolute, without fragments
+    # where each page, slide or sheet starts: (character offset into `content`, its number)
+    pages: tuple[tuple[int, int], ...] = ()
+    page_unit: str = ""  # "page", "slide" or "sheet" when `pages` is set
+    # HTML: the page's own section ids are the anchors; a heading without one gets none (the
+    # citation opens the page), never a slug the page does not have
+    site_anchors: bool = False

@@ -1,0 +1,83 @@
+"""Which URLs of a site a source takes, and the one form each URL is known by. Pure.
+
+- `canonical_url`: fragment stripped, scheme and host lower-cased, default port dropped, an
+  empty path made `/`, tracking parameters (`utm_*`, `gclid`, `fbclid`, ...) removed, so one
+  page is never ingested twice under two names. A page's own `<link rel=canonical>` is applied by
+  the loader on top of this.
+- `UrlScope`: the source's `include` and `exclude` options, globs over the URL's path (and query):
+  `*` matches any run of characters (slashes too), `?` one character. A URL is taken when it
+  matches some include pattern (or there are none) and no exclude pattern. Globs, not regular
+  expressions: `glob_match` is a two-pointer scan with no backtracking beyond the last `*`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+TRACKING_PARAMETERS = {"gclid", "fbclid", "msclkid", "yclid", "mc_cid", "mc_eid", "_ga", "_gl", "ref_src"}
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def canonical_url(url: str) -> str:
+    parts = urlsplit(url.strip())
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").lower()
+    if ":" in host:
+        host = f"[{host}]"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    netloc = host if port is None or DEFAULT_PORTS.get(scheme) == port else f"{host}:{port}"
+    if parts.username:
+        netloc = f"{parts.username}@{netloc}"
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
+             if not k.lower().startswith("utm_") and k.lower() not in TRACKING_PARAMETERS]
+    return urlunsplit((scheme, netloc, parts.path or "/", urlencode(query), ""))
+
+
+def glob_match(pattern: str, text: str) -> bool:
+    """`*` any run of characters, `?` exactly one; the whole text must match."""
+    p = t = 0
+    star = -1
+    mark = 0
+    while t < len(text):
+        if p < len(pattern) and (pattern[p] == "?" or pattern[p] == text[t]):
+            p += 1
+            t += 1
+        elif p < len(pattern) and pattern[p] == "*":
+            star, mark = p, t
+            p += 1
+        elif star >= 0:
+            p = star + 1
+            mark += 1
+            t = mark
+        else:
+            return False
+    while p < len(pattern) and pattern[p] == "*":
+        p += 1
+    return p == len(pattern)
+
+
+@dataclass(frozen=True)
+class UrlScope:
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+
+    @classmethod
+    def from_options(cls, options: dict) -> "UrlScope":
+        return cls(tuple(options.get("include") or ()), tuple(options.get("exclude") or ()))
+
+    def refusal(self, url: str) -> str:
+        """Why the URL is out of scope ("" when it is in)."""
+        parts = urlsplit(url)
+        target = parts.path or "/"
+        if parts.query:
+            target += "?" + parts.query
+        for pattern in self.exclude:
+            if glob_match(pattern, target):
+                return f"excluded by {pattern!r}"
+        if self.include and not any(glob_match(pattern, target) for pattern in self.include):
+            return "matches no include pattern"
+        return ""

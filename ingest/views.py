@@ -1,0 +1,44 @@
+"""The document views a citation opens: the text view and the original upload."""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+from django.http import HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from ingest.documents import document_view, original_file
+from kb.auth import principal_for
+from kb.errors import KBError, error_status
+
+# served inline: a browser shows them and runs nothing; everything else is a download
+INLINE_TYPES = {"application/pdf": "application/pdf", "text/plain": "text/plain; charset=utf-8",
+                "text/markdown": "text/plain; charset=utf-8", "text/csv": "text/plain; charset=utf-8"}
+
+
+@require_GET
+def document_page(request, document_id: int):
+    try:
+        view = document_view(principal_for(request, None), document_id)
+    except KBError as exc:
+        return render(request, "kb/document_missing.html", {"error": exc}, status=error_status(exc))
+    return render(request, "kb/document.html", {"view": view, "document": view.document})
+
+
+@require_GET
+def document_original(request, document_id: int):
+    try:
+        data, name, media_type = original_file(principal_for(request, None), document_id)
+    except KBError as exc:
+        return render(request, "kb/document_missing.html", {"error": exc}, status=error_status(exc))
+    inline = media_type in INLINE_TYPES
+    response = HttpResponse(data, content_type=INLINE_TYPES.get(media_type, "application/octet-stream"))
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Content-Disposition"] = f"{'inline' if inline else 'attachment'}; filename*=UTF-8''{quote(name)}"
+    # a PDF needs the browser's own viewer, which a sandboxed document cannot load; it gets no
+    # sub-resources and no scripts of its own either way
+    response["Content-Security-Policy"] = "default-src 'none'" if media_type == "application/pdf" \
+        else "sandbox; default-src 'none'"
+    response["Cross-Origin-Resource-Policy"] = "same-origin"
+    return response

@@ -1,0 +1,108 @@
+"""Markdown link and markup handling by plain string scanning. Pure, and linear in its input.
+
+Regular expressions with nested or adjacent quantifiers backtrack on inputs such as
+`"[](" * 20000`; these scanners look at each character a bounded number of times instead.
+
+- `markdown_links(text)`: the `[label](url)` and `![alt](url)` links of a text, with offsets.
+- `strip_links(text)`: the text with each link replaced by its label: what is embedded and
+  indexed, so URL fragments never reach BM25 or the model's 256 WordPieces.
+- `plain_text(text)`: what a person reads in a snippet or breadcrumb: no fences, heading
+  markers, emphasis or link syntax.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MAX_URL_CHARS = 2048  # a longer "(...)" after a label is not a link target
+
+
+@dataclass(frozen=True)
+class Link:
+    start: int  # offsets of the whole `[label](url)` in the text, end exclusive
+    end: int
+    label: str
+    url: str
+    image: bool = False
+
+
+def markdown_links(text: str) -> list[Link]:
+    links: list[Link] = []
+    position = 0
+    length = len(text)
+    while True:
+        open_bracket = text.find("[", position)
+        if open_bracket < 0:
+            return links
+        close_bracket = text.find("]", open_bracket + 1)
+        if close_bracket < 0:
+            return links
+        nested = text.find("[", open_bracket + 1, close_bracket)
+        if nested >= 0:  # "[a [b](c)": the innermost "[" starts the label
+            position = nested
+            continue
+        if close_bracket + 1 >= length or text[close_bracket + 1] != "(":
+            position = close_bracket + 1
+            continue
+        close_paren = text.find(")", close_bracket + 2, close_bracket + 2 + MAX_URL_CHARS)
+        if close_paren < 0:
+            position = close_bracket + 1
+            continue
+        target = text[close_bracket + 2:close_paren].strip()
+        url = target.split(None, 1)[0].strip("<>") if target else ""
+        if not url or "\n" in target:
+            position = close_bracket + 1
+            continue
+        image = open_bracket > 0 and text[open_bracket - 1] == "!"
+        start = open_bracket - 1 if image else open_bracket
+        links.append(Link(start, close_paren + 1, text[open_bracket + 1:close_bracket], url, image))
+        position = close_paren + 1
+
+
+def strip_links(text: str) -> str:
+    """Each link becomes its label (an image its alt text); everything else is unchanged."""
+    links = markdown_links(text)
+    if not links:
+        return text
+    out: list[str] = []
+    cursor = 0
+    for link in links:
+        out.append(text[cursor:link.start])
+        out.append(link.label)
+        cursor = link.end
+    out.append(text[cursor:])
+    return "".join(out)
+
+
+def plain_text(text: str) -> str:
+    """Markdown to readable text, line by line: fences dropped, `#` markers, quote markers,
+    emphasis, inline code ticks and link syntax removed, heading ids (`{#id}`) dropped."""
+    lines = []
+    for line in strip_links(text).splitlines():
+        stripped = line.strip()
+        if stripped.startswith(("```", "~~~")):
+            continue
+        if stripped.startswith("#"):
+            stripped = strip_heading_id(stripped.lstrip("#").strip())
+        elif stripped.startswith(">"):
+            stripped = stripped.lstrip("> ")
+        lines.append(stripped.replace("**", "").replace("`", ""))
+    return "\n".join(lines)
+
+
+def split_heading_id(heading: str) -> tuple[str, str]:
+    """`Title {#some-id}` -> ("Title", "some-id"); a heading without one -> (heading, "")."""
+    heading = heading.rstrip()
+    if not heading.endswith("}"):
+        return heading, ""
+    open_brace = heading.rfind("{#")
+    if open_brace < 0 or (open_brace > 0 and heading[open_brace - 1] not in " \t"):
+        return heading, ""
+    identifier = heading[open_brace + 2:-1]
+    if not identifier or any(c.isspace() or c in "{}" for c in identifier):
+        return heading, ""
+    return heading[:open_brace].rstrip(), identifier
+
+
+def strip_heading_id(heading: str) -> str:
+    return split_heading_id(heading)[0]
