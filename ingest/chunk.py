@@ -88,10 +88,10 @@ def slugify_heading(text: str) -> str:
 
 
 def chunk_markdown(content: str, title: str = "", options: ChunkOptions = ChunkOptions(),
-                   pages: tuple[tuple[int, int], ...] = (), slug_fallback: bool = True) -> list[ChunkSpec]:
-    """`slug_fallback=False` (content from a web page): a heading without an explicit id gives
-    its section no anchor rather than a slug the page does not have."""
-    sections = _sections(content, _blocks(content), slug_fallback)
+                   pages: tuple[tuple[int, int], ...] = (), web_page: bool = False) -> list[ChunkSpec]:
+    """`web_page`: the content is a web page's, whose level-1 heading without an id is the page
+    itself, so its section gets no anchor (the citation opens the page) instead of a slug."""
+    sections = _sections(content, _blocks(content), web_page)
     pieces: list[tuple[_Section, list[_Unit]]] = []
     for section in sections:
         units: list[_Unit] = []
@@ -221,7 +221,7 @@ def _blocks(content: str) -> list[_Block]:
     return blocks
 
 
-def _sections(content: str, blocks: list[_Block], slug_fallback: bool = True) -> list[_Section]:
+def _sections(content: str, blocks: list[_Block], web_page: bool = False) -> list[_Section]:
     sections = [_Section(path=(), anchor="")]
     stack: list[tuple[int, str]] = []
     seen: dict[str, int] = {}
@@ -230,7 +230,8 @@ def _sections(content: str, blocks: list[_Block], slug_fallback: bool = True) ->
             while stack and stack[-1][0] >= block.level:
                 stack.pop()
             stack.append((block.level, block.heading))
-            anchor = block.heading_id or (slugify_heading(block.heading) if slug_fallback else "")
+            page_top = web_page and block.level == 1
+            anchor = block.heading_id or ("" if page_top else slugify_heading(block.heading))
             if block.heading_id or not anchor:
                 seen.setdefault(anchor, 0)
             elif anchor in seen:

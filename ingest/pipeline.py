@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Iterator
 
 from django.core.files.storage import default_storage
@@ -21,6 +21,7 @@ from django.core.exceptions import SuspiciousFileOperation
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
+from ingest.boilerplate import BoilerplateCounter, block_keys, drop_repeated
 from ingest.chunk import ChunkOptions, ChunkSpec, chunk_markdown, chunk_text
 from ingest.embed import Embedder, check_embedder_dimension, get_embedder
 from ingest.errors import ContentTooLarge, EmptyContent, IngestError
@@ -39,6 +40,8 @@ from kb.vector_index import ensure_namespace_index
 
 logger = logging.getLogger(__name__)
 
+MULTI_PAGE_KINDS = ("crawl", "sitemap", "llms")  # sources whose pages share a site's boilerplate
+BOILERPLATE_SAMPLE = 16  # pages read ahead to learn a new site's repeated blocks
 DB_RECONNECT_ATTEMPTS = 8  # about 15 s of waiting for a restarting database
 
 EMBED_BATCH_CHUNKS = 128  # chunks gathered across documents before one embedding call
@@ -60,6 +63,7 @@ class _Pending:
     reason: str
     started: float
     byte_key: str = ""
+    block_keys: tuple[str, ...] = ()  # the page's blocks before boilerplate was dropped
     document_id: int | None = None
     queued_at: float = field(default_factory=time.monotonic)
 
@@ -106,6 +110,8 @@ class IngestPipeline:
         self._pending: list[_Pending] = []
         self._outcomes: list[_Outcome] = []
         self._seen: set[str] = set()
+        self._extracted: dict[int, Extracted] = {}  # extractions read ahead by _warmed
+        self._boilerplate = BoilerplateCounter()
 
     # --- entry point --------------------------------------------------------------------------
     def execute(self, items: Iterable[LoadedItem] | None = None) -> IngestRun:
@@ -114,6 +120,8 @@ class IngestPipeline:
         try:
             self._check_column()
             self._states = self._load_states()
+            self._boilerplate = BoilerplateCounter(
+                {ref: tuple(state.metadata.get("block_keys", ())) for ref, state in self._states.items()})
             if self.run.mode == IngestRun.Mode.REEMBED:
                 self._reembed_stored()
                 complete = False
@@ -204,7 +212,7 @@ class IngestPipeline:
 
     # --- per item -----------------------------------------------------------------------------
     def _consume(self, items: Iterable[LoadedItem], loader: SourceLoader | None) -> None:
-        iterator: Iterator[LoadedItem] = iter(items)
+        iterator: Iterator[LoadedItem] = self._warmed(iter(items))
         while True:
             started = time.monotonic()
             try:
@@ -223,6 +231,27 @@ class IngestPipeline:
                 self._record(_Outcome(item.ref, "failed", error_code="INGEST_INTERNAL_ERROR",
                                       error_message=f"{type(exc).__name__}: {exc}"), started)
             self._flush_if_full()
+
+    def _warmed(self, iterator: Iterator[LoadedItem]) -> Iterator[LoadedItem]:
+        """For multi-page web sources, read and extract the first BOILERPLATE_SAMPLE pages before
+        handling any, so the blocks that repeat across the site are known from the first page on."""
+        if self.source.kind not in MULTI_PAGE_KINDS:
+            yield from iterator
+            return
+        sample: list[LoadedItem] = []
+        for item in iterator:
+            sample.append(item)
+            if item.body is not None and item.error is None and not item.skipped:
+                try:
+                    extracted = self._extracted[id(item)] = self._extract(item)
+                    if extracted.site_anchors:
+                        self._boilerplate.observe(item.ref, block_keys(extracted.content))
+                except KBError:
+                    pass  # _handle meets the same error again and records it
+            if len(sample) >= BOILERPLATE_SAMPLE:
+                break
+        yield from sample
+        yield from iterator
 
     def _handle(self, item: LoadedItem, started: float) -> None:
         if item.skipped:
@@ -249,7 +278,8 @@ class IngestPipeline:
                                   byte_size=len(item.body or b"")), started)
             return
         try:
-            extracted = self._extract(item)
+            extracted = self._extracted.pop(id(item), None) or self._extract(item)
+            extracted, keys = self._drop_boilerplate(item, extracted)
             if not extracted.content.strip():
                 raise EmptyContent("No text left after extraction.")
         except KBError as exc:
@@ -268,7 +298,16 @@ class IngestPipeline:
             self._record(_Outcome(item.ref, "unchanged", reason="same content hash",
                                   byte_size=len(item.body or b"")), started)
             return
-        self._queue(item, extracted, content_hash, reason, started, byte_key)
+        self._queue(item, extracted, content_hash, reason, started, byte_key, keys)
+
+    def _drop_boilerplate(self, item: LoadedItem, extracted: Extracted) -> tuple[Extracted, tuple[str, ...]]:
+        """Web pages of a multi-page source lose the blocks that repeat across the source."""
+        if self.source.kind not in MULTI_PAGE_KINDS or not extracted.site_anchors:
+            return extracted, ()
+        keys = block_keys(extracted.content)
+        self._boilerplate.observe(item.ref, keys)
+        content, dropped = drop_repeated(extracted.content, self._boilerplate.repeated())
+        return (replace(extracted, content=content) if dropped else extracted), keys
 
     def _extract(self, item: LoadedItem) -> Extracted:
         """Documents are parsed in a budgeted child process; HTML, markdown and text here."""
@@ -279,17 +318,18 @@ class IngestPipeline:
         return extract(item.body or b"", item.media_type, charset=item.charset, url=item.url,
                        fallback_title=item.title_hint)
 
-    def _queue(self, item, extracted, content_hash, reason, started, byte_key="") -> None:
+    def _queue(self, item, extracted, content_hash, reason, started, byte_key="", keys=()) -> None:
         if extracted.media_type == "text/markdown":
             chunks = chunk_markdown(extracted.content, extracted.title, self.chunk_options, extracted.pages,
-                                    slug_fallback=not extracted.site_anchors)
+                                    web_page=extracted.site_anchors)
         else:
             chunks = chunk_text(extracted.content, extracted.title, self.chunk_options, extracted.pages)
         if not chunks:
             self._record(_Outcome(item.ref, "failed", error_code=EmptyContent.code,
                                   error_message="No chunks could be made."), started)
             return
-        self._pending.append(_Pending(item, extracted, content_hash, chunks, reason, started, byte_key))
+        self._pending.append(_Pending(item, extracted, content_hash, chunks, reason, started, byte_key,
+                                      tuple(keys)))
 
     def _touch_unchanged(self, item: LoadedItem, state: _State, extracted: Extracted | None,
                          byte_key: str = "") -> None:
@@ -400,7 +440,7 @@ class IngestPipeline:
                 ("lastmod", item.lastmod), ("links", links), ("url", item.url), ("byte_key", p.byte_key),
                 ("original_type", item.media_type if extracted.page_unit or item.media_type != extracted.media_type else ""),
                 ("page_unit", extracted.page_unit), ("pages", [list(page) for page in extracted.pages]),
-                ("site_anchors", extracted.site_anchors),
+                ("site_anchors", extracted.site_anchors), ("block_keys", list(p.block_keys)),
             ) if value}
         return Document(
             source=self.source, ref=item.ref, namespace_id=self.source.namespace_id, title=title,

@@ -60,7 +60,31 @@ def markdown_links(text: str) -> list[Link]:
 
 
 def strip_links(text: str) -> str:
-    """Each link becomes its label (an image its alt text); everything else is unchanged."""
+    """Each link becomes its label (an image its alt text); code fences and everything else are
+    unchanged."""
+    if "```" not in text and "~~~" not in text:
+        return _strip_links(text)
+    out, prose, fence = [], [], ""
+    for line in text.split("\n"):
+        stripped = line.lstrip()
+        if fence:
+            out.append(line)
+            if stripped.startswith(fence) and not stripped.strip(fence[0]).strip():
+                fence = ""
+        elif stripped.startswith(("```", "~~~")):
+            if prose:
+                out.append(_strip_links("\n".join(prose)))
+                prose = []
+            fence = stripped[: len(stripped) - len(stripped.lstrip(stripped[0]))]
+            out.append(line)
+        else:
+            prose.append(line)
+    if prose:
+        out.append(_strip_links("\n".join(prose)))
+    return "\n".join(out)
+
+
+def _strip_links(text: str) -> str:
     links = markdown_links(text)
     if not links:
         return text

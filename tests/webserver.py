@@ -78,3 +78,39 @@ class WebServer:
     def __exit__(self, *exc):
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+class StaticSite:
+    """A directory served over loopback as `python -m http.server` serves it (Last-Modified and
+    304 for If-Modified-Since), with a count of the statuses it answered."""
+
+    def __init__(self, directory: str):
+        from functools import partial
+        from http.server import SimpleHTTPRequestHandler
+
+        self.statuses: Counter[int] = Counter()
+        site = self
+
+        class Handler(SimpleHTTPRequestHandler):
+            def send_response(self, code, message=None):
+                site.statuses[code] += 1
+                super().send_response(code, message)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), partial(Handler, directory=directory))
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def url(self, path: str = "/") -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()

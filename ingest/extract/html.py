@@ -172,7 +172,7 @@ def _drop_chrome(root: Tag) -> None:
 
 def _title(page_title: str, h1: str) -> str:
     """The page's `<title>` without the site name that generators append after a separator."""
-    if h1 and page_title.startswith(h1) and page_title[len(h1):].startswith(TITLE_SEPARATORS):
+    if h1 and page_title.lower().startswith(h1.lower()) and page_title[len(h1):].startswith(TITLE_SEPARATORS):
         return h1
     return page_title or h1
 

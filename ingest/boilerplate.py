@@ -1,0 +1,100 @@
+"""Boilerplate that repeats across one source's pages: recognised and dropped. Pure.
+
+Main-content selection removes the site's frame; what is left inside the content area on most
+pages of a site (an "Edit this page" line, a feedback prompt, a licence footer, a cookie notice
+rendered into the article) is found by counting: a paragraph-level block that appears in at
+least `MIN_DOCUMENTS` documents and in at least `MIN_SHARE` of the source's documents is
+boilerplate. Headings and code blocks are never dropped, nor long blocks (over `MAX_CHARS`:
+shared prose of that length is content). Each document's block keys are computed on the
+extraction *before* anything is dropped and kept with the document, so what is recognised
+does not vanish from the counts once it has been removed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+
+MIN_DOCUMENTS = 3
+MIN_SHARE = 0.5
+MAX_CHARS = 400
+KEY_CHARS = 16
+
+
+def _key(block: str) -> str:
+    normal = " ".join(block.lower().split())
+    return hashlib.blake2b(normal.encode("utf-8"), digest_size=KEY_CHARS // 2).hexdigest()
+
+
+def _candidate(block: str) -> bool:
+    stripped = block.lstrip()
+    return bool(stripped) and len(block) <= MAX_CHARS and not stripped.startswith(("#", "```", "~~~", "|"))
+
+
+def blocks(content: str) -> list[str]:
+    """The markdown's blocks, as separated by blank lines outside code fences."""
+    out: list[str] = []
+    current: list[str] = []
+    fence = ""
+    for line in content.split("\n"):
+        stripped = line.lstrip()
+        if fence:
+            current.append(line)
+            if stripped.startswith(fence) and not stripped.strip(fence[0]).strip():
+                fence = ""
+            continue
+        if stripped.startswith(("```", "~~~")):
+            fence = stripped[: len(stripped) - len(stripped.lstrip(stripped[0]))]
+            current.append(line)
+            continue
+        if not line.strip():
+            if current:
+                out.append("\n".join(current))
+                current = []
+            continue
+        current.append(line)
+    if current:
+        out.append("\n".join(current))
+    return out
+
+
+def block_keys(content: str) -> tuple[str, ...]:
+    """Keys of the blocks that could be boilerplate, once each."""
+    return tuple(dict.fromkeys(_key(b) for b in blocks(content) if _candidate(b)))
+
+
+class BoilerplateCounter:
+    """Block keys per document of one source; which keys are boilerplate now."""
+
+    def __init__(self, documents: dict[str, tuple[str, ...]] | None = None):
+        self._documents: dict[str, frozenset[str]] = {}
+        self._counts: Counter[str] = Counter()
+        for ref, keys in (documents or {}).items():
+            self.observe(ref, keys)
+
+    def observe(self, ref: str, keys: tuple[str, ...]) -> None:
+        previous = self._documents.get(ref)
+        if previous is not None:
+            self._counts.subtract(previous)
+        current = frozenset(keys)
+        self._documents[ref] = current
+        self._counts.update(current)
+
+    def repeated(self) -> frozenset[str]:
+        threshold = max(MIN_DOCUMENTS, MIN_SHARE * len(self._documents))
+        return frozenset(key for key, count in self._counts.items() if count >= threshold)
+
+
+def drop_repeated(content: str, repeated: frozenset[str]) -> tuple[str, int]:
+    """The content without its boilerplate blocks, and how many were dropped."""
+    if not repeated:
+        return content, 0
+    kept, dropped = [], 0
+    for block in blocks(content):
+        if _candidate(block) and _key(block) in repeated:
+            dropped += 1
+        else:
+            kept.append(block)
+    if not dropped:
+        return content, 0
+    return ("\n\n".join(kept) + "\n") if kept else "", dropped

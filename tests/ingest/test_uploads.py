@@ -1,0 +1,177 @@
+"""Files into file sources, from the API and the admin: single files, many files and .zip
+archives (bombs, traversal, nesting), no storage keys from callers, incremental re-ingest, and
+the document views a citation opens, with their headers and tenancy."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from ingest.errors import ArchiveRejected
+from ingest.services import start_ingest
+from ingest.uploads import add_files, safe_member_path
+from kb.auth import issue_token
+from kb.models import ApiToken, Chunk, Document, Namespace, Source
+
+REAL = Path(__file__).resolve().parent.parent / "fixtures" / "real" / "documents"
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def media(settings, tmp_path):
+    from kb.conf import kb_settings
+
+    settings.MEDIA_ROOT = str(tmp_path)
+    kb_settings.cache_clear()
+    yield tmp_path
+    kb_settings.cache_clear()
+
+
+def _zip(members: dict[str, bytes]) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return out.getvalue()
+
+
+def _source(namespace, name="files"):
+    return Source.objects.create(namespace=namespace, name=name, kind="file")
+
+
+def test_a_zip_becomes_one_document_per_member_with_its_path_as_ref(namespace):
+    source = _source(namespace)
+    archive = _zip({
+        "manuals/cad.pdf": (REAL / "asymptote-CAD.pdf").read_bytes(),
+        "slides/charts.pptx": (REAL / "cht-replace-data.pptx").read_bytes(),
+        "notes/readme.md": b"# Readme\n\nHello.\n",
+        "../../etc/evil.md": b"# no",
+        "inner.zip": _zip({"a.md": b"# A"}),
+        "picture.png": b"\x89PNG",
+    })
+    report = add_files(source, [("bundle.zip", io.BytesIO(archive))])
+    assert sorted(report.added) == ["manuals/cad.pdf", "notes/readme.md", "slides/charts.pptx"]
+    assert {s["path"] for s in report.skipped} == {"../../etc/evil.md", "inner.zip", "picture.png"}
+    run = start_ingest(source, sync=True)
+    assert run.status == "succeeded", list(run.items.values_list("ref", "error_code", "error_message"))
+    documents = {d.ref: d for d in Document.objects.filter(source=source)}
+    assert set(documents) == set(report.added)
+    pdf_chunks = Chunk.objects.filter(document=documents["manuals/cad.pdf"])
+    assert {c.page_start for c in pdf_chunks} >= {1, 7}
+    slides = Chunk.objects.filter(document=documents["slides/charts.pptx"])
+    assert {c.anchor for c in slides} >= {"slide-1", "slide-7"}
+
+
+def test_zip_bombs_and_too_many_members_are_refused(namespace, settings):
+    from kb.conf import kb_settings
+
+    source = _source(namespace)
+    settings.KB_ARCHIVE_MAX_BYTES = 1024 * 1024
+    kb_settings.cache_clear()
+    bomb = _zip({"big.txt": b"0" * (5 * 1024 * 1024)})  # 5 MB of zeros packs to a few KB
+    assert len(bomb) < 64 * 1024
+    with pytest.raises(ArchiveRejected, match="unpacks to"):
+        add_files(source, [("bomb.zip", io.BytesIO(bomb))])
+    settings.KB_ARCHIVE_MAX_FILES = 3
+    kb_settings.cache_clear()
+    with pytest.raises(ArchiveRejected, match="holds 4 files"):
+        add_files(source, [("many.zip", io.BytesIO(_zip({f"{i}.md": b"# x" for i in range(4)})))])
+    assert not source.files.exists()
+
+
+@pytest.mark.parametrize("path, safe", [
+    ("docs/a.md", "docs/a.md"), ("./docs//a.md", "docs/a.md"), ("../a.md", ""), ("docs/../../a.md", ""),
+    ("/etc/passwd", ""), ("C:/Windows/x.md", ""), ("a\\..\\..\\b.md", ""), ("a\x00.md", ""),
+])
+def test_member_paths_never_leave_the_source(path, safe):
+    assert safe_member_path(path) == safe
+
+
+def test_an_unchanged_file_costs_a_hash_and_the_same_upload_again_changes_nothing(namespace):
+    source = _source(namespace)
+    pdf = (REAL / "asymptote-CAD.pdf").read_bytes()
+    add_files(source, [("cad.pdf", io.BytesIO(pdf))])
+    first = start_ingest(source, sync=True)
+    assert first.items_changed == 1
+    again = add_files(source, [("cad.pdf", io.BytesIO(pdf))])
+    assert again.unchanged == ["cad.pdf"] and not again.added and not again.replaced
+    second = start_ingest(source, sync=True)
+    item = second.items.get()
+    assert (item.status, item.reason) == ("unchanged", "same bytes")  # no extraction, no embedding
+    assert second.chunks_embedded == 0
+
+
+def test_api_upload_is_multipart_and_storage_keys_are_not_accepted(client, namespace):
+    other = Namespace.objects.create(slug="tenant:other")
+    _, write = issue_token("w", namespaces=[namespace], scope=ApiToken.Scope.WRITE)
+    _, other_write = issue_token("o", namespaces=[other], scope=ApiToken.Scope.WRITE)
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {write}"}
+    victim = _source(other, "victim")
+    add_files(victim, [("secret.md", io.BytesIO(b"# Secret of B\n\nThe launch code is 1234.\n"))])
+    key = victim.files.get().key
+
+    # a write token for namespace A cannot point a file source at namespace B's bytes
+    created = client.post("/api/sources", data={"namespace": namespace.slug, "name": "steal", "kind": "file",
+                                                "location": key}, content_type="application/json", **auth)
+    assert created.status_code == 422 and created.json()["code"] == "KB_INVALID_INPUT"
+
+    created = client.post("/api/sources", data={"namespace": namespace.slug, "name": "docs", "kind": "file"},
+                          content_type="application/json", **auth)
+    assert created.status_code == 201, created.content
+    source_id = created.json()["id"]
+    patched = client.patch(f"/api/sources/{source_id}", data={"location": key},
+                           content_type="application/json", **auth)
+    assert patched.status_code == 422
+
+    upload = client.post(f"/api/sources/{source_id}/files", data={"files": [
+        SimpleUploadedFile("slides.pptx", (REAL / "cht-replace-data.pptx").read_bytes()),
+        SimpleUploadedFile("notes.md", b"# Notes\n\nPlain notes.\n"),
+    ]}, **auth)
+    assert upload.status_code == 201, upload.content
+    assert sorted(upload.json()["added"]) == ["notes.md", "slides.pptx"] and upload.json()["run_id"]
+    # another namespace's writer sees the source as missing, not as forbidden
+    foreign = client.post(f"/api/sources/{source_id}/files",
+                          data={"files": [SimpleUploadedFile("x.md", b"# x")]},
+                          HTTP_AUTHORIZATION=f"Bearer {other_write}")
+    assert foreign.status_code in (403, 404)
+    assert not Source.objects.get(pk=source_id).files.filter(path="x.md").exists()
+
+
+def test_document_views_serve_the_original_safely_and_only_to_readers(client, namespace):
+    source = _source(namespace)
+    add_files(source, [("cad.pdf", io.BytesIO((REAL / "asymptote-CAD.pdf").read_bytes())),
+                       ("page.html", io.BytesIO(b"<html><body><main><h1 id='t'>Title</h1><p>x</p>"
+                                                b"<script>alert(1)</script></main></body></html>"))])
+    assert start_ingest(source, sync=True).status == "succeeded"
+    pdf = Document.objects.get(source=source, ref="cad.pdf")
+    html = Document.objects.get(source=source, ref="page.html")
+    staff = get_user_model().objects.create_user("curator", password="pw", is_staff=True, is_superuser=True)
+
+    anonymous = client.get(f"/documents/{pdf.pk}/original")
+    missing = client.get("/documents/999999/original")
+    assert anonymous.status_code == missing.status_code == 404  # a private document reads as missing
+    assert anonymous.content == missing.content
+
+    client.force_login(staff)
+    original = client.get(f"/documents/{pdf.pk}/original")
+    assert original.status_code == 200 and original.content.startswith(b"%PDF")
+    assert original["Content-Type"] == "application/pdf" and original["X-Content-Type-Options"] == "nosniff"
+    assert original["Content-Disposition"].startswith("inline") and "default-src 'none'" in original["Content-Security-Policy"]
+    served_html = client.get(f"/documents/{html.pk}/original")
+    assert served_html["Content-Disposition"].startswith("attachment")
+    assert served_html["Content-Type"] == "application/octet-stream"
+    assert served_html["Content-Security-Policy"].startswith("sandbox")
+
+    view = client.get(f"/documents/{pdf.pk}/")
+    assert view.status_code == 200 and b'href="original#page=7"' in view.content
+
+    from retrieval.service import search
+
+    hit = search("Asymptote CAD drawing", namespace.slug, limit=20, log=False).hits
+    cited = [h for h in hit if h.document_id == pdf.pk]
+    assert cited and cited[0].citation_url == f"/documents/{pdf.pk}/original#page={cited[0].page_start}"
