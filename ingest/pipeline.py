@@ -41,7 +41,6 @@ from kb.vector_index import ensure_namespace_index
 logger = logging.getLogger(__name__)
 
 MULTI_PAGE_KINDS = ("crawl", "sitemap", "llms")  # sources whose pages share a site's boilerplate
-BOILERPLATE_SAMPLE = 16  # pages read ahead to learn a new site's repeated blocks
 DB_RECONNECT_ATTEMPTS = 8  # about 15 s of waiting for a restarting database
 
 EMBED_BATCH_CHUNKS = 128  # chunks gathered across documents before one embedding call
@@ -110,8 +109,8 @@ class IngestPipeline:
         self._pending: list[_Pending] = []
         self._outcomes: list[_Outcome] = []
         self._seen: set[str] = set()
-        self._extracted: dict[int, Extracted] = {}  # extractions read ahead by _warmed
         self._boilerplate = BoilerplateCounter()
+        self._run_block_keys: dict[str, tuple[str, ...]] = {}  # pages this run extracted
 
     # --- entry point --------------------------------------------------------------------------
     def execute(self, items: Iterable[LoadedItem] | None = None) -> IngestRun:
@@ -130,6 +129,7 @@ class IngestPipeline:
                 self._consume(items if items is not None else loader.items(), loader)
                 complete = loader.complete if loader else False
             self._flush()
+            self._drop_learned_boilerplate()
             if complete and not self.source.options.get("keep_removed", False) and not self.run.items_failed:
                 self._remove_missing()
         except KBError as exc:
@@ -182,8 +182,11 @@ class IngestPipeline:
             )
             check_embedder_dimension(self.embedder, cursor.fetchone()[0])
 
-    def _load_states(self) -> dict[str, _State]:
-        rows = Document.objects.filter(source=self.source).values_list(
+    def _load_states(self, refs: list[str] | None = None) -> dict[str, _State]:
+        documents = Document.objects.filter(source=self.source)
+        if refs is not None:
+            documents = documents.filter(ref__in=refs)
+        rows = documents.values_list(
             "ref", "id", "content_hash", "embedding_model", "title", "content", "media_type", "path",
             "etag", "last_modified", "metadata",
         )
@@ -212,7 +215,7 @@ class IngestPipeline:
 
     # --- per item -----------------------------------------------------------------------------
     def _consume(self, items: Iterable[LoadedItem], loader: SourceLoader | None) -> None:
-        iterator: Iterator[LoadedItem] = self._warmed(iter(items))
+        iterator: Iterator[LoadedItem] = iter(items)
         while True:
             started = time.monotonic()
             try:
@@ -231,27 +234,6 @@ class IngestPipeline:
                 self._record(_Outcome(item.ref, "failed", error_code="INGEST_INTERNAL_ERROR",
                                       error_message=f"{type(exc).__name__}: {exc}"), started)
             self._flush_if_full()
-
-    def _warmed(self, iterator: Iterator[LoadedItem]) -> Iterator[LoadedItem]:
-        """For multi-page web sources, read and extract the first BOILERPLATE_SAMPLE pages before
-        handling any, so the blocks that repeat across the site are known from the first page on."""
-        if self.source.kind not in MULTI_PAGE_KINDS:
-            yield from iterator
-            return
-        sample: list[LoadedItem] = []
-        for item in iterator:
-            sample.append(item)
-            if item.body is not None and item.error is None and not item.skipped:
-                try:
-                    extracted = self._extracted[id(item)] = self._extract(item)
-                    if extracted.site_anchors:
-                        self._boilerplate.observe(item.ref, block_keys(extracted.content))
-                except KBError:
-                    pass  # _handle meets the same error again and records it
-            if len(sample) >= BOILERPLATE_SAMPLE:
-                break
-        yield from sample
-        yield from iterator
 
     def _handle(self, item: LoadedItem, started: float) -> None:
         if item.skipped:
@@ -278,7 +260,7 @@ class IngestPipeline:
                                   byte_size=len(item.body or b"")), started)
             return
         try:
-            extracted = self._extracted.pop(id(item), None) or self._extract(item)
+            extracted = self._extract(item)
             extracted, keys = self._drop_boilerplate(item, extracted)
             if not extracted.content.strip():
                 raise EmptyContent("No text left after extraction.")
@@ -286,7 +268,7 @@ class IngestPipeline:
             self._record(_Outcome(item.ref, "failed", error_code=exc.code, error_message=exc.message,
                                   byte_size=len(item.body or b"")), started)
             return
-        content_hash = hashlib.sha256(extracted.content.encode("utf-8")).hexdigest()
+        content_hash = _text_hash(extracted.content)
         if state is None:
             reason = "new"
         elif state.content_hash != content_hash:
@@ -306,6 +288,7 @@ class IngestPipeline:
             return extracted, ()
         keys = block_keys(extracted.content)
         self._boilerplate.observe(item.ref, keys)
+        self._run_block_keys[item.ref] = keys
         content, dropped = drop_repeated(extracted.content, self._boilerplate.repeated())
         return (replace(extracted, content=content) if dropped else extracted), keys
 
@@ -358,6 +341,37 @@ class IngestPipeline:
             extracted = stored_extraction(state)
             self._queue(LoadedItem(ref=ref), extracted, state.content_hash, "re-embed requested", started)
             self._flush_if_full()
+
+    def _drop_learned_boilerplate(self) -> None:
+        """Pages written before a block was known to repeat across the site still hold it: now
+        that the run has seen the site, drop it from them (their items are already reported)."""
+        repeated = self._boilerplate.repeated()
+        refs = [ref for ref, keys in self._run_block_keys.items() if repeated.intersection(keys)]
+        if not refs:
+            return
+        pending = []
+        for ref, state in self._load_states(refs).items():
+            content, dropped = drop_repeated(state.content, repeated)
+            if not dropped or not content.strip():
+                continue
+            self._states[ref] = state  # the stored path, validators and metadata are kept
+            extracted = replace(stored_extraction(state), content=content)
+            chunks = chunk_markdown(content, extracted.title, self.chunk_options, extracted.pages, web_page=True)
+            if chunks:
+                pending.append(_Pending(LoadedItem(ref=ref), extracted, _text_hash(content), chunks,
+                                        "site boilerplate learned", time.monotonic(),
+                                        state.metadata.get("byte_key", ""), tuple(state.metadata.get("block_keys", ()))))
+        if pending:
+            try:
+                vectors = self.embedder.embed_documents([c.text for p in pending for c in p.chunks])
+            except KBError as exc:  # those pages stay as written, whole; the next run cleans them
+                logger.warning("boilerplate not dropped from %d pages of run %s: %s", len(pending), self.run.pk, exc)
+                return
+            self._write(pending, vectors)
+            written = sum(len(p.chunks) for p in pending)
+            self.run.chunks_embedded += written
+            self.run.chunks_written += written
+            self._save_progress(force=True)
 
     # --- embedding and writing ----------------------------------------------------------------
     def _flush_if_full(self) -> None:
@@ -533,6 +547,10 @@ class IngestPipeline:
 def current_source_revision(source: Source) -> str:
     files = list(SourceFile.objects.filter(source=source).values_list("path", "sha256"))
     return source_revision(source.kind, source.location, source.text, files, source.options)
+
+
+def _text_hash(content: str) -> str:
+    return hashlib.sha256(content.encode("utf-8")).hexdigest()
 
 
 def stored_extraction(state: _State) -> Extracted:

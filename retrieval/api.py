@@ -34,7 +34,8 @@ def search_post(request, data: SearchIn):
 def context(request, data: ContextIn):
     request.auth.check(data.namespace)
     result = search(data.query, data.namespace, limit=data.limit)
-    passages = [ContextPassage(h.title, h.citation_url, " > ".join(h.heading_path), h.text) for h in result.hits]
+    passages = [ContextPassage(h.title, h.citation_url, " > ".join(h.heading_path), h.text,
+                               presenters.location_label(h.page_start, h.page_end, h.page_unit)) for h in result.hits]
     block = build_context(passages, max_chars=data.max_chars)
     return {"context": block.text, "delimiter": block.delimiter, "truncated": block.truncated,
             "citations": [{"number": c.number, "url": c.url, "title": c.title, "indices": list(c.indices)}

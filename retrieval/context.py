@@ -4,6 +4,10 @@ Retrieved text is wrapped in delimiters carrying a random nonce, so no retrieved
 its own delimiter; the block says that what it holds is reference data, never instructions;
 attribute values are escaped so a title cannot break out of its attribute. Citations are
 de-duplicated by URL and keep every original 1-based result index they stand for.
+
+A passage shows the text that was indexed: link words without their URLs (a model quotes URLs
+it sees, and a page's navigation links are no evidence), with the passage's own citation URL
+and, for documents, its location ("p. 12", "slide 3") as attributes: the one link it needs.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ class ContextPassage:
     url: str
     heading: str
     text: str
+    location: str = ""
 
 
 @dataclass(frozen=True)
@@ -59,6 +64,8 @@ def build_context(passages: list[ContextPassage], *, max_chars: int = 12000, non
         number = numbers.setdefault(key, len(numbers) + 1)
         attrs = (f'cite="{number}" title="{_attr(passage.title)}" url="{_attr(passage.url)}" '
                  f'section="{_attr(passage.heading)}"')
+        if passage.location:
+            attrs += f' location="{_attr(passage.location)}"'
         piece = f"<{tag} {attrs}>\n{passage.text}\n</{tag}>\n"
         if used + len(piece) > max_chars and len(parts) > 1:
             truncated = True

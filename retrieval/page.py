@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from retrieval.presenters import explanation, snippet
+from retrieval.presenters import explanation, location_label, snippet
 from retrieval.service import SearchResult
 
 PAGE_SIZE = 10
@@ -40,6 +40,7 @@ def results_page(result: SearchResult, page: int) -> dict:
         why.append("passed the threshold by multi-channel strength" if details["bypassed_threshold"]
                    else f"above the floor {result.summary.floor:.3f}")
         rows.append({"hit": hit, "snippet": snippet(hit.text, result.lexemes), "channels": channels,
+                     "location": location_label(hit.page_start, hit.page_end, hit.page_unit),
                      "bars": bars, "relevance": details["relevance"], "why": why})
     dropped: dict[str, int] = {}
     for d in result.dropped:

@@ -175,3 +175,35 @@ def test_document_views_serve_the_original_safely_and_only_to_readers(client, na
     hit = search("Asymptote CAD drawing", namespace.slug, limit=20, log=False).hits
     cited = [h for h in hit if h.document_id == pdf.pk]
     assert cited and cited[0].citation_url == f"/documents/{pdf.pk}/original#page={cited[0].page_start}"
+
+
+def test_page_and_api_show_where_in_the_document_a_passage_is(client, namespace):
+    Namespace.objects.filter(pk=namespace.pk).update(is_public=True)
+    source = _source(namespace)
+    add_files(source, [("slides.pptx", io.BytesIO((REAL / "cht-replace-data.pptx").read_bytes())),
+                       ("manual.pdf", io.BytesIO((REAL / "asymptote-CAD.pdf").read_bytes()))])
+    assert start_ingest(source, sync=True).status == "succeeded"
+    api = client.get("/api/search", {"query": "CAD drawing conventions", "namespace": namespace.slug})
+    results = api.json()["results"]
+    pdf_hit = next(r for r in results if r["citation_url"].endswith(f"#page={r['page_start']}"))
+    assert pdf_hit["location"] in (f"p. {pdf_hit['page_start']}", f"pp. {pdf_hit['page_start']}\u2013{pdf_hit['page_end']}")
+    page = client.get("/", {"q": "CAD drawing conventions", "namespace": namespace.slug})
+    assert f'<span class="location">{pdf_hit["location"]}</span>' in page.content.decode()
+    context = client.post("/api/context", data={"query": "CAD drawing conventions", "namespace": namespace.slug},
+                          content_type="application/json")
+    assert context.status_code == 200 and f'location="{pdf_hit["location"]}"' in context.json()["context"]
+
+
+def test_admin_takes_many_files_and_a_zip_in_one_save(client, namespace):
+    staff = get_user_model().objects.create_user("curator", password="pw", is_staff=True, is_superuser=True)
+    client.force_login(staff)
+    response = client.post("/admin/kb/source/add/", {
+        "namespace": namespace.pk, "name": "uploads", "kind": "file", "location": "", "text": "",
+        "options": "{}", "enabled": "on", "priority": "0", "refresh_interval": "",
+        "files": [SimpleUploadedFile("notes.md", b"# Notes\n\nAdmin upload.\n"),
+                  SimpleUploadedFile("more.zip", _zip({"a/b.md": b"# B\n\nZipped.\n", "c.eml": (REAL / "msg_02.eml").read_bytes()}))],
+        "files-TOTAL_FORMS": "0", "files-INITIAL_FORMS": "0", "runs-TOTAL_FORMS": "0", "runs-INITIAL_FORMS": "0",
+    })
+    assert response.status_code == 302, response.content.decode()[:2000]
+    source = Source.objects.get(name="uploads")
+    assert sorted(source.files.values_list("path", flat=True)) == ["a/b.md", "c.eml", "notes.md"]

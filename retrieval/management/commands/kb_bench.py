@@ -11,12 +11,13 @@ from __future__ import annotations
 import json
 import time
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from ingest.embed import get_embedder
 from ingest.loaders import LoadedItem
 from ingest.pipeline import IngestPipeline
+from kb.migrated import migration_hint
 from kb.models import Document, IngestRun, Namespace, Source
 from retrieval.bench import evaluate, load_beir, percentiles
 from retrieval.ranker import LEXICAL, VECTOR, RankerParams
@@ -46,6 +47,9 @@ class Command(BaseCommand):
 
     def handle(self, *args, beir, namespace, json: bool, queries: int, skip_latency: bool, fresh: bool,
                rule_effects: bool, scale_chunks: int, skip_quality: bool, **options):
+        hint = migration_hint()
+        if hint:
+            raise CommandError(hint)
         corpus = load_beir(beir)
         namespace = namespace or f"bench-{corpus.name.lower()}"
         query_items = list(corpus.queries.items())[: queries or None]

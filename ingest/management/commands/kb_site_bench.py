@@ -1,0 +1,119 @@
+"""python manage.py kb_site_bench DIR [--start PATH] [--include GLOB ...] [--exclude GLOB ...] [--json]
+
+Serves a local copy of a documentation site over loopback (as `python -m http.server` does),
+crawls it through the real pipeline into a fresh `bench-site-<name>` namespace, crawls it again
+unchanged, and reports pages/s and chunks/s, the re-crawl's 304s, and the fidelity figures of
+`ingest/site_bench.py` (chrome share, permalink marks, anchors that resolve on the page).
+Needs `KB_FETCH_ALLOWED_PRIVATE=127.0.0.1` (loopback is refused otherwise, as it should be).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import Counter
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from django.core.management.base import BaseCommand, CommandError
+
+from ingest.services import start_ingest
+from ingest.site_bench import ChunkFacts, fidelity, page_facts
+from kb.conf import kb_settings
+from kb.migrated import migration_hint
+from kb.models import Chunk, Document, IngestItem, Namespace, Source
+
+
+class Command(BaseCommand):
+    help = "Crawl a local documentation site over loopback and measure speed and fidelity."
+
+    def add_arguments(self, parser):
+        parser.add_argument("directory")
+        parser.add_argument("--start", default="index.html", help="Start page, relative to the directory")
+        parser.add_argument("--include", nargs="*", default=[], help="Path globs to keep, e.g. '/library/*'")
+        parser.add_argument("--exclude", nargs="*", default=[], help="Path globs to skip, e.g. '/genindex*'")
+        parser.add_argument("--max-pages", type=int, default=2000)
+        parser.add_argument("--max-depth", type=int, default=10)
+        parser.add_argument("--json", action="store_true", help="Print one JSON object as the last line")
+
+    def handle(self, *args, directory, start, include, exclude, max_pages, max_depth, json: bool, **options):
+        hint = migration_hint()
+        if hint:
+            raise CommandError(hint)
+        root = Path(directory).resolve()
+        if not (root / start).is_file():
+            raise CommandError(f"{root / start} is not a file; pass --start with the site's first page.")
+        if not any(network.version == 4 and network.network_address.is_loopback
+                   for network in kb_settings().allowed_private_networks()):
+            raise CommandError("Loopback is refused by the SSRF guard: run with KB_FETCH_ALLOWED_PRIVATE=127.0.0.1")
+        statuses: Counter[int] = Counter()
+        server = _serve(root, statuses)
+        try:
+            report = self.measure(root, server, statuses, start=start, include=include, exclude=exclude,
+                                  max_pages=max_pages, max_depth=max_depth)
+        finally:
+            server.shutdown()
+            server.server_close()
+        for key, value in report.items():
+            self.stdout.write(f"{key:>28}: {value}")
+        if json:
+            self.stdout.write(_json(report))
+
+    def measure(self, root: Path, server, statuses: Counter, *, start, include, exclude, max_pages, max_depth):
+        namespace, _ = Namespace.objects.get_or_create(slug=f"bench-site-{root.name.lower()[:40]}")
+        Source.objects.filter(namespace=namespace).delete()
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        options = {"max_pages": max_pages, "max_depth": max_depth, "use_llms_txt": False, "respect_robots": False,
+                   "include": include, "exclude": exclude}
+        source = Source.objects.create(namespace=namespace, name="site", kind="crawl",
+                                       location=f"{base}/{start}", options={k: v for k, v in options.items() if v})
+        started = time.perf_counter()
+        first = start_ingest(source, sync=True)
+        first_s = time.perf_counter() - started
+        statuses.clear()
+        started = time.perf_counter()
+        second = start_ingest(source, sync=True)
+        second_s = time.perf_counter() - started
+        recrawl = dict(statuses)
+
+        pages = {}
+        for ref in Document.objects.filter(source=source).values_list("ref", flat=True):
+            path = root / urlsplit(ref).path.lstrip("/")
+            if path.is_file():
+                pages[ref] = page_facts(path.read_bytes())
+        chunks = [ChunkFacts(ref, text.split("\n\n", 1)[-1], tuple(path), anchor) for ref, text, path, anchor in
+                  Chunk.objects.filter(document__source=source).values_list("document__ref", "text", "heading_path", "anchor")]
+        result = fidelity(pages, chunks)
+        return {
+            "site": str(root), "pages_ingested": first.items_changed, "pages_failed": first.items_failed,
+            "pages_skipped": first.items.filter(status=IngestItem.Status.SKIPPED).count(),
+            "chunks": first.chunks_written, "ingest_s": round(first_s, 1),
+            "pages_per_s": round(first.items_changed / first_s, 2) if first_s else 0.0,
+            "chunks_per_s": round(first.chunks_written / first_s, 2) if first_s else 0.0,
+            "recrawl_s": round(second_s, 2), "recrawl_changed": second.items_changed,
+            "recrawl_statuses": recrawl, "chrome_share": result.chrome_share,
+            "permalink_chunks": result.permalink_chunks, "anchors_checked": result.anchors_checked,
+            "anchors_resolved_share": result.anchors_resolved_share,
+        }
+
+
+def _serve(root: Path, statuses: Counter) -> ThreadingHTTPServer:
+    class Handler(SimpleHTTPRequestHandler):
+        def send_response(self, code, message=None):
+            statuses[int(code)] += 1
+            super().send_response(code, message)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(Handler, directory=str(root)))
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def _json(report: dict) -> str:
+    return json.dumps(report, sort_keys=True)

@@ -1,0 +1,100 @@
+"""How faithfully a crawled site came out: measures over the original pages and the chunks. Pure.
+
+- **Chrome share**: of the words in chunk bodies, the share that lies on lines the *original
+  pages* repeat site-wide (a text line present on at least half of the site's pages: navigation,
+  sidebars, footers, "previous | next" bars). It is measured against the raw pages, not against
+  what the extractor chose to keep, so it cannot grade itself. A site's genuinely shared content
+  (a licence line every page prints in its body) counts as chrome too: the figure is an upper bound.
+- **Permalink marks**: chunks whose breadcrumb holds `¶` or link syntax, or whose prose (outside
+  code) holds `[text](url)`.
+- **Anchors resolved**: of the chunks with a heading, the share whose anchor is an `id` in the
+  original page (or empty: the page itself).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from bs4 import BeautifulSoup
+
+SITE_WIDE_SHARE = 0.5
+INLINE_CODE = re.compile(r"`[^`\n]*`")
+
+
+@dataclass(frozen=True)
+class PageFacts:
+    ids: frozenset[str]
+    lines: frozenset[str]  # normalised visible text lines of the whole original page
+
+
+@dataclass(frozen=True)
+class ChunkFacts:
+    page: str
+    body: str
+    heading_path: tuple[str, ...]
+    anchor: str
+
+
+@dataclass(frozen=True)
+class Fidelity:
+    pages: int
+    chunks: int
+    chrome_share: float
+    permalink_chunks: int
+    anchors_checked: int
+    anchors_resolved_share: float
+
+
+def page_facts(html: bytes) -> PageFacts:
+    soup = BeautifulSoup(html, "html.parser")
+    for tag in soup.find_all(["script", "style", "noscript", "template"]):
+        tag.decompose()
+    ids = frozenset(tag["id"] for tag in soup.find_all(id=True))
+    lines = frozenset(_normal(line) for line in soup.get_text("\n").split("\n") if _normal(line))
+    return PageFacts(ids, lines)
+
+
+def _normal(line: str) -> str:
+    return " ".join(line.split()).lower()
+
+
+def site_wide_lines(pages: dict[str, PageFacts]) -> frozenset[str]:
+    counts = Counter(line for facts in pages.values() for line in facts.lines)
+    threshold = max(2, SITE_WIDE_SHARE * len(pages))
+    return frozenset(line for line, count in counts.items() if count >= threshold)
+
+
+def _prose(body: str) -> str:
+    kept, fence = [], False
+    for line in body.split("\n"):
+        if line.lstrip().startswith(("```", "~~~")):
+            fence = not fence
+            continue
+        if not fence:
+            kept.append(INLINE_CODE.sub("", line))
+    return "\n".join(kept)
+
+
+def fidelity(pages: dict[str, PageFacts], chunks: list[ChunkFacts]) -> Fidelity:
+    chrome = site_wide_lines(pages)
+    words = chrome_words = permalinks = checked = resolved = 0
+    for chunk in chunks:
+        for line in chunk.body.split("\n"):
+            count = len(line.split())
+            words += count
+            if _normal(line.lstrip("#-*> ")) in chrome:
+                chrome_words += count
+        crumbs = " ".join(chunk.heading_path)
+        if "¶" in crumbs or "](" in crumbs or "](" in _prose(chunk.body):
+            permalinks += 1
+        if chunk.heading_path:
+            checked += 1
+            facts = pages.get(chunk.page)
+            resolved += not chunk.anchor or (facts is not None and chunk.anchor in facts.ids)
+    return Fidelity(
+        pages=len(pages), chunks=len(chunks), chrome_share=round(chrome_words / words, 4) if words else 0.0,
+        permalink_chunks=permalinks, anchors_checked=checked,
+        anchors_resolved_share=round(resolved / checked, 4) if checked else 1.0,
+    )
