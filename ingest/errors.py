@@ -15,6 +15,13 @@ class FetchBlocked(IngestError):
     http_status = 400
 
 
+class InvalidUrl(FetchBlocked):
+    """A URL that cannot be fetched as written: malformed, or an invalid international name."""
+
+    code = "INGEST_URL_INVALID"
+    http_status = 400
+
+
 class FetchFailed(IngestError):
     code = "INGEST_FETCH_FAILED"
     http_status = 502
@@ -92,3 +99,25 @@ class ArchiveRejected(ContentRejected):
 
     code = "INGEST_ARCHIVE_REJECTED"
     http_status = 422
+
+
+class IngestInternalError(IngestError):
+    """An unexpected exception (a bug, here or in a library) while handling one item or source;
+    the traceback is in the log."""
+
+    code = "INGEST_INTERNAL_ERROR"
+    http_status = 500
+
+
+class RunAbandoned(IngestError):
+    """The worker running an ingest died and no redelivery took the run up again."""
+
+    code = "INGEST_RUN_ABANDONED"
+    http_status = 500
+
+
+class RunTimedOut(IngestError):
+    """An ingest ran past its deadline (KB_TASK_TIMEOUT)."""
+
+    code = "INGEST_RUN_TIMEOUT"
+    http_status = 504

@@ -16,13 +16,15 @@ import zlib
 from dataclasses import dataclass, field
 from email.message import Message
 from typing import Callable, Iterable
-from urllib.parse import urljoin, urldefrag
+from urllib.parse import urldefrag, urljoin
 
 import httpcore
 
-from ingest.errors import ContentRejected, ContentTooLarge, FetchFailed
+from ingest.errors import ContentRejected, ContentTooLarge, FetchBlocked, FetchFailed
 from ingest.extract.documents import DOCUMENT_TYPES, MACRO_TYPES
-from ingest.ssrf import Resolver, Target, resolve_target, system_resolver
+from ingest.scope import iri_to_uri
+from ingest.ssrf import AllowRule, Resolver, Target, parse_allow_rules, resolve_target, system_resolver
+from kb.errors import ConfigurationError
 
 USER_AGENT = "kb-ingest/0.1 (self-hosted knowledge base; +robots.txt honoured)"
 REDIRECT_STATUSES = (301, 302, 303, 307, 308)
@@ -44,8 +46,7 @@ class FetchPolicy:
     max_redirects: int = 5
     retries: int = 2
     backoff: float = 0.5
-    allowed_hosts: frozenset[str] = frozenset()
-    allowed_networks: tuple = ()
+    allowed: tuple[AllowRule, ...] = ()  # KB_FETCH_ALLOWED_PRIVATE, parsed
     resolver: Resolver = system_resolver
     sleep: Callable[[float], None] = time.sleep
 
@@ -56,11 +57,18 @@ class FetchPolicy:
         conf = kb_settings()
         values = dict(
             timeout=conf.fetch_timeout, total_timeout=conf.fetch_timeout * 3,
-            max_bytes=conf.fetch_max_bytes, document_max_bytes=conf.document_max_bytes, allowed_hosts=conf.allowed_private_hosts(),
-            allowed_networks=conf.allowed_private_networks(),
+            max_bytes=conf.fetch_max_bytes, document_max_bytes=conf.document_max_bytes,
+            allowed=allow_rules_from_settings(conf.fetch_allowed_private),
         )
         values.update(overrides)
         return cls(**values)
+
+
+def allow_rules_from_settings(entries) -> tuple[AllowRule, ...]:
+    try:
+        return parse_allow_rules(entries)
+    except ValueError as exc:
+        raise ConfigurationError(f"KB_FETCH_ALLOWED_PRIVATE: {exc}.", details={"setting": "KB_FETCH_ALLOWED_PRIVATE"}) from exc
 
 
 @dataclass(frozen=True)
@@ -79,23 +87,71 @@ class FetchResult:
         return self.status == 304
 
 
-class _PinnedBackend(httpcore.NetworkBackend):
-    """Connects to the address the SSRF guard approved, whatever the URL's host resolves to now."""
+class _DeadlineStream(httpcore.NetworkStream):
+    """A connection whose every read and write ends by the fetch's deadline: a server that
+    sends its headers (or anything else) one byte at a time cannot hold the worker."""
 
-    def __init__(self, target: Target):
+    def __init__(self, inner: httpcore.NetworkStream, deadline: float):
+        self._inner = inner
+        self._deadline = deadline
+
+    def _timeout(self, timeout: float | None) -> float:
+        remaining = self._deadline - time.monotonic()
+        if remaining <= 0:
+            raise httpcore.ReadTimeout("the fetch's total deadline passed")
+        return remaining if timeout is None else min(timeout, remaining)
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._inner.read(max_bytes, self._timeout(timeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._inner.write(buffer, self._timeout(timeout))
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(self, ssl_context, server_hostname=None, timeout=None):
+        return _DeadlineStream(self._inner.start_tls(ssl_context, server_hostname, self._timeout(timeout)),
+                               self._deadline)
+
+    def get_extra_info(self, info: str):
+        return self._inner.get_extra_info(info)
+
+
+class _PinnedBackend(httpcore.NetworkBackend):
+    """Connects to the address the SSRF guard approved, whatever the URL's host resolves to now,
+    and only until the fetch's deadline."""
+
+    def __init__(self, target: Target, deadline: float):
         self._target = target
+        self._deadline = deadline
         self._inner = httpcore.SyncBackend()
 
     def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
         if host.lower().rstrip(".").strip("[]") != self._target.host.strip("[]") or port != self._target.port:
             raise httpcore.ConnectError(f"unexpected connection to {host}:{port}")
-        return self._inner.connect_tcp(self._target.address, port, timeout, local_address, socket_options)
+        remaining = self._deadline - time.monotonic()
+        if remaining <= 0:
+            raise httpcore.ConnectTimeout("the fetch's total deadline passed")
+        timeout = remaining if timeout is None else min(timeout, remaining)
+        stream = self._inner.connect_tcp(self._target.address, port, timeout, local_address, socket_options)
+        return _DeadlineStream(stream, self._deadline)
 
     def connect_unix_socket(self, path, timeout=None, socket_options=None):
         raise httpcore.ConnectError("unix sockets are never fetched")
 
     def sleep(self, seconds: float) -> None:
         self._inner.sleep(seconds)
+
+
+def _is_header_value(value: str) -> bool:
+    return value.isascii() and value.isprintable()
+
+
+def _validator(value: str) -> str:
+    """An ETag or Last-Modified worth sending back: printable ASCII, else nothing (a non-ASCII
+    validator would break every later conditional request)."""
+    return value if _is_header_value(value) else ""
 
 
 def _content_type(headers: dict[str, str]) -> tuple[str, str | None]:
@@ -118,14 +174,14 @@ class Fetcher:
     ) -> FetchResult:
         accept = tuple(accept)
         deadline = time.monotonic() + self.policy.total_timeout
-        current = urldefrag(url)[0]
+        current = iri_to_uri(urldefrag(url)[0])
         hops: list[str] = []
         for _ in range(self.policy.max_redirects + 1):
             target = self._resolve(current)
             headers = {"user-agent": USER_AGENT, "accept-encoding": "gzip, deflate", "accept": "*/*"}
-            if etag:
+            if etag and _is_header_value(etag):
                 headers["if-none-match"] = etag
-            if last_modified:
+            if last_modified and _is_header_value(last_modified):
                 headers["if-modified-since"] = last_modified
             status, response_headers, body = self._request_with_retry(target, headers, accept, deadline)
             if status in REDIRECT_STATUSES:
@@ -133,7 +189,7 @@ class Fetcher:
                 if not location:
                     raise FetchFailed(f"{current!r} redirected without a Location header.")
                 hops.append(current)
-                current = urldefrag(urljoin(current, location))[0]
+                current = iri_to_uri(urldefrag(urljoin(current, location))[0])
                 if current in hops:
                     raise FetchFailed(
                         f"Redirect loop: {current!r} redirects back to itself.",
@@ -143,8 +199,8 @@ class Fetcher:
             media_type, charset = _content_type(response_headers)
             return FetchResult(
                 url=current, status=status, body=body, media_type=media_type, charset=charset,
-                etag=response_headers.get("etag", ""),
-                last_modified=response_headers.get("last-modified", ""), redirects=tuple(hops),
+                etag=_validator(response_headers.get("etag", "")),
+                last_modified=_validator(response_headers.get("last-modified", "")), redirects=tuple(hops),
             )
         raise FetchFailed(
             f"Too many redirects (more than {self.policy.max_redirects}) starting at {url!r}.",
@@ -153,8 +209,7 @@ class Fetcher:
 
     def _resolve(self, url: str) -> Target:
         return resolve_target(
-            url, allowed_hosts=self.policy.allowed_hosts,
-            allowed_networks=self.policy.allowed_networks, resolver=self.policy.resolver,
+            url, allowed=self.policy.allowed, resolver=self.policy.resolver,
         )
 
     def _request_with_retry(self, target, headers, accept, deadline):
@@ -189,7 +244,7 @@ class Fetcher:
                     "write": self.policy.timeout, "pool": self.policy.timeout}
         try:
             with httpcore.ConnectionPool(
-                ssl_context=self._ssl, network_backend=_PinnedBackend(target), max_connections=1
+                ssl_context=self._ssl, network_backend=_PinnedBackend(target, deadline), max_connections=1
             ) as pool, pool.stream(
                 "GET", target.url, headers=list(headers.items()), extensions={"timeout": timeouts}
             ) as response:

@@ -9,6 +9,7 @@ links when it lists any (option `use_llms_txt`).
 
 from __future__ import annotations
 
+import logging
 from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -21,13 +22,14 @@ from defusedxml import ElementTree as SafeXML
 from defusedxml.common import DefusedXmlException
 from protego import Protego
 
-from ingest.errors import ContentRejected, FetchFailed, IngestError
+from ingest.errors import ContentRejected, FetchFailed, IngestError, IngestInternalError
 from ingest.fetch import PAGE_TYPES, TEXT_TYPES, USER_AGENT, XML_TYPES, Fetcher
 from ingest.filetypes import media_type_for
 from kb.markup import markdown_links
 from ingest.scope import UrlScope, canonical_url
 from kb.errors import KBError
 
+logger = logging.getLogger(__name__)
 MAX_SITEMAP_FETCHES = 50  # sitemap documents one run reads, indexes included
 SKIP_EXTENSIONS = (
     ".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".ico", ".pdf", ".zip", ".gz", ".tar",
@@ -151,6 +153,9 @@ class SourceLoader:
             )
         except KBError as exc:
             return LoadedItem(ref=url, url=url, error=exc)
+        except Exception as exc:  # noqa: BLE001 - a client bug on one page must not stop the source
+            logger.exception("unexpected error fetching %s", url)
+            return LoadedItem(ref=url, url=url, error=IngestInternalError(f"{type(exc).__name__}: {exc}"))
         if result.not_modified:
             return LoadedItem(ref=url, url=url, not_modified=True, lastmod=lastmod,
                               etag=known.etag if known else "", links=known.links if known else ())
@@ -161,7 +166,8 @@ class SourceLoader:
         )
 
     def _fetch_each(self, links) -> Iterator[LoadedItem]:
-        links = list(dict.fromkeys((canonical_url(url), title, lastmod) for url, title, lastmod in links))
+        links = list(dict.fromkeys((canonical_url(url), title, lastmod) for url, title, lastmod in links
+                                   if canonical_url(url)))
         self.discovered = len(links)
         seen: set[str] = set()
         for url, title, lastmod in links:
@@ -274,7 +280,7 @@ class SourceLoader:
             for link in item.links:
                 link = canonical_url(link)
                 host = urlsplit(link).netloc.lower()
-                if link in seen or not (host == origin or host in allowed):
+                if not link or link in seen or not (host == origin or host in allowed):
                     continue
                 if urlsplit(link).path.lower().endswith(SKIP_EXTENSIONS):
                     continue

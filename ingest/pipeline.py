@@ -24,7 +24,7 @@ from django.utils import timezone
 from ingest.boilerplate import BoilerplateCounter, block_keys, drop_repeated
 from ingest.chunk import ChunkOptions, ChunkSpec, chunk_markdown, chunk_text
 from ingest.embed import Embedder, check_embedder_dimension, get_embedder
-from ingest.errors import ContentTooLarge, EmptyContent, IngestError
+from ingest.errors import ContentTooLarge, EmptyContent, IngestError, IngestInternalError
 from ingest.extract import Extracted, extract
 from ingest.extract.documents import ISOLATED_TYPES
 from ingest.extract.isolated import ParserBudget, extract_isolated
@@ -138,6 +138,11 @@ class IngestPipeline:
         except DatabaseError as exc:
             self._fail_after_lost_database(exc)
             return self.run
+        except Exception as exc:  # noqa: BLE001 - a bug must end the run as failed, never leave it running
+            logger.exception("unexpected error in ingest run %s", self.run.pk)
+            self._pending.clear()
+            self._finish(failed_with=IngestInternalError(f"{type(exc).__name__}: {exc}"))
+            return self.run
         self._finish()
         return self.run
 
@@ -166,7 +171,8 @@ class IngestPipeline:
 
     def _start(self) -> None:
         self.run.status = IngestRun.Status.RUNNING
-        self.run.started_at = timezone.now()
+        self.run.started_at = self.run.heartbeat_at = timezone.now()
+        self.run.attempts += 1
         for counter in ("items_total", "items_done", "items_changed", "items_unchanged",
                         "items_failed", "items_removed", "chunks_written", "chunks_embedded"):
             setattr(self.run, counter, 0)
@@ -231,7 +237,7 @@ class IngestPipeline:
                 raise
             except Exception as exc:  # noqa: BLE001 - an extractor bug must not abort the run
                 logger.exception("unexpected error ingesting %s", item.ref)
-                self._record(_Outcome(item.ref, "failed", error_code="INGEST_INTERNAL_ERROR",
+                self._record(_Outcome(item.ref, "failed", error_code=IngestInternalError.code,
                                       error_message=f"{type(exc).__name__}: {exc}"), started)
             self._flush_if_full()
 
@@ -501,9 +507,10 @@ class IngestPipeline:
             for o in self._outcomes
         ])
         self._outcomes.clear()
+        self.run.heartbeat_at = timezone.now()
         self.run.save(update_fields=[
             "items_total", "items_done", "items_changed", "items_unchanged", "items_failed",
-            "items_removed", "chunks_written", "chunks_embedded",
+            "items_removed", "chunks_written", "chunks_embedded", "heartbeat_at",
         ])
         if self.on_progress is not None:
             self.on_progress(self.run)

@@ -1,6 +1,7 @@
 """Which URLs of a site a source takes, and the one form each URL is known by. Pure.
 
-- `canonical_url`: fragment stripped, scheme and host lower-cased, default port dropped, an
+- `iri_to_uri`: an IRI as the URI an HTTP client can send (IDNA host, UTF-8 percent-encoding).
+- `canonical_url`: the URI form, fragment stripped, scheme and host lower-cased, default port dropped, an
   empty path made `/`, tracking parameters (`utm_*`, `gclid`, `fbclid`, ...) removed, so one
   page is never ingested twice under two names. A page's own `<link rel=canonical>` is applied by
   the loader on top of this.
@@ -13,14 +14,48 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+
+from ingest.errors import InvalidUrl
 
 TRACKING_PARAMETERS = {"gclid", "fbclid", "msclkid", "yclid", "mc_cid", "mc_eid", "_ga", "_gl", "ref_src"}
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
+URI_SAFE = "/%:@!$&'()*+,;=-._~"  # RFC 3986 reserved and unreserved characters, and escapes
+
+
+def iri_to_uri(url: str) -> str:
+    """An IRI as the URI an HTTP client can send: the host IDNA-encoded, non-ASCII characters of
+    path and query percent-encoded as UTF-8 (existing escapes kept)."""
+    if url.isascii() and " " not in url:
+        return url
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    try:
+        ascii_host = host.encode("idna").decode("ascii") if host and not host.isascii() else host
+    except UnicodeError as exc:
+        raise InvalidUrl(f"The host of {url!r} is not a valid international domain name: {exc}") from exc
+    if ":" in ascii_host:
+        ascii_host = f"[{ascii_host}]"
+    netloc = ascii_host
+    try:
+        if parts.port:
+            netloc = f"{ascii_host}:{parts.port}"
+    except ValueError as exc:
+        raise InvalidUrl(f"Malformed URL {url!r}: {exc}") from exc
+    if parts.username:
+        netloc = f"{quote(parts.username, safe='')}@{netloc}"
+    return urlunsplit((parts.scheme, netloc, quote(parts.path, safe=URI_SAFE), quote(parts.query, safe=URI_SAFE + "?"),
+                       quote(parts.fragment, safe=URI_SAFE)))
+
+
 def canonical_url(url: str) -> str:
-    parts = urlsplit(url.strip())
+    """The URL's one name (see the module docstring); "" for a URL that cannot be fetched."""
+    try:
+        parts = urlsplit(iri_to_uri(url.strip()))
+    except InvalidUrl:
+        return ""
     scheme = parts.scheme.lower()
     host = (parts.hostname or "").lower()
     if ":" in host:

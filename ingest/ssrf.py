@@ -1,9 +1,20 @@
 """The SSRF guard: decide whether a URL may be fetched, and to which IP address.
 
-Every hop of every fetch goes through `resolve_target()`: only http(s); the host is resolved
-once and every address it resolves to must be public (not loopback, private, link-local,
-unique-local, shared/CGNAT, multicast, unspecified, reserved or a cloud metadata address,
-also when spelled as an IPv4-mapped IPv6 address or as a decimal, octal or hex integer).
+Every hop of every fetch goes through `resolve_target()`:
+
+- only http(s), and only ports 80 and 443 unless an allow rule names the port (or `*`);
+- the host is resolved once (allow-listed names too) and every address it resolves to is checked
+  against `SPECIAL_PURPOSE`: the IANA IPv4 and IPv6 special-purpose address registries, every
+  block whose "Globally Reachable" column is not True, plus multicast and the cloud metadata
+  addresses. The table is explicit, so the answer never depends on the Python version's
+  `is_private`. IPv4-mapped and 6to4 addresses are checked by the IPv4 address they embed;
+  Teredo and NAT64 are refused outright (their embedded address is not where the packets go).
+  Integer spellings (`2130706433`, `0x7f000001`, `127.1`) are read as the address they mean;
+- a private address passes only through an allow rule (`KB_FETCH_ALLOWED_PRIVATE`), and a
+  metadata address never does;
+- a refusal names the rule that refused, never the address a name resolved to, so the guard is
+  no oracle for an internal DNS.
+
 The fetcher then connects to the returned address, never resolving the name again, so DNS
 rebinding cannot swap in a private address after the check.
 """
@@ -19,12 +30,114 @@ from urllib.parse import urlsplit
 from ingest.errors import FetchBlocked
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 Resolver = Callable[[str, int], list[str]]
+DEFAULT_PORTS = {"http": 80, "https": 443}
 
 METADATA_ADDRESSES = frozenset(
     ipaddress.ip_address(a)
-    for a in ("169.254.169.254", "169.254.170.2", "100.100.100.200", "fd00:ec2::254", "192.0.0.192")
+    for a in ("169.254.169.254", "169.254.170.2", "169.254.170.23", "100.100.100.200", "fd00:ec2::254",
+              "192.0.0.192")
 )
+# (block, what it is); blocks of the IANA special-purpose registries that are not globally
+# reachable (https://www.iana.org/assignments/iana-ipv4-special-registry and -ipv6-), plus multicast
+SPECIAL_PURPOSE: tuple[tuple[Network, str], ...] = tuple((ipaddress.ip_network(block), label) for block, label in (
+    ("0.0.0.0/8", "'this network' (RFC 791)"),
+    ("10.0.0.0/8", "private-use (RFC 1918)"),
+    ("100.64.0.0/10", "shared address space (RFC 6598)"),
+    ("127.0.0.0/8", "loopback (RFC 1122)"),
+    ("169.254.0.0/16", "link-local (RFC 3927)"),
+    ("172.16.0.0/12", "private-use (RFC 1918)"),
+    ("192.0.0.0/24", "IETF protocol assignments (RFC 6890)"),
+    ("192.0.2.0/24", "documentation (RFC 5737)"),
+    ("192.88.99.0/24", "deprecated 6to4 relay anycast (RFC 7526)"),
+    ("192.168.0.0/16", "private-use (RFC 1918)"),
+    ("198.18.0.0/15", "benchmarking (RFC 2544)"),
+    ("198.51.100.0/24", "documentation (RFC 5737)"),
+    ("203.0.113.0/24", "documentation (RFC 5737)"),
+    ("224.0.0.0/4", "multicast (RFC 5771)"),
+    ("240.0.0.0/4", "reserved (RFC 1112)"),
+    ("255.255.255.255/32", "limited broadcast (RFC 919)"),
+    ("::/128", "unspecified (RFC 4291)"),
+    ("::1/128", "loopback (RFC 4291)"),
+    ("64:ff9b::/96", "NAT64 (RFC 6052)"),
+    ("64:ff9b:1::/48", "local-use NAT64 (RFC 8215)"),
+    ("100::/64", "discard-only (RFC 6666)"),
+    ("100:0:0:1::/64", "dummy prefix (RFC 9780)"),
+    ("2001::/23", "IETF protocol assignments (RFC 2928)"),
+    ("2001::/32", "Teredo (RFC 4380)"),
+    ("2001:2::/48", "benchmarking (RFC 5180)"),
+    ("2001:db8::/32", "documentation (RFC 3849)"),
+    ("3fff::/20", "documentation (RFC 9637)"),
+    ("5f00::/16", "segment routing SIDs (RFC 9602)"),
+    ("fc00::/7", "unique-local (RFC 4193)"),
+    ("fe80::/10", "link-local (RFC 4291)"),
+    ("fec0::/10", "deprecated site-local (RFC 3879)"),
+    ("ff00::/8", "multicast (RFC 4291)"),
+    ("::/96", "deprecated IPv4-compatible (RFC 4291)"),
+))
+# blocks inside the ones above that the registries mark globally reachable
+GLOBALLY_REACHABLE = tuple(ipaddress.ip_network(block) for block in (
+    "192.0.0.9/32", "192.0.0.10/32", "2001:1::1/128", "2001:1::2/128", "2001:1::3/128", "2001:3::/32",
+    "2001:4:112::/48", "2001:20::/28", "2001:30::/28",
+))
+ALWAYS_REFUSED = ("Teredo", "NAT64")  # the embedded address is not where the packets go
+
+
+@dataclass(frozen=True)
+class AllowRule:
+    """One `KB_FETCH_ALLOWED_PRIVATE` entry: a host name or a network, and which ports.
+    `port` None means the default ports (80, 443); "*" any port."""
+
+    host: str = ""
+    network: Network | None = None
+    port: int | str | None = None
+
+    def matches(self, host: str, address: IPAddress) -> bool:
+        if self.host:
+            return host == self.host
+        return self.network is not None and address.version == self.network.version and address in self.network
+
+    def allows_port(self, port: int) -> bool:
+        return self.port == "*" or self.port == port or (self.port is None and port in DEFAULT_PORTS.values())
+
+
+def parse_allow_rules(entries: Iterable[str]) -> tuple[AllowRule, ...]:
+    """`wiki.corp`, `wiki.corp:8443`, `10.20.0.0/16`, `10.20.0.0/16:*`, `127.0.0.1:*`,
+    `[::1]:*`, `[fd00::/8]:443`; a bare IPv6 address or network takes the default ports."""
+    rules = []
+    for raw in entries:
+        entry = raw.strip().lower()
+        if not entry:
+            continue
+        target, port = entry, None
+        if entry.startswith("["):
+            close = entry.find("]")
+            if close < 0:
+                raise ValueError(f"{raw!r}: an IPv6 entry is written in brackets, e.g. '[::1]:*'")
+            target, rest = entry[1:close], entry[close + 1:]
+            if rest:
+                if not rest.startswith(":"):
+                    raise ValueError(f"{raw!r}: expected ':port' after ']'")
+                port = _port(rest[1:], raw)
+        elif entry.count(":") == 1:
+            target, port_text = entry.split(":")
+            port = _port(port_text, raw)
+        try:
+            rules.append(AllowRule(network=ipaddress.ip_network(target, strict=False), port=port))
+        except ValueError:
+            if not target or "/" in target or ":" in target:
+                raise ValueError(f"{raw!r} is neither a host name nor a network") from None
+            rules.append(AllowRule(host=target.rstrip("."), port=port))
+    return tuple(rules)
+
+
+def _port(text: str, raw: str) -> int | str:
+    if text == "*":
+        return "*"
+    if text.isdigit() and 1 <= int(text) <= 65535:
+        return int(text)
+    raise ValueError(f"{raw!r}: the port must be a number from 1 to 65535 or '*'")
 
 
 @dataclass(frozen=True)
@@ -61,33 +174,29 @@ def parse_ip_literal(host: str) -> IPAddress | None:
 
 
 def is_forbidden(address: IPAddress) -> str | None:
-    """The reason `address` must not be fetched, or None when it is a public address."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
-        return is_forbidden(address.ipv4_mapped)
+    """What special-purpose block `address` is in ("cloud metadata address", "private-use
+    (RFC 1918)", ...), or None when it is globally reachable."""
     if address in METADATA_ADDRESSES:
         return "cloud metadata address"
-    for attribute, label in (
-        ("is_loopback", "loopback"),
-        ("is_unspecified", "unspecified"),
-        ("is_link_local", "link-local"),
-        ("is_multicast", "multicast"),
-        ("is_private", "private"),
-        ("is_reserved", "reserved"),
-    ):
-        if getattr(address, attribute):
-            return f"{label} address"
-    if not address.is_global:
-        return "non-public address"
-    return None
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return _embedded(address.ipv4_mapped, "IPv4-mapped")
+        if address.sixtofour is not None:
+            return _embedded(address.sixtofour, "6to4")
+    if any(address.version == block.version and address in block for block in GLOBALLY_REACHABLE):
+        return None
+    found = [label for block, label in SPECIAL_PURPOSE if address.version == block.version and address in block]
+    if not found:
+        return None
+    return next((label for label in found if label.startswith(ALWAYS_REFUSED)), found[0])
 
 
-def resolve_target(
-    url: str,
-    *,
-    allowed_hosts: Iterable[str] = (),
-    allowed_networks: Iterable[ipaddress._BaseNetwork] = (),
-    resolver: Resolver = system_resolver,
-) -> Target:
+def _embedded(ipv4: ipaddress.IPv4Address, kind: str) -> str | None:
+    reason = is_forbidden(ipv4)
+    return f"{kind} address embedding a {reason} address" if reason else None
+
+
+def resolve_target(url: str, *, allowed: Iterable[AllowRule] = (), resolver: Resolver = system_resolver) -> Target:
     """Check `url` and return the address to connect to, or raise FetchBlocked."""
     try:
         parts = urlsplit(url)
@@ -95,7 +204,7 @@ def resolve_target(
     except ValueError as exc:
         raise FetchBlocked(f"Malformed URL {url!r}: {exc}", code="INGEST_URL_INVALID") from exc
     scheme = (parts.scheme or "").lower()
-    if scheme not in ("http", "https"):
+    if scheme not in DEFAULT_PORTS:
         raise FetchBlocked(
             f"Only http and https URLs can be fetched, not {url!r}.",
             code="INGEST_URL_SCHEME", details={"url": url},
@@ -103,28 +212,27 @@ def resolve_target(
     host = (parts.hostname or "").rstrip(".").lower()
     if not host:
         raise FetchBlocked(f"The URL {url!r} has no host.", code="INGEST_URL_INVALID")
-    port = port or (443 if scheme == "https" else 80)
-    allowed_hosts = {h.lower().rstrip(".") for h in allowed_hosts}
-    allowed_networks = tuple(allowed_networks)
+    port = port or DEFAULT_PORTS[scheme]
+    allowed = tuple(allowed)
 
     literal = parse_ip_literal(host)
     addresses = [literal] if literal else [ipaddress.ip_address(a.split("%")[0]) for a in resolver(host, port)]
     if not addresses:
         raise FetchBlocked(f"Host {host!r} resolved to no address.", code="INGEST_DNS_FAILED")
     for address in addresses:
+        rules = [rule for rule in allowed if rule.matches(host, address)]
         reason = is_forbidden(address)
-        if reason is None or host in allowed_hosts or _in_networks(address, allowed_networks):
-            continue
-        raise FetchBlocked(
-            f"Refusing to fetch {url!r}: {host!r} is a {reason} ({address}). "
-            "Private targets can be allowed with KB_FETCH_ALLOWED_PRIVATE.",
-            details={"url": url, "host": host, "address": str(address), "reason": reason},
-        )
-    chosen = addresses[0]
-    return Target(url=url, scheme=scheme, host=host, port=port, address=str(chosen))
+        if reason == "cloud metadata address" or (reason and reason.startswith(ALWAYS_REFUSED)):
+            _refuse(url, host, f"resolves to a {reason}, which is never fetched", allowable=False)
+        if reason and not rules:
+            _refuse(url, host, f"resolves to a {reason} address")
+        if port not in DEFAULT_PORTS.values() and not any(rule.allows_port(port) for rule in rules):
+            _refuse(url, host, f"uses port {port}; only 80 and 443 are fetched unless an entry such as "
+                               f"'{host}:{port}' allows it")
+    return Target(url=url, scheme=scheme, host=host, port=port, address=str(addresses[0]))
 
 
-def _in_networks(address: IPAddress, networks: tuple) -> bool:
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
-        address = address.ipv4_mapped
-    return any(address.version == net.version and address in net for net in networks)
+def _refuse(url: str, host: str, rule: str, *, allowable: bool = True) -> None:
+    hint = " It can be allowed with KB_FETCH_ALLOWED_PRIVATE." if allowable else ""
+    raise FetchBlocked(f"Refusing to fetch {url!r}: {host!r} {rule}.{hint}",
+                       details={"url": url, "host": host, "rule": rule})

@@ -1,6 +1,7 @@
 """django-q2 entry points. They take primary keys, never model instances, and are idempotent."""
 
 from ingest.services import execute_run, start_ingest
+from ingest.watchdog import fail_stuck_runs
 from kb.models import Source
 
 
@@ -15,3 +16,8 @@ def refresh_source(source_id: int) -> str:
         return f"source {source_id}: gone or disabled"
     run = start_ingest(source, sync=True)  # already on a worker: no second hop through the queue
     return f"run {run.pk}: {run.status}"
+
+
+def watchdog() -> str:
+    failed = fail_stuck_runs()
+    return f"failed stuck runs: {failed}" if failed else "no stuck runs"

@@ -7,7 +7,6 @@ so every knob is validated in one place and has one documented default.
 from __future__ import annotations
 
 import functools
-import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,25 +41,6 @@ class KBSettings:
     vector_index_min_chunks: int = 2000
     embedding_query_runtime: str = "onnx"
     model_cache_dir: Path | None = None
-
-    def allowed_private_networks(self) -> tuple[ipaddress._BaseNetwork, ...]:
-        nets = []
-        for entry in self.fetch_allowed_private:
-            try:
-                nets.append(ipaddress.ip_network(entry, strict=False))
-            except ValueError:
-                continue  # a host name, matched by name in the SSRF guard
-        return tuple(nets)
-
-    def allowed_private_hosts(self) -> frozenset[str]:
-        hosts = set()
-        for entry in self.fetch_allowed_private:
-            try:
-                ipaddress.ip_network(entry, strict=False)
-            except ValueError:
-                hosts.add(entry.lower().rstrip("."))
-        return frozenset(hosts)
-
 
 @functools.cache
 def kb_settings() -> KBSettings:

@@ -352,6 +352,10 @@ class IngestRun(models.Model):
     queued_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(
+        null=True, blank=True, help_text="Last sign of life of the worker running it (the watchdog reads it)."
+    )
+    attempts = models.PositiveSmallIntegerField(default=0, help_text="Times a worker started this run.")
 
     class Meta:
         ordering = ["-queued_at", "-id"]

@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parent.parent
 class Cluster:
     def __init__(self, database_url: str, **env: str):
         self.url = database_url
-        self.env = {**os.environ, "DATABASE_URL": database_url, "KB_FETCH_ALLOWED_PRIVATE": "127.0.0.0/8",
+        self.env = {**os.environ, "DATABASE_URL": database_url, "KB_FETCH_ALLOWED_PRIVATE": "127.0.0.0/8:*",
                     "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", **env}
         self.processes: list[subprocess.Popen] = []
 

@@ -38,7 +38,7 @@ def allow_loopback(settings):
     """Let fetches reach the loopback test server, as an intranet allow-list would."""
     from kb.conf import kb_settings
 
-    settings.KB_FETCH_ALLOWED_PRIVATE = ["127.0.0.0/8"]
+    settings.KB_FETCH_ALLOWED_PRIVATE = ["127.0.0.0/8:*"]
     kb_settings.cache_clear()
     yield
     kb_settings.cache_clear()

@@ -5,6 +5,7 @@ import ipaddress
 import pytest
 
 from ingest.errors import ContentRejected
+from ingest.ssrf import parse_allow_rules
 from ingest.fetch import Fetcher, FetchPolicy
 from ingest.loaders import KnownDocument, SourceLoader, SourceSpec
 from tests.webserver import Route
@@ -14,7 +15,7 @@ XML = {"Content-Type": "application/xml"}
 
 @pytest.fixture
 def fetcher():
-    return Fetcher(FetchPolicy(allowed_networks=(ipaddress.ip_network("127.0.0.0/8"),)))
+    return Fetcher(FetchPolicy(allowed=parse_allow_rules(["127.0.0.0/8:*"])))
 
 
 def _load(spec, fetcher, **kwargs):
@@ -107,7 +108,7 @@ def test_crawl_allowed_domains(web, fetcher):
     web.page("/other", "<p>other</p>")
     spec = SourceSpec("crawl", web.url("/"), options={"use_llms_txt": False, "respect_robots": False,
                                                      "allowed_domains": [f"localhost:{web.port}"]})
-    policy = Fetcher(FetchPolicy(allowed_networks=(ipaddress.ip_network("127.0.0.0/8"), ipaddress.ip_network("::1/128"))))
+    policy = Fetcher(FetchPolicy(allowed=parse_allow_rules(["127.0.0.0/8:*", "[::1]:*"])))
     _, items = _load(spec, policy)
     assert [i.ref for i in items] == [web.url("/"), web.url("/other", host="localhost")]
 

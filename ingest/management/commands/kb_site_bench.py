@@ -4,11 +4,12 @@ Serves a local copy of a documentation site over loopback (as `python -m http.se
 crawls it through the real pipeline into a fresh `bench-site-<name>` namespace, crawls it again
 unchanged, and reports pages/s and chunks/s, the re-crawl's 304s, and the fidelity figures of
 `ingest/site_bench.py` (chrome share, permalink marks, anchors that resolve on the page).
-Needs `KB_FETCH_ALLOWED_PRIVATE=127.0.0.1` (loopback is refused otherwise, as it should be).
+Needs `KB_FETCH_ALLOWED_PRIVATE='127.0.0.1:*'` (loopback is refused otherwise, as it should be).
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import threading
 import time
@@ -20,6 +21,7 @@ from urllib.parse import urlsplit
 
 from django.core.management.base import BaseCommand, CommandError
 
+from ingest.fetch import allow_rules_from_settings
 from ingest.services import start_ingest
 from ingest.site_bench import ChunkFacts, fidelity, page_facts
 from kb.conf import kb_settings
@@ -46,9 +48,11 @@ class Command(BaseCommand):
         root = Path(directory).resolve()
         if not (root / start).is_file():
             raise CommandError(f"{root / start} is not a file; pass --start with the site's first page.")
-        if not any(network.version == 4 and network.network_address.is_loopback
-                   for network in kb_settings().allowed_private_networks()):
-            raise CommandError("Loopback is refused by the SSRF guard: run with KB_FETCH_ALLOWED_PRIVATE=127.0.0.1")
+        probe = ipaddress.ip_address("127.0.0.1")
+        if not any(rule.matches("127.0.0.1", probe) and rule.port == "*"
+                   for rule in allow_rules_from_settings(kb_settings().fetch_allowed_private)):
+            raise CommandError("Loopback on an ephemeral port is refused by the SSRF guard: "
+                               "run with KB_FETCH_ALLOWED_PRIVATE='127.0.0.1:*'")
         statuses: Counter[int] = Counter()
         server = _serve(root, statuses)
         try:

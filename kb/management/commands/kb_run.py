@@ -28,6 +28,11 @@ class Command(BaseCommand):
         self.stdout.write("==> migrating the database")
         call_command("migrate", interactive=False, verbosity=0)
         login = ensure_admin_user()
+        from ingest.watchdog import fail_stuck_runs
+
+        stuck = fail_stuck_runs()  # runs whose worker died while the product was down
+        if stuck:
+            self.stdout.write(f"==> failed {len(stuck)} stuck ingest runs (retry them from the admin)")
         if not no_demo:
             self._demo()
         connection.close()
