@@ -2,6 +2,7 @@
 
 from ingest.services import execute_run, start_ingest
 from ingest.watchdog import fail_stuck_runs
+from kb.ratelimit import forget_old_windows
 from kb.models import Source
 
 
@@ -19,5 +20,6 @@ def refresh_source(source_id: int) -> str:
 
 
 def watchdog() -> str:
+    forget_old_windows()  # rate-limit counters of past minutes
     failed = fail_stuck_runs()
     return f"failed stuck runs: {failed}" if failed else "no stuck runs"

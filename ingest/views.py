@@ -11,6 +11,7 @@ from django.views.decorators.http import require_GET
 from ingest.documents import document_view, original_file
 from kb.auth import principal_for
 from kb.errors import KBError, error_status
+from kb.http import page_error
 
 # served inline: a browser shows them and runs nothing; everything else is a download
 INLINE_TYPES = {"application/pdf": "application/pdf", "text/plain": "text/plain; charset=utf-8",
@@ -20,7 +21,11 @@ INLINE_TYPES = {"application/pdf": "application/pdf", "text/plain": "text/plain;
 @require_GET
 def document_page(request, document_id: int):
     try:
-        view = document_view(principal_for(request, None), document_id)
+        principal = principal_for(request, None)
+    except KBError as exc:
+        return page_error(exc)
+    try:
+        view = document_view(principal, document_id)
     except KBError as exc:
         return render(request, "kb/document_missing.html", {"error": exc}, status=error_status(exc))
     return render(request, "kb/document.html", {"view": view, "document": view.document})
@@ -29,7 +34,11 @@ def document_page(request, document_id: int):
 @require_GET
 def document_original(request, document_id: int):
     try:
-        data, name, media_type = original_file(principal_for(request, None), document_id)
+        principal = principal_for(request, None)
+    except KBError as exc:
+        return page_error(exc)
+    try:
+        data, name, media_type = original_file(principal, document_id)
     except KBError as exc:
         return render(request, "kb/document_missing.html", {"error": exc}, status=error_status(exc))
     inline = media_type in INLINE_TYPES

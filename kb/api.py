@@ -75,8 +75,11 @@ api.add_router("/", documents_router)
 
 
 def _error(request, status: int, code: str, message: str, details: dict | None = None):
-    return api.create_response(request, {"code": code, "message": message, "details": details or {}},
-                               status=status)
+    response = api.create_response(request, {"code": code, "message": message, "details": details or {}},
+                                   status=status)
+    if status == 429 and details and "retry_after_s" in details:
+        response["Retry-After"] = str(details["retry_after_s"])
+    return response
 
 
 @api.exception_handler(KBError)

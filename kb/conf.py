@@ -34,6 +34,8 @@ class KBSettings:
     archive_max_files: int = 5000
     parser_cpu_seconds: int = 60
     parser_memory_mb: int = 2048
+    rate_limit_anonymous: int = 300
+    rate_limit_staff: int = 1200
     capability_retriever: str = "builtin"
     knowledge_retriever: str = "builtin"
     knowledge_max_targets: int = 50
@@ -59,6 +61,8 @@ def kb_settings() -> KBSettings:
         archive_max_files=settings.KB_ARCHIVE_MAX_FILES,
         parser_cpu_seconds=settings.KB_PARSER_CPU_SECONDS,
         parser_memory_mb=settings.KB_PARSER_MEMORY_MB,
+        rate_limit_anonymous=settings.KB_RATE_LIMIT_ANONYMOUS,
+        rate_limit_staff=settings.KB_RATE_LIMIT_STAFF,
         chunk_tokens=settings.KB_CHUNK_TOKENS,
         demo_docs_dir=Path(settings.KB_DEMO_DOCS_DIR),
         media_root=Path(settings.MEDIA_ROOT),

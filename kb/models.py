@@ -480,3 +480,15 @@ class EvalRun(models.Model):
             return []
         passed_before = {c["id"] for c in previous.results.get("cases", []) if c["passed"]}
         return [c["id"] for c in self.results.get("cases", []) if not c["passed"] and c["id"] in passed_before]
+
+
+class RateCounter(models.Model):
+    """Requests of one caller (token, staff user or client address) in one minute window;
+    incremented atomically by `kb/ratelimit.py` with INSERT ... ON CONFLICT ... RETURNING."""
+
+    key = models.CharField(max_length=200)
+    window = models.BigIntegerField(help_text="Minutes since the epoch.")
+    count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["key", "window"], name="rate_counter_key_window")]

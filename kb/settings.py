@@ -165,6 +165,9 @@ KB_FETCH_ALLOWED_PRIVATE = [
 ]
 KB_FETCH_MAX_BYTES = int(os.environ.get("KB_FETCH_MAX_BYTES", str(10 * 1024 * 1024)))
 KB_FETCH_TIMEOUT = float(os.environ.get("KB_FETCH_TIMEOUT", "20"))
+# requests per minute: anonymous callers per client address, staff users per user
+KB_RATE_LIMIT_ANONYMOUS = int(os.environ.get("KB_RATE_LIMIT_ANONYMOUS", "300"))
+KB_RATE_LIMIT_STAFF = int(os.environ.get("KB_RATE_LIMIT_STAFF", "1200"))
 # documents (PDF, Office, EPUB) and .zip uploads; the archive limit bounds the unpacked total too
 KB_DOCUMENT_MAX_BYTES = int(os.environ.get("KB_DOCUMENT_MAX_BYTES", str(50 * 1024 * 1024)))
 KB_ARCHIVE_MAX_BYTES = int(os.environ.get("KB_ARCHIVE_MAX_BYTES", str(200 * 1024 * 1024)))

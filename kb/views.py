@@ -7,6 +7,7 @@ from django.views.decorators.http import require_GET
 from kb.auth import principal_for
 from kb.errors import KBError
 from kb.health import health_report
+from kb.http import page_error
 from kb.models import Namespace, Source
 from retrieval.page import PAGE_SIZE, results_page
 from retrieval.service import Filters, search
@@ -22,7 +23,10 @@ def healthz(request):
 
 @require_GET
 def search_page(request):
-    principal = principal_for(request, None)
+    try:
+        principal = principal_for(request, None)
+    except KBError as exc:
+        return page_error(exc)
     namespaces = list(Namespace.objects.filter(principal.readable()).order_by("slug"))
     query = request.GET.get("q", "").strip()
     namespace = request.GET.get("namespace") or (namespaces[0].slug if namespaces else "")

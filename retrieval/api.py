@@ -10,6 +10,7 @@ from retrieval.evals import parse_suite
 from retrieval.schemas import ContextIn, ContextOut, EvalRunIn, SearchIn, SearchOut
 from retrieval.service import Filters, search
 
+MAX_API_EVAL_CASES = 200
 router = Router(tags=["search"])
 
 
@@ -44,7 +45,9 @@ def context(request, data: ContextIn):
 
 @router.post("/evals/run", summary="Run an eval suite (the kb_eval JSON format) and return every check")
 def run_eval(request, data: EvalRunIn):
-    suite = parse_suite(data.suite, namespace=data.namespace)
+    """At most MAX_API_EVAL_CASES cases per request: each case is a search; larger suites run
+    with `kb_eval` from the command line."""
+    suite = parse_suite(data.suite, namespace=data.namespace, max_cases=MAX_API_EVAL_CASES)
     for namespace in {case.namespace for case in suite.cases}:
         request.auth.check(namespace)
     return run_suite(suite, principal=request.auth).as_dict()

@@ -239,19 +239,24 @@ def names_channel(scope: Scope, name_keys: tuple[str, ...], cap: int = 10) -> li
 def identifier_channel(scope: Scope, identifiers: tuple[str, ...], cap: int = 20) -> list[ChannelRow]:
     """Chunks containing an identifier exactly (case-insensitive): the GIN index narrows them by
     the identifier's lexemes, then the text is checked literally."""
+    if not identifiers:
+        return []
     rows: dict[int, float] = {}
     where, params = scope.where("c")
     with connection.cursor() as cursor:
-        for identifier in identifiers:
-            cursor.execute(
-                f"""SELECT c.id FROM kb_chunk c
-                    WHERE {where} AND c.search_vector @@ plainto_tsquery(%s::regconfig, %s)
-                      AND strpos(lower(c.text), lower(%s)) > 0
-                    ORDER BY length(c.text), c.id LIMIT %s""",
-                [*params, SEARCH_CONFIG, identifier, identifier, cap],
-            )
-            for (chunk_id,) in cursor.fetchall():
-                rows.setdefault(chunk_id, 1.0)
+        # one statement for all identifiers (each keeps its own LIMIT), in the query's order
+        cursor.execute(
+            f"""SELECT found.id FROM unnest(%s::text[]) WITH ORDINALITY AS q(identifier, n)
+                CROSS JOIN LATERAL (
+                    SELECT c.id, length(c.text) AS size FROM kb_chunk c
+                    WHERE {where} AND c.search_vector @@ plainto_tsquery(%s::regconfig, q.identifier)
+                      AND strpos(lower(c.text), lower(q.identifier)) > 0
+                    ORDER BY length(c.text), c.id LIMIT %s) AS found
+                ORDER BY q.n, found.size, found.id""",
+            [list(identifiers), *params, SEARCH_CONFIG, cap],
+        )
+        for (chunk_id,) in cursor.fetchall():
+            rows.setdefault(chunk_id, 1.0)
     return [ChannelRow(chunk_id, raw) for chunk_id, raw in list(rows.items())[:cap]]
 
 

@@ -120,7 +120,7 @@ class SuiteResult:
         }
 
 
-def parse_suite(data: Any, *, namespace: str | None = None) -> EvalSuite:
+def parse_suite(data: Any, *, namespace: str | None = None, max_cases: int | None = None) -> EvalSuite:
     """Validate a decoded suite; every error names the case and the field."""
     if not isinstance(data, dict):
         raise EvalFileError("An eval file must be a JSON object with 'version' and 'cases'.")
@@ -134,6 +134,9 @@ def parse_suite(data: Any, *, namespace: str | None = None) -> EvalSuite:
     cases = data.get("cases")
     if not isinstance(cases, list) or not cases:
         raise EvalFileError("'cases' must be a non-empty list.", details={"field": "cases"})
+    if max_cases is not None and len(cases) > max_cases:
+        raise EvalFileError(f"The suite has {len(cases)} cases; at most {max_cases} run in one request "
+                            "(run larger suites with kb_eval).", details={"field": "cases", "max": max_cases})
     parsed, seen = [], set()
     for index, case in enumerate(cases):
         item = _case(case, index, defaults, namespace)

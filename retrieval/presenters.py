@@ -87,6 +87,7 @@ def search_payload(result: SearchResult, *, explain: bool) -> dict:
             "dropped_eligibility": summary.dropped_eligibility, "dropped_duplicate": summary.dropped_duplicate,
             "dropped_threshold": summary.dropped_threshold, "beyond_limit": summary.beyond_limit,
             "top_relevance": round(summary.top_relevance, 6), "floor": round(summary.floor, 6),
+            "query_caps": list(result.features.capped),
         },
         "dropped": [
             {"chunk_id": d.key, "dropped_by": d.dropped_by, "reason": d.reason, "relevance": round(d.relevance, 6)}

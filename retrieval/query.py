@@ -3,6 +3,11 @@
 Identifiers are long exact tokens (error codes, hashes, dotted, CamelCase or snake_case symbols,
 paths) that must be matched literally; name keys are digit-bearing tokens ("gpt4o", "qwen38")
 and adjacent versioned joins ("Qwen 3.8" -> "qwen38") matched against document names.
+
+Every pattern runs on one whitespace-separated token at a time, and tokens longer than
+`MAX_TOKEN_CHARS` are passed over, so analysis is linear in the query whatever its content; at
+most `MAX_IDENTIFIERS` identifiers and `MAX_NAME_KEYS` name keys reach SQL, and `capped` says
+when a cap applied (the explanation shows it).
 """
 
 from __future__ import annotations
@@ -13,6 +18,9 @@ from dataclasses import dataclass
 from kb.names import normalise_name
 
 MIN_IDENTIFIER_LENGTH = 6
+MAX_TOKEN_CHARS = 128
+MAX_IDENTIFIERS = 16
+MAX_NAME_KEYS = 16
 IDENTIFIER_PATTERNS = (
     re.compile(r"\b[A-Z]{2,}-\d{4}-\d{3,}\b"),                      # CVE-2024-12345
     re.compile(r"\b[A-Za-z]{1,8}[-_]?\d{3,}\b"),                     # E1234, HTTP-404, ORA-00942
@@ -32,19 +40,39 @@ VERSION_TOKEN = re.compile(r"^v?\d+(?:\.\d+)*[a-z]?$", re.I)
 class QueryFeatures:
     identifiers: tuple[str, ...]
     name_keys: tuple[str, ...]
+    capped: tuple[str, ...] = ()  # e.g. "identifiers: the first 16 of 500 were used"
 
 
 def analyse(query: str) -> QueryFeatures:
-    return QueryFeatures(identifiers=find_identifiers(query), name_keys=find_name_keys(query))
+    identifiers, name_keys = find_identifiers(query), find_name_keys(query)
+    capped = []
+    if len(identifiers) > MAX_IDENTIFIERS:
+        capped.append(f"identifiers: the first {MAX_IDENTIFIERS} of {len(identifiers)} were used")
+    if len(name_keys) > MAX_NAME_KEYS:
+        capped.append(f"name keys: the first {MAX_NAME_KEYS} of {len(name_keys)} were used")
+    return QueryFeatures(identifiers=identifiers[:MAX_IDENTIFIERS], name_keys=name_keys[:MAX_NAME_KEYS],
+                         capped=tuple(capped))
+
+
+def _tokens(query: str):
+    """(offset, token) for each whitespace-separated token short enough to analyse."""
+    position = 0
+    for token in query.split():
+        position = query.find(token, position)
+        if len(token) <= MAX_TOKEN_CHARS:
+            yield position, token
+        position += len(token)
 
 
 def find_identifiers(query: str) -> tuple[str, ...]:
     found: list[tuple[int, int, str]] = []
-    for pattern in IDENTIFIER_PATTERNS:
-        for match in pattern.finditer(query):
-            token = match.group(0).rstrip(".")
-            if len(token) >= MIN_IDENTIFIER_LENGTH:
-                found.append((match.start(), match.start() + len(token), token))
+    for offset, text in _tokens(query):
+        for pattern in IDENTIFIER_PATTERNS:
+            for match in pattern.finditer(text):
+                token = match.group(0).rstrip(".")
+                if len(token) >= MIN_IDENTIFIER_LENGTH:
+                    start = offset + match.start()
+                    found.append((start, start + len(token), token))
     # keep the longest identifier where several overlap
     found.sort(key=lambda f: (f[0], -(f[1] - f[0])))
     kept: list[tuple[int, int, str]] = []
@@ -56,7 +84,7 @@ def find_identifiers(query: str) -> tuple[str, ...]:
 
 
 def find_name_keys(query: str) -> tuple[str, ...]:
-    tokens = [t for t in re.split(r"\s+", query.strip()) if t]
+    tokens = [token for _, token in _tokens(query)]
     keys: list[str] = []
     for token in tokens:
         key = normalise_name(token)

@@ -80,6 +80,7 @@ class SummaryOut(Schema):
     beyond_limit: int
     top_relevance: float
     floor: float
+    query_caps: list[str] = []  # caps applied to the query's identifiers or name keys
 
 
 class SearchOut(Schema):

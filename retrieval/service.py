@@ -169,7 +169,7 @@ def validate_query(query: str, limit: int) -> str:
     a limit out of range; shared with the capability retrievers."""
     if not isinstance(query, str) or not query.strip():
         raise InvalidQuery("The query is empty; type a few words to search for.", code="SEARCH_EMPTY_QUERY")
-    if len(query) > MAX_QUERY_CHARS:
+    if len(query) > MAX_QUERY_CHARS * 18:  # NFKC grows a character at most 18-fold
         raise QueryTooLong(f"The query is {len(query)} characters long; the limit is {MAX_QUERY_CHARS}.",
                            details={"length": len(query), "max": MAX_QUERY_CHARS})
     if "\x00" in query:
@@ -179,6 +179,9 @@ def validate_query(query: str, limit: int) -> str:
     normalised = normalise_query(query)
     if not normalised:
         raise InvalidQuery("The query is empty; type a few words to search for.", code="SEARCH_EMPTY_QUERY")
+    if len(normalised) > MAX_QUERY_CHARS:  # measured after normalisation: what the search pays for
+        raise QueryTooLong(f"The query is {len(normalised)} characters long once normalised (NFKC); the limit "
+                           f"is {MAX_QUERY_CHARS}.", details={"length": len(normalised), "max": MAX_QUERY_CHARS})
     return normalised
 
 

@@ -1,0 +1,47 @@
+"""Request rate limits per caller: an atomic counter in PostgreSQL with a sliding window.
+
+Each caller (an API token, a staff user, or an anonymous client address) has one row per minute
+window. `INSERT ... ON CONFLICT DO UPDATE ... RETURNING` increments it atomically, so concurrent
+workers never lose a count, and it lives on the primary database every process shares. The
+limit is checked against a sliding estimate: the current window's count plus the previous
+window's count weighted by the part of it that still lies within the last 60 seconds, so a burst
+at a window's edge cannot double the rate. Old windows are deleted by the minute watchdog.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+from django.db import connection
+
+from kb.errors import RateLimited
+
+WINDOW_SECONDS = 60
+
+
+def hit(key: str, limit: int, *, now: float | None = None) -> None:
+    """Count one request of `key`; raise RateLimited (429, with Retry-After) past `limit` a minute."""
+    now = time.time() if now is None else now
+    window = int(now // WINDOW_SECONDS)
+    elapsed = (now % WINDOW_SECONDS) / WINDOW_SECONDS
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """INSERT INTO kb_ratecounter (key, "window", count) VALUES (%s, %s, 1)
+               ON CONFLICT (key, "window") DO UPDATE SET count = kb_ratecounter.count + 1
+               RETURNING count, (SELECT count FROM kb_ratecounter WHERE key = %s AND "window" = %s)""",
+            [key[:200], window, key[:200], window - 1],
+        )
+        current, previous = cursor.fetchone()
+    estimate = current + (previous or 0) * (1 - elapsed)
+    if estimate > limit:
+        retry_after = max(1, math.ceil((1 - elapsed) * WINDOW_SECONDS))
+        raise RateLimited(f"Rate limit of {limit} requests per minute exceeded; retry in {retry_after} s.",
+                          details={"limit_per_minute": limit, "retry_after_s": retry_after})
+
+
+def forget_old_windows(now: float | None = None) -> int:
+    now = time.time() if now is None else now
+    with connection.cursor() as cursor:
+        cursor.execute('DELETE FROM kb_ratecounter WHERE "window" < %s', [int(now // WINDOW_SECONDS) - 1])
+        return cursor.rowcount
