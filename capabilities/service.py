@@ -141,6 +141,8 @@ def retrieve_knowledge(principal: Principal, selected: list, text: str, knowledg
                                    details={"id": cid, "selected": seen_revision,
                                             "current": revisions.get(records[cid].provider.slug)})
     targets = _filter(store.expand_targets(wanted), knowledge_ids, roles, locales)
+    readable = store.readable_source_ids({t.source_id for t in targets}, principal.readable())
+    targets = [t for t in targets if t.source_id in readable]  # a capability never opens another tenant
     _check_budget(targets)
     target_providers = {t.provider for t in targets}
     request = KnowledgeRequest(text=text, targets=tuple(targets), mapping_revision=mapping_revision(targets),

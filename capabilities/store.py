@@ -112,6 +112,12 @@ def catalog_page(provider_slugs, offset: int, limit: int) -> tuple[int, list[Cap
 
 # --- knowledge targets -------------------------------------------------------------------------
 
+def readable_source_ids(source_ids, readable_namespaces: Q) -> set[int]:
+    """Those of `source_ids` whose namespace matches `readable_namespaces` (a Namespace filter)."""
+    return set(Source.objects.filter(pk__in=list(source_ids), namespace__in=Namespace.objects.filter(
+        readable_namespaces)).values_list("pk", flat=True))
+
+
 def expand_targets(capability_ids) -> list[Target]:
     """The selected capabilities' targets, one per (target, role, locale), with the documents
     each covers now; a target named by two capabilities lists both."""

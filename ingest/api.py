@@ -6,6 +6,7 @@ from ninja.files import UploadedFile
 from ingest import sources
 from ingest.schemas import RunOut, SourceIn, SourceOut, SourcePatch, UploadOut
 from ingest.services import start_ingest
+from kb.auth import require_readable
 from kb.errors import NotFound
 from kb.models import IngestRun, Namespace, Source
 
@@ -54,7 +55,8 @@ def upload_files(request, source_id: int, files: list[UploadedFile] = File(...))
 @router.get("/runs/{run_id}", response=RunOut)
 def get_run(request, run_id: int):
     run = IngestRun.objects.select_related("source__namespace").filter(pk=run_id).first()
+    missing = NotFound(f"No run {run_id}.")
     if run is None:
-        raise NotFound(f"No run {run_id}.")
-    request.auth.check(run.source.namespace.slug)
+        raise missing
+    require_readable(request.auth, run.source.namespace.slug, missing)
     return sources.run_out(run)

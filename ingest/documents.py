@@ -12,7 +12,8 @@ from django.core.files.storage import default_storage
 
 from ingest.filetypes import media_type_for
 from kb.auth import Principal
-from kb.errors import KBError, NotFound
+from kb.documents import get_document
+from kb.errors import NotFound
 from kb.markup import plain_text
 from kb.models import Chunk, Document, SourceFile
 
@@ -32,20 +33,9 @@ class DocumentView:
     has_original: bool
 
 
-def readable_document(principal: Principal, document_id: int) -> Document:
-    document = Document.objects.select_related("source", "namespace").filter(pk=document_id).first()
-    if document is None:
-        raise NotFound(f"No document {document_id}.")
-    try:
-        principal.check(document.namespace.slug)
-    except KBError as exc:
-        raise NotFound(f"No document {document_id}.") from exc
-    return document
-
-
 def document_view(principal: Principal, document_id: int) -> DocumentView:
     """The document's passages in order, one section per anchor, as plain text."""
-    document = readable_document(principal, document_id)
+    document = get_document(principal, document_id)
     content = document.content.encode("utf-8")
     sections: list[Section] = []
     for chunk in Chunk.objects.filter(document=document).order_by("position").only(
@@ -64,7 +54,7 @@ def _stored_file(document: Document) -> SourceFile | None:
 
 def original_file(principal: Principal, document_id: int) -> tuple[bytes, str, str]:
     """(bytes, file name, media type) of the uploaded original."""
-    document = readable_document(principal, document_id)
+    document = get_document(principal, document_id)
     stored = _stored_file(document)
     if stored is None or not default_storage.exists(stored.key):
         raise NotFound(f"Document {document_id} has no stored original.")

@@ -7,7 +7,7 @@ from django.db import IntegrityError, transaction
 
 from ingest.services import start_ingest, sync_refresh_schedule
 from ingest.uploads import add_files
-from kb.auth import Principal
+from kb.auth import Principal, require_readable
 from kb.errors import Conflict, NotFound, ValidationFailed
 from kb.models import IngestItem, IngestRun, Namespace, Source
 
@@ -33,9 +33,12 @@ def run_out(run: IngestRun) -> dict:
 
 def get_source(principal: Principal, source_id: int, *, write: bool = False) -> Source:
     source = Source.objects.select_related("namespace").filter(pk=source_id).first()
+    missing = NotFound(f"No source {source_id}.")
     if source is None:
-        raise NotFound(f"No source {source_id}.")
-    principal.check(source.namespace.slug, write=write)
+        raise missing
+    require_readable(principal, source.namespace.slug, missing)
+    if write:
+        principal.check(source.namespace.slug, write=True)  # readable: saying "read-only" leaks nothing
     return source
 
 

@@ -17,14 +17,68 @@ from django.utils import timezone
 from ingest import services as ingest_services
 from ingest.uploads import add_files
 from kb.errors import KBError
-from kb.auth import issue_secret
+from kb.auth import issue_secret, staff_principal
 from kb import models
 from retrieval.eval_runner import run_recorded
 from retrieval.evals import EvalFileError, parse_suite
 
 
+class NamespaceScoped(admin.ModelAdmin):
+    """Staff users who are not superusers see and change only their namespaces' objects
+    (`NamespaceMembership`); `namespace_field` is the lookup from the model to its namespace."""
+
+    namespace_field = "namespace"
+
+    def _principal(self, request):
+        return staff_principal(request.user)
+
+    def get_queryset(self, request):
+        queryset = super().get_queryset(request)
+        principal = self._principal(request)
+        if principal.namespaces is None:
+            return queryset
+        lookup = f"{self.namespace_field}__slug__in" if self.namespace_field else "slug__in"
+        return queryset.filter(**{lookup: principal.namespaces})
+
+    def _namespace_of(self, obj):
+        if obj is None:
+            return None
+        value = obj
+        for part in self.namespace_field.split("__") if self.namespace_field else ():
+            value = getattr(value, part)
+        return value.slug
+
+    def has_change_permission(self, request, obj=None):
+        if not super().has_change_permission(request, obj):
+            return False
+        principal = self._principal(request)
+        return obj is None or principal.namespaces is None or self._namespace_of(obj) in principal.writable
+
+    def has_delete_permission(self, request, obj=None):
+        return super().has_delete_permission(request, obj) and self.has_change_permission(request, obj)
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        principal = self._principal(request)
+        if db_field.name == "namespace" and principal.namespaces is not None:
+            kwargs["queryset"] = models.Namespace.objects.filter(slug__in=principal.writable)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+
+@admin.register(models.NamespaceMembership)
+class NamespaceMembershipAdmin(admin.ModelAdmin):
+    list_display = ["user", "namespace", "can_write"]
+    list_filter = ["namespace", "can_write"]
+
+    def has_module_permission(self, request):
+        return request.user.is_superuser  # who may see what is a superuser's decision
+
+    has_view_permission = has_change_permission = has_add_permission = has_delete_permission = \
+        lambda self, request, obj=None: request.user.is_superuser
+
+
 @admin.register(models.Namespace)
-class NamespaceAdmin(admin.ModelAdmin):
+class NamespaceAdmin(NamespaceScoped):
+    namespace_field = ""
     list_display = ["slug", "title", "is_public", "source_count", "created_at"]
     list_filter = ["is_public"]
     search_fields = ["slug", "title"]
@@ -100,7 +154,7 @@ class SourceFileInline(admin.TabularInline):
 
 
 @admin.register(models.Source)
-class SourceAdmin(admin.ModelAdmin):
+class SourceAdmin(NamespaceScoped):
     form = SourceForm
     list_display = [
         "name", "namespace", "kind", "enabled", "priority", "document_count",
@@ -168,7 +222,7 @@ class ChunkInline(admin.TabularInline):
 
 
 @admin.register(models.Document)
-class DocumentAdmin(admin.ModelAdmin):
+class DocumentAdmin(NamespaceScoped):
     list_display = ["__str__", "source", "namespace", "media_type", "byte_size", "chunk_count", "indexed_at"]
     list_filter = ["namespace", "source", "media_type"]
     search_fields = ["title", "ref", "path"]
@@ -185,7 +239,7 @@ class DocumentAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.Chunk)
-class ChunkAdmin(admin.ModelAdmin):
+class ChunkAdmin(NamespaceScoped):
     list_display = ["__str__", "document", "anchor", "start_byte", "end_byte", "token_estimate", "embed_reason"]
     list_filter = ["namespace", "is_summary", "embed_reason"]
     search_fields = ["text", "anchor"]
@@ -314,7 +368,8 @@ class IngestItemInline(admin.TabularInline):
 
 
 @admin.register(models.IngestRun)
-class IngestRunAdmin(admin.ModelAdmin):
+class IngestRunAdmin(NamespaceScoped):
+    namespace_field = "source__namespace"
     list_display = [
         "__str__", "source", "status", "mode", "progress_bar", "items_changed",
         "items_unchanged", "items_failed", "chunks_written", "queued_at", "finished_at",
@@ -372,7 +427,7 @@ class IngestRunAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.QueryLog)
-class QueryLogAdmin(admin.ModelAdmin):
+class QueryLogAdmin(NamespaceScoped):
     list_display = ["query", "namespace", "result_count", "total_ms", "created_at"]
     list_filter = ["namespace"]
     search_fields = ["query"]
@@ -398,6 +453,12 @@ class ApiTokenAdmin(admin.ModelAdmin):
     search_fields = ["name", "prefix"]
     readonly_fields = ["prefix", "created_at", "last_used_at"]
     filter_horizontal = ["namespaces"]
+
+    def has_module_permission(self, request):
+        return request.user.is_superuser  # a token can name any namespace: superusers issue them
+
+    has_view_permission = has_change_permission = has_add_permission = has_delete_permission = \
+        lambda self, request, obj=None: request.user.is_superuser
     actions = ["revoke"]
 
     @admin.display(description="namespaces")

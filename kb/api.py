@@ -28,7 +28,8 @@ class TokenOrSession(HttpBearer):
         if header and scheme.lower() == "bearer" and value.strip():
             return self.authenticate(request, value.strip())
         principal = principal_for(request, None)
-        if principal.kind == "staff" and request.method not in ("GET", "HEAD", "OPTIONS") and check_csrf(request):
+        if principal.kind in ("staff", "member") and request.method not in ("GET", "HEAD", "OPTIONS") \
+                and check_csrf(request):
             raise Forbidden("CSRF check failed for a session-authenticated write; send the CSRF token "
                             "or use an API token.", code="KB_CSRF_FAILED")
         return principal

@@ -1,7 +1,8 @@
 """Who is calling and what they may touch: API tokens, staff sessions, anonymous readers.
 
 Tokens look like `kb_<prefix>_<secret>`; only their SHA-256 is stored. A token reads (or, with
-the write scope, also changes) exactly the namespaces it lists. Staff sessions reach everything.
+the write scope, also changes) exactly the namespaces it lists. Superusers reach everything;
+other staff users the namespaces they are members of (`NamespaceMembership`, read or write).
 Anonymous callers may only read namespaces marked public.
 """
 
@@ -16,29 +17,36 @@ from django.utils import timezone
 
 from kb import ratelimit
 from kb.conf import kb_settings
-from kb.errors import AuthenticationRequired, Forbidden
-from kb.models import ApiToken, Namespace
+from kb.errors import AuthenticationRequired, Forbidden, NotFound
+from kb.models import ApiToken, Namespace, NamespaceMembership
 
 TOKEN_START = "kb_"
 
 
 @dataclass(frozen=True)
 class Principal:
-    kind: str  # token | staff | anonymous
+    kind: str  # token | staff (a superuser) | member (other staff) | anonymous
     token_id: int | None = None
     namespaces: frozenset[str] | None = None  # None: every namespace
     can_write: bool = False
+    writable: frozenset[str] = frozenset()  # members: the namespaces they may change
 
     def readable(self) -> Q:
         """A filter on Namespace for what this principal may read."""
         if self.kind == "staff":
             return Q()
-        if self.kind == "token":
+        if self.kind in ("token", "member"):
             return Q(slug__in=self.namespaces or ())
         return Q(is_public=True)
 
     def check(self, namespace: str, *, write: bool = False) -> None:
         if self.kind == "staff":
+            return
+        if self.kind == "member":
+            if namespace not in (self.namespaces or ()):
+                raise Forbidden(f"You are not a member of namespace {namespace!r}.", details={"namespace": namespace})
+            if write and namespace not in self.writable:
+                raise Forbidden(f"Your membership of {namespace!r} is read-only.")
             return
         if self.kind == "anonymous":
             if write or not Namespace.objects.filter(slug=namespace, is_public=True).exists():
@@ -82,9 +90,19 @@ def principal_for(request, bearer: str | None) -> Principal:
     user = getattr(request, "user", None)
     if user is not None and user.is_authenticated and user.is_staff:
         ratelimit.hit(f"staff:{user.pk}", kb_settings().rate_limit_staff)
-        return Principal("staff", can_write=True)
+        return staff_principal(user)
     ratelimit.hit(f"address:{client_address(request)}", kb_settings().rate_limit_anonymous)
     return Principal("anonymous")
+
+
+def staff_principal(user) -> Principal:
+    """Superusers reach every namespace; other staff the namespaces they are members of."""
+    if user.is_superuser:
+        return Principal("staff", can_write=True)
+    memberships = list(NamespaceMembership.objects.filter(user=user).values_list("namespace__slug", "can_write"))
+    return Principal("member", namespaces=frozenset(slug for slug, _ in memberships),
+                     can_write=any(write for _, write in memberships),
+                     writable=frozenset(slug for slug, write in memberships if write))
 
 
 def client_address(request) -> str:
@@ -108,3 +126,13 @@ def _token_principal(bearer: str) -> Principal:
 
 def _rate_limit(token: ApiToken) -> None:
     ratelimit.hit(f"token:{token.pk}", token.rate_limit_per_minute)
+
+
+def require_readable(principal: Principal, namespace: str, missing: NotFound) -> None:
+    """Raise `missing` unless the principal may read `namespace`: an id of another tenant (or a
+    private one, for anonymous callers) answers exactly like an id that does not exist, so ids
+    cannot be probed across namespaces."""
+    try:
+        principal.check(namespace)
+    except (AuthenticationRequired, Forbidden):
+        raise missing from None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 
-from kb.auth import Principal
+from kb.auth import Principal, require_readable
 from kb.errors import NotFound
 from kb.models import Document, Namespace
 
@@ -22,10 +22,11 @@ def visible_documents(principal: Principal, namespace: str | None = None) -> Que
 
 
 def get_document(principal: Principal, document_id: int) -> Document:
-    document = Document.objects.select_related("namespace").filter(pk=document_id).first()
+    document = Document.objects.select_related("namespace", "source").filter(pk=document_id).first()
+    missing = NotFound(f"No document {document_id}.")
     if document is None:
-        raise NotFound(f"No document {document_id}.")
-    principal.check(document.namespace.slug)
+        raise missing
+    require_readable(principal, document.namespace.slug, missing)
     return document
 
 

@@ -46,6 +46,21 @@ class Namespace(models.Model):
         super().save(*args, **kwargs)
 
 
+class NamespaceMembership(models.Model):
+    """A staff user who is not a superuser reads (and, with `can_write`, changes) only the
+    namespaces they are a member of, in the API, the search page and the admin."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="kb_memberships")
+    namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE, related_name="memberships")
+    can_write = models.BooleanField(default=False)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "namespace"], name="membership_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.namespace}{' (write)' if self.can_write else ''}"
+
+
 class Source(models.Model):
     class Kind(models.TextChoices):
         URL = "url", "Single page"

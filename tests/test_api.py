@@ -79,7 +79,7 @@ def test_auth_matrix(client, world, who, method, path, body, status, code):
 
 
 def test_staff_session_reads_everything_and_writes_only_with_csrf(world):
-    staff = get_user_model().objects.create_user("staff", password="pw-123456789", is_staff=True)
+    staff = get_user_model().objects.create_user("staff", password="pw-123456789", is_staff=True, is_superuser=True)
     client = Client(enforce_csrf_checks=True)
     client.force_login(staff)
     assert client.get("/api/search?query=secret&namespace=tenant:b").status_code == 200
@@ -139,7 +139,12 @@ def test_namespace_isolation_in_results_counts_and_explanations(client, world):
     listing = call(client, "get", "/api/documents", world["read"]).json()
     assert listing["count"] == len(CORPUS)
     secret = Document.objects.get(ref="secret")
-    assert call(client, "get", f"/api/documents/{secret.pk}", world["read"]).status_code == 403
+    # another tenant's document answers exactly like a document that does not exist
+    foreign = call(client, "get", f"/api/documents/{secret.pk}", world["read"])
+    missing = call(client, "get", "/api/documents/999999", world["read"])
+    assert foreign.status_code == missing.status_code == 404
+    assert foreign.json()["code"] == missing.json()["code"] == "KB_NOT_FOUND"
+    assert foreign.json()["message"].replace(str(secret.pk), "N") == missing.json()["message"].replace("999999", "N")
 
 
 def test_context_block_escapes_and_deduplicates(client, world):
@@ -213,7 +218,7 @@ def test_search_page_shows_results_with_explanations_and_escapes(client, world):
     page = anonymous.content.decode()
     assert 'value="public"' in page and "tenant:a" not in page  # anonymous: public namespaces only
     assert "Public FAQ" in page and "Why this result?" in page and 'class="bar"' in page
-    staff = get_user_model().objects.create_user("s", password="pw-123456789", is_staff=True)
+    staff = get_user_model().objects.create_user("s", password="pw-123456789", is_staff=True, is_superuser=True)
     client.force_login(staff)
     namespace = Namespace.objects.get(slug="tenant:a")
     source = Source.objects.create(namespace=namespace, name="x", kind="text", text="# <img src=x onerror=alert(1)>\n\npumpkin xss")

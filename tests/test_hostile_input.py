@@ -100,7 +100,7 @@ def test_script_in_a_title_is_data_in_json_and_escaped_on_the_page(reader, db):
     response = search(reader, "pumpkin img onerror")
     assert "<script>alert('t')</script> Pumpkin" in titles(response)  # JSON carries it as plain data
     client = Client()
-    client.force_login(get_user_model().objects.create_user("s", is_staff=True))
+    client.force_login(get_user_model().objects.create_user("s", is_staff=True, is_superuser=True))
     page = client.get("/", {"q": "pumpkin img onerror", "namespace": "tenant:a"}).content.decode()
     assert "<script>alert('t')</script>" not in page and "&lt;script&gt;alert(&#x27;t&#x27;)&lt;/script&gt;" in page
     assert "<img src=x" not in page

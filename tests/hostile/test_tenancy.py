@@ -1,0 +1,76 @@
+"""Tenancy edges: ids of another namespace read as missing; staff see only the namespaces they
+are members of (superusers all) in the API, the page and the admin; capabilities never open
+another tenant's documents."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
+from django.test import Client
+
+from kb.auth import issue_token
+from kb.models import ApiToken, Document, IngestRun, NamespaceMembership, Source
+from tests.retrieval.test_channels import CORPUS, ingest
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def tenants():
+    a, _ = ingest("tenant:a", CORPUS)
+    b, _ = ingest("tenant:b", {"secret": ("Pumpkin secret", "The secret pumpkin recipe of tenant B.")})
+    return a, b
+
+
+@pytest.mark.parametrize("path", ["/api/sources/{source}", "/api/runs/{run}", "/api/documents/{document}",
+                                  "/api/documents/{document}/text"])
+def test_another_tenants_ids_answer_like_missing_ones(tenants, path):
+    a, b = tenants
+    _, reader = issue_token("r", namespaces=[a])
+    source = Source.objects.filter(namespace=b).first()
+    run = IngestRun.objects.create(source=source)
+    document = Document.objects.filter(namespace=b).first()
+    ids = {"source": source.pk, "run": run.pk, "document": document.pk}
+    if path.startswith("/api/sources/"):
+        path_method = "patch"
+    else:
+        path_method = "get"
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {reader}")
+    foreign = getattr(client, path_method)(path.format(**ids), content_type="application/json", data={})
+    missing = getattr(client, path_method)(path.format(source=10**9, run=10**9, document=10**9),
+                                           content_type="application/json", data={})
+    assert foreign.status_code == missing.status_code == 404
+    assert foreign.json()["code"] == missing.json()["code"]
+
+
+def test_staff_members_see_only_their_namespaces(tenants):
+    a, b = tenants
+    user = get_user_model().objects.create_user("editor", password="pw", is_staff=True)
+    user.user_permissions.add(*Permission.objects.filter(content_type__app_label="kb"))
+    NamespaceMembership.objects.create(user=user, namespace=a, can_write=False)
+    client = Client()
+    client.force_login(user)
+    assert client.get("/api/search", {"query": "pumpkin", "namespace": "tenant:a"}).status_code == 200
+    assert client.get("/api/search", {"query": "pumpkin", "namespace": "tenant:b"}).status_code == 403
+    page = client.get("/", {"q": "pumpkin", "namespace": "tenant:b"}).content.decode()
+    assert "tenant B" not in page
+    listing = client.get("/admin/kb/document/").content.decode()
+    assert "Pumpkin soup" in listing or "pumpkin" in listing.lower()
+    assert "Pumpkin secret" not in listing
+    foreign = Document.objects.filter(namespace=b).first()
+    assert client.get(f"/admin/kb/document/{foreign.pk}/change/").status_code in (302, 404)
+    source = Source.objects.filter(namespace=a).first()
+    # a read-only member may look but not change
+    assert client.post(f"/admin/kb/source/{source.pk}/delete/", {"post": "yes"}).status_code == 403
+    assert client.patch(f"/api/sources/{source.pk}", data={"enabled": False}, content_type="application/json",
+                        HTTP_X_CSRFTOKEN="x").status_code in (403, 401)
+    assert client.get("/admin/kb/apitoken/").status_code == 403  # tokens are a superuser's to issue
+
+
+def test_a_superuser_sees_every_namespace(tenants):
+    superuser = get_user_model().objects.create_superuser("root", password="pw")
+    client = Client()
+    client.force_login(superuser)
+    assert client.get("/api/search", {"query": "pumpkin", "namespace": "tenant:b"}).status_code == 200
+    assert "Pumpkin secret" in client.get("/admin/kb/document/").content.decode()
