@@ -1,8 +1,12 @@
-"""Middleware: every error under /api/ leaves in the API's one error shape."""
+"""Middleware: every error under /api/ leaves in the API's one error shape; every page carries a
+Content-Security-Policy; debug pages hide secrets."""
 
 from __future__ import annotations
 
+import re
+
 from django.http import HttpResponse, JsonResponse
+from django.views.debug import SafeExceptionReporterFilter
 
 API_PREFIX = "/api/"
 CODES = {400: "KB_BAD_REQUEST", 403: "KB_FORBIDDEN", 404: "KB_NOT_FOUND", 405: "KB_METHOD_NOT_ALLOWED",
@@ -33,3 +37,32 @@ class ApiErrorShapeMiddleware:
         if response.has_header("Allow"):
             shaped["Allow"] = response["Allow"]
         return shaped
+
+
+# no inline script anywhere and nothing from another origin; the product's own pages allow no
+# inline style either (the explanation bars use classes). Django's admin and Swagger UI set
+# inline styles of their own, so those two paths allow inline style, never inline script.
+STRICT_POLICY = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+                 "font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; "
+                 "frame-ancestors 'none'; form-action 'self'")
+THIRD_PARTY_UI = ("/admin/", "/api/docs")
+
+
+class ContentSecurityPolicyMiddleware:
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if "Content-Security-Policy" not in response:  # a view with its own (stored files) keeps it
+            policy = STRICT_POLICY
+            if request.path.startswith(THIRD_PARTY_UI):
+                policy = policy.replace("style-src 'self'", "style-src 'self' 'unsafe-inline'")
+            response["Content-Security-Policy"] = policy
+        return response
+
+
+class SecretHidingFilter(SafeExceptionReporterFilter):
+    """Django hides API|TOKEN|KEY|SECRET|PASS|SIGNATURE; connection URLs carry passwords too."""
+
+    hidden_settings = re.compile("API|TOKEN|KEY|SECRET|PASS|SIGNATURE|AUTH|COOKIE|URL|DSN|DATABASE", flags=re.I)

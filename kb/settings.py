@@ -36,6 +36,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django.contrib.postgres",
+    "ninja",  # serves its own Swagger UI files: /api/docs loads nothing from another origin
     "django_q",
     "kb",
     "ingest",
@@ -52,7 +53,10 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "kb.middleware.ApiErrorShapeMiddleware",
+    "kb.middleware.ContentSecurityPolicyMiddleware",
 ]
+# debug pages and error reports hide every setting and environment variable whose name says secret
+DEFAULT_EXCEPTION_REPORTER_FILTER = "kb.middleware.SecretHidingFilter"
 
 if PRODUCTION:  # runserver serves static files in development
     MIDDLEWARE.insert(1, "whitenoise.middleware.WhiteNoiseMiddleware")

@@ -6,6 +6,7 @@ from kb import views
 from kb.api import api
 
 urlpatterns = [
+    path("admin/login/", views.throttled_admin_login),
     path("admin/", admin.site.urls),
     path("api/", api.urls),
     path("healthz", views.healthz, name="healthz"),

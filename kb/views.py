@@ -1,10 +1,12 @@
 """Thin HTML/JSON views outside the API: the search page and health."""
 
+from django.contrib import admin
 from django.http import JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from kb.auth import principal_for
+from kb import ratelimit
+from kb.auth import client_address, principal_for
 from kb.errors import KBError
 from kb.health import health_report
 from kb.http import page_error
@@ -53,3 +55,17 @@ def _int(value, default: int, low: int, high: int) -> int:
         return min(high, max(low, int(value)))
     except (TypeError, ValueError):
         return default
+
+
+LOGIN_ATTEMPTS_PER_MINUTE = 10
+
+
+def throttled_admin_login(request, extra_context=None):
+    """The admin login, with at most LOGIN_ATTEMPTS_PER_MINUTE sign-in attempts per minute and
+    client address: password guessing is slowed to a crawl, a person never notices."""
+    if request.method == "POST":
+        try:
+            ratelimit.hit(f"login:{client_address(request)}", LOGIN_ATTEMPTS_PER_MINUTE)
+        except KBError as exc:
+            return page_error(exc)
+    return admin.site.login(request, extra_context)
