@@ -63,7 +63,7 @@ def canonical_url(url: str) -> str:
     try:
         port = parts.port
     except ValueError:
-        port = None
+        return ""  # an impossible port: no page has this name
     netloc = host if port is None or DEFAULT_PORTS.get(scheme) == port else f"{host}:{port}"
     if parts.username:
         netloc = f"{parts.username}@{netloc}"

@@ -217,7 +217,7 @@ def test_search_page_shows_results_with_explanations_and_escapes(client, world):
     assert anonymous.status_code == 200
     page = anonymous.content.decode()
     assert 'value="public"' in page and "tenant:a" not in page  # anonymous: public namespaces only
-    assert "Public FAQ" in page and "Why this result?" in page and 'class="bar"' in page
+    assert "Public FAQ" in page and "Why this result?" in page and 'class="bar w' in page
     staff = get_user_model().objects.create_user("s", password="pw-123456789", is_staff=True, is_superuser=True)
     client.force_login(staff)
     namespace = Namespace.objects.get(slug="tenant:a")

@@ -12,7 +12,7 @@ from capabilities.contracts import KnowledgeHit, Target, check_hit
 from capabilities.definitions import parse_provider
 from kb.auth import Principal, issue_token
 from kb.errors import KBError
-from kb.models import ApiToken, Document, Provider, ProviderRevision, Source
+from kb.models import ApiToken, Document, Namespace, Provider, ProviderRevision, Source
 from tests.capabilities import backends
 from tests.retrieval.test_channels import ingest
 
@@ -360,3 +360,15 @@ def test_admin_edits_the_definition_and_shows_revisions_and_index_state(world):
     broken = dict(form, definition=json.dumps({**edited, "namespace": "tenant:nope"}))
     refused = client.post(f"/admin/kb/provider/{provider.pk}/change/", broken)
     assert refused.status_code == 200 and "KB_NAMESPACE_UNKNOWN" in refused.content.decode()
+
+
+def test_knowledge_targets_outside_the_callers_namespaces_are_left_out(world):
+    """Defence in depth: a target whose documents live in a namespace the caller may not read
+    is dropped before any backend sees it, whatever the capability definition says."""
+    reader = Principal("token", namespaces=frozenset({"tenant:cg"}))
+    assert service.retrieve_knowledge(reader, ["billing/refund"], "refund a payment", locales=["en"]).hits
+    other = Namespace.objects.get(slug="tenant:other")
+    Source.objects.filter(pk=world["source"].pk).update(namespace=other, name="moved")
+    Document.objects.filter(source=world["source"]).update(namespace=other)
+    after = service.retrieve_knowledge(reader, ["billing/refund"], "refund a payment", locales=["en"])
+    assert after.hits == [] and after.evidence["targets"] == []

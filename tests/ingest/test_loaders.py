@@ -126,3 +126,19 @@ def test_text_and_file_loaders():
     _, items = _load(SourceSpec("file", files=(("docs/my-notes.md", "sources/1/ab/my-notes.md", ""),)), None,
                      open_file=lambda key, media_type: (b"# Notes", key))
     assert (items[0].ref, items[0].media_type, items[0].title_hint) == ("docs/my-notes.md", "text/markdown", "my notes")
+
+
+def test_sitemap_indexes_fan_out_to_a_bounded_number_of_fetches(web, fetcher):
+    from ingest.loaders import MAX_SITEMAP_FETCHES
+
+    sitemaps = "".join(f"<sitemap><loc>{web.url(f'/s{i}.xml')}</loc></sitemap>" for i in range(MAX_SITEMAP_FETCHES + 10))
+    web.routes["/index.xml"] = Route(f'<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{sitemaps}'
+                                     "</sitemapindex>".encode(), 200, {"Content-Type": "application/xml"})
+    for i in range(MAX_SITEMAP_FETCHES + 10):
+        web.routes[f"/s{i}.xml"] = Route(b'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"></urlset>', 200,
+                                         {"Content-Type": "application/xml"})
+    loader = SourceLoader(SourceSpec("sitemap", location=web.url("/index.xml"), options={"use_llms_txt": False}),
+                          fetcher=fetcher)
+    with pytest.raises(ContentRejected, match=f"more than {MAX_SITEMAP_FETCHES} sitemaps"):
+        list(loader.items())
+    assert sum(web.hits[f"/s{i}.xml"] for i in range(MAX_SITEMAP_FETCHES + 10)) < MAX_SITEMAP_FETCHES

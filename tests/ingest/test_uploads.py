@@ -50,12 +50,20 @@ def test_a_zip_becomes_one_document_per_member_with_its_path_as_ref(namespace):
         "manuals/cad.pdf": (REAL / "asymptote-CAD.pdf").read_bytes(),
         "slides/charts.pptx": (REAL / "cht-replace-data.pptx").read_bytes(),
         "notes/readme.md": b"# Readme\n\nHello.\n",
+        "office/styles.docx": (REAL / "par-known-styles.docx").read_bytes(),
+        "office/sheet.xlsx": (REAL / "shp-embedded-xlsx.xlsx").read_bytes(),
+        "office/manual.odt": (REAL / "api-for-odfpy.odt").read_bytes(),
+        "office/sums.ods": (REAL / "pythagoras-kspread.ods").read_bytes(),
+        "data/table.csv": b"name,value\nalpha,1\nbeta,2\n",
+        "mail/digest.eml": (REAL / "msg_02.eml").read_bytes(),
         "../../etc/evil.md": b"# no",
         "inner.zip": _zip({"a.md": b"# A"}),
         "picture.png": b"\x89PNG",
     })
     report = add_files(source, [("bundle.zip", io.BytesIO(archive))])
-    assert sorted(report.added) == ["manuals/cad.pdf", "notes/readme.md", "slides/charts.pptx"]
+    assert sorted(report.added) == ["data/table.csv", "mail/digest.eml", "manuals/cad.pdf", "notes/readme.md",
+                                    "office/manual.odt", "office/sheet.xlsx", "office/styles.docx", "office/sums.ods",
+                                    "slides/charts.pptx"]
     assert {s["path"] for s in report.skipped} == {"../../etc/evil.md", "inner.zip", "picture.png"}
     run = start_ingest(source, sync=True)
     assert run.status == "succeeded", list(run.items.values_list("ref", "error_code", "error_message"))
@@ -65,6 +73,10 @@ def test_a_zip_becomes_one_document_per_member_with_its_path_as_ref(namespace):
     assert {c.page_start for c in pdf_chunks} >= {1, 7}
     slides = Chunk.objects.filter(document=documents["slides/charts.pptx"])
     assert {c.anchor for c in slides} >= {"slide-1", "slide-7"}
+    assert Chunk.objects.filter(document=documents["office/sheet.xlsx"], page_start=1, anchor="sheet-1").exists()
+    assert ["Heading 1"] in [c.heading_path for c in Chunk.objects.filter(document=documents["office/styles.docx"])]
+    assert documents["mail/digest.eml"].title == "Ppp digest, Vol 1 #2 - 5 msgs"
+    assert "| alpha | 1 |" in documents["data/table.csv"].content
 
 
 def test_zip_bombs_and_too_many_members_are_refused(namespace, settings):

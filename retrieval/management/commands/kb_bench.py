@@ -210,7 +210,7 @@ class Command(BaseCommand):
         from django.test import Client
 
         texts = [text for _, text in query_items]
-        user = get_user_model().objects.create_user(f"kb-bench-{time.time_ns()}", is_staff=True)
+        user = get_user_model().objects.create_user(f"kb-bench-{time.time_ns()}", is_staff=True, is_superuser=True)
         try:
             client = Client(HTTP_HOST="localhost")
             client.force_login(user)
