@@ -45,8 +45,10 @@ DB_RECONNECT_ATTEMPTS = 8  # about 15 s of waiting for a restarting database
 
 EMBED_BATCH_CHUNKS = 128  # chunks gathered across documents before one embedding call
 EMBED_BATCH_MAX_WAIT_S = 5.0  # ...or seconds the oldest waiting document may wait for them
-# part of every document's byte key: a new extractor re-reads bytes that did not change
-EXTRACTOR_VERSION = "2"
+# the version of extraction and chunking: part of every document's byte key (new extraction
+# rules re-read bytes that did not change) and recorded on each document (new chunking rules
+# re-chunk and re-embed stored text); raise it when either changes what a document becomes
+PIPELINE_VERSION = "2"
 DOCUMENT_FIELDS = ("namespace", "title", "path", "name_key", "content", "content_hash", "media_type",
                    "byte_size", "indexed_at", "embedding_model", "etag", "last_modified", "metadata")
 
@@ -201,9 +203,10 @@ class IngestPipeline:
     def _loader(self) -> SourceLoader:
         known = {}
         for d in Document.objects.filter(source=self.source).only("ref", "etag", "last_modified", "metadata"):
+            current = d.metadata.get("pipeline") == PIPELINE_VERSION  # else fetch it whole again
             document = KnownDocument(
-                ref=d.ref, etag=d.etag, last_modified=d.last_modified,
-                lastmod=d.metadata.get("lastmod", ""), links=tuple(d.metadata.get("links", ())),
+                ref=d.ref, etag=d.etag if current else "", last_modified=d.last_modified if current else "",
+                lastmod=d.metadata.get("lastmod", "") if current else "", links=tuple(d.metadata.get("links", ())),
             )
             known[d.ref] = document
             fetched_as = d.metadata.get("url", "")
@@ -252,9 +255,10 @@ class IngestPipeline:
             return
         state = self._states.get(item.ref)
         if item.not_modified:
-            if state and state.embedding_model != self.embedder.model_id:
+            reason = change_reason(state, state.content_hash, self.embedder.model_id) if state else ""
+            if reason:
                 extracted = stored_extraction(state)
-                self._queue(item, extracted, state.content_hash, "model changed", started)
+                self._queue(item, extracted, state.content_hash, reason, started)
             else:
                 self._record(_Outcome(item.ref, "unchanged", reason="not modified"), started)
             return
@@ -275,13 +279,8 @@ class IngestPipeline:
                                   byte_size=len(item.body or b"")), started)
             return
         content_hash = _text_hash(extracted.content)
-        if state is None:
-            reason = "new"
-        elif state.content_hash != content_hash:
-            reason = "content changed"
-        elif state.embedding_model != self.embedder.model_id:
-            reason = "model changed"
-        else:
+        reason = change_reason(state, content_hash, self.embedder.model_id)
+        if not reason:
             self._touch_unchanged(item, state, extracted, byte_key)
             self._record(_Outcome(item.ref, "unchanged", reason="same content hash",
                                   byte_size=len(item.body or b"")), started)
@@ -452,7 +451,8 @@ class IngestPipeline:
         title = extracted.title[:500]
         state = self._states.get(item.ref)
         if item.body is None and state is not None:
-            path, etag, last_modified, metadata = state.path, state.etag, state.last_modified, state.metadata
+            path, etag, last_modified = state.path, state.etag, state.last_modified
+            metadata = {**state.metadata, "pipeline": PIPELINE_VERSION}
         else:
             path, etag, last_modified = item.path[:2048], item.etag[:300], item.last_modified[:100]
             links = list(item.links or extracted.links)
@@ -461,6 +461,7 @@ class IngestPipeline:
                 ("original_type", item.media_type if extracted.page_unit or item.media_type != extracted.media_type else ""),
                 ("page_unit", extracted.page_unit), ("pages", [list(page) for page in extracted.pages]),
                 ("site_anchors", extracted.site_anchors), ("block_keys", list(p.block_keys)),
+                ("pipeline", PIPELINE_VERSION),
             ) if value}
         return Document(
             source=self.source, ref=item.ref, namespace_id=self.source.namespace_id, title=title,
@@ -556,6 +557,19 @@ def current_source_revision(source: Source) -> str:
     return source_revision(source.kind, source.location, source.text, files, source.options)
 
 
+def change_reason(state: _State | None, content_hash: str, model_id: str) -> str:
+    """Why a document must be (re-)chunked and embedded, or "" when its stored chunks stand."""
+    if state is None:
+        return "new"
+    if state.content_hash != content_hash:
+        return "content changed"
+    if state.embedding_model != model_id:
+        return "model changed"
+    if state.metadata.get("pipeline") != PIPELINE_VERSION:
+        return "pipeline upgraded"
+    return ""
+
+
 def _text_hash(content: str) -> str:
     return hashlib.sha256(content.encode("utf-8")).hexdigest()
 
@@ -569,7 +583,7 @@ def stored_extraction(state: _State) -> Extracted:
 
 def document_byte_key(body: bytes) -> str:
     """What an unchanged file or page is recognised by before any extraction."""
-    return hashlib.sha256(EXTRACTOR_VERSION.encode() + b"\0" + body).hexdigest()
+    return hashlib.sha256(PIPELINE_VERSION.encode() + b"\0" + body).hexdigest()
 
 
 def open_stored_file(key: str, media_type: str = "") -> tuple[bytes, str]:

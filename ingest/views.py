@@ -18,29 +18,34 @@ INLINE_TYPES = {"application/pdf": "application/pdf", "text/plain": "text/plain;
                 "text/markdown": "text/plain; charset=utf-8", "text/csv": "text/plain; charset=utf-8"}
 
 
-@require_GET
-def document_page(request, document_id: int):
+def _for_reader(request, document_id: int, respond):
+    """Call `respond(principal, document_id)`; a missing or unreadable document gets one page."""
     try:
         principal = principal_for(request, None)
-    except KBError as exc:
+    except KBError as exc:  # a rate limit, say
         return page_error(exc)
     try:
-        view = document_view(principal, document_id)
+        return respond(principal, document_id)
     except KBError as exc:
         return render(request, "kb/document_missing.html", {"error": exc}, status=error_status(exc))
-    return render(request, "kb/document.html", {"view": view, "document": view.document})
+
+
+@require_GET
+def document_page(request, document_id: int):
+    def respond(principal, document_id):
+        view = document_view(principal, document_id)
+        return render(request, "kb/document.html", {"view": view, "document": view.document})
+
+    return _for_reader(request, document_id, respond)
 
 
 @require_GET
 def document_original(request, document_id: int):
-    try:
-        principal = principal_for(request, None)
-    except KBError as exc:
-        return page_error(exc)
-    try:
-        data, name, media_type = original_file(principal, document_id)
-    except KBError as exc:
-        return render(request, "kb/document_missing.html", {"error": exc}, status=error_status(exc))
+    return _for_reader(request, document_id, _original)
+
+
+def _original(principal, document_id: int) -> HttpResponse:
+    data, name, media_type = original_file(principal, document_id)
     inline = media_type in INLINE_TYPES
     response = HttpResponse(data, content_type=INLINE_TYPES.get(media_type, "application/octet-stream"))
     response["X-Content-Type-Options"] = "nosniff"

@@ -44,6 +44,7 @@ class KBSettings:
     embedding_query_runtime: str = "onnx"
     model_cache_dir: Path | None = None
 
+
 @functools.cache
 def kb_settings() -> KBSettings:
     conf = KBSettings(

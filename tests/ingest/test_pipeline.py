@@ -244,3 +244,19 @@ def test_http_embedder_against_a_loopback_openai_compatible_api(web):
 
     with pytest.raises(EmbeddingDimensionMismatch, match="expected \\(1, 384\\)"):
         wrong.embed_query("x")
+
+
+def test_documents_of_an_older_pipeline_are_rechunked_and_refetched_whole(web, site_source):
+    from ingest.pipeline import PIPELINE_VERSION
+
+    embedder = CountingEmbedder()
+    assert _run(site_source, embedder).items_changed == 3
+    Document.objects.filter(source=site_source).update(metadata={"pipeline": "0"})
+    web.hits.clear()
+    upgraded = _run(site_source, embedder)
+    assert upgraded.items_changed == 3
+    assert set(upgraded.items.values_list("reason", flat=True)) == {"pipeline upgraded"}
+    assert all(headers.get("if-none-match") is None for path, headers in web.requests[-3:])  # fetched whole
+    assert set(Document.objects.filter(source=site_source).values_list("metadata__pipeline", flat=True)) == {PIPELINE_VERSION}
+    again = _run(site_source, embedder)
+    assert (again.items_changed, again.items_unchanged) == (0, 3)
