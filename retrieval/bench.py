@@ -1,5 +1,10 @@
 """Benchmark plumbing for `kb_bench`: BEIR files, trec_eval-style metrics, latency percentiles.
 
+Per-query comparisons: `paired_comparison` counts the queries on which one method beats, loses
+to or ties another on nDCG@10, and gives a two-sided paired randomisation (sign-flip) test's
+p-value for the mean difference, so a change that wins on average through a few queries, or
+that wins on one corpus and loses on another, is visible at once.
+
 Metrics follow trec_eval: nDCG@k with graded gains from the qrels (0 = not relevant) and the
 ideal ranking built from all judged relevant documents; Recall@k over relevant documents; MRR@k
 from the first relevant document. Averages run over every query with judgements; a query with
@@ -10,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,6 +74,30 @@ def evaluate(runs: dict[str, list[str]], qrels: dict[str, dict[str, int]]) -> di
         "recall@100": round(sum(recall_at(runs.get(q, []), qrels[q]) for q in queries) / len(queries), 4),
         "mrr@10": round(sum(mrr_at(runs.get(q, []), qrels[q]) for q in queries) / len(queries), 4),
     }
+
+
+def per_query_ndcg(runs: dict[str, list[str]], qrels: dict[str, dict[str, int]]) -> dict[str, float]:
+    return {q: ndcg_at(runs.get(q, []), qrels[q]) for q in qrels}
+
+
+def paired_comparison(a: dict[str, float], b: dict[str, float], *, rounds: int = 10_000,
+                      seed: int = 0) -> dict[str, float | int]:
+    """Method a against method b over the same queries: wins, losses and ties of a (differences
+    within 1e-9 tie), the mean difference, and the randomisation test's two-sided p-value."""
+    differences = [a[q] - b[q] for q in a if q in b]
+    wins = sum(1 for d in differences if d > 1e-9)
+    losses = sum(1 for d in differences if d < -1e-9)
+    if not differences:
+        return {"wins": 0, "losses": 0, "ties": 0, "mean_difference": 0.0, "p_value": 1.0}
+    observed = abs(sum(differences))
+    generator = random.Random(seed)
+    extreme = sum(
+        1 for _ in range(rounds)
+        if abs(sum(d if generator.random() < 0.5 else -d for d in differences)) >= observed - 1e-12
+    )
+    return {"wins": wins, "losses": losses, "ties": len(differences) - wins - losses,
+            "mean_difference": round(sum(differences) / len(differences), 4),
+            "p_value": round((extreme + 1) / (rounds + 1), 4)}
 
 
 def percentiles(samples_ms: list[float]) -> dict[str, float]:

@@ -67,6 +67,9 @@ def test_kb_bench_runs_end_to_end_and_prints_one_json_object(tmp_path, capsys):
         assert key in report, key
     assert report["ndcg@10"] == 1.0 and report["recall@100"] == 1.0  # each query's one answer ranks first
     assert set(report["channels"]) == {"vector", "lexical", "rrf"}
+    versus = report["versus_best"]
+    assert versus["method"] in report["channels"] and versus["wins"] + versus["losses"] + versus["ties"] == 2
+    assert any(line.startswith(f"full ranker vs {versus['method']}") for line in out)
     assert report["ingest_measured"] == "this run"
     before, after = report["embed_docs_per_s_measured"]  # the model timed on both sides of the ingest
     assert before > 0 and after > 0 and report["embed_docs_per_s"] == round((before + after) / 2, 2)
@@ -80,3 +83,17 @@ def test_kb_bench_runs_end_to_end_and_prints_one_json_object(tmp_path, capsys):
     assert again["ingest_measured"].startswith("run ")  # unchanged corpus: not re-ingested
     assert len(again["embed_docs_per_s_measured"]) == 1  # nothing to bracket: measured once
     assert again["ndcg@10"] == report["ndcg@10"]
+
+
+def test_paired_comparison_counts_queries_and_tests_the_difference():
+    from retrieval.bench import paired_comparison
+
+    better = {f"q{i}": 0.8 for i in range(30)}
+    worse = {f"q{i}": 0.5 for i in range(30)}
+    result = paired_comparison(better, worse, rounds=2000)
+    assert (result["wins"], result["losses"], result["ties"]) == (30, 0, 0)
+    assert result["mean_difference"] == 0.3 and result["p_value"] < 0.01
+    mixed = {f"q{i}": (0.6 if i % 2 else 0.4) for i in range(30)}
+    flat = {f"q{i}": 0.5 for i in range(30)}
+    noisy = paired_comparison(mixed, flat, rounds=2000)
+    assert noisy["wins"] == noisy["losses"] == 15 and noisy["p_value"] > 0.5

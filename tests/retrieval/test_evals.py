@@ -17,7 +17,7 @@ from tests.retrieval.test_channels import CORPUS, ingest
 R = [
     ResultView("https://docs.example.com/install#pnpm", "Docs site", "pnpm", 0.52, "install"),
     ResultView("https://docs.example.com/legacy/setup", "Old docs", "setup", 0.40, "legacy"),
-    ResultView("kb://ns/documents/7", "notes", "", 0.33, "notes"),
+    ResultView("/documents/7/", "notes", "", 0.33, "manuals/cad.pdf"),
 ]
 
 
@@ -32,6 +32,7 @@ def case(expect, **extra):
         ({"sourceIncludes": "DOCS.example.com/INSTALL"}, True, "result 1 matched 'DOCS.example.com/INSTALL'"),
         ({"sourceIncludes": "nowhere"}, False, "no result's source matched 'nowhere' in the top 5"),
         ({"sourceIncludes": ["nowhere", "old docs"]}, True, "result 2 matched 'old docs'"),
+        ({"sourceIncludes": "manuals/cad.pdf"}, True, "result 3 matched 'manuals/cad.pdf'"),  # the document's own ref
         ({"notSourceIncludes": "legacy"}, False, "result 2 (https://docs.example.com/legacy/setup) matched 'legacy'"),
         ({"notSourceIncludes": ["gone", "absent"]}, True, "no result's source matched 'gone' or 'absent'"),
         ({"anchor": "setup"}, True, "result 2 has anchor 'setup'"),
@@ -39,7 +40,7 @@ def case(expect, **extra):
         ({"minScore": 0.5}, True, "top score 0.52 >= 0.50"),
         ({"minScore": 0.6}, False, "top score 0.52 < 0.60"),
     ],
-    ids=["source", "source-miss", "source-any-of", "not-source", "not-source-list", "anchor", "anchor-miss",
+    ids=["source", "source-miss", "source-any-of", "source-document-ref", "not-source", "not-source-list", "anchor", "anchor-miss",
          "min-score", "min-score-miss"],
 )
 def test_each_check_passes_and_fails_with_its_detail(expect, passed, detail):

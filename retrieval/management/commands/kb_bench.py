@@ -19,7 +19,7 @@ from ingest.loaders import LoadedItem
 from ingest.pipeline import IngestPipeline
 from kb.migrated import migration_hint
 from kb.models import Document, IngestRun, Namespace, Source
-from retrieval.bench import evaluate, load_beir, percentiles
+from retrieval.bench import evaluate, load_beir, paired_comparison, per_query_ndcg, percentiles
 from retrieval.ranker import LEXICAL, VECTOR, RankerParams
 from retrieval.service import search
 
@@ -50,6 +50,7 @@ class Command(BaseCommand):
         hint = migration_hint()
         if hint:
             raise CommandError(hint)
+        self.per_query: dict[str, dict[str, float]] = {}
         corpus = load_beir(beir)
         namespace = namespace or f"bench-{corpus.name.lower()}"
         query_items = list(corpus.queries.items())[: queries or None]
@@ -78,6 +79,10 @@ class Command(BaseCommand):
                 "lexical": self.quality(query_items, qrels, namespace, vectors, refs, "lexical alone", channels=(LEXICAL,)),
                 "rrf": self.quality(query_items, qrels, namespace, vectors, refs, "plain RRF k=60", fusion="rrf"),
             }
+            labels = {"vector": "vector alone", "lexical": "lexical alone", "rrf": "plain RRF k=60"}
+            best = max(report["channels"], key=lambda name: report["channels"][name]["ndcg@10"])
+            report["versus_best"] = {"method": best, **paired_comparison(
+                self.per_query["full ranker"], self.per_query[labels[best]])}
         if rule_effects:
             variants = {
                 "mmr_lambda=0.9": RankerParams(mmr_lambda=0.9), "mmr_lambda=0.7": RankerParams(mmr_lambda=0.7),
@@ -177,6 +182,7 @@ class Command(BaseCommand):
                             query_vector=vectors[qid], **kwargs)
             ranked = list(dict.fromkeys(refs[hit.document_id] for hit in result.hits))
             runs[qid] = ranked[:QUALITY_DOCUMENTS]
+        self.per_query[label] = per_query_ndcg(runs, qrels)
         return evaluate(runs, qrels)
 
     # --- latency --------------------------------------------------------------------------------
@@ -255,6 +261,11 @@ class Command(BaseCommand):
             self.stdout.write(f"\n{'method':<20} {'nDCG@10':>8} {'R@100':>8} {'MRR@10':>8}")
         for name, values in rows:
             self.stdout.write(f"{name:<20} {values['ndcg@10']:>8.4f} {values['recall@100']:>8.4f} {values['mrr@10']:>8.4f}")
+        if "versus_best" in report:
+            v = report["versus_best"]
+            self.stdout.write(f"full ranker vs {v['method']} (best other method), per query on nDCG@10: {v['wins']} wins, "
+                              f"{v['losses']} losses, {v['ties']} ties; mean difference {v['mean_difference']:+.4f}, "
+                              f"paired randomisation p = {v['p_value']}")
         if "p50_ms" in report:
             w = report["without_embedding"]
             self.stdout.write(f"\nsearch latency (limit {LATENCY_LIMIT}): p50 {report['p50_ms']} ms, p95 "
