@@ -213,17 +213,7 @@ class SourceLoader:
             raise ContentRejected(f"The sitemap index lists more than {MAX_SITEMAP_FETCHES} sitemaps; "
                                   "point the source at one of them.", code="INGEST_BAD_SITEMAP")
         result = self.fetcher.fetch(url, accept=XML_TYPES + ("text/plain", ""))
-        try:
-            root = SafeXML.fromstring(result.body)
-        except (DefusedXmlException, SafeXML.ParseError) as exc:
-            raise ContentRejected(
-                f"The sitemap at {url!r} is not valid, safe XML: {exc}", code="INGEST_BAD_SITEMAP"
-            ) from exc
-        tag = root.tag.rsplit("}", 1)[-1]
-        entries = [
-            ({c.tag.rsplit("}", 1)[-1]: (c.text or "").strip() for c in node})
-            for node in root if node.tag.rsplit("}", 1)[-1] in ("url", "sitemap")
-        ]
+        tag, entries = parse_sitemap(result.body, url)
         links: list[tuple[str, str, str]] = []
         if tag == "sitemapindex":
             if depth >= 3:
@@ -296,6 +286,21 @@ class SourceLoader:
         except FetchFailed:
             return None  # no robots.txt: everything is allowed
         return Protego.parse(result.body.decode("utf-8", errors="replace"))
+
+
+def parse_sitemap(body: bytes, url: str) -> tuple[str, list[dict[str, str]]]:
+    """A sitemap document's root tag (`urlset`, `sitemapindex`, ...) and its entries' fields."""
+    try:
+        root = SafeXML.fromstring(body)
+    except (DefusedXmlException, SafeXML.ParseError) as exc:
+        raise ContentRejected(
+            f"The sitemap at {url!r} is not valid, safe XML: {exc}", code="INGEST_BAD_SITEMAP"
+        ) from exc
+    entries = [
+        {c.tag.rsplit("}", 1)[-1]: (c.text or "").strip() for c in node}
+        for node in root if node.tag.rsplit("}", 1)[-1] in ("url", "sitemap")
+    ]
+    return root.tag.rsplit("}", 1)[-1], entries
 
 
 def page_links(body: bytes, base: str) -> tuple[list[str], str]:

@@ -17,7 +17,8 @@ from ingest.boilerplate import block_keys
 from ingest.chunk import chunk_markdown, chunk_text
 from ingest.extract import extract
 from ingest.extract.text import markdown_title, normalise_text
-from ingest.loaders import page_links
+from ingest.errors import ContentRejected
+from ingest.loaders import page_links, parse_sitemap
 from ingest.scope import canonical_url
 from kb.markup import plain_text, strip_links
 from retrieval.query import analyse
@@ -76,11 +77,22 @@ PATHS = {
     "html extraction": lambda text: extract(("<html><body><main>" + text + "</main></body></html>").encode(), "text/html"),
     "html links": lambda text: page_links(("<body>" + text + '<a href="/x">x</a></body>').encode(), "http://e.com/"),
     "query analysis": lambda text: analyse(normalise_query(text[:4000])),
+    "sitemap parsing": lambda text: _sitemap(text),
     "canonical url": lambda text: canonical_url("http://e.com/" + text[:2000]),
 }
 
 
-@settings(max_examples=12, deadline=None, database=None, derandomize=True,
+def _sitemap(text: str):
+    body = ('<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+            + "".join(f"<url><loc>http://e.com/{i}</loc><lastmod>{text[:50]}</lastmod></url>" for i in range(len(text) // 100))
+            + "</urlset>").encode()
+    try:
+        parse_sitemap(body.replace(b"&", b"&amp;").replace(b"<b>", b"").replace(b"</div>", b""), "http://e.com/")
+    except ContentRejected:
+        pass  # adversarial text may make it invalid XML: refused, in linear time all the same
+
+
+@settings(max_examples=16, deadline=None, database=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(make=adversarial, path=st.sampled_from(sorted(PATHS)))
 def test_content_and_query_paths_grow_linearly(make, path):
