@@ -264,7 +264,7 @@ class IngestPipeline:
             return
         byte_key = document_byte_key(item.body or b"")
         if state is not None and state.metadata.get("byte_key") == byte_key \
-                and state.embedding_model == self.embedder.model_id:
+                and not change_reason(state, state.content_hash, self.embedder.model_id):
             self._touch_unchanged(item, state, None)
             self._record(_Outcome(item.ref, "unchanged", reason="same bytes",
                                   byte_size=len(item.body or b"")), started)
