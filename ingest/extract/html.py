@@ -93,6 +93,7 @@ def html_to_markdown(body: bytes, *, charset: str | None = None, url: str = "",
         head.decompose()
     for tag in soup.find_all(DROP_ALWAYS):
         tag.decompose()
+    flatten_deep_nesting(soup)
     root = content_root(soup)
     _drop_chrome(root)
     h1 = root.find("h1")
@@ -100,6 +101,31 @@ def html_to_markdown(body: bytes, *, charset: str | None = None, url: str = "",
     renderer = _Renderer(base)
     content = renderer.render(root)
     return HtmlPage(title=title, content=normalise_text(content), links=tuple(dict.fromkeys(renderer.links)))
+
+
+MAX_NESTING = 100  # below this depth an element keeps its text and loses its markup
+
+
+def flatten_deep_nesting(soup: BeautifulSoup, max_depth: int = MAX_NESTING) -> None:
+    """Replace every element at depth `max_depth` that holds further elements by its text, in
+    passes linear in the page, so that the recursive steps after it stay far from Python's
+    recursion limit on hostile markup (a hundred thousand unclosed `<div>`s); no real page
+    nests its content that deep."""
+    depth = {id(soup): 0}
+    cut = []
+    for node in soup.descendants:
+        if not isinstance(node, Tag):
+            continue
+        parent_depth = depth.get(id(node.parent))
+        if parent_depth is None:
+            continue  # inside a subtree already marked to be cut
+        if parent_depth + 1 == max_depth:
+            if any(isinstance(child, Tag) for child in node.children):
+                cut.append(node)
+            continue  # its descendants get no depth: they are cut with it
+        depth[id(node)] = parent_depth + 1
+    for node in cut:
+        node.string = node.get_text()
 
 
 def inline_text(text: str) -> str:
