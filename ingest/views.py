@@ -6,7 +6,7 @@ from urllib.parse import quote
 
 from django.http import HttpResponse
 from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from ingest.documents import document_view, original_file
 from kb.auth import principal_for
@@ -30,7 +30,7 @@ def _for_reader(request, document_id: int, respond):
         return render(request, "kb/document_missing.html", {"error": exc}, status=error_status(exc))
 
 
-@require_GET
+@require_safe
 def document_page(request, document_id: int):
     def respond(principal, document_id):
         view = document_view(principal, document_id)
@@ -39,7 +39,7 @@ def document_page(request, document_id: int):
     return _for_reader(request, document_id, respond)
 
 
-@require_GET
+@require_safe
 def document_original(request, document_id: int):
     return _for_reader(request, document_id, _original)
 
