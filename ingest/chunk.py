@@ -320,11 +320,20 @@ def _sentences(content: str, start: int, end: int) -> list[tuple[int, int]]:
 
 
 def _hard_cut(content: str, start: int, end: int, budget: int) -> list[_Unit]:
+    """Runs of `budget` tokens, streamed: a huge unbroken span never holds all its tokens."""
     units = []
-    tokens = list(TOKEN.finditer(content, start, end))
-    for i in range(0, len(tokens), budget):
-        group = tokens[i:i + budget]
-        units.append(_Unit(group[0].start(), group[-1].end(), len(group)))
+    first = last = None
+    count = 0
+    for token in TOKEN.finditer(content, start, end):
+        if first is None:
+            first = token.start()
+        last = token.end()
+        count += 1
+        if count == budget:
+            units.append(_Unit(first, last, count))
+            first, count = None, 0
+    if count:
+        units.append(_Unit(first, last, count))
     return units
 
 

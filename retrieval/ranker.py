@@ -9,7 +9,8 @@ with plain cases. For each candidate, in order:
    for lexical, the BM25 score calibrated into the vector channel's units for this query (its
    z-score among the lexical top 100, placed at the same z-score among the vector top 100), so a
    lexical hit weighs as much as an equally exceptional dense hit and neither channel wins by
-   scale alone (relative to the channel's best when there is no vector list); relative to the
+   scale alone; a lexical list without spread (one hit, or all equal) scores as the vector
+   channel's mean, an ordinary hit (relative to the channel's best when there is no vector list); relative to the
    best for names; a strong fixed value for an exact identifier match;
 3. relevance = base + RRF bonus (rrf_weight * sum of 1 / (rrf_k + rank) over channels; the
    default weight rrf_k / 2 puts the bonus on the base's 0-1 scale: first in two channels ~ 0.98)
@@ -240,9 +241,13 @@ def channel_score(name: str, hit: ChannelHit, stats: dict[str, tuple[float, floa
     if name == IDENTIFIERS:
         return params.identifier_base
     top, mean, std = stats[name]
-    if name == LEXICAL and std > 0 and VECTOR in stats and stats[VECTOR][2] > 0:
+    if name == LEXICAL and VECTOR in stats:
         _, vector_mean, vector_std = stats[VECTOR]
-        return min(1.0, max(vector_mean + (hit.raw - mean) / std * vector_std, 1e-6))
+        if std > 0 and vector_std > 0:
+            return min(1.0, max(vector_mean + (hit.raw - mean) / std * vector_std, 1e-6))
+        # one hit, or all hits equal (or a flat vector list): no spread to calibrate from, so the
+        # hit counts as an ordinary dense hit, never as the top of the scale
+        return min(1.0, max(vector_mean, 1e-6))
     if top <= 0:
         return 1.0 / hit.rank  # no usable raw signal: fall back to the rank
     return max(hit.raw / top, 1e-6)

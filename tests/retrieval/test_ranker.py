@@ -24,12 +24,36 @@ OPEN = RankerParams(floor=0.0, priority_weight=0.0, rrf_weight=1.0)
 
 
 def test_base_is_the_best_single_channel_score():
-    # b's lexical score relative to the channel's best is 1.0; a's cosine is 0.7
-    ranking = rank([cand("a", {V: (1, 0.7)}), cand("b", {L: (1, 12.0)})], OPEN)
-    details = ranking.details()
-    assert details["b"].base == 1.0 and details["b"].base_channel == "lexical"
+    vector = [cand("a", {V: (1, 0.7)}), cand("c", {V: (2, 0.3)})]
+    lexical = [cand("b", {L: (1, 12.0), V: (3, 0.2)}), cand("d", {L: (2, 2.0)})]
+    details = rank(vector + lexical, OPEN).details()
     assert details["a"].base == pytest.approx(0.7) and details["a"].base_channel == "vector"
-    assert keys(ranking) == ["b", "a"]
+    assert details["b"].base_channel == "lexical"  # its calibrated BM25 beats its own cosine
+    assert details["b"].base == pytest.approx(details["b"].channels["lexical"].score)
+    assert details["b"].base > 0.2
+
+
+@pytest.mark.parametrize("lexical", [
+    pytest.param([("only", 12.0)], id="a single lexical hit"),
+    pytest.param([("x", 3.0), ("y", 3.0), ("z", 3.0)], id="all lexical scores equal"),
+])
+def test_a_lexical_list_without_spread_never_reaches_the_top(lexical):
+    """'how does resync work': one hit on the common word 'works', cosine about zero, must not
+    outrank strong meaning matches (it scored 1.0, the top of the scale, from raw/top)."""
+    meaning = [cand(f"m{i}", {V: (i, cos)}, cosine=cos) for i, cos in enumerate((0.62, 0.58, 0.55, 0.30, 0.10), 1)]
+    words = [cand(key, {L: (i, raw)}, cosine=-0.0007) for i, (key, raw) in enumerate(lexical, 1)]
+    ranking = rank(meaning + words, OPEN)
+    details = ranking.details()
+    mean = ranking.summary.calibration["vector"][1]
+    for key, _ in lexical:
+        assert details[key].channels["lexical"].score == pytest.approx(mean)  # an ordinary dense hit
+    assert keys(ranking)[:3] == ["m1", "m2", "m3"]
+
+
+def test_a_flat_vector_list_gives_lexical_hits_no_top_score():
+    ranking = rank([cand("a", {V: (1, 0.5)}), cand("b", {V: (2, 0.5)}),
+                    cand("l1", {L: (1, 9.0)}), cand("l2", {L: (2, 1.0)})], OPEN)
+    assert all(d.channels["lexical"].score == pytest.approx(0.5) for d in ranking.kept if "lexical" in d.channels)
 
 
 def test_lexical_scores_are_calibrated_into_cosine_units():
@@ -142,13 +166,15 @@ def test_relative_threshold_drops_weak_candidates():
 
 
 def test_strong_multichannel_candidates_bypass_the_threshold():
-    top = cand("top", {L: (1, 10.0)})
+    top = cand("top", {L: (1, 10.0), V: (1, 0.9)})
+    middle = cand("middle", {V: (2, 0.6)})
     agreed = cand("agreed", {V: (3, 0.30), L: (15, 1.0)})
-    ranking = rank([top, agreed], RankerParams(floor=0.6, priority_weight=0.0, rrf_weight=1.0))
-    assert keys(ranking) == ["top", "agreed"]
+    ranking = rank([top, middle, agreed], RankerParams(floor=0.6, priority_weight=0.0, rrf_weight=1.0))
+    assert keys(ranking) == ["top", "middle", "agreed"]
     assert ranking.details()["agreed"].bypassed_threshold
-    no_bypass = rank([top, agreed], RankerParams(floor=0.6, priority_weight=0.0, rrf_weight=1.0, bypass_channels=3))
-    assert keys(no_bypass) == ["top"]
+    no_bypass = rank([top, middle, agreed],
+                     RankerParams(floor=0.6, priority_weight=0.0, rrf_weight=1.0, bypass_channels=3))
+    assert keys(no_bypass) == ["top", "middle"]
 
 
 def test_mmr_diversifies_and_records_its_penalty():
