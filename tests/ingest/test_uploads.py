@@ -219,3 +219,18 @@ def test_admin_takes_many_files_and_a_zip_in_one_save(client, namespace):
     assert response.status_code == 302, response.content.decode()[:2000]
     source = Source.objects.get(name="uploads")
     assert sorted(source.files.values_list("path", flat=True)) == ["a/b.md", "c.eml", "notes.md"]
+
+
+def test_bad_files_are_item_errors_with_their_codes_and_the_run_goes_on(namespace):
+    pdfium = pytest.importorskip("pypdfium2")
+    page = pdfium.PdfDocument(REAL / "asymptote-CAD.pdf")[0]
+    scan = io.BytesIO()
+    page.render(scale=0.5).to_pil().save(scan, format="PDF")
+    source = _source(namespace)
+    add_files(source, [("scan.pdf", io.BytesIO(scan.getvalue())), ("broken.docx", io.BytesIO(b"PK\x03\x04 not a zip")),
+                       ("macro.docm", io.BytesIO(b"anything")), ("good.md", io.BytesIO(b"# Good\n\nText.\n"))])
+    run = start_ingest(source, sync=True)
+    assert run.status == "partial"
+    codes = dict(run.items.values_list("ref", "error_code"))
+    assert codes == {"scan.pdf": "INGEST_NO_TEXT_LAYER", "broken.docx": "INGEST_CORRUPT_FILE",
+                     "macro.docm": "INGEST_MACROS_REFUSED", "good.md": ""}
