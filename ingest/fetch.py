@@ -20,7 +20,7 @@ from urllib.parse import urldefrag, urljoin
 
 import httpcore
 
-from ingest.errors import ContentRejected, ContentTooLarge, FetchBlocked, FetchFailed
+from ingest.errors import ContentRejected, ContentTooLarge, FetchFailed
 from ingest.extract.documents import DOCUMENT_TYPES, MACRO_TYPES
 from ingest.scope import iri_to_uri
 from ingest.ssrf import AllowRule, Resolver, Target, parse_allow_rules, resolve_target, system_resolver

@@ -11,7 +11,6 @@ import unicodedata
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
-from urllib.parse import quote
 
 from kb.models import Namespace, QueryLog
 from retrieval import channels as ch

@@ -10,7 +10,7 @@ from django.contrib.auth.models import Permission
 from django.test import Client
 
 from kb.auth import issue_token
-from kb.models import ApiToken, Document, IngestRun, NamespaceMembership, Source
+from kb.models import Document, IngestRun, NamespaceMembership, Source
 from tests.retrieval.test_channels import CORPUS, ingest
 
 pytestmark = pytest.mark.django_db

@@ -1,6 +1,5 @@
 """Each loader against a real HTTP server on loopback (allowed through the private-host list)."""
 
-import ipaddress
 
 import pytest
 

@@ -2,8 +2,6 @@
 
 import io
 import pytest
-from django.core.files.base import ContentFile
-from django.core.files.storage import default_storage
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 

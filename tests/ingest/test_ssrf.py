@@ -1,7 +1,6 @@
 """The SSRF guard and the fetcher: every listed target refused with a stable code."""
 
 import gzip
-import ipaddress
 import time
 
 import pytest
