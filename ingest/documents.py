@@ -38,11 +38,13 @@ def document_view(principal: Principal, document_id: int) -> DocumentView:
     document = get_document(principal, document_id)
     content = document.content.encode("utf-8")
     sections: list[Section] = []
+    anchored: set[str] = set()  # each anchor is the id of its first section only
     for chunk in Chunk.objects.filter(document=document).order_by("position").only(
             "anchor", "heading_path", "start_byte", "end_byte", "page_start", "page_end"):
         text = plain_text(content[chunk.start_byte:chunk.end_byte].decode("utf-8", "replace"))
-        sections.append(Section(chunk.anchor if not any(s.anchor == chunk.anchor for s in sections) else "",
-                                tuple(chunk.heading_path), text, (chunk.page_start, chunk.page_end)))
+        anchor = chunk.anchor if chunk.anchor not in anchored else ""
+        anchored.add(chunk.anchor)
+        sections.append(Section(anchor, tuple(chunk.heading_path), text, (chunk.page_start, chunk.page_end)))
     return DocumentView(document, sections, _stored_file(document) is not None)
 
 

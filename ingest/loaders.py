@@ -166,8 +166,8 @@ class SourceLoader:
         )
 
     def _fetch_each(self, links) -> Iterator[LoadedItem]:
-        links = list(dict.fromkeys((canonical_url(url), title, lastmod) for url, title, lastmod in links
-                                   if canonical_url(url)))
+        canonical = ((canonical_url(url), title, lastmod) for url, title, lastmod in links)
+        links = list(dict.fromkeys(link for link in canonical if link[0]))
         self.discovered = len(links)
         seen: set[str] = set()
         for url, title, lastmod in links:

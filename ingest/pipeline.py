@@ -30,10 +30,11 @@ from ingest.extract.documents import ISOLATED_TYPES
 from ingest.extract.isolated import ParserBudget, extract_isolated
 from ingest.fetch import Fetcher
 from ingest.filetypes import max_bytes_for
+from ingest.uploads import source_files
 from ingest.loaders import KnownDocument, LoadedItem, SourceLoader, SourceSpec
 from kb.conf import kb_settings
 from kb.errors import DatabaseUnavailable, KBError
-from kb.models import Chunk, Document, IngestItem, IngestRun, Source, SourceFile
+from kb.models import Chunk, Document, IngestItem, IngestRun, Source
 from kb.names import document_name_key, duplicate_key
 from kb.revisions import source_revision
 from kb.vector_index import ensure_namespace_index
@@ -216,7 +217,7 @@ class IngestPipeline:
         if self.run.mode == IngestRun.Mode.RETRY and self.run.retry_of_id and self.source.kind != "text":
             only_refs = set(self.run.retry_of.items.filter(status=IngestItem.Status.FAILED)
                             .values_list("ref", flat=True))
-        files = tuple(SourceFile.objects.filter(source=self.source).values_list("path", "key", "sha256"))
+        files = tuple(source_files(self.source))
         spec = SourceSpec(kind=self.source.kind, location=self.source.location, text=self.source.text,
                           name=self.source.name, options=self.source.options or {}, files=files)
         return SourceLoader(spec, fetcher=self.fetcher or Fetcher(), known=known,
@@ -306,12 +307,14 @@ class IngestPipeline:
         return extract(item.body or b"", item.media_type, charset=item.charset, url=item.url,
                        fallback_title=item.title_hint)
 
-    def _queue(self, item, extracted, content_hash, reason, started, byte_key="", keys=()) -> None:
+    def _chunks(self, extracted: Extracted) -> list[ChunkSpec]:
         if extracted.media_type == "text/markdown":
-            chunks = chunk_markdown(extracted.content, extracted.title, self.chunk_options, extracted.pages,
-                                    web_page=extracted.site_anchors)
-        else:
-            chunks = chunk_text(extracted.content, extracted.title, self.chunk_options, extracted.pages)
+            return chunk_markdown(extracted.content, extracted.title, self.chunk_options, extracted.pages,
+                                  web_page=extracted.site_anchors)
+        return chunk_text(extracted.content, extracted.title, self.chunk_options, extracted.pages)
+
+    def _queue(self, item, extracted, content_hash, reason, started, byte_key="", keys=()) -> None:
+        chunks = self._chunks(extracted)
         if not chunks:
             self._record(_Outcome(item.ref, "failed", error_code=EmptyContent.code,
                                   error_message="No chunks could be made."), started)
@@ -361,7 +364,7 @@ class IngestPipeline:
                 continue
             self._states[ref] = state  # the stored path, validators and metadata are kept
             extracted = replace(stored_extraction(state), content=content)
-            chunks = chunk_markdown(content, extracted.title, self.chunk_options, extracted.pages, web_page=True)
+            chunks = self._chunks(extracted)
             if chunks:
                 pending.append(_Pending(LoadedItem(ref=ref), extracted, _text_hash(content), chunks,
                                         "site boilerplate learned", time.monotonic(),
@@ -372,10 +375,7 @@ class IngestPipeline:
             except KBError as exc:  # those pages stay as written, whole; the next run cleans them
                 logger.warning("boilerplate not dropped from %d pages of run %s: %s", len(pending), self.run.pk, exc)
                 return
-            self._write(pending, vectors)
-            written = sum(len(p.chunks) for p in pending)
-            self.run.chunks_embedded += written
-            self.run.chunks_written += written
+            self._store(pending, vectors)
             self._save_progress(force=True)
 
     # --- embedding and writing ----------------------------------------------------------------
@@ -400,13 +400,18 @@ class IngestPipeline:
                 self._record(_Outcome(p.item.ref, "failed", error_code=exc.code,
                                       error_message=exc.message), p.started)
             return
-        self._write(pending, vectors)
+        self._store(pending, vectors)
         for p in pending:
-            self.run.chunks_embedded += len(p.chunks)
-            self.run.chunks_written += len(p.chunks)
             self._record(_Outcome(p.item.ref, "changed", reason=p.reason,
                                   byte_size=len(p.extracted.content.encode("utf-8")),
                                   chunks=len(p.chunks)), p.started)
+
+    def _store(self, pending: list[_Pending], vectors) -> None:
+        """Write an embedded batch and count its chunks on the run."""
+        self._write(pending, vectors)
+        written = sum(len(p.chunks) for p in pending)
+        self.run.chunks_embedded += written
+        self.run.chunks_written += written
 
     def _write(self, pending: list[_Pending], vectors) -> None:
         """Upsert a batch of documents and their chunks and delete their orphaned tails, in one
@@ -427,15 +432,16 @@ class IngestPipeline:
                         heading_path=list(chunk.heading_path), anchor=chunk.anchor[:300],
                         start_byte=chunk.start_byte, end_byte=chunk.end_byte,
                         token_estimate=chunk.token_estimate, is_partial_code=chunk.partial_code,
-                        page_start=chunk.page_start, page_end=chunk.page_end, embedding=vector, embedding_model=self.embedder.model_id, embed_reason=p.reason,
+                        page_start=chunk.page_start, page_end=chunk.page_end, embedding=vector,
+                        embedding_model=self.embedder.model_id, embed_reason=p.reason,
                         text_key=duplicate_key(chunk.text), body_key=duplicate_key(chunk.body),
                     ))
                 offset += len(p.chunks)
             Chunk.objects.bulk_create(
                 rows, update_conflicts=True, unique_fields=["document", "position"],
                 update_fields=["title", "text", "heading_path", "anchor", "start_byte", "end_byte",
-                               "token_estimate", "is_partial_code", "page_start", "page_end", "embedding", "embedding_model",
-                               "embed_reason", "namespace", "text_key", "body_key"],
+                               "token_estimate", "is_partial_code", "page_start", "page_end", "embedding",
+                               "embedding_model", "embed_reason", "namespace", "text_key", "body_key"],
             )
             with connection.cursor() as cursor:
                 cursor.execute(
@@ -553,7 +559,7 @@ class IngestPipeline:
 
 
 def current_source_revision(source: Source) -> str:
-    files = list(SourceFile.objects.filter(source=source).values_list("path", "sha256"))
+    files = [(path, sha256) for path, _, sha256 in source_files(source)]
     return source_revision(source.kind, source.location, source.text, files, source.options)
 
 

@@ -17,6 +17,7 @@ import subprocess
 import sys
 from dataclasses import asdict, dataclass
 
+from ingest import errors
 from ingest.errors import DocumentCorrupt, IngestError, ParserBudgetExceeded
 from ingest.extract.result import Extracted
 
@@ -72,8 +73,6 @@ def _limit(budget: ParserBudget) -> None:
 
 
 def _error_class(code: str) -> type[IngestError]:
-    from ingest import errors
-
     for value in vars(errors).values():
         if isinstance(value, type) and issubclass(value, IngestError) and value.code == code:
             return value
