@@ -29,15 +29,15 @@ from ingest.filetypes import ARCHIVE_SUFFIXES, max_bytes_for, media_type_for
 from kb.conf import kb_settings
 from kb.models import Source, SourceFile
 
-READ_CHUNK = 1024 * 1024
-
-
 @dataclass
 class UploadReport:
     added: list[str] = field(default_factory=list)
     replaced: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     skipped: list[dict] = field(default_factory=list)  # {"path", "code", "message"}
+
+    def skip(self, path: str, code: str, message: str) -> None:
+        self.skipped.append({"path": path, "code": code, "message": message})
 
     def as_dict(self) -> dict:
         return {"added": self.added, "replaced": self.replaced, "unchanged": self.unchanged,
@@ -102,29 +102,25 @@ def _add_archive(source: Source, handle: BinaryIO, report: UploadReport) -> None
         for info in members:
             path = safe_member_path(info.filename)
             if not path:
-                report.skipped.append({"path": info.filename, "code": ArchiveRejected.code,
-                                       "message": "unsafe path (absolute, or with '..')"})
+                report.skip(info.filename, ArchiveRejected.code, "unsafe path (absolute, or with '..')")
                 continue
             if stat.S_ISLNK(info.external_attr >> 16):
-                report.skipped.append({"path": path, "code": ArchiveRejected.code, "message": "a link"})
+                report.skip(path, ArchiveRejected.code, "a link")
                 continue
             if path.lower().endswith(ARCHIVE_SUFFIXES + (".tar", ".gz", ".tgz", ".7z", ".rar")):
-                report.skipped.append({"path": path, "code": ArchiveRejected.code,
-                                       "message": "archives inside the archive are not unpacked"})
+                report.skip(path, ArchiveRejected.code, "archives inside the archive are not unpacked")
                 continue
             if not media_type_for(path):
-                report.skipped.append({"path": path, "code": UnsupportedType.code,
-                                       "message": "not a type that is read"})
+                report.skip(path, UnsupportedType.code, "not a type that is read")
                 continue
             limit = min(_limit_for(path), conf.archive_max_bytes - unpacked)
             if info.flag_bits & 0x1:
-                report.skipped.append({"path": path, "code": ArchiveRejected.code, "message": "encrypted member"})
+                report.skip(path, ArchiveRejected.code, "encrypted member")
                 continue
             with archive.open(info) as member:
                 data = member.read(limit + 1)
             if len(data) > limit:
-                report.skipped.append({"path": path, "code": ContentTooLarge.code,
-                                       "message": f"larger than its limit of {limit} bytes"})
+                report.skip(path, ContentTooLarge.code, f"larger than its limit of {limit} bytes")
                 continue
             unpacked += len(data)
             _store(source, path, data, report)
@@ -132,7 +128,7 @@ def _add_archive(source: Source, handle: BinaryIO, report: UploadReport) -> None
 
 def _store(source: Source, path: str, data: bytes, report: UploadReport) -> None:
     if not media_type_for(path):
-        report.skipped.append({"path": path, "code": UnsupportedType.code, "message": "not a type that is read"})
+        report.skip(path, UnsupportedType.code, "not a type that is read")
         return
     digest = hashlib.sha256(data).hexdigest()
     existing = SourceFile.objects.filter(source=source, path=path).first()
@@ -151,16 +147,6 @@ def _store(source: Source, path: str, data: bytes, report: UploadReport) -> None
         else:
             SourceFile.objects.create(source=source, path=path, key=key, sha256=digest, byte_size=len(data))
             report.added.append(path)
-
-
-def remove_file(source: Source, path: str) -> bool:
-    found = SourceFile.objects.filter(source=source, path=path).first()
-    if found is None:
-        return False
-    if found.key.startswith(f"sources/{source.pk}/"):
-        default_storage.delete(found.key)
-    found.delete()
-    return True
 
 
 def source_files(source: Source) -> list[tuple[str, str, str]]:

@@ -64,16 +64,23 @@ class NamespaceScoped(admin.ModelAdmin):
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
 
-@admin.register(models.NamespaceMembership)
-class NamespaceMembershipAdmin(admin.ModelAdmin):
-    list_display = ["user", "namespace", "can_write"]
-    list_filter = ["namespace", "can_write"]
+class SuperuserOnly(admin.ModelAdmin):
+    """Only superusers see or change these: who may read what (memberships), and API tokens,
+    which can name any namespace."""
 
     def has_module_permission(self, request):
-        return request.user.is_superuser  # who may see what is a superuser's decision
+        return request.user.is_superuser
 
-    has_view_permission = has_change_permission = has_add_permission = has_delete_permission = \
-        lambda self, request, obj=None: request.user.is_superuser
+    def has_view_permission(self, request, obj=None):
+        return request.user.is_superuser
+
+    has_change_permission = has_add_permission = has_delete_permission = has_view_permission
+
+
+@admin.register(models.NamespaceMembership)
+class NamespaceMembershipAdmin(SuperuserOnly):
+    list_display = ["user", "namespace", "can_write"]
+    list_filter = ["namespace", "can_write"]
 
 
 @admin.register(models.Namespace)
@@ -446,19 +453,13 @@ class QueryLogAdmin(NamespaceScoped):
 
 
 @admin.register(models.ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin):
+class ApiTokenAdmin(SuperuserOnly):
     list_display = ["name", "prefix", "scope", "namespace_list", "rate_limit_per_minute", "created_at",
                     "last_used_at", "revoked_at"]
     list_filter = ["scope", "revoked_at"]
     search_fields = ["name", "prefix"]
     readonly_fields = ["prefix", "created_at", "last_used_at"]
     filter_horizontal = ["namespaces"]
-
-    def has_module_permission(self, request):
-        return request.user.is_superuser  # a token can name any namespace: superusers issue them
-
-    has_view_permission = has_change_permission = has_add_permission = has_delete_permission = \
-        lambda self, request, obj=None: request.user.is_superuser
     actions = ["revoke"]
 
     @admin.display(description="namespaces")
