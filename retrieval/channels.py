@@ -123,7 +123,26 @@ def query_lexemes(text: str) -> list[tuple[str, int]]:
         return [(lexeme, int(count)) for lexeme, count in cursor.fetchall()]
 
 
-def lexical_channel(scope: Scope, lexemes: list[tuple[str, int]], k: int) -> list[ChannelRow]:
+@dataclass(frozen=True)
+class TermStatistics:
+    chunk_count: float
+    average_length: float
+    terms: list[bm25.Term]  # the query's lexemes the namespace holds, with their frequencies
+
+    @property
+    def query_idf(self) -> float:
+        """The sum of the query terms' weights: what a passage with every term once, at average
+        length, scores (the ranker's measure of how much of the query a lexical hit covers)."""
+        return sum(term.weight(self.chunk_count) for term in self.terms)
+
+
+def term_statistics(scope: Scope, lexemes: list[tuple[str, int]]) -> TermStatistics:
+    chunk_count, avgdl, terms = _term_statistics(scope.namespace_id, lexemes) if lexemes else (0.0, 1.0, [])
+    return TermStatistics(chunk_count, avgdl, [t for t in terms if t.document_frequency > 0])
+
+
+def lexical_channel(scope: Scope, lexemes: list[tuple[str, int]], k: int,
+                    statistics: TermStatistics | None = None) -> list[ChannelRow]:
     """The BM25 top k over the maintained postings: IDF from the namespace's document
     frequencies, TF saturation k1, length normalisation b; the query is an OR over its lexemes.
 
@@ -134,8 +153,8 @@ def lexical_channel(scope: Scope, lexemes: list[tuple[str, int]], k: int) -> lis
     """
     if not lexemes or k <= 0:
         return []
-    chunk_count, avgdl, terms = _term_statistics(scope.namespace_id, lexemes)
-    terms = [t for t in terms if t.document_frequency > 0]
+    statistics = statistics or term_statistics(scope, lexemes)
+    chunk_count, avgdl, terms = statistics.chunk_count, statistics.average_length, statistics.terms
     if not terms:
         return []
     filtered = bool(scope.source_ids or scope.document_ids)

@@ -5,15 +5,17 @@ with plain cases. For each candidate, in order:
 
 1. eligibility: when the query holds an exact identifier, a candidate found only by the vector
    channel, with no exact confirmation, is not eligible;
-2. base = the best single-channel score, each channel's score in (0, 1]: cosine for vector;
-   for lexical, the BM25 score calibrated into the vector channel's units for this query (its
-   z-score among the lexical top 100, placed at the same z-score among the vector top 100), so a
-   lexical hit weighs as much as an equally exceptional dense hit and neither channel wins by
-   scale alone; a lexical list without spread (one hit, or all equal) scores as the vector
-   channel's mean, an ordinary hit (relative to the channel's best when there is no vector list); relative to the
-   best for names; a strong fixed value for an exact identifier match;
-3. relevance = base + RRF bonus (rrf_weight * sum of 1 / (rrf_k + rank) over channels; the
-   default weight rrf_k / 2 puts the bonus on the base's 0-1 scale: first in two channels ~ 0.98)
+2. base, in cosine units: meaning and words fused (`fuse`): the convex combination
+   (1 - w) * z_vector + w * z_lexical of the candidate's z-scores in this query's vector and
+   lexical lists, placed back on the cosine scale (vector mean + fused z * vector spread). The
+   cosine is known for every candidate, so words alone cannot lift a passage whose meaning is
+   far from the query; a channel whose best hit does not stand out from its own list adds
+   little; a list without spread adds nothing. The weight w comes from the namespace's fitted
+   calibration or the default 0.5 (retrieval/fusion.py). The base is the identifier channel's
+   strong fixed value when that is higher; names only add rank evidence. Without a vector list,
+   a channel's score is relative to its best;
+3. relevance = base + RRF bonus (rrf_weight * sum of 1 / (rrf_k + rank) over channels: with the
+   default weight 1, first in two channels adds 2/61 ~ 0.03, a tie-breaker on the cosine scale)
    + recency boost (recency_weight * exp(-age / half_life)) + priority boost;
 4. duplicate collapse, stage one: identical normalised text keeps only its best candidate;
 5. relative threshold: relevance below top relevance * floor is dropped, unless the candidate is
@@ -35,9 +37,12 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from retrieval.errors import InvalidRankerParams
+from retrieval.fusion import DEFAULT_LEXICAL_WEIGHT
 
 VECTOR, LEXICAL, NAMES, IDENTIFIERS = "vector", "lexical", "names", "identifiers"
 CHANNELS = (VECTOR, LEXICAL, NAMES, IDENTIFIERS)
+FUSED = "fused"  # the base from meaning and words together (see `fuse`)
+BASES = (FUSED, *CHANNELS)
 CALIBRATION_DEPTH = 100  # a channel's distribution is read from its first 100 hits
 
 
@@ -69,7 +74,7 @@ class Candidate:
 class RankerParams:
     limit: int = 10
     rrf_k: int = 60
-    rrf_weight: float = 30.0
+    rrf_weight: float = 1.0
     recency_weight: float = 0.0
     recency_half_life_days: float = 365.0
     priority_weight: float = 0.05
@@ -80,6 +85,9 @@ class RankerParams:
     mmr_depth: int = 30  # MMR re-orders this many top candidates; the rest follow by relevance
     seed_ratio: float = 0.8
     identifier_base: float = 0.95
+    # words against meaning in the fused base, 0 = meaning alone, 1 = words alone; None: the
+    # namespace's (its fitted calibration, or retrieval.fusion's default)
+    lexical_weight: float | None = None
 
     def validate(self) -> None:
         problems = []
@@ -94,6 +102,8 @@ class RankerParams:
             problems.append("recency_half_life_days must be positive when recency_weight is set")
         if not 0 <= self.mmr_lambda <= 1:
             problems.append(f"mmr_lambda must be within [0, 1], got {self.mmr_lambda}")
+        if self.lexical_weight is not None and not 0 <= self.lexical_weight <= 1:
+            problems.append(f"lexical_weight must be within [0, 1], got {self.lexical_weight}")
         if not 0 <= self.seed_ratio <= 1:
             problems.append(f"seed_ratio must be within [0, 1], got {self.seed_ratio}")
         if self.floor > 1:
@@ -120,7 +130,9 @@ class ScoreDetails:
     kind: str
     channels: dict[str, ChannelScore]
     base: float = 0.0
-    base_channel: str = ""
+    base_channel: str = ""  # fused, or the name/identifier channel whose score was higher
+    vector_z: float | None = None  # the fused base's inputs (see `fuse`)
+    lexical_z: float | None = None
     rrf_bonus: float = 0.0
     recency_boost: float = 0.0
     priority_boost: float = 0.0
@@ -149,6 +161,7 @@ class RankSummary:
     top_relevance: float
     floor: float  # the absolute relevance floor used
     calibration: dict[str, tuple[float, float, float]] = field(default_factory=dict)  # top, mean, std
+    lexical_weight: float = 0.0  # the weight words had in this query's fused base (`words_weight`)
 
 
 @dataclass(frozen=True)
@@ -162,11 +175,16 @@ class Ranking:
 
 
 def rank(candidates: Sequence[Candidate], params: RankerParams = RankerParams(), *,
-         identifier_query: bool = False) -> Ranking:
+         identifier_query: bool = False, query_idf: float | None = None) -> Ranking:
+    """`query_idf`: the sum of the query terms' IDF weights (what a passage holding every term
+    once, at average length, scores in BM25); with it, words weigh in proportion to how much of
+    the query the best lexical hit covers (`words_weight`)."""
     params.validate()
     by_key = {c.key: c for c in candidates}
-    stats = channel_stats(candidates)
-    scored = [_score(c, params, stats) for c in candidates]
+    stats = pooled_when_flat(channel_stats(candidates), candidates)
+    weight = words_weight(DEFAULT_LEXICAL_WEIGHT if params.lexical_weight is None else params.lexical_weight,
+                          stats, query_idf)
+    scored = [_score(c, params, stats, weight) for c in candidates]
 
     dropped: list[ScoreDetails] = []
     pool = []
@@ -210,7 +228,7 @@ def rank(candidates: Sequence[Candidate], params: RankerParams = RankerParams(),
         dropped_eligibility=sum(1 for d in dropped if d.dropped_by == "eligibility"),
         dropped_duplicate=sum(1 for d in dropped if d.dropped_by == "duplicate"),
         dropped_threshold=sum(1 for d in dropped if d.dropped_by == "threshold"),
-        beyond_limit=len(beyond), top_relevance=top, floor=floor, calibration=stats,
+        beyond_limit=len(beyond), top_relevance=top, floor=floor, calibration=stats, lexical_weight=weight,
     )
     return Ranking(kept=kept, dropped=dropped, summary=summary)
 
@@ -233,24 +251,70 @@ def channel_stats(candidates: Sequence[Candidate]) -> dict[str, tuple[float, flo
     return stats
 
 
+def pooled_when_flat(stats: dict[str, tuple[float, float, float]],
+                     candidates: Sequence[Candidate]) -> dict[str, tuple[float, float, float]]:
+    """A lexical list without spread (one hit, or all hits equal) is calibrated over the whole
+    candidate pool instead, where every candidate outside it scores BM25 0: a word found in one
+    passage is rare and says much (a hit among n candidates stands sqrt(n - 1) deviations out),
+    a word found equally in a third of them says little (1.4 deviations)."""
+    lexical = stats.get(LEXICAL)
+    if lexical is None or lexical[2] > 0 or VECTOR not in stats:
+        return stats
+    values = [c.hits[LEXICAL].raw if LEXICAL in c.hits else 0.0 for c in candidates]
+    mean = sum(values) / len(values)
+    std = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
+    return {**stats, LEXICAL: (lexical[0], mean, std)}
+
+
 def channel_score(name: str, hit: ChannelHit, stats: dict[str, tuple[float, float, float]],
                   params: RankerParams) -> float:
-    """A channel's signal mapped into (0, 1]: comparable across channels, never stuck at 0."""
+    """A channel's own signal mapped into (0, 1], shown per channel in the explanation: cosine for
+    vector, the fixed strong value for identifiers, relative to the channel's best otherwise."""
     if name == VECTOR:
         return min(1.0, max(hit.raw, 1e-6))
     if name == IDENTIFIERS:
         return params.identifier_base
-    top, mean, std = stats[name]
-    if name == LEXICAL and VECTOR in stats:
-        _, vector_mean, vector_std = stats[VECTOR]
-        if std > 0 and vector_std > 0:
-            return min(1.0, max(vector_mean + (hit.raw - mean) / std * vector_std, 1e-6))
-        # one hit, or all hits equal (or a flat vector list): no spread to calibrate from, so the
-        # hit counts as an ordinary dense hit, never as the top of the scale
-        return min(1.0, max(vector_mean, 1e-6))
+    top = stats[name][0]
     if top <= 0:
         return 1.0 / hit.rank  # no usable raw signal: fall back to the rank
     return max(hit.raw / top, 1e-6)
+
+
+@dataclass(frozen=True)
+class Fused:
+    """The meaning-and-words score of one candidate: each channel's z-score, the weights, and
+    the result in cosine units (the vector channel's mean plus the fused z times its spread)."""
+    vector_z: float | None
+    lexical_z: float | None
+    score: float
+
+
+def fuse(candidate: Candidate, stats: dict[str, tuple[float, float, float]], lexical_weight: float) -> Fused | None:
+    """Convex combination of the vector and lexical z-scores, in cosine units.
+
+    Both z-scores are read from this query's lists (their first 100 hits), so neither channel wins
+    by scale and a channel whose best hit does not stand out from its own list adds little. The
+    cosine is known for every candidate, so a lexical hit with a near-zero cosine has a strongly
+    negative vector z: one common matched word cannot lift it over strong meaning matches. A
+    candidate outside the lexical list matched fewer query terms, scored as BM25 0. A lexical list
+    without spread is calibrated over the candidate pool (`pooled_when_flat`); when even that has
+    none, words drop out of the combination.
+    None when there is no vector signal (the vector channel is off)."""
+    vector = stats.get(VECTOR)
+    cosine = candidate.cosine if candidate.cosine is not None else getattr(candidate.hits.get(VECTOR), "raw", None)
+    if vector is None or cosine is None:
+        return None
+    _, vector_mean, vector_std = vector
+    if vector_std <= 0:  # a flat vector list: no unit to place words in; ranks decide (RRF bonus)
+        return Fused(0.0, None, max(cosine, 1e-6))
+    vector_z = (cosine - vector_mean) / vector_std
+    lexical = stats.get(LEXICAL)
+    lexical_z = None
+    if lexical is not None and lexical[2] > 0:
+        hit = candidate.hits.get(LEXICAL)
+        lexical_z = ((hit.raw if hit else 0.0) - lexical[1]) / lexical[2]
+    fused_z = vector_z if lexical_z is None else (1 - lexical_weight) * vector_z + lexical_weight * lexical_z
+    return Fused(vector_z, lexical_z, max(vector_mean + fused_z * vector_std, 1e-6))
 
 
 def _updated(details: ScoreDetails, **changes) -> ScoreDetails:
@@ -262,14 +326,27 @@ def _updated(details: ScoreDetails, **changes) -> ScoreDetails:
     return clone
 
 
-def _score(candidate: Candidate, params: RankerParams, stats) -> ScoreDetails:
+def words_weight(lexical_weight: float, stats: dict[str, tuple[float, float, float]], query_idf: float | None) -> float:
+    """The lexical weight for this query: the namespace's weight times the share of the query's
+    IDF mass its best lexical hit reaches (at most 1). When no passage holds the query's rare
+    words, the lexical list is a list of common-word matches: exceptional within itself, yet it
+    says little, and it weighs that little."""
+    if not query_idf or LEXICAL not in stats:
+        return lexical_weight
+    return lexical_weight * min(1.0, 2 * max(stats[LEXICAL][0], 0.0) / query_idf)
+
+
+def _score(candidate: Candidate, params: RankerParams, stats, lexical_weight: float) -> ScoreDetails:
     channels = {}
     for name in CHANNELS:
         hit = candidate.hits.get(name)
         if hit is not None:
             channels[name] = ChannelScore(hit.rank, hit.raw, channel_score(name, hit, stats, params))
-    base_channel, base = max(((n, s.score) for n, s in channels.items()),
-                             key=lambda item: (item[1], -CHANNELS.index(item[0])), default=("", 0.0))
+    fused = fuse(candidate, stats, lexical_weight)
+    scores = [(n, s.score) for n, s in channels.items() if fused is None or n not in (VECTOR, LEXICAL, NAMES)]
+    if fused is not None:
+        scores.append((FUSED, fused.score))
+    base_channel, base = max(scores, key=lambda item: (item[1], -BASES.index(item[0])), default=("", 0.0))
     rrf = params.rrf_weight * sum(1.0 / (params.rrf_k + s.rank) for s in channels.values())
     recency = 0.0
     if params.recency_weight > 0 and candidate.age_days is not None:
@@ -278,6 +355,7 @@ def _score(candidate: Candidate, params: RankerParams, stats) -> ScoreDetails:
     relevance = base + rrf + recency + priority
     return ScoreDetails(
         key=candidate.key, kind=candidate.kind, channels=channels, base=base, base_channel=base_channel,
+        vector_z=fused.vector_z if fused else None, lexical_z=fused.lexical_z if fused else None,
         rrf_bonus=rrf, recency_boost=recency, priority_boost=priority, relevance=relevance,
         score=relevance, cosine=candidate.cosine,
     )

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from retrieval.errors import InvalidRankerParams
-from retrieval.ranker import Candidate, ChannelHit, RankerParams, rank
+from retrieval.ranker import Candidate, ChannelHit, RankerParams, rank, words_weight
 
 V, L, N, I = "vector", "lexical", "names", "identifiers"
 
@@ -23,57 +23,110 @@ def keys(ranking):
 OPEN = RankerParams(floor=0.0, priority_weight=0.0, rrf_weight=1.0)
 
 
-def test_base_is_the_best_single_channel_score():
-    vector = [cand("a", {V: (1, 0.7)}), cand("c", {V: (2, 0.3)})]
-    lexical = [cand("b", {L: (1, 12.0), V: (3, 0.2)}), cand("d", {L: (2, 2.0)})]
-    details = rank(vector + lexical, OPEN).details()
-    assert details["a"].base == pytest.approx(0.7) and details["a"].base_channel == "vector"
-    assert details["b"].base_channel == "lexical"  # its calibrated BM25 beats its own cosine
-    assert details["b"].base == pytest.approx(details["b"].channels["lexical"].score)
-    assert details["b"].base > 0.2
+def zscores(values):
+    mean = sum(values) / len(values)
+    std = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
+    return mean, std
 
 
-@pytest.mark.parametrize("lexical", [
-    pytest.param([("only", 12.0)], id="a single lexical hit"),
-    pytest.param([("x", 3.0), ("y", 3.0), ("z", 3.0)], id="all lexical scores equal"),
+MEANING = [cand(f"m{i}", {V: (i, cos)}, cosine=cos) for i, cos in enumerate((0.62, 0.58, 0.55, 0.30, 0.10), 1)]
+
+
+def test_base_fuses_the_vector_and_lexical_z_scores_in_cosine_units():
+    cosines = {"a": 0.7, "b": 0.2, "c": 0.3, "d": 0.1}
+    found = [cand("a", {V: (1, 0.7)}, cosine=0.7), cand("c", {V: (2, 0.3)}, cosine=0.3),
+             cand("b", {V: (3, 0.2), L: (1, 12.0)}, cosine=0.2), cand("d", {L: (2, 2.0)}, cosine=0.1)]
+    for weight in (0.0, 0.3, 0.5, 1.0):
+        details = rank(found, RankerParams(floor=0.0, priority_weight=0.0, rrf_weight=0.0,
+                                           lexical_weight=weight)).details()
+        vmean, vstd = zscores([0.7, 0.3, 0.2])  # the vector list: a, c, b
+        lmean, lstd = zscores([12.0, 2.0])  # the lexical list: b, d
+        for key, cosine in cosines.items():
+            bm25 = {"b": 12.0, "d": 2.0}.get(key, 0.0)  # outside the lexical list: BM25 0
+            fused_z = (1 - weight) * (cosine - vmean) / vstd + weight * (bm25 - lmean) / lstd
+            assert details[key].base_channel == "fused"
+            assert details[key].base == pytest.approx(max(vmean + fused_z * vstd, 1e-6))
+            assert details[key].vector_z == pytest.approx((cosine - vmean) / vstd)
+    meaning_alone = rank(found, RankerParams(floor=0.0, rrf_weight=0.0, lexical_weight=0.0)).details()
+    assert meaning_alone["b"].base == pytest.approx(0.2)  # weight 0: the base is the cosine itself
+
+
+@pytest.mark.parametrize("lexical, leads", [
+    pytest.param([("only", 12.0)], ["m1", "m2", "m3"], id="a single lexical hit"),
+    pytest.param([("x", 3.0), ("y", 3.0), ("z", 3.0)], ["m1", "m2", "m3"], id="all lexical scores equal"),
 ])
-def test_a_lexical_list_without_spread_never_reaches_the_top(lexical):
-    """'how does resync work': one hit on the common word 'works', cosine about zero, must not
-    outrank strong meaning matches (it scored 1.0, the top of the scale, from raw/top)."""
-    meaning = [cand(f"m{i}", {V: (i, cos)}, cosine=cos) for i, cos in enumerate((0.62, 0.58, 0.55, 0.30, 0.10), 1)]
+def test_a_lexical_list_without_spread_is_calibrated_over_the_pool(lexical, leads):
+    """'how does resync work': hits with a cosine about zero must not outrank the strong meaning
+    matches; with no spread in its own list, a hit stands out against the pool's BM25 zeros."""
     words = [cand(key, {L: (i, raw)}, cosine=-0.0007) for i, (key, raw) in enumerate(lexical, 1)]
-    ranking = rank(meaning + words, OPEN)
+    ranking = rank(MEANING + words, OPEN)
     details = ranking.details()
-    mean = ranking.summary.calibration["vector"][1]
-    for key, _ in lexical:
-        assert details[key].channels["lexical"].score == pytest.approx(mean)  # an ordinary dense hit
+    pool = [raw for _, raw in lexical] + [0.0] * len(MEANING)
+    mean, std = zscores(pool)
+    for key, raw in lexical:
+        assert details[key].lexical_z == pytest.approx((raw - mean) / std)
+    assert keys(ranking)[:len(leads)] == leads
+    assert ranking.summary.calibration["lexical"][1:] == pytest.approx((mean, std))
+
+
+def test_a_word_found_in_one_passage_only_wins_among_look_alikes():
+    """Near-identical passages, one holding the query's marker word: a rare exact word decides."""
+    alike = [cand(f"p{i}", {V: (i, 0.50 - i * 0.002)}, cosine=0.50 - i * 0.002) for i in range(1, 11)]
+    marked = cand("p7", {V: (7, 0.486), L: (1, 9.5)}, cosine=0.486)
+    ranking = rank([c for c in alike if c.key != "p7"] + [marked], OPEN)
+    assert keys(ranking)[0] == "p7"
+
+
+def test_one_common_word_cannot_lift_a_passage_far_from_the_query_in_meaning():
+    """Lexical hits with spread, all on one common word, cosine about zero: the best of them is
+    exceptional within its own list, yet stays below every strong meaning match."""
+    words = [cand(f"w{i}", {L: (i, raw)}, cosine=0.0) for i, raw in enumerate((4.0, 2.1, 2.0, 1.9, 1.8), 1)]
+    # the query's words weigh 20 in IDF; the best lexical hit reaches 4 of them (the common one)
+    ranking = rank(MEANING + words, OPEN, query_idf=20.0)
     assert keys(ranking)[:3] == ["m1", "m2", "m3"]
+    assert ranking.details()["w1"].lexical_z > 1.9  # it is the lexical list's outlier
+    assert words_weight(0.5, ranking.summary.calibration, 20.0) == pytest.approx(0.5 * 2 * 4.0 / 20.0)
+    # a best hit that reaches half the query's IDF mass keeps the full weight
+    assert words_weight(0.5, ranking.summary.calibration, 8.0) == 0.5
+    assert keys(rank(MEANING + words, OPEN, query_idf=8.0))[0] == "w1"
 
 
-def test_a_flat_vector_list_gives_lexical_hits_no_top_score():
-    ranking = rank([cand("a", {V: (1, 0.5)}), cand("b", {V: (2, 0.5)}),
-                    cand("l1", {L: (1, 9.0)}), cand("l2", {L: (2, 1.0)})], OPEN)
-    assert all(d.channels["lexical"].score == pytest.approx(0.5) for d in ranking.kept if "lexical" in d.channels)
-
-
-def test_lexical_scores_are_calibrated_into_cosine_units():
-    """A lexical hit as exceptional as the dense top weighs as much; without a vector list the
-    lexical score is relative to its best."""
-    vector = [cand(f"v{i}", {V: (i, cos)}) for i, cos in enumerate((0.70, 0.50, 0.40, 0.30, 0.20), 1)]
-    lexical = [cand(f"l{i}", {L: (i, bm25)}) for i, bm25 in enumerate((30.0, 9.0, 8.0, 7.0, 6.0), 1)]
-    ranking = rank(vector + lexical, OPEN)
+def test_few_hits_in_each_channel():
+    ranking = rank([cand("v", {V: (1, 0.6)}, cosine=0.6), cand("w", {V: (2, 0.5), L: (1, 3.0)}, cosine=0.5),
+                    cand("l", {L: (2, 1.0)}, cosine=0.4)], OPEN)
     details = ranking.details()
-    top, mean, std = ranking.summary.calibration["lexical"]
-    vtop, vmean, vstd = ranking.summary.calibration["vector"]
-    assert (top, mean) == (30.0, 12.0)
-    expected = vmean + (30.0 - mean) / std * vstd
-    assert details["l1"].channels["lexical"].score == pytest.approx(min(1.0, expected))
-    # the lexical outlier (z = 2) outranks the dense top (z = 1.6); a mediocre lexical hit
-    # (z < 0) lands below the dense runner-up instead of at 9/30 of the lexical best
-    assert keys(ranking)[:2] == ["l1", "v1"]
-    assert details["l2"].channels["lexical"].score < details["v2"].channels["vector"].score
+    assert keys(ranking) == ["w", "v", "l"]  # the one found by both, with the better words, leads
+    assert all(0 < d.base < 1 for d in details.values())
+
+
+def test_a_flat_vector_list_gives_no_unit_and_ranks_decide():
+    ranking = rank([cand("a", {V: (1, 0.5)}, cosine=0.5), cand("b", {V: (2, 0.5)}, cosine=0.5),
+                    cand("l1", {L: (1, 9.0)}, cosine=0.5), cand("l2", {L: (2, 1.0)}, cosine=0.5)], OPEN)
+    details = ranking.details()
+    assert all(d.base == pytest.approx(0.5) for d in details.values())  # no channel reaches the top
+    assert keys(ranking)[0] in ("a", "l1")  # first in a channel: the RRF bonus orders the rest
+
+
+def test_a_single_channel_with_hits_scores_relative_to_its_best():
+    lexical = [cand(f"l{i}", {L: (i, bm25)}) for i, bm25 in enumerate((30.0, 9.0, 8.0), 1)]
     alone = rank(lexical, OPEN).details()
-    assert alone["l2"].channels["lexical"].score == pytest.approx(9.0 / 30.0)
+    assert alone["l2"].base == pytest.approx(9.0 / 30.0) and alone["l2"].base_channel == "lexical"
+    vector = rank([cand("v1", {V: (1, 0.4)}, cosine=0.4), cand("v2", {V: (2, 0.2)}, cosine=0.2)], OPEN).details()
+    assert vector["v1"].base == pytest.approx(0.4) and vector["v2"].base == pytest.approx(0.2)
+
+
+def test_all_scores_equal_in_both_channels():
+    same = [cand(k, {V: (i, 0.5), L: (i, 2.0)}, cosine=0.5) for i, k in enumerate("abc", 1)]
+    ranking = rank(same, OPEN)
+    assert keys(ranking) == ["a", "b", "c"]  # ranks, then the stable tie-break
+    assert {d.base for d in ranking.kept} == {0.5}
+
+
+def test_names_add_rank_evidence_but_do_not_set_the_base():
+    named = cand("named", {N: (1, 1.0), V: (5, 0.1)}, cosine=0.1)
+    details = rank(MEANING + [named], OPEN).details()
+    assert details["named"].base_channel == "fused" and details["named"].base < 0.62
+    assert details["named"].rrf_bonus == pytest.approx(1 / 61 + 1 / 65)
 
 
 def test_no_channel_is_stuck_at_zero():
@@ -81,18 +134,14 @@ def test_no_channel_is_stuck_at_zero():
     assert all(d.base > 0 for d in ranking.kept)
 
 
-def test_rrf_bonus_lifts_agreement_between_channels():
-    # "only" has the better single score; "both" is found by two channels
-    only = cand("only", {V: (1, 0.62)})
-    both = cand("both", {V: (3, 0.61), L: (3, 2.0)})
-    top_lex = cand("lex", {L: (1, 10.0)})
-    with_rrf = rank([only, both, top_lex], OPEN)
-    without = rank([only, both, top_lex], RankerParams(floor=0.0, priority_weight=0.0, rrf_weight=0.0))
-    assert RankerParams().rrf_weight == RankerParams().rrf_k / 2
-    assert with_rrf.details()["both"].rrf_bonus == pytest.approx(2 / 63)
-    # calibrated, "lex" scores 0.62 (as exceptional as the dense top) and "both" 0.61
-    assert keys(without) == ["lex", "only", "both"]
-    assert keys(with_rrf) == ["both", "lex", "only"]
+def test_rrf_bonus_breaks_ties_in_favour_of_agreement():
+    a = cand("a", {V: (1, 0.6)}, cosine=0.6)
+    b = cand("b", {V: (2, 0.6), L: (1, 3.0)}, cosine=0.6)
+    c = cand("c", {L: (2, 1.0)}, cosine=0.1)
+    with_rrf = rank([a, b, c], RankerParams(floor=0.0, priority_weight=0.0, lexical_weight=0.0))
+    assert RankerParams().rrf_weight == 1.0
+    assert with_rrf.details()["b"].rrf_bonus == pytest.approx(1 / 62 + 1 / 61)
+    assert keys(with_rrf)[:2] == ["b", "a"]  # equal meaning: the one the words also found first
 
 
 def test_recency_boost_and_zero_weight_changes_nothing_byte_for_byte():
@@ -169,11 +218,11 @@ def test_strong_multichannel_candidates_bypass_the_threshold():
     top = cand("top", {L: (1, 10.0), V: (1, 0.9)})
     middle = cand("middle", {V: (2, 0.6)})
     agreed = cand("agreed", {V: (3, 0.30), L: (15, 1.0)})
-    ranking = rank([top, middle, agreed], RankerParams(floor=0.6, priority_weight=0.0, rrf_weight=1.0))
+    ranking = rank([top, middle, agreed], RankerParams(floor=0.6, priority_weight=0.0, lexical_weight=0.0))
     assert keys(ranking) == ["top", "middle", "agreed"]
     assert ranking.details()["agreed"].bypassed_threshold
     no_bypass = rank([top, middle, agreed],
-                     RankerParams(floor=0.6, priority_weight=0.0, rrf_weight=1.0, bypass_channels=3))
+                     RankerParams(floor=0.6, priority_weight=0.0, lexical_weight=0.0, bypass_channels=3))
     assert keys(no_bypass) == ["top", "middle"]
 
 

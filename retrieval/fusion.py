@@ -1,0 +1,86 @@
+"""How much words weigh against meaning in a namespace: the default, and the fit to judged
+queries. Pure: standard library only.
+
+The ranker fuses the vector and lexical z-scores as (1 - w) * vector + w * lexical (see
+`retrieval.ranker.fuse`). Without judgements w is 0.5, equal weights: neither channel is assumed
+better. A namespace with judged queries (a benchmark's qrels, an eval suite's `relevant` refs)
+can have w fitted to them: each setting of `WEIGHT_GRID` is scored per query, and the choice is
+cross-validated, so the reported figure comes from queries the fit did not see. The grid is
+coarse on purpose: with tens of judged queries, finer steps fit noise (measured in the README's
+benchmark section). Following Bruch et al. 2023, "An Analysis of Fusion Functions for Hybrid
+Retrieval": a convex combination's single weight is learnable from few labels.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+DEFAULT_LEXICAL_WEIGHT = 0.5
+WEIGHT_GRID = (0.0, 0.25, 0.5, 0.75, 1.0)
+FOLDS = 5
+
+
+@dataclass(frozen=True)
+class FusionWeights:
+    """The weights a search used and what set them, as the explanation shows them."""
+
+    lexical: float
+    source: str  # "default" or "fitted"
+    reason: str
+    fitted_at: datetime | None = None
+    version: int = 0
+
+    @property
+    def vector(self) -> float:
+        return round(1.0 - self.lexical, 6)
+
+
+DEFAULT_WEIGHTS = FusionWeights(DEFAULT_LEXICAL_WEIGHT, "default",
+                                "default: equal weights, no judged queries fitted for this namespace")
+
+
+@dataclass(frozen=True)
+class Fit:
+    weight: float  # chosen on every judged query: what the namespace will use
+    cross_validated: float  # mean score, each query scored with a weight fitted without it
+    default_score: float  # mean score with the default weight
+    fold_weights: tuple[float, ...]
+    chosen_per_query: dict[str, float]  # the weight each query was scored with, held out
+
+
+def fit_weight(scores: dict[float, dict[str, float]], folds: int = FOLDS) -> Fit:
+    """`scores[w][query]`: a per-query metric (nDCG@10) for every grid weight. Queries are split
+    into `folds` folds by their sorted ids; each fold is scored with the weight that is best on
+    the others. Ties go to the weight nearest the default."""
+    if not scores or DEFAULT_LEXICAL_WEIGHT not in scores:
+        raise ValueError("scores must hold every grid weight, the default among them")
+    queries = sorted(scores[DEFAULT_LEXICAL_WEIGHT])
+    if not queries:
+        raise ValueError("no judged queries to fit to")
+    folds = max(2, min(folds, len(queries)))
+    held_out: dict[str, float] = {}
+    fold_weights = []
+    for fold in range(folds):
+        test = set(queries[fold::folds])
+        weight = _best(scores, [q for q in queries if q not in test] or queries)
+        fold_weights.append(weight)
+        held_out.update({q: weight for q in test})
+    return Fit(
+        weight=_best(scores, queries),
+        cross_validated=sum(scores[held_out[q]][q] for q in queries) / len(queries),
+        default_score=sum(scores[DEFAULT_LEXICAL_WEIGHT][q] for q in queries) / len(queries),
+        fold_weights=tuple(fold_weights), chosen_per_query=held_out,
+    )
+
+
+def _best(scores: dict[float, dict[str, float]], queries: list[str]) -> float:
+    return max(scores, key=lambda w: (round(sum(scores[w][q] for q in queries), 9),
+                                      -abs(w - DEFAULT_LEXICAL_WEIGHT)))
+
+
+def fitted_reason(weight: float, fitted_on: str, queries: int, cross_validated: float, default_score: float,
+                  fitted_at: datetime | None) -> str:
+    date = f" on {fitted_at:%Y-%m-%d}" if fitted_at else ""
+    return (f"fitted{date} to {queries} judged queries ({fitted_on}): nDCG@10 {cross_validated:.3f} "
+            f"cross-validated, against {default_score:.3f} with the default 0.5")

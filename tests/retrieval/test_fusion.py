@@ -1,0 +1,38 @@
+"""Fitting the lexical weight to judged queries: cross-validated, ties to the default. Pure."""
+
+import pytest
+
+from retrieval.fusion import DEFAULT_LEXICAL_WEIGHT, WEIGHT_GRID, fit_weight
+
+
+def grid(per_query):
+    """per_query[q] = the weight at which query q scores 1.0; it scores 0 elsewhere."""
+    return {w: {q: 1.0 if best == w else 0.0 for q, best in per_query.items()} for w in WEIGHT_GRID}
+
+
+def test_the_weight_best_on_all_queries_is_chosen_and_held_out_scores_are_reported():
+    scores = grid({f"q{i}": 0.0 for i in range(8)} | {"q8": 1.0, "q9": 1.0})
+    fit = fit_weight(scores, folds=5)
+    assert fit.weight == 0.0
+    assert fit.cross_validated == pytest.approx(0.8)  # q8 and q9 are held out under 0.0, and lose
+    assert fit.default_score == 0.0
+    assert set(fit.chosen_per_query) == set(scores[0.0])
+
+
+def test_a_weight_that_only_fits_its_own_fold_does_not_grade_itself():
+    """Each of five folds has its own best weight: cross-validation exposes the overfit."""
+    best = {0: 0.0, 1: 0.25, 2: 0.5, 3: 0.75, 4: 1.0}
+    scores = grid({f"q{i}": best[i % 5] for i in range(10)})
+    fit = fit_weight(scores, folds=5)
+    in_sample = max(sum(v.values()) for v in scores.values()) / 10
+    assert fit.cross_validated < in_sample
+
+
+def test_ties_go_to_the_default_weight():
+    flat = {w: {"a": 0.5, "b": 0.5} for w in WEIGHT_GRID}
+    assert fit_weight(flat).weight == DEFAULT_LEXICAL_WEIGHT
+
+
+def test_no_queries_is_an_error():
+    with pytest.raises(ValueError):
+        fit_weight({w: {} for w in WEIGHT_GRID})
