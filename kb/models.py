@@ -497,6 +497,23 @@ class EvalRun(models.Model):
         return [c["id"] for c in self.results.get("cases", []) if not c["passed"] and c["id"] in passed_before]
 
 
+class FusionCalibration(models.Model):
+    """The lexical weight fitted for one namespace to judged queries (retrieval/fusion.py); a
+    namespace without one searches with the default weights. Each refit bumps the version."""
+
+    namespace = models.OneToOneField(Namespace, on_delete=models.CASCADE, related_name="fusion")
+    lexical_weight = models.FloatField()
+    fitted_on = models.CharField(max_length=200, help_text="What judged the fit: a benchmark or eval suite")
+    queries = models.PositiveIntegerField()
+    cross_validated_ndcg = models.FloatField()
+    default_ndcg = models.FloatField()
+    version = models.PositiveIntegerField(default=1)
+    fitted_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.namespace}: lexical weight {self.lexical_weight} (v{self.version})"
+
+
 class RateCounter(models.Model):
     """Requests of one caller (token, staff user or client address) in one minute window;
     incremented atomically by `kb/ratelimit.py` with INSERT ... ON CONFLICT ... RETURNING."""

@@ -34,7 +34,9 @@ def search_page(request):
     namespace = request.GET.get("namespace") or (namespaces[0].slug if namespaces else "")
     source_id = request.GET.get("source", "")
     page = _int(request.GET.get("page"), 1, 1, MAX_PAGES)
+    group = "chunk" if request.GET.get("group") == "chunk" else "document"  # documents by default
     context = {"query": query, "namespaces": namespaces, "namespace": namespace, "source_id": source_id,
+               "group": group,
                "sources": Source.objects.filter(namespace__slug=namespace, namespace__in=namespaces).order_by("name"),
                "error": None, "results": None}
     status = 200
@@ -42,7 +44,7 @@ def search_page(request):
         try:
             principal.check(namespace)
             filters = Filters(source_ids=(int(source_id),)) if source_id.isdigit() else Filters()
-            result = search(query, namespace, limit=PAGE_SIZE * MAX_PAGES, filters=filters)
+            result = search(query, namespace, limit=PAGE_SIZE * MAX_PAGES, filters=filters, group=group)
             context["results"] = results_page(result, page)
         except KBError as exc:
             context["error"] = exc

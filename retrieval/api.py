@@ -16,7 +16,7 @@ router = Router(tags=["search"])
 
 def _search(request: HttpRequest, data: SearchIn) -> dict:
     request.auth.check(data.namespace)
-    result = search(data.query, data.namespace, limit=data.limit,
+    result = search(data.query, data.namespace, limit=data.limit, group=data.group,
                     filters=Filters(tuple(data.source_ids), tuple(data.document_ids)))
     return presenters.search_payload(result, explain=data.explain)
 

@@ -11,8 +11,17 @@ from retrieval.evals import CaseResult, EvalSuite, ResultView, SuiteResult, chec
 from retrieval.service import Filters, search
 
 
-def run_suite(suite: EvalSuite, *, principal: Principal | None = None) -> SuiteResult:
-    """Every case in input order; a search error is recorded on its case and the suite goes on."""
+METHODS = {  # what `kb_eval --method` compares the full ranker with
+    "ranker": {},
+    "vector": {"channels": ("vector",)},
+    "lexical": {"channels": ("lexical",)},
+    "rrf": {"fusion": "rrf"},
+}
+
+
+def run_suite(suite: EvalSuite, *, principal: Principal | None = None, method: str = "ranker") -> SuiteResult:
+    """Every case in input order; a search error is recorded on its case and the suite goes on.
+    `method` searches with one channel alone or plain RRF instead of the full ranker."""
     started = time.perf_counter()
     results = []
     for case in suite.cases:
@@ -22,7 +31,7 @@ def run_suite(suite: EvalSuite, *, principal: Principal | None = None) -> SuiteR
             if principal is not None:
                 principal.check(case.namespace)
             found = search(case.question, case.namespace, limit=case.top_k, log=False,
-                           filters=Filters(case.source_ids, case.document_ids))
+                           filters=Filters(case.source_ids, case.document_ids), **METHODS[method])
             views = [ResultView(h.citation_url, h.source_name, h.anchor, h.details.base, h.document_ref)
                      for h in found.hits]
             outcome.checks, outcome.recall, outcome.mrr = check_case(case, views)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from retrieval.presenters import explanation, location_label, snippet
+from retrieval.presenters import DOCUMENT_SCORE_RULE, explanation, location_label, snippet
 from retrieval.service import SearchResult
 
 PAGE_SIZE = 10
@@ -20,33 +20,57 @@ class Bar:
     note: str = ""
 
 
+def _row(hit, result: SearchResult) -> dict:
+    details = explanation(hit.details)
+    parts = [("base", details["base"], _base_note(details, result)),
+             ("RRF bonus", details["rrf_bonus"], "agreement between channels"),
+             ("recency", details["recency_boost"], ""), ("source priority", details["priority_boost"], ""),
+             ("MMR penalty", -details["mmr_penalty"],
+              "similar to a result above" if details["mmr_penalty"] else "")]
+    widest = max([abs(v) for _, v, _ in parts] + [s["score"] for s in details["channels"].values()] + [1e-9])
+    channels = [Bar(f"{CHANNEL_LABELS.get(name, name)} #{s['rank']}", s["score"],
+                    round(100 * s["score"] / widest), f"raw {s['raw']:.4g}")
+                for name, s in details["channels"].items()]
+    bars = [Bar(label, value, round(100 * abs(value) / widest), note) for label, value, note in parts]
+    why = ["eligible" if details["eligible"] else "not eligible"]
+    why.append("passed the threshold by multi-channel strength" if details["bypassed_threshold"]
+               else f"above the floor {result.summary.floor:.3f}")
+    return {"hit": hit, "snippet": snippet(hit.text, result.lexemes), "channels": channels,
+            "location": location_label(hit.page_start, hit.page_end, hit.page_unit),
+            "bars": bars, "relevance": details["relevance"], "why": why, "sections": []}
+
+
+def _base_note(details: dict, result: SearchResult) -> str:
+    if details["base_channel"] != "fused":
+        return f"from {CHANNEL_LABELS.get(details['base_channel'], details['base_channel'])}"
+    lexical = result.summary.lexical_weight
+    words = f" + words z {details['lexical_z']:.2f} × {lexical:.2f}" if details["lexical_z"] is not None else ""
+    return f"meaning z {details['vector_z']:.2f} × {1 - lexical:.2f}{words}, in cosine units"
+
+
 def results_page(result: SearchResult, page: int) -> dict:
+    """One page of results: documents with their best sections when the search was grouped,
+    passages otherwise; pages count what is shown."""
     start = (page - 1) * PAGE_SIZE
-    hits = result.hits[start:start + PAGE_SIZE]
-    rows = []
-    for hit in hits:
-        details = explanation(hit.details)
-        parts = [("base", details["base"], f"best channel: {CHANNEL_LABELS.get(details['base_channel'], '')}"),
-                 ("RRF bonus", details["rrf_bonus"], "agreement between channels"),
-                 ("recency", details["recency_boost"], ""), ("source priority", details["priority_boost"], ""),
-                 ("MMR penalty", -details["mmr_penalty"],
-                  "similar to a result above" if details["mmr_penalty"] else "")]
-        widest = max([abs(v) for _, v, _ in parts] + [s["score"] for s in details["channels"].values()] + [1e-9])
-        channels = [Bar(f"{CHANNEL_LABELS.get(name, name)} #{s['rank']}", s["score"],
-                        round(100 * s["score"] / widest), f"raw {s['raw']:.4g}")
-                    for name, s in details["channels"].items()]
-        bars = [Bar(label, value, round(100 * abs(value) / widest), note) for label, value, note in parts]
-        why = ["eligible" if details["eligible"] else "not eligible"]
-        why.append("passed the threshold by multi-channel strength" if details["bypassed_threshold"]
-                   else f"above the floor {result.summary.floor:.3f}")
-        rows.append({"hit": hit, "snippet": snippet(hit.text, result.lexemes), "channels": channels,
-                     "location": location_label(hit.page_start, hit.page_end, hit.page_unit),
-                     "bars": bars, "relevance": details["relevance"], "why": why})
+    if result.grouped:
+        rows = []
+        for document in result.documents[start:start + PAGE_SIZE]:
+            row = _row(document.sections[0], result)
+            row["sections"] = list(document.sections[1:])
+            row["document_rank"] = document.rank
+            rows.append(row)
+        shown = len(result.documents)
+    else:
+        rows = [_row(hit, result) for hit in result.hits[start:start + PAGE_SIZE]]
+        for row in rows:
+            row["document_rank"] = row["hit"].rank
+        shown = len(result.hits)
     dropped: dict[str, int] = {}
     for d in result.dropped:
         if d.dropped_by != "limit":
             dropped[d.dropped_by] = dropped.get(d.dropped_by, 0) + 1
-    pages = max(1, -(-len(result.hits) // PAGE_SIZE))
+    pages = max(1, -(-shown // PAGE_SIZE))
     return {"rows": rows, "page": page, "pages": pages, "has_next": page < pages, "has_previous": page > 1,
             "dropped": dropped, "summary": result.summary, "suggested": result.suggested,
-            "related": result.related, "weak_titles": result.weak_titles, "cited": result.cited}
+            "related": result.related, "weak_titles": result.weak_titles, "cited": result.cited,
+            "grouped": result.grouped, "fusion": result.fusion, "document_score_rule": DOCUMENT_SCORE_RULE}

@@ -43,7 +43,23 @@ def explanation(details) -> dict:
         "priority_boost": round(details.priority_boost, 6), "mmr_penalty": round(details.mmr_penalty, 6),
         "relevance": round(details.relevance, 6), "bypassed_threshold": details.bypassed_threshold,
         "eligible": details.eligible,
+        "vector_z": _rounded(details.vector_z), "lexical_z": _rounded(details.lexical_z),
     }
+
+
+def _rounded(value: float | None) -> float | None:
+    return round(value, 6) if value is not None else None
+
+
+DOCUMENT_SCORE_RULE = "the document's score is its best section's score"
+
+
+def fusion_payload(result: SearchResult) -> dict:
+    """The weights this search fused meaning and words with, and what set them."""
+    weights = result.fusion
+    return {"vector": weights.vector, "lexical": weights.lexical, "source": weights.source,
+            "reason": weights.reason, "fitted_at": weights.fitted_at, "version": weights.version,
+            "lexical_this_query": round(result.summary.lexical_weight, 6)}
 
 
 def _doc(ref) -> dict:
@@ -59,25 +75,33 @@ def location_label(start: int | None, end: int | None, unit: str) -> str:
     return f"{unit} {start}" if end in (None, start) else f"{unit}s {start}\u2013{end}"
 
 
+def _result(h, result: SearchResult, explain: bool) -> dict:
+    return {
+        "rank": h.rank, "chunk_id": h.chunk_id, "document_id": h.document_id, "title": h.title,
+        "heading_path": list(h.heading_path), "anchor": h.anchor, "text": h.text,
+        "snippet": snippet(h.text, result.lexemes), "start_byte": h.start_byte,
+        "end_byte": h.end_byte, "citation_url": h.citation_url, "source": h.source_name,
+        "location": location_label(h.page_start, h.page_end, h.page_unit),
+        "page_start": h.page_start, "page_end": h.page_end,
+        "date": h.created_at, "score": round(h.score, 6),
+        "cosine": round(h.cosine, 6) if h.cosine is not None else None,
+        "explanation": explanation(h.details) if explain else None,
+    }
+
+
 def search_payload(result: SearchResult, *, explain: bool) -> dict:
     summary = result.summary
     return {
         "query": result.query,
         "namespace": result.namespace,
-        "results": [
-            {
-                "rank": h.rank, "chunk_id": h.chunk_id, "document_id": h.document_id, "title": h.title,
-                "heading_path": list(h.heading_path), "anchor": h.anchor, "text": h.text,
-                "snippet": snippet(h.text, result.lexemes), "start_byte": h.start_byte,
-                "end_byte": h.end_byte, "citation_url": h.citation_url, "source": h.source_name,
-                "location": location_label(h.page_start, h.page_end, h.page_unit),
-                "page_start": h.page_start, "page_end": h.page_end,
-                "date": h.created_at, "score": round(h.score, 6),
-                "cosine": round(h.cosine, 6) if h.cosine is not None else None,
-                "explanation": explanation(h.details) if explain else None,
-            }
-            for h in result.hits
-        ],
+        "grouped": result.grouped,
+        "results": [_result(h, result, explain) for h in result.hits],
+        "documents": [
+            {"rank": d.rank, "document_id": d.document_id, "title": d.title, "citation_url": d.citation_url,
+             "score": round(d.score, 6), "score_rule": DOCUMENT_SCORE_RULE,
+             "sections": [_result(h, result, explain) for h in d.sections]}
+            for d in result.documents
+        ] if result.grouped else None,
         "suggested": [_doc(d) for d in result.suggested],
         "cited": [_doc(d) for d in result.cited],
         "related": [_doc(d) for d in result.related],
@@ -88,6 +112,7 @@ def search_payload(result: SearchResult, *, explain: bool) -> dict:
             "dropped_threshold": summary.dropped_threshold, "beyond_limit": summary.beyond_limit,
             "top_relevance": round(summary.top_relevance, 6), "floor": round(summary.floor, 6),
             "query_caps": list(result.features.capped),
+            "fusion": fusion_payload(result),
         },
         "dropped": [
             {"chunk_id": d.key, "dropped_by": d.dropped_by, "reason": d.reason, "relevance": round(d.relevance, 6)}

@@ -1,6 +1,7 @@
 """Request and response shapes of the search and context endpoints."""
 
 from datetime import datetime
+from typing import Literal
 
 from ninja import Field, Schema
 
@@ -14,6 +15,8 @@ class SearchIn(Schema):
     source_ids: list[int] = Field(default_factory=list, max_length=100)
     document_ids: list[int] = Field(default_factory=list, max_length=100)
     explain: bool = False
+    group: Literal["chunk", "document"] = Field(
+        "chunk", description="document: one result per document with its best sections; limit counts documents")
 
 
 class ChannelOut(Schema):
@@ -33,6 +36,8 @@ class ExplanationOut(Schema):
     relevance: float
     bypassed_threshold: bool
     eligible: bool
+    vector_z: float | None = None  # the fused base's inputs: z-scores in this query's lists
+    lexical_z: float | None = None
 
 
 class HitOut(Schema):
@@ -55,6 +60,26 @@ class HitOut(Schema):
     score: float
     cosine: float | None
     explanation: ExplanationOut | None = None
+
+
+class FusionOut(Schema):
+    vector: float
+    lexical: float
+    source: str  # default | fitted | requested
+    reason: str
+    fitted_at: datetime | None = None
+    version: int = 0
+    lexical_this_query: float  # after the coverage gate (see the README's ranking section)
+
+
+class DocumentOut(Schema):
+    rank: int
+    document_id: int
+    title: str
+    citation_url: str
+    score: float
+    score_rule: str
+    sections: list[HitOut]
 
 
 class DocumentRefOut(Schema):
@@ -81,12 +106,15 @@ class SummaryOut(Schema):
     top_relevance: float
     floor: float
     query_caps: list[str] = []  # caps applied to the query's identifiers or name keys
+    fusion: FusionOut
 
 
 class SearchOut(Schema):
     query: str
     namespace: str
+    grouped: bool = False
     results: list[HitOut]
+    documents: list[DocumentOut] | None = None  # with group=document: one entry per document
     suggested: list[DocumentRefOut]
     cited: list[DocumentRefOut]
     related: list[DocumentRefOut]

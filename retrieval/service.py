@@ -14,7 +14,9 @@ from datetime import datetime
 
 from kb.models import Namespace, QueryLog
 from retrieval import channels as ch
+from retrieval.calibration import WEIGHT_FIELDS, weights_from_row
 from retrieval.errors import InvalidQuery, QueryTooLong, UnknownNamespace
+from retrieval.fusion import DEFAULT_WEIGHTS, FusionWeights
 from retrieval.query import QueryFeatures, analyse
 from retrieval.ranker import (
     CHANNELS, IDENTIFIERS, LEXICAL, NAMES, VECTOR, Candidate, ChannelHit, Ranking, RankerParams,
@@ -26,6 +28,9 @@ MAX_LIMIT = 500
 CITED_COSINE_FLOOR = 0.35
 SUGGESTED_DOCUMENTS = 3
 RELATED_DOCUMENTS = 5
+SECTIONS_PER_DOCUMENT = 3
+SECTIONS_PER_GROUPED_DOCUMENT = 4  # chunks ranked per document asked for when grouping
+GROUPINGS = ("chunk", "document")
 
 
 @dataclass(frozen=True)
@@ -60,12 +65,31 @@ class Hit:
 
 
 @dataclass(frozen=True)
-class DocumentRef:
+class DocumentGroup:
+    """One document of a result list with its best sections. Its score is its best section's
+    score (as documentation search ranks pages by their best match; a sum would favour long
+    pages), so grouping never reorders documents against the chunk ranking."""
+
+    rank: int
     document_id: int
     title: str
-    citation_url: str
-    best_score: float
+    citation_url: str  # the document itself (its best section's citation without the fragment)
+    score: float
     best_cosine: float | None
+    sections: tuple[Hit, ...]  # best first, at most SECTIONS_PER_DOCUMENT
+
+
+def group_by_document(hits: list[Hit], sections: int) -> list[DocumentGroup]:
+    """Hits in rank order -> documents in order of their best hit, each with its best sections."""
+    order: dict[int, list[Hit]] = {}
+    for hit in hits:
+        order.setdefault(hit.document_id, []).append(hit)
+    groups = []
+    for position, found in enumerate(order.values(), start=1):
+        best = found[0]
+        groups.append(DocumentGroup(position, best.document_id, best.title, document_link(best.citation_url),
+                                    best.score, best.cosine, tuple(found[:sections])))
+    return groups
 
 
 @dataclass(frozen=True)
@@ -73,28 +97,41 @@ class SearchResult:
     query: str
     namespace: str
     hits: list[Hit]
-    suggested: list[DocumentRef]
-    cited: list[DocumentRef]
-    related: list[DocumentRef]
+    suggested: list[DocumentGroup]  # the document tiers, read from `documents`
+    cited: list[DocumentGroup]
+    related: list[DocumentGroup]
     weak_titles: list[str]
     summary: RankSummary
     dropped: list[ScoreDetails]
     features: QueryFeatures
     lexemes: list[str]
     timings: dict[str, float] = field(default_factory=dict)
+    fusion: FusionWeights = DEFAULT_WEIGHTS  # the namespace's weights; summary.lexical_weight: this query's
+    documents: list[DocumentGroup] = field(default_factory=list)  # every document of `hits`, best first
+    grouped: bool = False  # `limit` counted documents (group="document")
 
 
 def search(query: str, namespace: str, *, filters: Filters = Filters(), limit: int = 10,
            params: RankerParams | None = None, channels: tuple[str, ...] = CHANNELS,
-           fusion: str = "ranker", log: bool = True, query_vector=None) -> SearchResult:
+           fusion: str = "ranker", log: bool = True, query_vector=None, group: str = "chunk") -> SearchResult:
+    """`group="document"`: `limit` counts documents, each with its best sections; the chunk
+    ranking underneath is the same, read deeper."""
     started = time.perf_counter()
     query = validate_query(query, limit)
-    ns = Namespace.objects.filter(slug=namespace).values("id", "slug").first()
+    if group not in GROUPINGS:
+        raise InvalidQuery(f"group must be one of {', '.join(GROUPINGS)}, got {group!r}.", code="SEARCH_INVALID_GROUP")
+    documents_wanted = limit if group == "document" else None
+    if documents_wanted:
+        limit = min(MAX_LIMIT, limit * SECTIONS_PER_GROUPED_DOCUMENT)
+    ns = Namespace.objects.filter(slug=namespace).values("id", "slug", *WEIGHT_FIELDS).first()
     if ns is None:
         raise UnknownNamespace(f"No namespace {namespace!r}.", details={"namespace": namespace})
     scope = ch.Scope(ns["id"], tuple(filters.source_ids), tuple(filters.document_ids))
     params = params or RankerParams()
-    params = RankerParams(**{**params.__dict__, "limit": limit})
+    weights = weights_from_row(ns)
+    if params.lexical_weight is not None:
+        weights = FusionWeights(params.lexical_weight, "requested", "set by the caller for this search")
+    params = RankerParams(**{**params.__dict__, "limit": limit, "lexical_weight": weights.lexical})
     depth = min(1000, max(100, 2 * limit))
     features = analyse(query)
     timings: dict[str, float] = {}
@@ -108,8 +145,9 @@ def search(query: str, namespace: str, *, filters: Filters = Filters(), limit: i
             embedding = pool.submit(_embed, query)
         t = time.perf_counter()
         lexemes = ch.query_lexemes(query)
+        statistics = ch.term_statistics(scope, lexemes) if LEXICAL in channels else None
         lists: dict[str, list[ch.ChannelRow]] = {
-            LEXICAL: ch.lexical_channel(scope, lexemes, depth) if LEXICAL in channels else [],
+            LEXICAL: ch.lexical_channel(scope, lexemes, depth, statistics) if LEXICAL in channels else [],
             NAMES: ch.names_channel(scope, features.name_keys) if NAMES in channels else [],
             IDENTIFIERS: ch.identifier_channel(scope, features.identifiers) if IDENTIFIERS in channels else [],
         }
@@ -136,14 +174,20 @@ def search(query: str, namespace: str, *, filters: Filters = Filters(), limit: i
     if fusion == "rrf":
         ranking = _plain_rrf(candidates, params)
     else:
-        ranking = rank(candidates, params, identifier_query=bool(features.identifiers) and IDENTIFIERS in channels)
+        ranking = rank(candidates, params, identifier_query=bool(features.identifiers) and IDENTIFIERS in channels,
+                       query_idf=statistics.query_idf if statistics else None)
     timings["rank_ms"] = _ms(t)
 
     t = time.perf_counter()
     weak_pool = sorted((d for d in ranking.dropped if d.dropped_by == "threshold"), key=lambda d: -d.relevance)[:10]
     rows = ch.hydrate(scope, [d.key for d in ranking.kept] + [d.key for d in weak_pool])
     hits = [_hit(d, rows[d.key], namespace) for d in ranking.kept if d.key in rows]
-    suggested, cited, related, weak = _tiers(hits, ranking.kept + weak_pool, rows)
+    documents = group_by_document(hits, SECTIONS_PER_DOCUMENT)
+    if documents_wanted:
+        documents = documents[:documents_wanted]
+        shown = {d.document_id for d in documents}
+        hits = [h for h in hits if h.document_id in shown]
+    suggested, cited, related, weak = _tiers(documents, ranking.kept + weak_pool, rows)
     timings["hydrate_ms"] = _ms(t)
     timings["total_ms"] = _ms(started)
     if log:
@@ -152,7 +196,8 @@ def search(query: str, namespace: str, *, filters: Filters = Filters(), limit: i
     return SearchResult(
         query=query, namespace=namespace, hits=hits, suggested=suggested, cited=cited,
         related=related, weak_titles=weak, summary=ranking.summary, dropped=ranking.dropped,
-        features=features, lexemes=[lexeme for lexeme, _ in lexemes], timings=timings,
+        features=features, lexemes=[lexeme for lexeme, _ in lexemes], timings=timings, fusion=weights,
+        documents=documents, grouped=bool(documents_wanted),
     )
 
 
@@ -277,18 +322,13 @@ def document_link(citation: str) -> str:
     return base[: -len("original")] if base.startswith("/documents/") and base.endswith("/original") else base
 
 
-def _tiers(hits: list[Hit], pool: list[ScoreDetails], rows: dict[int, ch.ChunkRow]):
-    """Suggested (top distinct documents), cited (best chunk's cosine clears the floor), related
-    (the next distinct documents), and titles of the nearest misses when nothing is cited."""
-    documents: dict[int, DocumentRef] = {}
-    for hit in hits:
-        if hit.document_id not in documents:
-            documents[hit.document_id] = DocumentRef(hit.document_id, hit.title, document_link(hit.citation_url),
-                                                     hit.score, hit.cosine)
-    ordered = list(documents.values())
-    suggested = ordered[:SUGGESTED_DOCUMENTS]
-    cited = [d for d in ordered if d.best_cosine is not None and d.best_cosine >= CITED_COSINE_FLOOR]
-    related = ordered[SUGGESTED_DOCUMENTS:SUGGESTED_DOCUMENTS + RELATED_DOCUMENTS]
+def _tiers(documents: list[DocumentGroup], pool: list[ScoreDetails], rows: dict[int, ch.ChunkRow]):
+    """The document tiers, all read from the one list of documents: suggested (the first few),
+    cited (best section's cosine clears the floor), related (the next few), and titles of the
+    nearest misses when nothing is cited."""
+    suggested = documents[:SUGGESTED_DOCUMENTS]
+    cited = [d for d in documents if d.best_cosine is not None and d.best_cosine >= CITED_COSINE_FLOOR]
+    related = documents[SUGGESTED_DOCUMENTS:SUGGESTED_DOCUMENTS + RELATED_DOCUMENTS]
     weak: list[str] = []
     if not cited:
         for details in sorted(pool, key=lambda d: -d.relevance):

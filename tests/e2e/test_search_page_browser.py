@@ -13,6 +13,7 @@ from django.conf import settings
 
 from kb.models import Namespace
 from tests.retrieval.test_channels import CORPUS, ingest
+from tests.retrieval.test_grouping_and_fusion import guide
 
 ARTIFACTS = Path(settings.BASE_DIR) / "test-artifacts"
 
@@ -42,8 +43,10 @@ def browser():
 def test_search_open_explanation_panel_and_screenshot(live_server, browser):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import Select, WebDriverWait
 
     namespace, _ = ingest("demo", CORPUS)
+    guide(namespace)
     Namespace.objects.filter(pk=namespace.pk).update(is_public=True)
 
     browser.get(f"{live_server.url}/")
@@ -71,8 +74,25 @@ def test_search_open_explanation_panel_and_screenshot(live_server, browser):
     widths = [el.size["width"] for el in body.find_elements(By.CSS_SELECTOR, ".bars .bar")]
     assert any(w > 0 for w in widths), "bars are drawn with a visible width"
 
+    fusion = browser.find_element(By.CSS_SELECTOR, "p.fusion").text
+    assert fusion.startswith("Meaning weighs 0.50 and words 0.50"), fusion
+
     ARTIFACTS.mkdir(exist_ok=True)
     shot = ARTIFACTS / "search-explanation-panel.png"
     browser.execute_script("arguments[0].scrollIntoView({block: 'start'})", first)
     assert browser.save_screenshot(str(shot))
     assert shot.stat().st_size > 10_000
+
+    # one result per document by default; "every passage" lists the guide's sections one by one
+    browser.get(f"{live_server.url}/?q=growing+pumpkins+watering+soil+harvest&namespace=demo")
+    titles = [el.text for el in browser.find_elements(By.CSS_SELECTOR, "ol.results > li.result h3")]
+    assert titles.count("Pumpkin growing guide") == 1, titles
+    guide_result = next(li for li in browser.find_elements(By.CSS_SELECTOR, "ol.results > li.result")
+                        if li.find_element(By.CSS_SELECTOR, "h3").text == "Pumpkin growing guide")
+    sections = guide_result.find_elements(By.CSS_SELECTOR, "ul.sections a")
+    assert sections and all("#" in a.get_attribute("href") for a in sections)
+    Select(browser.find_element(By.ID, "group")).select_by_value("chunk")
+    browser.find_element(By.CSS_SELECTOR, "form.search button").click()
+    WebDriverWait(browser, 10).until(lambda driver: "group=chunk" in driver.current_url)
+    passages = [el.text for el in browser.find_elements(By.CSS_SELECTOR, "ol.results > li.result h3")]
+    assert passages.count("Pumpkin growing guide") >= 2, passages

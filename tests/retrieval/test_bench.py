@@ -6,7 +6,9 @@ import math
 import pytest
 from django.core.management import call_command
 
+from kb.models import FusionCalibration
 from retrieval.bench import load_beir, mrr_at, ndcg_at, percentiles, recall_at
+from retrieval.fusion import WEIGHT_GRID
 
 
 def test_ndcg_uses_graded_gains_and_the_ideal_ranking_of_all_judged_documents():
@@ -59,7 +61,7 @@ def test_load_beir_reads_qrels_with_or_without_a_header(tmp_path, header):
 @pytest.mark.django_db
 def test_kb_bench_runs_end_to_end_and_prints_one_json_object(tmp_path, capsys):
     write_beir(tmp_path / "tiny", header=True)
-    call_command("kb_bench", beir=str(tmp_path / "tiny"), json=True)
+    call_command("kb_bench", beir=[str(tmp_path / "tiny")], json=True)
     out = capsys.readouterr().out.strip().splitlines()
     report = json.loads(out[-1])
     for key in ("ndcg@10", "recall@100", "mrr@10", "p50_ms", "p95_ms", "p99_ms",
@@ -67,6 +69,11 @@ def test_kb_bench_runs_end_to_end_and_prints_one_json_object(tmp_path, capsys):
         assert key in report, key
     assert report["ndcg@10"] == 1.0 and report["recall@100"] == 1.0  # each query's one answer ranks first
     assert set(report["channels"]) == {"vector", "lexical", "rrf"}
+    # the full ranker's weight is fitted to the qrels, cross-validated, and stored for the namespace
+    assert report["fusion"]["lexical_weight"] in WEIGHT_GRID and len(report["fusion"]["fold_weights"]) == 2
+    assert set(report["default_weights"]) == {"ndcg@10", "recall@100", "mrr@10"}
+    calibration = FusionCalibration.objects.get(namespace__slug="bench-tiny")
+    assert calibration.lexical_weight == report["fusion"]["lexical_weight"] and calibration.queries == 2
     versus = report["versus_best"]
     assert versus["method"] in report["channels"] and versus["wins"] + versus["losses"] + versus["ties"] == 2
     assert any(line.startswith(f"full ranker vs {versus['method']}") for line in out)
@@ -78,11 +85,17 @@ def test_kb_bench_runs_end_to_end_and_prints_one_json_object(tmp_path, capsys):
         assert report["server_time"][surface]["p50_ms"] > 0
     assert any(line.startswith("server time, search page") for line in out)
 
-    call_command("kb_bench", beir=str(tmp_path / "tiny"), json=True, skip_latency=True)
-    again = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    write_beir(tmp_path / "other", header=False)
+    call_command("kb_bench", beir=[str(tmp_path / "tiny"), str(tmp_path / "other")], json=True, skip_latency=True)
+    out = capsys.readouterr().out.strip().splitlines()
+    again, other = json.loads(out[-1])["corpora"]
     assert again["ingest_measured"].startswith("run ")  # unchanged corpus: not re-ingested
     assert len(again["embed_docs_per_s_measured"]) == 1  # nothing to bracket: measured once
-    assert again["ndcg@10"] == report["ndcg@10"]
+    assert again["ndcg@10"] == report["ndcg@10"] and other["corpus"] == "other"
+    assert FusionCalibration.objects.get(namespace__slug="bench-tiny").version == 2  # refitted
+    table = out[out.index("side by side, nDCG@10 / R@100:") + 1:]
+    assert table[0].split() == ["method", "tiny", "other"]
+    assert [row.split()[0] for row in table[1:6]] == ["full", "default", "vector", "lexical", "rrf"]
 
 
 def test_paired_comparison_counts_queries_and_tests_the_difference():

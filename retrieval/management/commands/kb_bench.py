@@ -20,6 +20,8 @@ from ingest.pipeline import IngestPipeline
 from kb.migrated import migration_hint
 from kb.models import Document, IngestRun, Namespace, Source
 from retrieval.bench import evaluate, load_beir, paired_comparison, per_query_ndcg, percentiles
+from retrieval.calibration import fit_namespace, judged_runs
+from retrieval.fusion import DEFAULT_LEXICAL_WEIGHT, FOLDS, WEIGHT_GRID
 from retrieval.ranker import LEXICAL, VECTOR, RankerParams
 from retrieval.service import search
 
@@ -32,8 +34,10 @@ class Command(BaseCommand):
     help = "Benchmark ingest and retrieval on a BEIR-format folder."
 
     def add_arguments(self, parser):
-        parser.add_argument("--beir", required=True, help="Folder with corpus.jsonl, queries.jsonl, qrels/test.tsv")
-        parser.add_argument("--namespace", help="Namespace to ingest into (default bench-<folder>)")
+        parser.add_argument("--beir", required=True, nargs="+",
+                            help="Folders with corpus.jsonl, queries.jsonl, qrels/test.tsv; several are measured "
+                                 "in one run and compared side by side")
+        parser.add_argument("--namespace", help="Namespace to ingest into (default bench-<folder>; one folder only)")
         parser.add_argument("--json", action="store_true", help="Print one JSON object as the last line")
         parser.add_argument("--queries", type=int, default=0, help="Use only the first N queries (quick runs)")
         parser.add_argument("--skip-latency", action="store_true")
@@ -45,11 +49,21 @@ class Command(BaseCommand):
         parser.add_argument("--rule-effects", action="store_true",
                             help="Also measure quality with MMR, recency and a stricter threshold turned on")
 
-    def handle(self, *args, beir, namespace, json: bool, queries: int, skip_latency: bool, fresh: bool,
-               rule_effects: bool, scale_chunks: int, skip_quality: bool, **options):
+    def handle(self, *args, beir, namespace, json: bool, **options):
         hint = migration_hint()
         if hint:
             raise CommandError(hint)
+        if namespace and len(beir) > 1:
+            raise CommandError("--namespace names one corpus's namespace; give one --beir folder with it.")
+        reports = [self.corpus_report(folder, namespace, **options) for folder in beir]
+        if len(reports) > 1:
+            self.print_side_by_side(reports)
+        if json:
+            self.stdout.write(__import__("json").dumps(reports[0] if len(reports) == 1 else {"corpora": reports},
+                                                       sort_keys=True, default=str))
+
+    def corpus_report(self, beir, namespace, *, queries: int, skip_latency: bool, fresh: bool,
+                      rule_effects: bool, scale_chunks: int, skip_quality: bool, **options) -> dict:
         self.per_query: dict[str, dict[str, float]] = {}
         corpus = load_beir(beir)
         namespace = namespace or f"bench-{corpus.name.lower()}"
@@ -69,15 +83,14 @@ class Command(BaseCommand):
         if ingest.get("ingest_measured") == "this run":
             self.settle()
         vectors = self.query_vectors(query_items)
-        refs = dict(Document.objects.filter(namespace__slug=namespace).values_list("id", "ref"))
 
         report: dict = {"corpus": corpus.name, "namespace": namespace, "queries": len(query_items), "channels": {}}
         if not skip_quality:
-            report.update(self.quality(query_items, qrels, namespace, vectors, refs, "full ranker"))
+            report.update(self.fitted_quality(corpus.name, query_items, qrels, namespace, vectors))
             report["channels"] = {
-                "vector": self.quality(query_items, qrels, namespace, vectors, refs, "vector alone", channels=(VECTOR,)),
-                "lexical": self.quality(query_items, qrels, namespace, vectors, refs, "lexical alone", channels=(LEXICAL,)),
-                "rrf": self.quality(query_items, qrels, namespace, vectors, refs, "plain RRF k=60", fusion="rrf"),
+                "vector": self.quality(query_items, qrels, namespace, vectors, "vector alone", channels=(VECTOR,)),
+                "lexical": self.quality(query_items, qrels, namespace, vectors, "lexical alone", channels=(LEXICAL,)),
+                "rrf": self.quality(query_items, qrels, namespace, vectors, "plain RRF k=60", fusion="rrf"),
             }
             labels = {"vector": "vector alone", "lexical": "lexical alone", "rrf": "plain RRF k=60"}
             best = max(report["channels"], key=lambda name: report["channels"][name]["ndcg@10"])
@@ -90,7 +103,7 @@ class Command(BaseCommand):
                 "rrf_weight=1": RankerParams(rrf_weight=1.0),
             }
             report["rule_effects"] = {
-                name: self.quality(query_items, qrels, namespace, vectors, refs, name, params=params)
+                name: self.quality(query_items, qrels, namespace, vectors, name, params=params)
                 for name, params in variants.items()
             }
         if not skip_latency:
@@ -105,8 +118,7 @@ class Command(BaseCommand):
         if scale_chunks:  # after the main report, so a long scaling run never loses it
             report["scale"] = self.scale(namespace, scale_chunks, query_items)
             self.print_report({"scale": report["scale"]})
-        if json:
-            self.stdout.write(__import__("json").dumps(report, sort_keys=True))
+        return report
 
     def log(self, message: str) -> None:
         self.stderr.write(message)
@@ -175,15 +187,31 @@ class Command(BaseCommand):
         embedder = get_embedder()
         return {qid: embedder.embed_query(text) for qid, text in query_items}
 
-    def quality(self, query_items, qrels, namespace, vectors, refs, label, **kwargs) -> dict:
-        runs = {}
-        for qid, text in tqdm(query_items, desc=label, file=self.stderr, disable=None, leave=False):
-            result = search(text, namespace, limit=3 * QUALITY_DOCUMENTS, log=False,
-                            query_vector=vectors[qid], **kwargs)
-            ranked = list(dict.fromkeys(refs[hit.document_id] for hit in result.hits))
-            runs[qid] = ranked[:QUALITY_DOCUMENTS]
+    def quality(self, query_items, qrels, namespace, vectors, label, **kwargs) -> dict:
+        self.log(f"{label} ...")
+        runs = judged_runs(namespace, dict(query_items), vectors=vectors, depth=QUALITY_DOCUMENTS, **kwargs)
         self.per_query[label] = per_query_ndcg(runs, qrels)
         return evaluate(runs, qrels)
+
+    def fitted_quality(self, corpus_name: str, query_items, qrels, namespace, vectors) -> dict:
+        """The full ranker as the product runs it here: with the lexical weight fitted to this
+        corpus's judgements (stored as the namespace's calibration), each query scored with the
+        weight fitted on the other folds. The default weights are reported beside it."""
+        with tqdm(total=len(WEIGHT_GRID), desc="fit fusion weight", file=self.stderr, disable=None) as bar:
+            def progress(done, total):
+                bar.n = done
+                bar.refresh()
+
+            calibration = fit_namespace(namespace, dict(query_items), qrels, vectors=vectors, progress=progress,
+                                        fitted_on=f"benchmark {corpus_name} qrels, {FOLDS}-fold cross-validated")
+        held_out = calibration.held_out_runs()
+        self.per_query["full ranker"] = per_query_ndcg(held_out, qrels)
+        fit = calibration.fit
+        return {**evaluate(held_out, qrels),
+                "default_weights": evaluate(calibration.runs[DEFAULT_LEXICAL_WEIGHT], qrels),
+                "fusion": {"lexical_weight": fit.weight, "fold_weights": list(fit.fold_weights),
+                           "version": calibration.record.version,
+                           "grid": {str(w): evaluate(runs, qrels)["ndcg@10"] for w, runs in calibration.runs.items()}}}
 
     # --- latency --------------------------------------------------------------------------------
     def latency(self, query_items, namespace) -> dict:
@@ -255,12 +283,17 @@ class Command(BaseCommand):
         return report
 
     def print_report(self, report: dict) -> None:
-        rows = ([("full ranker", report)] if "ndcg@10" in report else []) + list(report.get("channels", {}).items())
+        rows = ([("full ranker", report), ("default weights", report["default_weights"])]
+                if "ndcg@10" in report else []) + list(report.get("channels", {}).items())
         rows += [(name, values) for name, values in report.get("rule_effects", {}).items()]
         if rows:
             self.stdout.write(f"\n{'method':<20} {'nDCG@10':>8} {'R@100':>8} {'MRR@10':>8}")
         for name, values in rows:
             self.stdout.write(f"{name:<20} {values['ndcg@10']:>8.4f} {values['recall@100']:>8.4f} {values['mrr@10']:>8.4f}")
+        if "fusion" in report:
+            f = report["fusion"]
+            self.stdout.write(f"fusion weight fitted to the qrels: lexical {f['lexical_weight']} (calibration "
+                              f"v{f['version']}); per fold {f['fold_weights']}; nDCG@10 per grid weight {f['grid']}")
         if "versus_best" in report:
             v = report["versus_best"]
             self.stdout.write(f"full ranker vs {v['method']} (best other method), per query on nDCG@10: {v['wins']} wins, "
@@ -283,6 +316,26 @@ class Command(BaseCommand):
         self.stdout.write(f"ingest: {report.get('ingest_docs_per_s')} docs/s "
                           f"({report.get('ingest_chunks_per_s')} chunks/s; {report.get('ingest_measured')}); "
                           f"raw embedding: {report['embed_docs_per_s']} docs/s{_samples(report)}")
+
+
+    def print_side_by_side(self, reports: list[dict]) -> None:
+        methods = [("full ranker", lambda r: r), ("default weights", lambda r: r.get("default_weights")),
+                   ("vector", lambda r: r.get("channels", {}).get("vector")),
+                   ("lexical", lambda r: r.get("channels", {}).get("lexical")),
+                   ("rrf", lambda r: r.get("channels", {}).get("rrf"))]
+        self.stdout.write("\nside by side, nDCG@10 / R@100:")
+        self.stdout.write(f"{'method':<20}" + "".join(f"{r['corpus']:>22}" for r in reports))
+        for label, pick in methods:
+            cells = []
+            for r in reports:
+                values = pick(r) if "ndcg@10" in r else None
+                cells.append(f"{values['ndcg@10']:.4f} / {values['recall@100']:.4f}" if values else "-")
+            self.stdout.write(f"{label:<20}" + "".join(f"{c:>22}" for c in cells))
+        for r in reports:
+            if "versus_best" in r:
+                v = r["versus_best"]
+                self.stdout.write(f"{r['corpus']}: full ranker vs {v['method']}: {v['wins']} wins, {v['losses']} "
+                                  f"losses, {v['ties']} ties, mean {v['mean_difference']:+.4f}, p = {v['p_value']}")
 
 
 def _samples(report: dict) -> str:

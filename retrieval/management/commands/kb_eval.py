@@ -8,7 +8,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand
 
-from retrieval.eval_runner import junit_xml, run_suite
+from retrieval.eval_runner import METHODS, junit_xml, run_suite
 from retrieval.evals import EvalFileError, parse_suite
 
 
@@ -32,14 +32,16 @@ class Command(BaseCommand):
         parser.add_argument("--namespace", help="Search this namespace instead of the file's")
         parser.add_argument("--json", action="store_true", help="Print the result as JSON")
         parser.add_argument("--junit", help="Also write JUnit XML to this path")
+        parser.add_argument("--method", choices=sorted(METHODS), default="ranker",
+                            help="Search with one channel alone or plain RRF instead of the full ranker")
 
-    def handle(self, *args, file, namespace, json: bool, junit, **options):
+    def handle(self, *args, file, namespace, json: bool, junit, method: str, **options):
         try:
             suite = parse_suite(load_suite_file(Path(file)), namespace=namespace)
         except (EvalFileError, OSError) as exc:
             self.stderr.write(f"kb_eval: {getattr(exc, 'message', exc)}")
             sys.exit(2)
-        result = run_suite(suite)
+        result = run_suite(suite, method=method)
         if junit:
             Path(junit).write_text(junit_xml(result, Path(file).stem), encoding="utf-8")
         if json:

@@ -1,0 +1,87 @@
+"""Fitting a namespace's fusion weight to judged queries, and reading it back for a search.
+
+`judged_runs` searches every judged query with one lexical weight and returns the documents
+found; `fit_namespace` does so for each weight of `fusion.WEIGHT_GRID`, fits and cross-validates
+(`fusion.fit_weight`), and stores the result as the namespace's `FusionCalibration`, so every
+later search there uses it and says so in its explanation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db.models import F
+from django.utils import timezone
+
+from kb.models import Document, FusionCalibration, Namespace
+from retrieval.bench import per_query_ndcg
+from retrieval.fusion import DEFAULT_WEIGHTS, WEIGHT_GRID, Fit, FusionWeights, fit_weight, fitted_reason
+from retrieval.ranker import RankerParams
+
+RANKED_DOCUMENTS = 100
+
+
+def weights_from_row(row: dict) -> FusionWeights:
+    """The weights of a namespace row read with `WEIGHT_FIELDS` (one query with the namespace)."""
+    if row.get("fusion__lexical_weight") is None:
+        return DEFAULT_WEIGHTS
+    return FusionWeights(
+        lexical=row["fusion__lexical_weight"], source="fitted", version=row["fusion__version"],
+        fitted_at=row["fusion__fitted_at"],
+        reason=fitted_reason(row["fusion__lexical_weight"], row["fusion__fitted_on"], row["fusion__queries"],
+                             row["fusion__cross_validated_ndcg"], row["fusion__default_ndcg"],
+                             row["fusion__fitted_at"]),
+    )
+
+
+WEIGHT_FIELDS = ("fusion__lexical_weight", "fusion__version", "fusion__fitted_at", "fusion__fitted_on",
+                 "fusion__queries", "fusion__cross_validated_ndcg", "fusion__default_ndcg")
+
+
+def judged_runs(namespace: str, queries: dict[str, str], *, params: RankerParams | None = None,
+                vectors: dict | None = None, channels=None, fusion: str = "ranker",
+                depth: int = RANKED_DOCUMENTS) -> dict[str, list[str]]:
+    """Per query id, the refs of the documents found, best first (at most `depth`)."""
+    from retrieval.ranker import CHANNELS
+    from retrieval.service import search
+
+    refs = dict(Document.objects.filter(namespace__slug=namespace).values_list("id", "ref"))
+    runs = {}
+    for qid, text in queries.items():
+        result = search(text, namespace, limit=3 * depth, log=False, params=params, fusion=fusion,
+                        channels=channels or CHANNELS, query_vector=(vectors or {}).get(qid))
+        runs[qid] = list(dict.fromkeys(refs[hit.document_id] for hit in result.hits))[:depth]
+    return runs
+
+
+@dataclass(frozen=True)
+class Calibration:
+    fit: Fit
+    runs: dict[float, dict[str, list[str]]]  # per grid weight, per query: the documents found
+    record: FusionCalibration
+
+    def held_out_runs(self) -> dict[str, list[str]]:
+        """Each query's documents under the weight fitted without it: the honest figure."""
+        return {q: self.runs[w][q] for q, w in self.fit.chosen_per_query.items()}
+
+
+def fit_namespace(namespace: str, queries: dict[str, str], judgements: dict[str, dict[str, int]], *,
+                  fitted_on: str, vectors: dict | None = None, progress=None) -> Calibration:
+    """Fit the namespace's lexical weight to judged queries (graded gains per document ref) and
+    store it. `progress(done, total)` is called after each grid weight."""
+    ns = Namespace.objects.get(slug=namespace)
+    judged = {q: text for q, text in queries.items() if q in judgements}
+    runs, scores = {}, {}
+    for done, weight in enumerate(WEIGHT_GRID, start=1):
+        runs[weight] = judged_runs(namespace, judged, params=RankerParams(lexical_weight=weight), vectors=vectors)
+        scores[weight] = per_query_ndcg(runs[weight], {q: judgements[q] for q in judged})
+        if progress:
+            progress(done, len(WEIGHT_GRID))
+    fit = fit_weight(scores)
+    values = dict(lexical_weight=fit.weight, fitted_on=fitted_on[:200], queries=len(judged),
+                  cross_validated_ndcg=round(fit.cross_validated, 4), default_ndcg=round(fit.default_score, 4),
+                  fitted_at=timezone.now())
+    updated = FusionCalibration.objects.filter(namespace=ns).update(version=F("version") + 1, **values)
+    if not updated:
+        FusionCalibration.objects.create(namespace=ns, **values)
+    return Calibration(fit=fit, runs=runs, record=FusionCalibration.objects.get(namespace=ns))

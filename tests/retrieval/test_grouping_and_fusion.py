@@ -1,0 +1,115 @@
+"""Results by document and the fusion weights, through the real service, API and page."""
+
+import re
+
+import pytest
+from django.utils import timezone
+
+from ingest.loaders import LoadedItem
+from ingest.pipeline import IngestPipeline
+from kb.models import FusionCalibration, IngestRun, Namespace, Source
+from retrieval.errors import InvalidQuery
+from retrieval.service import search
+from tests.retrieval.test_channels import CORPUS, ingest
+
+pytestmark = pytest.mark.django_db
+
+SECTIONS = {
+    "watering": "Water pumpkins deeply once a week; the roots go down far and shallow watering keeps them weak.",
+    "soil": "Pumpkins want rich soil with plenty of compost dug in before planting, and full sun all day.",
+    "harvest": "Harvest pumpkins when the rind is hard and the stem has dried; cure them in the sun for a week.",
+}
+
+
+def guide(namespace):
+    """One markdown page with three sections, beside the six one-passage documents."""
+    source = Source.objects.create(namespace=namespace, name="guide", kind="text", text="x")
+    body = "# Pumpkin growing guide\n\n" + "\n\n".join(
+        f"## {name.title()} {{#{name}}}\n\n{text} " * 1 for name, text in SECTIONS.items())
+    run = IngestPipeline(IngestRun.objects.create(source=source)).execute(
+        [LoadedItem(ref="guide.md", body=body.encode(), media_type="text/markdown", path="guide.md")])
+    assert run.status == "succeeded", run.error
+
+
+@pytest.fixture
+def corpus():
+    namespace, _ = ingest("grouped", CORPUS)
+    guide(namespace)
+    return namespace
+
+
+def test_group_by_document_counts_documents_and_keeps_the_best_sections(corpus):
+    flat = search("how to grow pumpkins: watering, soil and harvest", "grouped", limit=10)
+    guide_hits = [h for h in flat.hits if h.title == "Pumpkin growing guide"]
+    assert len(guide_hits) >= 2  # the page answers with several of its sections
+
+    grouped = search("how to grow pumpkins: watering, soil and harvest", "grouped", limit=2, group="document")
+    assert grouped.grouped and len(grouped.documents) == 2  # limit counts documents
+    assert len({d.document_id for d in grouped.documents}) == 2
+    page = next(d for d in grouped.documents if d.title == "Pumpkin growing guide")
+    assert [s.anchor for s in page.sections] == [h.anchor for h in guide_hits][:3]  # best first
+    assert {s.anchor for s in page.sections} <= set(SECTIONS)
+    assert page.score == page.sections[0].score  # the document's score is its best section's
+    assert page.citation_url == page.sections[0].citation_url.split("#")[0]
+    # documents keep the chunk ranking's order
+    order = list(dict.fromkeys(h.document_id for h in flat.hits))
+    assert [d.document_id for d in grouped.documents] == order[:2]
+    # the tiers read the same list
+    assert [d.document_id for d in grouped.suggested] == [d.document_id for d in grouped.documents][:3]
+
+
+def test_unknown_grouping_is_a_stable_error(corpus):
+    with pytest.raises(InvalidQuery) as caught:
+        search("pumpkin", "grouped", group="section")
+    assert caught.value.code == "SEARCH_INVALID_GROUP"
+
+
+def test_api_group_document_and_fusion_in_the_explanation(corpus, client, django_user_model):
+    client.force_login(django_user_model.objects.create_user("staff", is_staff=True, is_superuser=True))
+    response = client.get("/api/search", {"query": "pumpkin watering", "namespace": "grouped", "limit": 2,
+                                          "group": "document", "explain": True})
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["grouped"] and len(body["documents"]) == 2
+    first = body["documents"][0]
+    assert first["score_rule"].startswith("the document's score is its best section")
+    assert first["sections"][0]["explanation"]["base_channel"] == "fused"
+    assert first["sections"][0]["explanation"]["vector_z"] is not None
+    fusion = body["summary"]["fusion"]
+    assert (fusion["vector"], fusion["lexical"], fusion["source"]) == (0.5, 0.5, "default")
+    assert "no judged queries" in fusion["reason"]
+    flat = client.get("/api/search", {"query": "pumpkin watering", "namespace": "grouped"}).json()
+    assert flat["grouped"] is False and flat["documents"] is None
+    bad = client.get("/api/search", {"query": "pumpkin", "namespace": "grouped", "group": "page"})
+    assert bad.status_code == 422
+
+
+def test_a_fitted_calibration_sets_the_weights_and_says_so(corpus):
+    default = search("pumpkin soup", "grouped", limit=5)
+    assert default.fusion.source == "default" and default.summary.lexical_weight == pytest.approx(0.5)
+    FusionCalibration.objects.create(namespace=corpus, lexical_weight=0.0, fitted_on="eval suite garden",
+                                     queries=12, cross_validated_ndcg=0.81, default_ndcg=0.74, version=3,
+                                     fitted_at=timezone.now())
+    fitted = search("pumpkin soup", "grouped", limit=5)
+    assert fitted.fusion.source == "fitted" and fitted.fusion.version == 3
+    assert fitted.fusion.lexical == 0.0 and fitted.summary.lexical_weight == 0.0
+    assert "12 judged queries (eval suite garden)" in fitted.fusion.reason and "0.810" in fitted.fusion.reason
+    # weight 0: the base is the cosine itself, whatever the words say
+    assert all(h.details.base == pytest.approx(max(h.cosine, 1e-6)) for h in fitted.hits)
+    other, _ = ingest("other-tenant", {"x": ("Pumpkin soup", "Roast the pumpkin.")})
+    assert search("pumpkin soup", "other-tenant").fusion.source == "default"  # per namespace
+
+
+def test_page_groups_by_document_by_default_and_shows_the_weights(corpus, client):
+    Namespace.objects.filter(pk=corpus.pk).update(is_public=True)
+    page = client.get("/", {"q": "how to grow pumpkins: watering, soil and harvest", "namespace": "grouped"})
+    html = page.content.decode()
+    assert page.status_code == 200
+    titles = re.findall(r'<h3><a href="[^"]*">([^<]*)</a></h3>', html)
+    assert titles and len(titles) == len(set(titles))  # one result per document
+    assert "by document" in html and 'class="sections"' in html
+    assert "Meaning weighs 0.50 and words 0.50" in html
+    flat = client.get("/", {"q": "how to grow pumpkins: watering, soil and harvest", "namespace": "grouped",
+                            "group": "chunk"}).content.decode()
+    assert "by document" not in flat
+    assert flat.count('<li class="result">') > html.count('<li class="result">')
