@@ -132,7 +132,7 @@ def search(query: str, namespace: str, *, filters: Filters = Filters(), limit: i
     if params.lexical_weight is not None:
         weights = FusionWeights(params.lexical_weight, "requested", "set by the caller for this search")
     params = RankerParams(**{**params.__dict__, "limit": limit, "lexical_weight": weights.lexical})
-    depth = min(1000, max(100, 2 * limit))
+    depth = min(1000, max(100, 2 * (documents_wanted or limit)))  # grouped: sections come from the same pool
     features = analyse(query)
     timings: dict[str, float] = {}
 
