@@ -11,8 +11,8 @@ Format, version 1:
 
 `sourceIncludes` / `notSourceIncludes` take a string or a list (any of), matched
 case-insensitively against each result's citation URL and source name; `anchor` against the
-chunks' anchors; `minScore` against the top result's score (its best single-channel score,
-0 to 1). `relevant` document refs turn on recall@k and MRR for the case.
+chunks' anchors; `minScore` against the top result's base score (meaning and words fused, in
+cosine units; see retrieval/ranker.py). `relevant` document refs turn on recall@k and MRR for the case.
 """
 
 from __future__ import annotations

@@ -181,10 +181,12 @@ def rank(candidates: Sequence[Candidate], params: RankerParams = RankerParams(),
     the query the best lexical hit covers (`words_weight`)."""
     params.validate()
     by_key = {c.key: c for c in candidates}
-    stats = pooled_when_flat(channel_stats(candidates), candidates)
+    own = channel_stats(candidates)
+    stats = pooled_when_flat(own, candidates)
+    cap = _vector_top_z(stats) if stats is not own else None
     weight = words_weight(DEFAULT_LEXICAL_WEIGHT if params.lexical_weight is None else params.lexical_weight,
                           stats, query_idf)
-    scored = [_score(c, params, stats, weight) for c in candidates]
+    scored = [_score(c, params, stats, weight, cap) for c in candidates]
 
     dropped: list[ScoreDetails] = []
     pool = []
@@ -255,8 +257,8 @@ def pooled_when_flat(stats: dict[str, tuple[float, float, float]],
                      candidates: Sequence[Candidate]) -> dict[str, tuple[float, float, float]]:
     """A lexical list without spread (one hit, or all hits equal) is calibrated over the whole
     candidate pool instead, where every candidate outside it scores BM25 0: a word found in one
-    passage is rare and says much (a hit among n candidates stands sqrt(n - 1) deviations out),
-    a word found equally in a third of them says little (1.4 deviations)."""
+    passage stands out (up to the cap in `fuse`), a word found equally in a third of them says
+    little (1.4 deviations)."""
     lexical = stats.get(LEXICAL)
     if lexical is None or lexical[2] > 0 or VECTOR not in stats:
         return stats
@@ -289,7 +291,8 @@ class Fused:
     score: float
 
 
-def fuse(candidate: Candidate, stats: dict[str, tuple[float, float, float]], lexical_weight: float) -> Fused | None:
+def fuse(candidate: Candidate, stats: dict[str, tuple[float, float, float]], lexical_weight: float,
+         lexical_cap: float | None = None) -> Fused | None:
     """Convex combination of the vector and lexical z-scores, in cosine units.
 
     Both z-scores are read from this query's lists (their first 100 hits), so neither channel wins
@@ -297,8 +300,10 @@ def fuse(candidate: Candidate, stats: dict[str, tuple[float, float, float]], lex
     cosine is known for every candidate, so a lexical hit with a near-zero cosine has a strongly
     negative vector z: one common matched word cannot lift it over strong meaning matches. A
     candidate outside the lexical list matched fewer query terms, scored as BM25 0. A lexical list
-    without spread is calibrated over the candidate pool (`pooled_when_flat`); when even that has
-    none, words drop out of the combination.
+    without spread is calibrated over the candidate pool (`pooled_when_flat`), and its z-score is
+    capped at `lexical_cap`, the vector list's best z: a hit's standing in a pool grows with the
+    pool's size (sqrt(n - 1)), which is not evidence. When even the pool has no spread, words drop
+    out of the combination.
     None when there is no vector signal (the vector channel is off)."""
     vector = stats.get(VECTOR)
     cosine = candidate.cosine if candidate.cosine is not None else getattr(candidate.hits.get(VECTOR), "raw", None)
@@ -313,6 +318,8 @@ def fuse(candidate: Candidate, stats: dict[str, tuple[float, float, float]], lex
     if lexical is not None and lexical[2] > 0:
         hit = candidate.hits.get(LEXICAL)
         lexical_z = ((hit.raw if hit else 0.0) - lexical[1]) / lexical[2]
+        if lexical_cap is not None:
+            lexical_z = min(lexical_z, lexical_cap)
     fused_z = vector_z if lexical_z is None else (1 - lexical_weight) * vector_z + lexical_weight * lexical_z
     return Fused(vector_z, lexical_z, max(vector_mean + fused_z * vector_std, 1e-6))
 
@@ -336,13 +343,19 @@ def words_weight(lexical_weight: float, stats: dict[str, tuple[float, float, flo
     return lexical_weight * min(1.0, 2 * max(stats[LEXICAL][0], 0.0) / query_idf)
 
 
-def _score(candidate: Candidate, params: RankerParams, stats, lexical_weight: float) -> ScoreDetails:
+def _vector_top_z(stats: dict[str, tuple[float, float, float]]) -> float | None:
+    top, mean, std = stats[VECTOR]
+    return (top - mean) / std if std > 0 else None
+
+
+def _score(candidate: Candidate, params: RankerParams, stats, lexical_weight: float,
+           lexical_cap: float | None) -> ScoreDetails:
     channels = {}
     for name in CHANNELS:
         hit = candidate.hits.get(name)
         if hit is not None:
             channels[name] = ChannelScore(hit.rank, hit.raw, channel_score(name, hit, stats, params))
-    fused = fuse(candidate, stats, lexical_weight)
+    fused = fuse(candidate, stats, lexical_weight, lexical_cap)
     scores = [(n, s.score) for n, s in channels.items() if fused is None or n not in (VECTOR, LEXICAL, NAMES)]
     if fused is not None:
         scores.append((FUSED, fused.score))
