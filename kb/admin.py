@@ -21,6 +21,7 @@ from kb.auth import issue_secret, staff_principal
 from kb import models
 from retrieval.eval_runner import run_recorded
 from retrieval.evals import EvalFileError, parse_suite
+from retrieval.fusion import DEFAULT_WEIGHTS
 
 
 class NamespaceScoped(admin.ModelAdmin):
@@ -86,16 +87,38 @@ class NamespaceMembershipAdmin(SuperuserOnly):
 @admin.register(models.Namespace)
 class NamespaceAdmin(NamespaceScoped):
     namespace_field = ""
-    list_display = ["slug", "title", "is_public", "source_count", "created_at"]
+    list_display = ["slug", "title", "is_public", "source_count", "fusion_weights", "created_at"]
     list_filter = ["is_public"]
     search_fields = ["slug", "title"]
+    readonly_fields = ["fusion_weights"]
 
     def get_queryset(self, request):
-        return super().get_queryset(request).annotate(_sources=Count("sources"))
+        return super().get_queryset(request).annotate(_sources=Count("sources")).select_related("fusion")
+
+    @admin.display(description="fusion weights (meaning / words)")
+    def fusion_weights(self, obj):
+        calibration = getattr(obj, "fusion", None) if obj.pk else None
+        if calibration is None:
+            return f"{DEFAULT_WEIGHTS.vector:g} / {DEFAULT_WEIGHTS.lexical:g} (default: no judged queries fitted)"
+        return (f"{1 - calibration.lexical_weight:g} / {calibration.lexical_weight:g} (fitted "
+                f"{calibration.fitted_at:%Y-%m-%d} to {calibration.fitted_on}, v{calibration.version})")
 
     @admin.display(description="sources", ordering="_sources")
     def source_count(self, obj):
         return obj._sources
+
+
+@admin.register(models.FusionCalibration)
+class FusionCalibrationAdmin(NamespaceScoped):
+    """Fitted by `kb_bench` or `kb_eval --fit`, never typed in; deleting one returns the
+    namespace to the default weights."""
+
+    list_display = ["namespace", "lexical_weight", "fitted_on", "queries", "cross_validated_ndcg",
+                    "default_ndcg", "version", "fitted_at"]
+    readonly_fields = list_display
+
+    def has_add_permission(self, request):
+        return False
 
 
 class IngestRunInline(admin.TabularInline):

@@ -85,3 +85,19 @@ def fit_namespace(namespace: str, queries: dict[str, str], judgements: dict[str,
     if not updated:
         FusionCalibration.objects.create(namespace=ns, **values)
     return Calibration(fit=fit, runs=runs, record=FusionCalibration.objects.get(namespace=ns))
+
+
+def suite_judgements(suite) -> tuple[str, dict[str, str], dict[str, dict[str, int]]]:
+    """The namespace, questions and judgements (each `relevant` ref gains 1) of an eval suite's
+    cases that name relevant documents; a fit needs them all in one namespace."""
+    from retrieval.evals import EvalFileError
+
+    judged = [case for case in suite.cases if case.expect.relevant]
+    namespaces = {case.namespace for case in judged}
+    if not judged:
+        raise EvalFileError("No case names `relevant` documents: there is nothing to fit the weights to.")
+    if len(namespaces) > 1:
+        raise EvalFileError(f"The judged cases search {len(namespaces)} namespaces; a fit is per namespace.",
+                            details={"namespaces": sorted(namespaces)})
+    return (namespaces.pop(), {case.id: case.question for case in judged},
+            {case.id: {ref: 1 for ref in case.expect.relevant} for case in judged})

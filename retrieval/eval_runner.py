@@ -61,8 +61,9 @@ def junit_xml(result: SuiteResult, suite_name: str = "kb-eval") -> str:
     return ElementTree.tostring(ElementTree.ElementTree(suite).getroot(), encoding="unicode", xml_declaration=True)
 
 
-def run_recorded(suite_record) -> "EvalRun":
-    """Run a stored suite and keep the result in its history (the admin's regression view)."""
+def run_recorded(suite_record):
+    """Run a stored suite and keep the result in its history (the admin's regression view);
+    returns the new EvalRun."""
     from kb.models import EvalRun
     from retrieval.evals import parse_suite
 

@@ -85,8 +85,8 @@ def test_llms_source_parses_links(web, fetcher):
 
 def test_crawl_is_breadth_first_bounded_same_origin_and_honours_robots(web, fetcher):
     web.routes["/robots.txt"] = Route(b"User-agent: *\nDisallow: /private\n", 200, {"Content-Type": "text/plain"})
-    web.page("/", f'<a href="/l1a">a</a> <a href="/l1b">b</a> <a href="/private/x">p</a> '
-                  f'<a href="https://other.invalid/x">ext</a> <a href="/logo.png">img</a>')
+    web.page("/", '<a href="/l1a">a</a> <a href="/l1b">b</a> <a href="/private/x">p</a> '
+                  '<a href="https://other.invalid/x">ext</a> <a href="/logo.png">img</a>')
     web.page("/l1a", '<a href="/l2">deeper</a> <a href="/">home</a>')
     web.page("/l1b", "<p>b</p>")
     web.page("/l2", '<a href="/l3">deepest</a>')

@@ -218,3 +218,31 @@ def test_admin_highlights_cases_that_regressed(corpus, client):
     assert "regressed since the previous run: soup-doc" in response.content.decode()
     page = client.get(reverse("admin:kb_evalrun_change", args=[second.pk])).content.decode()
     assert 'class="kb-regressed"' in page and "REGRESSED" in page
+
+
+def test_kb_eval_fit_stores_the_namespace_weight_and_searches_say_so(transactional_db, tmp_path):
+    from kb.models import FusionCalibration
+    from retrieval.service import search
+
+    ingest("tenant:a", CORPUS)
+    questions = {"soup": ("pumpkin soup with cream", "pumpkin"), "grow": ("how to grow pumpkins", "garden"),
+                 "qwen": ("what is new in the latest Qwen", "qwen38"), "llama": ("quantize llama weights", "llama"),
+                 "refused": ("connection refused error", "errors")}
+    suite = {"version": 1, "defaults": {"namespace": "tenant:a", "topK": 3},
+             "cases": [{"id": key, "question": question, "expect": {"relevant": [ref]}}
+                       for key, (question, ref) in questions.items()]}
+    path = tmp_path / "judged.json"
+    path.write_text(json.dumps(suite))
+    fitted = _kb_eval(str(path), "--fit")
+    assert fitted.returncode == 0, fitted.stdout + fitted.stderr
+    record = FusionCalibration.objects.get(namespace__slug="tenant:a")
+    assert record.queries == 5 and record.fitted_on == "eval suite judged.json" and record.version == 1
+    assert f"lexical weight {record.lexical_weight} (v1) on 5 judged cases" in fitted.stdout
+    weights = search("pumpkin", "tenant:a", log=False).fusion
+    assert weights.source == "fitted" and "5 judged queries (eval suite judged.json)" in weights.reason
+
+    unjudged = tmp_path / "unjudged.json"
+    unjudged.write_text(json.dumps({"version": 1, "defaults": {"namespace": "tenant:a"}, "cases": [
+        {"id": "soup", "question": "pumpkin soup", "expect": {"sourceIncludes": "corpus"}}]}))
+    refused = _kb_eval(str(unjudged), "--fit")
+    assert refused.returncode == 2 and "nothing to fit" in refused.stderr

@@ -8,7 +8,6 @@ and ingest throughput next to the model's raw embedding throughput measured in t
 
 from __future__ import annotations
 
-import json
 import time
 
 from django.core.management.base import BaseCommand, CommandError

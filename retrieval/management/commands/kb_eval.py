@@ -8,11 +8,13 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand
 
+from retrieval.calibration import fit_namespace, suite_judgements
 from retrieval.eval_runner import METHODS, junit_xml, run_suite
 from retrieval.evals import EvalFileError, parse_suite
 
 
 def load_suite_file(path: Path):
+    """The suite file's data: JSON, or YAML by its suffix."""
     text = path.read_text(encoding="utf-8")
     if path.suffix.lower() in (".yaml", ".yml"):
         import yaml  # PyYAML comes with the embedding stack (huggingface-hub)
@@ -32,15 +34,24 @@ class Command(BaseCommand):
         parser.add_argument("--namespace", help="Search this namespace instead of the file's")
         parser.add_argument("--json", action="store_true", help="Print the result as JSON")
         parser.add_argument("--junit", help="Also write JUnit XML to this path")
+        parser.add_argument("--fit", action="store_true",
+                            help="Fit the namespace's fusion weight to the cases' `relevant` documents "
+                                 "(5-fold cross-validated), store it, then run the suite")
         parser.add_argument("--method", choices=sorted(METHODS), default="ranker",
                             help="Search with one channel alone or plain RRF instead of the full ranker")
 
-    def handle(self, *args, file, namespace, json: bool, junit, method: str, **options):
+    def handle(self, *args, file, namespace, json: bool, junit, method: str, fit: bool, **options):
         try:
             suite = parse_suite(load_suite_file(Path(file)), namespace=namespace)
         except (EvalFileError, OSError) as exc:
             self.stderr.write(f"kb_eval: {getattr(exc, 'message', exc)}")
             sys.exit(2)
+        if fit:
+            try:
+                self.fit(suite, Path(file).name)
+            except EvalFileError as exc:
+                self.stderr.write(f"kb_eval: {exc.message}")
+                sys.exit(2)
         result = run_suite(suite, method=method)
         if junit:
             Path(junit).write_text(junit_xml(result, Path(file).stem), encoding="utf-8")
@@ -59,3 +70,11 @@ class Command(BaseCommand):
             self.stdout.write(f"{result.passed} passed, {result.failed} failed")
         if result.failed:
             sys.exit(1)
+
+    def fit(self, suite, name: str) -> None:
+        namespace, questions, judgements = suite_judgements(suite)
+        calibration = fit_namespace(namespace, questions, judgements, fitted_on=f"eval suite {name}")
+        record = calibration.record
+        self.stdout.write(f"fitted {namespace}: lexical weight {record.lexical_weight} (v{record.version}) on "
+                          f"{record.queries} judged cases; nDCG@10 {record.cross_validated_ndcg:.3f} "
+                          f"cross-validated, {record.default_ndcg:.3f} with the default")
