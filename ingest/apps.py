@@ -1,5 +1,10 @@
+import logging
+
 from django.apps import AppConfig
 from django.db.models.signals import post_migrate
+
+
+logger = logging.getLogger(__name__)
 
 
 class IngestConfig(AppConfig):
@@ -8,6 +13,27 @@ class IngestConfig(AppConfig):
 
     def ready(self):
         post_migrate.connect(_schedule_watchdog, sender=self)
+        _warm_model()
+
+
+def _warm_model() -> None:
+    """With KB_WARM_MODEL set (scripts/run sets it for its web server and worker), load the
+    model before the process serves anything. A model that cannot load is logged and left to
+    the first search or ingest, which reports it with its stable error code."""
+    from kb.conf import kb_settings
+
+    path = kb_settings().warm_model
+    if not path:
+        return
+    from ingest.embed import warm_up
+    from kb.errors import KBError
+
+    try:
+        seconds = warm_up(path)
+    except (KBError, OSError, RuntimeError):
+        logger.exception("KB_WARM_MODEL=%s: the model did not load at start-up", path)
+        return
+    logger.info("KB_WARM_MODEL=%s: model ready in %.1f s", path, seconds)
 
 
 def _schedule_watchdog(**kwargs):

@@ -268,6 +268,19 @@ def get_embedder() -> Embedder:
     return factory()
 
 
+def warm_up(path: str) -> float:
+    """Load the model and run it once on the path this process will use (`query` for a web
+    server, `documents` for a worker), so the first real search or ingest does not pay the
+    load; returns the seconds it took. Called from IngestConfig.ready when KB_WARM_MODEL is set."""
+    started = time.perf_counter()
+    embedder = get_embedder()
+    if path == "query":
+        embedder.embed_query("warm-up")
+    elif path == "documents":
+        embedder.embed_documents(["warm-up"])
+    return time.perf_counter() - started
+
+
 def check_embedder_dimension(embedder: Embedder, column_dimension: int | None = None) -> None:
     """Stop with a clear error when vectors would not fit the embedding column."""
     expected = column_dimension or kb_settings().embedding_dim

@@ -43,6 +43,7 @@ class KBSettings:
     vector_index_min_chunks: int = 2000
     embedding_query_runtime: str = "onnx"
     model_cache_dir: Path | None = None
+    warm_model: str = ""  # which path of the embedder a process loads at start: query, documents or none
 
 
 @functools.cache
@@ -74,6 +75,7 @@ def kb_settings() -> KBSettings:
         vector_index_min_chunks=settings.KB_VECTOR_INDEX_MIN_CHUNKS,
         embedding_query_runtime=settings.KB_EMBEDDING_QUERY_RUNTIME.strip().lower(),
         model_cache_dir=Path(settings.KB_MODEL_CACHE_DIR),
+        warm_model=settings.KB_WARM_MODEL.strip().lower(),
     )
     _validate(conf)
     return conf
@@ -99,6 +101,11 @@ def _validate(conf: KBSettings) -> None:
         raise ConfigurationError(
             f"KB_EMBEDDING_QUERY_RUNTIME must be 'onnx' or 'torch', got {conf.embedding_query_runtime!r}.",
             details={"setting": "KB_EMBEDDING_QUERY_RUNTIME"},
+        )
+    if conf.warm_model not in ("", "query", "documents"):
+        raise ConfigurationError(
+            f"KB_WARM_MODEL must be 'query', 'documents' or empty, got {conf.warm_model!r}.",
+            details={"setting": "KB_WARM_MODEL"},
         )
     if conf.vector_index_min_chunks < 1:
         raise ConfigurationError(

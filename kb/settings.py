@@ -163,6 +163,7 @@ KB_EMBEDDINGS_API_KEY = os.environ.get("KB_EMBEDDINGS_API_KEY", "")
 # the local model answers single queries through an ONNX Runtime export of itself ("onnx",
 # verified against PyTorch at load, falling back to it) or through PyTorch directly ("torch")
 KB_EMBEDDING_QUERY_RUNTIME = os.environ.get("KB_EMBEDDING_QUERY_RUNTIME", "onnx")
+KB_WARM_MODEL = os.environ.get("KB_WARM_MODEL", "")  # query | documents | "" (see ingest/embed.py: warm_up)
 KB_MODEL_CACHE_DIR = Path(os.environ.get("KB_MODEL_CACHE_DIR", KB_DATA_DIR / "models")).resolve()
 KB_FETCH_ALLOWED_PRIVATE = [
     h.strip() for h in os.environ.get("KB_FETCH_ALLOWED_PRIVATE", "").split(",") if h.strip()
@@ -197,5 +198,6 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("KB_LOG_LEVEL", "WARNING")},
-    "loggers": {"kb": {"level": os.environ.get("KB_LOG_LEVEL", "INFO"), "propagate": True}},
+    "loggers": {app: {"level": os.environ.get("KB_LOG_LEVEL", "INFO"), "propagate": True}
+                for app in ("kb", "ingest", "retrieval", "capabilities")},
 }

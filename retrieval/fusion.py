@@ -63,7 +63,8 @@ def fit_weight(scores: dict[float, dict[str, float]], folds: int = FOLDS) -> Fit
     fold_weights = []
     for fold in range(folds):
         test = set(queries[fold::folds])
-        weight = _best(scores, [q for q in queries if q not in test] or queries)
+        training = [q for q in queries if q not in test]
+        weight = _best(scores, training) if training else DEFAULT_LEXICAL_WEIGHT  # never its own fit
         fold_weights.append(weight)
         held_out.update({q: weight for q in test})
     return Fit(

@@ -43,6 +43,9 @@ def test_kb_run_serves_app_and_worker_then_stops_on_ctrl_c(transactional_db):
     assert proc.returncode == 0, output
     assert re.search(r"admin login\s+admin / \S{12,}\s+\(shown once", output)
     assert "stopping web server and worker" in output
+    # the web server loads the model for queries before the banner, so the first search is warm
+    assert output.index("KB_WARM_MODEL=query: model ready") < output.index("Knowledge base running at")
+    assert "KB_WARM_MODEL=documents: model ready" in output  # the worker, for ingest
     children = subprocess.run(["pgrep", "-f", f"runserver --noreload 127.0.0.1:{port}"], capture_output=True)
     assert children.returncode == 1, "the web server outlived Ctrl-C"
 

@@ -36,3 +36,10 @@ def test_ties_go_to_the_default_weight():
 def test_no_queries_is_an_error():
     with pytest.raises(ValueError):
         fit_weight({w: {} for w in WEIGHT_GRID})
+
+
+def test_a_single_judged_query_is_scored_with_the_default_not_its_own_fit():
+    scores = grid({"only": 1.0})
+    fit = fit_weight(scores)
+    assert fit.weight == 1.0  # what the namespace will use
+    assert fit.chosen_per_query == {"only": DEFAULT_LEXICAL_WEIGHT} and fit.cross_validated == 0.0

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 
 from django.conf import settings
 from django.core.management import call_command
@@ -14,6 +17,23 @@ from django.db import connection
 
 from kb.bootstrap import ensure_admin_user
 from kb.embedded_db import prune_dead_handles
+
+
+SERVER_START_SECONDS = 180
+
+
+def _wait_until_serving(url: str, server: subprocess.Popen) -> bool:
+    """True once `url` answers (any HTTP status), False if the server exits or never answers."""
+    deadline = time.monotonic() + SERVER_START_SECONDS
+    while time.monotonic() < deadline and server.poll() is None:
+        try:
+            urllib.request.urlopen(url, timeout=2)  # noqa: S310 (our own loopback server)
+            return True
+        except urllib.error.HTTPError:
+            return True  # it answered: 503 while the worker starts is still serving
+        except (urllib.error.URLError, OSError):
+            time.sleep(0.25)
+    return False
 
 
 class Command(BaseCommand):
@@ -38,12 +58,19 @@ class Command(BaseCommand):
         connection.close()
 
         base = f"http://{host}:{port}"
+        # each child loads the model for the path it uses before it serves (KB_WARM_MODEL), and the
+        # banner waits for the web server, so the first search is as fast as the ones after it
         children = [
-            subprocess.Popen([sys.executable, "manage.py", "qcluster"]),
+            subprocess.Popen([sys.executable, "manage.py", "qcluster"],
+                             env={**os.environ, "KB_WARM_MODEL": "documents"}),
             subprocess.Popen(
-                [sys.executable, "manage.py", "runserver", "--noreload", f"{host}:{port}"]
+                [sys.executable, "manage.py", "runserver", "--noreload", f"{host}:{port}"],
+                env={**os.environ, "KB_WARM_MODEL": "query"},
             ),
         ]
+        self.stdout.write("==> loading the model in the web server and the worker")
+        if not _wait_until_serving(f"{base}/healthz", children[1]):
+            self.stderr.write("The web server did not start; see its output above.")
         self.stdout.write(self.style.SUCCESS(f"\nKnowledge base running at {base}/"))
         self.stdout.write(f"  search page   {base}/")
         self.stdout.write(f"  admin         {base}/admin/")
