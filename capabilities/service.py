@@ -84,7 +84,8 @@ class CapabilityResult:
     static_revision_by_provider: dict[str, str] = field(default_factory=dict)
 
 
-def retrieve_capabilities(principal: Principal, text: str, provider_ids: list[str], limit: int = 10) -> CapabilityResult:
+def retrieve_capabilities(principal: Principal, text: str, provider_ids: list[str],
+                          limit: int = 10) -> CapabilityResult:
     text = validate_query(text, limit)
     if not provider_ids:
         raise ValidationFailed("provider_ids must name at least one provider.", details={"field": "provider_ids"})

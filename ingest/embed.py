@@ -70,7 +70,8 @@ class SentenceTransformerEmbedder:
         self.batch_size = batch_size
         self.device = device
         self.dimension = sentence_transformer_dimension(self.model_path)
-        self.document_threads = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        self.document_threads = max(1, cores)
         self.query_runtime = query_runtime
         self.cache_dir = cache_dir
         self._model = None

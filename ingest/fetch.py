@@ -68,7 +68,8 @@ def allow_rules_from_settings(entries) -> tuple[AllowRule, ...]:
     try:
         return parse_allow_rules(entries)
     except ValueError as exc:
-        raise ConfigurationError(f"KB_FETCH_ALLOWED_PRIVATE: {exc}.", details={"setting": "KB_FETCH_ALLOWED_PRIVATE"}) from exc
+        raise ConfigurationError(f"KB_FETCH_ALLOWED_PRIVATE: {exc}.",
+                                 details={"setting": "KB_FETCH_ALLOWED_PRIVATE"}) from exc
 
 
 @dataclass(frozen=True)

@@ -149,7 +149,8 @@ class SourceLoader:
             return LoadedItem(ref=url, url=url, not_modified=True, lastmod=lastmod, links=known.links)
         try:
             result = self.fetcher.fetch(
-                url, accept=PAGE_TYPES, etag=known.etag if known else "", last_modified=known.last_modified if known else ""
+                url, accept=PAGE_TYPES, etag=known.etag if known else "",
+                last_modified=known.last_modified if known else "",
             )
         except KBError as exc:
             return LoadedItem(ref=url, url=url, error=exc)

@@ -368,7 +368,8 @@ class IngestPipeline:
             if chunks:
                 pending.append(_Pending(LoadedItem(ref=ref), extracted, _text_hash(content), chunks,
                                         "site boilerplate learned", time.monotonic(),
-                                        state.metadata.get("byte_key", ""), tuple(state.metadata.get("block_keys", ()))))
+                                        state.metadata.get("byte_key", ""),
+                                        tuple(state.metadata.get("block_keys", ()))))
         if pending:
             try:
                 vectors = self.embedder.embed_documents([c.text for p in pending for c in p.chunks])
@@ -464,7 +465,8 @@ class IngestPipeline:
             links = list(item.links or extracted.links)
             metadata = {key: value for key, value in (
                 ("lastmod", item.lastmod), ("links", links), ("url", item.url), ("byte_key", p.byte_key),
-                ("original_type", item.media_type if extracted.page_unit or item.media_type != extracted.media_type else ""),
+                ("original_type",
+                 item.media_type if extracted.page_unit or item.media_type != extracted.media_type else ""),
                 ("page_unit", extracted.page_unit), ("pages", [list(page) for page in extracted.pages]),
                 ("site_anchors", extracted.site_anchors), ("block_keys", list(p.block_keys)),
                 ("pipeline", PIPELINE_VERSION),
@@ -584,7 +586,8 @@ def stored_extraction(state: _State) -> Extracted:
     """A stored document as an extraction, pages included, for re-embedding without a fetch."""
     pages = tuple((int(offset), int(number)) for offset, number in state.metadata.get("pages", ()))
     return Extracted(state.title, state.content, state.media_type, pages=pages,
-                     page_unit=state.metadata.get("page_unit", ""), site_anchors=bool(state.metadata.get("site_anchors")))
+                     page_unit=state.metadata.get("page_unit", ""),
+                     site_anchors=bool(state.metadata.get("site_anchors")))
 
 
 def document_byte_key(body: bytes) -> str:

@@ -200,7 +200,8 @@ class Chunk(models.Model):
     embedding_model = models.CharField(max_length=200, blank=True)
     embed_reason = models.CharField(max_length=32, blank=True)
     text_key = models.CharField(max_length=32, blank=True, help_text="Duplicate key of the text.")
-    body_key = models.CharField(max_length=32, blank=True, help_text="Duplicate key of the text without its breadcrumb.")
+    body_key = models.CharField(max_length=32, blank=True,
+                                help_text="Duplicate key of the text without its breadcrumb.")
     search_vector = models.GeneratedField(
         expression=SearchVector("title", weight="A", config=SEARCH_CONFIG)
         + SearchVector("text", weight="D", config=SEARCH_CONFIG),

@@ -324,7 +324,8 @@ class ChunkRow:
 
 _CANDIDATE_COLUMNS = """c.document_id, c.position, coalesce(nullif(d.path, ''), d.ref), c.is_summary, s.priority,
     extract(epoch FROM coalesce(d.created_at, d.indexed_at))::float8, c.text_key, c.body_key, {embedding}"""
-_NO_CANDIDATE_COLUMNS = "NULL::bigint, NULL::int, NULL::text, NULL::bool, NULL::float8, NULL::float8, NULL::text, NULL::text, NULL::vector"
+_NO_CANDIDATE_COLUMNS = ("NULL::bigint, NULL::int, NULL::text, NULL::bool, NULL::float8, NULL::float8, NULL::text, "
+                         "NULL::text, NULL::vector")
 _CANDIDATE_JOINS = "JOIN kb_document d ON d.id = c.document_id JOIN kb_source s ON s.id = d.source_id"
 
 

@@ -255,7 +255,8 @@ def check_case(case: EvalCase, results: list[ResultView]) -> tuple[list[CheckRes
         else:
             score = top[0].score
             ok = score >= expect.min_score
-            checks.append(CheckResult("minScore", ok, f"top score {score:.2f} {'>=' if ok else '<'} {expect.min_score:.2f}"))
+            relation = ">=" if ok else "<"
+            checks.append(CheckResult("minScore", ok, f"top score {score:.2f} {relation} {expect.min_score:.2f}"))
     recall = mrr = None
     if expect.relevant:
         refs = list(dict.fromkeys(r.document_ref for r in top))

@@ -18,7 +18,7 @@ def snippet(text: str, lexemes: list[str], width: int = SNIPPET_CHARS) -> str:
     Lexemes are stems ('roast' for 'roasting'), so a word matches when it starts with one."""
     body = text.split("\n\n", 1)[1] if "\n\n" in text else text
     body = " ".join(plain_text(body).split())
-    stems = [l for l in lexemes if len(l) >= 2 and re.fullmatch(r"[\w.]+", l)]
+    stems = [lexeme for lexeme in lexemes if len(lexeme) >= 2 and re.fullmatch(r"[\w.]+", lexeme)]
     pattern = re.compile(r"\b(" + "|".join(re.escape(s) for s in stems) + r")\w*", re.I) if stems else None
     start = 0
     if pattern:

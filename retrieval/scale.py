@@ -1,10 +1,10 @@
 """Build a large namespace for the latency scaling run: a benchmark corpus copied N times.
 
 Each copy's documents and chunks are written by SQL (so the postings trigger does its real work;
-the namespace's HNSW index is then built as an ingest run builds it), with the text perturbed (a copy marker and every `copy`-th word dropped) and
-each embedding moved by small Gaussian noise and re-normalised, so copies are near neighbours,
-not exact duplicates. Embedding the copies for real would take hours on a CPU and measure the
-model again, not the search.
+the namespace's HNSW index is then built as an ingest run builds it), with the text perturbed
+(a copy marker and every `copy`-th word dropped) and each embedding moved by small Gaussian
+noise and re-normalised, so copies are near neighbours, not exact duplicates. Embedding the
+copies for real would take hours on a CPU and measure the model again, not the search.
 """
 
 from __future__ import annotations

@@ -53,18 +53,21 @@ def test_search_get_and_post_with_explanations(client, world):
     assert post.json()["results"][0]["explanation"] is None  # explain is opt-in in the payload
 
 
+TEXT_SOURCE = {"name": "n", "kind": "text", "text": "x"}
+
+
 @pytest.mark.parametrize(
     "who, method, path, body, status, code",
     [
         ("none", "get", "/api/search?query=pumpkin&namespace=tenant:a", None, 401, "KB_AUTH_REQUIRED"),
         ("other", "get", "/api/search?query=pumpkin&namespace=tenant:a", None, 403, "KB_FORBIDDEN"),
-        ("read", "post", "/api/sources", {"namespace": "tenant:a", "name": "n", "kind": "text", "text": "x"}, 403, "KB_FORBIDDEN"),
+        ("read", "post", "/api/sources", {"namespace": "tenant:a", **TEXT_SOURCE}, 403, "KB_FORBIDDEN"),
         ("revoked", "get", "/api/search?query=pumpkin&namespace=tenant:a", None, 401, "KB_TOKEN_INVALID"),
         ("garbage", "get", "/api/search?query=pumpkin&namespace=tenant:a", None, 401, "KB_TOKEN_INVALID"),
         ("none", "get", "/api/search?query=pumpkin&namespace=public", None, 200, None),
-        ("none", "post", "/api/sources", {"namespace": "public", "name": "n", "kind": "text", "text": "x"}, 401, "KB_AUTH_REQUIRED"),
-        ("write", "post", "/api/sources", {"namespace": "tenant:a", "name": "n", "kind": "text", "text": "x"}, 201, None),
-        ("write", "post", "/api/sources", {"namespace": "tenant:b", "name": "n", "kind": "text", "text": "x"}, 403, "KB_FORBIDDEN"),
+        ("none", "post", "/api/sources", {"namespace": "public", **TEXT_SOURCE}, 401, "KB_AUTH_REQUIRED"),
+        ("write", "post", "/api/sources", {"namespace": "tenant:a", **TEXT_SOURCE}, 201, None),
+        ("write", "post", "/api/sources", {"namespace": "tenant:b", **TEXT_SOURCE}, 403, "KB_FORBIDDEN"),
     ],
     ids=["no-token", "wrong-namespace", "read-token-writes", "revoked", "garbage-token", "public-anonymous",
          "anonymous-write", "write-token", "write-other-namespace"],
@@ -83,7 +86,7 @@ def test_staff_session_reads_everything_and_writes_only_with_csrf(world):
     client = Client(enforce_csrf_checks=True)
     client.force_login(staff)
     assert client.get("/api/search?query=secret&namespace=tenant:b").status_code == 200
-    refused = call(client, "post", "/api/sources", body={"namespace": "tenant:a", "name": "s", "kind": "text", "text": "x"})
+    refused = call(client, "post", "/api/sources", body={"namespace": "tenant:a", **TEXT_SOURCE, "name": "s"})
     assert refused.status_code == 403 and refused.json()["code"] == "KB_CSRF_FAILED"
     client.get("/admin/")  # renders a form, which sets the CSRF cookie
     ok = call(client, "post", "/api/sources", body={"namespace": "tenant:a", "name": "s", "kind": "text", "text": "x"},
@@ -155,7 +158,8 @@ def test_context_block_escapes_and_deduplicates(client, world):
     from ingest.services import start_ingest
 
     start_ingest(source, sync=True)
-    body = call(client, "post", "/api/context", world["read"], {"query": "pumpkin", "namespace": "tenant:a", "limit": 8}).json()
+    body = call(client, "post", "/api/context", world["read"],
+                {"query": "pumpkin", "namespace": "tenant:a", "limit": 8}).json()
     tag = body["delimiter"]
     assert tag.startswith("kb-passage-") and len(tag) > len("kb-passage-") + 8
     context = body["context"]
@@ -189,10 +193,11 @@ def test_sources_crud_ingest_and_run_progress(client, world):
                    {"namespace": "tenant:a", "name": "notes", "kind": "text", "text": "# Notes\n\nhello"})
     assert created.status_code == 201
     source_id = created.json()["id"]
-    duplicate = call(client, "post", "/api/sources", token, {"namespace": "tenant:a", "name": "notes", "kind": "text", "text": "x"})
+    duplicate = call(client, "post", "/api/sources", token, {"namespace": "tenant:a", **TEXT_SOURCE, "name": "notes"})
     assert duplicate.status_code == 409 and duplicate.json()["code"] == "KB_CONFLICT"
     invalid = call(client, "post", "/api/sources", token,
-                   {"namespace": "tenant:a", "name": "c", "kind": "crawl", "location": "https://x.example/", "options": {"max_depth": 99}})
+                   {"namespace": "tenant:a", "name": "c", "kind": "crawl", "location": "https://x.example/",
+                    "options": {"max_depth": 99}})
     assert invalid.status_code == 422 and "'max_depth' must be between 0 and 10" in invalid.json()["message"]
     updated = call(client, "patch", f"/api/sources/{source_id}", token, {"priority": 0.5})
     assert updated.json()["priority"] == 0.5
@@ -221,7 +226,8 @@ def test_search_page_shows_results_with_explanations_and_escapes(client, world):
     staff = get_user_model().objects.create_user("s", password="pw-123456789", is_staff=True, is_superuser=True)
     client.force_login(staff)
     namespace = Namespace.objects.get(slug="tenant:a")
-    source = Source.objects.create(namespace=namespace, name="x", kind="text", text="# <img src=x onerror=alert(1)>\n\npumpkin xss")
+    source = Source.objects.create(namespace=namespace, name="x", kind="text",
+                                   text="# <img src=x onerror=alert(1)>\n\npumpkin xss")
     from ingest.services import start_ingest
 
     start_ingest(source, sync=True)

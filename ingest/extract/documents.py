@@ -300,7 +300,8 @@ def _pptx(body: bytes, fallback_title: str) -> Extracted:
                 for paragraph in shape.text_frame.paragraphs:
                     text = " ".join("".join(run.text for run in paragraph.runs).split())
                     if text:
-                        builder.add(("  " * paragraph.level) + "- " + text if paragraph.level else _escape_markdown_line(text))
+                        builder.add(("  " * paragraph.level) + "- " + text if paragraph.level
+                                    else _escape_markdown_line(text))
             elif getattr(shape, "has_table", False) and shape.has_table:
                 rows = [[" ".join(cell.text.split()).replace("|", "\\|") for cell in row.cells]
                         for row in shape.table.rows]

@@ -44,6 +44,7 @@ BLOCK_TAGS = {
     "dd", "dt", "details", "summary", "address", "center", "header",
 }
 HEADINGS = {f"h{n}": n for n in range(1, 7)}
+NOT_LINKS = ("javascript:", "data:", "vbscript:", "mailto:")  # hrefs that are not pages to link to
 # documentation generators' content containers, most specific first
 CONTENT_CLASSES = (
     "md-content", "theme-doc-markdown", "rst-content", "markdown-body", "body", "document",
@@ -384,7 +385,7 @@ class _Renderer:
 
     def _remember_link(self, href: str) -> None:
         href = href.strip()
-        if not href or href.startswith("#") or href.lower().startswith(("javascript:", "data:", "vbscript:", "mailto:")):
+        if not href or href.startswith("#") or href.lower().startswith(NOT_LINKS):
             return
         target = urldefrag(urljoin(self.base_url, href) if self.base_url else href)[0]
         if urlsplit(target).scheme in ("http", "https"):

@@ -280,7 +280,8 @@ def test_budgets_are_checked_before_the_backend_is_called(world, use):
     assert code_of(lambda: service.retrieve_knowledge(STAFF, ["billing/refund"], "refund")) == "CG_BUDGET_EXCEEDED"
     assert backends.FailingRetriever.calls == 0
     use(knowledge="none", KB_KNOWLEDGE_MAX_BYTES=10**9)
-    assert code_of(lambda: service.retrieve_knowledge(STAFF, ["billing/refund"], "refund")) == "CG_RETRIEVER_UNCONFIGURED"
+    unconfigured = code_of(lambda: service.retrieve_knowledge(STAFF, ["billing/refund"], "refund"))
+    assert unconfigured == "CG_RETRIEVER_UNCONFIGURED"
 
 
 def test_filters_by_knowledge_id_role_and_locale(world):

@@ -74,7 +74,8 @@ PATHS = {
     "plain_text": plain_text,
     "block_keys": block_keys,
     "markdown extraction": lambda text: extract(text.encode(), "text/markdown"),
-    "html extraction": lambda text: extract(("<html><body><main>" + text + "</main></body></html>").encode(), "text/html"),
+    "html extraction": lambda text: extract(("<html><body><main>" + text + "</main></body></html>").encode(),
+                                            "text/html"),
     "html links": lambda text: page_links(("<body>" + text + '<a href="/x">x</a></body>').encode(), "http://e.com/"),
     "query analysis": lambda text: analyse(normalise_query(text[:4000])),
     "sitemap parsing": lambda text: _sitemap(text),
@@ -84,7 +85,8 @@ PATHS = {
 
 def _sitemap(text: str):
     body = ('<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
-            + "".join(f"<url><loc>http://e.com/{i}</loc><lastmod>{text[:50]}</lastmod></url>" for i in range(len(text) // 100))
+            + "".join(f"<url><loc>http://e.com/{i}</loc><lastmod>{text[:50]}</lastmod></url>"
+                      for i in range(len(text) // 100))
             + "</urlset>").encode()
     try:
         parse_sitemap(body.replace(b"&", b"&amp;").replace(b"<b>", b"").replace(b"</div>", b""), "http://e.com/")

@@ -32,7 +32,8 @@ def test_admin_sign_in_is_throttled_per_address():
     statuses = [client.post("/admin/login/", {"username": "admin", "password": f"guess{i}"}).status_code
                 for i in range(11)]
     assert statuses[:10] == [200] * 10 and statuses[10] == 429
-    assert Client(REMOTE_ADDR="198.51.100.21").post("/admin/login/", {"username": "a", "password": "b"}).status_code == 200
+    other_address = Client(REMOTE_ADDR="198.51.100.21")
+    assert other_address.post("/admin/login/", {"username": "a", "password": "b"}).status_code == 200
 
 
 def test_debug_pages_hide_the_database_url_and_other_secrets(settings):

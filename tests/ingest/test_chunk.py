@@ -43,7 +43,8 @@ def test_sections_anchors_and_breadcrumbs_golden():
         (("Guide", "Install"), "install-1"),
         (("Guide", "Install", "Details & caveats!"), "details--caveats"),
     ]
-    assert chunks[1].text == "Guide > Install\n\n## Install\n\nInstall it with pip.\n\n```python\nimport kb\nkb.setup()\n```"
+    assert chunks[1].text == ("Guide > Install\n\n## Install\n\nInstall it with pip.\n\n"
+                              "```python\nimport kb\nkb.setup()\n```")
     assert [c.position for c in chunks] == [0, 1, 2, 3]
     _assert_offsets(DOC, chunks)
 
@@ -112,7 +113,8 @@ def test_byte_offsets_on_chinese_and_emoji():
 
 
 def test_plain_text_paragraph_sentence_and_hard_cut_with_overlap():
-    text = "First paragraph. It has two sentences.\n\n" + ("x" * 5 + " ") * 120 + "\n\n最后一段。没有空格的中文句子很长很长。"
+    text = ("First paragraph. It has two sentences.\n\n" + ("x" * 5 + " ") * 120
+            + "\n\n最后一段。没有空格的中文句子很长很长。")
     chunks = chunk_text(text, "Notes", ChunkOptions(max_tokens=40, overlap_tokens=8))
     assert chunks[0].text.startswith("Notes\n\nFirst paragraph.")
     assert all(c.heading_path == () and c.anchor == "" for c in chunks)

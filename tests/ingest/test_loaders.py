@@ -130,7 +130,8 @@ def test_text_and_file_loaders():
 def test_sitemap_indexes_fan_out_to_a_bounded_number_of_fetches(web, fetcher):
     from ingest.loaders import MAX_SITEMAP_FETCHES
 
-    sitemaps = "".join(f"<sitemap><loc>{web.url(f'/s{i}.xml')}</loc></sitemap>" for i in range(MAX_SITEMAP_FETCHES + 10))
+    sitemaps = "".join(f"<sitemap><loc>{web.url(f'/s{i}.xml')}</loc></sitemap>"
+                       for i in range(MAX_SITEMAP_FETCHES + 10))
     web.routes["/index.xml"] = Route(f'<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{sitemaps}'
                                      "</sitemapindex>".encode(), 200, {"Content-Type": "application/xml"})
     for i in range(MAX_SITEMAP_FETCHES + 10):

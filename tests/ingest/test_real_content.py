@@ -199,7 +199,8 @@ def test_epub_chapters_in_spine_order():
         archive.writestr("mimetype", "application/epub+zip")
         archive.writestr("META-INF/container.xml", '<?xml version="1.0"?><container version="1.0" '
                          'xmlns="urn:oasis:names:tc:opendocument:xmlns:container"><rootfiles><rootfile '
-                         'full-path="OEBPS/book.opf" media-type="application/oebps-package+xml"/></rootfiles></container>')
+                         'full-path="OEBPS/book.opf" media-type="application/oebps-package+xml"/>'
+                         '</rootfiles></container>')
         archive.writestr("OEBPS/book.opf", '<?xml version="1.0"?><package xmlns="http://www.idpf.org/2007/opf" '
                          'version="3.0"><metadata xmlns:dc="http://purl.org/dc/elements/1.1/"><dc:title>Python '
                          'chapters</dc:title></metadata><manifest><item id="b" href="b.xhtml" media-type='

@@ -48,7 +48,8 @@ def test_hostname_resolving_to_a_private_address_is_refused():
     def resolver(host, port):
         return {"intranet.example": ["93.184.216.34", "10.1.2.3"]}[host]
 
-    with pytest.raises(FetchBlocked, match=r"'intranet.example' resolves to a private-use \(RFC 1918\) address") as caught:
+    private = r"'intranet.example' resolves to a private-use \(RFC 1918\) address"
+    with pytest.raises(FetchBlocked, match=private) as caught:
         resolve_target("https://intranet.example/wiki", resolver=resolver)
     assert "10.1.2.3" not in caught.value.message and "10.1.2.3" not in str(caught.value.details)  # no DNS oracle
 
@@ -60,7 +61,8 @@ def test_public_address_passes_and_is_the_address_connected_to():
 
 def test_allow_list_admits_private_networks_and_hosts():
     assert resolve_target("http://10.0.0.5/", allowed=parse_allow_rules(["10.0.0.0/8"])).address == "10.0.0.5"
-    target = resolve_target("http://wiki.corp/", allowed=parse_allow_rules(["wiki.corp"]), resolver=lambda h, p: ["10.9.9.9"])
+    target = resolve_target("http://wiki.corp/", allowed=parse_allow_rules(["wiki.corp"]),
+                            resolver=lambda h, p: ["10.9.9.9"])
     assert target.address == "10.9.9.9"
 
 

@@ -173,7 +173,8 @@ def test_document_views_serve_the_original_safely_and_only_to_readers(client, na
     original = client.get(f"/documents/{pdf.pk}/original")
     assert original.status_code == 200 and original.content.startswith(b"%PDF")
     assert original["Content-Type"] == "application/pdf" and original["X-Content-Type-Options"] == "nosniff"
-    assert original["Content-Disposition"].startswith("inline") and "default-src 'none'" in original["Content-Security-Policy"]
+    assert original["Content-Disposition"].startswith("inline")
+    assert "default-src 'none'" in original["Content-Security-Policy"]
     served_html = client.get(f"/documents/{html.pk}/original")
     assert served_html["Content-Disposition"].startswith("attachment")
     assert served_html["Content-Type"] == "application/octet-stream"
@@ -198,7 +199,8 @@ def test_page_and_api_show_where_in_the_document_a_passage_is(client, namespace)
     api = client.get("/api/search", {"query": "CAD drawing conventions", "namespace": namespace.slug})
     results = api.json()["results"]
     pdf_hit = next(r for r in results if r["citation_url"].endswith(f"#page={r['page_start']}"))
-    assert pdf_hit["location"] in (f"p. {pdf_hit['page_start']}", f"pp. {pdf_hit['page_start']}\u2013{pdf_hit['page_end']}")
+    pages = (f"p. {pdf_hit['page_start']}", f"pp. {pdf_hit['page_start']}\u2013{pdf_hit['page_end']}")
+    assert pdf_hit["location"] in pages
     page = client.get("/", {"q": "CAD drawing conventions", "namespace": namespace.slug})
     assert f'<span class="location">{pdf_hit["location"]}</span>' in page.content.decode()
     context = client.post("/api/context", data={"query": "CAD drawing conventions", "namespace": namespace.slug},
@@ -213,7 +215,8 @@ def test_admin_takes_many_files_and_a_zip_in_one_save(client, namespace):
         "namespace": namespace.pk, "name": "uploads", "kind": "file", "location": "", "text": "",
         "options": "{}", "enabled": "on", "priority": "0", "refresh_interval": "",
         "files": [SimpleUploadedFile("notes.md", b"# Notes\n\nAdmin upload.\n"),
-                  SimpleUploadedFile("more.zip", _zip({"a/b.md": b"# B\n\nZipped.\n", "c.eml": (REAL / "msg_02.eml").read_bytes()}))],
+                  SimpleUploadedFile("more.zip", _zip({"a/b.md": b"# B\n\nZipped.\n",
+                                                       "c.eml": (REAL / "msg_02.eml").read_bytes()}))],
         "files-TOTAL_FORMS": "0", "files-INITIAL_FORMS": "0", "runs-TOTAL_FORMS": "0", "runs-INITIAL_FORMS": "0",
     })
     assert response.status_code == 302, response.content.decode()[:2000]

@@ -70,14 +70,15 @@ def test_vector_channel_skips_chunks_without_embeddings(corpus):
 
 def test_lexical_channel_is_bm25_over_or_of_lexemes(corpus):
     lexemes = ch.query_lexemes("roast pumpkins in the garden")
-    assert [l for l, _ in lexemes] == ["roast", "pumpkin", "garden"]
+    assert [lexeme for lexeme, _ in lexemes] == ["roast", "pumpkin", "garden"]
     rows = ch.lexical_channel(scope(corpus), lexemes, 10)
     # OR semantics: documents with any lexeme match; "roast" is rarer than "pumpkin" (IDF)
     assert refs(rows) == ["pumpkin", "garden"]
     assert rows[0].raw > rows[1].raw > 0
 
 
-@pytest.mark.parametrize("query", ["the and of", "!!! ((( &&& ||| :* <->", "'\\' \" ;--", ""], ids=["stopwords", "tsquery-syntax", "sql-quotes", "empty"])
+@pytest.mark.parametrize("query", ["the and of", "!!! ((( &&& ||| :* <->", "'\\' \" ;--", ""],
+                         ids=["stopwords", "tsquery-syntax", "sql-quotes", "empty"])
 def test_queries_with_no_lexemes_return_nothing_and_never_error(corpus, query):
     lexemes = ch.query_lexemes(query)
     assert ch.lexical_channel(scope(corpus), lexemes, 10) == []
@@ -91,7 +92,7 @@ def test_very_long_query_is_capped_and_still_works(corpus):
 
 
 def test_dotted_tokens_stay_whole(corpus):
-    lexemes = [l for l, _ in ch.query_lexemes("compile llama.cpp for Qwen 3.8")]
+    lexemes = [lexeme for lexeme, _ in ch.query_lexemes("compile llama.cpp for Qwen 3.8")]
     assert "llama.cpp" in lexemes and "3.8" in lexemes
     rows = ch.lexical_channel(scope(corpus), ch.query_lexemes("llama.cpp"), 10)
     assert refs(rows) == ["llama"]
@@ -169,7 +170,8 @@ def _recomputed_stats(namespace):
         cursor.execute("""SELECT c.id, t.lexeme, coalesce(array_length(t.positions, 1), 1)
                           FROM kb_chunk c, unnest(c.search_vector) t WHERE c.namespace_id = %s""", [namespace.id])
         postings = {(cid, lexeme): float(tf) for cid, lexeme, tf in cursor.fetchall()}
-        cursor.execute("SELECT chunk_id, lexeme, tf, doc_len FROM kb_chunk_term WHERE namespace_id = %s", [namespace.id])
+        cursor.execute("SELECT chunk_id, lexeme, tf, doc_len FROM kb_chunk_term WHERE namespace_id = %s",
+                       [namespace.id])
         maintained = {(cid, lexeme): float(tf) for cid, lexeme, tf, _ in cursor.fetchall()}
         cursor.execute("SELECT chunk_count, total_len FROM kb_namespace_stats WHERE namespace_id = %s", [namespace.id])
         stats = cursor.fetchone() or (0, 0.0)
@@ -193,7 +195,8 @@ def _python_bm25(namespace, query, k1=bm25.K1, b=bm25.B):
         idf = math.log(1 + (n - df[lexeme] + 0.5) / (df[lexeme] + 0.5))
         for (cid, lex), tf in postings.items():
             if lex == lexeme:
-                scores[cid] = scores.get(cid, 0) + qtf * idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * lengths[cid] / avgdl))
+                saturation = tf * (k1 + 1) / (tf + k1 * (1 - b + b * lengths[cid] / avgdl))
+                scores[cid] = scores.get(cid, 0) + qtf * idf * saturation
     return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
 
 
@@ -203,7 +206,8 @@ def test_bm25_statistics_stay_correct_after_reingest_and_deletion(corpus):
         assert maintained == postings
         assert stats[0] == truth[0] and stats[1] == pytest.approx(truth[1])
         for query in ("pumpkin soup", "qwen model release", "roast stock cream"):
-            sql = [(r.chunk_id, round(r.raw, 6)) for r in ch.lexical_channel(scope(corpus), ch.query_lexemes(query), 50)]
+            found = ch.lexical_channel(scope(corpus), ch.query_lexemes(query), 50)
+            sql = [(r.chunk_id, round(r.raw, 6)) for r in found]
             python = [(cid, round(score, 6)) for cid, score in _python_bm25(corpus, query)]
             assert sql == python
 

@@ -40,8 +40,8 @@ def case(expect, **extra):
         ({"minScore": 0.5}, True, "top score 0.52 >= 0.50"),
         ({"minScore": 0.6}, False, "top score 0.52 < 0.60"),
     ],
-    ids=["source", "source-miss", "source-any-of", "source-document-ref", "not-source", "not-source-list", "anchor", "anchor-miss",
-         "min-score", "min-score-miss"],
+    ids=["source", "source-miss", "source-any-of", "source-document-ref", "not-source", "not-source-list", "anchor",
+         "anchor-miss", "min-score", "min-score-miss"],
 )
 def test_each_check_passes_and_fails_with_its_detail(expect, passed, detail):
     checks, _, _ = check_case(case(expect), R)
@@ -66,7 +66,8 @@ def test_defaults_and_per_case_overrides():
         "defaults": {"topK": 5, "minScore": 0.2, "filter": {"sourceIds": [1]}, "namespace": "ns"},
         "cases": [
             {"id": "a", "question": "q"},
-            {"id": "b", "question": "q", "topK": 1, "minScore": 0.9, "filter": {"documentIds": [4]}, "namespace": "other"},
+            {"id": "b", "question": "q", "topK": 1, "minScore": 0.9, "filter": {"documentIds": [4]},
+             "namespace": "other"},
         ],
     })
     a, b = suite.cases
@@ -85,13 +86,15 @@ def test_defaults_and_per_case_overrides():
         ({"cases": [{"id": "a", "question": "q"}]}, "Unsupported eval file version None"),
         ({"version": 1, "cases": []}, "'cases' must be a non-empty list"),
         ({"version": 1, "cases": [{"id": "a", "namespace": "n"}]}, "case 'a', field 'question'"),
-        ({"version": 1, "cases": [{"id": "a", "question": "q", "namespace": "n", "topK": 0}]}, "case 'a', field 'topK'"),
+        ({"version": 1, "cases": [{"id": "a", "question": "q", "namespace": "n", "topK": 0}]},
+         "case 'a', field 'topK'"),
         ({"version": 1, "cases": [{"id": "a", "question": "q", "namespace": "n", "expect": {"anchr": "x"}}]},
          "case 'a', field 'expect.anchr'"),
         ({"version": 1, "cases": [{"id": "a", "question": "q", "namespace": "n", "expect": {"sourceIncludes": 3}}]},
          "case 'a', field 'expect.sourceIncludes'"),
         ({"version": 1, "cases": [{"id": "a", "question": "q"}]}, "case 'a', field 'namespace'"),
-        ({"version": 1, "cases": [{"id": "a", "question": "q", "namespace": "n"}, {"id": "a", "question": "q", "namespace": "n"}]},
+        ({"version": 1, "cases": [{"id": "a", "question": "q", "namespace": "n"},
+                                  {"id": "a", "question": "q", "namespace": "n"}]},
          "case 'a': the id is used twice"),
         ([1, 2], "must be a JSON object"),
     ],
@@ -211,8 +214,8 @@ def test_admin_highlights_cases_that_regressed(corpus, client):
     assert first.passed == 2 and first.regressions() == []
     Document.objects.filter(ref="pumpkin").delete()  # a re-crawl lost the page
     Document.objects.exclude(ref="errors").delete()
-    response = client.post(reverse("admin:kb_evalsuite_changelist"), {"action": "run_now", "_selected_action": [suite.pk]},
-                           follow=True)
+    response = client.post(reverse("admin:kb_evalsuite_changelist"),
+                           {"action": "run_now", "_selected_action": [suite.pk]}, follow=True)
     second = EvalRun.objects.exclude(pk=first.pk).get()
     assert second.failed >= 1 and "soup-doc" in second.regressions()
     assert "regressed since the previous run: soup-doc" in response.content.decode()

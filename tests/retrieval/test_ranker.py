@@ -7,7 +7,7 @@ import pytest
 from retrieval.errors import InvalidRankerParams
 from retrieval.ranker import Candidate, ChannelHit, RankerParams, rank, words_weight
 
-V, L, N, I = "vector", "lexical", "names", "identifiers"
+V, L, N, ID = "vector", "lexical", "names", "identifiers"
 
 
 def cand(key, hits, **fields):
@@ -170,7 +170,7 @@ def test_priority_boost_follows_the_source_priority():
 
 def test_identifier_query_makes_unconfirmed_vector_only_candidates_ineligible():
     meaning = cand("meaning", {V: (1, 0.9)})
-    exact = cand("exact", {I: (1, 1.0), V: (5, 0.5)})
+    exact = cand("exact", {ID: (1, 1.0), V: (5, 0.5)})
     lexical = cand("lexical", {L: (1, 3.0)})
     loose = rank([meaning, exact, lexical], OPEN)
     assert "meaning" in keys(loose)
@@ -182,7 +182,7 @@ def test_identifier_query_makes_unconfirmed_vector_only_candidates_ineligible():
 
 
 def test_exact_identifier_match_gets_a_strong_fixed_base():
-    exact = cand("exact", {I: (1, 1.0)})
+    exact = cand("exact", {ID: (1, 1.0)})
     close = cand("close", {V: (1, 0.85)})
     ranking = rank([exact, close], OPEN)
     assert ranking.details()["exact"].base == 0.95

@@ -40,4 +40,5 @@ class Command(BaseCommand):
             for provider in Provider.objects.all():
                 s = store.index_status(provider)
                 state = "current" if s["current"] else f"behind ({s['indexed']}/{s['capabilities']} indexed)"
-                self.stdout.write(f"{provider.slug}\t{s['revision'][:12]}\t{s['capabilities']} capabilities\tindex {state}")
+                self.stdout.write(f"{provider.slug}\t{s['revision'][:12]}\t{s['capabilities']} capabilities"
+                                  f"\tindex {state}")

@@ -89,7 +89,8 @@ class Command(BaseCommand):
             if path.is_file():
                 pages[ref] = page_facts(path.read_bytes())
         chunks = [ChunkFacts(ref, text.split("\n\n", 1)[-1], tuple(path), anchor) for ref, text, path, anchor in
-                  Chunk.objects.filter(document__source=source).values_list("document__ref", "text", "heading_path", "anchor")]
+                  Chunk.objects.filter(document__source=source)
+                  .values_list("document__ref", "text", "heading_path", "anchor")]
         result = fidelity(pages, chunks)
         return {
             "site": str(root), "pages_ingested": first.items_changed, "pages_failed": first.items_failed,

@@ -25,7 +25,8 @@ class Command(BaseCommand):
         for row in index_report():
             index = row["index"]
             if index is None:
-                state = "no index (exact scan)" + (" - run with --ensure" if row["embedded_chunks"] >= threshold else "")
+                hint = " - run with --ensure" if row["embedded_chunks"] >= threshold else ""
+                state = "no index (exact scan)" + hint
             else:
                 state = f"{index.name}, {'valid' if index.valid else 'INVALID'}, {index.size_bytes / 2**20:.1f} MiB"
             self.stdout.write(f"{row['namespace']}: {row['embedded_chunks']} embedded chunks; {state}")

@@ -288,14 +288,16 @@ class Command(BaseCommand):
         if rows:
             self.stdout.write(f"\n{'method':<20} {'nDCG@10':>8} {'R@100':>8} {'MRR@10':>8}")
         for name, values in rows:
-            self.stdout.write(f"{name:<20} {values['ndcg@10']:>8.4f} {values['recall@100']:>8.4f} {values['mrr@10']:>8.4f}")
+            self.stdout.write(f"{name:<20} {values['ndcg@10']:>8.4f} {values['recall@100']:>8.4f} "
+                              f"{values['mrr@10']:>8.4f}")
         if "fusion" in report:
             f = report["fusion"]
             self.stdout.write(f"fusion weight fitted to the qrels: lexical {f['lexical_weight']} (calibration "
                               f"v{f['version']}); per fold {f['fold_weights']}; nDCG@10 per grid weight {f['grid']}")
         if "versus_best" in report:
             v = report["versus_best"]
-            self.stdout.write(f"full ranker vs {v['method']} (best other method), per query on nDCG@10: {v['wins']} wins, "
+            self.stdout.write(f"full ranker vs {v['method']} (best other method), per query on nDCG@10: "
+                              f"{v['wins']} wins, "
                               f"{v['losses']} losses, {v['ties']} ties; mean difference {v['mean_difference']:+.4f}, "
                               f"paired randomisation p = {v['p_value']}")
         if "p50_ms" in report:
