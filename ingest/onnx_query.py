@@ -89,7 +89,7 @@ def load_onnx_query_encoder(model, model_dir: Path, cache_dir: Path, *, name: st
         return encoder
     except Exception as exc:  # an optional acceleration: any failure falls back to PyTorch
         logger.warning("could not prepare the ONNX query graph (%s: %s); query embeddings use "
-                       "PyTorch", type(exc).__name__, exc)
+                       "PyTorch", type(exc).__name__, exc, exc_info=True)
         return None
 
 

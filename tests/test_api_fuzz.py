@@ -10,7 +10,7 @@ from schemathesis.specs.openapi.checks import content_type_conformance, response
 
 from kb.auth import issue_token
 from kb.models import ApiToken, Namespace
-from tests.retrieval.test_channels import CORPUS, ingest
+from tests.corpus import CORPUS, ingest
 
 MAX_EXAMPLES = 15
 

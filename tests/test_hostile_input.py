@@ -10,7 +10,7 @@ from django.test import Client
 from ingest.pipeline import IngestPipeline
 from kb.auth import issue_token
 from kb.models import IngestRun, Namespace, Source
-from tests.retrieval.test_channels import CORPUS, ingest
+from tests.corpus import CORPUS, ingest
 from tests.webserver import Route
 
 pytestmark = pytest.mark.django_db

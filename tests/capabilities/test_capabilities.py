@@ -14,7 +14,7 @@ from kb.auth import Principal, issue_token
 from kb.errors import KBError
 from kb.models import ApiToken, Document, Namespace, Provider, ProviderRevision, Source
 from tests.capabilities import backends
-from tests.retrieval.test_channels import ingest
+from tests.corpus import ingest
 
 pytestmark = pytest.mark.django_db
 

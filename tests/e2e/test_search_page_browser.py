@@ -12,7 +12,7 @@ import pytest
 from django.conf import settings
 
 from kb.models import Namespace
-from tests.retrieval.test_channels import CORPUS, ingest
+from tests.corpus import CORPUS, ingest
 from tests.retrieval.test_grouping_and_fusion import guide
 
 ARTIFACTS = Path(settings.BASE_DIR) / "test-artifacts"

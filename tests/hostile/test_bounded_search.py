@@ -17,7 +17,7 @@ from kb.models import Namespace
 from retrieval.errors import QueryTooLong
 from retrieval.query import MAX_IDENTIFIERS, analyse
 from retrieval.service import MAX_QUERY_CHARS, search, validate_query
-from tests.retrieval.test_channels import CORPUS, ingest
+from tests.corpus import CORPUS, ingest
 
 pytestmark = pytest.mark.django_db
 

@@ -11,7 +11,7 @@ from django.test import Client
 
 from kb.auth import issue_token
 from kb.models import Document, IngestRun, NamespaceMembership, Source
-from tests.retrieval.test_channels import CORPUS, ingest
+from tests.corpus import CORPUS, ingest
 
 pytestmark = pytest.mark.django_db
 

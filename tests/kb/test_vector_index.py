@@ -12,7 +12,7 @@ from kb.conf import kb_settings
 from kb.models import Namespace, Source
 from kb import vector_index
 from retrieval import channels as ch
-from tests.retrieval.test_channels import CORPUS, ingest
+from tests.corpus import CORPUS, ingest
 
 pytestmark = pytest.mark.django_db
 

@@ -12,7 +12,7 @@ from kb.models import Document, EvalRun, EvalSuite
 from retrieval.eval_runner import junit_xml, run_recorded, run_suite
 from retrieval.evals import EvalFileError, ResultView, check_case, parse_suite
 from tests.pgserver import REPO, current_database_url
-from tests.retrieval.test_channels import CORPUS, ingest
+from tests.corpus import CORPUS, ingest
 
 R = [
     ResultView("https://docs.example.com/install#pnpm", "Docs site", "pnpm", 0.52, "install"),

@@ -10,7 +10,7 @@ from ingest.pipeline import IngestPipeline
 from kb.models import FusionCalibration, IngestRun, Namespace, Source
 from retrieval.errors import InvalidQuery
 from retrieval.service import search
-from tests.retrieval.test_channels import CORPUS, ingest
+from tests.corpus import CORPUS, ingest
 
 pytestmark = pytest.mark.django_db
 

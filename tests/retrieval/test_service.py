@@ -6,7 +6,7 @@ from kb.models import Document, QueryLog, Source
 from retrieval.errors import InvalidQuery, QueryTooLong, UnknownNamespace
 from retrieval.ranker import RankerParams
 from retrieval.service import Filters, search
-from tests.retrieval.test_channels import CORPUS, ingest
+from tests.corpus import CORPUS, ingest
 
 pytestmark = pytest.mark.django_db
 
