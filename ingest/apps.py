@@ -21,12 +21,15 @@ def _warm_model() -> None:
     model before the process serves anything. A model that cannot load is logged and left to
     the first search or ingest, which reports it with its stable error code."""
     from kb.conf import kb_settings
+    from kb.errors import ConfigurationError, KBError
 
-    path = kb_settings().warm_model
+    try:
+        path = kb_settings().warm_model
+    except ConfigurationError:
+        return  # the system checks report it, with its code, before anything is served
     if not path:
         return
     from ingest.embed import warm_up
-    from kb.errors import KBError
 
     try:
         seconds = warm_up(path)
