@@ -17,7 +17,7 @@ from capabilities import store
 from capabilities.contracts import (CapabilityCandidate, CapabilityQuery, KnowledgeAnswer, KnowledgeHit,
                                     KnowledgeRequest, Target)
 from kb.conf import kb_settings
-from kb.errors import AccessDenied, ConfigurationError, RetrieverUnconfigured
+from kb.errors import AccessClosed, AccessDenied, ConfigurationError, RetrieverUnconfigured
 from retrieval import bm25
 from retrieval import channels as ch
 from retrieval.ranker import LEXICAL, VECTOR, Candidate, ChannelHit, RankerParams, rank
@@ -68,8 +68,7 @@ class TargetAccess:
 
     def _target(self, target_id: str) -> Target:
         if not self._open:
-            raise AccessDenied("This access object was valid only during the retrieval call.",
-                               code="CG_ACCESS_CLOSED")
+            raise AccessClosed("This access object was valid only during the retrieval call.")
         target = self._targets.get(target_id)
         if target is None:
             raise AccessDenied(f"Target {target_id!r} was not selected for this query.",

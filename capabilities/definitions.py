@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from kb.errors import ValidationFailed
+from kb.errors import DefinitionInvalid, ValidationFailed
 from kb.revisions import canonical_hash
 from kb.validators import CAPABILITY_ID_RE
 
@@ -146,5 +146,5 @@ def _text(data: dict, key: str, where: str, required: bool = False) -> str:
 
 
 def _invalid(field: str, problem: str) -> ValidationFailed:
-    return ValidationFailed(f"Invalid provider definition: {field} {problem}.", code="CG_DEFINITION_INVALID",
+    return DefinitionInvalid(f"Invalid provider definition: {field} {problem}.",
                             details={"field": field})

@@ -19,7 +19,9 @@ from capabilities.contracts import (CapabilityQuery, CheckedCandidate, ContractW
 from capabilities.definitions import parse_definitions
 from kb.auth import Principal
 from kb.conf import kb_settings
-from kb.errors import BudgetExceeded, KBError, NotFound, RetrieverFailed, RevisionMismatch, ValidationFailed
+from kb.errors import (
+    BudgetExceeded, DefinitionInvalid, KBError, RetrieverFailed, RevisionMismatch, UnknownCapability, ValidationFailed,
+)
 from retrieval.service import document_citation_url, validate_query
 
 logger = logging.getLogger(__name__)
@@ -39,7 +41,7 @@ def load_definition_file(path: str | Path, reindex: bool = True) -> list[dict]:
     try:
         data = json.loads(raw) if str(path).endswith(".json") else yaml.safe_load(raw)
     except (ValueError, yaml.YAMLError) as exc:
-        raise ValidationFailed(f"{path} is not valid JSON or YAML: {exc}", code="CG_DEFINITION_INVALID") from exc
+        raise DefinitionInvalid(f"{path} is not valid JSON or YAML: {exc}") from exc
     return load_definitions(data, reindex=reindex)
 
 
@@ -132,7 +134,7 @@ def retrieve_knowledge(principal: Principal, selected: list, text: str, knowledg
     records = store.capabilities(wanted)
     missing = sorted(set(wanted) - set(records))
     if missing:
-        raise NotFound(f"Unknown capability id(s): {', '.join(missing)}.", code="CG_UNKNOWN_CAPABILITY",
+        raise UnknownCapability(f"Unknown capability id(s): {', '.join(missing)}.",
                        details={"ids": missing})
     providers = store.providers({r.provider.slug for r in records.values()}, principal.readable())
     revisions = store.current_revisions(providers)

@@ -8,7 +8,7 @@ from django.db.models import Func, IntegerField, Q
 from capabilities.contracts import CurrentRecords, Target
 from capabilities.definitions import ProviderDefinition
 from ingest.pipeline import current_source_revision
-from kb.errors import NotFound, ValidationFailed
+from kb.errors import NamespaceUnknown, TargetUnknown, UnknownProvider
 from kb.models import Capability, Chunk, Document, KnowledgeTarget, Namespace, Provider, ProviderRevision, Source
 from kb.revisions import canonical_hash, config_revision
 
@@ -49,7 +49,7 @@ def resolve_definition(definition: ProviderDefinition) -> tuple[Namespace, dict[
     stable code when the namespace, a source or a document does not exist. Writes nothing."""
     namespace = Namespace.objects.filter(slug=definition.namespace).first()
     if namespace is None:
-        raise NotFound(f"Namespace {definition.namespace!r} does not exist.", code="KB_NAMESPACE_UNKNOWN",
+        raise NamespaceUnknown(f"Namespace {definition.namespace!r} does not exist.",
                        details={"namespace": definition.namespace, "provider": definition.id})
     return namespace, {c.name: [_resolve_target(namespace, t) for t in c.knowledge] for c in definition.capabilities}
 
@@ -57,14 +57,14 @@ def resolve_definition(definition: ProviderDefinition) -> tuple[Namespace, dict[
 def _resolve_target(namespace: Namespace, target) -> dict:
     source = Source.objects.filter(namespace=namespace, name=target.source).first()
     if source is None:
-        raise ValidationFailed(f"Source {target.source!r} does not exist in namespace {namespace.slug!r}.",
-                               code="CG_TARGET_UNKNOWN", details={"source": target.source})
+        raise TargetUnknown(f"Source {target.source!r} does not exist in namespace {namespace.slug!r}.",
+                            details={"source": target.source})
     if not target.document:
         return {"source": source}
     document = Document.objects.filter(source=source, ref=target.document).first()
     if document is None:
-        raise ValidationFailed(f"Document {target.document!r} of source {target.source!r} has not been "
-                               "ingested; ingest the source first.", code="CG_TARGET_UNKNOWN",
+        raise TargetUnknown(f"Document {target.document!r} of source {target.source!r} has not been "
+                               "ingested; ingest the source first.",
                                details={"source": target.source, "document": target.document})
     return {"document": document}
 
@@ -77,7 +77,7 @@ def providers(slugs, readable: Q) -> dict[str, Provider]:
              .filter(slug__in=list(slugs), namespace__in=Namespace.objects.filter(readable))}
     missing = sorted(set(slugs) - set(found))
     if missing:
-        raise NotFound(f"Unknown provider(s): {', '.join(missing)}.", code="CG_UNKNOWN_PROVIDER",
+        raise UnknownProvider(f"Unknown provider(s): {', '.join(missing)}.",
                        details={"providers": missing})
     return found
 

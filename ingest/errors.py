@@ -121,3 +121,73 @@ class RunTimedOut(IngestError):
 
     code = "INGEST_RUN_TIMEOUT"
     http_status = 504
+
+
+class DnsFailed(FetchBlocked):
+    """The host name does not resolve, or resolves to no address."""
+
+    code = "INGEST_DNS_FAILED"
+    http_status = 400
+
+
+class SchemeRefused(FetchBlocked):
+    """A URL whose scheme is not http or https."""
+
+    code = "INGEST_URL_SCHEME"
+    http_status = 400
+
+
+class UnknownSourceKind(IngestError):
+    """A source kind no loader reads."""
+
+    code = "INGEST_UNKNOWN_KIND"
+    http_status = 422
+
+
+class BadSitemap(ContentRejected):
+    """A sitemap that is not valid, safe sitemap XML, or nests or fans out too far."""
+
+    code = "INGEST_BAD_SITEMAP"
+    http_status = 422
+
+
+class RedirectLoop(FetchFailed):
+    """Redirects that lead back to a URL already visited."""
+
+    code = "INGEST_REDIRECT_LOOP"
+    http_status = 502
+
+
+class TooManyRedirects(FetchFailed):
+    """More redirects than a fetch follows."""
+
+    code = "INGEST_TOO_MANY_REDIRECTS"
+    http_status = 502
+
+
+class HttpStatusError(FetchFailed):
+    """The server answered with an error status."""
+
+    code = "INGEST_HTTP_STATUS"
+    http_status = 502
+
+
+class FetchTimeout(FetchFailed):
+    """The server did not answer, or sent its body too slowly, within the time allowed."""
+
+    code = "INGEST_FETCH_TIMEOUT"
+    http_status = 504
+
+
+class FileKeyInvalid(IngestError):
+    """A stored file key that points outside the upload storage."""
+
+    code = "INGEST_FILE_KEY_INVALID"
+    http_status = 422
+
+
+class FileMissing(IngestError):
+    """An uploaded file that is no longer in storage."""
+
+    code = "INGEST_FILE_MISSING"
+    http_status = 422

@@ -20,7 +20,10 @@ from urllib.parse import urldefrag, urljoin
 
 import httpcore
 
-from ingest.errors import ContentRejected, ContentTooLarge, FetchFailed
+from ingest.errors import (
+    ContentRejected, ContentTooLarge, FetchFailed, FetchTimeout, HttpStatusError, RedirectLoop, TooManyRedirects,
+    UnsupportedType,
+)
 from ingest.extract.documents import DOCUMENT_TYPES, MACRO_TYPES
 from ingest.scope import iri_to_uri
 from ingest.ssrf import AllowRule, Resolver, Target, parse_allow_rules, resolve_target, system_resolver
@@ -192,9 +195,8 @@ class Fetcher:
                 hops.append(current)
                 current = iri_to_uri(urldefrag(urljoin(current, location))[0])
                 if current in hops:
-                    raise FetchFailed(
-                        f"Redirect loop: {current!r} redirects back to itself.",
-                        code="INGEST_REDIRECT_LOOP", details={"chain": hops + [current]},
+                    raise RedirectLoop(
+                        f"Redirect loop: {current!r} redirects back to itself.", details={"chain": hops + [current]},
                     )
                 continue
             media_type, charset = _content_type(response_headers)
@@ -203,9 +205,8 @@ class Fetcher:
                 etag=_validator(response_headers.get("etag", "")),
                 last_modified=_validator(response_headers.get("last-modified", "")), redirects=tuple(hops),
             )
-        raise FetchFailed(
-            f"Too many redirects (more than {self.policy.max_redirects}) starting at {url!r}.",
-            code="INGEST_TOO_MANY_REDIRECTS", details={"chain": hops},
+        raise TooManyRedirects(
+            f"Too many redirects (more than {self.policy.max_redirects}) starting at {url!r}.", details={"chain": hops},
         )
 
     def _resolve(self, url: str) -> Target:
@@ -228,16 +229,14 @@ class Fetcher:
             else:
                 if status not in RETRY_STATUSES or attempt >= self.policy.retries:
                     if status >= 400 and status not in REDIRECT_STATUSES:
-                        raise FetchFailed(
-                            f"{target.url!r} answered HTTP {status}.",
-                            code="INGEST_HTTP_STATUS", details={"url": target.url, "status": status},
+                        raise HttpStatusError(
+                            f"{target.url!r} answered HTTP {status}.", details={"url": target.url, "status": status},
                         )
                     return status, response_headers, body
                 delay = _retry_after(response_headers.get("retry-after")) or self.policy.backoff * 2**attempt
             attempt += 1
             if time.monotonic() + delay > deadline:
-                raise FetchFailed(f"Gave up on {target.url!r}: out of time for retries.",
-                                  code="INGEST_FETCH_TIMEOUT")
+                raise FetchTimeout(f"Gave up on {target.url!r}: out of time for retries.")
             self.policy.sleep(delay)
 
     def _request(self, target: Target, headers: dict, accept: tuple, deadline: float):
@@ -255,10 +254,9 @@ class Fetcher:
                     return status, response_headers, b""
                 media_type, _ = _content_type(response_headers)
                 if media_type and accept and media_type not in accept:
-                    raise ContentRejected(
+                    raise UnsupportedType(
                         f"{target.url!r} is {media_type!r}, which is not ingested "
-                        f"(accepted: {', '.join(accept)}).",
-                        code="INGEST_UNSUPPORTED_TYPE", details={"media_type": media_type},
+                        f"(accepted: {', '.join(accept)}).", details={"media_type": media_type},
                     )
                 cap = self.policy.document_max_bytes if media_type in DOCUMENT_TYPES else self.policy.max_bytes
                 declared = response_headers.get("content-length", "")
@@ -267,7 +265,7 @@ class Fetcher:
                 body = self._read_body(response, response_headers, target.url, deadline, cap)
                 return status, response_headers, body
         except httpcore.TimeoutException as exc:
-            raise FetchFailed(f"Timed out fetching {target.url!r}.", code="INGEST_FETCH_TIMEOUT") from exc
+            raise FetchTimeout(f"Timed out fetching {target.url!r}.") from exc
         except httpcore.UnsupportedProtocol as exc:
             raise FetchFailed(f"Unsupported protocol for {target.url!r}: {exc}") from exc
 
@@ -283,7 +281,7 @@ class Fetcher:
         out = bytearray()
         for piece in response.iter_stream():
             if time.monotonic() > deadline:
-                raise FetchFailed(f"{url!r} sent its body too slowly; gave up.", code="INGEST_FETCH_TIMEOUT")
+                raise FetchTimeout(f"{url!r} sent its body too slowly; gave up.")
             if decoder is not None:
                 try:
                     piece = decoder.decompress(piece, cap + 1 - len(out))

@@ -22,7 +22,7 @@ from defusedxml import ElementTree as SafeXML
 from defusedxml.common import DefusedXmlException
 from protego import Protego
 
-from ingest.errors import ContentRejected, FetchFailed, IngestError, IngestInternalError
+from ingest.errors import BadSitemap, FetchFailed, IngestError, IngestInternalError, UnknownSourceKind
 from ingest.fetch import PAGE_TYPES, TEXT_TYPES, USER_AGENT, XML_TYPES, Fetcher
 from ingest.filetypes import media_type_for
 from kb.markup import markdown_links
@@ -115,7 +115,7 @@ class SourceLoader:
         elif kind == "crawl":
             yield from self._crawl()
         else:
-            raise IngestError(f"Unknown source kind {kind!r}.", code="INGEST_UNKNOWN_KIND")
+            raise UnknownSourceKind(f"Unknown source kind {kind!r}.")
 
     def _counted(self, items):
         if isinstance(items, list):
@@ -211,14 +211,14 @@ class SourceLoader:
     def _sitemap_links(self, url: str, depth: int) -> list[tuple[str, str, str]]:
         self._sitemap_fetches += 1
         if self._sitemap_fetches > MAX_SITEMAP_FETCHES:
-            raise ContentRejected(f"The sitemap index lists more than {MAX_SITEMAP_FETCHES} sitemaps; "
-                                  "point the source at one of them.", code="INGEST_BAD_SITEMAP")
+            raise BadSitemap(f"The sitemap index lists more than {MAX_SITEMAP_FETCHES} sitemaps; "
+                                  "point the source at one of them.")
         result = self.fetcher.fetch(url, accept=XML_TYPES + ("text/plain", ""))
         tag, entries = parse_sitemap(result.body, url)
         links: list[tuple[str, str, str]] = []
         if tag == "sitemapindex":
             if depth >= 3:
-                raise ContentRejected(f"Sitemap indexes nest too deeply at {url!r}.", code="INGEST_BAD_SITEMAP")
+                raise BadSitemap(f"Sitemap indexes nest too deeply at {url!r}.")
             for entry in entries:
                 if entry.get("loc"):
                     links.extend(self._sitemap_links(urljoin(url, entry["loc"]), depth + 1))
@@ -227,7 +227,7 @@ class SourceLoader:
         elif tag == "urlset":
             links = [(urljoin(url, e["loc"]), "", e.get("lastmod", "")) for e in entries if e.get("loc")]
         else:
-            raise ContentRejected(f"{url!r} is XML but not a sitemap (<{tag}>).", code="INGEST_BAD_SITEMAP")
+            raise BadSitemap(f"{url!r} is XML but not a sitemap (<{tag}>).")
         return links
 
     def _crawl(self) -> Iterator[LoadedItem]:
@@ -294,8 +294,8 @@ def parse_sitemap(body: bytes, url: str) -> tuple[str, list[dict[str, str]]]:
     try:
         root = SafeXML.fromstring(body)
     except (DefusedXmlException, SafeXML.ParseError) as exc:
-        raise ContentRejected(
-            f"The sitemap at {url!r} is not valid, safe XML: {exc}", code="INGEST_BAD_SITEMAP"
+        raise BadSitemap(
+            f"The sitemap at {url!r} is not valid, safe XML: {exc}"
         ) from exc
     entries = [
         {c.tag.rsplit("}", 1)[-1]: (c.text or "").strip() for c in node}

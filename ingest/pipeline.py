@@ -24,7 +24,7 @@ from django.utils import timezone
 from ingest.boilerplate import BoilerplateCounter, block_keys, drop_repeated
 from ingest.chunk import ChunkOptions, ChunkSpec, chunk_markdown, chunk_text
 from ingest.embed import Embedder, check_embedder_dimension, get_embedder
-from ingest.errors import ContentTooLarge, EmptyContent, IngestError, IngestInternalError
+from ingest.errors import ContentTooLarge, EmptyContent, FileKeyInvalid, FileMissing, IngestInternalError
 from ingest.extract import Extracted, extract
 from ingest.extract.documents import ISOLATED_TYPES
 from ingest.extract.isolated import ParserBudget, extract_isolated
@@ -606,7 +606,6 @@ def open_stored_file(key: str, media_type: str = "") -> tuple[bytes, str]:
         with default_storage.open(key, "rb") as handle:
             return handle.read(max_bytes + 1), key
     except SuspiciousFileOperation as exc:
-        raise IngestError(f"The file key {key!r} points outside the upload storage.",
-                          code="INGEST_FILE_KEY_INVALID") from exc
+        raise FileKeyInvalid(f"The file key {key!r} points outside the upload storage.") from exc
     except FileNotFoundError as exc:
-        raise IngestError(f"The file {key!r} is not in storage.", code="INGEST_FILE_MISSING") from exc
+        raise FileMissing(f"The file {key!r} is not in storage.") from exc

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 from urllib.parse import urlsplit
 
-from ingest.errors import FetchBlocked
+from ingest.errors import DnsFailed, FetchBlocked, InvalidUrl, SchemeRefused
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -153,8 +153,8 @@ def system_resolver(host: str, port: int) -> list[str]:
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as exc:
-        raise FetchBlocked(
-            f"Cannot resolve host {host!r}: {exc}", code="INGEST_DNS_FAILED", details={"host": host}
+        raise DnsFailed(
+            f"Cannot resolve host {host!r}: {exc}", details={"host": host}
         ) from exc
     return list(dict.fromkeys(info[4][0] for info in infos))
 
@@ -202,23 +202,22 @@ def resolve_target(url: str, *, allowed: Iterable[AllowRule] = (), resolver: Res
         parts = urlsplit(url)
         port = parts.port
     except ValueError as exc:
-        raise FetchBlocked(f"Malformed URL {url!r}: {exc}", code="INGEST_URL_INVALID") from exc
+        raise InvalidUrl(f"Malformed URL {url!r}: {exc}") from exc
     scheme = (parts.scheme or "").lower()
     if scheme not in DEFAULT_PORTS:
-        raise FetchBlocked(
-            f"Only http and https URLs can be fetched, not {url!r}.",
-            code="INGEST_URL_SCHEME", details={"url": url},
+        raise SchemeRefused(
+            f"Only http and https URLs can be fetched, not {url!r}.", details={"url": url},
         )
     host = (parts.hostname or "").rstrip(".").lower()
     if not host:
-        raise FetchBlocked(f"The URL {url!r} has no host.", code="INGEST_URL_INVALID")
+        raise InvalidUrl(f"The URL {url!r} has no host.")
     port = port or DEFAULT_PORTS[scheme]
     allowed = tuple(allowed)
 
     literal = parse_ip_literal(host)
     addresses = [literal] if literal else [ipaddress.ip_address(a.split("%")[0]) for a in resolver(host, port)]
     if not addresses:
-        raise FetchBlocked(f"Host {host!r} resolved to no address.", code="INGEST_DNS_FAILED")
+        raise DnsFailed(f"Host {host!r} resolved to no address.")
     for address in addresses:
         rules = [rule for rule in allowed if rule.matches(host, address)]
         reason = is_forbidden(address)

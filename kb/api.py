@@ -12,7 +12,7 @@ from capabilities.api import router as capabilities_router
 from ingest.api import router as ingest_router
 from kb import documents
 from kb.auth import principal_for
-from kb.errors import Forbidden, KBError
+from kb.errors import CsrfFailed, KBError, error_status
 from kb.schemas import DocumentDetailOut, DocumentPageOut, DocumentTextOut
 from retrieval.api import router as retrieval_router
 
@@ -30,8 +30,8 @@ class TokenOrSession(HttpBearer):
         principal = principal_for(request, None)
         if principal.kind in ("staff", "member") and request.method not in ("GET", "HEAD", "OPTIONS") \
                 and check_csrf(request):
-            raise Forbidden("CSRF check failed for a session-authenticated write; send the CSRF token "
-                            "or use an API token.", code="KB_CSRF_FAILED")
+            raise CsrfFailed("CSRF check failed for a session-authenticated write; send the CSRF token "
+                            "or use an API token.")
         return principal
 
     def authenticate(self, request, token):
@@ -85,7 +85,7 @@ def _error(request, status: int, code: str, message: str, details: dict | None =
 
 @api.exception_handler(KBError)
 def kb_error(request, exc: KBError):
-    return _error(request, exc.http_status, exc.code, exc.message, exc.details)
+    return _error(request, error_status(exc), exc.code, exc.message, exc.details)
 
 
 @api.exception_handler(ValidationError)

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from kb import ratelimit
 from kb.conf import kb_settings
-from kb.errors import AuthenticationRequired, Forbidden, NotFound
+from kb.errors import AuthenticationRequired, Forbidden, NotFound, TokenInvalid
 from kb.models import ApiToken, Namespace, NamespaceMembership
 
 TOKEN_START = "kb_"
@@ -114,7 +114,7 @@ def client_address(request) -> str:
 def _token_principal(bearer: str) -> Principal:
     token = ApiToken.objects.filter(key_hash=_digest(bearer.strip())).first()
     if token is None or not token.is_active:
-        raise AuthenticationRequired("The API token is unknown or revoked.", code="KB_TOKEN_INVALID")
+        raise TokenInvalid("The API token is unknown or revoked.")
     _rate_limit(token)
     now = timezone.now()
     if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:

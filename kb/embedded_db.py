@@ -17,7 +17,7 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
-from kb.errors import DatabaseUnavailable
+from kb.errors import DatabaseUnavailable, DataDirLocked
 
 logger = logging.getLogger(__name__)
 
@@ -98,10 +98,9 @@ def _refuse_foreign_server(pgdata: Path) -> None:
     except psutil.AccessDenied:  # a live process of another user: certainly not our server
         name = "(another user's process)"
     if name not in ("postgres", "postmaster") and pid != os.getpid():
-        raise DatabaseUnavailable(
+        raise DataDirLocked(
             f"The data folder {str(pgdata)!r} is locked by process {pid} ({name!r}), which is not "
             "a PostgreSQL server. Stop that process or point KB_DATA_DIR at another folder.",
-            code="KB_DB_DATA_DIR_LOCKED",
             details={"pgdata": str(pgdata), "pid": pid, "process": name},
         )
 

@@ -7,7 +7,7 @@ from django.views.decorators.http import require_GET
 
 from kb import ratelimit
 from kb.auth import client_address, principal_for
-from kb.errors import KBError
+from kb.errors import KBError, error_status
 from kb.health import health_report
 from kb.http import page_error
 from kb.models import Namespace, Source
@@ -48,7 +48,7 @@ def search_page(request):
             context["results"] = results_page(result, page)
         except KBError as exc:
             context["error"] = exc
-            status = exc.http_status if exc.http_status < 500 else 400
+            status = error_status(exc) if error_status(exc) < 500 else 400  # the form stays usable
     return render(request, "kb/search.html", context, status=status)
 
 

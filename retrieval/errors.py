@@ -26,3 +26,24 @@ class UnknownNamespace(SearchError):
 class InvalidRankerParams(SearchError):
     code = "SEARCH_INVALID_PARAMS"
     http_status = 422
+
+
+class InvalidGroup(InvalidQuery):
+    """A `group` that is neither chunk nor document."""
+
+    code = "SEARCH_INVALID_GROUP"
+    http_status = 422
+
+
+class EmptyQuery(InvalidQuery):
+    """A query with no words once normalised."""
+
+    code = "SEARCH_EMPTY_QUERY"
+    http_status = 422
+
+
+class InvalidLimit(InvalidQuery):
+    """A result limit out of range."""
+
+    code = "SEARCH_INVALID_LIMIT"
+    http_status = 422

@@ -33,6 +33,13 @@ class EvalFileError(KBError):
     http_status = 422
 
 
+class EvalUnknownVersion(EvalFileError):
+    """An eval file of a format version this build does not read."""
+
+    code = "EVAL_UNKNOWN_VERSION"
+    http_status = 422
+
+
 @dataclass(frozen=True)
 class Expect:
     source_includes: tuple[str, ...] = ()
@@ -126,8 +133,8 @@ def parse_suite(data: Any, *, namespace: str | None = None, max_cases: int | Non
         raise EvalFileError("An eval file must be a JSON object with 'version' and 'cases'.")
     version = data.get("version")
     if version not in SUPPORTED_VERSIONS:
-        raise EvalFileError(f"Unsupported eval file version {version!r}; this build reads version 1.",
-                            code="EVAL_UNKNOWN_VERSION", details={"version": version})
+        raise EvalUnknownVersion(f"Unsupported eval file version {version!r}; this build reads version 1.",
+                                 details={"version": version})
     defaults = data.get("defaults", {})
     if not isinstance(defaults, dict):
         raise EvalFileError("'defaults' must be an object.", details={"field": "defaults"})

@@ -15,7 +15,7 @@ from datetime import datetime
 from kb.models import Namespace, QueryLog
 from retrieval import channels as ch
 from retrieval.calibration import WEIGHT_FIELDS, weights_from_row
-from retrieval.errors import InvalidQuery, QueryTooLong, UnknownNamespace
+from retrieval.errors import EmptyQuery, InvalidGroup, InvalidLimit, InvalidQuery, QueryTooLong, UnknownNamespace
 from retrieval.fusion import DEFAULT_WEIGHTS, FusionWeights
 from retrieval.query import QueryFeatures, analyse
 from retrieval.ranker import (
@@ -119,7 +119,7 @@ def search(query: str, namespace: str, *, filters: Filters = Filters(), limit: i
     started = time.perf_counter()
     query = validate_query(query, limit)
     if group not in GROUPINGS:
-        raise InvalidQuery(f"group must be one of {', '.join(GROUPINGS)}, got {group!r}.", code="SEARCH_INVALID_GROUP")
+        raise InvalidGroup(f"group must be one of {', '.join(GROUPINGS)}, got {group!r}.")
     documents_wanted = limit if group == "document" else None
     if documents_wanted:
         limit = min(MAX_LIMIT, limit * SECTIONS_PER_GROUPED_DOCUMENT)
@@ -212,17 +212,17 @@ def validate_query(query: str, limit: int) -> str:
     """The query text stripped, or a stable error for an empty, too long or NUL-bearing query or
     a limit out of range; shared with the capability retrievers."""
     if not isinstance(query, str) or not query.strip():
-        raise InvalidQuery("The query is empty; type a few words to search for.", code="SEARCH_EMPTY_QUERY")
+        raise EmptyQuery("The query is empty; type a few words to search for.")
     if len(query) > MAX_QUERY_CHARS * 18:  # NFKC grows a character at most 18-fold
         raise QueryTooLong(f"The query is {len(query)} characters long; the limit is {MAX_QUERY_CHARS}.",
                            details={"length": len(query), "max": MAX_QUERY_CHARS})
     if "\x00" in query:
-        raise InvalidQuery("The query contains a NUL character.", code="SEARCH_INVALID_QUERY")
+        raise InvalidQuery("The query contains a NUL character.")
     if not 1 <= limit <= MAX_LIMIT:
-        raise InvalidQuery(f"limit must be between 1 and {MAX_LIMIT}, got {limit}.", code="SEARCH_INVALID_LIMIT")
+        raise InvalidLimit(f"limit must be between 1 and {MAX_LIMIT}, got {limit}.")
     normalised = normalise_query(query)
     if not normalised:
-        raise InvalidQuery("The query is empty; type a few words to search for.", code="SEARCH_EMPTY_QUERY")
+        raise EmptyQuery("The query is empty; type a few words to search for.")
     if len(normalised) > MAX_QUERY_CHARS:  # measured after normalisation: what the search pays for
         raise QueryTooLong(f"The query is {len(normalised)} characters long once normalised (NFKC); the limit "
                            f"is {MAX_QUERY_CHARS}.", details={"length": len(normalised), "max": MAX_QUERY_CHARS})

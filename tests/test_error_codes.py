@@ -1,0 +1,59 @@
+"""One class per stable error code: unique codes, each listed once in the README with its status."""
+
+import importlib
+import pkgutil
+import re
+from pathlib import Path
+
+import pytest
+
+from kb.errors import KBError, error_status
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+APPS = ("kb", "ingest", "retrieval", "capabilities")
+
+
+def all_error_classes() -> list[type[KBError]]:
+    """Every KBError subclass the apps define, in module then code order."""
+    for app in APPS:
+        package = importlib.import_module(app)
+        for info in pkgutil.walk_packages(package.__path__, app + "."):
+            if ".migrations" not in info.name and ".management" not in info.name:
+                importlib.import_module(info.name)
+    found, pending = [], [KBError]
+    while pending:
+        cls = pending.pop()
+        found.append(cls)
+        pending.extend(cls.__subclasses__())
+    return sorted(found, key=lambda c: (c.__module__, c.code))
+
+
+def readme_codes() -> dict[str, list[int]]:
+    listed: dict[str, list[int]] = {}
+    for code, status in re.findall(r"^\| `([A-Z][A-Z0-9_]+)` \| (\d{3}) \|", README.read_text(), re.M):
+        listed.setdefault(code, []).append(int(status))
+    return listed
+
+
+def test_every_code_belongs_to_one_class():
+    codes = [cls.code for cls in all_error_classes()]
+    assert len(codes) == len(set(codes)), sorted(code for code in codes if codes.count(code) > 1)
+
+
+def test_every_code_is_listed_once_in_the_readme_with_its_status():
+    listed = readme_codes()
+    for cls in all_error_classes():
+        assert listed.get(cls.code) == [cls.http_status], f"{cls.__name__} ({cls.code}): {listed.get(cls.code)}"
+    documented = {cls.code for cls in all_error_classes()}
+    assert set(listed) - documented == set(), "README lists codes no class has"
+
+
+def test_a_code_cannot_be_passed_in():
+    with pytest.raises(TypeError):
+        KBError("message", code="SOMETHING_ELSE")
+
+
+def test_the_status_is_the_class_status():
+    from retrieval.errors import EmptyQuery
+
+    assert error_status(EmptyQuery("empty")) == 422
