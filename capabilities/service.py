@@ -157,7 +157,7 @@ def retrieve_knowledge(principal: Principal, selected: list, text: str, knowledg
         answer = backend.retrieve(request, access)
     except KBError:
         raise
-    except Exception as exc:
+    except Exception as exc:  # a backend is third-party code: any failure is an error, never an empty success
         logger.exception("knowledge retriever failed")
         raise RetrieverFailed(f"The knowledge retriever failed: {exc.__class__.__name__}: {exc}",
                               details={"backend": type(backend).__name__}) from exc
