@@ -9,7 +9,9 @@ from capabilities.contracts import CurrentRecords, Target
 from capabilities.definitions import ProviderDefinition
 from ingest.pipeline import current_source_revision
 from kb.errors import NamespaceUnknown, TargetUnknown, UnknownProvider
-from kb.models import Capability, Chunk, Document, KnowledgeTarget, Namespace, Provider, ProviderRevision, Source
+from kb.models import (
+    SEARCH_CONFIG, Capability, Chunk, Document, KnowledgeTarget, Namespace, Provider, ProviderRevision, Source,
+)
 from kb.revisions import canonical_hash, config_revision
 
 
@@ -231,8 +233,8 @@ def capability_lexemes(capability_pks) -> dict[int, dict[str, int]]:
     with connection.cursor() as cursor:
         cursor.execute(
             """SELECT c.id, t.lexeme, coalesce(array_length(t.positions, 1), 1)
-               FROM kb_capability c, unnest(to_tsvector('english'::regconfig, c.indexed_text)) t
-               WHERE c.id = ANY(%s)""", [list(capability_pks)])
+               FROM kb_capability c, unnest(to_tsvector(%s::regconfig, c.indexed_text)) t
+               WHERE c.id = ANY(%s)""", [SEARCH_CONFIG, list(capability_pks)])
         for pk, lexeme, tf in cursor.fetchall():
             result.setdefault(pk, {})[lexeme] = int(tf)
     return result

@@ -23,7 +23,7 @@ from kb.validators import (
     validate_source_options,
 )
 
-SEARCH_CONFIG = "english"
+SEARCH_CONFIG = "english"  # the text search configuration of every tsvector and query: stated here only
 
 
 class Namespace(models.Model):

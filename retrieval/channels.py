@@ -13,9 +13,9 @@ from datetime import datetime
 import numpy as np
 from django.db import connection, transaction
 
+from kb.models import SEARCH_CONFIG  # the one text search configuration: the stored tsvectors use it
 from retrieval import bm25
 
-SEARCH_CONFIG = "english"
 MAX_QUERY_LEXEMES = 64
 
 
