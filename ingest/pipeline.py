@@ -35,13 +35,13 @@ from ingest.loaders import KnownDocument, LoadedItem, SourceLoader, SourceSpec
 from kb.conf import kb_settings
 from kb.errors import DatabaseUnavailable, KBError
 from kb.models import Chunk, Document, IngestItem, IngestRun, Source
+from kb.validators import MULTI_PAGE_KINDS
 from kb.names import document_name_key, duplicate_key
 from kb.revisions import source_revision
 from kb.vector_index import ensure_namespace_index
 
 logger = logging.getLogger(__name__)
 
-MULTI_PAGE_KINDS = ("crawl", "sitemap", "llms")  # sources whose pages share a site's boilerplate
 DB_RECONNECT_ATTEMPTS = 8  # about 15 s of waiting for a restarting database
 
 EMBED_BATCH_CHUNKS = 128  # chunks gathered across documents before one embedding call

@@ -16,6 +16,7 @@ from django.db.models import Q
 from pgvector.django import VectorField
 
 from kb.validators import (
+    SOURCE_KINDS,
     URL_KINDS,
     validate_capability_id,
     validate_http_url,
@@ -101,7 +102,7 @@ class Source(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["namespace", "name"], name="source_unique_name"),
             models.CheckConstraint(
-                condition=Q(kind__in=["url", "sitemap", "crawl", "llms", "file", "text"]),
+                condition=Q(kind__in=list(SOURCE_KINDS)),
                 name="source_kind_valid",
             ),
             models.CheckConstraint(

@@ -171,3 +171,11 @@ def test_unknown_query_runtime_stops_start_up():
     assert result.returncode != 0
     assert "kb.KB_CONFIG_INVALID" in result.stderr
     assert "KB_EMBEDDING_QUERY_RUNTIME must be 'onnx' or 'torch', got 'gpu'" in result.stderr
+
+
+def test_source_kinds_are_stated_once_and_labelled_by_the_model():
+    from kb.models import Source
+    from kb.validators import MULTI_PAGE_KINDS, SOURCE_KINDS, URL_KINDS
+
+    assert tuple(Source.Kind.values) == SOURCE_KINDS
+    assert set(MULTI_PAGE_KINDS) <= set(URL_KINDS) <= set(SOURCE_KINDS)
