@@ -17,29 +17,51 @@ from kb.models import Chunk, Document, IngestRun
 from tests.pgserver import REPO, current_database_url, free_port
 
 
-def test_kb_run_serves_app_and_worker_then_stops_on_ctrl_c(transactional_db):
-    port = free_port()
-    proc = subprocess.Popen(
+def _start_kb_run(port: int, log_path):
+    log = open(log_path, "w")
+    return subprocess.Popen(
         [sys.executable, "manage.py", "kb_run", "--port", str(port), "--no-demo"], cwd=REPO,
         env={**os.environ, "DATABASE_URL": current_database_url()},
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
-    )
+        stdout=log, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+    ), log
+
+
+def _wait_for(condition, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.5)
+    return False
+
+
+def _stop(proc, log, log_path) -> str:
+    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+    proc.wait(timeout=60)
+    log.close()
+    return log_path.read_text()
+
+
+def test_kb_run_serves_app_and_worker_then_stops_on_ctrl_c(transactional_db, tmp_path):
+    port = free_port()
+    log_path = tmp_path / "kb_run.log"
+    proc, log = _start_kb_run(port, log_path)
+    health = {}
+
+    def ready() -> bool:
+        nonlocal health
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as response:
+                health = json.load(response)
+        except OSError:
+            return False
+        return health["worker"]["ok"] and "Knowledge base running at" in log_path.read_text()
+
     try:
-        health = None
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as response:
-                    health = json.load(response)
-                if health["worker"]["ok"]:
-                    break
-            except OSError:
-                pass
-            time.sleep(1)
-        assert health is not None and health["status"] == "ok", health
+        assert _wait_for(ready, 120), (health, log_path.read_text())
+        assert health["status"] == "ok", health
     finally:
-        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
-        output, _ = proc.communicate(timeout=60)
+        output = _stop(proc, log, log_path)
     assert proc.returncode == 0, output
     assert re.search(r"admin login\s+admin / \S{12,}\s+\(shown once", output)
     assert "stopping web server and worker" in output
@@ -48,6 +70,18 @@ def test_kb_run_serves_app_and_worker_then_stops_on_ctrl_c(transactional_db):
     assert "KB_WARM_MODEL=documents: model ready" in output  # the worker, for ingest
     children = subprocess.run(["pgrep", "-f", f"runserver --noreload 127.0.0.1:{port}"], capture_output=True)
     assert children.returncode == 1, "the web server outlived Ctrl-C"
+
+
+def test_ctrl_c_while_the_model_loads_stops_everything_cleanly(transactional_db, tmp_path):
+    port = free_port()
+    log_path = tmp_path / "kb_run.log"
+    proc, log = _start_kb_run(port, log_path)
+    try:
+        assert _wait_for(lambda: "loading the model" in log_path.read_text(), 120), log_path.read_text()
+    finally:
+        output = _stop(proc, log, log_path)
+    assert proc.returncode == 0 and "Traceback" not in output, output
+    assert "stopping web server and worker" in output and "Knowledge base running" not in output
 
 
 @pytest.mark.django_db

@@ -22,10 +22,11 @@ from kb.embedded_db import prune_dead_handles
 SERVER_START_SECONDS = 180
 
 
-def _wait_until_serving(url: str, server: subprocess.Popen) -> bool:
-    """True once `url` answers (any HTTP status), False if the server exits or never answers."""
+def _wait_until_serving(url: str, server: subprocess.Popen, stopping) -> bool:
+    """True once `url` answers (any HTTP status); False if the server exits, never answers, or
+    `stopping()` turns true (Ctrl-C while the model loads)."""
     deadline = time.monotonic() + SERVER_START_SECONDS
-    while time.monotonic() < deadline and server.poll() is None:
+    while time.monotonic() < deadline and server.poll() is None and not stopping():
         try:
             urllib.request.urlopen(url, timeout=2)  # noqa: S310 (our own loopback server)
             return True
@@ -58,19 +59,33 @@ class Command(BaseCommand):
         connection.close()
 
         base = f"http://{host}:{port}"
+        self._stopping = False
+
+        def stop(signum, frame):  # Ctrl-C or SIGTERM, from here on: stop the children cleanly
+            self._stopping = True
+
+        signal.signal(signal.SIGINT, stop)
+        signal.signal(signal.SIGTERM, stop)
         # each child loads the model for the path it uses before it serves (KB_WARM_MODEL), and the
         # banner waits for the web server, so the first search is as fast as the ones after it
         children = [
-            subprocess.Popen([sys.executable, "manage.py", "qcluster"],
+            # in their own process groups: a terminal's Ctrl-C reaches this process only, which
+            # stops them with SIGTERM, quietly, even while they are still loading the model
+            subprocess.Popen([sys.executable, "manage.py", "qcluster"], start_new_session=True,
                              env={**os.environ, "KB_WARM_MODEL": "documents"}),
             subprocess.Popen(
                 [sys.executable, "manage.py", "runserver", "--noreload", f"{host}:{port}"],
-                env={**os.environ, "KB_WARM_MODEL": "query"},
+                env={**os.environ, "KB_WARM_MODEL": "query"}, start_new_session=True,
             ),
         ]
         self.stdout.write("==> loading the model in the web server and the worker")
-        if not _wait_until_serving(f"{base}/healthz", children[1]):
+        if _wait_until_serving(f"{base}/healthz", children[1], lambda: self._stopping):
+            self._banner(base, login)
+        elif not self._stopping:
             self.stderr.write("The web server did not start; see its output above.")
+        self._supervise(children)
+
+    def _banner(self, base: str, login) -> None:
         self.stdout.write(self.style.SUCCESS(f"\nKnowledge base running at {base}/"))
         self.stdout.write(f"  search page   {base}/")
         self.stdout.write(f"  admin         {base}/admin/")
@@ -87,7 +102,6 @@ class Command(BaseCommand):
                 f"'.venv/bin/python manage.py changepassword {login.username}')"
             )
         self.stdout.write("Press Ctrl-C to stop.\n")
-        self._supervise(children)
 
     def _demo(self) -> None:
         from kb.demo import ensure_demo_providers, ensure_demo_sources
@@ -100,20 +114,12 @@ class Command(BaseCommand):
                               f"revision {entry['revision'][:12]}")
 
     def _supervise(self, children: list[subprocess.Popen]) -> None:
-        stopping = False
-
-        def stop(signum, frame):
-            nonlocal stopping
-            stopping = True
-
-        signal.signal(signal.SIGINT, stop)
-        signal.signal(signal.SIGTERM, stop)
-        while not stopping and all(child.poll() is None for child in children):
+        while not self._stopping and all(child.poll() is None for child in children):
             time.sleep(0.3)
         self.stdout.write("\n==> stopping web server and worker")
         for child in children:
             if child.poll() is None:
-                child.send_signal(signal.SIGINT)
+                child.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + 15
         for child in children:
             try:
@@ -125,5 +131,5 @@ class Command(BaseCommand):
         if pgdata:  # the database stops when this process exits, unless others still use it
             prune_dead_handles(pgdata)
         failed = [c.args[2] for c in children if c.returncode not in (0, -2, -15, 130)]
-        if failed and not stopping:
+        if failed and not self._stopping:
             raise SystemExit(1)
