@@ -73,7 +73,7 @@ class _Pending:
 @dataclass
 class _Outcome:
     ref: str
-    status: str
+    status: IngestItem.Status
     reason: str = ""
     error_code: str = ""
     error_message: str = ""
@@ -241,7 +241,7 @@ class IngestPipeline:
                 raise
             except Exception as exc:  # noqa: BLE001 - an extractor bug must not abort the run
                 logger.exception("unexpected error ingesting %s", item.ref)
-                self._record(_Outcome(item.ref, "failed", error_code=IngestInternalError.code,
+                self._record(_Outcome(item.ref, IngestItem.Status.FAILED, error_code=IngestInternalError.code,
                                       error_message=f"{type(exc).__name__}: {exc}"), started)
             self._flush_if_full()
 
@@ -251,7 +251,7 @@ class IngestPipeline:
             self._record(_Outcome(item.ref, IngestItem.Status.SKIPPED, reason=item.skipped), started)
             return
         if item.error is not None:
-            self._record(_Outcome(item.ref, "failed", error_code=item.error.code,
+            self._record(_Outcome(item.ref, IngestItem.Status.FAILED, error_code=item.error.code,
                                   error_message=item.error.message), started)
             return
         state = self._states.get(item.ref)
@@ -261,13 +261,13 @@ class IngestPipeline:
                 extracted = stored_extraction(state)
                 self._queue(item, extracted, state.content_hash, reason, started)
             else:
-                self._record(_Outcome(item.ref, "unchanged", reason="not modified"), started)
+                self._record(_Outcome(item.ref, IngestItem.Status.UNCHANGED, reason="not modified"), started)
             return
         byte_key = document_byte_key(item.body or b"")
         if state is not None and state.metadata.get("byte_key") == byte_key \
                 and not change_reason(state, state.content_hash, self.embedder.model_id):
             self._touch_unchanged(item, state, None)
-            self._record(_Outcome(item.ref, "unchanged", reason="same bytes",
+            self._record(_Outcome(item.ref, IngestItem.Status.UNCHANGED, reason="same bytes",
                                   byte_size=len(item.body or b"")), started)
             return
         try:
@@ -276,14 +276,14 @@ class IngestPipeline:
             if not extracted.content.strip():
                 raise EmptyContent("No text left after extraction.")
         except KBError as exc:
-            self._record(_Outcome(item.ref, "failed", error_code=exc.code, error_message=exc.message,
+            self._record(_Outcome(item.ref, IngestItem.Status.FAILED, error_code=exc.code, error_message=exc.message,
                                   byte_size=len(item.body or b"")), started)
             return
         content_hash = _text_hash(extracted.content)
         reason = change_reason(state, content_hash, self.embedder.model_id)
         if not reason:
             self._touch_unchanged(item, state, extracted, byte_key)
-            self._record(_Outcome(item.ref, "unchanged", reason="same content hash",
+            self._record(_Outcome(item.ref, IngestItem.Status.UNCHANGED, reason="same content hash",
                                   byte_size=len(item.body or b"")), started)
             return
         self._queue(item, extracted, content_hash, reason, started, byte_key, keys)
@@ -316,7 +316,7 @@ class IngestPipeline:
     def _queue(self, item, extracted, content_hash, reason, started, byte_key="", keys=()) -> None:
         chunks = self._chunks(extracted)
         if not chunks:
-            self._record(_Outcome(item.ref, "failed", error_code=EmptyContent.code,
+            self._record(_Outcome(item.ref, IngestItem.Status.FAILED, error_code=EmptyContent.code,
                                   error_message="No chunks could be made."), started)
             return
         self._pending.append(_Pending(item, extracted, content_hash, chunks, reason, started, byte_key,
@@ -398,12 +398,12 @@ class IngestPipeline:
             vectors = self.embedder.embed_documents(texts)
         except KBError as exc:
             for p in pending:
-                self._record(_Outcome(p.item.ref, "failed", error_code=exc.code,
+                self._record(_Outcome(p.item.ref, IngestItem.Status.FAILED, error_code=exc.code,
                                       error_message=exc.message), p.started)
             return
         self._store(pending, vectors)
         for p in pending:
-            self._record(_Outcome(p.item.ref, "changed", reason=p.reason,
+            self._record(_Outcome(p.item.ref, IngestItem.Status.CHANGED, reason=p.reason,
                                   byte_size=len(p.extracted.content.encode("utf-8")),
                                   chunks=len(p.chunks)), p.started)
 
@@ -485,7 +485,7 @@ class IngestPipeline:
             with transaction.atomic():
                 Document.objects.filter(pk=self._states[ref].doc_id).delete()
             self.run.items_removed += 1
-            self._outcomes.append(_Outcome(ref, "removed", reason="gone from the source"))
+            self._outcomes.append(_Outcome(ref, IngestItem.Status.REMOVED, reason="gone from the source"))
         self._save_progress(force=True)
 
     # --- bookkeeping --------------------------------------------------------------------------
@@ -494,11 +494,11 @@ class IngestPipeline:
         self._outcomes.append(outcome)
         self.run.items_done += 1
         self.run.items_total = max(self.run.items_total, self.run.items_done)
-        if outcome.status == "failed":
+        if outcome.status == IngestItem.Status.FAILED:
             self.run.items_failed += 1
-        elif outcome.status == "changed":
+        elif outcome.status == IngestItem.Status.CHANGED:
             self.run.items_changed += 1
-        elif outcome.status == "unchanged":
+        elif outcome.status == IngestItem.Status.UNCHANGED:
             self.run.items_unchanged += 1
         self._save_progress()
 

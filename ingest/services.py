@@ -34,7 +34,7 @@ def execute_run(run_id: int, on_progress=None) -> IngestRun:
     from ingest.pipeline import IngestPipeline
 
     run = IngestRun.objects.select_related("source").get(pk=run_id)
-    if run.status in (IngestRun.Status.SUCCEEDED, IngestRun.Status.PARTIAL, IngestRun.Status.FAILED):
+    if run.status in IngestRun.FINISHED:
         return run
     return IngestPipeline(run, on_progress=on_progress).execute()
 

@@ -347,6 +347,8 @@ class IngestRun(models.Model):
         PARTIAL = "partial"
         FAILED = "failed"
 
+    FINISHED = (Status.SUCCEEDED, Status.PARTIAL, Status.FAILED)  # a run in one of these is over
+
     class Mode(models.TextChoices):
         INGEST = "ingest"
         REEMBED = "reembed", "Re-embed all"
@@ -384,7 +386,7 @@ class IngestRun(models.Model):
     @property
     def progress_percent(self) -> int:
         if not self.items_total:
-            return 100 if self.status in ("succeeded", "partial", "failed") else 0
+            return 100 if self.status in self.FINISHED else 0
         return min(100, round(100 * self.items_done / self.items_total))
 
 

@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from ingest.services import start_ingest
-from kb.models import IngestRun, Source
+from kb.models import IngestItem, IngestRun, Source
 
 
 class Command(BaseCommand):
@@ -59,5 +59,5 @@ class Command(BaseCommand):
             f"{run.items_changed} changed, {run.items_unchanged} unchanged, "
             f"{run.items_failed} failed, {run.items_removed} removed, {run.chunks_written} chunks"
         )
-        for item in run.items.filter(status="failed")[:20]:
+        for item in run.items.filter(status=IngestItem.Status.FAILED)[:20]:
             self.stdout.write(f"  failed {item.ref}: {item.error_code} {item.error_message}")
