@@ -28,7 +28,7 @@ def weights_from_row(row: dict) -> FusionWeights:
     return FusionWeights(
         lexical=row["fusion__lexical_weight"], source="fitted", version=row["fusion__version"],
         fitted_at=row["fusion__fitted_at"],
-        reason=fitted_reason(row["fusion__lexical_weight"], row["fusion__fitted_on"], row["fusion__queries"],
+        reason=fitted_reason(row["fusion__fitted_on"], row["fusion__queries"],
                              row["fusion__cross_validated_ndcg"], row["fusion__default_ndcg"],
                              row["fusion__fitted_at"]),
     )

@@ -80,8 +80,8 @@ def _best(scores: dict[float, dict[str, float]], queries: list[str]) -> float:
                                       -abs(w - DEFAULT_LEXICAL_WEIGHT)))
 
 
-def fitted_reason(weight: float, fitted_on: str, queries: int, cross_validated: float, default_score: float,
+def fitted_reason(fitted_on: str, queries: int, cross_validated: float, default_score: float,
                   fitted_at: datetime | None) -> str:
     date = f" on {fitted_at:%Y-%m-%d}" if fitted_at else ""
     return (f"fitted{date} to {queries} judged queries ({fitted_on}): nDCG@10 {cross_validated:.3f} "
-            f"cross-validated, against {default_score:.3f} with the default 0.5")
+            f"cross-validated, against {default_score:.3f} with the default {DEFAULT_LEXICAL_WEIGHT}")

@@ -44,6 +44,7 @@ CHANNELS = (VECTOR, LEXICAL, NAMES, IDENTIFIERS)
 FUSED = "fused"  # the base from meaning and words together (see `fuse`)
 BASES = (FUSED, *CHANNELS)
 CALIBRATION_DEPTH = 100  # a channel's distribution is read from its first 100 hits
+FULL_WEIGHT_IDF_SHARE = 0.5  # a best lexical hit reaching half the query's IDF mass keeps the full weight
 
 
 @dataclass(frozen=True)
@@ -334,13 +335,14 @@ def _updated(details: ScoreDetails, **changes) -> ScoreDetails:
 
 
 def words_weight(lexical_weight: float, stats: dict[str, tuple[float, float, float]], query_idf: float | None) -> float:
-    """The lexical weight for this query: the namespace's weight times the share of the query's
-    IDF mass its best lexical hit reaches (at most 1). When no passage holds the query's rare
-    words, the lexical list is a list of common-word matches: exceptional within itself, yet it
-    says little, and it weighs that little."""
+    """The lexical weight for this query: the namespace's weight, scaled down in proportion when
+    the best lexical hit reaches less than `FULL_WEIGHT_IDF_SHARE` of the query's IDF mass. When
+    no passage holds the query's rare words, the lexical list is a list of common-word matches:
+    exceptional within itself, yet it says little, and it weighs that little."""
     if not query_idf or LEXICAL not in stats:
         return lexical_weight
-    return lexical_weight * min(1.0, 2 * max(stats[LEXICAL][0], 0.0) / query_idf)
+    share = max(stats[LEXICAL][0], 0.0) / query_idf
+    return lexical_weight * min(1.0, share / FULL_WEIGHT_IDF_SHARE)
 
 
 def _vector_top_z(stats: dict[str, tuple[float, float, float]]) -> float | None:

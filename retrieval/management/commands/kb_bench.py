@@ -20,11 +20,13 @@ from kb.migrated import migration_hint
 from kb.models import Document, IngestRun, Namespace, Source
 from retrieval.bench import evaluate, load_beir, paired_comparison, per_query_ndcg, percentiles
 from retrieval.calibration import fit_namespace, judged_runs
+from retrieval.eval_runner import METHODS
 from retrieval.fusion import DEFAULT_LEXICAL_WEIGHT, FOLDS, WEIGHT_GRID
-from retrieval.ranker import LEXICAL, VECTOR, RankerParams
+from retrieval.ranker import RankerParams
 from retrieval.service import search
 
 QUALITY_DOCUMENTS = 100
+METHOD_LABELS = {"vector": "vector alone", "lexical": "lexical alone", "rrf": "plain RRF k=60"}
 LATENCY_LIMIT = 10
 RAW_EMBED_SAMPLE = 512
 
@@ -87,14 +89,12 @@ class Command(BaseCommand):
         if not skip_quality:
             report.update(self.fitted_quality(corpus.name, query_items, qrels, namespace, vectors))
             report["channels"] = {
-                "vector": self.quality(query_items, qrels, namespace, vectors, "vector alone", channels=(VECTOR,)),
-                "lexical": self.quality(query_items, qrels, namespace, vectors, "lexical alone", channels=(LEXICAL,)),
-                "rrf": self.quality(query_items, qrels, namespace, vectors, "plain RRF k=60", fusion="rrf"),
+                name: self.quality(query_items, qrels, namespace, vectors, METHOD_LABELS[name], **METHODS[name])
+                for name in ("vector", "lexical", "rrf")
             }
-            labels = {"vector": "vector alone", "lexical": "lexical alone", "rrf": "plain RRF k=60"}
             best = max(report["channels"], key=lambda name: report["channels"][name]["ndcg@10"])
             report["versus_best"] = {"method": best, **paired_comparison(
-                self.per_query["full ranker"], self.per_query[labels[best]])}
+                self.per_query["full ranker"], self.per_query[METHOD_LABELS[best]])}
         if rule_effects:
             variants = {
                 "mmr_lambda=0.9": RankerParams(mmr_lambda=0.9), "mmr_lambda=0.7": RankerParams(mmr_lambda=0.7),
@@ -296,10 +296,7 @@ class Command(BaseCommand):
                               f"v{f['version']}); per fold {f['fold_weights']}; nDCG@10 per grid weight {f['grid']}")
         if "versus_best" in report:
             v = report["versus_best"]
-            self.stdout.write(f"full ranker vs {v['method']} (best other method), per query on nDCG@10: "
-                              f"{v['wins']} wins, "
-                              f"{v['losses']} losses, {v['ties']} ties; mean difference {v['mean_difference']:+.4f}, "
-                              f"paired randomisation p = {v['p_value']}")
+            self.stdout.write(f"full ranker vs {_versus(v)}")
         if "p50_ms" in report:
             w = report["without_embedding"]
             self.stdout.write(f"\nsearch latency (limit {LATENCY_LIMIT}): p50 {report['p50_ms']} ms, p95 "
@@ -334,9 +331,13 @@ class Command(BaseCommand):
             self.stdout.write(f"{label:<20}" + "".join(f"{c:>22}" for c in cells))
         for r in reports:
             if "versus_best" in r:
-                v = r["versus_best"]
-                self.stdout.write(f"{r['corpus']}: full ranker vs {v['method']}: {v['wins']} wins, {v['losses']} "
-                                  f"losses, {v['ties']} ties, mean {v['mean_difference']:+.4f}, p = {v['p_value']}")
+                self.stdout.write(f"{r['corpus']}: full ranker vs {_versus(r['versus_best'])}")
+
+
+def _versus(v: dict) -> str:
+    """The per-query comparison with the best other method, as both reports print it."""
+    return (f"{v['method']} (best other method), per query on nDCG@10: {v['wins']} wins, {v['losses']} losses, "
+            f"{v['ties']} ties; mean difference {v['mean_difference']:+.4f}, paired randomisation p = {v['p_value']}")
 
 
 def _samples(report: dict) -> str:
