@@ -16,12 +16,12 @@ from django.utils.module_loading import import_string
 from capabilities import store
 from capabilities.contracts import (CapabilityCandidate, CapabilityQuery, KnowledgeAnswer, KnowledgeHit,
                                     KnowledgeRequest, Target)
+from ingest.embed import get_embedder
 from kb.conf import kb_settings
 from kb.errors import AccessClosed, AccessDenied, ConfigurationError, RetrieverUnconfigured
 from retrieval import bm25
-from retrieval import channels as ch
 from retrieval.ranker import LEXICAL, VECTOR, Candidate, ChannelHit, RankerParams, rank
-from retrieval.service import Filters, search
+from retrieval.service import Filters, query_terms, search
 
 
 class CapabilityRetriever(Protocol):
@@ -121,8 +121,6 @@ class TargetAccess:
 
 def model_id() -> str:
     """The configured embedder's model id: what the index's configuration revision names."""
-    from ingest.embed import get_embedder
-
     return get_embedder().model_id
 
 
@@ -146,8 +144,6 @@ class BuiltinCapabilityRetriever:
     the query and BM25 over the capabilities in scope, fused as for chunks."""
 
     def retrieve(self, query: CapabilityQuery) -> list[CapabilityCandidate]:
-        from ingest.embed import get_embedder
-
         rows = store.indexed_capabilities(query.provider_ids)
         if not rows:
             return []
@@ -173,8 +169,6 @@ class BuiltinCapabilityRetriever:
 def index_capabilities(provider, force: bool = False) -> int:
     """Embed the title and summary of the provider's capabilities whose index is behind its
     current revision; returns how many were (re-)indexed."""
-    from ingest.embed import get_embedder
-
     status = store.index_status(provider)
     todo = store.capabilities_to_index(provider, status["revision"], force)
     if not todo:
@@ -200,7 +194,7 @@ def _bm25(text: str, documents: dict[int, dict[str, int]]) -> dict[int, float]:
     lengths = {pk: sum(terms.values()) for pk, terms in documents.items()}
     avgdl = max(1.0, sum(lengths.values()) / n)
     scores: dict[int, float] = {}
-    for lexeme, qtf in ch.query_lexemes(text):
+    for lexeme, qtf in query_terms(text):
         df = sum(1 for terms in documents.values() if lexeme in terms)
         if not df:
             continue

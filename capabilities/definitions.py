@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from kb.errors import DefinitionInvalid, ValidationFailed
 from kb.revisions import canonical_hash
-from kb.validators import CAPABILITY_ID_RE
+from kb.vocabulary import CAPABILITY_ID_RE
 
 
 @dataclass(frozen=True)

@@ -10,49 +10,79 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from django_q.tasks import async_task
+
 from capabilities import store
 from capabilities.backends import (TargetAccess, capability_retriever, index_capabilities, knowledge_retriever,
                                    model_id)
 from capabilities.contracts import (CapabilityQuery, CheckedCandidate, ContractWarning, KnowledgeAnswer,
                                     KnowledgeRequest, Target, check_candidates, check_hit, mapping_revision,
                                     verify_evidence)
-from capabilities.definitions import parse_definitions
+from capabilities.definitions import ProviderDefinition, parse_definitions, parse_provider
 from kb.auth import Principal
 from kb.conf import kb_settings
+from kb.datafiles import read_data
 from kb.errors import (
     BudgetExceeded, DefinitionInvalid, KBError, RetrieverFailed, RevisionMismatch, UnknownCapability, ValidationFailed,
 )
-from retrieval.service import document_citation_url, validate_query
+from retrieval.citations import document_citation_url
+from retrieval.query import validate_query
 
 logger = logging.getLogger(__name__)
 
 MAX_PAGE_SIZE = 200
+INDEX_NOW, INDEX_QUEUE, INDEX_SKIP = "now", "queue", "skip"  # when `apply_provider` embeds
 
 
 # --- definitions -------------------------------------------------------------------------------
 
 def load_definition_file(path: str | Path, reindex: bool = True) -> list[dict]:
     """Load providers from a JSON or YAML file; one entry per provider: slug, revision, changed."""
-    import json
-
-    import yaml
-
-    raw = Path(path).read_text(encoding="utf-8")
     try:
-        data = json.loads(raw) if str(path).endswith(".json") else yaml.safe_load(raw)
-    except (ValueError, yaml.YAMLError) as exc:
-        raise DefinitionInvalid(f"{path} is not valid JSON or YAML: {exc}") from exc
+        data = read_data(Path(path).read_text(encoding="utf-8"), str(path))
+    except ValueError as exc:
+        raise DefinitionInvalid(str(exc)) from exc
     return load_definitions(data, reindex=reindex)
 
 
 def load_definitions(data, reindex: bool = True) -> list[dict]:
-    report = []
-    for definition in parse_definitions(data):
-        provider, changed = store.apply_definition(definition)
-        indexed = index_capabilities(provider) if reindex else 0
-        report.append({"provider": provider.slug, "revision": definition.static_revision, "changed": changed,
-                       "capabilities": len(definition.capabilities), "indexed": indexed})
+    """Apply every provider in `data` and, with `reindex`, embed what changed here and now."""
+    return [apply_provider(definition, index=INDEX_NOW if reindex else INDEX_SKIP)
+            for definition in parse_definitions(data)]
+
+
+def check_provider(data, slug: str) -> ProviderDefinition:
+    """One provider's definition as typed in the console, its id taken from `slug`: parsed and
+    resolved against the store, so an unknown namespace or source fails before anything is written."""
+    definition = dict(data or {})
+    definition["id"] = slug or definition.get("id", "")
+    parsed = parse_provider(definition)
+    store.resolve_definition(parsed)
+    return parsed
+
+
+def apply_provider(definition: ProviderDefinition, *, index: str = INDEX_NOW) -> dict:
+    """Apply a provider's definition (a new revision when it changed) and index its capabilities:
+    `now` embeds here, `queue` hands the embedding to the background worker, `skip` leaves it."""
+    provider, changed = store.apply_definition(definition)
+    report = {"provider": provider.slug, "revision": definition.static_revision, "changed": changed,
+              "capabilities": len(definition.capabilities), "indexed": 0, "task": None}
+    if index == INDEX_NOW:
+        report["indexed"] = index_capabilities(provider)
+    elif index == INDEX_QUEUE:
+        report["task"] = async_task("capabilities.tasks.index_provider", provider.pk,
+                                    task_name=f"index-provider-{provider.pk}")
     return report
+
+
+def reindex_provider(provider) -> int:
+    """Embed every capability of the provider again, current or not; returns how many."""
+    return index_capabilities(provider, force=True)
+
+
+def index_status(provider) -> dict:
+    """The provider's current revision and how many of its capabilities are indexed at it."""
+    return store.index_status(provider)
 
 
 # --- catalog -----------------------------------------------------------------------------------

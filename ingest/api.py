@@ -8,7 +8,7 @@ from ingest.schemas import RunOut, SourceIn, SourceOut, SourcePatch, UploadOut
 from ingest.services import start_ingest
 from kb.auth import require_readable
 from kb.errors import NotFound
-from kb.models import IngestRun, Namespace, Source
+from kb.models import IngestRun, Source
 
 router = Router(tags=["sources"])
 
@@ -17,7 +17,7 @@ router = Router(tags=["sources"])
 def list_sources(request, namespace: str | None = None):
     if namespace:
         request.auth.check(namespace)
-    visible = Namespace.objects.filter(request.auth.readable())
+    visible = request.auth.readable_namespaces()
     queryset = Source.objects.filter(namespace__in=visible).select_related("namespace").order_by("id")
     if namespace:
         queryset = queryset.filter(namespace__slug=namespace)

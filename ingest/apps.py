@@ -12,6 +12,8 @@ class IngestConfig(AppConfig):
     verbose_name = "Ingest"
 
     def ready(self):
+        from ingest import checks  # noqa: F401  (registers the embedder's system check)
+
         post_migrate.connect(_schedule_watchdog, sender=self)
         _warm_model()
 

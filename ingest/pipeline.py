@@ -30,14 +30,14 @@ from ingest.extract.documents import ISOLATED_TYPES
 from ingest.extract.isolated import ParserBudget, extract_isolated
 from ingest.fetch import Fetcher
 from ingest.filetypes import max_bytes_for
+from ingest.services import current_source_revision
 from ingest.uploads import source_files
 from ingest.loaders import KnownDocument, LoadedItem, SourceLoader, SourceSpec
 from kb.conf import kb_settings
 from kb.errors import DatabaseUnavailable, KBError
 from kb.models import Chunk, Document, IngestItem, IngestRun, Source
-from kb.validators import MULTI_PAGE_KINDS
+from kb.vocabulary import MULTI_PAGE_KINDS
 from kb.names import document_name_key, duplicate_key
-from kb.revisions import source_revision
 from kb.vector_index import ensure_namespace_index
 
 logger = logging.getLogger(__name__)
@@ -558,11 +558,6 @@ class IngestPipeline:
             ensure_namespace_index(self.source.namespace_id)  # logs a build itself
         except DatabaseError as exc:
             logger.warning("vector index for namespace %s not built: %s", self.source.namespace_id, exc)
-
-
-def current_source_revision(source: Source) -> str:
-    files = [(path, sha256) for path, _, sha256 in source_files(source)]
-    return source_revision(source.kind, source.location, source.text, files, source.options)
 
 
 def change_reason(state: _State | None, content_hash: str, model_id: str) -> str:

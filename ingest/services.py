@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from django.db import transaction
 from django_q.models import Schedule
 from django_q.tasks import async_task
 
+from ingest.uploads import source_files
 from kb.models import IngestItem, IngestRun, Source
+from kb.revisions import source_revision
 
 REFRESH_SCHEDULE = "kb-refresh-source-{id}"
 
@@ -26,6 +30,21 @@ def start_ingest(source: Source, *, mode: str = IngestRun.Mode.INGEST,
     if sync:
         execute_run(run.pk, on_progress=on_progress)
         run.refresh_from_db()
+    return run
+
+
+def ingest_texts(source: Source, documents: Iterable[tuple[str, str, str]], on_progress=None) -> IngestRun:
+    """Ingest documents the caller already holds, as (ref, title, text), into `source` as one
+    run here and now (a benchmark's corpus): the same pipeline, change detection and report as
+    any other run, without a loader."""
+    from ingest.loaders import LoadedItem
+    from ingest.pipeline import IngestPipeline
+
+    run = IngestRun.objects.create(source=source)
+    items = (LoadedItem(ref=ref, body=text.encode("utf-8"), media_type="text/plain", charset="utf-8",
+                        title_hint=title, path=ref) for ref, title, text in documents)
+    IngestPipeline(run, on_progress=on_progress).execute(items)
+    run.refresh_from_db()
     return run
 
 
@@ -59,3 +78,9 @@ def sync_refresh_schedule(source: Source) -> Schedule | None:
                       schedule_type=Schedule.MINUTES, minutes=minutes, repeats=-1),
     )
     return schedule
+
+
+def current_source_revision(source: Source) -> str:
+    """What the source's ingest depends on now (kind, address, text, files, options), as a revision."""
+    files = [(path, sha256) for path, _, sha256 in source_files(source)]
+    return source_revision(source.kind, source.location, source.text, files, source.options)

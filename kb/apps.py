@@ -8,7 +8,6 @@ class KbConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_delete
 
-        from kb import checks  # noqa: F401  (registers system checks)
         from kb.models import Namespace
 
         post_delete.connect(_drop_vector_index, sender=Namespace, dispatch_uid="kb.drop_vector_index")

@@ -12,7 +12,7 @@ import hashlib
 import secrets
 from dataclasses import dataclass
 
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from kb import ratelimit
@@ -38,6 +38,10 @@ class Principal:
         if self.kind in ("token", "member"):
             return Q(slug__in=self.namespaces or ())
         return Q(is_public=True)
+
+    def readable_namespaces(self) -> QuerySet[Namespace]:
+        """The namespaces this principal may read."""
+        return Namespace.objects.filter(self.readable())
 
     def check(self, namespace: str, *, write: bool = False) -> None:
         if self.kind == "staff":
@@ -80,6 +84,11 @@ def issue_token(name: str, *, namespaces: list[Namespace], scope: str = ApiToken
     token.save()
     token.namespaces.set(namespaces)
     return token, plaintext
+
+
+def revoke_tokens(tokens) -> int:
+    """Revoke the tokens of a queryset that are still live; return how many were."""
+    return tokens.filter(revoked_at=None).update(revoked_at=timezone.now())
 
 
 def principal_for(request, bearer: str | None) -> Principal:

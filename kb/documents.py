@@ -6,7 +6,7 @@ from django.db.models import QuerySet
 
 from kb.auth import Principal, require_readable
 from kb.errors import NotFound
-from kb.models import Document, Namespace
+from kb.models import Document
 
 TRUNCATION_MARKER = "\n\n[… truncated: {shown} of {total} characters shown; ask for more with max_chars …]"
 
@@ -14,7 +14,7 @@ TRUNCATION_MARKER = "\n\n[… truncated: {shown} of {total} characters shown; as
 def visible_documents(principal: Principal, namespace: str | None = None) -> QuerySet[Document]:
     if namespace:
         principal.check(namespace)
-    namespaces = Namespace.objects.filter(principal.readable())
+    namespaces = principal.readable_namespaces()
     documents = Document.objects.filter(namespace__in=namespaces)
     if namespace:
         documents = documents.filter(namespace__slug=namespace)

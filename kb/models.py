@@ -15,14 +15,8 @@ from django.db import models
 from django.db.models import Q
 from pgvector.django import VectorField
 
-from kb.validators import (
-    SOURCE_KINDS,
-    URL_KINDS,
-    validate_capability_id,
-    validate_http_url,
-    validate_namespace_slug,
-    validate_source_options,
-)
+from kb.validators import validate_capability_id, validate_http_url, validate_namespace_slug, validate_source_options
+from kb.vocabulary import SOURCE_KINDS, URL_KINDS
 
 SEARCH_CONFIG = "english"  # the text search configuration of every tsvector and query: stated here only
 

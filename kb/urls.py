@@ -4,6 +4,7 @@ from django.urls import path
 from ingest import views as ingest_views
 from kb import views
 from kb.api import api
+from retrieval import views as retrieval_views
 
 urlpatterns = [
     path("admin/login/", views.throttled_admin_login),
@@ -12,5 +13,5 @@ urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("documents/<int:document_id>/", ingest_views.document_page, name="document"),
     path("documents/<int:document_id>/original", ingest_views.document_original, name="document-original"),
-    path("", views.search_page, name="search"),
+    path("", retrieval_views.search_page, name="search"),
 ]

@@ -1,36 +1,14 @@
-"""Validators for namespace slugs and per-kind source options (pure; no ORM)."""
+"""Django field validators for namespace slugs, capability ids, URLs and per-kind source options,
+checked against the vocabulary of `kb/vocabulary.py`."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 from urllib.parse import urlsplit
 
 from django.core.exceptions import ValidationError
 
-NAMESPACE_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}(:[a-z0-9][a-z0-9_.-]{0,62})?$")
-CAPABILITY_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]*/[a-z0-9][a-z0-9_.-]*$")
-
-# The source kinds, stated here once (kb.models.Source.Kind gives them their labels)
-URL_KINDS = ("url", "sitemap", "crawl", "llms")  # fetched from a location
-MULTI_PAGE_KINDS = ("crawl", "sitemap", "llms")  # many pages of one site: they share its boilerplate
-SOURCE_KINDS = URL_KINDS + ("file", "text")
-
-# Option name -> (type, minimum, maximum) for numeric options; kinds that accept it.
-SOURCE_OPTIONS: dict[str, tuple[tuple[str, ...], type, Any, Any]] = {
-    "max_depth": (("crawl",), int, 0, 10),
-    "max_pages": (MULTI_PAGE_KINDS, int, 1, 10000),
-    "allowed_domains": (("crawl",), list, None, None),
-    "use_llms_txt": (("crawl", "sitemap"), bool, None, None),
-    "keep_removed": (SOURCE_KINDS, bool, None, None),
-    "respect_robots": (("crawl",), bool, None, None),
-    # URL path globs (`*` any run of characters, `?` one); never regular expressions
-    "include": (MULTI_PAGE_KINDS, list, None, None),
-    "exclude": (MULTI_PAGE_KINDS, list, None, None),
-}
-MAX_PATTERNS = 50
-MAX_PATTERN_CHARS = 200
-
+from kb.vocabulary import CAPABILITY_ID_RE, MAX_PATTERN_CHARS, MAX_PATTERNS, NAMESPACE_RE, SOURCE_OPTIONS
 
 def validate_namespace_slug(value: str) -> None:
     if not NAMESPACE_RE.match(value or ""):

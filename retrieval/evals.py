@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from kb.datafiles import read_data
 from kb.errors import KBError
 
 SUPPORTED_VERSIONS = (1,)
@@ -125,6 +126,15 @@ class SuiteResult:
                 for c in self.cases
             ],
         }
+
+
+def read_suite(text: str, name: str, *, namespace: str | None = None) -> EvalSuite:
+    """A suite from a file's text: JSON, or YAML when `name` ends in .yaml or .yml."""
+    try:
+        data = read_data(text, name)
+    except ValueError as exc:
+        raise EvalFileError(str(exc)) from exc
+    return parse_suite(data, namespace=namespace)
 
 
 def parse_suite(data: Any, *, namespace: str | None = None, max_cases: int | None = None) -> EvalSuite:

@@ -1,4 +1,6 @@
-"""What a query asks for beyond its words: exact identifiers and versioned names. Pure.
+"""What a query is and asks for beyond its words. Pure.
+
+`validate_query` is the one gate every search passes (length, NUL, limit, NFKC normalisation).
 
 Identifiers are long exact tokens (error codes, hashes, dotted, CamelCase or snake_case symbols,
 paths) that must be matched literally; name keys are digit-bearing tokens ("gpt4o", "qwen38")
@@ -13,9 +15,14 @@ when a cap applied (the explanation shows it).
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
 from kb.names import normalise_name
+from retrieval.errors import EmptyQuery, InvalidLimit, InvalidQuery, QueryTooLong
+
+MAX_QUERY_CHARS = 4000
+MAX_LIMIT = 500
 
 MIN_IDENTIFIER_LENGTH = 6
 MAX_TOKEN_CHARS = 128
@@ -97,3 +104,32 @@ def find_name_keys(query: str) -> tuple[str, ...]:
             if len(joined) >= 4:
                 keys.append(joined)
     return tuple(dict.fromkeys(keys))
+
+
+def validate_query(query: str, limit: int) -> str:
+    """The query text stripped, or a stable error for an empty, too long or NUL-bearing query or
+    a limit out of range; shared with the capability retrievers."""
+    if not isinstance(query, str) or not query.strip():
+        raise EmptyQuery("The query is empty; type a few words to search for.")
+    if len(query) > MAX_QUERY_CHARS * 18:  # NFKC grows a character at most 18-fold
+        raise QueryTooLong(f"The query is {len(query)} characters long; the limit is {MAX_QUERY_CHARS}.",
+                           details={"length": len(query), "max": MAX_QUERY_CHARS})
+    if "\x00" in query:
+        raise InvalidQuery("The query contains a NUL character.")
+    if not 1 <= limit <= MAX_LIMIT:
+        raise InvalidLimit(f"limit must be between 1 and {MAX_LIMIT}, got {limit}.")
+    normalised = normalise_query(query)
+    if not normalised:
+        raise EmptyQuery("The query is empty; type a few words to search for.")
+    if len(normalised) > MAX_QUERY_CHARS:  # measured after normalisation: what the search pays for
+        raise QueryTooLong(f"The query is {len(normalised)} characters long once normalised (NFKC); the limit "
+                           f"is {MAX_QUERY_CHARS}.", details={"length": len(normalised), "max": MAX_QUERY_CHARS})
+    return normalised
+
+
+def normalise_query(query: str) -> str:
+    """NFKC (fullwidth and compatibility forms become their plain letters and digits) without
+    invisible format characters (zero-width spaces and joiners, direction marks), so text that
+    looks the same searches the same."""
+    folded = unicodedata.normalize("NFKC", query)
+    return "".join(ch for ch in folded if unicodedata.category(ch) != "Cf").strip()

@@ -5,7 +5,7 @@ from typing import Literal
 
 from ninja import Field, Schema
 
-from retrieval.service import MAX_QUERY_CHARS
+from retrieval.query import MAX_QUERY_CHARS
 
 
 class SearchIn(Schema):

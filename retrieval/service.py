@@ -7,24 +7,23 @@ same ranking and the same explanations. Each call writes one QueryLog row (unles
 from __future__ import annotations
 
 import time
-import unicodedata
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from ingest.embed import get_embedder
 from kb.models import Namespace, QueryLog
 from retrieval import channels as ch
 from retrieval.calibration import WEIGHT_FIELDS, weights_from_row
-from retrieval.errors import EmptyQuery, InvalidGroup, InvalidLimit, InvalidQuery, QueryTooLong, UnknownNamespace
+from retrieval.citations import document_citation_url
+from retrieval.errors import InvalidGroup, UnknownNamespace
 from retrieval.fusion import DEFAULT_WEIGHTS, FusionWeights
-from retrieval.query import QueryFeatures, analyse
+from retrieval.query import MAX_LIMIT, MAX_QUERY_CHARS, QueryFeatures, analyse, validate_query
 from retrieval.ranker import (
     CHANNELS, IDENTIFIERS, LEXICAL, NAMES, VECTOR, Candidate, ChannelHit, Ranking, RankerParams,
     RankSummary, ScoreDetails, rank,
 )
 
-MAX_QUERY_CHARS = 4000
-MAX_LIMIT = 500
 CITED_COSINE_FLOOR = 0.35
 SUGGESTED_DOCUMENTS = 3
 RELATED_DOCUMENTS = 5
@@ -201,40 +200,15 @@ def search(query: str, namespace: str, *, filters: Filters = Filters(), limit: i
     )
 
 
-def _embed(query: str):
-    from ingest.embed import get_embedder
+def query_terms(text: str) -> list[tuple[str, int]]:
+    """The text's lexemes and counts as the lexical channel parses a query: for other BM25
+    indexes (the capability index) that must match words exactly as search does."""
+    return ch.query_lexemes(text)
 
+
+def _embed(query: str):
     started = time.perf_counter()
     return get_embedder().embed_query(query), _ms(started)
-
-
-def validate_query(query: str, limit: int) -> str:
-    """The query text stripped, or a stable error for an empty, too long or NUL-bearing query or
-    a limit out of range; shared with the capability retrievers."""
-    if not isinstance(query, str) or not query.strip():
-        raise EmptyQuery("The query is empty; type a few words to search for.")
-    if len(query) > MAX_QUERY_CHARS * 18:  # NFKC grows a character at most 18-fold
-        raise QueryTooLong(f"The query is {len(query)} characters long; the limit is {MAX_QUERY_CHARS}.",
-                           details={"length": len(query), "max": MAX_QUERY_CHARS})
-    if "\x00" in query:
-        raise InvalidQuery("The query contains a NUL character.")
-    if not 1 <= limit <= MAX_LIMIT:
-        raise InvalidLimit(f"limit must be between 1 and {MAX_LIMIT}, got {limit}.")
-    normalised = normalise_query(query)
-    if not normalised:
-        raise EmptyQuery("The query is empty; type a few words to search for.")
-    if len(normalised) > MAX_QUERY_CHARS:  # measured after normalisation: what the search pays for
-        raise QueryTooLong(f"The query is {len(normalised)} characters long once normalised (NFKC); the limit "
-                           f"is {MAX_QUERY_CHARS}.", details={"length": len(normalised), "max": MAX_QUERY_CHARS})
-    return normalised
-
-
-def normalise_query(query: str) -> str:
-    """NFKC (fullwidth and compatibility forms become their plain letters and digits) without
-    invisible format characters (zero-width spaces and joiners, direction marks), so text that
-    looks the same searches the same."""
-    folded = unicodedata.normalize("NFKC", query)
-    return "".join(ch for ch in folded if unicodedata.category(ch) != "Cf").strip()
 
 
 def _ms(start: float) -> float:
@@ -282,26 +256,6 @@ def _plain_rrf(candidates: list[Candidate], params: RankerParams) -> Ranking:
 def citation_url(row: ch.ChunkRow, namespace: str) -> str:
     return document_citation_url(url=row.url, ref=row.ref, anchor=row.anchor, namespace=namespace,
                                  document_id=row.document_id, page=row.page_start, page_unit=row.page_unit)
-
-
-def document_citation_url(*, url: str, ref: str, anchor: str, namespace: str, document_id: int,
-                          page: int | None = None, page_unit: str = "") -> str:
-    """Where a citation opens. Web documents: `url#anchor` (a PDF on the web: `url#page=N`).
-    Stored files and text: this server's document view, `/documents/ID/#anchor`, or for a PDF
-    its original at `/documents/ID/original#page=N`, which browsers open at that page. Both
-    views check that the reader may read the document's namespace."""
-    url = url or (ref if ref.startswith(("http://", "https://")) else "")
-    pdf_page = page if page and page_unit == "page" else None
-    if url:
-        if "#" in url:
-            return url
-        if pdf_page:
-            return f"{url}#page={pdf_page}"
-        return f"{url}#{anchor}" if anchor else url
-    base = f"/documents/{document_id}/"
-    if pdf_page:
-        return f"{base}original#page={pdf_page}"
-    return f"{base}#{anchor}" if anchor else base
 
 
 def _hit(details: ScoreDetails, row: ch.ChunkRow, namespace: str) -> Hit:

@@ -6,10 +6,12 @@ import json
 import pytest
 from django.core.management import call_command
 from django.test import Client
+from django_q.models import OrmQ
 
 from capabilities import service
 from capabilities.contracts import KnowledgeHit, Target, check_hit
 from capabilities.definitions import parse_provider
+from capabilities.tasks import index_provider
 from kb.auth import Principal, issue_token
 from kb.errors import KBError
 from kb.models import ApiToken, Document, Namespace, Provider, ProviderRevision, Source
@@ -357,7 +359,12 @@ def test_admin_edits_the_definition_and_shows_revisions_and_index_state(world):
     assert ProviderRevision.objects.filter(provider=provider).count() == 2
     assert provider.capabilities.get(canonical_id="billing/refund").summary == "Return money to the customer."
     page = client.get(f"/admin/kb/provider/{provider.pk}/change/").content.decode()
-    assert revision()[:12] in page and "current" in page
+    assert revision()[:12] in page and "behind: 0/2 indexed" in page  # the embedding is the worker's job
+    queued = OrmQ.objects.get()
+    assert queued.func() == "capabilities.tasks.index_provider"
+    assert "2 capabilities indexed" in index_provider(*queued.args())
+    page = client.get(f"/admin/kb/provider/{provider.pk}/change/").content.decode()
+    assert "behind" not in page and "current" in page
     broken = dict(form, definition=json.dumps({**edited, "namespace": "tenant:nope"}))
     refused = client.post(f"/admin/kb/provider/{provider.pk}/change/", broken)
     assert refused.status_code == 200 and "KB_NAMESPACE_UNKNOWN" in refused.content.decode()

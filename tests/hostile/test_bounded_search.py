@@ -16,7 +16,8 @@ from kb.errors import RateLimited
 from kb.models import Namespace
 from retrieval.errors import QueryTooLong
 from retrieval.query import MAX_IDENTIFIERS, analyse
-from retrieval.service import MAX_QUERY_CHARS, search, validate_query
+from retrieval.query import MAX_QUERY_CHARS, validate_query
+from retrieval.service import search
 from tests.corpus import CORPUS, ingest
 
 pytestmark = pytest.mark.django_db

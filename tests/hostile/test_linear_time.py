@@ -22,7 +22,7 @@ from ingest.loaders import page_links, parse_sitemap
 from ingest.scope import canonical_url
 from kb.markup import plain_text, strip_links
 from retrieval.query import analyse
-from retrieval.service import normalise_query
+from retrieval.query import normalise_query
 
 PIECES = [" ", "\t", "#", "# a", "[", "](", "[](", "(", ".", "!", "`", "```", "~~~", "*", "**", "_", "<", "<b>",
           "<div>", "</div>", "&amp;", "|", "-", "\n", "\n\n", " \n", "a" * 7, "a00001 ", "x.y", "/a", "{#", "¶",

@@ -175,7 +175,7 @@ def test_unknown_query_runtime_stops_start_up():
 
 def test_source_kinds_are_stated_once_and_labelled_by_the_model():
     from kb.models import Source
-    from kb.validators import MULTI_PAGE_KINDS, SOURCE_KINDS, URL_KINDS
+    from kb.vocabulary import MULTI_PAGE_KINDS, SOURCE_KINDS, URL_KINDS
 
     assert tuple(Source.Kind.values) == SOURCE_KINDS
     assert set(MULTI_PAGE_KINDS) <= set(URL_KINDS) <= set(SOURCE_KINDS)

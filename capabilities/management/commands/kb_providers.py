@@ -6,9 +6,7 @@ knowledge targets, a new revision when a definition changed, and the built-in ca
 
 from django.core.management.base import BaseCommand, CommandError
 
-from capabilities import store
-from capabilities.backends import index_capabilities
-from capabilities.service import load_definition_file
+from capabilities import service
 from kb.errors import KBError
 from kb.models import Provider
 
@@ -27,18 +25,18 @@ class Command(BaseCommand):
             raise CommandError("Name at least one definition file, or use --status or --reindex.")
         try:
             for path in files:
-                for entry in load_definition_file(path, reindex=not no_index):
+                for entry in service.load_definition_file(path, reindex=not no_index):
                     verb = "changed" if entry["changed"] else "unchanged"
                     self.stdout.write(f"{entry['provider']}: {verb}, revision {entry['revision'][:12]}, "
                                       f"{entry['capabilities']} capabilities, {entry['indexed']} indexed")
             if reindex:
                 for provider in Provider.objects.all():
-                    self.stdout.write(f"{provider.slug}: {index_capabilities(provider, force=True)} re-indexed")
+                    self.stdout.write(f"{provider.slug}: {service.reindex_provider(provider)} re-indexed")
         except KBError as exc:
             raise CommandError(f"{exc.code}: {exc.message}") from exc
         if status:
             for provider in Provider.objects.all():
-                s = store.index_status(provider)
+                s = service.index_status(provider)
                 state = "current" if s["current"] else f"behind ({s['indexed']}/{s['capabilities']} indexed)"
                 self.stdout.write(f"{provider.slug}\t{s['revision'][:12]}\t{s['capabilities']} capabilities"
                                   f"\tindex {state}")

@@ -2,7 +2,7 @@
 
 Exit status 0 only when every case passes; 1 when a case fails; 2 when the file is unusable."""
 
-import json
+import json as jsonlib
 import sys
 from pathlib import Path
 
@@ -10,20 +10,7 @@ from django.core.management.base import BaseCommand
 
 from retrieval.calibration import fit_namespace, suite_judgements
 from retrieval.eval_runner import METHODS, junit_xml, run_suite
-from retrieval.evals import EvalFileError, parse_suite
-
-
-def load_suite_file(path: Path):
-    """The suite file's data: JSON, or YAML by its suffix."""
-    text = path.read_text(encoding="utf-8")
-    if path.suffix.lower() in (".yaml", ".yml"):
-        import yaml  # PyYAML comes with the embedding stack (huggingface-hub)
-
-        return yaml.safe_load(text)
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise EvalFileError(f"{path} is not valid JSON: {exc}") from exc
+from retrieval.evals import EvalFileError, read_suite
 
 
 class Command(BaseCommand):
@@ -42,7 +29,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, file, namespace, json: bool, junit, method: str, fit: bool, **options):
         try:
-            suite = parse_suite(load_suite_file(Path(file)), namespace=namespace)
+            suite = read_suite(Path(file).read_text(encoding="utf-8"), file, namespace=namespace)
         except (EvalFileError, OSError) as exc:
             self.stderr.write(f"kb_eval: {getattr(exc, 'message', exc)}")
             sys.exit(2)
@@ -56,7 +43,7 @@ class Command(BaseCommand):
         if junit:
             Path(junit).write_text(junit_xml(result, Path(file).stem), encoding="utf-8")
         if json:
-            self.stdout.write(__import__("json").dumps(result.as_dict(), indent=2))
+            self.stdout.write(jsonlib.dumps(result.as_dict(), indent=2))
         else:
             for case in result.cases:
                 mark = "PASS" if case.passed else ("ERROR" if case.error else "FAIL")

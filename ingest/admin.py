@@ -1,0 +1,243 @@
+"""The curator's console for sources, their files, documents, chunks and ingest runs."""
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count
+from django.http import HttpResponseRedirect, JsonResponse
+from django.shortcuts import get_object_or_404
+from django.urls import path, reverse
+from django.utils.html import format_html, format_html_join
+from django.views.decorators.http import require_POST
+
+from ingest import services as ingest_services
+from ingest.uploads import add_files
+from kb import models
+from kb.admin_access import NamespaceScoped
+from kb.errors import KBError
+
+
+class IngestRunInline(admin.TabularInline):
+    model = models.IngestRun
+    fields = ["run_link", "status", "mode", "progress", "items_failed", "queued_at", "finished_at"]
+    readonly_fields = fields
+    extra = 0
+    max_num = 0
+    can_delete = False
+    ordering = ["-queued_at"]
+    show_change_link = False
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).order_by("-queued_at")
+
+    @admin.display(description="run")
+    def run_link(self, obj):
+        return format_html('<a href="../../../ingestrun/{}/change/">#{}</a>', obj.pk, obj.pk)
+
+    @admin.display(description="progress")
+    def progress(self, obj):
+        return f"{obj.items_done}/{obj.items_total}"
+
+
+class MultipleFileInput(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class MultipleFileField(forms.FileField):
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("widget", MultipleFileInput())
+        super().__init__(*args, **kwargs)
+
+    def clean(self, data, initial=None):
+        single = super().clean
+        if isinstance(data, (list, tuple)):
+            return [single(d, initial) for d in data if d]
+        return [single(data, initial)] if data else []
+
+
+class SourceForm(forms.ModelForm):
+    files = MultipleFileField(
+        required=False, label="Add files",
+        help_text="File sources: one or more files (PDF, Word, PowerPoint, Excel, OpenDocument, CSV, "
+                  "EPUB, e-mail, markdown, text, HTML), or a .zip of them; each becomes a document.",
+    )
+
+    class Meta:
+        model = models.Source
+        fields = "__all__"
+
+
+class SourceFileInline(admin.TabularInline):
+    model = models.SourceFile
+    fields = ["path", "byte_size", "sha256", "uploaded_at"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = True
+    show_change_link = False
+
+    def has_add_permission(self, request, obj=None):
+        return False  # files arrive through the upload field, which stores them safely
+
+
+@admin.register(models.Source)
+class SourceAdmin(NamespaceScoped):
+    form = SourceForm
+    list_display = [
+        "name", "namespace", "kind", "enabled", "priority", "document_count",
+        "last_run_status", "last_run_at",
+    ]
+    list_filter = ["kind", "enabled", "namespace", "last_run_status"]
+    search_fields = ["name", "location"]
+    readonly_fields = ["last_run_at", "last_run_status", "last_run_summary", "created_at", "updated_at"]
+    inlines = [SourceFileInline, IngestRunInline]
+    actions = ["ingest_now", "reembed_all"]
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        ingest_services.sync_refresh_schedule(obj)
+        uploads = form.cleaned_data.get("files") or []
+        if uploads and obj.kind == models.Source.Kind.FILE:
+            try:
+                report = add_files(obj, [(f.name, f) for f in uploads])
+            except KBError as exc:
+                self.message_user(request, f"{exc.code}: {exc.message}", messages.ERROR)
+                return
+            skipped = "; ".join(f"{s['path']}: {s['message']}" for s in report.skipped)
+            self.message_user(request, f"{len(report.added)} added, {len(report.replaced)} replaced, "
+                              f"{len(report.unchanged)} unchanged" + (f"; skipped {skipped}" if skipped else ""))
+            if report.added or report.replaced:
+                ingest_services.start_ingest(obj)
+
+    def _start(self, request, queryset, mode):
+        if not self.has_change_permission(request):
+            raise PermissionDenied
+        runs = [ingest_services.start_ingest(source, mode=mode) for source in queryset]
+        links = format_html_join(
+            ", ", '<a href="{}">run #{}</a>',
+            ((reverse("admin:kb_ingestrun_change", args=[r.pk]), r.pk) for r in runs),
+        )
+        self.message_user(request, format_html("Queued {}.", links), messages.SUCCESS)
+
+    @admin.action(description="Ingest now")
+    def ingest_now(self, request, queryset):
+        self._start(request, queryset, models.IngestRun.Mode.INGEST)
+
+    @admin.action(description="Re-embed all documents")
+    def reembed_all(self, request, queryset):
+        self._start(request, queryset, models.IngestRun.Mode.REEMBED)
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(_documents=Count("documents"))
+
+    @admin.display(description="documents", ordering="_documents")
+    def document_count(self, obj):
+        return obj._documents
+
+
+class ChunkInline(admin.TabularInline):
+    model = models.Chunk
+    fields = ["position", "anchor", "heading_path", "start_byte", "end_byte", "token_estimate", "has_embedding"]
+    readonly_fields = fields
+    extra = 0
+    max_num = 0
+    can_delete = False
+
+    @admin.display(boolean=True, description="embedded")
+    def has_embedding(self, obj):
+        return obj.embedding is not None
+
+
+@admin.register(models.Document)
+class DocumentAdmin(NamespaceScoped):
+    list_display = ["__str__", "source", "namespace", "media_type", "byte_size", "chunk_count", "indexed_at"]
+    list_filter = ["namespace", "source", "media_type"]
+    search_fields = ["title", "ref", "path"]
+    readonly_fields = ["content_hash", "byte_size", "indexed_at", "embedding_model", "etag", "last_modified"]
+    list_select_related = ["source", "namespace"]
+    inlines = [ChunkInline]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(_chunks=Count("chunks"))
+
+    @admin.display(description="chunks", ordering="_chunks")
+    def chunk_count(self, obj):
+        return obj._chunks
+
+
+@admin.register(models.Chunk)
+class ChunkAdmin(NamespaceScoped):
+    list_display = ["__str__", "document", "anchor", "start_byte", "end_byte", "token_estimate", "embed_reason"]
+    list_filter = ["namespace", "is_summary", "embed_reason"]
+    search_fields = ["text", "anchor"]
+    exclude = ["embedding"]
+    readonly_fields = ["document", "namespace", "search_vector", "embedding_model", "embed_reason"]
+    list_select_related = ["document"]
+
+
+class IngestItemInline(admin.TabularInline):
+    model = models.IngestItem
+    fields = ["ref", "status", "reason", "error_code", "error_message", "byte_size", "chunks", "duration_ms"]
+    readonly_fields = fields
+    extra = 0
+    max_num = 0
+    can_delete = False
+
+
+@admin.register(models.IngestRun)
+class IngestRunAdmin(NamespaceScoped):
+    namespace_field = "source__namespace"
+    list_display = [
+        "__str__", "source", "status", "mode", "progress_bar", "items_changed",
+        "items_unchanged", "items_failed", "chunks_written", "queued_at", "finished_at",
+    ]
+    list_filter = ["status", "mode", "source__namespace"]
+    list_select_related = ["source"]
+    readonly_fields = [
+        "source", "status", "mode", "retry_of", "task_id", "progress_bar", "items_total",
+        "items_done", "items_changed", "items_unchanged", "items_failed", "items_removed",
+        "chunks_written", "chunks_embedded", "error", "queued_at", "started_at", "finished_at",
+    ]
+    inlines = [IngestItemInline]
+    change_form_template = "admin/kb/ingestrun/change_form.html"
+
+    def has_add_permission(self, request):
+        return False
+
+    def get_urls(self):
+        return [
+            path("<int:run_id>/progress.json", self.admin_site.admin_view(self.progress_view),
+                 name="kb_ingestrun_progress"),
+            path("<int:run_id>/retry/", self.admin_site.admin_view(require_POST(self.retry_view)),
+                 name="kb_ingestrun_retry"),
+        ] + super().get_urls()
+
+    def progress_view(self, request, run_id):
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        run = get_object_or_404(models.IngestRun, pk=run_id)
+        return JsonResponse({
+            "id": run.pk, "status": run.status, "percent": run.progress_percent,
+            "items_total": run.items_total, "items_done": run.items_done,
+            "items_failed": run.items_failed, "chunks_written": run.chunks_written,
+        })
+
+    def retry_view(self, request, run_id):
+        if not self.has_change_permission(request):
+            raise PermissionDenied
+        run = get_object_or_404(models.IngestRun, pk=run_id)
+        retry = ingest_services.retry_failed_items(run)
+        if retry is None:
+            self.message_user(request, "This run has no failed items.", messages.INFO)
+            return HttpResponseRedirect(reverse("admin:kb_ingestrun_change", args=[run.pk]))
+        self.message_user(request, f"Retrying the failed items as run #{retry.pk}.", messages.SUCCESS)
+        return HttpResponseRedirect(reverse("admin:kb_ingestrun_change", args=[retry.pk]))
+
+    @admin.display(description="progress")
+    def progress_bar(self, obj):
+        return format_html(
+            '<progress class="kb-run-progress" data-run="{}" max="100" value="{}" '
+            'aria-label="{} of {} items">{}%</progress> {}/{}',
+            obj.pk, obj.progress_percent, obj.items_done, obj.items_total,
+            obj.progress_percent, obj.items_done, obj.items_total,
+        )
+

@@ -1,0 +1,263 @@
+"""What `kb_bench` measures on one BEIR folder: the benchmark as a service.
+
+The corpus is ingested through the real pipeline (once: an unchanged corpus costs only its
+hashes), every query runs through the real search service, and the report holds retrieval
+quality for the full ranker (its fusion weight fitted with cross-validation), the default
+weights, each channel alone and plain RRF; search latency with and without query embedding and
+through the API and page; ingest throughput next to the model's raw embedding throughput
+measured in the same run; and, when asked, latency on a scaled copy of the namespace.
+
+Progress goes to a `progress(what, done, total)` callback and messages to `log(text)`, so the
+command decides how they look.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ingest.embed import get_embedder
+from ingest.services import ingest_texts
+from kb.models import Document, IngestRun, Namespace, Source
+from retrieval.bench import BeirCorpus, evaluate, load_beir, paired_comparison, per_query_ndcg, percentiles
+from retrieval.calibration import fit_namespace, judged_runs
+from retrieval.eval_runner import METHODS
+from retrieval.fusion import DEFAULT_LEXICAL_WEIGHT, FOLDS, WEIGHT_GRID
+from retrieval.ranker import RankerParams
+from retrieval.scale import build_scaled_copy
+from retrieval.service import search
+
+QUALITY_DOCUMENTS = 100
+METHOD_LABELS = {"vector": "vector alone", "lexical": "lexical alone", "rrf": "plain RRF k=60"}
+LATENCY_LIMIT = 10
+RAW_EMBED_SAMPLE = 512
+FULL_INGEST_SHARE = 0.9  # a run that changed this share of the corpus measured ingest throughput
+RULE_VARIANTS = {
+    "mmr_lambda=0.9": RankerParams(mmr_lambda=0.9), "mmr_lambda=0.7": RankerParams(mmr_lambda=0.7),
+    "recency_weight=0.1": RankerParams(recency_weight=0.1), "floor=0.5": RankerParams(floor=0.5),
+    "rrf_weight=1": RankerParams(rrf_weight=1.0),
+}
+
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    queries: int = 0  # only the first N queries (quick runs); 0: all
+    skip_latency: bool = False
+    skip_quality: bool = False
+    fresh: bool = False  # delete the namespace's documents first, so ingest throughput is measured
+    rule_effects: bool = False
+    scale_chunks: int = 0
+
+
+def _quiet(*args) -> None:
+    return None
+
+
+class CorpusBenchmark:
+    """One corpus's benchmark; `run()` returns its report as a dict of plain values."""
+
+    def __init__(self, folder, namespace: str | None, options: BenchOptions, *,
+                 progress: Progress = _quiet, log: Callable[[str], None] = _quiet):
+        self.corpus: BeirCorpus = load_beir(folder)
+        self.namespace = namespace or f"bench-{self.corpus.name.lower()}"
+        self.options, self.progress, self.log = options, progress, log
+        self.query_items = list(self.corpus.queries.items())[: options.queries or None]
+        self.qrels = {qid: self.corpus.qrels[qid] for qid, _ in self.query_items}
+        self.per_query: dict[str, dict[str, float]] = {}
+
+    def run(self, on_report: Callable[[dict], None] = _quiet) -> dict:
+        """Measure; `on_report` sees the main report before a scaling run starts, so a long
+        scaling run never loses it."""
+        corpus, options = self.corpus, self.options
+        self.log(f"{corpus.name}: {len(corpus.documents)} documents, {len(self.query_items)} queries")
+        if options.fresh:
+            Source.objects.filter(namespace__slug=self.namespace).delete()
+        # the model's speed drifts with the machine's load over a several-minute ingest: a full
+        # ingest is compared with the mean of the raw rate measured just before and just after it
+        full_ingest_expected = not Document.objects.filter(namespace__slug=self.namespace).exists()
+        raw_rates = [self.raw_embedding_rate()] if full_ingest_expected else []
+        ingest = self.ingest()
+        raw_rates.append(self.raw_embedding_rate())
+        if ingest.get("ingest_measured") == "this run":
+            settle()
+        vectors = self.query_vectors()
+        report: dict = {"corpus": corpus.name, "namespace": self.namespace, "queries": len(self.query_items),
+                        "channels": {}}
+        if not options.skip_quality:
+            report.update(self.quality_report(vectors))
+        if options.rule_effects:
+            report["rule_effects"] = {name: self.quality(vectors, name, params=params)
+                                      for name, params in RULE_VARIANTS.items()}
+        if not options.skip_latency:
+            report.update(self.latency(self.namespace))
+            report["server_time"] = self.surface_latency()
+        report.update(ingest)
+        report["embed_docs_per_s"] = round(sum(raw_rates) / len(raw_rates), 2)
+        report["embed_docs_per_s_measured"] = raw_rates
+        if ingest.get("ingest_docs_per_s") and report["embed_docs_per_s"]:
+            report["ingest_vs_embed"] = round(ingest["ingest_docs_per_s"] / report["embed_docs_per_s"], 3)
+        on_report(report)
+        if options.scale_chunks:
+            report["scale"] = self.scale(options.scale_chunks)
+        return report
+
+    # --- ingest ---------------------------------------------------------------------------------
+    def ingest(self) -> dict:
+        corpus = self.corpus
+        ns, _ = Namespace.objects.get_or_create(slug=self.namespace, defaults={"title": f"Benchmark: {corpus.name}"})
+        source, _ = Source.objects.get_or_create(
+            namespace=ns, name=f"beir:{corpus.name}", defaults={"kind": Source.Kind.TEXT, "text": corpus.name}
+        )
+        documents = ((str(doc["_id"]), doc.get("title", ""), doc.get("text", "")) for doc in corpus.documents)
+        started = time.perf_counter()
+        run = ingest_texts(source, documents,
+                           on_progress=lambda r: self.progress("ingest", r.items_done, len(corpus.documents)))
+        seconds = time.perf_counter() - started
+        self.log(f"ingest run {run.pk}: {run.status}, {run.items_changed} changed, "
+                 f"{run.items_unchanged} unchanged, {run.chunks_written} chunks in {seconds:.1f}s")
+        full = len(corpus.documents) * FULL_INGEST_SHARE
+        if run.items_changed >= full:
+            return {"ingest_docs_per_s": round(run.items_changed / seconds, 2),
+                    "ingest_chunks_per_s": round(run.chunks_written / seconds, 2),
+                    "ingest_run": run.pk, "ingest_measured": "this run"}
+        previous = (IngestRun.objects.filter(source=source, items_changed__gte=full)
+                    .exclude(started_at=None).exclude(finished_at=None).order_by("-pk").first())
+        if previous is None:
+            return {"ingest_docs_per_s": None, "ingest_measured": "corpus unchanged; no full ingest on record"}
+        seconds = (previous.finished_at - previous.started_at).total_seconds()
+        return {"ingest_docs_per_s": round(previous.items_changed / seconds, 2),
+                "ingest_chunks_per_s": round(previous.chunks_written / seconds, 2),
+                "ingest_run": previous.pk,
+                "ingest_measured": f"run {previous.pk} (the corpus was unchanged this time; re-ingest cost "
+                                   f"{run.items_unchanged} hash checks and no embedding)"}
+
+    def raw_embedding_rate(self) -> float:
+        """The model alone on the same documents (title + text), batched as the pipeline batches."""
+        embedder = get_embedder()
+        sample = [f"{d.get('title', '')}\n\n{d.get('text', '')}" for d in self.corpus.documents[:RAW_EMBED_SAMPLE]]
+        embedder.embed_documents(sample[:16])  # warm-up: model load
+        started = time.perf_counter()
+        embedder.embed_documents(sample)
+        return round(len(sample) / (time.perf_counter() - started), 2)
+
+    # --- quality --------------------------------------------------------------------------------
+    def query_vectors(self) -> dict:
+        embedder = get_embedder()
+        return {qid: embedder.embed_query(text) for qid, text in self.query_items}
+
+    def quality_report(self, vectors) -> dict:
+        """The full ranker, the default weights, each channel and RRF, and the per-query
+        comparison of the full ranker with the best other method."""
+        report = self.fitted_quality(vectors)
+        report["channels"] = {name: self.quality(vectors, METHOD_LABELS[name], **METHODS[name])
+                              for name in ("vector", "lexical", "rrf")}
+        best = max(report["channels"], key=lambda name: report["channels"][name]["ndcg@10"])
+        report["versus_best"] = {"method": best, **paired_comparison(
+            self.per_query["full ranker"], self.per_query[METHOD_LABELS[best]])}
+        return report
+
+    def quality(self, vectors, label: str, **kwargs) -> dict:
+        self.log(f"{label} ...")
+        runs = judged_runs(self.namespace, dict(self.query_items), vectors=vectors, depth=QUALITY_DOCUMENTS,
+                           **kwargs)
+        self.per_query[label] = per_query_ndcg(runs, self.qrels)
+        return evaluate(runs, self.qrels)
+
+    def fitted_quality(self, vectors) -> dict:
+        """The full ranker as the product runs it here: with the lexical weight fitted to this
+        corpus's judgements (stored as the namespace's calibration), each query scored with the
+        weight fitted on the other folds. The default weights are reported beside it."""
+        qrels = self.qrels
+        calibration = fit_namespace(
+            self.namespace, dict(self.query_items), qrels, vectors=vectors,
+            progress=lambda done, total: self.progress("fit fusion weight", done, len(WEIGHT_GRID)),
+            fitted_on=f"benchmark {self.corpus.name} qrels, {FOLDS}-fold cross-validated")
+        held_out = calibration.held_out_runs()
+        self.per_query["full ranker"] = per_query_ndcg(held_out, qrels)
+        fit = calibration.fit
+        return {**evaluate(held_out, qrels),
+                "default_weights": evaluate(calibration.runs[DEFAULT_LEXICAL_WEIGHT], qrels),
+                "fusion": {"lexical_weight": fit.weight, "fold_weights": list(fit.fold_weights),
+                           "version": calibration.record.version,
+                           "grid": {str(w): evaluate(runs, qrels)["ndcg@10"] for w, runs in calibration.runs.items()}}}
+
+    # --- latency --------------------------------------------------------------------------------
+    def latency(self, namespace: str) -> dict:
+        texts = [text for _, text in self.query_items]
+        search(texts[0], namespace, limit=LATENCY_LIMIT, log=False)  # warm-up
+        with_embedding, without_embedding = [], []
+        embedder = get_embedder()
+        for done, text in enumerate(texts, 1):
+            started = time.perf_counter()
+            search(text, namespace, limit=LATENCY_LIMIT)
+            with_embedding.append((time.perf_counter() - started) * 1000)
+            self.progress("latency", done, len(texts))
+        for text in texts:
+            vector = embedder.embed_query(text)
+            started = time.perf_counter()
+            search(text, namespace, limit=LATENCY_LIMIT, query_vector=vector)
+            without_embedding.append((time.perf_counter() - started) * 1000)
+        report = percentiles(with_embedding)
+        report["without_embedding"] = percentiles(without_embedding)
+        report["queries_per_s"] = round(len(texts) / (sum(with_embedding) / 1000), 2)
+        return report
+
+    def surface_latency(self) -> dict:
+        """Server time of a whole request through the JSON API and through the search page.
+
+        Requests go through Django's full stack in-process (middleware, auth, the query log,
+        serialisation or template rendering), signed in as a temporary staff user; network time
+        is left out, so the figures compare with the service latency above.
+        """
+        from django.contrib.auth import get_user_model
+        from django.test import Client
+
+        texts = [text for _, text in self.query_items]
+        namespace = self.namespace
+        user = get_user_model().objects.create_user(f"kb-bench-{time.time_ns()}", is_staff=True, is_superuser=True)
+        try:
+            client = Client(HTTP_HOST="localhost")
+            client.force_login(user)
+            surfaces = {
+                "api": lambda text: client.get("/api/search", {"query": text, "namespace": namespace,
+                                                               "limit": LATENCY_LIMIT}),
+                "page": lambda text: client.get("/", {"q": text, "namespace": namespace}),
+            }
+            report = {}
+            for name, request in surfaces.items():
+                assert request(texts[0]).status_code == 200  # warm-up, and a check the surface answers
+                samples = []
+                for done, text in enumerate(texts, 1):
+                    started = time.perf_counter()
+                    response = request(text)
+                    samples.append((time.perf_counter() - started) * 1000)
+                    if response.status_code != 200:
+                        raise RuntimeError(f"{name} answered {response.status_code} for {text!r}")
+                    self.progress(f"{name} server time", done, len(texts))
+                report[name] = percentiles(samples)
+            return report
+        finally:
+            user.delete()
+
+    def scale(self, target_chunks: int) -> dict:
+        scaled = f"{self.namespace}-scale"
+        chunks = build_scaled_copy(self.namespace, scaled, target_chunks,
+                                   lambda done, total: self.progress("scale copies", done, total))
+        report = self.latency(scaled)
+        report["chunks"] = chunks
+        return report
+
+
+def settle() -> None:
+    """VACUUM (ANALYZE) after a large ingest, as autovacuum does within a minute or two:
+    latency is measured on a settled database, not on freshly written, unvacuumed pages
+    (index-only scans of the postings need the visibility map)."""
+    from django.db import connection
+
+    command = "ANALYZE" if connection.in_atomic_block else "VACUUM (ANALYZE)"  # VACUUM needs autocommit
+    with connection.cursor() as cursor:
+        for table in ("kb_chunk_term", "kb_chunk", "kb_document"):
+            cursor.execute(f"{command} {table}")
