@@ -193,9 +193,8 @@ class IngestRunAdmin(NamespaceScoped):
     list_filter = ["status", "mode", "source__namespace"]
     list_select_related = ["source"]
     readonly_fields = [
-        "source", "status", "mode", "retry_of", "task_id", "progress_bar", "items_total",
-        "items_done", "items_changed", "items_unchanged", "items_failed", "items_removed",
-        "chunks_written", "chunks_embedded", "error", "queued_at", "started_at", "finished_at",
+        "source", "status", "mode", "retry_of", "task_id", "progress_bar", *models.IngestRun.COUNTERS,
+        "error", "queued_at", "started_at", "finished_at",
     ]
     inlines = [IngestItemInline]
     change_form_template = "admin/kb/ingestrun/change_form.html"

@@ -21,10 +21,11 @@ from posixpath import normpath
 from typing import BinaryIO, Iterable
 
 from django.core.files.base import ContentFile
+from django.core.exceptions import SuspiciousFileOperation
 from django.core.files.storage import default_storage
 from django.db import transaction
 
-from ingest.errors import ArchiveRejected, ContentTooLarge, UnsupportedType
+from ingest.errors import ArchiveRejected, ContentTooLarge, FileKeyInvalid, FileMissing, UnsupportedType
 from ingest.filetypes import ARCHIVE_SUFFIXES, max_bytes_for, media_type_for
 from kb.conf import kb_settings
 from kb.models import Source, SourceFile
@@ -152,3 +153,19 @@ def _store(source: Source, path: str, data: bytes, report: UploadReport) -> None
 def source_files(source: Source) -> list[tuple[str, str, str]]:
     """(path, storage key, sha256) of each file, in path order: what the loader reads."""
     return list(SourceFile.objects.filter(source=source).values_list("path", "key", "sha256"))
+
+
+def open_stored_file(key: str, media_type: str = "") -> tuple[bytes, str]:
+    """Read an uploaded file from Django storage, refusing traversal and oversized files."""
+    conf = kb_settings()
+    max_bytes = max_bytes_for(media_type, text_limit=conf.fetch_max_bytes, document_limit=conf.document_max_bytes)
+    try:
+        size = default_storage.size(key)
+        if size > max_bytes:
+            raise ContentTooLarge(f"The file {key!r} is {size} bytes; the limit for its type is {max_bytes}.")
+        with default_storage.open(key, "rb") as handle:
+            return handle.read(max_bytes + 1), key
+    except SuspiciousFileOperation as exc:
+        raise FileKeyInvalid(f"The file key {key!r} points outside the upload storage.") from exc
+    except FileNotFoundError as exc:
+        raise FileMissing(f"The file {key!r} is not in storage.") from exc

@@ -342,6 +342,8 @@ class IngestRun(models.Model):
         FAILED = "failed"
 
     FINISHED = (Status.SUCCEEDED, Status.PARTIAL, Status.FAILED)  # a run in one of these is over
+    COUNTERS = ("items_total", "items_done", "items_changed", "items_unchanged", "items_failed",  # its report
+                "items_removed", "chunks_written", "chunks_embedded")
 
     class Mode(models.TextChoices):
         INGEST = "ingest"

@@ -29,7 +29,7 @@ PURE = {
     "kb.errors", "kb.revisions", "kb.datafiles", "kb.names", "kb.markup", "kb.vocabulary",
     "retrieval.errors", "retrieval.ranker", "retrieval.bm25", "retrieval.fusion", "retrieval.query",
     "retrieval.citations", "retrieval.evals", "retrieval.context",
-    "ingest.errors", "ingest.chunk", "ingest.boilerplate", "ingest.scope",
+    "ingest.errors", "ingest.chunk", "ingest.boilerplate", "ingest.scope", "ingest.decisions",
     "ingest.extract", "ingest.extract.html", "ingest.extract.text", "ingest.extract.result",
     "ingest.extract.documents",
     "capabilities.definitions", "capabilities.contracts",

@@ -245,7 +245,7 @@ def test_http_embedder_against_a_loopback_openai_compatible_api(web):
 
 
 def test_documents_of_an_older_pipeline_are_rechunked_and_refetched_whole(web, site_source):
-    from ingest.pipeline import PIPELINE_VERSION
+    from ingest.decisions import PIPELINE_VERSION
 
     embedder = CountingEmbedder()
     assert _run(site_source, embedder).items_changed == 3

@@ -1,0 +1,177 @@
+"""The one writer of documents and chunks, and the pipeline's reads of what is stored.
+
+A batch of embedded documents is written in one transaction: each document is upserted, its
+chunks upserted by position and its orphaned tail deleted, so after a crash every document in
+the batch is entirely old or entirely new.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from ingest.chunk import ChunkSpec
+from ingest.decisions import PIPELINE_VERSION, StoredDocument
+from ingest.extract import Extracted
+from ingest.loaders import KnownDocument, LoadedItem
+from kb.models import Chunk, Document, IngestItem, IngestRun, Source
+from kb.names import document_name_key, duplicate_key
+
+DOCUMENT_FIELDS = ("namespace", "title", "path", "name_key", "content", "content_hash", "media_type",
+                   "byte_size", "indexed_at", "embedding_model", "etag", "last_modified", "metadata")
+CHUNK_FIELDS = ("title", "text", "heading_path", "anchor", "start_byte", "end_byte", "token_estimate",
+                "is_partial_code", "page_start", "page_end", "embedding", "embedding_model", "embed_reason",
+                "namespace", "text_key", "body_key")
+
+
+@dataclass
+class PendingDocument:
+    """A document to write, chunked and waiting for its embeddings."""
+
+    item: LoadedItem
+    extracted: Extracted
+    content_hash: str
+    chunks: list[ChunkSpec]
+    reason: str
+    started: float
+    byte_key: str = ""
+    block_keys: tuple[str, ...] = ()  # the page's blocks before boilerplate was dropped
+    queued_at: float = field(default_factory=time.monotonic)
+
+
+# --- reads ------------------------------------------------------------------------------------
+
+def embedding_column_dimension() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT atttypmod FROM pg_attribute WHERE attrelid = 'kb_chunk'::regclass "
+                       "AND attname = 'embedding'")
+        return cursor.fetchone()[0]
+
+
+def stored_documents(source: Source, refs: list[str] | None = None) -> dict[str, StoredDocument]:
+    documents = Document.objects.filter(source=source)
+    if refs is not None:
+        documents = documents.filter(ref__in=refs)
+    rows = documents.values_list("ref", "id", "content_hash", "embedding_model", "title", "content", "media_type",
+                                 "path", "etag", "last_modified", "metadata")
+    return {ref: StoredDocument(*rest) for ref, *rest in rows}
+
+
+def known_documents(source: Source) -> dict[str, KnownDocument]:
+    """What the loader may skip fetching: each document's validators and links, under its ref and
+    under the URL it was fetched as. Documents of an older pipeline are fetched whole again."""
+    known = {}
+    for d in Document.objects.filter(source=source).only("ref", "etag", "last_modified", "metadata"):
+        current = d.metadata.get("pipeline") == PIPELINE_VERSION
+        document = KnownDocument(
+            ref=d.ref, etag=d.etag if current else "", last_modified=d.last_modified if current else "",
+            lastmod=d.metadata.get("lastmod", "") if current else "", links=tuple(d.metadata.get("links", ())),
+        )
+        known[d.ref] = document
+        fetched_as = d.metadata.get("url", "")
+        if fetched_as and fetched_as not in known:
+            known[fetched_as] = document  # a page stored under its canonical URL
+    return known
+
+
+def failed_refs(run: IngestRun) -> set[str]:
+    return set(run.items.filter(status=IngestItem.Status.FAILED).values_list("ref", flat=True))
+
+
+# --- writes -----------------------------------------------------------------------------------
+
+def write_batch(source: Source, pending: list[PendingDocument], vectors, model_id: str,
+                stored: dict[str, StoredDocument]) -> int:
+    """Upsert a batch of documents and their chunks and delete their orphaned tails, in one
+    transaction; returns the number of chunks written."""
+    now = timezone.now()
+    documents = [document_row(source, p, stored.get(p.item.ref), now, model_id) for p in pending]
+    with transaction.atomic():
+        written = Document.objects.bulk_create(documents, update_conflicts=True, unique_fields=["source", "ref"],
+                                               update_fields=list(DOCUMENT_FIELDS))
+        rows, offset = [], 0
+        for p, document in zip(pending, written):
+            for chunk, vector in zip(p.chunks, vectors[offset: offset + len(p.chunks)]):
+                rows.append(chunk_row(source, document, chunk, vector, model_id, p.reason))
+            offset += len(p.chunks)
+        Chunk.objects.bulk_create(rows, update_conflicts=True, unique_fields=["document", "position"],
+                                  update_fields=list(CHUNK_FIELDS))
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "DELETE FROM kb_chunk c USING unnest(%s::bigint[], %s::int[]) AS t(document_id, n) "
+                "WHERE c.document_id = t.document_id AND c.position >= t.n",
+                [[d.pk for d in written], [len(p.chunks) for p in pending]],
+            )
+    return len(rows)
+
+
+def chunk_row(source: Source, document: Document, chunk: ChunkSpec, vector, model_id: str, reason: str) -> Chunk:
+    return Chunk(
+        document_id=document.pk, namespace_id=source.namespace_id, position=chunk.position, title=document.title,
+        text=chunk.text, heading_path=list(chunk.heading_path), anchor=chunk.anchor[:300],
+        start_byte=chunk.start_byte, end_byte=chunk.end_byte, token_estimate=chunk.token_estimate,
+        is_partial_code=chunk.partial_code, page_start=chunk.page_start, page_end=chunk.page_end,
+        embedding=vector, embedding_model=model_id, embed_reason=reason,
+        text_key=duplicate_key(chunk.text), body_key=duplicate_key(chunk.body),
+    )
+
+
+def document_row(source: Source, p: PendingDocument, stored: StoredDocument | None, now, model_id: str) -> Document:
+    """The document as it will be stored. Re-embedding stored content (nothing was fetched)
+    keeps the stored path, validators and metadata."""
+    item, extracted = p.item, p.extracted
+    title = extracted.title[:500]
+    if item.body is None and stored is not None:
+        path, etag, last_modified = stored.path, stored.etag, stored.last_modified
+        metadata = {**stored.metadata, "pipeline": PIPELINE_VERSION}
+    else:
+        path, etag, last_modified = item.path[:2048], item.etag[:300], item.last_modified[:100]
+        metadata = fetched_metadata(p)
+    return Document(
+        source=source, ref=item.ref, namespace_id=source.namespace_id, title=title,
+        path=path, name_key=document_name_key(title, path or item.ref), content=extracted.content,
+        content_hash=p.content_hash, media_type=extracted.media_type,
+        byte_size=len(extracted.content.encode("utf-8")), created_at=item.created_at, indexed_at=now,
+        embedding_model=model_id, etag=etag, last_modified=last_modified, metadata=metadata,
+    )
+
+
+def fetched_metadata(p: PendingDocument) -> dict:
+    """What a freshly read document keeps beside its text (empty values left out)."""
+    item, extracted = p.item, p.extracted
+    links = list(item.links or extracted.links)
+    return {key: value for key, value in (
+        ("lastmod", item.lastmod), ("links", links), ("url", item.url), ("byte_key", p.byte_key),
+        ("original_type", item.media_type if extracted.page_unit or item.media_type != extracted.media_type else ""),
+        ("page_unit", extracted.page_unit), ("pages", [list(page) for page in extracted.pages]),
+        ("site_anchors", extracted.site_anchors), ("block_keys", list(p.block_keys)),
+        ("pipeline", PIPELINE_VERSION),
+    ) if value}
+
+
+def touch_unchanged(item: LoadedItem, stored: StoredDocument, extracted: Extracted | None,
+                    byte_key: str = "") -> None:
+    """Same text: keep validators (and the byte key) current, cheaply; re-embed nothing."""
+    changes = {}
+    if item.etag or item.last_modified:
+        changes.update(etag=item.etag, last_modified=item.last_modified)
+    if extracted is not None and extracted.title != stored.title:
+        changes["title"] = extracted.title
+    if byte_key and stored.metadata.get("byte_key") != byte_key:
+        changes["metadata"] = {**stored.metadata, "byte_key": byte_key}
+    if changes:
+        current = Document.objects.filter(pk=stored.doc_id).values(*changes).first() or {}
+        changes = {k: v for k, v in changes.items() if current.get(k) != v}
+    if changes:
+        with transaction.atomic():
+            Document.objects.filter(pk=stored.doc_id).update(**changes)
+            if "title" in changes:
+                Chunk.objects.filter(document_id=stored.doc_id).update(title=changes["title"][:500])
+
+
+def remove_document(doc_id: int) -> None:
+    with transaction.atomic():
+        Document.objects.filter(pk=doc_id).delete()
