@@ -1,0 +1,20 @@
+"""The knowledge base's data, one module per concern; every model is importable from `kb.models`.
+
+- `access`: namespaces, their members, API tokens, rate-limit counters;
+- `content`: sources, files, documents, chunks and the lexical statistics (`SEARCH_CONFIG`);
+- `runs`: ingest runs and their per-document report;
+- `capabilities`: capability providers, revisions, capabilities and knowledge targets;
+- `search`: the query log, eval suites and runs, fusion calibrations.
+"""
+
+from kb.models.access import ApiToken, Namespace, NamespaceMembership, RateCounter
+from kb.models.capabilities import Capability, KnowledgeTarget, Provider, ProviderRevision
+from kb.models.content import SEARCH_CONFIG, Chunk, ChunkTerm, Document, NamespaceStats, Source, SourceFile
+from kb.models.runs import IngestItem, IngestRun
+from kb.models.search import EvalRun, EvalSuite, FusionCalibration, QueryLog
+
+__all__ = [
+    "SEARCH_CONFIG", "ApiToken", "Capability", "Chunk", "ChunkTerm", "Document", "EvalRun", "EvalSuite",
+    "FusionCalibration", "IngestItem", "IngestRun", "KnowledgeTarget", "Namespace", "NamespaceMembership",
+    "NamespaceStats", "Provider", "ProviderRevision", "QueryLog", "RateCounter", "Source", "SourceFile",
+]

@@ -1,0 +1,81 @@
+"""Who may read and change what: namespaces, their members, API tokens, rate-limit counters."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from kb.validators import validate_namespace_slug
+
+
+class Namespace(models.Model):
+    slug = models.CharField(max_length=128, unique=True, validators=[validate_namespace_slug])
+    title = models.CharField(max_length=200, blank=True)
+    description = models.TextField(blank=True)
+    is_public = models.BooleanField(
+        default=False, help_text="Anonymous users may search a public namespace."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+    def save(self, *args, **kwargs):
+        validate_namespace_slug(self.slug)
+        super().save(*args, **kwargs)
+
+class NamespaceMembership(models.Model):
+    """A staff user who is not a superuser reads (and, with `can_write`, changes) only the
+    namespaces they are a member of, in the API, the search page and the admin."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="kb_memberships")
+    namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE, related_name="memberships")
+    can_write = models.BooleanField(default=False)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "namespace"], name="membership_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.namespace}{' (write)' if self.can_write else ''}"
+
+class ApiToken(models.Model):
+    """An API credential: shown once at creation, stored only as a SHA-256 hash, scoped to
+    namespaces and to read or write, revocable, with its last use recorded."""
+
+    class Scope(models.TextChoices):
+        READ = "read", "Read (search, documents)"
+        WRITE = "write", "Read and write (sources, ingest)"
+
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=12, db_index=True, editable=False)
+    key_hash = models.CharField(max_length=64, unique=True, editable=False)
+    scope = models.CharField(max_length=8, choices=Scope.choices, default=Scope.READ)
+    namespaces = models.ManyToManyField(Namespace, related_name="tokens")
+    rate_limit_per_minute = models.PositiveIntegerField(default=120)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+class RateCounter(models.Model):
+    """Requests of one caller (token, staff user or client address) in one minute window;
+    incremented atomically by `kb/ratelimit.py` with INSERT ... ON CONFLICT ... RETURNING."""
+
+    key = models.CharField(max_length=200)
+    window = models.BigIntegerField(help_text="Minutes since the epoch.")
+    count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["key", "window"], name="rate_counter_key_window")]

@@ -1,0 +1,216 @@
+"""What is searched: sources, their files, documents and chunks, and the lexical statistics.
+
+Chunks carry a pgvector embedding (HNSW, cosine) and a stored, GIN-indexed tsvector generated
+by PostgreSQL from the document title (weight A) and the chunk text (weight D); `kb_chunk_term`
+holds each chunk's lexemes and `NamespaceStats` the counts BM25 needs, kept exact by triggers.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.db.models import Q
+from pgvector.django import VectorField
+
+from kb.models.access import Namespace
+from kb.validators import validate_http_url, validate_source_options
+from kb.vocabulary import SOURCE_KINDS, URL_KINDS
+
+SEARCH_CONFIG = "english"  # the text search configuration of every tsvector and query: stated here only
+
+
+class Source(models.Model):
+    class Kind(models.TextChoices):
+        URL = "url", "Single page"
+        SITEMAP = "sitemap", "Sitemap"
+        CRAWL = "crawl", "Same-origin crawl"
+        LLMS = "llms", "llms.txt"
+        FILE = "file", "Uploaded file"
+        TEXT = "text", "Inline text"
+
+    namespace = models.ForeignKey(Namespace, on_delete=models.PROTECT, related_name="sources")
+    name = models.CharField(max_length=200)
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    location = models.CharField(
+        max_length=2048, blank=True, help_text="URL for web kinds; empty for files and text."
+    )
+    text = models.TextField(blank=True, help_text="Content of an inline text source.")
+    options = models.JSONField(default=dict, blank=True)
+    enabled = models.BooleanField(default=True)
+    priority = models.FloatField(
+        default=0.0, help_text="Ranking boost between -1 and 1 for this source's chunks."
+    )
+    refresh_interval = models.DurationField(
+        null=True, blank=True, help_text="Re-ingest this often (empty: only on demand)."
+    )
+    last_run_at = models.DateTimeField(null=True, blank=True)
+    last_run_status = models.CharField(max_length=16, blank=True)
+    last_run_summary = models.JSONField(default=dict, blank=True)
+    indexed_revision = models.CharField(
+        max_length=64, blank=True,
+        help_text="Revision of the source's configuration and inline content that the last "
+                  "successful ingest indexed; differs from the current one while the index is behind.",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["namespace__slug", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["namespace", "name"], name="source_unique_name"),
+            models.CheckConstraint(
+                condition=Q(kind__in=list(SOURCE_KINDS)),
+                name="source_kind_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(priority__gte=-1.0, priority__lte=1.0), name="source_priority_range"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.kind})"
+
+    def clean(self) -> None:
+        if self.kind in URL_KINDS:
+            validate_http_url(self.location)
+        elif self.kind == self.Kind.TEXT and not self.text.strip():
+            raise ValidationError({"text": "An inline text source needs some text."})
+        elif self.kind == self.Kind.FILE and self.location:
+            raise ValidationError({"location": "A file source holds uploaded files (SourceFile), not a storage key."})
+        validate_source_options(self.kind, self.options or {})
+
+class SourceFile(models.Model):
+    """One uploaded file of a file source; its `path` is the document's ref (a zip member's path
+    inside the archive, else the file name). Stored under a key only this source knows."""
+
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="files")
+    path = models.CharField(max_length=1024)
+    key = models.CharField(max_length=1024, help_text="Storage key of the bytes.")
+    sha256 = models.CharField(max_length=64, blank=True)
+    byte_size = models.PositiveBigIntegerField(default=0)
+    uploaded_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["source_id", "path"]
+        constraints = [models.UniqueConstraint(fields=["source", "path"], name="source_file_unique_path")]
+
+    def __str__(self) -> str:
+        return self.path
+
+class Document(models.Model):
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="documents")
+    namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE, related_name="documents")
+    ref = models.CharField(max_length=2048, help_text="URL, file key or synthetic id.")
+    title = models.CharField(max_length=500, blank=True)
+    path = models.CharField(max_length=2048, blank=True)
+    name_key = models.CharField(
+        max_length=600, blank=True,
+        help_text="Title and path stem, alphanumerics only, lowercase: for versioned-name search.",
+    )
+    content = models.TextField(blank=True)
+    content_hash = models.CharField(max_length=64, blank=True)
+    media_type = models.CharField(max_length=100, blank=True)
+    byte_size = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(null=True, blank=True, help_text="The document's own date.")
+    indexed_at = models.DateTimeField(null=True, blank=True)
+    embedding_model = models.CharField(max_length=200, blank=True)
+    etag = models.CharField(max_length=300, blank=True)
+    last_modified = models.CharField(max_length=100, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["source_id", "ref"]
+        constraints = [
+            models.UniqueConstraint(fields=["source", "ref"], name="document_unique_ref"),
+        ]
+        indexes = [
+            models.Index(fields=["namespace", "source"], name="document_ns_source"),
+            # the names channel's substring match (name_key LIKE '%qwen38%') through trigrams
+            GinIndex(fields=["name_key"], opclasses=["gin_trgm_ops"], name="document_name_key_trgm"),
+        ]
+
+    def __str__(self) -> str:
+        return self.title or self.ref
+
+class Chunk(models.Model):
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="chunks")
+    namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE, related_name="+")
+    position = models.PositiveIntegerField()
+    title = models.CharField(max_length=500, blank=True, help_text="The document's title.")
+    text = models.TextField()
+    heading_path = ArrayField(models.CharField(max_length=500), default=list, blank=True)
+    anchor = models.CharField(max_length=300, blank=True)
+    start_byte = models.PositiveIntegerField()
+    end_byte = models.PositiveIntegerField()
+    token_estimate = models.PositiveIntegerField(default=0)
+    is_summary = models.BooleanField(default=False)
+    is_partial_code = models.BooleanField(
+        default=False, help_text="Part of one code fence too large for a single chunk."
+    )
+    page_start = models.PositiveIntegerField(
+        null=True, blank=True, help_text="First page, slide or sheet the chunk comes from (documents)."
+    )
+    page_end = models.PositiveIntegerField(null=True, blank=True, help_text="Last page, slide or sheet.")
+    embedding = VectorField(dimensions=settings.KB_EMBEDDING_DIM, null=True, blank=True)
+    embedding_model = models.CharField(max_length=200, blank=True)
+    embed_reason = models.CharField(max_length=32, blank=True)
+    text_key = models.CharField(max_length=32, blank=True, help_text="Duplicate key of the text.")
+    body_key = models.CharField(max_length=32, blank=True,
+                                help_text="Duplicate key of the text without its breadcrumb.")
+    search_vector = models.GeneratedField(
+        expression=SearchVector("title", weight="A", config=SEARCH_CONFIG)
+        + SearchVector("text", weight="D", config=SEARCH_CONFIG),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+
+    class Meta:
+        ordering = ["document_id", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["document", "position"], name="chunk_unique_position"),
+            models.CheckConstraint(
+                condition=Q(end_byte__gte=models.F("start_byte")), name="chunk_byte_range"
+            ),
+        ]
+        indexes = [
+            GinIndex(fields=["search_vector"], name="chunk_search_vector_gin"),
+            # no table-wide vector index: each large namespace gets its own (kb/vector_index.py)
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.document_id}#{self.position}"
+
+class ChunkTerm(models.Model):
+    """One BM25 posting: a lexeme of a chunk with its term frequency and the chunk's length.
+    Written only by the database trigger on kb_chunk (migration 0003), never by Python."""
+
+    pk = models.CompositePrimaryKey("namespace", "lexeme", "chunk")
+    namespace = models.ForeignKey(Namespace, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+")
+    lexeme = models.TextField()
+    chunk = models.ForeignKey(Chunk, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+")
+    tf = models.FloatField()
+    doc_len = models.FloatField()
+
+    class Meta:
+        db_table = "kb_chunk_term"
+        managed = True
+
+class NamespaceStats(models.Model):
+    """Chunk count and total length per namespace, for BM25; maintained by the same trigger,
+    which also stamps each change with a fresh `generation` (the key of the search's cache of
+    document frequencies)."""
+
+    namespace = models.OneToOneField(
+        Namespace, primary_key=True, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
+    )
+    chunk_count = models.BigIntegerField(default=0)
+    total_len = models.FloatField(default=0)
+    generation = models.BigIntegerField(default=0, editable=False)
+
+    class Meta:
+        db_table = "kb_namespace_stats"
+        verbose_name_plural = "namespace stats"

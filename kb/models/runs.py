@@ -1,0 +1,87 @@
+"""Ingest runs and their per-document report."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from kb.models.content import Source
+
+
+class IngestRun(models.Model):
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        PARTIAL = "partial"
+        FAILED = "failed"
+
+    FINISHED = (Status.SUCCEEDED, Status.PARTIAL, Status.FAILED)  # a run in one of these is over
+    COUNTERS = ("items_total", "items_done", "items_changed", "items_unchanged", "items_failed",  # its report
+                "items_removed", "chunks_written", "chunks_embedded")
+
+    class Mode(models.TextChoices):
+        INGEST = "ingest"
+        REEMBED = "reembed", "Re-embed all"
+        RETRY = "retry", "Retry failed items"
+
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="runs")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    mode = models.CharField(max_length=16, choices=Mode.choices, default=Mode.INGEST)
+    retry_of = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True)
+    task_id = models.CharField(max_length=64, blank=True)
+    items_total = models.PositiveIntegerField(default=0)
+    items_done = models.PositiveIntegerField(default=0)
+    items_changed = models.PositiveIntegerField(default=0)
+    items_unchanged = models.PositiveIntegerField(default=0)
+    items_failed = models.PositiveIntegerField(default=0)
+    items_removed = models.PositiveIntegerField(default=0)
+    chunks_written = models.PositiveIntegerField(default=0)
+    chunks_embedded = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    queued_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(
+        null=True, blank=True, help_text="Last sign of life of the worker running it (the watchdog reads it)."
+    )
+    attempts = models.PositiveSmallIntegerField(default=0, help_text="Times a worker started this run.")
+
+    class Meta:
+        ordering = ["-queued_at", "-id"]
+        indexes = [models.Index(fields=["source", "-queued_at"], name="run_source_recent")]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} of {self.source_id} ({self.status})"
+
+    @property
+    def progress_percent(self) -> int:
+        if not self.items_total:
+            return 100 if self.status in self.FINISHED else 0
+        return min(100, round(100 * self.items_done / self.items_total))
+
+class IngestItem(models.Model):
+    """One document's outcome in a run: the per-URL report."""
+
+    class Status(models.TextChoices):
+        CHANGED = "changed"
+        UNCHANGED = "unchanged"
+        FAILED = "failed"
+        REMOVED = "removed"
+        SKIPPED = "skipped"  # left out by the source's scope: include/exclude, canonical duplicate
+
+    run = models.ForeignKey(IngestRun, on_delete=models.CASCADE, related_name="items")
+    ref = models.CharField(max_length=2048)
+    status = models.CharField(max_length=16, choices=Status.choices)
+    reason = models.CharField(max_length=200, blank=True)
+    error_code = models.CharField(max_length=64, blank=True)
+    error_message = models.TextField(blank=True)
+    byte_size = models.PositiveIntegerField(default=0)
+    chunks = models.PositiveIntegerField(default=0)
+    duration_ms = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["run_id", "id"]
+        indexes = [models.Index(fields=["run", "status"], name="item_run_status")]
+
+    def __str__(self) -> str:
+        return f"{self.ref} ({self.status})"

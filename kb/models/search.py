@@ -1,0 +1,76 @@
+"""What searching produced and is judged by: the query log, eval suites and runs, fusion calibrations."""
+
+from __future__ import annotations
+
+from django.contrib.postgres.fields import ArrayField
+from django.db import models
+
+from kb.models.access import Namespace
+
+
+class QueryLog(models.Model):
+    namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE, related_name="queries")
+    query = models.TextField()
+    result_ids = ArrayField(models.BigIntegerField(), default=list, blank=True)
+    timings = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["namespace", "-created_at"], name="query_ns_recent")]
+
+    def __str__(self) -> str:
+        return self.query[:80]
+
+class EvalSuite(models.Model):
+    """A retrieval regression suite (the JSON format of retrieval/evals.py), run on demand."""
+
+    name = models.CharField(max_length=200, unique=True)
+    namespace = models.CharField(max_length=128, blank=True, help_text="Overrides the file's namespace.")
+    definition = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+class EvalRun(models.Model):
+    suite = models.ForeignKey(EvalSuite, on_delete=models.CASCADE, related_name="runs")
+    passed = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0)
+    total = models.PositiveIntegerField(default=0)
+    duration_ms = models.FloatField(default=0)
+    results = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.suite} run {self.pk}: {self.passed}/{self.total}"
+
+    def regressions(self) -> list[str]:
+        """Cases that passed in the suite's previous run and fail in this one."""
+        previous = EvalRun.objects.filter(suite_id=self.suite_id, pk__lt=self.pk).order_by("-pk").first()
+        if previous is None:
+            return []
+        passed_before = {c["id"] for c in previous.results.get("cases", []) if c["passed"]}
+        return [c["id"] for c in self.results.get("cases", []) if not c["passed"] and c["id"] in passed_before]
+
+class FusionCalibration(models.Model):
+    """The lexical weight fitted for one namespace to judged queries (retrieval/fusion.py); a
+    namespace without one searches with the default weights. Each refit bumps the version."""
+
+    namespace = models.OneToOneField(Namespace, on_delete=models.CASCADE, related_name="fusion")
+    lexical_weight = models.FloatField()
+    fitted_on = models.CharField(max_length=200, help_text="What judged the fit: a benchmark or eval suite")
+    queries = models.PositiveIntegerField()
+    cross_validated_ndcg = models.FloatField()
+    default_ndcg = models.FloatField()
+    version = models.PositiveIntegerField(default=1)
+    fitted_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.namespace}: lexical weight {self.lexical_weight} (v{self.version})"
