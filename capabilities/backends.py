@@ -18,7 +18,8 @@ from capabilities.contracts import (CapabilityCandidate, CapabilityQuery, Knowle
                                     KnowledgeRequest, Target)
 from ingest.embed import get_embedder
 from kb.conf import kb_settings
-from kb.errors import AccessClosed, AccessDenied, ConfigurationError, RetrieverUnconfigured
+from kb.errors import ConfigurationError
+from capabilities.errors import AccessClosed, AccessDenied, RetrieverUnconfigured
 from retrieval import bm25
 from retrieval.ranker import LEXICAL, VECTOR, Candidate, ChannelHit, RankerParams, rank
 from retrieval.service import Filters, query_terms, search

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Mapping
 
-from kb.errors import IndexStale, RetrieverFailed, RevisionMismatch
+from capabilities.errors import IndexStale, RetrieverFailed, RevisionMismatch
 from kb.revisions import canonical_hash
 
 

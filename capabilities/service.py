@@ -22,9 +22,8 @@ from capabilities.definitions import ProviderDefinition, parse_definitions, pars
 from kb.auth import Principal
 from kb.conf import kb_settings
 from kb.datafiles import read_data
-from kb.errors import (
-    BudgetExceeded, DefinitionInvalid, KBError, RetrieverFailed, RevisionMismatch, UnknownCapability, ValidationFailed,
-)
+from kb.errors import KBError, ValidationFailed
+from capabilities.errors import BudgetExceeded, DefinitionInvalid, RetrieverFailed, RevisionMismatch, UnknownCapability
 from retrieval.citations import document_citation_url
 from retrieval.query import validate_query
 

@@ -8,7 +8,8 @@ from django.db.models import Func, IntegerField, Q
 from capabilities.contracts import CurrentRecords, Target
 from capabilities.definitions import ProviderDefinition
 from ingest.services import current_source_revision
-from kb.errors import NamespaceUnknown, TargetUnknown, UnknownProvider
+from kb.errors import NamespaceUnknown
+from capabilities.errors import TargetUnknown, UnknownProvider
 from kb.models import (
     SEARCH_CONFIG, Capability, Chunk, Document, KnowledgeTarget, Namespace, Provider, ProviderRevision, Source,
 )

@@ -4,6 +4,8 @@ from kb.errors import KBError
 
 
 class IngestError(KBError):
+    """The base of every ingest error: a source or item that could not be ingested."""
+
     code = "INGEST_FAILED"
     http_status = 422
 
@@ -23,6 +25,8 @@ class InvalidUrl(FetchBlocked):
 
 
 class FetchFailed(IngestError):
+    """A fetch that did not deliver the page: a network error, a bad answer, a redirect problem."""
+
     code = "INGEST_FETCH_FAILED"
     http_status = 502
 
@@ -35,6 +39,8 @@ class ContentRejected(IngestError):
 
 
 class EmbeddingFailed(IngestError):
+    """The embedder could not embed (the model did not load, or the embedding service failed)."""
+
     code = "INGEST_EMBEDDER_FAILED"
     http_status = 503
 
@@ -47,16 +53,22 @@ class BinaryContent(ContentRejected):
 
 
 class EmptyContent(ContentRejected):
+    """An item with no text left after extraction, or none that could be chunked."""
+
     code = "INGEST_EMPTY_CONTENT"
     http_status = 422
 
 
 class ContentTooLarge(ContentRejected):
+    """Content larger than the limit for its type (KB_FETCH_MAX_BYTES, KB_DOCUMENT_MAX_BYTES)."""
+
     code = "INGEST_TOO_LARGE"
     http_status = 413
 
 
 class UnsupportedType(ContentRejected):
+    """A media type or file suffix we do not read."""
+
     code = "INGEST_UNSUPPORTED_TYPE"
     http_status = 415
 
@@ -69,6 +81,8 @@ class DocumentEncrypted(ContentRejected):
 
 
 class DocumentCorrupt(ContentRejected):
+    """A file whose structure its parser cannot read: truncated, damaged or not what its type says."""
+
     code = "INGEST_CORRUPT_FILE"
     http_status = 422
 

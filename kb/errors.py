@@ -2,10 +2,10 @@
 
 Every error a user or operator can meet derives from `KBError` and carries a stable `code`
 (machine-readable, never reworded), a message safe to show, and optional `details`. Each code is
-its own class with its own `http_status`; `error_status` is the one mapping to HTTP. The apps
-define their own errors (ingest/errors.py, retrieval/errors.py, retrieval/evals.py); every class,
-code and status is listed in the README's "Error codes" table, which tests/test_error_codes.py
-keeps complete.
+its own class with its own `http_status`; `error_status` is the one mapping to HTTP, and
+`error_for_status` maps the statuses Django answers with by itself back to a class. The apps
+define their own errors in their `errors.py`; every class, code and status is listed in the
+README's "Error codes" table, which tests/test_error_codes.py keeps complete.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from typing import Any
 
 
 class KBError(Exception):
+    """The base of every error the product reports; never raised itself where a more precise class exists."""
+
     code = "KB_ERROR"
     http_status = 500
 
@@ -28,95 +30,92 @@ class KBError(Exception):
 
 
 class ConfigurationError(KBError):
+    """A setting that is missing or invalid; start-up checks report it."""
+
     code = "KB_CONFIG_INVALID"
 
 
 class EmbeddingDimensionMismatch(ConfigurationError):
+    """The embedder's vectors do not have the embedding column's dimension (KB_EMBEDDING_DIM)."""
+
     code = "KB_CONFIG_EMBEDDING_DIMENSION"
 
 
 class DatabaseUnavailable(KBError):
+    """The database cannot be reached, or went away mid-request or mid-run."""
+
     code = "KB_DB_UNAVAILABLE"
     http_status = 503
 
 
 class ValidationFailed(KBError):
+    """Input that does not validate; `details` names the field."""
+
     code = "KB_INVALID_INPUT"
     http_status = 422
 
 
 class NotFound(KBError):
+    """Nothing of that name or id that this caller may see."""
+
     code = "KB_NOT_FOUND"
     http_status = 404
 
 
 class AuthenticationRequired(KBError):
+    """The request needs a token or a staff session."""
+
     code = "KB_AUTH_REQUIRED"
     http_status = 401
 
 
 class Forbidden(KBError):
+    """The caller is known but may not do this (another namespace, a read-only token or membership)."""
+
     code = "KB_FORBIDDEN"
     http_status = 403
 
 
 class Conflict(KBError):
+    """The request conflicts with the current state (for example a run already under way)."""
+
     code = "KB_CONFLICT"
     http_status = 409
 
 
 class PayloadTooLarge(KBError):
+    """A request body or upload over its limit."""
+
     code = "KB_PAYLOAD_TOO_LARGE"
     http_status = 413
 
 
 class RateLimited(KBError):
+    """Too many requests this minute for this token, staff user or client address."""
+
     code = "KB_RATE_LIMITED"
     http_status = 429
 
 
-# --- capability and knowledge retrieval contracts (codes prefixed CG_) -------------------------
+class BadRequest(KBError):
+    """A request Django itself refused before any view ran (malformed, or a bad host header)."""
 
-class RetrieverUnconfigured(KBError):
-    """No capability or knowledge retriever backend is configured."""
-
-    code = "CG_RETRIEVER_UNCONFIGURED"
-    http_status = 503
+    code = "KB_BAD_REQUEST"
+    http_status = 400
 
 
-class RetrieverFailed(KBError):
-    """The backend raised or answered something unusable: an error, never an empty success."""
+class MethodNotAllowed(KBError):
+    """An HTTP method the endpoint does not answer; `Allow` names the ones it does."""
 
-    code = "CG_RETRIEVER_FAILED"
-    http_status = 502
-
-
-class IndexStale(KBError):
-    """The backend's evidence shows its index is behind the source; no answer from stale data."""
-
-    code = "CG_INDEX_STALE"
-    http_status = 409
+    code = "KB_METHOD_NOT_ALLOWED"
+    http_status = 405
 
 
-class RevisionMismatch(KBError):
-    """A revision in the request or the evidence does not match one the core can read."""
+class InternalError(KBError):
+    """An unexpected exception while answering a request; the traceback is in the log."""
 
-    code = "CG_REVISION_MISMATCH"
-    http_status = 409
-
-
-class BudgetExceeded(KBError):
-    """The selected knowledge targets exceed the target-count or byte budget."""
-
-    code = "CG_BUDGET_EXCEEDED"
-    http_status = 413
-
-
-class AccessDenied(KBError):
-    """A backend tried to read a target it was not given, or used its access after the call."""
-
-    code = "CG_ACCESS_DENIED"
-    http_status = 403
+    code = "KB_INTERNAL_ERROR"
+    http_status = 500
 
 
 class TokenInvalid(AuthenticationRequired):
@@ -147,41 +146,14 @@ class NamespaceUnknown(NotFound):
     http_status = 404
 
 
-class DefinitionInvalid(ValidationFailed):
-    """A capability provider definition that does not validate."""
-
-    code = "CG_DEFINITION_INVALID"
-    http_status = 422
-
-
-class UnknownCapability(NotFound):
-    """A capability id no provider of the caller's has."""
-
-    code = "CG_UNKNOWN_CAPABILITY"
-    http_status = 404
-
-
-class TargetUnknown(ValidationFailed):
-    """A knowledge target whose source or document does not exist or is not ingested."""
-
-    code = "CG_TARGET_UNKNOWN"
-    http_status = 422
-
-
-class UnknownProvider(NotFound):
-    """A provider id that does not exist for the caller."""
-
-    code = "CG_UNKNOWN_PROVIDER"
-    http_status = 404
-
-
-class AccessClosed(AccessDenied):
-    """A backend used its access object after the retrieval call ended."""
-
-    code = "CG_ACCESS_CLOSED"
-    http_status = 403
-
-
 def error_status(error: KBError) -> int:
     """The HTTP status of an error: what the API, the pages and the middleware answer with."""
     return error.http_status
+
+
+def error_for_status(status: int) -> type[KBError]:
+    """The class of an error answer Django produced without our code (an unknown path, a wrong
+    method, an oversized body), so the middleware shapes it with the same codes the API uses."""
+    by_status = {cls.http_status: cls for cls in (BadRequest, Forbidden, NotFound, MethodNotAllowed,
+                                                  PayloadTooLarge, InternalError)}
+    return by_status.get(status, KBError)

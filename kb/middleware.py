@@ -8,9 +8,9 @@ import re
 from django.http import HttpResponse, JsonResponse
 from django.views.debug import SafeExceptionReporterFilter
 
+from kb.errors import error_for_status
+
 API_PREFIX = "/api/"
-CODES = {400: "KB_BAD_REQUEST", 403: "KB_FORBIDDEN", 404: "KB_NOT_FOUND", 405: "KB_METHOD_NOT_ALLOWED",
-         413: "KB_PAYLOAD_TOO_LARGE", 500: "KB_INTERNAL_ERROR"}
 
 
 class ApiErrorShapeMiddleware:
@@ -32,8 +32,8 @@ class ApiErrorShapeMiddleware:
         status = response.status_code
         details = {"allowed_methods": response["Allow"].split(", ")} if response.has_header("Allow") else {}
         message = {405: "This method is not allowed here.", 404: "Not found."}.get(status, response.reason_phrase)
-        shaped = JsonResponse({"code": CODES.get(status, "KB_ERROR"), "message": message, "details": details},
-                              status=status, json_dumps_params={"ensure_ascii": False})
+        error = error_for_status(status)(message, details=details)
+        shaped = JsonResponse(error.as_dict(), status=status, json_dumps_params={"ensure_ascii": False})
         if response.has_header("Allow"):
             shaped["Allow"] = response["Allow"]
         return shaped

@@ -9,7 +9,8 @@ from kb import models
 from kb.admin_access import NamespaceScoped
 from kb.datafiles import read_data
 from retrieval.eval_runner import run_recorded
-from retrieval.evals import EvalFileError, parse_suite
+from retrieval.errors import EvalFileError
+from retrieval.evals import parse_suite
 
 
 @admin.register(models.FusionCalibration)

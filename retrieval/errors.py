@@ -4,26 +4,36 @@ from kb.errors import KBError
 
 
 class SearchError(KBError):
+    """The base of the search errors: a query the search could not run."""
+
     code = "SEARCH_FAILED"
     http_status = 400
 
 
 class InvalidQuery(SearchError):
+    """A query that cannot be searched as sent (it holds a NUL character)."""
+
     code = "SEARCH_INVALID_QUERY"
     http_status = 422
 
 
 class QueryTooLong(SearchError):
+    """A query longer than `retrieval.query.MAX_QUERY_CHARS` characters once normalised (NFKC)."""
+
     code = "SEARCH_QUERY_TOO_LONG"
     http_status = 413
 
 
 class UnknownNamespace(SearchError):
+    """A namespace that does not exist, or that this caller may not read: the two look the same."""
+
     code = "SEARCH_UNKNOWN_NAMESPACE"
     http_status = 404
 
 
 class InvalidRankerParams(SearchError):
+    """Ranker parameters out of their range."""
+
     code = "SEARCH_INVALID_PARAMS"
     http_status = 422
 
@@ -46,4 +56,18 @@ class InvalidLimit(InvalidQuery):
     """A result limit out of range."""
 
     code = "SEARCH_INVALID_LIMIT"
+    http_status = 422
+
+
+class EvalFileError(KBError):
+    """An eval suite file that is not valid JSON or YAML or does not follow the format."""
+
+    code = "EVAL_INVALID_FILE"
+    http_status = 422
+
+
+class EvalUnknownVersion(EvalFileError):
+    """An eval file of a format version this build does not read."""
+
+    code = "EVAL_UNKNOWN_VERSION"
     http_status = 422

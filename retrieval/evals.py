@@ -21,24 +21,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kb.datafiles import read_data
-from kb.errors import KBError
+from retrieval.errors import EvalFileError, EvalUnknownVersion
 
 SUPPORTED_VERSIONS = (1,)
 CASE_KEYS = {"id", "question", "topK", "minScore", "filter", "namespace", "expect"}
 EXPECT_KEYS = {"sourceIncludes", "notSourceIncludes", "anchor", "minScore", "relevant"}
 FILTER_KEYS = {"sourceIds", "documentIds"}
-
-
-class EvalFileError(KBError):
-    code = "EVAL_INVALID_FILE"
-    http_status = 422
-
-
-class EvalUnknownVersion(EvalFileError):
-    """An eval file of a format version this build does not read."""
-
-    code = "EVAL_UNKNOWN_VERSION"
-    http_status = 422
 
 
 @dataclass(frozen=True)

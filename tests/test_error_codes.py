@@ -28,10 +28,11 @@ def all_error_classes() -> list[type[KBError]]:
     return sorted(found, key=lambda c: (c.__module__, c.code))
 
 
-def readme_codes() -> dict[str, list[int]]:
-    listed: dict[str, list[int]] = {}
-    for code, status in re.findall(r"^\| `([A-Z][A-Z0-9_]+)` \| (\d{3}) \|", README.read_text(), re.M):
-        listed.setdefault(code, []).append(int(status))
+def readme_codes() -> dict[str, list[tuple[int, str]]]:
+    listed: dict[str, list[tuple[int, str]]] = {}
+    rows = re.findall(r"^\| `([A-Z][A-Z0-9_]+)` \| (\d{3}) \| `([\w.]+)` \|", README.read_text(), re.M)
+    for code, status, path in rows:
+        listed.setdefault(code, []).append((int(status), path))
     return listed
 
 
@@ -43,9 +44,21 @@ def test_every_code_belongs_to_one_class():
 def test_every_code_is_listed_once_in_the_readme_with_its_status():
     listed = readme_codes()
     for cls in all_error_classes():
-        assert listed.get(cls.code) == [cls.http_status], f"{cls.__name__} ({cls.code}): {listed.get(cls.code)}"
+        expected = [(cls.http_status, f"{cls.__module__}.{cls.__name__}")]
+        assert listed.get(cls.code) == expected, f"{cls.__name__} ({cls.code}): {listed.get(cls.code)}"
     documented = {cls.code for cls in all_error_classes()}
     assert set(listed) - documented == set(), "README lists codes no class has"
+
+
+def test_each_app_defines_its_errors_in_its_errors_module():
+    assert [cls for cls in all_error_classes() if not cls.__module__.endswith(".errors")] == []
+
+
+def test_the_statuses_django_answers_by_itself_map_to_the_same_classes():
+    from kb.errors import MethodNotAllowed, NotFound, error_for_status
+
+    assert error_for_status(404) is NotFound and error_for_status(405) is MethodNotAllowed
+    assert error_for_status(418) is KBError
 
 
 def test_a_code_cannot_be_passed_in():

@@ -10,7 +10,8 @@ from django.urls import reverse
 
 from kb.models import Document, EvalRun, EvalSuite
 from retrieval.eval_runner import junit_xml, run_recorded, run_suite
-from retrieval.evals import EvalFileError, ResultView, check_case, parse_suite
+from retrieval.errors import EvalFileError
+from retrieval.evals import ResultView, check_case, parse_suite
 from tests.pgserver import REPO, current_database_url
 from tests.corpus import CORPUS, ingest
 

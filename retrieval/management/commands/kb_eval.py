@@ -10,7 +10,8 @@ from django.core.management.base import BaseCommand
 
 from retrieval.calibration import fit_namespace, suite_judgements
 from retrieval.eval_runner import METHODS, junit_xml, run_suite
-from retrieval.evals import EvalFileError, read_suite
+from retrieval.errors import EvalFileError
+from retrieval.evals import read_suite
 
 
 class Command(BaseCommand):
