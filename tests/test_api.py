@@ -235,3 +235,13 @@ def test_search_page_shows_results_with_explanations_and_escapes(client, world):
     assert "<img src=x" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
     refused = client.get("/?q=pumpkin&namespace=tenant:nope")
     assert refused.status_code in (403, 404)
+
+
+def test_errors_django_answers_by_itself_leave_in_the_api_shape(client, world):
+    """An unknown /api/ path and a wrong method never reach our views; they still answer JSON
+    with the documented codes (kb.errors.error_for_status), and the allowed methods."""
+    unknown = call(client, "get", "/api/no-such-endpoint", world["read"])
+    assert unknown.status_code == 404 and unknown.json()["code"] == "KB_NOT_FOUND"
+    wrong = call(client, "delete", "/api/search?query=x&namespace=tenant:a", world["read"])
+    assert wrong.status_code == 405 and wrong.json()["code"] == "KB_METHOD_NOT_ALLOWED"
+    assert "GET" in wrong.json()["details"]["allowed_methods"] and "GET" in wrong["Allow"]
