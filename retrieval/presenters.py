@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import html
 import re
+from dataclasses import fields
 
 from kb.markup import plain_text
 
+from retrieval.ranker import RankSummary
 from retrieval.service import SearchResult
+
+INTERNAL_SUMMARY_FIELDS = ("calibration", "lexical_weight")
 
 SNIPPET_CHARS = 280
 
@@ -89,8 +93,15 @@ def _result(h, result: SearchResult, explain: bool) -> dict:
     }
 
 
+def summary_counts(summary: RankSummary) -> dict:
+    """The ranker's summary as the API shows it: every field of `RankSummary` but the internal
+    ones (the lexical weight is shown under `fusion`), scores rounded."""
+    return {f.name: round(value, 6) if isinstance(value, float) else value
+            for f in fields(RankSummary) if f.name not in INTERNAL_SUMMARY_FIELDS
+            for value in (getattr(summary, f.name),)}
+
+
 def search_payload(result: SearchResult, *, explain: bool) -> dict:
-    summary = result.summary
     return {
         "query": result.query,
         "namespace": result.namespace,
@@ -106,14 +117,8 @@ def search_payload(result: SearchResult, *, explain: bool) -> dict:
         "cited": [_doc(d) for d in result.cited],
         "related": [_doc(d) for d in result.related],
         "weak_titles": result.weak_titles,
-        "summary": {
-            "candidates": summary.candidates, "per_channel": summary.per_channel, "kept": summary.kept,
-            "dropped_eligibility": summary.dropped_eligibility, "dropped_duplicate": summary.dropped_duplicate,
-            "dropped_threshold": summary.dropped_threshold, "beyond_limit": summary.beyond_limit,
-            "top_relevance": round(summary.top_relevance, 6), "floor": round(summary.floor, 6),
-            "query_caps": list(result.features.capped),
-            "fusion": fusion_payload(result),
-        },
+        "summary": {**summary_counts(result.summary), "query_caps": list(result.features.capped),
+                    "fusion": fusion_payload(result)},
         "dropped": [
             {"chunk_id": d.key, "dropped_by": d.dropped_by, "reason": d.reason, "relevance": round(d.relevance, 6)}
             for d in result.dropped if d.dropped_by != "limit"

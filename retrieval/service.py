@@ -116,7 +116,44 @@ def search(query: str, namespace: str, *, filters: Filters = Filters(), limit: i
     """`group="document"`: `limit` counts documents, each with its best sections; the chunk
     ranking underneath is the same, read deeper."""
     started = time.perf_counter()
-    query = validate_query(query, limit)
+    plan = _plan(validate_query(query, limit), namespace, filters, limit, params, group)
+    timings: dict[str, float] = {}
+    found = _gather(plan, channels, query_vector, timings)
+    t = time.perf_counter()
+    candidates = _candidates(found.lists, found.rows, found.cosines)
+    if fusion == "rrf":
+        ranking = _plain_rrf(candidates, plan.params)
+    else:
+        ranking = rank(candidates, plan.params,
+                       identifier_query=bool(plan.features.identifiers) and IDENTIFIERS in channels,
+                       query_idf=found.statistics.query_idf if found.statistics else None)
+    timings["rank_ms"] = _ms(t)
+    t = time.perf_counter()
+    result = _result(plan, ranking, found, timings)
+    timings["hydrate_ms"] = _ms(t)
+    timings["total_ms"] = _ms(started)
+    if log:
+        QueryLog.objects.create(namespace_id=plan.scope.namespace_id, query=plan.query[:MAX_QUERY_CHARS],
+                                result_ids=[h.chunk_id for h in result.hits], timings=timings)
+    return result
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What one search asks of the channels and the ranker."""
+
+    query: str
+    namespace: str
+    scope: ch.Scope
+    params: RankerParams  # limit: chunks to rank; lexical_weight: the weight this search uses
+    weights: FusionWeights
+    depth: int  # candidates read per channel
+    features: QueryFeatures
+    documents_wanted: int | None  # group="document": documents to return
+
+
+def _plan(query: str, namespace: str, filters: Filters, limit: int, params: RankerParams | None,
+          group: str) -> _Plan:
     if group not in GROUPINGS:
         raise InvalidGroup(f"group must be one of {', '.join(GROUPINGS)}, got {group!r}.")
     documents_wanted = limit if group == "document" else None
@@ -125,25 +162,40 @@ def search(query: str, namespace: str, *, filters: Filters = Filters(), limit: i
     ns = Namespace.objects.filter(slug=namespace).values("id", "slug", *WEIGHT_FIELDS).first()
     if ns is None:
         raise UnknownNamespace(f"No namespace {namespace!r}.", details={"namespace": namespace})
-    scope = ch.Scope(ns["id"], tuple(filters.source_ids), tuple(filters.document_ids))
     params = params or RankerParams()
     weights = weights_from_row(ns)
     if params.lexical_weight is not None:
         weights = FusionWeights(params.lexical_weight, "requested", "set by the caller for this search")
-    params = RankerParams(**{**params.__dict__, "limit": limit, "lexical_weight": weights.lexical})
-    depth = min(1000, max(100, 2 * (documents_wanted or limit)))  # grouped: sections come from the same pool
-    features = analyse(query)
-    timings: dict[str, float] = {}
+    return _Plan(
+        query=query, namespace=namespace, weights=weights, features=analyse(query), documents_wanted=documents_wanted,
+        scope=ch.Scope(ns["id"], tuple(filters.source_ids), tuple(filters.document_ids)),
+        params=RankerParams(**{**params.__dict__, "limit": limit, "lexical_weight": weights.lexical}),
+        depth=min(1000, max(100, 2 * (documents_wanted or limit))),  # grouped: sections come from the same pool
+    )
 
-    with_embeddings = params.mmr_lambda < 1
+
+@dataclass
+class _Found:
+    """What the channels found: each channel's list, the candidates' rows and their cosines."""
+
+    lists: dict[str, list[ch.ChannelRow]]
+    rows: dict[int, ch.CandidateRow]
+    cosines: dict[int, float]
+    lexemes: list[tuple[str, int]]
+    statistics: ch.TermStatistics | None
+
+
+def _gather(plan: _Plan, channels: tuple[str, ...], query_vector, timings: dict[str, float]) -> _Found:
+    """Run the channels. The model runs on its own thread (torch releases the GIL) while the SQL
+    that does not need the query vector runs here: the other channels and their candidates' rows."""
+    scope, depth, features = plan.scope, plan.depth, plan.features
+    with_embeddings = plan.params.mmr_lambda < 1
     with ThreadPoolExecutor(max_workers=1) as pool:
-        # the model runs on its own thread (torch releases the GIL) while the SQL that does not
-        # need the query vector runs here: the other channels and their candidates' rows
         embedding = None
         if VECTOR in channels and query_vector is None:
-            embedding = pool.submit(_embed, query)
+            embedding = pool.submit(_embed, plan.query)
         t = time.perf_counter()
-        lexemes = ch.query_lexemes(query)
+        lexemes = ch.query_lexemes(plan.query)
         statistics = ch.term_statistics(scope, lexemes) if LEXICAL in channels else None
         lists: dict[str, list[ch.ChannelRow]] = {
             LEXICAL: ch.lexical_channel(scope, lexemes, depth, statistics) if LEXICAL in channels else [],
@@ -153,50 +205,38 @@ def search(query: str, namespace: str, *, filters: Filters = Filters(), limit: i
         timings["channels_ms"] = _ms(t)
         t = time.perf_counter()
         early_ids = list(dict.fromkeys(row.chunk_id for rows in lists.values() for row in rows))
-        candidate_rows = ch.candidate_rows(scope, early_ids, with_embeddings=with_embeddings)
+        rows = ch.candidate_rows(scope, early_ids, with_embeddings=with_embeddings)
         timings["candidates_ms"] = _ms(t)
         cosines: dict[int, float] = {}
+        lists[VECTOR] = []
         if VECTOR in channels:
             if embedding is not None:
                 query_vector, timings["embed_ms"] = embedding.result()
             t = time.perf_counter()
-            found = ch.vector_candidates(scope, query_vector, depth, list(candidate_rows), with_embeddings)
-            lists[VECTOR] = found.rows
-            candidate_rows.update(found.candidates)
-            cosines = found.cosines
+            vector = ch.vector_candidates(scope, query_vector, depth, list(rows), with_embeddings)
+            lists[VECTOR] = vector.rows
+            rows.update(vector.candidates)
+            cosines = vector.cosines
             timings["vector_ms"] = _ms(t)
-        else:
-            lists[VECTOR] = []
+    return _Found(lists, rows, cosines, lexemes, statistics)
 
-    t = time.perf_counter()
-    candidates = _candidates(lists, candidate_rows, cosines)
-    if fusion == "rrf":
-        ranking = _plain_rrf(candidates, params)
-    else:
-        ranking = rank(candidates, params, identifier_query=bool(features.identifiers) and IDENTIFIERS in channels,
-                       query_idf=statistics.query_idf if statistics else None)
-    timings["rank_ms"] = _ms(t)
 
-    t = time.perf_counter()
+def _result(plan: _Plan, ranking, found: _Found, timings: dict[str, float]) -> SearchResult:
+    """The kept passages as hits, grouped by document, with the suggested, cited and related tiers."""
     weak_pool = sorted((d for d in ranking.dropped if d.dropped_by == "threshold"), key=lambda d: -d.relevance)[:10]
-    rows = ch.hydrate(scope, [d.key for d in ranking.kept] + [d.key for d in weak_pool])
-    hits = [_hit(d, rows[d.key], namespace) for d in ranking.kept if d.key in rows]
+    rows = ch.hydrate(plan.scope, [d.key for d in ranking.kept] + [d.key for d in weak_pool])
+    hits = [_hit(d, rows[d.key], plan.namespace) for d in ranking.kept if d.key in rows]
     documents = group_by_document(hits, SECTIONS_PER_DOCUMENT)
-    if documents_wanted:
-        documents = documents[:documents_wanted]
+    if plan.documents_wanted:
+        documents = documents[:plan.documents_wanted]
         shown = {d.document_id for d in documents}
         hits = [h for h in hits if h.document_id in shown]
     suggested, cited, related, weak = _tiers(documents, ranking.kept + weak_pool, rows)
-    timings["hydrate_ms"] = _ms(t)
-    timings["total_ms"] = _ms(started)
-    if log:
-        QueryLog.objects.create(namespace_id=ns["id"], query=query[:MAX_QUERY_CHARS],
-                                result_ids=[h.chunk_id for h in hits], timings=timings)
     return SearchResult(
-        query=query, namespace=namespace, hits=hits, suggested=suggested, cited=cited,
+        query=plan.query, namespace=plan.namespace, hits=hits, suggested=suggested, cited=cited,
         related=related, weak_titles=weak, summary=ranking.summary, dropped=ranking.dropped,
-        features=features, lexemes=[lexeme for lexeme, _ in lexemes], timings=timings, fusion=weights,
-        documents=documents, grouped=bool(documents_wanted),
+        features=plan.features, lexemes=[lexeme for lexeme, _ in found.lexemes], timings=timings,
+        fusion=plan.weights, documents=documents, grouped=bool(plan.documents_wanted),
     )
 
 

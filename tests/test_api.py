@@ -245,3 +245,17 @@ def test_errors_django_answers_by_itself_leave_in_the_api_shape(client, world):
     wrong = call(client, "delete", "/api/search?query=x&namespace=tenant:a", world["read"])
     assert wrong.status_code == 405 and wrong.json()["code"] == "KB_METHOD_NOT_ALLOWED"
     assert "GET" in wrong.json()["details"]["allowed_methods"] and "GET" in wrong["Allow"]
+
+
+def test_the_search_summary_is_the_rankers_summary_field_for_field(client, world):
+    """A field the ranker adds to its summary reaches the API's schema and payload, or this fails."""
+    from dataclasses import fields
+
+    from retrieval.presenters import INTERNAL_SUMMARY_FIELDS
+    from retrieval.ranker import RankSummary
+    from retrieval.schemas import SummaryOut
+
+    public = {f.name for f in fields(RankSummary)} - set(INTERNAL_SUMMARY_FIELDS)
+    assert set(SummaryOut.model_fields) == public | {"query_caps", "fusion"}
+    body = call(client, "get", "/api/search?query=pumpkin&namespace=tenant:a", world["read"]).json()
+    assert set(body["summary"]) == set(SummaryOut.model_fields)
