@@ -31,8 +31,8 @@ PURE = {
     "retrieval.citations", "retrieval.evals", "retrieval.context",
     "ingest.errors", "ingest.chunk", "ingest.boilerplate", "ingest.scope", "ingest.decisions",
     "ingest.extract", "ingest.extract.html", "ingest.extract.text", "ingest.extract.result",
-    "ingest.extract.documents",
-    "capabilities.definitions", "capabilities.contracts",
+    "ingest.extract.documents", "ingest.extract.blocks", "ingest.extract.pdf", "ingest.extract.opendocument",
+    "capabilities.errors", "capabilities.definitions", "capabilities.contracts",
 }
 IMPURE_ROOTS = {"django", "django_q", "ninja", "psycopg", "pgvector"}
 

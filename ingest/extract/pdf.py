@@ -1,0 +1,111 @@
+"""PDF to markdown with pypdfium2 (PDFium): the text per page (`Extracted.pages`) and the
+outline as headings. Pure: bytes in, `Extracted` out."""
+
+from __future__ import annotations
+
+import logging
+
+from ingest.errors import DocumentCorrupt, DocumentEncrypted, NoTextLayer
+from ingest.extract.blocks import MarkdownBuilder, escape_markdown_line
+from ingest.extract.result import Extracted
+
+logger = logging.getLogger(__name__)
+
+MIN_TEXT_CHARS_PER_PAGE = 8  # below this on every page, a PDF is a scan without a text layer
+
+
+def read_pdf(body: bytes, fallback_title: str) -> Extracted:
+    import pypdfium2 as pdfium
+
+    try:
+        document = pdfium.PdfDocument(body)
+    except pdfium.PdfiumError as exc:
+        if "password" in str(exc).lower():
+            raise DocumentEncrypted("The PDF needs a password to open.") from exc
+        raise DocumentCorrupt(f"The PDF cannot be read: {exc}") from exc
+    try:
+        page_count = len(document)
+        outline = _pdf_outline(document, page_count)
+        texts = []
+        for index in range(page_count):
+            page = document[index]
+            textpage = page.get_textpage()
+            texts.append(textpage.get_text_range().replace("\r\n", "\n").replace("\r", "\n"))
+            textpage.close()
+            page.close()
+        title = (document.get_metadata_value("Title") or "").strip()
+    finally:
+        document.close()
+    if page_count and all(len(t.strip()) < MIN_TEXT_CHARS_PER_PAGE for t in texts):
+        raise NoTextLayer(f"The PDF's {page_count} pages have no text layer (a scan?); it needs OCR first.")
+    builder = MarkdownBuilder()
+    for number, text in enumerate(texts, start=1):
+        builder.page(number)
+        for block in _pdf_page_blocks(text, outline.get(number, [])):
+            builder.add(block)
+    return builder.result(title or fallback_title, "page")
+
+
+def _pdf_outline(document, page_count: int) -> dict[int, list[tuple[int, str]]]:
+    """Outline (bookmarks) by 1-based page: [(level, title)], in order."""
+    headings: dict[int, list[tuple[int, str]]] = {}
+    try:
+        for item in document.get_toc(max_depth=6):
+            destination = item.get_dest()
+            index = destination.get_index() if destination is not None else None
+            if index is None or not 0 <= index < page_count:
+                continue
+            title = " ".join((item.get_title() or "").split())
+            if title:
+                headings.setdefault(index + 1, []).append((min(6, item.level + 1), title))
+    except pdfium_errors() as exc:  # a broken outline loses the headings, never the text
+        logger.warning("PDF outline unreadable: %s", exc)
+        return {}
+    return headings
+
+
+def pdfium_errors() -> tuple[type[BaseException], ...]:
+    import pypdfium2 as pdfium
+
+    return (pdfium.PdfiumError, ValueError, KeyError)
+
+
+def _pdf_page_blocks(text: str, headings: list[tuple[int, str]]) -> list[str]:
+    """The page's text with each outline heading placed at the line where its title starts
+    (at the top of the page when the title is not found on it)."""
+    lines = text.split("\n")
+    inserts: dict[int, list[str]] = {}
+    cursor = 0
+    for level, title in headings:
+        at = _find_line(lines, title, cursor)
+        if at is None:
+            inserts.setdefault(cursor, []).append("#" * level + " " + title)
+        else:
+            inserts.setdefault(at, []).append("#" * level + " " + title)
+            lines[at] = ""  # the heading replaces the line that printed it
+            cursor = at
+    blocks, paragraph = [], []
+    for index, line in enumerate(lines):
+        if index in inserts:
+            if paragraph:
+                blocks.append("\n".join(paragraph))
+                paragraph = []
+            blocks.extend(inserts[index])
+        if line.strip():
+            paragraph.append(escape_markdown_line(line.rstrip()))
+        elif paragraph:
+            blocks.append("\n".join(paragraph))
+            paragraph = []
+    if paragraph:
+        blocks.append("\n".join(paragraph))
+    return blocks
+
+
+def _find_line(lines: list[str], title: str, start: int) -> int | None:
+    """The first line from `start` that prints the title (alone, or after a section number)."""
+    wanted = " ".join(title.split()).lower()
+    for index in range(start, len(lines)):
+        line = " ".join(lines[index].split()).lower()
+        if line and wanted in line and len(line) <= len(wanted) + 8:
+            return index
+    return None
