@@ -30,7 +30,8 @@ PURE = {
     "retrieval.errors", "retrieval.ranker", "retrieval.bm25", "retrieval.fusion", "retrieval.query",
     "retrieval.citations", "retrieval.evals", "retrieval.context",
     "ingest.errors", "ingest.chunk", "ingest.boilerplate", "ingest.scope", "ingest.decisions",
-    "ingest.extract", "ingest.extract.html", "ingest.extract.text", "ingest.extract.result",
+    "ingest.extract", "ingest.extract.html", "ingest.extract.html_markdown", "ingest.extract.text",
+    "ingest.extract.result",
     "ingest.extract.documents", "ingest.extract.blocks", "ingest.extract.pdf", "ingest.extract.opendocument",
     "capabilities.errors", "capabilities.definitions", "capabilities.contracts",
 }

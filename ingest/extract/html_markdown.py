@@ -1,0 +1,272 @@
+"""The main content of a page, as markdown: headings with the site's own ids, code blocks with
+their language, tables, lists and links as data (see `ingest/extract/html.py`, points 3-5). Pure."""
+
+from __future__ import annotations
+
+from urllib.parse import urldefrag, urljoin, urlsplit
+
+from bs4 import NavigableString, Tag
+from bs4.element import PreformattedString
+
+
+NOT_LINKS = ("javascript:", "data:", "vbscript:", "mailto:")  # hrefs that are not pages to link to
+# documentation generators' content containers, most specific first
+HEADINGS = {f"h{n}": n for n in range(1, 7)}
+BLOCK_TAGS = {
+    "p", "div", "section", "article", "main", "body", "html", "figure", "figcaption", "dl",
+    "dd", "dt", "details", "summary", "address", "center", "header",
+}
+PERMALINK_CLASSES = {"headerlink", "anchor", "hash-link", "anchorjs-link", "heading-anchor",
+                     "anchor-link", "permalink", "header-anchor", "toclink"}
+PERMALINK_MARKS = {"", "¶", "#", "§", "🔗", "link", "permalink", "\u200b", "\u00b6"}
+LANGUAGE_PREFIXES = ("language-", "lang-", "highlight-source-", "highlight-")
+PLAIN_LANGUAGES = {"none", "text", "default-text", "plain", "nohighlight"}
+
+
+def inline_text(text: str) -> str:
+    return " ".join(text.split())
+
+
+def permalinks(heading: Tag) -> list[Tag]:
+    found = []
+    for anchor in heading.find_all("a"):
+        classes = set(anchor.get("class") or ())
+        text = anchor.get_text(strip=True)
+        href = (anchor.get("href") or "").strip()
+        if classes & PERMALINK_CLASSES or (href.startswith("#") and text in PERMALINK_MARKS):
+            found.append(anchor)
+        elif anchor.get("aria-hidden") == "true" and text in PERMALINK_MARKS:
+            found.append(anchor)
+    return found
+
+
+def heading_text(heading: Tag) -> str:
+    parts = []
+    marks = {id(a) for a in permalinks(heading)}
+    for node in heading.descendants:
+        if isinstance(node, NavigableString) and not isinstance(node, PreformattedString):
+            if not any(id(parent) in marks for parent in node.parents if parent is not heading):
+                parts.append(str(node))
+    return inline_text("".join(parts))
+
+
+def heading_id(heading: Tag) -> str:
+    """The id the page gives this heading's section (module docstring, point 3)."""
+    if heading.get("id"):
+        return heading["id"].strip()
+    for anchor in permalinks(heading):
+        fragment = (anchor.get("href") or "").strip()
+        if fragment.startswith("#") and len(fragment) > 1:
+            return fragment[1:]
+        if anchor.get("id"):
+            return anchor["id"].strip()
+    wrapper = heading.parent
+    if isinstance(wrapper, Tag) and wrapper.name != "section" and "heading" in " ".join(wrapper.get("class") or ()):
+        for anchor in wrapper.find_all("a", recursive=False):  # GitHub: <div class="markdown-heading">
+            fragment = (anchor.get("href") or "").strip()
+            if fragment.startswith("#") and len(fragment) > 1:
+                return fragment[1:]
+    parent = heading.parent
+    if isinstance(parent, Tag) and parent.name == "section" and parent.get("id"):
+        if parent.find(HEADINGS) is heading:
+            return parent["id"].strip()
+    previous = heading.find_previous_sibling()
+    if isinstance(previous, Tag) and previous.name in ("a", "span") and previous.get("id") \
+            and not previous.get_text(strip=True):
+        return previous["id"].strip()
+    return ""
+
+
+def code_language(pre: Tag) -> str:
+    """The language a generator wrote on the block, on `<code>`, `<pre>` or a wrapping div."""
+    candidates = [pre.find("code"), pre]
+    candidates += [parent for _, parent in zip(range(3), pre.parents)]
+    for candidate in candidates:
+        if not isinstance(candidate, Tag):
+            continue
+        if candidate.get("data-lang"):
+            return _language_name(candidate["data-lang"])
+        for cls in candidate.get("class") or ():
+            for prefix in LANGUAGE_PREFIXES:
+                if cls.startswith(prefix) and len(cls) > len(prefix):
+                    return _language_name(cls[len(prefix):])
+        classes = candidate.get("class") or ()
+        if "sourceCode" in classes and len(classes) > 1:  # pandoc
+            return _language_name([c for c in classes if c != "sourceCode"][0])
+    return ""
+
+
+def _language_name(name: str) -> str:
+    name = name.strip().lower()
+    if name in PLAIN_LANGUAGES:
+        return ""
+    if name in ("default", "python3", "py"):
+        return "python"  # Sphinx's "default" highlighter is Python 3
+    return "".join(c for c in name if c.isalnum() or c in "+#.-_")
+
+
+class MarkdownRenderer:
+    """Recursive HTML-to-markdown writer producing blocks separated by blank lines."""
+
+    def __init__(self, base_url: str):
+        self.base_url = base_url
+        self.links: list[str] = []
+
+    def render(self, node) -> str:
+        return self.blocks(node).strip() + "\n"
+
+    def blocks(self, node) -> str:
+        parts: list[str] = []
+        inline: list[str] = []
+
+        def flush():
+            text = inline_text("".join(inline))
+            if text:
+                parts.append(text)
+            inline.clear()
+
+        for child in node.children:
+            if isinstance(child, PreformattedString):
+                continue  # doctype, CDATA, processing instructions: not page text
+            if isinstance(child, NavigableString):
+                inline.append(str(child))
+                continue
+            if not isinstance(child, Tag):
+                continue
+            name = child.name
+            if name in HEADINGS:
+                flush()
+                parts.append(self.heading(child))
+            elif name == "pre":
+                flush()
+                parts.append(self.code_block(child))
+            elif name in ("ul", "ol"):
+                flush()
+                parts.append(self.list_block(child, 0))
+            elif name == "table":
+                flush()
+                parts.append(self.table(child))
+            elif name == "blockquote":
+                flush()
+                quoted = self.blocks(child).strip()
+                parts.append("\n".join("> " + line if line else ">" for line in quoted.splitlines()))
+            elif name == "hr":
+                flush()
+                parts.append("---")
+            elif name in BLOCK_TAGS or name in ("li",):
+                flush()
+                inner = self.blocks(child).strip()
+                if inner:
+                    parts.append(inner)
+            else:
+                inline.append(self.inline_tag(child))
+        flush()
+        return "\n\n".join(p for p in parts if p.strip())
+
+    def heading(self, tag: Tag) -> str:
+        text = heading_text(tag)
+        if not text:
+            return ""
+        identifier = heading_id(tag)
+        suffix = f" {{#{identifier}}}" if identifier and not any(c.isspace() or c in "{}" for c in identifier) else ""
+        return "#" * HEADINGS[tag.name] + " " + text + suffix
+
+    def inline(self, node) -> str:
+        out = []
+        for child in node.children:
+            if isinstance(child, PreformattedString):
+                continue
+            if isinstance(child, NavigableString):
+                out.append(str(child))
+            elif isinstance(child, Tag):
+                out.append(self.inline_tag(child))
+        return "".join(out)
+
+    def inline_tag(self, tag: Tag) -> str:
+        name = tag.name
+        if name == "br":
+            return "\n"
+        if name == "code":
+            text = tag.get_text()
+            fence = "``" if "`" in text else "`"
+            return f"{fence}{text}{fence}" if text.strip() else text
+        if name == "a":
+            self._remember_link(tag.get("href") or "")
+            return self.inline(tag)
+        if name in ("strong", "b"):
+            text = inline_text(self.inline(tag))
+            return f"**{text}**" if text else ""
+        if name in ("em", "i"):
+            text = inline_text(self.inline(tag))
+            return f"*{text}*" if text else ""
+        if name == "img":
+            alt = inline_text(tag.get("alt", ""))
+            return f"[image: {alt}]" if alt else ""
+        if name in HEADINGS or name in BLOCK_TAGS or name in ("ul", "ol", "table", "pre"):
+            return " " + self.blocks(tag) + " "
+        return self.inline(tag)
+
+    def _remember_link(self, href: str) -> None:
+        href = href.strip()
+        if not href or href.startswith("#") or href.lower().startswith(NOT_LINKS):
+            return
+        target = urldefrag(urljoin(self.base_url, href) if self.base_url else href)[0]
+        if urlsplit(target).scheme in ("http", "https"):
+            self.links.append(target)
+
+    def code_block(self, pre: Tag) -> str:
+        language = code_language(pre)
+        text = pre.get_text().strip("\n")
+        longest = _longest_backtick_run(text)
+        fence = "`" * max(3, longest + 1)
+        return f"{fence}{language}\n{text}\n{fence}"
+
+    def list_block(self, node: Tag, depth: int) -> str:
+        lines = []
+        ordered = node.name == "ol"
+        for index, item in enumerate(node.find_all("li", recursive=False), start=1):
+            marker = f"{index}." if ordered else "-"
+            nested = []
+            inline_parts = []
+            for child in item.children:
+                if isinstance(child, Tag) and child.name in ("ul", "ol"):
+                    nested.append(self.list_block(child, depth + 1))
+                elif isinstance(child, Tag) and child.name == "pre":
+                    nested.append(self.code_block(child))
+                elif isinstance(child, PreformattedString):
+                    continue
+                elif isinstance(child, NavigableString):
+                    inline_parts.append(str(child))
+                elif isinstance(child, Tag):
+                    inline_parts.append(self.inline_tag(child))
+            text = inline_text("".join(inline_parts))
+            lines.append("  " * depth + f"{marker} {text}".rstrip())
+            lines.extend(nested)
+        return "\n".join(lines)
+
+    def table(self, table: Tag) -> str:
+        rows = []
+        for tr in table.find_all("tr"):
+            cells = [inline_text(self.inline(c)).replace("|", "\\|") for c in tr.find_all(["th", "td"])]
+            if cells:
+                rows.append(cells)
+        return markdown_table(rows)
+
+
+def markdown_table(rows: list[list[str]]) -> str:
+    """Rows of cell texts as a markdown table, the first row as its header."""
+    if not rows:
+        return ""
+    width = max(len(r) for r in rows)
+    rows = [r + [""] * (width - len(r)) for r in rows]
+    lines = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * width]
+    lines += ["| " + " | ".join(r) + " |" for r in rows[1:]]
+    return "\n".join(lines)
+
+
+def _longest_backtick_run(text: str) -> int:
+    longest = run = 0
+    for char in text:
+        run = run + 1 if char == "`" else 0
+        longest = max(longest, run)
+    return longest
