@@ -28,6 +28,7 @@ with plain cases. For each candidate, in order:
 8. deterministic order: score, then cosine, then path, then position, then key.
 
 Every candidate, kept or dropped, gets a `ScoreDetails` saying what happened to it and why.
+Steps 4, 6 and 7 are computed by `retrieval/diversity.py`; the decisions and their reasons are made here.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from retrieval.diversity import first_of_each, mmr_order, normalise_text
 from retrieval.errors import InvalidRankerParams
 from retrieval.fusion import DEFAULT_LEXICAL_WEIGHT
 
@@ -199,7 +201,7 @@ def rank(candidates: Sequence[Candidate], params: RankerParams = RankerParams(),
             pool.append(details)
 
     pool = _order(pool, by_key)
-    pool, duplicates = _collapse(pool, by_key, lambda c: c.text_key or _normalise(c.text), "same text as")
+    pool, duplicates = _collapse(pool, by_key, lambda c: c.text_key or normalise_text(c.text), "same text as")
     # stage two compares bodies; only candidates that passed stage one are normalised
     dropped += duplicates
 
@@ -215,7 +217,7 @@ def rank(candidates: Sequence[Candidate], params: RankerParams = RankerParams(),
             dropped.append(_updated(details, dropped_by="threshold",
                                    reason=f"relevance {details.relevance:.3f} < floor {floor:.3f}"))
 
-    passed, duplicates = _collapse(passed, by_key, lambda c: c.body_key or _normalise(c.body or c.text),
+    passed, duplicates = _collapse(passed, by_key, lambda c: c.body_key or normalise_text(c.body or c.text),
                                    "same body as")
     dropped += duplicates
 
@@ -394,65 +396,15 @@ def _order(pool: list[ScoreDetails], by_key: dict) -> list[ScoreDetails]:
     return sorted(pool, key=lambda d: _sort_key(d, by_key[d.key], d.relevance))
 
 
-def _normalise(text: str) -> str:
-    return " ".join(text.split()).lower()
-
-
 def _collapse(pool: list[ScoreDetails], by_key: dict, keyfunc, label: str):
     """Keep the first (best-ordered) of each group of equal keys; the rest are duplicates."""
-    seen: dict[str, int | str] = {}
-    kept, dropped = [], []
-    for details in pool:
-        key = keyfunc(by_key[details.key])
-        if key and key in seen:
-            dropped.append(_updated(details, dropped_by="duplicate", duplicate_of=seen[key],
-                                   reason=f"{label} {seen[key]}"))
-        else:
-            if key:
-                seen[key] = details.key
-            kept.append(details)
-    return kept, dropped
+    kept, duplicates = first_of_each(pool, lambda details: keyfunc(by_key[details.key]))
+    return kept, [_updated(details, dropped_by="duplicate", duplicate_of=first, reason=f"{label} {first}")
+                  for details, first in duplicates]
 
 
 def _mmr(pool: list[ScoreDetails], by_key: dict, params: RankerParams) -> list[ScoreDetails]:
-    """Maximal marginal relevance over the top of the pool, seeded with the best candidate of
-    each relevant kind; candidates below `mmr_depth` keep their relevance order after it."""
-    if not pool:
-        return []
-    head, tail = pool[: params.mmr_depth], pool[params.mmr_depth:]
-    unit = {d.key: _unit(by_key[d.key].embedding) for d in head}
-    top = head[0].relevance
-    selected: list[ScoreDetails] = []
-    remaining = list(head)
-    seen_kinds = set()
-    for details in list(remaining):
-        if details.kind not in seen_kinds and details.relevance >= top * params.seed_ratio:
-            seen_kinds.add(details.kind)
-            selected.append(_updated(details, score=details.relevance))
-            remaining.remove(details)
-    lam = params.mmr_lambda
-    while remaining:
-        best, best_value, best_penalty = None, -math.inf, 0.0
-        for details in remaining:
-            similarity = max((_dot(unit[details.key], unit[s.key]) for s in selected), default=0.0)
-            value = lam * details.relevance - (1 - lam) * similarity
-            if value > best_value + 1e-12:
-                best, best_value, best_penalty = details, value, (1 - lam) * similarity
-        selected.append(_updated(best, score=best_value, mmr_penalty=best_penalty))
-        remaining.remove(best)
-    floor = min((d.score for d in selected), default=0.0)
-    # the tail stays below the MMR head whatever its raw relevance
-    return selected + [_updated(d, score=min(d.relevance, floor)) for d in tail]
-
-
-def _unit(vector: tuple[float, ...] | None) -> tuple[float, ...] | None:
-    if not vector:
-        return None
-    norm = math.sqrt(sum(x * x for x in vector))
-    return tuple(x / norm for x in vector) if norm else None
-
-
-def _dot(a: tuple[float, ...] | None, b: tuple[float, ...] | None) -> float:
-    if a is None or b is None:
-        return 0.0
-    return sum(x * y for x, y in zip(a, b))
+    embeddings = {d.key: by_key[d.key].embedding for d in pool[: params.mmr_depth]}
+    ordered = mmr_order(pool, embeddings, lam=params.mmr_lambda, depth=params.mmr_depth,
+                        seed_ratio=params.seed_ratio)
+    return [_updated(details, score=score, mmr_penalty=penalty) for details, score, penalty in ordered]

@@ -28,7 +28,7 @@ SURFACES = (".api", ".views")  # what the wiring mounts: each app's API router a
 PURE = {
     "kb.errors", "kb.revisions", "kb.datafiles", "kb.names", "kb.markup", "kb.vocabulary",
     "retrieval.errors", "retrieval.ranker", "retrieval.bm25", "retrieval.fusion", "retrieval.query",
-    "retrieval.citations", "retrieval.evals", "retrieval.context",
+    "retrieval.citations", "retrieval.evals", "retrieval.context", "retrieval.diversity",
     "ingest.errors", "ingest.chunk", "ingest.boilerplate", "ingest.scope", "ingest.decisions",
     "ingest.extract", "ingest.extract.html", "ingest.extract.html_markdown", "ingest.extract.text",
     "ingest.extract.result",
