@@ -12,6 +12,7 @@ from ingest.documents import document_view, original_file
 from kb.auth import principal_for
 from kb.errors import KBError, error_status
 from kb.http import page_error
+from kb.replicas import on_replica
 
 # served inline: a browser shows them and runs nothing; everything else is a download
 INLINE_TYPES = {"application/pdf": "application/pdf", "text/plain": "text/plain; charset=utf-8",
@@ -25,7 +26,7 @@ def _for_reader(request, document_id: int, respond):
     except KBError as exc:  # a rate limit, say
         return page_error(exc)
     try:
-        return respond(principal, document_id)
+        return on_replica(lambda: respond(principal, document_id))
     except KBError as exc:
         return render(request, "kb/document_missing.html", {"error": exc}, status=error_status(exc))
 

@@ -11,6 +11,7 @@ from ninja.utils import check_csrf
 from capabilities.api import router as capabilities_router
 from ingest.api import router as ingest_router
 from kb import documents
+from kb.replicas import on_replica
 from kb.auth import principal_for
 from kb.errors import CsrfFailed, KBError, error_status
 from kb.schemas import DocumentDetailOut, DocumentPageOut, DocumentTextOut
@@ -50,26 +51,31 @@ documents_router = Router(tags=["documents"])
 def list_documents(request, namespace: str | None = None, page: int = 1, page_size: int = 20):
     if page < 1 or not 1 <= page_size <= MAX_PAGE_SIZE:
         raise HttpError(422, f"page must be >= 1 and page_size between 1 and {MAX_PAGE_SIZE}.")
-    queryset = documents.visible_documents(request.auth, namespace)
-    start = (page - 1) * page_size
-    return {"count": queryset.count(), "page": page, "page_size": page_size,
-            "results": list(queryset[start:start + page_size])}
+    def read():
+        queryset = documents.visible_documents(request.auth, namespace)
+        start = (page - 1) * page_size
+        return {"count": queryset.count(), "page": page, "page_size": page_size,
+                "results": list(queryset[start:start + page_size])}
+
+    return on_replica(read)
 
 
 @documents_router.get("/documents/{document_id}", response=DocumentDetailOut)
 def document_detail(request, document_id: int):
-    document = documents.get_document(request.auth, document_id)
-    document.chunks_list = list(document.chunks.order_by("position"))
-    return {**{f: getattr(document, f) for f in ("id", "source_id", "ref", "title", "path", "media_type",
-                                                  "byte_size", "created_at", "indexed_at")},
-            "chunks": document.chunks_list}
+    def read():
+        document = documents.get_document(request.auth, document_id)
+        return {**{f: getattr(document, f) for f in ("id", "source_id", "ref", "title", "path", "media_type",
+                                                      "byte_size", "created_at", "indexed_at")},
+                "chunks": list(document.chunks.order_by("position"))}
+
+    return on_replica(read)
 
 
 @documents_router.get("/documents/{document_id}/text", response=DocumentTextOut)
 def document_text(request, document_id: int, max_chars: int = 20000):
     if not 1 <= max_chars <= 1_000_000:
         raise HttpError(422, "max_chars must be between 1 and 1000000.")
-    return documents.capped_text(documents.get_document(request.auth, document_id), max_chars)
+    return on_replica(lambda: documents.capped_text(documents.get_document(request.auth, document_id), max_chars))
 
 
 api.add_router("/", documents_router)

@@ -41,6 +41,7 @@ class KBSettings:
     knowledge_max_targets: int = 50
     knowledge_max_bytes: int = 20 * 1024 * 1024
     vector_index_min_chunks: int = 2000
+    replica_max_lag_seconds: float = 5.0  # a read replica further behind than this is not read from
     embedding_query_runtime: str = "onnx"
     model_cache_dir: Path | None = None
     warm_model: str = ""  # which path of the embedder a process loads at start: query, documents or none
@@ -73,6 +74,7 @@ def kb_settings() -> KBSettings:
         knowledge_max_targets=settings.KB_KNOWLEDGE_MAX_TARGETS,
         knowledge_max_bytes=settings.KB_KNOWLEDGE_MAX_BYTES,
         vector_index_min_chunks=settings.KB_VECTOR_INDEX_MIN_CHUNKS,
+        replica_max_lag_seconds=settings.KB_REPLICA_MAX_LAG_SECONDS,
         embedding_query_runtime=settings.KB_EMBEDDING_QUERY_RUNTIME.strip().lower(),
         model_cache_dir=Path(settings.KB_MODEL_CACHE_DIR),
         warm_model=settings.KB_WARM_MODEL.strip().lower(),
@@ -111,6 +113,11 @@ def _validate(conf: KBSettings) -> None:
         raise ConfigurationError(
             f"KB_VECTOR_INDEX_MIN_CHUNKS must be at least 1, got {conf.vector_index_min_chunks}.",
             details={"setting": "KB_VECTOR_INDEX_MIN_CHUNKS"},
+        )
+    if conf.replica_max_lag_seconds < 0:
+        raise ConfigurationError(
+            f"KB_REPLICA_MAX_LAG_SECONDS must be 0 or more, got {conf.replica_max_lag_seconds}.",
+            details={"setting": "KB_REPLICA_MAX_LAG_SECONDS"},
         )
     if conf.chunk_tokens < 32:
         raise ConfigurationError(

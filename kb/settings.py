@@ -98,6 +98,12 @@ else:
             "CONN_MAX_AGE": 60,
         }
     }
+# DATABASE_REPLICA_URLS: streaming replicas of that server, comma-separated; searches, documents
+# and pages read from them (kb/replicas.py), everything else from `default`.
+for _number, _url in enumerate([u.strip() for u in os.environ.get("DATABASE_REPLICA_URLS", "").split(",") if u.strip()],
+                               start=1):
+    DATABASES[f"replica_{_number}"] = {**dj_database_url.parse(_url, conn_max_age=60), "TEST": {"MIRROR": "default"}}
+DATABASE_ROUTERS = ["kb.replicas.ReplicaRouter"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 CACHES = {
@@ -191,6 +197,7 @@ KB_KNOWLEDGE_MAX_TARGETS = int(os.environ.get("KB_KNOWLEDGE_MAX_TARGETS", "50"))
 # a namespace with at least this many embedded chunks gets its own HNSW index (kb/vector_index.py);
 # smaller ones are searched exactly, which is as fast below this size
 KB_VECTOR_INDEX_MIN_CHUNKS = int(os.environ.get("KB_VECTOR_INDEX_MIN_CHUNKS", "2000"))
+KB_REPLICA_MAX_LAG_SECONDS = float(os.environ.get("KB_REPLICA_MAX_LAG_SECONDS", "5"))
 KB_KNOWLEDGE_MAX_BYTES = int(os.environ.get("KB_KNOWLEDGE_MAX_BYTES", str(20 * 1024 * 1024)))
 
 LOGGING = {

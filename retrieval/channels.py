@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
-from django.db import connection, transaction
+from django.db import transaction
 
 from kb.models import SEARCH_CONFIG  # the one text search configuration: the stored tsvectors use it
+from kb.replicas import read_alias, read_connection
 from retrieval import bm25
 
 MAX_QUERY_LEXEMES = 64
@@ -91,7 +92,7 @@ def vector_candidates(scope: Scope, query_vector, k: int, known_ids: list[int] =
         WHERE c.id = ANY(%(known)s::bigint[]) AND {where} AND c.embedding IS NOT NULL
           AND c.id NOT IN (SELECT id FROM nearest)"""
     ef_search = str(min(1000, max(k, 40)))
-    with transaction.atomic(), connection.cursor() as cursor:
+    with transaction.atomic(using=read_alias()), read_connection().cursor() as cursor:
         cursor.execute("SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', "
                        "'relaxed_order', true)", [ef_search])
         cursor.execute(sql, {"q": vector_literal(query_vector), "k": k, "known": known, **params})
@@ -114,7 +115,7 @@ def query_lexemes(text: str) -> list[tuple[str, int]]:
     """The query's lexemes with their counts in query order (the first 64), as PostgreSQL's
     parser reads them. Built with to_tsvector, never to_tsquery, so no input can raise a tsquery
     syntax error."""
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(
             "SELECT t.lexeme, coalesce(array_length(t.positions, 1), 1) "
             "FROM unnest(to_tsvector(%s::regconfig, %s)) AS t ORDER BY t.positions[1], t.lexeme LIMIT %s",
@@ -174,7 +175,7 @@ def lexical_channel(scope: Scope, lexemes: list[tuple[str, int]], k: int,
         LIMIT %(k)s"""
     params = {"lexemes": [t.lexeme for t in terms], "weights": [t.weight(chunk_count) for t in terms],
               "avgdl": avgdl, "ns": scope.namespace_id, "k": k, **scope_params}
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(sql, params)
         return [ChannelRow(chunk_id, float(score)) for chunk_id, score in cursor.fetchall()]
 
@@ -216,7 +217,7 @@ def _count_terms(namespace_id: int, words: list[str]) -> tuple[float, float, int
     """(chunk count, average length, generation, {word: document frequency}) of a namespace in
     one statement, or None when it has never held a chunk."""
     namespace = int(namespace_id)
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(
             f"""SELECT s.chunk_count, greatest(s.total_len / nullif(s.chunk_count, 0), 1), s.generation,
                        ARRAY(SELECT (SELECT count(*) FROM kb_chunk_term t
@@ -238,7 +239,7 @@ def names_channel(scope: Scope, name_keys: tuple[str, ...], cap: int = 10) -> li
     if not name_keys:
         return []
     where, params = scope.where("c")
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(
             f"""SELECT DISTINCT ON (d.id) c.id, d.name_key FROM kb_document d
                 JOIN kb_chunk c ON c.document_id = d.id
@@ -262,7 +263,7 @@ def identifier_channel(scope: Scope, identifiers: tuple[str, ...], cap: int = 20
         return []
     rows: dict[int, float] = {}
     where, params = scope.where("c")
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         # one statement for all identifiers (each keeps its own LIMIT), in the query's order
         cursor.execute(
             f"""SELECT found.id FROM unnest(%s::text[]) WITH ORDINALITY AS q(identifier, n)
@@ -352,7 +353,7 @@ def candidate_rows(scope: Scope, chunk_ids: list[int], with_embeddings: bool = F
     if not chunk_ids:
         return {}
     where, params = scope.where("c")
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(
             f"""SELECT c.id, {_CANDIDATE_COLUMNS.format(embedding=_embedding_sql(with_embeddings))}
                 FROM kb_chunk c {_CANDIDATE_JOINS}
@@ -368,7 +369,7 @@ def hydrate(scope: Scope, chunk_ids: list[int]) -> dict[int, ChunkRow]:
     if not chunk_ids:
         return {}
     where, params = scope.where("c")
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(
             f"""SELECT c.id, c.document_id, d.source_id, c.position, c.text, c.heading_path, c.anchor,
                        c.start_byte, c.end_byte, d.title, d.ref, d.path, coalesce(d.metadata->>'url', ''),

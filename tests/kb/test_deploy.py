@@ -39,3 +39,20 @@ def test_whitenoise_serves_collected_static_files_with_security_headers(tmp_path
     assert (status, content_type) == ("200", "text/css")
     assert insecure == "301"  # plain HTTP is redirected to HTTPS
     assert "max-age=31536000" in hsts
+
+
+def test_replica_urls_become_database_aliases_that_never_migrate(tmp_path):
+    code = ("from django.conf import settings; from django.db import router; "
+            "print([(a, d['HOST'], d['NAME'], d['TEST'].get('MIRROR')) for a, d in sorted(settings.DATABASES.items()) "
+            "if a != 'default']); "
+            "print(router.allow_migrate('replica_1', 'kb'), router.allow_migrate('default', 'kb'))")
+    env = {"KB_DATA_DIR": str(tmp_path), "KB_REPLICA_MAX_LAG_SECONDS": "2",
+           "DATABASE_REPLICA_URLS": "postgresql://kb@replica-a.internal/kb, postgresql://kb@replica-b.internal:6432/kb"}
+    result = run_manage("shell", "-c", code, env=env)
+    assert result.returncode == 0, result.stderr[-2000:]
+    aliases, migrate = result.stdout.strip().splitlines()[-2:]
+    assert aliases == ("[('replica_1', 'replica-a.internal', 'kb', 'default'), "
+                       "('replica_2', 'replica-b.internal', 'kb', 'default')]")
+    assert migrate == "False True"
+    bad = run_manage("check", env={**env, "KB_REPLICA_MAX_LAG_SECONDS": "-1"})
+    assert bad.returncode != 0 and "KB_REPLICA_MAX_LAG_SECONDS must be 0 or more" in bad.stdout + bad.stderr
