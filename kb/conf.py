@@ -41,6 +41,7 @@ class KBSettings:
     knowledge_max_targets: int = 50
     knowledge_max_bytes: int = 20 * 1024 * 1024
     vector_index_min_chunks: int = 2000
+    vector_index_build_memory_mb: int = 4096  # most maintenance_work_mem a vector index build takes
     replica_max_lag_seconds: float = 5.0  # a read replica further behind than this is not read from
     embedding_query_runtime: str = "onnx"
     model_cache_dir: Path | None = None
@@ -74,6 +75,7 @@ def kb_settings() -> KBSettings:
         knowledge_max_targets=settings.KB_KNOWLEDGE_MAX_TARGETS,
         knowledge_max_bytes=settings.KB_KNOWLEDGE_MAX_BYTES,
         vector_index_min_chunks=settings.KB_VECTOR_INDEX_MIN_CHUNKS,
+        vector_index_build_memory_mb=settings.KB_VECTOR_INDEX_BUILD_MEMORY_MB,
         replica_max_lag_seconds=settings.KB_REPLICA_MAX_LAG_SECONDS,
         embedding_query_runtime=settings.KB_EMBEDDING_QUERY_RUNTIME.strip().lower(),
         model_cache_dir=Path(settings.KB_MODEL_CACHE_DIR),

@@ -27,7 +27,8 @@ logger = logging.getLogger(__name__)
 
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 64
-BUILD_MEMORY = "512MB"  # least maintenance_work_mem for a build: a 200k-chunk graph fits, so it is built in memory
+BUILD_MEMORY_MIN_MB = 512  # least maintenance_work_mem for a build: a 200k-chunk graph fits
+GRAPH_BYTES_PER_CHUNK = 1024  # an HNSW element's neighbour lists and header at m = 16, besides its vector
 NAME_PREFIX = "kb_chunk_embedding_ns"
 _NAME_PATTERN = re.compile(rf"^{NAME_PREFIX}(\d+)$")
 _LOCK_CLASS = 0x6B62  # advisory lock class ("kb") serialising builds of one namespace's index
@@ -91,9 +92,10 @@ def ensure_namespace_index(namespace_id: int, min_chunks: int | None = None) -> 
                     connection.check_constraints()  # DDL refuses to run while deferred FK checks are pending
                 if existing is not None:
                     drop_namespace_index(namespace_id)
-                _execute(  # raised to BUILD_MEMORY for the build, never lowered below the server's value
+                _execute(  # raised for the build so the graph fits in memory, never lowered below the server's
                     "SELECT set_config('maintenance_work_mem', greatest(pg_size_bytes(current_setting("
-                    "'maintenance_work_mem')), pg_size_bytes(%s)) / 1024 || 'kB', false)", [BUILD_MEMORY])
+                    "'maintenance_work_mem')), %s * 1024 * 1024) / 1024 || 'kB', false)",
+                    [build_memory_mb(_chunk_count(namespace_id))])
                 _execute(
                     f"CREATE INDEX {_concurrently()} IF NOT EXISTS {name} ON kb_chunk "
                     f"USING hnsw (embedding vector_cosine_ops) "
@@ -120,6 +122,24 @@ def drop_orphaned_indexes(live_namespace_ids: set[int]) -> list[str]:
             drop_namespace_index(namespace_id)
             dropped.append(index.name)
     return dropped
+
+
+def build_memory_mb(chunks: int) -> int:
+    """maintenance_work_mem for building a graph of `chunks` vectors in memory (a graph that
+    outgrows it is finished on disk, several times slower): the vectors and their neighbour
+    lists with a fifth to spare, at least BUILD_MEMORY_MIN_MB, at most KB_VECTOR_INDEX_BUILD_MEMORY_MB."""
+    from kb.conf import kb_settings
+
+    conf = kb_settings()
+    needed = chunks * (conf.embedding_dim * 4 + GRAPH_BYTES_PER_CHUNK) * 1.2 / (1024 * 1024)
+    return int(min(conf.vector_index_build_memory_mb, max(BUILD_MEMORY_MIN_MB, needed)))
+
+
+def _chunk_count(namespace_id: int) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT coalesce((SELECT chunk_count FROM kb_namespace_stats WHERE namespace_id = %s), 0)",
+                       [int(namespace_id)])
+        return int(cursor.fetchone()[0])
 
 
 def _embedded_chunk_count(namespace_id: int, cap: int) -> int:

@@ -132,3 +132,12 @@ def test_command_lists_each_namespace_and_its_index(threshold_of_three, capsys):
     out = capsys.readouterr().out
     assert f"tenant:a: {len(CORPUS)} embedded chunks; {vector_index.index_name(large.id)}, valid" in out
     assert "tenant:b: 1 embedded chunks; no index (exact scan)" in out
+
+
+def test_the_build_memory_fits_the_graph_between_its_floor_and_its_cap():
+    from kb.vector_index import BUILD_MEMORY_MIN_MB, build_memory_mb
+
+    assert build_memory_mb(10_000) == BUILD_MEMORY_MIN_MB
+    million = build_memory_mb(1_000_000)  # 1M × (384 × 4 B + 1 KB) × 1.2
+    assert 2900 < million < 3000 and million * 1024 * 1024 > 1_000_000 * 384 * 4  # the 1.5 GB of vectors fit
+    assert build_memory_mb(10_000_000) == 4096
