@@ -42,10 +42,16 @@ class KBSettings:
     knowledge_max_bytes: int = 20 * 1024 * 1024
     vector_index_min_chunks: int = 2000
     vector_index_build_memory_mb: int = 4096  # most maintenance_work_mem a vector index build takes
+    lexical_postings_budget: int = 0  # the most postings the lexical channel reads in full; 0: exact, no bound
     replica_max_lag_seconds: float = 5.0  # a read replica further behind than this is not read from
     embedding_query_runtime: str = "onnx"
     model_cache_dir: Path | None = None
     warm_model: str = ""  # which path of the embedder a process loads at start: query, documents or none
+
+    @property
+    def lexical_budget(self) -> int | None:
+        """The lexical channel's postings budget, None for exact BM25 whatever it costs."""
+        return self.lexical_postings_budget or None
 
 
 @functools.cache
@@ -76,6 +82,7 @@ def kb_settings() -> KBSettings:
         knowledge_max_bytes=settings.KB_KNOWLEDGE_MAX_BYTES,
         vector_index_min_chunks=settings.KB_VECTOR_INDEX_MIN_CHUNKS,
         vector_index_build_memory_mb=settings.KB_VECTOR_INDEX_BUILD_MEMORY_MB,
+        lexical_postings_budget=settings.KB_LEXICAL_POSTINGS_BUDGET,
         replica_max_lag_seconds=settings.KB_REPLICA_MAX_LAG_SECONDS,
         embedding_query_runtime=settings.KB_EMBEDDING_QUERY_RUNTIME.strip().lower(),
         model_cache_dir=Path(settings.KB_MODEL_CACHE_DIR),
@@ -115,6 +122,11 @@ def _validate(conf: KBSettings) -> None:
         raise ConfigurationError(
             f"KB_VECTOR_INDEX_MIN_CHUNKS must be at least 1, got {conf.vector_index_min_chunks}.",
             details={"setting": "KB_VECTOR_INDEX_MIN_CHUNKS"},
+        )
+    if conf.lexical_postings_budget < 0:
+        raise ConfigurationError(
+            f"KB_LEXICAL_POSTINGS_BUDGET must be 0 (no bound) or more, got {conf.lexical_postings_budget}.",
+            details={"setting": "KB_LEXICAL_POSTINGS_BUDGET"},
         )
     if conf.replica_max_lag_seconds < 0:
         raise ConfigurationError(

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from ingest.embed import get_embedder
 from ingest.services import ingest_texts
 from kb.models import Document, IngestRun, Namespace, Source
+from retrieval import channels, lexical
 from retrieval.bench import BeirCorpus, evaluate, load_beir, paired_comparison, per_query_ndcg, percentiles
 from retrieval.calibration import fit_namespace, judged_runs
 from retrieval.eval_runner import METHODS
@@ -33,6 +34,7 @@ METHOD_LABELS = {"vector": "vector alone", "lexical": "lexical alone", "rrf": "p
 LATENCY_LIMIT = 10
 RAW_EMBED_SAMPLE = 512
 FULL_INGEST_SHARE = 0.9  # a run that changed this share of the corpus measured ingest throughput
+AGREEMENT_DEPTH = 100  # the ranker reads the lexical channel this deep
 RULE_VARIANTS = {
     "mmr_lambda=0.9": RankerParams(mmr_lambda=0.9), "mmr_lambda=0.7": RankerParams(mmr_lambda=0.7),
     "recency_weight=0.1": RankerParams(recency_weight=0.1), "floor=0.5": RankerParams(floor=0.5),
@@ -50,6 +52,7 @@ class BenchOptions:
     fresh: bool = False  # delete the namespace's documents first, so ingest throughput is measured
     rule_effects: bool = False
     scale_chunks: int = 0
+    lexical_agreement: int = 0  # a postings budget: compare the lexical channel bounded by it with exact BM25
 
 
 def _quiet(*args) -> None:
@@ -100,8 +103,13 @@ class CorpusBenchmark:
         if ingest.get("ingest_docs_per_s") and report["embed_docs_per_s"]:
             report["ingest_vs_embed"] = round(ingest["ingest_docs_per_s"] / report["embed_docs_per_s"], 3)
         on_report(report)
+        if options.lexical_agreement:
+            report["lexical_agreement"] = lexical_agreement(self.namespace, self.query_items, options.lexical_agreement)
         if options.scale_chunks:
             report["scale"] = self.scale(options.scale_chunks)
+            if options.lexical_agreement:
+                report["scale"]["lexical_agreement"] = lexical_agreement(f"{self.namespace}-scale", self.query_items,
+                                                                         options.lexical_agreement)
         return report
 
     # --- ingest ---------------------------------------------------------------------------------
@@ -249,6 +257,52 @@ class CorpusBenchmark:
         report = self.latency(scaled)
         report["chunks"] = chunks
         return report
+
+
+def lexical_agreement(namespace: str, query_items, budget: int, depth: int = AGREEMENT_DEPTH) -> dict:
+    """The lexical channel bounded by `budget` postings against exact BM25 on every query,
+    at the ranker's depth: the share of exact's top `depth` the bounded list holds (mean, and the
+    lowest), how often the bound guaranteed exactness, postings read, and each mode's latency
+    (statistics and channel, without embedding), with a cold and a warm document-frequency cache."""
+    ns = Namespace.objects.get(slug=namespace)
+    scope = channels.Scope(ns.id)
+    texts = [text for _, text in query_items]
+    lexemes = {text: lexical.query_lexemes(text) for text in texts}
+    report: dict = {"namespace": namespace, "budget": budget, "depth": depth}
+    for cache in ("cold", "warm"):
+        timings = {"exact": [], "bounded": []}
+        overlaps, guaranteed, bounded_queries, read_bounded, read_exact = [], 0, 0, [], []
+        for text in texts:
+            if cache == "cold":  # each mode counts the document frequencies itself
+                lexical.DOCUMENT_FREQUENCIES.clear()
+            started = time.perf_counter()
+            exact = lexical.lexical_search(scope, lexemes[text], depth, budget=None)
+            timings["exact"].append((time.perf_counter() - started) * 1000)
+            if cache == "cold":
+                lexical.DOCUMENT_FREQUENCIES.clear()
+            started = time.perf_counter()
+            bounded = lexical.lexical_search(scope, lexemes[text], depth, budget=budget)
+            timings["bounded"].append((time.perf_counter() - started) * 1000)
+            truth = {row.chunk_id for row in exact.rows}
+            if truth:
+                overlaps.append(len(truth & {row.chunk_id for row in bounded.rows}) / len(truth))
+            bounded_queries += bounded.report.mode == "bounded"
+            guaranteed += bounded.report.guaranteed
+            read_bounded.append(bounded.report.postings_read)
+            read_exact.append(exact.report.postings_read)
+        report[cache] = {
+            "overlap_mean": round(sum(overlaps) / max(len(overlaps), 1), 5),
+            "overlap_min": round(min(overlaps, default=1), 4),
+            "queries_bounded": bounded_queries, "queries_guaranteed": guaranteed, "queries": len(texts),
+            "postings_read": {"exact": _quantiles(read_exact), "bounded": _quantiles(read_bounded)},
+            "latency_ms": {mode: percentiles(samples) for mode, samples in timings.items()},
+        }
+    return report
+
+
+def _quantiles(counts: list[int]) -> dict[str, int]:
+    ordered = sorted(counts) or [0]
+    return {f"p{p}": ordered[min(len(ordered) - 1, max(0, -(-p * len(ordered) // 100) - 1))] for p in (50, 95, 99)}
 
 
 def settle() -> None:

@@ -56,6 +56,11 @@ class DocumentFrequencyCache:
             generation, counts = self._entries.get(namespace_id, (None, {}))
             return generation, {lexeme: counts[lexeme] for lexeme in lexemes if lexeme in counts}
 
+    def clear(self) -> None:
+        """Forget every count (a benchmark's cold pass)."""
+        with self._lock:
+            self._entries.clear()
+
     def store(self, namespace_id: int, generation: int, counts: dict[str, int]) -> None:
         with self._lock:
             cached_generation, cached = self._entries.pop(namespace_id, (None, {}))

@@ -15,9 +15,7 @@ from django.db import transaction
 
 from kb.models import SEARCH_CONFIG  # the one text search configuration: the stored tsvectors use it
 from kb.replicas import read_alias, read_connection
-from retrieval import bm25
 
-MAX_QUERY_LEXEMES = 64
 
 
 @dataclass(frozen=True)
@@ -73,7 +71,7 @@ def vector_candidates(scope: Scope, query_vector, k: int, known_ids: list[int] =
 
     An HNSW scan returns at most hnsw.ef_search rows, so ef_search is raised to the candidate
     count, and the iterative scan keeps filling the list when a filter removes rows."""
-    where, params = _named_where(scope, "c")
+    where, params = named_where(scope, "c")
     known = list(known_ids)
     sql = f"""
         WITH nearest AS MATERIALIZED (
@@ -111,126 +109,12 @@ def vector_candidates(scope: Scope, query_vector, k: int, known_ids: list[int] =
     return VectorCandidates(nearest, candidates, cosines)
 
 
-def query_lexemes(text: str) -> list[tuple[str, int]]:
-    """The query's lexemes with their counts in query order (the first 64), as PostgreSQL's
-    parser reads them. Built with to_tsvector, never to_tsquery, so no input can raise a tsquery
-    syntax error."""
-    with read_connection().cursor() as cursor:
-        cursor.execute(
-            "SELECT t.lexeme, coalesce(array_length(t.positions, 1), 1) "
-            "FROM unnest(to_tsvector(%s::regconfig, %s)) AS t ORDER BY t.positions[1], t.lexeme LIMIT %s",
-            [SEARCH_CONFIG, text, MAX_QUERY_LEXEMES],
-        )
-        return [(lexeme, int(count)) for lexeme, count in cursor.fetchall()]
-
-
-@dataclass(frozen=True)
-class TermStatistics:
-    chunk_count: float
-    average_length: float
-    terms: list[bm25.Term]  # the query's lexemes the namespace holds, with their frequencies
-
-    @property
-    def query_idf(self) -> float:
-        """The sum of the query terms' weights: what a passage with every term once, at average
-        length, scores (the ranker's measure of how much of the query a lexical hit covers)."""
-        return sum(term.weight(self.chunk_count) for term in self.terms)
-
-
-def term_statistics(scope: Scope, lexemes: list[tuple[str, int]]) -> TermStatistics:
-    chunk_count, avgdl, terms = _term_statistics(scope.namespace_id, lexemes) if lexemes else (0.0, 1.0, [])
-    return TermStatistics(chunk_count, avgdl, [t for t in terms if t.document_frequency > 0])
-
-
-def lexical_channel(scope: Scope, lexemes: list[tuple[str, int]], k: int,
-                    statistics: TermStatistics | None = None) -> list[ChannelRow]:
-    """The BM25 top k over the maintained postings: IDF from the namespace's document
-    frequencies, TF saturation k1, length normalisation b; the query is an OR over its lexemes.
-
-    Two statements: the first counts each term's postings (the document frequency) through the
-    primary key; the second reads each term's postings once more, sums the weighted impacts per
-    chunk, and keeps the best k. Each term's postings are read through a LATERAL lookup, so the
-    planner cannot misjudge the term list and scan every posting of the namespace instead.
-    """
-    if not lexemes or k <= 0:
-        return []
-    statistics = statistics or term_statistics(scope, lexemes)
-    chunk_count, avgdl, terms = statistics.chunk_count, statistics.average_length, statistics.terms
-    if not terms:
-        return []
-    filtered = bool(scope.source_ids or scope.document_ids)
-    scope_sql, scope_params = _named_where(scope, "c") if filtered else ("", {})
-    join = f"JOIN kb_chunk c ON c.id = t.chunk_id AND {scope_sql}" if filtered else ""
-    sql = f"""
-        WITH terms(lexeme, w) AS (SELECT * FROM unnest(%(lexemes)s::text[], %(weights)s::float8[]))
-        SELECT t.chunk_id,
-               sum(q.w * t.tf * {bm25.K1 + 1} / (t.tf + {bm25.K1} * (1 - {bm25.B} + {bm25.B} * t.doc_len / %(avgdl)s)))
-                   AS score
-        FROM terms q CROSS JOIN LATERAL (
-            SELECT t.chunk_id, t.tf, t.doc_len FROM kb_chunk_term t
-            WHERE t.namespace_id = %(ns)s AND t.lexeme = q.lexeme
-        ) t {join}
-        GROUP BY t.chunk_id
-        ORDER BY score DESC, t.chunk_id
-        LIMIT %(k)s"""
-    params = {"lexemes": [t.lexeme for t in terms], "weights": [t.weight(chunk_count) for t in terms],
-              "avgdl": avgdl, "ns": scope.namespace_id, "k": k, **scope_params}
-    with read_connection().cursor() as cursor:
-        cursor.execute(sql, params)
-        return [ChannelRow(chunk_id, float(score)) for chunk_id, score in cursor.fetchall()]
-
-
-def _named_where(scope: Scope, chunk_alias: str) -> tuple[str, dict]:
+def named_where(scope: Scope, chunk_alias: str) -> tuple[str, dict]:
     """`Scope.where` with named placeholders, for queries that use named parameters."""
     sql, values = scope.where(chunk_alias)
     parts = sql.split("%s")
     named = parts[0] + "".join(f"%(scope_{i})s{part}" for i, part in enumerate(parts[1:]))
     return named, {f"scope_{i}": value for i, value in enumerate(values)}
-
-
-# document frequencies already counted, per namespace generation (see bm25.DocumentFrequencyCache)
-DOCUMENT_FREQUENCIES = bm25.DocumentFrequencyCache()
-
-
-def _term_statistics(namespace_id: int, lexemes: list[tuple[str, int]]) -> tuple[float, float, list[bm25.Term]]:
-    """The namespace's chunk count and average length, and each lexeme's document frequency.
-
-    Frequencies are counted from the postings' primary key (so no counter row is shared between
-    writers) and cached per generation of the namespace's postings: a lexeme is counted again
-    only after the namespace changed. The counts and the statistics row always come from one
-    snapshot: when the generation moved since the cached counts, every lexeme is recounted."""
-    words = [lexeme for lexeme, _ in lexemes]
-    cached_generation, known = DOCUMENT_FREQUENCIES.lookup(namespace_id, words)
-    statistics = _count_terms(namespace_id, [word for word in words if word not in known])
-    if statistics is not None and statistics[2] != cached_generation and known:
-        known = {}
-        statistics = _count_terms(namespace_id, words)
-    if statistics is None:
-        return 0.0, 1.0, []
-    chunk_count, avgdl, generation, counted = statistics
-    DOCUMENT_FREQUENCIES.store(namespace_id, generation, counted)
-    frequencies = {**known, **counted}
-    return chunk_count, avgdl, [bm25.Term(lexeme, qtf, frequencies[lexeme]) for lexeme, qtf in lexemes]
-
-
-def _count_terms(namespace_id: int, words: list[str]) -> tuple[float, float, int, dict[str, int]] | None:
-    """(chunk count, average length, generation, {word: document frequency}) of a namespace in
-    one statement, or None when it has never held a chunk."""
-    namespace = int(namespace_id)
-    with read_connection().cursor() as cursor:
-        cursor.execute(
-            f"""SELECT s.chunk_count, greatest(s.total_len / nullif(s.chunk_count, 0), 1), s.generation,
-                       ARRAY(SELECT (SELECT count(*) FROM kb_chunk_term t
-                                     WHERE t.namespace_id = {namespace} AND t.lexeme = q.lexeme)
-                             FROM unnest(%s::text[]) WITH ORDINALITY AS q(lexeme, i) ORDER BY q.i)
-                FROM kb_namespace_stats s WHERE s.namespace_id = {namespace}""",
-            [words],
-        )
-        row = cursor.fetchone()
-    if row is None:
-        return None
-    chunk_count, avgdl, generation, counts = row
-    return float(chunk_count), float(avgdl), int(generation), dict(zip(words, map(int, counts)))
 
 
 def names_channel(scope: Scope, name_keys: tuple[str, ...], cap: int = 10) -> list[ChannelRow]:

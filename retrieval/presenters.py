@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import re
+import dataclasses
 from dataclasses import fields
 
 from kb.markup import plain_text
@@ -118,7 +119,8 @@ def search_payload(result: SearchResult, *, explain: bool) -> dict:
         "related": [_doc(d) for d in result.related],
         "weak_titles": result.weak_titles,
         "summary": {**summary_counts(result.summary), "query_caps": list(result.features.capped),
-                    "fusion": fusion_payload(result)},
+                    "fusion": fusion_payload(result),
+                    "lexical": dataclasses.asdict(result.lexical) if result.lexical else None},
         "dropped": [
             {"chunk_id": d.key, "dropped_by": d.dropped_by, "reason": d.reason, "relevance": round(d.relevance, 6)}
             for d in result.dropped if d.dropped_by != "limit"

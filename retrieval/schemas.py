@@ -72,6 +72,17 @@ class FusionOut(Schema):
     lexical_this_query: float  # after the coverage gate (see the README's ranking section)
 
 
+class LexicalOut(Schema):
+    """How the lexical channel found its hits (retrieval/lexical.py)."""
+
+    mode: str  # exact | bounded
+    postings_read: int
+    full_terms: list[str]
+    probed_terms: list[str]
+    candidates: int
+    guaranteed: bool  # the hits are provably exact BM25's top k
+
+
 class DocumentOut(Schema):
     rank: int
     document_id: int
@@ -107,6 +118,7 @@ class SummaryOut(Schema):
     floor: float
     query_caps: list[str] = []  # caps applied to the query's identifiers or name keys
     fusion: FusionOut
+    lexical: LexicalOut | None = None  # None when the lexical channel did not run
 
 
 class SearchOut(Schema):

@@ -12,9 +12,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from ingest.embed import get_embedder
+from kb.conf import kb_settings
 from kb.models import Namespace, QueryLog
 from kb.replicas import on_replica, read_alias
 from retrieval import channels as ch
+from retrieval import lexical
 from retrieval.calibration import WEIGHT_FIELDS, weights_from_row
 from retrieval.citations import document_citation_url
 from retrieval.errors import InvalidGroup, UnknownNamespace
@@ -110,6 +112,7 @@ class SearchResult:
     documents: list[DocumentGroup] = field(default_factory=list)  # every document of `hits`, best first
     grouped: bool = False  # `limit` counted documents (group="document")
     database: str = "default"  # the database alias that answered: a read replica or the primary
+    lexical: lexical.LexicalReport | None = None  # how the lexical channel found its hits
 
 
 def search(query: str, namespace: str, *, filters: Filters = Filters(), limit: int = 10,
@@ -191,7 +194,8 @@ class _Found:
     rows: dict[int, ch.CandidateRow]
     cosines: dict[int, float]
     lexemes: list[tuple[str, int]]
-    statistics: ch.TermStatistics | None
+    statistics: lexical.TermStatistics | None
+    lexical: lexical.LexicalReport | None
 
 
 def _gather(plan: _Plan, channels: tuple[str, ...], query_vector, timings: dict[str, float]) -> _Found:
@@ -204,10 +208,13 @@ def _gather(plan: _Plan, channels: tuple[str, ...], query_vector, timings: dict[
         if VECTOR in channels and query_vector is None:
             embedding = pool.submit(_embed, plan.query)
         t = time.perf_counter()
-        lexemes = ch.query_lexemes(plan.query)
-        statistics = ch.term_statistics(scope, lexemes) if LEXICAL in channels else None
+        lexemes = lexical.query_lexemes(plan.query)
+        statistics, words = None, None
+        if LEXICAL in channels:
+            statistics = lexical.term_statistics(scope, lexemes)
+            words = lexical.lexical_search(scope, lexemes, depth, statistics, kb_settings().lexical_budget)
         lists: dict[str, list[ch.ChannelRow]] = {
-            LEXICAL: ch.lexical_channel(scope, lexemes, depth, statistics) if LEXICAL in channels else [],
+            LEXICAL: words.rows if words else [],
             NAMES: ch.names_channel(scope, features.name_keys) if NAMES in channels else [],
             IDENTIFIERS: ch.identifier_channel(scope, features.identifiers) if IDENTIFIERS in channels else [],
         }
@@ -227,7 +234,7 @@ def _gather(plan: _Plan, channels: tuple[str, ...], query_vector, timings: dict[
             rows.update(vector.candidates)
             cosines = vector.cosines
             timings["vector_ms"] = _ms(t)
-    return _Found(lists, rows, cosines, lexemes, statistics)
+    return _Found(lists, rows, cosines, lexemes, statistics, words.report if words else None)
 
 
 def _result(plan: _Plan, ranking, found: _Found, timings: dict[str, float]) -> SearchResult:
@@ -246,13 +253,14 @@ def _result(plan: _Plan, ranking, found: _Found, timings: dict[str, float]) -> S
         related=related, weak_titles=weak, summary=ranking.summary, dropped=ranking.dropped,
         features=plan.features, lexemes=[lexeme for lexeme, _ in found.lexemes], timings=timings,
         fusion=plan.weights, documents=documents, grouped=bool(plan.documents_wanted), database=read_alias(),
+        lexical=found.lexical,
     )
 
 
 def query_terms(text: str) -> list[tuple[str, int]]:
     """The text's lexemes and counts as the lexical channel parses a query: for other BM25
     indexes (the capability index) that must match words exactly as search does."""
-    return ch.query_lexemes(text)
+    return lexical.query_lexemes(text)
 
 
 def _embed(query: str):

@@ -256,6 +256,6 @@ def test_the_search_summary_is_the_rankers_summary_field_for_field(client, world
     from retrieval.schemas import SummaryOut
 
     public = {f.name for f in fields(RankSummary)} - set(INTERNAL_SUMMARY_FIELDS)
-    assert set(SummaryOut.model_fields) == public | {"query_caps", "fusion"}
+    assert set(SummaryOut.model_fields) == public | {"query_caps", "fusion", "lexical"}
     body = call(client, "get", "/api/search?query=pumpkin&namespace=tenant:a", world["read"]).json()
     assert set(body["summary"]) == set(SummaryOut.model_fields)

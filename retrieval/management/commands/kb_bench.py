@@ -31,18 +31,22 @@ class Command(BaseCommand):
                             help="Delete the namespace's documents first, so ingest throughput is measured")
         parser.add_argument("--scale-chunks", type=int, default=0,
                             help="Also measure latency on a namespace of this many chunks (copies of the corpus)")
+        parser.add_argument("--lexical-agreement", type=int, default=0, metavar="BUDGET",
+                            help="Also compare the lexical channel bounded by BUDGET postings with exact BM25 (top "
+                                 "100, every query), on the corpus and on the scaled copy")
         parser.add_argument("--rule-effects", action="store_true",
                             help="Also measure quality with MMR, recency and a stricter threshold turned on")
 
     def handle(self, *args, beir, namespace, json: bool, queries: int, skip_latency: bool, skip_quality: bool,
-               fresh: bool, scale_chunks: int, rule_effects: bool, **options):
+               fresh: bool, scale_chunks: int, rule_effects: bool, lexical_agreement: int, **options):
         hint = migration_hint()
         if hint:
             raise CommandError(hint)
         if namespace and len(beir) > 1:
             raise CommandError("--namespace names one corpus's namespace; give one --beir folder with it.")
         settings = BenchOptions(queries=queries, skip_latency=skip_latency, skip_quality=skip_quality, fresh=fresh,
-                                rule_effects=rule_effects, scale_chunks=scale_chunks)
+                                rule_effects=rule_effects, scale_chunks=scale_chunks,
+                                lexical_agreement=lexical_agreement)
         write = self.stdout.write
         reports = []
         for folder in beir:
@@ -51,6 +55,9 @@ class Command(BaseCommand):
                 report = benchmark.run(on_report=lambda r: print_report(write, r))
             if "scale" in report:
                 print_report(write, {"scale": report["scale"]})
+            for agreement in (report.get("lexical_agreement"), report.get("scale", {}).get("lexical_agreement")):
+                if agreement:
+                    print_agreement(write, agreement)
             reports.append(report)
         if len(reports) > 1:
             print_side_by_side(write, reports)
@@ -144,3 +151,16 @@ def _samples(report: dict) -> str:
     if len(measured) == 2:
         return f" (mean of {measured[0]} before the ingest and {measured[1]} after)"
     return ""
+
+
+def print_agreement(write, a: dict) -> None:
+    for cache in ("cold", "warm"):
+        c = a[cache]
+        write(f"lexical channel on {a['namespace']}, budget {a['budget']} postings, top {a['depth']}, {cache} "
+              f"document frequencies: overlap with exact BM25 mean {c['overlap_mean']:.4f} (lowest "
+              f"{c['overlap_min']:.2f}); {c['queries_bounded']} of {c['queries']} queries bounded, "
+              f"{c['queries_guaranteed']} guaranteed exact; postings read p50/p95 exact "
+              f"{c['postings_read']['exact']['p50']}/{c['postings_read']['exact']['p95']}, bounded "
+              f"{c['postings_read']['bounded']['p50']}/{c['postings_read']['bounded']['p95']}; latency p50/p95 exact "
+              f"{c['latency_ms']['exact']['p50_ms']}/{c['latency_ms']['exact']['p95_ms']} ms, bounded "
+              f"{c['latency_ms']['bounded']['p50_ms']}/{c['latency_ms']['bounded']['p95_ms']} ms")
