@@ -3,7 +3,8 @@
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count
+from django.db.models import Count, OuterRef, Subquery
+from django.db.models.functions import Coalesce
 from django.http import HttpResponseRedirect, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
@@ -13,8 +14,27 @@ from django.views.decorators.http import require_POST
 from ingest import services as ingest_services
 from ingest.uploads import add_files
 from kb import models
-from kb.admin_access import NamespaceScoped
+from ingest.decisions import EMBED_REASONS
+from kb.admin_access import LargeTableAdmin, NamespaceScoped
 from kb.errors import KBError
+from retrieval.service import matching_chunk_ids
+
+MAX_SEARCHED_NAMESPACES = 20  # an unfiltered chunk search looks in the first 20 namespaces the curator may read
+RECENT_RUNS = 20  # runs shown on a source's page (all of them: the runs list, filtered by source)
+ITEMS_SHOWN = 500  # items shown on a run's page, failed first (all of them: GET /api/runs/ID)
+
+
+def _parent_id(request) -> int | None:
+    """The id of the object whose change page is being shown (what an inline belongs to)."""
+    match = getattr(request, "resolver_match", None)
+    object_id = str((match.kwargs if match else {}).get("object_id", ""))
+    return int(object_id) if object_id.isdigit() else None
+
+
+def _count_of(model, field: str):
+    """How many `model` rows point at each listed row, counted for the rows of the page only."""
+    return Coalesce(Subquery(model.objects.filter(**{field: OuterRef("pk")}).order_by()
+                             .values(field).annotate(n=Count("pk")).values("n")), 0)
 
 
 class IngestRunInline(admin.TabularInline):
@@ -28,7 +48,13 @@ class IngestRunInline(admin.TabularInline):
     show_change_link = False
 
     def get_queryset(self, request):
-        return super().get_queryset(request).order_by("-queued_at")
+        """The source's latest RECENT_RUNS runs: a source refreshed for years has thousands."""
+        queryset = super().get_queryset(request).order_by("-queued_at")
+        source_id = _parent_id(request)
+        if source_id is None:
+            return queryset
+        return queryset.filter(pk__in=list(queryset.filter(source_id=source_id).values_list("pk", flat=True)
+                                           [:RECENT_RUNS]))
 
     @admin.display(description="run")
     def run_link(self, obj):
@@ -127,7 +153,7 @@ class SourceAdmin(NamespaceScoped):
         self._start(request, queryset, models.IngestRun.Mode.REEMBED)
 
     def get_queryset(self, request):
-        return super().get_queryset(request).annotate(_documents=Count("documents"))
+        return super().get_queryset(request).annotate(_documents=_count_of(models.Document, "source"))
 
     @admin.display(description="documents", ordering="_documents")
     def document_count(self, obj):
@@ -148,7 +174,7 @@ class ChunkInline(admin.TabularInline):
 
 
 @admin.register(models.Document)
-class DocumentAdmin(NamespaceScoped):
+class DocumentAdmin(LargeTableAdmin, NamespaceScoped):
     list_display = ["__str__", "source", "namespace", "media_type", "byte_size", "chunk_count", "indexed_at"]
     list_filter = ["namespace", "source", "media_type"]
     search_fields = ["title", "ref", "path"]
@@ -157,30 +183,70 @@ class DocumentAdmin(NamespaceScoped):
     inlines = [ChunkInline]
 
     def get_queryset(self, request):
-        return super().get_queryset(request).annotate(_chunks=Count("chunks"))
+        return super().get_queryset(request).annotate(_chunks=_count_of(models.Chunk, "document"))
 
     @admin.display(description="chunks", ordering="_chunks")
     def chunk_count(self, obj):
         return obj._chunks
 
 
+class EmbedReasonFilter(admin.SimpleListFilter):
+    """Why a chunk was (re-)embedded, from the pipeline's fixed reasons: listing the distinct values
+    of a million rows would scan them all."""
+
+    title = "embed reason"
+    parameter_name = "embed_reason"
+
+    def lookups(self, request, model_admin):
+        return [(reason, reason) for reason in EMBED_REASONS]
+
+    def queryset(self, request, queryset):
+        return queryset.filter(embed_reason=self.value()) if self.value() else queryset
+
+
 @admin.register(models.Chunk)
-class ChunkAdmin(NamespaceScoped):
+class ChunkAdmin(LargeTableAdmin, NamespaceScoped):
+    """Searching finds chunks by their words through the lexical channel (`matching_chunk_ids`),
+    never by a scan of every text."""
+
     list_display = ["__str__", "document", "anchor", "start_byte", "end_byte", "token_estimate", "embed_reason"]
-    list_filter = ["namespace", "is_summary", "embed_reason"]
-    search_fields = ["text", "anchor"]
+    list_filter = ["namespace", "is_summary", EmbedReasonFilter]
+    search_fields = ["text"]  # shows the search box; get_search_results does the searching
     exclude = ["embedding"]
     readonly_fields = ["document", "namespace", "search_vector", "embedding_model", "embed_reason"]
     list_select_related = ["document"]
 
+    def get_search_results(self, request, queryset, search_term):
+        if not search_term.strip():
+            return queryset, False
+        namespaces = self._principal(request).readable_namespaces().values_list("pk", flat=True)
+        chosen = request.GET.get("namespace__id__exact")
+        if chosen and chosen.isdigit():
+            namespaces = namespaces.filter(pk=int(chosen))
+        found = matching_chunk_ids(list(namespaces[:MAX_SEARCHED_NAMESPACES]), search_term)
+        return queryset.filter(pk__in=found), False
+
 
 class IngestItemInline(admin.TabularInline):
+    """Up to ITEMS_SHOWN of the run's items, every failed one among them first: a crawl's run can hold a
+    million."""
+
     model = models.IngestItem
     fields = ["ref", "status", "reason", "error_code", "error_message", "byte_size", "chunks", "duration_ms"]
     readonly_fields = fields
     extra = 0
     max_num = 0
     can_delete = False
+
+    def get_queryset(self, request):
+        queryset = super().get_queryset(request)
+        run_id = _parent_id(request)
+        if run_id is None:
+            return queryset
+        items = queryset.filter(run_id=run_id)
+        failed = list(items.filter(status=models.IngestItem.Status.FAILED).values_list("pk", flat=True)[:ITEMS_SHOWN])
+        rest = list(items.exclude(pk__in=failed).values_list("pk", flat=True)[:ITEMS_SHOWN - len(failed)])
+        return queryset.filter(pk__in=failed + rest)
 
 
 @admin.register(models.IngestRun)

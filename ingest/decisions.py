@@ -18,6 +18,10 @@ from ingest.extract.result import Extracted
 # rules re-read bytes that did not change) and recorded on each document (new chunking rules
 # re-chunk and re-embed stored text); raise it when either changes what a document becomes
 PIPELINE_VERSION = "2"
+NEW, CONTENT_CHANGED, MODEL_CHANGED, PIPELINE_UPGRADED = "new", "content changed", "model changed", "pipeline upgraded"
+REEMBED_REQUESTED = "re-embed requested"  # a run in re-embed mode
+BOILERPLATE_LEARNED = "site boilerplate learned"  # blocks found to repeat across the site after the page was written
+EMBED_REASONS = (NEW, CONTENT_CHANGED, MODEL_CHANGED, PIPELINE_UPGRADED, REEMBED_REQUESTED, BOILERPLATE_LEARNED)
 
 
 @dataclass(frozen=True)
@@ -69,13 +73,13 @@ def decide(stored: StoredDocument | None, model_id: str, *, not_modified: bool =
 def change_reason(stored: StoredDocument | None, content_hash: str, model_id: str) -> str:
     """Why a document must be (re-)chunked and embedded, or "" when its stored chunks stand."""
     if stored is None:
-        return "new"
+        return NEW
     if stored.content_hash != content_hash:
-        return "content changed"
+        return CONTENT_CHANGED
     if stored.embedding_model != model_id:
-        return "model changed"
+        return MODEL_CHANGED
     if stored.metadata.get("pipeline") != PIPELINE_VERSION:
-        return "pipeline upgraded"
+        return PIPELINE_UPGRADED
     return ""
 
 

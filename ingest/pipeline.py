@@ -21,7 +21,8 @@ from django.db import DatabaseError, connection
 from ingest import store
 from ingest.boilerplate import BoilerplateCounter, block_keys, drop_repeated
 from ingest.chunk import ChunkOptions, ChunkSpec, chunk_markdown, chunk_text
-from ingest.decisions import Action, StoredDocument, decide, document_byte_key, stored_extraction, text_hash
+from ingest.decisions import (BOILERPLATE_LEARNED, REEMBED_REQUESTED, Action, StoredDocument, decide, document_byte_key,
+                              stored_extraction, text_hash)
 from ingest.embed import Embedder, check_embedder_dimension, get_embedder
 from ingest.errors import EmptyContent, IngestInternalError
 from ingest.extract import Extracted, extract
@@ -248,7 +249,7 @@ class IngestPipeline:
         for ref, stored in self._stored.items():
             started = time.monotonic()
             self._seen.add(ref)
-            self._queue(LoadedItem(ref=ref), stored_extraction(stored), stored.content_hash, "re-embed requested",
+            self._queue(LoadedItem(ref=ref), stored_extraction(stored), stored.content_hash, REEMBED_REQUESTED,
                         started)
             self._flush_if_full()
 
@@ -269,7 +270,7 @@ class IngestPipeline:
             chunks = self._chunks(extracted)
             if chunks:
                 pending.append(PendingDocument(LoadedItem(ref=ref), extracted, text_hash(content), chunks,
-                                               "site boilerplate learned", time.monotonic(),
+                                               BOILERPLATE_LEARNED, time.monotonic(),
                                                stored.metadata.get("byte_key", ""),
                                                tuple(stored.metadata.get("block_keys", ()))))
         if pending:

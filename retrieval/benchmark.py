@@ -34,6 +34,7 @@ METHOD_LABELS = {"vector": "vector alone", "lexical": "lexical alone", "rrf": "p
 LATENCY_LIMIT = 10
 RAW_EMBED_SAMPLE = 512
 FULL_INGEST_SHARE = 0.9  # a run that changed this share of the corpus measured ingest throughput
+ADMIN_ROUNDS = 5
 AGREEMENT_DEPTH = 100  # the ranker reads the lexical channel this deep
 RULE_VARIANTS = {
     "mmr_lambda=0.9": RankerParams(mmr_lambda=0.9), "mmr_lambda=0.7": RankerParams(mmr_lambda=0.7),
@@ -53,6 +54,7 @@ class BenchOptions:
     rule_effects: bool = False
     scale_chunks: int = 0
     lexical_agreement: int = 0  # a postings budget: compare the lexical channel bounded by it with exact BM25
+    admin: bool = False  # also time the curator's changelists
 
 
 def _quiet(*args) -> None:
@@ -105,8 +107,12 @@ class CorpusBenchmark:
         on_report(report)
         if options.lexical_agreement:
             report["lexical_agreement"] = lexical_agreement(self.namespace, self.query_items, options.lexical_agreement)
+        if options.admin:
+            report["admin"] = admin_latency(self.namespace)
         if options.scale_chunks:
             report["scale"] = self.scale(options.scale_chunks)
+            if options.admin:
+                report["scale"]["admin"] = admin_latency(f"{self.namespace}-scale")
             if options.lexical_agreement:
                 report["scale"]["lexical_agreement"] = lexical_agreement(f"{self.namespace}-scale", self.query_items,
                                                                          options.lexical_agreement)
@@ -257,6 +263,45 @@ class CorpusBenchmark:
         report = self.latency(scaled)
         report["chunks"] = chunks
         return report
+
+
+def admin_latency(namespace: str, rounds: int = ADMIN_ROUNDS) -> dict:
+    """Server time of the curator's pages over the namespace, signed in as a superuser (the
+    whole table is theirs to list): the chunk and document changelists unfiltered and filtered to
+    the namespace, a chunk search by words, a document search by title, the run list and the
+    namespace's source page. Each page is fetched `rounds` times; the report gives the slowest
+    (the first fetch is cold) and the median."""
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    ns = Namespace.objects.get(slug=namespace)
+    source = Source.objects.filter(namespace=ns).order_by("pk").first()
+    pages = {
+        "chunks": "/admin/kb/chunk/", "chunks in namespace": f"/admin/kb/chunk/?namespace__id__exact={ns.pk}",
+        "chunk search": f"/admin/kb/chunk/?namespace__id__exact={ns.pk}&q=gene+expression",
+        "documents": "/admin/kb/document/",
+        "documents in namespace": f"/admin/kb/document/?namespace__id__exact={ns.pk}",
+        "document search": f"/admin/kb/document/?namespace__id__exact={ns.pk}&q=protein",
+        "runs": "/admin/kb/ingestrun/", "source page": f"/admin/kb/source/{source.pk}/change/",
+    }
+    user = get_user_model().objects.create_user(f"kb-bench-{time.time_ns()}", is_staff=True, is_superuser=True)
+    try:
+        client = Client(HTTP_HOST="localhost")
+        client.force_login(user)
+        report = {"namespace": namespace}
+        for name, url in pages.items():
+            samples = []
+            for _ in range(rounds):
+                started = time.perf_counter()
+                response = client.get(url)
+                samples.append((time.perf_counter() - started) * 1000)
+                if response.status_code != 200:
+                    raise RuntimeError(f"{url} answered {response.status_code}")
+            samples.sort()
+            report[name] = {"median_ms": round(samples[len(samples) // 2], 1), "max_ms": round(samples[-1], 1)}
+        return report
+    finally:
+        user.delete()
 
 
 def lexical_agreement(namespace: str, query_items, budget: int, depth: int = AGREEMENT_DEPTH) -> dict:

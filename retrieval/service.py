@@ -33,6 +33,8 @@ RELATED_DOCUMENTS = 5
 SECTIONS_PER_DOCUMENT = 3
 SECTIONS_PER_GROUPED_DOCUMENT = 4  # chunks ranked per document asked for when grouping
 GROUPINGS = ("chunk", "document")
+LOOKUP_LIMIT = 200  # chunks per namespace a word lookup returns
+LOOKUP_BUDGET = 20_000  # postings a word lookup reads in full per namespace
 
 
 @dataclass(frozen=True)
@@ -255,6 +257,18 @@ def _result(plan: _Plan, ranking, found: _Found, timings: dict[str, float]) -> S
         fusion=plan.weights, documents=documents, grouped=bool(plan.documents_wanted), database=read_alias(),
         lexical=found.lexical,
     )
+
+
+def matching_chunk_ids(namespace_ids, text: str, limit: int = LOOKUP_LIMIT) -> list[int]:
+    """The chunks whose words match `text` best in each namespace, by the lexical channel bounded
+    to LOOKUP_BUDGET postings per namespace: a lookup (the admin's chunk search) that answers
+    quickly at any size; search itself stays exact."""
+    lexemes = lexical.query_lexemes(text)
+    found: list[int] = []
+    for namespace_id in namespace_ids:
+        rows = lexical.lexical_search(ch.Scope(int(namespace_id)), lexemes, limit, budget=LOOKUP_BUDGET).rows
+        found += [row.chunk_id for row in rows]
+    return found
 
 
 def query_terms(text: str) -> list[tuple[str, int]]:

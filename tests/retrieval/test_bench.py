@@ -87,7 +87,7 @@ def test_kb_bench_runs_end_to_end_and_prints_one_json_object(tmp_path, capsys):
 
     write_beir(tmp_path / "other", header=False)
     call_command("kb_bench", beir=[str(tmp_path / "tiny"), str(tmp_path / "other")], json=True, skip_latency=True,
-                 lexical_agreement=1)
+                 lexical_agreement=1, admin=True)
     out = capsys.readouterr().out.strip().splitlines()
     again, other = json.loads(out[-1])["corpora"]
     agreement = again["lexical_agreement"]  # a budget of one posting: bounded wherever a query has two terms
@@ -96,6 +96,9 @@ def test_kb_bench_runs_end_to_end_and_prints_one_json_object(tmp_path, capsys):
         assert 0 < agreement[cache]["overlap_mean"] <= 1 and agreement[cache]["queries"] == 2
         assert agreement[cache]["postings_read"]["bounded"]["p50"] <= agreement[cache]["postings_read"]["exact"]["p50"]
     assert any(line.startswith("lexical channel on bench-tiny, budget 1 postings") for line in out)
+    pages = again["admin"]
+    assert pages["namespace"] == "bench-tiny" and pages["chunk search"]["median_ms"] > 0
+    assert any(line.startswith("admin pages over bench-tiny") for line in out)
     assert again["ingest_measured"].startswith("run ")  # unchanged corpus: not re-ingested
     assert len(again["embed_docs_per_s_measured"]) == 1  # nothing to bracket: measured once
     assert again["ndcg@10"] == report["ndcg@10"] and other["corpus"] == "other"

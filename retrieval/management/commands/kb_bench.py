@@ -34,11 +34,13 @@ class Command(BaseCommand):
         parser.add_argument("--lexical-agreement", type=int, default=0, metavar="BUDGET",
                             help="Also compare the lexical channel bounded by BUDGET postings with exact BM25 (top "
                                  "100, every query), on the corpus and on the scaled copy")
+        parser.add_argument("--admin", action="store_true",
+                            help="Also time the curator's changelists and pages over the corpus (and the scaled copy)")
         parser.add_argument("--rule-effects", action="store_true",
                             help="Also measure quality with MMR, recency and a stricter threshold turned on")
 
     def handle(self, *args, beir, namespace, json: bool, queries: int, skip_latency: bool, skip_quality: bool,
-               fresh: bool, scale_chunks: int, rule_effects: bool, lexical_agreement: int, **options):
+               fresh: bool, scale_chunks: int, rule_effects: bool, lexical_agreement: int, admin: bool, **options):
         hint = migration_hint()
         if hint:
             raise CommandError(hint)
@@ -46,7 +48,7 @@ class Command(BaseCommand):
             raise CommandError("--namespace names one corpus's namespace; give one --beir folder with it.")
         settings = BenchOptions(queries=queries, skip_latency=skip_latency, skip_quality=skip_quality, fresh=fresh,
                                 rule_effects=rule_effects, scale_chunks=scale_chunks,
-                                lexical_agreement=lexical_agreement)
+                                lexical_agreement=lexical_agreement, admin=admin)
         write = self.stdout.write
         reports = []
         for folder in beir:
@@ -55,6 +57,11 @@ class Command(BaseCommand):
                 report = benchmark.run(on_report=lambda r: print_report(write, r))
             if "scale" in report:
                 print_report(write, {"scale": report["scale"]})
+            for pages in (report.get("admin"), report.get("scale", {}).get("admin")):
+                if pages:
+                    timings = [f"{name} {t['median_ms']} / {t['max_ms']} ms" for name, t in pages.items()
+                               if name != "namespace"]
+                    write(f"admin pages over {pages['namespace']} (median / slowest of 5): " + "; ".join(timings))
             for agreement in (report.get("lexical_agreement"), report.get("scale", {}).get("lexical_agreement")):
                 if agreement:
                     print_agreement(write, agreement)
