@@ -3,8 +3,7 @@
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count, OuterRef, Subquery
-from django.db.models.functions import Coalesce
+from django.db.models.expressions import RawSQL
 from django.http import HttpResponseRedirect, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
@@ -19,9 +18,21 @@ from kb.admin_access import LargeTableAdmin, NamespaceScoped
 from kb.errors import KBError
 from retrieval.service import matching_chunk_ids
 
+COUNT_CAP = 10_000  # per-row counts in the lists stop here
+STORED_MEDIA_TYPES = ("text/markdown", "text/plain")  # what extraction stores (ingest/extract)
 MAX_SEARCHED_NAMESPACES = 20  # an unfiltered chunk search looks in the first 20 namespaces the curator may read
 RECENT_RUNS = 20  # runs shown on a source's page (all of them: the runs list, filtered by source)
 ITEMS_SHOWN = 500  # items shown on a run's page, failed first (all of them: GET /api/runs/ID)
+
+
+def _matching_chunks(model_admin, request, term: str) -> list[int]:
+    """Chunks matching `term` by their words in the namespace the list is filtered to, else in
+    the first MAX_SEARCHED_NAMESPACES namespaces the curator may read."""
+    namespaces = model_admin._principal(request).readable_namespaces().values_list("pk", flat=True)
+    chosen = request.GET.get("namespace__id__exact")
+    if chosen and chosen.isdigit():
+        namespaces = namespaces.filter(pk=int(chosen))
+    return matching_chunk_ids(list(namespaces[:MAX_SEARCHED_NAMESPACES]), term)
 
 
 def _parent_id(request) -> int | None:
@@ -31,10 +42,16 @@ def _parent_id(request) -> int | None:
     return int(object_id) if object_id.isdigit() else None
 
 
-def _count_of(model, field: str):
-    """How many `model` rows point at each listed row, counted for the rows of the page only."""
-    return Coalesce(Subquery(model.objects.filter(**{field: OuterRef("pk")}).order_by()
-                             .values(field).annotate(n=Count("pk")).values("n")), 0)
+def _count_of(model, field: str, parent):
+    """How many `model` rows point at each listed row, counted for the rows of the page only and
+    at most to COUNT_CAP + 1 (a source of a million documents is "10,000+", not a second's count)."""
+    child, column = model._meta.db_table, model._meta.get_field(field).column
+    return RawSQL(f"SELECT count(*) FROM (SELECT 1 FROM {child} x WHERE x.{column} = {parent._meta.db_table}.id "
+                  f"LIMIT {COUNT_CAP + 1}) capped", ())
+
+
+def _capped(count: int) -> str:
+    return f"{COUNT_CAP:,}+" if count > COUNT_CAP else str(count)
 
 
 class IngestRunInline(admin.TabularInline):
@@ -153,11 +170,11 @@ class SourceAdmin(NamespaceScoped):
         self._start(request, queryset, models.IngestRun.Mode.REEMBED)
 
     def get_queryset(self, request):
-        return super().get_queryset(request).annotate(_documents=_count_of(models.Document, "source"))
+        return super().get_queryset(request).annotate(_documents=_count_of(models.Document, "source", models.Source))
 
     @admin.display(description="documents", ordering="_documents")
     def document_count(self, obj):
-        return obj._documents
+        return _capped(obj._documents)
 
 
 class ChunkInline(admin.TabularInline):
@@ -173,21 +190,47 @@ class ChunkInline(admin.TabularInline):
         return obj.embedding is not None
 
 
+class MediaTypeFilter(admin.SimpleListFilter):
+    """What extraction made of a document (its original type is in its metadata): the two values
+    the pipeline writes, offered without listing the distinct values of every document."""
+
+    title = "media type"
+    parameter_name = "media_type"
+
+    def lookups(self, request, model_admin):
+        return [(media_type, media_type) for media_type in STORED_MEDIA_TYPES]
+
+    def queryset(self, request, queryset):
+        return queryset.filter(media_type=self.value()) if self.value() else queryset
+
+
 @admin.register(models.Document)
 class DocumentAdmin(LargeTableAdmin, NamespaceScoped):
+    """Searching finds documents by the words of their chunks (the lexical channel) or by their
+    exact ref, never by a scan of every title."""
+
     list_display = ["__str__", "source", "namespace", "media_type", "byte_size", "chunk_count", "indexed_at"]
-    list_filter = ["namespace", "source", "media_type"]
-    search_fields = ["title", "ref", "path"]
+    list_filter = ["namespace", "source", MediaTypeFilter]
+    search_fields = ["title"]  # shows the search box; get_search_results does the searching
     readonly_fields = ["content_hash", "byte_size", "indexed_at", "embedding_model", "etag", "last_modified"]
     list_select_related = ["source", "namespace"]
     inlines = [ChunkInline]
 
+    def get_search_results(self, request, queryset, search_term):
+        term = search_term.strip()
+        if not term:
+            return queryset, False
+        by_words = models.Chunk.objects.filter(pk__in=_matching_chunks(self, request, term)).values_list("document_id",
+                                                                                                     flat=True)
+        by_ref = models.Document.objects.filter(ref=term).values_list("pk", flat=True)  # skip scan of (source, ref)
+        return queryset.filter(pk__in={*by_words, *by_ref}), False
+
     def get_queryset(self, request):
-        return super().get_queryset(request).annotate(_chunks=_count_of(models.Chunk, "document"))
+        return super().get_queryset(request).annotate(_chunks=_count_of(models.Chunk, "document", models.Document))
 
     @admin.display(description="chunks", ordering="_chunks")
     def chunk_count(self, obj):
-        return obj._chunks
+        return _capped(obj._chunks)
 
 
 class EmbedReasonFilter(admin.SimpleListFilter):
@@ -219,12 +262,7 @@ class ChunkAdmin(LargeTableAdmin, NamespaceScoped):
     def get_search_results(self, request, queryset, search_term):
         if not search_term.strip():
             return queryset, False
-        namespaces = self._principal(request).readable_namespaces().values_list("pk", flat=True)
-        chosen = request.GET.get("namespace__id__exact")
-        if chosen and chosen.isdigit():
-            namespaces = namespaces.filter(pk=int(chosen))
-        found = matching_chunk_ids(list(namespaces[:MAX_SEARCHED_NAMESPACES]), search_term)
-        return queryset.filter(pk__in=found), False
+        return queryset.filter(pk__in=_matching_chunks(self, request, search_term)), False
 
 
 class IngestItemInline(admin.TabularInline):

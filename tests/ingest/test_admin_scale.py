@@ -85,3 +85,16 @@ def test_a_source_page_shows_its_latest_runs_and_a_run_page_its_failed_items_fir
         ingest_admin.ITEMS_SHOWN = saved
     refs = re.findall(r'(page-\d+|broken-page)', run_page)
     assert "broken-page" in refs and len(set(refs)) == shown_items
+
+
+def test_document_search_goes_by_words_or_by_exact_ref(curator, corpus):
+    def listed(query):
+        page = curator.get("/admin/kb/document/", {"q": query}).content.decode()
+        return {int(pk) for pk in re.findall(r'/admin/kb/document/(\d+)/change/', page)}
+
+    from kb.models import Document
+
+    pumpkins = set(Document.objects.filter(ref__in=["pumpkin", "garden"]).values_list("pk", flat=True))
+    assert listed("pumpkins") == pumpkins  # the words of their chunks, title included
+    assert listed("qwen25") == {Document.objects.get(ref="qwen25").pk}  # an exact ref
+    assert listed("Pumpki") == set()  # no substring scan
