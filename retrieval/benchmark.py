@@ -19,7 +19,10 @@ from dataclasses import dataclass
 
 from ingest.embed import get_embedder
 from ingest.services import ingest_texts
+from django.db import connection
+
 from kb.models import Document, IngestRun, Namespace, Source
+from kb.vector_index import index_name
 from retrieval import channels, lexical
 from retrieval.bench import BeirCorpus, evaluate, load_beir, paired_comparison, per_query_ndcg, percentiles
 from retrieval.calibration import fit_namespace, judged_runs
@@ -200,14 +203,19 @@ class CorpusBenchmark:
 
     # --- latency --------------------------------------------------------------------------------
     def latency(self, namespace: str) -> dict:
+        """Search latency with query embedding (and its stages, from the service's own timings)
+        and without, one query at a time, after one warm-up search."""
         texts = [text for _, text in self.query_items]
         search(texts[0], namespace, limit=LATENCY_LIMIT, log=False)  # warm-up
         with_embedding, without_embedding = [], []
+        stages: dict[str, list[float]] = {}
         embedder = get_embedder()
         for done, text in enumerate(texts, 1):
             started = time.perf_counter()
-            search(text, namespace, limit=LATENCY_LIMIT)
+            result = search(text, namespace, limit=LATENCY_LIMIT)
             with_embedding.append((time.perf_counter() - started) * 1000)
+            for stage, ms in result.timings.items():
+                stages.setdefault(stage, []).append(ms)
             self.progress("latency", done, len(texts))
         for text in texts:
             vector = embedder.embed_query(text)
@@ -216,6 +224,7 @@ class CorpusBenchmark:
             without_embedding.append((time.perf_counter() - started) * 1000)
         report = percentiles(with_embedding)
         report["without_embedding"] = percentiles(without_embedding)
+        report["stages"] = {stage: percentiles(samples) for stage, samples in sorted(stages.items())}
         report["queries_per_s"] = round(len(texts) / (sum(with_embedding) / 1000), 2)
         return report
 
@@ -257,12 +266,30 @@ class CorpusBenchmark:
             user.delete()
 
     def scale(self, target_chunks: int) -> dict:
+        """Latency on a copy of the namespace grown to `target_chunks` (built once, reused by later
+        runs): a first pass right after building or reusing it (the document-frequency cache
+        empty) and a second pass (cache warm), with index sizes and build times."""
         scaled = f"{self.namespace}-scale"
-        chunks = build_scaled_copy(self.namespace, scaled, target_chunks,
-                                   lambda done, total: self.progress("scale copies", done, total))
-        report = self.latency(scaled)
-        report["chunks"] = chunks
+        built = build_scaled_copy(self.namespace, scaled, target_chunks,
+                                  lambda done, total: self.progress("scale copies", done, total))
+        lexical.DOCUMENT_FREQUENCIES.clear()
+        first = self.latency(scaled)
+        report = {**self.latency(scaled), "first_pass": first, "chunks": built.chunks,
+                  "copies_built_s": built.copies_seconds, "vector_index_built_s": built.index_seconds,
+                  "vector_index": built.index_state, "sizes": index_sizes(scaled)}
         return report
+
+def index_sizes(namespace: str) -> dict[str, int]:
+    """Bytes on disk of the namespace's own vector index, and of the tables and indexes every
+    namespace shares (chunks, postings, the text index)."""
+    ns = Namespace.objects.get(slug=namespace)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """SELECT c.relname, pg_relation_size(c.oid) FROM pg_class c
+               WHERE c.relname = ANY(%s) OR c.relname = %s""",
+            [["kb_chunk", "kb_chunk_term", "kb_chunk_term_pkey", "chunk_search_vector_gin", "kb_document"],
+             index_name(ns.pk)])
+        return {name if name != index_name(ns.pk) else "vector_index": size for name, size in cursor.fetchall()}
 
 
 def admin_latency(namespace: str, rounds: int = ADMIN_ROUNDS) -> dict:

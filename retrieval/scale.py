@@ -9,6 +9,8 @@ copies for real would take hours on a CPU and measure the model again, not the s
 
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass
 from typing import Callable
 
 from django.db import connection, transaction
@@ -17,8 +19,16 @@ from kb.models import Namespace, Source
 from kb.vector_index import ensure_namespace_index
 
 
+@dataclass(frozen=True)
+class ScaledCopy:
+    chunks: int
+    copies_seconds: float  # writing the copies this time (0 when the namespace was already that large)
+    index_seconds: float  # building its vector index this time (0 when it existed)
+    index_state: str  # what ensure_namespace_index did: built, exists, ...
+
+
 def build_scaled_copy(base_namespace: str, target_namespace: str, target_chunks: int,
-                      progress: Callable[[int, int], None] | None = None) -> int:
+                      progress: Callable[[int, int], None] | None = None) -> ScaledCopy:
     base = Namespace.objects.get(slug=base_namespace)
     target, _ = Namespace.objects.get_or_create(slug=target_namespace, defaults={"title": "Latency scaling run"})
     source, _ = Source.objects.get_or_create(namespace=target, name="scaled copies",
@@ -30,6 +40,7 @@ def build_scaled_copy(base_namespace: str, target_namespace: str, target_chunks:
         existing = cursor.fetchone()[0]
     copies = -(-target_chunks // per_copy)
     done = existing // per_copy if per_copy else 0
+    started = time.perf_counter()
     for copy in range(done + 1, copies + 1):
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(
@@ -60,9 +71,14 @@ def build_scaled_copy(base_namespace: str, target_namespace: str, target_chunks:
             )
         if progress:
             progress(copy, copies)
-    ensure_namespace_index(target.id)
+    copies_seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    index_state = ensure_namespace_index(target.id)
+    index_seconds = time.perf_counter() - started
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE kb_chunk")
         cursor.execute("ANALYZE kb_chunk_term")
         cursor.execute("SELECT count(*) FROM kb_chunk WHERE namespace_id = %s", [target.id])
-        return cursor.fetchone()[0]
+        chunks = cursor.fetchone()[0]
+    return ScaledCopy(chunks, round(copies_seconds, 1), round(index_seconds, 1) if index_state != "exists" else 0.0,
+                      index_state)

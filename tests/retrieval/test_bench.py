@@ -120,3 +120,17 @@ def test_paired_comparison_counts_queries_and_tests_the_difference():
     flat = {f"q{i}": 0.5 for i in range(30)}
     noisy = paired_comparison(mixed, flat, rounds=2000)
     assert noisy["wins"] == noisy["losses"] == 15 and noisy["p_value"] > 0.5
+
+
+@pytest.mark.django_db
+def test_kb_bench_scaling_run_reports_both_passes_stages_sizes_and_build_times(tmp_path, capsys):
+    write_beir(tmp_path / "tiny", header=True)
+    call_command("kb_bench", beir=[str(tmp_path / "tiny")], json=True, skip_quality=True, scale_chunks=9)
+    out = capsys.readouterr().out.strip().splitlines()
+    scale = json.loads(out[-1])["scale"]
+    assert scale["chunks"] >= 9 and scale["vector_index"] == "too-small"
+    assert scale["first_pass"]["p95_ms"] > 0 and scale["p95_ms"] > 0
+    assert {"channels_ms", "vector_ms", "rank_ms", "hydrate_ms", "total_ms"} <= set(scale["stages"])
+    assert scale["sizes"]["kb_chunk_term"] > 0 and "vector_index" not in scale["sizes"]
+    assert any(line.startswith("scaling run (") and "first pass" in line for line in out)
+    assert any(line.startswith("copies written in") for line in out)

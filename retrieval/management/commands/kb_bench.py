@@ -115,18 +115,31 @@ def print_report(write, report: dict) -> None:
         write(f"\nsearch latency (limit {LATENCY_LIMIT}): p50 {report['p50_ms']} ms, p95 "
                           f"{report['p95_ms']} ms, p99 {report['p99_ms']} ms with query embedding; "
                           f"p50 {w['p50_ms']} / p95 {w['p95_ms']} / p99 {w['p99_ms']} ms without")
+        write(_stages(report))
         for name, times in report.get("server_time", {}).items():
             label = {"api": "JSON API (GET /api/search)", "page": "search page (GET /?q=)"}[name]
             write(f"server time, {label}: p50 {times['p50_ms']} ms, p95 {times['p95_ms']} ms, "
                               f"p99 {times['p99_ms']} ms")
     if "scale" in report:
-        scale = report["scale"]
-        write(f"scaling run ({scale['chunks']} chunks): p50 {scale['p50_ms']} ms, p95 "
-                          f"{scale['p95_ms']} ms, p99 {scale['p99_ms']} ms with query embedding")
+        scale, first = report["scale"], report["scale"]["first_pass"]
+        write(f"scaling run ({scale['chunks']} chunks), second pass: p50 {scale['p50_ms']} ms, p95 "
+              f"{scale['p95_ms']} ms, p99 {scale['p99_ms']} ms with query embedding; first pass (document "
+              f"frequencies not cached) p50 {first['p50_ms']} / p95 {first['p95_ms']} / p99 {first['p99_ms']} ms")
+        write(_stages(scale))
+        write(f"copies written in {scale['copies_built_s']} s; vector index {scale['vector_index']} in "
+              f"{scale['vector_index_built_s']} s; sizes (MB): " + ", ".join(
+                  f"{name} {size / 2**20:.0f}" for name, size in sorted(scale["sizes"].items())))
         return
     write(f"ingest: {report.get('ingest_docs_per_s')} docs/s "
                       f"({report.get('ingest_chunks_per_s')} chunks/s; {report.get('ingest_measured')}); "
                       f"raw embedding: {report['embed_docs_per_s']} docs/s{_samples(report)}")
+
+
+def _stages(report: dict) -> str:
+    """The service's own stage timings (channels_ms: lexical, names and identifiers)."""
+    return "stages, p50 / p95 / p99 ms: " + "; ".join(
+        f"{stage.removesuffix('_ms')} {t['p50_ms']} / {t['p95_ms']} / {t['p99_ms']}"
+        for stage, t in report.get("stages", {}).items())
 
 
 def print_side_by_side(write, reports: list[dict]) -> None:
