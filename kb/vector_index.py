@@ -92,10 +92,7 @@ def ensure_namespace_index(namespace_id: int, min_chunks: int | None = None) -> 
                     connection.check_constraints()  # DDL refuses to run while deferred FK checks are pending
                 if existing is not None:
                     drop_namespace_index(namespace_id)
-                _execute(  # raised for the build so the graph fits in memory, never lowered below the server's
-                    "SELECT set_config('maintenance_work_mem', greatest(pg_size_bytes(current_setting("
-                    "'maintenance_work_mem')), %s * 1024 * 1024) / 1024 || 'kB', false)",
-                    [build_memory_mb(_chunk_count(namespace_id))])
+                raise_build_memory(build_memory_mb(_chunk_count(namespace_id)))
                 _execute(
                     f"CREATE INDEX {_concurrently()} IF NOT EXISTS {name} ON kb_chunk "
                     f"USING hnsw (embedding vector_cosine_ops) "
@@ -133,6 +130,13 @@ def build_memory_mb(chunks: int) -> int:
     conf = kb_settings()
     needed = chunks * (conf.embedding_dim * 4 + GRAPH_BYTES_PER_CHUNK) * 1.2 / (1024 * 1024)
     return int(min(conf.vector_index_build_memory_mb, max(BUILD_MEMORY_MIN_MB, needed)))
+
+
+def raise_build_memory(megabytes: int) -> None:
+    """Raise this session's maintenance_work_mem to `megabytes` for a build, never below the
+    server's own value (RESET afterwards). Bytes travel as bigint: 2 GB and more overflow int."""
+    _execute("SELECT set_config('maintenance_work_mem', greatest(pg_size_bytes(current_setting("
+             "'maintenance_work_mem')), %s::bigint) / 1024 || 'kB', false)", [int(megabytes) * 1024 * 1024])
 
 
 def _chunk_count(namespace_id: int) -> int:

@@ -141,3 +141,19 @@ def test_the_build_memory_fits_the_graph_between_its_floor_and_its_cap():
     million = build_memory_mb(1_000_000)  # 1M × (384 × 4 B + 1 KB) × 1.2
     assert 2900 < million < 3000 and million * 1024 * 1024 > 1_000_000 * 384 * 4  # the 1.5 GB of vectors fit
     assert build_memory_mb(10_000_000) == 4096
+
+
+def test_build_memory_of_several_gigabytes_is_set_for_the_session(db):
+    from django.db import connection
+
+    from kb.vector_index import raise_build_memory
+
+    raise_build_memory(3000)  # past 2 GB: a bigint, not an int
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_size_bytes(current_setting('maintenance_work_mem'))")
+            assert cursor.fetchone()[0] == 3000 * 1024 * 1024
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("RESET maintenance_work_mem")
+
