@@ -6,6 +6,7 @@ from django.db.models import Count
 
 from capabilities import service
 from kb import models
+from kb.admin_access import NamespaceScoped
 from kb.errors import KBError
 from kb.models import Provider
 
@@ -29,6 +30,7 @@ class CapabilityInline(admin.TabularInline):
 
 
 class ProviderForm(forms.ModelForm):
+    writer = None  # the curator's Principal, bound by ProviderAdmin.get_form
     class Meta:
         model = models.Provider
         fields = ["slug", "definition"]
@@ -40,13 +42,15 @@ class ProviderForm(forms.ModelForm):
         data = super().clean()
         try:
             self.parsed = service.check_provider(data.get("definition"), data.get("slug"))
+            if self.writer is not None:  # the definition's namespace must be one the curator may change
+                self.writer.check(self.parsed.namespace, write=True)
         except KBError as exc:
             raise forms.ValidationError(f"{exc.code}: {exc.message}") from exc
         return data
 
 
 @admin.register(models.Provider)
-class ProviderAdmin(admin.ModelAdmin):
+class ProviderAdmin(NamespaceScoped):
     form = ProviderForm
     list_display = ["slug", "title", "namespace", "current_revision", "capability_count", "index_state", "updated_at"]
     search_fields = ["slug", "title"]
@@ -56,6 +60,10 @@ class ProviderAdmin(admin.ModelAdmin):
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(_caps=Count("capabilities"))
+
+    def get_form(self, request, obj=None, **kwargs):
+        form = super().get_form(request, obj, **kwargs)
+        return type(form.__name__, (form,), {"writer": self._principal(request)})
 
     def save_model(self, request, obj, form, change):
         report = service.apply_provider(form.parsed, index=service.INDEX_QUEUE)
@@ -99,7 +107,8 @@ class KnowledgeTargetInline(admin.TabularInline):
 
 
 @admin.register(models.Capability)
-class CapabilityAdmin(admin.ModelAdmin):
+class CapabilityAdmin(NamespaceScoped):
+    namespace_field = "provider__namespace"
     list_display = ["canonical_id", "title", "provider"]
     list_filter = ["provider"]
     search_fields = ["canonical_id", "title", "summary"]

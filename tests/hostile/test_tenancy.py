@@ -74,3 +74,30 @@ def test_a_superuser_sees_every_namespace(tenants):
     client.force_login(superuser)
     assert client.get("/api/search", {"query": "pumpkin", "namespace": "tenant:b"}).status_code == 200
     assert "Pumpkin secret" in client.get("/admin/kb/document/").content.decode()
+
+
+def test_staff_members_see_and_define_providers_only_in_their_namespaces(tenants):
+    from capabilities import service
+    from kb.models import Capability, Provider
+
+    a, b = tenants
+    for slug, namespace in (("ours", "tenant:a"), ("theirs", "tenant:b")):
+        service.load_definitions({"id": slug, "namespace": namespace, "capabilities": [
+            {"name": "cook", "title": f"Cook for {slug}", "knowledge": [{"source": "corpus"}]}]}, reindex=False)
+    user = get_user_model().objects.create_user("editor", password="pw", is_staff=True)
+    user.user_permissions.add(*Permission.objects.filter(content_type__app_label="kb"))
+    NamespaceMembership.objects.create(user=user, namespace=a, can_write=True)
+    client = Client()
+    client.force_login(user)
+    providers = client.get("/admin/kb/provider/").content.decode()
+    assert "ours" in providers and "theirs" not in providers
+    capabilities = client.get("/admin/kb/capability/").content.decode()
+    assert "Cook for ours" in capabilities and "Cook for theirs" not in capabilities
+    theirs = Provider.objects.get(slug="theirs")
+    assert client.get(f"/admin/kb/provider/{theirs.pk}/change/").status_code in (302, 404)
+    # a definition naming a namespace the member may not change is refused, and nothing is written
+    form = {"slug": "sneaky", "definition": '{"namespace": "tenant:b", "capabilities": []}'}
+    refused = client.post("/admin/kb/provider/add/", form)
+    assert refused.status_code == 200 and "KB_FORBIDDEN" in refused.content.decode()
+    assert not Provider.objects.filter(slug="sneaky").exists()
+    assert Capability.objects.filter(provider__slug="theirs").count() == 1
