@@ -190,18 +190,21 @@ class ChunkInline(admin.TabularInline):
         return obj.embedding is not None
 
 
-class MediaTypeFilter(admin.SimpleListFilter):
-    """What extraction made of a document (its original type is in its metadata): the two values
-    the pipeline writes, offered without listing the distinct values of every document."""
-
-    title = "media type"
-    parameter_name = "media_type"
-
+def fixed_choices_filter(field: str, title: str, choices: tuple[str, ...]):
+    """A list filter offering fixed values: listing the distinct values of a million rows would scan them."""
     def lookups(self, request, model_admin):
-        return [(media_type, media_type) for media_type in STORED_MEDIA_TYPES]
+        return [(value, value) for value in choices]
 
     def queryset(self, request, queryset):
-        return queryset.filter(media_type=self.value()) if self.value() else queryset
+        return queryset.filter(**{field: self.value()}) if self.value() else queryset
+
+    return type(f"{field.title().replace('_', '')}Filter", (admin.SimpleListFilter,),
+                {"title": title, "parameter_name": field, "lookups": lookups, "queryset": queryset})
+
+
+# what extraction stores (a document's original type is in its metadata), why a chunk was embedded
+MediaTypeFilter = fixed_choices_filter("media_type", "media type", STORED_MEDIA_TYPES)
+EmbedReasonFilter = fixed_choices_filter("embed_reason", "embed reason", EMBED_REASONS)
 
 
 @admin.register(models.Document)
@@ -231,20 +234,6 @@ class DocumentAdmin(LargeTableAdmin, NamespaceScoped):
     @admin.display(description="chunks", ordering="_chunks")
     def chunk_count(self, obj):
         return _capped(obj._chunks)
-
-
-class EmbedReasonFilter(admin.SimpleListFilter):
-    """Why a chunk was (re-)embedded, from the pipeline's fixed reasons: listing the distinct values
-    of a million rows would scan them all."""
-
-    title = "embed reason"
-    parameter_name = "embed_reason"
-
-    def lookups(self, request, model_admin):
-        return [(reason, reason) for reason in EMBED_REASONS]
-
-    def queryset(self, request, queryset):
-        return queryset.filter(embed_reason=self.value()) if self.value() else queryset
 
 
 @admin.register(models.Chunk)

@@ -92,6 +92,15 @@ def kb_settings() -> KBSettings:
     return conf
 
 
+MINIMUMS = {  # setting: (KBSettings attribute, least value)
+    "KB_VECTOR_INDEX_MIN_CHUNKS": ("vector_index_min_chunks", 1),
+    "KB_VECTOR_INDEX_BUILD_MEMORY_MB": ("vector_index_build_memory_mb", 64),
+    "KB_LEXICAL_POSTINGS_BUDGET": ("lexical_postings_budget", 0),  # 0: no bound
+    "KB_REPLICA_MAX_LAG_SECONDS": ("replica_max_lag_seconds", 0),
+    "KB_CHUNK_TOKENS": ("chunk_tokens", 32),
+}
+
+
 def _validate(conf: KBSettings) -> None:
     if conf.embedder not in ("local", "http") and "." not in conf.embedder:
         raise ConfigurationError(
@@ -118,23 +127,7 @@ def _validate(conf: KBSettings) -> None:
             f"KB_WARM_MODEL must be 'query', 'documents' or empty, got {conf.warm_model!r}.",
             details={"setting": "KB_WARM_MODEL"},
         )
-    if conf.vector_index_min_chunks < 1:
-        raise ConfigurationError(
-            f"KB_VECTOR_INDEX_MIN_CHUNKS must be at least 1, got {conf.vector_index_min_chunks}.",
-            details={"setting": "KB_VECTOR_INDEX_MIN_CHUNKS"},
-        )
-    if conf.lexical_postings_budget < 0:
-        raise ConfigurationError(
-            f"KB_LEXICAL_POSTINGS_BUDGET must be 0 (no bound) or more, got {conf.lexical_postings_budget}.",
-            details={"setting": "KB_LEXICAL_POSTINGS_BUDGET"},
-        )
-    if conf.replica_max_lag_seconds < 0:
-        raise ConfigurationError(
-            f"KB_REPLICA_MAX_LAG_SECONDS must be 0 or more, got {conf.replica_max_lag_seconds}.",
-            details={"setting": "KB_REPLICA_MAX_LAG_SECONDS"},
-        )
-    if conf.chunk_tokens < 32:
-        raise ConfigurationError(
-            f"KB_CHUNK_TOKENS must be at least 32, got {conf.chunk_tokens}.",
-            details={"setting": "KB_CHUNK_TOKENS"},
-        )
+    for setting, (attribute, least) in MINIMUMS.items():
+        value = getattr(conf, attribute)
+        if value < least:
+            raise ConfigurationError(f"{setting} must be at least {least}, got {value}.", details={"setting": setting})

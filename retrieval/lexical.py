@@ -99,6 +99,12 @@ def lexical_search(scope: Scope, lexemes: list[tuple[str, int]], k: int,
 _IMPACT = f"t.tf * {bm25.K1 + 1} / (t.tf + {bm25.K1} * (1 - {bm25.B} + {bm25.B} * t.doc_len / %(avgdl)s))"
 
 
+def _postings(join: str) -> str:
+    """Each term's postings (`q.lexeme`) as `t`, read through a LATERAL lookup of the primary key."""
+    return ("CROSS JOIN LATERAL (SELECT t.chunk_id, t.tf, t.doc_len FROM kb_chunk_term t "
+            f"WHERE t.namespace_id = %(ns)s AND t.lexeme = q.lexeme) t {join}")
+
+
 def _exact(scope: Scope, statistics: "TermStatistics", k: int) -> list[ChannelRow]:
     """Two statements in all: the statistics (counted before) and this one, which reads each
     term's postings once, sums the weighted impacts per chunk and keeps the best k. Each term's
@@ -109,10 +115,7 @@ def _exact(scope: Scope, statistics: "TermStatistics", k: int) -> list[ChannelRo
     sql = f"""
         WITH terms(lexeme, w) AS (SELECT * FROM unnest(%(lexemes)s::text[], %(weights)s::float8[]))
         SELECT t.chunk_id, sum(q.w * {_IMPACT}) AS score
-        FROM terms q CROSS JOIN LATERAL (
-            SELECT t.chunk_id, t.tf, t.doc_len FROM kb_chunk_term t
-            WHERE t.namespace_id = %(ns)s AND t.lexeme = q.lexeme
-        ) t {join}
+        FROM terms q {_postings(join)}
         GROUP BY t.chunk_id
         ORDER BY score DESC, t.chunk_id
         LIMIT %(k)s"""
@@ -134,10 +137,7 @@ def _bounded(scope: Scope, statistics: "TermStatistics", full: list[bm25.Term], 
         probe_terms(lexeme, w) AS (SELECT * FROM unnest(%(probe)s::text[], %(probe_w)s::float8[])),
         partial AS MATERIALIZED (
             SELECT t.chunk_id, sum(q.w * {_IMPACT}) AS score
-            FROM full_terms q CROSS JOIN LATERAL (
-                SELECT t.chunk_id, t.tf, t.doc_len FROM kb_chunk_term t
-                WHERE t.namespace_id = %(ns)s AND t.lexeme = q.lexeme
-            ) t {join}
+            FROM full_terms q {_postings(join)}
             GROUP BY t.chunk_id
             ORDER BY score DESC, t.chunk_id
             LIMIT %(candidates)s),
