@@ -1,8 +1,9 @@
-"""Health report for /healthz: database, pgvector, background worker, embedder.
+"""Health report for /healthz: database, pgvector, background worker, embedder, read replicas.
 
 The database, pgvector and the embedder are essential (HTTP 503 without any of them: every
 search embeds its query); a missing worker degrades the service (nothing new is ingested) but
-keeps search of stored data possible.
+keeps search of stored data possible, and so does a read replica that is down or behind (its
+reads go to the primary).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from django.db import DatabaseError, connection
 from django.utils import timezone
 
 from kb.errors import KBError
+from kb.replicas import replica_report
 
 
 @dataclass
@@ -21,6 +23,7 @@ class HealthReport:
     pgvector: dict = field(default_factory=dict)
     worker: dict = field(default_factory=dict)
     embedder: dict = field(default_factory=dict)
+    replicas: list = field(default_factory=list)
 
     @property
     def essential_ok(self) -> bool:
@@ -30,7 +33,8 @@ class HealthReport:
     def status(self) -> str:
         if not self.essential_ok:
             return "down"
-        return "ok" if self.worker.get("ok") else "degraded"
+        healthy = self.worker.get("ok") and all(replica["ok"] for replica in self.replicas)
+        return "ok" if healthy else "degraded"
 
     def as_dict(self) -> dict:
         return {"status": self.status, **asdict(self)}
@@ -55,6 +59,7 @@ def health_report() -> HealthReport:
         report.worker = {"ok": False, "error": "database unreachable"}
     else:
         report.worker = _worker_status()
+    report.replicas = replica_report()
     report.embedder = _embedder_status()
     return report
 

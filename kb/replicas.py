@@ -115,6 +115,23 @@ def replica_lag(alias: str) -> float | None:
     return lag
 
 
+def replica_report() -> list[dict]:
+    """Each replica as /healthz shows it, measured now: reachable, lag, and whether reads use it."""
+    bound = kb_settings().replica_max_lag_seconds
+    report = []
+    for alias in replica_aliases():
+        with _lock:
+            _lag_checked.pop(alias, None)
+        lag = replica_lag(alias)
+        if lag is None:
+            report.append({"alias": alias, "ok": False, "error": "unreachable: reads go to the primary"})
+        elif lag == float("inf"):
+            report.append({"alias": alias, "ok": False, "error": "not streaming from the primary"})
+        else:
+            report.append({"alias": alias, "ok": lag <= bound, "lag_seconds": round(lag, 3)})
+    return report
+
+
 def replica_usable(alias: str) -> bool:
     try:
         connections[alias].close()

@@ -76,6 +76,10 @@ def test_reads_go_to_the_replica_and_a_lagging_replica_is_left_for_the_primary(r
     dbname = connections["default"].settings_dict["NAME"]
     first = search("how do I make pumpkin soup", NAMESPACE)
     assert first.database == ALIAS and first.hits[0].document_ref == "pumpkin"
+    from kb.health import health_report
+
+    [shown] = health_report().replicas
+    assert shown["alias"] == ALIAS and shown["ok"] and 0 <= shown["lag_seconds"] < 3600
     assert replica.execute("SELECT pg_is_in_recovery()")[0][0] is True
 
     # with replay paused, what the primary gains is invisible to the replica: reads prove where they go
@@ -139,4 +143,9 @@ def test_a_replica_stopped_mid_load_falls_back_to_the_primary_without_errors(rep
         worker.join(timeout=60)
     assert failures == []
     assert answered[:10] == [ALIAS] * 10
+    from kb.health import health_report
+
+    report = health_report()
+    assert report.replicas == [{"alias": ALIAS, "ok": False, "error": "unreachable: reads go to the primary"}]
+    assert report.status == "degraded" or not report.worker.get("ok")  # search goes on, from the primary
     assert set(answered[served + 1:]) == {"default"}  # every search after the crash: the primary
