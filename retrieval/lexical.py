@@ -28,8 +28,8 @@ from retrieval import bm25
 from retrieval.channels import ChannelRow, Scope, named_where
 
 MAX_QUERY_LEXEMES = 64
-CANDIDATES_PER_RESULT = 4  # bounded mode: candidates completed per chunk asked for...
-MIN_CANDIDATES = 400  # ...and at least this many
+CANDIDATES_PER_RESULT = 20  # bounded mode: candidates completed per chunk asked for...
+MIN_CANDIDATES = 2000  # ...and at least this many (primary-key lookups are cheap; missed chunks are not)
 
 
 @dataclass(frozen=True)
