@@ -61,20 +61,26 @@ def read_connection():
 
 
 def on_replica(read: Callable[[], T]) -> T:
-    """Run `read` against a replica (see the module docstring), falling back to the primary."""
-    alias = choose_replica()
-    if alias == DEFAULT_DB_ALIAS:
+    """Run `read` against a replica (see the module docstring), falling back to the primary.
+    A read inside another (the search inside the search page) stays on the outer read's
+    database, so one answer never mixes two replicas, and the outer read handles a failure."""
+    if _reading.get() is not None:
         return read()
+    alias = choose_replica()
     token = _reading.set(alias)
     try:
         return read()
     except (OperationalError, InterfaceError) as exc:
-        if replica_usable(alias):
+        if alias == DEFAULT_DB_ALIAS or replica_usable(alias):
             raise  # the replica is fine: the error is the read's own (or the primary's)
         set_aside(alias, exc)
     finally:
         _reading.reset(token)
-    return read()
+    token = _reading.set(DEFAULT_DB_ALIAS)
+    try:
+        return read()
+    finally:
+        _reading.reset(token)
 
 
 def choose_replica() -> str:

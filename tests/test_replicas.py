@@ -80,6 +80,10 @@ def test_reads_go_to_the_replica_and_a_lagging_replica_is_left_for_the_primary(r
 
     [shown] = health_report().replicas
     assert shown["alias"] == ALIAS and shown["ok"] and 0 <= shown["lag_seconds"] < 3600
+    from kb.replicas import on_replica, read_alias
+
+    # a read inside a read (the search inside the page) stays on the outer read's database
+    assert on_replica(lambda: (read_alias(), on_replica(read_alias))) == (ALIAS, ALIAS)
     assert replica.execute("SELECT pg_is_in_recovery()")[0][0] is True
 
     # with replay paused, what the primary gains is invisible to the replica: reads prove where they go
