@@ -22,7 +22,7 @@ COUNT_CAP = 10_000  # per-row counts in the lists stop here
 STORED_MEDIA_TYPES = ("text/markdown", "text/plain")  # what extraction stores (ingest/extract)
 MAX_SEARCHED_NAMESPACES = 20  # an unfiltered chunk search looks in the first 20 namespaces the curator may read
 RECENT_RUNS = 20  # runs shown on a source's page (all of them: the runs list, filtered by source)
-ITEMS_SHOWN = 500  # items shown on a run's page, failed first (all of them: GET /api/runs/ID)
+ITEMS_SHOWN = 500  # items shown on a run's page, every failed one among them (the run's counters give the totals)
 
 
 def _matching_chunks(model_admin, request, term: str) -> list[int]:
@@ -66,7 +66,7 @@ class IngestRunInline(admin.TabularInline):
 
     def get_queryset(self, request):
         """The source's latest RECENT_RUNS runs: a source refreshed for years has thousands."""
-        queryset = super().get_queryset(request).order_by("-queued_at")
+        queryset = super().get_queryset(request)  # newest first (`ordering`)
         source_id = _parent_id(request)
         if source_id is None:
             return queryset

@@ -85,10 +85,7 @@ class EstimatedCountPaginator(Paginator):
 
 
 def _planner_estimate(queryset) -> int:
-    try:
-        sql, params = queryset.query.get_compiler(queryset.db).as_sql()
-    except EmptyResultSet:  # a filter that can match nothing (an empty id list)
-        return 0
+    """Rows the statistics (unfiltered) or the planner (filtered) expect the queryset to hold."""
     if not queryset.query.where:
         with connections[queryset.db].cursor() as cursor:
             cursor.execute("SELECT reltuples::bigint FROM pg_class WHERE oid = %s::regclass",
@@ -96,6 +93,10 @@ def _planner_estimate(queryset) -> int:
             row = cursor.fetchone()
         if row and row[0] > 0:
             return int(row[0])
+    try:
+        sql, params = queryset.query.get_compiler(queryset.db).as_sql()
+    except EmptyResultSet:  # a filter that can match nothing (an empty id list)
+        return 0
     with connections[queryset.db].cursor() as cursor:
         cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}", params)
         plan = cursor.fetchone()[0]

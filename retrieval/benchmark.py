@@ -13,6 +13,7 @@ command decides how they look.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -235,35 +236,20 @@ class CorpusBenchmark:
         serialisation or template rendering), signed in as a temporary staff user; network time
         is left out, so the figures compare with the service latency above.
         """
-        from django.contrib.auth import get_user_model
-        from django.test import Client
-
         texts = [text for _, text in self.query_items]
-        namespace = self.namespace
-        user = get_user_model().objects.create_user(f"kb-bench-{time.time_ns()}", is_staff=True, is_superuser=True)
-        try:
-            client = Client(HTTP_HOST="localhost")
-            client.force_login(user)
-            surfaces = {
-                "api": lambda text: client.get("/api/search", {"query": text, "namespace": namespace,
-                                                               "limit": LATENCY_LIMIT}),
-                "page": lambda text: client.get("/", {"q": text, "namespace": namespace}),
-            }
-            report = {}
-            for name, request in surfaces.items():
-                assert request(texts[0]).status_code == 200  # warm-up, and a check the surface answers
+        surfaces = {"api": ("/api/search", lambda text: {"query": text, "namespace": self.namespace,
+                                                         "limit": LATENCY_LIMIT}),
+                    "page": ("/", lambda text: {"q": text, "namespace": self.namespace})}
+        report = {}
+        with signed_in_client() as client:
+            for name, (url, query) in surfaces.items():
+                timed_get(client, url, query(texts[0]))  # warm-up, and a check the surface answers
                 samples = []
                 for done, text in enumerate(texts, 1):
-                    started = time.perf_counter()
-                    response = request(text)
-                    samples.append((time.perf_counter() - started) * 1000)
-                    if response.status_code != 200:
-                        raise RuntimeError(f"{name} answered {response.status_code} for {text!r}")
+                    samples.append(timed_get(client, url, query(text)))
                     self.progress(f"{name} server time", done, len(texts))
                 report[name] = percentiles(samples)
-            return report
-        finally:
-            user.delete()
+        return report
 
     def scale(self, target_chunks: int) -> dict:
         """Latency on a copy of the namespace grown to `target_chunks` (built once, reused by later
@@ -274,10 +260,10 @@ class CorpusBenchmark:
                                   lambda done, total: self.progress("scale copies", done, total))
         lexical.DOCUMENT_FREQUENCIES.clear()
         first = self.latency(scaled)
-        report = {**self.latency(scaled), "first_pass": first, "chunks": built.chunks,
-                  "copies_built_s": built.copies_seconds, "vector_index_built_s": built.index_seconds,
-                  "vector_index": built.index_state, "sizes": index_sizes(scaled)}
-        return report
+        return {**self.latency(scaled), "first_pass": first, "chunks": built.chunks,
+                "copies_built_s": built.copies_seconds, "vector_index_built_s": built.index_seconds,
+                "vector_index": built.index_state, "sizes": index_sizes(scaled)}
+
 
 def index_sizes(namespace: str) -> dict[str, int]:
     """Bytes on disk of the namespace's own vector index, and of the tables and indexes every
@@ -298,9 +284,6 @@ def admin_latency(namespace: str, rounds: int = ADMIN_ROUNDS) -> dict:
     the namespace, a chunk search by words, a document search by title, the run list and the
     namespace's source page. Each page is fetched `rounds` times; the report gives the slowest
     (the first fetch is cold) and the median."""
-    from django.contrib.auth import get_user_model
-    from django.test import Client
-
     ns = Namespace.objects.get(slug=namespace)
     source = Source.objects.filter(namespace=ns).order_by("pk").first()
     pages = {
@@ -311,24 +294,37 @@ def admin_latency(namespace: str, rounds: int = ADMIN_ROUNDS) -> dict:
         "document search": f"/admin/kb/document/?namespace__id__exact={ns.pk}&q=protein",
         "runs": "/admin/kb/ingestrun/", "source page": f"/admin/kb/source/{source.pk}/change/",
     }
+    report: dict = {"namespace": namespace}
+    with signed_in_client() as client:
+        for name, url in pages.items():
+            samples = sorted(timed_get(client, url) for _ in range(rounds))
+            report[name] = {"median_ms": round(samples[len(samples) // 2], 1), "max_ms": round(samples[-1], 1)}
+    return report
+
+
+@contextlib.contextmanager
+def signed_in_client():
+    """A test client signed in as a temporary superuser, deleted afterwards."""
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
     user = get_user_model().objects.create_user(f"kb-bench-{time.time_ns()}", is_staff=True, is_superuser=True)
     try:
         client = Client(HTTP_HOST="localhost")
         client.force_login(user)
-        report = {"namespace": namespace}
-        for name, url in pages.items():
-            samples = []
-            for _ in range(rounds):
-                started = time.perf_counter()
-                response = client.get(url)
-                samples.append((time.perf_counter() - started) * 1000)
-                if response.status_code != 200:
-                    raise RuntimeError(f"{url} answered {response.status_code}")
-            samples.sort()
-            report[name] = {"median_ms": round(samples[len(samples) // 2], 1), "max_ms": round(samples[-1], 1)}
-        return report
+        yield client
     finally:
         user.delete()
+
+
+def timed_get(client, url: str, query: dict | None = None) -> float:
+    """Milliseconds of one GET through the whole Django stack; anything but 200 is an error."""
+    started = time.perf_counter()
+    response = client.get(url, query or {})
+    elapsed = (time.perf_counter() - started) * 1000
+    if response.status_code != 200:
+        raise RuntimeError(f"{url} {query or ''} answered {response.status_code}")
+    return elapsed
 
 
 def lexical_agreement(namespace: str, query_items, budget: int, depth: int = AGREEMENT_DEPTH) -> dict:

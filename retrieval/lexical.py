@@ -89,8 +89,7 @@ def lexical_search(scope: Scope, lexemes: list[tuple[str, int]], k: int,
         return LexicalResult(rows, LexicalReport("exact", read, tuple(t.lexeme for t in full), (), 0, True))
     candidates = max(MIN_CANDIDATES, CANDIDATES_PER_RESULT * k)
     rows, kth_partial = _bounded(scope, statistics, full, probed, k, candidates)
-    weights = {t.lexeme: t.weight(statistics.chunk_count) for t in statistics.terms}
-    ceiling = kth_partial + sum(weights[t.lexeme] for t in probed) * (bm25.K1 + 1)
+    ceiling = kth_partial + sum(t.weight(statistics.chunk_count) for t in probed) * (bm25.K1 + 1)
     guaranteed = len(rows) == k and rows[-1].raw >= ceiling
     return LexicalResult(rows, LexicalReport("bounded", read, tuple(t.lexeme for t in full),
                                              tuple(t.lexeme for t in probed), candidates, guaranteed))

