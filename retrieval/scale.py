@@ -2,7 +2,7 @@
 
 Each copy's documents and chunks are written by SQL (so the postings trigger does its real work;
 the namespace's HNSW index is then built as an ingest run builds it), with the text perturbed
-(a copy marker and every `copy`-th word dropped) and each embedding moved by small Gaussian
+(a copy marker, and one word in every 21 to 27 dropped, the period varying by copy) and each embedding moved by small Gaussian
 noise and re-normalised, so copies are near neighbours, not exact duplicates. Embedding the
 copies for real would take hours on a CPU and measure the model again, not the search.
 """
@@ -19,6 +19,9 @@ from kb.models import Namespace, Source
 from kb.vector_index import ensure_namespace_index
 
 
+COPIES_SOURCE = "scaled copies, recipe 2"  # named after the recipe, so a copy made by another is never reused
+
+
 @dataclass(frozen=True)
 class ScaledCopy:
     chunks: int
@@ -31,7 +34,11 @@ def build_scaled_copy(base_namespace: str, target_namespace: str, target_chunks:
                       progress: Callable[[int, int], None] | None = None) -> ScaledCopy:
     base = Namespace.objects.get(slug=base_namespace)
     target, _ = Namespace.objects.get_or_create(slug=target_namespace, defaults={"title": "Latency scaling run"})
-    source, _ = Source.objects.get_or_create(namespace=target, name="scaled copies",
+    stale = Source.objects.filter(namespace=target).exclude(name=COPIES_SOURCE)
+    if stale.exists():
+        raise ValueError(f"namespace {target_namespace!r} holds copies made by another recipe "
+                         f"({stale.first().name!r}); delete the namespace and run again")
+    source, _ = Source.objects.get_or_create(namespace=target, name=COPIES_SOURCE,
                                              defaults={"kind": "text", "text": "scaled copies"})
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM kb_chunk WHERE namespace_id = %s", [base.id])
@@ -57,7 +64,7 @@ def build_scaled_copy(base_namespace: str, target_namespace: str, target_chunks:
                        start_byte, end_byte, token_estimate, is_summary, is_partial_code, embedding,
                        embedding_model, embed_reason, text_key, body_key)
                    SELECT nd.id, %s, c.position, c.title,
-                          regexp_replace(c.text, '(\\S+\\s+){%s}\\S+', '', 'g') || ' copy' || %s,
+                          regexp_replace(c.text, '((?:\\S+\\s+){%s})\\S+\\s*', '\\1', 'g') || ' copy' || %s,
                           c.heading_path, c.anchor, c.start_byte, c.end_byte, c.token_estimate, c.is_summary,
                           c.is_partial_code,
                           l2_normalize(c.embedding + (SELECT array_agg((random() - 0.5) * 0.01)
