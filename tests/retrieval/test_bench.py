@@ -134,3 +134,27 @@ def test_kb_bench_scaling_run_reports_both_passes_stages_sizes_and_build_times(t
     assert scale["sizes"]["kb_chunk_term"] > 0 and "vector_index" not in scale["sizes"]
     assert any(line.startswith("scaling run (") and "first pass" in line for line in out)
     assert any(line.startswith("copies written in") for line in out)
+
+
+@pytest.mark.django_db
+def test_scaled_copies_keep_their_words_and_a_copy_made_by_another_recipe_is_refused():
+    from kb.models import Chunk, Source
+    from retrieval.scale import build_scaled_copy
+    from tests.corpus import ingest
+
+    long_text = " ".join(f"word{i}" for i in range(200))  # 200 distinct words, so drops are countable
+    base, _ = ingest("tenant:scale-base", {"long": ("Long", long_text), "short": ("Short", "a few words only")})
+    per_copy = Chunk.objects.filter(namespace=base).count()
+    built = build_scaled_copy("tenant:scale-base", "tenant:scale-copy", 2 * per_copy)
+    assert built.chunks == 2 * per_copy
+    originals = {c.position: set(c.text.split()) for c in Chunk.objects.filter(namespace=base, document__ref="long")}
+    copies = Chunk.objects.filter(namespace__slug="tenant:scale-copy", document__ref__startswith="long~")
+    assert copies.count() == 2 * len(originals)
+    for chunk in copies:
+        words, original = set(chunk.text.split()), originals[chunk.position]
+        kept = len(words & original) / len(original)
+        assert 0.9 <= kept < 1.0, kept  # about one word in 21-27 is dropped, never whole runs of words
+        assert words - original == {f"copy{chunk.document.ref.split('~')[1]}"}  # the copy marker
+    Source.objects.filter(namespace__slug="tenant:scale-copy").update(name="scaled copies, recipe 1")
+    with pytest.raises(ValueError, match="another recipe"):
+        build_scaled_copy("tenant:scale-base", "tenant:scale-copy", 3 * per_copy)
