@@ -57,7 +57,7 @@ class BenchOptions:
     fresh: bool = False  # delete the namespace's documents first, so ingest throughput is measured
     rule_effects: bool = False
     scale_chunks: int = 0
-    lexical_agreement: int = 0  # a postings budget: compare the lexical channel bounded by it with exact BM25
+    lexical_agreement: int = 0  # a postings budget: compare the lexical channel pruned after it with exact BM25
     admin: bool = False  # also time the curator's changelists
 
 
@@ -328,9 +328,9 @@ def timed_get(client, url: str, query: dict | None = None) -> float:
 
 
 def lexical_agreement(namespace: str, query_items, budget: int, depth: int = AGREEMENT_DEPTH) -> dict:
-    """The lexical channel bounded by `budget` postings against exact BM25 on every query,
-    at the ranker's depth: the share of exact's top `depth` the bounded list holds (mean, and the
-    lowest), how often the bound guaranteed exactness, postings read, and each mode's latency
+    """The lexical channel pruned after `budget` postings against exact BM25 on every query,
+    at the ranker's depth: the share of exact's top `depth` the pruned list holds (mean, and the
+    lowest), how often it was guaranteed exact, postings read, and each mode's latency
     (statistics and channel, without embedding), with a cold and a warm document-frequency cache."""
     ns = Namespace.objects.get(slug=namespace)
     scope = channels.Scope(ns.id)
@@ -338,8 +338,8 @@ def lexical_agreement(namespace: str, query_items, budget: int, depth: int = AGR
     lexemes = {text: lexical.query_lexemes(text) for text in texts}
     report: dict = {"namespace": namespace, "budget": budget, "depth": depth}
     for cache in ("cold", "warm"):
-        timings = {"exact": [], "bounded": []}
-        overlaps, guaranteed, bounded_queries, read_bounded, read_exact = [], 0, 0, [], []
+        timings = {"exact": [], "pruned": []}
+        overlaps, guaranteed, pruned_queries, read_pruned, read_exact = [], 0, 0, [], []
         for text in texts:
             if cache == "cold":  # each mode counts the document frequencies itself
                 lexical.DOCUMENT_FREQUENCIES.clear()
@@ -349,20 +349,20 @@ def lexical_agreement(namespace: str, query_items, budget: int, depth: int = AGR
             if cache == "cold":
                 lexical.DOCUMENT_FREQUENCIES.clear()
             started = time.perf_counter()
-            bounded = lexical.lexical_search(scope, lexemes[text], depth, budget=budget)
-            timings["bounded"].append((time.perf_counter() - started) * 1000)
+            pruned = lexical.lexical_search(scope, lexemes[text], depth, budget=budget)
+            timings["pruned"].append((time.perf_counter() - started) * 1000)
             truth = {row.chunk_id for row in exact.rows}
             if truth:
-                overlaps.append(len(truth & {row.chunk_id for row in bounded.rows}) / len(truth))
-            bounded_queries += bounded.report.mode == "bounded"
-            guaranteed += bounded.report.guaranteed
-            read_bounded.append(bounded.report.postings_read)
+                overlaps.append(len(truth & {row.chunk_id for row in pruned.rows}) / len(truth))
+            pruned_queries += pruned.report.mode == "pruned"
+            guaranteed += pruned.report.guaranteed
+            read_pruned.append(pruned.report.postings_read)
             read_exact.append(exact.report.postings_read)
         report[cache] = {
             "overlap_mean": round(sum(overlaps) / max(len(overlaps), 1), 5),
             "overlap_min": round(min(overlaps, default=1), 4),
-            "queries_bounded": bounded_queries, "queries_guaranteed": guaranteed, "queries": len(texts),
-            "postings_read": {"exact": _quantiles(read_exact), "bounded": _quantiles(read_bounded)},
+            "queries_pruned": pruned_queries, "queries_guaranteed": guaranteed, "queries": len(texts),
+            "postings_read": {"exact": _quantiles(read_exact), "pruned": _quantiles(read_pruned)},
             "latency_ms": {mode: percentiles(samples) for mode, samples in timings.items()},
         }
     return report

@@ -6,16 +6,22 @@ they were found out), so a native BM25 engine could take its place on a server t
 medium namespace, and rare-word queries anywhere): each term's postings are read once and the
 scores summed per chunk.
 
-**Bounded** otherwise, so a query's cost stops growing with the corpus:
-1. the rarest terms are read in full, rarest first, while their postings fit the budget (the
-   rarest always is): they find the candidates, with partial scores;
-2. the best `candidates` of them by partial score get the other, common terms' contributions
-   by primary-key lookups (candidates × common terms probes, not the common terms' postings);
-3. the top k by that full score are returned.
-A chunk only the common terms match, or one outside the candidates, can be missed; it could
-score at most its partial score plus each common term's weight × (k1 + 1), and the report says
-whether the returned list is provably the exact one (`guaranteed`). How close it is in
-practice is measured by `kb_bench --lexical-agreement` (README, "What scales how").
+**Pruned** otherwise: the same top k, without reading the common terms' postings in full.
+1. The rarest terms are read in full, rarest first, while their postings fit the budget (the
+   rarest always is). The best `candidates` chunks by that partial score are completed with
+   the common terms by primary-key lookups; the k-th full score among them, θ, is a score the
+   top k must reach.
+2. A chunk the rare terms found but outside the candidates has at most its partial score plus
+   every common term's ceiling (weight × (k1 + 1)); those that could still reach θ are
+   completed too, best partial first.
+3. A chunk no rare term matches scores only through the common terms. If each of its common
+   terms' impacts is below ι = θ / (the common terms' weights), its score is below θ; so only the
+   common terms' postings with an impact of at least ι are read, through the postings' impact
+   index (lexeme, tf, length): for each term frequency, the lengths short enough to reach ι at
+   the namespace's current average length. What they find is completed and ranked with the rest.
+The result is exact BM25's top k (the report's `guaranteed`), unless step 2 found more chunks
+that could reach θ than `candidates`; then the best of them by partial score were completed and
+the report says the list is not guaranteed. `kb_bench --lexical-agreement` measures both.
 """
 
 from __future__ import annotations
@@ -28,20 +34,24 @@ from retrieval import bm25
 from retrieval.channels import ChannelRow, Scope, named_where
 
 MAX_QUERY_LEXEMES = 64
-CANDIDATES_PER_RESULT = 20  # bounded mode: candidates completed per chunk asked for...
-MIN_CANDIDATES = 2000  # ...and at least this many (primary-key lookups are cheap; missed chunks are not)
+CANDIDATES_PER_RESULT = 20  # pruned mode: candidates completed per chunk asked for...
+MIN_CANDIDATES = 2000  # ...and at least this many (primary-key lookups are cheap; a low θ is not)
+IMPACT_TF_STEPS = 32  # term frequencies the impact index is read at one by one; above, every posting
+IMPACT_BUCKET_POSTINGS = 2000  # the most postings read per common term and term frequency, highest impact first
+SCORE_ORDER = "round(score * 1e6) DESC, chunk_id"  # sums in another order differ in the last bits
 
 
 @dataclass(frozen=True)
 class LexicalReport:
     """How the channel found its hits: what the explanation shows."""
 
-    mode: str  # "exact" | "bounded"
-    postings_read: int  # postings of the terms read in full
+    mode: str  # "exact" | "pruned"
+    postings_read: int  # postings read: the full terms', and the common terms' above the impact floor
     full_terms: tuple[str, ...]  # the terms read in full
-    probed_terms: tuple[str, ...]  # bounded: the common terms looked up for the candidates only
-    candidates: int  # bounded: the candidates completed with the common terms
+    probed_terms: tuple[str, ...]  # pruned: the common terms, read only above the impact floor
+    candidates: int  # pruned: chunks completed with every term
     guaranteed: bool  # the hits are provably exact BM25's top k
+    impact_floor: float = 0.0  # pruned: ι, the least impact of a common term's posting read
 
 
 @dataclass(frozen=True)
@@ -75,7 +85,7 @@ def lexical_search(scope: Scope, lexemes: list[tuple[str, int]], k: int,
                    statistics: "TermStatistics | None" = None, budget: int | None = None) -> LexicalResult:
     """The BM25 top k: IDF from the namespace's document frequencies, TF saturation k1, length
     normalisation b; the query is an OR over its lexemes. `budget`: the most postings read in
-    full (None: exact, whatever it costs)."""
+    full before the common terms are pruned (None: every term read in full)."""
     empty = LexicalResult([], LexicalReport("exact", 0, (), (), 0, True))
     if not lexemes or k <= 0:
         return empty
@@ -88,11 +98,10 @@ def lexical_search(scope: Scope, lexemes: list[tuple[str, int]], k: int,
         rows = _exact(scope, statistics, k)
         return LexicalResult(rows, LexicalReport("exact", read, tuple(t.lexeme for t in full), (), 0, True))
     candidates = max(MIN_CANDIDATES, CANDIDATES_PER_RESULT * k)
-    rows, kth_partial = _bounded(scope, statistics, full, probed, k, candidates)
-    ceiling = kth_partial + sum(t.weight(statistics.chunk_count) for t in probed) * (bm25.K1 + 1)
-    guaranteed = len(rows) == k and rows[-1].raw >= ceiling
-    return LexicalResult(rows, LexicalReport("bounded", read, tuple(t.lexeme for t in full),
-                                             tuple(t.lexeme for t in probed), candidates, guaranteed))
+    rows, found = _pruned(scope, statistics, full, probed, k, candidates)
+    return LexicalResult(rows, LexicalReport(
+        "pruned", read + found["common_postings"], tuple(t.lexeme for t in full), tuple(t.lexeme for t in probed),
+        found["completed"], found["guaranteed"], round(found["impact_floor"], 4)))
 
 
 _IMPACT = f"t.tf * {bm25.K1 + 1} / (t.tf + {bm25.K1} * (1 - {bm25.B} + {bm25.B} * t.doc_len / %(avgdl)s))"
@@ -113,10 +122,11 @@ def _exact(scope: Scope, statistics: "TermStatistics", k: int) -> list[ChannelRo
     join, scope_params = _scope_join(scope)
     sql = f"""
         WITH terms(lexeme, w) AS (SELECT * FROM unnest(%(lexemes)s::text[], %(weights)s::float8[]))
-        SELECT t.chunk_id, sum(q.w * {_IMPACT}) AS score
-        FROM terms q {_postings(join)}
-        GROUP BY t.chunk_id
-        ORDER BY score DESC, t.chunk_id
+        SELECT chunk_id, score FROM (
+            SELECT t.chunk_id, sum(q.w * {_IMPACT}) AS score
+            FROM terms q {_postings(join)}
+            GROUP BY t.chunk_id) scored
+        ORDER BY {SCORE_ORDER}
         LIMIT %(k)s"""
     params = {"lexemes": [t.lexeme for t in terms], "weights": [t.weight(statistics.chunk_count) for t in terms],
               "avgdl": statistics.average_length, "ns": scope.namespace_id, "k": k, **scope_params}
@@ -125,40 +135,92 @@ def _exact(scope: Scope, statistics: "TermStatistics", k: int) -> list[ChannelRo
         return [ChannelRow(chunk_id, float(score)) for chunk_id, score in cursor.fetchall()]
 
 
-def _bounded(scope: Scope, statistics: "TermStatistics", full: list[bm25.Term], probed: list[bm25.Term], k: int,
-             candidates: int) -> tuple[list[ChannelRow], float]:
-    """The top k of the best `candidates` by the full terms, completed by the probed terms; and
-    the lowest partial score among those candidates (0 when there were fewer)."""
+def _pruned(scope: Scope, statistics: "TermStatistics", full: list[bm25.Term], probed: list[bm25.Term], k: int,
+            candidates: int) -> tuple[list[ChannelRow], dict]:
+    """The three steps of the module docstring in one statement: the top k, and what was read
+    and completed to find them."""
     n = statistics.chunk_count
+    probe_weight = sum(t.weight(n) for t in probed)
     join, scope_params = _scope_join(scope)
+
+    def completed(chunks: str) -> str:
+        """`chunks` (chunk_id, score so far) with the common terms' contributions added: each
+        chunk's postings of those terms by the postings' (chunk, lexeme) index, one descent a chunk
+        (a LATERAL lookup, so the planner never reads the common terms' postings whole instead)."""
+        return (f"SELECT x.chunk_id, x.score + c.score AS score FROM ({chunks}) x CROSS JOIN LATERAL "
+                f"(SELECT coalesce(sum(q.w * {_IMPACT}), 0) AS score FROM kb_chunk_term t JOIN probe_terms q "
+                "ON q.lexeme = t.lexeme WHERE t.chunk_id = x.chunk_id AND t.lexeme = ANY(%(probe)s::text[])) c")
+
+    k1, b = bm25.K1, bm25.B
+    impact_read = ("CROSS JOIN LATERAL (SELECT t.chunk_id, t.tf, t.doc_len FROM kb_chunk_term t "
+                   "WHERE t.namespace_id = %(ns)s AND t.lexeme = q.lexeme AND {condition} "
+                   "ORDER BY t.doc_len LIMIT %(bucket)s) t")
     sql = f"""
         WITH full_terms(lexeme, w) AS (SELECT * FROM unnest(%(full)s::text[], %(full_w)s::float8[])),
         probe_terms(lexeme, w) AS (SELECT * FROM unnest(%(probe)s::text[], %(probe_w)s::float8[])),
         partial AS MATERIALIZED (
-            SELECT t.chunk_id, sum(q.w * {_IMPACT}) AS score
+            SELECT t.chunk_id, sum(q.w * {_IMPACT}) AS score,
+                   row_number() OVER (ORDER BY sum(q.w * {_IMPACT}) DESC, t.chunk_id) AS rank
             FROM full_terms q {_postings(join)}
-            GROUP BY t.chunk_id
-            ORDER BY score DESC, t.chunk_id
-            LIMIT %(candidates)s),
-        completed AS (
-            SELECT p.chunk_id, sum(q.w * {_IMPACT}) AS score
-            FROM partial p CROSS JOIN probe_terms q
-            JOIN kb_chunk_term t ON t.namespace_id = %(ns)s AND t.lexeme = q.lexeme AND t.chunk_id = p.chunk_id
-            GROUP BY p.chunk_id)
-        SELECT p.chunk_id, p.score + coalesce(c.score, 0) AS score,
-               (SELECT CASE WHEN count(*) < %(candidates)s THEN 0 ELSE min(score) END FROM partial) AS floor
-        FROM partial p LEFT JOIN completed c USING (chunk_id)
-        ORDER BY score DESC, p.chunk_id
-        LIMIT %(k)s"""
+            GROUP BY t.chunk_id),
+        best AS MATERIALIZED ({completed("SELECT chunk_id, score FROM partial WHERE rank <= %(candidates)s")}),
+        theta AS MATERIALIZED (
+            SELECT coalesce((SELECT score FROM best ORDER BY {SCORE_ORDER} OFFSET %(k)s - 1 LIMIT 1), 0) AS score),
+        contenders AS MATERIALIZED (
+            SELECT p.chunk_id, p.score, p.rank FROM partial p, theta
+            WHERE p.rank > %(candidates)s AND p.score + %(ceiling)s >= theta.score),
+        contenders_done AS MATERIALIZED ({completed(
+            "SELECT chunk_id, score FROM contenders ORDER BY rank LIMIT %(candidates)s")}),
+        floor AS MATERIALIZED (SELECT greatest(theta.score / %(probe_weight)s, 1e-9) AS iota FROM theta),
+        lengths AS MATERIALIZED (
+            SELECT v::real AS tf,
+                   %(avgdl)s / ({k1} * {b}) * (v * ({k1 + 1} / floor.iota - 1) - {k1} * (1 - {b})) AS max_len
+            FROM floor, generate_series(1, {IMPACT_TF_STEPS}) AS v
+            WHERE floor.iota < {k1 + 1}),
+        impact_postings AS MATERIALIZED (
+            SELECT t.chunk_id, q.lexeme, l.tf AS bucket, q.w * {_IMPACT} AS c, q.w
+            FROM probe_terms q CROSS JOIN lengths l
+            {impact_read.format(condition="t.tf = l.tf AND t.doc_len <= l.max_len")} {join}
+            WHERE l.max_len >= 0
+            UNION ALL
+            SELECT t.chunk_id, q.lexeme, 0, q.w * {_IMPACT} AS c, q.w
+            FROM probe_terms q CROSS JOIN floor
+            {impact_read.format(condition=f"t.tf > {IMPACT_TF_STEPS}")} {join}
+            WHERE floor.iota < {k1 + 1}),
+        common_only AS MATERIALIZED (
+            SELECT h.chunk_id, sum(h.c) + floor.iota * (%(probe_weight)s - sum(h.w)) AS ceiling
+            FROM impact_postings h, floor, theta
+            WHERE NOT EXISTS (SELECT 1 FROM partial p WHERE p.chunk_id = h.chunk_id)
+            GROUP BY h.chunk_id, floor.iota, theta.score
+            HAVING sum(h.c) + floor.iota * (%(probe_weight)s - sum(h.w)) >= theta.score),
+        common_done AS MATERIALIZED ({completed(
+            "SELECT chunk_id, 0::float8 AS score FROM common_only "
+            "ORDER BY ceiling DESC, chunk_id LIMIT %(candidates)s")}),
+        ranked AS (
+            SELECT * FROM best UNION ALL SELECT * FROM contenders_done UNION ALL SELECT * FROM common_done)
+        SELECT chunk_id, score,
+               greatest((SELECT count(*) FROM contenders), (SELECT count(*) FROM common_only)) AS most_open,
+               (SELECT count(*) FROM (SELECT 1 FROM impact_postings GROUP BY lexeme, bucket
+                                      HAVING count(*) >= %(bucket)s) full_buckets) AS full_buckets,
+               (SELECT count(*) FROM impact_postings) AS common_postings,
+               (SELECT count(*) FROM ranked) AS completed,
+               (SELECT iota FROM floor) AS iota
+        FROM (SELECT * FROM ranked ORDER BY {SCORE_ORDER} LIMIT %(k)s) top
+        ORDER BY {SCORE_ORDER}"""
     params = {"full": [t.lexeme for t in full], "full_w": [t.weight(n) for t in full],
               "probe": [t.lexeme for t in probed], "probe_w": [t.weight(n) for t in probed],
               "avgdl": statistics.average_length, "ns": scope.namespace_id, "k": k, "candidates": candidates,
-              **scope_params}
+              "bucket": IMPACT_BUCKET_POSTINGS,
+              "ceiling": probe_weight * (k1 + 1), "probe_weight": probe_weight, **scope_params}
     with read_connection().cursor() as cursor:
         cursor.execute(sql, params)
         fetched = cursor.fetchall()
-    floor = float(fetched[0][2]) if fetched else 0.0
-    return [ChannelRow(chunk_id, float(score)) for chunk_id, score, _ in fetched], floor
+    if not fetched:
+        return [], {"common_postings": 0, "completed": 0, "guaranteed": True, "impact_floor": 0.0}
+    most_open, full_buckets, common_postings, completed, iota = fetched[0][2:]
+    return [ChannelRow(row[0], float(row[1])) for row in fetched], {
+        "common_postings": int(common_postings), "completed": int(completed),
+        "guaranteed": most_open <= candidates and not full_buckets, "impact_floor": float(iota)}
 
 
 def _scope_join(scope: Scope) -> tuple[str, dict]:

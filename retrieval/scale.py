@@ -2,8 +2,9 @@
 
 Each copy's documents and chunks are written by SQL (so the postings trigger does its real work;
 the namespace's HNSW index is then built as an ingest run builds it), with the text perturbed
-(a copy marker, and one word in every 21 to 27 dropped, the period varying by copy) and each embedding moved by small Gaussian
-noise and re-normalised, so copies are near neighbours, not exact duplicates. Embedding the
+(a copy marker, and one word in every 21 to 27 dropped, the period varying by copy) and each
+embedding moved by small Gaussian noise and re-normalised, so copies are near neighbours, not
+exact duplicates. Embedding the
 copies for real would take hours on a CPU and measure the model again, not the search.
 """
 

@@ -75,12 +75,13 @@ class FusionOut(Schema):
 class LexicalOut(Schema):
     """How the lexical channel found its hits (retrieval/lexical.py)."""
 
-    mode: str  # exact | bounded
+    mode: str  # exact | pruned
     postings_read: int
     full_terms: list[str]
-    probed_terms: list[str]
+    probed_terms: list[str]  # pruned: the common terms, read only above the impact floor
     candidates: int
     guaranteed: bool  # the hits are provably exact BM25's top k
+    impact_floor: float  # pruned: the least impact of a common term's posting read
 
 
 class DocumentOut(Schema):

@@ -260,9 +260,8 @@ def _result(plan: _Plan, ranking, found: _Found, timings: dict[str, float]) -> S
 
 
 def matching_chunk_ids(namespace_ids, text: str, limit: int = LOOKUP_LIMIT) -> list[int]:
-    """The chunks whose words match `text` best in each namespace, by the lexical channel bounded
-    to LOOKUP_BUDGET postings per namespace: a lookup (the admin's chunk search) that answers
-    quickly at any size; search itself stays exact."""
+    """The chunks whose words match `text` best in each namespace, by the lexical channel pruned
+    after LOOKUP_BUDGET postings per namespace: a lookup (the admin's chunk search)."""
     lexemes = lexical.query_lexemes(text)
     found: list[int] = []
     for namespace_id in namespace_ids:

@@ -90,11 +90,11 @@ def test_kb_bench_runs_end_to_end_and_prints_one_json_object(tmp_path, capsys):
                  lexical_agreement=1, admin=True)
     out = capsys.readouterr().out.strip().splitlines()
     again, other = json.loads(out[-1])["corpora"]
-    agreement = again["lexical_agreement"]  # a budget of one posting: bounded wherever a query has two terms
+    agreement = again["lexical_agreement"]  # a budget of one posting: pruned wherever a query has two terms
     assert agreement["budget"] == 1 and set(agreement) >= {"cold", "warm"}
     for cache in ("cold", "warm"):
         assert 0 < agreement[cache]["overlap_mean"] <= 1 and agreement[cache]["queries"] == 2
-        assert agreement[cache]["postings_read"]["bounded"]["p50"] <= agreement[cache]["postings_read"]["exact"]["p50"]
+        assert agreement[cache]["postings_read"]["pruned"]["p50"] <= agreement[cache]["postings_read"]["exact"]["p50"]
     assert any(line.startswith("lexical channel on bench-tiny, budget 1 postings") for line in out)
     pages = again["admin"]
     assert pages["namespace"] == "bench-tiny" and pages["chunk search"]["median_ms"] > 0

@@ -1,5 +1,5 @@
-"""The lexical channel's two modes against real PostgreSQL: exact BM25, and the bounded mode that
-reads the rarest terms in full and only probes the common ones for the best candidates."""
+"""The lexical channel's two modes against real PostgreSQL: exact BM25, and the pruned mode that
+reads the rarest terms in full and the common ones only where they could change the top k."""
 
 import pytest
 
@@ -43,32 +43,68 @@ def test_within_the_budget_the_channel_is_exact(corpus):
 
 
 @pytest.mark.parametrize("query", QUERIES)
-def test_bounded_scores_are_exact_and_a_guarantee_is_never_wrong(corpus, query):
+@pytest.mark.parametrize("k", [1, 3, 10])
+def test_the_pruned_mode_returns_exact_bm25s_top_k(corpus, query, k):
     lexemes = lexical.query_lexemes(query)
-    exact = lexical.lexical_search(corpus, lexemes, 5)
-    bounded = lexical.lexical_search(corpus, lexemes, 5, budget=1)
-    exact_scores = {row.chunk_id: row.raw for row in lexical.lexical_search(corpus, lexemes, 1000).rows}
-    for row in bounded.rows:  # every score returned is the chunk's full BM25, common terms included
-        assert row.raw == pytest.approx(exact_scores[row.chunk_id], rel=1e-9)
-    if bounded.report.guaranteed:
-        assert [r.chunk_id for r in bounded.rows] == [r.chunk_id for r in exact.rows]
-    if len(lexemes) > 1 and bounded.report.mode == "bounded":
-        assert bounded.report.postings_read < exact.report.postings_read
-        assert set(bounded.report.full_terms).isdisjoint(bounded.report.probed_terms)
+    exact = lexical.lexical_search(corpus, lexemes, k)
+    pruned = lexical.lexical_search(corpus, lexemes, k, budget=1)
+    assert [r.chunk_id for r in pruned.rows] == [r.chunk_id for r in exact.rows]
+    assert [r.raw for r in pruned.rows] == pytest.approx([r.raw for r in exact.rows], rel=1e-9)
+    assert pruned.report.guaranteed
+    if pruned.report.mode == "pruned":
+        assert set(pruned.report.full_terms).isdisjoint(pruned.report.probed_terms)
+        assert pruned.report.postings_read <= exact.report.postings_read
 
 
-def test_a_document_only_the_common_terms_match_is_missed_and_no_guarantee_is_given(corpus):
+def test_a_common_term_is_read_only_where_it_could_lift_a_chunk_into_the_top_k(corpus):
     lexemes = lexical.query_lexemes("nutmeg pumpkin")
+    statistics = lexical.term_statistics(corpus, lexemes)
+    frequency = {t.lexeme: t.document_frequency for t in statistics.terms}
+    top = lexical.lexical_search(corpus, lexemes, 3, budget=1)
+    assert top.report.mode == "pruned" and top.report.full_terms == ("nutmeg",)
+    assert top.report.probed_terms == ("pumpkin",)
+    # three nutmeg notes outscore any note "pumpkin" alone matches: no pumpkin posting is read
+    assert top.report.postings_read == frequency["nutmeg"] and top.report.impact_floor > bm25.K1 + 1
+    assert top.rows == lexical.lexical_search(corpus, lexemes, 3).rows
+    # ten results need pumpkin-only notes too (five chunks hold nutmeg): they are found, not missed
+    ten = lexical.lexical_search(corpus, lexemes, 10, budget=1)
     exact = lexical.lexical_search(corpus, lexemes, 10)
-    bounded = lexical.lexical_search(corpus, lexemes, 10, budget=1)
-    assert bounded.report.mode == "bounded" and bounded.report.full_terms == ("nutmeg",)
-    assert bounded.report.probed_terms == ("pumpkin",)
-    assert len(bounded.rows) < len(exact.rows)  # the pumpkin-only notes were never candidates
-    assert not bounded.report.guaranteed
-    assert [r.chunk_id for r in bounded.rows] == [r.chunk_id for r in exact.rows][:len(bounded.rows)]
+    assert ten.report.guaranteed and len(ten.rows) == 10
+    assert [r.chunk_id for r in ten.rows] == [r.chunk_id for r in exact.rows]
 
 
-def test_the_bounded_mode_keeps_the_scope(corpus):
+def test_when_more_chunks_could_reach_the_top_k_than_are_completed_no_guarantee_is_given(corpus, monkeypatch):
+    monkeypatch.setattr(lexical, "MIN_CANDIDATES", 1)
+    monkeypatch.setattr(lexical, "CANDIDATES_PER_RESULT", 1)
+    lexemes = lexical.query_lexemes("pumpkin harvest")
+    pruned = lexical.lexical_search(corpus, lexemes, 2, budget=1)
+    exact_scores = {r.chunk_id: r.raw for r in lexical.lexical_search(corpus, lexemes, 1000).rows}
+    assert pruned.report.mode == "pruned" and not pruned.report.guaranteed
+    for row in pruned.rows:  # still each chunk's full BM25
+        assert row.raw == pytest.approx(exact_scores[row.chunk_id], rel=1e-9)
+
+
+def test_pruning_agrees_with_exact_bm25_on_random_queries_budgets_and_depths():
+    import random
+
+    rng = random.Random(18)
+    words = [f"w{i}" for i in range(40)]
+    zipf = [1 / (rank + 1) for rank in range(len(words))]  # a few very common words, a long rare tail
+    texts = {f"doc{d}": (f"Doc {d}", " ".join(rng.choices(words, zipf, k=rng.randint(3, 40))) + ".")
+             for d in range(120)}
+    namespace, _ = ingest("tenant:lexical-random", texts)
+    scope = ch.Scope(namespace.id)
+    for _ in range(150):
+        query = " ".join(rng.choices(words, zipf, k=rng.randint(2, 6)))
+        k, budget = rng.choice([1, 5, 20, 60]), rng.choice([1, 10, 50, 200])
+        lexemes = lexical.query_lexemes(query)
+        exact = lexical.lexical_search(scope, lexemes, k)
+        pruned = lexical.lexical_search(scope, lexemes, k, budget=budget)
+        assert pruned.report.guaranteed, (query, k, budget)
+        assert [r.chunk_id for r in pruned.rows] == [r.chunk_id for r in exact.rows], (query, k, budget)
+
+
+def test_the_pruned_mode_keeps_the_scope(corpus):
     from kb.models import Chunk
 
     note = Chunk.objects.get(document__ref="note7")
@@ -76,3 +112,6 @@ def test_the_bounded_mode_keeps_the_scope(corpus):
     scoped = ch.Scope(corpus.namespace_id, document_ids=(note.document_id,))
     rows = lexical.lexical_search(scoped, lexemes, 10, budget=1).rows
     assert [r.chunk_id for r in rows] == [note.pk]
+    other = Chunk.objects.get(document__ref="note8")  # pumpkin, no nutmeg: found only by the common terms
+    scoped = ch.Scope(corpus.namespace_id, document_ids=(other.document_id,))
+    assert [r.chunk_id for r in lexical.lexical_search(scoped, lexemes, 10, budget=1).rows] == [other.pk]

@@ -32,7 +32,7 @@ class Command(BaseCommand):
         parser.add_argument("--scale-chunks", type=int, default=0,
                             help="Also measure latency on a namespace of this many chunks (copies of the corpus)")
         parser.add_argument("--lexical-agreement", type=int, default=0, metavar="BUDGET",
-                            help="Also compare the lexical channel bounded by BUDGET postings with exact BM25 (top "
+                            help="Also compare the lexical channel pruned after BUDGET postings with exact BM25 (top "
                                  "100, every query), on the corpus and on the scaled copy")
         parser.add_argument("--admin", action="store_true",
                             help="Also time the curator's changelists and pages over the corpus (and the scaled copy)")
@@ -178,9 +178,9 @@ def print_agreement(write, a: dict) -> None:
         c = a[cache]
         write(f"lexical channel on {a['namespace']}, budget {a['budget']} postings, top {a['depth']}, {cache} "
               f"document frequencies: overlap with exact BM25 mean {c['overlap_mean']:.4f} (lowest "
-              f"{c['overlap_min']:.2f}); {c['queries_bounded']} of {c['queries']} queries bounded, "
+              f"{c['overlap_min']:.2f}); {c['queries_pruned']} of {c['queries']} queries pruned, "
               f"{c['queries_guaranteed']} guaranteed exact; postings read p50/p95 exact "
-              f"{c['postings_read']['exact']['p50']}/{c['postings_read']['exact']['p95']}, bounded "
-              f"{c['postings_read']['bounded']['p50']}/{c['postings_read']['bounded']['p95']}; latency p50/p95 exact "
-              f"{c['latency_ms']['exact']['p50_ms']}/{c['latency_ms']['exact']['p95_ms']} ms, bounded "
-              f"{c['latency_ms']['bounded']['p50_ms']}/{c['latency_ms']['bounded']['p95_ms']} ms")
+              f"{c['postings_read']['exact']['p50']}/{c['postings_read']['exact']['p95']}, pruned "
+              f"{c['postings_read']['pruned']['p50']}/{c['postings_read']['pruned']['p95']}; latency p50/p95 exact "
+              f"{c['latency_ms']['exact']['p50_ms']}/{c['latency_ms']['exact']['p95_ms']} ms, pruned "
+              f"{c['latency_ms']['pruned']['p50_ms']}/{c['latency_ms']['pruned']['p95_ms']} ms")
