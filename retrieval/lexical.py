@@ -6,22 +6,26 @@ they were found out), so a native BM25 engine could take its place on a server t
 medium namespace, and rare-word queries anywhere): each term's postings are read once and the
 scores summed per chunk.
 
-**Pruned** otherwise: the same top k, without reading the common terms' postings in full.
+**Pruned** otherwise: exact BM25's top k without reading the common terms' postings in full.
 1. The rarest terms are read in full, rarest first, while their postings fit the budget (the
    rarest always is). The best `candidates` chunks by that partial score are completed with
-   the common terms by primary-key lookups; the k-th full score among them, θ, is a score the
-   top k must reach.
-2. A chunk the rare terms found but outside the candidates has at most its partial score plus
-   every common term's ceiling (weight × (k1 + 1)); those that could still reach θ are
-   completed too, best partial first.
-3. A chunk no rare term matches scores only through the common terms. If each of its common
-   terms' impacts is below ι = θ / (the common terms' weights), its score is below θ; so only the
+   the common terms; the k-th full score among them, θ, is a score the top k must reach.
+2. A chunk no rare term matches scores only through the common terms, so if each of its common
+   terms' impacts is below ι = θ / (the common terms' weights), it scores below θ. Only the
    common terms' postings with an impact of at least ι are read, through the postings' impact
    index (lexeme, tf, length): for each term frequency, the lengths short enough to reach ι at
-   the namespace's current average length. What they find is completed and ranked with the rest.
-The result is exact BM25's top k (the report's `guaranteed`), unless step 2 found more chunks
-that could reach θ than `candidates`; then the best of them by partial score were completed and
-the report says the list is not guaranteed. `kb_bench --lexical-agreement` measures both.
+   the namespace's current average length, shortest first, at most IMPACT_BUCKET_POSTINGS.
+3. The FIRST_COMMON chunks those postings score highest are completed; θ rises to the k-th
+   score of all completed so far.
+4. Every other chunk that could still reach θ is completed, the most promising first, up to
+   `candidates` of each kind: rare-term matches outside the best (ceiling: partial score, what
+   step 2 read of it, ι × the weight of the common terms it did not show), by partial score plus
+   what step 2 read; and common-term matches (ceiling: what step 2 read, ι × the rest), by
+   that ceiling.
+The result is provably exact BM25's top k (the report's `guaranteed`) when step 4 left no chunk
+that could reach θ and step 2 cut no range; otherwise the report counts what was left open.
+"Completed" means the chunk's other terms looked up by the postings' (chunk, lexeme) index:
+one index descent a chunk. `kb_bench --lexical-agreement` measures agreement and cost.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ MAX_QUERY_LEXEMES = 64
 CANDIDATES_PER_RESULT = 20  # pruned mode: candidates completed per chunk asked for...
 MIN_CANDIDATES = 2000  # ...and at least this many (primary-key lookups are cheap; a low θ is not)
 IMPACT_TF_STEPS = 32  # term frequencies the impact index is read at one by one; above, every posting
+FIRST_COMMON = 500  # the chunks the common terms' postings score highest, completed first to raise θ
 IMPACT_BUCKET_POSTINGS = 2000  # the most postings read per common term and term frequency, highest impact first
 SCORE_ORDER = "round(score * 1e6) DESC, chunk_id"  # sums in another order differ in the last bits
 
@@ -52,6 +57,8 @@ class LexicalReport:
     candidates: int  # pruned: chunks completed with every term
     guaranteed: bool  # the hits are provably exact BM25's top k
     impact_floor: float = 0.0  # pruned: ι, the least impact of a common term's posting read
+    left_open: int = 0  # pruned: chunks that could still reach the top k but were not completed
+    full_buckets: int = 0  # pruned: (term, frequency) ranges cut at IMPACT_BUCKET_POSTINGS
 
 
 @dataclass(frozen=True)
@@ -101,7 +108,8 @@ def lexical_search(scope: Scope, lexemes: list[tuple[str, int]], k: int,
     rows, found = _pruned(scope, statistics, full, probed, k, candidates)
     return LexicalResult(rows, LexicalReport(
         "pruned", read + found["common_postings"], tuple(t.lexeme for t in full), tuple(t.lexeme for t in probed),
-        found["completed"], found["guaranteed"], round(found["impact_floor"], 4)))
+        found["completed"], found["guaranteed"], round(found["impact_floor"], 4), found["left"],
+        found["full_buckets"]))
 
 
 _IMPACT = f"t.tf * {bm25.K1 + 1} / (t.tf + {bm25.K1} * (1 - {bm25.B} + {bm25.B} * t.doc_len / %(avgdl)s))"
@@ -166,11 +174,6 @@ def _pruned(scope: Scope, statistics: "TermStatistics", full: list[bm25.Term], p
         best AS MATERIALIZED ({completed("SELECT chunk_id, score FROM partial WHERE rank <= %(candidates)s")}),
         theta AS MATERIALIZED (
             SELECT coalesce((SELECT score FROM best ORDER BY {SCORE_ORDER} OFFSET %(k)s - 1 LIMIT 1), 0) AS score),
-        contenders AS MATERIALIZED (
-            SELECT p.chunk_id, p.score, p.rank FROM partial p, theta
-            WHERE p.rank > %(candidates)s AND p.score + %(ceiling)s >= theta.score),
-        contenders_done AS MATERIALIZED ({completed(
-            "SELECT chunk_id, score FROM contenders ORDER BY rank LIMIT %(candidates)s")}),
         floor AS MATERIALIZED (SELECT greatest(theta.score / %(probe_weight)s, 1e-9) AS iota FROM theta),
         lengths AS MATERIALIZED (
             SELECT v::real AS tf,
@@ -187,19 +190,36 @@ def _pruned(scope: Scope, statistics: "TermStatistics", full: list[bm25.Term], p
             FROM probe_terms q CROSS JOIN floor
             {impact_read.format(condition=f"t.tf > {IMPACT_TF_STEPS}")} {join}
             WHERE floor.iota < {k1 + 1}),
+        seen AS MATERIALIZED (
+            SELECT h.chunk_id, sum(h.c) AS seen, sum(h.w) AS seen_w FROM impact_postings h GROUP BY h.chunk_id),
+        common_seen AS MATERIALIZED (
+            SELECT s.* FROM seen s WHERE s.chunk_id NOT IN (SELECT chunk_id FROM partial)),
+        common_first AS MATERIALIZED ({completed(
+            "SELECT chunk_id, 0::float8 AS score FROM common_seen ORDER BY seen DESC, chunk_id LIMIT %(first)s")}),
+        theta_after AS MATERIALIZED (
+            SELECT coalesce((SELECT score FROM (SELECT * FROM best UNION ALL SELECT * FROM common_first) s
+                             ORDER BY {SCORE_ORDER} OFFSET %(k)s - 1 LIMIT 1), 0) AS score),
+        contenders AS MATERIALIZED (
+            SELECT p.chunk_id, p.score, p.score + coalesce(s.seen, 0) AS known
+            FROM partial p LEFT JOIN seen s USING (chunk_id), floor, theta_after
+            WHERE p.rank > %(candidates)s AND p.score + least(%(ceiling)s, coalesce(s.seen, 0)
+                  + floor.iota * (%(probe_weight)s - coalesce(s.seen_w, 0))) >= theta_after.score),
+        contenders_done AS MATERIALIZED ({completed(
+            "SELECT chunk_id, score FROM contenders ORDER BY known DESC, chunk_id LIMIT %(candidates)s")}),
         common_only AS MATERIALIZED (
-            SELECT h.chunk_id, sum(h.c) + floor.iota * (%(probe_weight)s - sum(h.w)) AS ceiling
-            FROM impact_postings h, floor, theta
-            WHERE NOT EXISTS (SELECT 1 FROM partial p WHERE p.chunk_id = h.chunk_id)
-            GROUP BY h.chunk_id, floor.iota, theta.score
-            HAVING sum(h.c) + floor.iota * (%(probe_weight)s - sum(h.w)) >= theta.score),
+            SELECT s.chunk_id, s.seen + floor.iota * (%(probe_weight)s - s.seen_w) AS ceiling
+            FROM common_seen s, floor, theta_after
+            WHERE s.seen + floor.iota * (%(probe_weight)s - s.seen_w) >= theta_after.score
+              AND s.chunk_id NOT IN (SELECT chunk_id FROM common_first)),
         common_done AS MATERIALIZED ({completed(
             "SELECT chunk_id, 0::float8 AS score FROM common_only "
             "ORDER BY ceiling DESC, chunk_id LIMIT %(candidates)s")}),
         ranked AS (
-            SELECT * FROM best UNION ALL SELECT * FROM contenders_done UNION ALL SELECT * FROM common_done)
+            SELECT * FROM best UNION ALL SELECT * FROM common_first UNION ALL SELECT * FROM contenders_done
+            UNION ALL SELECT * FROM common_done)
         SELECT chunk_id, score,
-               greatest((SELECT count(*) FROM contenders), (SELECT count(*) FROM common_only)) AS most_open,
+               (SELECT count(*) FROM contenders) AS contenders,
+               (SELECT count(*) FROM common_only) AS common_only,
                (SELECT count(*) FROM (SELECT 1 FROM impact_postings GROUP BY lexeme, bucket
                                       HAVING count(*) >= %(bucket)s) full_buckets) AS full_buckets,
                (SELECT count(*) FROM impact_postings) AS common_postings,
@@ -210,17 +230,19 @@ def _pruned(scope: Scope, statistics: "TermStatistics", full: list[bm25.Term], p
     params = {"full": [t.lexeme for t in full], "full_w": [t.weight(n) for t in full],
               "probe": [t.lexeme for t in probed], "probe_w": [t.weight(n) for t in probed],
               "avgdl": statistics.average_length, "ns": scope.namespace_id, "k": k, "candidates": candidates,
-              "bucket": IMPACT_BUCKET_POSTINGS,
+              "bucket": IMPACT_BUCKET_POSTINGS, "first": FIRST_COMMON,
               "ceiling": probe_weight * (k1 + 1), "probe_weight": probe_weight, **scope_params}
     with read_connection().cursor() as cursor:
         cursor.execute(sql, params)
         fetched = cursor.fetchall()
     if not fetched:
-        return [], {"common_postings": 0, "completed": 0, "guaranteed": True, "impact_floor": 0.0}
-    most_open, full_buckets, common_postings, completed, iota = fetched[0][2:]
+        return [], {"common_postings": 0, "completed": 0, "left": 0, "full_buckets": 0, "guaranteed": True,
+                    "impact_floor": 0.0}
+    contenders, common_only, full_buckets, common_postings, completed, iota = map(float, fetched[0][2:])
+    left = max(0, contenders - candidates) + max(0, common_only - candidates)
     return [ChannelRow(row[0], float(row[1])) for row in fetched], {
-        "common_postings": int(common_postings), "completed": int(completed),
-        "guaranteed": most_open <= candidates and not full_buckets, "impact_floor": float(iota)}
+        "common_postings": int(common_postings), "completed": int(completed), "left": int(left),
+        "full_buckets": int(full_buckets), "guaranteed": not left and not full_buckets, "impact_floor": iota}
 
 
 def _scope_join(scope: Scope) -> tuple[str, dict]:

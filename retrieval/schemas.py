@@ -82,6 +82,8 @@ class LexicalOut(Schema):
     candidates: int
     guaranteed: bool  # the hits are provably exact BM25's top k
     impact_floor: float  # pruned: the least impact of a common term's posting read
+    left_open: int  # pruned: chunks that could still reach the top k but were not completed
+    full_buckets: int  # pruned: (term, frequency) ranges cut short
 
 
 class DocumentOut(Schema):

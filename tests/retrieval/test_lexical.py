@@ -84,6 +84,16 @@ def test_when_more_chunks_could_reach_the_top_k_than_are_completed_no_guarantee_
         assert row.raw == pytest.approx(exact_scores[row.chunk_id], rel=1e-9)
 
 
+def test_a_cut_impact_range_withdraws_the_guarantee(corpus, monkeypatch):
+    lexemes = lexical.query_lexemes("nutmeg pumpkin")
+    whole = lexical.lexical_search(corpus, lexemes, 10, budget=1)  # every pumpkin note is needed
+    assert whole.report.guaranteed and whole.report.full_buckets == 0
+    monkeypatch.setattr(lexical, "IMPACT_BUCKET_POSTINGS", 1)  # one posting per (term, frequency) range
+    cut = lexical.lexical_search(corpus, lexemes, 10, budget=1)
+    assert cut.report.full_buckets > 0 and not cut.report.guaranteed
+    assert cut.report.postings_read < whole.report.postings_read
+
+
 def test_pruning_agrees_with_exact_bm25_on_random_queries_budgets_and_depths():
     import random
 
