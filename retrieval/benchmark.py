@@ -115,10 +115,11 @@ class CorpusBenchmark:
             report["admin"] = admin_latency(self.namespace)
         if options.scale_chunks:
             report["scale"] = self.scale(options.scale_chunks)
+            scaled = report["scale"]["namespace"]
             if options.admin:
-                report["scale"]["admin"] = admin_latency(f"{self.namespace}-scale")
+                report["scale"]["admin"] = admin_latency(scaled)
             if options.lexical_agreement:
-                report["scale"]["lexical_agreement"] = lexical_agreement(f"{self.namespace}-scale", self.query_items,
+                report["scale"]["lexical_agreement"] = lexical_agreement(scaled, self.query_items,
                                                                          options.lexical_agreement)
         return report
 
@@ -253,14 +254,15 @@ class CorpusBenchmark:
 
     def scale(self, target_chunks: int) -> dict:
         """Latency on a copy of the namespace grown to `target_chunks` (built once, reused by later
-        runs): a first pass right after building or reusing it (the document-frequency cache
-        empty) and a second pass (cache warm), with index sizes and build times."""
-        scaled = f"{self.namespace}-scale"
+        runs; one namespace per size, so several sizes can be compared): a first pass right after
+        building or reusing it (the document-frequency cache empty) and a second pass (cache
+        warm), with index sizes and build times."""
+        scaled = f"{self.namespace}-scale-{target_chunks}"
         built = build_scaled_copy(self.namespace, scaled, target_chunks,
                                   lambda done, total: self.progress("scale copies", done, total))
         lexical.DOCUMENT_FREQUENCIES.clear()
         first = self.latency(scaled)
-        return {**self.latency(scaled), "first_pass": first, "chunks": built.chunks,
+        return {**self.latency(scaled), "first_pass": first, "chunks": built.chunks, "namespace": scaled,
                 "copies_built_s": built.copies_seconds, "vector_index_built_s": built.index_seconds,
                 "vector_index": built.index_state, "sizes": index_sizes(scaled)}
 

@@ -128,7 +128,7 @@ def test_kb_bench_scaling_run_reports_both_passes_stages_sizes_and_build_times(t
     call_command("kb_bench", beir=[str(tmp_path / "tiny")], json=True, skip_quality=True, scale_chunks=9)
     out = capsys.readouterr().out.strip().splitlines()
     scale = json.loads(out[-1])["scale"]
-    assert scale["chunks"] >= 9 and scale["vector_index"] == "too-small"
+    assert scale["chunks"] >= 9 and scale["vector_index"] == "too-small" and scale["namespace"].endswith("-scale-9")
     assert scale["first_pass"]["p95_ms"] > 0 and scale["p95_ms"] > 0
     assert {"channels_ms", "vector_ms", "rank_ms", "hydrate_ms", "total_ms"} <= set(scale["stages"])
     assert scale["sizes"]["kb_chunk_term"] > 0 and "vector_index" not in scale["sizes"]
