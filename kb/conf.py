@@ -42,7 +42,7 @@ class KBSettings:
     knowledge_max_bytes: int = 20 * 1024 * 1024
     vector_index_min_chunks: int = 2000
     vector_index_build_memory_mb: int = 4096  # most maintenance_work_mem a vector index build takes
-    lexical_postings_budget: int = 0  # the most postings the lexical channel reads in full; 0: exact, no bound
+    lexical_postings_budget: int = 0  # the most postings the lexical channel reads in full; 0: every term
     replica_max_lag_seconds: float = 5.0  # a read replica further behind than this is not read from
     embedding_query_runtime: str = "onnx"
     model_cache_dir: Path | None = None
