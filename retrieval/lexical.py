@@ -6,7 +6,9 @@ they were found out), so a native BM25 engine could take its place on a server t
 medium namespace, and rare-word queries anywhere): each term's postings are read once and the
 scores summed per chunk.
 
-**Pruned** otherwise: exact BM25's top k without reading the common terms' postings in full.
+**Pruned** otherwise, when the common terms beyond the budget hold more postings than pruning
+costs (each chunk completed costs about COMPLETION_COST_IN_POSTINGS postings read): exact BM25's
+top k without reading the common terms' postings in full.
 1. The rarest terms are read in full, rarest first, while their postings fit the budget (the
    rarest always is). The best `candidates` chunks by that partial score are completed with
    the common terms; the k-th full score among them, θ, is a score the top k must reach.
@@ -39,6 +41,7 @@ from retrieval.channels import ChannelRow, Scope, named_where
 
 MAX_QUERY_LEXEMES = 64
 CANDIDATES_PER_RESULT = 20  # pruned mode: candidates completed per chunk asked for...
+COMPLETION_COST_IN_POSTINGS = 15  # measured: completing a chunk costs about what reading 15 postings does
 MIN_CANDIDATES = 2000  # ...and at least this many (primary-key lookups are cheap; a low θ is not)
 IMPACT_TF_STEPS = 32  # term frequencies the impact index is read at one by one; above, every posting
 FIRST_COMMON = 500  # the chunks the common terms' postings score highest, completed first to raise θ
@@ -100,11 +103,13 @@ def lexical_search(scope: Scope, lexemes: list[tuple[str, int]], k: int,
     if not statistics.terms:
         return empty
     full, probed = plan_terms(statistics.terms, budget)
+    candidates = max(MIN_CANDIDATES, CANDIDATES_PER_RESULT * k)
+    if sum(t.document_frequency for t in probed) < COMPLETION_COST_IN_POSTINGS * candidates:
+        full, probed = list(statistics.terms), []  # pruning would cost more than reading them
     read = sum(t.document_frequency for t in full)
     if not probed:
         rows = _exact(scope, statistics, k)
         return LexicalResult(rows, LexicalReport("exact", read, tuple(t.lexeme for t in full), (), 0, True))
-    candidates = max(MIN_CANDIDATES, CANDIDATES_PER_RESULT * k)
     rows, found = _pruned(scope, statistics, full, probed, k, candidates)
     return LexicalResult(rows, LexicalReport(
         "pruned", read + found["common_postings"], tuple(t.lexeme for t in full), tuple(t.lexeme for t in probed),

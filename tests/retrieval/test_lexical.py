@@ -18,6 +18,15 @@ QUERIES = ["pumpkin soup with nutmeg", "pumpkin harvest", "roast pumpkin cream",
            "nutmeg", "pumpkin"]
 
 
+COMPLETION_COST = lexical.COMPLETION_COST_IN_POSTINGS
+
+
+@pytest.fixture(autouse=True)
+def prune_whenever_the_budget_is_exceeded(monkeypatch):
+    """These corpora are far too small for pruning to pay; the tests prune them all the same."""
+    monkeypatch.setattr(lexical, "COMPLETION_COST_IN_POSTINGS", 0)
+
+
 @pytest.fixture
 def corpus():
     namespace, _ = ingest("tenant:lexical", {**CORPUS, **NOTES})
@@ -31,6 +40,14 @@ def test_terms_are_read_rarest_first_while_they_fit_the_budget():
     full, probed = lexical.plan_terms(terms, budget=1)  # the rarest is always read
     assert [t.lexeme for t in full] == ["nutmeg"] and len(probed) == 2
     assert lexical.plan_terms(terms, budget=None) == (terms, [])
+
+
+def test_pruning_is_skipped_where_reading_the_common_terms_costs_less(corpus, monkeypatch):
+    monkeypatch.setattr(lexical, "COMPLETION_COST_IN_POSTINGS", COMPLETION_COST)
+    lexemes = lexical.query_lexemes("nutmeg pumpkin")
+    result = lexical.lexical_search(corpus, lexemes, 3, budget=1)
+    assert result.report.mode == "exact" and not result.report.probed_terms
+    assert result.rows == lexical.lexical_search(corpus, lexemes, 3).rows
 
 
 def test_within_the_budget_the_channel_is_exact(corpus):
