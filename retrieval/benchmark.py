@@ -275,7 +275,8 @@ def index_sizes(namespace: str) -> dict[str, int]:
         cursor.execute(
             """SELECT c.relname, pg_relation_size(c.oid) FROM pg_class c
                WHERE c.relname = ANY(%s) OR c.relname = %s""",
-            [["kb_chunk", "kb_chunk_term", "kb_chunk_term_pkey", "chunk_search_vector_gin", "kb_document"],
+            [["kb_chunk", "kb_chunk_term", "kb_chunk_term_pkey", "kb_chunk_term_impact", "kb_chunk_term_chunk_terms",
+              "chunk_search_vector_gin", "kb_document"],
              index_name(ns.pk)])
         return {name if name != index_name(ns.pk) else "vector_index": size for name, size in cursor.fetchall()}
 
