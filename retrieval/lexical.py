@@ -110,11 +110,7 @@ def lexical_search(scope: Scope, lexemes: list[tuple[str, int]], k: int,
     if not probed:
         rows = _exact(scope, statistics, k)
         return LexicalResult(rows, LexicalReport("exact", read, tuple(t.lexeme for t in full), (), 0, True))
-    rows, found = _pruned(scope, statistics, full, probed, k, candidates)
-    return LexicalResult(rows, LexicalReport(
-        "pruned", read + found["common_postings"], tuple(t.lexeme for t in full), tuple(t.lexeme for t in probed),
-        found["completed"], found["guaranteed"], round(found["impact_floor"], 4), found["left"],
-        found["full_buckets"]))
+    return _pruned(scope, statistics, full, probed, k, candidates)
 
 
 _IMPACT = f"t.tf * {bm25.K1 + 1} / (t.tf + {bm25.K1} * (1 - {bm25.B} + {bm25.B} * t.doc_len / %(avgdl)s))"
@@ -149,9 +145,9 @@ def _exact(scope: Scope, statistics: "TermStatistics", k: int) -> list[ChannelRo
 
 
 def _pruned(scope: Scope, statistics: "TermStatistics", full: list[bm25.Term], probed: list[bm25.Term], k: int,
-            candidates: int) -> tuple[list[ChannelRow], dict]:
-    """The three steps of the module docstring in one statement: the top k, and what was read
-    and completed to find them."""
+            candidates: int) -> LexicalResult:
+    """The four steps of the module docstring in one statement: the top k, and a report of what
+    was read and completed to find them."""
     n = statistics.chunk_count
     probe_weight = sum(t.weight(n) for t in probed)
     join, scope_params = _scope_join(scope)
@@ -240,14 +236,13 @@ def _pruned(scope: Scope, statistics: "TermStatistics", full: list[bm25.Term], p
     with read_connection().cursor() as cursor:
         cursor.execute(sql, params)
         fetched = cursor.fetchall()
-    if not fetched:
-        return [], {"common_postings": 0, "completed": 0, "left": 0, "full_buckets": 0, "guaranteed": True,
-                    "impact_floor": 0.0}
-    contenders, common_only, full_buckets, common_postings, completed, iota = map(float, fetched[0][2:])
+    contenders, common_only, full_buckets, common_postings, completed, iota = fetched[0][2:] if fetched else (
+        0, 0, 0, 0, 0, 0.0)
     left = max(0, contenders - candidates) + max(0, common_only - candidates)
-    return [ChannelRow(row[0], float(row[1])) for row in fetched], {
-        "common_postings": int(common_postings), "completed": int(completed), "left": int(left),
-        "full_buckets": int(full_buckets), "guaranteed": not left and not full_buckets, "impact_floor": iota}
+    return LexicalResult([ChannelRow(row[0], float(row[1])) for row in fetched], LexicalReport(
+        "pruned", sum(t.document_frequency for t in full) + int(common_postings), tuple(t.lexeme for t in full),
+        tuple(t.lexeme for t in probed), int(completed), not left and not full_buckets, round(float(iota), 4),
+        int(left), int(full_buckets)))
 
 
 def _scope_join(scope: Scope) -> tuple[str, dict]:
