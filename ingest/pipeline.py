@@ -34,6 +34,7 @@ from ingest.report import Outcome, RunReport
 from ingest.services import current_source_revision
 from ingest.store import PendingDocument
 from ingest.uploads import open_stored_file, source_files
+from kb import posting_lists
 from kb.conf import kb_settings
 from kb.errors import DatabaseUnavailable, KBError
 from kb.models import IngestItem, IngestRun, Source
@@ -119,6 +120,7 @@ class IngestPipeline:
         self.report.save(force=True)
         if failed_with is None:
             self._ensure_vector_index()
+            self._ensure_posting_lists()
         self.report.finish(failed_with, self.source_revision)
 
     def _ensure_vector_index(self) -> None:
@@ -129,6 +131,15 @@ class IngestPipeline:
             ensure_namespace_index(self.source.namespace_id)  # logs a build itself
         except DatabaseError as exc:
             logger.warning("vector index for namespace %s not built: %s", self.source.namespace_id, exc)
+
+    def _ensure_posting_lists(self) -> None:
+        """Pack the namespace's postings once it is large enough, or again once a tenth of it
+        changed (kb/posting_lists.py). A failed build costs speed, not results: the lists in force
+        stay exact, and a namespace without them is read from the postings table."""
+        try:
+            posting_lists.ensure(self.source.namespace_id)  # logs a build itself
+        except DatabaseError as exc:
+            logger.warning("posting lists for namespace %s not built: %s", self.source.namespace_id, exc)
 
     def _fail_after_lost_database(self, exc: DatabaseError) -> None:
         """The database went away (restart, failover, network). Every batch is one transaction,

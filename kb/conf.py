@@ -42,16 +42,11 @@ class KBSettings:
     knowledge_max_bytes: int = 20 * 1024 * 1024
     vector_index_min_chunks: int = 2000
     vector_index_build_memory_mb: int = 4096  # most maintenance_work_mem a vector index build takes
-    lexical_postings_budget: int = 0  # the most postings the lexical channel reads in full; 0: every term
+    posting_lists_min_chunks: int = 20000  # a namespace this large gets packed posting lists (kb/posting_lists.py)
     replica_max_lag_seconds: float = 5.0  # a read replica further behind than this is not read from
     embedding_query_runtime: str = "onnx"
     model_cache_dir: Path | None = None
     warm_model: str = ""  # which path of the embedder a process loads at start: query, documents or none
-
-    @property
-    def lexical_budget(self) -> int | None:
-        """The lexical channel's postings budget, None for exact BM25 whatever it costs."""
-        return self.lexical_postings_budget or None
 
 
 @functools.cache
@@ -82,7 +77,7 @@ def kb_settings() -> KBSettings:
         knowledge_max_bytes=settings.KB_KNOWLEDGE_MAX_BYTES,
         vector_index_min_chunks=settings.KB_VECTOR_INDEX_MIN_CHUNKS,
         vector_index_build_memory_mb=settings.KB_VECTOR_INDEX_BUILD_MEMORY_MB,
-        lexical_postings_budget=settings.KB_LEXICAL_POSTINGS_BUDGET,
+        posting_lists_min_chunks=settings.KB_POSTING_LISTS_MIN_CHUNKS,
         replica_max_lag_seconds=settings.KB_REPLICA_MAX_LAG_SECONDS,
         embedding_query_runtime=settings.KB_EMBEDDING_QUERY_RUNTIME.strip().lower(),
         model_cache_dir=Path(settings.KB_MODEL_CACHE_DIR),
@@ -95,7 +90,7 @@ def kb_settings() -> KBSettings:
 MINIMUMS = {  # setting: (KBSettings attribute, least value)
     "KB_VECTOR_INDEX_MIN_CHUNKS": ("vector_index_min_chunks", 1),
     "KB_VECTOR_INDEX_BUILD_MEMORY_MB": ("vector_index_build_memory_mb", 64),
-    "KB_LEXICAL_POSTINGS_BUDGET": ("lexical_postings_budget", 0),  # 0: no bound
+    "KB_POSTING_LISTS_MIN_CHUNKS": ("posting_lists_min_chunks", 1),
     "KB_REPLICA_MAX_LAG_SECONDS": ("replica_max_lag_seconds", 0),
     "KB_CHUNK_TOKENS": ("chunk_tokens", 32),
 }

@@ -198,7 +198,9 @@ KB_KNOWLEDGE_MAX_TARGETS = int(os.environ.get("KB_KNOWLEDGE_MAX_TARGETS", "50"))
 # smaller ones are searched exactly, which is as fast below this size
 KB_VECTOR_INDEX_MIN_CHUNKS = int(os.environ.get("KB_VECTOR_INDEX_MIN_CHUNKS", "2000"))
 KB_VECTOR_INDEX_BUILD_MEMORY_MB = int(os.environ.get("KB_VECTOR_INDEX_BUILD_MEMORY_MB", "4096"))
-KB_LEXICAL_POSTINGS_BUDGET = int(os.environ.get("KB_LEXICAL_POSTINGS_BUDGET", "0"))
+# a namespace with at least this many chunks gets packed posting lists for the lexical channel
+# (kb/posting_lists.py); smaller ones are read from the postings table, as fast below this size
+KB_POSTING_LISTS_MIN_CHUNKS = int(os.environ.get("KB_POSTING_LISTS_MIN_CHUNKS", "20000"))
 KB_REPLICA_MAX_LAG_SECONDS = float(os.environ.get("KB_REPLICA_MAX_LAG_SECONDS", "5"))
 KB_KNOWLEDGE_MAX_BYTES = int(os.environ.get("KB_KNOWLEDGE_MAX_BYTES", str(20 * 1024 * 1024)))
 

@@ -22,6 +22,7 @@ from ingest.embed import get_embedder
 from ingest.services import ingest_texts
 from django.db import connection
 
+from kb import posting_lists
 from kb.models import Document, IngestRun, Namespace, Source
 from kb.vector_index import index_name
 from retrieval import channels, lexical
@@ -57,7 +58,7 @@ class BenchOptions:
     fresh: bool = False  # delete the namespace's documents first, so ingest throughput is measured
     rule_effects: bool = False
     scale_chunks: int = 0
-    lexical_agreement: int = 0  # a postings budget: compare the lexical channel pruned after it with exact BM25
+    lexical_agreement: bool = False  # compare the lexical channel's packed read with the postings table's
     admin: bool = False  # also time the curator's changelists
 
 
@@ -110,7 +111,7 @@ class CorpusBenchmark:
             report["ingest_vs_embed"] = round(ingest["ingest_docs_per_s"] / report["embed_docs_per_s"], 3)
         on_report(report)
         if options.lexical_agreement:
-            report["lexical_agreement"] = lexical_agreement(self.namespace, self.query_items, options.lexical_agreement)
+            report["lexical_agreement"] = lexical_agreement(self.namespace, self.query_items)
         if options.admin:
             report["admin"] = admin_latency(self.namespace)
         if options.scale_chunks:
@@ -119,8 +120,7 @@ class CorpusBenchmark:
             if options.admin:
                 report["scale"]["admin"] = admin_latency(scaled)
             if options.lexical_agreement:
-                report["scale"]["lexical_agreement"] = lexical_agreement(scaled, self.query_items,
-                                                                         options.lexical_agreement)
+                report["scale"]["lexical_agreement"] = lexical_agreement(scaled, self.query_items)
         return report
 
     # --- ingest ---------------------------------------------------------------------------------
@@ -264,7 +264,8 @@ class CorpusBenchmark:
         first = self.latency(scaled)
         return {**self.latency(scaled), "first_pass": first, "chunks": built.chunks, "namespace": scaled,
                 "copies_built_s": built.copies_seconds, "vector_index_built_s": built.index_seconds,
-                "vector_index": built.index_state, "sizes": index_sizes(scaled)}
+                "vector_index": built.index_state, "posting_lists_built_s": built.lists_seconds,
+                "posting_lists": built.lists_state, "sizes": index_sizes(scaled)}
 
 
 def index_sizes(namespace: str) -> dict[str, int]:
@@ -273,9 +274,10 @@ def index_sizes(namespace: str) -> dict[str, int]:
     ns = Namespace.objects.get(slug=namespace)
     with connection.cursor() as cursor:
         cursor.execute(
-            """SELECT c.relname, pg_relation_size(c.oid) FROM pg_class c
+            """SELECT c.relname, CASE WHEN c.relname = 'kb_posting_list' THEN pg_total_relation_size(c.oid)
+                                       ELSE pg_relation_size(c.oid) END FROM pg_class c
                WHERE c.relname = ANY(%s) OR c.relname = %s""",
-            [["kb_chunk", "kb_chunk_term", "kb_chunk_term_pkey", "kb_chunk_term_impact", "kb_chunk_term_chunk_terms",
+            [["kb_chunk", "kb_chunk_term", "kb_chunk_term_pkey", "kb_chunk_term_chunk", "kb_posting_list",
               "chunk_search_vector_gin", "kb_document"],
              index_name(ns.pk)])
         return {name if name != index_name(ns.pk) else "vector_index": size for name, size in cursor.fetchall()}
@@ -330,44 +332,51 @@ def timed_get(client, url: str, query: dict | None = None) -> float:
     return elapsed
 
 
-def lexical_agreement(namespace: str, query_items, budget: int, depth: int = AGREEMENT_DEPTH) -> dict:
-    """The lexical channel pruned after `budget` postings against exact BM25 on every query,
-    at the ranker's depth: the share of exact's top `depth` the pruned list holds (mean, and the
-    lowest), how often it was guaranteed exact, postings read, and each mode's latency
-    (statistics and channel, without embedding), with a cold and a warm document-frequency cache."""
+def lexical_agreement(namespace: str, query_items, depth: int = AGREEMENT_DEPTH) -> dict:
+    """The lexical channel read from the namespace's packed posting lists against the same BM25
+    summed by PostgreSQL over the postings table, on every query at the ranker's depth: the share
+    of the table's top `depth` the packed read returns (mean, and the lowest), the largest score
+    difference, postings read, and each read's latency (statistics and channel, without
+    embedding), with a cold and a warm document-frequency cache. A namespace below the lists'
+    threshold gets them for the comparison only."""
     ns = Namespace.objects.get(slug=namespace)
+    temporary = posting_lists.state(ns.id) is None and posting_lists.build(ns.id) == "built"
     scope = channels.Scope(ns.id)
     texts = [text for _, text in query_items]
     lexemes = {text: lexical.query_lexemes(text) for text in texts}
-    report: dict = {"namespace": namespace, "budget": budget, "depth": depth}
+    report: dict = {"namespace": namespace, "depth": depth,
+                    "posting_lists": "built for this comparison" if temporary else "in force"}
     for cache in ("cold", "warm"):
-        timings = {"exact": [], "pruned": []}
-        overlaps, guaranteed, pruned_queries, read_pruned, read_exact = [], 0, 0, [], []
+        timings: dict[str, list[float]] = {"table": [], "packed": []}
+        overlaps, packed_queries, read, largest_difference = [], 0, [], 0.0
         for text in texts:
-            if cache == "cold":  # each mode counts the document frequencies itself
+            if cache == "cold":  # each read counts the document frequencies itself
                 lexical.DOCUMENT_FREQUENCIES.clear()
             started = time.perf_counter()
-            exact = lexical.lexical_search(scope, lexemes[text], depth, budget=None)
-            timings["exact"].append((time.perf_counter() - started) * 1000)
+            table = lexical.lexical_search(scope, lexemes[text], depth, packed=False)
+            timings["table"].append((time.perf_counter() - started) * 1000)
             if cache == "cold":
                 lexical.DOCUMENT_FREQUENCIES.clear()
             started = time.perf_counter()
-            pruned = lexical.lexical_search(scope, lexemes[text], depth, budget=budget)
-            timings["pruned"].append((time.perf_counter() - started) * 1000)
-            truth = {row.chunk_id for row in exact.rows}
+            packed = lexical.lexical_search(scope, lexemes[text], depth)
+            timings["packed"].append((time.perf_counter() - started) * 1000)
+            truth = {row.chunk_id: row.raw for row in table.rows}
             if truth:
-                overlaps.append(len(truth & {row.chunk_id for row in pruned.rows}) / len(truth))
-            pruned_queries += pruned.report.mode == "pruned"
-            guaranteed += pruned.report.guaranteed
-            read_pruned.append(pruned.report.postings_read)
-            read_exact.append(exact.report.postings_read)
+                overlaps.append(len(truth.keys() & {row.chunk_id for row in packed.rows}) / len(truth))
+            largest_difference = max([largest_difference] + [abs(row.raw - truth[row.chunk_id])
+                                                             for row in packed.rows if row.chunk_id in truth])
+            packed_queries += packed.report.mode == "packed"
+            read.append(table.report.postings_read)
         report[cache] = {
             "overlap_mean": round(sum(overlaps) / max(len(overlaps), 1), 5),
             "overlap_min": round(min(overlaps, default=1), 4),
-            "queries_pruned": pruned_queries, "queries_guaranteed": guaranteed, "queries": len(texts),
-            "postings_read": {"exact": _quantiles(read_exact), "pruned": _quantiles(read_pruned)},
+            "largest_score_difference": largest_difference,
+            "queries_packed": packed_queries, "queries": len(texts),
+            "postings_read": _quantiles(read),
             "latency_ms": {mode: percentiles(samples) for mode, samples in timings.items()},
         }
+    if temporary:
+        posting_lists.drop(ns.id)
     return report
 
 

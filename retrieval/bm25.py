@@ -1,9 +1,9 @@
-"""BM25 parameters, term weights and the document-frequency cache for the lexical channel:
-pure, no SQL.
+"""BM25 parameters, term weights, in-memory scoring of packed postings and the document-frequency
+cache for the lexical channel: pure, no SQL.
 
 The channel computes each query term's weight (query term frequency × IDF) here from the
-namespace's statistics, then PostgreSQL sums `weight · tf·(k1+1) / (tf + k1·(1 − b + b·len/avglen))`
-over the postings in one pass.
+namespace's statistics; then `weight · tf·(k1+1) / (tf + k1·(1 − b + b·len/avglen))` is summed
+over the postings, by PostgreSQL for the postings table or here for packed lists.
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 import threading
 from dataclasses import dataclass
+
+import numpy as np
 
 K1 = 0.9  # Anserini/Pyserini defaults, not tuned to any corpus
 B = 0.4
@@ -70,3 +72,50 @@ class DocumentFrequencyCache:
                 self._entries.clear()
                 merged = dict(counts)
             self._entries[namespace_id] = (generation, merged)
+
+
+def score_postings(packed, current, changed_ids: np.ndarray, weights: dict[str, float],
+                   avgdl: float) -> tuple[np.ndarray, np.ndarray]:
+    """Every matched chunk's BM25 score from postings held as arrays (kb/posting_lists.py):
+    (chunk ids, scores), unordered. `packed` postings of chunks in `changed_ids` are ignored;
+    `current` holds those chunks' postings as they are now, and those of newer chunks."""
+    ids, scores = _summed(packed, weights, avgdl)
+    if len(changed_ids) and len(ids):
+        keep = ~np.isin(ids, changed_ids)
+        ids, scores = ids[keep], scores[keep]
+    fresh_ids, fresh_scores = _summed(current, weights, avgdl)
+    return np.concatenate([ids, fresh_ids]), np.concatenate([scores, fresh_scores])
+
+
+def _summed(postings, weights: dict[str, float], avgdl: float) -> tuple[np.ndarray, np.ndarray]:
+    """Sum each chunk's weighted impacts over the terms: (distinct chunk ids, their sums)."""
+    if not postings:
+        return np.empty(0, np.int64), np.empty(0, np.float64)
+    ids = np.concatenate([p.chunk_ids for p in postings])
+    scores = np.concatenate([weights[p.lexeme] * (p.tfs * (K1 + 1) / (p.tfs + K1 * (1 - B + B * p.lengths / avgdl)))
+                             for p in postings])
+    if not len(ids):
+        return ids, scores
+    low, high = int(ids.min()), int(ids.max())
+    if high - low <= 4 * len(ids) + 1024:  # dense ids (a namespace ingested in bulk): sum into one array
+        sums = np.bincount(ids - low, weights=scores, minlength=high - low + 1)
+        present = np.bincount(ids - low, minlength=high - low + 1) > 0
+        found = np.flatnonzero(present)
+        return found + low, sums[found]
+    found, where = np.unique(ids, return_inverse=True)
+    return found, np.bincount(where, weights=scores, minlength=len(found))
+
+
+def best_first(ids: np.ndarray, scores: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The `n` best (ids, scores), best first, in the order the SQL channel ranks: score rounded
+    to 1e-6 descending (sums in another order differ in the last bits), then chunk id. Every id
+    tied with the n-th is kept, so a caller that filters the prefix never loses one to a tie."""
+    if not len(ids):
+        return ids, scores
+    rounded = np.floor(scores * 1e6 + 0.5)
+    if n < len(ids):
+        kth = np.partition(-rounded, n - 1)[n - 1]
+        chosen = np.flatnonzero(-rounded <= kth)
+        ids, scores, rounded = ids[chosen], scores[chosen], rounded[chosen]
+    order = np.lexsort((ids, -rounded))
+    return ids[order], scores[order]

@@ -17,6 +17,7 @@ from typing import Callable
 from django.db import connection, transaction
 
 from kb.models import Namespace, Source
+from kb import posting_lists
 from kb.vector_index import ensure_namespace_index
 
 
@@ -29,6 +30,8 @@ class ScaledCopy:
     copies_seconds: float  # writing the copies this time (0 when the namespace was already that large)
     index_seconds: float  # building its vector index this time (0 when it existed)
     index_state: str  # what ensure_namespace_index did: built, exists, ...
+    lists_seconds: float  # building its packed posting lists this time (0 when they were current)
+    lists_state: str  # what posting_lists.ensure did: built, current, ...
 
 
 def build_scaled_copy(base_namespace: str, target_namespace: str, target_chunks: int,
@@ -83,10 +86,13 @@ def build_scaled_copy(base_namespace: str, target_namespace: str, target_chunks:
     started = time.perf_counter()
     index_state = ensure_namespace_index(target.id)
     index_seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    lists_state = posting_lists.ensure(target.id)
+    lists_seconds = time.perf_counter() - started
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE kb_chunk")
         cursor.execute("ANALYZE kb_chunk_term")
         cursor.execute("SELECT count(*) FROM kb_chunk WHERE namespace_id = %s", [target.id])
         chunks = cursor.fetchone()[0]
     return ScaledCopy(chunks, round(copies_seconds, 1), round(index_seconds, 1) if index_state != "exists" else 0.0,
-                      index_state)
+                      index_state, round(lists_seconds, 1) if lists_state == "built" else 0.0, lists_state)

@@ -75,15 +75,10 @@ class FusionOut(Schema):
 class LexicalOut(Schema):
     """How the lexical channel found its hits (retrieval/lexical.py)."""
 
-    mode: str  # exact | pruned
+    mode: str  # packed (the namespace's packed posting lists) | table (the postings table)
     postings_read: int
-    full_terms: list[str]
-    probed_terms: list[str]  # pruned: the common terms, read only above the impact floor
-    candidates: int
-    guaranteed: bool  # the hits are provably exact BM25's top k
-    impact_floor: float  # pruned: the least impact of a common term's posting read
-    left_open: int  # pruned: chunks that could still reach the top k but were not completed
-    full_buckets: int  # pruned: (term, frequency) ranges cut short
+    terms: list[str]  # the query's lexemes the namespace holds
+    changed_chunks: int  # packed: chunks changed since the lists were built, read from the table
 
 
 class DocumentOut(Schema):

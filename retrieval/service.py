@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from ingest.embed import get_embedder
-from kb.conf import kb_settings
 from kb.models import Namespace, QueryLog
 from kb.replicas import on_replica, read_alias
 from retrieval import channels as ch
@@ -34,7 +33,6 @@ SECTIONS_PER_DOCUMENT = 3
 SECTIONS_PER_GROUPED_DOCUMENT = 4  # chunks ranked per document asked for when grouping
 GROUPINGS = ("chunk", "document")
 LOOKUP_LIMIT = 200  # chunks per namespace a word lookup returns
-LOOKUP_BUDGET = 20_000  # postings a word lookup reads in full per namespace
 
 
 @dataclass(frozen=True)
@@ -214,7 +212,7 @@ def _gather(plan: _Plan, channels: tuple[str, ...], query_vector, timings: dict[
         statistics, words = None, None
         if LEXICAL in channels:
             statistics = lexical.term_statistics(scope, lexemes)
-            words = lexical.lexical_search(scope, lexemes, depth, statistics, kb_settings().lexical_budget)
+            words = lexical.lexical_search(scope, lexemes, depth, statistics)
         lists: dict[str, list[ch.ChannelRow]] = {
             LEXICAL: words.rows if words else [],
             NAMES: ch.names_channel(scope, features.name_keys) if NAMES in channels else [],
@@ -260,12 +258,12 @@ def _result(plan: _Plan, ranking, found: _Found, timings: dict[str, float]) -> S
 
 
 def matching_chunk_ids(namespace_ids, text: str, limit: int = LOOKUP_LIMIT) -> list[int]:
-    """The chunks whose words match `text` best in each namespace, by the lexical channel pruned
-    after LOOKUP_BUDGET postings per namespace: a lookup (the admin's chunk search)."""
+    """The chunks whose words match `text` best in each namespace, by the lexical channel: a
+    lookup (the admin's chunk search)."""
     lexemes = lexical.query_lexemes(text)
     found: list[int] = []
     for namespace_id in namespace_ids:
-        rows = lexical.lexical_search(ch.Scope(int(namespace_id)), lexemes, limit, budget=LOOKUP_BUDGET).rows
+        rows = lexical.lexical_search(ch.Scope(int(namespace_id)), lexemes, limit).rows
         found += [row.chunk_id for row in rows]
     return found
 

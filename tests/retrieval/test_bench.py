@@ -6,7 +6,8 @@ import math
 import pytest
 from django.core.management import call_command
 
-from kb.models import FusionCalibration
+from kb import posting_lists
+from kb.models import FusionCalibration, Namespace
 from retrieval.bench import load_beir, mrr_at, ndcg_at, percentiles, recall_at
 from retrieval.fusion import WEIGHT_GRID
 
@@ -90,12 +91,15 @@ def test_kb_bench_runs_end_to_end_and_prints_one_json_object(tmp_path, capsys):
                  lexical_agreement=1, admin=True)
     out = capsys.readouterr().out.strip().splitlines()
     again, other = json.loads(out[-1])["corpora"]
-    agreement = again["lexical_agreement"]  # a budget of one posting: pruned wherever a query has two terms
-    assert agreement["budget"] == 1 and set(agreement) >= {"cold", "warm"}
+    agreement = again["lexical_agreement"]  # the tiny corpus gets packed lists for the comparison only
+    assert agreement["posting_lists"] == "built for this comparison" and set(agreement) >= {"cold", "warm"}
     for cache in ("cold", "warm"):
-        assert 0 < agreement[cache]["overlap_mean"] <= 1 and agreement[cache]["queries"] == 2
-        assert agreement[cache]["postings_read"]["pruned"]["p50"] <= agreement[cache]["postings_read"]["exact"]["p50"]
-    assert any(line.startswith("lexical channel on bench-tiny, budget 1 postings") for line in out)
+        c = agreement[cache]
+        assert c["overlap_mean"] == c["overlap_min"] == 1 and c["queries"] == c["queries_packed"] == 2
+        assert c["largest_score_difference"] < 1e-9 and c["postings_read"]["p50"] > 0
+    assert posting_lists.state(Namespace.objects.get(slug="bench-tiny").id) is None  # dropped again
+    assert any(line.startswith("lexical channel on bench-tiny (posting lists built for this comparison)")
+               for line in out)
     pages = again["admin"]
     assert pages["namespace"] == "bench-tiny" and pages["chunk search"]["median_ms"] > 0
     assert any(line.startswith("admin pages over bench-tiny") for line in out)
@@ -132,6 +136,7 @@ def test_kb_bench_scaling_run_reports_both_passes_stages_sizes_and_build_times(t
     assert scale["first_pass"]["p95_ms"] > 0 and scale["p95_ms"] > 0
     assert {"channels_ms", "vector_ms", "rank_ms", "hydrate_ms", "total_ms"} <= set(scale["stages"])
     assert scale["sizes"]["kb_chunk_term"] > 0 and "vector_index" not in scale["sizes"]
+    assert scale["posting_lists"] == "too-small" and scale["posting_lists_built_s"] == 0
     assert any(line.startswith("scaling run (") and "first pass" in line for line in out)
     assert any(line.startswith("copies written in") for line in out)
 

@@ -1,9 +1,14 @@
-"""The lexical channel's two modes against real PostgreSQL: exact BM25, and the pruned mode that
-reads the rarest terms in full and the common ones only where they could change the top k."""
+"""The lexical channel's two reads against real PostgreSQL: the namespace's packed posting lists
+(kb/posting_lists.py) and the postings table must give the same BM25 top k, before and after
+inserts, updates and deletes, in every scope."""
+
+import random
 
 import pytest
+from django.db import connection
 
-from retrieval import bm25
+from kb import posting_lists
+from kb.models import Chunk, Document
 from retrieval import channels as ch
 from retrieval import lexical
 from tests.corpus import CORPUS, ingest
@@ -15,16 +20,7 @@ NOTES = {f"note{i}": (f"Pumpkin note {i}", f"Pumpkin harvest log {i}: the pumpki
                                           + (" and the soup used nutmeg" if i % 7 == 0 else "") + ".")
          for i in range(24)}
 QUERIES = ["pumpkin soup with nutmeg", "pumpkin harvest", "roast pumpkin cream", "qwen model pumpkin",
-           "nutmeg", "pumpkin"]
-
-
-COMPLETION_COST = lexical.COMPLETION_COST_IN_POSTINGS
-
-
-@pytest.fixture(autouse=True)
-def prune_whenever_the_budget_is_exceeded(monkeypatch):
-    """These corpora are far too small for pruning to pay; the tests prune them all the same."""
-    monkeypatch.setattr(lexical, "COMPLETION_COST_IN_POSTINGS", 0)
+           "nutmeg", "pumpkin", "no such words here"]
 
 
 @pytest.fixture
@@ -33,112 +29,155 @@ def corpus():
     return ch.Scope(namespace.id)
 
 
-def test_terms_are_read_rarest_first_while_they_fit_the_budget():
-    terms = [bm25.Term("pumpkin", 1, 26), bm25.Term("nutmeg", 1, 4), bm25.Term("soup", 1, 5)]
-    full, probed = lexical.plan_terms(terms, budget=10)
-    assert [t.lexeme for t in full] == ["nutmeg", "soup"] and [t.lexeme for t in probed] == ["pumpkin"]
-    full, probed = lexical.plan_terms(terms, budget=1)  # the rarest is always read
-    assert [t.lexeme for t in full] == ["nutmeg"] and len(probed) == 2
-    assert lexical.plan_terms(terms, budget=None) == (terms, [])
-
-
-def test_pruning_is_skipped_where_reading_the_common_terms_costs_less(corpus, monkeypatch):
-    monkeypatch.setattr(lexical, "COMPLETION_COST_IN_POSTINGS", COMPLETION_COST)
-    lexemes = lexical.query_lexemes("nutmeg pumpkin")
-    result = lexical.lexical_search(corpus, lexemes, 3, budget=1)
-    assert result.report.mode == "exact" and not result.report.probed_terms
-    assert result.rows == lexical.lexical_search(corpus, lexemes, 3).rows
-
-
-def test_within_the_budget_the_channel_is_exact(corpus):
-    lexemes = lexical.query_lexemes("pumpkin soup with nutmeg")
-    result = lexical.lexical_search(corpus, lexemes, 10, budget=10_000)
-    assert result.report.mode == "exact" and result.report.guaranteed and not result.report.probed_terms
-    assert result.rows == lexical.lexical_channel(corpus, lexemes, 10)  # budget None: exact as well
-    assert result.report.postings_read == sum(t.document_frequency for t in lexical.term_statistics(
-        corpus, lexemes).terms)
-
-
-@pytest.mark.parametrize("query", QUERIES)
-@pytest.mark.parametrize("k", [1, 3, 10])
-def test_the_pruned_mode_returns_exact_bm25s_top_k(corpus, query, k):
+def both_reads(scope, query, k):
+    """(packed, table) results of one query; the document frequencies counted afresh for each."""
     lexemes = lexical.query_lexemes(query)
-    exact = lexical.lexical_search(corpus, lexemes, k)
-    pruned = lexical.lexical_search(corpus, lexemes, k, budget=1)
-    assert [r.chunk_id for r in pruned.rows] == [r.chunk_id for r in exact.rows]
-    assert [r.raw for r in pruned.rows] == pytest.approx([r.raw for r in exact.rows], rel=1e-9)
-    assert pruned.report.guaranteed
-    if pruned.report.mode == "pruned":
-        assert set(pruned.report.full_terms).isdisjoint(pruned.report.probed_terms)
-        assert pruned.report.postings_read <= exact.report.postings_read
+    lexical.DOCUMENT_FREQUENCIES.clear()
+    packed = lexical.lexical_search(scope, lexemes, k)
+    lexical.DOCUMENT_FREQUENCIES.clear()
+    table = lexical.lexical_search(scope, lexemes, k, packed=False)
+    return packed, table
 
 
-def test_a_common_term_is_read_only_where_it_could_lift_a_chunk_into_the_top_k(corpus):
-    lexemes = lexical.query_lexemes("nutmeg pumpkin")
-    statistics = lexical.term_statistics(corpus, lexemes)
-    frequency = {t.lexeme: t.document_frequency for t in statistics.terms}
-    top = lexical.lexical_search(corpus, lexemes, 3, budget=1)
-    assert top.report.mode == "pruned" and top.report.full_terms == ("nutmeg",)
-    assert top.report.probed_terms == ("pumpkin",)
-    # three nutmeg notes outscore any note "pumpkin" alone matches: no pumpkin posting is read
-    assert top.report.postings_read == frequency["nutmeg"] and top.report.impact_floor > bm25.K1 + 1
-    assert top.rows == lexical.lexical_search(corpus, lexemes, 3).rows
-    # ten results need pumpkin-only notes too (five chunks hold nutmeg): they are found, not missed
-    ten = lexical.lexical_search(corpus, lexemes, 10, budget=1)
-    exact = lexical.lexical_search(corpus, lexemes, 10)
-    assert ten.report.guaranteed and len(ten.rows) == 10
-    assert [r.chunk_id for r in ten.rows] == [r.chunk_id for r in exact.rows]
+def assert_same(packed, table, context=""):
+    assert [r.chunk_id for r in packed.rows] == [r.chunk_id for r in table.rows], context
+    assert [r.raw for r in packed.rows] == pytest.approx([r.raw for r in table.rows], rel=1e-9), context
 
 
-def test_when_more_chunks_could_reach_the_top_k_than_are_completed_no_guarantee_is_given(corpus, monkeypatch):
-    monkeypatch.setattr(lexical, "MIN_CANDIDATES", 1)
-    monkeypatch.setattr(lexical, "CANDIDATES_PER_RESULT", 1)
-    lexemes = lexical.query_lexemes("pumpkin harvest")
-    pruned = lexical.lexical_search(corpus, lexemes, 2, budget=1)
-    exact_scores = {r.chunk_id: r.raw for r in lexical.lexical_search(corpus, lexemes, 1000).rows}
-    assert pruned.report.mode == "pruned" and not pruned.report.guaranteed
-    for row in pruned.rows:  # still each chunk's full BM25
-        assert row.raw == pytest.approx(exact_scores[row.chunk_id], rel=1e-9)
+def table_frequency(namespace_id, lexeme):
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM kb_chunk_term WHERE namespace_id = %s AND lexeme = %s",
+                       [namespace_id, lexeme])
+        return cursor.fetchone()[0]
 
 
-def test_a_cut_impact_range_withdraws_the_guarantee(corpus, monkeypatch):
-    lexemes = lexical.query_lexemes("nutmeg pumpkin")
-    whole = lexical.lexical_search(corpus, lexemes, 10, budget=1)  # every pumpkin note is needed
-    assert whole.report.guaranteed and whole.report.full_buckets == 0
-    monkeypatch.setattr(lexical, "IMPACT_BUCKET_POSTINGS", 1)  # one posting per (term, frequency) range
-    cut = lexical.lexical_search(corpus, lexemes, 10, budget=1)
-    assert cut.report.full_buckets > 0 and not cut.report.guaranteed
-    assert cut.report.postings_read < whole.report.postings_read
+def test_without_lists_the_table_is_read(corpus):
+    result = lexical.lexical_search(corpus, lexical.query_lexemes("pumpkin soup with nutmeg"), 10)
+    assert result.report.mode == "table" and result.rows
+    assert posting_lists.read(corpus.namespace_id, ["pumpkin"]) is None
 
 
-def test_pruning_agrees_with_exact_bm25_on_random_queries_budgets_and_depths():
-    import random
+@pytest.mark.parametrize("k", [1, 3, 10, 100])
+def test_packed_lists_give_the_tables_top_k(corpus, k):
+    assert posting_lists.build(corpus.namespace_id) == "built"
+    for query in QUERIES:
+        packed, table = both_reads(corpus, query, k)
+        assert table.report.mode == "table"
+        assert packed.report.mode == ("packed" if packed.report.terms else "table")  # no known word: nothing read
+        assert_same(packed, table, query)
+        assert packed.report.postings_read == table.report.postings_read  # every posting of every term
+        assert packed.report.changed_chunks == 0
 
+
+def test_the_lists_stay_exact_under_inserts_updates_and_deletes(corpus):
+    posting_lists.build(corpus.namespace_id)
+    # insert: a new document's chunks are newer than the lists
+    ingest("tenant:lexical", {"late": ("Late pumpkin", "A late pumpkin soup with nutmeg and more nutmeg.")},
+           source_name="late")
+    late = Chunk.objects.get(document__ref="late")
+    packed, table = both_reads(corpus, "pumpkin soup with nutmeg", 10)
+    assert_same(packed, table)
+    assert late.pk in [r.chunk_id for r in packed.rows]
+    # frequencies from the lists plus the newer chunks, as the table counts them
+    statistics = lexical.term_statistics(corpus, lexical.query_lexemes("nutmeg"))
+    assert statistics.terms[0].document_frequency == table_frequency(corpus.namespace_id, "nutmeg")
+    # update: a chunk the lists hold gets other words; its packed postings must not count
+    note = Chunk.objects.get(document__ref="note14")
+    Chunk.objects.filter(pk=note.pk).update(text="Nutmeg nutmeg nutmeg, nothing else grew this year.")
+    # delete: a document the lists hold goes
+    Document.objects.filter(ref="note7").delete()
+    for query in QUERIES + ["nothing else grew"]:
+        for k in (1, 5, 50):
+            packed, table = both_reads(corpus, query, k)
+            assert packed.report.mode == ("packed" if packed.report.terms else "table")
+            assert_same(packed, table, (query, k))
+    packed, _ = both_reads(corpus, "nutmeg", 50)
+    assert packed.report.changed_chunks == 2  # the updated chunk and the deleted one
+    ids = [r.chunk_id for r in packed.rows]
+    assert ids[0] == note.pk and not Chunk.objects.filter(document__ref="note7").exists()
+    # with changes recorded, frequencies are counted from the table again
+    statistics = lexical.term_statistics(corpus, lexical.query_lexemes("nutmeg pumpkin"))
+    assert {t.lexeme: t.document_frequency for t in statistics.terms} == {
+        lexeme: table_frequency(corpus.namespace_id, lexeme) for lexeme in ("nutmeg", "pumpkin")}
+    # a rebuild absorbs the changes
+    assert posting_lists.build(corpus.namespace_id) == "built"
+    packed, table = both_reads(corpus, "nutmeg", 50)
+    assert packed.report.changed_chunks == 0
+    assert_same(packed, table)
+
+
+def test_the_lists_keep_the_scope(corpus):
+    posting_lists.build(corpus.namespace_id)
+    lexemes = lexical.query_lexemes("pumpkin soup with nutmeg")
+    for ref in ("note7", "note8", "pumpkin"):
+        chunk = Chunk.objects.get(document__ref=ref)
+        scoped = ch.Scope(corpus.namespace_id, document_ids=(chunk.document_id,))
+        assert [r.chunk_id for r in lexical.lexical_search(scoped, lexemes, 10).rows] == [chunk.pk]
+
+
+def test_a_scope_is_checked_in_growing_batches_until_k_are_found(corpus, monkeypatch):
+    monkeypatch.setattr(lexical, "FIRST_SCOPE_BATCH", 1)  # one chunk first, then 16, then 256
+    posting_lists.build(corpus.namespace_id)
+    _, late_source = ingest("tenant:lexical", {f"late{i}": (f"Late {i}", f"Late pumpkin {i} with nutmeg.")
+                                               for i in range(20)}, source_name="late")
+    scoped = ch.Scope(corpus.namespace_id, source_ids=(late_source.id,))
+    for query in ("pumpkin", "pumpkin harvest", "nutmeg soup"):
+        for k in (1, 3, 30):
+            packed, table = both_reads(scoped, query, k)
+            assert_same(packed, table, (query, k))
+            assert {Chunk.objects.get(pk=r.chunk_id).document.source_id for r in packed.rows} <= {late_source.id}
+
+
+def test_lists_and_table_agree_on_random_queries_depths_and_writes():
     rng = random.Random(18)
     words = [f"w{i}" for i in range(40)]
     zipf = [1 / (rank + 1) for rank in range(len(words))]  # a few very common words, a long rare tail
-    texts = {f"doc{d}": (f"Doc {d}", " ".join(rng.choices(words, zipf, k=rng.randint(3, 40))) + ".")
-             for d in range(120)}
-    namespace, _ = ingest("tenant:lexical-random", texts)
+
+    def texts(prefix, count):
+        return {f"{prefix}{d}": (f"Doc {d}", " ".join(rng.choices(words, zipf, k=rng.randint(3, 40))) + ".")
+                for d in range(count)}
+
+    namespace, _ = ingest("tenant:lexical-random", texts("doc", 120))
     scope = ch.Scope(namespace.id)
-    for _ in range(150):
-        query = " ".join(rng.choices(words, zipf, k=rng.randint(2, 6)))
-        k, budget = rng.choice([1, 5, 20, 60]), rng.choice([1, 10, 50, 200])
-        lexemes = lexical.query_lexemes(query)
-        exact = lexical.lexical_search(scope, lexemes, k)
-        pruned = lexical.lexical_search(scope, lexemes, k, budget=budget)
-        assert pruned.report.guaranteed, (query, k, budget)
-        assert [r.chunk_id for r in pruned.rows] == [r.chunk_id for r in exact.rows], (query, k, budget)
+    posting_lists.build(namespace.id)
+    for round_ in range(4):
+        for _ in range(40):
+            query = " ".join(rng.choices(words, zipf, k=rng.randint(1, 6)))
+            k = rng.choice([1, 5, 20, 60, 200])
+            packed, table = both_reads(scope, query, k)
+            assert packed.report.mode == ("packed" if packed.report.terms else "table")
+            assert_same(packed, table, (round_, query, k))
+        # writes between rounds: new documents, rewritten chunks, deleted documents
+        ingest("tenant:lexical-random", texts(f"r{round_}-", 10), source_name=f"round {round_}")
+        for chunk in rng.sample(list(Chunk.objects.filter(namespace=namespace)), 8):
+            Chunk.objects.filter(pk=chunk.pk).update(text=" ".join(rng.choices(words, zipf, k=rng.randint(3, 30))))
+        Document.objects.filter(pk__in=[d.pk for d in rng.sample(list(Document.objects.filter(
+            namespace=namespace)), 5)]).delete()
 
 
-def test_the_pruned_mode_keeps_the_scope(corpus):
-    from kb.models import Chunk
+def test_ensure_builds_at_the_threshold_and_an_ingest_run_rebuilds_after_a_tenth_changed(corpus):
+    chunks = Chunk.objects.filter(namespace_id=corpus.namespace_id).count()
+    assert posting_lists.ensure(corpus.namespace_id, min_chunks=chunks + 1) == "too-small"
+    assert posting_lists.state(corpus.namespace_id) is None
+    assert posting_lists.ensure(corpus.namespace_id, min_chunks=chunks) == "built"
+    built = posting_lists.state(corpus.namespace_id)
+    assert built.chunk_count == chunks and built.postings > 0 and built.changed_since == built.newer == 0
+    Document.objects.filter(ref="note3").delete()
+    assert posting_lists.ensure(corpus.namespace_id, min_chunks=1) == "current"  # 1 of 30 changed
+    ingest("tenant:lexical", {"a": ("A", "Alpha pumpkin.")}, source_name="more")  # 2 of 30: the run keeps them
+    assert posting_lists.state(corpus.namespace_id) == posting_lists.BuildState(
+        corpus.namespace_id, chunks, built.postings, built.build_seconds, changed_since=1, newer=1)
+    ingest("tenant:lexical", {"b": ("B", "Beta pumpkin.")}, source_name="more")  # 3 of 30: the run rebuilds
+    rebuilt = posting_lists.state(corpus.namespace_id)
+    assert rebuilt.changed_since == rebuilt.newer == 0 and rebuilt.chunk_count == chunks + 1
 
-    note = Chunk.objects.get(document__ref="note7")
-    lexemes = lexical.query_lexemes("pumpkin soup with nutmeg")
-    scoped = ch.Scope(corpus.namespace_id, document_ids=(note.document_id,))
-    rows = lexical.lexical_search(scoped, lexemes, 10, budget=1).rows
-    assert [r.chunk_id for r in rows] == [note.pk]
-    other = Chunk.objects.get(document__ref="note8")  # pumpkin, no nutmeg: found only by the common terms
-    scoped = ch.Scope(corpus.namespace_id, document_ids=(other.document_id,))
-    assert [r.chunk_id for r in lexical.lexical_search(scoped, lexemes, 10, budget=1).rows] == [other.pk]
+
+def test_a_deleted_namespace_takes_its_lists_along(corpus):
+    from tests.kb.test_vector_index import delete_namespace
+
+    posting_lists.build(corpus.namespace_id)
+    delete_namespace(corpus.namespace_id)
+    with connection.cursor() as cursor:
+        for table in ("kb_posting_list", "kb_posting_list_changed", "kb_posting_list_build"):
+            cursor.execute(f"SELECT count(*) FROM {table} WHERE namespace_id = %s", [corpus.namespace_id])
+            assert cursor.fetchone()[0] == 0, table
