@@ -35,12 +35,14 @@ _MAX_OFFSET = 2**31 - 1  # packed chunk ids are int4 offsets from the build's ba
 
 @dataclass(frozen=True)
 class TermPostings:
-    """One term's postings as arrays, aligned: chunk ids, term frequencies, chunk lengths."""
+    """One term's postings as arrays, aligned: chunk ids, term frequencies, chunk lengths. The
+    packed ones are zero-copy views of the bytes read (big-endian), converted while scored."""
 
     lexeme: str
-    chunk_ids: np.ndarray  # int64
-    tfs: np.ndarray  # float64
-    lengths: np.ndarray  # float64
+    chunk_ids: np.ndarray  # chunk ids minus `base`, any integer type
+    tfs: np.ndarray  # any numeric type
+    lengths: np.ndarray
+    base: int = 0
 
 
 @dataclass(frozen=True)
@@ -107,20 +109,12 @@ def read(namespace_id: int, lexemes: list[str]) -> PackedRead | None:
     if not parts[0]:
         return None
     base = int(np.frombuffer(parts[0][0][1], ">i8")[0])
-    packed = [TermPostings(lexeme, np.frombuffer(ids, ">i4").astype(np.int64) + base, _tfs(tfs), _lengths(lengths))
-              for lexeme, ids, tfs, lengths in parts[1]]
-    current = [TermPostings(lexeme, np.frombuffer(ids, ">i8").astype(np.int64), _tfs(tfs), _lengths(lengths))
+    packed = [TermPostings(lexeme, np.frombuffer(ids, ">i4"), np.frombuffer(tfs, ">i2"), np.frombuffer(lengths, ">f4"),
+                           base) for lexeme, ids, tfs, lengths in parts[1]]
+    current = [TermPostings(lexeme, np.frombuffer(ids, ">i8"), np.frombuffer(tfs, ">i2"), np.frombuffer(lengths, ">f4"))
                for lexeme, ids, tfs, lengths in parts[3]]
     changed = parts[2][0][1] if parts[2] else None
     return PackedRead(packed, current, np.frombuffer(changed or b"", ">i8").astype(np.int64))
-
-
-def _tfs(raw: bytes) -> np.ndarray:
-    return np.frombuffer(raw, ">i2").astype(np.float64)
-
-
-def _lengths(raw: bytes) -> np.ndarray:
-    return np.frombuffer(raw, ">f4").astype(np.float64)
 
 
 def build(namespace_id: int) -> str:

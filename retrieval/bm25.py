@@ -79,39 +79,59 @@ def score_postings(packed, current, changed_ids: np.ndarray, weights: dict[str, 
     """Every matched chunk's BM25 score from postings held as arrays (kb/posting_lists.py):
     (chunk ids, scores), unordered. `packed` postings of chunks in `changed_ids` are ignored;
     `current` holds those chunks' postings as they are now, and those of newer chunks."""
-    ids, scores = _summed(packed, weights, avgdl)
-    if len(changed_ids) and len(ids):
-        keep = ~np.isin(ids, changed_ids)
-        ids, scores = ids[keep], scores[keep]
+    ids, scores = _summed(packed, weights, avgdl, excluded=changed_ids)
     fresh_ids, fresh_scores = _summed(current, weights, avgdl)
     return np.concatenate([ids, fresh_ids]), np.concatenate([scores, fresh_scores])
 
 
-def _summed(postings, weights: dict[str, float], avgdl: float) -> tuple[np.ndarray, np.ndarray]:
-    """Sum each chunk's weighted impacts over the terms: (distinct chunk ids, their sums)."""
+def _impacts(postings, weight: float, avgdl: float) -> np.ndarray:
+    """weight · tf·(k1+1) / (tf + k1·(1 − b) + k1·b·len/avglen) for each posting, in float64,
+    with two new arrays (the postings of a common term are millions: passes over memory count)."""
+    denominator = postings.lengths.astype(np.float64)  # native float64 first: arithmetic on the
+    denominator *= K1 * B / avgdl                         # big-endian views themselves is slower
+    denominator += K1 * (1 - B)
+    impacts = postings.tfs.astype(np.float64)
+    denominator += impacts
+    impacts *= weight * (K1 + 1)
+    impacts /= denominator
+    return impacts
+
+
+def _summed(postings, weights: dict[str, float], avgdl: float,
+            excluded: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Sum each chunk's weighted impacts over the terms: (distinct chunk ids, their sums), the
+    chunks in `excluded` left out. The terms' postings share one id base."""
     if not postings:
         return np.empty(0, np.int64), np.empty(0, np.float64)
-    ids = np.concatenate([p.chunk_ids for p in postings])
-    scores = np.concatenate([weights[p.lexeme] * (p.tfs * (K1 + 1) / (p.tfs + K1 * (1 - B + B * p.lengths / avgdl)))
-                             for p in postings])
+    base = postings[0].base
+    ids = np.concatenate([p.chunk_ids for p in postings]).astype(np.int64)
+    scores = np.concatenate([_impacts(p, weights[p.lexeme], avgdl) for p in postings])
     if not len(ids):
         return ids, scores
     low, high = int(ids.min()), int(ids.max())
     if high - low <= 4 * len(ids) + 1024:  # dense ids (a namespace ingested in bulk): sum into one array
         sums = np.bincount(ids - low, weights=scores, minlength=high - low + 1)
-        present = np.bincount(ids - low, minlength=high - low + 1) > 0
-        found = np.flatnonzero(present)
-        return found + low, sums[found]
+        if excluded is not None and len(excluded):
+            inside = excluded - base - low
+            sums[inside[(inside >= 0) & (inside < len(sums))]] = 0
+        found = np.flatnonzero(sums > 0)  # every impact is positive (IDF and frequencies are), so sum > 0: matched
+        return found + (low + base), sums[found]
     found, where = np.unique(ids, return_inverse=True)
-    return found, np.bincount(where, weights=scores, minlength=len(found))
+    sums = np.bincount(where, weights=scores, minlength=len(found))
+    if excluded is not None and len(excluded):
+        keep = ~np.isin(found, excluded - base)
+        found, sums = found[keep], sums[keep]
+    return found + base, sums
 
 
 def best_first(ids: np.ndarray, scores: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """The `n` best (ids, scores), best first, in the order the SQL channel ranks: score rounded
     to 1e-6 descending (sums in another order differ in the last bits), then chunk id. Every id
     tied with the n-th is kept, so a caller that filters the prefix never loses one to a tie."""
-    if not len(ids):
-        return ids, scores
+    if n < len(ids):  # first by the raw score, keeping every score that could round to the n-th's
+        kth = np.partition(scores, len(scores) - n)[len(scores) - n]
+        chosen = np.flatnonzero(scores >= kth - 1e-6)
+        ids, scores = ids[chosen], scores[chosen]
     rounded = np.floor(scores * 1e6 + 0.5)
     if n < len(ids):
         kth = np.partition(-rounded, n - 1)[n - 1]

@@ -259,3 +259,21 @@ def test_the_search_summary_is_the_rankers_summary_field_for_field(client, world
     assert set(SummaryOut.model_fields) == public | {"query_caps", "fusion", "lexical"}
     body = call(client, "get", "/api/search?query=pumpkin&namespace=tenant:a", world["read"]).json()
     assert set(body["summary"]) == set(SummaryOut.model_fields)
+
+
+def test_the_search_summary_says_how_the_lexical_channel_read_and_the_lists_change_no_result(client, world):
+    from kb import posting_lists
+    from retrieval.schemas import LexicalOut
+
+    path = "/api/search?query=roast+pumpkin+soup&namespace=tenant:a&limit=5"
+    before = call(client, "get", path, world["read"]).json()
+    assert before["summary"]["lexical"]["mode"] == "table" and set(before["summary"]["lexical"]) == set(
+        LexicalOut.model_fields)
+    posting_lists.build(Namespace.objects.get(slug="tenant:a").id)
+    after = call(client, "get", path, world["read"]).json()
+    lexical = after["summary"]["lexical"]
+    assert lexical["mode"] == "packed" and lexical["changed_chunks"] == 0
+    assert lexical["terms"] == before["summary"]["lexical"]["terms"] == ["roast", "pumpkin", "soup"]
+    assert lexical["postings_read"] == before["summary"]["lexical"]["postings_read"] > 0
+    assert [(r["chunk_id"], r["score"]) for r in after["results"]] == [
+        (r["chunk_id"], r["score"]) for r in before["results"]]

@@ -10,7 +10,8 @@ current ones (and every chunk newer than the lists) from kb_chunk_term. The trig
 change only after it has updated the namespace's statistics row, which a build holds locked, so
 no write can fall between a build and the recording."""
 
-from django.db import migrations
+import django.db.models.deletion
+from django.db import migrations, models
 
 from kb.migrations._postings_trigger import postings_sync
 
@@ -59,9 +60,48 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.RunSQL(
-            TABLES + postings_sync(record_old=RECORD_OLD, record_new=RECORD_NEW),
-            postings_sync() + "DROP TABLE kb_posting_list_changed; DROP TABLE kb_posting_list; "
-                              "DROP TABLE kb_posting_list_build;",
+        migrations.SeparateDatabaseAndState(
+            database_operations=[migrations.RunSQL(
+                TABLES + postings_sync(record_old=RECORD_OLD, record_new=RECORD_NEW),
+                postings_sync() + "DROP TABLE kb_posting_list_changed; DROP TABLE kb_posting_list; "
+                                  "DROP TABLE kb_posting_list_build;",
+            )],
+            state_operations=[
+                migrations.CreateModel(
+                    name="PostingListBuild",
+                    fields=[
+                        ("namespace", models.OneToOneField(db_constraint=False, on_delete=django.db.models.deletion.DO_NOTHING, primary_key=True, related_name="+", serialize=False, to="kb.namespace")),
+                        ("base_chunk_id", models.BigIntegerField()),
+                        ("max_chunk_id", models.BigIntegerField()),
+                        ("chunk_count", models.BigIntegerField()),
+                        ("postings", models.BigIntegerField()),
+                        ("built_at", models.DateTimeField()),
+                        ("build_seconds", models.FloatField(default=0)),
+                    ],
+                    options={"db_table": "kb_posting_list_build"},
+                ),
+                migrations.CreateModel(
+                    name="PostingList",
+                    fields=[
+                        ("pk", models.CompositePrimaryKey("namespace", "lexeme", blank=True, editable=False, primary_key=True, serialize=False)),
+                        ("namespace", models.ForeignKey(db_constraint=False, on_delete=django.db.models.deletion.DO_NOTHING, related_name="+", to="kb.namespace")),
+                        ("lexeme", models.TextField()),
+                        ("postings", models.IntegerField()),
+                        ("chunk_offsets", models.BinaryField()),
+                        ("tfs", models.BinaryField()),
+                        ("lengths", models.BinaryField()),
+                    ],
+                    options={"db_table": "kb_posting_list"},
+                ),
+                migrations.CreateModel(
+                    name="PostingListChange",
+                    fields=[
+                        ("pk", models.CompositePrimaryKey("namespace", "chunk_id", blank=True, editable=False, primary_key=True, serialize=False)),
+                        ("namespace", models.ForeignKey(db_constraint=False, on_delete=django.db.models.deletion.DO_NOTHING, related_name="+", to="kb.namespace")),
+                        ("chunk_id", models.BigIntegerField()),
+                    ],
+                    options={"db_table": "kb_posting_list_changed"},
+                ),
+            ],
         ),
     ]

@@ -9,12 +9,14 @@
 
 from kb.models.access import ApiToken, Namespace, NamespaceMembership, RateCounter
 from kb.models.capabilities import Capability, KnowledgeTarget, Provider, ProviderRevision
-from kb.models.content import SEARCH_CONFIG, Chunk, ChunkTerm, Document, NamespaceStats, Source, SourceFile
+from kb.models.content import (SEARCH_CONFIG, Chunk, ChunkTerm, Document, NamespaceStats, PostingList, PostingListBuild,
+                               PostingListChange, Source, SourceFile)
 from kb.models.runs import IngestItem, IngestRun
 from kb.models.search import EvalRun, EvalSuite, FusionCalibration, QueryLog
 
 __all__ = [
     "SEARCH_CONFIG", "ApiToken", "Capability", "Chunk", "ChunkTerm", "Document", "EvalRun", "EvalSuite",
     "FusionCalibration", "IngestItem", "IngestRun", "KnowledgeTarget", "Namespace", "NamespaceMembership",
-    "NamespaceStats", "Provider", "ProviderRevision", "QueryLog", "RateCounter", "Source", "SourceFile",
+    "NamespaceStats", "PostingList", "PostingListBuild", "PostingListChange", "Provider", "ProviderRevision",
+    "QueryLog", "RateCounter", "Source", "SourceFile",
 ]

@@ -214,3 +214,46 @@ class NamespaceStats(models.Model):
     class Meta:
         db_table = "kb_namespace_stats"
         verbose_name_plural = "namespace stats"
+
+
+class PostingListBuild(models.Model):
+    """A namespace's packed posting lists as last built (kb/posting_lists.py, migration 0020)."""
+
+    namespace = models.OneToOneField(
+        Namespace, primary_key=True, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
+    )
+    base_chunk_id = models.BigIntegerField()  # packed chunk ids are offsets from it
+    max_chunk_id = models.BigIntegerField()  # chunks above it are newer than the lists
+    chunk_count = models.BigIntegerField()
+    postings = models.BigIntegerField()
+    built_at = models.DateTimeField()
+    build_seconds = models.FloatField(default=0)
+
+    class Meta:
+        db_table = "kb_posting_list_build"
+
+
+class PostingList(models.Model):
+    """One term's postings in a namespace, packed; written only by kb/posting_lists.build."""
+
+    pk = models.CompositePrimaryKey("namespace", "lexeme")
+    namespace = models.ForeignKey(Namespace, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+")
+    lexeme = models.TextField()
+    postings = models.IntegerField()
+    chunk_offsets = models.BinaryField()
+    tfs = models.BinaryField()
+    lengths = models.BinaryField()
+
+    class Meta:
+        db_table = "kb_posting_list"
+
+
+class PostingListChange(models.Model):
+    """A chunk written or deleted since its namespace's lists were built; recorded by the trigger."""
+
+    pk = models.CompositePrimaryKey("namespace", "chunk_id")
+    namespace = models.ForeignKey(Namespace, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+")
+    chunk_id = models.BigIntegerField()
+
+    class Meta:
+        db_table = "kb_posting_list_changed"

@@ -181,3 +181,58 @@ def test_a_deleted_namespace_takes_its_lists_along(corpus):
         for table in ("kb_posting_list", "kb_posting_list_changed", "kb_posting_list_build"):
             cursor.execute(f"SELECT count(*) FROM {table} WHERE namespace_id = %s", [corpus.namespace_id])
             assert cursor.fetchone()[0] == 0, table
+
+
+def test_the_command_lists_ensures_and_rebuilds_the_lists(corpus, capsys):
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    call_command("kb_posting_lists")
+    assert "tenant:lexical: no posting lists (read from the postings table)" in capsys.readouterr().out
+    call_command("kb_posting_lists", rebuild="tenant:lexical")
+    out = capsys.readouterr().out
+    assert "tenant:lexical: built" in out and "tenant:lexical: 30 chunks" in out and "0 changed, 0 added" in out
+    Document.objects.filter(ref="note5").delete()
+    call_command("kb_posting_lists", ensure=True)
+    out = capsys.readouterr().out
+    assert "tenant:lexical: current" in out and "1 changed, 0 added" in out
+    with pytest.raises(CommandError):
+        call_command("kb_posting_lists", rebuild="tenant:nobody")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_write_that_waits_for_a_build_is_recorded_after_it():
+    """A build holds the namespace's statistics row; a delete that starts while the build runs
+    waits for it, and is recorded as a change the moment it goes on, so the lists never count
+    the deleted chunk, though their snapshot still held it."""
+    import threading
+    import time
+
+    from django.db import connections, transaction
+
+    namespace, _ = ingest("tenant:lexical-race", {**CORPUS, **NOTES})
+    scope = ch.Scope(namespace.id)
+    doomed = Chunk.objects.get(namespace=namespace, document__ref="note14")
+    deleted = threading.Event()
+
+    def delete_during_the_build():
+        try:
+            Document.objects.filter(pk=doomed.document_id).delete()  # blocks until the build commits
+            deleted.set()
+        finally:
+            connections.close_all()
+
+    with transaction.atomic():
+        assert posting_lists.build(namespace.id) == "built"
+        writer = threading.Thread(target=delete_during_the_build)
+        writer.start()
+        time.sleep(1.0)
+        assert not deleted.is_set()  # the writer waits for the build's lock
+    writer.join(timeout=30)
+    assert deleted.is_set()
+    assert posting_lists.state(namespace.id).changed_since == 1
+    for query in ("pumpkin harvest", "pumpkin soup with nutmeg"):
+        packed, table = both_reads(scope, query, 50)
+        assert packed.report.mode == "packed" and packed.report.changed_chunks == 1
+        assert_same(packed, table, query)
+        assert doomed.pk not in [r.chunk_id for r in packed.rows]
