@@ -84,13 +84,13 @@ def score_postings(packed, current, changed_ids: np.ndarray, weights: dict[str, 
     return np.concatenate([ids, fresh_ids]), np.concatenate([scores, fresh_scores])
 
 
-def _impacts(postings, weight: float, avgdl: float) -> np.ndarray:
+def _impacts(tfs: np.ndarray, lengths: np.ndarray, weight: float, avgdl: float) -> np.ndarray:
     """weight · tf·(k1+1) / (tf + k1·(1 − b) + k1·b·len/avglen) for each posting, in float64,
     with two new arrays (the postings of a common term are millions: passes over memory count)."""
-    denominator = postings.lengths.astype(np.float64)  # native float64 first: arithmetic on the
+    denominator = lengths.astype(np.float64)  # native float64 first: arithmetic on the
     denominator *= K1 * B / avgdl                         # big-endian views themselves is slower
     denominator += K1 * (1 - B)
-    impacts = postings.tfs.astype(np.float64)
+    impacts = tfs.astype(np.float64)
     denominator += impacts
     impacts *= weight * (K1 + 1)
     impacts /= denominator
@@ -105,7 +105,7 @@ def _summed(postings, weights: dict[str, float], avgdl: float,
         return np.empty(0, np.int64), np.empty(0, np.float64)
     base = postings[0].base
     ids = np.concatenate([p.chunk_ids for p in postings]).astype(np.int64)
-    scores = np.concatenate([_impacts(p, weights[p.lexeme], avgdl) for p in postings])
+    scores = np.concatenate([_impacts(p.tfs, p.lengths, weights[p.lexeme], avgdl) for p in postings])
     if not len(ids):
         return ids, scores
     low, high = int(ids.min()), int(ids.max())
@@ -122,6 +122,115 @@ def _summed(postings, weights: dict[str, float], avgdl: float,
         keep = ~np.isin(found, excluded - base)
         found, sums = found[keep], sums[keep]
     return found + base, sums
+
+
+@dataclass(frozen=True)
+class PackedTopK:
+    ids: np.ndarray  # best first
+    scores: np.ndarray
+    scored_terms: tuple[str, ...]  # every posting of these terms was scored
+    probed_terms: tuple[str, ...]  # these terms' postings were looked up for the candidates only
+    candidates: int  # chunks completed with the probed terms
+
+
+PROBE_COST_IN_POSTINGS = 3  # measured: a binary search for one chunk in one list costs about three postings scored
+
+
+def top_k_packed(packed, current, changed_ids: np.ndarray, weights: dict[str, float], avgdl: float,
+                 k: int) -> PackedTopK:
+    """Exact BM25's k best over packed postings, without scoring every posting (MaxScore over
+    whole terms). A term adds at most its bound to any chunk: its weight times the impact of its
+    largest frequency at its shortest length. Terms are scored whole, the highest bound first.
+    After each, the k chunks with the best partial scores are completed (their postings in the
+    other terms' lists found by binary search: the lists are sorted by chunk) and θ is the k-th
+    best complete score, which the final top k reaches. Once the other terms' bounds sum below θ,
+    a chunk only they match cannot reach the top k, and a chunk the scored terms found can only
+    if its partial score plus those bounds reaches θ; those candidates are completed and ranked,
+    unless completing them would cost more than scoring the other terms whole
+    (PROBE_COST_IN_POSTINGS). `current` (changed and newer chunks, from the table) is scored
+    whole; `packed` postings of chunks in `changed_ids` are ignored."""
+    base = packed[0].base if packed else 0
+    fresh_ids, fresh_scores = _summed(current, weights, avgdl)
+    terms = [p for p in packed if len(p.chunk_ids)]
+    span = max([int(p.chunk_ids[-1]) + 1 for p in terms] or [0])
+    if not terms or (len(fresh_ids) and int(fresh_ids.min()) < base):
+        ids, scores = score_postings(packed, current, changed_ids, weights, avgdl)
+        top_ids, top_scores = best_first(ids, scores, k)
+        return PackedTopK(top_ids[:k], top_scores[:k], tuple(p.lexeme for p in packed), (), 0)
+    bound = {p.lexeme: weights[p.lexeme] * impact(float(p.tfs.max()), float(p.lengths.min()), avgdl) for p in terms}
+    terms.sort(key=lambda p: (-bound[p.lexeme], p.lexeme))
+    excluded = changed_ids - base
+    excluded = excluded[(excluded >= 0) & (excluded < span)]
+    partial = np.zeros(span)
+    rest = sum(bound.values())
+    candidates, scored, best, looked_up = None, 0, np.empty(0, np.int64), 0
+    for scored, term in enumerate(terms, start=1):
+        offsets = term.chunk_ids.astype(np.int64)
+        partial[offsets] += _impacts(term.tfs, term.lengths, weights[term.lexeme], avgdl)
+        partial[excluded] = 0  # a list holds a chunk once per term, so += adds each posting
+        rest -= bound[term.lexeme]
+        remaining = terms[scored:]
+        if not remaining:
+            break
+        best = _best_partial(partial, np.concatenate([best, offsets]), k)  # k distinct chunks, the best known
+        known = np.concatenate([_completed_above(partial, best, remaining, weights, avgdl, bound)[1], fresh_scores])
+        if len(known) < k:
+            continue
+        theta = float(np.partition(known, len(known) - k)[len(known) - k])  # k chunks reach it: a floor
+        if rest >= theta - 1e-6:
+            continue  # a chunk only the other terms match could still reach the top k
+        touched = _touched(partial)
+        reachable = touched[partial[touched] + rest >= theta - 1e-6]
+        if len(reachable) * len(remaining) * PROBE_COST_IN_POSTINGS <= sum(len(t.chunk_ids) for t in remaining):
+            candidates = reachable
+            break
+    probed = terms[scored:] if candidates is not None else []
+    if candidates is None:
+        candidates, completed = _touched(partial), None
+    else:
+        looked_up = len(candidates)
+        candidates, completed = _completed_above(partial, candidates, probed, weights, avgdl, bound, theta)
+    ids = np.concatenate([candidates + base, fresh_ids])
+    scores = np.concatenate([partial[candidates] if completed is None else completed, fresh_scores])
+    top_ids, top_scores = best_first(ids, scores, k)
+    return PackedTopK(top_ids[:k], top_scores[:k], tuple(t.lexeme for t in terms[:len(terms) - len(probed)]),
+                      tuple(t.lexeme for t in probed), looked_up if probed else 0)
+
+
+def _completed_above(partial: np.ndarray, candidates: np.ndarray, terms, weights: dict[str, float], avgdl: float,
+                     bound: dict[str, float], theta: float = -np.inf) -> tuple[np.ndarray, np.ndarray]:
+    """The candidates' partial scores plus their postings in `terms` (highest bound first), found
+    by binary search in the lists (sorted by chunk), dropping after each term those whose score
+    so far plus the bounds of the terms left falls below θ: (offsets, scores)."""
+    scores = partial[candidates]
+    rest = sum(bound[t.lexeme] for t in terms)
+    for term in terms:
+        rest -= bound[term.lexeme]
+        lists = term.chunk_ids.astype(np.int32) if len(candidates) > 1000 else term.chunk_ids  # native: faster search
+        where = np.minimum(np.searchsorted(lists, candidates.astype(lists.dtype)), len(lists) - 1)
+        hit = np.flatnonzero(lists[where] == candidates)
+        if len(hit):
+            scores[hit] += _impacts(term.tfs[where[hit]], term.lengths[where[hit]], weights[term.lexeme], avgdl)
+        keep = scores + rest >= theta - 1e-6
+        candidates, scores = candidates[keep], scores[keep]
+    return candidates, scores
+
+
+def _touched(partial: np.ndarray) -> np.ndarray:
+    """The chunks (offsets, ascending) with a partial score: those the scored terms matched,
+    less the changed ones (zeroed)."""
+    return np.flatnonzero(partial > 0)
+
+
+def _best_partial(partial: np.ndarray, offsets: np.ndarray, k: int) -> np.ndarray:
+    """Up to k distinct chunks among `offsets` (which may repeat one) with the best partial scores."""
+    if len(offsets) > 2 * k:  # a chunk is at most twice in the best 2k: they hold k distinct ones
+        offsets = offsets[np.argpartition(-partial[offsets], 2 * k - 1)[:2 * k]]
+    offsets = np.unique(offsets)
+    offsets = offsets[partial[offsets] > 0]
+    if len(offsets) > k:
+        offsets = offsets[np.argpartition(-partial[offsets], k - 1)[:k]]
+    return offsets
 
 
 def best_first(ids: np.ndarray, scores: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:

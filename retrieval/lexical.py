@@ -36,6 +36,8 @@ class LexicalReport:
     postings_read: int
     terms: tuple[str, ...]  # the query's lexemes the namespace holds
     changed_chunks: int = 0  # packed: chunks changed since the lists were built, read from the table
+    probed_terms: tuple[str, ...] = ()  # packed: terms whose postings were only looked up for candidates
+    candidates: int = 0  # packed, with probed terms: chunks completed by those lookups
 
 
 @dataclass(frozen=True)
@@ -65,24 +67,26 @@ def lexical_search(scope: Scope, lexemes: list[tuple[str, int]], k: int,
         return LexicalResult(_table(scope, statistics, k),
                              LexicalReport("table", sum(t.document_frequency for t in statistics.terms), terms))
     weights = {t.lexeme: t.weight(statistics.chunk_count) for t in statistics.terms}
-    ids, scores = bm25.score_postings(read.packed, read.current, read.changed_ids, weights, statistics.average_length)
-    rows = _best_in_scope(scope, ids, scores, k)
-    return LexicalResult(rows, LexicalReport("packed", read.postings, terms, len(read.changed_ids)))
+    if scope.source_ids or scope.document_ids:
+        ids, scores = bm25.score_postings(read.packed, read.current, read.changed_ids, weights,
+                                          statistics.average_length)
+        return LexicalResult(_best_in_scope(scope, ids, scores, k),
+                             LexicalReport("packed", read.postings, terms, len(read.changed_ids)))
+    top = bm25.top_k_packed(read.packed, read.current, read.changed_ids, weights, statistics.average_length, k)
+    rows = [ChannelRow(int(i), float(s)) for i, s in zip(top.ids.tolist(), top.scores.tolist())]
+    return LexicalResult(rows, LexicalReport("packed", read.postings, terms, len(read.changed_ids),
+                                             top.probed_terms, top.candidates))
 
 
 def _best_in_scope(scope: Scope, ids, scores, k: int) -> list[ChannelRow]:
-    """The k best of the scored chunks that lie in the scope. A whole namespace needs no check;
-    a source or document scope is checked on the best FIRST_SCOPE_BATCH, then on 16 times as
-    many, until k are found or every scored chunk was checked."""
-    scoped = bool(scope.source_ids or scope.document_ids)
-    n = max(FIRST_SCOPE_BATCH, 4 * k) if scoped else k
+    """The k best of the scored chunks that lie in the source or document scope, checked on the
+    best FIRST_SCOPE_BATCH, then on 16 times as many, until k are found or every scored chunk
+    was checked."""
+    n = max(FIRST_SCOPE_BATCH, 4 * k)
     while True:
         best_ids, best_scores = bm25.best_first(ids, scores, n)
-        if scoped:
-            inside = _in_scope(scope, best_ids.tolist())
-            kept = [(i, s) for i, s in zip(best_ids.tolist(), best_scores.tolist()) if i in inside]
-        else:
-            kept = list(zip(best_ids.tolist(), best_scores.tolist()))
+        inside = _in_scope(scope, best_ids.tolist())
+        kept = [(i, s) for i, s in zip(best_ids.tolist(), best_scores.tolist()) if i in inside]
         if len(kept) >= k or len(best_ids) >= len(ids):
             return [ChannelRow(int(i), float(s)) for i, s in kept[:k]]
         n *= 16

@@ -79,6 +79,8 @@ class LexicalOut(Schema):
     postings_read: int
     terms: list[str]  # the query's lexemes the namespace holds
     changed_chunks: int  # packed: chunks changed since the lists were built, read from the table
+    probed_terms: list[str]  # packed: terms whose postings were only looked up for the candidates (MaxScore)
+    candidates: int  # packed, with probed terms: chunks completed by those lookups
 
 
 class DocumentOut(Schema):

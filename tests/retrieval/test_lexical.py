@@ -69,6 +69,21 @@ def test_packed_lists_give_the_tables_top_k(corpus, k):
         assert packed.report.changed_chunks == 0
 
 
+def test_a_common_term_is_only_looked_up_where_it_could_lift_a_chunk_into_the_top_k(corpus):
+    posting_lists.build(corpus.namespace_id)
+    packed, table = both_reads(corpus, "nutmeg pumpkin", 3)
+    assert_same(packed, table)
+    # three nutmeg notes outscore any chunk "pumpkin" alone matches: pumpkin's postings are not
+    # scored, only looked up for the chunks nutmeg found that could still reach the top 3
+    assert packed.report.terms == ("nutmeg", "pumpkin") and packed.report.probed_terms == ("pumpkin",)
+    nutmeg = lexical.term_statistics(corpus, lexical.query_lexemes("nutmeg")).terms[0].document_frequency
+    assert 3 <= packed.report.candidates <= nutmeg
+    # fifty results need the chunks only pumpkin matches: every term is scored
+    packed, table = both_reads(corpus, "nutmeg pumpkin", 50)
+    assert_same(packed, table)
+    assert packed.report.probed_terms == () and packed.report.candidates == 0
+
+
 def test_the_lists_stay_exact_under_inserts_updates_and_deletes(corpus):
     posting_lists.build(corpus.namespace_id)
     # insert: a new document's chunks are newer than the lists
@@ -140,6 +155,7 @@ def test_lists_and_table_agree_on_random_queries_depths_and_writes():
     namespace, _ = ingest("tenant:lexical-random", texts("doc", 120))
     scope = ch.Scope(namespace.id)
     posting_lists.build(namespace.id)
+    probed = 0
     for round_ in range(4):
         for _ in range(40):
             query = " ".join(rng.choices(words, zipf, k=rng.randint(1, 6)))
@@ -147,12 +163,14 @@ def test_lists_and_table_agree_on_random_queries_depths_and_writes():
             packed, table = both_reads(scope, query, k)
             assert packed.report.mode == ("packed" if packed.report.terms else "table")
             assert_same(packed, table, (round_, query, k))
+            probed += bool(packed.report.probed_terms)
         # writes between rounds: new documents, rewritten chunks, deleted documents
         ingest("tenant:lexical-random", texts(f"r{round_}-", 10), source_name=f"round {round_}")
         for chunk in rng.sample(list(Chunk.objects.filter(namespace=namespace)), 8):
             Chunk.objects.filter(pk=chunk.pk).update(text=" ".join(rng.choices(words, zipf, k=rng.randint(3, 30))))
         Document.objects.filter(pk__in=[d.pk for d in rng.sample(list(Document.objects.filter(
             namespace=namespace)), 5)]).delete()
+    assert probed >= 20  # the common terms were only looked up on many of the queries
 
 
 def test_ensure_builds_at_the_threshold_and_an_ingest_run_rebuilds_after_a_tenth_changed(corpus):
