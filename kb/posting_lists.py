@@ -72,7 +72,9 @@ class BuildState:
 def read(namespace_id: int, lexemes: list[str]) -> PackedRead | None:
     """The namespace's postings of `lexemes`, packed where its lists hold them; None when the
     namespace has no lists. One statement, so the lists, the changed chunks and the table's
-    current postings come from one snapshot."""
+    current postings come from one snapshot. Each term is looked up by its own LATERAL probe
+    of the primary key: with the statistics of a namespace built since the last ANALYZE, the
+    planner otherwise walks all of its rows once per term."""
     namespace = int(namespace_id)
     sql = f"""
         WITH b AS (SELECT base_chunk_id, max_chunk_id FROM kb_posting_list_build WHERE namespace_id = {namespace}),
@@ -82,7 +84,8 @@ def read(namespace_id: int, lexemes: list[str]) -> PackedRead | None:
         SELECT 0, NULL::text, int8send(b.base_chunk_id), NULL::bytea, NULL::bytea FROM b
         UNION ALL
         SELECT 1, l.lexeme, l.chunk_offsets, l.tfs, l.lengths
-          FROM q JOIN kb_posting_list l ON l.namespace_id = {namespace} AND l.lexeme = q.lexeme
+          FROM q CROSS JOIN LATERAL (SELECT * FROM kb_posting_list l  -- LIMIT: never flattened into a join
+                                     WHERE l.namespace_id = {namespace} AND l.lexeme = q.lexeme LIMIT 1) l
         UNION ALL
         SELECT 2, NULL, (SELECT string_agg(int8send(id), ''::bytea) FROM unnest(changed.ids) AS id), NULL, NULL
           FROM changed

@@ -8,6 +8,7 @@ over the postings, by PostgreSQL for the postings table or here for packed lists
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import threading
 from dataclasses import dataclass
@@ -161,6 +162,13 @@ def top_k_packed(packed, current, changed_ids: np.ndarray, weights: dict[str, fl
     terms.sort(key=lambda p: (-bound[p.lexeme], p.lexeme))
     excluded = changed_ids - base
     excluded = excluded[(excluded >= 0) & (excluded < span)]
+    universe = None
+    if span > 4 * sum(len(p.chunk_ids) for p in terms) + 1024:  # ids spread thin: number the chunks matched
+        universe = np.unique(np.concatenate([p.chunk_ids for p in terms]).astype(np.int64))
+        terms = [dataclasses.replace(p, chunk_ids=np.searchsorted(universe, p.chunk_ids.astype(np.int64)))
+                 for p in terms]
+        where = np.minimum(np.searchsorted(universe, excluded), len(universe) - 1)
+        excluded, span = where[universe[where] == excluded], len(universe)
     partial = np.zeros(span)
     rest = sum(bound.values())
     candidates, scored, best, looked_up = None, 0, np.empty(0, np.int64), 0
@@ -190,8 +198,8 @@ def top_k_packed(packed, current, changed_ids: np.ndarray, weights: dict[str, fl
     else:
         looked_up = len(candidates)
         candidates, completed = _completed_above(partial, candidates, probed, weights, avgdl, bound, theta)
-    ids = np.concatenate([candidates + base, fresh_ids])
     scores = np.concatenate([partial[candidates] if completed is None else completed, fresh_scores])
+    ids = np.concatenate([(candidates if universe is None else universe[candidates]) + base, fresh_ids])
     top_ids, top_scores = best_first(ids, scores, k)
     return PackedTopK(top_ids[:k], top_scores[:k], tuple(t.lexeme for t in terms[:len(terms) - len(probed)]),
                       tuple(t.lexeme for t in probed), looked_up if probed else 0)

@@ -5,8 +5,10 @@ take its place on a server that has one.
 Two ways to read the same postings, one answer:
 - **packed**, when the namespace has packed posting lists (kb/posting_lists.py: every namespace
   of at least KB_POSTING_LISTS_MIN_CHUNKS chunks, built when an ingest run ends): each query
-  term's postings arrive as three binary arrays and are scored in memory (bm25.score_postings),
-  with the current postings of the chunks changed since the build from the table;
+  term's postings arrive as three binary arrays, with the current postings of the chunks changed
+  since the build from the table, and are ranked in memory: MaxScore over whole terms for a whole
+  namespace (bm25.top_k_packed: the common terms are only looked up for the chunks that could
+  still reach the top k), every posting scored for a source or document scope;
 - **table** otherwise: one statement reads each term's postings from `kb_chunk_term` and sums
   the scores per chunk in PostgreSQL (about 0.7 µs a posting: fine below the lists' threshold).
 Both rank by score rounded to 1e-6, then chunk id; `kb_bench --lexical-agreement` measures that

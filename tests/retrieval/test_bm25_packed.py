@@ -36,19 +36,20 @@ def brute_force(packed, current, changed, weights, avgdl):
     return sorted(scores.items(), key=lambda item: (-round(item[1] * 1e6), item[0]))
 
 
-def random_lists(seed, chunks=3000, terms=8, changed_share=0.0, newer=0):
+def random_lists(seed, chunks=3000, terms=8, changed_share=0.0, newer=0, spread=1):
+    """`spread` > 1: chunk ids that far apart (a namespace whose chunks were written among others')."""
     rng = np.random.default_rng(seed)
     base = int(rng.integers(1, 10**6))
     packed, weights = [], {}
     for t in range(terms):
         df = int(chunks * min(0.9, 0.6 ** (terms - t - 1) + rng.random() * 0.02))  # Zipf-like: one very common
-        offsets = rng.choice(chunks, size=max(df, 1), replace=False)
+        offsets = rng.choice(chunks, size=max(df, 1), replace=False) * spread
         packed.append(packed_term(f"t{t}", offsets, rng.integers(1, 6, len(offsets)),
                                   rng.integers(5, 200, len(offsets)), base))
         weights[f"t{t}"] = float(np.log(1 + (chunks - df + 0.5) / (df + 0.5))) * int(rng.integers(1, 3))
-    changed = set((rng.choice(chunks, size=int(chunks * changed_share), replace=False) + base).tolist())
+    changed = set((rng.choice(chunks, size=int(chunks * changed_share), replace=False) * spread + base).tolist())
     rewritten = sorted(changed)[: len(changed) // 2]  # the other half was deleted: no current postings
-    fresh = rewritten + list(range(base + chunks, base + chunks + newer))
+    fresh = rewritten + list(range(base + chunks * spread, base + chunks * spread + newer))
     current = []
     for t in range(terms):
         holders = [c for c in fresh if rng.random() < 0.3]
@@ -68,11 +69,12 @@ def assert_top_k(packed, current, changed, weights, avgdl, k):
     return top
 
 
+@pytest.mark.parametrize("spread", [1, 1000])
 @pytest.mark.parametrize("k", [1, 10, 100, 1000, 5000])
-def test_maxscore_returns_the_exhaustive_top_k(k):
+def test_maxscore_returns_the_exhaustive_top_k(k, spread):
     probed = 0
     for seed in range(6):
-        packed, current, changed, weights = random_lists(seed)
+        packed, current, changed, weights = random_lists(seed, spread=spread)
         top = assert_top_k(packed, current, changed, weights, 80.0, k)
         probed += bool(top.probed_terms)
         assert set(top.scored_terms) | set(top.probed_terms) == set(weights)
@@ -82,10 +84,10 @@ def test_maxscore_returns_the_exhaustive_top_k(k):
 
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 10**6), k=st.sampled_from([1, 3, 20, 200]), changed_share=st.sampled_from([0, 0.01, 0.2]),
-       newer=st.sampled_from([0, 5, 300]), avgdl=st.floats(20, 200))
-def test_stale_packed_postings_never_count_and_fresh_ones_always_do(seed, k, changed_share, newer, avgdl):
+       newer=st.sampled_from([0, 5, 300]), avgdl=st.floats(20, 200), spread=st.sampled_from([1, 50]))
+def test_stale_packed_postings_never_count_and_fresh_ones_always_do(seed, k, changed_share, newer, avgdl, spread):
     packed, current, changed, weights = random_lists(seed, chunks=800, terms=6, changed_share=changed_share,
-                                                     newer=newer)
+                                                     newer=newer, spread=spread)
     assert_top_k(packed, current, changed, weights, avgdl, k)
 
 
