@@ -163,7 +163,7 @@ def top_k_packed(packed, current, changed_ids: np.ndarray, weights: dict[str, fl
     excluded = changed_ids - base
     excluded = excluded[(excluded >= 0) & (excluded < span)]
     universe = None
-    if span > 4 * sum(len(p.chunk_ids) for p in terms) + 1024:  # ids spread thin: number the chunks matched
+    if span > 32 * sum(len(p.chunk_ids) for p in terms) + 1024:  # ids spread thin: number the chunks matched
         universe = np.unique(np.concatenate([p.chunk_ids for p in terms]).astype(np.int64))
         terms = [dataclasses.replace(p, chunk_ids=np.searchsorted(universe, p.chunk_ids.astype(np.int64)))
                  for p in terms]
