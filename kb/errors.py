@@ -5,7 +5,7 @@ Every error a user or operator can meet derives from `KBError` and carries a sta
 its own class with its own `http_status`; `error_status` is the one mapping to HTTP, and
 `error_for_status` maps the statuses Django answers with by itself back to a class. The apps
 define their own errors in their `errors.py`; every class, code and status is listed in the
-README's "Error codes" table, which tests/test_error_codes.py keeps complete.
+the "Error codes" table in docs/api.md, which tests/test_error_codes.py keeps complete.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Project settings: the only module that reads the environment.
 
-Every environment variable the product understands is read here and listed in README.md.
+Every environment variable the product understands is read here and listed in docs/configuration.md.
 Product settings (ranker defaults, limits, ...) are validated once in `kb.conf`.
 """
 

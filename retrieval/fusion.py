@@ -6,8 +6,8 @@ The ranker fuses the vector and lexical z-scores as (1 - w) * vector + w * lexic
 better. A namespace with judged queries (a benchmark's qrels, an eval suite's `relevant` refs)
 can have w fitted to them: each setting of `WEIGHT_GRID` is scored per query, and the choice is
 cross-validated, so the reported figure comes from queries the fit did not see. The grid is
-coarse on purpose: with tens of judged queries, finer steps fit noise (measured in the README's
-benchmark section). Following Bruch et al. 2023, "An Analysis of Fusion Functions for Hybrid
+coarse on purpose: with tens of judged queries, finer steps fit noise (measured in docs/benchmarks.md).
+Following Bruch et al. 2023, "An Analysis of Fusion Functions for Hybrid
 Retrieval": a convex combination's single weight is learnable from few labels.
 """
 

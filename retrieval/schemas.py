@@ -69,7 +69,7 @@ class FusionOut(Schema):
     reason: str
     fitted_at: datetime | None = None
     version: int = 0
-    lexical_this_query: float  # after the coverage gate (see the README's ranking section)
+    lexical_this_query: float  # after the coverage gate (see docs/searching.md, ranking)
 
 
 class LexicalOut(Schema):

@@ -1,4 +1,4 @@
-"""One class per stable error code: unique codes, each listed once in the README with its status."""
+"""One class per stable error code: unique codes, each listed once in docs/api.md (the API reference) with its status."""
 
 import importlib
 import pkgutil
@@ -9,7 +9,7 @@ import pytest
 
 from kb.errors import KBError, error_status
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ERROR_TABLE = Path(__file__).resolve().parent.parent / "docs" / "api.md"
 APPS = ("kb", "ingest", "retrieval", "capabilities")
 
 
@@ -28,9 +28,9 @@ def all_error_classes() -> list[type[KBError]]:
     return sorted(found, key=lambda c: (c.__module__, c.code))
 
 
-def readme_codes() -> dict[str, list[tuple[int, str]]]:
+def documented_codes() -> dict[str, list[tuple[int, str]]]:
     listed: dict[str, list[tuple[int, str]]] = {}
-    rows = re.findall(r"^\| `([A-Z][A-Z0-9_]+)` \| (\d{3}) \| `([\w.]+)` \|", README.read_text(), re.M)
+    rows = re.findall(r"^\| `([A-Z][A-Z0-9_]+)` \| (\d{3}) \| `([\w.]+)` \|", ERROR_TABLE.read_text(), re.M)
     for code, status, path in rows:
         listed.setdefault(code, []).append((int(status), path))
     return listed
@@ -41,13 +41,13 @@ def test_every_code_belongs_to_one_class():
     assert len(codes) == len(set(codes)), sorted(code for code in codes if codes.count(code) > 1)
 
 
-def test_every_code_is_listed_once_in_the_readme_with_its_status():
-    listed = readme_codes()
+def test_every_code_is_listed_once_in_the_api_docs_with_its_status():
+    listed = documented_codes()
     for cls in all_error_classes():
         expected = [(cls.http_status, f"{cls.__module__}.{cls.__name__}")]
         assert listed.get(cls.code) == expected, f"{cls.__name__} ({cls.code}): {listed.get(cls.code)}"
     documented = {cls.code for cls in all_error_classes()}
-    assert set(listed) - documented == set(), "README lists codes no class has"
+    assert set(listed) - documented == set(), "docs/api.md lists codes no class has"
 
 
 def test_each_app_defines_its_errors_in_its_errors_module():

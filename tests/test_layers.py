@@ -6,7 +6,7 @@
   modules. Everything else in an app is its own business.
 - Pure modules (`PURE`) import neither Django nor a database driver nor any module that does.
 
-README.md ("Architecture") states the same rules.
+docs/architecture.md states the same rules.
 """
 
 from __future__ import annotations

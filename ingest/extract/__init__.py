@@ -27,7 +27,7 @@ def extract(body: bytes, media_type: str, *, charset: str | None = None, url: st
     if looks_binary(body):
         raise BinaryContent(
             "The content looks binary (NUL bytes or no decodable text) and is not a document type "
-            "that is read (see the README's ingest section)."
+            "that is read (see docs/ingesting.md)."
         )
     if media_type in HTML_TYPES or (media_type in ("", "application/octet-stream") and sniff_html(body)):
         page = html_to_markdown(body, charset=charset, url=url, fallback_title=fallback_title)
