@@ -7,6 +7,7 @@ from django.db.models.expressions import RawSQL
 from django.http import HttpResponseRedirect, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
+from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.views.decorators.http import require_POST
 
@@ -14,7 +15,9 @@ from ingest import services as ingest_services
 from ingest.uploads import add_files
 from kb import models
 from ingest.decisions import EMBED_REASONS
+from ingest.run_status import run_note
 from kb.admin_access import LargeTableAdmin, NamespaceScoped
+from kb.conf import kb_settings
 from kb.errors import KBError
 from retrieval.service import matching_chunk_ids
 
@@ -276,6 +279,11 @@ class IngestItemInline(admin.TabularInline):
         return queryset.filter(pk__in=failed + rest)
 
 
+def _run_note(run) -> str:
+    return run_note(run.status, queued_at=run.queued_at, heartbeat_at=run.heartbeat_at, started_at=run.started_at,
+                    now=timezone.now(), stall_seconds=kb_settings().run_stall_seconds)
+
+
 @admin.register(models.IngestRun)
 class IngestRunAdmin(NamespaceScoped):
     namespace_field = "source__namespace"
@@ -287,13 +295,18 @@ class IngestRunAdmin(NamespaceScoped):
     list_select_related = ["source"]
     readonly_fields = [
         "source", "status", "mode", "retry_of", "task_id", "progress_bar", *models.IngestRun.COUNTERS,
-        "error", "queued_at", "started_at", "finished_at",
+        "error", "queued_at", "started_at", "finished_at", "heartbeat_at", "attempts", "worker",
     ]
     inlines = [IngestItemInline]
     change_form_template = "admin/kb/ingestrun/change_form.html"
 
     def has_add_permission(self, request):
         return False
+
+    def render_change_form(self, request, context, *args, **kwargs):
+        if context.get("original") is not None:
+            context["run_note"] = _run_note(context["original"])
+        return super().render_change_form(request, context, *args, **kwargs)
 
     def get_urls(self):
         return [
@@ -310,7 +323,9 @@ class IngestRunAdmin(NamespaceScoped):
         return JsonResponse({
             "id": run.pk, "status": run.status, "percent": run.progress_percent,
             "items_total": run.items_total, "items_done": run.items_done,
-            "items_failed": run.items_failed, "chunks_written": run.chunks_written,
+            "items_failed": run.items_failed, "chunks_total": run.chunks_total,
+            "chunks_embedded": run.chunks_embedded, "chunks_written": run.chunks_written,
+            "note": _run_note(run), "error": run.error,
         })
 
     def retry_view(self, request, run_id):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import os
 import threading
 import time
@@ -23,6 +24,21 @@ from django.utils.module_loading import import_string
 from ingest.errors import EmbeddingFailed
 from kb.conf import kb_settings
 from kb.errors import ConfigurationError, EmbeddingDimensionMismatch
+
+
+logger = logging.getLogger(__name__)
+
+# The process whose PyTorch OpenMP pool is running: native, process-wide state that a fork
+# copies without its threads (see SentenceTransformerEmbedder._use_threads).
+_POOL_STARTED_IN: int | None = None
+
+
+@functools.cache
+def _warn_inherited_pool() -> None:
+    logger.warning(
+        "process %s was forked after its parent %s started PyTorch's thread pool; it embeds on one "
+        "thread to avoid a deadlock. Load and warm the model only through KB_WARM_MODEL, which is fork-safe.",
+        os.getpid(), _POOL_STARTED_IN)
 
 
 @runtime_checkable
@@ -99,11 +115,35 @@ class SentenceTransformerEmbedder:
     def _use_threads(self, count: int) -> None:
         """Batches of documents use every core; a single short query gains little from
         intra-op parallelism and leaves the other cores to PostgreSQL, which runs the lexical
-        channel at the same time. Switching only when the kind of work changes is cheap."""
+        channel at the same time. Switching only when the kind of work changes is cheap.
+
+        PyTorch's OpenMP pool (GNU libgomp) does not survive a fork: a child forked after the
+        pool started waits forever in its first parallel call. The pool is therefore started
+        only by the process that embeds (warm-up runs on one thread, see `warm`), and a child of
+        a process that did start one stays on one thread, with a warning, instead of hanging."""
         import torch
 
+        global _POOL_STARTED_IN
+        if count > 1:
+            if _POOL_STARTED_IN not in (None, os.getpid()):
+                _warn_inherited_pool()
+                count = 1
+            else:
+                _POOL_STARTED_IN = os.getpid()
         if torch.get_num_threads() != count:
             torch.set_num_threads(count)
+
+    def warm(self, path: str) -> None:
+        """Load the model and run it once on `path` without starting a native thread pool, so
+        the process may still fork (django-q2's cluster forks its workers, gunicorn --preload
+        its web workers) and every child can use all its cores."""
+        model = self._load()
+        self._use_threads(1)
+        if path == "query":
+            self.embed_query("warm-up")
+        elif path == "documents":
+            encode = getattr(model, "encode_document", model.encode)
+            encode(["warm-up"], normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
@@ -272,10 +312,14 @@ def get_embedder() -> Embedder:
 def warm_up(path: str) -> float:
     """Load the model and run it once on the path this process will use (`query` for a web
     server, `documents` for a worker), so the first real search or ingest does not pay the
-    load; returns the seconds it took. Called from IngestConfig.ready when KB_WARM_MODEL is set."""
+    load; returns the seconds it took. Called from IngestConfig.ready when KB_WARM_MODEL is set,
+    which may be a process that forks afterwards: an embedder with a `warm` method warms up
+    without starting native thread pools."""
     started = time.perf_counter()
     embedder = get_embedder()
-    if path == "query":
+    if hasattr(embedder, "warm"):
+        embedder.warm(path)
+    elif path == "query":
         embedder.embed_query("warm-up")
     elif path == "documents":
         embedder.embed_documents(["warm-up"])

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable
 
+import numpy as np
 from django.db import DatabaseError, connection
 
 from ingest import store
@@ -46,6 +47,7 @@ logger = logging.getLogger(__name__)
 DB_RECONNECT_ATTEMPTS = 8  # about 15 s of waiting for a restarting database
 EMBED_BATCH_CHUNKS = 128  # chunks gathered across documents before one embedding call
 EMBED_BATCH_MAX_WAIT_S = 5.0  # ...or seconds the oldest waiting document may wait for them
+EMBED_PROGRESS_CHUNKS = 64  # chunks per embedding call: each call is reported (and is one model batch)
 Status = IngestItem.Status
 
 
@@ -119,8 +121,9 @@ class IngestPipeline:
     def _finish(self, failed_with: KBError | None = None) -> None:
         self.report.save(force=True)
         if failed_with is None:
-            self._ensure_vector_index()
-            self._ensure_posting_lists()
+            with self.report.beating():
+                self._ensure_vector_index()
+                self._ensure_posting_lists()
         self.report.finish(failed_with, self.source_revision)
 
     def _ensure_vector_index(self) -> None:
@@ -226,7 +229,9 @@ class IngestPipeline:
         if item.media_type in ISOLATED_TYPES:
             conf = kb_settings()
             budget = ParserBudget(conf.parser_cpu_seconds, conf.parser_memory_mb * 1024 * 1024)
-            return extract_isolated(item.body or b"", item.media_type, fallback_title=item.title_hint, budget=budget)
+            with self.report.beating():  # the child has its own deadline
+                return extract_isolated(item.body or b"", item.media_type, fallback_title=item.title_hint,
+                                        budget=budget)
         return extract(item.body or b"", item.media_type, charset=item.charset, url=item.url,
                        fallback_title=item.title_hint)
 
@@ -254,6 +259,7 @@ class IngestPipeline:
             return
         self._pending.append(PendingDocument(item, extracted, content_hash, chunks, reason, started, byte_key,
                                              tuple(keys)))
+        self.report.chunked(len(chunks))
 
     def _reembed_stored(self) -> None:
         self.report.expect(len(self._stored))
@@ -285,8 +291,9 @@ class IngestPipeline:
                                                stored.metadata.get("byte_key", ""),
                                                tuple(stored.metadata.get("block_keys", ()))))
         if pending:
+            self.report.chunked(sum(len(p.chunks) for p in pending))
             try:
-                vectors = self.embedder.embed_documents([c.text for p in pending for c in p.chunks])
+                vectors = self._embed([c.text for p in pending for c in p.chunks])
             except KBError as exc:  # those pages stay as written, whole; the next run cleans them
                 logger.warning("boilerplate not dropped from %d pages of run %s: %s", len(pending), self.run.pk, exc)
                 return
@@ -315,7 +322,7 @@ class IngestPipeline:
             return
         pending, self._pending = self._pending, []
         try:
-            vectors = self.embedder.embed_documents([chunk.text for p in pending for chunk in p.chunks])
+            vectors = self._embed([chunk.text for p in pending for chunk in p.chunks])
         except KBError as exc:
             for p in pending:
                 self.report.record(Outcome(p.item.ref, Status.FAILED, error_code=exc.code, error_message=exc.message),
@@ -326,6 +333,16 @@ class IngestPipeline:
             self.report.record(Outcome(p.item.ref, Status.CHANGED, reason=p.reason,
                                        byte_size=len(p.extracted.content.encode("utf-8")), chunks=len(p.chunks)),
                                p.started)
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        """Embed in slices, each one reported: the run page moves and the heartbeat beats per
+        slice, so a curator (and the watchdog) can tell a long batch from a hung worker."""
+        parts = []
+        for start in range(0, len(texts), EMBED_PROGRESS_CHUNKS):
+            part = texts[start:start + EMBED_PROGRESS_CHUNKS]
+            parts.append(self.embedder.embed_documents(part))
+            self.report.embedded(len(part))
+        return np.vstack(parts) if parts else np.zeros((0, self.embedder.dimension), dtype=np.float32)
 
     def _store(self, pending: list[PendingDocument], vectors) -> None:
         written = store.write_batch(self.source, pending, vectors, self.embedder.model_id, self._stored)

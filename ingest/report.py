@@ -7,16 +7,21 @@ run shows progress and its heartbeat without a write per document.
 
 from __future__ import annotations
 
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable
 
+from django.db import DatabaseError, connections
 from django.utils import timezone
 
+from ingest.watchdog import worker_identity
 from kb.errors import KBError
 from kb.models import IngestItem, IngestRun, Source
 
 SAVE_INTERVAL_S = 0.5
+BEAT_WHILE_WAITING_S = 5.0  # heartbeat period while the run waits on a bounded step
 STATUS_COUNTERS = {IngestItem.Status.FAILED: "items_failed", IngestItem.Status.CHANGED: "items_changed",
                    IngestItem.Status.UNCHANGED: "items_unchanged"}
 
@@ -47,6 +52,7 @@ class RunReport:
         run.status = IngestRun.Status.RUNNING
         run.started_at = run.heartbeat_at = timezone.now()
         run.attempts += 1
+        run.worker = worker_identity()
         for counter in IngestRun.COUNTERS:
             setattr(run, counter, 0)
         run.error = ""
@@ -60,6 +66,41 @@ class RunReport:
     def discovered(self, total: int) -> None:
         """The loader has found `total` documents so far, at least one more than are done."""
         self.run.items_total = max(total, self.run.items_done + 1)
+        self.save()
+
+    def chunked(self, count: int) -> None:
+        """A document became `count` chunks that wait for their embeddings."""
+        self.run.chunks_total += count
+        self.save()
+
+    def embedded(self, count: int) -> None:
+        """A batch of `count` chunks was embedded: progress, and a heartbeat."""
+        self.run.chunks_embedded += count
+        self.save()
+
+    @contextmanager
+    def beating(self):
+        """Keep the heartbeat going while the run waits on a step that is bounded on its own
+        (a parser child with its deadline, an index build): waiting is not hanging. Everything
+        else beats by making progress, so a worker stuck in its own code shows as stalled."""
+        stop = threading.Event()
+
+        def beat() -> None:
+            try:
+                while not stop.wait(BEAT_WHILE_WAITING_S):
+                    IngestRun.objects.filter(pk=self.run.pk).update(heartbeat_at=timezone.now())
+            except DatabaseError:
+                pass  # the run's own thread meets the same database and reports it
+            finally:
+                connections.close_all()  # this thread's connection
+
+        thread = threading.Thread(target=beat, name=f"ingest-run-{self.run.pk}-heartbeat", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()
 
     def record(self, outcome: Outcome, started: float) -> None:
         """A document is done (changed, unchanged, failed or skipped)."""
@@ -78,7 +119,6 @@ class RunReport:
         self._outcomes.append(Outcome(ref, IngestItem.Status.REMOVED, reason="gone from the source"))
 
     def chunks_stored(self, count: int) -> None:
-        self.run.chunks_embedded += count
         self.run.chunks_written += count
 
     def forget_unsaved(self) -> None:

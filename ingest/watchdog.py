@@ -1,23 +1,33 @@
-"""The watchdog: no run stays "running" after its worker died or its deadline passed.
+"""The watchdog: no run stays "running" or "queued" without a word, whatever its worker does.
 
-A running run's worker stamps `heartbeat_at` at every progress save (at least every few seconds
-while it works). django-q2 hands a dead worker's task to another worker `KB_TASK_RETRY`
-seconds after it was taken, up to `max_attempts` times, and the new attempt starts the run
-afresh (its report restarts, documents are upserted, so nothing is written twice). So the
-watchdog waits for that redelivery before it acts:
+A running run's worker stamps `heartbeat_at` as it makes progress: each item, each embedded
+batch, and every few seconds while it waits on a bounded step (a parser child, an index build).
+A worker that died, hangs or was stopped stops stamping it. With S = `KB_RUN_STALL_SECONDS`:
 
-- a run without a heartbeat for `KB_TASK_RETRY` + `GRACE_SECONDS` is failed with
-  `INGEST_RUN_ABANDONED`: a redelivery, had there been one, would have stamped it by then;
+- a run without a heartbeat for S is *stalled*: /healthz says degraded and why, the run page
+  says "no progress since …" (`stalled_runs`);
+- at 2S the watchdog fails it with `INGEST_RUN_ABANDONED` (`fail_stuck_runs`), and the qcluster
+  that owns its worker stops that worker so django-q2 starts a fresh one for the queue
+  (`stop_abandoned_workers`); reporting waits for S, acting for twice the evidence;
 - a run started more than `KB_TASK_TIMEOUT` + `GRACE_SECONDS` ago is failed with
-  `INGEST_RUN_TIMEOUT` (django-q2 stopped its worker at the timeout).
+  `INGEST_RUN_TIMEOUT` (django-q2 stopped its worker at the timeout);
+- a queued run that no worker has taken for S while no run makes progress is *waiting*:
+  /healthz says degraded, the run page says since when (`waiting_runs`).
 
-A run the watchdog failed is never taken up again by a late redelivery (`execute_run` leaves
-finished runs alone); the curator retries it. The watchdog runs as a django-q2 schedule every
-minute and when `kb_run` starts.
+A failed run is never taken up again by a late redelivery (`execute_run` leaves finished runs
+alone); the curator retries it. The watchdog runs in every qcluster's main process every
+`KB_WATCHDOG_SECONDS` (ingest/management/commands/qcluster.py), which forks the workers and
+runs no task itself, so a hung worker cannot hold it up; also as a django-q2 schedule and when
+`kb_run` starts.
 """
 
 from __future__ import annotations
 
+import logging
+import os
+import signal
+import socket
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -25,28 +35,84 @@ from django.db.models import Q
 from django.utils import timezone
 
 from ingest.errors import IngestError, RunAbandoned, RunTimedOut
+from kb.conf import kb_settings
 from kb.models import IngestRun, Source
+
+logger = logging.getLogger(__name__)
 
 GRACE_SECONDS = 120
 WATCHDOG_SCHEDULE = "kb-ingest-watchdog"
+STOPPED_WORKERS_LOOKBACK = timedelta(hours=1)
+
+
+@dataclass(frozen=True)
+class StuckRun:
+    """A run that is not moving, as /healthz and the run page tell it."""
+
+    run_id: int
+    since: datetime
+    reason: str
+
+
+def worker_identity() -> str:
+    """host:pid of this process, recorded on the run it executes."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _stall() -> timedelta:
+    return timedelta(seconds=kb_settings().run_stall_seconds)
+
+
+def _last_sign(run: IngestRun) -> datetime:
+    return run.heartbeat_at or run.started_at or run.queued_at
+
+
+def stalled_runs(now: datetime | None = None) -> list[StuckRun]:
+    """Running runs whose worker has shown no progress for `KB_RUN_STALL_SECONDS`."""
+    now = now or timezone.now()
+    cutoff = now - _stall()
+    stale = Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff)
+    runs = IngestRun.objects.filter(stale, status=IngestRun.Status.RUNNING).only(
+        "pk", "heartbeat_at", "started_at", "queued_at", "worker")
+    return [StuckRun(run.pk, _last_sign(run), f"run {run.pk} has made no progress since {_last_sign(run):%H:%M:%S} "
+                     f"UTC (worker {run.worker or 'unknown'})") for run in runs]
+
+
+def waiting_runs(now: datetime | None = None) -> list[StuckRun]:
+    """Queued runs no worker has taken for `KB_RUN_STALL_SECONDS` while no run makes progress
+    (behind a run that progresses, a queued run is only waiting its turn)."""
+    now = now or timezone.now()
+    cutoff = now - _stall()
+    progressing = IngestRun.objects.filter(status=IngestRun.Status.RUNNING, heartbeat_at__gte=cutoff).exists()
+    if progressing:
+        return []
+    runs = IngestRun.objects.filter(status=IngestRun.Status.QUEUED, queued_at__lt=cutoff).only("pk", "queued_at")
+    return [StuckRun(run.pk, run.queued_at, f"run {run.pk} is queued and no worker has taken it since "
+                     f"{run.queued_at:%H:%M:%S} UTC") for run in runs]
 
 
 def fail_stuck_runs(now: datetime | None = None) -> list[int]:
     """Fail every run that lost its worker or outlived its deadline; their ids."""
     now = now or timezone.now()
-    retry = timedelta(seconds=settings.Q_CLUSTER["retry"] + GRACE_SECONDS)
+    abandoned = now - 2 * _stall()
     timeout = timedelta(seconds=settings.Q_CLUSTER["timeout"] + GRACE_SECONDS)
     running = IngestRun.objects.filter(status=IngestRun.Status.RUNNING)
     failed = []
-    stale = Q(heartbeat_at__lt=now - retry) | Q(heartbeat_at__isnull=True, started_at__lt=now - retry)
+    stale = Q(heartbeat_at__lt=abandoned) | Q(heartbeat_at__isnull=True, started_at__lt=abandoned)
     for run in running.filter(stale):
-        if _fail(run, RunAbandoned("The worker running this ingest stopped (it died or was killed) and the run "
-                                   "was not taken up again. Retry it."), now):
+        since = _last_sign(run)
+        error = RunAbandoned(
+            f"The worker running this ingest ({run.worker or 'unknown'}) made no progress since "
+            f"{since:%Y-%m-%d %H:%M:%S} UTC: it died, hung or was stopped, and its machine's qcluster stops "
+            "it so a fresh worker takes the queue. Documents written before then are complete. Retry the run.")
+        if _fail(run, error, now):
             failed.append(run.pk)
     for run in running.filter(started_at__lt=now - timeout).exclude(pk__in=failed):
         if _fail(run, RunTimedOut(f"The run was still running {settings.Q_CLUSTER['timeout']} s after it started "
                                   "(KB_TASK_TIMEOUT); its worker was stopped. Retry it."), now):
             failed.append(run.pk)
+    if failed:
+        logger.warning("watchdog failed stuck ingest runs %s", failed)
     return failed
 
 
@@ -58,6 +124,30 @@ def _fail(run: IngestRun, error: IngestError, now: datetime) -> bool:
     if updated:
         Source.objects.filter(pk=run.source_id).update(last_run_at=now, last_run_status=IngestRun.Status.FAILED)
     return bool(updated)
+
+
+def stop_abandoned_workers(own: dict[int, float], now: datetime | None = None) -> list[int]:
+    """SIGKILL the processes among `own` (a qcluster's workers: pid to start time) that still
+    run a run the watchdog failed as abandoned: a hung worker never takes another task, so
+    django-q2 must replace it. Only this host's processes, only the caller's own children, and
+    only one started before the run was failed (never a reused pid) are touched."""
+    now = now or timezone.now()
+    host = socket.gethostname()
+    failed = IngestRun.objects.filter(
+        status=IngestRun.Status.FAILED, error__startswith=RunAbandoned.code,
+        finished_at__gte=now - STOPPED_WORKERS_LOOKBACK, worker__startswith=f"{host}:",
+    ).values_list("worker", "finished_at")
+    stopped = []
+    for worker, finished_at in failed:
+        pid = int(worker.rpartition(":")[2] or 0)
+        if pid in own and own[pid] < finished_at.timestamp() and pid not in stopped:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                continue
+            logger.warning("stopped worker %s: its ingest run made no progress (INGEST_RUN_ABANDONED)", worker)
+            stopped.append(pid)
+    return stopped
 
 
 def ensure_watchdog_schedule() -> None:

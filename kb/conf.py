@@ -29,6 +29,8 @@ class KBSettings:
     chunk_tokens: int
     demo_docs_dir: Path
     media_root: Path
+    run_stall_seconds: int  # heartbeat age that makes a run stalled (ingest/watchdog.py)
+    watchdog_seconds: int
     document_max_bytes: int = 50 * 1024 * 1024
     archive_max_bytes: int = 200 * 1024 * 1024
     archive_max_files: int = 5000
@@ -66,6 +68,8 @@ def kb_settings() -> KBSettings:
         archive_max_files=settings.KB_ARCHIVE_MAX_FILES,
         parser_cpu_seconds=settings.KB_PARSER_CPU_SECONDS,
         parser_memory_mb=settings.KB_PARSER_MEMORY_MB,
+        run_stall_seconds=settings.KB_RUN_STALL_SECONDS,
+        watchdog_seconds=settings.KB_WATCHDOG_SECONDS,
         rate_limit_anonymous=settings.KB_RATE_LIMIT_ANONYMOUS,
         rate_limit_staff=settings.KB_RATE_LIMIT_STAFF,
         chunk_tokens=settings.KB_CHUNK_TOKENS,
@@ -93,6 +97,8 @@ MINIMUMS = {  # setting: (KBSettings attribute, least value)
     "KB_POSTING_LISTS_MIN_CHUNKS": ("posting_lists_min_chunks", 1),
     "KB_REPLICA_MAX_LAG_SECONDS": ("replica_max_lag_seconds", 0),
     "KB_CHUNK_TOKENS": ("chunk_tokens", 32),
+    "KB_RUN_STALL_SECONDS": ("run_stall_seconds", 5),
+    "KB_WATCHDOG_SECONDS": ("watchdog_seconds", 1),
 }
 
 

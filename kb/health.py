@@ -3,7 +3,9 @@
 The database, pgvector and the embedder are essential (HTTP 503 without any of them: every
 search embeds its query); a missing worker degrades the service (nothing new is ingested) but
 keeps search of stored data possible, and so does a read replica that is down or behind (its
-reads go to the primary).
+reads go to the primary). A worker that is alive but stuck degrades it too: `runs` lists the
+runs that made no progress for `KB_RUN_STALL_SECONDS` and the queued runs no worker takes
+(ingest/watchdog.py), read from the runs themselves rather than from the worker's own word.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ class HealthReport:
     database: dict = field(default_factory=dict)
     pgvector: dict = field(default_factory=dict)
     worker: dict = field(default_factory=dict)
+    runs: dict = field(default_factory=dict)
     embedder: dict = field(default_factory=dict)
     replicas: list = field(default_factory=list)
 
@@ -33,7 +36,8 @@ class HealthReport:
     def status(self) -> str:
         if not self.essential_ok:
             return "down"
-        healthy = self.worker.get("ok") and all(replica["ok"] for replica in self.replicas)
+        healthy = (self.worker.get("ok") and self.runs.get("ok", True)
+                   and all(replica["ok"] for replica in self.replicas))
         return "ok" if healthy else "degraded"
 
     def as_dict(self) -> dict:
@@ -59,6 +63,7 @@ def health_report() -> HealthReport:
         report.worker = {"ok": False, "error": "database unreachable"}
     else:
         report.worker = _worker_status()
+        report.runs = _runs_status()
     report.replicas = replica_report()
     report.embedder = _embedder_status()
     return report
@@ -77,6 +82,18 @@ def _worker_status() -> dict:
         "ok": bool(alive),
         "clusters": len(alive),
         "last_heartbeat": max((c.timestamp for c in clusters), default=None),
+    }
+
+
+def _runs_status() -> dict:
+    """Runs that do not move: stalled (running without progress) and waiting (queued, untaken)."""
+    from ingest.watchdog import stalled_runs, waiting_runs
+
+    stalled, waiting = stalled_runs(), waiting_runs()
+    return {
+        "ok": not stalled and not waiting,
+        "stalled": [{"run": run.run_id, "no_progress_since": run.since, "reason": run.reason} for run in stalled],
+        "waiting": [{"run": run.run_id, "queued_at": run.since, "reason": run.reason} for run in waiting],
     }
 
 

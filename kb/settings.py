@@ -37,11 +37,11 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.postgres",
     "ninja",  # serves its own Swagger UI files: /api/docs loads nothing from another origin
-    "django_q",
     "kb",
-    "ingest",
+    "ingest",  # before django_q: its qcluster command adds the watchdog to django-q2's
     "retrieval",
     "capabilities",
+    "django_q",
 ]
 
 MIDDLEWARE = [
@@ -186,6 +186,11 @@ KB_ARCHIVE_MAX_FILES = int(os.environ.get("KB_ARCHIVE_MAX_FILES", "5000"))
 # the budget of one document parse in its child process
 KB_PARSER_CPU_SECONDS = int(os.environ.get("KB_PARSER_CPU_SECONDS", "60"))
 KB_PARSER_MEMORY_MB = int(os.environ.get("KB_PARSER_MEMORY_MB", "2048"))
+# a running ingest whose heartbeat is older than this is reported as stalled (/healthz, run page);
+# at twice this age the watchdog fails it and stops its worker (ingest/watchdog.py)
+KB_RUN_STALL_SECONDS = int(os.environ.get("KB_RUN_STALL_SECONDS", "120"))
+# how often each worker machine's qcluster process runs the watchdog, whatever its workers do
+KB_WATCHDOG_SECONDS = int(os.environ.get("KB_WATCHDOG_SECONDS", "30"))
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 KB_CHUNK_TOKENS = int(os.environ.get("KB_CHUNK_TOKENS", "400"))

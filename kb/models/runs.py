@@ -17,7 +17,7 @@ class IngestRun(models.Model):
 
     FINISHED = (Status.SUCCEEDED, Status.PARTIAL, Status.FAILED)  # a run in one of these is over
     COUNTERS = ("items_total", "items_done", "items_changed", "items_unchanged", "items_failed",  # its report
-                "items_removed", "chunks_written", "chunks_embedded")
+                "items_removed", "chunks_total", "chunks_embedded", "chunks_written")
 
     class Mode(models.TextChoices):
         INGEST = "ingest"
@@ -35,8 +35,9 @@ class IngestRun(models.Model):
     items_unchanged = models.PositiveIntegerField(default=0)
     items_failed = models.PositiveIntegerField(default=0)
     items_removed = models.PositiveIntegerField(default=0)
-    chunks_written = models.PositiveIntegerField(default=0)
+    chunks_total = models.PositiveIntegerField(default=0, help_text="Chunks made so far, to be embedded.")
     chunks_embedded = models.PositiveIntegerField(default=0)
+    chunks_written = models.PositiveIntegerField(default=0)
     error = models.TextField(blank=True)
     queued_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -45,6 +46,8 @@ class IngestRun(models.Model):
         null=True, blank=True, help_text="Last sign of life of the worker running it (the watchdog reads it)."
     )
     attempts = models.PositiveSmallIntegerField(default=0, help_text="Times a worker started this run.")
+    worker = models.CharField(max_length=300, blank=True,
+                              help_text="host:pid of the process running it (the watchdog stops a stuck one).")
 
     class Meta:
         ordering = ["-queued_at", "-id"]

@@ -9,13 +9,16 @@
     if (status !== "queued" && status !== "running") return;
     var bar = box.querySelector("progress");
     var text = box.querySelector(".kb-run-text");
+    var note = box.querySelector(".kb-run-note");
     function poll() {
       fetch(box.dataset.progressUrl, { credentials: "same-origin" })
         .then(function (r) { return r.json(); })
         .then(function (run) {
           bar.value = run.percent;
           text.textContent = run.status + ": " + run.items_done + "/" + run.items_total +
-            " items, " + run.chunks_written + " chunks, " + run.items_failed + " errors";
+            " items, " + run.chunks_embedded + "/" + run.chunks_total + " chunks embedded, " +
+            run.items_failed + " errors";
+          if (note) note.textContent = run.note;
           if (run.status === "queued" || run.status === "running") {
             setTimeout(poll, 1000);
           } else {

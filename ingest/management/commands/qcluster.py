@@ -1,0 +1,60 @@
+"""`manage.py qcluster`: django-q2's cluster, with the ingest watchdog in its main process.
+
+django-q2's main process forks a sentinel that forks the workers, then only waits. Here it
+also runs the watchdog (ingest/watchdog.py) every `KB_WATCHDOG_SECONDS`: it fails runs whose
+worker stopped making progress and stops those workers, so the sentinel replaces them. The
+watchdog therefore keeps working when every worker hangs, which a django-q2 schedule (run by a
+worker) cannot. It starts after the sentinel has forked: this process forks nothing afterwards.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import psutil
+from django.conf import settings
+from django.db import DatabaseError, connections
+from django_q.cluster import Cluster
+from django_q.management.commands.qcluster import Command as DjangoQCommand
+
+from ingest.watchdog import fail_stuck_runs, stop_abandoned_workers
+from kb.conf import kb_settings
+
+logger = logging.getLogger(__name__)
+
+
+class Command(DjangoQCommand):
+    help = "Starts the django-q2 cluster (the ingest workers) and its watchdog."
+
+    def handle(self, *args, **options):
+        settings.SECRET_KEY  # noqa: B018 - django-q2 signs tasks with it: fail now if it is missing
+        if options.get("cluster_name"):
+            os.environ["Q_CLUSTER_NAME"] = options["cluster_name"]
+        cluster = Cluster()
+        cluster.start()
+        if options.get("run_once", False):
+            cluster.stop()
+            return
+        interval = kb_settings().watchdog_seconds
+        while cluster.sentinel is not None and cluster.sentinel.is_alive():
+            cluster.sentinel.join(timeout=interval)
+            if cluster.sentinel.is_alive():
+                _watch()
+        connections.close_all()
+
+
+def _watch() -> None:
+    """One watchdog pass; a database that is away now is tried again at the next pass."""
+    try:
+        fail_stuck_runs()
+        own = {}
+        for child in psutil.Process().children(recursive=True):
+            try:
+                own[child.pid] = child.create_time()
+            except psutil.NoSuchProcess:
+                continue
+        stop_abandoned_workers(own)
+    except DatabaseError as exc:
+        logger.warning("watchdog pass skipped: %s", exc)
+        connections.close_all()
