@@ -29,7 +29,7 @@ PURE = {
     "kb.errors", "kb.revisions", "kb.datafiles", "kb.names", "kb.markup", "kb.vocabulary",
     "retrieval.errors", "retrieval.ranker", "retrieval.bm25", "retrieval.fusion", "retrieval.query",
     "retrieval.citations", "retrieval.evals", "retrieval.context", "retrieval.diversity",
-    "ingest.errors", "ingest.chunk", "ingest.boilerplate", "ingest.scope", "ingest.decisions",
+    "ingest.errors", "ingest.chunk", "ingest.boilerplate", "ingest.scope", "ingest.decisions", "ingest.run_status",
     "ingest.extract", "ingest.extract.html", "ingest.extract.html_markdown", "ingest.extract.text",
     "ingest.extract.result",
     "ingest.extract.documents", "ingest.extract.blocks", "ingest.extract.pdf", "ingest.extract.opendocument",

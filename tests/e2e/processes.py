@@ -17,6 +17,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psutil
 import pytest
 
 from tests.pgserver import REPO, free_port
@@ -78,6 +79,7 @@ class Process:
         """Signal the whole group (what Ctrl-C or a service manager does), then make sure."""
         if self.popen is None:
             return 0
+        family = _descendants(self.popen.pid)
         if self.popen.poll() is None:
             try:
                 os.killpg(self.popen.pid, sig)
@@ -91,7 +93,19 @@ class Process:
             os.killpg(self.popen.pid, signal.SIGKILL)  # anything the group left behind
         except ProcessLookupError:
             pass
+        for leftover in family:  # children that started sessions of their own (kb_run's)
+            try:
+                leftover.kill()
+            except psutil.NoSuchProcess:
+                pass
         return self.popen.returncode
+
+
+def _descendants(pid: int) -> list:
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
 
 
 @dataclass

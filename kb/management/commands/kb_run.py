@@ -124,8 +124,8 @@ class Command(BaseCommand):
         for child in children:
             try:
                 child.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                child.kill()
+            except subprocess.TimeoutExpired:  # a child that does not stop takes its own children with it
+                os.killpg(child.pid, signal.SIGKILL)
                 child.wait()
         pgdata = settings.DATABASES["default"].get("EMBEDDED_PGDATA")
         if pgdata:  # the database stops when this process exits, unless others still use it
