@@ -35,19 +35,20 @@ INDEX_NOW, INDEX_QUEUE, INDEX_SKIP = "now", "queue", "skip"  # when `apply_provi
 
 # --- definitions -------------------------------------------------------------------------------
 
-def load_definition_file(path: str | Path, reindex: bool = True) -> list[dict]:
+def load_definition_file(path: str | Path, reindex: bool = True, *, index: str | None = None) -> list[dict]:
     """Load providers from a JSON or YAML file; one entry per provider: slug, revision, changed."""
     try:
         data = read_data(Path(path).read_text(encoding="utf-8"), str(path))
     except ValueError as exc:
         raise DefinitionInvalid(str(exc)) from exc
-    return load_definitions(data, reindex=reindex)
+    return load_definitions(data, reindex=reindex, index=index)
 
 
-def load_definitions(data, reindex: bool = True) -> list[dict]:
-    """Apply every provider in `data` and, with `reindex`, embed what changed here and now."""
-    return [apply_provider(definition, index=INDEX_NOW if reindex else INDEX_SKIP)
-            for definition in parse_definitions(data)]
+def load_definitions(data, reindex: bool = True, *, index: str | None = None) -> list[dict]:
+    """Apply every provider in `data` and, with `reindex`, embed what changed here and now (or
+    as `index` says: `queue` hands it to the worker)."""
+    index = index or (INDEX_NOW if reindex else INDEX_SKIP)
+    return [apply_provider(definition, index=index) for definition in parse_definitions(data)]
 
 
 def check_provider(data, slug: str) -> ProviderDefinition:

@@ -30,10 +30,12 @@ def ensure_demo_sources(*, sync: bool = False) -> list[int]:
     return run_ids
 
 
-def ensure_demo_providers() -> list[dict]:
-    """Load the example capability provider over the demo sources (a no-op when unchanged)."""
+def ensure_demo_providers(*, queue: bool = False) -> list[dict]:
+    """Load the example capability provider over the demo sources (a no-op when unchanged);
+    with `queue` its capabilities are embedded by the worker (kb_run: its supervising process
+    then never loads the model)."""
     from django.conf import settings
 
-    from capabilities.service import load_definition_file
+    from capabilities.service import INDEX_QUEUE, load_definition_file
 
-    return load_definition_file(settings.BASE_DIR / DEMO_PROVIDERS)
+    return load_definition_file(settings.BASE_DIR / DEMO_PROVIDERS, index=INDEX_QUEUE if queue else None)

@@ -109,7 +109,7 @@ class Command(BaseCommand):
         run_ids = ensure_demo_sources()
         if run_ids:
             self.stdout.write(f"==> demo source queued for ingest (runs {', '.join(map(str, run_ids))})")
-        for entry in ensure_demo_providers():
+        for entry in ensure_demo_providers(queue=True):
             self.stdout.write(f"==> capability provider {entry['provider']!r}: {entry['capabilities']} capabilities, "
                               f"revision {entry['revision'][:12]}")
 
