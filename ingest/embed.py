@@ -80,7 +80,7 @@ class SentenceTransformerEmbedder:
     """A local sentence-transformers model, loaded on first use, thread-safe."""
 
     def __init__(self, model_path: str | Path, *, batch_size: int = 64, device: str = "cpu",
-                 query_runtime: str = "torch", cache_dir: Path | None = None):
+                 query_runtime: str = "torch", document_runtime: str = "torch", cache_dir: Path | None = None):
         self.model_path = Path(model_path)
         self.model_id = f"st:{self.model_path.name if self.model_path.name != 'model' else self.model_path.parent.name}"
         self.batch_size = batch_size
@@ -89,6 +89,8 @@ class SentenceTransformerEmbedder:
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
         self.document_threads = max(1, cores)
         self.query_runtime = query_runtime
+        self.document_runtime = document_runtime
+        self._document_encoder = None  # an OnnxDocumentEncoder once prepared, False when unavailable
         self.cache_dir = cache_dir
         self._model = None
         self._query_encoder = None  # an OnnxQueryEncoder once prepared, False when unavailable
@@ -144,18 +146,45 @@ class SentenceTransformerEmbedder:
         elif path == "documents":
             encode = getattr(model, "encode_document", model.encode)
             encode(["warm-up"], normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+            self._onnx_document_encoder(model)  # exported and verified on one thread; sessions come later
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         model = self._load()
         self._use_threads(self.document_threads)
+        encoder = self._onnx_document_encoder(model)
+        if encoder is not None:
+            return encoder.encode(list(texts))
         encode = getattr(model, "encode_document", model.encode)
         vectors = encode(
             list(texts), batch_size=self.batch_size, normalize_embeddings=True,
             convert_to_numpy=True, show_progress_bar=False,
         )
         return np.asarray(vectors, dtype=np.float32)
+
+    @property
+    def document_runtime_in_use(self) -> str:
+        """The runtime that embeds documents: the configured one, or `torch` after a fallback."""
+        return self._document_encoder.runtime if self._document_encoder else "torch"
+
+    def _onnx_document_encoder(self, model):
+        """The ONNX Runtime encoder for documents (ingest/onnx_documents.py), prepared once;
+        None when the runtime is `torch`, the model is not a plain mean-pooled transformer, or
+        the graph could not be prepared (logged; PyTorch embeds then)."""
+        if self._document_encoder is None:
+            with self._lock:
+                if self._document_encoder is None:
+                    from ingest.onnx_documents import load_onnx_document_encoder
+
+                    encoder = None
+                    if (self.document_runtime != "torch" and self.cache_dir is not None
+                            and _is_mean_pooled_transformer(model)):
+                        encoder = load_onnx_document_encoder(
+                            model, self.model_path, self.cache_dir, name=self.model_id.removeprefix("st:"),
+                            runtime=self.document_runtime, threads=self.document_threads)
+                    self._document_encoder = encoder or False
+        return self._document_encoder or None
 
     def _onnx_query_encoder(self, model):
         """The ONNX Runtime twin of the model for single queries (see ingest/onnx_query.py),
@@ -294,6 +323,7 @@ def get_embedder() -> Embedder:
         path = Path(conf.embedding_model) if conf.embedding_model else bundled_model_path()
         return SentenceTransformerEmbedder(
             path, batch_size=conf.embedding_batch, query_runtime=conf.embedding_query_runtime,
+            document_runtime=conf.embedding_document_runtime,
             cache_dir=conf.model_cache_dir,
         )
     if conf.embedder == "http":

@@ -74,14 +74,13 @@ def load_onnx_query_encoder(model, model_dir: Path, cache_dir: Path, *, name: st
         logger.warning("onnxruntime is not installed; query embeddings use PyTorch")
         return None
     try:
-        safe_name = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)
-        path = cache_dir / f"{safe_name}-{_fingerprint(model_dir)}.onnx"
+        path = graph_path(cache_dir, name, model_dir)
         if path.exists():
             encoder = _open(path, model)
             if encoder is not None and _agrees(encoder, model):
                 return encoder
             logger.warning("replacing the ONNX query graph %s", path)
-        _export(model, path)
+        export_graph(model, path)
         encoder = _open(path, model)
         if encoder is None or not _agrees(encoder, model):
             path.unlink(missing_ok=True)  # the next process tries a fresh export, not this file
@@ -91,6 +90,12 @@ def load_onnx_query_encoder(model, model_dir: Path, cache_dir: Path, *, name: st
         logger.warning("could not prepare the ONNX query graph (%s: %s); query embeddings use "
                        "PyTorch", type(exc).__name__, exc, exc_info=True)
         return None
+
+
+def graph_path(cache_dir: Path, name: str, model_dir: Path, variant: str = "") -> Path:
+    """Where the model's exported graph (or a `variant` of it, such as `int8`) is cached."""
+    safe_name = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)
+    return cache_dir / f"{safe_name}-{_fingerprint(model_dir)}{'-' + variant if variant else ''}.onnx"
 
 
 def _fingerprint(model_dir: Path) -> str:
@@ -124,7 +129,7 @@ def _open(path: Path, model) -> OnnxQueryEncoder | None:
     return OnnxQueryEncoder(session, model.tokenizer, int(model.max_seq_length), path)
 
 
-def _export(model, path: Path) -> None:
+def export_graph(model, path: Path) -> None:
     """Trace Transformer + mean pooling into `path`, atomically (`encode` normalises)."""
     import torch
 

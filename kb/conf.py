@@ -47,6 +47,7 @@ class KBSettings:
     posting_lists_min_chunks: int = 20000  # a namespace this large gets packed posting lists (kb/posting_lists.py)
     replica_max_lag_seconds: float = 5.0  # a read replica further behind than this is not read from
     embedding_query_runtime: str = "onnx"
+    embedding_document_runtime: str = "torch"
     model_cache_dir: Path | None = None
     warm_model: str = ""  # which path of the embedder a process loads at start: query, documents or none
 
@@ -84,6 +85,7 @@ def kb_settings() -> KBSettings:
         posting_lists_min_chunks=settings.KB_POSTING_LISTS_MIN_CHUNKS,
         replica_max_lag_seconds=settings.KB_REPLICA_MAX_LAG_SECONDS,
         embedding_query_runtime=settings.KB_EMBEDDING_QUERY_RUNTIME.strip().lower(),
+        embedding_document_runtime=settings.KB_EMBEDDING_DOCUMENT_RUNTIME.strip().lower(),
         model_cache_dir=Path(settings.KB_MODEL_CACHE_DIR),
         warm_model=settings.KB_WARM_MODEL.strip().lower(),
     )
@@ -122,6 +124,11 @@ def _validate(conf: KBSettings) -> None:
         raise ConfigurationError(
             f"KB_EMBEDDING_QUERY_RUNTIME must be 'onnx' or 'torch', got {conf.embedding_query_runtime!r}.",
             details={"setting": "KB_EMBEDDING_QUERY_RUNTIME"},
+        )
+    if conf.embedding_document_runtime not in ("torch", "onnx", "onnx-int8"):
+        raise ConfigurationError(
+            "KB_EMBEDDING_DOCUMENT_RUNTIME must be 'torch', 'onnx' or 'onnx-int8', got "
+            f"{conf.embedding_document_runtime!r}.", details={"setting": "KB_EMBEDDING_DOCUMENT_RUNTIME"},
         )
     if conf.warm_model not in ("", "query", "documents"):
         raise ConfigurationError(

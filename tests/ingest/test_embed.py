@@ -3,14 +3,17 @@ encode(), and the ONNX Runtime graph reproduces it, is cached, and is replaced w
 
 import copy
 import os
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
 from ingest.embed import SentenceTransformerEmbedder, _is_mean_pooled_transformer, bundled_model_path, get_embedder
-from ingest.onnx_query import VERIFY_MIN_COSINE, _export, _open, load_onnx_query_encoder
+from ingest.onnx_query import VERIFY_MIN_COSINE, _open, export_graph, load_onnx_query_encoder
 
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 QUERIES = [
     "ALDH1 expression is associated with poorer prognosis for breast cancer.",
     "退款政策 三十天",
@@ -75,10 +78,65 @@ def test_cached_graph_of_other_weights_is_rejected_and_reexported(model, tmp_pat
     with torch.no_grad():
         altered[0].auto_model.encoder.layer[0].attention.self.query.weight.mul_(-1.0)
     os.unlink(path)
-    _export(altered, path)  # a valid graph that computes different vectors
+    export_graph(altered, path)  # a valid graph that computes different vectors
     query = QUERIES[0]
     planted = float(np.dot(_open(path, model).encode(query), reference(model, query)))
     assert planted < VERIFY_MIN_COSINE  # the planted graph really disagrees with the model
     encoder = load_onnx_query_encoder(model, bundled_model_path(), tmp_path, name="minilm")
     assert encoder is not None and encoder.path == path
     assert float(np.dot(encoder.encode(query), reference(model, query))) >= VERIFY_MIN_COSINE
+
+
+DOCUMENTS = [block for path in sorted(DOCS.glob("*.md")) for block in path.read_text().split("\n\n")
+             if len(block) > 300][:40] + ["退款政策 三十天内可以申请全额退款。", "word " * 900, "x" * 40_000, "?"]
+
+
+@pytest.mark.parametrize("runtime, least", [("onnx", 0.99999), ("onnx-int8", 0.98)], ids=["fp32", "int8"])
+def test_document_runtimes_reproduce_pytorch_in_order(model, tmp_path, runtime, least):
+    embedder = SentenceTransformerEmbedder(bundled_model_path(), document_runtime=runtime, cache_dir=tmp_path)
+    embedder._model = model
+    vectors = embedder.embed_documents(DOCUMENTS)
+    assert embedder.document_runtime_in_use == runtime
+    expected = model.encode(DOCUMENTS, normalize_embeddings=True, convert_to_numpy=True)
+    cosines = (vectors * expected).sum(axis=1)
+    assert vectors.shape == expected.shape and vectors.dtype == np.float32
+    prose = cosines[:-4]  # the real paragraphs; then CJK, a repeated word, one 40k-character word, "?"
+    assert prose.min() >= least, (runtime, prose.min())  # each row is its own text's vector
+    if runtime == "onnx-int8":  # int8 weights move degenerate texts further (measured: 0.967 for one)
+        assert cosines.min() >= 0.95 and prose.mean() >= 0.99, (cosines.min(), prose.mean())
+        assert (tmp_path / next(p.name for p in tmp_path.glob("*-int8.onnx"))).exists()
+
+
+def test_a_document_graph_that_disagrees_falls_back_to_pytorch(model, tmp_path):
+    from ingest.onnx_query import graph_path
+
+    embedder = SentenceTransformerEmbedder(bundled_model_path(), document_runtime="onnx", cache_dir=tmp_path)
+    embedder._model = model
+    altered = copy.deepcopy(model)
+    with torch.no_grad():
+        altered[0].auto_model.embeddings.word_embeddings.weight.mul_(-1.0)
+    export_graph(altered, graph_path(tmp_path, embedder.model_id.removeprefix("st:"), embedder.model_path))
+    vectors = embedder.embed_documents(DOCUMENTS[:3])
+    assert embedder.document_runtime_in_use == "torch"
+    expected = model.encode(DOCUMENTS[:3], normalize_embeddings=True, convert_to_numpy=True)
+    assert np.abs(vectors - expected).max() < 1e-5
+
+
+def test_a_child_forked_after_the_warm_up_embeds_documents_with_its_own_session(model, tmp_path):
+    embedder = SentenceTransformerEmbedder(bundled_model_path(), document_runtime="onnx-int8", cache_dir=tmp_path)
+    embedder._model = model
+    embedder.warm("documents")  # what KB_WARM_MODEL=documents does in qcluster's parent
+    assert embedder._document_encoder and not embedder._document_encoder._sessions  # no pool before the fork
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child reports through its exit code
+        vectors = embedder.embed_documents(DOCUMENTS[:8])
+        os._exit(0 if vectors.shape == (8, embedder.dimension) else 1)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        pid, status = os.waitpid(child, os.WNOHANG)
+        if pid:
+            assert os.waitstatus_to_exitcode(status) == 0
+            return
+        time.sleep(0.2)
+    os.kill(child, 9)
+    pytest.fail("the forked child hung embedding documents")
