@@ -72,10 +72,13 @@ def document_detail(request, document_id: int):
 
 
 @documents_router.get("/documents/{document_id}/text", response=DocumentTextOut)
-def document_text(request, document_id: int, max_chars: int = 20000):
+def document_text(request, document_id: int, max_chars: int = 20000, offset: int = 0):
+    """The text from character `offset`, at most `max_chars` of it; a cut closes with a marker
+    and `next_offset` says where the next piece starts."""
     if not 1 <= max_chars <= 1_000_000:
         raise HttpError(422, "max_chars must be between 1 and 1000000.")
-    return on_replica(lambda: documents.capped_text(documents.get_document(request.auth, document_id), max_chars))
+    return on_replica(lambda: documents.capped_text(documents.get_document(request.auth, document_id), max_chars,
+                                                    offset))
 
 
 api.add_router("/", documents_router)
