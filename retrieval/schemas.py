@@ -83,7 +83,9 @@ class LexicalOut(Schema):
     candidates: int  # packed, with probed terms: chunks completed by those lookups
 
 
-class DocumentOut(Schema):
+class DocumentGroupOut(Schema):
+    """One document of a grouped search (group=document) with its best sections."""
+
     rank: int
     document_id: int
     title: str
@@ -126,7 +128,7 @@ class SearchOut(Schema):
     namespace: str
     grouped: bool = False
     results: list[HitOut]
-    documents: list[DocumentOut] | None = None  # with group=document: one entry per document
+    documents: list[DocumentGroupOut] | None = None  # with group=document: one entry per document
     suggested: list[DocumentRefOut]
     cited: list[DocumentRefOut]
     related: list[DocumentRefOut]
