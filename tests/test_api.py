@@ -191,6 +191,14 @@ def test_documents_detail_and_capped_text(client, world):
     assert page["count"] == len(CORPUS) and len(page["results"]) == len(CORPUS) - 4
 
 
+def test_namespaces_lists_what_the_caller_may_read_with_counts(client, world):
+    reader = call(client, "get", "/api/namespaces", world["read"]).json()["namespaces"]
+    assert [n["slug"] for n in reader] == ["tenant:a"]
+    assert reader[0]["documents"] == len(CORPUS) and reader[0]["sources"] == 1 and reader[0]["last_success_at"]
+    anonymous = call(client, "get", "/api/namespaces").json()["namespaces"]
+    assert [n["slug"] for n in anonymous] == ["public"]
+
+
 def test_sources_crud_ingest_and_run_progress(client, world):
     token = world["write"]
     created = call(client, "post", "/api/sources", token,

@@ -134,3 +134,23 @@ def test_docs_explain_every_mcp_only_field_and_every_tool(listed):
             for field in getattr(cls, "MCP_ONLY", ()):
                 assert f"`{field}`" in text, f"{cls.__name__}.{field}"
     assert set(listed) == {tool.name for tool in TOOLS}
+
+
+def test_no_two_api_shapes_share_a_name():
+    """/api/docs names each shape by its class; two classes of one name would make it describe
+    one with the other's fields (as /api/search's grouped documents once were)."""
+    from ninja import Schema
+
+    import capabilities.schemas  # noqa: F401
+    import ingest.schemas  # noqa: F401
+    import kb.schemas  # noqa: F401
+    import retrieval.schemas  # noqa: F401
+
+    by_name: dict[str, set[str]] = {}
+    todo = list(Schema.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        todo += cls.__subclasses__()
+        if cls.__module__.split(".")[0] in ("kb", "retrieval", "ingest", "capabilities"):
+            by_name.setdefault(cls.__name__, set()).add(cls.__module__)
+    assert {name: modules for name, modules in by_name.items() if len(modules) > 1} == {}
