@@ -165,6 +165,7 @@ def test_scaled_copies_keep_their_words_and_a_copy_made_by_another_recipe_is_ref
         build_scaled_copy("tenant:scale-base", "tenant:scale-copy", 3 * per_copy)
 
 
+@pytest.mark.django_db
 def test_kb_bench_mcp_times_every_tool_beside_its_api_twin(tmp_path, capsys):
     from kb.mcp import TOOLS
     from kb.models import ApiToken, Provider
