@@ -68,7 +68,8 @@ def challenge(request: HttpRequest, error: KBError, oauth_error: str = "") -> Ht
     response = error_response(error, 401)
     parts = [f'resource_metadata="{base_url(request)}{METADATA_PATH}"']
     if oauth_error:
-        parts += [f'error="{oauth_error}"', f'error_description="{error.message}"']
+        description = error.message.replace("\\", "").replace('"', "'")  # a quoted-string may hold neither
+        parts += [f'error="{oauth_error}"', f'error_description="{description}"']
     response["WWW-Authenticate"] = 'Bearer realm="kb", ' + ", ".join(parts)
     return response
 
