@@ -101,9 +101,14 @@ def capability_providers(provider_slugs) -> dict[str, str]:
                 .values_list("canonical_id", "provider__slug"))
 
 
-def capabilities(canonical_ids) -> dict[str, Capability]:
-    return {c.canonical_id: c for c in Capability.objects.select_related("provider", "provider__namespace")
-            .filter(canonical_id__in=list(canonical_ids))}
+def capabilities(canonical_ids, readable: Q | None = None) -> dict[str, Capability]:
+    """The capabilities of these ids; with `readable`, only those of providers in namespaces the
+    caller may read, so another tenant's id looks exactly like one that does not exist."""
+    query = Capability.objects.select_related("provider", "provider__namespace").filter(
+        canonical_id__in=list(canonical_ids))
+    if readable is not None:
+        query = query.filter(provider__namespace__in=Namespace.objects.filter(readable))
+    return {c.canonical_id: c for c in query}
 
 
 def catalog_page(provider_slugs, offset: int, limit: int) -> tuple[int, list[Capability]]:

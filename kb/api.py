@@ -10,11 +10,11 @@ from ninja.utils import check_csrf
 
 from capabilities.api import router as capabilities_router
 from ingest.api import router as ingest_router
-from kb import documents
+from kb import documents, namespaces
 from kb.replicas import on_replica
 from kb.auth import principal_for
 from kb.errors import CsrfFailed, KBError, error_status
-from kb.schemas import DocumentDetailOut, DocumentPageOut, DocumentTextOut
+from kb.schemas import DocumentDetailOut, DocumentPageOut, DocumentTextOut, NamespaceListOut
 from retrieval.api import router as retrieval_router
 
 MAX_PAGE_SIZE = 100
@@ -72,10 +72,19 @@ def document_detail(request, document_id: int):
 
 
 @documents_router.get("/documents/{document_id}/text", response=DocumentTextOut)
-def document_text(request, document_id: int, max_chars: int = 20000):
+def document_text(request, document_id: int, max_chars: int = 20000, offset: int = 0):
+    """The text from character `offset`, at most `max_chars` of it; a cut closes with a marker
+    and `next_offset` says where the next piece starts."""
     if not 1 <= max_chars <= 1_000_000:
         raise HttpError(422, "max_chars must be between 1 and 1000000.")
-    return on_replica(lambda: documents.capped_text(documents.get_document(request.auth, document_id), max_chars))
+    return on_replica(lambda: documents.capped_text(documents.get_document(request.auth, document_id), max_chars,
+                                                    offset))
+
+
+@documents_router.get("/namespaces", response=NamespaceListOut, tags=["namespaces"],
+                      summary="The namespaces the caller may read, with counts and freshness")
+def list_namespaces(request):
+    return on_replica(lambda: {"namespaces": namespaces.namespace_summaries(request.auth)})
 
 
 api.add_router("/", documents_router)

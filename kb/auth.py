@@ -91,12 +91,14 @@ def revoke_tokens(tokens) -> int:
     return tokens.filter(revoked_at=None).update(revoked_at=timezone.now())
 
 
-def principal_for(request, bearer: str | None) -> Principal:
+def principal_for(request, bearer: str | None, *, sessions: bool = True) -> Principal:
     """Who calls; every caller is counted against its rate limit (tokens their own, staff users
-    KB_RATE_LIMIT_STAFF, anonymous clients KB_RATE_LIMIT_ANONYMOUS per address)."""
+    KB_RATE_LIMIT_STAFF, anonymous clients KB_RATE_LIMIT_ANONYMOUS per address). Without
+    `sessions` (the MCP endpoint: agents send tokens, and a browser's cookie must not make a
+    cross-site request count as staff) a caller without a token is anonymous."""
     if bearer:
         return _token_principal(bearer)
-    user = getattr(request, "user", None)
+    user = getattr(request, "user", None) if sessions else None
     if user is not None and user.is_authenticated and user.is_staff:
         ratelimit.hit(f"staff:{user.pk}", kb_settings().rate_limit_staff)
         return staff_principal(user)

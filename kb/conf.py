@@ -7,6 +7,7 @@ so every knob is validated in one place and has one documented default.
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,6 +51,7 @@ class KBSettings:
     embedding_document_runtime: str = "torch"
     model_cache_dir: Path | None = None
     warm_model: str = ""  # which path of the embedder a process loads at start: query, documents or none
+    public_base_url: str = ""  # scheme://host[:port][/prefix] readers reach; "": each request's own
 
 
 @functools.cache
@@ -88,6 +90,7 @@ def kb_settings() -> KBSettings:
         embedding_document_runtime=settings.KB_EMBEDDING_DOCUMENT_RUNTIME.strip().lower(),
         model_cache_dir=Path(settings.KB_MODEL_CACHE_DIR),
         warm_model=settings.KB_WARM_MODEL.strip().lower(),
+        public_base_url=settings.KB_PUBLIC_BASE_URL,
     )
     _validate(conf)
     return conf
@@ -135,6 +138,10 @@ def _validate(conf: KBSettings) -> None:
             f"KB_WARM_MODEL must be 'query', 'documents' or empty, got {conf.warm_model!r}.",
             details={"setting": "KB_WARM_MODEL"},
         )
+    if conf.public_base_url and not re.fullmatch(r"https?://[^/?#\s]+(/[^?#\s]*)?", conf.public_base_url):
+        raise ConfigurationError(
+            f"KB_PUBLIC_BASE_URL must be an http(s) URL without query or fragment, e.g. https://kb.example.com, "
+            f"got {conf.public_base_url!r}.", details={"setting": "KB_PUBLIC_BASE_URL"})
     for setting, (attribute, least) in MINIMUMS.items():
         value = getattr(conf, attribute)
         if value < least:

@@ -182,6 +182,9 @@ KB_FETCH_TIMEOUT = float(os.environ.get("KB_FETCH_TIMEOUT", "20"))
 # requests per minute: anonymous callers per client address, staff users per user
 KB_RATE_LIMIT_ANONYMOUS = int(os.environ.get("KB_RATE_LIMIT_ANONYMOUS", "300"))
 KB_RATE_LIMIT_STAFF = int(os.environ.get("KB_RATE_LIMIT_STAFF", "1200"))
+# where readers reach this server (https://kb.example.com): absolute citation URLs and the MCP
+# endpoint's protected-resource metadata; empty: taken from each request's scheme and host
+KB_PUBLIC_BASE_URL = os.environ.get("KB_PUBLIC_BASE_URL", "").strip().rstrip("/")
 # documents (PDF, Office, EPUB) and .zip uploads; the archive limit bounds the unpacked total too
 KB_DOCUMENT_MAX_BYTES = int(os.environ.get("KB_DOCUMENT_MAX_BYTES", str(50 * 1024 * 1024)))
 KB_ARCHIVE_MAX_BYTES = int(os.environ.get("KB_ARCHIVE_MAX_BYTES", str(200 * 1024 * 1024)))

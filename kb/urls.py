@@ -3,6 +3,7 @@ from django.urls import path
 
 from ingest import views as ingest_views
 from kb import views
+from kb import mcp
 from kb.api import api
 from retrieval import views as retrieval_views
 
@@ -10,6 +11,8 @@ urlpatterns = [
     path("admin/login/", views.throttled_admin_login),
     path("admin/", admin.site.urls),
     path("api/", api.urls),
+    path("mcp", mcp.server, name="mcp"),
+    path(".well-known/oauth-protected-resource/mcp", mcp.protected_resource_metadata, name="mcp-metadata"),
     path("healthz", views.healthz, name="healthz"),
     path("documents/<int:document_id>/", ingest_views.document_page, name="document"),
     path("documents/<int:document_id>/original", ingest_views.document_original, name="document-original"),

@@ -28,10 +28,10 @@ class FusionCalibrationAdmin(NamespaceScoped):
 
 @admin.register(models.QueryLog)
 class QueryLogAdmin(NamespaceScoped):
-    list_display = ["query", "namespace", "result_count", "total_ms", "created_at"]
-    list_filter = ["namespace"]
+    list_display = ["query", "namespace", "caller", "result_count", "total_ms", "created_at"]
+    list_filter = ["caller", "namespace"]
     search_fields = ["query"]
-    readonly_fields = ["namespace", "query", "result_ids", "timings", "created_at"]
+    readonly_fields = ["namespace", "query", "caller", "result_ids", "timings", "created_at"]
 
     def has_add_permission(self, request):
         return False

@@ -4,7 +4,6 @@ from django.http import HttpRequest
 from ninja import Query, Router
 
 from retrieval import presenters
-from retrieval.context import ContextPassage, build_context
 from retrieval.eval_runner import run_suite
 from retrieval.evals import parse_suite
 from retrieval.schemas import ContextIn, ContextOut, EvalRunIn, SearchIn, SearchOut
@@ -17,7 +16,7 @@ router = Router(tags=["search"])
 def _search(request: HttpRequest, data: SearchIn) -> dict:
     request.auth.check(data.namespace)
     result = search(data.query, data.namespace, limit=data.limit, group=data.group,
-                    filters=Filters(tuple(data.source_ids), tuple(data.document_ids)))
+                    filters=Filters(tuple(data.source_ids), tuple(data.document_ids)), caller="api")
     return presenters.search_payload(result, explain=data.explain)
 
 
@@ -34,13 +33,8 @@ def search_post(request, data: SearchIn):
 @router.post("/context", response=ContextOut, summary="Retrieval as a delimited context block for an LLM")
 def context(request, data: ContextIn):
     request.auth.check(data.namespace)
-    result = search(data.query, data.namespace, limit=data.limit)
-    passages = [ContextPassage(h.title, h.citation_url, " > ".join(h.heading_path), h.text,
-                               presenters.location_label(h.page_start, h.page_end, h.page_unit)) for h in result.hits]
-    block = build_context(passages, max_chars=data.max_chars)
-    return {"context": block.text, "delimiter": block.delimiter, "truncated": block.truncated,
-            "citations": [{"number": c.number, "url": c.url, "title": c.title, "indices": list(c.indices)}
-                          for c in block.citations]}
+    result = search(data.query, data.namespace, limit=data.limit, caller="api")
+    return presenters.context_payload(result, max_chars=data.max_chars)
 
 
 @router.post("/evals/run", summary="Run an eval suite (the kb_eval JSON format) and return every check")

@@ -30,6 +30,7 @@ from retrieval.bench import BeirCorpus, evaluate, load_beir, paired_comparison, 
 from retrieval.calibration import fit_namespace, judged_runs
 from retrieval.eval_runner import METHODS
 from retrieval.fusion import DEFAULT_LEXICAL_WEIGHT, FOLDS, WEIGHT_GRID
+from retrieval.mcp_bench import mcp_latency
 from retrieval.ranker import RankerParams
 from retrieval.scale import build_scaled_copy
 from retrieval.service import search
@@ -60,6 +61,7 @@ class BenchOptions:
     scale_chunks: int = 0
     lexical_agreement: bool = False  # compare the lexical channel's packed read with the postings table's
     admin: bool = False  # also time the curator's changelists
+    mcp: bool = False  # also time every MCP tool next to its JSON API twin (retrieval/mcp_bench.py)
 
 
 def _quiet(*args) -> None:
@@ -114,6 +116,8 @@ class CorpusBenchmark:
             report["lexical_agreement"] = lexical_agreement(self.namespace, self.query_items)
         if options.admin:
             report["admin"] = admin_latency(self.namespace)
+        if options.mcp:
+            report["mcp"] = mcp_latency(self.namespace, [text for _, text in self.query_items], self.progress)
         if options.scale_chunks:
             report["scale"] = self.scale(options.scale_chunks)
             scaled = report["scale"]["namespace"]

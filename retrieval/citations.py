@@ -21,3 +21,9 @@ def document_citation_url(*, url: str, ref: str, anchor: str, namespace: str, do
     if pdf_page:
         return f"{base}original#page={pdf_page}"
     return f"{base}#{anchor}" if anchor else base
+
+
+def absolute_url(citation: str, base_url: str) -> str:
+    """A citation as a link that works outside this server: this server's own paths
+    (`/documents/...`) put on `base_url` (scheme://host[/prefix]); web URLs stay as they are."""
+    return base_url.rstrip("/") + citation if citation.startswith("/") else citation

@@ -9,6 +9,8 @@ from dataclasses import fields
 
 from kb.markup import plain_text
 
+from retrieval.citations import absolute_url
+from retrieval.context import ContextPassage, build_context
 from retrieval.ranker import RankSummary
 from retrieval.service import SearchResult
 
@@ -129,3 +131,15 @@ def search_payload(result: SearchResult, *, explain: bool) -> dict:
         ] if explain else None,
         "timings_ms": result.timings,
     }
+
+
+def context_payload(result: SearchResult, *, max_chars: int, base_url: str = "") -> dict:
+    """The spotlighted context block of a search's passages, with its citations: what
+    /api/context and the MCP `context` tool answer (with `base_url`, citations are absolute)."""
+    passages = [ContextPassage(h.title, absolute_url(h.citation_url, base_url) if base_url else h.citation_url,
+                               " > ".join(h.heading_path), h.text,
+                               location_label(h.page_start, h.page_end, h.page_unit)) for h in result.hits]
+    block = build_context(passages, max_chars=max_chars)
+    return {"context": block.text, "delimiter": block.delimiter, "truncated": block.truncated,
+            "citations": [{"number": c.number, "url": c.url, "title": c.title, "indices": list(c.indices)}
+                          for c in block.citations]}

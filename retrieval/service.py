@@ -117,9 +117,10 @@ class SearchResult:
 
 def search(query: str, namespace: str, *, filters: Filters = Filters(), limit: int = 10,
            params: RankerParams | None = None, channels: tuple[str, ...] = CHANNELS,
-           fusion: str = "ranker", log: bool = True, query_vector=None, group: str = "chunk") -> SearchResult:
+           fusion: str = "ranker", log: bool = True, query_vector=None, group: str = "chunk",
+           caller: str = QueryLog.Caller.INTERNAL) -> SearchResult:
     """`group="document"`: `limit` counts documents, each with its best sections; the chunk
-    ranking underneath is the same, read deeper."""
+    ranking underneath is the same, read deeper. `caller` is the surface the query log records."""
     started = time.perf_counter()
     query = validate_query(query, limit)
     timings: dict[str, float] = {}
@@ -146,7 +147,7 @@ def search(query: str, namespace: str, *, filters: Filters = Filters(), limit: i
     timings["total_ms"] = _ms(started)
     if log:
         QueryLog.objects.create(namespace_id=plan.scope.namespace_id, query=plan.query[:MAX_QUERY_CHARS],
-                                result_ids=[h.chunk_id for h in result.hits], timings=timings)
+                                result_ids=[h.chunk_id for h in result.hits], timings=timings, caller=caller)
     return result
 
 

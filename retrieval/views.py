@@ -39,7 +39,8 @@ def _page(request, principal):
         try:
             principal.check(namespace)
             filters = Filters(source_ids=(int(source_id),)) if source_id.isdigit() else Filters()
-            result = search(query, namespace, limit=PAGE_SIZE * MAX_PAGES, filters=filters, group=group)
+            result = search(query, namespace, limit=PAGE_SIZE * MAX_PAGES, filters=filters, group=group,
+                            caller="page")
             context["results"] = results_page(result, page)
         except KBError as exc:
             context["error"] = exc

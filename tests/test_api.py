@@ -179,12 +179,24 @@ def test_documents_detail_and_capped_text(client, world):
     assert detail["title"] == "Pumpkin soup" and detail["chunks"][0]["position"] == 0
     capped = call(client, "get", f"/api/documents/{document.pk}/text?max_chars=10", world["read"]).json()
     assert capped["truncated"] and capped["text"].startswith(document.content[:10])
-    assert "[… truncated: 10 of" in capped["text"]
+    assert f"[… truncated: characters 0–10 of {len(document.content)} shown; continue with offset=10" \
+        in capped["text"]
+    assert capped["next_offset"] == 10
+    rest = call(client, "get", f"/api/documents/{document.pk}/text?offset=10", world["read"]).json()
+    assert capped["text"][:capped["returned_chars"]] + rest["text"] == document.content
     full = call(client, "get", f"/api/documents/{document.pk}/text", world["read"]).json()
-    assert full == {"id": document.pk, "text": document.content, "total_chars": len(document.content),
-                    "returned_chars": len(document.content), "truncated": False}
+    assert full == {"id": document.pk, "text": document.content, "offset": 0, "total_chars": len(document.content),
+                    "returned_chars": len(document.content), "truncated": False, "next_offset": None}
     page = call(client, "get", "/api/documents?namespace=tenant:a&page=2&page_size=4", world["read"]).json()
     assert page["count"] == len(CORPUS) and len(page["results"]) == len(CORPUS) - 4
+
+
+def test_namespaces_lists_what_the_caller_may_read_with_counts(client, world):
+    reader = call(client, "get", "/api/namespaces", world["read"]).json()["namespaces"]
+    assert [n["slug"] for n in reader] == ["tenant:a"]
+    assert reader[0]["documents"] == len(CORPUS) and reader[0]["sources"] == 1 and reader[0]["last_success_at"]
+    anonymous = call(client, "get", "/api/namespaces").json()["namespaces"]
+    assert [n["slug"] for n in anonymous] == ["public"]
 
 
 def test_sources_crud_ingest_and_run_progress(client, world):

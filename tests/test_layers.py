@@ -17,14 +17,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 APPS = ("ingest", "retrieval", "capabilities")
 PACKAGES = ("kb",) + APPS
-WIRING = {"kb.urls", "kb.api", "kb.health", "kb.demo", "kb.settings", "kb.wsgi"}  # and kb.management.*
+WIRING = {"kb.urls", "kb.api", "kb.mcp", "kb.health", "kb.demo", "kb.settings", "kb.wsgi"}  # and kb.management.*
 PUBLIC = {
     "ingest": {"ingest.services", "ingest.embed", "ingest.uploads", "ingest.watchdog"},
     "retrieval": {"retrieval.service", "retrieval.query", "retrieval.citations", "retrieval.ranker",
                   "retrieval.bm25"},
     "capabilities": {"capabilities.service"},
 }
-SURFACES = (".api", ".views")  # what the wiring mounts: each app's API router and pages
+SURFACES = (".api", ".views", ".mcp")  # what the wiring mounts: each app's API router, pages and MCP tools
 PURE = {
     "kb.errors", "kb.revisions", "kb.datafiles", "kb.names", "kb.markup", "kb.vocabulary",
     "retrieval.errors", "retrieval.ranker", "retrieval.bm25", "retrieval.fusion", "retrieval.query",

@@ -9,10 +9,20 @@ from kb.models.access import Namespace
 
 
 class QueryLog(models.Model):
+    class Caller(models.TextChoices):
+        """Which surface asked: curators tell people (page), apps (API) and agents (MCP) apart."""
+
+        PAGE = "page", "Search page"
+        API = "api", "JSON API"
+        MCP = "mcp", "MCP (agents)"
+        INTERNAL = "internal", "Internal (benchmark, tools)"
+
     namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE, related_name="queries")
     query = models.TextField()
     result_ids = ArrayField(models.BigIntegerField(), default=list, blank=True)
     timings = models.JSONField(default=dict, blank=True)
+    caller = models.CharField(max_length=16, choices=Caller.choices, blank=True,
+                              help_text="The surface that asked; blank for queries logged before it was recorded.")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

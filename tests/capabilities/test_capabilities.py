@@ -328,7 +328,10 @@ def test_api_endpoints_and_scoped_access(world):
     assert knowledge.json()["hits"][0]["title"] == "Refunds"
     denied = client.post("/api/knowledge/retrieve", json.dumps({"selected": ["billing/refund"], "text": "x"}),
                          content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {outsider}")
-    assert denied.status_code == 404 and denied.json()["code"] == "CG_UNKNOWN_PROVIDER"
+    # another tenant's capability answers exactly like one that does not exist
+    assert denied.status_code == 404 and denied.json() == {
+        "code": "CG_UNKNOWN_CAPABILITY", "message": "Unknown capability id(s): billing/refund.",
+        "details": {"ids": ["billing/refund"]}}
     anonymous = client.get("/api/capabilities/catalog")
     assert anonymous.status_code == 200 and anonymous.json()["capabilities"] == []
     unknown = client.post("/api/knowledge/retrieve", json.dumps({"selected": ["billing/nope"], "text": "x"}),

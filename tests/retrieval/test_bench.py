@@ -163,3 +163,22 @@ def test_scaled_copies_keep_their_words_and_a_copy_made_by_another_recipe_is_ref
     Source.objects.filter(namespace__slug="tenant:scale-copy").update(name="scaled copies, recipe 1")
     with pytest.raises(ValueError, match="another recipe"):
         build_scaled_copy("tenant:scale-base", "tenant:scale-copy", 3 * per_copy)
+
+
+@pytest.mark.django_db
+def test_kb_bench_mcp_times_every_tool_beside_its_api_twin(tmp_path, capsys):
+    from kb.mcp import TOOLS
+    from kb.models import ApiToken, Provider
+
+    write_beir(tmp_path / "tiny", header=True)
+    call_command("kb_bench", beir=[str(tmp_path / "tiny")], json=True, skip_quality=True, skip_latency=True, mcp=True)
+    out = capsys.readouterr().out.strip().splitlines()
+    report = json.loads(out[-1])["mcp"]
+    for tool in TOOLS:  # every tool measured (fetch twice: a passage and a document)
+        assert any(name.startswith(f"mcp {tool.name}") for name in report), tool.name
+    for name in ("api search", "mcp search", "api context", "api knowledge retrieve"):
+        assert report[name]["p95_ms"] > 0, name
+    assert report["mcp_overhead_over_api_search_p95_ms"] == round(
+        report["mcp search overhead"]["p95_ms"] - report["api search overhead"]["p95_ms"], 2)
+    assert any(line.startswith("MCP overhead over /api/search") for line in out)
+    assert not ApiToken.objects.filter(name="kb_bench --mcp").exists() and not Provider.objects.exists()  # cleaned up

@@ -36,11 +36,15 @@ class Command(BaseCommand):
                                  "every query), on the corpus and on the scaled copy")
         parser.add_argument("--admin", action="store_true",
                             help="Also time the curator's changelists and pages over the corpus (and the scaled copy)")
+        parser.add_argument("--mcp", action="store_true",
+                            help="Also time every MCP tool next to its JSON API twin, and the MCP overhead over "
+                                 "/api/search (p95)")
         parser.add_argument("--rule-effects", action="store_true",
                             help="Also measure quality with MMR, recency and a stricter threshold turned on")
 
     def handle(self, *args, beir, namespace, json: bool, queries: int, skip_latency: bool, skip_quality: bool,
-               fresh: bool, scale_chunks: int, rule_effects: bool, lexical_agreement: bool, admin: bool, **options):
+               fresh: bool, scale_chunks: int, rule_effects: bool, lexical_agreement: bool, admin: bool, mcp: bool,
+               **options):
         hint = migration_hint()
         if hint:
             raise CommandError(hint)
@@ -48,7 +52,7 @@ class Command(BaseCommand):
             raise CommandError("--namespace names one corpus's namespace; give one --beir folder with it.")
         settings = BenchOptions(queries=queries, skip_latency=skip_latency, skip_quality=skip_quality, fresh=fresh,
                                 rule_effects=rule_effects, scale_chunks=scale_chunks,
-                                lexical_agreement=lexical_agreement, admin=admin)
+                                lexical_agreement=lexical_agreement, admin=admin, mcp=mcp)
         write = self.stdout.write
         reports = []
         for folder in beir:
@@ -62,6 +66,8 @@ class Command(BaseCommand):
                     timings = [f"{name} {t['median_ms']} / {t['max_ms']} ms" for name, t in pages.items()
                                if name != "namespace"]
                     write(f"admin pages over {pages['namespace']} (median / slowest of 5): " + "; ".join(timings))
+            if "mcp" in report:
+                print_mcp(write, report["mcp"])
             for agreement in (report.get("lexical_agreement"), report.get("scale", {}).get("lexical_agreement")):
                 if agreement:
                     print_agreement(write, agreement)
@@ -184,3 +190,13 @@ def print_agreement(write, a: dict) -> None:
               f"{c['postings_read']['p50']}/{c['postings_read']['p95']}; latency p50/p95 table "
               f"{c['latency_ms']['table']['p50_ms']}/{c['latency_ms']['table']['p95_ms']} ms, packed "
               f"{c['latency_ms']['packed']['p50_ms']}/{c['latency_ms']['packed']['p95_ms']} ms")
+
+
+def print_mcp(write, report: dict) -> None:
+    """Each MCP tool beside its API twin (server time, ms), then the search overheads."""
+    write(f"\nMCP tools and their API twins, server time over {report['queries']} queries (p50 / p95 / p99 ms):")
+    for name, t in report.items():
+        if isinstance(t, dict):
+            write(f"  {name:<28} {t['p50_ms']:>8} {t['p95_ms']:>8} {t['p99_ms']:>8}")
+    write(f"MCP overhead over /api/search (p95 of request time minus the search it ran, MCP minus API): "
+          f"{report['mcp_overhead_over_api_search_p95_ms']} ms")

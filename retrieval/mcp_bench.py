@@ -1,0 +1,162 @@
+"""What `kb_bench --mcp` measures: each MCP tool's server time next to its JSON API twin's, for
+the benchmark's queries, through Django's whole stack in-process (middleware, token auth, rate
+limit, the query log, serialisation; network time left out, as in the API's server time).
+
+Both surfaces are called with the same temporary read token, one query at a time, API and MCP
+in alternating order so neither always meets a warmer cache. A search's own time is in its
+query-log row, so each search request's overhead (request time minus the search it ran) is
+reported too: the MCP overhead over /api/search is the difference of the two overheads' p95.
+The capability tools need a provider: a temporary one is made from the namespace's first
+documents (one capability per document) and deleted afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import Callable
+
+from django.test import Client
+
+from kb.auth import issue_token
+from kb.models import ApiToken, Document, Namespace, Provider, QueryLog
+from retrieval.bench import percentiles
+
+PROTOCOL = "2026-07-28"
+SEARCH_LIMIT = 10  # documents, as the MCP search tool counts them; /api/search is asked with group=document
+PROVIDER = "kb-bench-mcp"
+PROVIDER_DOCUMENTS = 10
+
+
+class Surfaces:
+    """One in-process client calling the API and the MCP endpoint with one token."""
+
+    def __init__(self, token: str):
+        self.client = Client(HTTP_HOST="localhost", HTTP_AUTHORIZATION=f"Bearer {token}")
+
+    def api(self, method: str, path: str, body: dict | None = None) -> tuple[float, dict]:
+        started = time.perf_counter()
+        if method == "get":
+            response = self.client.get(path, body or {})
+        else:
+            response = self.client.post(path, json.dumps(body), content_type="application/json")
+        elapsed = (time.perf_counter() - started) * 1000
+        if response.status_code != 200:
+            raise RuntimeError(f"{method.upper()} {path} answered {response.status_code}: {response.content[:300]!r}")
+        return elapsed, response.json()
+
+    def tool(self, name: str, arguments: dict) -> tuple[float, dict]:
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": name, "arguments": arguments, "_meta": {"io.modelcontextprotocol/protocolVersion": PROTOCOL,
+                                                            "io.modelcontextprotocol/clientCapabilities": {}}}}
+        started = time.perf_counter()
+        response = self.client.post("/mcp", json.dumps(body), content_type="application/json",
+                                    HTTP_MCP_PROTOCOL_VERSION=PROTOCOL, HTTP_MCP_METHOD="tools/call",
+                                    HTTP_MCP_NAME=name)
+        elapsed = (time.perf_counter() - started) * 1000
+        result = response.json().get("result", {}) if response.status_code == 200 else {}
+        if result.get("isError", True):
+            raise RuntimeError(f"MCP tool {name} failed: {response.status_code} {response.content[:300]!r}")
+        return elapsed, result["structuredContent"]
+
+
+def last_search_ms() -> float:
+    return QueryLog.objects.order_by("-id").values_list("timings", flat=True).first()["total_ms"]
+
+
+def mcp_latency(namespace: str, texts: list[str], progress: Callable[[str, int, int], None]) -> dict:
+    """p50/p95/p99 of every MCP tool and of its API twin, and each search request's overhead."""
+    ns = Namespace.objects.get(slug=namespace)
+    token, secret = issue_token("kb_bench --mcp", namespaces=[ns], rate_limit_per_minute=10 ** 9)
+    samples: dict[str, list[float]] = {}
+
+    def record(name: str, ms: float) -> None:
+        samples.setdefault(name, []).append(ms)
+
+    try:
+        with temporary_provider(ns) as capability_ids:
+            surfaces = Surfaces(secret)
+            calls = _calls(namespace, capability_ids)
+            for _, call in calls(surfaces, texts[0]):  # warm-up, and a check every surface answers
+                call()
+            for done, text in enumerate(texts, 1):
+                for name, call in calls(surfaces, text, swap=done % 2 == 0):
+                    ms = call()
+                    record(name, ms)
+                    if name.endswith("search"):
+                        record(f"{name} overhead", ms - last_search_ms())
+                progress("MCP and API server time", done, len(texts))
+    finally:
+        ApiToken.objects.filter(pk=token.pk).delete()
+    report = {name: percentiles(values) for name, values in sorted(samples.items())}
+    report["mcp_overhead_over_api_search_p95_ms"] = round(
+        report["mcp search overhead"]["p95_ms"] - report["api search overhead"]["p95_ms"], 2)
+    report["queries"] = len(texts)
+    return report
+
+
+def _calls(namespace: str, capability_ids: list[str]):
+    """Per query, the (name, timed call) pairs: each MCP tool beside its API twin."""
+
+    def calls(s: Surfaces, text: str, swap: bool = False):
+        found: dict = {}
+
+        def mcp_search() -> float:
+            ms, found["search"] = s.tool("search", {"query": text, "namespaces": [namespace], "limit": SEARCH_LIMIT})
+            return ms
+
+        def api_search() -> float:
+            return s.api("post", "/api/search", {"query": text, "namespace": namespace, "limit": SEARCH_LIMIT,
+                                                 "group": "document"})[0]
+
+        def passage() -> str:
+            documents = found["search"]["documents"]
+            return documents[0]["sections"][0]["id"] if documents else "c0"
+
+        def document_id() -> int:
+            documents = found["search"]["documents"]
+            return documents[0]["document_id"] if documents else 0
+
+        pair = [("api search", api_search), ("mcp search", mcp_search)]
+        chosen = capability_ids[:1]
+        yield from (reversed(pair) if swap else pair)
+        yield "mcp fetch passage", lambda: s.tool("fetch", {"id": passage()})[0]
+        yield "mcp fetch document", lambda: s.tool("fetch", {"id": f"d{document_id()}"})[0]
+        yield "api document text", lambda: s.api("get", f"/api/documents/{document_id()}/text", {"max_chars": 8000})[0]
+        yield "mcp context", lambda: s.tool("context", {"query": text, "namespace": namespace})[0]
+        yield "api context", lambda: s.api("post", "/api/context", {"query": text, "namespace": namespace})[0]
+        yield "mcp list_namespaces", lambda: s.tool("list_namespaces", {})[0]
+        yield "api namespaces", lambda: s.api("get", "/api/namespaces")[0]
+        yield "mcp list_sources", lambda: s.tool("list_sources", {})[0]
+        yield "api sources", lambda: s.api("get", "/api/sources")[0]
+        yield "mcp capability_catalog", lambda: s.tool("capability_catalog", {})[0]
+        yield "api capability catalog", lambda: s.api("get", "/api/capabilities/catalog")[0]
+        capabilities = {"text": text, "provider_ids": [PROVIDER]}
+        yield "mcp retrieve_capabilities", lambda: s.tool("retrieve_capabilities", capabilities)[0]
+        yield "api capabilities retrieve", lambda: s.api("post", "/api/capabilities/retrieve", capabilities)[0]
+        knowledge = {"selected": chosen, "text": text}
+        yield "mcp retrieve_knowledge", lambda: s.tool("retrieve_knowledge", knowledge)[0]
+        yield "api knowledge retrieve", lambda: s.api("post", "/api/knowledge/retrieve", knowledge)[0]
+
+    return calls
+
+
+@contextlib.contextmanager
+def temporary_provider(namespace: Namespace):
+    """A provider with one capability per document of the namespace's first few, deleted after."""
+    # capabilities.service is that app's public module; imported here, where it is used, so the
+    # retrieval app does not import the capabilities app (which imports retrieval) at load time
+    from capabilities import service
+
+    documents = list(Document.objects.filter(namespace=namespace).select_related("source")
+                     .order_by("id")[:PROVIDER_DOCUMENTS])
+    definition = {"id": PROVIDER, "title": "Benchmark provider", "namespace": namespace.slug, "capabilities": [
+        {"name": f"doc-{d.pk}", "title": (d.title or d.ref)[:200], "summary": d.content[:300] or d.ref,
+         "knowledge": [{"source": d.source.name, "document": d.ref, "role": "reference", "locale": "en"}]}
+        for d in documents]}
+    try:
+        service.load_definitions(definition)
+        yield [f"{PROVIDER}/doc-{d.pk}" for d in documents]
+    finally:
+        Provider.objects.filter(slug=PROVIDER).delete()
