@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('kb', '0021_drop_pruning_indexes'),
+        ("kb", "0022_run_worker_and_chunks_total"),
     ]
 
     operations = [
