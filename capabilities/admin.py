@@ -106,8 +106,16 @@ class KnowledgeTargetInline(ScopedInline, admin.TabularInline):
 
 @admin.register(models.Capability)
 class CapabilityAdmin(NamespaceScoped):
+    """Capabilities come from their provider's definition; here their knowledge targets can be
+    adjusted, within the provider's namespace."""
+
+    readonly_fields = ["provider", "canonical_id", "title", "summary", "indexed_revision", "indexed_text"]
+    exclude = ["indexed_embedding"]
     list_display = ["canonical_id", "title", "provider"]
     list_filter = ["provider"]
     search_fields = ["canonical_id", "title", "summary"]
     inlines = [KnowledgeTargetInline]
+
+    def has_add_permission(self, request):
+        return False
 

@@ -133,6 +133,14 @@ class SourceAdmin(NamespaceScoped):
     inlines = [SourceFileInline, IngestRunInline]
     actions = ["ingest_now", "reembed_all"]
 
+    def get_fields(self, request, obj=None):
+        """Without the right to change the source, its page shows no upload field: a read-only
+        view renders every field as a value, and "Add files" has none."""
+        fields = super().get_fields(request, obj)
+        if obj is not None and not self.has_change_permission(request, obj):
+            fields = [name for name in fields if name != "files"]
+        return fields
+
     def save_model(self, request, obj, form, change):
         super().save_model(request, obj, form, change)
         ingest_services.sync_refresh_schedule(obj)
