@@ -34,6 +34,9 @@ class KBSettings:
     archive_max_files: int = 5000
     parser_cpu_seconds: int = 60
     parser_memory_mb: int = 2048
+    extract_max_chars: int = 2_000_000  # characters of text one document keeps
+    max_chunks_per_document: int = 2000
+    parser_inline_max_bytes: int = 256 * 1024  # larger HTML and text bodies are extracted in the child
     rate_limit_anonymous: int = 300
     rate_limit_staff: int = 1200
     capability_retriever: str = "builtin"
@@ -66,6 +69,9 @@ def kb_settings() -> KBSettings:
         archive_max_files=settings.KB_ARCHIVE_MAX_FILES,
         parser_cpu_seconds=settings.KB_PARSER_CPU_SECONDS,
         parser_memory_mb=settings.KB_PARSER_MEMORY_MB,
+        extract_max_chars=settings.KB_EXTRACT_MAX_CHARS,
+        max_chunks_per_document=settings.KB_MAX_CHUNKS_PER_DOCUMENT,
+        parser_inline_max_bytes=settings.KB_PARSER_INLINE_MAX_BYTES,
         rate_limit_anonymous=settings.KB_RATE_LIMIT_ANONYMOUS,
         rate_limit_staff=settings.KB_RATE_LIMIT_STAFF,
         chunk_tokens=settings.KB_CHUNK_TOKENS,
@@ -93,6 +99,9 @@ MINIMUMS = {  # setting: (KBSettings attribute, least value)
     "KB_POSTING_LISTS_MIN_CHUNKS": ("posting_lists_min_chunks", 1),
     "KB_REPLICA_MAX_LAG_SECONDS": ("replica_max_lag_seconds", 0),
     "KB_CHUNK_TOKENS": ("chunk_tokens", 32),
+    "KB_EXTRACT_MAX_CHARS": ("extract_max_chars", 1000),
+    "KB_MAX_CHUNKS_PER_DOCUMENT": ("max_chunks_per_document", 1),
+    "KB_PARSER_INLINE_MAX_BYTES": ("parser_inline_max_bytes", 0),
 }
 
 

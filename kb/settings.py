@@ -186,6 +186,12 @@ KB_ARCHIVE_MAX_FILES = int(os.environ.get("KB_ARCHIVE_MAX_FILES", "5000"))
 # the budget of one document parse in its child process
 KB_PARSER_CPU_SECONDS = int(os.environ.get("KB_PARSER_CPU_SECONDS", "60"))
 KB_PARSER_MEMORY_MB = int(os.environ.get("KB_PARSER_MEMORY_MB", "2048"))
+# what one document may become: characters of extracted text kept (the rest is cut with a marker),
+# chunks stored (the rest dropped), and the size up to which HTML and text are extracted in the
+# worker itself (larger bodies go to the budgeted child too)
+KB_EXTRACT_MAX_CHARS = int(os.environ.get("KB_EXTRACT_MAX_CHARS", "2000000"))
+KB_MAX_CHUNKS_PER_DOCUMENT = int(os.environ.get("KB_MAX_CHUNKS_PER_DOCUMENT", "2000"))
+KB_PARSER_INLINE_MAX_BYTES = int(os.environ.get("KB_PARSER_INLINE_MAX_BYTES", str(256 * 1024)))
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 KB_CHUNK_TOKENS = int(os.environ.get("KB_CHUNK_TOKENS", "400"))
