@@ -164,7 +164,7 @@ def retrieve_knowledge(principal: Principal, selected: list, text: str, knowledg
     answer: evidence first (revisions, mapping, freshness), then every hit against the bytes."""
     text = validate_query(text, limit)
     wanted = _selected(selected)
-    records = store.capabilities(wanted)
+    records = store.capabilities(wanted, principal.readable())
     missing = sorted(set(wanted) - set(records))
     if missing:
         raise UnknownCapability(f"Unknown capability id(s): {', '.join(missing)}.",

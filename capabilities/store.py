@@ -101,9 +101,12 @@ def capability_providers(provider_slugs) -> dict[str, str]:
                 .values_list("canonical_id", "provider__slug"))
 
 
-def capabilities(canonical_ids) -> dict[str, Capability]:
+def capabilities(canonical_ids, readable: Q) -> dict[str, Capability]:
+    """The capabilities named, of providers in namespaces the caller may read: another tenant's
+    id is as unknown as one that does not exist."""
     return {c.canonical_id: c for c in Capability.objects.select_related("provider", "provider__namespace")
-            .filter(canonical_id__in=list(canonical_ids))}
+            .filter(canonical_id__in=list(canonical_ids),
+                    provider__namespace__in=Namespace.objects.filter(readable))}
 
 
 def catalog_page(provider_slugs, offset: int, limit: int) -> tuple[int, list[Capability]]:

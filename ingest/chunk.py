@@ -109,7 +109,10 @@ def chunk_markdown(content: str, title: str = "", options: ChunkOptions = ChunkO
 
 def _tiny(section: _Section, units: list[_Unit], options: ChunkOptions) -> bool:
     """A section too small to be a passage of its own: only its heading, or fewer tokens than
-    `min_section_tokens`; it joins the passage before it (100 KB of `# a` is not 20,000 chunks)."""
+    `min_section_tokens`; it joins the passage before it (100 KB of `# a` is not 20,000 chunks).
+    A heading with an id of its own (`{#slide-7}`, an HTML id) keeps its section: it is cited."""
+    if any(block.kind == "heading" and block.heading_id for block in section.blocks):
+        return False
     return all(block.kind == "heading" for block in section.blocks) or \
         sum(u.tokens for u in units) < options.min_section_tokens
 

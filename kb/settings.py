@@ -54,9 +54,13 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "kb.middleware.ApiErrorShapeMiddleware",
     "kb.middleware.ContentSecurityPolicyMiddleware",
+    "kb.middleware.InvalidInputMiddleware",
+    "kb.middleware.DebugPagesForStaffMiddleware",
 ]
-# debug pages and error reports hide every setting and environment variable whose name says secret
+# debug pages and error reports hide every setting and environment variable whose name says
+# secret, and with DEBUG on reach signed-in staff only
 DEFAULT_EXCEPTION_REPORTER_FILTER = "kb.middleware.SecretHidingFilter"
+DEFAULT_EXCEPTION_REPORTER = "kb.middleware.StaffOnlyExceptionReporter"
 
 if PRODUCTION:  # runserver serves static files in development
     MIDDLEWARE.insert(1, "whitenoise.middleware.WhiteNoiseMiddleware")
