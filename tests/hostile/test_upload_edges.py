@@ -12,7 +12,6 @@ import pytest
 from django.core.files.uploadhandler import MemoryFileUploadHandler
 from django.test import Client
 
-from ingest.uploads import declared_member_count
 from kb.auth import issue_token
 from kb.conf import kb_settings
 from kb.models import IngestRun, Namespace, Source, SourceFile
@@ -127,6 +126,8 @@ def test_a_300_character_member_name_is_shortened_and_stored(source):
 
 
 def test_the_member_count_is_read_from_the_end_record_before_the_directory(source, settings):
+    from ingest.uploads import declared_member_count
+
     raw = bytearray(_zip({"a.md": b"# a\n"}))
     at = raw.rfind(b"PK\x05\x06")
     raw[at + 8:at + 12] = struct.pack("<HH", 0xFFFE, 0xFFFE)  # 65,534 entries declared
