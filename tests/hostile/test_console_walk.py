@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from capabilities import service as capability_service
 from ingest.uploads import add_files
+from kb.admin_access import NamespaceScoped
 from kb.auth import issue_token
 from kb.models import (Document, EvalRun, EvalSuite, FusionCalibration, IngestItem, IngestRun, Namespace,
                        NamespaceMembership, QueryLog, Source)
@@ -161,3 +162,29 @@ def test_the_provider_form_authorises_before_it_looks_anything_up(tenants):
         body = page.content.decode()
         answers.append((page.status_code, "KB_FORBIDDEN" in body, "does not exist" in body))
     assert answers[0] == answers[1] == (200, True, False)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_over_real_http_the_member_sees_no_other_tenant(live_server, settings, tmp_path):
+    """The same console served by a live server: the session cookie of a member of one
+    namespace opens every changelist, and none names the other tenant."""
+    from urllib.error import HTTPError
+    from urllib.request import Request, urlopen
+
+    settings.MEDIA_ROOT = str(tmp_path / "media")
+    ours = _tenant("tenant:a", "apple")
+    _tenant("tenant:b", "zebra")
+    _, client = _member(ours, can_write=True)
+    cookie = f"sessionid={client.cookies['sessionid'].value}"
+    signed_in = 0
+    for model in admin.site._registry:
+        url = f"{live_server.url}/admin/{model._meta.app_label}/{model._meta.model_name}/"
+        try:
+            with urlopen(Request(url, headers={"Cookie": cookie}), timeout=30) as response:
+                body = response.read().decode()
+        except HTTPError as refused:  # another app's admin: a superuser's
+            assert refused.code == 403, url
+            body = refused.read().decode()
+        signed_in += "walker-w" in body  # the page greets the member: a real console page, not a login form
+        assert "zebra" not in body.lower(), url
+    assert signed_in == len([a for a in admin.site._registry.values() if isinstance(a, NamespaceScoped)])
