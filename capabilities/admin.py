@@ -6,12 +6,12 @@ from django.db.models import Count
 
 from capabilities import service
 from kb import models
-from kb.admin_access import NamespaceScoped
+from kb.admin_access import NamespaceScoped, ScopedInline
 from kb.errors import KBError
 from kb.models import Provider
 
 
-class RevisionInline(admin.TabularInline):
+class RevisionInline(ScopedInline, admin.TabularInline):
     model = models.ProviderRevision
     fields = ["revision", "is_current", "created_at"]
     readonly_fields = fields
@@ -20,7 +20,7 @@ class RevisionInline(admin.TabularInline):
     can_delete = False
 
 
-class CapabilityInline(admin.TabularInline):
+class CapabilityInline(ScopedInline, admin.TabularInline):
     model = models.Capability
     fields = ["canonical_id", "title", "summary", "indexed_revision"]
     readonly_fields = fields  # edited through the definition, the one source of truth
@@ -40,10 +40,8 @@ class ProviderForm(forms.ModelForm):
 
     def clean(self):
         data = super().clean()
-        try:
-            self.parsed = service.check_provider(data.get("definition"), data.get("slug"))
-            if self.writer is not None:  # the definition's namespace must be one the curator may change
-                self.writer.check(self.parsed.namespace, write=True)
+        try:  # the definition's namespace must be one the curator may change, before anything is looked up
+            self.parsed = service.check_provider(data.get("definition"), data.get("slug"), writer=self.writer)
         except KBError as exc:
             raise forms.ValidationError(f"{exc.code}: {exc.message}") from exc
         return data
@@ -99,7 +97,7 @@ class ProviderAdmin(NamespaceScoped):
         return "current" if status["current"] else f"behind: {status['indexed']}/{status['capabilities']} indexed"
 
 
-class KnowledgeTargetInline(admin.TabularInline):
+class KnowledgeTargetInline(ScopedInline, admin.TabularInline):
     model = models.KnowledgeTarget
     fields = ["document", "source", "role", "locale"]
     raw_id_fields = ["document", "source"]
@@ -108,9 +106,16 @@ class KnowledgeTargetInline(admin.TabularInline):
 
 @admin.register(models.Capability)
 class CapabilityAdmin(NamespaceScoped):
-    namespace_field = "provider__namespace"
+    """Capabilities come from their provider's definition; here their knowledge targets can be
+    adjusted, within the provider's namespace."""
+
+    readonly_fields = ["provider", "canonical_id", "title", "summary", "indexed_revision", "indexed_text"]
+    exclude = ["indexed_embedding"]
     list_display = ["canonical_id", "title", "provider"]
     list_filter = ["provider"]
     search_fields = ["canonical_id", "title", "summary"]
     inlines = [KnowledgeTargetInline]
+
+    def has_add_permission(self, request):
+        return False
 

@@ -51,12 +51,16 @@ def load_definitions(data, reindex: bool = True, *, index: str | None = None) ->
     return [apply_provider(definition, index=index) for definition in parse_definitions(data)]
 
 
-def check_provider(data, slug: str) -> ProviderDefinition:
-    """One provider's definition as typed in the console, its id taken from `slug`: parsed and
-    resolved against the store, so an unknown namespace or source fails before anything is written."""
+def check_provider(data, slug: str, *, writer: Principal | None = None) -> ProviderDefinition:
+    """One provider's definition as typed in the console, its id taken from `slug`: parsed, its
+    namespace authorised for `writer` (when given) before the store is asked anything, so
+    another tenant's namespace, sources and documents cannot be probed, then resolved against
+    the store, so an unknown namespace or source fails before anything is written."""
     definition = dict(data or {})
     definition["id"] = slug or definition.get("id", "")
     parsed = parse_provider(definition)
+    if writer is not None:
+        writer.check(parsed.namespace, write=True)
     store.resolve_definition(parsed)
     return parsed
 

@@ -2,10 +2,8 @@
 
 from django import forms
 from django.contrib import admin, messages
-from django.core.exceptions import PermissionDenied
 from django.db.models.expressions import RawSQL
 from django.http import HttpResponseRedirect, JsonResponse
-from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
@@ -16,7 +14,7 @@ from ingest.uploads import add_files
 from kb import models
 from ingest.decisions import EMBED_REASONS
 from ingest.run_status import run_note
-from kb.admin_access import LargeTableAdmin, NamespaceScoped
+from kb.admin_access import LargeTableAdmin, NamespaceScoped, ReadOnlyInConsole, ScopedInline
 from kb.conf import kb_settings
 from kb.errors import KBError
 from retrieval.service import matching_chunk_ids
@@ -57,7 +55,7 @@ def _capped(count: int) -> str:
     return f"{COUNT_CAP:,}+" if count > COUNT_CAP else str(count)
 
 
-class IngestRunInline(admin.TabularInline):
+class IngestRunInline(ScopedInline, admin.TabularInline):
     model = models.IngestRun
     fields = ["run_link", "status", "mode", "progress", "items_failed", "queued_at", "finished_at"]
     readonly_fields = fields
@@ -113,7 +111,7 @@ class SourceForm(forms.ModelForm):
         fields = "__all__"
 
 
-class SourceFileInline(admin.TabularInline):
+class SourceFileInline(ScopedInline, admin.TabularInline):
     model = models.SourceFile
     fields = ["path", "byte_size", "sha256", "uploaded_at"]
     readonly_fields = fields
@@ -138,6 +136,14 @@ class SourceAdmin(NamespaceScoped):
     inlines = [SourceFileInline, IngestRunInline]
     actions = ["ingest_now", "reembed_all"]
 
+    def get_fields(self, request, obj=None):
+        """Without the right to change the source, its page shows no upload field: a read-only
+        view renders every field as a value, and "Add files" has none."""
+        fields = super().get_fields(request, obj)
+        if obj is not None and not self.has_change_permission(request, obj):
+            fields = [name for name in fields if name != "files"]
+        return fields
+
     def save_model(self, request, obj, form, change):
         super().save_model(request, obj, form, change)
         ingest_services.sync_refresh_schedule(obj)
@@ -155,8 +161,6 @@ class SourceAdmin(NamespaceScoped):
                 ingest_services.start_ingest(obj)
 
     def _start(self, request, queryset, mode):
-        if not self.has_change_permission(request):
-            raise PermissionDenied
         runs = [ingest_services.start_ingest(source, mode=mode) for source in queryset]
         links = format_html_join(
             ", ", '<a href="{}">run #{}</a>',
@@ -180,7 +184,7 @@ class SourceAdmin(NamespaceScoped):
         return _capped(obj._documents)
 
 
-class ChunkInline(admin.TabularInline):
+class ChunkInline(ScopedInline, admin.TabularInline):
     model = models.Chunk
     fields = ["position", "anchor", "heading_path", "start_byte", "end_byte", "token_estimate", "has_embedding"]
     readonly_fields = fields
@@ -211,9 +215,10 @@ EmbedReasonFilter = fixed_choices_filter("embed_reason", "embed reason", EMBED_R
 
 
 @admin.register(models.Document)
-class DocumentAdmin(LargeTableAdmin, NamespaceScoped):
-    """Searching finds documents by the words of their chunks (the lexical channel) or by their
-    exact ref, never by a scan of every title."""
+class DocumentAdmin(ReadOnlyInConsole, LargeTableAdmin, NamespaceScoped):
+    """Written only by the pipeline: the console shows documents and may delete them. Searching
+    finds documents by the words of their chunks (the lexical channel) or by their exact ref,
+    never by a scan of every title."""
 
     list_display = ["__str__", "source", "namespace", "media_type", "byte_size", "chunk_count", "indexed_at"]
     list_filter = ["namespace", "source", MediaTypeFilter]
@@ -240,9 +245,9 @@ class DocumentAdmin(LargeTableAdmin, NamespaceScoped):
 
 
 @admin.register(models.Chunk)
-class ChunkAdmin(LargeTableAdmin, NamespaceScoped):
-    """Searching finds chunks by their words through the lexical channel (`matching_chunk_ids`),
-    never by a scan of every text."""
+class ChunkAdmin(ReadOnlyInConsole, LargeTableAdmin, NamespaceScoped):
+    """Written only by the pipeline. Searching finds chunks by their words through the lexical
+    channel (`matching_chunk_ids`), never by a scan of every text."""
 
     list_display = ["__str__", "document", "anchor", "start_byte", "end_byte", "token_estimate", "embed_reason"]
     list_filter = ["namespace", "is_summary", EmbedReasonFilter]
@@ -257,7 +262,7 @@ class ChunkAdmin(LargeTableAdmin, NamespaceScoped):
         return queryset.filter(pk__in=_matching_chunks(self, request, search_term)), False
 
 
-class IngestItemInline(admin.TabularInline):
+class IngestItemInline(ScopedInline, admin.TabularInline):
     """Up to ITEMS_SHOWN of the run's items, every failed one among them first: a crawl's run can hold a
     million."""
 
@@ -286,7 +291,6 @@ def _run_note(run) -> str:
 
 @admin.register(models.IngestRun)
 class IngestRunAdmin(NamespaceScoped):
-    namespace_field = "source__namespace"
     list_display = [
         "__str__", "source", "status", "mode", "progress_bar", "items_changed",
         "items_unchanged", "items_failed", "chunks_written", "queued_at", "finished_at",
@@ -317,9 +321,7 @@ class IngestRunAdmin(NamespaceScoped):
         ] + super().get_urls()
 
     def progress_view(self, request, run_id):
-        if not self.has_view_permission(request):
-            raise PermissionDenied
-        run = get_object_or_404(models.IngestRun, pk=run_id)
+        run = self.scoped_object(request, run_id)
         return JsonResponse({
             "id": run.pk, "status": run.status, "percent": run.progress_percent,
             "items_total": run.items_total, "items_done": run.items_done,
@@ -329,9 +331,7 @@ class IngestRunAdmin(NamespaceScoped):
         })
 
     def retry_view(self, request, run_id):
-        if not self.has_change_permission(request):
-            raise PermissionDenied
-        run = get_object_or_404(models.IngestRun, pk=run_id)
+        run = self.scoped_object(request, run_id, write=True)
         retry = ingest_services.retry_failed_items(run)
         if retry is None:
             self.message_user(request, "This run has no failed items.", messages.INFO)

@@ -1,13 +1,12 @@
 """Source and run endpoints. Thin: check access, call the services, shape."""
 
-from ninja import File, Router, Status
-from ninja.files import UploadedFile
+from ninja import Router, Status
 
 from ingest import sources
 from ingest.schemas import RunOut, SourceIn, SourceOut, SourcePatch, UploadOut
 from ingest.services import start_ingest
 from kb.auth import require_readable
-from kb.errors import NotFound
+from kb.errors import NotFound, ValidationFailed
 from kb.models import IngestRun, Source
 
 router = Router(tags=["sources"])
@@ -46,10 +45,21 @@ def ingest_source(request, source_id: int):
     return Status(202, sources.run_out(start_ingest(source)))
 
 
-@router.post("/sources/{source_id}/files", response={201: UploadOut})
-def upload_files(request, source_id: int, files: list[UploadedFile] = File(...)):
-    """Multipart upload of one or more files, or .zip archives, into a file source; then ingest."""
-    return Status(201, sources.upload_to_source(request.auth, source_id, [(f.name, f) for f in files]))
+UPLOAD_SCHEMA = {"requestBody": {"required": True, "content": {"multipart/form-data": {"schema": {
+    "type": "object", "required": ["files"],
+    "properties": {"files": {"type": "array", "items": {"type": "string", "format": "binary"}}}}}}}}
+
+
+@router.post("/sources/{source_id}/files", response={201: UploadOut}, openapi_extra=UPLOAD_SCHEMA)
+def upload_files(request, source_id: int):
+    """Multipart upload of one or more files (field `files`), or .zip archives, into a file
+    source; then ingest. The caller is authorised, and a body over the archive limit refused,
+    before a byte of the body is read."""
+    source = sources.upload_target(request.auth, source_id, request.META.get("CONTENT_LENGTH"))
+    files = request.FILES.getlist("files")
+    if not files:
+        raise ValidationFailed("No files: send them as multipart/form-data in the field 'files'.")
+    return Status(201, sources.upload_to_source(request.auth, source.pk, [(f.name, f) for f in files]))
 
 
 @router.get("/runs/{run_id}", response=RunOut)

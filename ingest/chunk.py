@@ -53,6 +53,7 @@ class ChunkSpec:
 class ChunkOptions:
     max_tokens: int = 400
     overlap_tokens: int = 30
+    min_section_tokens: int = 4  # smaller sections join the passage before them
 
 
 @dataclass
@@ -97,9 +98,23 @@ def chunk_markdown(content: str, title: str = "", options: ChunkOptions = ChunkO
         units: list[_Unit] = []
         for block in section.blocks:
             units.extend(_split_block(content, block, options.max_tokens))
+        if pieces and _tiny(section, units, options) and \
+                sum(u.tokens for u in pieces[-1][1]) + sum(u.tokens for u in units) <= options.max_tokens:
+            pieces[-1] = (pieces[-1][0], pieces[-1][1] + units)  # a heading with (almost) nothing under it
+            continue
         for group in _pack(units, options):
             pieces.append((section, group))
     return _finish(content, title, pieces, pages)
+
+
+def _tiny(section: _Section, units: list[_Unit], options: ChunkOptions) -> bool:
+    """A section too small to be a passage of its own: only its heading, or fewer tokens than
+    `min_section_tokens`; it joins the passage before it (100 KB of `# a` is not 20,000 chunks).
+    A heading with an id of its own (`{#slide-7}`, an HTML id) keeps its section: it is cited."""
+    if any(block.kind == "heading" and block.heading_id for block in section.blocks):
+        return False
+    return all(block.kind == "heading" for block in section.blocks) or \
+        sum(u.tokens for u in units) < options.min_section_tokens
 
 
 def chunk_text(content: str, title: str = "", options: ChunkOptions = ChunkOptions(),

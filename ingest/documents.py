@@ -49,7 +49,10 @@ def document_view(principal: Principal, document_id: int) -> DocumentView:
 
 
 def _stored_file(document: Document) -> SourceFile | None:
-    if document.source.kind != "file":
+    """The upload a document was made from: only a file of the document's own source, and only
+    when that source is in the document's namespace (a document row pointing at another
+    tenant's source must not open that tenant's files)."""
+    if document.source.kind != "file" or document.source.namespace_id != document.namespace_id:
         return None
     return SourceFile.objects.filter(source=document.source, path=document.ref).first()
 

@@ -108,6 +108,13 @@ class ParserBudgetExceeded(ContentRejected):
     http_status = 422
 
 
+class DocumentNotStored(ContentRejected):
+    """The database refused one document's rows (a value it cannot hold); the rest of the batch is stored."""
+
+    code = "INGEST_DOCUMENT_NOT_STORED"
+    http_status = 422
+
+
 class ArchiveRejected(ContentRejected):
     """A .zip upload that is a bomb, nests archives too deep, or holds unsafe paths."""
 

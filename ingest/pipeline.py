@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable
 
 import numpy as np
-from django.db import DatabaseError, connection
+from django.db import DatabaseError, DataError, IntegrityError, connection
 
 from ingest import store
 from ingest.boilerplate import BoilerplateCounter, block_keys, drop_repeated
@@ -25,10 +25,10 @@ from ingest.chunk import ChunkOptions, ChunkSpec, chunk_markdown, chunk_text
 from ingest.decisions import (BOILERPLATE_LEARNED, REEMBED_REQUESTED, Action, StoredDocument, decide, document_byte_key,
                               stored_extraction, text_hash)
 from ingest.embed import Embedder, check_embedder_dimension, get_embedder
-from ingest.errors import EmptyContent, IngestInternalError
+from ingest.errors import DocumentNotStored, EmptyContent, IngestInternalError
 from ingest.extract import Extracted, extract
 from ingest.extract.documents import ISOLATED_TYPES
-from ingest.extract.isolated import ParserBudget, extract_isolated
+from ingest.extract.isolated import ParserBudget, capped, extract_isolated, without_nul
 from ingest.fetch import Fetcher
 from ingest.loaders import LoadedItem, SourceLoader, SourceSpec
 from ingest.report import Outcome, RunReport
@@ -225,15 +225,21 @@ class IngestPipeline:
         self._queue(item, extracted, content_hash, decision.reason, started, byte_key, keys)
 
     def _extract(self, item: LoadedItem) -> Extracted:
-        """Documents are parsed in a budgeted child process; HTML, markdown and text here."""
-        if item.media_type in ISOLATED_TYPES:
-            conf = kb_settings()
-            budget = ParserBudget(conf.parser_cpu_seconds, conf.parser_memory_mb * 1024 * 1024)
+        """Documents, and HTML or text over KB_PARSER_INLINE_MAX_BYTES, are parsed in a budgeted
+        child process; small HTML, markdown and text here. Either way the text is capped at
+        KB_EXTRACT_MAX_CHARS and holds no NUL (PostgreSQL's text cannot)."""
+        conf = kb_settings()
+        body = item.body or b""
+        if item.media_type in ISOLATED_TYPES or len(body) > conf.parser_inline_max_bytes:
+            budget = ParserBudget(conf.parser_cpu_seconds, conf.parser_memory_mb * 1024 * 1024,
+                                  conf.extract_max_chars)
             with self.report.beating():  # the child has its own deadline
-                return extract_isolated(item.body or b"", item.media_type, fallback_title=item.title_hint,
-                                        budget=budget)
-        return extract(item.body or b"", item.media_type, charset=item.charset, url=item.url,
-                       fallback_title=item.title_hint)
+                extracted = extract_isolated(body, item.media_type, fallback_title=item.title_hint,
+                                             charset=item.charset, url=item.url, budget=budget)
+        else:
+            extracted = capped(extract(body, item.media_type, charset=item.charset, url=item.url,
+                                       fallback_title=item.title_hint), conf.extract_max_chars)
+        return without_nul(extracted)
 
     def _drop_boilerplate(self, item: LoadedItem, extracted: Extracted) -> tuple[Extracted, tuple[str, ...]]:
         """Web pages of a multi-page source lose the blocks that repeat across the source."""
@@ -252,7 +258,7 @@ class IngestPipeline:
         return chunk_text(extracted.content, extracted.title, self.chunk_options, extracted.pages)
 
     def _queue(self, item, extracted, content_hash, reason, started, byte_key="", keys=()) -> None:
-        chunks = self._chunks(extracted)
+        chunks = self._chunks(extracted)[:kb_settings().max_chunks_per_document]
         if not chunks:
             self.report.record(Outcome(item.ref, Status.FAILED, error_code=EmptyContent.code,
                                        error_message="No chunks could be made."), started)
@@ -328,7 +334,7 @@ class IngestPipeline:
                 self.report.record(Outcome(p.item.ref, Status.FAILED, error_code=exc.code, error_message=exc.message),
                                    p.started)
             return
-        self._store(pending, vectors)
+        pending = self._store_each_if_refused(pending, vectors)
         for p in pending:
             self.report.record(Outcome(p.item.ref, Status.CHANGED, reason=p.reason,
                                        byte_size=len(p.extracted.content.encode("utf-8")), chunks=len(p.chunks)),
@@ -343,6 +349,28 @@ class IngestPipeline:
             parts.append(self.embedder.embed_documents(part))
             self.report.embedded(len(part))
         return np.vstack(parts) if parts else np.zeros((0, self.embedder.dimension), dtype=np.float32)
+
+    def _store_each_if_refused(self, pending: list[PendingDocument], vectors) -> list[PendingDocument]:
+        """Store the batch; when the database refuses a value in it (not when it went away),
+        store its documents one by one and fail only those it refuses. Returns those stored."""
+        try:
+            self._store(pending, vectors)
+            return pending
+        except (DataError, IntegrityError) as exc:
+            logger.warning("batch of run %s refused (%s); storing its %d documents one by one",
+                           self.run.pk, exc, len(pending))
+        stored, offset = [], 0
+        for p in pending:
+            own = vectors[offset: offset + len(p.chunks)]
+            offset += len(p.chunks)
+            try:
+                self._store([p], own)
+                stored.append(p)
+            except (DataError, IntegrityError) as exc:
+                self.report.record(Outcome(p.item.ref, Status.FAILED, error_code=DocumentNotStored.code,
+                                           error_message=f"The database refused this document: {exc}"[:500]),
+                                   p.started)
+        return stored
 
     def _store(self, pending: list[PendingDocument], vectors) -> None:
         written = store.write_batch(self.source, pending, vectors, self.embedder.model_id, self._stored)

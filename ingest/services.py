@@ -18,8 +18,15 @@ REFRESH_SCHEDULE = "kb-refresh-source-{id}"
 def start_ingest(source: Source, *, mode: str = IngestRun.Mode.INGEST,
                  retry_of: IngestRun | None = None, sync: bool = False,
                  on_progress=None) -> IngestRun:
-    """Create a run and hand it to the background worker (or run it here with `sync`)."""
+    """Create a run and hand it to the background worker (or run it here with `sync`). A source
+    has at most one queued run of each mode: asking again while one waits returns that one, so
+    clicking "Ingest now" a thousand times queues one run, not a thousand."""
     with transaction.atomic():
+        Source.objects.select_for_update().filter(pk=source.pk).first()  # one caller at a time per source
+        waiting = None if sync or retry_of is not None else IngestRun.objects.filter(
+            source=source, mode=mode, status=IngestRun.Status.QUEUED, started_at=None).order_by("pk").first()
+        if waiting is not None:
+            return waiting
         run = IngestRun.objects.create(source=source, mode=mode, retry_of=retry_of)
         if not sync:
             run.task_id = async_task(

@@ -6,7 +6,9 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
 from ingest.services import start_ingest, sync_refresh_schedule
+from ingest.errors import ContentTooLarge
 from ingest.uploads import add_files
+from kb.conf import kb_settings
 from kb.auth import Principal, require_readable
 from kb.errors import Conflict, NotFound, ValidationFailed
 from kb.models import IngestItem, IngestRun, Namespace, Source
@@ -77,6 +79,26 @@ def update_source(principal: Principal, source_id: int, changes: dict) -> Source
 
 def delete_source(principal: Principal, source_id: int) -> None:
     get_source(principal, source_id, write=True).delete()
+
+
+UPLOAD_OVERHEAD_BYTES = 1024 * 1024  # multipart boundaries and headers around the files
+
+
+def upload_target(principal: Principal, source_id: int, content_length: str | None) -> Source:
+    """The file source an upload is for, checked before its body is read: the caller may write
+    it, and the declared body is not over the archive limit."""
+    source = get_source(principal, source_id, write=True)
+    if source.kind != Source.Kind.FILE:
+        raise ValidationFailed(f"Source {source_id} is a {source.kind!r} source; files go to 'file' sources.")
+    limit = kb_settings().archive_max_bytes + UPLOAD_OVERHEAD_BYTES
+    try:
+        declared = int(content_length or 0)
+    except ValueError:
+        raise ValidationFailed(f"Content-Length {content_length!r} is not a number.") from None
+    if declared > limit:
+        raise ContentTooLarge(f"The upload is {declared} bytes; an upload may be at most {limit} "
+                              "(KB_ARCHIVE_MAX_BYTES and the multipart framing).", details={"max_bytes": limit})
+    return source
 
 
 def upload_to_source(principal: Principal, source_id: int, uploads) -> dict:

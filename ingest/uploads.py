@@ -2,12 +2,15 @@
 
 Each file becomes a `SourceFile` whose storage key lives under the source's own prefix
 (`sources/<source id>/...`), so no caller can point a source at bytes uploaded for another one.
-A .zip is unpacked here, member by member, with its limits checked before a byte is written:
-at most KB_ARCHIVE_MAX_FILES members and KB_ARCHIVE_MAX_BYTES unpacked in all (sizes are read
-from the directory and then enforced while reading, so a lying header stops at the cap too),
-no absolute paths, `..` segments or links, and no archives inside the archive. Members of a type
-that is not read are skipped and reported. Uploading the same bytes under the same path again
-changes nothing; the next ingest sees the same hash and costs no extraction.
+An upload is read and checked whole before anything is stored, and then stored all or nothing.
+A .zip is refused when its end record declares more than KB_ARCHIVE_MAX_FILES entries (before
+its directory is parsed), when its directory declares more than KB_ARCHIVE_MAX_BYTES unpacked,
+and when any member cannot be read (bad CRC, a size that lies, a compression zipfile cannot
+read, corrupt data, a name that is not valid UTF-8): `ArchiveRejected`, 422, with the reason.
+Member names are normalised (NFC, no absolute paths, `..` segments, links or archives inside the
+archive) and shortened to what a file system stores. Members of a type that is not read are
+skipped and reported. Uploading the same bytes under the same path again changes nothing; the
+next ingest sees the same hash and costs no extraction.
 """
 
 from __future__ import annotations
@@ -15,7 +18,9 @@ from __future__ import annotations
 import hashlib
 import io
 import stat
+import unicodedata
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from posixpath import normpath
 from typing import BinaryIO, Iterable
@@ -29,6 +34,11 @@ from ingest.errors import ArchiveRejected, ContentTooLarge, FileKeyInvalid, File
 from ingest.filetypes import ARCHIVE_SUFFIXES, max_bytes_for, media_type_for
 from kb.conf import kb_settings
 from kb.models import Source, SourceFile
+
+MAX_SEGMENT_BYTES = 200  # a stored file name stays under the file system's 255 bytes
+MAX_PATH_CHARS = 1024  # SourceFile.path
+EOCD_SIGNATURE, EOCD_SIZE = b"PK\x05\x06", 22
+ZIP64_LOCATOR_SIGNATURE, ZIP64_EOCD_SIGNATURE = b"PK\x06\x07", b"PK\x06\x06"
 
 @dataclass
 class UploadReport:
@@ -46,15 +56,17 @@ class UploadReport:
 
 
 def add_files(source: Source, uploads: Iterable[tuple[str, BinaryIO]]) -> UploadReport:
-    """Store each (name, file object); a .zip is unpacked into its members."""
+    """Store each (name, file object); a .zip is unpacked into its members. Everything is read
+    and checked first and stored after, all or nothing: a rejected upload leaves no file behind."""
     report = UploadReport()
+    accepted: list[tuple[str, bytes]] = []
     for name, handle in uploads:
         name = safe_member_path(name.replace("\\", "/").rsplit("/", 1)[-1]) or "upload"
         if name.lower().endswith(ARCHIVE_SUFFIXES):
-            _add_archive(source, handle, report)
+            accepted.extend(_archive_members(handle, report))
         else:
-            data = _read_capped(handle, _limit_for(name), name)
-            _store(source, name, data, report)
+            accepted.append((name, _read_capped(handle, _limit_for(name), name)))
+    _store_all(source, accepted, report)
     return report
 
 
@@ -73,61 +85,126 @@ def _read_capped(handle: BinaryIO, limit: int, name: str) -> bytes:
 
 
 def safe_member_path(path: str) -> str:
-    """A relative POSIX path without `..`, drive letters or empty segments; "" when unsafe."""
-    path = path.replace("\\", "/")
+    """A relative POSIX path without `..`, drive letters or empty segments, in Unicode NFC, each
+    segment at most MAX_SEGMENT_BYTES of UTF-8 (its extension kept), MAX_PATH_CHARS in all; ""
+    when unsafe."""
+    path = unicodedata.normalize("NFC", path.replace("\\", "/"))
     if path.startswith("/") or (len(path) > 1 and path[1] == ":") or "\x00" in path:
         return ""
     normal = normpath(path)
     if normal in (".", "") or normal.startswith("../") or normal == ".." or "/../" in f"/{normal}/":
         return ""
-    return normal[:1024]
+    return "/".join(_shortened(segment) for segment in normal.split("/"))[:MAX_PATH_CHARS]
 
 
-def _add_archive(source: Source, handle: BinaryIO, report: UploadReport) -> None:
+def _shortened(segment: str) -> str:
+    if len(segment.encode("utf-8")) <= MAX_SEGMENT_BYTES:
+        return segment
+    stem, dot, extension = segment.rpartition(".")
+    if not dot or len(extension) > 16:
+        stem, extension = segment, ""
+    suffix = f"~{hashlib.sha256(segment.encode()).hexdigest()[:8]}" + (f".{extension}" if extension else "")
+    room = MAX_SEGMENT_BYTES - len(suffix.encode("utf-8"))
+    return stem.encode("utf-8")[:room].decode("utf-8", "ignore") + suffix
+
+
+def declared_member_count(raw: bytes) -> int:
+    """The number of entries the archive's end-of-central-directory record (or its zip64 record)
+    declares: read before the directory itself is parsed, so a directory of millions of entries
+    costs nothing to refuse."""
+    tail_start = max(0, len(raw) - EOCD_SIZE - 65535)
+    at = raw.rfind(EOCD_SIGNATURE, tail_start)
+    if at < 0 or len(raw) - at < EOCD_SIZE:
+        raise ArchiveRejected("The upload is not a readable .zip file: it has no end-of-central-directory record.")
+    total = int.from_bytes(raw[at + 10:at + 12], "little")
+    if total == 0xFFFF and raw[at - 20:at - 16] == ZIP64_LOCATOR_SIGNATURE:
+        offset = int.from_bytes(raw[at - 12:at - 4], "little")
+        if raw[offset:offset + 4] == ZIP64_EOCD_SIGNATURE:
+            total = int.from_bytes(raw[offset + 32:offset + 40], "little")
+    return total
+
+
+def _archive_members(handle: BinaryIO, report: UploadReport) -> list[tuple[str, bytes]]:
+    """Every member of the archive that is to be stored, read whole and checked (CRC, size,
+    compression): a member that cannot be read rejects the archive."""
     conf = kb_settings()
     raw = _read_capped(handle, conf.archive_max_bytes, "archive")
+    declared = declared_member_count(raw)
+    if declared > conf.archive_max_files:
+        raise ArchiveRejected(f"The archive declares {declared} entries; the limit (KB_ARCHIVE_MAX_FILES) "
+                              f"is {conf.archive_max_files}.")
     try:
         archive = zipfile.ZipFile(io.BytesIO(raw))
-    except zipfile.BadZipFile as exc:
+    except (zipfile.BadZipFile, UnicodeDecodeError, ValueError, EOFError) as exc:
         raise ArchiveRejected(f"The upload is not a readable .zip file: {exc}") from exc
     with archive:
         members = [info for info in archive.infolist() if not info.is_dir()]
         if len(members) > conf.archive_max_files:
             raise ArchiveRejected(f"The archive holds {len(members)} files; the limit (KB_ARCHIVE_MAX_FILES) "
                                   f"is {conf.archive_max_files}.")
-        declared = sum(info.file_size for info in members)
-        if declared > conf.archive_max_bytes:
-            raise ArchiveRejected(f"The archive unpacks to {declared} bytes; the limit (KB_ARCHIVE_MAX_BYTES) "
-                                  f"is {conf.archive_max_bytes}.")
-        unpacked = 0
+        declared_bytes = sum(info.file_size for info in members)
+        if declared_bytes > conf.archive_max_bytes:
+            raise ArchiveRejected(f"The archive unpacks to {declared_bytes} bytes; the limit "
+                                  f"(KB_ARCHIVE_MAX_BYTES) is {conf.archive_max_bytes}.")
+        accepted, unpacked = [], 0
         for info in members:
-            path = safe_member_path(info.filename)
+            path = _member_path(info, report)
             if not path:
-                report.skip(info.filename, ArchiveRejected.code, "unsafe path (absolute, or with '..')")
-                continue
-            if stat.S_ISLNK(info.external_attr >> 16):
-                report.skip(path, ArchiveRejected.code, "a link")
-                continue
-            if path.lower().endswith(ARCHIVE_SUFFIXES + (".tar", ".gz", ".tgz", ".7z", ".rar")):
-                report.skip(path, ArchiveRejected.code, "archives inside the archive are not unpacked")
-                continue
-            if not media_type_for(path):
-                report.skip(path, UnsupportedType.code, "not a type that is read")
                 continue
             limit = min(_limit_for(path), conf.archive_max_bytes - unpacked)
-            if info.flag_bits & 0x1:
-                report.skip(path, ArchiveRejected.code, "encrypted member")
-                continue
-            with archive.open(info) as member:
-                data = member.read(limit + 1)
+            data = _read_member(archive, info, path, limit)
             if len(data) > limit:
                 report.skip(path, ContentTooLarge.code, f"larger than its limit of {limit} bytes")
                 continue
             unpacked += len(data)
-            _store(source, path, data, report)
+            accepted.append((path, data))
+    return accepted
 
 
-def _store(source: Source, path: str, data: bytes, report: UploadReport) -> None:
+def _member_path(info: zipfile.ZipInfo, report: UploadReport) -> str:
+    """The member's safe path, or "" (and a skip in the report) when it is not to be stored."""
+    path = safe_member_path(info.filename)
+    if not path:
+        report.skip(info.filename[:300], ArchiveRejected.code, "unsafe path (absolute, or with '..')")
+    elif stat.S_ISLNK(info.external_attr >> 16):
+        report.skip(path, ArchiveRejected.code, "a link")
+    elif path.lower().endswith(ARCHIVE_SUFFIXES + (".tar", ".gz", ".tgz", ".7z", ".rar")):
+        report.skip(path, ArchiveRejected.code, "archives inside the archive are not unpacked")
+    elif not media_type_for(path):
+        report.skip(path, UnsupportedType.code, "not a type that is read")
+    elif info.flag_bits & 0x1:
+        report.skip(path, ArchiveRejected.code, "encrypted member")
+    else:
+        return path
+    return ""
+
+
+def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, path: str, limit: int) -> bytes:
+    try:
+        with archive.open(info) as member:
+            return member.read(limit + 1)
+    except NotImplementedError as exc:  # Deflate64, LZMA variants zipfile cannot read
+        raise ArchiveRejected(f"The archive member {path!r} uses a compression that is not read: {exc}",
+                              details={"path": path}) from exc
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError) as exc:  # bad CRC, lying size, corrupt
+        raise ArchiveRejected(f"The archive member {path!r} cannot be read: {exc}", details={"path": path}) from exc
+
+
+def _store_all(source: Source, files: list[tuple[str, bytes]], report: UploadReport) -> None:
+    """Write every file's bytes, then record them all in one transaction; if anything fails,
+    the bytes written for this upload are deleted again."""
+    written: list[str] = []
+    try:
+        with transaction.atomic():
+            for path, data in files:
+                _store(source, path, data, report, written)
+    except BaseException:
+        for key in written:
+            default_storage.delete(key)
+        raise
+
+
+def _store(source: Source, path: str, data: bytes, report: UploadReport, written: list[str]) -> None:
     if not media_type_for(path):
         report.skip(path, UnsupportedType.code, "not a type that is read")
         return
@@ -137,17 +214,17 @@ def _store(source: Source, path: str, data: bytes, report: UploadReport) -> None
         report.unchanged.append(path)
         return
     key = default_storage.save(f"sources/{source.pk}/{digest[:16]}/{path.rsplit('/', 1)[-1]}", ContentFile(data))
-    with transaction.atomic():
-        if existing is not None:
-            old_key = existing.key
-            existing.key, existing.sha256, existing.byte_size = key, digest, len(data)
-            existing.save()
-            if old_key != key and old_key.startswith(f"sources/{source.pk}/"):
-                default_storage.delete(old_key)
-            report.replaced.append(path)
-        else:
-            SourceFile.objects.create(source=source, path=path, key=key, sha256=digest, byte_size=len(data))
-            report.added.append(path)
+    written.append(key)
+    if existing is not None:
+        old_key = existing.key
+        existing.key, existing.sha256, existing.byte_size = key, digest, len(data)
+        existing.save()
+        if old_key != key and old_key.startswith(f"sources/{source.pk}/"):
+            transaction.on_commit(lambda: default_storage.delete(old_key))
+        report.replaced.append(path)
+    else:
+        SourceFile.objects.create(source=source, path=path, key=key, sha256=digest, byte_size=len(data))
+        report.added.append(path)
 
 
 def source_files(source: Source) -> list[tuple[str, str, str]]:

@@ -19,6 +19,14 @@ INLINE_TYPES = {"application/pdf": "application/pdf", "text/plain": "text/plain;
                 "text/markdown": "text/plain; charset=utf-8", "text/csv": "text/plain; charset=utf-8"}
 
 
+# every stored file but a PDF: a sandbox (an origin of its own, no scripts, no forms) loading nothing
+STORED_FILE_POLICY = "sandbox; default-src 'none'; frame-ancestors 'none'; form-action 'none'; base-uri 'none'"
+# a PDF is shown by the browser's own viewer, which Chromium refuses to start in any sandbox
+# (crbug.com/413851: "This page has been blocked"); so the tightest policy its viewer allows:
+# nothing loaded, no framing by other sites, no forms or base URL
+PDF_POLICY = "default-src 'none'; frame-ancestors 'none'; form-action 'none'; base-uri 'none'"
+
+
 def _for_reader(request, document_id: int, respond):
     """Call `respond(principal, document_id)`; a missing or unreadable document gets one page."""
     try:
@@ -51,9 +59,6 @@ def _original(principal, document_id: int) -> HttpResponse:
     response = HttpResponse(data, content_type=INLINE_TYPES.get(media_type, "application/octet-stream"))
     response["X-Content-Type-Options"] = "nosniff"
     response["Content-Disposition"] = f"{'inline' if inline else 'attachment'}; filename*=UTF-8''{quote(name)}"
-    # a PDF needs the browser's own viewer, which a sandboxed document cannot load; it gets no
-    # sub-resources and no scripts of its own either way
-    response["Content-Security-Policy"] = "default-src 'none'" if media_type == "application/pdf" \
-        else "sandbox; default-src 'none'"
+    response["Content-Security-Policy"] = PDF_POLICY if media_type == "application/pdf" else STORED_FILE_POLICY
     response["Cross-Origin-Resource-Policy"] = "same-origin"
     return response

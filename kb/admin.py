@@ -20,7 +20,8 @@ class NamespaceMembershipAdmin(SuperuserOnly):
 
 @admin.register(models.Namespace)
 class NamespaceAdmin(NamespaceScoped):
-    namespace_field = ""
+    """Members see and edit their namespaces; creating or deleting a tenant is a superuser's."""
+
     list_display = ["slug", "title", "is_public", "source_count", "fusion_weights", "created_at"]
     list_filter = ["is_public"]
     search_fields = ["slug", "title"]
@@ -28,6 +29,12 @@ class NamespaceAdmin(NamespaceScoped):
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(_sources=Count("sources")).select_related("fusion")
+
+    def has_add_permission(self, request):
+        return request.user.is_superuser
+
+    def has_delete_permission(self, request, obj=None):
+        return request.user.is_superuser
 
     @admin.display(description="fusion weights (meaning / words)")
     def fusion_weights(self, obj):
@@ -70,3 +77,14 @@ class ApiTokenAdmin(SuperuserOnly):
         count = revoke_tokens(queryset)
         self.message_user(request, f"Revoked {count} token(s).", messages.SUCCESS)
 
+
+
+def lock_down_unscoped(site: admin.AdminSite) -> None:
+    """Every admin registered by another app (users, groups, django-q's tasks and schedules) is a
+    superuser's: their rows belong to no namespace, so a member must not see them at all."""
+    for model, model_admin in list(site._registry.items()):
+        if isinstance(model_admin, (NamespaceScoped, SuperuserOnly)):
+            continue
+        locked = type(type(model_admin).__name__, (SuperuserOnly, type(model_admin)), {})
+        site.unregister(model)
+        site.register(model, locked)

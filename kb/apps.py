@@ -8,8 +8,12 @@ class KbConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_delete
 
+        from django.contrib import admin
+
+        from kb.admin import lock_down_unscoped
         from kb.models import Namespace
 
+        lock_down_unscoped(admin.site)
         post_delete.connect(_drop_vector_index, sender=Namespace, dispatch_uid="kb.drop_vector_index")
 
 

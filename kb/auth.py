@@ -9,8 +9,9 @@ Anonymous callers may only read namespaces marked public.
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from django.db.models import Q, QuerySet
 from django.utils import timezone
@@ -30,6 +31,14 @@ class Principal:
     namespaces: frozenset[str] | None = None  # None: every namespace
     can_write: bool = False
     writable: frozenset[str] = frozenset()  # members: the namespaces they may change
+    rate_key: str = ""  # the counter its requests are charged to (`charge`)
+    rate_limit: int = 0  # requests a minute
+
+    def charge(self, requests: int) -> None:
+        """Count `requests` more against this caller's rate limit: what a request that makes
+        many searches (an eval run) costs beyond the one it was counted as."""
+        if self.rate_key and requests > 0:
+            ratelimit.hit(self.rate_key, self.rate_limit, cost=requests)
 
     def readable(self) -> Q:
         """A filter on Namespace for what this principal may read."""
@@ -97,13 +106,15 @@ def principal_for(request, bearer: str | None, *, sessions: bool = True) -> Prin
     `sessions` (the MCP endpoint: agents send tokens, and a browser's cookie must not make a
     cross-site request count as staff) a caller without a token is anonymous."""
     if bearer:
-        return _token_principal(bearer)
+        return _token_principal(bearer, request)
     user = getattr(request, "user", None) if sessions else None
     if user is not None and user.is_authenticated and user.is_staff:
-        ratelimit.hit(f"staff:{user.pk}", kb_settings().rate_limit_staff)
-        return staff_principal(user)
-    ratelimit.hit(f"address:{client_address(request)}", kb_settings().rate_limit_anonymous)
-    return Principal("anonymous")
+        key, limit = f"staff:{user.pk}", kb_settings().rate_limit_staff
+        ratelimit.hit(key, limit)
+        return replace(staff_principal(user), rate_key=key, rate_limit=limit)
+    key, limit = f"address:{client_address(request)}", kb_settings().rate_limit_anonymous
+    ratelimit.hit(key, limit)
+    return Principal("anonymous", rate_key=key, rate_limit=limit)
 
 
 def staff_principal(user) -> Principal:
@@ -118,13 +129,26 @@ def staff_principal(user) -> Principal:
 
 def client_address(request) -> str:
     """The peer address (behind a reverse proxy, configure it to set REMOTE_ADDR, e.g. through
-    gunicorn's --forwarded-allow-ips, so clients are told apart)."""
-    return request.META.get("REMOTE_ADDR", "") or "unknown"
+    gunicorn's --forwarded-allow-ips, so clients are told apart). An IPv6 client is its /64: one
+    host is handed a whole /64, and counting per /128 would give it 2^64 rate limits."""
+    address = request.META.get("REMOTE_ADDR", "") or "unknown"
+    try:
+        parsed = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if parsed.version == 4:
+        return str(parsed)
+    if parsed.ipv4_mapped is not None:
+        return str(parsed.ipv4_mapped)
+    return str(ipaddress.ip_network(f"{parsed}/64", strict=False))
 
 
-def _token_principal(bearer: str) -> Principal:
+def _token_principal(bearer: str, request=None) -> Principal:
     token = ApiToken.objects.filter(key_hash=_digest(bearer.strip())).first()
     if token is None or not token.is_active:
+        # guessing tokens costs the guesser's address its anonymous limit
+        ratelimit.hit(f"bad-token:{client_address(request) if request is not None else 'unknown'}",
+                      kb_settings().rate_limit_anonymous)
         raise TokenInvalid("The API token is unknown or revoked.")
     _rate_limit(token)
     now = timezone.now()
@@ -132,7 +156,8 @@ def _token_principal(bearer: str) -> Principal:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
     namespaces = frozenset(token.namespaces.values_list("slug", flat=True))
     return Principal("token", token_id=token.pk, namespaces=namespaces,
-                     can_write=token.scope == ApiToken.Scope.WRITE)
+                     can_write=token.scope == ApiToken.Scope.WRITE, rate_key=f"token:{token.pk}",
+                     rate_limit=token.rate_limit_per_minute)
 
 
 def _rate_limit(token: ApiToken) -> None:

@@ -37,6 +37,9 @@ class KBSettings:
     archive_max_files: int = 5000
     parser_cpu_seconds: int = 60
     parser_memory_mb: int = 2048
+    extract_max_chars: int = 2_000_000  # characters of text one document keeps
+    max_chunks_per_document: int = 2000
+    parser_inline_max_bytes: int = 256 * 1024  # larger HTML and text bodies are extracted in the child
     rate_limit_anonymous: int = 300
     rate_limit_staff: int = 1200
     capability_retriever: str = "builtin"
@@ -73,6 +76,9 @@ def kb_settings() -> KBSettings:
         parser_memory_mb=settings.KB_PARSER_MEMORY_MB,
         run_stall_seconds=settings.KB_RUN_STALL_SECONDS,
         watchdog_seconds=settings.KB_WATCHDOG_SECONDS,
+        extract_max_chars=settings.KB_EXTRACT_MAX_CHARS,
+        max_chunks_per_document=settings.KB_MAX_CHUNKS_PER_DOCUMENT,
+        parser_inline_max_bytes=settings.KB_PARSER_INLINE_MAX_BYTES,
         rate_limit_anonymous=settings.KB_RATE_LIMIT_ANONYMOUS,
         rate_limit_staff=settings.KB_RATE_LIMIT_STAFF,
         chunk_tokens=settings.KB_CHUNK_TOKENS,
@@ -104,6 +110,9 @@ MINIMUMS = {  # setting: (KBSettings attribute, least value)
     "KB_CHUNK_TOKENS": ("chunk_tokens", 32),
     "KB_RUN_STALL_SECONDS": ("run_stall_seconds", 5),
     "KB_WATCHDOG_SECONDS": ("watchdog_seconds", 1),
+    "KB_EXTRACT_MAX_CHARS": ("extract_max_chars", 1000),
+    "KB_MAX_CHUNKS_PER_DOCUMENT": ("max_chunks_per_document", 1),
+    "KB_PARSER_INLINE_MAX_BYTES": ("parser_inline_max_bytes", 0),
 }
 
 

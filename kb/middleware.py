@@ -1,12 +1,14 @@
 """Middleware: every error under /api/ leaves in the API's one error shape; every page carries a
-Content-Security-Policy; debug pages hide secrets."""
+Content-Security-Policy; NUL in the query is a 400; debug pages hide secrets and reach staff only."""
 
 from __future__ import annotations
 
 import re
 
-from django.http import HttpResponse, JsonResponse
-from django.views.debug import SafeExceptionReporterFilter
+from django.conf import settings
+from django.http import Http404, HttpResponse, HttpResponseNotFound, JsonResponse
+from django.urls import Resolver404, resolve
+from django.views.debug import ExceptionReporter, SafeExceptionReporterFilter
 
 from kb.errors import error_for_status
 
@@ -66,3 +68,60 @@ class SecretHidingFilter(SafeExceptionReporterFilter):
     """Django hides API|TOKEN|KEY|SECRET|PASS|SIGNATURE; connection URLs carry passwords too."""
 
     hidden_settings = re.compile("API|TOKEN|KEY|SECRET|PASS|SIGNATURE|AUTH|COOKIE|URL|DSN|DATABASE", flags=re.I)
+
+
+def _is_staff(request) -> bool:
+    user = getattr(request, "user", None)
+    return bool(user is not None and user.is_authenticated and user.is_staff)
+
+
+PLAIN_PAGES = {400: "Bad request.", 404: "Not found.", 500: "Server error."}
+
+
+class InvalidInputMiddleware:
+    """A NUL character in the path or in a query parameter (`?namespace=demo%00`) is never
+    valid input, and PostgreSQL cannot even compare it: 400, before any view sees it."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if "\x00" in request.path or any("\x00" in key or any("\x00" in v for v in values)
+                                         for key, values in request.GET.lists()):
+            return HttpResponse(PLAIN_PAGES[400], status=400, content_type="text/plain; charset=utf-8")
+        return self.get_response(request)
+
+
+class DebugPagesForStaffMiddleware:
+    """With DEBUG on (the default outside production), Django's technical pages (tracebacks,
+    settings, the URL patterns) go to signed-in staff only; everyone else gets a plain page.
+    Server errors are handled by `StaffOnlyExceptionReporter`, missing pages here."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if settings.DEBUG and not _is_staff(request):
+            try:
+                resolve(request.path_info, getattr(request, "urlconf", None))
+            except Resolver404:
+                return HttpResponseNotFound(PLAIN_PAGES[404], content_type="text/plain; charset=utf-8")
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        if settings.DEBUG and not _is_staff(request) and isinstance(exception, Http404):
+            return HttpResponseNotFound(PLAIN_PAGES[404], content_type="text/plain; charset=utf-8")
+        return None
+
+
+class StaffOnlyExceptionReporter(ExceptionReporter):
+    """Django's debug 500 page, shown (with DEBUG on) to signed-in staff only."""
+
+    def _plain(self) -> bool:
+        return settings.DEBUG and not _is_staff(self.request)
+
+    def get_traceback_html(self):
+        return PLAIN_PAGES[500] if self._plain() else super().get_traceback_html()
+
+    def get_traceback_text(self):
+        return PLAIN_PAGES[500] if self._plain() else super().get_traceback_text()

@@ -20,17 +20,18 @@ from kb.errors import RateLimited
 WINDOW_SECONDS = 60
 
 
-def hit(key: str, limit: int, *, now: float | None = None) -> None:
-    """Count one request of `key`; raise RateLimited (429, with Retry-After) past `limit` a minute."""
+def hit(key: str, limit: int, *, now: float | None = None, cost: int = 1) -> None:
+    """Count `cost` requests of `key` (a request that makes many searches counts each); raise
+    RateLimited (429, with Retry-After) past `limit` a minute."""
     now = time.time() if now is None else now
     window = int(now // WINDOW_SECONDS)
     elapsed = (now % WINDOW_SECONDS) / WINDOW_SECONDS
     with connection.cursor() as cursor:
         cursor.execute(
-            """INSERT INTO kb_ratecounter (key, "window", count) VALUES (%s, %s, 1)
-               ON CONFLICT (key, "window") DO UPDATE SET count = kb_ratecounter.count + 1
+            """INSERT INTO kb_ratecounter (key, "window", count) VALUES (%s, %s, %s)
+               ON CONFLICT (key, "window") DO UPDATE SET count = kb_ratecounter.count + EXCLUDED.count
                RETURNING count, (SELECT count FROM kb_ratecounter WHERE key = %s AND "window" = %s)""",
-            [key[:200], window, key[:200], window - 1],
+            [key[:200], window, cost, key[:200], window - 1],
         )
         current, previous = cursor.fetchone()
     estimate = current + (previous or 0) * (1 - elapsed)

@@ -54,9 +54,13 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "kb.middleware.ApiErrorShapeMiddleware",
     "kb.middleware.ContentSecurityPolicyMiddleware",
+    "kb.middleware.InvalidInputMiddleware",
+    "kb.middleware.DebugPagesForStaffMiddleware",
 ]
-# debug pages and error reports hide every setting and environment variable whose name says secret
+# debug pages and error reports hide every setting and environment variable whose name says
+# secret, and with DEBUG on reach signed-in staff only
 DEFAULT_EXCEPTION_REPORTER_FILTER = "kb.middleware.SecretHidingFilter"
+DEFAULT_EXCEPTION_REPORTER = "kb.middleware.StaffOnlyExceptionReporter"
 
 if PRODUCTION:  # runserver serves static files in development
     MIDDLEWARE.insert(1, "whitenoise.middleware.WhiteNoiseMiddleware")
@@ -197,6 +201,12 @@ KB_PARSER_MEMORY_MB = int(os.environ.get("KB_PARSER_MEMORY_MB", "2048"))
 KB_RUN_STALL_SECONDS = int(os.environ.get("KB_RUN_STALL_SECONDS", "120"))
 # how often each worker machine's qcluster process runs the watchdog, whatever its workers do
 KB_WATCHDOG_SECONDS = int(os.environ.get("KB_WATCHDOG_SECONDS", "30"))
+# what one document may become: characters of extracted text kept (the rest is cut with a marker),
+# chunks stored (the rest dropped), and the size up to which HTML and text are extracted in the
+# worker itself (larger bodies go to the budgeted child too)
+KB_EXTRACT_MAX_CHARS = int(os.environ.get("KB_EXTRACT_MAX_CHARS", "2000000"))
+KB_MAX_CHUNKS_PER_DOCUMENT = int(os.environ.get("KB_MAX_CHUNKS_PER_DOCUMENT", "2000"))
+KB_PARSER_INLINE_MAX_BYTES = int(os.environ.get("KB_PARSER_INLINE_MAX_BYTES", str(256 * 1024)))
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 KB_CHUNK_TOKENS = int(os.environ.get("KB_CHUNK_TOKENS", "400"))

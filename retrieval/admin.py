@@ -6,7 +6,7 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from kb import models
-from kb.admin_access import NamespaceScoped
+from kb.admin_access import NamespaceScoped, ScopedInline
 from kb.datafiles import read_data
 from retrieval.eval_runner import run_recorded
 from retrieval.errors import EvalFileError
@@ -59,7 +59,8 @@ class EvalSuiteForm(forms.ModelForm):
             if upload:
                 text = upload.read().decode("utf-8", errors="replace")
                 data["definition"] = read_data(text, upload.name)
-            parse_suite(data.get("definition"), namespace=data.get("namespace") or None)
+            namespace = data.get("namespace")
+            parse_suite(data.get("definition"), namespace=namespace.slug if namespace else None)
         except ValueError as exc:
             raise forms.ValidationError(str(exc)) from exc
         except EvalFileError as exc:
@@ -71,7 +72,7 @@ class EvalSuiteForm(forms.ModelForm):
         return super().save(commit)
 
 
-class EvalRunInline(admin.TabularInline):
+class EvalRunInline(ScopedInline, admin.TabularInline):
     model = models.EvalRun
     fields = ["run_link", "passed", "failed", "total", "regressed", "created_at"]
     readonly_fields = fields
@@ -89,9 +90,12 @@ class EvalRunInline(admin.TabularInline):
 
 
 @admin.register(models.EvalSuite)
-class EvalSuiteAdmin(admin.ModelAdmin):
+class EvalSuiteAdmin(NamespaceScoped):
+    """A suite searches its own namespace only, and runs with the curator's rights."""
+
     form = EvalSuiteForm
     list_display = ["name", "namespace", "case_count", "last_result", "created_at"]
+    list_filter = ["namespace"]
     inlines = [EvalRunInline]
     actions = ["run_now"]
 
@@ -107,7 +111,7 @@ class EvalSuiteAdmin(admin.ModelAdmin):
     @admin.action(description="Run now")
     def run_now(self, request, queryset):
         for suite in queryset:
-            run = run_recorded(suite)
+            run = run_recorded(suite, principal=self._principal(request))
             regressed = run.regressions()
             level = messages.SUCCESS if not run.failed else messages.WARNING
             self.message_user(request, format_html(
@@ -117,10 +121,10 @@ class EvalSuiteAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.EvalRun)
-class EvalRunAdmin(admin.ModelAdmin):
+class EvalRunAdmin(NamespaceScoped):
     list_display = ["__str__", "suite", "passed", "failed", "total", "created_at"]
     list_filter = ["suite"]
-    readonly_fields = ["suite", "passed", "failed", "total", "duration_ms", "created_at", "case_table"]
+    readonly_fields = ["suite", "namespace", "passed", "failed", "total", "duration_ms", "created_at", "case_table"]
     exclude = ["results"]
 
     def has_add_permission(self, request):

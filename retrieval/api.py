@@ -3,6 +3,7 @@
 from django.http import HttpRequest
 from ninja import Query, Router
 
+from kb.errors import AuthenticationRequired
 from retrieval import presenters
 from retrieval.eval_runner import run_suite
 from retrieval.evals import parse_suite
@@ -39,9 +40,12 @@ def context(request, data: ContextIn):
 
 @router.post("/evals/run", summary="Run an eval suite (the kb_eval JSON format) and return every check")
 def run_eval(request, data: EvalRunIn):
-    """At most MAX_API_EVAL_CASES cases per request: each case is a search; larger suites run
-    with `kb_eval` from the command line."""
+    """Needs a token or a staff session. At most MAX_API_EVAL_CASES cases per request, each
+    counted against the caller's rate limit as a search; larger suites run with `kb_eval`."""
+    if request.auth.kind == "anonymous":
+        raise AuthenticationRequired("Running evals needs an API token or a staff session: each case is a search.")
     suite = parse_suite(data.suite, namespace=data.namespace, max_cases=MAX_API_EVAL_CASES)
     for namespace in {case.namespace for case in suite.cases}:
         request.auth.check(namespace)
+    request.auth.charge(len(suite.cases) - 1)  # each case is a search; the request itself was counted
     return run_suite(suite, principal=request.auth).as_dict()

@@ -61,13 +61,14 @@ def junit_xml(result: SuiteResult, suite_name: str = "kb-eval") -> str:
     return ElementTree.tostring(ElementTree.ElementTree(suite).getroot(), encoding="unicode", xml_declaration=True)
 
 
-def run_recorded(suite_record):
-    """Run a stored suite and keep the result in its history (the admin's regression view);
-    returns the new EvalRun."""
+def run_recorded(suite_record, *, principal: Principal):
+    """Run a stored suite in its namespace with the rights of `principal` (the curator who asked)
+    and keep the result in its history (the admin's regression view); returns the new EvalRun."""
     from kb.models import EvalRun
     from retrieval.evals import parse_suite
 
-    suite = parse_suite(suite_record.definition, namespace=suite_record.namespace or None)
-    result = run_suite(suite)
-    return EvalRun.objects.create(suite=suite_record, passed=result.passed, failed=result.failed,
+    namespace = suite_record.namespace
+    suite = parse_suite(suite_record.definition, namespace=namespace.slug if namespace else None)
+    result = run_suite(suite, principal=principal)
+    return EvalRun.objects.create(suite=suite_record, namespace=namespace, passed=result.passed, failed=result.failed,
                                   total=result.total, duration_ms=result.duration_ms, results=result.as_dict())

@@ -56,8 +56,9 @@ MACRO_TYPES = (
     "application/vnd.ms-powerpoint.presentation.macroenabled.12",
 )
 DOCUMENT_TYPES = (PDF, DOCX, PPTX, XLSX, ODT, ODS, CSV, EPUB, EML) + MACRO_TYPES
-# types whose parser is native code or unzips a container: parsed in the budgeted child process
-ISOLATED_TYPES = (PDF, DOCX, PPTX, XLSX, ODT, ODS, EPUB) + MACRO_TYPES
+# every document type is parsed in the budgeted child process (native code, containers, and the
+# stdlib's e-mail and CSV parsers, whose cost a crafted header or line can blow up)
+ISOLATED_TYPES = DOCUMENT_TYPES
 OOXML_MACRO_PART = "vbaProject.bin"
 
 

@@ -1,11 +1,15 @@
-"""Run a document parser in a child process that cannot escape its budget.
+"""Run a parser over untrusted bytes in a child process that cannot escape its budget.
 
-PDFium and the zip-based Office readers run native or decompressing code over untrusted bytes:
-a crafted file can loop, allocate without bound or crash. The parse therefore runs in a fresh
-`python -m ingest.extract.isolated` with `RLIMIT_CPU` (seconds of CPU) and `RLIMIT_AS`
-(address space) set before it starts, and a wall-clock deadline the parent enforces with a
-kill. Exceeding either is `ParserBudgetExceeded`; a crash is `DocumentCorrupt`; the item fails
-and the run goes on. The child imports no Django: bytes in on stdin, JSON out on stdout.
+Every document parser (PDFium, the zip-based Office and OpenDocument readers, EPUB, CSV, e-mail)
+and the HTML and text extractors for large bodies run in a fresh `python -m
+ingest.extract.isolated` with `RLIMIT_CPU` (seconds of CPU) and `RLIMIT_AS` (address space) set
+before it starts, and a wall-clock deadline the parent enforces with a kill of the child's
+process group. The child's output is capped too: it keeps at most `max_chars` characters of
+text (the rest is replaced by an explicit marker), and the parent reads its stdout in pieces,
+stopping at `output_bytes`, so a small file that expands to gigabytes of text never reaches the
+worker's memory. Exceeding the time, the memory or the output is `ParserBudgetExceeded`
+(`INGEST_PARSER_BUDGET`); a crash is `DocumentCorrupt`; the item fails and the run goes on. The
+child imports no Django: a JSON header and the bytes in on stdin, JSON out on stdout.
 """
 
 from __future__ import annotations
@@ -13,51 +17,111 @@ from __future__ import annotations
 import json
 import os
 import resource
+import selectors
+import signal
 import subprocess
 import sys
-from dataclasses import asdict, dataclass
+import tempfile
+import time
+from dataclasses import asdict, dataclass, replace
 
 from ingest import errors
 from ingest.errors import DocumentCorrupt, IngestError, ParserBudgetExceeded
 from ingest.extract.result import Extracted
 
 HEADER_END = b"\n"
+OUT_OF_MEMORY_EXIT = 24  # the child's exit status when Python raised MemoryError
+BUDGET_SIGNALS = (-signal.SIGKILL, -signal.SIGXCPU, -signal.SIGABRT, -signal.SIGSEGV)
+OUT_OF_MEMORY_MARKS = (b"MemoryError", b"failed to map segment", b"bad_alloc", b"Cannot allocate memory")
+TRUNCATED = "\n\n[… truncated: the first {kept:,} of {total:,} characters were kept (KB_EXTRACT_MAX_CHARS) …]\n"
+READ_SIZE = 1 << 16
 
 
 @dataclass(frozen=True)
 class ParserBudget:
     cpu_seconds: int = 60
     memory_bytes: int = 2 * 1024 ** 3
+    max_chars: int = 2_000_000  # characters of text kept from one document
 
     @property
     def wall_seconds(self) -> float:
         return self.cpu_seconds * 2 + 10
 
+    @property
+    def output_bytes(self) -> int:
+        """What the child may write: its text as JSON (at most 6 bytes a character, for escapes)
+        and room for the title, links and page marks."""
+        return self.max_chars * 6 + 4 * 1024 ** 2
 
-def extract_isolated(body: bytes, media_type: str, *, fallback_title: str = "",
-                     budget: ParserBudget = ParserBudget()) -> Extracted:
-    header = json.dumps({"media_type": media_type, "fallback_title": fallback_title}).encode() + HEADER_END
-    try:
-        completed = subprocess.run(
-            [sys.executable, "-m", "ingest.extract.isolated"], input=header + body, capture_output=True,
-            timeout=budget.wall_seconds, preexec_fn=lambda: _limit(budget), check=False,
-            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+
+def extract_isolated(body: bytes, media_type: str, *, fallback_title: str = "", charset: str | None = None,
+                     url: str = "", budget: ParserBudget = ParserBudget()) -> Extracted:
+    header = json.dumps({"media_type": media_type, "fallback_title": fallback_title, "charset": charset,
+                         "url": url, "max_chars": budget.max_chars}).encode() + HEADER_END
+    with tempfile.TemporaryFile() as stdin, tempfile.TemporaryFile() as stderr:
+        stdin.write(header)
+        stdin.write(body)
+        stdin.seek(0)
+        child = subprocess.Popen(
+            [sys.executable, "-m", "ingest.extract.isolated"], stdin=stdin, stdout=subprocess.PIPE, stderr=stderr,
+            preexec_fn=lambda: _limit(budget), env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
         )
-    except subprocess.TimeoutExpired as exc:
-        raise ParserBudgetExceeded(
-            f"Parsing took longer than {budget.wall_seconds:.0f} s (KB_PARSER_CPU_SECONDS={budget.cpu_seconds})."
-        ) from exc
-    if completed.returncode != 0 or not completed.stdout:
-        # SIGKILL, SIGXCPU (RLIMIT_CPU), SIGABRT (a native allocation failed under RLIMIT_AS)
-        out_of_memory = b"MemoryError" in completed.stderr or b"failed to map segment" in completed.stderr
-        if completed.returncode in (-9, -24, -6) or out_of_memory:
+        try:
+            output = _read_capped(child, budget)
+        finally:
+            _kill(child)
+        stderr.seek(0)
+        errors_tail = stderr.read()[-8192:]
+    return _answer(child.returncode, output, errors_tail, budget)
+
+
+def _read_capped(child: subprocess.Popen, budget: ParserBudget) -> bytes:
+    """The child's stdout, read as it comes, until it closes; a deadline or an output over the
+    cap stops (and kills) the child."""
+    deadline = time.monotonic() + budget.wall_seconds
+    pieces, size = [], 0
+    with selectors.DefaultSelector() as selector:
+        selector.register(child.stdout, selectors.EVENT_READ)
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise ParserBudgetExceeded(f"Parsing took longer than {budget.wall_seconds:.0f} s "
+                                           f"(KB_PARSER_CPU_SECONDS={budget.cpu_seconds}).")
+            if not selector.select(timeout=min(remaining, 1.0)):
+                continue
+            piece = os.read(child.stdout.fileno(), READ_SIZE)
+            if not piece:
+                break
+            size += len(piece)
+            if size > budget.output_bytes:
+                raise ParserBudgetExceeded(f"The parser's output exceeded {budget.output_bytes // 1024 ** 2} MB "
+                                           f"(KB_EXTRACT_MAX_CHARS={budget.max_chars}).")
+            pieces.append(piece)
+    child.wait(timeout=max(1.0, deadline - time.monotonic()))
+    return b"".join(pieces)
+
+
+def _kill(child: subprocess.Popen) -> None:
+    if child.poll() is None:
+        try:
+            os.killpg(child.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        child.wait()
+    child.stdout.close()
+
+
+def _answer(returncode: int, output: bytes, stderr: bytes, budget: ParserBudget) -> Extracted:
+    if returncode != 0 or not output:
+        out_of_memory = any(mark in stderr for mark in OUT_OF_MEMORY_MARKS)
+        if returncode == OUT_OF_MEMORY_EXIT or returncode in BUDGET_SIGNALS or out_of_memory:
             raise ParserBudgetExceeded(
                 f"Parsing exceeded its budget of {budget.cpu_seconds} s CPU and "
                 f"{budget.memory_bytes // 1024 ** 2} MB (KB_PARSER_CPU_SECONDS, KB_PARSER_MEMORY_MB)."
             )
-        tail = completed.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no output"]
-        raise DocumentCorrupt(f"The parser stopped on this file (exit {completed.returncode}): {tail[0][:300]}")
-    answer = json.loads(completed.stdout)
+        tail = stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no output"]
+        raise DocumentCorrupt(f"The parser stopped on this file (exit {returncode}): {tail[0][:300]}")
+    answer = json.loads(output)
     if "error" in answer:
         raise _error_class(answer["error"]["code"])(answer["error"]["message"])
     data = answer["extracted"]
@@ -69,7 +133,7 @@ def extract_isolated(body: bytes, media_type: str, *, fallback_title: str = "",
 def _limit(budget: ParserBudget) -> None:
     resource.setrlimit(resource.RLIMIT_CPU, (budget.cpu_seconds, budget.cpu_seconds + 1))
     resource.setrlimit(resource.RLIMIT_AS, (budget.memory_bytes, budget.memory_bytes))
-    os.setsid()  # a kill on timeout takes the whole child, never the worker
+    os.setsid()  # a kill takes the whole child, never the worker
 
 
 def _error_class(code: str) -> type[IngestError]:
@@ -79,19 +143,42 @@ def _error_class(code: str) -> type[IngestError]:
     return DocumentCorrupt
 
 
+def capped(extracted: Extracted, max_chars: int) -> Extracted:
+    """`extracted` with at most `max_chars` characters of text, cut at a line end when there is
+    one near, an explicit marker saying what was dropped, and only the page marks that remain."""
+    total = len(extracted.content)
+    if total <= max_chars:
+        return extracted
+    cut = extracted.content.rfind("\n", max(0, max_chars - 10_000), max_chars)
+    cut = cut if cut > 0 else max_chars
+    return replace(extracted, content=extracted.content[:cut] + TRUNCATED.format(kept=cut, total=total),
+                   pages=tuple(p for p in extracted.pages if p[0] < cut))
+
+
+def without_nul(extracted: Extracted) -> Extracted:
+    """`extracted` without NUL characters, which a PostgreSQL text column refuses: a stray NUL
+    anywhere in a file must cost nothing but itself."""
+    if "\x00" not in extracted.content and "\x00" not in extracted.title:
+        return extracted
+    return replace(extracted, title=extracted.title.replace("\x00", ""),
+                   content=extracted.content.replace("\x00", ""))
+
+
 def main() -> int:
-    from ingest.extract.documents import extract_document
+    from ingest.extract import extract
 
     raw = sys.stdin.buffer.read()
     header, _, body = raw.partition(HEADER_END)
+    del raw
     request = json.loads(header)
     try:
-        extracted = extract_document(body, request["media_type"], fallback_title=request["fallback_title"])
-        answer = {"extracted": asdict(extracted)}
+        extracted = extract(body, request["media_type"], charset=request["charset"], url=request["url"],
+                            fallback_title=request["fallback_title"])
+        answer = {"extracted": asdict(capped(extracted, request["max_chars"]))}
     except IngestError as exc:
         answer = {"error": {"code": exc.code, "message": exc.message}}
     except MemoryError:
-        return 24
+        return OUT_OF_MEMORY_EXIT
     sys.stdout.write(json.dumps(answer))
     return 0
 

@@ -36,7 +36,10 @@ class EvalSuite(models.Model):
     """A retrieval regression suite (the JSON format of retrieval/evals.py), run on demand."""
 
     name = models.CharField(max_length=200, unique=True)
-    namespace = models.CharField(max_length=128, blank=True, help_text="Overrides the file's namespace.")
+    namespace = models.ForeignKey(
+        Namespace, on_delete=models.CASCADE, related_name="eval_suites", null=True,
+        help_text="Every case searches this namespace (the file's own namespaces are overridden). "
+                  "A suite without one, from before suites had an owner, is a superuser's.")
     definition = models.JSONField()
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -48,6 +51,7 @@ class EvalSuite(models.Model):
 
 class EvalRun(models.Model):
     suite = models.ForeignKey(EvalSuite, on_delete=models.CASCADE, related_name="runs")
+    namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE, related_name="eval_runs", null=True)
     passed = models.PositiveIntegerField(default=0)
     failed = models.PositiveIntegerField(default=0)
     total = models.PositiveIntegerField(default=0)

@@ -91,7 +91,7 @@ def test_zip_bombs_and_too_many_members_are_refused(namespace, settings):
         add_files(source, [("bomb.zip", io.BytesIO(bomb))])
     settings.KB_ARCHIVE_MAX_FILES = 3
     kb_settings.cache_clear()
-    with pytest.raises(ArchiveRejected, match="holds 4 files"):
+    with pytest.raises(ArchiveRejected, match="declares 4 entries"):
         add_files(source, [("many.zip", io.BytesIO(_zip({f"{i}.md": b"# x" for i in range(4)})))])
     assert not source.files.exists()
 

@@ -8,7 +8,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.urls import reverse
 
-from kb.models import Document, EvalRun, EvalSuite
+from kb.auth import staff_principal
+from kb.models import Document, EvalRun, EvalSuite, Namespace
 from retrieval.eval_runner import junit_xml, run_recorded, run_suite
 from retrieval.errors import EvalFileError
 from retrieval.evals import ResultView, check_case, parse_suite
@@ -205,13 +206,13 @@ def test_api_runs_a_suite_with_namespace_checks(corpus, client):
 def test_admin_highlights_cases_that_regressed(corpus, client):
     staff = get_user_model().objects.create_superuser("curator", "c@example.com", "pw-123456789")
     client.force_login(staff)
-    suite = EvalSuite.objects.create(name="soup", definition={
+    suite = EvalSuite.objects.create(name="soup", namespace=Namespace.objects.get(slug="tenant:a"), definition={
         "version": 1, "defaults": {"namespace": "tenant:a", "topK": 1},
         "cases": [{"id": "soup", "question": "pumpkin soup with cream and nutmeg",
                    "expect": {"anchor": "", "relevant": ["pumpkin"]}},
                   {"id": "soup-doc", "question": "pumpkin soup with cream and nutmeg",
                    "expect": {"sourceIncludes": "corpus", "minScore": 0.3}}]})
-    first = run_recorded(suite)
+    first = run_recorded(suite, principal=staff_principal(staff))
     assert first.passed == 2 and first.regressions() == []
     Document.objects.filter(ref="pumpkin").delete()  # a re-crawl lost the page
     Document.objects.exclude(ref="errors").delete()
