@@ -55,7 +55,11 @@ def test_eval_runs_are_capped_per_request(client):
     Namespace.objects.filter(pk=namespace.pk).update(is_public=True)
     suite = {"version": 1, "cases": [{"id": f"c{i}", "query": "pumpkin", "namespace": "tenant:a",
                                       "expect": {"minResults": 1}} for i in range(201)]}
-    response = client.post("/api/evals/run", json.dumps({"suite": suite}), content_type="application/json")
+    from kb.auth import issue_token
+
+    _, token = issue_token("evals", namespaces=[namespace], rate_limit_per_minute=10_000)  # runs need a caller
+    response = client.post("/api/evals/run", json.dumps({"suite": suite}), content_type="application/json",
+                           HTTP_AUTHORIZATION=f"Bearer {token}")
     assert response.status_code == 422 and "at most 200" in response.json()["message"]
 
 
