@@ -30,6 +30,7 @@ from ingest.extract.documents import ISOLATED_TYPES
 from ingest.extract.isolated import ParserBudget, extract_isolated
 from ingest.fetch import Fetcher
 from ingest.loaders import LoadedItem, SourceLoader, SourceSpec
+from ingest.recall import LOW_RECALL, SiteLines, content_recall, page_lines
 from ingest.report import Outcome, RunReport
 from ingest.services import current_source_revision
 from ingest.store import PendingDocument
@@ -68,6 +69,7 @@ class IngestPipeline:
         self._seen: set[str] = set()
         self._boilerplate = BoilerplateCounter()
         self._run_block_keys: dict[str, tuple[str, ...]] = {}  # pages this run extracted
+        self._site_lines = SiteLines()
 
     # --- the run ------------------------------------------------------------------------------
     def execute(self, items: Iterable[LoadedItem] | None = None) -> IngestRun:
@@ -252,8 +254,20 @@ class IngestPipeline:
             self.report.record(Outcome(item.ref, Status.FAILED, error_code=EmptyContent.code,
                                        error_message="No chunks could be made."), started)
             return
+        reason = self._flag_low_recall(item, extracted, chunks, reason)
         self._pending.append(PendingDocument(item, extracted, content_hash, chunks, reason, started, byte_key,
                                              tuple(keys)))
+
+    def _flag_low_recall(self, item: LoadedItem, extracted: Extracted, chunks: list[ChunkSpec], reason: str) -> str:
+        """A web page whose chunks hold too little of its own text says so in the report
+        (`low_recall 0.42`), so a curator sees a bad extraction instead of trusting it."""
+        if not extracted.site_anchors or not item.body:
+            return reason
+        lines = page_lines(item.body)
+        recall = content_recall(lines, [c.body for c in chunks], self._site_lines.observe(lines))
+        if recall.share >= LOW_RECALL:
+            return reason
+        return f"{reason}; low_recall {recall.share:.2f}" if reason else f"low_recall {recall.share:.2f}"
 
     def _reembed_stored(self) -> None:
         self.report.expect(len(self._stored))
