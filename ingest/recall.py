@@ -6,7 +6,10 @@ items, table cells, headings, `<br>` and the line breaks of `<pre>`), without
 - lines the site repeats (`chrome`: a line on at least half of the site's pages, computed by
   the caller over the original pages), and
 - lines that are mostly link text (`LINK_SHARE`): navigation bars, tables of contents,
-  breadcrumbs and "Next: ... Previous: ..." lines, whose words a faithful extraction drops.
+  breadcrumbs and "Next: ... Previous: ..." lines, whose words a faithful extraction drops, and
+- lines inside what the page itself marks as navigation: `<nav>`, `role=navigation`, or an
+  element whose class or id names a navigation bar, a sidebar or a footer (`NAV_WORDS`:
+  DocBook's `navheader`/`navfooter`, Sphinx's `sphinxsidebar`, ...).
 
 Recall is the share of the content lines' words found in the chunks: a line counts whole when
 its words appear in that order in the chunks' text, else by the share of its `SHINGLE`-word
@@ -26,6 +29,7 @@ from bs4.element import PreformattedString
 WORD = re.compile(r"\w+")
 LINK_SHARE = 0.5
 SHINGLE = 6
+NAV_WORDS = ("nav", "sidebar", "footer", "breadcrumb", "menu")
 LOW_RECALL = 0.9  # a page below this is flagged `low_recall` in the run's report
 INVISIBLE = {"script", "style", "noscript", "template", "head", "title", "svg", "button", "select",
              "textarea", "iframe", "object", "canvas"}
@@ -91,7 +95,7 @@ def lines_of(root: Tag) -> tuple[Line, ...]:
             if in_link:
                 link_chars[0] += sum(1 for c in value if not c.isspace())
             continue
-        if not isinstance(child, Tag) or child.name in INVISIBLE:
+        if not isinstance(child, Tag) or child.name in INVISIBLE or _navigation(child):
             continue
         if child.name in BLOCKS:
             flush()
@@ -100,6 +104,13 @@ def lines_of(root: Tag) -> tuple[Line, ...]:
         stack.append((child, iter(child.children)))
     flush()
     return tuple(lines)
+
+
+def _navigation(tag: Tag) -> bool:
+    if tag.name == "nav" or tag.get("role") == "navigation":
+        return True
+    names = " ".join([*(tag.get("class") or ()), tag.get("id") or ""]).lower()
+    return any(word in names for word in NAV_WORDS)
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,11 @@ CHROME_CLASSES = {
 }
 TITLE_SEPARATORS = (" — ", " – ", " - ", " | ", " · ", " :: ")
 DENSITY_SHARE = 0.6
+SIBLING_SHARE = 0.1  # siblings holding this much of the densest child's text are content too
+SIBLING_MIN_CHARS = 200
+CONTAINER_SHARE = 0.3  # a named container holds at least this share of the page's non-link text
+CONTENT_IDS = ("apicontent", "main-content", "maincontent", "doc-content", "page-content", "main", "content")
+CHROME_ID_WORDS = ("nav", "menu", "sidebar", "footer", "breadcrumb", "toc", "header")
 DENSITY_CONTAINERS = {"div", "section", "article", "main", "table", "tbody", "tr", "td", "center", "body", "html"}
 
 
@@ -121,50 +126,109 @@ def flatten_deep_nesting(soup: BeautifulSoup, max_depth: int = MAX_NESTING) -> N
 
 def content_root(soup: BeautifulSoup) -> Tag:
     """The element that holds the page's main content (see the module docstring, point 1)."""
+    body = soup.find("body") or soup
+    lengths = _text_lengths(body)
+    whole = max(1, lengths.get(id(body), 0))
+
+    def holds_content(tag) -> bool:
+        return isinstance(tag, Tag) and lengths.get(id(tag), 0) >= CONTAINER_SHARE * whole
+
     articles = soup.find_all("article")
-    if len(articles) == 1 and _text_length(articles[0]) > 0:
+    if len(articles) == 1 and holds_content(articles[0]):
         return articles[0]
     for candidate in (soup.find(attrs={"role": "main"}), soup.find("main")):
-        if candidate is not None and _text_length(candidate) > 0:
+        if holds_content(candidate):
             return candidate
-    for name in CONTENT_CLASSES:
-        found = soup.find(class_=name)
-        if isinstance(found, Tag) and found.name not in ("body", "html") and _text_length(found) > 0:
+    known = _generator_root(soup)
+    if known is not None:
+        return known
+    for name in CONTENT_IDS:
+        found = soup.find(id=name)
+        if holds_content(found) and found.name not in ("body", "html"):
             return found
-    return _densest(soup.find("body") or soup)
+    for name in CONTENT_CLASSES:
+        found = max(soup.find_all(class_=name), key=lambda t: lengths.get(id(t), 0), default=None)
+        if holds_content(found) and found.name not in ("body", "html"):
+            return found
+    return _densest(body, lengths)
 
 
-def _text_length(tag: Tag) -> int:
-    return len(tag.get_text(strip=True))
+def _generator_root(soup: BeautifulSoup) -> Tag | None:
+    """Structures of generators whose page is split in several content areas: AsciiDoc and
+    Asciidoctor put the title and a manual page's NAME section in `#header`, the rest in
+    `#content`, beside `#footer`; the root is their parent with the footer and TOC left out."""
+    content, header = soup.find(id="content"), soup.find(id="header")
+    if isinstance(content, Tag) and isinstance(header, Tag) and content.parent is header.parent \
+            and content.parent is not None:
+        parent = content.parent
+        for chrome_id in ("footer", "toc", "footnotes-nav"):
+            tag = parent.find(id=chrome_id)
+            if isinstance(tag, Tag) and tag.name != "body" and not tag.find(class_="footnote"):
+                tag.decompose()
+        return parent
+    return None
 
 
-def _densest(body: Tag) -> Tag:
-    """Step from `body` into the child holding most of the non-link text while that child holds
-    at least DENSITY_SHARE of it. One post-order pass computes every element's length."""
+def _text_lengths(body: Tag) -> dict[int, int]:
+    """Every element's non-link text length, in one iterative post-order pass (no recursion:
+    pages nest deeper than Python's stack allows)."""
     lengths: dict[int, int] = {}
+    stack: list[tuple[Tag, object]] = [(body, iter(body.children))]
+    totals = [0]
+    while stack:
+        node, children = stack[-1]
+        child = next(children, None)  # type: ignore[call-overload]
+        if child is None:
+            stack.pop()
+            total = totals.pop()
+            lengths[id(node)] = total
+            if totals:
+                totals[-1] += total
+            continue
+        if isinstance(child, PreformattedString):
+            continue
+        if isinstance(child, NavigableString):
+            if node.name != "a":
+                totals[-1] += len(child.strip())
+        elif isinstance(child, Tag):
+            stack.append((child, iter(child.children)))
+            totals.append(0)
+    return lengths
 
-    def measure(node: Tag) -> int:
-        total = 0
-        for child in node.children:
-            if isinstance(child, PreformattedString):
-                continue
-            if isinstance(child, NavigableString):
-                total += len(child.strip()) if node.name != "a" else 0
-            elif isinstance(child, Tag):
-                total += measure(child)
-        lengths[id(node)] = total
-        return total
 
-    measure(body)
+def _densest(body: Tag, lengths: dict[int, int]) -> Tag:
+    """Step from `body` into the child holding most of the non-link text while that child holds
+    at least DENSITY_SHARE of it and no sibling holds content comparable to it (at least
+    SIBLING_SHARE of the best child's text): sections of one page stay together."""
     node = body
     while True:
         children = [c for c in node.children if isinstance(c, Tag) and c.name in DENSITY_CONTAINERS]
         if not children:
             return node
         best = max(children, key=lambda c: lengths.get(id(c), 0))
-        if lengths.get(id(best), 0) < DENSITY_SHARE * max(1, lengths.get(id(node), 0)):
+        best_length = lengths.get(id(best), 0)
+        if best_length < DENSITY_SHARE * max(1, lengths.get(id(node), 0)):
+            return node
+        siblings = sum(lengths.get(id(c), 0) for c in node.children if isinstance(c, Tag) and c is not best
+                       and lengths.get(id(c), 0) >= SIBLING_MIN_CHARS and not _is_chrome(c))
+        if siblings >= SIBLING_SHARE * best_length or _heading_outside(node, best):
             return node
         node = best
+
+
+def _heading_outside(node: Tag, best: Tag) -> bool:
+    """A heading among the node's own children (not in the densest child) titles what follows:
+    stepping past it would drop the section's title and the content beside it."""
+    return any(isinstance(child, Tag) and child is not best and (child.name in HEADINGS or (
+        child.name in DENSITY_CONTAINERS and not _is_chrome(child) and child.find(HEADINGS) is not None))
+        for child in node.children)
+
+
+def _is_chrome(tag: Tag) -> bool:
+    if tag.name in DROP_IN_CONTENT or tag.name == "header" and not tag.find(HEADINGS):
+        return True
+    classes = set(tag.get("class") or ())
+    return bool(classes & CHROME_CLASSES) or any(word in (tag.get("id") or "").lower() for word in CHROME_ID_WORDS)
 
 
 def _drop_chrome(root: Tag) -> None:
