@@ -8,7 +8,8 @@ of the document (`start_byte`/`end_byte` are UTF-8 offsets, end exclusive); its 
 heading breadcrumb followed by that body with links reduced to their text, which is what gets
 embedded and indexed. Breadcrumbs are plain text. A heading written `## Title {#id}` (the HTML
 extractor writes the page's own section ids so) gives its sections the anchor `id`; other
-headings get a GitHub-style slug. Documents with pages (PDF pages, slides, sheets) give each
+headings get a GitHub-style slug (on a web page: the enclosing section's anchor, or none).
+Documents with pages (PDF pages, slides, sheets) give each
 chunk the range of pages its body spans.
 
 Every scan here is linear in the input: headings, fences and sentence ends are found with
@@ -89,8 +90,9 @@ def slugify_heading(text: str) -> str:
 
 def chunk_markdown(content: str, title: str = "", options: ChunkOptions = ChunkOptions(),
                    pages: tuple[tuple[int, int], ...] = (), web_page: bool = False) -> list[ChunkSpec]:
-    """`web_page`: the content is a web page's, whose level-1 heading without an id is the page
-    itself, so its section gets no anchor (the citation opens the page) instead of a slug."""
+    """`web_page`: the content is a web page's, whose headings without an id get the anchor of
+    the enclosing section that has one, or none (the citation opens the page), never a slug the
+    site does not have."""
     sections = _sections(content, _blocks(content), web_page)
     pieces: list[tuple[_Section, list[_Unit]]] = []
     for section in sections:
@@ -223,15 +225,22 @@ def _blocks(content: str) -> list[_Block]:
 
 def _sections(content: str, blocks: list[_Block], web_page: bool = False) -> list[_Section]:
     sections = [_Section(path=(), anchor="")]
-    stack: list[tuple[int, str]] = []
+    stack: list[tuple[int, str, str]] = []
     seen: dict[str, int] = {}
     for block in blocks:
         if block.kind == "heading":
             while stack and stack[-1][0] >= block.level:
                 stack.pop()
-            stack.append((block.level, block.heading))
-            page_top = web_page and block.level == 1
-            anchor = block.heading_id or ("" if page_top else slugify_heading(block.heading))
+            if web_page and not block.heading_id:
+                # the page gives this heading no id: a citation opens the enclosing section that
+                # has one (or the page), never a made-up fragment the site does not have
+                anchor = next((a for _, _, a in reversed(stack) if a), "")
+                stack.append((block.level, block.heading, anchor))
+                sections.append(_Section(path=tuple(h for _, h, _ in stack), anchor=anchor))
+                sections[-1].blocks.append(block)
+                continue
+            anchor = block.heading_id or slugify_heading(block.heading)
+            stack.append((block.level, block.heading, anchor))
             if block.heading_id or not anchor:
                 seen.setdefault(anchor, 0)
             elif anchor in seen:
@@ -239,7 +248,7 @@ def _sections(content: str, blocks: list[_Block], web_page: bool = False) -> lis
                 anchor = f"{anchor}-{seen[anchor]}"
             else:
                 seen[anchor] = 0
-            sections.append(_Section(path=tuple(h for _, h in stack), anchor=anchor))
+            sections.append(_Section(path=tuple(h for _, h, _ in stack), anchor=anchor))
         sections[-1].blocks.append(block)
     return [s for s in sections if s.blocks]
 
@@ -251,6 +260,8 @@ def _split_block(content: str, block: _Block, budget: int) -> list[_Unit]:
         return [_Unit(block.start, block.end, tokens)]
     if block.kind == "code":
         return _split_lines(content, block, budget)
+    if text.startswith("|"):  # a table: cut between rows, never inside one
+        return [_Unit(u.start, u.end, u.tokens) for u in _split_lines(content, block, budget)]
     units = []
     for start, end in _sentences(content, block.start, block.end):
         piece_tokens = estimate_tokens(content[start:end])

@@ -7,7 +7,7 @@ items, table cells, headings, `<br>` and the line breaks of `<pre>`), without
   the caller over the original pages), and
 - lines that are mostly link text (`LINK_SHARE`): navigation bars, tables of contents,
   breadcrumbs and "Next: ... Previous: ..." lines, whose words a faithful extraction drops, and
-- lines inside what the page itself marks as navigation: `<nav>`, `role=navigation`, or an
+- lines inside what the page itself marks as navigation: `<nav>`, `<footer>`, `role=navigation`, or an
   element whose class or id names a navigation bar, a sidebar or a footer (`NAV_WORDS`:
   DocBook's `navheader`/`navfooter`, Sphinx's `sphinxsidebar`, ...).
 
@@ -107,7 +107,7 @@ def lines_of(root: Tag) -> tuple[Line, ...]:
 
 
 def _navigation(tag: Tag) -> bool:
-    if tag.name == "nav" or tag.get("role") == "navigation":
+    if tag.name in ("nav", "footer") or tag.get("role") in ("navigation", "contentinfo"):
         return True
     names = " ".join([*(tag.get("class") or ()), tag.get("id") or ""]).lower()
     return any(word in names for word in NAV_WORDS)

@@ -6,7 +6,7 @@
    GitHub `.markdown-body`, ...) is the root; without any, the root is found by text density:
    from `<body>`, step into the child that holds most of the non-link text while it holds at
    least `DENSITY_SHARE` of it. Everything outside the root is chrome and never read.
-2. **Chrome inside the root** goes too: `nav`, `aside`, `footer`, forms, a `header` that holds
+2. **Chrome inside the root** goes too: `nav`, `aside` (but footnotes), `footer`, forms, a `header` that holds
    no heading (some generators put the page's `<h1>` in a `<header>` inside the article), and
    elements whose class names a known piece of chrome (`CHROME_CLASSES`).
 3. **Headings as the site has them.** Permalink marks (`a.headerlink`, `a.anchor`,
@@ -71,7 +71,7 @@ class HtmlPage:
 
 def html_to_markdown(body: bytes, *, charset: str | None = None, url: str = "",
                      fallback_title: str = "") -> HtmlPage:
-    soup = BeautifulSoup(body, "html.parser", from_encoding=charset)
+    soup = BeautifulSoup(body, "lxml", from_encoding=charset)
     if soup.original_encoding is None and isinstance(body, bytes) and not soup.get_text(strip=True):
         raise EmptyContent("The HTML has no readable text.")
     for comment in soup.find_all(string=lambda s: isinstance(s, Comment)):
@@ -224,6 +224,14 @@ def _heading_outside(node: Tag, best: Tag) -> bool:
         for child in node.children)
 
 
+def _footnotes(tag: Tag) -> bool:
+    """Footnotes are content, even in an `<aside>` (Sphinx, pandoc, DPUB-ARIA)."""
+    if tag.name != "aside":
+        return False
+    marks = " ".join([*(tag.get("class") or ()), tag.get("role") or "", tag.get("epub:type") or ""]).lower()
+    return "footnote" in marks or "endnote" in marks
+
+
 def _is_chrome(tag: Tag) -> bool:
     if tag.name in DROP_IN_CONTENT or tag.name == "header" and not tag.find(HEADINGS):
         return True
@@ -233,7 +241,8 @@ def _is_chrome(tag: Tag) -> bool:
 
 def _drop_chrome(root: Tag) -> None:
     for tag in root.find_all(DROP_IN_CONTENT):
-        tag.decompose()
+        if not tag.decomposed and not _footnotes(tag):
+            tag.decompose()
     for header in root.find_all("header"):
         if not header.find(HEADINGS):
             header.decompose()
