@@ -265,9 +265,12 @@ class MarkdownRenderer:
         href = href.strip()
         if not href or href.startswith("#") or href.lower().startswith(NOT_LINKS):
             return
-        target = urldefrag(urljoin(self.base_url, href) if self.base_url else href)[0]
-        if urlsplit(target).scheme in ("http", "https"):
-            self.links.append(target)
+        try:
+            target = urldefrag(urljoin(self.base_url, href) if self.base_url else href)[0]
+            if urlsplit(target).scheme in ("http", "https"):
+                self.links.append(target)
+        except ValueError:  # `http://HOST[:PORT]/` is prose that looks like a link, not a link
+            return
 
     def code_block(self, pre: Tag) -> str:
         language = code_language(pre)
