@@ -8,8 +8,8 @@ of the document (`start_byte`/`end_byte` are UTF-8 offsets, end exclusive); its 
 heading breadcrumb followed by that body with links reduced to their text, which is what gets
 embedded and indexed. Breadcrumbs are plain text. A heading written `## Title {#id}` (the HTML
 extractor writes the page's own section ids so) gives its sections the anchor `id`; other
-headings get a GitHub-style slug (on a web page: the enclosing section's anchor, or none).
-Documents with pages (PDF pages, slides, sheets) give each
+headings get a GitHub-style slug (on a web page whose other headings carry ids: the enclosing
+section's anchor). Documents with pages (PDF pages, slides, sheets) give each
 chunk the range of pages its body spans.
 
 Every scan here is linear in the input: headings, fences and sentence ends are found with
@@ -90,9 +90,9 @@ def slugify_heading(text: str) -> str:
 
 def chunk_markdown(content: str, title: str = "", options: ChunkOptions = ChunkOptions(),
                    pages: tuple[tuple[int, int], ...] = (), web_page: bool = False) -> list[ChunkSpec]:
-    """`web_page`: the content is a web page's, whose headings without an id get the anchor of
-    the enclosing section that has one, or none (the citation opens the page), never a slug the
-    site does not have."""
+    """`web_page`: the content is a web page's, whose level-1 heading without an id is the page
+    itself, so its section gets no anchor (the citation opens the page) instead of a slug; on a
+    page whose headings carry ids, one without is cited at its enclosing section's anchor."""
     sections = _sections(content, _blocks(content), web_page)
     pieces: list[tuple[_Section, list[_Unit]]] = []
     for section in sections:
@@ -227,19 +227,21 @@ def _sections(content: str, blocks: list[_Block], web_page: bool = False) -> lis
     sections = [_Section(path=(), anchor="")]
     stack: list[tuple[int, str, str]] = []
     seen: dict[str, int] = {}
+    # a page that gives its sections ids: a heading it gives none (an admonition's "Note", a
+    # synopsis) is cited at the enclosing section that has one, not at a slug the site lacks
+    site_ids = web_page and any(b.heading_id for b in blocks if b.kind == "heading")
     for block in blocks:
         if block.kind == "heading":
             while stack and stack[-1][0] >= block.level:
                 stack.pop()
-            if web_page and not block.heading_id:
-                # the page gives this heading no id: a citation opens the enclosing section that
-                # has one (or the page), never a made-up fragment the site does not have
-                anchor = next((a for _, _, a in reversed(stack) if a), "")
-                stack.append((block.level, block.heading, anchor))
-                sections.append(_Section(path=tuple(h for _, h, _ in stack), anchor=anchor))
+            if site_ids and not block.heading_id:
+                inherited = next((a for _, _, a in reversed(stack) if a), "")
+                stack.append((block.level, block.heading, inherited))
+                sections.append(_Section(path=tuple(h for _, h, _ in stack), anchor=inherited))
                 sections[-1].blocks.append(block)
                 continue
-            anchor = block.heading_id or slugify_heading(block.heading)
+            page_top = web_page and block.level == 1
+            anchor = block.heading_id or ("" if page_top else slugify_heading(block.heading))
             stack.append((block.level, block.heading, anchor))
             if block.heading_id or not anchor:
                 seen.setdefault(anchor, 0)

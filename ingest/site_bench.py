@@ -10,7 +10,7 @@
   what the extractor chose to keep, so it cannot grade itself. A site's genuinely shared content
   (a licence line every page prints in its body) counts as chrome too: the figure is an upper bound.
 - **Permalink marks**: chunks whose breadcrumb holds `¶` or link syntax, or whose prose (outside
-  code) holds `[text](url)`.
+  code) holds `[text](url)`, a `¶` or a `[source]` mark.
 - **Anchors resolved**: of the chunks with a heading, the share whose anchor is an `id` (or an
   `<a name>`) in the original page (or empty: the page itself).
 """
@@ -114,7 +114,8 @@ def fidelity(pages: dict[str, PageFacts], chunks: list[ChunkFacts]) -> Fidelity:
             if _normal(line.lstrip("#-*> ")) in chrome:
                 chrome_words += count
         crumbs = " ".join(chunk.heading_path)
-        if "¶" in crumbs or "](" in crumbs or "](" in _prose(chunk.body):
+        prose = _prose(chunk.body)
+        if "¶" in crumbs or "](" in crumbs or "](" in prose or "¶" in prose or "[source]" in prose:
             permalinks += 1
         if chunk.heading_path:
             checked += 1

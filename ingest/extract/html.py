@@ -50,7 +50,8 @@ CHROME_CLASSES = {
     "md-source-file", "md-content__button", "edit-this-page", "theme-edit-this-page",
     "theme-doc-footer", "pagination-nav", "md-footer", "rst-footer-buttons", "linenos",
     "lineno", "toc-drawer", "cookie-banner", "cookie-consent", "skip-link",
-    "visually-hidden", "sr-only", "copybutton", "prev-next-area",
+    "visually-hidden", "sr-only", "copybutton", "prev-next-area", "viewcode-link", "viewcode-back",
+    "nav-panel",
 }
 TITLE_SEPARATORS = (" — ", " – ", " - ", " | ", " · ", " :: ")
 DENSITY_SHARE = 0.6
@@ -251,9 +252,44 @@ def _drop_chrome(root: Tag) -> None:
             continue
         classes = set(tag.get("class") or ())
         if classes & CHROME_CLASSES and tag.name not in HEADINGS:
-            if tag.name == "a" and classes & PERMALINK_CLASSES:
-                continue  # permalinks are read (for their fragment) and removed with the heading
+            if tag.name == "a" and classes & PERMALINK_CLASSES and tag.find_parent(HEADINGS) is not None:
+                continue  # a heading's permalink is read (for its fragment) and removed with the heading
             tag.decompose()
+    for tag in root.find_all(["div", "table", "p"]):
+        if not tag.decomposed and _manual_navigation(tag):
+            tag.decompose()
+    for anchor in root.find_all("a"):
+        if not anchor.decomposed and anchor.find_parent(HEADINGS) is None and _prose_permalink(anchor):
+            anchor.decompose()
+
+
+NAV_LABELS = ("next:", "previous:", "prev:", "up:", "[ < ]", "[ > ]", "[ << ]", "[<]", "[>]")
+SOURCE_MARKS = {"[source]", "source", "[src]"}
+
+
+def _manual_navigation(tag: Tag) -> bool:
+    """Texinfo's "Next: ..., Previous: ..., Up: ... [Contents][Index]" line (makeinfo) and its
+    "[ < ] [ > ] [ Up ]" button bar (texi2html): text that opens with a navigation label and
+    is mostly links."""
+    if tag.find(HEADINGS) is not None or tag.find("pre") is not None:
+        return False
+    text = " ".join(tag.get_text(" ").split())
+    if not text or len(text) > 300 or not text.lower().startswith(NAV_LABELS):
+        return False
+    linked = sum(len(a.get_text(strip=True)) for a in tag.find_all("a"))
+    letters = sum(1 for c in text if not c.isspace())
+    return linked >= 0.4 * letters or text.startswith("[")
+
+
+def _prose_permalink(anchor: Tag) -> bool:
+    """A `¶` link on a definition or a paragraph (Sphinx's "Link to this definition"), or a
+    `[source]` link to the highlighted module: marks, not text."""
+    text = anchor.get_text(strip=True)
+    href = (anchor.get("href") or "").strip()
+    classes = set(anchor.get("class") or ())
+    if classes & PERMALINK_CLASSES or (href.startswith("#") and text in ("¶", "\u00b6", "§", "#", "🔗")):
+        return True
+    return text.lower() in SOURCE_MARKS and ("_modules/" in href or anchor.find(class_="viewcode-link") is not None)
 
 
 def _title(page_title: str, h1: str) -> str:

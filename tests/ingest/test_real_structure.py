@@ -112,7 +112,9 @@ def test_ids_on_wrappers_and_a_name_targets_become_anchors():
            b"<h3>No id here</h3><p>Text three.</p></div></body>"
     extracted = extract(html, "text/html")
     anchors = {c.heading_path[-1]: c.anchor for c in chunk_markdown(extracted.content, "T", web_page=True)}
-    assert anchors == {"Intro": "intro", "Usage": "usage", "No id here": "usage"}
+    assert anchors == {"Intro": "intro", "Usage": "usage", "No id here": "usage"}  # the enclosing section's
+    bare = extract(b"<main><h1>T</h1><h2>Search</h2><p>x</p></main>", "text/html")
+    assert [c.anchor for c in chunk_markdown(bare.content, "T", web_page=True)] == ["", "search"]  # no ids: a slug
 
 
 def test_deeply_nested_markup_is_read_in_linear_time():
@@ -122,3 +124,22 @@ def test_deeply_nested_markup_is_read_in_linear_time():
         assert "deep text" in extract(html, "text/html").content
         elapsed = time.perf_counter() - started
         assert elapsed < 10
+
+
+def test_permalinks_and_source_links_in_prose_are_removed():
+    content = _content("sphinx/sqlite3.html")
+    assert "¶" not in content and "[source]" not in content
+    assert "sqlite3.connect" in content  # the definition itself stays
+    html = b"<main><h1>T</h1><dl><dt id='f'>f(x)<a class='reference internal' href='../_modules/m.html#f'>" \
+           b"<span class='viewcode-link'><span class='pre'>[source]</span></span></a>" \
+           b"<a class='headerlink' href='#f' title='Link to this definition'>\xc2\xb6</a></dt>" \
+           b"<dd>Does f.</dd></dl></main>"
+    content = extract(html, "text/html").content
+    assert "f(x)" in content and "Does f." in content and "¶" not in content and "[source]" not in content
+
+
+def test_texinfo_navigation_lines_are_dropped():
+    for name in ("makeinfo/Overview.html", "makeinfo/Invoking-hello.html", "texi2html/hello_2.html"):
+        content = _content(name)
+        assert "Next:" not in content and "[Contents]" not in content and "[ < ]" not in content, name
+    assert "## 1 Overview {#Overview-1}" in _content("makeinfo/Overview.html")
