@@ -101,7 +101,27 @@ def chunk_markdown(content: str, title: str = "", options: ChunkOptions = ChunkO
             units.extend(_split_block(content, block, options.max_tokens))
         for group in _pack(units, options):
             pieces.append((section, group))
-    return _finish(content, title, pieces, pages)
+    return _finish(content, title, _merge_bare_headings(pieces), pages)
+
+
+def _merge_bare_headings(pieces: list[tuple[_Section, list[_Unit]]]) -> list[tuple[_Section, list[_Unit]]]:
+    """A section that is only its heading ("1. Introduction" straight before "1.1 Scope") is no
+    passage to return: its heading opens the next chunk (the last one's, at the end)."""
+    merged: list[tuple[_Section, list[_Unit]]] = []
+    waiting: list[_Unit] = []
+    for section, group in pieces:
+        if len(section.blocks) == 1 and section.blocks[0].kind == "heading":
+            waiting.extend(group)
+            continue
+        merged.append((section, waiting + group))
+        waiting = []
+    if waiting:
+        if merged:
+            section, group = merged[-1]
+            merged[-1] = (section, group + waiting)
+        else:
+            merged.append((pieces[-1][0], waiting))
+    return merged
 
 
 def chunk_text(content: str, title: str = "", options: ChunkOptions = ChunkOptions(),
