@@ -28,7 +28,7 @@ def site_fidelity(folder: str) -> Fidelity:
         body = path.read_bytes()
         pages[ref] = page_facts(body)
         extracted[ref] = extract(body, "text/html", url=f"http://127.0.0.1/{ref}")
-    repeated = BoilerplateCounter({ref: block_keys(e.content) for ref, e in extracted.items()}).repeated()
+    repeated = BoilerplateCounter({ref: block_keys(e.content) for ref, e in extracted.items()}).repeated(final=True)
     chunks = []
     for ref, page in extracted.items():
         content, _ = drop_repeated(page.content, repeated)
