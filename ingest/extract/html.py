@@ -1,19 +1,29 @@
 """HTML to markdown: the page's main content, with the site's own section ids. Pure.
 
 1. **Main content.** The first of `<article>` (when the page has exactly one), `[role=main]`,
-   `<main>`, or a documentation generator's content container (Sphinx `div.body`, MkDocs
-   Material `.md-content`, Docusaurus `.theme-doc-markdown`, Read the Docs `.rst-content`,
-   GitHub `.markdown-body`, ...) is the root; without any, the root is found by text density:
-   from `<body>`, step into the child that holds most of the non-link text while it holds at
-   least `DENSITY_SHARE` of it. Everything outside the root is chrome and never read.
+   `<main>`, a generator's known structure (AsciiDoc and Asciidoctor: the parent of `#header`
+   and `#content`, without `#footer` and `#toc`), a container by id (`CONTENT_IDS`: Node's
+   `#apicontent`, `#main-content`, ..., `#content`) or by class (`CONTENT_CLASSES`: Sphinx
+   `div.body`, MkDocs Material `.md-content`, Docusaurus `.theme-doc-markdown`, Read the Docs
+   `.rst-content`, GitHub `.markdown-body`, ...) is the root, if it holds at least
+   `CONTAINER_SHARE` of the page's non-link text (AsciiDoc puts class `content` on every listing
+   block: the first one is no container). Without any, the root is found by text density: from
+   `<body>`, step into the child that holds most of the non-link text while it holds at least
+   `DENSITY_SHARE` of it, no sibling holds content comparable to it (`SIBLING_SHARE`) and no
+   heading stands beside it; so the sections of a DocBook reference page stay together.
+   Everything outside the root is chrome and never read. Pages are parsed with lxml, which
+   closes what HTML lets authors leave open (man2html's `<dd>`s and `<p>`s) instead of nesting
+   every following element hundreds deep.
 2. **Chrome inside the root** goes too: `nav`, `aside` (but footnotes), `footer`, forms, a `header` that holds
    no heading (some generators put the page's `<h1>` in a `<header>` inside the article), and
    elements whose class names a known piece of chrome (`CHROME_CLASSES`).
 3. **Headings as the site has them.** Permalink marks (`a.headerlink`, `a.anchor`,
    `a.hash-link`, links whose text is `¶`, `#`, `§` or an icon) are removed from heading text,
-   and their `#fragment` is remembered. A heading is written `## Text {#id}` with the id the page
-   itself gives the section: the heading's `id`, its permalink's fragment, the enclosing
-   `<section>`'s id, or the id of an empty marker just before it. The chunker turns that into
+   and their `#fragment` is remembered; outside headings (a `¶` on a definition, Sphinx's
+   `[source]`) they are removed. A heading is written `## Text {#id}` with the id the page
+   itself gives the section: the heading's `id`, its permalink's fragment, an empty `<a id>` or
+   `<a name>` inside it or just before it (texi2html, man2html, Javadoc), or the id of the
+   wrapper it opens (a `<section>`, DocBook's `div.refsect1`). The chunker turns that into
    the chunk's anchor, so citations open the right place on the real site.
 4. **Links as data.** The text keeps a link's words, never its URL; the outgoing URLs are
    returned in `Extracted.links` (the crawl follows them; the document keeps them).
@@ -26,10 +36,11 @@ module finds the content (points 1 and 2); `html_markdown.py` writes it (points 
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from urllib.parse import urljoin
 
-from bs4 import BeautifulSoup, Comment, NavigableString, Tag
+from bs4 import BeautifulSoup, Comment, NavigableString, Tag, XMLParsedAsHTMLWarning
 from bs4.element import PreformattedString
 
 from ingest.errors import EmptyContent
@@ -72,7 +83,9 @@ class HtmlPage:
 
 def html_to_markdown(body: bytes, *, charset: str | None = None, url: str = "",
                      fallback_title: str = "") -> HtmlPage:
-    soup = BeautifulSoup(body, "lxml", from_encoding=charset)
+    with warnings.catch_warnings():  # XHTML pages are HTML to us: lxml's HTML parser reads them well
+        warnings.simplefilter("ignore", XMLParsedAsHTMLWarning)
+        soup = BeautifulSoup(body, "lxml", from_encoding=charset)
     if soup.original_encoding is None and isinstance(body, bytes) and not soup.get_text(strip=True):
         raise EmptyContent("The HTML has no readable text.")
     for comment in soup.find_all(string=lambda s: isinstance(s, Comment)):
