@@ -173,7 +173,7 @@ def _generator_root(soup: BeautifulSoup) -> Tag | None:
     `#content`, beside `#footer`; the root is their parent with the footer and TOC left out."""
     content, header = soup.find(id="content"), soup.find(id="header")
     if isinstance(content, Tag) and isinstance(header, Tag) and content.parent is header.parent \
-            and content.parent is not None:
+            and content.parent is not None and header.find("h1") is not None and not _link_dense(header):
         parent = content.parent
         for chrome_id in ("footer", "toc", "footnotes-nav"):
             tag = parent.find(id=chrome_id)
@@ -181,6 +181,13 @@ def _generator_root(soup: BeautifulSoup) -> Tag | None:
                 tag.decompose()
         return parent
     return None
+
+
+def _link_dense(tag: Tag) -> bool:
+    """Mostly link text: a site's banner with its menu, not a document's title block."""
+    total = len(tag.get_text(strip=True))
+    linked = sum(len(a.get_text(strip=True)) for a in tag.find_all("a"))
+    return total > 0 and linked >= 0.5 * total
 
 
 def _text_lengths(body: Tag) -> dict[int, int]:

@@ -143,3 +143,11 @@ def test_texinfo_navigation_lines_are_dropped():
         content = _content(name)
         assert "Next:" not in content and "[Contents]" not in content and "[ < ]" not in content, name
     assert "## 1 Overview {#Overview-1}" in _content("makeinfo/Overview.html")
+
+
+def test_a_site_banner_called_header_is_not_read_as_asciidoc_header():
+    html = b"<body><div id='header'><h1><a href='/'>Acme</a></h1><a href='/a'>Products</a> <a href='/b'>Pricing</a>" \
+           b"</div><div id='content'><h2>Setup</h2><p>" + b"Install the agent and start it. " * 20 + \
+           b"</p></div><div id='footer'>Copyright</div></body>"
+    content = extract(html, "text/html").content
+    assert "Install the agent" in content and "Pricing" not in content and "Copyright" not in content
