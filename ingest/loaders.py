@@ -267,6 +267,10 @@ class SourceLoader:
                         item = LoadedItem(ref=url, url=url, skipped=f"a duplicate of {canonical}", links=item.links)
                     else:
                         item.ref = canonical
+            if not item.skipped and item.ref in ingested:
+                # an earlier page named this one as its canonical URL (Javadoc's overview-summary
+                # redirects to index.html): it is ingested once, under that name
+                item = LoadedItem(ref=url, url=url, skipped=f"a duplicate of {item.ref}", links=item.links)
             if item.error is not None:
                 self.complete = False  # what lies behind a failed page was not listed
             if not item.skipped:

@@ -52,3 +52,16 @@ def test_a_page_whose_text_did_not_reach_its_chunks_is_flagged_low_recall(namesp
     reasons = dict(run.items.filter(status=IngestItem.Status.CHANGED).values_list("ref", "reason"))
     assert "low_recall 0." in reasons[web.url("/")], reasons
     assert "low_recall" not in reasons[web.url("/b.html")]
+
+
+def test_a_page_named_canonical_by_an_earlier_page_is_ingested_once(namespace, web):
+    """Javadoc's overview-summary.html says `<link rel=canonical href=index.html>`; the crawl
+    reaches index.html itself later: two documents with one ref failed the whole run's write."""
+    web.page("/", "<main><h1>Start</h1><p>Start page.</p><a href='/overview.html'>Overview</a></main>")
+    web.page("/overview.html", "<head><link rel='canonical' href='/index.html'></head>"
+                               "<main><h1>Overview</h1><p>Redirects.</p><a href='/index.html'>index</a></main>")
+    web.page("/index.html", "<main><h1>Index</h1><p>The real index page.</p></main>")
+    source, run = _crawl(namespace, web)
+    assert run.status == "succeeded", run.error
+    assert Document.objects.filter(source=source, ref=web.url("/index.html")).count() == 1
+    assert run.items.filter(status=IngestItem.Status.SKIPPED, reason__startswith="a duplicate of").count() == 1
