@@ -44,7 +44,8 @@ from bs4 import BeautifulSoup, Comment, NavigableString, Tag, XMLParsedAsHTMLWar
 from bs4.element import PreformattedString
 
 from ingest.errors import EmptyContent
-from ingest.extract.html_markdown import HEADINGS, PERMALINK_CLASSES, MarkdownRenderer, heading_text, inline_text
+from ingest.extract.html_markdown import (HEADINGS, PERMALINK_CLASSES, MarkdownRenderer, heading_text, inline_text,
+                                          is_layout_table, own_rows)
 from ingest.extract.text import normalise_text
 
 DROP_ALWAYS = {
@@ -234,7 +235,14 @@ def _densest(body: Tag, lengths: dict[int, int]) -> Tag:
                        and lengths.get(id(c), 0) >= SIBLING_MIN_CHARS and not _is_chrome(c))
         if siblings >= SIBLING_SHARE * best_length or _heading_outside(node, best):
             return node
+        if best.name == "table" and _data_table(best):
+            return node  # a table of data is content to render whole, never a page's frame
         node = best
+
+
+def _data_table(table: Tag) -> bool:
+    rows = own_rows(table)
+    return len(rows) > 1 and not is_layout_table(rows)
 
 
 def _heading_outside(node: Tag, best: Tag) -> bool:

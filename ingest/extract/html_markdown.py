@@ -318,11 +318,11 @@ class MarkdownRenderer:
         header row; a layout table (a cell holding headings, code, lists or another table, or a
         single column) as the content of its cells, in reading order. Only the table's own rows
         and cells are read: a nested table is its cell's content, not more columns."""
-        rows = _own_rows(table)
+        rows = own_rows(table)
         caption = table.find("caption")
         own_caption = caption is not None and caption.find_parent("table") is table
         title = inline_text(self.inline(caption)) if own_caption else ""
-        if _is_layout(rows):
+        if is_layout_table(rows):
             parts = [title] if title else []
             for row in rows:
                 for cell in row:
@@ -337,7 +337,7 @@ class MarkdownRenderer:
         return "\n\n".join(blocks)
 
 
-def _own_rows(table: Tag) -> list[list[Tag]]:
+def own_rows(table: Tag) -> list[list[Tag]]:
     rows = []
     for part in [table, *table.find_all(["thead", "tbody", "tfoot"], recursive=False)]:
         for tr in part.find_all("tr", recursive=False):
@@ -350,7 +350,7 @@ def _own_rows(table: Tag) -> list[list[Tag]]:
 LAYOUT_MARKS = ["h1", "h2", "h3", "h4", "h5", "h6", "pre", "table", "ul", "ol", "dl", "blockquote"]
 
 
-def _is_layout(rows: list[list[Tag]]) -> bool:
+def is_layout_table(rows: list[list[Tag]]) -> bool:
     if not rows:
         return True
     if max(len(row) for row in rows) == 1:

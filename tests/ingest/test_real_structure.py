@@ -114,16 +114,17 @@ def test_ids_on_wrappers_and_a_name_targets_become_anchors():
     anchors = {c.heading_path[-1]: c.anchor for c in chunk_markdown(extracted.content, "T", web_page=True)}
     assert anchors == {"Intro": "intro", "Usage": "usage", "No id here": "usage"}  # the enclosing section's
     bare = extract(b"<main><h1>T</h1><h2>Search</h2><p>x</p></main>", "text/html")
-    assert [c.anchor for c in chunk_markdown(bare.content, "T", web_page=True)] == ["", "search"]  # no ids: a slug
+    assert [c.anchor for c in chunk_markdown(bare.content, "T", web_page=True)] == ["search"]  # no ids: a slug
 
 
 def test_deeply_nested_markup_is_read_in_linear_time():
-    for depth in (20_000, 40_000):
+    elapsed = {}
+    for depth in (10_000, 40_000):
         html = ("<div>" * depth + "deep text" + "</div>" * depth).encode()
         started = time.perf_counter()
         assert "deep text" in extract(html, "text/html").content
-        elapsed = time.perf_counter() - started
-        assert elapsed < 10
+        elapsed[depth] = time.perf_counter() - started
+    assert elapsed[40_000] < 8 * elapsed[10_000] + 1  # four times the input: about four times the time
 
 
 def test_permalinks_and_source_links_in_prose_are_removed():
