@@ -46,7 +46,9 @@ def heading_text(heading: Tag) -> str:
     parts = []
     marks = {id(a) for a in permalinks(heading)}
     for node in heading.descendants:
-        if isinstance(node, NavigableString) and not isinstance(node, PreformattedString):
+        if isinstance(node, Tag) and node.name == "br":
+            parts.append(" ")  # Javadoc: <h2>Uses of Class<br>net.example.Foo</h2>
+        elif isinstance(node, NavigableString) and not isinstance(node, PreformattedString):
             if not any(id(parent) in marks for parent in node.parents if parent is not heading):
                 parts.append(str(node))
     return inline_text("".join(parts))

@@ -152,3 +152,8 @@ def test_a_site_banner_called_header_is_not_read_as_asciidoc_header():
            b"</p></div><div id='footer'>Copyright</div></body>"
     content = extract(html, "text/html").content
     assert "Install the agent" in content and "Pricing" not in content and "Copyright" not in content
+
+
+def test_a_line_break_in_a_heading_separates_its_words():
+    assert "# Uses of Class net.example.Foo" in extract(b"<main><h1>Uses of Class<br>net.example.Foo</h1>"
+                                                       b"<p>x</p></main>", "text/html").content
