@@ -8,6 +8,12 @@ boilerplate. Headings and code blocks are never dropped, nor long blocks (over `
 shared prose of that length is content). Each document's block keys are computed on the
 extraction *before* anything is dropped and kept with the document, so what is recognised
 does not vanish from the counts once it has been removed.
+
+Evidence before dropping: while a run is under way a block is dropped only once the source
+has `MIN_SAMPLE` documents (a page's install note shared by the first three pages of a crawl is
+not the site's footer); the run ends by settling every page on the whole source's counts
+(`repeated(final=True)`). Every dropped block is kept with its document (`Dropped`: its place
+and text), so a block that stops being repeated is put back, by this run or the next.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from collections import Counter
 
 MIN_DOCUMENTS = 3
 MIN_SHARE = 0.5
+MIN_SAMPLE = 50  # documents seen before a block is dropped while the run is still counting
 MAX_CHARS = 400
 KEY_CHARS = 16
 
@@ -80,21 +87,44 @@ class BoilerplateCounter:
         self._documents[ref] = current
         self._counts.update(current)
 
-    def repeated(self) -> frozenset[str]:
+    def repeated(self, final: bool = False) -> frozenset[str]:
+        """The boilerplate keys: on the whole source once `final`, else only from a sample of
+        at least MIN_SAMPLE documents (before that, nothing is dropped yet)."""
+        if not final and len(self._documents) < MIN_SAMPLE:
+            return frozenset()
         threshold = max(MIN_DOCUMENTS, MIN_SHARE * len(self._documents))
         return frozenset(key for key, count in self._counts.items() if count >= threshold)
 
 
+Dropped = tuple[tuple[int, str], ...]  # (index among the page's blocks, block text)
+
+
 def drop_repeated(content: str, repeated: frozenset[str]) -> tuple[str, int]:
     """The content without its boilerplate blocks, and how many were dropped."""
+    content, dropped = split_repeated(content, repeated)
+    return content, len(dropped)
+
+
+def split_repeated(content: str, repeated: frozenset[str]) -> tuple[str, Dropped]:
+    """The content without its boilerplate blocks, and those blocks with their places."""
     if not repeated:
-        return content, 0
-    kept, dropped = [], 0
-    for block in blocks(content):
+        return content, ()
+    kept, dropped = [], []
+    for index, block in enumerate(blocks(content)):
         if _candidate(block) and _key(block) in repeated:
-            dropped += 1
+            dropped.append((index, block))
         else:
             kept.append(block)
     if not dropped:
-        return content, 0
-    return ("\n\n".join(kept) + "\n") if kept else "", dropped
+        return content, ()
+    return ("\n\n".join(kept) + "\n") if kept else "", tuple(dropped)
+
+
+def settle(content: str, dropped: Dropped, repeated: frozenset[str]) -> tuple[str, Dropped]:
+    """The page on the final counts: the whole page is rebuilt (every dropped block back in its
+    place) and split again, so blocks no longer boilerplate come back and blocks now known to
+    repeat go."""
+    whole = blocks(content)
+    for index, block in sorted(dropped):
+        whole.insert(min(index, len(whole)), block)
+    return split_repeated("\n\n".join(whole) + "\n" if whole else "", repeated)

@@ -8,7 +8,8 @@ of the document (`start_byte`/`end_byte` are UTF-8 offsets, end exclusive); its 
 heading breadcrumb followed by that body with links reduced to their text, which is what gets
 embedded and indexed. Breadcrumbs are plain text. A heading written `## Title {#id}` (the HTML
 extractor writes the page's own section ids so) gives its sections the anchor `id`; other
-headings get a GitHub-style slug. Documents with pages (PDF pages, slides, sheets) give each
+headings get a GitHub-style slug (on a web page whose other headings carry ids: the enclosing
+section's anchor). Documents with pages (PDF pages, slides, sheets) give each
 chunk the range of pages its body spans.
 
 Every scan here is linear in the input: headings, fences and sentence ends are found with
@@ -91,7 +92,8 @@ def slugify_heading(text: str) -> str:
 def chunk_markdown(content: str, title: str = "", options: ChunkOptions = ChunkOptions(),
                    pages: tuple[tuple[int, int], ...] = (), web_page: bool = False) -> list[ChunkSpec]:
     """`web_page`: the content is a web page's, whose level-1 heading without an id is the page
-    itself, so its section gets no anchor (the citation opens the page) instead of a slug."""
+    itself, so its section gets no anchor (the citation opens the page) instead of a slug; on a
+    page whose headings carry ids, one without is cited at its enclosing section's anchor."""
     sections = _sections(content, _blocks(content), web_page)
     pieces: list[tuple[_Section, list[_Unit]]] = []
     for section in sections:
@@ -104,7 +106,27 @@ def chunk_markdown(content: str, title: str = "", options: ChunkOptions = ChunkO
             continue
         for group in _pack(units, options):
             pieces.append((section, group))
-    return _finish(content, title, pieces, pages)
+    return _finish(content, title, _merge_bare_headings(pieces), pages)
+
+
+def _merge_bare_headings(pieces: list[tuple[_Section, list[_Unit]]]) -> list[tuple[_Section, list[_Unit]]]:
+    """A section that is only its heading ("1. Introduction" straight before "1.1 Scope") is no
+    passage to return: its heading opens the next chunk (the last one's, at the end)."""
+    merged: list[tuple[_Section, list[_Unit]]] = []
+    waiting: list[_Unit] = []
+    for section, group in pieces:
+        if len(section.blocks) == 1 and section.blocks[0].kind == "heading":
+            waiting.extend(group)
+            continue
+        merged.append((section, waiting + group))
+        waiting = []
+    if waiting:
+        if merged:
+            section, group = merged[-1]
+            merged[-1] = (section, group + waiting)
+        else:
+            merged.append((pieces[-1][0], waiting))
+    return merged
 
 
 def _tiny(section: _Section, units: list[_Unit], options: ChunkOptions) -> bool:
@@ -238,15 +260,24 @@ def _blocks(content: str) -> list[_Block]:
 
 def _sections(content: str, blocks: list[_Block], web_page: bool = False) -> list[_Section]:
     sections = [_Section(path=(), anchor="")]
-    stack: list[tuple[int, str]] = []
+    stack: list[tuple[int, str, str]] = []
     seen: dict[str, int] = {}
+    # a page that gives its sections ids: a heading it gives none (an admonition's "Note", a
+    # synopsis) is cited at the enclosing section that has one, not at a slug the site lacks
+    site_ids = web_page and any(b.heading_id for b in blocks if b.kind == "heading")
     for block in blocks:
         if block.kind == "heading":
             while stack and stack[-1][0] >= block.level:
                 stack.pop()
-            stack.append((block.level, block.heading))
+            if site_ids and not block.heading_id:
+                inherited = next((a for _, _, a in reversed(stack) if a), "")
+                stack.append((block.level, block.heading, inherited))
+                sections.append(_Section(path=tuple(h for _, h, _ in stack), anchor=inherited))
+                sections[-1].blocks.append(block)
+                continue
             page_top = web_page and block.level == 1
             anchor = block.heading_id or ("" if page_top else slugify_heading(block.heading))
+            stack.append((block.level, block.heading, anchor))
             if block.heading_id or not anchor:
                 seen.setdefault(anchor, 0)
             elif anchor in seen:
@@ -254,7 +285,7 @@ def _sections(content: str, blocks: list[_Block], web_page: bool = False) -> lis
                 anchor = f"{anchor}-{seen[anchor]}"
             else:
                 seen[anchor] = 0
-            sections.append(_Section(path=tuple(h for _, h in stack), anchor=anchor))
+            sections.append(_Section(path=tuple(h for _, h, _ in stack), anchor=anchor))
         sections[-1].blocks.append(block)
     return [s for s in sections if s.blocks]
 
@@ -266,6 +297,8 @@ def _split_block(content: str, block: _Block, budget: int) -> list[_Unit]:
         return [_Unit(block.start, block.end, tokens)]
     if block.kind == "code":
         return _split_lines(content, block, budget)
+    if text.startswith("|"):  # a table: cut between rows, never inside one
+        return [_Unit(u.start, u.end, u.tokens) for u in _split_lines(content, block, budget)]
     units = []
     for start, end in _sentences(content, block.start, block.end):
         piece_tokens = estimate_tokens(content[start:end])

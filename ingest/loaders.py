@@ -192,8 +192,8 @@ class SourceLoader:
         links, seen = [], set()
         for link in markdown_links(text):
             title, href = link.label, link.url
-            target = urldefrag(urljoin(result.url, href))[0]
-            if urlsplit(target).scheme in ("http", "https") and target not in seen:
+            target = _http_url(result.url, href)
+            if target and target not in seen:
                 seen.add(target)
                 links.append((target, title.strip(), ""))
         return links[: self.spec.option("max_pages")]
@@ -254,13 +254,23 @@ class SourceLoader:
                 fetched += 1
             self.discovered = fetched + min(len(queue), max_pages - fetched)
             if item.body is not None and item.error is None and "html" in item.media_type:
-                links, canonical = page_links(item.body, item.url or url)
+                try:
+                    links, canonical = page_links(item.body, item.url or url)
+                except Exception as exc:  # noqa: BLE001 - a parser bug on one page must not stop the crawl
+                    logger.exception("unexpected error reading the links of %s", url)
+                    links, canonical = [], ""
+                    item = LoadedItem(ref=url, url=url, error=IngestInternalError(
+                        f"The page's links could not be read: {type(exc).__name__}: {exc}"))
                 item.links = tuple(links)
                 if canonical and canonical != url and urlsplit(canonical).netloc.lower() == origin:
                     if canonical in ingested:
                         item = LoadedItem(ref=url, url=url, skipped=f"a duplicate of {canonical}", links=item.links)
                     else:
                         item.ref = canonical
+            if not item.skipped and item.ref in ingested:
+                # an earlier page named this one as its canonical URL (Javadoc's overview-summary
+                # redirects to index.html): it is ingested once, under that name
+                item = LoadedItem(ref=url, url=url, skipped=f"a duplicate of {item.ref}", links=item.links)
             if item.error is not None:
                 self.complete = False  # what lies behind a failed page was not listed
             if not item.skipped:
@@ -310,14 +320,28 @@ def page_links(body: bytes, base: str) -> tuple[list[str], str]:
     soup = BeautifulSoup(body, "html.parser")
     links = []
     for anchor in soup.find_all("a", href=True):
-        target = urldefrag(urljoin(base, anchor["href"].strip()))[0]
-        if urlsplit(target).scheme in ("http", "https"):
+        target = _http_url(base, anchor["href"])
+        if target:
             links.append(target)
     canonical = ""
     for tag in soup.find_all("link", href=True):
         if "canonical" in [r.lower() for r in (tag.get("rel") or [])]:
-            target = urljoin(base, tag["href"].strip())
-            if urlsplit(target).scheme in ("http", "https"):
+            target = _http_url(base, tag["href"])
+            if target:
                 canonical = canonical_url(target)
             break
     return list(dict.fromkeys(links)), canonical
+
+
+def _http_url(base: str, href: str) -> str:
+    """The absolute http(s) URL an href names, without its fragment; "" for anything else,
+    including an href that is no URL at all (`http://HOST[:PORT]/` in a manual's prose makes
+    `urlsplit` raise): such a link is not followed, and the page is read as usual."""
+    try:
+        target = urldefrag(urljoin(base, href.strip()))[0]
+        if urlsplit(target).scheme in ("http", "https"):
+            canonical_url(target)  # it must survive the crawl's own normalisation too
+            return target
+    except ValueError:
+        pass
+    return ""

@@ -20,7 +20,7 @@ import numpy as np
 from django.db import DatabaseError, DataError, IntegrityError, connection
 
 from ingest import store
-from ingest.boilerplate import BoilerplateCounter, block_keys, drop_repeated
+from ingest.boilerplate import BoilerplateCounter, Dropped, block_keys, settle, split_repeated
 from ingest.chunk import ChunkOptions, ChunkSpec, chunk_markdown, chunk_text
 from ingest.decisions import (BOILERPLATE_LEARNED, REEMBED_REQUESTED, Action, StoredDocument, decide, document_byte_key,
                               stored_extraction, text_hash)
@@ -31,6 +31,7 @@ from ingest.extract.documents import ISOLATED_TYPES
 from ingest.extract.isolated import ParserBudget, capped, extract_isolated, without_nul
 from ingest.fetch import Fetcher
 from ingest.loaders import LoadedItem, SourceLoader, SourceSpec
+from ingest.recall import LOW_RECALL, SiteLines, content_recall, page_lines
 from ingest.report import Outcome, RunReport
 from ingest.services import current_source_revision
 from ingest.store import PendingDocument
@@ -70,6 +71,8 @@ class IngestPipeline:
         self._seen: set[str] = set()
         self._boilerplate = BoilerplateCounter()
         self._run_block_keys: dict[str, tuple[str, ...]] = {}  # pages this run extracted
+        self._site_lines = SiteLines()
+        self._run_dropped: set[str] = set()  # pages of this run written without some blocks
 
     # --- the run ------------------------------------------------------------------------------
     def execute(self, items: Iterable[LoadedItem] | None = None) -> IngestRun:
@@ -208,7 +211,7 @@ class IngestPipeline:
             self.report.record(Outcome(item.ref, Status.UNCHANGED, reason=decision.reason, byte_size=size), started)
             return
         try:
-            extracted, keys = self._drop_boilerplate(item, self._extract(item))
+            extracted, keys, dropped = self._drop_boilerplate(item, self._extract(item))
             if not extracted.content.strip():
                 raise EmptyContent("No text left after extraction.")
         except KBError as exc:
@@ -222,7 +225,7 @@ class IngestPipeline:
             self.report.record(Outcome(item.ref, Status.UNCHANGED, reason=decision.reason, byte_size=len(body)),
                                started)
             return
-        self._queue(item, extracted, content_hash, decision.reason, started, byte_key, keys)
+        self._queue(item, extracted, content_hash, decision.reason, started, byte_key, keys, dropped)
 
     def _extract(self, item: LoadedItem) -> Extracted:
         """Documents, and HTML or text over KB_PARSER_INLINE_MAX_BYTES, are parsed in a budgeted
@@ -241,15 +244,18 @@ class IngestPipeline:
                                        fallback_title=item.title_hint), conf.extract_max_chars)
         return without_nul(extracted)
 
-    def _drop_boilerplate(self, item: LoadedItem, extracted: Extracted) -> tuple[Extracted, tuple[str, ...]]:
-        """Web pages of a multi-page source lose the blocks that repeat across the source."""
+    def _drop_boilerplate(self, item: LoadedItem, extracted: Extracted) -> tuple[Extracted, tuple[str, ...], Dropped]:
+        """Web pages of a multi-page source lose the blocks that repeat across the source (once
+        the sample is large enough; the run's end settles every page on the whole source)."""
         if self.source.kind not in MULTI_PAGE_KINDS or not extracted.site_anchors:
-            return extracted, ()
+            return extracted, (), ()
         keys = block_keys(extracted.content)
         self._boilerplate.observe(item.ref, keys)
         self._run_block_keys[item.ref] = keys
-        content, dropped = drop_repeated(extracted.content, self._boilerplate.repeated())
-        return (replace(extracted, content=content) if dropped else extracted), keys
+        content, dropped = split_repeated(extracted.content, self._boilerplate.repeated())
+        if dropped:
+            self._run_dropped.add(item.ref)
+        return (replace(extracted, content=content) if dropped else extracted), keys, dropped
 
     def _chunks(self, extracted: Extracted) -> list[ChunkSpec]:
         if extracted.media_type == "text/markdown":
@@ -257,15 +263,29 @@ class IngestPipeline:
                                   web_page=extracted.site_anchors)
         return chunk_text(extracted.content, extracted.title, self.chunk_options, extracted.pages)
 
-    def _queue(self, item, extracted, content_hash, reason, started, byte_key="", keys=()) -> None:
+    def _queue(self, item, extracted, content_hash, reason, started, byte_key="", keys=(), dropped=None) -> None:
         chunks = self._chunks(extracted)[:kb_settings().max_chunks_per_document]
         if not chunks:
             self.report.record(Outcome(item.ref, Status.FAILED, error_code=EmptyContent.code,
                                        error_message="No chunks could be made."), started)
             return
+        reason = self._flag_low_recall(item, extracted, chunks, reason)
+        if dropped:
+            reason = f"{reason}; {len(dropped)} repeated blocks dropped"
         self._pending.append(PendingDocument(item, extracted, content_hash, chunks, reason, started, byte_key,
-                                             tuple(keys)))
+                                             tuple(keys), dropped))
         self.report.chunked(len(chunks))
+
+    def _flag_low_recall(self, item: LoadedItem, extracted: Extracted, chunks: list[ChunkSpec], reason: str) -> str:
+        """A web page whose chunks hold too little of its own text says so in the report
+        (`low_recall 0.42`), so a curator sees a bad extraction instead of trusting it."""
+        if not extracted.site_anchors or not item.body:
+            return reason
+        lines = page_lines(item.body)
+        recall = content_recall(lines, [c.body for c in chunks], self._site_lines.observe(lines))
+        if recall.share >= LOW_RECALL:
+            return reason
+        return f"{reason}; low_recall {recall.share:.2f}" if reason else f"low_recall {recall.share:.2f}"
 
     def _reembed_stored(self) -> None:
         self.report.expect(len(self._stored))
@@ -277,16 +297,21 @@ class IngestPipeline:
             self._flush_if_full()
 
     def _drop_learned_boilerplate(self) -> None:
-        """Pages written before a block was known to repeat across the site still hold it: now
-        that the run has seen the site, drop it from them (their items are already reported)."""
-        repeated = self._boilerplate.repeated()
+        """Settle every page on the whole source's counts, now that the run has seen the site:
+        pages written before a block was known to repeat lose it, and blocks dropped on too
+        little evidence (by this run's sample or an earlier run) are put back. Their items are
+        already reported; the blocks each page lost stay in its metadata."""
+        repeated = self._boilerplate.repeated(final=True)
         refs = [ref for ref, keys in self._run_block_keys.items() if repeated.intersection(keys)]
+        refs += sorted(self._run_dropped)
+        refs += [ref for ref, stored in self._stored.items() if stored.metadata.get("boilerplate_dropped")]
         if not refs:
             return
         pending = []
-        for ref, stored in store.stored_documents(self.source, refs).items():
-            content, dropped = drop_repeated(stored.content, repeated)
-            if not dropped or not content.strip():
+        for ref, stored in store.stored_documents(self.source, list(dict.fromkeys(refs))).items():
+            before = tuple((int(i), b) for i, b in stored.metadata.get("boilerplate_dropped", ()))
+            content, dropped = settle(stored.content, before, repeated)
+            if content == stored.content or not content.strip():
                 continue
             self._stored[ref] = stored  # the stored path, validators and metadata are kept
             extracted = replace(stored_extraction(stored), content=content)
@@ -295,13 +320,13 @@ class IngestPipeline:
                 pending.append(PendingDocument(LoadedItem(ref=ref), extracted, text_hash(content), chunks,
                                                BOILERPLATE_LEARNED, time.monotonic(),
                                                stored.metadata.get("byte_key", ""),
-                                               tuple(stored.metadata.get("block_keys", ()))))
+                                               tuple(stored.metadata.get("block_keys", ())), dropped))
         if pending:
             self.report.chunked(sum(len(p.chunks) for p in pending))
             try:
                 vectors = self._embed([c.text for p in pending for c in p.chunks])
             except KBError as exc:  # those pages stay as written, whole; the next run cleans them
-                logger.warning("boilerplate not dropped from %d pages of run %s: %s", len(pending), self.run.pk, exc)
+                logger.warning("boilerplate not settled on %d pages of run %s: %s", len(pending), self.run.pk, exc)
                 return
             self._store(pending, vectors)
             self.report.save(force=True)

@@ -1,14 +1,18 @@
 """How faithfully a crawled site came out: measures over the original pages and the chunks. Pure.
 
+- **Content recall** (first, because it is what a reader loses): per page, the share of its
+  content words that reach its chunks (`ingest/recall.py`), with the lines the site repeats
+  on at least half of its pages taken out; the site's mean, its worst page, and the pages under
+  `LOW_RECALL`.
 - **Chrome share**: of the words in chunk bodies, the share that lies on lines the *original
   pages* repeat site-wide (a text line present on at least half of the site's pages: navigation,
   sidebars, footers, "previous | next" bars). It is measured against the raw pages, not against
   what the extractor chose to keep, so it cannot grade itself. A site's genuinely shared content
   (a licence line every page prints in its body) counts as chrome too: the figure is an upper bound.
 - **Permalink marks**: chunks whose breadcrumb holds `¶` or link syntax, or whose prose (outside
-  code) holds `[text](url)`.
-- **Anchors resolved**: of the chunks with a heading, the share whose anchor is an `id` in the
-  original page (or empty: the page itself).
+  code) holds `[text](url)`, a `¶` that ends a line or a `[source]` mark.
+- **Anchors resolved**: of the chunks with a heading, the share whose anchor is an `id` (or an
+  `<a name>`) in the original page (or empty: the page itself).
 """
 
 from __future__ import annotations
@@ -19,14 +23,18 @@ from dataclasses import dataclass
 
 from bs4 import BeautifulSoup
 
+from ingest.recall import LOW_RECALL, Line, content_recall, lines_of
+
 SITE_WIDE_SHARE = 0.5
 INLINE_CODE = re.compile(r"`[^`\n]*`")
+PROSE_MARK = re.compile(r"¶[ \t]*$|\[source\]", re.M)  # a mark that ends a line; prose *about* ¶ is text
 
 
 @dataclass(frozen=True)
 class PageFacts:
     ids: frozenset[str]
     lines: frozenset[str]  # normalised visible text lines of the whole original page
+    content: tuple[Line, ...] = ()  # its block-level lines, for recall
 
 
 @dataclass(frozen=True)
@@ -45,6 +53,10 @@ class Fidelity:
     permalink_chunks: int
     anchors_checked: int
     anchors_resolved_share: float
+    recall_mean: float = 1.0
+    recall_worst: float = 1.0
+    worst_page: str = ""
+    low_recall_pages: tuple[tuple[str, float], ...] = ()
 
 
 def page_facts(html: bytes) -> PageFacts:
@@ -52,8 +64,10 @@ def page_facts(html: bytes) -> PageFacts:
     for tag in soup.find_all(["script", "style", "noscript", "template"]):
         tag.decompose()
     ids = frozenset(tag["id"] for tag in soup.find_all(id=True))
+    ids |= frozenset(tag["name"] for tag in soup.find_all("a", attrs={"name": True}))
+    content = lines_of(soup)
     lines = frozenset(_normal(line) for line in soup.get_text("\n").split("\n") if _normal(line))
-    return PageFacts(ids, lines)
+    return PageFacts(ids, lines, content)
 
 
 def _normal(line: str) -> str:
@@ -64,6 +78,20 @@ def site_wide_lines(pages: dict[str, PageFacts]) -> frozenset[str]:
     counts = Counter(line for facts in pages.values() for line in facts.lines)
     threshold = max(2, SITE_WIDE_SHARE * len(pages))
     return frozenset(line for line, count in counts.items() if count >= threshold)
+
+
+def site_wide_content_lines(pages: dict[str, PageFacts]) -> frozenset[str]:
+    counts = Counter(text for facts in pages.values() for text in {line.text for line in facts.content})
+    threshold = max(2, SITE_WIDE_SHARE * len(pages))
+    return frozenset(text for text, count in counts.items() if count >= threshold)
+
+
+def recall_by_page(pages: dict[str, PageFacts], chunks: list[ChunkFacts]) -> dict[str, float]:
+    chrome = site_wide_content_lines(pages)
+    texts: dict[str, list[str]] = {}
+    for chunk in chunks:
+        texts.setdefault(chunk.page, []).append(chunk.body)
+    return {ref: content_recall(facts.content, texts.get(ref, []), chrome).share for ref, facts in pages.items()}
 
 
 def _prose(body: str) -> str:
@@ -87,13 +115,20 @@ def fidelity(pages: dict[str, PageFacts], chunks: list[ChunkFacts]) -> Fidelity:
             if _normal(line.lstrip("#-*> ")) in chrome:
                 chrome_words += count
         crumbs = " ".join(chunk.heading_path)
-        if "¶" in crumbs or "](" in crumbs or "](" in _prose(chunk.body):
+        prose = _prose(chunk.body)
+        if "¶" in crumbs or "](" in crumbs or "](" in prose or PROSE_MARK.search(prose):
             permalinks += 1
         if chunk.heading_path:
             checked += 1
             facts = pages.get(chunk.page)
             resolved += not chunk.anchor or (facts is not None and chunk.anchor in facts.ids)
+    recall = recall_by_page(pages, chunks)
+    worst = min(recall, key=recall.get) if recall else ""
     return Fidelity(
+        recall_mean=round(sum(recall.values()) / len(recall), 4) if recall else 1.0,
+        recall_worst=recall.get(worst, 1.0), worst_page=worst,
+        low_recall_pages=tuple(sorted(((ref, share) for ref, share in recall.items() if share < LOW_RECALL),
+                                      key=lambda pair: pair[1])),
         pages=len(pages), chunks=len(chunks), chrome_share=round(chrome_words / words, 4) if words else 0.0,
         permalink_chunks=permalinks, anchors_checked=checked,
         anchors_resolved_share=round(resolved / checked, 4) if checked else 1.0,

@@ -39,6 +39,7 @@ class PendingDocument:
     started: float
     byte_key: str = ""
     block_keys: tuple[str, ...] = ()  # the page's blocks before boilerplate was dropped
+    dropped_blocks: tuple[tuple[int, str], ...] | None = None  # boilerplate taken out (None: as stored)
     queued_at: float = field(default_factory=time.monotonic)
 
 
@@ -127,6 +128,10 @@ def document_row(source: Source, p: PendingDocument, stored: StoredDocument | No
     if item.body is None and stored is not None:
         path, etag, last_modified = stored.path, stored.etag, stored.last_modified
         metadata = {**stored.metadata, "pipeline": PIPELINE_VERSION}
+        if p.dropped_blocks is not None:
+            metadata.pop("boilerplate_dropped", None)
+            if p.dropped_blocks:
+                metadata["boilerplate_dropped"] = [list(pair) for pair in p.dropped_blocks]
     else:
         path, etag, last_modified = item.path[:2048], item.etag[:300], item.last_modified[:100]
         metadata = fetched_metadata(p)
@@ -148,6 +153,7 @@ def fetched_metadata(p: PendingDocument) -> dict:
         ("original_type", item.media_type if extracted.page_unit or item.media_type != extracted.media_type else ""),
         ("page_unit", extracted.page_unit), ("pages", [list(page) for page in extracted.pages]),
         ("site_anchors", extracted.site_anchors), ("block_keys", list(p.block_keys)),
+        ("boilerplate_dropped", [list(pair) for pair in p.dropped_blocks or ()]),
         ("pipeline", PIPELINE_VERSION),
     ) if value}
 

@@ -18,6 +18,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from kb.lookalikes import fold_lookalikes
 from kb.names import normalise_name
 from retrieval.errors import EmptyQuery, InvalidLimit, InvalidQuery, QueryTooLong
 
@@ -130,6 +131,7 @@ def validate_query(query: str, limit: int) -> str:
 def normalise_query(query: str) -> str:
     """NFKC (fullwidth and compatibility forms become their plain letters and digits) without
     invisible format characters (zero-width spaces and joiners, direction marks), so text that
-    looks the same searches the same."""
-    folded = unicodedata.normalize("NFKC", query)
+    looks the same searches the same; print look-alikes (U+2212 minus, U+02DC tilde) as the PDF
+    reader folds them (kb/lookalikes.py)."""
+    folded = unicodedata.normalize("NFKC", fold_lookalikes(query))
     return "".join(ch for ch in folded if unicodedata.category(ch) != "Cf").strip()

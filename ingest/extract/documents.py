@@ -3,10 +3,13 @@ EPUB and e-mail. Pure: bytes in, `Extracted` out.
 
 | type | library | structure kept |
 |---|---|---|
-| PDF | pypdfium2 (PDFium) | pages (`Extracted.pages`), the outline as headings |
-| DOCX | python-docx | Heading 1-9 and Title styles as headings, tables as tables |
-| PPTX | python-pptx | one section per slide (`## Slide N: title {#slide-N}`), notes, tables |
-| XLSX | openpyxl | one section per sheet, rows as tables (header row repeated per block) |
+| PDF | pypdfium2 (PDFium) | pages (`Extracted.pages`), the outline as headings (see `pdf.py`) |
+| DOCX | python-docx | Heading 1-9 and Title styles as headings, tables as tables (a merged cell once) |
+| PPTX | python-pptx | one section per slide (`## Slide N: title {#slide-N}`), notes, tables, grouped shapes |
+| XLSX | openpyxl | one section per sheet, rows as tables (header row repeated per block), dates |
+
+A sheet is read to its real extent, not to its `<dimension>` record (read-only openpyxl trusts
+it), up to `MAX_SHEET_CELLS`, past which the content says it was truncated.
 | ODT, ODS | the OpenDocument XML read with defusedxml | headings by outline level; sheets as tables |
 | CSV | csv (stdlib) | rows as tables |
 | EPUB | zipfile + the HTML extractor | chapters in spine order |
@@ -21,7 +24,9 @@ Macro-enabled Office files are refused, never opened.
 from __future__ import annotations
 
 import csv
+import datetime
 import io
+import logging
 import zipfile
 from email import policy
 from email.parser import BytesParser
@@ -59,6 +64,8 @@ DOCUMENT_TYPES = (PDF, DOCX, PPTX, XLSX, ODT, ODS, CSV, EPUB, EML) + MACRO_TYPES
 # every document type is parsed in the budgeted child process (native code, containers, and the
 # stdlib's e-mail and CSV parsers, whose cost a crafted header or line can blow up)
 ISOLATED_TYPES = DOCUMENT_TYPES
+MAX_SHEET_CELLS = 2_000_000  # a workbook's cells read; past it the content says it was truncated
+logger = logging.getLogger(__name__)
 OOXML_MACRO_PART = "vbaProject.bin"
 
 
@@ -109,10 +116,24 @@ def _docx(body: bytes, fallback_title: str) -> Extracted:
             else:
                 builder.add(escape_markdown_line(text))
         elif isinstance(block, Table):
-            rows = [[" ".join(cell.text.split()).replace("|", "\\|") for cell in row.cells] for row in block.rows]
-            for table in table_blocks(rows):
+            for table in table_blocks(_docx_rows(block)):
                 builder.add(table)
     return builder.result(title or fallback_title)
+
+
+def _docx_rows(table) -> list[list[str]]:
+    """The table's cell texts, a merged cell's text once: python-docx repeats a merged cell in
+    every grid column (and row) it spans, as the same underlying `<w:tc>`."""
+    seen: set[int] = set()
+    rows = []
+    for row in table.rows:
+        cells = []
+        for cell in row.cells:
+            key = id(cell._tc)
+            cells.append("" if key in seen else " ".join(cell.text.split()).replace("|", "\\|"))
+            seen.add(key)
+        rows.append(cells)
+    return rows
 
 
 def _docx_heading_level(style: str) -> int:
@@ -144,7 +165,7 @@ def _pptx(body: bytes, fallback_title: str) -> Extracted:
             slide_title = " ".join(slide.shapes.title.text_frame.text.split())
         heading = f"Slide {number}: {slide_title}" if slide_title else f"Slide {number}"
         builder.add(f"## {heading} {{#slide-{number}}}")
-        for shape in slide.shapes:
+        for shape in _flat_shapes(slide.shapes):
             if shape == slide.shapes.title:
                 continue
             if shape.has_text_frame:
@@ -166,6 +187,22 @@ def _pptx(body: bytes, fallback_title: str) -> Extracted:
     return builder.result(title or fallback_title, "slide")
 
 
+def _flat_shapes(shapes):
+    """Every shape of a slide in reading order, the members of groups (and of nested groups)
+    included; iterative, so no nesting depth can exhaust the stack."""
+    from pptx.enum.shapes import MSO_SHAPE_TYPE
+
+    stack = [iter(shapes)]
+    while stack:
+        shape = next(stack[-1], None)
+        if shape is None:
+            stack.pop()
+        elif shape.shape_type == MSO_SHAPE_TYPE.GROUP:
+            stack.append(iter(shape.shapes))
+        else:
+            yield shape
+
+
 # --- spreadsheets -----------------------------------------------------------------------------
 def _xlsx(body: bytes, fallback_title: str) -> Extracted:
     import openpyxl
@@ -176,9 +213,22 @@ def _xlsx(body: bytes, fallback_title: str) -> Extracted:
     except (InvalidFileException, KeyError, ValueError, zipfile.BadZipFile) as exc:
         raise DocumentCorrupt(f"The Excel file cannot be read: {exc}") from exc
     sheets = []
+    cells = 0
     for sheet in workbook.worksheets:
-        rows = [[_cell_text(value) for value in row] for row in sheet.iter_rows(values_only=True)]
+        if hasattr(sheet, "reset_dimensions"):
+            sheet.reset_dimensions()  # read-only mode trusts <dimension>, which may say "A1" of 6,000 cells
+        rows = []
+        for row in sheet.iter_rows(values_only=True):
+            cells += len(row)
+            if cells > MAX_SHEET_CELLS:
+                rows.append([f"(truncated: the workbook has more than {MAX_SHEET_CELLS:,} cells; "
+                             "the rest is not indexed)"])
+                break
+            rows.append([_cell_text(value) for value in row])
         sheets.append((sheet.title, rows))
+        if cells > MAX_SHEET_CELLS:
+            logger.warning("workbook %r truncated at %d cells", fallback_title, MAX_SHEET_CELLS)
+            break
     workbook.close()
     return sheets_markdown(sheets, fallback_title)
 
@@ -188,6 +238,10 @@ def _cell_text(value) -> str:
         return ""
     if isinstance(value, float) and value.is_integer():
         value = int(value)
+    elif isinstance(value, datetime.datetime):
+        value = value.date().isoformat() if value.time() == datetime.time() else value.isoformat(" ", "minutes")
+    elif isinstance(value, (datetime.date, datetime.time)):
+        value = value.isoformat()
     return " ".join(str(value).split()).replace("|", "\\|")
 
 

@@ -1,19 +1,29 @@
 """HTML to markdown: the page's main content, with the site's own section ids. Pure.
 
 1. **Main content.** The first of `<article>` (when the page has exactly one), `[role=main]`,
-   `<main>`, or a documentation generator's content container (Sphinx `div.body`, MkDocs
-   Material `.md-content`, Docusaurus `.theme-doc-markdown`, Read the Docs `.rst-content`,
-   GitHub `.markdown-body`, ...) is the root; without any, the root is found by text density:
-   from `<body>`, step into the child that holds most of the non-link text while it holds at
-   least `DENSITY_SHARE` of it. Everything outside the root is chrome and never read.
-2. **Chrome inside the root** goes too: `nav`, `aside`, `footer`, forms, a `header` that holds
+   `<main>`, a generator's known structure (AsciiDoc and Asciidoctor: the parent of `#header`
+   and `#content`, without `#footer` and `#toc`), a container by id (`CONTENT_IDS`: Node's
+   `#apicontent`, `#main-content`, ..., `#content`) or by class (`CONTENT_CLASSES`: Sphinx
+   `div.body`, MkDocs Material `.md-content`, Docusaurus `.theme-doc-markdown`, Read the Docs
+   `.rst-content`, GitHub `.markdown-body`, ...) is the root, if it holds at least
+   `CONTAINER_SHARE` of the page's non-link text (AsciiDoc puts class `content` on every listing
+   block: the first one is no container). Without any, the root is found by text density: from
+   `<body>`, step into the child that holds most of the non-link text while it holds at least
+   `DENSITY_SHARE` of it, no sibling holds content comparable to it (`SIBLING_SHARE`) and no
+   heading stands beside it; so the sections of a DocBook reference page stay together.
+   Everything outside the root is chrome and never read. Pages are parsed with lxml, which
+   closes what HTML lets authors leave open (man2html's `<dd>`s and `<p>`s) instead of nesting
+   every following element hundreds deep.
+2. **Chrome inside the root** goes too: `nav`, `aside` (but footnotes), `footer`, forms, a `header` that holds
    no heading (some generators put the page's `<h1>` in a `<header>` inside the article), and
    elements whose class names a known piece of chrome (`CHROME_CLASSES`).
 3. **Headings as the site has them.** Permalink marks (`a.headerlink`, `a.anchor`,
    `a.hash-link`, links whose text is `¶`, `#`, `§` or an icon) are removed from heading text,
-   and their `#fragment` is remembered. A heading is written `## Text {#id}` with the id the page
-   itself gives the section: the heading's `id`, its permalink's fragment, the enclosing
-   `<section>`'s id, or the id of an empty marker just before it. The chunker turns that into
+   and their `#fragment` is remembered; outside headings (a `¶` on a definition, Sphinx's
+   `[source]`) they are removed. A heading is written `## Text {#id}` with the id the page
+   itself gives the section: the heading's `id`, its permalink's fragment, an empty `<a id>` or
+   `<a name>` inside it or just before it (texi2html, man2html, Javadoc), or the id of the
+   wrapper it opens (a `<section>`, DocBook's `div.refsect1`). The chunker turns that into
    the chunk's anchor, so citations open the right place on the real site.
 4. **Links as data.** The text keeps a link's words, never its URL; the outgoing URLs are
    returned in `Extracted.links` (the crawl follows them; the document keeps them).
@@ -26,14 +36,16 @@ module finds the content (points 1 and 2); `html_markdown.py` writes it (points 
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from urllib.parse import urljoin
 
-from bs4 import BeautifulSoup, Comment, NavigableString, Tag
+from bs4 import BeautifulSoup, Comment, NavigableString, Tag, XMLParsedAsHTMLWarning
 from bs4.element import PreformattedString
 
 from ingest.errors import EmptyContent
-from ingest.extract.html_markdown import HEADINGS, PERMALINK_CLASSES, MarkdownRenderer, heading_text, inline_text
+from ingest.extract.html_markdown import (HEADINGS, PERMALINK_CLASSES, MarkdownRenderer, heading_text, inline_text,
+                                          is_layout_table, own_rows)
 from ingest.extract.text import normalise_text
 
 DROP_ALWAYS = {
@@ -50,10 +62,16 @@ CHROME_CLASSES = {
     "md-source-file", "md-content__button", "edit-this-page", "theme-edit-this-page",
     "theme-doc-footer", "pagination-nav", "md-footer", "rst-footer-buttons", "linenos",
     "lineno", "toc-drawer", "cookie-banner", "cookie-consent", "skip-link",
-    "visually-hidden", "sr-only", "copybutton", "prev-next-area",
+    "visually-hidden", "sr-only", "copybutton", "prev-next-area", "viewcode-link", "viewcode-back",
+    "nav-panel",
 }
 TITLE_SEPARATORS = (" — ", " – ", " - ", " | ", " · ", " :: ")
 DENSITY_SHARE = 0.6
+SIBLING_SHARE = 0.1  # siblings holding this much of the densest child's text are content too
+SIBLING_MIN_CHARS = 200
+CONTAINER_SHARE = 0.3  # a named container holds at least this share of the page's non-link text
+CONTENT_IDS = ("apicontent", "main-content", "maincontent", "doc-content", "page-content", "main", "content")
+CHROME_ID_WORDS = ("nav", "menu", "sidebar", "footer", "breadcrumb", "toc", "header")
 DENSITY_CONTAINERS = {"div", "section", "article", "main", "table", "tbody", "tr", "td", "center", "body", "html"}
 
 
@@ -66,7 +84,9 @@ class HtmlPage:
 
 def html_to_markdown(body: bytes, *, charset: str | None = None, url: str = "",
                      fallback_title: str = "") -> HtmlPage:
-    soup = BeautifulSoup(body, "html.parser", from_encoding=charset)
+    with warnings.catch_warnings():  # XHTML pages are HTML to us: lxml's HTML parser reads them well
+        warnings.simplefilter("ignore", XMLParsedAsHTMLWarning)
+        soup = BeautifulSoup(body, "lxml", from_encoding=charset)
     if soup.original_encoding is None and isinstance(body, bytes) and not soup.get_text(strip=True):
         raise EmptyContent("The HTML has no readable text.")
     for comment in soup.find_all(string=lambda s: isinstance(s, Comment)):
@@ -121,55 +141,137 @@ def flatten_deep_nesting(soup: BeautifulSoup, max_depth: int = MAX_NESTING) -> N
 
 def content_root(soup: BeautifulSoup) -> Tag:
     """The element that holds the page's main content (see the module docstring, point 1)."""
+    body = soup.find("body") or soup
+    lengths = _text_lengths(body)
+    whole = max(1, lengths.get(id(body), 0))
+
+    def holds_content(tag) -> bool:
+        return isinstance(tag, Tag) and lengths.get(id(tag), 0) >= CONTAINER_SHARE * whole
+
     articles = soup.find_all("article")
-    if len(articles) == 1 and _text_length(articles[0]) > 0:
+    if len(articles) == 1 and holds_content(articles[0]):
         return articles[0]
     for candidate in (soup.find(attrs={"role": "main"}), soup.find("main")):
-        if candidate is not None and _text_length(candidate) > 0:
+        if holds_content(candidate):
             return candidate
-    for name in CONTENT_CLASSES:
-        found = soup.find(class_=name)
-        if isinstance(found, Tag) and found.name not in ("body", "html") and _text_length(found) > 0:
+    known = _generator_root(soup)
+    if known is not None:
+        return known
+    for name in CONTENT_IDS:
+        found = soup.find(id=name)
+        if holds_content(found) and found.name not in ("body", "html"):
             return found
-    return _densest(soup.find("body") or soup)
+    for name in CONTENT_CLASSES:
+        found = max(soup.find_all(class_=name), key=lambda t: lengths.get(id(t), 0), default=None)
+        if holds_content(found) and found.name not in ("body", "html"):
+            return found
+    return _densest(body, lengths)
 
 
-def _text_length(tag: Tag) -> int:
-    return len(tag.get_text(strip=True))
+def _generator_root(soup: BeautifulSoup) -> Tag | None:
+    """Structures of generators whose page is split in several content areas: AsciiDoc and
+    Asciidoctor put the title and a manual page's NAME section in `#header`, the rest in
+    `#content`, beside `#footer`; the root is their parent with the footer and TOC left out."""
+    content, header = soup.find(id="content"), soup.find(id="header")
+    if isinstance(content, Tag) and isinstance(header, Tag) and content.parent is header.parent \
+            and content.parent is not None and header.find("h1") is not None and not _link_dense(header):
+        parent = content.parent
+        for chrome_id in ("footer", "toc", "footnotes-nav"):
+            tag = parent.find(id=chrome_id)
+            if isinstance(tag, Tag) and tag.name != "body" and not tag.find(class_="footnote"):
+                tag.decompose()
+        return parent
+    return None
 
 
-def _densest(body: Tag) -> Tag:
-    """Step from `body` into the child holding most of the non-link text while that child holds
-    at least DENSITY_SHARE of it. One post-order pass computes every element's length."""
+def _link_dense(tag: Tag) -> bool:
+    """Mostly link text: a site's banner with its menu, not a document's title block."""
+    total = len(tag.get_text(strip=True))
+    linked = sum(len(a.get_text(strip=True)) for a in tag.find_all("a"))
+    return total > 0 and linked >= 0.5 * total
+
+
+def _text_lengths(body: Tag) -> dict[int, int]:
+    """Every element's non-link text length, in one iterative post-order pass (no recursion:
+    pages nest deeper than Python's stack allows)."""
     lengths: dict[int, int] = {}
+    stack: list[tuple[Tag, object]] = [(body, iter(body.children))]
+    totals = [0]
+    while stack:
+        node, children = stack[-1]
+        child = next(children, None)  # type: ignore[call-overload]
+        if child is None:
+            stack.pop()
+            total = totals.pop()
+            lengths[id(node)] = total
+            if totals:
+                totals[-1] += total
+            continue
+        if isinstance(child, PreformattedString):
+            continue
+        if isinstance(child, NavigableString):
+            if node.name != "a":
+                totals[-1] += len(child.strip())
+        elif isinstance(child, Tag):
+            stack.append((child, iter(child.children)))
+            totals.append(0)
+    return lengths
 
-    def measure(node: Tag) -> int:
-        total = 0
-        for child in node.children:
-            if isinstance(child, PreformattedString):
-                continue
-            if isinstance(child, NavigableString):
-                total += len(child.strip()) if node.name != "a" else 0
-            elif isinstance(child, Tag):
-                total += measure(child)
-        lengths[id(node)] = total
-        return total
 
-    measure(body)
+def _densest(body: Tag, lengths: dict[int, int]) -> Tag:
+    """Step from `body` into the child holding most of the non-link text while that child holds
+    at least DENSITY_SHARE of it and no sibling holds content comparable to it (at least
+    SIBLING_SHARE of the best child's text): sections of one page stay together."""
     node = body
     while True:
         children = [c for c in node.children if isinstance(c, Tag) and c.name in DENSITY_CONTAINERS]
         if not children:
             return node
         best = max(children, key=lambda c: lengths.get(id(c), 0))
-        if lengths.get(id(best), 0) < DENSITY_SHARE * max(1, lengths.get(id(node), 0)):
+        best_length = lengths.get(id(best), 0)
+        if best_length < DENSITY_SHARE * max(1, lengths.get(id(node), 0)):
             return node
+        siblings = sum(lengths.get(id(c), 0) for c in node.children if isinstance(c, Tag) and c is not best
+                       and lengths.get(id(c), 0) >= SIBLING_MIN_CHARS and not _is_chrome(c))
+        if siblings >= SIBLING_SHARE * best_length or _heading_outside(node, best):
+            return node
+        if best.name == "table" and _data_table(best):
+            return node  # a table of data is content to render whole, never a page's frame
         node = best
+
+
+def _data_table(table: Tag) -> bool:
+    rows = own_rows(table)
+    return len(rows) > 1 and not is_layout_table(rows)
+
+
+def _heading_outside(node: Tag, best: Tag) -> bool:
+    """A heading among the node's own children (not in the densest child) titles what follows:
+    stepping past it would drop the section's title and the content beside it."""
+    return any(isinstance(child, Tag) and child is not best and (child.name in HEADINGS or (
+        child.name in DENSITY_CONTAINERS and not _is_chrome(child) and child.find(HEADINGS) is not None))
+        for child in node.children)
+
+
+def _footnotes(tag: Tag) -> bool:
+    """Footnotes are content, even in an `<aside>` (Sphinx, pandoc, DPUB-ARIA)."""
+    if tag.name != "aside":
+        return False
+    marks = " ".join([*(tag.get("class") or ()), tag.get("role") or "", tag.get("epub:type") or ""]).lower()
+    return "footnote" in marks or "endnote" in marks
+
+
+def _is_chrome(tag: Tag) -> bool:
+    if tag.name in DROP_IN_CONTENT or tag.name == "header" and not tag.find(HEADINGS):
+        return True
+    classes = set(tag.get("class") or ())
+    return bool(classes & CHROME_CLASSES) or any(word in (tag.get("id") or "").lower() for word in CHROME_ID_WORDS)
 
 
 def _drop_chrome(root: Tag) -> None:
     for tag in root.find_all(DROP_IN_CONTENT):
-        tag.decompose()
+        if not tag.decomposed and not _footnotes(tag):
+            tag.decompose()
     for header in root.find_all("header"):
         if not header.find(HEADINGS):
             header.decompose()
@@ -178,9 +280,44 @@ def _drop_chrome(root: Tag) -> None:
             continue
         classes = set(tag.get("class") or ())
         if classes & CHROME_CLASSES and tag.name not in HEADINGS:
-            if tag.name == "a" and classes & PERMALINK_CLASSES:
-                continue  # permalinks are read (for their fragment) and removed with the heading
+            if tag.name == "a" and classes & PERMALINK_CLASSES and tag.find_parent(HEADINGS) is not None:
+                continue  # a heading's permalink is read (for its fragment) and removed with the heading
             tag.decompose()
+    for tag in root.find_all(["div", "table", "p"]):
+        if not tag.decomposed and _manual_navigation(tag):
+            tag.decompose()
+    for anchor in root.find_all("a"):
+        if not anchor.decomposed and anchor.find_parent(HEADINGS) is None and _prose_permalink(anchor):
+            anchor.decompose()
+
+
+NAV_LABELS = ("next:", "previous:", "prev:", "up:", "[ < ]", "[ > ]", "[ << ]", "[<]", "[>]")
+SOURCE_MARKS = {"[source]", "source", "[src]"}
+
+
+def _manual_navigation(tag: Tag) -> bool:
+    """Texinfo's "Next: ..., Previous: ..., Up: ... [Contents][Index]" line (makeinfo) and its
+    "[ < ] [ > ] [ Up ]" button bar (texi2html): text that opens with a navigation label and
+    is mostly links."""
+    if tag.find(HEADINGS) is not None or tag.find("pre") is not None:
+        return False
+    text = " ".join(tag.get_text(" ").split())
+    if not text or len(text) > 300 or not text.lower().startswith(NAV_LABELS):
+        return False
+    linked = sum(len(a.get_text(strip=True)) for a in tag.find_all("a"))
+    letters = sum(1 for c in text if not c.isspace())
+    return linked >= 0.4 * letters or text.startswith("[")
+
+
+def _prose_permalink(anchor: Tag) -> bool:
+    """A `¶` link on a definition or a paragraph (Sphinx's "Link to this definition"), or a
+    `[source]` link to the highlighted module: marks, not text."""
+    text = anchor.get_text(strip=True)
+    href = (anchor.get("href") or "").strip()
+    classes = set(anchor.get("class") or ())
+    if classes & PERMALINK_CLASSES or (href.startswith("#") and text in ("¶", "\u00b6", "§", "#", "🔗")):
+        return True
+    return text.lower() in SOURCE_MARKS and ("_modules/" in href or anchor.find(class_="viewcode-link") is not None)
 
 
 def _title(page_title: str, h1: str) -> str:

@@ -19,6 +19,8 @@ BLOCK_TAGS = {
 PERMALINK_CLASSES = {"headerlink", "anchor", "hash-link", "anchorjs-link", "heading-anchor",
                      "anchor-link", "permalink", "header-anchor", "toclink"}
 PERMALINK_MARKS = {"", "¶", "#", "§", "🔗", "link", "permalink", "\u200b", "\u00b6"}
+ITEM_BLOCKS = {"p", "pre", "ul", "ol", "table", "dl", "blockquote", "h1", "h2", "h3", "h4", "h5", "h6",
+               "div", "section", "figure", "details"}
 LANGUAGE_PREFIXES = ("language-", "lang-", "highlight-source-", "highlight-")
 PLAIN_LANGUAGES = {"none", "text", "default-text", "plain", "nohighlight"}
 
@@ -44,7 +46,9 @@ def heading_text(heading: Tag) -> str:
     parts = []
     marks = {id(a) for a in permalinks(heading)}
     for node in heading.descendants:
-        if isinstance(node, NavigableString) and not isinstance(node, PreformattedString):
+        if isinstance(node, Tag) and node.name == "br":
+            parts.append(" ")  # Javadoc: <h2>Uses of Class<br>net.example.Foo</h2>
+        elif isinstance(node, NavigableString) and not isinstance(node, PreformattedString):
             if not any(id(parent) in marks for parent in node.parents if parent is not heading):
                 parts.append(str(node))
     return inline_text("".join(parts))
@@ -66,15 +70,68 @@ def heading_id(heading: Tag) -> str:
             fragment = (anchor.get("href") or "").strip()
             if fragment.startswith("#") and len(fragment) > 1:
                 return fragment[1:]
-    parent = heading.parent
-    if isinstance(parent, Tag) and parent.name == "section" and parent.get("id"):
-        if parent.find(HEADINGS) is heading:
+    for marker in heading.find_all(["a", "span"]):  # DocBook: <h2><a id="x"></a>Title</h2>
+        if not marker.get_text(strip=True) and _target(marker):
+            return _target(marker)
+    return _enclosing_id(heading)
+
+
+ANCESTOR_LEVELS = 8  # how far up a wrapper's id or a preceding <a name> is looked for
+
+
+def _target(tag: Tag) -> str:
+    value = tag.get("id") or (tag.get("name") if tag.name == "a" else "") or ""
+    return value.strip()
+
+
+def _enclosing_id(heading: Tag) -> str:
+    """The id of the element the heading opens: going up while the heading is the first
+    heading and the first text of each wrapper, a wrapper's own id (a DocBook `div.refsect1`, a
+    `<section>`), or an empty marker just before it (`<a name>` of texi2html, man2html, Javadoc)."""
+    node = heading
+    for _ in range(ANCESTOR_LEVELS):
+        marker = _marker_before(node)
+        if marker:
+            return marker
+        parent = node.parent
+        if not isinstance(parent, Tag) or parent.name in ("body", "html", "[document]"):
+            return ""
+        if parent.find(HEADINGS) is not heading or _text_before(parent, heading):
+            return ""
+        if parent.get("id") and parent.name not in ("main", "article"):
             return parent["id"].strip()
-    previous = heading.find_previous_sibling()
-    if isinstance(previous, Tag) and previous.name in ("a", "span") and previous.get("id") \
-            and not previous.get_text(strip=True):
-        return previous["id"].strip()
+        node = parent
     return ""
+
+
+def _marker_before(node: Tag) -> str:
+    """An empty `<a name>`/`<a id>`/`<span id>` right before the node, with nothing but
+    whitespace between (it may close an unclosed paragraph, as man2html's do)."""
+    for steps, element in enumerate(node.previous_elements):
+        if steps > 12:
+            return ""
+        if isinstance(element, NavigableString):
+            if element.strip() and not (isinstance(element.parent, Tag) and element.parent.name in ("a", "span")
+                                        and not element.parent.get_text(strip=True)):
+                return ""
+            continue
+        if isinstance(element, Tag):
+            if element.name in ("a", "span") and _target(element) and not element.get_text(strip=True):
+                return _target(element)
+            if element.name in ("a", "span") and not element.get_text(strip=True):
+                continue
+            if element.get_text(strip=True) or element.name in HEADINGS:
+                return ""
+    return ""
+
+
+def _text_before(parent: Tag, heading: Tag) -> bool:
+    for text in parent.find_all(string=True):
+        if heading in text.parents:
+            return False
+        if text.strip() and not isinstance(text, PreformattedString):
+            return True
+    return False
 
 
 def code_language(pre: Tag) -> str:
@@ -210,9 +267,12 @@ class MarkdownRenderer:
         href = href.strip()
         if not href or href.startswith("#") or href.lower().startswith(NOT_LINKS):
             return
-        target = urldefrag(urljoin(self.base_url, href) if self.base_url else href)[0]
-        if urlsplit(target).scheme in ("http", "https"):
-            self.links.append(target)
+        try:
+            target = urldefrag(urljoin(self.base_url, href) if self.base_url else href)[0]
+            if urlsplit(target).scheme in ("http", "https"):
+                self.links.append(target)
+        except ValueError:  # `http://HOST[:PORT]/` is prose that looks like a link, not a link
+            return
 
     def code_block(self, pre: Tag) -> str:
         language = code_language(pre)
@@ -221,36 +281,111 @@ class MarkdownRenderer:
         fence = "`" * max(3, longest + 1)
         return f"{fence}{language}\n{text}\n{fence}"
 
-    def list_block(self, node: Tag, depth: int) -> str:
+    def list_block(self, node: Tag, depth: int = 0) -> str:
+        """A list, nested lists indented under their item; an item holding blocks (paragraphs,
+        code, tables, definition lists) keeps them, indented under its marker, instead of being
+        run into one line; a list whose items hold headings is layout (Javadoc's `blockList`)
+        and its blocks are written as they are."""
         lines = []
         ordered = node.name == "ol"
+        indent = "  " * depth
         for index, item in enumerate(node.find_all("li", recursive=False), start=1):
             marker = f"{index}." if ordered else "-"
-            nested = []
-            inline_parts = []
+            if item.find(HEADINGS) is not None:
+                lines.append(self.blocks(item).strip())
+                continue
+            if any(isinstance(c, Tag) and c.name not in ("ul", "ol") and
+                   (c.name in ITEM_BLOCKS or c.find(ITEM_BLOCKS - {"ul", "ol"}) is not None) for c in item.children):
+                pad = indent + " " * (len(marker) + 1)
+                first, *rest = (self.blocks(item).strip() or "").split("\n")
+                lines.append(f"{indent}{marker} {first}".rstrip())
+                lines.extend(pad + line if line.strip() else "" for line in rest)
+                continue
+            nested, inline_parts = [], []
             for child in item.children:
                 if isinstance(child, Tag) and child.name in ("ul", "ol"):
                     nested.append(self.list_block(child, depth + 1))
-                elif isinstance(child, Tag) and child.name == "pre":
-                    nested.append(self.code_block(child))
                 elif isinstance(child, PreformattedString):
                     continue
                 elif isinstance(child, NavigableString):
                     inline_parts.append(str(child))
                 elif isinstance(child, Tag):
                     inline_parts.append(self.inline_tag(child))
-            text = inline_text("".join(inline_parts))
-            lines.append("  " * depth + f"{marker} {text}".rstrip())
+            lines.append(f"{indent}{marker} {inline_text(''.join(inline_parts))}".rstrip())
             lines.extend(nested)
         return "\n".join(lines)
 
     def table(self, table: Tag) -> str:
-        rows = []
-        for tr in table.find_all("tr"):
-            cells = [inline_text(self.inline(c)).replace("|", "\\|") for c in tr.find_all(["th", "td"])]
+        """A data table as markdown tables of at most TABLE_BLOCK_TOKENS, each repeating the
+        header row; a layout table (a cell holding headings, code, lists or another table, or a
+        single column) as the content of its cells, in reading order. Only the table's own rows
+        and cells are read: a nested table is its cell's content, not more columns."""
+        rows = own_rows(table)
+        caption = table.find("caption")
+        own_caption = caption is not None and caption.find_parent("table") is table
+        title = inline_text(self.inline(caption)) if own_caption else ""
+        if is_layout_table(rows):
+            parts = [title] if title else []
+            for row in rows:
+                for cell in row:
+                    inner = self.blocks(cell).strip()
+                    if inner:
+                        parts.append(inner)
+            return "\n\n".join(parts)
+        cells = [[inline_text(self.inline(c)).replace("|", "\\|") for c in row] for row in rows]
+        cells = [row for row in cells if any(row)]
+        blocks = [title] if title else []
+        blocks += table_blocks_by_size(cells)
+        return "\n\n".join(blocks)
+
+
+def own_rows(table: Tag) -> list[list[Tag]]:
+    rows = []
+    for part in [table, *table.find_all(["thead", "tbody", "tfoot"], recursive=False)]:
+        for tr in part.find_all("tr", recursive=False):
+            cells = tr.find_all(["th", "td"], recursive=False)
             if cells:
                 rows.append(cells)
-        return markdown_table(rows)
+    return rows
+
+
+LAYOUT_MARKS = ["h1", "h2", "h3", "h4", "h5", "h6", "pre", "table", "ul", "ol", "dl", "blockquote"]
+
+
+def is_layout_table(rows: list[list[Tag]]) -> bool:
+    if not rows:
+        return True
+    if max(len(row) for row in rows) == 1:
+        return True
+    return any(cell.find(LAYOUT_MARKS) is not None for row in rows for cell in row)
+
+
+TABLE_BLOCK_TOKENS = 250  # a table block stays well inside one chunk; each repeats the header
+
+
+def table_blocks_by_size(rows: list[list[str]]) -> list[str]:
+    """A table as markdown tables of about TABLE_BLOCK_TOKENS each, cut between rows, each
+    repeating the header row, so a chunk of a long table still says what its columns are."""
+    if not rows:
+        return []
+    header, body = rows[0], rows[1:]
+    if not body:
+        return [markdown_table([header])]
+    header_size = _size(header)
+    blocks, current, size = [], [], header_size
+    for row in body:
+        row_size = _size(row)
+        if current and size + row_size > TABLE_BLOCK_TOKENS:
+            blocks.append(markdown_table([header] + current))
+            current, size = [], header_size
+        current.append(row)
+        size += row_size
+    blocks.append(markdown_table([header] + current))
+    return blocks
+
+
+def _size(row: list[str]) -> int:
+    return sum(len(cell.split()) + 2 for cell in row)
 
 
 def markdown_table(rows: list[list[str]]) -> str:

@@ -1,17 +1,34 @@
 """PDF to markdown with pypdfium2 (PDFium): the text per page (`Extracted.pages`) and the
-outline as headings. Pure: bytes in, `Extracted` out."""
+outline as headings. Pure: bytes in, `Extracted` out.
+
+- Line-end hyphenation (PDFium's U+FFFE, soft hyphens) is joined and print look-alikes
+  (U+2212 minus, U+02DC tilde, ligatures) folded (kb/lookalikes.py), as queries are.
+- Running headers and footers go: a line among the first or last `EDGE_LINES` of a page whose
+  shape (digits as `#`) recurs at that edge on at least `RUNNING_SHARE` of the pages (and three).
+- A PDF whose pages hold no body text once those are gone (an outline over empty or scanned
+  pages) is reported as having no text layer, never ingested as headings alone.
+- The title: the document's metadata, else its first outline entry or first line on page 1.
+"""
 
 from __future__ import annotations
 
 import logging
 
+import re
+from collections import Counter
+
 from ingest.errors import DocumentCorrupt, DocumentEncrypted, NoTextLayer
 from ingest.extract.blocks import MarkdownBuilder, escape_markdown_line
 from ingest.extract.result import Extracted
+from kb.lookalikes import fold_lookalikes, join_hyphenation
 
 logger = logging.getLogger(__name__)
 
 MIN_TEXT_CHARS_PER_PAGE = 8  # below this on every page, a PDF is a scan without a text layer
+EDGE_LINES = 3  # lines at the top and at the bottom of a page that may be a running header/footer
+RUNNING_SHARE = 0.5
+MIN_RUNNING_PAGES = 3
+DIGITS = re.compile(r"\d+")
 
 
 def read_pdf(body: bytes, fallback_title: str) -> Extracted:
@@ -30,7 +47,8 @@ def read_pdf(body: bytes, fallback_title: str) -> Extracted:
         for index in range(page_count):
             page = document[index]
             textpage = page.get_textpage()
-            texts.append(textpage.get_text_range().replace("\r\n", "\n").replace("\r", "\n"))
+            raw = textpage.get_text_range().replace("\r\n", "\n").replace("\r", "\n")
+            texts.append(fold_lookalikes(join_hyphenation(raw)))
             textpage.close()
             page.close()
         title = (document.get_metadata_value("Title") or "").strip()
@@ -38,12 +56,62 @@ def read_pdf(body: bytes, fallback_title: str) -> Extracted:
         document.close()
     if page_count and all(len(t.strip()) < MIN_TEXT_CHARS_PER_PAGE for t in texts):
         raise NoTextLayer(f"The PDF's {page_count} pages have no text layer (a scan?); it needs OCR first.")
+    texts = drop_running_lines(texts)
+    if page_count and all(len(_body_text(t, outline.get(n, []))) < MIN_TEXT_CHARS_PER_PAGE
+                          for n, t in enumerate(texts, start=1)):
+        raise NoTextLayer(f"The PDF's {page_count} pages hold no body text beyond headings, running headers "
+                          "and footers (an outline over scanned pages?); it needs OCR first.")
+    title = title or _first_page_title(texts, outline)
     builder = MarkdownBuilder()
     for number, text in enumerate(texts, start=1):
         builder.page(number)
         for block in _pdf_page_blocks(text, outline.get(number, [])):
             builder.add(block)
     return builder.result(title or fallback_title, "page")
+
+
+def _shape(line: str) -> str:
+    return DIGITS.sub("#", " ".join(line.split()).lower())
+
+
+def _edges(lines: list[str]) -> list[int]:
+    filled = [i for i, line in enumerate(lines) if line.strip()]
+    edge = min(EDGE_LINES, max(1, len(filled) // 3))  # a short page is mostly body, not edges
+    return sorted(set(filled[:edge] + filled[-edge:]))
+
+
+def drop_running_lines(texts: list[str]) -> list[str]:
+    """Pages without the running headers and footers they repeat (module docstring); a line of
+    digits alone at an edge (a page number) goes too when pages carry them."""
+    pages = [text.split("\n") for text in texts]
+    counts: Counter[str] = Counter()
+    for lines in pages:
+        counts.update({_shape(lines[i]) for i in _edges(lines)})
+    threshold = max(MIN_RUNNING_PAGES, RUNNING_SHARE * len(pages))
+    running = {shape for shape, count in counts.items() if count >= threshold and shape.strip()}
+    if not running:
+        return texts
+    out = []
+    for lines in pages:
+        edges = set(_edges(lines))
+        out.append("\n".join("" if i in edges and _shape(line) in running else line for i, line in enumerate(lines)))
+    return out
+
+
+def _body_text(text: str, headings: list[tuple[int, str]]) -> str:
+    titles = {" ".join(t.split()).lower() for _, t in headings}
+    return "".join(line for line in text.split("\n")
+                   if line.strip() and " ".join(line.split()).lower() not in titles).strip()
+
+
+def _first_page_title(texts: list[str], outline: dict[int, list[tuple[int, str]]]) -> str:
+    if outline.get(1):
+        return outline[1][0][1]
+    for line in (texts[0].split("\n") if texts else []):
+        line = " ".join(line.split())
+        if line:
+            return line if len(line) <= 120 and any(c.isalpha() for c in line) else ""
+    return ""
 
 
 def _pdf_outline(document, page_count: int) -> dict[int, list[tuple[int, str]]]:

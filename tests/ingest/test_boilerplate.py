@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ingest.boilerplate import BoilerplateCounter, block_keys, blocks, drop_repeated
+from ingest.boilerplate import (MIN_SAMPLE, BoilerplateCounter, block_keys, blocks, drop_repeated, settle,
+                                split_repeated)
 from ingest.services import start_ingest
 from kb.models import Chunk, Source
 from tests.webserver import Route
@@ -21,14 +22,34 @@ def test_counter_needs_three_documents_and_half_of_them():
     footer = block_keys("# A\n\nEdit this page\n")[0]
     counter.observe("a", (footer,))
     counter.observe("b", (footer,))
-    assert footer not in counter.repeated()
+    assert footer not in counter.repeated(final=True)
     counter.observe("c", (footer,))
-    assert footer in counter.repeated()
+    assert footer in counter.repeated(final=True)
+    assert footer not in counter.repeated()  # while counting: three pages are no evidence yet
     for ref in "defgh":
         counter.observe(ref, ())
-    assert footer not in counter.repeated()  # 3 of 8 pages: not half of the site
+    assert footer not in counter.repeated(final=True)  # 3 of 8 pages: not half of the site
     counter.observe("a", (footer,))  # observing a page again replaces, never double counts
-    assert footer not in counter.repeated()
+    assert footer not in counter.repeated(final=True)
+
+
+def test_while_counting_a_block_is_dropped_only_on_a_large_sample():
+    counter = BoilerplateCounter()
+    footer = block_keys("Edit this page\n")[0]
+    for n in range(MIN_SAMPLE - 1):
+        counter.observe(str(n), (footer,))
+    assert counter.repeated() == frozenset()
+    counter.observe("last", (footer,))
+    assert footer in counter.repeated()
+
+
+def test_settle_puts_back_what_is_no_longer_repeated_and_drops_what_now_is():
+    page = "# T\n\nInstall note.\n\nBody text.\n\nEdit this page\n"
+    note, footer = block_keys("Install note.\n")[0], block_keys("Edit this page\n")[0]
+    early, dropped = split_repeated(page, frozenset({note}))
+    assert "Install note." not in early and dropped == ((1, "Install note."),)
+    settled, now = settle(early, dropped, frozenset({footer}))
+    assert settled == "# T\n\nInstall note.\n\nBody text.\n" and now == ((3, "Edit this page"),)
 
 
 def test_headings_code_and_long_blocks_are_never_dropped():
@@ -60,3 +81,23 @@ def test_a_site_wide_line_leaves_every_page_of_a_sitemap_source(web, namespace, 
     assert any("mkdocs serve" in t for t in texts)  # the pages' own text stays
     second = start_ingest(source, sync=True)  # the footer is still known as boilerplate next time
     assert second.items_changed == 0
+
+
+def test_a_paragraph_shared_by_the_first_pages_only_is_kept(web, namespace, allow_loopback):
+    """A note on the first three pages of a ten-page sitemap is content: it used to be dropped
+    from them for good as soon as the third page was read."""
+    note = "Install the extension with pip before you follow these steps."
+    urls = []
+    for n in range(10):
+        extra = f"<p>{note}</p>" if n < 3 else ""
+        web.page(f"/p{n}.html", f"<main><h1>Page {n}</h1>{extra}<p>Own text of page number {n}.</p></main>")
+        urls.append(web.url(f"/p{n}.html"))
+    web.routes["/sitemap.xml"] = Route(
+        ('<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+         + "".join(f"<url><loc>{u}</loc></url>" for u in urls) + "</urlset>").encode(),
+        200, {"Content-Type": "application/xml"})
+    source = Source.objects.create(namespace=namespace, name="site", kind="sitemap",
+                                   location=web.url("/sitemap.xml"), options={"use_llms_txt": False})
+    assert start_ingest(source, sync=True).status == "succeeded"
+    with_note = Chunk.objects.filter(document__source=source, text__contains=note).count()
+    assert with_note == 3

@@ -125,3 +125,9 @@ def test_plain_text_paragraph_sentence_and_hard_cut_with_overlap():
 
 def test_empty_document_has_no_chunks():
     assert chunk_markdown("", "t") == [] and chunk_text("  \n\n ", "t") == []
+
+
+def test_a_heading_only_section_opens_the_next_chunk_instead_of_being_one():
+    chunks = chunk_markdown("# 1. Intro\n\n## 1.1 Scope\n\ntext a\n\n## 1.2 Empty\n\n## 1.3 Last\n\ntext b\n", "Doc")
+    assert [c.body for c in chunks] == ["# 1. Intro\n\n## 1.1 Scope\n\ntext a", "## 1.2 Empty\n\n## 1.3 Last\n\ntext b"]
+    assert [c.heading_path for c in chunks] == [("1. Intro", "1.1 Scope"), ("1. Intro", "1.3 Last")]

@@ -61,12 +61,12 @@ def _chunk_writes(queries):
 def test_resync_skips_unchanged_reembeds_edits_and_removes_vanished_pages(web, site_source):
     embedder = CountingEmbedder()
     first = _run(site_source, embedder)
-    assert (first.status, first.items_changed, first.chunks_written) == ("succeeded", 3, 4)
+    assert (first.status, first.items_changed, first.chunks_written) == ("succeeded", 3, 3)
     assert set(Chunk.objects.filter(document__source=site_source).values_list("embed_reason", flat=True)) == {"new"}
     usage = Document.objects.get(ref=web.url("/usage"))
     assert usage.title == "Usage" and usage.etag == '"u1"'
-    # no ids on the page: the h1 is the page itself, the h2 falls back to a slug
-    assert list(usage.chunks.values_list("anchor", flat=True)) == ["", "search"]
+    # no ids on the page: the h2 falls back to a slug; the bare h1 opens its chunk (no heading-only chunk)
+    assert list(usage.chunks.values_list("anchor", flat=True)) == ["search"]
 
     # a second run of the unchanged source: 304s, zero embedding calls, zero writes
     embedder.texts = 0
@@ -116,7 +116,7 @@ def test_model_change_reembeds_without_refetching_content(web, site_source):
     other = OtherModel()
     other.model_id = "st:another-model"
     run = _run(site_source, other)
-    assert run.items_changed == 3 and other.texts == 4
+    assert run.items_changed == 3 and other.texts == 3
     assert set(Chunk.objects.values_list("embed_reason", flat=True)) == {"model changed"}
 
 
@@ -127,7 +127,7 @@ def test_reembed_all_uses_stored_content(web, site_source):
     embedder = CountingEmbedder()
     run = _run(site_source, embedder, mode=IngestRun.Mode.REEMBED)
     assert {d.ref: (d.path, d.etag, d.metadata) for d in Document.objects.filter(source=site_source)} == before
-    assert (run.status, run.items_changed, embedder.texts) == ("succeeded", 3, 4)
+    assert (run.status, run.items_changed, embedder.texts) == ("succeeded", 3, 3)
     assert sum(web.hits.values()) == hits_before
     assert set(Chunk.objects.values_list("embed_reason", flat=True)) == {"re-embed requested"}
 

@@ -2,7 +2,8 @@
 
 Serves a local copy of a documentation site over loopback (as `python -m http.server` does),
 crawls it through the real pipeline into a fresh `bench-site-<name>` namespace, crawls it again
-unchanged, and reports pages/s and chunks/s, the re-crawl's 304s, and the fidelity figures of
+unchanged, and reports content recall first (mean, worst page, pages under the
+threshold), then pages/s and chunks/s, the re-crawl's 304s, and the fidelity figures of
 `ingest/site_bench.py` (chrome share, permalink marks, anchors that resolve on the page).
 Needs `KB_FETCH_ALLOWED_PRIVATE='127.0.0.1:*'` (loopback is refused otherwise, as it should be).
 """
@@ -93,7 +94,11 @@ class Command(BaseCommand):
                   .values_list("document__ref", "text", "heading_path", "anchor")]
         result = fidelity(pages, chunks)
         return {
-            "site": str(root), "pages_ingested": first.items_changed, "pages_failed": first.items_failed,
+            "site": str(root), "recall_mean": result.recall_mean, "recall_worst": result.recall_worst,
+            "recall_worst_page": result.worst_page,
+            "low_recall_pages": [f"{share:.2f} {ref}" for ref, share in result.low_recall_pages[:20]],
+            "low_recall_count": len(result.low_recall_pages),
+            "pages_ingested": first.items_changed, "pages_failed": first.items_failed,
             "pages_skipped": first.items.filter(status=IngestItem.Status.SKIPPED).count(),
             "chunks": first.chunks_written, "ingest_s": round(first_s, 1),
             "pages_per_s": round(first.items_changed / first_s, 2) if first_s else 0.0,

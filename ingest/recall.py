@@ -1,0 +1,167 @@
+"""Content recall: how much of a page's own text reached its chunks. Pure.
+
+A page's **content lines** are its visible text split at block boundaries (paragraphs, list
+items, table cells, headings, `<br>` and the line breaks of `<pre>`), without
+
+- lines the site repeats (`chrome`: a line on at least half of the site's pages, computed by
+  the caller over the original pages), and
+- lines that are mostly link text (`LINK_SHARE`): navigation bars, tables of contents,
+  breadcrumbs and "Next: ... Previous: ..." lines, whose words a faithful extraction drops, and
+- lines inside what the page itself marks as navigation: `<nav>`, `<footer>`, `role=navigation`, or an
+  element whose class or id names a navigation bar, a sidebar or a footer (`NAV_WORDS`:
+  DocBook's `navheader`/`navfooter`, Sphinx's `sphinxsidebar`, ...).
+
+Recall is the share of the content lines' words found in the chunks: a line counts whole when
+its words appear in that order in the chunks' text, else by the share of its `SHINGLE`-word
+windows that do (a line cut by a chunk boundary, or a long line that lost a part). Words are
+`\\w+` runs, lower-cased, so markdown syntax neither helps nor hurts. The walk is iterative and
+linear in the page; matching uses substring search over the chunks' words.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from bs4 import BeautifulSoup, NavigableString, Tag
+from bs4.element import PreformattedString
+
+WORD = re.compile(r"\w+")
+LINK_SHARE = 0.5
+SHINGLE = 6
+NAV_WORDS = ("nav", "sidebar", "footer", "breadcrumb", "menu")
+LOW_RECALL = 0.9  # a page below this is flagged `low_recall` in the run's report
+INVISIBLE = {"script", "style", "noscript", "template", "head", "title", "svg", "button", "select",
+             "textarea", "iframe", "object", "canvas"}
+BLOCKS = {
+    "address", "article", "aside", "blockquote", "body", "caption", "center", "dd", "details", "dialog",
+    "div", "dl", "dt", "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2", "h3", "h4",
+    "h5", "h6", "header", "hr", "html", "li", "main", "menu", "nav", "ol", "p", "pre", "section",
+    "summary", "table", "tbody", "td", "tfoot", "th", "thead", "tr", "ul", "br",
+}
+
+
+@dataclass(frozen=True)
+class Line:
+    text: str  # the words, lower-cased, joined by single spaces
+    words: int
+    linked: bool  # mostly link text
+
+
+def page_lines(html: bytes | str) -> tuple[Line, ...]:
+    """The visible text lines of a whole page (see the module docstring)."""
+    soup = BeautifulSoup(html, "html.parser")
+    return lines_of(soup)
+
+
+def lines_of(root: Tag) -> tuple[Line, ...]:
+    lines: list[Line] = []
+    text: list[str] = []
+    link_chars = [0]
+
+    def flush():
+        joined = "".join(text)
+        text.clear()
+        linked_chars, link_chars[0] = link_chars[0], 0
+        words = WORD.findall(joined.lower())
+        if words:
+            letters = sum(1 for c in joined if not c.isspace())
+            lines.append(Line(" ".join(words), len(words), letters > 0 and linked_chars >= LINK_SHARE * letters))
+
+    stack: list[tuple[Tag, object]] = [(root, iter(root.children))]
+    in_link = in_pre = 0
+    while stack:
+        node, children = stack[-1]
+        child = next(children, None)  # type: ignore[call-overload]
+        if child is None:
+            stack.pop()
+            if node.name in BLOCKS:
+                flush()
+            in_link -= node.name == "a"
+            in_pre -= node.name == "pre"
+            continue
+        if isinstance(child, PreformattedString):
+            continue
+        if isinstance(child, NavigableString):
+            value = str(child)
+            if in_pre and "\n" in value:
+                first, *rest = value.split("\n")
+                text.append(first)
+                for part in rest:
+                    flush()
+                    text.append(part)
+            else:
+                text.append(value)
+            if in_link:
+                link_chars[0] += sum(1 for c in value if not c.isspace())
+            continue
+        if not isinstance(child, Tag) or child.name in INVISIBLE or _navigation(child):
+            continue
+        if child.name in BLOCKS:
+            flush()
+        in_link += child.name == "a"
+        in_pre += child.name == "pre"
+        stack.append((child, iter(child.children)))
+    flush()
+    return tuple(lines)
+
+
+def _navigation(tag: Tag) -> bool:
+    if tag.name in ("nav", "footer") or tag.get("role") in ("navigation", "contentinfo"):
+        return True
+    names = " ".join([*(tag.get("class") or ()), tag.get("id") or ""]).lower()
+    return any(word in names for word in NAV_WORDS)
+
+
+@dataclass(frozen=True)
+class Recall:
+    words: int  # content words of the page
+    found: float  # of them, found in the chunks
+    missed: tuple[str, ...]  # the longest content lines not found, for a report
+
+    @property
+    def share(self) -> float:
+        return round(self.found / self.words, 4) if self.words else 1.0
+
+
+def content_recall(lines: tuple[Line, ...], chunk_texts: list[str], chrome: frozenset[str] = frozenset(),
+                   keep_missed: int = 5) -> Recall:
+    haystack = " " + " ".join(" ".join(WORD.findall(t.lower())) for t in chunk_texts) + " "
+    total, found, missed = 0, 0.0, []
+    for line in lines:
+        if line.linked or line.text in chrome:
+            continue
+        total += line.words
+        if f" {line.text} " in haystack:
+            found += line.words
+            continue
+        credit = _shingle_share(line.text.split(), haystack)
+        found += credit * line.words
+        if credit < 1:
+            missed.append(line.text)
+    missed.sort(key=len, reverse=True)
+    return Recall(total, found, tuple(m[:200] for m in missed[:keep_missed]))
+
+
+def _shingle_share(words: list[str], haystack: str) -> float:
+    if len(words) <= SHINGLE:
+        return 0.0
+    windows = range(0, len(words) - SHINGLE + 1, SHINGLE)  # disjoint windows: linear in the line
+    hits = sum(1 for i in windows if f" {' '.join(words[i:i + SHINGLE])} " in haystack)
+    return hits / len(windows)
+
+
+class SiteLines:
+    """The lines a crawl has seen on at least half of its pages so far (and on three at least):
+    the site's repeated chrome, as the run learns it, for recall measured while ingesting."""
+
+    def __init__(self):
+        self._pages = 0
+        self._counts: dict[str, int] = {}
+
+    def observe(self, lines: tuple[Line, ...]) -> frozenset[str]:
+        self._pages += 1
+        for text in {line.text for line in lines}:
+            self._counts[text] = self._counts.get(text, 0) + 1
+        threshold = max(3, self._pages / 2)
+        return frozenset(text for text in {line.text for line in lines} if self._counts[text] >= threshold)

@@ -1,0 +1,129 @@
+"""Documents read whole: what real files carry and the readers used to lose without an error."""
+
+from __future__ import annotations
+
+import datetime
+import io
+import re
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from ingest.errors import NoTextLayer
+from ingest.extract import documents as doc
+from ingest.extract.isolated import extract_isolated
+from ingest.extract.pdf import drop_running_lines
+from retrieval.query import normalise_query
+
+REAL = Path(__file__).resolve().parent.parent / "fixtures" / "real"
+
+
+def _xlsx(rows, dimension: str | None = None) -> bytes:
+    openpyxl = pytest.importorskip("openpyxl")
+    workbook = openpyxl.Workbook()
+    sheet = workbook.active
+    for row in rows:
+        sheet.append(row)
+    out = io.BytesIO()
+    workbook.save(out)
+    if dimension is None:
+        return out.getvalue()
+    patched = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(out.getvalue())) as source, zipfile.ZipFile(patched, "w") as target:
+        for item in source.infolist():
+            data = source.read(item.filename)
+            if item.filename == "xl/worksheets/sheet1.xml":
+                data = re.sub(rb'<dimension ref="[^"]*"', f'<dimension ref="{dimension}"'.encode(), data)
+            target.writestr(item, data)
+    return patched.getvalue()
+
+
+def test_xlsx_with_a_wrong_dimension_record_is_read_whole():
+    rows = [["name", "value"]] + [[f"item{i}", i] for i in range(500)]
+    extracted = extract_isolated(_xlsx(rows, dimension="A1"), doc.XLSX, fallback_title="t.xlsx")
+    assert "item499" in extracted.content and "| value |" in extracted.content
+
+
+def test_xlsx_dates_are_dates():
+    rows = [["born", "at"], [datetime.datetime(1947, 1, 8), datetime.datetime(2024, 5, 1, 13, 30)]]
+    content = extract_isolated(_xlsx(rows), doc.XLSX, fallback_title="d.xlsx").content
+    assert "1947-01-08 |" in content and "00:00:00" not in content and "2024-05-01 13:30" in content
+
+
+def test_pptx_text_in_grouped_shapes_is_read():
+    pptx = pytest.importorskip("pptx")
+    from pptx.util import Inches
+
+    presentation = pptx.Presentation()
+    slide = presentation.slides.add_slide(presentation.slide_layouts[5])
+    slide.shapes.title.text = "Architecture"
+    group = slide.shapes.add_group_shape()
+    group.shapes.add_textbox(Inches(1), Inches(2), Inches(3), Inches(1)).text_frame.text = "Grouped box text"
+    inner = group.shapes.add_group_shape()
+    inner.shapes.add_textbox(Inches(1), Inches(3), Inches(3), Inches(1)).text_frame.text = "Nested group text"
+    out = io.BytesIO()
+    presentation.save(out)
+    content = extract_isolated(out.getvalue(), doc.PPTX, fallback_title="s.pptx").content
+    assert "Grouped box text" in content and "Nested group text" in content
+
+
+def test_docx_merged_cells_are_written_once():
+    docx = pytest.importorskip("docx")
+    document = docx.Document()
+    table = document.add_table(rows=2, cols=3)
+    merged = table.cell(0, 0).merge(table.cell(0, 2))
+    merged.text = "Quarterly totals"
+    for col, text in enumerate(("q1", "q2", "q3")):
+        table.cell(1, col).text = text
+    out = io.BytesIO()
+    document.save(out)
+    content = extract_isolated(out.getvalue(), doc.DOCX, fallback_title="m.docx").content
+    assert content.count("Quarterly totals") == 1 and "| q1 | q2 | q3 |" in content
+
+
+def test_pdf_hyphenation_is_joined_and_lookalikes_folded():
+    content = extract_isolated((REAL / "documents" / "asymptote.pdf").read_bytes(), doc.PDF).content
+    assert "\ufffe" not in content and "\u2212" not in content  # 112 and 56 of them in the raw text
+    assert normalise_query("\u2212\u2212rcfile \u02dc/.bashrc") == "--rcfile ~/.bashrc"
+
+
+def test_running_headers_and_footers_are_dropped():
+    pages = [f"ACME Manual v2\nChapter text of page {n} that is the body.\nMore body {n}.\nPage {n} of 9"
+             for n in range(1, 10)]
+    kept = drop_running_lines(pages)
+    assert all("ACME Manual" not in page and "of 9" not in page for page in kept)
+    assert all(f"Chapter text of page {n}" in page for n, page in enumerate(kept, start=1))
+    assert drop_running_lines(pages[:2]) == pages[:2]  # two pages are no evidence
+
+
+def _pdf_with_page_numbers_only(pages: int) -> bytes:
+    pypdf = pytest.importorskip("pypdf")
+    from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
+
+    writer = pypdf.PdfWriter()
+    font = DictionaryObject({NameObject("/Type"): NameObject("/Font"), NameObject("/Subtype"): NameObject("/Type1"),
+                             NameObject("/BaseFont"): NameObject("/Helvetica")})
+    for number in range(1, pages + 1):
+        page = writer.add_blank_page(612, 792)
+        stream = DecodedStreamObject()
+        stream.set_data(f"BT /F1 10 Tf 300 30 Td (Page {number} of {pages}) Tj ET".encode())
+        page[NameObject("/Contents")] = writer._add_object(stream)
+        page[NameObject("/Resources")] = DictionaryObject({NameObject("/Font"): DictionaryObject(
+            {NameObject("/F1"): writer._add_object(font)})})
+        writer.add_outline_item(f"{number} Chapter {number}", number - 1)
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+def test_pdf_with_an_outline_but_no_body_text_is_reported():
+    with pytest.raises(NoTextLayer) as caught:
+        extract_isolated(_pdf_with_page_numbers_only(6), doc.PDF)
+    assert "no body text" in caught.value.message
+
+
+def test_pdf_title_from_first_page_when_metadata_has_none():
+    extracted = extract_isolated((REAL / "documents" / "asymptote-CAD.pdf").read_bytes(), doc.PDF,
+                                 fallback_title="asymptote-CAD.pdf")
+    assert extracted.title != "asymptote-CAD.pdf" and "CAD" in extracted.title
