@@ -48,6 +48,8 @@ class KBSettings:
     replica_max_lag_seconds: float = 5.0  # a read replica further behind than this is not read from
     embedding_query_runtime: str = "onnx"
     model_cache_dir: Path | None = None
+    default_namespace: str = ""  # the search page's first namespace, when the reader may read it
+    query_retention_days: int = 90  # query log and feedback rows older than this are pruned
     warm_model: str = ""  # which path of the embedder a process loads at start: query, documents or none
 
 
@@ -86,6 +88,8 @@ def kb_settings() -> KBSettings:
         embedding_query_runtime=settings.KB_EMBEDDING_QUERY_RUNTIME.strip().lower(),
         model_cache_dir=Path(settings.KB_MODEL_CACHE_DIR),
         warm_model=settings.KB_WARM_MODEL.strip().lower(),
+        default_namespace=settings.KB_DEFAULT_NAMESPACE,
+        query_retention_days=settings.KB_QUERY_RETENTION_DAYS,
     )
     _validate(conf)
     return conf
@@ -99,6 +103,7 @@ MINIMUMS = {  # setting: (KBSettings attribute, least value)
     "KB_CHUNK_TOKENS": ("chunk_tokens", 32),
     "KB_RUN_STALL_SECONDS": ("run_stall_seconds", 5),
     "KB_WATCHDOG_SECONDS": ("watchdog_seconds", 1),
+    "KB_QUERY_RETENTION_DAYS": ("query_retention_days", 1),
 }
 
 

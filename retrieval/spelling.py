@@ -1,0 +1,99 @@
+"""Spelling corrections drawn from a namespace's own vocabulary, for the no-results state.
+
+A query word is misspelt when its stem (PostgreSQL's `english` configuration, as the lexical
+channel stems) occurs in no chunk of the namespace. Its correction is the namespace's lexeme
+nearest to that stem by edit distance (at most 1 for short words, 2 otherwise; same first
+letter, which bounds the candidates to one index range of `kb_chunk_term`), the most frequent
+on ties, shown as a word the namespace's own text spells that way. The page offers the corrected
+query only when searching it finds a strong result (retrieval/views.py).
+
+`edit_distance` and `closest` are pure; `correct_query` reads the namespace's postings.
+"""
+
+from __future__ import annotations
+
+import re
+
+from kb.models import SEARCH_CONFIG
+from kb.replicas import read_connection
+
+WORD_RE = re.compile(r"[^\W\d_]{3,}", re.UNICODE)
+MAX_WORDS = 12  # a longer query is not corrected: it is prose, not a mistyped search
+MAX_CANDIDATES = 20000
+
+
+def edit_distance(a: str, b: str, limit: int) -> int:
+    """Levenshtein distance of `a` and `b`, or `limit + 1` once it must exceed `limit`."""
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i]
+        for j, cb in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
+        if min(current) > limit:
+            return limit + 1
+        previous = current
+    return previous[-1]
+
+
+def allowed_distance(word: str) -> int:
+    return 1 if len(word) <= 5 else 2
+
+
+def closest(stem: str, candidates: list[tuple[str, int]]) -> str | None:
+    """The candidate lexeme nearest to `stem` within its allowed distance, most frequent first on ties."""
+    limit = allowed_distance(stem)
+    best: tuple[int, int, str] | None = None
+    for lexeme, frequency in candidates:
+        distance = edit_distance(stem, lexeme, limit)
+        if distance <= limit and distance > 0:
+            key = (distance, -frequency, lexeme)
+            if best is None or key < best:
+                best = key
+    return best[2] if best else None
+
+
+def surface_form(lexeme: str, typed: str, text: str) -> str:
+    """The word of `text` that stems to `lexeme` (it starts with it) nearest to what was typed."""
+    words = {w.lower() for w in WORD_RE.findall(text) if w.lower().startswith(lexeme)}
+    if not words:
+        return lexeme
+    return min(words, key=lambda w: (edit_distance(typed, w, 99), len(w), w))
+
+
+def correct_query(namespace_id: int, query: str) -> str | None:
+    """The query with each misspelt word replaced by the namespace's nearest word, or None when
+    no word needs (or finds) a correction."""
+    words = WORD_RE.findall(query)
+    if not words or len(words) > MAX_WORDS:
+        return None
+    with read_connection().cursor() as cursor:
+        cursor.execute("SELECT w, tsvector_to_array(to_tsvector(%s::regconfig, w)) FROM unnest(%s::text[]) AS w",
+                       [SEARCH_CONFIG, [w.lower() for w in words]])
+        stems = {word: lexemes[0] for word, lexemes in cursor.fetchall() if lexemes}
+        if not stems:
+            return None
+        cursor.execute("SELECT DISTINCT lexeme FROM kb_chunk_term WHERE namespace_id = %s AND lexeme = ANY(%s)",
+                       [namespace_id, list(set(stems.values()))])
+        known = {row[0] for row in cursor.fetchall()}
+        replacements: dict[str, str] = {}
+        for word, stem in stems.items():
+            if stem in known or len(stem) < 3:
+                continue
+            limit = allowed_distance(stem)
+            first, after = stem[0], chr(ord(stem[0]) + 1)
+            cursor.execute(
+                "SELECT lexeme, count(*) FROM (SELECT lexeme FROM kb_chunk_term WHERE namespace_id = %s "
+                "AND lexeme >= %s AND lexeme < %s AND length(lexeme) BETWEEN %s AND %s LIMIT %s) t GROUP BY lexeme",
+                [namespace_id, first, after, len(stem) - limit, len(stem) + limit, MAX_CANDIDATES])
+            lexeme = closest(stem, cursor.fetchall())
+            if lexeme is None:
+                continue
+            cursor.execute("SELECT c.text FROM kb_chunk_term t JOIN kb_chunk c ON c.id = t.chunk_id "
+                           "WHERE t.namespace_id = %s AND t.lexeme = %s LIMIT 1", [namespace_id, lexeme])
+            row = cursor.fetchone()
+            replacements[word] = surface_form(lexeme, word, row[0] if row else lexeme)
+    if not replacements:
+        return None
+    return WORD_RE.sub(lambda m: replacements.get(m.group(0).lower(), m.group(0)), query)
