@@ -75,13 +75,15 @@ def _page(request, principal):
 
 
 def _correction(query: str, namespace: str, filters: Filters, group: str) -> str | None:
-    """A respelt query from the namespace's vocabulary, offered only when it finds a strong result."""
+    """A respelt query from the namespace's vocabulary, offered only when it finds results its
+    words match (a strong result, or one the keyword channel finds): a correction that helps."""
     namespace_id = Namespace.objects.filter(slug=namespace).values_list("pk", flat=True).first()
     corrected = correct_query(namespace_id, query) if namespace_id else None
     if not corrected or corrected.lower() == query.lower():
         return None
     found = search(corrected, namespace, limit=3, filters=filters, group=group, log=False)
-    return corrected if found.cited else None
+    helps = found.cited or any("lexical" in h.details.channels for h in found.hits)
+    return corrected if helps else None
 
 
 @require_POST
