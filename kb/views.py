@@ -36,7 +36,7 @@ class ReaderLoginView(LoginView):
     """The sign-in page for readers (and staff) outside /admin/, throttled like the admin's."""
 
     template_name = "registration/login.html"
-    redirect_authenticated_user = True
+    redirect_authenticated_user = False  # staff_member_required sends signed-in readers here: no loop
 
     def post(self, request, *args, **kwargs):
         try:
