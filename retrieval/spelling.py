@@ -2,7 +2,8 @@
 
 A query word is misspelt when its stem (PostgreSQL's `english` configuration, as the lexical
 channel stems) occurs in no chunk of the namespace. Its correction is the namespace's lexeme
-nearest to that stem by edit distance (at most 1 for short words, 2 otherwise; same first
+nearest to that stem by edit distance (a swap counts one; at most 1 for words of up to seven
+letters, 2 for longer ones; same first
 letter, which bounds the candidates to one index range of `kb_chunk_term`), the most frequent
 on ties, shown as a word the namespace's own text spells that way. The page offers the corrected
 query only when searching it finds a strong result (retrieval/views.py).
@@ -23,22 +24,29 @@ MAX_CANDIDATES = 20000
 
 
 def edit_distance(a: str, b: str, limit: int) -> int:
-    """Levenshtein distance of `a` and `b`, or `limit + 1` once it must exceed `limit`."""
+    """Edit distance of `a` and `b` counting a swap of neighbouring letters as one edit (optimal
+    string alignment), or `limit + 1` once it must exceed `limit`."""
     if abs(len(a) - len(b)) > limit:
         return limit + 1
+    before: list[int] = []
     previous = list(range(len(b) + 1))
     for i, ca in enumerate(a, 1):
         current = [i]
         for j, cb in enumerate(b, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
+            cost = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb))
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                cost = min(cost, before[j - 2] + 1)
+            current.append(cost)
         if min(current) > limit:
             return limit + 1
-        previous = current
+        before, previous = previous, current
     return previous[-1]
 
 
 def allowed_distance(word: str) -> int:
-    return 1 if len(word) <= 5 else 2
+    """One edit for words of up to seven letters, two for longer ones: a second edit on a short
+    word reaches a different word ("crawler" -> "caller") more often than the intended one."""
+    return 1 if len(word) <= 7 else 2
 
 
 def closest(stem: str, candidates: list[tuple[str, int]]) -> str | None:
@@ -91,9 +99,20 @@ def correct_query(namespace_id: int, query: str) -> str | None:
             if lexeme is None:
                 continue
             cursor.execute("SELECT c.text FROM kb_chunk_term t JOIN kb_chunk c ON c.id = t.chunk_id "
-                           "WHERE t.namespace_id = %s AND t.lexeme = %s LIMIT 1", [namespace_id, lexeme])
-            row = cursor.fetchone()
-            replacements[word] = surface_form(lexeme, word, row[0] if row else lexeme)
+                           "WHERE t.namespace_id = %s AND t.lexeme = %s LIMIT 5", [namespace_id, lexeme])
+            texts = " ".join(row[0] for row in cursor.fetchall())
+            replacements[word] = surface_form(lexeme, word, texts or lexeme)
     if not replacements:
         return None
-    return WORD_RE.sub(lambda m: replacements.get(m.group(0).lower(), m.group(0)), query)
+    return WORD_RE.sub(lambda m: _cased(replacements.get(m.group(0).lower()), m.group(0)), query)
+
+
+def _cased(replacement: str | None, typed: str) -> str:
+    """The correction in the typed word's case: UPPER, Capitalised or as the text spells it."""
+    if replacement is None:
+        return typed
+    if typed.isupper() and len(typed) > 1:
+        return replacement.upper()
+    if typed[0].isupper():
+        return replacement[0].upper() + replacement[1:]
+    return replacement

@@ -61,8 +61,13 @@ def _page(request, principal):
         try:
             principal.check(namespace)
             filters = Filters(source_ids=(int(source_id),)) if source_id else Filters()
-            result = search(query, namespace, limit=PAGE_SIZE * MAX_PAGES, filters=filters, group=group)
+            # back from a vote: the same search again, not logged twice; its votes name the first
+            voted_on = _int(request.GET.get("query_id"), 0, 0, 2**62) if context["voted"] else 0
+            result = search(query, namespace, limit=PAGE_SIZE * MAX_PAGES, filters=filters, group=group,
+                            log=not voted_on)
             context["results"] = results_page(result, page)
+            if voted_on:
+                context["results"]["query_id"] = voted_on
             if not result.cited:
                 context["correction"] = _correction(query, namespace, filters, group)
         except AuthenticationRequired as exc:
@@ -100,8 +105,10 @@ def page_feedback(request):
     back = request.POST.get("next", "/")
     if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}) or not back.startswith("/"):
         back = "/"
+    back = back.split("&voted=")[0]
     joiner = "&" if "?" in back else "?"
-    return HttpResponseRedirect(f"{back}{joiner}voted={request.POST.get('chunk_id', '')}")
+    marker = urlencode({"voted": request.POST.get("chunk_id", ""), "query_id": request.POST.get("query_id", "")})
+    return HttpResponseRedirect(f"{back}{joiner}{marker}")
 
 
 @staff_member_required(login_url="login")

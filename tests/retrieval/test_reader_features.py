@@ -97,8 +97,13 @@ def test_feedback_api_and_page_record_one_vote_per_result(client, teams):
     vote = client.post("/api/feedback", {"query_id": found["query_id"], "chunk_id": chunk, "helpful": True},
                        content_type="application/json")
     assert vote.status_code == 200 and vote.json()["helpful"] is True
-    again = client.post("/feedback", {"query_id": found["query_id"], "chunk_id": chunk, "helpful": "0", "next": "/"})
+    again = client.post("/feedback", {"query_id": found["query_id"], "chunk_id": chunk, "helpful": "0",
+                                    "next": "/?q=roast+pumpkin+soup&namespace=team-a"})
     assert again.status_code == 302
+    logged = QueryLog.objects.count()
+    back = client.get(again["Location"])
+    assert back.status_code == 200 and "Thank you" in back.content.decode()
+    assert QueryLog.objects.count() == logged  # coming back from a vote logs no second search
     assert QueryFeedback.objects.get().helpful is False  # voting again replaces the vote
     stranger = client.post("/api/feedback", {"query_id": found["query_id"], "chunk_id": 999999, "helpful": True},
                            content_type="application/json")
