@@ -99,6 +99,11 @@ def test_document_view_on_a_phone_highlights_the_cited_passage(live_server, brow
     assert 0 <= top < 812, "the cited passage is scrolled into view"
     passages = browser.find_elements(By.CSS_SELECTOR, "section.passage")
     assert len({p.get_attribute("id") for p in passages}) == len(passages) > 2  # one anchor each
+    prompt = next(h for h in search("interactive interpreter prompt python", "docs", limit=10, log=False).hits
+                  if h.title == "C programming notes" and "interpreter" in h.text)
+    browser.get(live_server.url + prompt.citation_url)
+    shown = browser.find_element(By.ID, f"passage-{prompt.chunk_id}")
+    assert browser.execute_script("return document.querySelector(':target') === arguments[0]", shown)
     _shot(browser, "document-view-phone.png")
 
     browser.get(f"{live_server.url}/documents/{hit.document_id}/#prompt")  # a section anchor
