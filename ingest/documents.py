@@ -14,16 +14,18 @@ from ingest.filetypes import media_type_for
 from kb.auth import Principal
 from kb.documents import get_document
 from kb.errors import NotFound
-from kb.markup import plain_text
+from kb.render import render_markdown
 from kb.models import Chunk, Document, SourceFile
+from kb.markup import passage_anchor
 
 
 @dataclass(frozen=True)
 class Section:
-    anchor: str
+    anchor: str  # the section's anchor, on its first passage only
     heading_path: tuple[str, ...]
-    text: str
+    html: str  # the passage's markdown rendered safe (kb/render.py)
     location: tuple[int | None, int | None]
+    passage: str = ""  # this passage's own anchor, `passage-<chunk id>`, which citations target
 
 
 @dataclass(frozen=True)
@@ -34,17 +36,18 @@ class DocumentView:
 
 
 def document_view(principal: Principal, document_id: int) -> DocumentView:
-    """The document's passages in order, one section per anchor, as plain text."""
+    """The document's passages in order, each with its own anchor, rendered from markdown."""
     document = get_document(principal, document_id)
     content = document.content.encode("utf-8")
     sections: list[Section] = []
     anchored: set[str] = set()  # each anchor is the id of its first section only
-    for chunk in Chunk.objects.filter(document=document).order_by("position").only(
+    for chunk in Chunk.objects.filter(document=document, is_summary=False).order_by("position").only(
             "anchor", "heading_path", "start_byte", "end_byte", "page_start", "page_end"):
-        text = plain_text(content[chunk.start_byte:chunk.end_byte].decode("utf-8", "replace"))
+        html = render_markdown(content[chunk.start_byte:chunk.end_byte].decode("utf-8", "replace"))
         anchor = chunk.anchor if chunk.anchor not in anchored else ""
         anchored.add(chunk.anchor)
-        sections.append(Section(anchor, tuple(chunk.heading_path), text, (chunk.page_start, chunk.page_end)))
+        sections.append(Section(anchor, tuple(chunk.heading_path), html, (chunk.page_start, chunk.page_end),
+                                passage_anchor(chunk.pk)))
     return DocumentView(document, sections, _stored_file(document) is not None)
 
 

@@ -2,8 +2,9 @@
 
 Tokens look like `kb_<prefix>_<secret>`; only their SHA-256 is stored. A token reads (or, with
 the write scope, also changes) exactly the namespaces it lists. Superusers reach everything;
-other staff users the namespaces they are members of (`NamespaceMembership`, read or write).
-Anonymous callers may only read namespaces marked public.
+other signed-in users, staff or readers (who sign in at /accounts/login/), the namespaces they
+are members of (`NamespaceMembership`, read or write). Anonymous callers may only read
+namespaces marked public.
 """
 
 from __future__ import annotations
@@ -64,7 +65,8 @@ class Principal:
         if self.kind == "anonymous":
             if write or not Namespace.objects.filter(slug=namespace, is_public=True).exists():
                 raise AuthenticationRequired(
-                    "Authentication required: send 'Authorization: Bearer <token>' or sign in as staff.")
+                    "Authentication required: sign in at /accounts/login/, or send "
+                    "'Authorization: Bearer <token>'.", details={"sign_in": "/accounts/login/"})
             return
         if namespace not in (self.namespaces or ()):
             raise Forbidden(f"This token is not allowed to use namespace {namespace!r}.",
@@ -108,7 +110,7 @@ def principal_for(request, bearer: str | None, *, sessions: bool = True) -> Prin
     if bearer:
         return _token_principal(bearer, request)
     user = getattr(request, "user", None) if sessions else None
-    if user is not None and user.is_authenticated and user.is_staff:
+    if user is not None and user.is_authenticated and user.is_active:  # readers count like staff
         key, limit = f"staff:{user.pk}", kb_settings().rate_limit_staff
         ratelimit.hit(key, limit)
         return replace(staff_principal(user), rate_key=key, rate_limit=limit)
@@ -118,7 +120,8 @@ def principal_for(request, bearer: str | None, *, sessions: bool = True) -> Prin
 
 
 def staff_principal(user) -> Principal:
-    """Superusers reach every namespace; other staff the namespaces they are members of."""
+    """Superusers reach every namespace; other users (staff or readers) the namespaces they are
+    members of: a reader's membership gives the same reads as a staff member's."""
     if user.is_superuser:
         return Principal("staff", can_write=True)
     memberships = list(NamespaceMembership.objects.filter(user=user).values_list("namespace__slug", "can_write"))

@@ -53,6 +53,8 @@ class KBSettings:
     embedding_query_runtime: str = "onnx"
     embedding_document_runtime: str = "torch"
     model_cache_dir: Path | None = None
+    default_namespace: str = ""  # the search page's first namespace, when the reader may read it
+    query_retention_days: int = 90  # query log and feedback rows older than this are pruned
     warm_model: str = ""  # which path of the embedder a process loads at start: query, documents or none
     public_base_url: str = ""  # scheme://host[:port][/prefix] readers reach; "": each request's own
 
@@ -97,6 +99,8 @@ def kb_settings() -> KBSettings:
         model_cache_dir=Path(settings.KB_MODEL_CACHE_DIR),
         warm_model=settings.KB_WARM_MODEL.strip().lower(),
         public_base_url=settings.KB_PUBLIC_BASE_URL,
+        default_namespace=settings.KB_DEFAULT_NAMESPACE,
+        query_retention_days=settings.KB_QUERY_RETENTION_DAYS,
     )
     _validate(conf)
     return conf
@@ -113,6 +117,7 @@ MINIMUMS = {  # setting: (KBSettings attribute, least value)
     "KB_EXTRACT_MAX_CHARS": ("extract_max_chars", 1000),
     "KB_MAX_CHUNKS_PER_DOCUMENT": ("max_chunks_per_document", 1),
     "KB_PARSER_INLINE_MAX_BYTES": ("parser_inline_max_bytes", 0),
+    "KB_QUERY_RETENTION_DAYS": ("query_retention_days", 1),
 }
 
 

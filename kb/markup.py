@@ -130,3 +130,8 @@ def split_heading_id(heading: str) -> tuple[str, str]:
 
 def strip_heading_id(heading: str) -> str:
     return split_heading_id(heading)[0]
+
+
+def passage_anchor(chunk_id: int) -> str:
+    """The document view's anchor of one passage (chunk): what a citation of it targets."""
+    return f"passage-{chunk_id}"

@@ -189,6 +189,17 @@ KB_RATE_LIMIT_STAFF = int(os.environ.get("KB_RATE_LIMIT_STAFF", "1200"))
 # where readers reach this server (https://kb.example.com): absolute citation URLs and the MCP
 # endpoint's protected-resource metadata; empty: taken from each request's scheme and host
 KB_PUBLIC_BASE_URL = os.environ.get("KB_PUBLIC_BASE_URL", "").strip().rstrip("/")
+# the namespace the search page opens on when it is readable ("" or unreadable: the first readable)
+KB_DEFAULT_NAMESPACE = os.environ.get("KB_DEFAULT_NAMESPACE", "").strip()
+# days the query log and reader feedback are kept; older rows are deleted by `kb_prune_queries`
+KB_QUERY_RETENTION_DAYS = int(os.environ.get("KB_QUERY_RETENTION_DAYS", "90"))
+# reader accounts sign in at /accounts/login/ (django.contrib.auth); the admin keeps its own page
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/"
+# password reset mails: configure a real backend with EMAIL_* in production; the default prints them
+EMAIL_BACKEND = os.environ.get("KB_EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+DEFAULT_FROM_EMAIL = os.environ.get("KB_DEFAULT_FROM_EMAIL", "kb@localhost")
 # documents (PDF, Office, EPUB) and .zip uploads; the archive limit bounds the unpacked total too
 KB_DOCUMENT_MAX_BYTES = int(os.environ.get("KB_DOCUMENT_MAX_BYTES", str(50 * 1024 * 1024)))
 KB_ARCHIVE_MAX_BYTES = int(os.environ.get("KB_ARCHIVE_MAX_BYTES", str(200 * 1024 * 1024)))

@@ -1,5 +1,5 @@
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
 
 from ingest import views as ingest_views
 from kb import views
@@ -14,6 +14,12 @@ urlpatterns = [
     path("mcp", mcp.server, name="mcp"),
     path(".well-known/oauth-protected-resource/mcp", mcp.protected_resource_metadata, name="mcp-metadata"),
     path("healthz", views.healthz, name="healthz"),
+    # reader accounts: sign-in, sign-out, password reset, as django.contrib.auth does them
+    path("accounts/login/", views.ReaderLoginView.as_view(), name="login"),
+    path("accounts/", include("django.contrib.auth.urls")),
+    path("curate/", retrieval_views.curator_report, name="curator-report"),
+    path("curate/eval-case", retrieval_views.make_eval_case, name="curator-eval-case"),
+    path("feedback", retrieval_views.page_feedback, name="feedback"),
     path("documents/<int:document_id>/", ingest_views.document_page, name="document"),
     path("documents/<int:document_id>/original", ingest_views.document_original, name="document-original"),
     path("", retrieval_views.search_page, name="search"),

@@ -1,6 +1,7 @@
-"""The project's own views outside the API: health and the throttled admin login."""
+"""The project's own views outside the API: health, the throttled admin and reader logins."""
 
 from django.contrib import admin
+from django.contrib.auth.views import LoginView
 from django.http import JsonResponse
 from django.views.decorators.http import require_GET
 
@@ -29,3 +30,17 @@ def throttled_admin_login(request, extra_context=None):
         except KBError as exc:
             return page_error(exc)
     return admin.site.login(request, extra_context)
+
+
+class ReaderLoginView(LoginView):
+    """The sign-in page for readers (and staff) outside /admin/, throttled like the admin's."""
+
+    template_name = "registration/login.html"
+    redirect_authenticated_user = False  # staff_member_required sends signed-in readers here: no loop
+
+    def post(self, request, *args, **kwargs):
+        try:
+            ratelimit.hit(f"login:{client_address(request)}", LOGIN_ATTEMPTS_PER_MINUTE)
+        except KBError as exc:
+            return page_error(exc)
+        return super().post(request, *args, **kwargs)

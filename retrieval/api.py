@@ -7,7 +7,8 @@ from kb.errors import AuthenticationRequired
 from retrieval import presenters
 from retrieval.eval_runner import run_suite
 from retrieval.evals import parse_suite
-from retrieval.schemas import ContextIn, ContextOut, EvalRunIn, SearchIn, SearchOut
+from retrieval.curation import record_feedback
+from retrieval.schemas import ContextIn, ContextOut, EvalRunIn, FeedbackIn, FeedbackOut, SearchIn, SearchOut
 from retrieval.service import Filters, search
 
 MAX_API_EVAL_CASES = 200
@@ -29,6 +30,14 @@ def search_get(request, params: Query[SearchIn]):
 @router.post("/search", response=SearchOut, summary="Search a namespace (JSON body)")
 def search_post(request, data: SearchIn):
     return _search(request, data)
+
+
+@router.post("/feedback", response=FeedbackOut, summary="A reader's thumbs up or down on one result of a search")
+def feedback(request, data: FeedbackIn):
+    """Names the search by the `query_id` its response carried; voting again replaces the vote."""
+    vote = record_feedback(request.auth, data.query_id, data.chunk_id, data.helpful)
+    return {"query_id": vote.query_log_id, "chunk_id": vote.chunk_id, "document_id": vote.document_id,
+            "helpful": vote.helpful}
 
 
 @router.post("/context", response=ContextOut, summary="Retrieval as a delimited context block for an LLM")

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from kb.markup import passage_anchor
+
 
 def document_citation_url(*, url: str, ref: str, anchor: str, namespace: str, document_id: int,
-                          page: int | None = None, page_unit: str = "") -> str:
+                          page: int | None = None, page_unit: str = "", chunk_id: int | None = None) -> str:
     """Where a citation opens. Web documents: `url#anchor` (a PDF on the web: `url#page=N`).
-    Stored files and text: this server's document view, `/documents/ID/#anchor`, or for a PDF
+    Stored files and text: this server's document view at the cited passage's own anchor,
+    `/documents/ID/#passage-<chunk id>` (which the view scrolls to and highlights), or
+    `#anchor` (its section) when no chunk is known, or for a PDF
     its original at `/documents/ID/original#page=N`, which browsers open at that page. Both
     views check that the reader may read the document's namespace."""
     url = url or (ref if ref.startswith(("http://", "https://")) else "")
@@ -20,6 +24,8 @@ def document_citation_url(*, url: str, ref: str, anchor: str, namespace: str, do
     base = f"/documents/{document_id}/"
     if pdf_page:
         return f"{base}original#page={pdf_page}"
+    if chunk_id is not None:
+        return f"{base}#{passage_anchor(chunk_id)}"
     return f"{base}#{anchor}" if anchor else base
 
 

@@ -71,3 +71,10 @@ class EvalUnknownVersion(EvalFileError):
 
     code = "EVAL_UNKNOWN_VERSION"
     http_status = 422
+
+
+class FeedbackNotAResult(SearchError):
+    """Feedback names a result that the logged search did not return."""
+
+    code = "SEARCH_FEEDBACK_NOT_A_RESULT"
+    http_status = 400

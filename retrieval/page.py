@@ -70,7 +70,11 @@ def results_page(result: SearchResult, page: int) -> dict:
         if d.dropped_by != "limit":
             dropped[d.dropped_by] = dropped.get(d.dropped_by, 0) + 1
     pages = max(1, -(-shown // PAGE_SIZE))
+    # the page lists each document once: the tiers keep only documents the results do not show
+    listed = {row["hit"].document_id for row in rows}
+    related = [d for d in result.related if d.document_id not in listed]
     return {"rows": rows, "page": page, "pages": pages, "has_next": page < pages, "has_previous": page > 1,
             "dropped": dropped, "summary": result.summary, "suggested": result.suggested,
-            "related": result.related, "weak_titles": result.weak_titles, "cited": result.cited,
-            "grouped": result.grouped, "fusion": result.fusion, "document_score_rule": DOCUMENT_SCORE_RULE}
+            "related": related, "weak_titles": result.weak_titles, "cited": result.cited,
+            "grouped": result.grouped, "fusion": result.fusion, "document_score_rule": DOCUMENT_SCORE_RULE,
+            "query_id": result.query_id}

@@ -130,6 +130,7 @@ def search_payload(result: SearchResult, *, explain: bool) -> dict:
             for d in result.dropped if d.dropped_by != "limit"
         ] if explain else None,
         "timings_ms": result.timings,
+        "query_id": result.query_id,
     }
 
 

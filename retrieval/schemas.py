@@ -136,6 +136,20 @@ class SearchOut(Schema):
     summary: SummaryOut
     dropped: list[DroppedOut] | None = None
     timings_ms: dict[str, float]
+    query_id: int | None = None  # the logged search: what POST /api/feedback names
+
+
+class FeedbackIn(Schema):
+    query_id: int = Field(..., ge=1)
+    chunk_id: int = Field(..., ge=1)
+    helpful: bool
+
+
+class FeedbackOut(Schema):
+    query_id: int
+    chunk_id: int
+    document_id: int
+    helpful: bool
 
 
 class ContextIn(Schema):

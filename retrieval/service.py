@@ -6,6 +6,8 @@ same ranking and the same explanations. Each call writes one QueryLog row (unles
 
 from __future__ import annotations
 
+import dataclasses
+
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -113,6 +115,7 @@ class SearchResult:
     grouped: bool = False  # `limit` counted documents (group="document")
     database: str = "default"  # the database alias that answered: a read replica or the primary
     lexical: lexical.LexicalReport | None = None  # how the lexical channel found its hits
+    query_id: int | None = None  # the query log row, which reader feedback names
 
 
 def search(query: str, namespace: str, *, filters: Filters = Filters(), limit: int = 10,
@@ -146,8 +149,11 @@ def search(query: str, namespace: str, *, filters: Filters = Filters(), limit: i
     plan, result = on_replica(read)
     timings["total_ms"] = _ms(started)
     if log:
-        QueryLog.objects.create(namespace_id=plan.scope.namespace_id, query=plan.query[:MAX_QUERY_CHARS],
-                                result_ids=[h.chunk_id for h in result.hits], timings=timings, caller=caller)
+        top_cosine = max((h.cosine for h in result.hits if h.cosine is not None), default=None)
+        row = QueryLog.objects.create(namespace_id=plan.scope.namespace_id, query=plan.query[:MAX_QUERY_CHARS],
+                                      result_ids=[h.chunk_id for h in result.hits], timings=timings,
+                                      top_cosine=top_cosine, caller=caller)
+        result = dataclasses.replace(result, query_id=row.pk)
     return result
 
 
@@ -324,7 +330,8 @@ def _plain_rrf(candidates: list[Candidate], params: RankerParams) -> Ranking:
 
 def citation_url(row: ch.ChunkRow, namespace: str) -> str:
     return document_citation_url(url=row.url, ref=row.ref, anchor=row.anchor, namespace=namespace,
-                                 document_id=row.document_id, page=row.page_start, page_unit=row.page_unit)
+                                 document_id=row.document_id, page=row.page_start, page_unit=row.page_unit,
+                                 chunk_id=row.chunk_id)
 
 
 def _hit(details: ScoreDetails, row: ch.ChunkRow, namespace: str) -> Hit:

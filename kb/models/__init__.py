@@ -4,7 +4,7 @@
 - `content`: sources, files, documents, chunks and the lexical statistics (`SEARCH_CONFIG`);
 - `runs`: ingest runs and their per-document report;
 - `capabilities`: capability providers, revisions, capabilities and knowledge targets;
-- `search`: the query log, eval suites and runs, fusion calibrations.
+- `search`: the query log and reader feedback, eval suites and runs, fusion calibrations.
 """
 
 from kb.models.access import ApiToken, Namespace, NamespaceMembership, RateCounter
@@ -12,11 +12,11 @@ from kb.models.capabilities import Capability, KnowledgeTarget, Provider, Provid
 from kb.models.content import (SEARCH_CONFIG, Chunk, ChunkTerm, Document, NamespaceStats, PostingList, PostingListBuild,
                                PostingListChange, Source, SourceFile)
 from kb.models.runs import IngestItem, IngestRun
-from kb.models.search import EvalRun, EvalSuite, FusionCalibration, QueryLog
+from kb.models.search import EvalRun, EvalSuite, FusionCalibration, QueryFeedback, QueryLog
 
 __all__ = [
     "SEARCH_CONFIG", "ApiToken", "Capability", "Chunk", "ChunkTerm", "Document", "EvalRun", "EvalSuite",
     "FusionCalibration", "IngestItem", "IngestRun", "KnowledgeTarget", "Namespace", "NamespaceMembership",
     "NamespaceStats", "PostingList", "PostingListBuild", "PostingListChange", "Provider", "ProviderRevision",
-    "QueryLog", "RateCounter", "Source", "SourceFile",
+    "QueryFeedback", "QueryLog", "RateCounter", "Source", "SourceFile",
 ]

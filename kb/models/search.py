@@ -23,6 +23,8 @@ class QueryLog(models.Model):
     timings = models.JSONField(default=dict, blank=True)
     caller = models.CharField(max_length=16, choices=Caller.choices, blank=True,
                               help_text="The surface that asked; blank for queries logged before it was recorded.")
+    top_cosine = models.FloatField(
+        null=True, blank=True, help_text="The best result's cosine: a low one is a weak answer (curator report).")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -31,6 +33,24 @@ class QueryLog(models.Model):
 
     def __str__(self) -> str:
         return self.query[:80]
+
+class QueryFeedback(models.Model):
+    """A reader's thumbs up or down on one result of one logged search. No user is stored:
+    only the query log row, the result and the vote; pruned with the query log
+    (KB_QUERY_RETENTION_DAYS)."""
+
+    query_log = models.ForeignKey(QueryLog, on_delete=models.CASCADE, related_name="feedback")
+    chunk_id = models.BigIntegerField()
+    document_id = models.BigIntegerField()
+    helpful = models.BooleanField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [models.UniqueConstraint(fields=["query_log", "chunk_id"], name="feedback_one_vote")]
+
+    def __str__(self) -> str:
+        return f"{'+' if self.helpful else '-'} {self.chunk_id} for {self.query_log_id}"
 
 class EvalSuite(models.Model):
     """A retrieval regression suite (the JSON format of retrieval/evals.py), run on demand."""

@@ -5,37 +5,13 @@ Selenium is told where they are, so nothing is downloaded. The screenshot is kep
 artefact in test-artifacts/.
 """
 
-import shutil
-from pathlib import Path
-
 import pytest
-from django.conf import settings
 
 from kb.models import Namespace
 from tests.corpus import CORPUS, ingest
 from tests.retrieval.test_grouping_and_fusion import guide
 
-ARTIFACTS = Path(settings.BASE_DIR) / "test-artifacts"
-
-
-@pytest.fixture
-def browser():
-    chromium, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
-    if not chromium or not driver_path:
-        pytest.fail("chromium and chromedriver are missing: scripts/test installs them (scripts/browser.sh)")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--disable-quic", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--window-size=1100,1400"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
-    driver.implicitly_wait(5)
-    yield driver
-    driver.quit()
+from tests.e2e.conftest import ARTIFACTS
 
 
 @pytest.mark.slow
@@ -66,7 +42,7 @@ def test_search_open_explanation_panel_and_screenshot(live_server, browser):
     body = panel.find_element(By.CSS_SELECTOR, ".panel")
     assert body.is_displayed()
     text = body.text
-    for expected in ("Channels", "Score", "Kept:"):
+    for expected in ("Channels", "Score", "kept:"):
         assert expected in text
     labels = [el.text for el in body.find_elements(By.CSS_SELECTOR, ".bars .label")]
     assert any(label.startswith("versioned name #") for label in labels), labels
@@ -74,8 +50,13 @@ def test_search_open_explanation_panel_and_screenshot(live_server, browser):
     widths = [el.size["width"] for el in body.find_elements(By.CSS_SELECTOR, ".bars .bar")]
     assert any(w > 0 for w in widths), "bars are drawn with a visible width"
 
-    fusion = browser.find_element(By.CSS_SELECTOR, "p.fusion").text
-    assert fusion.startswith("Meaning weighs 0.50 and words 0.50"), fusion
+    # the ranking machinery is folded away for readers and one click opens it
+    ranking = browser.find_element(By.CSS_SELECTOR, "details.ranking")
+    fusion = ranking.find_element(By.CSS_SELECTOR, "p.fusion")
+    assert ranking.get_attribute("open") is None and not fusion.is_displayed()
+    ranking.find_element(By.CSS_SELECTOR, "summary").click()
+    assert fusion.is_displayed()
+    assert fusion.text.startswith("Meaning weighs 0.50 and words 0.50"), fusion.text
 
     ARTIFACTS.mkdir(exist_ok=True)
     shot = ARTIFACTS / "search-explanation-panel.png"

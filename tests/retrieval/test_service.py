@@ -26,7 +26,7 @@ def test_search_ranks_explains_and_logs(corpus):
     assert top.details.base > 0 and top.details.rrf_bonus > 0
     assert top.relevance == pytest.approx(top.details.base + top.details.rrf_bonus + top.details.recency_boost
                                           + top.details.priority_boost)
-    assert top.citation_url == f"/documents/{top.document_id}/"
+    assert top.citation_url == f"/documents/{top.document_id}/#passage-{top.chunk_id}"  # the passage itself
     assert result.summary.candidates >= len(result.hits)
     assert result.lexemes == ["long", "roast", "pumpkin", "soup"]
     log = QueryLog.objects.get()

@@ -1,0 +1,67 @@
+"""Stored markdown as safe HTML for the document view. Pure.
+
+Documents are untrusted: raw HTML in them is escaped (Python-Markdown's HTML block and inline
+HTML handlers are removed), link and image targets other than http(s), mailto, relative and
+fragment URLs are dropped, and heading ids (`{#id}`) are removed as text rather than turned
+into attributes, so a document can neither run script nor set attributes. Code fences come out
+verbatim, inside `<pre><code class="language-X">`.
+"""
+
+from __future__ import annotations
+
+from xml.etree.ElementTree import Element
+
+import markdown
+from markdown.treeprocessors import Treeprocessor
+
+from kb.markup import strip_heading_id
+
+SAFE_SCHEMES = ("http:", "https:", "mailto:")
+
+
+class _SafeLinks(Treeprocessor):
+    def run(self, root: Element) -> None:
+        for element in root.iter():
+            for attribute in ("href", "src"):
+                value = element.get(attribute)
+                if value is not None and not _safe_url(value):
+                    del element.attrib[attribute]
+            if element.tag == "a" and element.get("href", "").startswith(("http:", "https:")):
+                element.set("rel", "nofollow noopener")
+
+
+def _safe_url(url: str) -> bool:
+    compact = "".join(url.split()).lower()
+    if ":" not in compact.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]:
+        return True  # relative, absolute path or fragment
+    return compact.startswith(SAFE_SCHEMES)
+
+
+def _converter() -> markdown.Markdown:
+    md = markdown.Markdown(extensions=["fenced_code", "tables", "sane_lists"], output_format="html")
+    md.preprocessors.deregister("html_block")
+    md.inlinePatterns.deregister("html")
+    md.treeprocessors.register(_SafeLinks(md), "safe_links", 0)
+    return md
+
+
+def _without_heading_ids(text: str) -> str:
+    """`## Title {#id}` -> `## Title`, outside code fences; every other line unchanged."""
+    out, fence = [], ""
+    for line in text.split("\n"):
+        stripped = line.lstrip()
+        if fence:
+            if stripped.startswith(fence):
+                fence = ""
+        elif stripped.startswith(("```", "~~~")):
+            fence = stripped[:3]
+        elif stripped.startswith("#") and stripped.rstrip().endswith("}"):
+            line = strip_heading_id(line)
+        out.append(line)
+    return "\n".join(out)
+
+
+def render_markdown(text: str) -> str:
+    """Safe HTML for one stored passage of markdown."""
+    md = _converter()
+    return md.convert(_without_heading_ids(text))

@@ -1,0 +1,152 @@
+"""What readers look for, for curators: the query report, reader feedback, and judged eval
+cases made from a query. ORM reads and writes in one place; the views and the API are thin.
+
+Stored: the query log row (namespace, query text, result chunk ids, timings, the best result's
+cosine, time) and per result at most one vote (helpful or not) with no user; both are deleted
+after KB_QUERY_RETENTION_DAYS (`prune_queries`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db import transaction
+from django.db.models import Count, Max, Q
+from django.db.models.functions import Lower, Trim
+from django.utils import timezone
+
+from kb.auth import Principal, require_readable
+from kb.errors import NotFound
+from kb.models import Chunk, Document, EvalSuite, Namespace, QueryFeedback, QueryLog
+from retrieval.errors import FeedbackNotAResult
+from retrieval.evals import parse_suite
+
+WEAK_COSINE = 0.35  # the search's cited floor (retrieval.service.CITED_COSINE_FLOOR): below it, a weak answer
+REPORT_ROWS = 20
+PERIODS = (1, 7, 30, 90)
+
+
+def record_feedback(principal: Principal, query_id: int, chunk_id: int, helpful: bool) -> QueryFeedback:
+    """One reader's vote on one result of a logged search; voting again changes it. A search
+    the caller may not read answers like one that does not exist."""
+    missing = NotFound(f"No logged search {query_id}.")
+    log = QueryLog.objects.select_related("namespace").filter(pk=query_id).first()
+    if log is None:
+        raise missing
+    require_readable(principal, log.namespace.slug, missing)
+    if chunk_id not in log.result_ids:
+        raise FeedbackNotAResult(f"Result {chunk_id} is not one of search {query_id}'s results.",
+                                 details={"query_id": query_id, "chunk_id": chunk_id})
+    document_id = Chunk.objects.filter(pk=chunk_id).values_list("document_id", flat=True).first() or 0
+    feedback, _ = QueryFeedback.objects.update_or_create(
+        query_log=log, chunk_id=chunk_id, defaults={"helpful": helpful, "document_id": document_id})
+    return feedback
+
+
+@dataclass(frozen=True)
+class QueryRow:
+    query: str  # normalised: trimmed, lower case
+    count: int
+    previous: int  # the same query in the period before
+    zero: int  # searches that returned nothing
+    weak: int  # searches whose best result's cosine is below WEAK_COSINE
+    helpful: int
+    unhelpful: int
+    latest_id: int
+
+    @property
+    def trend(self) -> str:
+        if not self.previous:
+            return "new"
+        change = (self.count - self.previous) / self.previous
+        return f"{change:+.0%}"
+
+
+def query_report(namespace: Namespace, days: int, *, now: datetime | None = None) -> dict:
+    """Top, zero-result and weak queries of one namespace in the last `days` days, each with
+    its count, the previous period's count and the votes its results got."""
+    now = now or timezone.now()
+    start, previous_start = now - timedelta(days=days), now - timedelta(days=2 * days)
+    logs = QueryLog.objects.filter(namespace=namespace).annotate(normalised=Lower(Trim("query")))
+    current = (logs.filter(created_at__gte=start).values("normalised").annotate(
+        count=Count("id", distinct=True),
+        zero=Count("id", filter=Q(result_ids=[]), distinct=True),
+        weak=Count("id", filter=Q(top_cosine__lt=WEAK_COSINE) | Q(result_ids=[]), distinct=True),
+        helpful=Count("feedback", filter=Q(feedback__helpful=True), distinct=True),
+        unhelpful=Count("feedback", filter=Q(feedback__helpful=False), distinct=True),
+        latest_id=Max("id")))
+    before = dict(logs.filter(created_at__gte=previous_start, created_at__lt=start).values("normalised")
+                  .annotate(count=Count("id")).values_list("normalised", "count"))
+    rows = [QueryRow(r["normalised"], r["count"], before.get(r["normalised"], 0), r["zero"], r["weak"],
+                     r["helpful"], r["unhelpful"], r["latest_id"]) for r in current]
+    rows.sort(key=lambda r: (-r.count, r.query))
+    searches = logs.filter(created_at__gte=start).count()
+    return {
+        "days": days, "searches": searches,
+        "previous_searches": logs.filter(created_at__gte=previous_start, created_at__lt=start).count(),
+        "top": rows[:REPORT_ROWS],
+        "zero": [r for r in rows if r.zero][:REPORT_ROWS],
+        "weak": [r for r in rows if r.weak and not r.zero][:REPORT_ROWS],
+        "voted": [r for r in rows if r.helpful or r.unhelpful][:REPORT_ROWS],
+    }
+
+
+def query_results(log: QueryLog) -> list[dict]:
+    """The documents a logged search returned, in order, with the votes they got."""
+    votes = {f.chunk_id: f.helpful for f in log.feedback.all()}
+    chunks = {c.pk: c for c in Chunk.objects.filter(pk__in=log.result_ids).select_related("document")}
+    seen, results = set(), []
+    for chunk_id in log.result_ids:
+        chunk = chunks.get(chunk_id)
+        if chunk is None or chunk.document_id in seen:
+            continue
+        seen.add(chunk.document_id)
+        document_votes = [votes[c] for c in log.result_ids if c in votes and c in chunks
+                          and chunks[c].document_id == chunk.document_id]
+        results.append({"ref": chunk.document.ref, "title": chunk.document.title or chunk.document.ref,
+                        "helpful": any(document_votes), "unhelpful": bool(document_votes) and not any(document_votes)})
+    return results
+
+
+def curated_suite_name(namespace: str) -> str:
+    return f"{namespace} · reader queries"
+
+
+def make_eval_case(namespace: Namespace, question: str, relevant: list[str],
+                   irrelevant: list[str]) -> tuple[EvalSuite, str]:
+    """Add a judged case to the namespace's curated suite (made on first use): the documents
+    named relevant must come back (`sourceIncludes`, `relevant`, which also feeds the fusion
+    fit), the ones named irrelevant must not. The same question again replaces its case."""
+    refs = [ref for ref in dict.fromkeys(relevant) if ref]
+    if not refs:
+        raise FeedbackNotAResult("Pick at least one document that answers the query.")
+    known = set(Document.objects.filter(namespace=namespace, ref__in=refs + irrelevant).values_list("ref", flat=True))
+    if not set(refs) <= known:
+        raise NotFound("A chosen document is not in this namespace.")
+    case_id = "reader-" + (re.sub(r"[^a-z0-9]+", "-", question.lower()).strip("-")[:60] or "query")
+    expect: dict = {"sourceIncludes": refs, "relevant": refs}
+    wrong = [ref for ref in dict.fromkeys(irrelevant) if ref in known and ref not in refs]
+    if wrong:
+        expect["notSourceIncludes"] = wrong
+    case = {"id": case_id, "question": question, "expect": expect}
+    with transaction.atomic():
+        suite, _ = EvalSuite.objects.select_for_update().get_or_create(
+            name=curated_suite_name(namespace.slug),
+            defaults={"namespace": namespace.slug,
+                      "definition": {"version": 1, "defaults": {"topK": 5, "namespace": namespace.slug}, "cases": []}})
+        definition = dict(suite.definition)
+        cases = [c for c in definition.get("cases", []) if c.get("id") != case_id] + [case]
+        definition["cases"] = cases
+        parse_suite(definition, namespace=namespace.slug)  # the suite stays runnable
+        suite.definition = definition
+        suite.save(update_fields=["definition"])
+    return suite, case_id
+
+
+def prune_queries(days: int, *, now: datetime | None = None) -> int:
+    """Delete query log rows (and so their feedback) older than `days` days; return how many."""
+    cutoff = (now or timezone.now()) - timedelta(days=days)
+    _, per_model = QueryLog.objects.filter(created_at__lt=cutoff).delete()
+    return per_model.get(QueryLog._meta.label, 0)

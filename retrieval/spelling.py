@@ -1,0 +1,118 @@
+"""Spelling corrections drawn from a namespace's own vocabulary, for the no-results state.
+
+A query word is misspelt when its stem (PostgreSQL's `english` configuration, as the lexical
+channel stems) occurs in no chunk of the namespace. Its correction is the namespace's lexeme
+nearest to that stem by edit distance (a swap counts one; at most 1 for words of up to seven
+letters, 2 for longer ones; same first
+letter, which bounds the candidates to one index range of `kb_chunk_term`), the most frequent
+on ties, shown as a word the namespace's own text spells that way. The page offers the corrected
+query only when searching it finds a strong result (retrieval/views.py).
+
+`edit_distance` and `closest` are pure; `correct_query` reads the namespace's postings.
+"""
+
+from __future__ import annotations
+
+import re
+
+from kb.models import SEARCH_CONFIG
+from kb.replicas import read_connection
+
+WORD_RE = re.compile(r"[^\W\d_]{3,}", re.UNICODE)
+MAX_WORDS = 12  # a longer query is not corrected: it is prose, not a mistyped search
+MAX_CANDIDATES = 20000
+
+
+def edit_distance(a: str, b: str, limit: int) -> int:
+    """Edit distance of `a` and `b` counting a swap of neighbouring letters as one edit (optimal
+    string alignment), or `limit + 1` once it must exceed `limit`."""
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    before: list[int] = []
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i]
+        for j, cb in enumerate(b, 1):
+            cost = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb))
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                cost = min(cost, before[j - 2] + 1)
+            current.append(cost)
+        if min(current) > limit:
+            return limit + 1
+        before, previous = previous, current
+    return previous[-1]
+
+
+def allowed_distance(word: str) -> int:
+    """One edit for words of up to seven letters, two for longer ones: a second edit on a short
+    word reaches a different word ("crawler" -> "caller") more often than the intended one."""
+    return 1 if len(word) <= 7 else 2
+
+
+def closest(stem: str, candidates: list[tuple[str, int]]) -> str | None:
+    """The candidate lexeme nearest to `stem` within its allowed distance, most frequent first on ties."""
+    limit = allowed_distance(stem)
+    best: tuple[int, int, str] | None = None
+    for lexeme, frequency in candidates:
+        distance = edit_distance(stem, lexeme, limit)
+        if distance <= limit and distance > 0:
+            key = (distance, -frequency, lexeme)
+            if best is None or key < best:
+                best = key
+    return best[2] if best else None
+
+
+def surface_form(lexeme: str, typed: str, text: str) -> str:
+    """The word of `text` that stems to `lexeme` (it starts with it) nearest to what was typed."""
+    words = {w.lower() for w in WORD_RE.findall(text) if w.lower().startswith(lexeme)}
+    if not words:
+        return lexeme
+    return min(words, key=lambda w: (edit_distance(typed, w, 99), len(w), w))
+
+
+def correct_query(namespace_id: int, query: str) -> str | None:
+    """The query with each misspelt word replaced by the namespace's nearest word, or None when
+    no word needs (or finds) a correction."""
+    words = WORD_RE.findall(query)
+    if not words or len(words) > MAX_WORDS:
+        return None
+    with read_connection().cursor() as cursor:
+        cursor.execute("SELECT w, tsvector_to_array(to_tsvector(%s::regconfig, w)) FROM unnest(%s::text[]) AS w",
+                       [SEARCH_CONFIG, [w.lower() for w in words]])
+        stems = {word: lexemes[0] for word, lexemes in cursor.fetchall() if lexemes}
+        if not stems:
+            return None
+        cursor.execute("SELECT DISTINCT lexeme FROM kb_chunk_term WHERE namespace_id = %s AND lexeme = ANY(%s)",
+                       [namespace_id, list(set(stems.values()))])
+        known = {row[0] for row in cursor.fetchall()}
+        replacements: dict[str, str] = {}
+        for word, stem in stems.items():
+            if stem in known or len(stem) < 3:
+                continue
+            limit = allowed_distance(stem)
+            first, after = stem[0], chr(ord(stem[0]) + 1)
+            cursor.execute(
+                "SELECT lexeme, count(*) FROM (SELECT lexeme FROM kb_chunk_term WHERE namespace_id = %s "
+                "AND lexeme >= %s AND lexeme < %s AND length(lexeme) BETWEEN %s AND %s LIMIT %s) t GROUP BY lexeme",
+                [namespace_id, first, after, len(stem) - limit, len(stem) + limit, MAX_CANDIDATES])
+            lexeme = closest(stem, cursor.fetchall())
+            if lexeme is None:
+                continue
+            cursor.execute("SELECT c.text FROM kb_chunk_term t JOIN kb_chunk c ON c.id = t.chunk_id "
+                           "WHERE t.namespace_id = %s AND t.lexeme = %s LIMIT 5", [namespace_id, lexeme])
+            texts = " ".join(row[0] for row in cursor.fetchall())
+            replacements[word] = surface_form(lexeme, word, texts or lexeme)
+    if not replacements:
+        return None
+    return WORD_RE.sub(lambda m: _cased(replacements.get(m.group(0).lower()), m.group(0)), query)
+
+
+def _cased(replacement: str | None, typed: str) -> str:
+    """The correction in the typed word's case: UPPER, Capitalised or as the text spells it."""
+    if replacement is None:
+        return typed
+    if typed.isupper() and len(typed) > 1:
+        return replacement.upper()
+    if typed[0].isupper():
+        return replacement[0].upper() + replacement[1:]
+    return replacement

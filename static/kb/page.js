@@ -1,0 +1,35 @@
+// The reader pages' small behaviours; served from 'self', so the Content-Security-Policy holds.
+(function () {
+  "use strict";
+  // "/" focuses the search box, unless the reader is already typing somewhere
+  document.addEventListener("keydown", function (event) {
+    var box = document.getElementById("q");
+    var typing = event.target.closest && event.target.closest("input, textarea, select, [contenteditable]");
+    if (box && event.key === "/" && !typing && !event.ctrlKey && !event.metaKey && !event.altKey) {
+      event.preventDefault();
+      box.focus();
+      box.select();
+    }
+  });
+  // a new namespace has its own sources: the source filter starts again at "all sources"
+  var namespace = document.getElementById("namespace");
+  var source = document.getElementById("source");
+  if (namespace && source) {
+    namespace.addEventListener("change", function () {
+      source.value = "";
+      source.disabled = true;  // its options belong to the previous namespace until the page reloads
+      namespace.form.submit();
+    });
+  }
+  // the document view: a citation of a section anchor highlights that section's passage
+  function markCited() {
+    var old = document.querySelectorAll(".passage.cited");
+    for (var i = 0; i < old.length; i++) { old[i].classList.remove("cited"); }
+    if (!location.hash) { return; }
+    var target = document.getElementById(decodeURIComponent(location.hash.slice(1)));
+    var passage = target && target.closest(".passage");
+    if (passage) { passage.classList.add("cited"); }
+  }
+  markCited();
+  window.addEventListener("hashchange", markCited);
+})();

@@ -1,0 +1,163 @@
+"""Reader accounts, the reader search page, feedback, the curator's report, spelling corrections
+and the document view, against the real database and pipeline."""
+
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import override_settings
+from django.utils import timezone
+
+from kb.conf import kb_settings
+from kb.models import EvalSuite, Namespace, NamespaceMembership, QueryFeedback, QueryLog
+from retrieval.curation import make_eval_case, prune_queries, query_report
+from retrieval.service import search
+from retrieval.spelling import closest, correct_query, edit_distance, surface_form
+from tests.corpus import CORPUS, ingest
+from tests.retrieval.test_grouping_and_fusion import guide
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def teams():
+    a, _ = ingest("team-a", CORPUS)
+    b, _ = ingest("team-b", CORPUS)
+    reader = get_user_model().objects.create_user("reader", password="pw-reader-123")
+    NamespaceMembership.objects.create(user=reader, namespace=a)
+    return a, b, reader
+
+
+def test_edit_distance_and_closest_are_bounded():
+    assert edit_distance("pumpkn", "pumpkin", 2) == 1
+    assert edit_distance("abc", "xyzxyz", 2) == 3  # stops at limit + 1
+    assert closest("nutmg", [("nutmeg", 1), ("nutshel", 9)]) == "nutmeg"
+    assert closest("zzzzz", [("nutmeg", 1)]) is None
+    assert surface_form("roast", "rost", "Roast the pumpkin, roasting it well") == "roast"
+
+
+def test_correction_comes_from_the_namespaces_own_words(teams):
+    a, _, _ = teams
+    assert correct_query(a.pk, "nutmg") == "nutmeg"
+    assert correct_query(a.pk, "blend the pumpkn") == "blend the pumpkin"
+    assert correct_query(a.pk, "pumpkin soup") is None  # every word is known: nothing to correct
+    empty = Namespace.objects.create(slug="empty")
+    assert correct_query(empty.pk, "nutmg") is None  # another namespace's words are not offered
+
+
+def test_reader_session_reads_only_member_namespaces(client, teams):
+    client.login(username="reader", password="pw-reader-123")
+    assert client.get("/api/search", {"query": "pumpkin", "namespace": "team-a"}).status_code == 200
+    denied = client.get("/api/search", {"query": "pumpkin", "namespace": "team-b"})
+    assert denied.status_code == 403 and denied.json()["code"] == "KB_FORBIDDEN"
+    page = client.get("/", {"q": "pumpkin"})
+    assert [ns.slug for ns in page.context["namespaces"]] == ["team-a"]
+    other = search("pumpkin", "team-b", limit=1, log=False).hits[0]
+    assert client.get(f"/documents/{other.document_id}/").status_code == 404
+    mine = search("pumpkin", "team-a", limit=1, log=False).hits[0]
+    assert client.get(f"/documents/{mine.document_id}/").status_code == 200
+
+
+def test_anonymous_reader_of_a_private_namespace_is_offered_sign_in(client, teams):
+    page = client.get("/", {"q": "pumpkin", "namespace": "team-a"})
+    text = page.content.decode()
+    assert page.status_code == 401 and "/accounts/login/?next=" in text and "Bearer" not in text
+    login = client.get("/accounts/login/")
+    assert login.status_code == 200 and b'name="password"' in login.content
+    assert client.get("/accounts/password_reset/").status_code == 200
+
+
+def test_staff_rules_are_unchanged(client, teams):
+    staff = get_user_model().objects.create_user("editor", password="pw-editor-123", is_staff=True)
+    NamespaceMembership.objects.create(user=staff, namespace=teams[1])
+    client.login(username="editor", password="pw-editor-123")
+    assert client.get("/api/search", {"query": "pumpkin", "namespace": "team-b"}).status_code == 200
+    assert client.get("/api/search", {"query": "pumpkin", "namespace": "team-a"}).status_code == 403
+
+
+@override_settings(KB_DEFAULT_NAMESPACE="team-b")
+def test_default_namespace_setting_and_source_filter_follow_the_namespace(client, teams):
+    kb_settings.cache_clear()
+    try:
+        Namespace.objects.filter(slug__in=["team-a", "team-b"]).update(is_public=True)
+        page = client.get("/")
+        assert page.context["namespace"] == "team-b"
+        source_a = teams[0].sources.get().pk
+        page = client.get("/", {"q": "pumpkin", "namespace": "team-b", "source": source_a})
+        assert page.context["source_id"] == "" and page.context["results"]["rows"]  # not 0 results
+    finally:
+        kb_settings.cache_clear()
+
+
+def test_feedback_api_and_page_record_one_vote_per_result(client, teams):
+    Namespace.objects.filter(slug="team-a").update(is_public=True)
+    found = client.get("/api/search", {"query": "roast pumpkin soup", "namespace": "team-a"}).json()
+    assert found["query_id"] and {"summary", "dropped", "weak_titles", "suggested", "related"} <= set(found)
+    chunk = found["results"][0]["chunk_id"]
+    vote = client.post("/api/feedback", {"query_id": found["query_id"], "chunk_id": chunk, "helpful": True},
+                       content_type="application/json")
+    assert vote.status_code == 200 and vote.json()["helpful"] is True
+    again = client.post("/feedback", {"query_id": found["query_id"], "chunk_id": chunk, "helpful": "0",
+                                    "next": "/?q=roast+pumpkin+soup&namespace=team-a"})
+    assert again.status_code == 302
+    logged = QueryLog.objects.count()
+    back = client.get(again["Location"])
+    assert back.status_code == 200 and "Thank you" in back.content.decode()
+    assert QueryLog.objects.count() == logged  # coming back from a vote logs no second search
+    assert QueryFeedback.objects.get().helpful is False  # voting again replaces the vote
+    stranger = client.post("/api/feedback", {"query_id": found["query_id"], "chunk_id": 999999, "helpful": True},
+                           content_type="application/json")
+    assert stranger.status_code == 400 and stranger.json()["code"] == "SEARCH_FEEDBACK_NOT_A_RESULT"
+    private = search("pumpkin", "team-b", limit=1)
+    hidden = client.post("/api/feedback", {"query_id": private.query_id, "chunk_id": private.hits[0].chunk_id,
+                                           "helpful": True}, content_type="application/json")
+    missing = client.post("/api/feedback", {"query_id": 10**9, "chunk_id": 1, "helpful": True},
+                          content_type="application/json")
+    assert hidden.status_code == missing.status_code == 404 and hidden.json() == {
+        **missing.json(), "message": hidden.json()["message"]}
+
+
+def test_report_counts_trends_zero_and_weak_queries(teams):
+    a = teams[0]
+    for _ in range(3):
+        search("Pumpkin soup ", "team-a", limit=3)
+    search("pumpkin soup", "team-a", limit=3)
+    old = search("pumpkin soup", "team-a", limit=3)
+    QueryLog.objects.filter(pk=old.query_id).update(created_at=timezone.now() - timedelta(days=10))
+    QueryLog.objects.create(namespace=a, query="quantum gravity", result_ids=[], top_cosine=None)
+    report = query_report(a, 7)
+    top = {r.query: r for r in report["top"]}
+    assert top["pumpkin soup"].count == 4 and top["pumpkin soup"].previous == 1
+    assert top["pumpkin soup"].trend == "+300%"
+    assert [r.query for r in report["zero"]] == ["quantum gravity"]
+    assert prune_queries(7) == 1 and QueryLog.objects.filter(namespace=a).count() == 5
+
+
+def test_a_query_becomes_a_judged_case_that_runs(teams):
+    from retrieval.eval_runner import run_suite
+    from retrieval.evals import parse_suite
+
+    suite, case_id = make_eval_case(teams[0], "roast pumpkin soup", ["pumpkin"], ["garden"])
+    suite, _ = make_eval_case(teams[0], "roast pumpkin soup", ["pumpkin"], [])  # replaces, not duplicates
+    assert EvalSuite.objects.count() == 1 and len(suite.definition["cases"]) == 1
+    outcome = run_suite(parse_suite(suite.definition))
+    assert outcome.cases[0].id == case_id and outcome.cases[0].passed and outcome.cases[0].recall == 1.0
+
+
+def test_document_view_renders_markdown_without_stripping_code(client):
+    namespace, _ = ingest("docs", CORPUS)
+    Namespace.objects.filter(pk=namespace.pk).update(is_public=True)
+    guide(namespace)
+    from ingest.loaders import LoadedItem
+    from ingest.pipeline import IngestPipeline
+    from kb.models import IngestRun, Source
+
+    source = Source.objects.create(namespace=namespace, name="c", kind="text", text="x")
+    body = "# C notes\n\n## Hello {#hello}\n\n```c\n#include <stdio.h>\n```\n\n> quoted **bold**\n"
+    IngestPipeline(IngestRun.objects.create(source=source)).execute(
+        [LoadedItem(ref="c.md", body=body.encode(), media_type="text/markdown", path="c.md")])
+    hit = next(h for h in search("include stdio", "docs", limit=10, log=False).hits if h.title == "C notes")
+    page = client.get(hit.citation_url.split("#")[0]).content.decode()
+    assert "#include &lt;stdio.h&gt;" in page and '<code class="language-c">' in page
+    assert f'id="passage-{hit.chunk_id}"' in page and 'id="hello"' in page
+    assert "<pre class=\"text\">" not in page
