@@ -29,6 +29,7 @@ from ingest.errors import EmptyContent, IngestInternalError
 from ingest.extract import Extracted, extract
 from ingest.extract.documents import ISOLATED_TYPES
 from ingest.extract.isolated import ParserBudget, extract_isolated
+from ingest.extract.ocr import OcrOptions, ocr_reason
 from ingest.fetch import Fetcher
 from ingest.loaders import LoadedItem, SourceLoader, SourceSpec
 from ingest.report import Outcome, RunReport
@@ -229,9 +230,10 @@ class IngestPipeline:
         if item.media_type in ISOLATED_TYPES:
             conf = kb_settings()
             budget = ParserBudget(conf.parser_cpu_seconds, conf.parser_memory_mb * 1024 * 1024)
+            ocr = OcrOptions(conf.ocr_languages, conf.ocr_page_seconds, conf.ocr_max_pages)
             with self.report.beating():  # the child has its own deadline
                 return extract_isolated(item.body or b"", item.media_type, fallback_title=item.title_hint,
-                                        budget=budget)
+                                        budget=budget, ocr=ocr)
         return extract(item.body or b"", item.media_type, charset=item.charset, url=item.url,
                        fallback_title=item.title_hint)
 
@@ -330,7 +332,7 @@ class IngestPipeline:
             return
         self._store(pending, vectors)
         for p in pending:
-            self.report.record(Outcome(p.item.ref, Status.CHANGED, reason=p.reason,
+            self.report.record(Outcome(p.item.ref, Status.CHANGED, reason=ocr_reason(p.reason, p.extracted),
                                        byte_size=len(p.extracted.content.encode("utf-8")), chunks=len(p.chunks)),
                                p.started)
 

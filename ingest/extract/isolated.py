@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 
 from ingest import errors
 from ingest.errors import DocumentCorrupt, IngestError, ParserBudgetExceeded
+from ingest.extract.ocr import OcrOptions
 from ingest.extract.result import Extracted
 
 HEADER_END = b"\n"
@@ -35,12 +36,14 @@ class ParserBudget:
 
 
 def extract_isolated(body: bytes, media_type: str, *, fallback_title: str = "",
-                     budget: ParserBudget = ParserBudget()) -> Extracted:
-    header = json.dumps({"media_type": media_type, "fallback_title": fallback_title}).encode() + HEADER_END
+                     budget: ParserBudget = ParserBudget(), ocr: OcrOptions | None = None) -> Extracted:
+    """`ocr` lets scans be read, each OCRed page within its own budget (the deadline grows by them)."""
+    header = json.dumps({"media_type": media_type, "fallback_title": fallback_title,
+                         "ocr": asdict(ocr) if ocr else None}).encode() + HEADER_END
     try:
         completed = subprocess.run(
             [sys.executable, "-m", "ingest.extract.isolated"], input=header + body, capture_output=True,
-            timeout=budget.wall_seconds, preexec_fn=lambda: _limit(budget), check=False,
+            timeout=budget.wall_seconds + (ocr.document_seconds if ocr else 0), preexec_fn=lambda: _limit(budget), check=False,
             env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
         )
     except subprocess.TimeoutExpired as exc:
@@ -63,6 +66,7 @@ def extract_isolated(body: bytes, media_type: str, *, fallback_title: str = "",
     data = answer["extracted"]
     data["links"] = tuple(data["links"])
     data["pages"] = tuple(tuple(p) for p in data["pages"])
+    data["ocr_pages"] = tuple(tuple(p) for p in data["ocr_pages"])
     return Extracted(**data)
 
 
@@ -86,7 +90,10 @@ def main() -> int:
     header, _, body = raw.partition(HEADER_END)
     request = json.loads(header)
     try:
-        extracted = extract_document(body, request["media_type"], fallback_title=request["fallback_title"])
+        ocr = request.get("ocr")
+        options = OcrOptions(**{**ocr, "languages": tuple(ocr["languages"])}) if ocr else None
+        extracted = extract_document(body, request["media_type"], fallback_title=request["fallback_title"],
+                                     ocr_options=options)
         answer = {"extracted": asdict(extracted)}
     except IngestError as exc:
         answer = {"error": {"code": exc.code, "message": exc.message}}

@@ -4,8 +4,10 @@ outline as headings. Pure: bytes in, `Extracted` out."""
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 from ingest.errors import DocumentCorrupt, DocumentEncrypted, NoTextLayer
+from ingest.extract import ocr
 from ingest.extract.blocks import MarkdownBuilder, escape_markdown_line
 from ingest.extract.result import Extracted
 
@@ -14,7 +16,7 @@ logger = logging.getLogger(__name__)
 MIN_TEXT_CHARS_PER_PAGE = 8  # below this on every page, a PDF is a scan without a text layer
 
 
-def read_pdf(body: bytes, fallback_title: str) -> Extracted:
+def read_pdf(body: bytes, fallback_title: str, options: ocr.OcrOptions | None = None) -> Extracted:
     import pypdfium2 as pdfium
 
     try:
@@ -34,16 +36,22 @@ def read_pdf(body: bytes, fallback_title: str) -> Extracted:
             textpage.close()
             page.close()
         title = (document.get_metadata_value("Title") or "").strip()
+        scanned = [i for i, text in enumerate(texts) if len(text.strip()) < MIN_TEXT_CHARS_PER_PAGE]
+        recognised = ocr.recognise_pdf_pages(document, scanned, options) if options else {}
     finally:
         document.close()
+    for index, page in recognised.items():
+        texts[index] = page.text
     if page_count and all(len(t.strip()) < MIN_TEXT_CHARS_PER_PAGE for t in texts):
-        raise NoTextLayer(f"The PDF's {page_count} pages have no text layer (a scan?); it needs OCR first.")
+        advice = (ocr.unavailable(options) or "OCR found no text on them.") if options else "it needs OCR first."
+        raise NoTextLayer(f"The PDF's {page_count} pages have no text layer (a scan?); {advice}")
     builder = MarkdownBuilder()
     for number, text in enumerate(texts, start=1):
         builder.page(number)
         for block in _pdf_page_blocks(text, outline.get(number, [])):
             builder.add(block)
-    return builder.result(title or fallback_title, "page")
+    ocr_pages = tuple((i + 1, p.confidence) for i, p in sorted(recognised.items()) if p.text.strip())
+    return replace(builder.result(title or fallback_title, "page"), ocr_pages=ocr_pages)
 
 
 def _pdf_outline(document, page_count: int) -> dict[int, list[tuple[int, str]]]:
