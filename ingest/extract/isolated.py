@@ -43,7 +43,8 @@ def extract_isolated(body: bytes, media_type: str, *, fallback_title: str = "",
     try:
         completed = subprocess.run(
             [sys.executable, "-m", "ingest.extract.isolated"], input=header + body, capture_output=True,
-            timeout=budget.wall_seconds + (ocr.document_seconds if ocr else 0), preexec_fn=lambda: _limit(budget), check=False,
+            timeout=budget.wall_seconds + (ocr.document_seconds if ocr else 0), preexec_fn=lambda: _limit(budget),
+            check=False,
             env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
         )
     except subprocess.TimeoutExpired as exc:

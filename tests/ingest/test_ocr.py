@@ -52,12 +52,13 @@ def _scanned_pdf(images) -> bytes:
     return out.getvalue()
 
 
-def _mixed_pdf() -> bytes:
-    """Page 1 with its text layer, page 2 a scan of the original's page 2."""
+def _mixed_pdf(text_pages=(0,), scan_page=1) -> bytes:
+    """The original's `text_pages` with their text layer, then a scan of its `scan_page`."""
     pypdf = pytest.importorskip("pypdf")
     writer = pypdf.PdfWriter()
-    writer.add_page(pypdf.PdfReader(CAD).pages[0])
-    writer.add_page(pypdf.PdfReader(io.BytesIO(_scanned_pdf([_page_image(1)]))).pages[0])
+    for index in text_pages:
+        writer.add_page(pypdf.PdfReader(CAD).pages[index])
+    writer.add_page(pypdf.PdfReader(io.BytesIO(_scanned_pdf([_page_image(scan_page)]))).pages[0])
     out = io.BytesIO()
     writer.write(out)
     return out.getvalue()
@@ -169,3 +170,46 @@ def test_without_tesseract_a_scan_is_no_text_layer_with_advice(monkeypatch):
 def test_a_missing_language_is_named_with_its_package():
     with pytest.raises(NoTextLayer, match="tesseract-ocr-klingon"):
         extract_isolated(_scanned_pdf([_page_image(1, dpi=72)]), doc.PDF, ocr=OcrOptions(languages=("klingon",)))
+
+
+# --- through the real pipeline and search ---------------------------------------------------------
+@pytest.fixture
+def media(settings, tmp_path):
+    from kb.conf import kb_settings
+
+    settings.MEDIA_ROOT = str(tmp_path)
+    kb_settings.cache_clear()
+    yield tmp_path
+    kb_settings.cache_clear()
+
+
+@needs_tesseract
+@pytest.mark.django_db
+def test_a_sentence_from_a_scanned_page_is_found_at_its_page(client, namespace, media):
+    from ingest.services import start_ingest
+    from ingest.uploads import add_files
+    from kb.models import Document, Namespace, Source
+    from retrieval.service import search
+
+    Namespace.objects.filter(pk=namespace.pk).update(is_public=True)
+    source = Source.objects.create(namespace=namespace, name="scans", kind="file")
+    add_files(source, [("mixed.pdf", io.BytesIO(_mixed_pdf(text_pages=(3, 4), scan_page=1)))])
+    run = start_ingest(source, sync=True)
+    assert run.status == "succeeded"
+    item = run.items.get(ref="mixed.pdf")
+    assert "OCR: page 3, mean confidence" in item.reason  # the run report says which pages
+    pdf = Document.objects.get(source=source)
+    assert pdf.metadata["ocr_pages"] == [3]
+
+    sentence = "All functions are encapsulated in the structure sCAD"
+    hits = search(sentence, namespace.slug, limit=5, log=False).hits
+    assert hits[0].document_id == pdf.pk and hits[0].page_start == 3 and hits[0].scanned
+    assert hits[0].citation_url == f"/documents/{pdf.pk}/original#page=3"
+    every = search("pen group measurement package", namespace.slug, limit=50, log=False).hits
+    assert all(h.scanned == (h.page_start <= 3 <= h.page_end) for h in every)  # a passage touching page 3
+    assert any(not h.scanned for h in every)
+
+    api = client.get("/api/search", {"query": sentence, "namespace": namespace.slug}).json()["results"]
+    assert api[0]["scanned"] is True and api[0]["citation_url"].endswith("#page=3")
+    page = client.get("/", {"q": sentence, "namespace": namespace.slug}).content.decode()
+    assert "text recognised from a scan" in page
