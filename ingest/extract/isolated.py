@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 
 from ingest import errors
 from ingest.errors import DocumentCorrupt, IngestError, ParserBudgetExceeded
-from ingest.extract.ocr import OcrOptions
+from ingest.extract.ocr import OCR_TYPES, OcrOptions
 from ingest.extract.result import Extracted
 
 HEADER_END = b"\n"
@@ -43,7 +43,8 @@ def extract_isolated(body: bytes, media_type: str, *, fallback_title: str = "",
     try:
         completed = subprocess.run(
             [sys.executable, "-m", "ingest.extract.isolated"], input=header + body, capture_output=True,
-            timeout=budget.wall_seconds + (ocr.document_seconds if ocr else 0), preexec_fn=lambda: _limit(budget),
+            timeout=budget.wall_seconds + (ocr.document_seconds if ocr and media_type in OCR_TYPES else 0),
+            preexec_fn=lambda: _limit(budget),
             check=False,
             env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
         )

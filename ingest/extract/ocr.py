@@ -23,6 +23,7 @@ from ingest.extract.result import Extracted
 
 PNG, JPEG, TIFF, WEBP = "image/png", "image/jpeg", "image/tiff", "image/webp"
 IMAGE_TYPES = (PNG, JPEG, TIFF, WEBP)
+OCR_TYPES = ("application/pdf",) + IMAGE_TYPES  # the types whose parse may OCR pages
 PILLOW_FORMATS = {PNG: "PNG", JPEG: "JPEG", TIFF: "TIFF", WEBP: "WEBP"}
 MAX_PIXELS = 50_000_000  # per page: an A3 page at 300 dpi is 17 Mpx; more is a bomb, not a scan
 RENDER_DPI = 300  # PDF pages are rendered at the resolution Tesseract is trained for

@@ -213,3 +213,11 @@ def test_a_sentence_from_a_scanned_page_is_found_at_its_page(client, namespace, 
     assert api[0]["scanned"] is True and api[0]["citation_url"].endswith("#page=3")
     page = client.get("/", {"q": sentence, "namespace": namespace.slug}).content.decode()
     assert "text recognised from a scan" in page
+
+
+@needs_tesseract
+def test_a_page_over_its_own_budget_is_stopped_at_that_budget():
+    started = time.monotonic()
+    with pytest.raises(ParserBudgetExceeded, match="KB_OCR_PAGE_SECONDS"):
+        extract_isolated(_scanned_pdf([_page_image(3)]), doc.PDF, ocr=OcrOptions(page_seconds=1))
+    assert time.monotonic() - started < 15  # the page's 1 s, not the document's minutes
