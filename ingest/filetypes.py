@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
-from ingest.extract import documents as doc
+from ingest.extract import documents as doc, ocr
 
 TEXT_FILE_TYPES = {
     ".md": "text/markdown", ".markdown": "text/markdown", ".mdx": "text/markdown",
@@ -15,6 +15,7 @@ TEXT_FILE_TYPES = {
 DOCUMENT_FILE_TYPES = {
     ".pdf": doc.PDF, ".docx": doc.DOCX, ".pptx": doc.PPTX, ".xlsx": doc.XLSX, ".odt": doc.ODT,
     ".ods": doc.ODS, ".csv": doc.CSV, ".epub": doc.EPUB, ".eml": doc.EML,
+    ".png": ocr.PNG, ".jpg": ocr.JPEG, ".jpeg": ocr.JPEG, ".tif": ocr.TIFF, ".tiff": ocr.TIFF, ".webp": ocr.WEBP,
     ".docm": doc.MACRO_TYPES[0], ".xlsm": doc.MACRO_TYPES[1], ".pptm": doc.MACRO_TYPES[2],
 }
 FILE_TYPES = {**TEXT_FILE_TYPES, **DOCUMENT_FILE_TYPES}

@@ -29,6 +29,7 @@ from ingest.errors import DocumentNotStored, EmptyContent, IngestInternalError
 from ingest.extract import Extracted, extract
 from ingest.extract.documents import ISOLATED_TYPES
 from ingest.extract.isolated import ParserBudget, capped, extract_isolated, without_nul
+from ingest.extract.ocr import OcrOptions, ocr_reason
 from ingest.fetch import Fetcher
 from ingest.loaders import LoadedItem, SourceLoader, SourceSpec
 from ingest.recall import LOW_RECALL, SiteLines, content_recall, page_lines
@@ -230,15 +231,16 @@ class IngestPipeline:
     def _extract(self, item: LoadedItem) -> Extracted:
         """Documents, and HTML or text over KB_PARSER_INLINE_MAX_BYTES, are parsed in a budgeted
         child process; small HTML, markdown and text here. Either way the text is capped at
-        KB_EXTRACT_MAX_CHARS and holds no NUL (PostgreSQL's text cannot)."""
+        KB_EXTRACT_MAX_CHARS and holds no NUL (PostgreSQL's text cannot). Scans are OCRed there."""
         conf = kb_settings()
         body = item.body or b""
         if item.media_type in ISOLATED_TYPES or len(body) > conf.parser_inline_max_bytes:
             budget = ParserBudget(conf.parser_cpu_seconds, conf.parser_memory_mb * 1024 * 1024,
                                   conf.extract_max_chars)
+            ocr = OcrOptions(conf.ocr_languages, conf.ocr_page_seconds, conf.ocr_max_pages)
             with self.report.beating():  # the child has its own deadline
                 extracted = extract_isolated(body, item.media_type, fallback_title=item.title_hint,
-                                             charset=item.charset, url=item.url, budget=budget)
+                                             charset=item.charset, url=item.url, budget=budget, ocr=ocr)
         else:
             extracted = capped(extract(body, item.media_type, charset=item.charset, url=item.url,
                                        fallback_title=item.title_hint), conf.extract_max_chars)
@@ -361,7 +363,7 @@ class IngestPipeline:
             return
         pending = self._store_each_if_refused(pending, vectors)
         for p in pending:
-            self.report.record(Outcome(p.item.ref, Status.CHANGED, reason=p.reason,
+            self.report.record(Outcome(p.item.ref, Status.CHANGED, reason=ocr_reason(p.reason, p.extracted),
                                        byte_size=len(p.extracted.content.encode("utf-8")), chunks=len(p.chunks)),
                                p.started)
 

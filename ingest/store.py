@@ -154,6 +154,8 @@ def fetched_metadata(p: PendingDocument) -> dict:
         ("page_unit", extracted.page_unit), ("pages", [list(page) for page in extracted.pages]),
         ("site_anchors", extracted.site_anchors), ("block_keys", list(p.block_keys)),
         ("boilerplate_dropped", [list(pair) for pair in p.dropped_blocks or ()]),
+        ("ocr_pages", [number for number, _ in extracted.ocr_pages]),
+        ("ocr_confidence", [confidence for _, confidence in extracted.ocr_pages]),
         ("pipeline", PIPELINE_VERSION),
     ) if value}
 

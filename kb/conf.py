@@ -40,6 +40,9 @@ class KBSettings:
     extract_max_chars: int = 2_000_000  # characters of text one document keeps
     max_chunks_per_document: int = 2000
     parser_inline_max_bytes: int = 256 * 1024  # larger HTML and text bodies are extracted in the child
+    ocr_languages: tuple[str, ...] = ("eng",)  # Tesseract language codes
+    ocr_page_seconds: int = 60
+    ocr_max_pages: int = 100
     rate_limit_anonymous: int = 300
     rate_limit_staff: int = 1200
     capability_retriever: str = "builtin"
@@ -76,6 +79,9 @@ def kb_settings() -> KBSettings:
         archive_max_files=settings.KB_ARCHIVE_MAX_FILES,
         parser_cpu_seconds=settings.KB_PARSER_CPU_SECONDS,
         parser_memory_mb=settings.KB_PARSER_MEMORY_MB,
+        ocr_languages=tuple(code.strip() for code in settings.KB_OCR_LANGUAGES),
+        ocr_page_seconds=settings.KB_OCR_PAGE_SECONDS,
+        ocr_max_pages=settings.KB_OCR_MAX_PAGES,
         run_stall_seconds=settings.KB_RUN_STALL_SECONDS,
         watchdog_seconds=settings.KB_WATCHDOG_SECONDS,
         extract_max_chars=settings.KB_EXTRACT_MAX_CHARS,

@@ -207,6 +207,12 @@ KB_ARCHIVE_MAX_FILES = int(os.environ.get("KB_ARCHIVE_MAX_FILES", "5000"))
 # the budget of one document parse in its child process
 KB_PARSER_CPU_SECONDS = int(os.environ.get("KB_PARSER_CPU_SECONDS", "60"))
 KB_PARSER_MEMORY_MB = int(os.environ.get("KB_PARSER_MEMORY_MB", "2048"))
+# OCR of scans (docs/ingesting.md "Scans (OCR)"): Tesseract languages joined by "+" or ",",
+# the wall-clock budget of one page, and how many pages of one document are OCRed at most
+KB_OCR_LANGUAGES = [code for code in os.environ.get("KB_OCR_LANGUAGES", "eng").replace(",", "+").split("+")
+                    if code.strip()]
+KB_OCR_PAGE_SECONDS = int(os.environ.get("KB_OCR_PAGE_SECONDS", "60"))
+KB_OCR_MAX_PAGES = int(os.environ.get("KB_OCR_MAX_PAGES", "100"))
 # a running ingest whose heartbeat is older than this is reported as stalled (/healthz, run page);
 # at twice this age the watchdog fails it and stops its worker (ingest/watchdog.py)
 KB_RUN_STALL_SECONDS = int(os.environ.get("KB_RUN_STALL_SECONDS", "120"))

@@ -205,6 +205,7 @@ class ChunkRow:
     page_start: int | None = None
     page_end: int | None = None
     page_unit: str = ""
+    scanned: bool = False  # its page's text was recognised from a scan (OCR)
 
 
 _CANDIDATE_COLUMNS = """c.document_id, c.position, coalesce(nullif(d.path, ''), d.ref), c.is_summary, s.priority,
@@ -258,7 +259,9 @@ def hydrate(scope: Scope, chunk_ids: list[int]) -> dict[int, ChunkRow]:
             f"""SELECT c.id, c.document_id, d.source_id, c.position, c.text, c.heading_path, c.anchor,
                        c.start_byte, c.end_byte, d.title, d.ref, d.path, coalesce(d.metadata->>'url', ''),
                        s.kind, s.name, d.created_at, d.indexed_at, c.page_start, c.page_end,
-                       coalesce(d.metadata->>'page_unit', '')
+                       coalesce(d.metadata->>'page_unit', ''),
+                       coalesce(d.metadata->'ocr_pages' @> to_jsonb(c.page_start)
+                                OR d.metadata->'ocr_pages' @> to_jsonb(c.page_end), false)
                 FROM kb_chunk c JOIN kb_document d ON d.id = c.document_id
                 JOIN kb_source s ON s.id = d.source_id
                 WHERE c.id = ANY(%s) AND {where}""",

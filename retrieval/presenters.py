@@ -89,7 +89,7 @@ def _result(h, result: SearchResult, explain: bool) -> dict:
         "snippet": snippet(h.text, result.lexemes), "start_byte": h.start_byte,
         "end_byte": h.end_byte, "citation_url": h.citation_url, "source": h.source_name,
         "location": location_label(h.page_start, h.page_end, h.page_unit),
-        "page_start": h.page_start, "page_end": h.page_end,
+        "page_start": h.page_start, "page_end": h.page_end, "scanned": h.scanned,
         "date": h.created_at, "score": round(h.score, 6),
         "cosine": round(h.cosine, 6) if h.cosine is not None else None,
         "explanation": explanation(h.details) if explain else None,

@@ -56,6 +56,7 @@ class HitOut(Schema):
     location: str = ""  # "p. 12", "pp. 12-13", "slide 3": where in a document the passage is
     page_start: int | None = None
     page_end: int | None = None
+    scanned: bool = False  # the passage's text was recognised from a scan (OCR)
     date: datetime | None
     score: float
     cosine: float | None

@@ -66,6 +66,7 @@ class Hit:
     page_start: int | None = None  # documents: the pages, slides or sheets the passage spans
     page_end: int | None = None
     page_unit: str = ""
+    scanned: bool = False  # "text recognised from a scan": the passage's page was OCRed
 
 
 @dataclass(frozen=True)
@@ -342,7 +343,7 @@ def _hit(details: ScoreDetails, row: ch.ChunkRow, namespace: str) -> Hit:
         start_byte=row.start_byte, end_byte=row.end_byte, citation_url=citation_url(row, namespace),
         source_name=row.source_name, created_at=row.created_at or row.indexed_at, score=details.score,
         relevance=details.relevance, cosine=details.cosine, details=details,
-        page_start=row.page_start, page_end=row.page_end, page_unit=row.page_unit,
+        page_start=row.page_start, page_end=row.page_end, page_unit=row.page_unit, scanned=row.scanned,
     )
 
 

@@ -19,11 +19,12 @@ MARKDOWN_TYPES = ("text/markdown", "text/x-markdown")
 
 
 def extract(body: bytes, media_type: str, *, charset: str | None = None, url: str = "",
-            fallback_title: str = "") -> Extracted:
-    """Dispatch on media type (sniffing HTML when the type is missing or generic)."""
+            fallback_title: str = "", ocr_options=None) -> Extracted:
+    """Dispatch on media type (sniffing HTML when the type is missing or generic); `ocr_options`
+    (ingest/extract/ocr.py) let scanned documents be read."""
     media_type = (media_type or "").lower()
     if media_type in DOCUMENT_TYPES:
-        return extract_document(body, media_type, fallback_title=fallback_title)
+        return extract_document(body, media_type, fallback_title=fallback_title, ocr_options=ocr_options)
     if looks_binary(body):
         raise BinaryContent(
             "The content looks binary (NUL bytes or no decodable text) and is not a document type "

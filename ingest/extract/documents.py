@@ -40,6 +40,7 @@ from ingest.errors import (
 from ingest.extract.blocks import MarkdownBuilder, escape_markdown_line, open_zip, sheets_markdown, table_blocks
 from ingest.extract.html import html_to_markdown
 from ingest.extract.opendocument import read_ods, read_odt
+from ingest.extract import ocr
 from ingest.extract.pdf import read_pdf
 from ingest.extract.result import Extracted
 from ingest.extract.text import decode_text
@@ -60,16 +61,22 @@ MACRO_TYPES = (
     "application/vnd.ms-excel.sheet.macroenabled.12",
     "application/vnd.ms-powerpoint.presentation.macroenabled.12",
 )
-DOCUMENT_TYPES = (PDF, DOCX, PPTX, XLSX, ODT, ODS, CSV, EPUB, EML) + MACRO_TYPES
-# every document type is parsed in the budgeted child process (native code, containers, and the
-# stdlib's e-mail and CSV parsers, whose cost a crafted header or line can blow up)
+DOCUMENT_TYPES = (PDF, DOCX, PPTX, XLSX, ODT, ODS, CSV, EPUB, EML) + MACRO_TYPES + ocr.IMAGE_TYPES
+# every document type is parsed in the budgeted child process (native code, containers, images,
+# and the stdlib's e-mail and CSV parsers, whose cost a crafted header or line can blow up)
 ISOLATED_TYPES = DOCUMENT_TYPES
 MAX_SHEET_CELLS = 2_000_000  # a workbook's cells read; past it the content says it was truncated
 logger = logging.getLogger(__name__)
 OOXML_MACRO_PART = "vbaProject.bin"
 
 
-def extract_document(body: bytes, media_type: str, *, fallback_title: str = "") -> Extracted:
+def extract_document(body: bytes, media_type: str, *, fallback_title: str = "",
+                     ocr_options: ocr.OcrOptions | None = None) -> Extracted:
+    """`ocr_options` (given in the parser child) lets scans be read by OCR (`ocr.py`)."""
+    if media_type in ocr.IMAGE_TYPES:
+        return ocr.read_image(body, media_type, fallback_title, ocr_options or ocr.OcrOptions())
+    if media_type == PDF:
+        return read_pdf(body, fallback_title, ocr_options)
     if media_type in MACRO_TYPES:
         raise MacrosRefused("Macro-enabled Office files are not read; save it without macros (.docx, .xlsx, .pptx).")
     reader = {PDF: read_pdf, DOCX: _docx, PPTX: _pptx, XLSX: _xlsx, ODT: read_odt, ODS: read_ods, CSV: _csv,

@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, replace
 
 from ingest import errors
 from ingest.errors import DocumentCorrupt, IngestError, ParserBudgetExceeded
+from ingest.extract.ocr import OCR_TYPES, OcrOptions
 from ingest.extract.result import Extracted
 
 HEADER_END = b"\n"
@@ -42,10 +43,11 @@ class ParserBudget:
     cpu_seconds: int = 60
     memory_bytes: int = 2 * 1024 ** 3
     max_chars: int = 2_000_000  # characters of text kept from one document
+    extra_wall_seconds: float = 0.0  # OCR: each page has its own budget on top
 
     @property
     def wall_seconds(self) -> float:
-        return self.cpu_seconds * 2 + 10
+        return self.cpu_seconds * 2 + 10 + self.extra_wall_seconds
 
     @property
     def output_bytes(self) -> int:
@@ -55,9 +57,13 @@ class ParserBudget:
 
 
 def extract_isolated(body: bytes, media_type: str, *, fallback_title: str = "", charset: str | None = None,
-                     url: str = "", budget: ParserBudget = ParserBudget()) -> Extracted:
+                     url: str = "", budget: ParserBudget = ParserBudget(), ocr: OcrOptions | None = None) -> Extracted:
+    """`ocr` lets scans be read, each OCRed page within its own budget (the deadline grows by them)."""
+    if ocr and media_type in OCR_TYPES:
+        budget = replace(budget, extra_wall_seconds=ocr.document_seconds)
     header = json.dumps({"media_type": media_type, "fallback_title": fallback_title, "charset": charset,
-                         "url": url, "max_chars": budget.max_chars}).encode() + HEADER_END
+                         "url": url, "max_chars": budget.max_chars,
+                         "ocr": asdict(ocr) if ocr else None}).encode() + HEADER_END
     with tempfile.TemporaryFile() as stdin, tempfile.TemporaryFile() as stderr:
         stdin.write(header)
         stdin.write(body)
@@ -127,6 +133,7 @@ def _answer(returncode: int, output: bytes, stderr: bytes, budget: ParserBudget)
     data = answer["extracted"]
     data["links"] = tuple(data["links"])
     data["pages"] = tuple(tuple(p) for p in data["pages"])
+    data["ocr_pages"] = tuple(tuple(p) for p in data["ocr_pages"])
     return Extracted(**data)
 
 
@@ -172,8 +179,10 @@ def main() -> int:
     del raw
     request = json.loads(header)
     try:
+        ocr = request.get("ocr")
+        options = OcrOptions(**{**ocr, "languages": tuple(ocr["languages"])}) if ocr else None
         extracted = extract(body, request["media_type"], charset=request["charset"], url=request["url"],
-                            fallback_title=request["fallback_title"])
+                            fallback_title=request["fallback_title"], ocr_options=options)
         answer = {"extracted": asdict(capped(extracted, request["max_chars"]))}
     except IngestError as exc:
         answer = {"error": {"code": exc.code, "message": exc.message}}

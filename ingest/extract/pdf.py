@@ -13,11 +13,13 @@ outline as headings. Pure: bytes in, `Extracted` out.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 import re
 from collections import Counter
 
 from ingest.errors import DocumentCorrupt, DocumentEncrypted, NoTextLayer
+from ingest.extract import ocr
 from ingest.extract.blocks import MarkdownBuilder, escape_markdown_line
 from ingest.extract.result import Extracted
 from kb.lookalikes import fold_lookalikes, join_hyphenation
@@ -31,7 +33,7 @@ MIN_RUNNING_PAGES = 3
 DIGITS = re.compile(r"\d+")
 
 
-def read_pdf(body: bytes, fallback_title: str) -> Extracted:
+def read_pdf(body: bytes, fallback_title: str, options: ocr.OcrOptions | None = None) -> Extracted:
     import pypdfium2 as pdfium
 
     try:
@@ -52,10 +54,15 @@ def read_pdf(body: bytes, fallback_title: str) -> Extracted:
             textpage.close()
             page.close()
         title = (document.get_metadata_value("Title") or "").strip()
+        scanned = [i for i, text in enumerate(texts) if len(text.strip()) < MIN_TEXT_CHARS_PER_PAGE]
+        recognised = ocr.recognise_pdf_pages(document, scanned, options) if options else {}
     finally:
         document.close()
+    for index, page in recognised.items():
+        texts[index] = page.text
     if page_count and all(len(t.strip()) < MIN_TEXT_CHARS_PER_PAGE for t in texts):
-        raise NoTextLayer(f"The PDF's {page_count} pages have no text layer (a scan?); it needs OCR first.")
+        advice = (ocr.unavailable(options) or "OCR found no text on them.") if options else "it needs OCR first."
+        raise NoTextLayer(f"The PDF's {page_count} pages have no text layer (a scan?); {advice}")
     texts = drop_running_lines(texts)
     if page_count and all(len(_body_text(t, outline.get(n, []))) < MIN_TEXT_CHARS_PER_PAGE
                           for n, t in enumerate(texts, start=1)):
@@ -67,7 +74,8 @@ def read_pdf(body: bytes, fallback_title: str) -> Extracted:
         builder.page(number)
         for block in _pdf_page_blocks(text, outline.get(number, [])):
             builder.add(block)
-    return builder.result(title or fallback_title, "page")
+    ocr_pages = tuple((i + 1, p.confidence) for i, p in sorted(recognised.items()) if p.text.strip())
+    return replace(builder.result(title or fallback_title, "page"), ocr_pages=ocr_pages)
 
 
 def _shape(line: str) -> str:

@@ -17,3 +17,5 @@ class Extracted:
     # HTML: the page's own section ids are the anchors; a heading without one gets none (the
     # citation opens the page), never a slug the page does not have
     site_anchors: bool = False
+    # pages whose text Tesseract recognised from a scan: (page number, mean word confidence 0-100)
+    ocr_pages: tuple[tuple[int, float], ...] = ()
