@@ -169,8 +169,9 @@ def manage_shell(env: dict[str, str], code: str, timeout: float = 120) -> str:
     return lines[-1] if lines else ""
 
 
-def chromium():
-    """Headless Debian Chromium through Debian's chromedriver (scripts/browser.sh installs both)."""
+def chromium(window_size: str = "1200,1400"):
+    """Headless Debian Chromium through Debian's chromedriver (scripts/browser.sh installs both);
+    Selenium is told where they are, so nothing is downloaded."""
     chromium_path, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
     if not chromium_path or not driver_path:
         pytest.fail("chromium and chromedriver are missing: scripts/test installs them (scripts/browser.sh)")
@@ -181,7 +182,7 @@ def chromium():
     options.binary_location = chromium_path
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                  "--disable-quic", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--window-size=1200,1400"):
+                 "--disable-component-update", "--disable-sync", f"--window-size={window_size}"):
         options.add_argument(flag)
     driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
     driver.implicitly_wait(5)
