@@ -31,7 +31,7 @@ PURE = {
     "retrieval.citations", "retrieval.evals", "retrieval.context", "retrieval.diversity",
     "ingest.errors", "ingest.chunk", "ingest.boilerplate", "ingest.scope", "ingest.decisions", "ingest.run_status",
     "ingest.extract", "ingest.extract.html", "ingest.extract.html_markdown", "ingest.extract.text",
-    "ingest.extract.result",
+    "ingest.extract.result", "ingest.extract.ocr", "kb.lookalikes",
     "ingest.extract.documents", "ingest.extract.blocks", "ingest.extract.pdf", "ingest.extract.opendocument",
     "capabilities.errors", "capabilities.definitions", "capabilities.contracts",
 }
