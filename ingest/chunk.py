@@ -106,37 +106,51 @@ def chunk_markdown(content: str, title: str = "", options: ChunkOptions = ChunkO
             continue
         for group in _pack(units, options):
             pieces.append((section, group))
-    return _finish(content, title, _merge_bare_headings(pieces), pages)
+    return _finish(content, title, _merge_bare_headings(pieces, options.max_tokens), pages)
 
 
-def _merge_bare_headings(pieces: list[tuple[_Section, list[_Unit]]]) -> list[tuple[_Section, list[_Unit]]]:
+def _merge_bare_headings(pieces: list[tuple[_Section, list[_Unit]]],
+                         max_tokens: int) -> list[tuple[_Section, list[_Unit]]]:
     """A section that is only its heading ("1. Introduction" straight before "1.1 Scope") is no
-    passage to return: its heading opens the next chunk (the last one's, at the end)."""
+    passage to return: its heading opens the next chunk (the last one's, at the end). A heading
+    with an id of its own (a slide, a cited anchor) stays a passage, and headings that wait for
+    more than a chunk's tokens become a chunk of their own, so no chunk outgrows the limit."""
     merged: list[tuple[_Section, list[_Unit]]] = []
     waiting: list[_Unit] = []
+    waiting_section = None
     for section, group in pieces:
-        if len(section.blocks) == 1 and section.blocks[0].kind == "heading":
+        tokens = sum(u.tokens for u in waiting) + sum(u.tokens for u in group)
+        if waiting and tokens > max_tokens:
+            merged.append((waiting_section, waiting))
+            waiting = []
+        if _bare_heading(section):
+            waiting_section = waiting_section if waiting else section
             waiting.extend(group)
             continue
         merged.append((section, waiting + group))
         waiting = []
     if waiting:
-        if merged:
+        if merged and sum(u.tokens for u in merged[-1][1] + waiting) <= max_tokens:
             section, group = merged[-1]
             merged[-1] = (section, group + waiting)
         else:
-            merged.append((pieces[-1][0], waiting))
+            merged.append((waiting_section, waiting))
     return merged
 
 
+def _bare_heading(section: _Section) -> bool:
+    return len(section.blocks) == 1 and section.blocks[0].kind == "heading" and not section.blocks[0].heading_id
+
+
 def _tiny(section: _Section, units: list[_Unit], options: ChunkOptions) -> bool:
-    """A section too small to be a passage of its own: only its heading, or fewer tokens than
-    `min_section_tokens`; it joins the passage before it (100 KB of `# a` is not 20,000 chunks).
+    """A section too small to be a passage of its own, fewer tokens than `min_section_tokens`
+    under its heading: it joins the passage before it (100 KB of `# a\n\nb` is not 20,000 chunks).
     A heading with an id of its own (`{#slide-7}`, an HTML id) keeps its section: it is cited."""
     if any(block.kind == "heading" and block.heading_id for block in section.blocks):
         return False
-    return all(block.kind == "heading" for block in section.blocks) or \
-        sum(u.tokens for u in units) < options.min_section_tokens
+    if _bare_heading(section):
+        return False  # a bare heading opens the next passage instead (`_merge_bare_headings`)
+    return sum(u.tokens for u in units) < options.min_section_tokens
 
 
 def chunk_text(content: str, title: str = "", options: ChunkOptions = ChunkOptions(),

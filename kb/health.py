@@ -89,7 +89,11 @@ def _runs_status() -> dict:
     """Runs that do not move: stalled (running without progress) and waiting (queued, untaken)."""
     from ingest.watchdog import stalled_runs, waiting_runs
 
-    stalled, waiting = stalled_runs(), waiting_runs()
+    try:
+        stalled, waiting = stalled_runs(), waiting_runs()
+    except DatabaseError as exc:  # reachable but not migrated, or failing now
+        connection.close()
+        return {"ok": False, "error": _first_line(exc)}
     return {
         "ok": not stalled and not waiting,
         "stalled": [{"run": run.run_id, "no_progress_since": run.since, "reason": run.reason} for run in stalled],

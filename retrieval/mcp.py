@@ -132,7 +132,8 @@ def fetch_tool(request, data: FetchIn) -> Answer:
             span = (0, len(text.encode("utf-8")))
     citation = document_citation_url(url=document.metadata.get("url", ""), ref=document.ref, anchor=anchor,
                                      namespace=document.namespace.slug, document_id=document.pk, page=page,
-                                     page_unit=document.metadata.get("page_unit", ""))
+                                     page_unit=document.metadata.get("page_unit", ""),
+                                     chunk_id=number if kind == "c" else None)  # a passage cites itself, as search does
     payload = {"document_id": document.pk, "chunk_id": number if kind == "c" else None, "title": document.title,
                "heading_path": heading_path, "anchor": anchor,
                "citation_url": absolute_url(citation, request.kb_base_url), "start_byte": span[0], "end_byte": span[1],

@@ -212,7 +212,7 @@ def test_feedback_reaches_the_curator_report_and_becomes_an_eval_case(live_serve
     assert "Eval case added" in browser.find_element(By.CSS_SELECTOR, ".made").text
     _shot(browser, "curator-eval-case.png")
 
-    suite = EvalSuite.objects.get(namespace="docs")
+    suite = EvalSuite.objects.get(namespace__slug="docs")
     case = suite.definition["cases"][0]
     assert case["question"] == "roast pumpkin soup" and case["expect"]["relevant"] == ["pumpkin"]
     outcome = run_suite(parse_suite(suite.definition, namespace="docs"))

@@ -24,4 +24,4 @@ def test_the_documented_python_agent_quotes_and_cites_a_stored_passage(world):
     answer = json.loads(done.stdout)
     chunk = Chunk.objects.get(pk=int(answer["id"][1:]))
     assert answer["quote"] == chunk.text and chunk.document.title == "Pumpkin soup"
-    assert answer["cite"] == f"{world['root']}/documents/{chunk.document_id}/"
+    assert answer["cite"] == f"{world['root']}/documents/{chunk.document_id}/#passage-{chunk.pk}"  # the passage
