@@ -23,6 +23,7 @@ from kb.auth import Principal
 from kb.conf import kb_settings
 from kb.datafiles import read_data
 from kb.errors import KBError, ValidationFailed
+from kb.vocabulary import CAPABILITY_ID_RE
 from capabilities.errors import BudgetExceeded, DefinitionInvalid, RetrieverFailed, RevisionMismatch, UnknownCapability
 from retrieval.citations import document_citation_url
 from retrieval.query import validate_query
@@ -165,7 +166,8 @@ def retrieve_knowledge(principal: Principal, selected: list, text: str, knowledg
     answer: evidence first (revisions, mapping, freshness), then every hit against the bytes."""
     text = validate_query(text, limit)
     wanted = _selected(selected)
-    records = store.capabilities(wanted, principal.readable())
+    # an id no capability can have (NUL, a lone surrogate, another shape) is unknown without a lookup
+    records = store.capabilities([cid for cid in wanted if CAPABILITY_ID_RE.match(cid)], principal.readable())
     missing = sorted(set(wanted) - set(records))
     if missing:
         raise UnknownCapability(f"Unknown capability id(s): {', '.join(missing)}.",

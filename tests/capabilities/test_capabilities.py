@@ -383,3 +383,12 @@ def test_knowledge_targets_outside_the_callers_namespaces_are_left_out(world):
     Document.objects.filter(source=world["source"]).update(namespace=other)
     after = service.retrieve_knowledge(reader, ["billing/refund"], "refund a payment", locales=["en"])
     assert after.hits == [] and after.evidence["targets"] == []
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("bad_id", ["a/b\x00", "\udb4c\udef5)", "not an id"], ids=["nul", "surrogate", "shape"])
+def test_a_capability_id_no_capability_can_have_is_unknown_not_a_server_error(client, bad_id):
+    response = client.post("/api/knowledge/retrieve", json.dumps({"selected": [bad_id], "text": "pumpkin"}),
+                           content_type="application/json")
+    assert response.status_code != 500, response.content
+    assert response.json()["code"] in ("CG_UNKNOWN_CAPABILITY", "KB_AUTH_REQUIRED"), response.json()
