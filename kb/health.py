@@ -6,10 +6,14 @@ keeps search of stored data possible, and so does a read replica that is down or
 reads go to the primary). A worker that is alive but stuck degrades it too: `runs` lists the
 runs that made no progress for `KB_RUN_STALL_SECONDS` and the queued runs no worker takes
 (ingest/watchdog.py), read from the runs themselves rather than from the worker's own word.
+`parser_sandbox` says which layers of the parser child's sandbox this machine's kernel grants
+(ingest/extract/sandbox.py), probed once per process: a refused layer is `ok: false` with the
+reason, without degrading the service (documents are still parsed, less confined).
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import asdict, dataclass, field
 
 from django.db import DatabaseError, connection
@@ -27,6 +31,7 @@ class HealthReport:
     runs: dict = field(default_factory=dict)
     embedder: dict = field(default_factory=dict)
     replicas: list = field(default_factory=list)
+    parser_sandbox: dict = field(default_factory=dict)
 
     @property
     def essential_ok(self) -> bool:
@@ -66,6 +71,7 @@ def health_report() -> HealthReport:
         report.runs = _runs_status()
     report.replicas = replica_report()
     report.embedder = _embedder_status()
+    report.parser_sandbox = _parser_sandbox_status()
     return report
 
 
@@ -110,6 +116,14 @@ def _embedder_status() -> dict:
     except KBError as exc:
         return {"ok": False, "code": exc.code, "error": exc.message}
     return {"ok": True, "model": embedder.model_id, "dimension": embedder.dimension}
+
+
+@functools.cache  # the kernel's answer does not change while the process lives
+def _parser_sandbox_status() -> dict:
+    from ingest.extract.sandbox import LAYERS, probe, refused
+
+    layers = probe()
+    return {"ok": not refused(layers), "layers": {layer: layers.get(layer, "not entered") for layer in LAYERS}}
 
 
 def _first_line(exc: Exception) -> str:

@@ -19,7 +19,8 @@ APPS = ("ingest", "retrieval", "capabilities")
 PACKAGES = ("kb",) + APPS
 WIRING = {"kb.urls", "kb.api", "kb.mcp", "kb.health", "kb.demo", "kb.settings", "kb.wsgi"}  # and kb.management.*
 PUBLIC = {
-    "ingest": {"ingest.services", "ingest.embed", "ingest.uploads", "ingest.watchdog"},
+    "ingest": {"ingest.services", "ingest.embed", "ingest.uploads", "ingest.watchdog",
+               "ingest.extract.sandbox"},
     "retrieval": {"retrieval.service", "retrieval.query", "retrieval.citations", "retrieval.ranker",
                   "retrieval.bm25"},
     "capabilities": {"capabilities.service"},
@@ -31,7 +32,7 @@ PURE = {
     "retrieval.citations", "retrieval.evals", "retrieval.context", "retrieval.diversity",
     "ingest.errors", "ingest.chunk", "ingest.boilerplate", "ingest.scope", "ingest.decisions", "ingest.run_status",
     "ingest.extract", "ingest.extract.html", "ingest.extract.html_markdown", "ingest.extract.text",
-    "ingest.extract.result", "ingest.extract.ocr", "kb.lookalikes",
+    "ingest.extract.result", "ingest.extract.ocr", "ingest.extract.sandbox", "kb.lookalikes",
     "ingest.extract.documents", "ingest.extract.blocks", "ingest.extract.pdf", "ingest.extract.opendocument",
     "capabilities.errors", "capabilities.definitions", "capabilities.contracts",
 }

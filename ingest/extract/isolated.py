@@ -10,11 +10,16 @@ stopping at `output_bytes`, so a small file that expands to gigabytes of text ne
 worker's memory. Exceeding the time, the memory or the output is `ParserBudgetExceeded`
 (`INGEST_PARSER_BUDGET`); a crash is `DocumentCorrupt`; the item fails and the run goes on. The
 child imports no Django: a JSON header and the bytes in on stdin, JSON out on stdout.
+
+Before it parses, the child enters a sandbox (`sandbox.py`: no network, writes only in its own
+temporary directory, exec only of Tesseract, no new privileges); a layer the kernel refuses is
+logged with the document, and /healthz shows it.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import resource
 import selectors
@@ -27,6 +32,7 @@ from dataclasses import asdict, dataclass, replace
 
 from ingest import errors
 from ingest.errors import DocumentCorrupt, IngestError, ParserBudgetExceeded
+from ingest.extract import sandbox
 from ingest.extract.ocr import OCR_TYPES, OcrOptions
 from ingest.extract.result import Extracted
 
@@ -36,6 +42,9 @@ BUDGET_SIGNALS = (-signal.SIGKILL, -signal.SIGXCPU, -signal.SIGABRT, -signal.SIG
 OUT_OF_MEMORY_MARKS = (b"MemoryError", b"failed to map segment", b"bad_alloc", b"Cannot allocate memory")
 TRUNCATED = "\n\n[… truncated: the first {kept:,} of {total:,} characters were kept (KB_EXTRACT_MAX_CHARS) …]\n"
 READ_SIZE = 1 << 16
+CHILD = ("-m", "ingest.extract.isolated")  # the child's arguments to the Python interpreter
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -61,16 +70,18 @@ def extract_isolated(body: bytes, media_type: str, *, fallback_title: str = "", 
     """`ocr` lets scans be read, each OCRed page within its own budget (the deadline grows by them)."""
     if ocr and media_type in OCR_TYPES:
         budget = replace(budget, extra_wall_seconds=ocr.document_seconds)
-    header = json.dumps({"media_type": media_type, "fallback_title": fallback_title, "charset": charset,
-                         "url": url, "max_chars": budget.max_chars,
-                         "ocr": asdict(ocr) if ocr else None}).encode() + HEADER_END
-    with tempfile.TemporaryFile() as stdin, tempfile.TemporaryFile() as stderr:
+    with (tempfile.TemporaryDirectory(prefix="kb-parser-") as writable,
+          tempfile.TemporaryFile() as stdin, tempfile.TemporaryFile() as stderr):
+        header = json.dumps({"media_type": media_type, "fallback_title": fallback_title, "charset": charset,
+                             "url": url, "max_chars": budget.max_chars, "writable": writable,
+                             "ocr": asdict(ocr) if ocr else None}).encode() + HEADER_END
         stdin.write(header)
         stdin.write(body)
         stdin.seek(0)
         child = subprocess.Popen(
-            [sys.executable, "-m", "ingest.extract.isolated"], stdin=stdin, stdout=subprocess.PIPE, stderr=stderr,
-            preexec_fn=lambda: _limit(budget), env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+            [sys.executable, *CHILD], stdin=stdin, stdout=subprocess.PIPE, stderr=stderr,
+            preexec_fn=lambda: _limit(budget),
+            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": writable},
         )
         try:
             output = _read_capped(child, budget)
@@ -128,6 +139,9 @@ def _answer(returncode: int, output: bytes, stderr: bytes, budget: ParserBudget)
         tail = stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no output"]
         raise DocumentCorrupt(f"The parser stopped on this file (exit {returncode}): {tail[0][:300]}")
     answer = json.loads(output)
+    weaker = sandbox.refused(answer.get("sandbox", {}))
+    if weaker:
+        logger.warning("The parser child ran without these sandbox layers: %s", weaker)
     if "error" in answer:
         raise _error_class(answer["error"]["code"])(answer["error"]["message"])
     data = answer["extracted"]
@@ -178,6 +192,7 @@ def main() -> int:
     header, _, body = raw.partition(HEADER_END)
     del raw
     request = json.loads(header)
+    state = sandbox.enter(request["writable"])  # before a byte of the document is parsed
     try:
         ocr = request.get("ocr")
         options = OcrOptions(**{**ocr, "languages": tuple(ocr["languages"])}) if ocr else None
@@ -188,7 +203,7 @@ def main() -> int:
         answer = {"error": {"code": exc.code, "message": exc.message}}
     except MemoryError:
         return OUT_OF_MEMORY_EXIT
-    sys.stdout.write(json.dumps(answer))
+    sys.stdout.write(json.dumps({**answer, "sandbox": state}))
     return 0
 
 

@@ -1,0 +1,221 @@
+"""The parser child's sandbox: what a parser exploited by a hostile file may still do.
+
+The child (`isolated.py`) enters it before it reads the untrusted bytes, in this order:
+
+- `no_new_privs`: `PR_SET_NO_NEW_PRIVS`, so nothing it execs gains privileges (setuid, file
+  capabilities); the kernel requires it for the two filters below.
+- `network`: new user and network namespaces (`unshare`), holding only a loopback that is down:
+  no address outside the child can be reached, by any protocol.
+- `landlock`: writes only under the child's own temporary directory (and `/dev/null`); exec only
+  of `tesseract` (and its ELF interpreter), which OCR needs; no TCP bind or connect (ABI 4); no
+  signals to, or abstract sockets of, processes outside the child (ABI 6). Reading is not
+  restricted: the parser libraries and Tesseract's language data are read where they are
+  installed.
+- `seccomp`: `socket()` of any family but AF_UNIX fails with EACCES, and io_uring (which could
+  open sockets past the filter) is refused; syscalls of another ABI (x32, i386) kill the child.
+
+Each layer is entered on its own, best effort: a kernel or container that refuses one (no
+Landlock, user namespaces disabled, a seccomp profile that forbids `unshare`) leaves the others
+in force, and `enter` answers, per layer, "on" or why it is off. The child returns that answer
+with its output; the worker logs a refused layer on every document and /healthz shows it
+(`parser_sandbox`), so a weaker sandbox is visible, never silent.
+
+Stdlib only (ctypes over libc's `syscall` and `prctl`): no binding of libseccomp, whose Python
+module is LGPL, and no library for a few dozen lines of well-documented kernel interfaces.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import json
+import os
+import platform
+import shutil
+import struct
+import sys
+import time
+
+LAYERS = ("no_new_privs", "network", "landlock", "seccomp")
+ON = "on"
+
+PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
+CLONE_NEWUSER, CLONE_NEWNET = 0x10000000, 0x40000000
+AF_UNIX = 1
+
+# Landlock (include/uapi/linux/landlock.h); its syscall numbers are the same on every architecture.
+SYS_LANDLOCK_CREATE_RULESET, SYS_LANDLOCK_ADD_RULE, SYS_LANDLOCK_RESTRICT_SELF = 444, 445, 446
+LANDLOCK_CREATE_RULESET_VERSION, LANDLOCK_RULE_PATH_BENEATH = 1, 1
+FS_EXECUTE, FS_WRITE_FILE = 1 << 0, 1 << 1
+FS_WRITES_V1 = sum(1 << bit for bit in (1, 4, 5, 6, 7, 8, 9, 10, 11, 12))  # write, remove and make anything
+FS_REFER, FS_TRUNCATE = 1 << 13, 1 << 14  # ABI 2, ABI 3
+NET_BIND_TCP, NET_CONNECT_TCP = 1 << 0, 1 << 1  # ABI 4
+SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1  # ABI 6
+
+# seccomp-bpf: per architecture, its AUDIT_ARCH and the syscall numbers the filter looks at.
+ARCHES = {"x86_64": (0xC000003E, 41, 425), "aarch64": (0xC00000B7, 198, 425)}  # (arch, socket, io_uring_setup)
+X32_SYSCALL_BIT = 0x40000000
+SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO, SECCOMP_RET_KILL_PROCESS = 0x7FFF0000, 0x00050000, 0x80000000
+BPF_LD_W_ABS, BPF_JEQ_K, BPF_JGE_K, BPF_RET_K = 0x20, 0x15, 0x35, 0x06
+
+
+def enter(writable: str, layers: tuple[str, ...] = LAYERS) -> dict[str, str]:
+    """Enter every layer of `layers` the kernel grants; `writable` is the one directory the child
+    may write. Answers each layer's state ("on", or why not) and `ms`, what entering cost."""
+    started = time.perf_counter()
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    state = {}
+    for layer, step in (("no_new_privs", _no_new_privs), ("network", _network),
+                        ("landlock", lambda lib: _landlock(lib, writable)), ("seccomp", _seccomp)):
+        if layer not in layers:
+            continue
+        try:
+            step(libc)
+            state[layer] = ON
+        except OSError as exc:
+            state[layer] = f"refused by the kernel: {exc.strerror or exc} ({layer})"
+        except Unsupported as exc:
+            state[layer] = str(exc)
+    state["ms"] = f"{(time.perf_counter() - started) * 1000:.1f}"
+    return state
+
+
+def refused(state: dict[str, str]) -> dict[str, str]:
+    """The layers of `state` that are not on, with why."""
+    return {layer: state.get(layer, "not entered") for layer in LAYERS if state.get(layer) != ON}
+
+
+class Unsupported(Exception):
+    """This machine has no such layer (an architecture or kernel without it)."""
+
+
+def _check(result: int) -> int:
+    if result < 0:
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code))
+    return result
+
+
+def _no_new_privs(libc) -> None:
+    _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+
+
+def _network(libc) -> None:
+    """Own user and network namespaces; as root without user namespaces, a network namespace alone."""
+    uid, gid = os.getuid(), os.getgid()
+    if libc.unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0:
+        # The same ids inside, so files keep their owners; setgroups must be denied before gid_map.
+        for name, line in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+            with open(f"/proc/self/{name}", "w") as proc:
+                proc.write(line)
+        return
+    _check(libc.unshare(CLONE_NEWNET))
+
+
+def _landlock(libc, writable: str) -> None:
+    abi = libc.syscall(SYS_LANDLOCK_CREATE_RULESET, None, 0, LANDLOCK_CREATE_RULESET_VERSION)
+    if abi < 0:
+        raise Unsupported(f"Landlock is not available: {os.strerror(ctypes.get_errno())} (landlock)")
+    writes = FS_WRITES_V1 | (FS_REFER if abi >= 2 else 0) | (FS_TRUNCATE if abi >= 3 else 0)
+    net = NET_BIND_TCP | NET_CONNECT_TCP if abi >= 4 else 0
+    scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if abi >= 6 else 0
+    attr = struct.pack("=QQQ", writes | FS_EXECUTE, net, scoped)[: 8 if abi < 4 else 16 if abi < 6 else 24]
+    ruleset = _check(libc.syscall(SYS_LANDLOCK_CREATE_RULESET, attr, len(attr), 0))
+    try:
+        _allow(libc, ruleset, writable, writes)
+        _allow(libc, ruleset, os.devnull, FS_WRITE_FILE | (FS_TRUNCATE if abi >= 3 else 0))
+        for program in _ocr_programs():
+            _allow(libc, ruleset, program, FS_EXECUTE)
+        _check(libc.syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0))
+    finally:
+        os.close(ruleset)
+
+
+def _allow(libc, ruleset: int, path: str, access: int) -> None:
+    fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    try:
+        rule = struct.pack("=Qi", access, fd)
+        _check(libc.syscall(SYS_LANDLOCK_ADD_RULE, ruleset, LANDLOCK_RULE_PATH_BENEATH, rule, 0))
+    finally:
+        os.close(fd)
+
+
+def _ocr_programs() -> list[str]:
+    """Tesseract and the ELF interpreter the kernel loads with it (exec needs both)."""
+    found = shutil.which("tesseract")
+    if not found:
+        return []
+    program = os.path.realpath(found)
+    interpreter = _elf_interpreter(program)
+    return [program] + ([os.path.realpath(interpreter)] if interpreter else [])
+
+
+def _elf_interpreter(path: str) -> str:
+    """The PT_INTERP of a 64-bit little-endian ELF file ("" for anything else)."""
+    with open(path, "rb") as elf:
+        header = elf.read(64)
+        if header[:6] != b"\x7fELF\x02\x01":
+            return ""
+        phoff, = struct.unpack_from("<Q", header, 32)
+        phentsize, phnum = struct.unpack_from("<HH", header, 54)
+        for index in range(phnum):
+            elf.seek(phoff + index * phentsize)
+            kind, _, offset, _, _, size = struct.unpack("<IIQQQQ", elf.read(40))
+            if kind == 3:  # PT_INTERP
+                elf.seek(offset)
+                return elf.read(size).rstrip(b"\0").decode()
+    return ""
+
+
+def _seccomp(libc) -> None:
+    machine = platform.machine()
+    if machine not in ARCHES:
+        raise Unsupported(f"no seccomp filter is written for the {machine} architecture (seccomp)")
+    arch, socket_nr, io_uring_setup = ARCHES[machine]
+    eacces = SECCOMP_RET_ERRNO | errno.EACCES
+    program = [
+        (BPF_LD_W_ABS, 0, 0, 4),  # seccomp_data.arch
+        (BPF_JEQ_K, 1, 0, arch),
+        (BPF_RET_K, 0, 0, SECCOMP_RET_KILL_PROCESS),
+        (BPF_LD_W_ABS, 0, 0, 0),  # seccomp_data.nr
+        (BPF_JGE_K, 0, 1, X32_SYSCALL_BIT),
+        (BPF_RET_K, 0, 0, SECCOMP_RET_KILL_PROCESS),
+        (BPF_JEQ_K, 0, 1, io_uring_setup),
+        (BPF_RET_K, 0, 0, eacces),
+        (BPF_JEQ_K, 1, 0, socket_nr),
+        (BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW),
+        (BPF_LD_W_ABS, 0, 0, 16),  # seccomp_data.args[0], low word: the address family
+        (BPF_JEQ_K, 0, 1, AF_UNIX),
+        (BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW),
+        (BPF_RET_K, 0, 0, eacces),
+    ]
+    filters = ctypes.create_string_buffer(b"".join(struct.pack("=HBBI", *op) for op in program))
+    fprog = struct.pack("=HxxxxxxQ", len(program), ctypes.addressof(filters))
+    _check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.c_char_p(fprog), 0, 0))
+
+
+def probe(timeout: float = 30.0) -> dict[str, str]:
+    """Enter the sandbox in a throwaway child, as the parser child does, and answer what the
+    kernel granted (for /healthz)."""
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="kb-sandbox-probe-") as writable:
+        try:
+            done = subprocess.run([sys.executable, "-m", "ingest.extract.sandbox", writable], capture_output=True,
+                                  timeout=timeout, check=True)
+            return json.loads(done.stdout)
+        except (OSError, subprocess.SubprocessError, ValueError) as exc:
+            return {layer: f"the probe failed: {exc}" for layer in LAYERS}
+
+
+def main() -> int:
+    """`python -m ingest.extract.sandbox DIR`: enter the sandbox (DIR writable) and print what
+    the kernel granted, as JSON."""
+    sys.stdout.write(json.dumps(enter(sys.argv[1])))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

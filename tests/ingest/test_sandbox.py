@@ -1,0 +1,161 @@
+"""The parser child's sandbox (ingest/extract/sandbox.py): each layer refuses what it is for,
+the whole sandbox holds against a hostile parser run through `extract_isolated`, a layer the
+kernel refuses leaves the others on and is logged, and OCR still runs (tests/ingest/test_ocr.py).
+
+Each layer is entered alone in a fresh child (after `no_new_privs`, which an unprivileged
+process needs for Landlock and seccomp) and the same attempts are made; the child with no
+layer at all is the control that shows every attempt would succeed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from ingest.extract import isolated, sandbox
+from ingest.extract.isolated import extract_isolated
+
+REPO = Path(__file__).resolve().parents[2]
+EVERYTHING_ALLOWED = {"inet socket": "allowed", "tcp connect": "allowed", "udp socket": "allowed",
+                      "write outside": "allowed", "exec": "allowed", "write own temp": "allowed",
+                      "exec tesseract": "allowed", "no_new_privs": "0"}
+REFUSES = {
+    (): {},
+    ("no_new_privs",): {"no_new_privs": "1"},
+    ("no_new_privs", "network"): {"no_new_privs": "1", "tcp connect": "refused: ENETUNREACH"},
+    ("no_new_privs", "landlock"): {"no_new_privs": "1", "write outside": "refused: EACCES",
+                                   "exec": "refused: EACCES", "tcp connect": "refused: EACCES"},
+    ("no_new_privs", "seccomp"): {"no_new_privs": "1", "inet socket": "refused: EACCES",
+                                  "tcp connect": "refused: EACCES", "udp socket": "refused: EACCES"},
+}
+needs_tesseract = pytest.mark.skipif(shutil.which("tesseract") is None, reason="Tesseract is not installed")
+
+
+@pytest.fixture
+def listener():
+    server = socket.create_server(("127.0.0.1", 0))
+    yield server.getsockname()[1]
+    server.close()
+
+
+def _in_child(layers: tuple[str, ...], outside: Path, port: int, writable: Path) -> tuple[dict, dict]:
+    code = textwrap.dedent(f"""
+        import json, sys
+        from ingest.extract import sandbox
+        from tests.ingest.hostile_parser import attempts
+        state = sandbox.enter({str(writable)!r}, layers={layers!r})
+        print(json.dumps([state, attempts({str(outside)!r}, {port})]))
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60,
+                          env={"PATH": "/usr/bin:/bin", "TMPDIR": str(writable)})
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+@needs_tesseract
+@pytest.mark.parametrize("layers", list(REFUSES), ids=lambda layers: "+".join(layers) or "no-sandbox")
+def test_each_layer_refuses_what_it_is_for_and_nothing_ocr_needs(layers, tmp_path, listener):
+    writable, outside = tmp_path / "own", tmp_path / "outside.txt"
+    writable.mkdir()
+    state, got = _in_child(layers, outside, listener, writable)
+    not_on = {layer: state[layer] for layer in layers if state[layer] != sandbox.ON}
+    if not_on:
+        pytest.skip(f"this kernel refuses {not_on}")
+    expected = dict(EVERYTHING_ALLOWED, **REFUSES[layers])
+    if "landlock" in layers and "tcp connect" in expected and _landlock_abi() < 4:
+        expected["tcp connect"] = "allowed"  # Landlock limits TCP from ABI 4 on
+    assert got == expected
+    assert outside.exists() == (expected["write outside"] == "allowed")
+
+
+def _landlock_abi() -> int:
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    return libc.syscall(sandbox.SYS_LANDLOCK_CREATE_RULESET, None, 0, sandbox.LANDLOCK_CREATE_RULESET_VERSION)
+
+
+def _hostile(monkeypatch, tmp_path, port, *flags):
+    monkeypatch.setattr(isolated, "CHILD", ("-m", "tests.ingest.hostile_parser", *flags))
+    monkeypatch.chdir(REPO)
+    outside = tmp_path / "outside.txt"
+    body = json.dumps({"outside": str(outside), "port": port}).encode()
+    return json.loads(extract_isolated(body, "text/plain").content), outside
+
+
+@needs_tesseract
+def test_a_hostile_parser_in_the_real_child_cannot_reach_the_network_write_outside_or_exec(
+        monkeypatch, tmp_path, listener):
+    got, outside = _hostile(monkeypatch, tmp_path, listener)
+    assert got == {"inet socket": "refused: EACCES", "tcp connect": "refused: EACCES",
+                   "udp socket": "refused: EACCES", "write outside": "refused: EACCES", "exec": "refused: EACCES",
+                   "write own temp": "allowed", "exec tesseract": "allowed", "no_new_privs": "1"}
+    assert not outside.exists()
+
+
+def test_a_layer_the_kernel_refuses_leaves_the_others_on_and_is_logged(monkeypatch, tmp_path, listener, caplog):
+    with caplog.at_level(logging.WARNING, logger="ingest.extract.isolated"):
+        got, outside = _hostile(monkeypatch, tmp_path, listener, "no-unshare")
+    assert got["inet socket"] == got["write outside"] == got["exec"] == "refused: EACCES"
+    assert not outside.exists()
+    [record] = [r for r in caplog.records if "sandbox layers" in r.getMessage()]
+    assert "'network': 'refused by the kernel: Operation not permitted (network)'" in record.getMessage()
+
+
+def test_a_child_that_reports_no_sandbox_is_logged_as_running_without_any(monkeypatch, caplog):
+    monkeypatch.setattr(isolated, "CHILD", ("-c", "import sys, json; sys.stdin.buffer.read(); "
+                                                  "print(json.dumps({'extracted': dict(title='t', content='c', "
+                                                  "media_type='text/plain', links=[], pages=[], ocr_pages=[])}))"))
+    with caplog.at_level(logging.WARNING, logger="ingest.extract.isolated"):
+        assert extract_isolated(b"x", "text/plain").content == "c"
+    assert "'landlock': 'not entered'" in caplog.text and "'seccomp': 'not entered'" in caplog.text
+
+
+def test_the_probe_reports_every_layer_and_here_every_one_is_on():
+    state = sandbox.probe()
+    assert set(sandbox.LAYERS) <= set(state)
+    assert sandbox.refused(state) == {}, "this machine's kernel refuses a layer; /healthz shows it as ok: false"
+
+
+def test_entering_the_sandbox_costs_little(tmp_path):
+    """What the sandbox adds to each document: the child times its own entering (`ms`)."""
+    times = [float(sandbox.probe()["ms"]) for _ in range(5)]
+    print(f"\nsandbox entering, ms per document: {sorted(times)} (load {_load()})")
+    assert sorted(times)[2] < 50
+
+
+def _load() -> str:
+    return Path("/proc/loadavg").read_text().split(" ", 1)[0]
+
+
+def test_the_sandbox_adds_little_to_a_small_document(monkeypatch):
+    """Side by side: the real child with and without its sandbox, interleaved, on a small text."""
+    body = ("word " * 2000).encode()
+    plain = ("-c", "import sys; from ingest.extract import isolated, sandbox; "
+                   "sandbox.enter = lambda writable, layers=(): {}; sys.exit(isolated.main())")
+    with_sandbox, without = [], []
+    for _ in range(5):
+        for arguments, times in ((isolated.CHILD, with_sandbox), (plain, without)):
+            monkeypatch.setattr(isolated, "CHILD", arguments)
+            started = time.perf_counter()
+            extract_isolated(body, "text/plain")
+            times.append((time.perf_counter() - started) * 1000)
+    median = sorted(with_sandbox)[2] - sorted(without)[2]
+    print(f"\nper document: with sandbox {sorted(with_sandbox)[2]:.0f} ms, without {sorted(without)[2]:.0f} ms, "
+          f"difference of medians {median:.1f} ms (load {_load()})")
+
+
+@pytest.mark.django_db
+def test_healthz_shows_each_layer_of_the_parser_sandbox(client):
+    body = client.get("/healthz").json()
+    assert body["parser_sandbox"] == {"ok": True, "layers": {layer: sandbox.ON for layer in sandbox.LAYERS}}
