@@ -15,6 +15,7 @@ from tests.hostile.bombs import ODS_MIME, encoded_word_email, headings_html, ods
 
 pytestmark = pytest.mark.django_db
 
+SMALL_BOMB = 140 * 1024  # bytes of encoded words: small enough to be parsed inline were it not an e-mail
 CPU_SECONDS = 10  # the test's parser budget: the default's 60 s would only make it slower
 
 
@@ -125,3 +126,41 @@ def test_a_document_the_database_refuses_fails_alone():
     assert items["fine"].status == "changed"
     assert Document.objects.filter(ref="fine").exists()
     assert run.status == "partial"
+
+
+def test_a_crawled_page_served_as_an_email_is_parsed_in_the_budgeted_child(budget, settings, allow_loopback):
+    """The encoded-word bomb served by a web server as `message/rfc822` reaches the e-mail parser
+    through a crawl, and that parser runs in the child even below `KB_PARSER_INLINE_MAX_BYTES`:
+    with 512 MB the child is killed (the same 140 KB took 0.7 GB in the worker's own process, and
+    passed there) and the page is one failed item, while
+    the pages linked from the start page are stored and the worker's memory barely moves."""
+    from ingest.services import start_ingest
+    from tests.webserver import Route, WebServer
+
+    settings.KB_PARSER_MEMORY_MB = 512
+    settings.KB_PARSER_INLINE_MAX_BYTES = 10 * 1024 ** 2  # only its type sends it to the child
+    kb_settings.cache_clear()
+    namespace = Namespace.objects.create(slug="tenant:crawl")
+    good = LoadedItem(ref="good", body=b"A plain page about pumpkins.", media_type="text/plain", title_hint="good")
+    IngestPipeline(IngestRun.objects.create(source=Source.objects.create(
+        namespace=namespace, name="warm", kind="text", text="x"))).execute([good])  # the embedding model loaded
+    with WebServer() as web:
+        web.page("/", "<main><h1>Home</h1><p>The start page.</p><a href='/mail'>mail</a> "
+                      "<a href='/after.html'>after</a></main>")
+        web.routes["/mail"] = Route(encoded_word_email(SMALL_BOMB), 200, {"Content-Type": "message/rfc822"})
+        web.page("/after.html", "<main><h1>After</h1><p>A page about pumpkins after the mail.</p></main>")
+        source = Source.objects.create(namespace=namespace, name="site", kind="crawl", location=web.url("/"),
+                                       options={"use_llms_txt": False, "respect_robots": False, "max_depth": 2})
+        before = _rss_mb("VmRSS")
+        _peak_rss_reset()
+        run = start_ingest(source, sync=True)
+        growth = _rss_mb("VmHWM") - before
+        assert web.hits["/mail"] == 1
+    print(f"crawled message/rfc822 {SMALL_BOMB:,} bytes: worker peak RSS growth {growth:.0f} MB")
+    items = {item.ref: item for item in run.items.all()}
+    mail = items[web.url("/mail")]
+    assert (mail.status, mail.error_code) == ("failed", "INGEST_PARSER_BUDGET"), mail.error_message
+    assert mail.duration_ms <= (CPU_SECONDS * 2 + 10) * 1000
+    assert items[web.url("/after.html")].status == "changed"
+    assert run.status == "partial"
+    assert growth < 200
