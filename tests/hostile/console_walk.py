@@ -1,12 +1,15 @@
 """A walk through the whole curator's console as one user, collecting every sign of another tenant.
 
-`walk(client, user, site)` visits every admin registered on `site` (so a new admin is walked
-without editing anything here): its changelist and every `?` link on it (list filters' choices,
-sorting, pages), its add form, the change, history and delete pages of its own objects and of
-the other tenant's, every custom URL of `get_urls()` with its own and the other tenant's ids,
-every action on its own objects and on the other tenant's, and every change form posted back
-with each relation pointed at the other tenant's object. The other tenant's objects carry
-`FOREIGN_NAME` in their names and ids from `FOREIGN_IDS` (see `bump_ids`), so a page that shows
+`walk(client, user, site)` visits the admin index and every app's index, then every admin
+registered on `site` (so a new admin is walked without editing anything here): its changelist
+and every `?` link on it (list filters' choices, sorting, pages), its add form, the change,
+history and delete pages of its own objects and of the other tenant's, every custom URL of
+`get_urls()` with its own and the other tenant's ids, every action on its own objects and on
+the other tenant's, and every change form posted back with each relation pointed at the other
+tenant's object. Last, the autocomplete view (`admin:autocomplete`) for every relation of every
+model (registered or an inline's), with the other tenant's words and ids and an empty term as
+search terms. The other tenant's objects carry `FOREIGN_NAME` in their names and ids from
+`FOREIGN_IDS` (see `bump_ids`), so a page that shows
 one of them is caught by a substring; `snapshot` and `cross_references` catch effects.
 """
 
@@ -28,6 +31,7 @@ LOCAL_ID_START = 500_000  # ids of objects created after the other tenant's
 STANDARD_VIEWS = {"changelist", "add", "history", "delete", "change"}
 MAX_LINKS = 60  # `?` links followed per changelist
 MISSING_ID = 10**9 - 7
+CONSOLE_APPS = ("kb", "auth", "django_q")  # the apps whose models the autocomplete walk covers
 
 
 def bump_ids(start: int) -> None:
@@ -43,6 +47,7 @@ def bump_ids(start: int) -> None:
 class Walk:
     violations: list[str] = field(default_factory=list)
     visited: int = 0
+    autocompleted: int = 0  # autocomplete answers that listed (scoped) results
 
     def look(self, where: str, response, *, ids: bool = True) -> None:
         self.visited += 1
@@ -77,6 +82,9 @@ def _objects(model, own: frozenset[str]):
 def walk(client, user, site, own: frozenset[str]) -> Walk:
     seen = Walk()
     factory = RequestFactory()
+    for url in [reverse("admin:index")] + sorted({reverse("admin:app_list", args=[model._meta.app_label])
+                                                  for model in site._registry}):
+        seen.look(url, client.get(url))
     for model, model_admin in list(site._registry.items()):
         request = factory.get("/")
         request.user = user
@@ -108,7 +116,34 @@ def walk(client, user, site, own: frozenset[str]) -> Walk:
                     continue
                 response = client.post(changelist, {"action": action, "_selected_action": selected})
                 seen.look(f"{changelist} action {action} on {selected}", response)
+    _autocomplete(seen, client, own)
     return seen
+
+
+def autocomplete_fields() -> list[tuple[str, str, str]]:
+    """(app_label, model_name, field_name) of every relation of every model of `CONSOLE_APPS`: the
+    autocomplete view answers for any of them whose target has an admin with search fields,
+    whether or not a form declares it in `autocomplete_fields`."""
+    from django.apps import apps
+
+    return [(model._meta.app_label, model._meta.model_name, field.name)
+            for model in apps.get_models() if model._meta.app_label in CONSOLE_APPS
+            for field in model._meta.get_fields()
+            if field.concrete and (field.many_to_one or field.many_to_many or field.one_to_one)]
+
+
+def _autocomplete(seen: Walk, client, own: frozenset[str]) -> None:
+    from django.apps import apps
+
+    url = reverse("admin:autocomplete")
+    for app_label, model_name, field_name in autocomplete_fields():
+        related = apps.get_model(app_label, model_name)._meta.get_field(field_name).related_model
+        _, foreign = _objects(related, own)
+        for term in ("", FOREIGN_NAME, *[str(pk) for pk in foreign[:1]]):
+            query = {"app_label": app_label, "model_name": model_name, "field_name": field_name, "term": term}
+            response = client.get(url, query)
+            seen.look(f"{url} {query}", response)
+            seen.autocompleted += response.status_code == 200
 
 
 def _same_as_missing(seen: Walk, client, view: str, foreign: list[int]) -> None:
