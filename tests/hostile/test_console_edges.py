@@ -1,18 +1,20 @@
-"""Three console findings with a test of their own (the walk in test_console_walk.py covers them
-too, among everything else): a read-only member runs no action of any admin, and another
-tenant's run's `progress.json` and `retry/` answer exactly like a missing run's and queue
-nothing. Each has a control that shows the same request does act where it may."""
+"""Console rules with a test of their own (the walk in test_console_walk.py covers them too,
+among everything else): a read-only member runs no action of any admin; another tenant's run's
+`progress.json` and `retry/` answer exactly like a missing run's and queue nothing; members
+create and delete no namespace; other apps' admins are superusers'. Each has a control that
+shows the same request does act where it may."""
 
 from __future__ import annotations
 
 import pytest
 from django.contrib import admin
-from django.test import RequestFactory
+from django.contrib.auth import get_user_model
+from django.test import Client, RequestFactory
 from django.urls import reverse
 from django_q.models import OrmQ
 
 from kb.admin_access import NamespaceScoped, namespace_of
-from kb.models import EvalRun, IngestItem, IngestRun
+from kb.models import EvalRun, IngestItem, IngestRun, Namespace
 from tests.hostile.console_walk import MISSING_ID, snapshot
 from tests.hostile.test_console_walk import _member, tenants  # noqa: F401  (the fixture)
 
@@ -105,3 +107,31 @@ def test_the_members_own_run_answers_both(tenants):  # noqa: F811
     runs = IngestRun.objects.count()
     assert client.post(reverse("admin:kb_ingestrun_retry", args=[own.pk])).status_code == 302
     assert IngestRun.objects.filter(retry_of=own).count() == 1 and IngestRun.objects.count() == runs + 1
+
+
+def test_a_member_creates_and_deletes_no_namespace(tenants):  # noqa: F811
+    ours, _ = tenants
+    _, client = _member(ours, can_write=True)
+    namespaces = set(Namespace.objects.values_list("slug", flat=True))
+    assert client.get(reverse("admin:kb_namespace_add")).status_code == 403
+    client.post(reverse("admin:kb_namespace_add"), {"slug": "tenant:new", "title": "new"})
+    client.post(reverse("admin:kb_namespace_delete", args=[ours.pk]), {"post": "yes"})
+    client.post(reverse("admin:kb_namespace_changelist"),
+                {"action": "delete_selected", "_selected_action": [ours.pk], "post": "yes"})
+    assert set(Namespace.objects.values_list("slug", flat=True)) == namespaces
+
+
+def test_every_admin_of_another_app_is_a_superusers(tenants):  # noqa: F811
+    """Read from the registry: every admin that is not namespace-scoped (users, groups, django-q's,
+    and any added later) refuses a member and opens for a superuser (the control)."""
+    ours, _ = tenants
+    _, member = _member(ours, can_write=True)
+    superuser = Client()
+    superuser.force_login(get_user_model().objects.create_superuser("root", password="pw"))
+    others = [model for model, model_admin in admin.site._registry.items()
+              if not isinstance(model_admin, NamespaceScoped)]
+    assert len(others) >= 3, others
+    for model in others:
+        changelist = reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_changelist")
+        assert member.get(changelist).status_code == 403, changelist
+        assert superuser.get(changelist).status_code == 200, changelist
