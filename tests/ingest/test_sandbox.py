@@ -153,6 +153,7 @@ def test_the_sandbox_adds_little_to_a_small_document(monkeypatch):
     median = sorted(with_sandbox)[2] - sorted(without)[2]
     print(f"\nper document: with sandbox {sorted(with_sandbox)[2]:.0f} ms, without {sorted(without)[2]:.0f} ms, "
           f"difference of medians {median:.1f} ms (load {_load()})")
+    assert median < 150  # entering is about 1 ms; the rest is the noise of a shared machine
 
 
 @pytest.mark.django_db
