@@ -113,22 +113,29 @@ class SourceForm(forms.ModelForm):
         if "text" in self.fields:
             self.fields["text"].required = True
 
-    def clean_location(self):
-        location = self.cleaned_data.get("location", "").strip()
-        if not location:
-            return location
+    def _post_clean(self):
+        super()._post_clean()  # the model's checks first: a malformed URL is told as such
+        if "location" in self.fields and not self.has_error("location"):
+            self._check_fetchable(self.instance.location)
+
+    def _check_fetchable(self, location: str) -> None:
         try:
             ingest_services.check_fetchable(location)
         except DnsFailed as exc:
             self.warnings.append(f"{exc.message} The source is saved; its runs fail until the name resolves.")
         except FetchBlocked as exc:
-            entry = (exc.details or {}).get("allow_entry", "")
-            advice = (f" To ingest it, add {entry!r} to KB_FETCH_ALLOWED_PRIVATE (comma-separated) and restart "
-                      "the server and the worker." if entry else "")
-            raise ValidationError(f"{exc.code}: {exc.message}{advice}", code="fetch_blocked") from exc
+            details = exc.details or {}
+            if "rule" not in details:  # not a refusal of the address: the guard's message says it all
+                self.add_error("location", ValidationError(f"{exc.code}: {exc.message}", code="fetch_blocked"))
+                return
+            entry = details.get("allow_entry", "")
+            advice = (f" To ingest it, add {entry!r} to KB_FETCH_ALLOWED_PRIVATE (comma-separated) where the "
+                      "server and the worker read their settings, and restart them." if entry else "")
+            self.add_error("location", ValidationError(
+                f"{exc.code}: Refusing to fetch {details['url']!r}: {details['host']!r} {details['rule']}.{advice}",
+                code="fetch_blocked"))
         except KBError as exc:  # a malformed allow-list is the operator's to fix: say so here too
-            raise ValidationError(f"{exc.code}: {exc.message}", code=exc.code) from exc
-        return location
+            self.add_error("location", ValidationError(f"{exc.code}: {exc.message}", code=exc.code))
 
     def clean(self):
         cleaned = super().clean()
