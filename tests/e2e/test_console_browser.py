@@ -156,7 +156,8 @@ def test_a_failed_run_looks_failed(live_server, browser, allowed):
     assert bar.get_attribute("value") == "0"
     assert browser.execute_script("return getComputedStyle(arguments[0]).accentColor", bar) == "rgb(186, 33, 33)"
     assert "every item failed" in browser.find_element(By.CSS_SELECTOR, ".kb-run-error").text
-    assert "KB_FETCH_ALLOWED_PRIVATE='127.0.0.1:9'" in browser.find_element(By.CSS_SELECTOR, ".field-error_message").text
+    item_error = browser.find_element(By.CSS_SELECTOR, ".field-error_message").text
+    assert "KB_FETCH_ALLOWED_PRIVATE='127.0.0.1:9'" in item_error
     assert browser.title.startswith(f"Run #{run.pk} of Intranet wiki (failed)")
     _shot(browser, "console-failed-run.png")
 
