@@ -1,15 +1,17 @@
 """The curator's console for sources, their files, documents, chunks and ingest runs."""
 
-from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db.models.expressions import RawSQL
 from django.http import HttpResponseRedirect, JsonResponse
+from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.views.decorators.http import require_POST
 
 from ingest import services as ingest_services
+from ingest.forms import COMMON_FIELDS, KIND_HELP, content_fields, option_names, source_form
 from ingest.uploads import add_files
 from kb import models
 from ingest.decisions import EMBED_REASONS
@@ -17,6 +19,7 @@ from ingest.run_status import run_note
 from kb.admin_access import LargeTableAdmin, NamespaceScoped, ReadOnlyInConsole, ScopedInline
 from kb.conf import kb_settings
 from kb.errors import KBError
+from kb.vocabulary import SOURCE_KINDS
 from retrieval.service import matching_chunk_ids
 
 COUNT_CAP = 10_000  # per-row counts in the lists stop here
@@ -83,34 +86,6 @@ class IngestRunInline(ScopedInline, admin.TabularInline):
         return f"{obj.items_done}/{obj.items_total}"
 
 
-class MultipleFileInput(forms.ClearableFileInput):
-    allow_multiple_selected = True
-
-
-class MultipleFileField(forms.FileField):
-    def __init__(self, *args, **kwargs):
-        kwargs.setdefault("widget", MultipleFileInput())
-        super().__init__(*args, **kwargs)
-
-    def clean(self, data, initial=None):
-        single = super().clean
-        if isinstance(data, (list, tuple)):
-            return [single(d, initial) for d in data if d]
-        return [single(data, initial)] if data else []
-
-
-class SourceForm(forms.ModelForm):
-    files = MultipleFileField(
-        required=False, label="Add files",
-        help_text="File sources: one or more files (PDF, Word, PowerPoint, Excel, OpenDocument, CSV, "
-                  "EPUB, e-mail, markdown, text, HTML), or a .zip of them; each becomes a document.",
-    )
-
-    class Meta:
-        model = models.Source
-        fields = "__all__"
-
-
 class SourceFileInline(ScopedInline, admin.TabularInline):
     model = models.SourceFile
     fields = ["path", "byte_size", "sha256", "uploaded_at"]
@@ -125,28 +100,62 @@ class SourceFileInline(ScopedInline, admin.TabularInline):
 
 @admin.register(models.Source)
 class SourceAdmin(NamespaceScoped):
-    form = SourceForm
+    """One form per kind (`ingest/forms.py`): adding a source first asks which kind it is."""
+
     list_display = [
         "name", "namespace", "kind", "enabled", "priority", "document_count",
         "last_run_status", "last_run_at",
     ]
     list_filter = ["kind", "enabled", "namespace", "last_run_status"]
     search_fields = ["name", "location"]
-    readonly_fields = ["last_run_at", "last_run_status", "last_run_summary", "created_at", "updated_at"]
+    readonly_fields = ["kind", "last_run_at", "last_run_status", "last_run_summary", "indexed_revision",
+                       "created_at", "updated_at"]
     inlines = [SourceFileInline, IngestRunInline]
     actions = ["ingest_now", "reembed_all"]
+    # not the name Django looks up by itself, so an admin that replaces this one does not inherit it
+    change_form_template = "admin/kb/source/source_form.html"
 
-    def get_fields(self, request, obj=None):
-        """Without the right to change the source, its page shows no upload field: a read-only
-        view renders every field as a value, and "Add files" has none."""
-        fields = super().get_fields(request, obj)
-        if obj is not None and not self.has_change_permission(request, obj):
-            fields = [name for name in fields if name != "files"]
-        return fields
+    @staticmethod
+    def _kind(request, obj) -> str | None:
+        if obj is not None:
+            return obj.kind
+        kind = request.GET.get("kind") or request.POST.get("kind")
+        return kind if kind in SOURCE_KINDS else None
+
+    def get_fieldsets(self, request, obj=None):
+        kind = self._kind(request, obj) or models.Source.Kind.TEXT
+        content = [f for f in content_fields(kind)
+                   if f != "files" or obj is None or self.has_change_permission(request, obj)]
+        fieldsets = [(None, {"fields": ["namespace", "name", "kind", *content],
+                             "description": KIND_HELP[kind]})]
+        if option_names(kind):
+            fieldsets.append(("Options", {"fields": list(option_names(kind))}))
+        fieldsets.append(("Schedule and ranking", {"fields": list(COMMON_FIELDS)}))
+        if obj is not None:
+            fieldsets.append(("Last run", {"fields": ["last_run_at", "last_run_status", "last_run_summary",
+                                                      "indexed_revision", "created_at", "updated_at"]}))
+        return fieldsets
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        kwargs["form"] = source_form(self._kind(request, obj) or models.Source.Kind.TEXT)
+        return super().get_form(request, obj, change=change, **kwargs)
+
+    def add_view(self, request, form_url="", extra_context=None):
+        """Without a kind, the page to choose one; each choice opens that kind's form."""
+        if self._kind(request, None) is None:
+            if not self.has_add_permission(request):
+                raise PermissionDenied
+            return TemplateResponse(request, "admin/kb/source/choose_kind.html", {
+                **self.admin_site.each_context(request), "opts": self.model._meta, "title": "Add a source",
+                "kinds": [(value, label, KIND_HELP[value]) for value, label in models.Source.Kind.choices],
+            })
+        return super().add_view(request, form_url, extra_context)
 
     def save_model(self, request, obj, form, change):
         super().save_model(request, obj, form, change)
         ingest_services.sync_refresh_schedule(obj)
+        for warning in getattr(form, "warnings", ()):
+            self.message_user(request, warning, messages.WARNING)
         uploads = form.cleaned_data.get("files") or []
         if uploads and obj.kind == models.Source.Kind.FILE:
             try:
@@ -158,15 +167,32 @@ class SourceAdmin(NamespaceScoped):
             self.message_user(request, f"{len(report.added)} added, {len(report.replaced)} replaced, "
                               f"{len(report.unchanged)} unchanged" + (f"; skipped {skipped}" if skipped else ""))
             if report.added or report.replaced:
-                ingest_services.start_ingest(obj)
+                self._queued(request, [ingest_services.start_ingest(obj)])
+        elif obj.kind != models.Source.Kind.FILE and obj.enabled and form.config_changed:
+            # a new or changed web or text source is ingested now, by the worker (never in the request)
+            self._queued(request, [ingest_services.start_ingest(obj)])
 
-    def _start(self, request, queryset, mode):
-        runs = [ingest_services.start_ingest(source, mode=mode) for source in queryset]
+    def _queued(self, request, runs):
         links = format_html_join(
             ", ", '<a href="{}">run #{}</a>',
             ((reverse("admin:kb_ingestrun_change", args=[r.pk]), r.pk) for r in runs),
         )
         self.message_user(request, format_html("Queued {}.", links), messages.SUCCESS)
+
+    def _start(self, request, queryset, mode):
+        self._queued(request, [ingest_services.start_ingest(source, mode=mode) for source in queryset])
+
+    def get_urls(self):
+        return [
+            path("<int:source_id>/ingest/", self.admin_site.admin_view(require_POST(self.ingest_view)),
+                 name="kb_source_ingest"),
+        ] + super().get_urls()
+
+    def ingest_view(self, request, source_id):
+        """"Ingest now" on the source's own page."""
+        source = self.scoped_object(request, source_id, write=True)
+        self._start(request, [source], models.IngestRun.Mode.INGEST)
+        return HttpResponseRedirect(reverse("admin:kb_source_change", args=[source.pk]))
 
     @admin.action(description="Ingest now")
     def ingest_now(self, request, queryset):
@@ -308,8 +334,11 @@ class IngestRunAdmin(NamespaceScoped):
         return False
 
     def render_change_form(self, request, context, *args, **kwargs):
-        if context.get("original") is not None:
-            context["run_note"] = _run_note(context["original"])
+        run = context.get("original")
+        if run is not None:
+            context["run_note"] = _run_note(run)
+            context["bar_percent"] = bar_percent(run)
+            context["title"] = f"Run #{run.pk} of {run.source.name} ({run.get_status_display().lower()})"
         return super().render_change_form(request, context, *args, **kwargs)
 
     def get_urls(self):
@@ -341,10 +370,19 @@ class IngestRunAdmin(NamespaceScoped):
 
     @admin.display(description="progress")
     def progress_bar(self, obj):
+        failed = obj.status == models.IngestRun.Status.FAILED
         return format_html(
-            '<progress class="kb-run-progress" data-run="{}" max="100" value="{}" '
+            '<progress class="kb-run-progress{}" data-run="{}" max="100" value="{}" '
             'aria-label="{} of {} items">{}%</progress> {}/{}',
-            obj.pk, obj.progress_percent, obj.items_done, obj.items_total,
-            obj.progress_percent, obj.items_done, obj.items_total,
+            " kb-failed" if failed else "", obj.pk, bar_percent(obj), obj.items_done, obj.items_total,
+            bar_percent(obj), obj.items_done, obj.items_total,
         )
+
+
+def bar_percent(run) -> int:
+    """How full a run's bar is drawn: its progress, except that a failed run shows the share of
+    its items that did not fail (nothing, when it failed before listing any), never a full bar."""
+    if run.status != models.IngestRun.Status.FAILED:
+        return run.progress_percent
+    return round(100 * max(0, run.items_done - run.items_failed) / run.items_total) if run.items_total else 0
 

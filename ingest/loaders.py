@@ -35,6 +35,7 @@ SKIP_EXTENSIONS = (
     ".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".ico", ".pdf", ".zip", ".gz", ".tar",
     ".mp4", ".mp3", ".woff", ".woff2", ".ttf", ".css", ".js", ".json", ".xml", ".exe", ".dmg",
 )
+MAX_REFERRERS = 3  # pages remembered as linking to a crawled URL, for the report of a broken link
 DEFAULTS = {"max_depth": 2, "max_pages": 500, "use_llms_txt": True, "respect_robots": True}
 
 
@@ -79,6 +80,7 @@ class LoadedItem:
     created_at: datetime | None = None
     links: tuple[str, ...] = ()
     skipped: str = ""  # why the source's scope leaves this URL out (nothing was fetched)
+    linked_from: tuple[str, ...] = ()  # crawls: the first pages that linked here (a broken link's report)
 
 
 FileOpener = Callable[[str, str], tuple[bytes, str]]  # (key, media type) -> (bytes, display name)
@@ -242,6 +244,7 @@ class SourceLoader:
         max_pages, max_depth = self.spec.option("max_pages"), self.spec.option("max_depth")
         queue: deque[tuple[str, int]] = deque([(start, 0)])
         seen = {start}
+        referrers: dict[str, list[str]] = {}  # queued URL -> the first pages that link to it
         ingested: set[str] = set()  # canonical URLs of the pages taken, to skip their duplicates
         fetched = 0
         while queue and fetched < max_pages:
@@ -250,6 +253,7 @@ class SourceLoader:
                 continue
             refusal = self.scope.refusal(url) if depth > 0 else ""
             item = LoadedItem(ref=url, url=url, skipped=refusal) if refusal else self._page(url)
+            item.linked_from = tuple(referrers.pop(url, ()))
             if not refusal:
                 fetched += 1
             self.discovered = fetched + min(len(queue), max_pages - fetched)
@@ -281,11 +285,14 @@ class SourceLoader:
             for link in item.links:
                 link = canonical_url(link)
                 host = urlsplit(link).netloc.lower()
+                if link in referrers and url not in referrers[link] and len(referrers[link]) < MAX_REFERRERS:
+                    referrers[link].append(url)
                 if not link or link in seen or not (host == origin or host in allowed):
                     continue
                 if urlsplit(link).path.lower().endswith(SKIP_EXTENSIONS):
                     continue
                 seen.add(link)
+                referrers[link] = [url]
                 queue.append((link, depth + 1))
         if queue:
             self.complete = False  # stopped at max_pages: pages not reached are not "removed"

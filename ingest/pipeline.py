@@ -196,8 +196,9 @@ class IngestPipeline:
             self.report.record(Outcome(item.ref, Status.SKIPPED, reason=item.skipped), started)
             return
         if item.error is not None:
+            linked = f" Linked from {', '.join(item.linked_from)}." if item.linked_from else ""
             self.report.record(Outcome(item.ref, Status.FAILED, error_code=item.error.code,
-                                       error_message=item.error.message), started)
+                                       error_message=item.error.message + linked), started)
             return
         stored, body = self._stored.get(item.ref), item.body or b""
         byte_key = "" if item.not_modified else document_byte_key(body)

@@ -8,6 +8,8 @@ from django.db import transaction
 from django_q.models import Schedule
 from django_q.tasks import async_task
 
+from ingest.fetch import FetchPolicy
+from ingest.ssrf import resolve_target
 from ingest.uploads import source_files
 from kb.models import IngestItem, IngestRun, Source
 from kb.revisions import source_revision
@@ -85,6 +87,13 @@ def sync_refresh_schedule(source: Source) -> Schedule | None:
                       schedule_type=Schedule.MINUTES, minutes=minutes, repeats=-1),
     )
     return schedule
+
+
+def check_fetchable(url: str) -> None:
+    """Raise what the SSRF guard will answer the worker for `url` (FetchBlocked with the allow-list
+    entry it would need, DnsFailed, ...): the same decision, taken at save time."""
+    policy = FetchPolicy.from_settings()
+    resolve_target(url, allowed=policy.allowed, resolver=policy.resolver)
 
 
 def current_source_revision(source: Source) -> str:

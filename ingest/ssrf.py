@@ -222,16 +222,25 @@ def resolve_target(url: str, *, allowed: Iterable[AllowRule] = (), resolver: Res
         rules = [rule for rule in allowed if rule.matches(host, address)]
         reason = is_forbidden(address)
         if reason == "cloud metadata address" or (reason and reason.startswith(ALWAYS_REFUSED)):
-            _refuse(url, host, f"resolves to a {reason}, which is never fetched", allowable=False)
+            _refuse(url, host, f"resolves to a {reason}, which is never fetched", entry="")
         if reason and not rules:
-            _refuse(url, host, f"resolves to a {reason} address")
+            _refuse(url, host, f"resolves to a {reason} address", entry=allow_entry(host, port))
         if port not in DEFAULT_PORTS.values() and not any(rule.allows_port(port) for rule in rules):
             _refuse(url, host, f"uses port {port}; only 80 and 443 are fetched unless an entry such as "
-                               f"'{host}:{port}' allows it")
+                               f"'{allow_entry(host, port)}' allows it", entry=allow_entry(host, port))
     return Target(url=url, scheme=scheme, host=host, port=port, address=str(addresses[0]))
 
 
-def _refuse(url: str, host: str, rule: str, *, allowable: bool = True) -> None:
-    hint = " It can be allowed with KB_FETCH_ALLOWED_PRIVATE." if allowable else ""
+def allow_entry(host: str, port: int) -> str:
+    """The `KB_FETCH_ALLOWED_PRIVATE` entry that lets `host` through on `port`: the host itself
+    (an IPv6 address in brackets), with the port unless it is 80 or 443."""
+    name = f"[{host}]" if ":" in host else host
+    return name if port in DEFAULT_PORTS.values() else f"{name}:{port}"
+
+
+def _refuse(url: str, host: str, rule: str, *, entry: str) -> None:
+    """Raise FetchBlocked; `entry` is the allow-list entry that would let the URL through ("" when
+    none may), in the message and in `details["allow_entry"]`."""
+    hint = f" It can be allowed with KB_FETCH_ALLOWED_PRIVATE={entry!r}." if entry else ""
     raise FetchBlocked(f"Refusing to fetch {url!r}: {host!r} {rule}.{hint}",
-                       details={"url": url, "host": host, "rule": rule})
+                       details={"url": url, "host": host, "rule": rule, "allow_entry": entry})

@@ -11,6 +11,10 @@ from kb import models
 from kb.admin_access import NamespaceScoped, SuperuserOnly
 from kb.auth import issue_secret, revoke_tokens
 
+admin.site.site_header = "Knowledge base console"
+admin.site.site_title = "Knowledge base console"
+admin.site.index_title = "Sources, runs, namespaces and readers"
+
 
 @admin.register(models.NamespaceMembership)
 class NamespaceMembershipAdmin(SuperuserOnly):
@@ -70,7 +74,9 @@ class ApiTokenAdmin(SuperuserOnly):
         super().save_model(request, obj, form, change)
         self.message_user(request, format_html(
             "Token created. Copy it now; it is stored only as a hash and will not be shown again: "
-            "<code class=\"kb-token\">{}</code>", secret), messages.WARNING)
+            '<code class="kb-token" id="kb-new-token">{}</code>'
+            '<button type="button" class="button kb-copy" data-copy="kb-new-token">Copy</button>',
+            secret), messages.WARNING)
 
     @admin.action(description="Revoke selected tokens")
     def revoke(self, request, queryset):

@@ -14,6 +14,7 @@ urlpatterns = [
     path("mcp", mcp.server, name="mcp"),
     path(".well-known/oauth-protected-resource/mcp", mcp.protected_resource_metadata, name="mcp-metadata"),
     path("healthz", views.healthz, name="healthz"),
+    path("favicon.ico", views.favicon, name="favicon"),
     # reader accounts: sign-in, sign-out, password reset, as django.contrib.auth does them
     path("accounts/login/", views.ReaderLoginView.as_view(), name="login"),
     path("accounts/", include("django.contrib.auth.urls")),

@@ -2,7 +2,8 @@
 
 from django.contrib import admin
 from django.contrib.auth.views import LoginView
-from django.http import JsonResponse
+from django.contrib.staticfiles import finders
+from django.http import FileResponse, Http404, JsonResponse
 from django.views.decorators.http import require_GET
 
 from kb import ratelimit
@@ -10,6 +11,17 @@ from kb.auth import client_address
 from kb.errors import KBError
 from kb.health import health_report
 from kb.http import page_error
+
+
+@require_GET
+def favicon(request):
+    """The icon browsers ask every site for at /favicon.ico (the static file, cached for a day)."""
+    found = finders.find("kb/favicon.ico")
+    if not found:
+        raise Http404
+    response = FileResponse(open(found, "rb"), content_type="image/x-icon")
+    response["Cache-Control"] = "public, max-age=86400"
+    return response
 
 
 @require_GET

@@ -110,6 +110,14 @@ def query_results(log: QueryLog) -> list[dict]:
     return results
 
 
+def judged_from_feedback(results: list[dict]) -> tuple[list[str], list[str]]:
+    """(relevant, irrelevant) refs of one logged search's results (`query_results`), as one click
+    judges them: the documents readers found useful, else the top result; those found not useful."""
+    helpful = [r["ref"] for r in results if r["helpful"]]
+    relevant = helpful or [r["ref"] for r in results if not r["unhelpful"]][:1]
+    return relevant, [r["ref"] for r in results if r["unhelpful"] and r["ref"] not in relevant]
+
+
 def curated_suite_name(namespace: str) -> str:
     return f"{namespace} · reader queries"
 

@@ -143,10 +143,22 @@ def make_eval_case(request):
         namespace = Namespace.objects.filter(slug=slug).first()
         if namespace is None:
             raise NotFound(f"No namespace {slug!r}.")
-        suite, case_id = make_eval_case_for(namespace, request.POST)
+        log_id = _int(request.POST.get("query"), 0, 0, 2**62)
+        days = request.POST.get("days", "7")
+        if log_id and not request.POST.get("question"):  # one click from a row of the report
+            log = QueryLog.objects.filter(pk=log_id, namespace=namespace).first()
+            if log is None:
+                raise NotFound(f"No logged search {log_id} in {slug!r}.")
+            relevant, irrelevant = curation.judged_from_feedback(query_results(log))
+            if not relevant:  # nothing came back: the curator names the answer on the review page
+                review = urlencode({"namespace": slug, "days": days, "query": log.pk})
+                return HttpResponseRedirect(f"{reverse('curator-report')}?{review}#case-h")
+            suite, case_id = curation.make_eval_case(namespace, log.query[:4000], relevant, irrelevant)
+        else:
+            suite, case_id = make_eval_case_for(namespace, request.POST)
     except KBError as exc:
         return page_error(exc)
-    query = urlencode({"namespace": slug, "days": request.POST.get("days", "7"), "made": f"{suite.name}: {case_id}"})
+    query = urlencode({"namespace": slug, "days": days, "made": f"{suite.name}: {case_id}"})
     return HttpResponseRedirect(f"{reverse('curator-report')}?{query}")
 
 

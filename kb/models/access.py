@@ -61,6 +61,8 @@ class ApiToken(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+        verbose_name = "API token"
+        verbose_name_plural = "API tokens"
 
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…)"

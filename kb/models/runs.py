@@ -54,7 +54,7 @@ class IngestRun(models.Model):
         indexes = [models.Index(fields=["source", "-queued_at"], name="run_source_recent")]
 
     def __str__(self) -> str:
-        return f"run {self.pk} of {self.source_id} ({self.status})"
+        return f"Run #{self.pk} of {self.source.name} ({self.status})"
 
     @property
     def progress_percent(self) -> int:

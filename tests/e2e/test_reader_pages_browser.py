@@ -205,10 +205,7 @@ def test_feedback_reaches_the_curator_report_and_becomes_an_eval_case(live_serve
     _shot(browser, "curator-report.png")
 
     voted = browser.find_element(By.CSS_SELECTOR, "table#voted tbody tr")
-    voted.find_element(By.CSS_SELECTOR, "a.to-eval").click()
-    ticked = browser.find_elements(By.CSS_SELECTOR, "form.eval-case input[name=relevant]:checked")
-    assert [t.get_attribute("value") for t in ticked] == ["pumpkin"]
-    browser.find_element(By.CSS_SELECTOR, "form.eval-case button").click()
+    voted.find_element(By.CSS_SELECTOR, "button.to-eval").click()  # one click: judged by the thumbs up
     assert "Eval case added" in browser.find_element(By.CSS_SELECTOR, ".made").text
     _shot(browser, "curator-eval-case.png")
 
@@ -217,3 +214,8 @@ def test_feedback_reaches_the_curator_report_and_becomes_an_eval_case(live_serve
     assert case["question"] == "roast pumpkin soup" and case["expect"]["relevant"] == ["pumpkin"]
     outcome = run_suite(parse_suite(suite.definition, namespace="docs"))
     assert outcome.cases[0].passed, outcome.cases[0]
+
+    # "choose documents" opens the review page, ticked as the votes say, to judge by hand
+    browser.find_element(By.CSS_SELECTOR, "table#voted tbody tr a.review").click()
+    ticked = browser.find_elements(By.CSS_SELECTOR, "form.eval-case input[name=relevant]:checked")
+    assert [t.get_attribute("value") for t in ticked] == ["pumpkin"]

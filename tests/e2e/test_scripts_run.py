@@ -75,10 +75,10 @@ def test_scripts_run_ingests_the_demo_and_a_source_added_in_the_browser(tmp_path
         wait_for(lambda: "/admin/login" not in browser.current_url, 30, "the admin to sign in")
 
         browser.get(f"{http.base}/admin/kb/source/add/")
+        browser.find_element(By.CSS_SELECTOR, "a.kb-kind[data-kind=text]").click()  # each kind has its form
         Select(browser.find_element(By.ID, "id_namespace")).select_by_visible_text(
             next(o.text for o in Select(browser.find_element(By.ID, "id_namespace")).options if "demo" in o.text))
         browser.find_element(By.ID, "id_name").send_keys("Field notes")
-        Select(browser.find_element(By.ID, "id_kind")).select_by_value("text")
         browser.find_element(By.ID, "id_text").send_keys(
             "# Zebrafinch ledger\n\nThe zebrafinch ledger counts every pelican that winters on the marsh, "
             "and the warden reads it aloud each spring.")

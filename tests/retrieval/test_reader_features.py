@@ -9,7 +9,7 @@ from django.test import override_settings
 from django.utils import timezone
 
 from kb.conf import kb_settings
-from kb.models import EvalSuite, Namespace, NamespaceMembership, QueryFeedback, QueryLog
+from kb.models import Document, EvalSuite, Namespace, NamespaceMembership, QueryFeedback, QueryLog
 from retrieval.curation import make_eval_case, prune_queries, query_report
 from retrieval.service import search
 from retrieval.spelling import closest, correct_query, edit_distance, surface_form
@@ -142,6 +142,33 @@ def test_a_query_becomes_a_judged_case_that_runs(teams):
     assert EvalSuite.objects.count() == 1 and len(suite.definition["cases"]) == 1
     outcome = run_suite(parse_suite(suite.definition))
     assert outcome.cases[0].id == case_id and outcome.cases[0].passed and outcome.cases[0].recall == 1.0
+
+
+def test_one_click_on_the_report_makes_a_case_judged_by_the_votes(client, teams):
+    a = teams[0]
+    staff = get_user_model().objects.create_superuser("curator", "c@example.com", "pw-curator-123")
+    client.force_login(staff)
+    voted = search("roast pumpkin soup", "team-a", limit=5)
+    second = voted.hits[1]
+    QueryFeedback.objects.create(query_log_id=voted.query_id, chunk_id=second.chunk_id,
+                                 document_id=second.document_id, helpful=True)
+    unvoted = search("nutmeg", "team-a", limit=5)
+    nothing = QueryLog.objects.create(namespace=a, query="quantum gravity", result_ids=[], top_cosine=None)
+    report = client.get("/curate/", {"namespace": "team-a", "days": 7}).content.decode()
+    assert f'name="query" value="{voted.query_id}"' in report and 'class="to-eval"' in report
+
+    def click(log_id):
+        return client.post("/curate/eval-case", {"namespace": "team-a", "days": "7", "query": str(log_id)})
+
+    assert "made=" in click(voted.query_id)["Location"]
+    assert "made=" in click(unvoted.query_id)["Location"]
+    cases = {c["question"]: c["expect"] for c in EvalSuite.objects.get().definition["cases"]}
+    refs = dict(Document.objects.values_list("pk", "ref"))
+    assert cases["roast pumpkin soup"]["relevant"] == [refs[second.document_id]]  # the useful one, not the top
+    assert cases["nutmeg"]["relevant"] == [refs[unvoted.hits[0].document_id]]  # no vote: the top result
+    assert click(nothing.pk)["Location"].endswith(f"query={nothing.pk}#case-h")  # nothing came back: review
+    foreign = search("pumpkin", "team-b", limit=1)
+    assert click(foreign.query_id).status_code == 404  # another namespace's search is no search of this one
 
 
 def test_document_view_renders_markdown_without_stripping_code(client):

@@ -1,0 +1,173 @@
+"""The console's source form, one per kind: only the fields that kind uses, each option as a
+field with its help text (stored, as the API stores them, in `Source.options`), and a web
+address checked by the SSRF guard at save, so a URL the worker would refuse is refused here
+with the allow-list entry it would need."""
+
+from __future__ import annotations
+
+from django import forms
+from django.core.exceptions import ValidationError
+
+from ingest import services as ingest_services
+from ingest.errors import DnsFailed, FetchBlocked
+from ingest.loaders import DEFAULTS
+from kb import models
+from kb.errors import KBError
+from kb.vocabulary import SOURCE_KINDS, SOURCE_OPTIONS, URL_KINDS
+
+KIND_HELP = {  # what each kind ingests, shown when choosing one and on its form
+    "url": "One web page.",
+    "sitemap": "Every page a sitemap.xml lists (sitemap indexes included).",
+    "crawl": "Pages reached breadth-first from a start page, on the same site.",
+    "llms": "Every document an llms.txt file links to.",
+    "file": "Uploaded files (PDF, Word, PowerPoint, Excel, OpenDocument, CSV, EPUB, e-mail, markdown, "
+            "text, HTML) or a .zip of them.",
+    "text": "Text typed here (markdown).",
+}
+LOCATION_LABELS = {"url": "Page URL", "sitemap": "Sitemap URL", "crawl": "Start URL", "llms": "llms.txt URL"}
+OPTION_HELP = {
+    "max_depth": "How many links away from the start page the crawl goes (0: the start page only).",
+    "max_pages": "At most this many pages are taken per run.",
+    "allowed_domains": "Other hosts the crawl may follow links to, one per line (the start page's host "
+                       "always is).",
+    "use_llms_txt": "Look for /llms.txt at the site's root first and take the pages it lists, when it lists any.",
+    "respect_robots": "Skip what the site's robots.txt disallows.",
+    "include": "Path patterns, one per line, such as /docs/* (* is any run of characters): only matching "
+               "pages are taken. Empty: every page.",
+    "exclude": "Path patterns, one per line, such as /genindex*: matching pages are left out.",
+    "keep_removed": "Keep documents that disappear from the source (otherwise they are removed with their "
+                    "chunks).",
+}
+OPTION_DEFAULTS = {**DEFAULTS, "keep_removed": False}  # what a source without the option gets
+OPTION_ORDER = ("max_depth", "max_pages", "allowed_domains", "include", "exclude", "use_llms_txt",
+                "respect_robots", "keep_removed")
+COMMON_FIELDS = ("enabled", "priority", "refresh_interval")
+
+
+def option_names(kind: str) -> tuple[str, ...]:
+    return tuple(name for name in OPTION_ORDER if kind in SOURCE_OPTIONS[name][0])
+
+
+def content_fields(kind: str) -> tuple[str, ...]:
+    """The fields that say what a source of `kind` holds."""
+    if kind in URL_KINDS:
+        return ("location",)
+    return ("files",) if kind == "file" else ("text",)
+
+
+def _option_field(name: str) -> forms.Field:
+    _, typ, low, high = SOURCE_OPTIONS[name]
+    default = OPTION_DEFAULTS.get(name)
+    label = name.replace("_", " ").capitalize()
+    if typ is int:
+        return forms.IntegerField(required=False, min_value=low, max_value=high, label=label,
+                                  help_text=f"{OPTION_HELP[name]} From {low} to {high}; empty: {default}.",
+                                  widget=forms.NumberInput(attrs={"placeholder": str(default)}))
+    if typ is bool:
+        return forms.BooleanField(required=False, label=label, help_text=OPTION_HELP[name])
+    return forms.CharField(required=False, label=label, help_text=OPTION_HELP[name],
+                           widget=forms.Textarea(attrs={"rows": 3, "cols": 60}))
+
+
+class MultipleFileInput(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class MultipleFileField(forms.FileField):
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("widget", MultipleFileInput())
+        super().__init__(*args, **kwargs)
+
+    def clean(self, data, initial=None):
+        single = super().clean
+        if isinstance(data, (list, tuple)):
+            return [single(d, initial) for d in data if d]
+        return [single(data, initial)] if data else []
+
+
+class SourceForm(forms.ModelForm):
+    """The fields every kind shares; `source_form(kind)` adds that kind's."""
+
+    kind: str = ""
+    warnings: list[str]
+
+    class Meta:
+        model = models.Source
+        fields = ["namespace", "name", "location", "text", *COMMON_FIELDS]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.warnings = []
+        if self.instance.pk is None:
+            self.instance.kind = self.kind
+        options = self.instance.options or {}
+        for name in option_names(self.kind):
+            typ = SOURCE_OPTIONS[name][1]  # an unset number or list shows empty: the default applies
+            value = options.get(name, OPTION_DEFAULTS.get(name) if typ is bool else None)
+            if typ is list:
+                value = "\n".join(value or ())
+            self.initial.setdefault(name, value)
+        if "location" in self.fields:
+            self.fields["location"].required = True
+            self.fields["location"].label = LOCATION_LABELS[self.kind]
+        if "text" in self.fields:
+            self.fields["text"].required = True
+
+    def _post_clean(self):
+        super()._post_clean()  # the model's checks first: a malformed URL is told as such
+        if "location" in self.fields and not self.has_error("location"):
+            self._check_fetchable(self.instance.location)
+
+    def _check_fetchable(self, location: str) -> None:
+        try:
+            ingest_services.check_fetchable(location)
+        except DnsFailed as exc:
+            self.warnings.append(f"{exc.message} The source is saved; its runs fail until the name resolves.")
+        except FetchBlocked as exc:
+            details = exc.details or {}
+            if "rule" not in details:  # not a refusal of the address: the guard's message says it all
+                self.add_error("location", ValidationError(f"{exc.code}: {exc.message}", code="fetch_blocked"))
+                return
+            entry = details.get("allow_entry", "")
+            advice = (f" To ingest it, add {entry!r} to KB_FETCH_ALLOWED_PRIVATE (comma-separated) where the "
+                      "server and the worker read their settings, and restart them." if entry else "")
+            self.add_error("location", ValidationError(
+                f"{exc.code}: Refusing to fetch {details['url']!r}: {details['host']!r} {details['rule']}.{advice}",
+                code="fetch_blocked"))
+        except KBError as exc:  # a malformed allow-list is the operator's to fix: say so here too
+            self.add_error("location", ValidationError(f"{exc.code}: {exc.message}", code=exc.code))
+
+    def clean(self):
+        cleaned = super().clean()
+        options = dict(self.instance.options or {})
+        for name in option_names(self.kind):
+            value = cleaned.get(name)
+            if SOURCE_OPTIONS[name][1] is list:
+                value = [line.strip() for line in (value or "").splitlines() if line.strip()] or None
+            if value is None or (value == OPTION_DEFAULTS.get(name) and name not in options):
+                options.pop(name, None)  # the default, left unstated so it follows the product's
+            else:
+                options[name] = value
+        self.options_changed = options != (self.instance.options or {})
+        self.instance.options = options  # validated with the model (`validate_source_options`)
+        return cleaned
+
+    @property
+    def config_changed(self) -> bool:
+        """Whether what the source ingests changed (new, another address or text, other options)."""
+        return (self.instance.pk is None or bool({"location", "text", "namespace"} & set(self.changed_data))
+                or getattr(self, "options_changed", False))
+
+
+def source_form(kind: str) -> type[SourceForm]:
+    """The form of a source of `kind`."""
+    if kind not in SOURCE_KINDS:
+        raise ValueError(f"unknown source kind {kind!r}")
+    fields = {name: _option_field(name) for name in option_names(kind)}
+    if kind == "file":
+        fields["files"] = MultipleFileField(
+            required=False, label="Add files",
+            help_text="One or more files, or a .zip of them; each becomes a document. Saving ingests them.")
+    meta = type("Meta", (SourceForm.Meta,), {"fields": ["namespace", "name", *[
+        f for f in content_fields(kind) if f != "files"], *COMMON_FIELDS]})
+    return type(f"{kind.title()}SourceForm", (SourceForm,), {"kind": kind, "Meta": meta, **fields})
