@@ -103,6 +103,7 @@ def summary_counts(summary: RankSummary) -> dict:
     for name in (f.name for f in fields(RankSummary) if f.name not in INTERNAL_SUMMARY_FIELDS):
         value = getattr(summary, name)
         counts[name] = round(value, 6) if isinstance(value, float) else value
+    counts["channel_notes"] = [dataclasses.asdict(note) for note in summary.channel_notes]
     return counts
 
 

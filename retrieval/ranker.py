@@ -11,7 +11,8 @@ with plain cases. For each candidate, in order:
    cosine is known for every candidate, so words alone cannot lift a passage whose meaning is
    far from the query; a channel whose best hit does not stand out from its own list adds
    little; a list without spread adds nothing. The weight w comes from the namespace's fitted
-   calibration or the default 0.5 (retrieval/fusion.py). The base is the identifier channel's
+   calibration or the default 0.5 (retrieval/fusion.py), and is 0 when the lexical channel ran
+   and found nothing (`channel_notes` names it in the summary). The base is the identifier channel's
    strong fixed value when that is higher; names only add rank evidence. Without a vector list,
    a channel's score is relative to its best;
 3. relevance = base + RRF bonus (rrf_weight * sum of 1 / (rrf_k + rank) over channels: with the
@@ -165,6 +166,21 @@ class RankSummary:
     floor: float  # the absolute relevance floor used
     calibration: dict[str, tuple[float, float, float]] = field(default_factory=dict)  # top, mean, std
     lexical_weight: float = 0.0  # the weight words had in this query's fused base (`words_weight`)
+    channel_notes: tuple["ChannelNote", ...] = ()  # channels that could not help this query, and why
+
+
+@dataclass(frozen=True)
+class ChannelNote:
+    """A channel that gave this query nothing to rank by, what the ranker leaned on instead, and
+    a sentence a reader understands."""
+
+    channel: str
+    state: str  # "empty": the channel ran and found nothing
+    reason: str
+
+
+NO_SHARED_TERM = ChannelNote(LEXICAL, "empty", "No word of the query occurs in this namespace (common words "
+                             "are not searched), so the results are ranked by meaning alone.")
 
 
 @dataclass(frozen=True)
@@ -187,8 +203,9 @@ def rank(candidates: Sequence[Candidate], params: RankerParams = RankerParams(),
     own = channel_stats(candidates)
     stats = pooled_when_flat(own, candidates)
     cap = _vector_top_z(stats) if stats is not own else None
-    weight = words_weight(DEFAULT_LEXICAL_WEIGHT if params.lexical_weight is None else params.lexical_weight,
-                          stats, query_idf)
+    notes = channel_notes(stats, query_idf)
+    weight = 0.0 if NO_SHARED_TERM in notes else words_weight(
+        DEFAULT_LEXICAL_WEIGHT if params.lexical_weight is None else params.lexical_weight, stats, query_idf)
     scored = [_score(c, params, stats, weight, cap) for c in candidates]
 
     dropped: list[ScoreDetails] = []
@@ -234,8 +251,18 @@ def rank(candidates: Sequence[Candidate], params: RankerParams = RankerParams(),
         dropped_duplicate=sum(1 for d in dropped if d.dropped_by == "duplicate"),
         dropped_threshold=sum(1 for d in dropped if d.dropped_by == "threshold"),
         beyond_limit=len(beyond), top_relevance=top, floor=floor, calibration=stats, lexical_weight=weight,
+        channel_notes=notes,
     )
     return Ranking(kept=kept, dropped=dropped, summary=summary)
+
+
+def channel_notes(stats: dict[str, tuple[float, float, float]], query_idf: float | None) -> tuple[ChannelNote, ...]:
+    """The channels that ran and could not help: the lexical channel, when it ran (`query_idf`
+    is given) and no query term occurs in the namespace while meaning found passages. The fused
+    base then rests on the vector z-score alone (`fuse`), and the summary says so."""
+    if query_idf is not None and query_idf <= 0 and LEXICAL not in stats and VECTOR in stats:
+        return (NO_SHARED_TERM,)
+    return ()
 
 
 def channel_stats(candidates: Sequence[Candidate]) -> dict[str, tuple[float, float, float]]:

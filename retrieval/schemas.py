@@ -109,6 +109,14 @@ class DroppedOut(Schema):
     relevance: float
 
 
+class ChannelNoteOut(Schema):
+    """A channel that could not help this query (retrieval/ranker.py, `channel_notes`)."""
+
+    channel: str
+    state: str  # empty: it ran and found nothing
+    reason: str  # in plain words, as the search page shows it
+
+
 class SummaryOut(Schema):
     candidates: int
     per_channel: dict[str, int]
@@ -122,6 +130,7 @@ class SummaryOut(Schema):
     query_caps: list[str] = []  # caps applied to the query's identifiers or name keys
     fusion: FusionOut
     lexical: LexicalOut | None = None  # None when the lexical channel did not run
+    channel_notes: list[ChannelNoteOut] = []
 
 
 class SearchOut(Schema):

@@ -126,3 +126,21 @@ def test_admin_shows_each_namespace_weights_and_never_lets_them_be_typed_in(corp
     assert "0.75 / 0.25 (fitted" in listing and "eval suite garden.json, v2" in listing
     assert client.get("/admin/kb/fusioncalibration/add/").status_code == 403
     assert "garden.json" in client.get("/admin/kb/fusioncalibration/").content.decode()
+
+
+def test_a_query_sharing_no_word_with_the_namespace_says_so_in_the_api_and_on_the_page(corpus, client):
+    """"zyxwvut" occurs nowhere: the lexical channel runs and finds nothing, the ranking rests on
+    meaning, and the summary and the page say so in plain words."""
+    Namespace.objects.filter(pk=corpus.pk).update(is_public=True)
+    result = search("zyxwvut qqqplomb", "grouped", log=False)
+    assert result.summary.per_channel["lexical"] == 0 and result.hits  # meaning still answers
+    assert [n.channel for n in result.summary.channel_notes] == ["lexical"]
+    assert result.summary.lexical_weight == 0.0
+    assert search("pumpkin watering", "grouped", log=False).summary.channel_notes == ()
+    api = client.get("/api/search", {"query": "zyxwvut qqqplomb", "namespace": "grouped"}).json()
+    assert api["summary"]["channel_notes"][0]["channel"] == "lexical"
+    assert "ranked by meaning alone" in api["summary"]["channel_notes"][0]["reason"]
+    assert api["summary"]["fusion"]["lexical_this_query"] == 0.0
+    html = client.get("/", {"q": "zyxwvut qqqplomb", "namespace": "grouped"}).content.decode()
+    assert "No word of the query occurs in this namespace" in html
+    assert "covers little of the query" not in html

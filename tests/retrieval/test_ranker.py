@@ -297,3 +297,17 @@ def test_bad_parameters_raise_clear_errors(params, message):
 def test_empty_candidates():
     ranking = rank([], RankerParams())
     assert ranking.kept == [] and ranking.summary.candidates == 0
+
+
+def test_a_query_sharing_no_word_with_the_namespace_is_ranked_by_meaning_and_says_so():
+    from retrieval.ranker import NO_SHARED_TERM
+
+    found = [cand("a", {V: (1, 0.7)}, cosine=0.7), cand("b", {V: (2, 0.4)}, cosine=0.4)]
+    empty = rank(found, OPEN, query_idf=0.0)  # the lexical channel ran and no term occurs here
+    assert empty.summary.channel_notes == (NO_SHARED_TERM,)
+    assert empty.summary.lexical_weight == 0.0 and keys(empty) == ["a", "b"]
+    assert "ranked by meaning alone" in NO_SHARED_TERM.reason
+    # the lexical channel not asked for (query_idf None) or words found: nothing to report
+    assert rank(found, OPEN).summary.channel_notes == ()
+    with_words = found + [cand("c", {L: (1, 3.0)}, cosine=0.1)]
+    assert rank(with_words, OPEN, query_idf=3.0).summary.channel_notes == ()
