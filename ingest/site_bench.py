@@ -3,7 +3,8 @@
 - **Content recall** (first, because it is what a reader loses): per page, the share of its
   content words that reach its chunks (`ingest/recall.py`), with the lines the site repeats
   on at least half of its pages taken out; the site's mean, its worst page, and the pages under
-  `LOW_RECALL`.
+  `LOW_RECALL`. Only what a reader sees counts: what the site's stylesheets hide outright
+  (hover tooltips) is not content the page shows.
 - **Chrome share**: of the words in chunk bodies, the share that lies on lines the *original
   pages* repeat site-wide (a text line present on at least half of the site's pages: navigation,
   sidebars, footers, "previous | next" bars). It is measured against the raw pages, not against
@@ -19,11 +20,12 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from bs4 import BeautifulSoup
 
-from ingest.recall import LOW_RECALL, Line, content_recall, lines_of
+from ingest.recall import LOW_RECALL, Line, content_recall, hidden_classes, lines_of
 
 SITE_WIDE_SHARE = 0.5
 INLINE_CODE = re.compile(r"`[^`\n]*`")
@@ -59,13 +61,22 @@ class Fidelity:
     low_recall_pages: tuple[tuple[str, float], ...] = ()
 
 
-def page_facts(html: bytes) -> PageFacts:
+def page_facts(html: bytes, hidden_by: Callable[[str], frozenset[str]] | None = None) -> PageFacts:
+    """`hidden_by(href)`: the classes the stylesheet at `href` (as the page links it) hides,
+    so that recall counts only what a reader sees (`ingest.recall.hidden_classes`)."""
     soup = BeautifulSoup(html, "html.parser")
+    hidden: frozenset[str] = frozenset()
+    if hidden_by is not None:
+        for link in soup.find_all("link", href=True):
+            if "stylesheet" in [r.lower() for r in link.get("rel") or ()]:
+                hidden |= hidden_by(link["href"])
+        for style in soup.find_all("style"):
+            hidden |= hidden_classes(style.get_text())
     for tag in soup.find_all(["script", "style", "noscript", "template"]):
         tag.decompose()
     ids = frozenset(tag["id"] for tag in soup.find_all(id=True))
     ids |= frozenset(tag["name"] for tag in soup.find_all("a", attrs={"name": True}))
-    content = lines_of(soup)
+    content = lines_of(soup, hidden)
     lines = frozenset(_normal(line) for line in soup.get_text("\n").split("\n") if _normal(line))
     return PageFacts(ids, lines, content)
 

@@ -107,6 +107,7 @@ def html_to_markdown(body: bytes, *, charset: str | None = None, url: str = "",
     flatten_deep_nesting(soup)
     root = content_root(soup)
     _drop_chrome(root)
+    code_lines(root)
     h1 = root.find("h1")
     title = _title(page_title, heading_text(h1) if h1 else "") or fallback_title
     renderer = MarkdownRenderer(base)
@@ -181,7 +182,41 @@ def _generator_root(soup: BeautifulSoup) -> Tag | None:
             if isinstance(tag, Tag) and tag.name != "body" and not tag.find(class_="footnote"):
                 tag.decompose()
         return parent
-    return None
+    return _doxygen_root(soup)
+
+
+def _doxygen_root(soup: BeautifulSoup) -> Tag | None:
+    """Doxygen puts the page's title in `div.header` (as `div.headertitle > div.title`, no
+    heading element) and the rest in the `div.contents` after it: the root holds both, the
+    title as the page's heading and the header's links to the page's own parts left out."""
+    contents = soup.find("div", class_="contents")
+    header = contents.find_previous_sibling("div", class_="header") if isinstance(contents, Tag) else None
+    if not isinstance(header, Tag) or header.find(class_="headertitle") is None:
+        return None
+    title = header.find(class_="title")
+    if isinstance(title, Tag) and title.find(HEADINGS) is None:
+        title.name = "h1"
+    for part in header.find_all("div"):
+        if not part.decomposed and part is not title and part not in title.parents and _link_dense(part):
+            part.decompose()
+    root = soup.new_tag("div")
+    header.insert_before(root)
+    root.append(header.extract())
+    root.append(contents.extract())
+    return root
+
+
+def code_lines(root: Tag) -> None:
+    """Doxygen draws code as a `div.fragment` of one `div.line` per line (the line numbers
+    already dropped as chrome): a code block, one line each, not a paragraph per line."""
+    for fragment in root.find_all("div", class_="fragment"):
+        lines = [c for c in fragment.children if isinstance(c, Tag)]
+        if not lines or any(c.name != "div" or "line" not in (c.get("class") or ()) for c in lines):
+            continue
+        text = "\n".join(line.get_text().removeprefix("\xa0").rstrip() for line in lines)
+        fragment.clear()
+        fragment.name = "pre"
+        fragment.append(text)
 
 
 def _link_dense(tag: Tag) -> bool:
