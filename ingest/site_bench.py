@@ -11,7 +11,8 @@
   what the extractor chose to keep, so it cannot grade itself. A site's genuinely shared content
   (a licence line every page prints in its body) counts as chrome too: the figure is an upper bound.
 - **Permalink marks**: chunks whose breadcrumb holds `¶` or link syntax, or whose prose (outside
-  code) holds `[text](url)`, a `¶` that ends a line or a `[source]` mark.
+  code) holds `[text](url)`, a `¶` that ends a line or a `[source]` mark. A name with brackets
+  and empty parentheses (`server[Symbol.asyncDispose]()`) is not a link.
 - **Anchors resolved**: of the chunks with a heading, the share whose anchor is an `id` (or an
   `<a name>`) in the original page (or empty: the page itself).
 """
@@ -30,6 +31,7 @@ from ingest.recall import LOW_RECALL, Line, content_recall, hidden_classes, line
 SITE_WIDE_SHARE = 0.5
 INLINE_CODE = re.compile(r"`[^`\n]*`")
 PROSE_MARK = re.compile(r"¶[ \t]*$|\[source\]", re.M)  # a mark that ends a line; prose *about* ¶ is text
+LINK = re.compile(r"\[[^\]\n]*\]\([^()\s]+\)")  # `[text](url)`; `server[Symbol.asyncDispose]()` is a name
 
 
 @dataclass(frozen=True)
@@ -127,7 +129,7 @@ def fidelity(pages: dict[str, PageFacts], chunks: list[ChunkFacts]) -> Fidelity:
                 chrome_words += count
         crumbs = " ".join(chunk.heading_path)
         prose = _prose(chunk.body)
-        if "¶" in crumbs or "](" in crumbs or "](" in prose or PROSE_MARK.search(prose):
+        if "¶" in crumbs or LINK.search(crumbs) or LINK.search(prose) or PROSE_MARK.search(prose):
             permalinks += 1
         if chunk.heading_path:
             checked += 1

@@ -102,3 +102,12 @@ def test_every_page_of_every_fixture_site_keeps_its_content(folder):
 def test_anchors_resolve_on_every_fixture_site(folder):
     result = site_fidelity(folder)
     assert result.anchors_resolved_share >= 0.95, (result.anchors_checked, result.anchors_resolved_share)
+
+
+def test_a_method_named_with_brackets_is_not_a_permalink():
+    pages = {"p": page_facts(b"<h2 id='x'>server[Symbol.asyncDispose]()</h2><p>Closes it.</p>")}
+    name = "server[Symbol.asyncDispose]()"
+    named = ChunkFacts("p", f"#### {name} {{#x}}\n\nCloses it.", (name,), "x")
+    linked = ChunkFacts("p", "See [the guide](http://example.com/guide).", ("Intro",), "")
+    assert fidelity(pages, [named]).permalink_chunks == 0
+    assert fidelity(pages, [named, linked]).permalink_chunks == 1
