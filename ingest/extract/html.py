@@ -14,9 +14,9 @@
    Everything outside the root is chrome and never read. Pages are parsed with lxml, which
    closes what HTML lets authors leave open (man2html's `<dd>`s and `<p>`s) instead of nesting
    every following element hundreds deep.
-2. **Chrome inside the root** goes too: `nav`, `aside` (but footnotes), `footer`, forms, a `header` that holds
-   no heading (some generators put the page's `<h1>` in a `<header>` inside the article), and
-   elements whose class names a known piece of chrome (`CHROME_CLASSES`).
+2. **Chrome inside the root** goes too: `nav`, `aside` (but footnotes and asides of prose),
+   `footer`, forms, a `header` that holds no heading (some generators put the page's `<h1>` in a
+   `<header>` inside the article), and elements whose class names a known piece of chrome (`CHROME_CLASSES`).
 3. **Headings as the site has them.** Permalink marks (`a.headerlink`, `a.anchor`,
    `a.hash-link`, links whose text is `¶`, `#`, `§` or an icon) are removed from heading text,
    and their `#fragment` is remembered; outside headings (a `¶` on a definition, Sphinx's
@@ -288,6 +288,17 @@ def _heading_outside(node: Tag, best: Tag) -> bool:
         for child in node.children)
 
 
+ASIDE_PARAGRAPH_WORDS = 12
+
+
+def _prose_aside(tag: Tag) -> bool:
+    """An `<aside>` in the content that holds a paragraph of prose, not links, is the document's
+    own (docutils' "topic" and "sidebar" directives: an abstract, a summary); a related-links
+    box or a table of contents is mostly links, a label is not a paragraph."""
+    return tag.name == "aside" and not _link_dense(tag) and any(
+        len(p.get_text().split()) >= ASIDE_PARAGRAPH_WORDS for p in tag.find_all("p"))
+
+
 def _footnotes(tag: Tag) -> bool:
     """Footnotes are content, even in an `<aside>` (Sphinx, pandoc, DPUB-ARIA)."""
     if tag.name != "aside":
@@ -305,7 +316,7 @@ def _is_chrome(tag: Tag) -> bool:
 
 def _drop_chrome(root: Tag) -> None:
     for tag in root.find_all(DROP_IN_CONTENT):
-        if not tag.decomposed and not _footnotes(tag):
+        if not tag.decomposed and not _footnotes(tag) and not _prose_aside(tag):
             tag.decompose()
     for header in root.find_all("header"):
         if not header.find(HEADINGS):

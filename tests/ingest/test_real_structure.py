@@ -180,3 +180,9 @@ def test_doxygen_page_title_and_intro_are_kept_beside_the_contents():
 def test_inline_marks_inside_a_word_do_not_split_it():
     content = _content("docbook/catalog-pg-statistic.html")
     assert "for the Nth “slot”" in content and "*`N`*th" not in content
+
+
+def test_an_aside_of_prose_in_the_content_is_kept():
+    content = _content("sphinx/annotations.html")  # docutils' "topic" directive: <aside class="topic">
+    assert "This document is designed to encapsulate the best practices" in content
+    assert "The document is organized into four sections" in content
