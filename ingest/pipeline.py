@@ -376,7 +376,7 @@ class IngestPipeline:
             part = texts[start:start + EMBED_PROGRESS_CHUNKS]
             parts.append(self.embedder.embed_documents(part))
             self.report.embedded(len(part))
-        return np.vstack(parts) if parts else np.zeros((0, self.embedder.dimension), dtype=np.float32)
+        return np.concatenate(parts) if parts else np.zeros((0, self.embedder.dimension), dtype=np.float32)
 
     def _store_each_if_refused(self, pending: list[PendingDocument], vectors) -> list[PendingDocument]:
         """Store the batch; when the database refuses a value in it (not when it went away),

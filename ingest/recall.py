@@ -7,6 +7,9 @@ items, table cells, headings, `<br>` and the line breaks of `<pre>`), without
   the caller over the original pages), and
 - lines that are mostly link text (`LINK_SHARE`): navigation bars, tables of contents,
   breadcrumbs and "Next: ... Previous: ..." lines, whose words a faithful extraction drops, and
+- the numbers of a listing's line-number gutter (a leading number that counts up line by line), and
+- what the page hides (the `hidden` attribute, an inline `display: none`, a class its
+  stylesheets hide outright: `hidden_classes`), and
 - lines inside what the page itself marks as navigation: `<nav>`, `<footer>`, `role=navigation`, or an
   element whose class or id names a navigation bar, a sidebar or a footer (`NAV_WORDS`:
   DocBook's `navheader`/`navfooter`, Sphinx's `sphinxsidebar`, ...).
@@ -54,7 +57,32 @@ def page_lines(html: bytes | str) -> tuple[Line, ...]:
     return lines_of(soup)
 
 
-def lines_of(root: Tag) -> tuple[Line, ...]:
+def hidden_classes(css: str) -> frozenset[str]:
+    """The classes a stylesheet hides outright: a rule `.name { ... display: none ... }` whose
+    selectors are all single classes (Doxygen's hover tooltips, `.ttc`). A rule with a state,
+    a descendant or a media condition shows the element somewhere, so it is not read."""
+    css = CSS_COMMENT.sub("", css)
+    css = CSS_MEDIA.sub("", css)
+    hidden = set()
+    for selectors, declarations in CSS_RULE.findall(css):
+        if not CSS_DISPLAY_NONE.search(declarations):
+            continue
+        names = [part.strip() for part in selectors.split(",")]
+        if names and all(CSS_CLASS.fullmatch(name) for name in names):
+            hidden.update(name[1:] for name in names)
+    return frozenset(hidden)
+
+
+CSS_COMMENT = re.compile(r"/\*.*?\*/", re.S)
+CSS_MEDIA = re.compile(r"@[^{]*\{(?:[^{}]*\{[^{}]*\})*[^{}]*\}")
+CSS_RULE = re.compile(r"([^{}]+)\{([^{}]*)\}")
+CSS_DISPLAY_NONE = re.compile(r"(?:^|;)\s*display\s*:\s*none\s*(?:!important\s*)?(?:;|$)", re.I)
+CSS_CLASS = re.compile(r"\.[A-Za-z_][\w-]*")
+
+
+def lines_of(root: Tag, hidden: frozenset[str] = frozenset()) -> tuple[Line, ...]:
+    """`hidden`: classes the site's stylesheets hide (`hidden_classes`); elements with the
+    `hidden` attribute or an inline `display: none` are not visible either."""
     lines: list[Line] = []
     text: list[str] = []
     link_chars = [0]
@@ -95,7 +123,7 @@ def lines_of(root: Tag) -> tuple[Line, ...]:
             if in_link:
                 link_chars[0] += sum(1 for c in value if not c.isspace())
             continue
-        if not isinstance(child, Tag) or child.name in INVISIBLE or _navigation(child):
+        if not isinstance(child, Tag) or child.name in INVISIBLE or _navigation(child) or _hidden(child, hidden):
             continue
         if child.name in BLOCKS:
             flush()
@@ -103,7 +131,30 @@ def lines_of(root: Tag) -> tuple[Line, ...]:
         in_pre += child.name == "pre"
         stack.append((child, iter(child.children)))
     flush()
-    return tuple(lines)
+    return _without_line_numbers(lines)
+
+
+def _without_line_numbers(lines: list[Line]) -> tuple[Line, ...]:
+    """A leading number that counts up from one line to the next is a listing's line-number
+    gutter (Doxygen's source pages, Pygments' `linenos`): the line's place, not its content,
+    and no extraction should index it. A number only one line carries is text."""
+    numbers = [int(w) if (w := line.text.split(" ", 1)[0]).isdigit() and len(w) < 7 else None for line in lines]
+    kept = []
+    for i, line in enumerate(lines):
+        n = numbers[i]
+        counted = n is not None and ((i > 0 and numbers[i - 1] == n - 1)
+                                     or (i + 1 < len(lines) and numbers[i + 1] == n + 1))
+        if not counted:
+            kept.append(line)
+        elif line.words > 1:
+            kept.append(Line(line.text.split(" ", 1)[1], line.words - 1, line.linked))
+    return tuple(kept)
+
+
+def _hidden(tag: Tag, hidden: frozenset[str]) -> bool:
+    if tag.has_attr("hidden") or CSS_DISPLAY_NONE.search((tag.get("style") or "").strip()):
+        return True
+    return bool(hidden) and not hidden.isdisjoint(tag.get("class") or ())
 
 
 def _navigation(tag: Tag) -> bool:

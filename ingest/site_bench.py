@@ -3,14 +3,16 @@
 - **Content recall** (first, because it is what a reader loses): per page, the share of its
   content words that reach its chunks (`ingest/recall.py`), with the lines the site repeats
   on at least half of its pages taken out; the site's mean, its worst page, and the pages under
-  `LOW_RECALL`.
+  `LOW_RECALL`. Only what a reader sees counts: what the site's stylesheets hide outright
+  (hover tooltips) is not content the page shows.
 - **Chrome share**: of the words in chunk bodies, the share that lies on lines the *original
   pages* repeat site-wide (a text line present on at least half of the site's pages: navigation,
   sidebars, footers, "previous | next" bars). It is measured against the raw pages, not against
   what the extractor chose to keep, so it cannot grade itself. A site's genuinely shared content
   (a licence line every page prints in its body) counts as chrome too: the figure is an upper bound.
 - **Permalink marks**: chunks whose breadcrumb holds `¶` or link syntax, or whose prose (outside
-  code) holds `[text](url)`, a `¶` that ends a line or a `[source]` mark.
+  code) holds `[text](url)`, a `¶` that ends a line or a `[source]` mark. A name with brackets
+  and empty parentheses (`server[Symbol.asyncDispose]()`) is not a link.
 - **Anchors resolved**: of the chunks with a heading, the share whose anchor is an `id` (or an
   `<a name>`) in the original page (or empty: the page itself).
 """
@@ -19,15 +21,17 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from bs4 import BeautifulSoup
 
-from ingest.recall import LOW_RECALL, Line, content_recall, lines_of
+from ingest.recall import LOW_RECALL, Line, content_recall, hidden_classes, lines_of
 
 SITE_WIDE_SHARE = 0.5
 INLINE_CODE = re.compile(r"`[^`\n]*`")
 PROSE_MARK = re.compile(r"¶[ \t]*$|\[source\]", re.M)  # a mark that ends a line; prose *about* ¶ is text
+LINK = re.compile(r"\[[^\]\n]*\]\([^()\s]+\)")  # `[text](url)`; `server[Symbol.asyncDispose]()` is a name
 
 
 @dataclass(frozen=True)
@@ -59,13 +63,22 @@ class Fidelity:
     low_recall_pages: tuple[tuple[str, float], ...] = ()
 
 
-def page_facts(html: bytes) -> PageFacts:
+def page_facts(html: bytes, hidden_by: Callable[[str], frozenset[str]] | None = None) -> PageFacts:
+    """`hidden_by(href)`: the classes the stylesheet at `href` (as the page links it) hides,
+    so that recall counts only what a reader sees (`ingest.recall.hidden_classes`)."""
     soup = BeautifulSoup(html, "html.parser")
+    hidden: frozenset[str] = frozenset()
+    if hidden_by is not None:
+        for link in soup.find_all("link", href=True):
+            if "stylesheet" in [r.lower() for r in link.get("rel") or ()]:
+                hidden |= hidden_by(link["href"])
+        for style in soup.find_all("style"):
+            hidden |= hidden_classes(style.get_text())
     for tag in soup.find_all(["script", "style", "noscript", "template"]):
         tag.decompose()
     ids = frozenset(tag["id"] for tag in soup.find_all(id=True))
     ids |= frozenset(tag["name"] for tag in soup.find_all("a", attrs={"name": True}))
-    content = lines_of(soup)
+    content = lines_of(soup, hidden)
     lines = frozenset(_normal(line) for line in soup.get_text("\n").split("\n") if _normal(line))
     return PageFacts(ids, lines, content)
 
@@ -116,7 +129,7 @@ def fidelity(pages: dict[str, PageFacts], chunks: list[ChunkFacts]) -> Fidelity:
                 chrome_words += count
         crumbs = " ".join(chunk.heading_path)
         prose = _prose(chunk.body)
-        if "¶" in crumbs or "](" in crumbs or "](" in prose or PROSE_MARK.search(prose):
+        if "¶" in crumbs or LINK.search(crumbs) or LINK.search(prose) or PROSE_MARK.search(prose):
             permalinks += 1
         if chunk.heading_path:
             checked += 1

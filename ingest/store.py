@@ -115,9 +115,15 @@ def chunk_row(source: Source, document: Document, chunk: ChunkSpec, vector, mode
         text=chunk.text, heading_path=list(chunk.heading_path), anchor=chunk.anchor[:300],
         start_byte=chunk.start_byte, end_byte=chunk.end_byte, token_estimate=chunk.token_estimate,
         is_partial_code=chunk.partial_code, page_start=chunk.page_start, page_end=chunk.page_end,
-        embedding=vector, embedding_model=model_id, embed_reason=reason,
+        embedding=vector, embedding_model=model_id, embed_reason=embed_reason(reason),
         text_key=duplicate_key(chunk.text), body_key=duplicate_key(chunk.body),
     )
+
+
+def embed_reason(reason: str) -> str:
+    """Why the chunk was embedded: the decision that opens the item's report text, without what
+    the report adds after it ("new; low_recall 0.42; 3 repeated blocks dropped" is "new")."""
+    return reason.split(";", 1)[0].strip()[:32]
 
 
 def document_row(source: Source, p: PendingDocument, stored: StoredDocument | None, now, model_id: str) -> Document:

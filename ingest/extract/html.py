@@ -14,9 +14,9 @@
    Everything outside the root is chrome and never read. Pages are parsed with lxml, which
    closes what HTML lets authors leave open (man2html's `<dd>`s and `<p>`s) instead of nesting
    every following element hundreds deep.
-2. **Chrome inside the root** goes too: `nav`, `aside` (but footnotes), `footer`, forms, a `header` that holds
-   no heading (some generators put the page's `<h1>` in a `<header>` inside the article), and
-   elements whose class names a known piece of chrome (`CHROME_CLASSES`).
+2. **Chrome inside the root** goes too: `nav`, `aside` (but footnotes and asides of prose),
+   `footer`, forms, a `header` that holds no heading (some generators put the page's `<h1>` in a
+   `<header>` inside the article), and elements whose class names a known piece of chrome (`CHROME_CLASSES`).
 3. **Headings as the site has them.** Permalink marks (`a.headerlink`, `a.anchor`,
    `a.hash-link`, links whose text is `¶`, `#`, `§` or an icon) are removed from heading text,
    and their `#fragment` is remembered; outside headings (a `¶` on a definition, Sphinx's
@@ -107,6 +107,7 @@ def html_to_markdown(body: bytes, *, charset: str | None = None, url: str = "",
     flatten_deep_nesting(soup)
     root = content_root(soup)
     _drop_chrome(root)
+    code_lines(root)
     h1 = root.find("h1")
     title = _title(page_title, heading_text(h1) if h1 else "") or fallback_title
     renderer = MarkdownRenderer(base)
@@ -181,7 +182,41 @@ def _generator_root(soup: BeautifulSoup) -> Tag | None:
             if isinstance(tag, Tag) and tag.name != "body" and not tag.find(class_="footnote"):
                 tag.decompose()
         return parent
-    return None
+    return _doxygen_root(soup)
+
+
+def _doxygen_root(soup: BeautifulSoup) -> Tag | None:
+    """Doxygen puts the page's title in `div.header` (as `div.headertitle > div.title`, no
+    heading element) and the rest in the `div.contents` after it: the root holds both, the
+    title as the page's heading and the header's links to the page's own parts left out."""
+    contents = soup.find("div", class_="contents")
+    header = contents.find_previous_sibling("div", class_="header") if isinstance(contents, Tag) else None
+    if not isinstance(header, Tag) or header.find(class_="headertitle") is None:
+        return None
+    title = header.find(class_="title")
+    if isinstance(title, Tag) and title.find(HEADINGS) is None:
+        title.name = "h1"
+    for part in header.find_all("div"):
+        if not part.decomposed and part is not title and part not in title.parents and _link_dense(part):
+            part.decompose()
+    root = soup.new_tag("div")
+    header.insert_before(root)
+    root.append(header.extract())
+    root.append(contents.extract())
+    return root
+
+
+def code_lines(root: Tag) -> None:
+    """Doxygen draws code as a `div.fragment` of one `div.line` per line (the line numbers
+    already dropped as chrome): a code block, one line each, not a paragraph per line."""
+    for fragment in root.find_all("div", class_="fragment"):
+        lines = [c for c in fragment.children if isinstance(c, Tag)]
+        if not lines or any(c.name != "div" or "line" not in (c.get("class") or ()) for c in lines):
+            continue
+        text = "\n".join(line.get_text().removeprefix("\xa0").rstrip() for line in lines)
+        fragment.clear()
+        fragment.name = "pre"
+        fragment.append(text)
 
 
 def _link_dense(tag: Tag) -> bool:
@@ -253,6 +288,17 @@ def _heading_outside(node: Tag, best: Tag) -> bool:
         for child in node.children)
 
 
+ASIDE_PARAGRAPH_WORDS = 12
+
+
+def _prose_aside(tag: Tag) -> bool:
+    """An `<aside>` in the content that holds a paragraph of prose, not links, is the document's
+    own (docutils' "topic" and "sidebar" directives: an abstract, a summary); a related-links
+    box or a table of contents is mostly links, a label is not a paragraph."""
+    return tag.name == "aside" and not _link_dense(tag) and any(
+        len(p.get_text().split()) >= ASIDE_PARAGRAPH_WORDS for p in tag.find_all("p"))
+
+
 def _footnotes(tag: Tag) -> bool:
     """Footnotes are content, even in an `<aside>` (Sphinx, pandoc, DPUB-ARIA)."""
     if tag.name != "aside":
@@ -270,7 +316,7 @@ def _is_chrome(tag: Tag) -> bool:
 
 def _drop_chrome(root: Tag) -> None:
     for tag in root.find_all(DROP_IN_CONTENT):
-        if not tag.decomposed and not _footnotes(tag):
+        if not tag.decomposed and not _footnotes(tag) and not _prose_aside(tag):
             tag.decompose()
     for header in root.find_all("header"):
         if not header.find(HEADINGS):

@@ -3,6 +3,7 @@ their language, tables, lists and links as data (see `ingest/extract/html.py`, p
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urldefrag, urljoin, urlsplit
 
 from bs4 import NavigableString, Tag
@@ -162,6 +163,22 @@ def _language_name(name: str) -> str:
     return "".join(c for c in name if c.isalnum() or c in "+#.-_")
 
 
+INLINE_MARKS = {"code", "strong", "b", "em", "i"}
+
+
+def _inside_word(tag: Tag) -> bool:
+    """An inline element glued to a letter or digit on either side is part of a word: written
+    as markdown (`` *`N`*th ``) it would read as two words, to search and to a reader alike."""
+    before, after = tag.previous_sibling, tag.next_sibling
+    before = before.get_text() if isinstance(before, Tag) else str(before or "")
+    after = after.get_text() if isinstance(after, Tag) else str(after or "")
+    return bool(before and _WORD_END.search(before)) or bool(after and _WORD_START.match(after))
+
+
+_WORD_END = re.compile(r"\w$")
+_WORD_START = re.compile(r"\w")
+
+
 class MarkdownRenderer:
     """Recursive HTML-to-markdown writer producing blocks separated by blank lines."""
 
@@ -243,6 +260,8 @@ class MarkdownRenderer:
         name = tag.name
         if name == "br":
             return "\n"
+        if name in INLINE_MARKS and _inside_word(tag):
+            return tag.get_text()  # `<code>N</code>th`: marks would split the word "Nth" in two
         if name == "code":
             text = tag.get_text()
             fence = "``" if "`" in text else "`"

@@ -54,6 +54,22 @@ def test_a_page_whose_text_did_not_reach_its_chunks_is_flagged_low_recall(namesp
     assert "low_recall" not in reasons[web.url("/b.html")]
 
 
+def test_a_flagged_page_is_stored_whatever_its_report_says(namespace, web):
+    """The item's report text ("pipeline upgraded; low_recall 0.05; ...") is not the chunk's embed
+    reason: written there whole it overflowed the column and the page failed to store."""
+    lost = " ".join(f"Sentence {i} of the text the extractor drops." for i in range(40))
+    web.page("/", f"<main><h1>Home</h1><p>Short kept intro.</p></main><form><p>{lost}</p></form>")
+    source, _ = _crawl(namespace, web)
+    document = Document.objects.get(source=source)
+    document.metadata = {**document.metadata, "pipeline": "0"}  # written by an older pipeline
+    document.save(update_fields=["metadata"])
+    run = start_ingest(source, sync=True)
+    item = run.items.get()
+    assert (item.status, item.error_code) == ("changed", ""), item.error_message
+    assert item.reason.startswith("pipeline upgraded; low_recall 0.")
+    assert set(document.chunks.values_list("embed_reason", flat=True)) == {"pipeline upgraded"}
+
+
 def test_a_page_named_canonical_by_an_earlier_page_is_ingested_once(namespace, web):
     """Javadoc's overview-summary.html says `<link rel=canonical href=index.html>`; the crawl
     reaches index.html itself later: two documents with one ref failed the whole run's write."""

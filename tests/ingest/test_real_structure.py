@@ -157,3 +157,32 @@ def test_a_site_banner_called_header_is_not_read_as_asciidoc_header():
 def test_a_line_break_in_a_heading_separates_its_words():
     assert "# Uses of Class net.example.Foo" in extract(b"<main><h1>Uses of Class<br>net.example.Foo</h1>"
                                                        b"<p>x</p></main>", "text/html").content
+
+
+def test_doxygen_source_listing_is_one_code_block_without_line_numbers():
+    content = _content("doxygen/midl_8h_source.html")
+    blocks = re.findall(r"^```\n(.*?)^```$", content, re.M | re.S)
+    assert len(blocks) == 1, content[:300]  # one listing, not a paragraph per line
+    lines = blocks[0].split("\n")
+    assert lines[0] == "/* $OpenLDAP$ */"
+    assert " * Redistribution and use in source and binary forms, with or without" in lines
+    assert "#define MDB_IDL_LOGN    16  /* DB_SIZE is 2^16, UM_SIZE is 2^17 */" in lines  # spacing kept
+    assert not any(re.match(r"\s*\d+\s", line) for line in lines[:20])  # the line-number gutter is not code
+
+
+def test_doxygen_page_title_and_intro_are_kept_beside_the_contents():
+    files = _content("doxygen/files.html")
+    assert files.startswith("# File List\n") and "Here is a list of all documented files" in files
+    group = _content("doxygen/group__mdb__put.html")
+    assert group.startswith("# Write Flags\n")  # the "LMDB API" breadcrumb inside the title is left out
+
+
+def test_inline_marks_inside_a_word_do_not_split_it():
+    content = _content("docbook/catalog-pg-statistic.html")
+    assert "for the Nth “slot”" in content and "*`N`*th" not in content
+
+
+def test_an_aside_of_prose_in_the_content_is_kept():
+    content = _content("sphinx/annotations.html")  # docutils' "topic" directive: <aside class="topic">
+    assert "This document is designed to encapsulate the best practices" in content
+    assert "The document is organized into four sections" in content

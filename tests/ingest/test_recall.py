@@ -11,7 +11,7 @@ import pytest
 from ingest.boilerplate import BoilerplateCounter, block_keys, drop_repeated
 from ingest.chunk import chunk_markdown
 from ingest.extract import extract
-from ingest.recall import content_recall, page_lines
+from ingest.recall import content_recall, hidden_classes, page_lines
 from ingest.site_bench import ChunkFacts, Fidelity, fidelity, page_facts
 
 REAL = Path(__file__).resolve().parent.parent / "fixtures" / "real"
@@ -26,7 +26,7 @@ def site_fidelity(folder: str) -> Fidelity:
     for path in sorted(root.rglob("*.html")):
         ref = str(path.relative_to(root))
         body = path.read_bytes()
-        pages[ref] = page_facts(body)
+        pages[ref] = page_facts(body, lambda href, folder=path.parent: _hidden_by(root, folder, href))
         extracted[ref] = extract(body, "text/html", url=f"http://127.0.0.1/{ref}")
     repeated = BoilerplateCounter({ref: block_keys(e.content) for ref, e in extracted.items()}).repeated(final=True)
     chunks = []
@@ -35,6 +35,11 @@ def site_fidelity(folder: str) -> Fidelity:
         chunks += [ChunkFacts(ref, c.body, c.heading_path, c.anchor)
                    for c in chunk_markdown(content, page.title, web_page=True)]
     return fidelity(pages, chunks)
+
+
+def _hidden_by(root: Path, folder: Path, href: str) -> frozenset[str]:
+    css = (folder / href).resolve()
+    return hidden_classes(css.read_text()) if css.is_relative_to(root) and css.is_file() else frozenset()
 
 
 def test_recall_falls_when_a_section_is_lost():
@@ -51,6 +56,38 @@ def test_recall_falls_when_a_section_is_lost():
     assert half.missed[0].startswith("the second paragraph")
 
 
+def test_a_line_number_gutter_is_not_content_but_a_number_in_text_is():
+    listing = b"<div><div class='line'>1 int main() {</div><div class='line'>2</div>" \
+              b"<div class='line'>3   return 0;</div><div class='line'>4 }</div></div><p>42 is the answer</p>"
+    assert [line.text for line in page_lines(listing)] == ["int main", "return 0", "42 is the answer"]
+    chunks = ["```\nint main() {\n  return 0;\n}\n```", "42 is the answer"]
+    assert content_recall(page_lines(listing), chunks).share == 1
+
+
+def test_what_the_site_hides_is_not_content():
+    css = "/* tooltips */ .ttc { position: absolute; display: none; } .tip:hover { display: none } " \
+          "@media print { .screen { display: none } } .x, .y {display:none !important}"
+    assert hidden_classes(css) == {"ttc", "x", "y"}
+    html = b"<p>Shown text here.</p><div class='ttc'>A tooltip copied from another page.</div>" \
+           b"<p hidden>Hidden attribute.</p><p style='display: none'>Inline hidden.</p>"
+    assert [line.text for line in page_facts(html, lambda href: frozenset()).content][0] == "shown text here"
+    seen = page_facts(b"<link rel='stylesheet' href='d.css'>" + html, lambda href: hidden_classes(css)).content
+    assert [line.text for line in seen] == ["shown text here"]
+
+
+def test_doxygen_tooltips_would_count_if_the_stylesheet_were_not_read():
+    """The measure sees the difference: without the site's stylesheet, the source page's hidden
+    hover tooltips (`.ttc`, copies of other pages' declarations) count as lost content."""
+    root = REAL / "doxygen"
+    body = (root / "midl_8h_source.html").read_bytes()
+    page = extract(body, "text/html", url="http://127.0.0.1/midl_8h_source.html")
+    chunks = [c.body for c in chunk_markdown(page.content, page.title, web_page=True)]
+    read = page_facts(body, lambda href: _hidden_by(root, root, href))
+    unread = page_facts(body)
+    assert content_recall(read.content, chunks).share >= 0.98
+    assert content_recall(unread.content, chunks).share < 0.9
+
+
 @pytest.mark.parametrize("folder", SITES)
 def test_every_page_of_every_fixture_site_keeps_its_content(folder):
     result = site_fidelity(folder)
@@ -65,3 +102,12 @@ def test_every_page_of_every_fixture_site_keeps_its_content(folder):
 def test_anchors_resolve_on_every_fixture_site(folder):
     result = site_fidelity(folder)
     assert result.anchors_resolved_share >= 0.95, (result.anchors_checked, result.anchors_resolved_share)
+
+
+def test_a_method_named_with_brackets_is_not_a_permalink():
+    pages = {"p": page_facts(b"<h2 id='x'>server[Symbol.asyncDispose]()</h2><p>Closes it.</p>")}
+    name = "server[Symbol.asyncDispose]()"
+    named = ChunkFacts("p", f"#### {name} {{#x}}\n\nCloses it.", (name,), "x")
+    linked = ChunkFacts("p", "See [the guide](http://example.com/guide).", ("Intro",), "")
+    assert fidelity(pages, [named]).permalink_chunks == 0
+    assert fidelity(pages, [named, linked]).permalink_chunks == 1

@@ -1,4 +1,5 @@
-"""python manage.py kb_site_bench DIR [--start PATH] [--include GLOB ...] [--exclude GLOB ...] [--json]
+"""python manage.py kb_site_bench DIR [--start PATH] [--include GLOB ...] [--exclude GLOB ...]
+[--defer-embedding] [--json]
 
 Serves a local copy of a documentation site over loopback (as `python -m http.server` does),
 crawls it through the real pipeline into a fresh `bench-site-<name>` namespace, crawls it again
@@ -6,10 +7,17 @@ unchanged, and reports content recall first (mean, worst page, pages under the
 threshold), then pages/s and chunks/s, the re-crawl's 304s, and the fidelity figures of
 `ingest/site_bench.py` (chrome share, permalink marks, anchors that resolve on the page).
 Needs `KB_FETCH_ALLOWED_PRIVATE='127.0.0.1:*'` (loopback is refused otherwise, as it should be).
+
+`--defer-embedding` measures fidelity without the model: the same crawl, extraction, boilerplate,
+chunking and store, but chunks are written with no vector and no embedding model, as a queued
+re-embed leaves them, so the next ordinary run of the source embeds them ("model changed").
+Recall, chrome, permalinks and anchors read only the stored chunks' text, headings and anchors,
+so they are the same either way; pages/s and chunks/s are then extraction and store speeds.
 """
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import json
 import threading
@@ -22,12 +30,17 @@ from urllib.parse import urlsplit
 
 from django.core.management.base import BaseCommand, CommandError
 
+import numpy as np
+
+from ingest.embed import get_embedder
 from ingest.fetch import allow_rules_from_settings
+from ingest.pipeline import IngestPipeline
+from ingest.recall import hidden_classes
 from ingest.services import start_ingest
 from ingest.site_bench import ChunkFacts, fidelity, page_facts
 from kb.conf import kb_settings
 from kb.migrated import migration_hint
-from kb.models import Chunk, Document, IngestItem, Namespace, Source
+from kb.models import Chunk, Document, IngestItem, IngestRun, Namespace, Source
 
 
 class Command(BaseCommand):
@@ -40,9 +53,13 @@ class Command(BaseCommand):
         parser.add_argument("--exclude", nargs="*", default=[], help="Path globs to skip, e.g. '/genindex*'")
         parser.add_argument("--max-pages", type=int, default=2000)
         parser.add_argument("--max-depth", type=int, default=10)
+        parser.add_argument("--defer-embedding", action="store_true",
+                            help="Store chunks without vectors (the next ordinary run embeds them): fidelity "
+                                 "through the real crawl and store without the model's CPU cost")
         parser.add_argument("--json", action="store_true", help="Print one JSON object as the last line")
 
-    def handle(self, *args, directory, start, include, exclude, max_pages, max_depth, json: bool, **options):
+    def handle(self, *args, directory, start, include, exclude, max_pages, max_depth, defer_embedding: bool,
+               json: bool, **options):
         hint = migration_hint()
         if hint:
             raise CommandError(hint)
@@ -58,7 +75,8 @@ class Command(BaseCommand):
         server = _serve(root, statuses)
         try:
             report = self.measure(root, server, statuses, start=start, include=include, exclude=exclude,
-                                  max_pages=max_pages, max_depth=max_depth)
+                                  max_pages=max_pages, max_depth=max_depth,
+                                  embedder=DeferredEmbedding(get_embedder().dimension) if defer_embedding else None)
         finally:
             server.shutdown()
             server.server_close()
@@ -67,7 +85,8 @@ class Command(BaseCommand):
         if json:
             self.stdout.write(_json(report))
 
-    def measure(self, root: Path, server, statuses: Counter, *, start, include, exclude, max_pages, max_depth):
+    def measure(self, root: Path, server, statuses: Counter, *, start, include, exclude, max_pages, max_depth,
+                embedder=None):
         namespace, _ = Namespace.objects.get_or_create(slug=f"bench-site-{root.name.lower()[:40]}")
         Source.objects.filter(namespace=namespace).delete()
         base = f"http://127.0.0.1:{server.server_address[1]}"
@@ -76,11 +95,11 @@ class Command(BaseCommand):
         source = Source.objects.create(namespace=namespace, name="site", kind="crawl",
                                        location=f"{base}/{start}", options={k: v for k, v in options.items() if v})
         started = time.perf_counter()
-        first = start_ingest(source, sync=True)
+        first = _ingest(source, embedder)
         first_s = time.perf_counter() - started
         statuses.clear()
         started = time.perf_counter()
-        second = start_ingest(source, sync=True)
+        second = _ingest(source, embedder)
         second_s = time.perf_counter() - started
         recrawl = dict(statuses)
 
@@ -88,19 +107,20 @@ class Command(BaseCommand):
         for ref in Document.objects.filter(source=source).values_list("ref", flat=True):
             path = root / urlsplit(ref).path.lstrip("/")
             if path.is_file():
-                pages[ref] = page_facts(path.read_bytes())
+                pages[ref] = page_facts(path.read_bytes(), partial(_hidden_by, root, path.parent))
         chunks = [ChunkFacts(ref, text.split("\n\n", 1)[-1], tuple(path), anchor) for ref, text, path, anchor in
                   Chunk.objects.filter(document__source=source)
                   .values_list("document__ref", "text", "heading_path", "anchor")]
         result = fidelity(pages, chunks)
         return {
-            "site": str(root), "recall_mean": result.recall_mean, "recall_worst": result.recall_worst,
+            "site": str(root), "embedding": "deferred" if embedder else "embedded",
+            "recall_mean": result.recall_mean, "recall_worst": result.recall_worst,
             "recall_worst_page": result.worst_page,
             "low_recall_pages": [f"{share:.2f} {ref}" for ref, share in result.low_recall_pages[:20]],
             "low_recall_count": len(result.low_recall_pages),
             "pages_ingested": first.items_changed, "pages_failed": first.items_failed,
             "pages_skipped": first.items.filter(status=IngestItem.Status.SKIPPED).count(),
-            "chunks": first.chunks_written, "ingest_s": round(first_s, 1),
+            "chunks": first.chunks_written, "chunks_stored": len(chunks), "ingest_s": round(first_s, 1),
             "pages_per_s": round(first.items_changed / first_s, 2) if first_s else 0.0,
             "chunks_per_s": round(first.chunks_written / first_s, 2) if first_s else 0.0,
             "recrawl_s": round(second_s, 2), "recrawl_changed": second.items_changed,
@@ -108,6 +128,47 @@ class Command(BaseCommand):
             "permalink_chunks": result.permalink_chunks, "anchors_checked": result.anchors_checked,
             "anchors_resolved_share": result.anchors_resolved_share,
         }
+
+
+class DeferredEmbedding:
+    """An embedder that leaves every chunk without a vector and without a model id: the run is
+    the real one up to the store, and the source's next ordinary run re-embeds its chunks
+    because their model is not the configured one (`ingest/decisions.py`, "model changed")."""
+
+    model_id = ""
+
+    def __init__(self, dimension: int):
+        self.dimension = dimension
+
+    def embed_documents(self, texts) -> np.ndarray:
+        return np.full(len(texts), None, dtype=object)  # one NULL vector per chunk
+
+    def embed_query(self, text: str) -> np.ndarray:
+        raise NotImplementedError("a deferred embedding has no query vectors")
+
+
+def _ingest(source: Source, embedder) -> IngestRun:
+    if embedder is None:
+        return start_ingest(source, sync=True)
+    run = IngestRun.objects.create(source=source)  # as start_ingest(sync=True) does, with the embedder given
+    IngestPipeline(run, embedder=embedder).execute()
+    run.refresh_from_db()
+    return run
+
+
+@functools.cache
+def _stylesheet_hides(path: Path) -> frozenset[str]:
+    return hidden_classes(path.read_text(errors="replace")) if path.is_file() else frozenset()
+
+
+def _hidden_by(root: Path, folder: Path, href: str) -> frozenset[str]:
+    """The classes a page's linked stylesheet hides, read from the site's own files."""
+    target = urlsplit(href)
+    if target.scheme or target.netloc:
+        return frozenset()
+    path = (root / target.path.lstrip("/")) if target.path.startswith("/") else folder / target.path
+    path = path.resolve()
+    return _stylesheet_hides(path) if path.is_relative_to(root) else frozenset()
 
 
 def _serve(root: Path, statuses: Counter) -> ThreadingHTTPServer:
