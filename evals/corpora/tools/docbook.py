@@ -1,5 +1,8 @@
 """Turn Debian Reference DocBook HTML chapters into BEIR corpus rows, one per section (own text only)."""
-import json, re, sys, copy
+import json
+import re
+import sys
+import copy
 import lxml.html
 for path in sys.argv[1:]:
     t = lxml.html.parse(path)

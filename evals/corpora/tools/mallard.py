@@ -1,5 +1,8 @@
 """Turn GNOME help (Mallard .page files) of one language into BEIR corpus rows, one per section."""
-import json, re, sys, pathlib
+import json
+import re
+import sys
+import pathlib
 import xml.etree.ElementTree as ET
 NS = {"m": "http://projectmallard.org/1.0/"}
 M = "{http://projectmallard.org/1.0/}"
