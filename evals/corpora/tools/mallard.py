@@ -1,24 +1,33 @@
 """Turn GNOME help (Mallard .page files) of one language into BEIR corpus rows, one per section."""
+
 import json
 import re
 import sys
 import pathlib
 import xml.etree.ElementTree as ET
+
 NS = {"m": "http://projectmallard.org/1.0/"}
 M = "{http://projectmallard.org/1.0/}"
 SKIP = {M + "info", M + "links", "{http://www.w3.org/2001/XInclude}include"}
 
+
 def text_of(el):
     out = []
+
     def walk(e):
         if e.tag in SKIP or e.tag == M + "section" or e.tag == M + "title" and e is not el:
-            if e.tail and e.tag not in (M + "section",): out.append(e.tail)
+            if e.tail and e.tag not in (M + "section",):
+                out.append(e.tail)
             return
-        if e.text: out.append(e.text)
+        if e.text:
+            out.append(e.text)
         for c in e:
             walk(c)
-        if e.tail and e is not el: out.append(e.tail)
-        if e.tag in (M + "p", M + "item", M + "td", M + "code", M + "screen"): out.append("\n")
+        if e.tail and e is not el:
+            out.append(e.tail)
+        if e.tag in (M + "p", M + "item", M + "td", M + "code", M + "screen"):
+            out.append("\n")
+
     for c in el:
         if c.tag in SKIP or c.tag == M + "section" or c.tag == M + "title":
             continue
@@ -28,9 +37,11 @@ def text_of(el):
     t = re.sub(r"\s*\n\s*", "\n", t).strip()
     return t
 
+
 def title(el):
     t = el.find("m:title", NS)
     return re.sub(r"\s+", " ", "".join(t.itertext())).strip() if t is not None else ""
+
 
 def rows(path):
     root = ET.parse(path).getroot()
@@ -42,9 +53,11 @@ def rows(path):
     desc = re.sub(r"\s+", " ", "".join(desc.itertext())).strip() if desc is not None else ""
     out = []
     body = text_of(root)
-    if desc: body = (desc + "\n" + body).strip()
+    if desc:
+        body = (desc + "\n" + body).strip()
     if len(body) > 40:
         out.append({"_id": pid, "title": ptitle, "text": body})
+
     def secs(el, prefix):
         for s in el.findall("m:section", NS):
             sid = s.get("id") or str(len(out))
@@ -53,8 +66,10 @@ def rows(path):
             if len(t) > 40:
                 out.append({"_id": f"{pid}#{sid}", "title": f"{ptitle} — {st}" if st else ptitle, "text": t})
             secs(s, prefix)
+
     secs(root, pid)
     return out
+
 
 if __name__ == "__main__":
     d = pathlib.Path(sys.argv[1])
