@@ -123,7 +123,7 @@ def chunk_row(source: Source, document: Document, chunk: ChunkSpec, vector, mode
 def embed_reason(reason: str) -> str:
     """Why the chunk was embedded: the decision that opens the item's report text, without what
     the report adds after it ("new; low_recall 0.42; 3 repeated blocks dropped" is "new")."""
-    return reason.split(";", 1)[0].strip()[:32]
+    return reason.split(";", 1)[0].strip()[:Chunk._meta.get_field("embed_reason").max_length]
 
 
 def document_row(source: Source, p: PendingDocument, stored: StoredDocument | None, now, model_id: str) -> Document:
