@@ -14,12 +14,18 @@ from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from capabilities import store
-from capabilities.contracts import (CapabilityCandidate, CapabilityQuery, KnowledgeAnswer, KnowledgeHit,
-                                    KnowledgeRequest, Target)
-from ingest.embed import get_embedder
-from kb.conf import kb_settings
-from kb.errors import ConfigurationError
+from capabilities.contracts import (
+    CapabilityCandidate,
+    CapabilityQuery,
+    KnowledgeAnswer,
+    KnowledgeHit,
+    KnowledgeRequest,
+    Target,
+)
 from capabilities.errors import AccessClosed, AccessDenied, RetrieverUnconfigured
+from kb.conf import kb_settings
+from kb.embedding.embedders import get_embedder
+from kb.errors import ConfigurationError
 from retrieval import bm25
 from retrieval.ranker import LEXICAL, VECTOR, Candidate, ChannelHit, RankerParams, rank
 from retrieval.service import Filters, query_terms, search
@@ -176,13 +182,13 @@ def index_capabilities(provider, force: bool = False) -> int:
         return 0
     texts = [f"{c.title}\n\n{c.summary}".strip() for c in todo]
     vectors = get_embedder().embed_documents(texts)
-    for capability, text, vector in zip(todo, texts, vectors):
+    for capability, text, vector in zip(todo, texts, vectors, strict=True):
         store.save_capability_index(capability, text, vector, status["revision"])
     return len(todo)
 
 
 def _cosine(a, b) -> float:
-    dot = float(sum(float(x) * float(y) for x, y in zip(a, b)))
+    dot = float(sum(float(x) * float(y) for x, y in zip(a, b, strict=False)))
     norm = math.sqrt(sum(float(x) ** 2 for x in a)) * math.sqrt(sum(float(y) ** 2 for y in b))
     return dot / norm if norm else 0.0
 

@@ -14,7 +14,6 @@ from typing import Mapping
 from capabilities.errors import IndexStale, RetrieverFailed, RevisionMismatch
 from kb.revisions import canonical_hash
 
-
 # --- capability retrieval ----------------------------------------------------------------------
 
 @dataclass(frozen=True)

@@ -26,8 +26,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from kb.errors import ValidationFailed
 from capabilities.errors import DefinitionInvalid
+from kb.errors import ValidationFailed
 from kb.revisions import canonical_hash
 from kb.vocabulary import CAPABILITY_ID_RE
 

@@ -13,18 +13,26 @@ from pathlib import Path
 from django_q.tasks import async_task
 
 from capabilities import store
-from capabilities.backends import (TargetAccess, capability_retriever, index_capabilities, knowledge_retriever,
-                                   model_id)
-from capabilities.contracts import (CapabilityQuery, CheckedCandidate, ContractWarning, KnowledgeAnswer,
-                                    KnowledgeRequest, Target, check_candidates, check_hit, mapping_revision,
-                                    verify_evidence)
+from capabilities.backends import TargetAccess, capability_retriever, index_capabilities, knowledge_retriever, model_id
+from capabilities.contracts import (
+    CapabilityQuery,
+    CheckedCandidate,
+    ContractWarning,
+    KnowledgeAnswer,
+    KnowledgeRequest,
+    Target,
+    check_candidates,
+    check_hit,
+    mapping_revision,
+    verify_evidence,
+)
 from capabilities.definitions import ProviderDefinition, parse_definitions, parse_provider
+from capabilities.errors import BudgetExceeded, DefinitionInvalid, RetrieverFailed, RevisionMismatch, UnknownCapability
 from kb.auth import Principal
 from kb.conf import kb_settings
 from kb.datafiles import read_data
 from kb.errors import KBError, ValidationFailed
 from kb.vocabulary import CAPABILITY_ID_RE
-from capabilities.errors import BudgetExceeded, DefinitionInvalid, RetrieverFailed, RevisionMismatch, UnknownCapability
 from retrieval.citations import document_citation_url
 from retrieval.query import validate_query
 

@@ -7,14 +7,21 @@ from django.db.models import Func, IntegerField, Q
 
 from capabilities.contracts import CurrentRecords, Target
 from capabilities.definitions import ProviderDefinition
-from ingest.services import current_source_revision
-from kb.errors import NamespaceUnknown
 from capabilities.errors import TargetUnknown, UnknownProvider
+from ingest.uploads import current_source_revision
+from kb.errors import NamespaceUnknown
 from kb.models import (
-    SEARCH_CONFIG, Capability, Chunk, Document, KnowledgeTarget, Namespace, Provider, ProviderRevision, Source,
+    SEARCH_CONFIG,
+    Capability,
+    Chunk,
+    Document,
+    KnowledgeTarget,
+    Namespace,
+    Provider,
+    ProviderRevision,
+    Source,
 )
 from kb.revisions import canonical_hash, config_revision
-
 
 # --- definitions -------------------------------------------------------------------------------
 
@@ -42,7 +49,7 @@ def apply_definition(definition: ProviderDefinition) -> tuple[Provider, bool]:
         capability.targets.all().delete()
         KnowledgeTarget.objects.bulk_create([
             KnowledgeTarget(capability=capability, role=t.role, locale=t.locale, **target)
-            for t, target in zip(capability_def.knowledge, resolved[capability_def.name])
+            for t, target in zip(capability_def.knowledge, resolved[capability_def.name], strict=True)
         ])
     return provider, changed
 

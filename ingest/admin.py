@@ -2,7 +2,6 @@
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.db.models.expressions import RawSQL
 from django.http import HttpResponseRedirect, JsonResponse
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -10,33 +9,18 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.views.decorators.http import require_POST
 
-from ingest import services as ingest_services
+from ingest import service as ingest_service
 from ingest.forms import COMMON_FIELDS, KIND_HELP, content_fields, option_names, source_form
+from ingest.run_status import run_note
 from ingest.uploads import add_files
 from kb import models
-from ingest.decisions import EMBED_REASONS
-from ingest.run_status import run_note
-from kb.admin_access import LargeTableAdmin, NamespaceScoped, ReadOnlyInConsole, ScopedInline
+from kb.admin_access import NamespaceScoped, ScopedInline, capped, count_of
 from kb.conf import kb_settings
 from kb.errors import KBError
 from kb.vocabulary import SOURCE_KINDS
-from retrieval.service import matching_chunk_ids
 
-COUNT_CAP = 10_000  # per-row counts in the lists stop here
-STORED_MEDIA_TYPES = ("text/markdown", "text/plain")  # what extraction stores (ingest/extract)
-MAX_SEARCHED_NAMESPACES = 20  # an unfiltered chunk search looks in the first 20 namespaces the curator may read
 RECENT_RUNS = 20  # runs shown on a source's page (all of them: the runs list, filtered by source)
 ITEMS_SHOWN = 500  # items shown on a run's page, every failed one among them (the run's counters give the totals)
-
-
-def _matching_chunks(model_admin, request, term: str) -> list[int]:
-    """Chunks matching `term` by their words in the namespace the list is filtered to, else in
-    the first MAX_SEARCHED_NAMESPACES namespaces the curator may read."""
-    namespaces = model_admin._principal(request).readable_namespaces().values_list("pk", flat=True)
-    chosen = request.GET.get("namespace__id__exact")
-    if chosen and chosen.isdigit():
-        namespaces = namespaces.filter(pk=int(chosen))
-    return matching_chunk_ids(list(namespaces[:MAX_SEARCHED_NAMESPACES]), term)
 
 
 def _parent_id(request) -> int | None:
@@ -44,18 +28,6 @@ def _parent_id(request) -> int | None:
     match = getattr(request, "resolver_match", None)
     object_id = str((match.kwargs if match else {}).get("object_id", ""))
     return int(object_id) if object_id.isdigit() else None
-
-
-def _count_of(model, field: str, parent):
-    """How many `model` rows point at each listed row, counted for the rows of the page only and
-    at most to COUNT_CAP + 1 (a source of a million documents is "10,000+", not a second's count)."""
-    child, column = model._meta.db_table, model._meta.get_field(field).column
-    return RawSQL(f"SELECT count(*) FROM (SELECT 1 FROM {child} x WHERE x.{column} = {parent._meta.db_table}.id "
-                  f"LIMIT {COUNT_CAP + 1}) capped", ())
-
-
-def _capped(count: int) -> str:
-    return f"{COUNT_CAP:,}+" if count > COUNT_CAP else str(count)
 
 
 class IngestRunInline(ScopedInline, admin.TabularInline):
@@ -153,7 +125,7 @@ class SourceAdmin(NamespaceScoped):
 
     def save_model(self, request, obj, form, change):
         super().save_model(request, obj, form, change)
-        ingest_services.sync_refresh_schedule(obj)
+        ingest_service.sync_refresh_schedule(obj)
         for warning in getattr(form, "warnings", ()):
             self.message_user(request, warning, messages.WARNING)
         uploads = form.cleaned_data.get("files") or []
@@ -167,10 +139,10 @@ class SourceAdmin(NamespaceScoped):
             self.message_user(request, f"{len(report.added)} added, {len(report.replaced)} replaced, "
                               f"{len(report.unchanged)} unchanged" + (f"; skipped {skipped}" if skipped else ""))
             if report.added or report.replaced:
-                self._queued(request, [ingest_services.start_ingest(obj)])
+                self._queued(request, [ingest_service.start_ingest(obj)])
         elif obj.kind != models.Source.Kind.FILE and obj.enabled and form.config_changed:
             # a new or changed web or text source is ingested now, by the worker (never in the request)
-            self._queued(request, [ingest_services.start_ingest(obj)])
+            self._queued(request, [ingest_service.start_ingest(obj)])
 
     def _queued(self, request, runs):
         links = format_html_join(
@@ -180,7 +152,7 @@ class SourceAdmin(NamespaceScoped):
         self.message_user(request, format_html("Queued {}.", links), messages.SUCCESS)
 
     def _start(self, request, queryset, mode):
-        self._queued(request, [ingest_services.start_ingest(source, mode=mode) for source in queryset])
+        self._queued(request, [ingest_service.start_ingest(source, mode=mode) for source in queryset])
 
     def get_urls(self):
         return [
@@ -203,89 +175,11 @@ class SourceAdmin(NamespaceScoped):
         self._start(request, queryset, models.IngestRun.Mode.REEMBED)
 
     def get_queryset(self, request):
-        return super().get_queryset(request).annotate(_documents=_count_of(models.Document, "source", models.Source))
+        return super().get_queryset(request).annotate(_documents=count_of(models.Document, "source", models.Source))
 
     @admin.display(description="documents", ordering="_documents")
     def document_count(self, obj):
-        return _capped(obj._documents)
-
-
-class ChunkInline(ScopedInline, admin.TabularInline):
-    model = models.Chunk
-    fields = ["position", "anchor", "heading_path", "start_byte", "end_byte", "token_estimate", "has_embedding"]
-    readonly_fields = fields
-    extra = 0
-    max_num = 0
-    can_delete = False
-
-    @admin.display(boolean=True, description="embedded")
-    def has_embedding(self, obj):
-        return obj.embedding is not None
-
-
-def fixed_choices_filter(field: str, title: str, choices: tuple[str, ...]):
-    """A list filter offering fixed values: listing the distinct values of a million rows would scan them."""
-    def lookups(self, request, model_admin):
-        return [(value, value) for value in choices]
-
-    def queryset(self, request, queryset):
-        return queryset.filter(**{field: self.value()}) if self.value() else queryset
-
-    return type(f"{field.title().replace('_', '')}Filter", (admin.SimpleListFilter,),
-                {"title": title, "parameter_name": field, "lookups": lookups, "queryset": queryset})
-
-
-# what extraction stores (a document's original type is in its metadata), why a chunk was embedded
-MediaTypeFilter = fixed_choices_filter("media_type", "media type", STORED_MEDIA_TYPES)
-EmbedReasonFilter = fixed_choices_filter("embed_reason", "embed reason", EMBED_REASONS)
-
-
-@admin.register(models.Document)
-class DocumentAdmin(ReadOnlyInConsole, LargeTableAdmin, NamespaceScoped):
-    """Written only by the pipeline: the console shows documents and may delete them. Searching
-    finds documents by the words of their chunks (the lexical channel) or by their exact ref,
-    never by a scan of every title."""
-
-    list_display = ["__str__", "source", "namespace", "media_type", "byte_size", "chunk_count", "indexed_at"]
-    list_filter = ["namespace", "source", MediaTypeFilter]
-    search_fields = ["title"]  # shows the search box; get_search_results does the searching
-    readonly_fields = ["content_hash", "byte_size", "indexed_at", "embedding_model", "etag", "last_modified"]
-    list_select_related = ["source", "namespace"]
-    inlines = [ChunkInline]
-
-    def get_search_results(self, request, queryset, search_term):
-        term = search_term.strip()
-        if not term:
-            return queryset, False
-        by_words = models.Chunk.objects.filter(pk__in=_matching_chunks(self, request, term)).values_list("document_id",
-                                                                                                     flat=True)
-        by_ref = models.Document.objects.filter(ref=term).values_list("pk", flat=True)  # skip scan of (source, ref)
-        return queryset.filter(pk__in={*by_words, *by_ref}), False
-
-    def get_queryset(self, request):
-        return super().get_queryset(request).annotate(_chunks=_count_of(models.Chunk, "document", models.Document))
-
-    @admin.display(description="chunks", ordering="_chunks")
-    def chunk_count(self, obj):
-        return _capped(obj._chunks)
-
-
-@admin.register(models.Chunk)
-class ChunkAdmin(ReadOnlyInConsole, LargeTableAdmin, NamespaceScoped):
-    """Written only by the pipeline. Searching finds chunks by their words through the lexical
-    channel (`matching_chunk_ids`), never by a scan of every text."""
-
-    list_display = ["__str__", "document", "anchor", "start_byte", "end_byte", "token_estimate", "embed_reason"]
-    list_filter = ["namespace", "is_summary", EmbedReasonFilter]
-    search_fields = ["text"]  # shows the search box; get_search_results does the searching
-    exclude = ["embedding"]
-    readonly_fields = ["document", "namespace", "search_vector", "embedding_model", "embed_reason"]
-    list_select_related = ["document"]
-
-    def get_search_results(self, request, queryset, search_term):
-        if not search_term.strip():
-            return queryset, False
-        return queryset.filter(pk__in=_matching_chunks(self, request, search_term)), False
+        return capped(obj._documents)
 
 
 class IngestItemInline(ScopedInline, admin.TabularInline):
@@ -361,7 +255,7 @@ class IngestRunAdmin(NamespaceScoped):
 
     def retry_view(self, request, run_id):
         run = self.scoped_object(request, run_id, write=True)
-        retry = ingest_services.retry_failed_items(run)
+        retry = ingest_service.retry_failed_items(run)
         if retry is None:
             self.message_user(request, "This run has no failed items.", messages.INFO)
             return HttpResponseRedirect(reverse("admin:kb_ingestrun_change", args=[run.pk]))

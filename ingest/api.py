@@ -4,7 +4,7 @@ from ninja import Router, Status
 
 from ingest import sources
 from ingest.schemas import RunOut, SourceIn, SourceOut, SourcePatch, UploadOut
-from ingest.services import start_ingest
+from ingest.service import start_ingest
 from kb.auth import require_readable
 from kb.errors import NotFound, ValidationFailed
 from kb.models import IngestRun, Source

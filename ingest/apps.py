@@ -3,7 +3,6 @@ import logging
 from django.apps import AppConfig
 from django.db.models.signals import post_migrate
 
-
 logger = logging.getLogger(__name__)
 
 
@@ -31,7 +30,7 @@ def _warm_model() -> None:
         return  # the system checks report it, with its code, before anything is served
     if not path:
         return
-    from ingest.embed import warm_up
+    from kb.embedding.embedders import warm_up
 
     try:
         seconds = warm_up(path)

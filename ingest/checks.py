@@ -2,7 +2,7 @@
 
 from django.core import checks
 
-from ingest.embed import check_embedder_dimension, get_embedder
+from kb.embedding.embedders import check_embedder_dimension, get_embedder
 from kb.errors import KBError
 
 

@@ -1,28 +1,26 @@
 """Heading-aware markdown chunking and plain-text chunking. Pure: strings in, dataclasses out.
 
-Markdown is read into blocks (headings, paragraphs, fenced code) and a section tree; each
-section's blocks are packed up to a token budget. A code fence is never split, unless one fence
-alone exceeds the budget: then it is split at line boundaries and its chunks are marked
+Markdown is read into blocks and a section tree (`ingest/markdown_blocks.py`); each section's
+blocks are packed up to a token budget. A code fence is never split, unless one fence alone
+exceeds the budget: then it is split at line boundaries and its chunks are marked
 `partial_code`. Overlap is taken only from the same section. Each chunk's body is an exact slice
 of the document (`start_byte`/`end_byte` are UTF-8 offsets, end exclusive); its `text` is the
 heading breadcrumb followed by that body with links reduced to their text, which is what gets
-embedded and indexed. Breadcrumbs are plain text. A heading written `## Title {#id}` (the HTML
-extractor writes the page's own section ids so) gives its sections the anchor `id`; other
-headings get a GitHub-style slug (on a web page whose other headings carry ids: the enclosing
-section's anchor). Documents with pages (PDF pages, slides, sheets) give each
-chunk the range of pages its body spans.
+embedded and indexed. Breadcrumbs are plain text. Documents with pages (PDF pages, slides,
+sheets) give each chunk the range of pages its body spans.
 
-Every scan here is linear in the input: headings, fences and sentence ends are found with
-plain string operations, never with backtracking patterns.
+Every scan here is linear in the input: sentence ends are found with plain string operations,
+never with backtracking patterns.
 """
 
 from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from kb.markup import plain_text, split_heading_id, strip_links
+from ingest.markdown_blocks import Block, Section, read_blocks, read_sections
+from kb.markup import strip_links
 
 TOKEN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]|\w+|[^\w\s]")
 SENTENCE_MARKS = ".!?"
@@ -57,23 +55,6 @@ class ChunkOptions:
     min_section_tokens: int = 4  # smaller sections join the passage before them
 
 
-@dataclass
-class _Block:
-    kind: str  # heading | code | para
-    start: int  # character offsets into the document
-    end: int
-    level: int = 0
-    heading: str = ""
-    heading_id: str = ""
-
-
-@dataclass
-class _Section:
-    path: tuple[str, ...]
-    anchor: str
-    blocks: list[_Block] = field(default_factory=list)
-
-
 @dataclass(frozen=True)
 class _Unit:
     start: int
@@ -82,20 +63,13 @@ class _Unit:
     partial_code: bool = False
 
 
-def slugify_heading(text: str) -> str:
-    """GitHub-style anchor: lowercase, tags and punctuation dropped, spaces to hyphens."""
-    text = re.sub(r"<[^<>]*>", "", text).strip().lower()
-    text = re.sub(r"[^\w\- ]", "", text)
-    return text.replace(" ", "-")
-
-
 def chunk_markdown(content: str, title: str = "", options: ChunkOptions = ChunkOptions(),
                    pages: tuple[tuple[int, int], ...] = (), web_page: bool = False) -> list[ChunkSpec]:
     """`web_page`: the content is a web page's, whose level-1 heading without an id is the page
     itself, so its section gets no anchor (the citation opens the page) instead of a slug; on a
     page whose headings carry ids, one without is cited at its enclosing section's anchor."""
-    sections = _sections(content, _blocks(content), web_page)
-    pieces: list[tuple[_Section, list[_Unit]]] = []
+    sections = read_sections(content, read_blocks(content), web_page)
+    pieces: list[tuple[Section, list[_Unit]]] = []
     for section in sections:
         units: list[_Unit] = []
         for block in section.blocks:
@@ -109,13 +83,13 @@ def chunk_markdown(content: str, title: str = "", options: ChunkOptions = ChunkO
     return _finish(content, title, _merge_bare_headings(pieces, options.max_tokens), pages)
 
 
-def _merge_bare_headings(pieces: list[tuple[_Section, list[_Unit]]],
-                         max_tokens: int) -> list[tuple[_Section, list[_Unit]]]:
+def _merge_bare_headings(pieces: list[tuple[Section, list[_Unit]]],
+                         max_tokens: int) -> list[tuple[Section, list[_Unit]]]:
     """A section that is only its heading ("1. Introduction" straight before "1.1 Scope") is no
     passage to return: its heading opens the next chunk (the last one's, at the end). A heading
     with an id of its own (a slide, a cited anchor) stays a passage, and headings that wait for
     more than a chunk's tokens become a chunk of their own, so no chunk outgrows the limit."""
-    merged: list[tuple[_Section, list[_Unit]]] = []
+    merged: list[tuple[Section, list[_Unit]]] = []
     waiting: list[_Unit] = []
     waiting_section = None
     for section, group in pieces:
@@ -138,11 +112,11 @@ def _merge_bare_headings(pieces: list[tuple[_Section, list[_Unit]]],
     return merged
 
 
-def _bare_heading(section: _Section) -> bool:
+def _bare_heading(section: Section) -> bool:
     return len(section.blocks) == 1 and section.blocks[0].kind == "heading" and not section.blocks[0].heading_id
 
 
-def _tiny(section: _Section, units: list[_Unit], options: ChunkOptions) -> bool:
+def _tiny(section: Section, units: list[_Unit], options: ChunkOptions) -> bool:
     """A section too small to be a passage of its own, fewer tokens than `min_section_tokens`
     under its heading: it joins the passage before it (100 KB of `# a\n\nb` is not 20,000 chunks).
     A heading with an id of its own (`{#slide-7}`, an HTML id) keeps its section: it is cited."""
@@ -158,8 +132,8 @@ def chunk_text(content: str, title: str = "", options: ChunkOptions = ChunkOptio
     """Plain text: paragraphs, then sentences, then a hard cut; overlap between chunks."""
     units: list[_Unit] = []
     for start, end in _paragraphs(content):
-        units.extend(_split_block(content, _Block("para", start, end), options.max_tokens))
-    section = _Section(path=(), anchor="")
+        units.extend(_split_block(content, Block("para", start, end), options.max_tokens))
+    section = Section(path=(), anchor="")
     return _finish(content, title, [(section, group) for group in _pack(units, options)], pages)
 
 
@@ -182,129 +156,7 @@ def _paragraphs(content: str) -> list[tuple[int, int]]:
     return spans
 
 
-def parse_atx_heading(line: str) -> tuple[int, str] | None:
-    """`## Title ##` -> (2, "Title"); None when the line is not an ATX heading."""
-    indent = len(line) - len(line.lstrip(" "))
-    if indent > 3:
-        return None
-    rest = line[indent:]
-    level = len(rest) - len(rest.lstrip("#"))
-    if not 1 <= level <= 6:
-        return None
-    rest = rest[level:]
-    if rest and rest[0] not in " \t":
-        return None
-    text = rest.strip(" \t")
-    closing = text.rstrip("#")
-    if closing != text and (not closing or closing[-1] in " \t"):
-        text = closing.rstrip(" \t")
-    return level, text
-
-
-def _fence_open(line: str) -> str:
-    """The fence marker (``` or ~~~, three or more) that opens a code block on this line, or ""."""
-    indent = len(line) - len(line.lstrip(" "))
-    if indent > 3:
-        return ""
-    rest = line[indent:]
-    if not rest or rest[0] not in "`~":
-        return ""
-    marker = rest[: len(rest) - len(rest.lstrip(rest[0]))]
-    if len(marker) < 3 or (rest[0] == "`" and "`" in rest[len(marker):]):
-        return ""
-    return marker
-
-
-def _fence_closes(line: str, marker: str) -> bool:
-    indent = len(line) - len(line.lstrip(" "))
-    rest = line[indent:].rstrip(" \t")
-    return indent <= 3 and len(rest) >= len(marker) and rest == marker[0] * len(rest)
-
-
-def _blocks(content: str) -> list[_Block]:
-    blocks: list[_Block] = []
-    lines = content.splitlines(keepends=True)
-    offset = 0
-    i = 0
-    para_start = None
-    para_end = 0
-
-    def close_para():
-        nonlocal para_start
-        if para_start is not None:
-            blocks.append(_Block("para", para_start, para_end))
-            para_start = None
-
-    while i < len(lines):
-        line = lines[i]
-        stripped = line.rstrip("\r\n")
-        line_end = offset + len(stripped)
-        marker = _fence_open(stripped)
-        heading = None if marker else parse_atx_heading(stripped)
-        if marker:
-            close_para()
-            start = offset
-            end = line_end
-            offset += len(line)
-            i += 1
-            while i < len(lines):
-                inner = lines[i].rstrip("\r\n")
-                end = offset + len(inner)
-                offset += len(lines[i])
-                i += 1
-                if _fence_closes(inner, marker):
-                    break
-            blocks.append(_Block("code", start, end))
-            continue
-        if heading:
-            close_para()
-            text, identifier = split_heading_id(heading[1])
-            blocks.append(_Block("heading", offset, line_end, heading[0], plain_text(text).strip(), identifier))
-        elif stripped.strip():
-            if para_start is None:
-                para_start = offset + (len(stripped) - len(stripped.lstrip()))
-            para_end = line_end
-        else:
-            close_para()
-        offset += len(line)
-        i += 1
-    close_para()
-    return blocks
-
-
-def _sections(content: str, blocks: list[_Block], web_page: bool = False) -> list[_Section]:
-    sections = [_Section(path=(), anchor="")]
-    stack: list[tuple[int, str, str]] = []
-    seen: dict[str, int] = {}
-    # a page that gives its sections ids: a heading it gives none (an admonition's "Note", a
-    # synopsis) is cited at the enclosing section that has one, not at a slug the site lacks
-    site_ids = web_page and any(b.heading_id for b in blocks if b.kind == "heading")
-    for block in blocks:
-        if block.kind == "heading":
-            while stack and stack[-1][0] >= block.level:
-                stack.pop()
-            if site_ids and not block.heading_id:
-                inherited = next((a for _, _, a in reversed(stack) if a), "")
-                stack.append((block.level, block.heading, inherited))
-                sections.append(_Section(path=tuple(h for _, h, _ in stack), anchor=inherited))
-                sections[-1].blocks.append(block)
-                continue
-            page_top = web_page and block.level == 1
-            anchor = block.heading_id or ("" if page_top else slugify_heading(block.heading))
-            stack.append((block.level, block.heading, anchor))
-            if block.heading_id or not anchor:
-                seen.setdefault(anchor, 0)
-            elif anchor in seen:
-                seen[anchor] += 1
-                anchor = f"{anchor}-{seen[anchor]}"
-            else:
-                seen[anchor] = 0
-            sections.append(_Section(path=tuple(h for _, h, _ in stack), anchor=anchor))
-        sections[-1].blocks.append(block)
-    return [s for s in sections if s.blocks]
-
-
-def _split_block(content: str, block: _Block, budget: int) -> list[_Unit]:
+def _split_block(content: str, block: Block, budget: int) -> list[_Unit]:
     text = content[block.start:block.end]
     tokens = estimate_tokens(text)
     if tokens <= budget:
@@ -323,7 +175,7 @@ def _split_block(content: str, block: _Block, budget: int) -> list[_Unit]:
     return units
 
 
-def _split_lines(content: str, block: _Block, budget: int) -> list[_Unit]:
+def _split_lines(content: str, block: Block, budget: int) -> list[_Unit]:
     """An oversized fence: consecutive lines up to the budget (a single huge line is cut)."""
     units: list[_Unit] = []
     start = block.start
@@ -424,13 +276,13 @@ def _pack(units: list[_Unit], options: ChunkOptions) -> list[list[_Unit]]:
     return groups
 
 
-def _finish(content: str, title: str, pieces: list[tuple[_Section, list[_Unit]]],
+def _finish(content: str, title: str, pieces: list[tuple[Section, list[_Unit]]],
             pages: tuple[tuple[int, int], ...] = ()) -> list[ChunkSpec]:
     spans = [(group[0].start, group[-1].end) for _, group in pieces]
     byte_at = _byte_offsets(content, sorted({o for span in spans for o in span}))
     page_offsets = [offset for offset, _ in pages]
     chunks = []
-    for position, ((section, group), (start, end)) in enumerate(zip(pieces, spans)):
+    for position, ((section, group), (start, end)) in enumerate(zip(pieces, spans, strict=True)):
         body = content[start:end]
         crumbs = list(section.path)
         if title and (not crumbs or crumbs[0] != title):

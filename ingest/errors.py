@@ -38,13 +38,6 @@ class ContentRejected(IngestError):
     http_status = 413
 
 
-class EmbeddingFailed(IngestError):
-    """The embedder could not embed (the model did not load, or the embedding service failed)."""
-
-    code = "INGEST_EMBEDDER_FAILED"
-    http_status = 503
-
-
 class BinaryContent(ContentRejected):
     """Bytes that are no text and no document type we read."""
 

@@ -21,7 +21,13 @@ from urllib.parse import urldefrag, urljoin
 import httpcore
 
 from ingest.errors import (
-    ContentRejected, ContentTooLarge, FetchFailed, FetchTimeout, HttpStatusError, RedirectLoop, TooManyRedirects,
+    ContentRejected,
+    ContentTooLarge,
+    FetchFailed,
+    FetchTimeout,
+    HttpStatusError,
+    RedirectLoop,
+    TooManyRedirects,
     UnsupportedType,
 )
 from ingest.extract.documents import DOCUMENT_TYPES, MACRO_TYPES

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
-from ingest.extract import documents as doc, ocr
+from ingest.extract import documents as doc
+from ingest.extract import ocr
 
 TEXT_FILE_TYPES = {
     ".md": "text/markdown", ".markdown": "text/markdown", ".mdx": "text/markdown",

@@ -8,7 +8,7 @@ from __future__ import annotations
 from django import forms
 from django.core.exceptions import ValidationError
 
-from ingest import services as ingest_services
+from ingest import service as ingest_service
 from ingest.errors import DnsFailed, FetchBlocked
 from ingest.loaders import DEFAULTS
 from kb import models
@@ -38,7 +38,7 @@ OPTION_HELP = {
     "keep_removed": "Keep documents that disappear from the source (otherwise they are removed with their "
                     "chunks).",
 }
-OPTION_DEFAULTS = {**DEFAULTS, "keep_removed": False}  # what a source without the option gets
+OPTION_DEFAULTS = DEFAULTS  # what a source without the option gets
 OPTION_ORDER = ("max_depth", "max_pages", "allowed_domains", "include", "exclude", "use_llms_txt",
                 "respect_robots", "keep_removed")
 COMMON_FIELDS = ("enabled", "priority", "refresh_interval")
@@ -120,7 +120,7 @@ class SourceForm(forms.ModelForm):
 
     def _check_fetchable(self, location: str) -> None:
         try:
-            ingest_services.check_fetchable(location)
+            ingest_service.check_fetchable(location)
         except DnsFailed as exc:
             self.warnings.append(f"{exc.message} The source is saved; its runs fail until the name resolves.")
         except FetchBlocked as exc:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import PurePosixPath
 from typing import Callable, Iterator
-from urllib.parse import urljoin, urldefrag, urlsplit
+from urllib.parse import urldefrag, urljoin, urlsplit
 
 from bs4 import BeautifulSoup
 from defusedxml import ElementTree as SafeXML
@@ -25,9 +25,9 @@ from protego import Protego
 from ingest.errors import BadSitemap, FetchFailed, IngestError, IngestInternalError, UnknownSourceKind
 from ingest.fetch import PAGE_TYPES, TEXT_TYPES, USER_AGENT, XML_TYPES, Fetcher
 from ingest.filetypes import media_type_for
-from kb.markup import markdown_links
 from ingest.scope import UrlScope, canonical_url
 from kb.errors import KBError
+from kb.markup import markdown_links
 
 logger = logging.getLogger(__name__)
 MAX_SITEMAP_FETCHES = 50  # sitemap documents one run reads, indexes included
@@ -36,7 +36,7 @@ SKIP_EXTENSIONS = (
     ".mp4", ".mp3", ".woff", ".woff2", ".ttf", ".css", ".js", ".json", ".xml", ".exe", ".dmg",
 )
 MAX_REFERRERS = 3  # pages remembered as linking to a crawled URL, for the report of a broken link
-DEFAULTS = {"max_depth": 2, "max_pages": 500, "use_llms_txt": True, "respect_robots": True}
+DEFAULTS = {"max_depth": 2, "max_pages": 500, "use_llms_txt": True, "respect_robots": True, "keep_removed": False}
 
 
 @dataclass(frozen=True)
@@ -156,7 +156,7 @@ class SourceLoader:
             )
         except KBError as exc:
             return LoadedItem(ref=url, url=url, error=exc)
-        except Exception as exc:  # noqa: BLE001 - a client bug on one page must not stop the source
+        except Exception as exc:
             logger.exception("unexpected error fetching %s", url)
             return LoadedItem(ref=url, url=url, error=IngestInternalError(f"{type(exc).__name__}: {exc}"))
         if result.not_modified:
@@ -260,7 +260,7 @@ class SourceLoader:
             if item.body is not None and item.error is None and "html" in item.media_type:
                 try:
                     links, canonical = page_links(item.body, item.url or url)
-                except Exception as exc:  # noqa: BLE001 - a parser bug on one page must not stop the crawl
+                except Exception as exc:
                     logger.exception("unexpected error reading the links of %s", url)
                     links, canonical = [], ""
                     item = LoadedItem(ref=url, url=url, error=IngestInternalError(

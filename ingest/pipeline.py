@@ -22,26 +22,32 @@ from django.db import DatabaseError, DataError, IntegrityError, connection
 from ingest import store
 from ingest.boilerplate import BoilerplateCounter, Dropped, block_keys, settle, split_repeated
 from ingest.chunk import ChunkOptions, ChunkSpec, chunk_markdown, chunk_text
-from ingest.decisions import (BOILERPLATE_LEARNED, REEMBED_REQUESTED, Action, StoredDocument, decide, document_byte_key,
-                              stored_extraction, text_hash)
-from ingest.embed import Embedder, check_embedder_dimension, get_embedder
+from ingest.decisions import (
+    BOILERPLATE_LEARNED,
+    REEMBED_REQUESTED,
+    Action,
+    StoredDocument,
+    decide,
+    document_byte_key,
+    stored_extraction,
+    text_hash,
+)
 from ingest.errors import DocumentNotStored, EmptyContent, IngestInternalError
 from ingest.extract import Extracted, extract
 from ingest.extract.documents import ISOLATED_TYPES
 from ingest.extract.isolated import ParserBudget, capped, extract_isolated, without_nul
 from ingest.extract.ocr import OcrOptions, ocr_reason
 from ingest.fetch import Fetcher
-from ingest.loaders import LoadedItem, SourceLoader, SourceSpec
+from ingest.loaders import DEFAULTS, LoadedItem, SourceLoader, SourceSpec
 from ingest.recall import LOW_RECALL, SiteLines, content_recall, page_lines
 from ingest.report import Outcome, RunReport
-from ingest.services import current_source_revision
 from ingest.store import PendingDocument
-from ingest.uploads import open_stored_file, source_files
-from kb import posting_lists
+from ingest.uploads import current_source_revision, open_stored_file, source_files
 from kb.conf import kb_settings
+from kb.embedding.embedders import Embedder, check_embedder_dimension, get_embedder
 from kb.errors import DatabaseUnavailable, KBError
 from kb.models import IngestItem, IngestRun, Source
-from kb.vector_index import ensure_namespace_index
+from kb.signals import namespaces_changed
 from kb.vocabulary import MULTI_PAGE_KINDS
 
 logger = logging.getLogger(__name__)
@@ -87,7 +93,7 @@ class IngestPipeline:
         except DatabaseError as exc:
             self._fail_after_lost_database(exc)
             return self.run
-        except Exception as exc:  # noqa: BLE001 - a bug must end the run as failed, never leave it running
+        except Exception as exc:
             logger.exception("unexpected error in ingest run %s", self.run.pk)
             self._pending.clear()
             self._finish(failed_with=IngestInternalError(f"{type(exc).__name__}: {exc}"))
@@ -109,7 +115,8 @@ class IngestPipeline:
             complete = loader.complete if loader else False
         self._flush()
         self._drop_learned_boilerplate()
-        if complete and not self.source.options.get("keep_removed", False) and not self.run.items_failed:
+        keep_removed = self.source.options.get("keep_removed", DEFAULTS["keep_removed"])
+        if complete and not keep_removed and not self.run.items_failed:
             self._remove_missing()
 
     def _loader(self) -> SourceLoader:
@@ -125,28 +132,9 @@ class IngestPipeline:
     def _finish(self, failed_with: KBError | None = None) -> None:
         self.report.save(force=True)
         if failed_with is None:
-            with self.report.beating():
-                self._ensure_vector_index()
-                self._ensure_posting_lists()
+            with self.report.beating():  # the indexes kept from the chunks are brought up to date
+                namespaces_changed.send(sender=IngestPipeline, namespace_ids=[self.source.namespace_id])
         self.report.finish(failed_with, self.source_revision)
-
-    def _ensure_vector_index(self) -> None:
-        """Give the namespace its own HNSW index once it is large enough (kb/vector_index.py).
-        Part of the run, so a finished run is fast to search; a failed build costs speed, not
-        results (the namespace is searched exactly), so it is logged and retried by the next run."""
-        try:
-            ensure_namespace_index(self.source.namespace_id)  # logs a build itself
-        except DatabaseError as exc:
-            logger.warning("vector index for namespace %s not built: %s", self.source.namespace_id, exc)
-
-    def _ensure_posting_lists(self) -> None:
-        """Pack the namespace's postings once it is large enough, or again once a tenth of it
-        changed (kb/posting_lists.py). A failed build costs speed, not results: the lists in force
-        stay exact, and a namespace without them is read from the postings table."""
-        try:
-            posting_lists.ensure(self.source.namespace_id)  # logs a build itself
-        except DatabaseError as exc:
-            logger.warning("posting lists for namespace %s not built: %s", self.source.namespace_id, exc)
 
     def _fail_after_lost_database(self, exc: DatabaseError) -> None:
         """The database went away (restart, failover, network). Every batch is one transaction,
@@ -184,7 +172,7 @@ class IngestPipeline:
                 self._handle(item, started)
             except (KBError, DatabaseError):
                 raise
-            except Exception as exc:  # noqa: BLE001 - an extractor bug must not abort the run
+            except Exception as exc:
                 logger.exception("unexpected error ingesting %s", item.ref)
                 self.report.record(Outcome(item.ref, Status.FAILED, error_code=IngestInternalError.code,
                                            error_message=f"{type(exc).__name__}: {exc}"), started)

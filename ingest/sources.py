@@ -5,11 +5,11 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
-from ingest.services import start_ingest, sync_refresh_schedule
 from ingest.errors import ContentTooLarge
+from ingest.service import start_ingest, sync_refresh_schedule
 from ingest.uploads import add_files
-from kb.conf import kb_settings
 from kb.auth import Principal, require_readable
+from kb.conf import kb_settings
 from kb.errors import Conflict, NotFound, ValidationFailed
 from kb.models import IngestItem, IngestRun, Namespace, Source
 

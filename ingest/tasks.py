@@ -1,9 +1,9 @@
 """django-q2 entry points. They take primary keys, never model instances, and are idempotent."""
 
-from ingest.services import execute_run, start_ingest
+from ingest.service import execute_run, start_ingest
 from ingest.watchdog import fail_stuck_runs
-from kb.ratelimit import forget_old_windows
 from kb.models import Source
+from kb.ratelimit import forget_old_windows
 
 
 def run_ingest(run_id: int) -> str:

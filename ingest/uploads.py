@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from posixpath import normpath
 from typing import BinaryIO, Iterable
 
-from django.core.files.base import ContentFile
 from django.core.exceptions import SuspiciousFileOperation
+from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.db import transaction
 
@@ -34,6 +34,7 @@ from ingest.errors import ArchiveRejected, ContentTooLarge, FileKeyInvalid, File
 from ingest.filetypes import ARCHIVE_SUFFIXES, max_bytes_for, media_type_for
 from kb.conf import kb_settings
 from kb.models import Source, SourceFile
+from kb.revisions import source_revision
 
 MAX_SEGMENT_BYTES = 200  # a stored file name stays under the file system's 255 bytes
 MAX_PATH_CHARS = 1024  # SourceFile.path
@@ -230,6 +231,12 @@ def _store(source: Source, path: str, data: bytes, report: UploadReport, written
 def source_files(source: Source) -> list[tuple[str, str, str]]:
     """(path, storage key, sha256) of each file, in path order: what the loader reads."""
     return list(SourceFile.objects.filter(source=source).values_list("path", "key", "sha256"))
+
+
+def current_source_revision(source: Source) -> str:
+    """What the source's ingest depends on now (kind, address, text, files, options), as a revision."""
+    files = [(path, sha256) for path, _, sha256 in source_files(source)]
+    return source_revision(source.kind, source.location, source.text, files, source.options)
 
 
 def open_stored_file(key: str, media_type: str = "") -> tuple[bytes, str]:

@@ -15,6 +15,7 @@ from django.core.exceptions import EmptyResultSet, ImproperlyConfigured, Permiss
 from django.core.paginator import Paginator
 from django.db import connections
 from django.db.models import Model, QuerySet
+from django.db.models.expressions import RawSQL
 from django.http import Http404
 from django.utils.functional import cached_property
 
@@ -279,3 +280,18 @@ class LargeTableAdmin(admin.ModelAdmin):
 
     paginator = EstimatedCountPaginator
     show_full_result_count = False
+
+
+COUNT_CAP = 10_000  # per-row counts in the lists stop here
+
+
+def count_of(model, field: str, parent):
+    """How many `model` rows point at each listed row, counted for the rows of the page only and
+    at most to COUNT_CAP + 1 (a source of a million documents is "10,000+", not a second's count)."""
+    child, column = model._meta.db_table, model._meta.get_field(field).column
+    return RawSQL(f"SELECT count(*) FROM (SELECT 1 FROM {child} x WHERE x.{column} = {parent._meta.db_table}.id "
+                  f"LIMIT {COUNT_CAP + 1}) capped", ())
+
+
+def capped(count: int) -> str:
+    return f"{COUNT_CAP:,}+" if count > COUNT_CAP else str(count)

@@ -18,6 +18,9 @@ from kb.errors import ConfigurationError
 
 @dataclass(frozen=True)
 class KBSettings:
+    """Every product setting, typed. Defaults are stated once, where the environment is read
+    (kb/settings.py); here each field only says what it is."""
+
     embedder: str
     embedding_model: str
     embedding_dim: int
@@ -32,34 +35,34 @@ class KBSettings:
     media_root: Path
     run_stall_seconds: int  # heartbeat age that makes a run stalled (ingest/watchdog.py)
     watchdog_seconds: int
-    document_max_bytes: int = 50 * 1024 * 1024
-    archive_max_bytes: int = 200 * 1024 * 1024
-    archive_max_files: int = 5000
-    parser_cpu_seconds: int = 60
-    parser_memory_mb: int = 2048
-    extract_max_chars: int = 2_000_000  # characters of text one document keeps
-    max_chunks_per_document: int = 2000
-    parser_inline_max_bytes: int = 256 * 1024  # larger HTML and text bodies are extracted in the child
-    ocr_languages: tuple[str, ...] = ("eng",)  # Tesseract language codes
-    ocr_page_seconds: int = 60
-    ocr_max_pages: int = 100
-    rate_limit_anonymous: int = 300
-    rate_limit_staff: int = 1200
-    capability_retriever: str = "builtin"
-    knowledge_retriever: str = "builtin"
-    knowledge_max_targets: int = 50
-    knowledge_max_bytes: int = 20 * 1024 * 1024
-    vector_index_min_chunks: int = 2000
-    vector_index_build_memory_mb: int = 4096  # most maintenance_work_mem a vector index build takes
-    posting_lists_min_chunks: int = 20000  # a namespace this large gets packed posting lists (kb/posting_lists.py)
-    replica_max_lag_seconds: float = 5.0  # a read replica further behind than this is not read from
-    embedding_query_runtime: str = "onnx"
-    embedding_document_runtime: str = "torch"
-    model_cache_dir: Path | None = None
-    default_namespace: str = ""  # the search page's first namespace, when the reader may read it
-    query_retention_days: int = 90  # query log and feedback rows older than this are pruned
-    warm_model: str = ""  # which path of the embedder a process loads at start: query, documents or none
-    public_base_url: str = ""  # scheme://host[:port][/prefix] readers reach; "": each request's own
+    document_max_bytes: int
+    archive_max_bytes: int
+    archive_max_files: int
+    parser_cpu_seconds: int
+    parser_memory_mb: int
+    extract_max_chars: int  # characters of text one document keeps
+    max_chunks_per_document: int
+    parser_inline_max_bytes: int  # larger HTML and text bodies are extracted in the child
+    ocr_languages: tuple[str, ...]  # Tesseract language codes
+    ocr_page_seconds: int
+    ocr_max_pages: int
+    rate_limit_anonymous: int
+    rate_limit_staff: int
+    capability_retriever: str
+    knowledge_retriever: str
+    knowledge_max_targets: int
+    knowledge_max_bytes: int
+    vector_index_min_chunks: int
+    vector_index_build_memory_mb: int  # most maintenance_work_mem a vector index build takes
+    posting_lists_min_chunks: int  # a namespace this large gets packed lists (retrieval/posting_lists.py)
+    replica_max_lag_seconds: float  # a read replica further behind than this is not read from
+    embedding_query_runtime: str
+    embedding_document_runtime: str
+    model_cache_dir: Path | None
+    default_namespace: str  # the search page's first namespace, when the reader may read it
+    query_retention_days: int  # query log and feedback rows older than this are pruned
+    warm_model: str  # which path of the embedder a process loads at start: query, documents or none
+    public_base_url: str  # scheme://host[:port][/prefix] readers reach; "": each request's own
 
 
 @functools.cache

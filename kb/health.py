@@ -108,7 +108,7 @@ def _runs_status() -> dict:
 
 
 def _embedder_status() -> dict:
-    from ingest.embed import check_embedder_dimension, get_embedder
+    from kb.embedding.embedders import check_embedder_dimension, get_embedder
 
     try:
         embedder = get_embedder()

@@ -1,4 +1,5 @@
-"""Errors answered to a browser (the API shapes its own, in kb/api.py)."""
+"""What every page shares: errors answered to a browser (the API shapes its own, in kb/api.py)
+and numbers read from a form or a query string."""
 
 from __future__ import annotations
 
@@ -14,3 +15,11 @@ def page_error(exc: KBError) -> HttpResponse:
     if "retry_after_s" in exc.details:
         response["Retry-After"] = str(exc.details["retry_after_s"])
     return response
+
+
+def bounded_int(value, default: int, low: int, high: int) -> int:
+    """A form or query-string number kept between `low` and `high`; `default` when it is none."""
+    try:
+        return min(high, max(low, int(value)))
+    except (TypeError, ValueError):
+        return default

@@ -41,6 +41,7 @@ INSTALLED_APPS = [
     "ingest",  # before django_q: its qcluster command adds the watchdog to django-q2's
     "retrieval",
     "capabilities",
+    "evaluation",
     "django_q",
 ]
 
@@ -176,7 +177,7 @@ KB_EMBEDDING_QUERY_RUNTIME = os.environ.get("KB_EMBEDDING_QUERY_RUNTIME", "onnx"
 # the local model embeds documents through PyTorch ("torch") or an ONNX Runtime export of itself,
 # fp32 ("onnx") or with int8 MatMul weights ("onnx-int8"); verified against PyTorch at load
 KB_EMBEDDING_DOCUMENT_RUNTIME = os.environ.get("KB_EMBEDDING_DOCUMENT_RUNTIME", "torch")
-KB_WARM_MODEL = os.environ.get("KB_WARM_MODEL", "")  # query | documents | "" (see ingest/embed.py: warm_up)
+KB_WARM_MODEL = os.environ.get("KB_WARM_MODEL", "")  # query | documents | "" (see kb/embedding/embedders.py: warm_up)
 KB_MODEL_CACHE_DIR = Path(os.environ.get("KB_MODEL_CACHE_DIR", KB_DATA_DIR / "models")).resolve()
 KB_FETCH_ALLOWED_PRIVATE = [
     h.strip() for h in os.environ.get("KB_FETCH_ALLOWED_PRIVATE", "").split(",") if h.strip()
@@ -232,12 +233,12 @@ KB_DEMO_DOCS_DIR = BASE_DIR / "docs"
 KB_CAPABILITY_RETRIEVER = os.environ.get("KB_CAPABILITY_RETRIEVER", "builtin")
 KB_KNOWLEDGE_RETRIEVER = os.environ.get("KB_KNOWLEDGE_RETRIEVER", "builtin")
 KB_KNOWLEDGE_MAX_TARGETS = int(os.environ.get("KB_KNOWLEDGE_MAX_TARGETS", "50"))
-# a namespace with at least this many embedded chunks gets its own HNSW index (kb/vector_index.py);
+# a namespace with at least this many embedded chunks gets its own HNSW index (retrieval/vector_index.py);
 # smaller ones are searched exactly, which is as fast below this size
 KB_VECTOR_INDEX_MIN_CHUNKS = int(os.environ.get("KB_VECTOR_INDEX_MIN_CHUNKS", "2000"))
 KB_VECTOR_INDEX_BUILD_MEMORY_MB = int(os.environ.get("KB_VECTOR_INDEX_BUILD_MEMORY_MB", "4096"))
 # a namespace with at least this many chunks gets packed posting lists for the lexical channel
-# (kb/posting_lists.py); smaller ones are read from the postings table, as fast below this size
+# (retrieval/posting_lists.py); smaller ones are read from the postings table, as fast below this size
 KB_POSTING_LISTS_MIN_CHUNKS = int(os.environ.get("KB_POSTING_LISTS_MIN_CHUNKS", "20000"))
 KB_REPLICA_MAX_LAG_SECONDS = float(os.environ.get("KB_REPLICA_MAX_LAG_SECONDS", "5"))
 KB_KNOWLEDGE_MAX_BYTES = int(os.environ.get("KB_KNOWLEDGE_MAX_BYTES", str(20 * 1024 * 1024)))

@@ -1,9 +1,8 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from ingest import views as ingest_views
-from kb import views
-from kb import mcp
+from evaluation import views as evaluation_views
+from kb import mcp, views
 from kb.api import api
 from retrieval import views as retrieval_views
 
@@ -19,9 +18,9 @@ urlpatterns = [
     path("accounts/login/", views.ReaderLoginView.as_view(), name="login"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("curate/", retrieval_views.curator_report, name="curator-report"),
-    path("curate/eval-case", retrieval_views.make_eval_case, name="curator-eval-case"),
+    path("curate/eval-case", evaluation_views.make_eval_case_page, name="curator-eval-case"),
     path("feedback", retrieval_views.page_feedback, name="feedback"),
-    path("documents/<int:document_id>/", ingest_views.document_page, name="document"),
-    path("documents/<int:document_id>/original", ingest_views.document_original, name="document-original"),
+    path("documents/<int:document_id>/", retrieval_views.document_page, name="document"),
+    path("documents/<int:document_id>/original", retrieval_views.document_original, name="document-original"),
     path("", retrieval_views.search_page, name="search"),
 ]

@@ -10,6 +10,7 @@ from django.core.exceptions import ValidationError
 
 from kb.vocabulary import CAPABILITY_ID_RE, MAX_PATTERN_CHARS, MAX_PATTERNS, NAMESPACE_RE, SOURCE_OPTIONS
 
+
 def validate_namespace_slug(value: str) -> None:
     if not NAMESPACE_RE.match(value or ""):
         raise ValidationError(

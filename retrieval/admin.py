@@ -1,16 +1,15 @@
-"""The curator's console for what searching produced: fusion calibrations, the query log, eval suites."""
+"""The curator's console for what is searched and what searching produced: documents and their
+chunks (searched by their words), fusion calibrations, the query log."""
 
-from django import forms
-from django.contrib import admin, messages
-from django.urls import reverse
-from django.utils.html import format_html, format_html_join
+from django.contrib import admin
 
+from ingest.decisions import EMBED_REASONS
 from kb import models
-from kb.admin_access import NamespaceScoped, ScopedInline
-from kb.datafiles import read_data
-from retrieval.eval_runner import run_recorded
-from retrieval.errors import EvalFileError
-from retrieval.evals import parse_suite
+from kb.admin_access import LargeTableAdmin, NamespaceScoped, ReadOnlyInConsole, ScopedInline, capped, count_of
+from retrieval.service import matching_chunk_ids
+
+STORED_MEDIA_TYPES = ("text/markdown", "text/plain")  # what extraction stores (ingest/extract)
+MAX_SEARCHED_NAMESPACES = 20  # an unfiltered chunk search looks in the first 20 namespaces the curator may read
 
 
 @admin.register(models.FusionCalibration)
@@ -45,102 +44,89 @@ class QueryLogAdmin(NamespaceScoped):
         return obj.timings.get("total_ms")
 
 
-class EvalSuiteForm(forms.ModelForm):
-    upload = forms.FileField(required=False, help_text="A JSON or YAML eval file; replaces the definition.")
-
-    class Meta:
-        model = models.EvalSuite
-        fields = ["name", "namespace", "definition", "upload"]
-
-    def clean(self):
-        data = super().clean()
-        upload = data.get("upload")
-        try:
-            if upload:
-                text = upload.read().decode("utf-8", errors="replace")
-                data["definition"] = read_data(text, upload.name)
-            namespace = data.get("namespace")
-            parse_suite(data.get("definition"), namespace=namespace.slug if namespace else None)
-        except ValueError as exc:
-            raise forms.ValidationError(str(exc)) from exc
-        except EvalFileError as exc:
-            raise forms.ValidationError(exc.message) from exc
-        return data
-
-    def save(self, commit=True):
-        self.instance.definition = self.cleaned_data["definition"]
-        return super().save(commit)
+def _matching_chunks(model_admin, request, term: str) -> list[int]:
+    """Chunks matching `term` by their words in the namespace the list is filtered to, else in
+    the first MAX_SEARCHED_NAMESPACES namespaces the curator may read."""
+    namespaces = model_admin._principal(request).readable_namespaces().values_list("pk", flat=True)
+    chosen = request.GET.get("namespace__id__exact")
+    if chosen and chosen.isdigit():
+        namespaces = namespaces.filter(pk=int(chosen))
+    return matching_chunk_ids(list(namespaces[:MAX_SEARCHED_NAMESPACES]), term)
 
 
-class EvalRunInline(ScopedInline, admin.TabularInline):
-    model = models.EvalRun
-    fields = ["run_link", "passed", "failed", "total", "regressed", "created_at"]
+class ChunkInline(ScopedInline, admin.TabularInline):
+    model = models.Chunk
+    fields = ["position", "anchor", "heading_path", "start_byte", "end_byte", "token_estimate", "has_embedding"]
     readonly_fields = fields
     extra = 0
     max_num = 0
     can_delete = False
 
-    @admin.display(description="run")
-    def run_link(self, obj):
-        return format_html('<a href="{}">#{}</a>', reverse("admin:kb_evalrun_change", args=[obj.pk]), obj.pk)
-
-    @admin.display(description="regressed")
-    def regressed(self, obj):
-        return ", ".join(obj.regressions()) or "—"
+    @admin.display(boolean=True, description="embedded")
+    def has_embedding(self, obj):
+        return obj.embedding is not None
 
 
-@admin.register(models.EvalSuite)
-class EvalSuiteAdmin(NamespaceScoped):
-    """A suite searches its own namespace only, and runs with the curator's rights."""
+def fixed_choices_filter(field: str, title: str, choices: tuple[str, ...]):
+    """A list filter offering fixed values: listing the distinct values of a million rows would scan them."""
+    def lookups(self, request, model_admin):
+        return [(value, value) for value in choices]
 
-    form = EvalSuiteForm
-    list_display = ["name", "namespace", "case_count", "last_result", "created_at"]
-    list_filter = ["namespace"]
-    inlines = [EvalRunInline]
-    actions = ["run_now"]
+    def queryset(self, request, queryset):
+        return queryset.filter(**{field: self.value()}) if self.value() else queryset
 
-    @admin.display(description="cases")
-    def case_count(self, obj):
-        return len(obj.definition.get("cases", []))
-
-    @admin.display(description="last run")
-    def last_result(self, obj):
-        run = obj.runs.first()
-        return f"{run.passed}/{run.total} passed" if run else "—"
-
-    @admin.action(description="Run now")
-    def run_now(self, request, queryset):
-        for suite in queryset:
-            run = run_recorded(suite, principal=self._principal(request))
-            regressed = run.regressions()
-            level = messages.SUCCESS if not run.failed else messages.WARNING
-            self.message_user(request, format_html(
-                '{}: <a href="{}">{} of {} passed</a>{}', suite.name,
-                reverse("admin:kb_evalrun_change", args=[run.pk]), run.passed, run.total,
-                f"; regressed since the previous run: {', '.join(regressed)}" if regressed else ""), level)
+    return type(f"{field.title().replace('_', '')}Filter", (admin.SimpleListFilter,),
+                {"title": title, "parameter_name": field, "lookups": lookups, "queryset": queryset})
 
 
-@admin.register(models.EvalRun)
-class EvalRunAdmin(NamespaceScoped):
-    list_display = ["__str__", "suite", "passed", "failed", "total", "created_at"]
-    list_filter = ["suite"]
-    readonly_fields = ["suite", "namespace", "passed", "failed", "total", "duration_ms", "created_at", "case_table"]
-    exclude = ["results"]
+# what extraction stores (a document's original type is in its metadata), why a chunk was embedded
+MediaTypeFilter = fixed_choices_filter("media_type", "media type", STORED_MEDIA_TYPES)
+EmbedReasonFilter = fixed_choices_filter("embed_reason", "embed reason", EMBED_REASONS)
 
-    def has_add_permission(self, request):
-        return False
 
-    @admin.display(description="cases")
-    def case_table(self, obj):
-        regressed = set(obj.regressions())
-        rows = format_html_join(
-            "", '<tr class="{}"><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>',
-            (("kb-regressed" if c["id"] in regressed else "", c["id"],
-              "REGRESSED" if c["id"] in regressed else ("pass" if c["passed"] else "fail"),
-              c.get("error") or "; ".join(f"{k['name']}: {k['detail']}" for k in c["checks"]),
-              f"{c['duration_ms']:.0f} ms") for c in obj.results.get("cases", [])),
-        )
-        return format_html(
-            '<style>.kb-regressed td {{ background: #fde2e1; font-weight: bold; }}</style>'
-            '<table><thead><tr><th>case</th><th>result</th><th>checks</th><th>time</th></tr></thead>'
-            "<tbody>{}</tbody></table>", rows)
+@admin.register(models.Document)
+class DocumentAdmin(ReadOnlyInConsole, LargeTableAdmin, NamespaceScoped):
+    """Written only by the pipeline: the console shows documents and may delete them. Searching
+    finds documents by the words of their chunks (the lexical channel) or by their exact ref,
+    never by a scan of every title."""
+
+    list_display = ["__str__", "source", "namespace", "media_type", "byte_size", "chunk_count", "indexed_at"]
+    list_filter = ["namespace", "source", MediaTypeFilter]
+    search_fields = ["title"]  # shows the search box; get_search_results does the searching
+    readonly_fields = ["content_hash", "byte_size", "indexed_at", "embedding_model", "etag", "last_modified"]
+    list_select_related = ["source", "namespace"]
+    inlines = [ChunkInline]
+
+    def get_search_results(self, request, queryset, search_term):
+        term = search_term.strip()
+        if not term:
+            return queryset, False
+        by_words = models.Chunk.objects.filter(pk__in=_matching_chunks(self, request, term)).values_list("document_id",
+                                                                                                     flat=True)
+        by_ref = models.Document.objects.filter(ref=term).values_list("pk", flat=True)  # skip scan of (source, ref)
+        return queryset.filter(pk__in={*by_words, *by_ref}), False
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(_chunks=count_of(models.Chunk, "document", models.Document))
+
+    @admin.display(description="chunks", ordering="_chunks")
+    def chunk_count(self, obj):
+        return capped(obj._chunks)
+
+
+@admin.register(models.Chunk)
+class ChunkAdmin(ReadOnlyInConsole, LargeTableAdmin, NamespaceScoped):
+    """Written only by the pipeline. Searching finds chunks by their words through the lexical
+    channel (`matching_chunk_ids`), never by a scan of every text."""
+
+    list_display = ["__str__", "document", "anchor", "start_byte", "end_byte", "token_estimate", "embed_reason"]
+    list_filter = ["namespace", "is_summary", EmbedReasonFilter]
+    search_fields = ["text"]  # shows the search box; get_search_results does the searching
+    exclude = ["embedding"]
+    readonly_fields = ["document", "namespace", "search_vector", "embedding_model", "embed_reason"]
+    list_select_related = ["document"]
+
+    def get_search_results(self, request, queryset, search_term):
+        if not search_term.strip():
+            return queryset, False
+        return queryset.filter(pk__in=_matching_chunks(self, request, search_term)), False

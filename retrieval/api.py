@@ -1,17 +1,29 @@
-"""Search and context endpoints. Thin: parse, check access, call the service, shape."""
+"""Search, context, feedback, document and namespace endpoints. Thin: parse, check access, call
+the service, shape."""
 
 from django.http import HttpRequest
 from ninja import Query, Router
 
-from kb.errors import AuthenticationRequired
-from retrieval import presenters
-from retrieval.eval_runner import run_suite
-from retrieval.evals import parse_suite
+from kb import namespaces
+from kb.errors import ValidationFailed
+from kb.replicas import on_replica
+from retrieval import documents, presenters
 from retrieval.curation import record_feedback
-from retrieval.schemas import ContextIn, ContextOut, EvalRunIn, FeedbackIn, FeedbackOut, SearchIn, SearchOut
+from retrieval.schemas import (
+    ContextIn,
+    ContextOut,
+    DocumentDetailOut,
+    DocumentPageOut,
+    DocumentTextOut,
+    FeedbackIn,
+    FeedbackOut,
+    NamespaceListOut,
+    SearchIn,
+    SearchOut,
+)
 from retrieval.service import Filters, search
 
-MAX_API_EVAL_CASES = 200
+MAX_PAGE_SIZE = 100
 router = Router(tags=["search"])
 
 
@@ -47,14 +59,42 @@ def context(request, data: ContextIn):
     return presenters.context_payload(result, max_chars=data.max_chars)
 
 
-@router.post("/evals/run", summary="Run an eval suite (the kb_eval JSON format) and return every check")
-def run_eval(request, data: EvalRunIn):
-    """Needs a token or a staff session. At most MAX_API_EVAL_CASES cases per request, each
-    counted against the caller's rate limit as a search; larger suites run with `kb_eval`."""
-    if request.auth.kind == "anonymous":
-        raise AuthenticationRequired("Running evals needs an API token or a staff session: each case is a search.")
-    suite = parse_suite(data.suite, namespace=data.namespace, max_cases=MAX_API_EVAL_CASES)
-    for namespace in {case.namespace for case in suite.cases}:
-        request.auth.check(namespace)
-    request.auth.charge(len(suite.cases) - 1)  # each case is a search; the request itself was counted
-    return run_suite(suite, principal=request.auth).as_dict()
+@router.get("/documents", response=DocumentPageOut, tags=["documents"])
+def list_documents(request, namespace: str | None = None, page: int = 1, page_size: int = 20):
+    if page < 1 or not 1 <= page_size <= MAX_PAGE_SIZE:
+        raise ValidationFailed(f"page must be >= 1 and page_size between 1 and {MAX_PAGE_SIZE}.",
+                               details={"field": "page_size" if page >= 1 else "page"})
+    def read():
+        queryset = documents.visible_documents(request.auth, namespace)
+        start = (page - 1) * page_size
+        return {"count": queryset.count(), "page": page, "page_size": page_size,
+                "results": list(queryset[start:start + page_size])}
+
+    return on_replica(read)
+
+
+@router.get("/documents/{document_id}", response=DocumentDetailOut, tags=["documents"])
+def document_detail(request, document_id: int):
+    def read():
+        document = documents.get_document(request.auth, document_id)
+        return {**{f: getattr(document, f) for f in ("id", "source_id", "ref", "title", "path", "media_type",
+                                                      "byte_size", "created_at", "indexed_at")},
+                "chunks": list(document.chunks.order_by("position"))}
+
+    return on_replica(read)
+
+
+@router.get("/documents/{document_id}/text", response=DocumentTextOut, tags=["documents"])
+def document_text(request, document_id: int, max_chars: int = 20000, offset: int = 0):
+    """The text from character `offset`, at most `max_chars` of it; a cut closes with a marker
+    and `next_offset` says where the next piece starts."""
+    if not 1 <= max_chars <= 1_000_000:
+        raise ValidationFailed("max_chars must be between 1 and 1000000.", details={"field": "max_chars"})
+    return on_replica(lambda: documents.capped_text(documents.get_document(request.auth, document_id), max_chars,
+                                                    offset))
+
+
+@router.get("/namespaces", response=NamespaceListOut, tags=["namespaces"],
+                      summary="The namespaces the caller may read, with counts and freshness")
+def list_namespaces(request):
+    return on_replica(lambda: {"namespaces": namespaces.namespace_summaries(request.auth)})

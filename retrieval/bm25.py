@@ -77,7 +77,7 @@ class DocumentFrequencyCache:
 
 def score_postings(packed, current, changed_ids: np.ndarray, weights: dict[str, float],
                    avgdl: float) -> tuple[np.ndarray, np.ndarray]:
-    """Every matched chunk's BM25 score from postings held as arrays (kb/posting_lists.py):
+    """Every matched chunk's BM25 score from postings held as arrays (retrieval/posting_lists.py):
     (chunk ids, scores), unordered. `packed` postings of chunks in `changed_ids` are ignored;
     `current` holds those chunks' postings as they are now, and those of newer chunks."""
     ids, scores = _summed(packed, weights, avgdl, excluded=changed_ids)

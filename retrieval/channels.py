@@ -17,7 +17,6 @@ from kb.models import SEARCH_CONFIG  # the one text search configuration: the st
 from kb.replicas import read_alias, read_connection
 
 
-
 @dataclass(frozen=True)
 class Scope:
     namespace_id: int
@@ -27,7 +26,7 @@ class Scope:
     def where(self, chunk_alias: str = "c") -> tuple[str, list]:
         """SQL conditions (and params) restricting chunks `chunk_alias` to this scope. The
         namespace id is written into the SQL as an integer literal, so the planner can match the
-        namespace's partial vector index (kb/vector_index.py) even in a generic prepared plan."""
+        namespace's partial vector index (retrieval/vector_index.py) even in a generic prepared plan."""
         sql = [f"{chunk_alias}.namespace_id = {int(self.namespace_id)}"]
         params: list = []
         if self.document_ids:
@@ -66,7 +65,7 @@ def vector_candidates(scope: Scope, query_vector, k: int, known_ids: list[int] =
     """The vector channel and what the ranker needs about its hits, in one statement, so the
     search does one round trip after its query embedding is ready: the nearest k chunks through
     the namespace's HNSW index (an exact scan for a namespace too small to have one,
-    kb/vector_index.py) with their candidate rows, plus the cosine of the candidates other
+    retrieval/vector_index.py) with their candidate rows, plus the cosine of the candidates other
     channels found earlier (`known_ids`, whose rows the caller already has).
 
     An HNSW scan returns at most hnsw.ef_search rows, so ef_search is raised to the candidate

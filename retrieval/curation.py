@@ -1,5 +1,6 @@
-"""What readers look for, for curators: the query report, reader feedback, and judged eval
-cases made from a query. ORM reads and writes in one place; the views and the API are thin.
+"""What readers look for, for curators: the query report and reader feedback, and how a
+logged search's votes judge its results (`evaluation.cases` turns them into an eval case).
+ORM reads and writes in one place; the views and the API are thin.
 
 Stored: the query log row (namespace, query text, result chunk ids, timings, the best result's
 cosine, time) and per result at most one vote (helpful or not) with no user; both are deleted
@@ -8,20 +9,17 @@ after KB_QUERY_RETENTION_DAYS (`prune_queries`).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db import transaction
 from django.db.models import Count, Max, Q
 from django.db.models.functions import Lower, Trim
 from django.utils import timezone
 
 from kb.auth import Principal, require_readable
 from kb.errors import NotFound
-from kb.models import Chunk, Document, EvalSuite, Namespace, QueryFeedback, QueryLog
+from kb.models import Chunk, Namespace, QueryFeedback, QueryLog
 from retrieval.errors import FeedbackNotAResult
-from retrieval.evals import parse_suite
 
 WEAK_COSINE = 0.35  # the search's cited floor (retrieval.service.CITED_COSINE_FLOOR): below it, a weak answer
 REPORT_ROWS = 20
@@ -116,41 +114,6 @@ def judged_from_feedback(results: list[dict]) -> tuple[list[str], list[str]]:
     helpful = [r["ref"] for r in results if r["helpful"]]
     relevant = helpful or [r["ref"] for r in results if not r["unhelpful"]][:1]
     return relevant, [r["ref"] for r in results if r["unhelpful"] and r["ref"] not in relevant]
-
-
-def curated_suite_name(namespace: str) -> str:
-    return f"{namespace} · reader queries"
-
-
-def make_eval_case(namespace: Namespace, question: str, relevant: list[str],
-                   irrelevant: list[str]) -> tuple[EvalSuite, str]:
-    """Add a judged case to the namespace's curated suite (made on first use): the documents
-    named relevant must come back (`sourceIncludes`, `relevant`, which also feeds the fusion
-    fit), the ones named irrelevant must not. The same question again replaces its case."""
-    refs = [ref for ref in dict.fromkeys(relevant) if ref]
-    if not refs:
-        raise FeedbackNotAResult("Pick at least one document that answers the query.")
-    known = set(Document.objects.filter(namespace=namespace, ref__in=refs + irrelevant).values_list("ref", flat=True))
-    if not set(refs) <= known:
-        raise NotFound("A chosen document is not in this namespace.")
-    case_id = "reader-" + (re.sub(r"[^a-z0-9]+", "-", question.lower()).strip("-")[:60] or "query")
-    expect: dict = {"sourceIncludes": refs, "relevant": refs}
-    wrong = [ref for ref in dict.fromkeys(irrelevant) if ref in known and ref not in refs]
-    if wrong:
-        expect["notSourceIncludes"] = wrong
-    case = {"id": case_id, "question": question, "expect": expect}
-    with transaction.atomic():
-        suite, _ = EvalSuite.objects.select_for_update().get_or_create(
-            name=curated_suite_name(namespace.slug),
-            defaults={"namespace": namespace,
-                      "definition": {"version": 1, "defaults": {"topK": 5, "namespace": namespace.slug}, "cases": []}})
-        definition = dict(suite.definition)
-        cases = [c for c in definition.get("cases", []) if c.get("id") != case_id] + [case]
-        definition["cases"] = cases
-        parse_suite(definition, namespace=namespace.slug)  # the suite stays runnable
-        suite.definition = definition
-        suite.save(update_fields=["definition"])
-    return suite, case_id
 
 
 def prune_queries(days: int, *, now: datetime | None = None) -> int:

@@ -70,4 +70,4 @@ def _unit(vector: Sequence[float] | None) -> tuple[float, ...] | None:
 def _dot(a: tuple[float, ...] | None, b: tuple[float, ...] | None) -> float:
     if a is None or b is None:
         return 0.0
-    return sum(x * y for x, y in zip(a, b))
+    return sum(x * y for x, y in zip(a, b, strict=False))

@@ -59,20 +59,6 @@ class InvalidLimit(InvalidQuery):
     http_status = 422
 
 
-class EvalFileError(KBError):
-    """An eval suite file that is not valid JSON or YAML or does not follow the format."""
-
-    code = "EVAL_INVALID_FILE"
-    http_status = 422
-
-
-class EvalUnknownVersion(EvalFileError):
-    """An eval file of a format version this build does not read."""
-
-    code = "EVAL_UNKNOWN_VERSION"
-    http_status = 422
-
-
 class FeedbackNotAResult(SearchError):
     """Feedback names a result that the logged search did not return."""
 

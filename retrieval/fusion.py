@@ -85,3 +85,20 @@ def fitted_reason(fitted_on: str, queries: int, cross_validated: float, default_
     date = f" on {fitted_at:%Y-%m-%d}" if fitted_at else ""
     return (f"fitted{date} to {queries} judged queries ({fitted_on}): nDCG@10 {cross_validated:.3f} "
             f"cross-validated, against {default_score:.3f} with the default {DEFAULT_LEXICAL_WEIGHT}")
+
+
+def weights_from_row(row: dict) -> FusionWeights:
+    """The weights of a namespace row read with `WEIGHT_FIELDS` (one query with the namespace)."""
+    if row.get("fusion__lexical_weight") is None:
+        return DEFAULT_WEIGHTS
+    return FusionWeights(
+        lexical=row["fusion__lexical_weight"], source="fitted", version=row["fusion__version"],
+        fitted_at=row["fusion__fitted_at"],
+        reason=fitted_reason(row["fusion__fitted_on"], row["fusion__queries"],
+                             row["fusion__cross_validated_ndcg"], row["fusion__default_ndcg"],
+                             row["fusion__fitted_at"]),
+    )
+
+
+WEIGHT_FIELDS = ("fusion__lexical_weight", "fusion__version", "fusion__fitted_at", "fusion__fitted_on",
+                 "fusion__queries", "fusion__cross_validated_ndcg", "fusion__default_ndcg")

@@ -3,7 +3,7 @@ chunks with their raw BM25 and a report of how they were read out), so a native 
 take its place on a server that has one.
 
 Two ways to read the same postings, one answer:
-- **packed**, when the namespace has packed posting lists (kb/posting_lists.py: every namespace
+- **packed**, when the namespace has packed posting lists (retrieval/posting_lists.py: every namespace
   of at least KB_POSTING_LISTS_MIN_CHUNKS chunks, built when an ingest run ends): each query
   term's postings arrive as three binary arrays, with the current postings of the chunks changed
   since the build from the table, and are ranked in memory: MaxScore over whole terms for a whole
@@ -19,10 +19,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kb import posting_lists
 from kb.models import SEARCH_CONFIG  # the one text search configuration: the stored tsvectors use it
 from kb.replicas import read_connection
-from retrieval import bm25
+from retrieval import bm25, posting_lists
 from retrieval.channels import ChannelRow, Scope, named_where
 
 MAX_QUERY_LEXEMES = 64
@@ -75,7 +74,7 @@ def lexical_search(scope: Scope, lexemes: list[tuple[str, int]], k: int,
         return LexicalResult(_best_in_scope(scope, ids, scores, k),
                              LexicalReport("packed", read.postings, terms, len(read.changed_ids)))
     top = bm25.top_k_packed(read.packed, read.current, read.changed_ids, weights, statistics.average_length, k)
-    rows = [ChannelRow(int(i), float(s)) for i, s in zip(top.ids.tolist(), top.scores.tolist())]
+    rows = [ChannelRow(int(i), float(s)) for i, s in zip(top.ids.tolist(), top.scores.tolist(), strict=True)]
     return LexicalResult(rows, LexicalReport("packed", read.postings, terms, len(read.changed_ids),
                                              top.probed_terms, top.candidates))
 
@@ -88,7 +87,7 @@ def _best_in_scope(scope: Scope, ids, scores, k: int) -> list[ChannelRow]:
     while True:
         best_ids, best_scores = bm25.best_first(ids, scores, n)
         inside = _in_scope(scope, best_ids.tolist())
-        kept = [(i, s) for i, s in zip(best_ids.tolist(), best_scores.tolist()) if i in inside]
+        kept = [(i, s) for i, s in zip(best_ids.tolist(), best_scores.tolist(), strict=True) if i in inside]
         if len(kept) >= k or len(best_ids) >= len(ids):
             return [ChannelRow(int(i), float(s)) for i, s in kept[:k]]
         n *= 16
@@ -216,4 +215,4 @@ def _count_terms(namespace_id: int, words: list[str]) -> tuple[float, float, int
     if row is None:
         return None
     chunk_count, avgdl, generation, counts = row
-    return float(chunk_count), float(avgdl), int(generation), dict(zip(words, map(int, counts)))
+    return float(chunk_count), float(avgdl), int(generation), dict(zip(words, map(int, counts), strict=False))

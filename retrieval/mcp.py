@@ -11,20 +11,29 @@ from __future__ import annotations
 import html
 import re
 
-from ingest.embed import get_embedder
-from kb import documents
+from ninja import Schema
+
 from kb.auth import Principal
+from kb.embedding.embedders import get_embedder
 from kb.errors import ValidationFailed
 from kb.namespaces import MAX_SOURCES, namespace_summaries, source_summaries
-from kb.schemas import NamespaceListOut, SourceListIn, SourceListOut
 from kb.toolsets import Answer, Toolset
-from ninja import Schema
-from retrieval import presenters
+from retrieval import documents, presenters
 from retrieval.citations import absolute_url, document_citation_url
 from retrieval.errors import UnknownNamespace
 from retrieval.query import validate_query
-from retrieval.schemas import (MAX_SEARCH_NAMESPACES, AgentSearchIn, AgentSearchOut, ContextIn, ContextOut, FetchIn,
-                               FetchOut)
+from retrieval.schemas import (
+    MAX_SEARCH_NAMESPACES,
+    AgentSearchIn,
+    AgentSearchOut,
+    ContextIn,
+    ContextOut,
+    FetchIn,
+    FetchOut,
+    NamespaceListOut,
+    SourceListIn,
+    SourceListOut,
+)
 from retrieval.service import Filters, Hit, search
 
 tools = Toolset()

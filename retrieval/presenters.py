@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import re
-import dataclasses
 from dataclasses import fields
 
 from kb.markup import plain_text
-
 from retrieval.citations import absolute_url
 from retrieval.context import ContextPassage, build_context
 from retrieval.ranker import RankSummary

@@ -98,7 +98,7 @@ def find_name_keys(query: str) -> tuple[str, ...]:
         key = normalise_name(token)
         if len(key) >= 4 and any(ch.isdigit() for ch in key):
             keys.append(key)
-    for word, version in zip(tokens, tokens[1:]):
+    for word, version in zip(tokens, tokens[1:], strict=False):
         word_key = normalise_name(word)
         if word_key and not any(ch.isdigit() for ch in word_key) and VERSION_TOKEN.match(version.strip(",.;:!?")):
             joined = word_key + normalise_name(version)

@@ -7,25 +7,34 @@ same ranking and the same explanations. Each call writes one QueryLog row (unles
 from __future__ import annotations
 
 import dataclasses
-
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from ingest.embed import get_embedder
+from kb.embedding.embedders import get_embedder
 from kb.models import Namespace, QueryLog
 from kb.replicas import on_replica, read_alias
 from retrieval import channels as ch
 from retrieval import lexical
-from retrieval.calibration import WEIGHT_FIELDS, weights_from_row
 from retrieval.citations import document_citation_url
 from retrieval.errors import InvalidGroup, UnknownNamespace
-from retrieval.fusion import DEFAULT_WEIGHTS, FusionWeights
+from retrieval.fusion import DEFAULT_WEIGHTS, WEIGHT_FIELDS, FusionWeights, weights_from_row
 from retrieval.query import MAX_LIMIT, MAX_QUERY_CHARS, QueryFeatures, analyse, validate_query
 from retrieval.ranker import (
-    CHANNELS, IDENTIFIERS, LEXICAL, NAMES, VECTOR, Candidate, ChannelHit, Ranking, RankerParams,
-    RankSummary, ScoreDetails, rank,
+    CHANNELS,
+    IDENTIFIERS,
+    LEXICAL,
+    NAMES,
+    VECTOR,
+    Candidate,
+    ChannelHit,
+    RankerParams,
+    Ranking,
+    RankSummary,
+    ScoreDetails,
+    rank,
 )
 
 CITED_COSINE_FLOOR = 0.35
@@ -120,11 +129,22 @@ class SearchResult:
 
 
 def search(query: str, namespace: str, *, filters: Filters = Filters(), limit: int = 10,
-           params: RankerParams | None = None, channels: tuple[str, ...] = CHANNELS,
-           fusion: str = "ranker", log: bool = True, query_vector=None, group: str = "chunk",
+           params: RankerParams | None = None, log: bool = True, query_vector=None, group: str = "chunk",
            caller: str = QueryLog.Caller.INTERNAL) -> SearchResult:
     """`group="document"`: `limit` counts documents, each with its best sections; the chunk
-    ranking underneath is the same, read deeper. `caller` is the surface the query log records."""
+    ranking underneath is the same, read deeper. `caller` is the surface the query log records;
+    `query_vector`, the query's embedding when the caller already has it (an agent's tool that
+    searches several namespaces embeds once)."""
+    return run_search(query, namespace, filters=filters, limit=limit, params=params, log=log,
+                      query_vector=query_vector, group=group, caller=caller)
+
+
+def run_search(query: str, namespace: str, *, filters: Filters = Filters(), limit: int = 10,
+               params: RankerParams | None = None, log: bool = True, query_vector=None, group: str = "chunk",
+               caller: str = QueryLog.Caller.INTERNAL, channels: tuple[str, ...] = CHANNELS,
+               fuse: Callable[[list[Candidate], RankerParams], Ranking] | None = None) -> SearchResult:
+    """`search()` with the parts evaluation varies: which `channels` run, and `fuse`, a function
+    that ranks the candidates instead of the product's ranker. Only `retrieval.evaluate` passes them."""
     started = time.perf_counter()
     query = validate_query(query, limit)
     timings: dict[str, float] = {}
@@ -135,8 +155,8 @@ def search(query: str, namespace: str, *, filters: Filters = Filters(), limit: i
         found = _gather(plan, channels, query_vector, timings)
         t = time.perf_counter()
         candidates = _candidates(found.lists, found.rows, found.cosines)
-        if fusion == "rrf":
-            ranking = _plain_rrf(candidates, plan.params)
+        if fuse is not None:
+            ranking = fuse(candidates, plan.params)
         else:
             ranking = rank(candidates, plan.params,
                            identifier_query=bool(plan.features.identifiers) and IDENTIFIERS in channels,
@@ -313,20 +333,6 @@ def _candidates(lists: dict[str, list[ch.ChannelRow]], rows: dict[int, ch.Candid
             priority=row.priority, text_key=row.text_key, body_key=row.body_key,
         ))
     return candidates
-
-
-def _plain_rrf(candidates: list[Candidate], params: RankerParams) -> Ranking:
-    """Reciprocal rank fusion alone (k=60), for the benchmark's comparison row."""
-    scored = []
-    for c in candidates:
-        value = sum(1.0 / (params.rrf_k + h.rank) for h in c.hits.values())
-        scored.append(ScoreDetails(key=c.key, kind=c.kind, channels={}, rrf_bonus=value, relevance=value,
-                                   score=value, cosine=c.cosine))
-    scored.sort(key=lambda d: (-d.score, -(d.cosine or -2), str(d.key)))
-    kept = [ScoreDetails(**{**d.__dict__, "kept": True, "rank": i}) for i, d in enumerate(scored[: params.limit], 1)]
-    summary = RankSummary(len(candidates), {}, len(kept), 0, 0, 0, max(0, len(scored) - params.limit),
-                          kept[0].relevance if kept else 0.0, 0.0)
-    return Ranking(kept=kept, dropped=[], summary=summary)
 
 
 def citation_url(row: ch.ChunkRow, namespace: str) -> str:

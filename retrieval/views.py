@@ -1,23 +1,23 @@
-"""The server-rendered pages of search: the reader's search page, its thumbs up/down, and the
-curator's report of what readers look for (staff only), which turns a query into an eval case."""
+"""The server-rendered pages of search: the reader's search page, its thumbs up/down, the
+document views a citation opens (the text view and the original upload), and the curator's
+report of what readers look for (staff only)."""
 
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from django.contrib.admin.views.decorators import staff_member_required
-from django.http import HttpResponseRedirect
+from django.http import HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
-from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_POST, require_safe
 
 from kb.auth import principal_for, staff_principal
 from kb.conf import kb_settings
-from kb.errors import AuthenticationRequired, KBError, NotFound, error_status
-from kb.http import page_error
+from kb.errors import AuthenticationRequired, KBError, error_status
+from kb.http import bounded_int, page_error
 from kb.models import Namespace, QueryLog, Source
 from kb.replicas import on_replica
-from retrieval import curation
 from retrieval.curation import PERIODS, query_report, query_results, record_feedback
+from retrieval.documents import document_view, original_file
 from retrieval.page import PAGE_SIZE, results_page
 from retrieval.service import Filters, search
 from retrieval.spelling import correct_query
@@ -51,7 +51,7 @@ def _page(request, principal):
     source_id = request.GET.get("source", "")
     if source_id and source_id not in {str(s.pk) for s in sources}:
         source_id = ""  # a source of another namespace: the filter follows the namespace
-    page = _int(request.GET.get("page"), 1, 1, MAX_PAGES)
+    page = bounded_int(request.GET.get("page"), 1, 1, MAX_PAGES)
     group = "chunk" if request.GET.get("group") == "chunk" else "document"  # documents by default
     context = {"query": query, "namespaces": namespaces, "namespace": namespace, "source_id": source_id,
                "group": group, "sources": sources, "error": None, "results": None, "correction": None,
@@ -62,7 +62,7 @@ def _page(request, principal):
             principal.check(namespace)
             filters = Filters(source_ids=(int(source_id),)) if source_id else Filters()
             # back from a vote: the same search again, not logged twice; its votes name the first
-            voted_on = _int(request.GET.get("query_id"), 0, 0, 2**62) if context["voted"] else 0
+            voted_on = bounded_int(request.GET.get("query_id"), 0, 0, 2**62) if context["voted"] else 0
             result = search(query, namespace, limit=PAGE_SIZE * MAX_PAGES, filters=filters, group=group,
                             log=not voted_on, caller="page")
             context["results"] = results_page(result, page)
@@ -98,8 +98,8 @@ def page_feedback(request):
     try:
         principal = principal_for(request, None)
         helpful = request.POST.get("helpful") == "1"
-        record_feedback(principal, _int(request.POST.get("query_id"), 0, 0, 2**62),
-                        _int(request.POST.get("chunk_id"), 0, 0, 2**62), helpful)
+        record_feedback(principal, bounded_int(request.POST.get("query_id"), 0, 0, 2**62),
+                        bounded_int(request.POST.get("chunk_id"), 0, 0, 2**62), helpful)
     except KBError as exc:
         return page_error(exc)
     back = request.POST.get("next", "/")
@@ -120,11 +120,11 @@ def curator_report(request):
     namespaces = list(principal.readable_namespaces().order_by("slug"))
     slug = request.GET.get("namespace") or default_namespace(namespaces)
     namespace = next((ns for ns in namespaces if ns.slug == slug), None)
-    days = _int(request.GET.get("days"), 7, 1, 365)
+    days = bounded_int(request.GET.get("days"), 7, 1, 365)
     context = {"namespaces": namespaces, "namespace": namespace, "days": days, "periods": PERIODS,
                "report": query_report(namespace, days) if namespace else None, "case": None,
                "made": request.GET.get("made", ""), "retention_days": kb_settings().query_retention_days}
-    query_id = _int(request.GET.get("query"), 0, 0, 2**62)
+    query_id = bounded_int(request.GET.get("query"), 0, 0, 2**62)
     if namespace and query_id:
         log = QueryLog.objects.filter(pk=query_id, namespace=namespace).first()
         if log is not None:
@@ -132,43 +132,51 @@ def curator_report(request):
     return render(request, "kb/curate.html", context)
 
 
-@staff_member_required(login_url="login")
-@require_POST
-def make_eval_case(request):
-    """One click from a query (and its votes) to a judged case of the namespace's curated suite."""
-    principal = staff_principal(request.user)
-    slug = request.POST.get("namespace", "")
+# served inline: a browser shows them and runs nothing; everything else is a download
+INLINE_TYPES = {"application/pdf": "application/pdf", "text/plain": "text/plain; charset=utf-8",
+                "text/markdown": "text/plain; charset=utf-8", "text/csv": "text/plain; charset=utf-8"}
+
+
+# every stored file but a PDF: a sandbox (an origin of its own, no scripts, no forms) loading nothing
+STORED_FILE_POLICY = "sandbox; default-src 'none'; frame-ancestors 'none'; form-action 'none'; base-uri 'none'"
+# a PDF is shown by the browser's own viewer, which Chromium refuses to start in any sandbox
+# (crbug.com/413851: "This page has been blocked"); so the tightest policy its viewer allows:
+# nothing loaded, no framing by other sites, no forms or base URL
+PDF_POLICY = "default-src 'none'; frame-ancestors 'none'; form-action 'none'; base-uri 'none'"
+
+
+def _for_reader(request, document_id: int, respond):
+    """Call `respond(principal, document_id)`; a missing or unreadable document gets one page."""
     try:
-        principal.check(slug, write=True)
-        namespace = Namespace.objects.filter(slug=slug).first()
-        if namespace is None:
-            raise NotFound(f"No namespace {slug!r}.")
-        log_id = _int(request.POST.get("query"), 0, 0, 2**62)
-        days = request.POST.get("days", "7")
-        if log_id and not request.POST.get("question"):  # one click from a row of the report
-            log = QueryLog.objects.filter(pk=log_id, namespace=namespace).first()
-            if log is None:
-                raise NotFound(f"No logged search {log_id} in {slug!r}.")
-            relevant, irrelevant = curation.judged_from_feedback(query_results(log))
-            if not relevant:  # nothing came back: the curator names the answer on the review page
-                review = urlencode({"namespace": slug, "days": days, "query": log.pk})
-                return HttpResponseRedirect(f"{reverse('curator-report')}?{review}#case-h")
-            suite, case_id = curation.make_eval_case(namespace, log.query[:4000], relevant, irrelevant)
-        else:
-            suite, case_id = make_eval_case_for(namespace, request.POST)
-    except KBError as exc:
+        principal = principal_for(request, None)
+    except KBError as exc:  # a rate limit, say
         return page_error(exc)
-    query = urlencode({"namespace": slug, "days": days, "made": f"{suite.name}: {case_id}"})
-    return HttpResponseRedirect(f"{reverse('curator-report')}?{query}")
-
-
-def make_eval_case_for(namespace: Namespace, form) -> tuple:
-    question = form.get("question", "").strip()[:4000]
-    return curation.make_eval_case(namespace, question, form.getlist("relevant"), form.getlist("irrelevant"))
-
-
-def _int(value, default: int, low: int, high: int) -> int:
     try:
-        return min(high, max(low, int(value)))
-    except (TypeError, ValueError):
-        return default
+        return on_replica(lambda: respond(principal, document_id))
+    except KBError as exc:
+        return render(request, "kb/document_missing.html", {"error": exc}, status=error_status(exc))
+
+
+@require_safe
+def document_page(request, document_id: int):
+    def respond(principal, document_id):
+        view = document_view(principal, document_id)
+        return render(request, "kb/document.html", {"view": view, "document": view.document})
+
+    return _for_reader(request, document_id, respond)
+
+
+@require_safe
+def document_original(request, document_id: int):
+    return _for_reader(request, document_id, _original)
+
+
+def _original(principal, document_id: int) -> HttpResponse:
+    data, name, media_type = original_file(principal, document_id)
+    inline = media_type in INLINE_TYPES
+    response = HttpResponse(data, content_type=INLINE_TYPES.get(media_type, "application/octet-stream"))
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Content-Disposition"] = f"{'inline' if inline else 'attachment'}; filename*=UTF-8''{quote(name)}"
+    response["Content-Security-Policy"] = PDF_POLICY if media_type == "application/pdf" else STORED_FILE_POLICY
+    response["Cross-Origin-Resource-Policy"] = "same-origin"
+    return response

@@ -20,11 +20,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import pypdfium2 as pdfium  # noqa: E402
+import pypdfium2 as pdfium
 
-from ingest.extract.documents import PDF  # noqa: E402
-from ingest.extract.isolated import ParserBudget, extract_isolated  # noqa: E402
-from ingest.extract.ocr import OcrOptions  # noqa: E402
+from ingest.extract.documents import PDF
+from ingest.extract.isolated import ParserBudget, extract_isolated
+from ingest.extract.ocr import OcrOptions
 
 
 def words(text: str) -> collections.Counter:

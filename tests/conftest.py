@@ -4,9 +4,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-import pytest  # noqa: E402
+import pytest
 
-from tests.pgserver import TcpPostgres  # noqa: E402
+from tests.pgserver import TcpPostgres
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import pytest
 from kb.errors import KBError, error_status
 
 ERROR_TABLE = Path(__file__).resolve().parent.parent / "docs" / "api.md"
-APPS = ("kb", "ingest", "retrieval", "capabilities")
+APPS = ("kb", "ingest", "retrieval", "capabilities", "evaluation")
 
 
 def all_error_classes() -> list[type[KBError]]:
@@ -48,6 +48,21 @@ def test_every_code_is_listed_once_in_the_api_docs_with_its_status():
         assert listed.get(cls.code) == expected, f"{cls.__name__} ({cls.code}): {listed.get(cls.code)}"
     documented = {cls.code for cls in all_error_classes()}
     assert set(listed) - documented == set(), "docs/api.md lists codes no class has"
+
+
+def test_the_docs_table_is_the_one_the_classes_make():
+    """docs/api.md's table is generated (`manage.py kb_error_table --write`) and stays so."""
+    from kb.management.commands.kb_error_table import error_table
+
+    assert error_table() in ERROR_TABLE.read_text(), "docs/api.md is stale: run manage.py kb_error_table --write"
+
+
+def test_the_table_moves_when_a_class_changes(monkeypatch):
+    from kb.management.commands.kb_error_table import error_table
+    from retrieval.errors import EmptyQuery
+
+    monkeypatch.setattr(EmptyQuery, "http_status", 400)
+    assert error_table() not in ERROR_TABLE.read_text()
 
 
 def test_each_app_defines_its_errors_in_its_errors_module():

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from ingest.embed import HttpEmbedder
 from ingest.pipeline import IngestPipeline
+from kb.embedding.embedders import HttpEmbedder
 from kb.models import Document, IngestRun, Source
 from tests.cluster import Cluster
 from tests.webserver import Route
@@ -102,7 +102,7 @@ def test_worker_killed_mid_task_is_retried_and_writes_nothing_twice(web, tcp_pos
     _site(web, 12, "version one", delay=0.6)
     source_id = _create_source(cluster, web.url("/sitemap.xml"))
     run_id = int(cluster.shell(
-        "from ingest.services import start_ingest; from kb.models import Source; "
+        "from ingest.service import start_ingest; from kb.models import Source; "
         f"print(start_ingest(Source.objects.get(pk={source_id})).pk)"))
     first_worker = cluster.start("qcluster", log=tmp_path / "worker-1.log")
     # a slow source flushes its first documents after EMBED_BATCH_MAX_WAIT_S; kill the worker then

@@ -1,12 +1,15 @@
 """The direction of dependencies, read from the source (every import, also those inside functions).
 
-- `kb` is the floor: the data model, settings, conf, errors, auth and the console's base
-  classes import no app. Only the project wiring (`WIRING`) may reach up into the apps.
-- An app uses another app only through its public modules (`PUBLIC`): its services and its pure
-  modules. Everything else in an app is its own business.
+- `kb` is the floor: the data model, settings, conf, errors, auth, the embedding models and the
+  console's base classes import no app. Only the project wiring (`WIRING`) reaches up into the apps.
+- The apps stand in one order, `APPS`: ingest writes what retrieval reads, capabilities build
+  on both, evaluation measures them all. An app imports only apps below it, and only through
+  their public modules (`PUBLIC`): services, pure vocabularies, errors and the explicit
+  `evaluate` entry points. Everything else in an app is its own business.
 - Pure modules (`PURE`) import neither Django nor a database driver nor any module that does.
+- No import cycle, between apps or between modules, counting imports inside functions too.
 
-docs/architecture.md states the same rules.
+docs/architecture.md states the same rules and draws the result.
 """
 
 from __future__ import annotations
@@ -15,26 +18,31 @@ import ast
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-APPS = ("ingest", "retrieval", "capabilities")
+APPS = ("ingest", "retrieval", "capabilities", "evaluation")  # bottom to top
 PACKAGES = ("kb",) + APPS
 WIRING = {"kb.urls", "kb.api", "kb.mcp", "kb.health", "kb.demo", "kb.settings", "kb.wsgi"}  # and kb.management.*
 PUBLIC = {
-    "ingest": {"ingest.services", "ingest.embed", "ingest.uploads", "ingest.watchdog",
-               "ingest.extract.sandbox"},
-    "retrieval": {"retrieval.service", "retrieval.query", "retrieval.citations", "retrieval.ranker",
-                  "retrieval.bm25"},
-    "capabilities": {"capabilities.service"},
+    "ingest": {"ingest.service", "ingest.uploads", "ingest.watchdog", "ingest.errors", "ingest.filetypes",
+               "ingest.decisions", "ingest.recall", "ingest.evaluate", "ingest.extract.sandbox"},
+    "retrieval": {"retrieval.service", "retrieval.query", "retrieval.citations", "retrieval.ranker", "retrieval.bm25",
+                  "retrieval.fusion", "retrieval.errors", "retrieval.curation", "retrieval.spelling",
+                  "retrieval.evaluate"},
+    "capabilities": {"capabilities.service", "capabilities.errors"},
+    "evaluation": set(),  # nothing in the product imports evaluation
 }
 SURFACES = (".api", ".views", ".mcp")  # what the wiring mounts: each app's API router, pages and MCP tools
 PURE = {
-    "kb.errors", "kb.revisions", "kb.datafiles", "kb.names", "kb.markup", "kb.vocabulary",
-    "retrieval.errors", "retrieval.ranker", "retrieval.bm25", "retrieval.fusion", "retrieval.query",
-    "retrieval.citations", "retrieval.evals", "retrieval.context", "retrieval.diversity",
-    "ingest.errors", "ingest.chunk", "ingest.boilerplate", "ingest.scope", "ingest.decisions", "ingest.run_status",
+    "kb.errors", "kb.revisions", "kb.datafiles", "kb.names", "kb.markup", "kb.vocabulary", "kb.lookalikes",
+    "kb.embedding.errors",
+    "retrieval.errors", "retrieval.candidates", "retrieval.ranker", "retrieval.bm25", "retrieval.fusion",
+    "retrieval.query", "retrieval.citations", "retrieval.context", "retrieval.diversity",
+    "ingest.errors", "ingest.chunk", "ingest.markdown_blocks", "ingest.boilerplate", "ingest.scope",
+    "ingest.decisions", "ingest.run_status", "ingest.recall",
     "ingest.extract", "ingest.extract.html", "ingest.extract.html_markdown", "ingest.extract.text",
-    "ingest.extract.result", "ingest.extract.ocr", "ingest.extract.sandbox", "kb.lookalikes",
-    "ingest.extract.documents", "ingest.extract.blocks", "ingest.extract.pdf", "ingest.extract.opendocument",
+    "ingest.extract.result", "ingest.extract.ocr", "ingest.extract.sandbox", "ingest.extract.documents",
+    "ingest.extract.blocks", "ingest.extract.pdf", "ingest.extract.opendocument",
     "capabilities.errors", "capabilities.definitions", "capabilities.contracts",
+    "evaluation.errors", "evaluation.suites", "evaluation.metrics", "evaluation.site_bench",
 }
 IMPURE_ROOTS = {"django", "django_q", "ninja", "psycopg", "pgvector"}
 
@@ -61,34 +69,114 @@ def project_modules() -> dict[str, str]:
             for package in PACKAGES for path in (REPO / package).rglob("*.py") if "migrations" not in path.parts}
 
 
-def violations(sources: dict[str, str]) -> list[str]:
+def import_graph(sources: dict[str, str]) -> dict[str, set[str]]:
+    """Each project module -> the project modules it imports."""
     known = set(sources)
+    return {module: (imports_of(source, known) & known) - {module} for module, source in sources.items()}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one node (Tarjan), each sorted: every
+    import cycle, however long, is inside one of them."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
     found = []
-    for module, source in sorted(sources.items()):
+
+    def visit(root: str) -> None:  # iterative: the graph is deep enough to trouble recursion
+        work = [(root, iter(sorted(graph.get(root, ()))))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return sorted(found)
+
+
+def app_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Package -> the packages it imports, wiring left out (it reaches up by design)."""
+    drawn: dict[str, set[str]] = {package: set() for package in PACKAGES}
+    for module, imported in graph.items():
+        if _is_wiring(module):
+            continue
+        drawn[module.split(".")[0]].update(i.split(".")[0] for i in imported if i.split(".")[0] != module.split(".")[0])
+    return drawn
+
+
+def _is_wiring(module: str) -> bool:
+    return module in WIRING or module.startswith("kb.management.")
+
+
+def violations(sources: dict[str, str]) -> list[str]:
+    graph = import_graph(sources)
+    found = []
+    for module in sorted(graph):
         package = module.split(".")[0]
-        for imported in sorted(imports_of(source, known)):
+        for imported in sorted(imports_of(sources[module], set(sources))):
             root = imported.split(".")[0]
-            if module in PURE and (root in IMPURE_ROOTS or (imported in known and imported not in PURE)):
+            if module in PURE and (root in IMPURE_ROOTS or (imported in graph and imported not in PURE)):
                 found.append(f"{module} is pure but imports {imported}")
             if root not in APPS or root == package:
                 continue
             if package == "kb":
-                wiring = module in WIRING or module.startswith("kb.management.")
-                if not wiring:
+                if not _is_wiring(module):
                     found.append(f"{module} is part of the floor but imports the app module {imported}")
                 elif imported not in PUBLIC[root] and not imported.endswith(SURFACES):
                     found.append(f"{module} wires {imported}, which is neither public nor a surface of {root}")
+            elif APPS.index(root) > APPS.index(package):
+                found.append(f"{module} imports {imported}, but {root} stands above {package} "
+                             f"(the apps, bottom to top: {', '.join(APPS)})")
             elif imported not in PUBLIC[root] and imported != root:
                 found.append(f"{module} reaches into {imported}; {root}'s public modules are "
                              f"{', '.join(sorted(PUBLIC[root]))}")
+    found += [f"import cycle between apps: {' <-> '.join(c)}" for c in cycles(app_graph(graph))]
+    found += [f"import cycle between modules: {' <-> '.join(c)}" for c in cycles(graph)]
     return found
 
 
 def test_the_tree_keeps_the_layers():
     sources = project_modules()
-    assert {"kb.models", "ingest.pipeline", "retrieval.service", "capabilities.service"} <= set(sources)
-    assert PURE <= set(sources), sorted(PURE - set(sources))  # the list names real modules
+    assert {"kb.models", "ingest.pipeline", "retrieval.service", "capabilities.service",
+            "evaluation.benchmark"} <= set(sources)
+    assert PURE <= set(sources), sorted(PURE - set(sources))  # the lists name real modules
+    assert set().union(*PUBLIC.values()) <= set(sources), sorted(set().union(*PUBLIC.values()) - set(sources))
     assert violations(sources) == []
+
+
+def test_the_apps_import_in_one_direction():
+    """The drawing of docs/architecture.md: each app imports the floor and the apps below it only."""
+    drawn = app_graph(import_graph(project_modules()))
+    assert drawn["kb"] == set()
+    for position, app in enumerate(APPS):
+        assert drawn[app] <= {"kb", *APPS[:position]}, (app, drawn[app])
 
 
 def test_a_forbidden_import_is_caught():
@@ -98,8 +186,29 @@ def test_a_forbidden_import_is_caught():
         "capabilities.store": "from ingest.pipeline import IngestPipeline\n",  # an app's internals
         "retrieval.ranker": "def f():\n    from django.db import connection\n",  # a pure module doing I/O
         "kb.api": "from ingest.pipeline import IngestPipeline\n",  # wiring, but not through a public module
+        "ingest.report": "def f():\n    from retrieval.service import search\n",  # an app importing one above it
     }
     found = violations({**sources, **{m: sources[m] + text for m, text in planted.items()}})
-    assert len(found) == len(planted), found
     for module in planted:
         assert any(line.startswith(f"{module} ") for line in found), (module, found)
+
+
+def test_an_import_cycle_is_caught_even_inside_a_function():
+    sources = project_modules()
+    # ingest.pipeline imports ingest.store; the store importing the pipeline back closes a cycle
+    planted = {**sources, "ingest.store": sources["ingest.store"] + "def f():\n    from ingest import pipeline\n"}
+    found = violations(planted)
+    assert any(line.startswith("import cycle between modules:") and "ingest.pipeline" in line
+               and "ingest.store" in line for line in found), found
+    # and one between apps, through public modules only: retrieval's service importing evaluation's
+    # nothing-public module would also be an upward import, so plant ingest's service using retrieval's
+    upward = {**sources, "ingest.service": sources["ingest.service"] + "def f():\n    from retrieval import service\n"}
+    found = violations(upward)
+    assert any(line.startswith("import cycle between apps:") and "ingest" in line and "retrieval" in line
+               for line in found), found
+
+
+def test_the_cycle_finder_finds_every_cycle_of_a_small_graph():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"e"}, "e": {"d"}, "f": {"a"}, "g": set()}
+    assert cycles(graph) == [["a", "b", "c"], ["d", "e"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []

@@ -25,7 +25,7 @@ class WebServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self):  # noqa: N802
+            def do_GET(self):
                 server.hits[self.path] += 1
                 server.requests.append((self.path, {k.lower(): v for k, v in self.headers.items()}))
                 route = server.routes.get(self.path)
@@ -43,7 +43,7 @@ class WebServer:
                     return
                 self.send(route)
 
-            def do_POST(self):  # noqa: N802
+            def do_POST(self):
                 server.hits[self.path] += 1
                 handler = server.post_routes.get(self.path)
                 self.send(handler(self) if handler else Route(b"not found", 404, {"Content-Type": "text/plain"}))

@@ -35,17 +35,19 @@ from posixpath import dirname, join, normpath
 from defusedxml import ElementTree as SafeXML
 
 from ingest.errors import (
-    DocumentCorrupt, DocumentEncrypted, MacrosRefused, UnsupportedType,
+    DocumentCorrupt,
+    DocumentEncrypted,
+    MacrosRefused,
+    UnsupportedType,
 )
+from ingest.extract import ocr
 from ingest.extract.blocks import MarkdownBuilder, escape_markdown_line, open_zip, sheets_markdown, table_blocks
 from ingest.extract.html import html_to_markdown
 from ingest.extract.opendocument import read_ods, read_odt
-from ingest.extract import ocr
 from ingest.extract.pdf import read_pdf
 from ingest.extract.result import Extracted
 from ingest.extract.text import decode_text
 from kb.markup import strip_heading_id
-
 
 PDF = "application/pdf"
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"

@@ -44,8 +44,15 @@ from bs4 import BeautifulSoup, Comment, NavigableString, Tag, XMLParsedAsHTMLWar
 from bs4.element import PreformattedString
 
 from ingest.errors import EmptyContent
-from ingest.extract.html_markdown import (HEADINGS, PERMALINK_CLASSES, MarkdownRenderer, heading_text, inline_text,
-                                          is_layout_table, own_rows)
+from ingest.extract.html_markdown import (
+    HEADINGS,
+    PERMALINK_CLASSES,
+    MarkdownRenderer,
+    heading_text,
+    inline_text,
+    is_layout_table,
+    own_rows,
+)
 from ingest.extract.text import normalise_text
 
 DROP_ALWAYS = {

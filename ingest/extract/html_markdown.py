@@ -9,7 +9,6 @@ from urllib.parse import urldefrag, urljoin, urlsplit
 from bs4 import NavigableString, Tag
 from bs4.element import PreformattedString
 
-
 NOT_LINKS = ("javascript:", "data:", "vbscript:", "mailto:")  # hrefs that are not pages to link to
 # documentation generators' content containers, most specific first
 HEADINGS = {f"h{n}": n for n in range(1, 7)}
@@ -19,7 +18,7 @@ BLOCK_TAGS = {
 }
 PERMALINK_CLASSES = {"headerlink", "anchor", "hash-link", "anchorjs-link", "heading-anchor",
                      "anchor-link", "permalink", "header-anchor", "toclink"}
-PERMALINK_MARKS = {"", "¶", "#", "§", "🔗", "link", "permalink", "\u200b", "\u00b6"}
+PERMALINK_MARKS = {"", "¶", "#", "§", "🔗", "link", "permalink", "\u200b"}
 ITEM_BLOCKS = {"p", "pre", "ul", "ol", "table", "dl", "blockquote", "h1", "h2", "h3", "h4", "h5", "h6",
                "div", "section", "figure", "details"}
 LANGUAGE_PREFIXES = ("language-", "lang-", "highlight-source-", "highlight-")
@@ -138,7 +137,7 @@ def _text_before(parent: Tag, heading: Tag) -> bool:
 def code_language(pre: Tag) -> str:
     """The language a generator wrote on the block, on `<code>`, `<pre>` or a wrapping div."""
     candidates = [pre.find("code"), pre]
-    candidates += [parent for _, parent in zip(range(3), pre.parents)]
+    candidates += [parent for _, parent in zip(range(3), pre.parents, strict=False)]
     for candidate in candidates:
         if not isinstance(candidate, Tag):
             continue

@@ -13,10 +13,9 @@ outline as headings. Pure: bytes in, `Extracted` out.
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
-
 import re
 from collections import Counter
+from dataclasses import replace
 
 from ingest.errors import DocumentCorrupt, DocumentEncrypted, NoTextLayer
 from ingest.extract import ocr

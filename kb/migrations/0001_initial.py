@@ -4,12 +4,13 @@ import django.contrib.postgres.fields
 import django.contrib.postgres.indexes
 import django.contrib.postgres.search
 import django.db.models.deletion
-import kb.validators
 import pgvector.django.indexes
 import pgvector.django.vector
 from django.conf import settings
 from django.db import migrations, models
 from pgvector.django import VectorExtension
+
+import kb.validators
 
 
 def require_pgvector(apps, schema_editor):

@@ -3,7 +3,6 @@
 import django.db.models.deletion
 from django.db import migrations, models
 
-
 # BM25 statistics kept by PostgreSQL itself, so they stay right under any write path:
 # kb_chunk_term holds one posting per (chunk, lexeme) with its term frequency and the chunk's
 # length; kb_namespace_stats holds each namespace's chunk count and total length. Document

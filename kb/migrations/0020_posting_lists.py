@@ -1,5 +1,5 @@
 """Packed posting lists: each large namespace's postings again, one row per term, its chunk ids,
-term frequencies and lengths packed as binary arrays (kb/posting_lists.py). Reading a common
+term frequencies and lengths packed as binary arrays (retrieval/posting_lists.py). Reading a common
 term's 600k postings from the row-per-posting table costs about 0.7 µs each; reading them packed
 costs a few nanoseconds, so the lexical channel stays exact BM25 at a million chunks.
 

@@ -178,7 +178,7 @@ class Chunk(models.Model):
         ]
         indexes = [
             GinIndex(fields=["search_vector"], name="chunk_search_vector_gin"),
-            # no table-wide vector index: each large namespace gets its own (kb/vector_index.py)
+            # no table-wide vector index: each large namespace gets its own (retrieval/vector_index.py)
         ]
 
     def __str__(self) -> str:
@@ -217,7 +217,7 @@ class NamespaceStats(models.Model):
 
 
 class PostingListBuild(models.Model):
-    """A namespace's packed posting lists as last built (kb/posting_lists.py, migration 0020)."""
+    """A namespace's packed posting lists as last built (retrieval/posting_lists.py, migration 0020)."""
 
     namespace = models.OneToOneField(
         Namespace, primary_key=True, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"

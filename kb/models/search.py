@@ -53,7 +53,7 @@ class QueryFeedback(models.Model):
         return f"{'+' if self.helpful else '-'} {self.chunk_id} for {self.query_log_id}"
 
 class EvalSuite(models.Model):
-    """A retrieval regression suite (the JSON format of retrieval/evals.py), run on demand."""
+    """A retrieval regression suite (the JSON format of evaluation/suites.py), run on demand."""
 
     name = models.CharField(max_length=200, unique=True)
     namespace = models.ForeignKey(

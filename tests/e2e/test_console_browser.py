@@ -11,7 +11,7 @@ import sys
 import pytest
 from django.contrib.auth import get_user_model
 
-from ingest.services import start_ingest
+from ingest.service import start_ingest
 from kb.conf import kb_settings
 from kb.models import ApiToken, IngestRun, Namespace, Source
 from tests.e2e.conftest import ARTIFACTS

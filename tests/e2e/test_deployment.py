@@ -53,7 +53,8 @@ def deployment(django_db_setup, django_db_blocker, tmp_path_factory):
     web = {"plain": _web(tmp_path, env, preload=False), "preload": _web(tmp_path, env, preload=True)}
     try:
         for process, http in web.values():
-            wait_for(lambda: http.healthy() or not process.alive(), 240, "gunicorn to answer")
+            wait_for(lambda http=http, process=process: http.healthy() or not process.alive(), 240,
+                     "gunicorn to answer")
             assert process.alive(), process.output()[-4000:]
         yield Deployment(env, worker, web)
     finally:
@@ -94,7 +95,7 @@ def test_upload_through_the_api_is_ingested_by_the_worker_and_found(transactiona
 
 def test_a_stopped_worker_is_noticed_its_run_failed_and_a_fresh_worker_takes_the_queue(transactional_db, deployment,
                                                                                         web):
-    from ingest.services import start_ingest
+    from ingest.service import start_ingest
     from tests.test_faults import _site
 
     namespace = Namespace.objects.create(slug="ops", title="Ops", is_public=True)

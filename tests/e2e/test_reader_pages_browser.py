@@ -8,11 +8,11 @@ import json
 import pytest
 from django.contrib.auth import get_user_model
 
+from evaluation.runner import run_suite
+from evaluation.suites import parse_suite
 from ingest.loaders import LoadedItem
 from ingest.pipeline import IngestPipeline
 from kb.models import EvalSuite, IngestRun, Namespace, NamespaceMembership, QueryFeedback, Source
-from retrieval.eval_runner import run_suite
-from retrieval.evals import parse_suite
 from retrieval.service import search
 from tests.corpus import CORPUS, ingest
 from tests.e2e.conftest import ARTIFACTS

@@ -17,8 +17,17 @@ import urllib.parse
 
 import pytest
 
-from tests.e2e.processes import (REPO, Http, Process, chromium, free_port, manage_shell, product_env,
-                                 record_timing, wait_for)
+from tests.e2e.processes import (
+    REPO,
+    Http,
+    Process,
+    chromium,
+    free_port,
+    manage_shell,
+    product_env,
+    record_timing,
+    wait_for,
+)
 
 # measured on the reference machine (two cores, the suite's other work beside it): see docs/deployment.md
 DEMO_BOUND_SECONDS = 300

@@ -9,9 +9,8 @@ import pytest
 
 from kb.models import Namespace
 from tests.corpus import CORPUS, ingest
-from tests.retrieval.test_grouping_and_fusion import guide
-
 from tests.e2e.conftest import ARTIFACTS
+from tests.retrieval.test_grouping_and_fusion import guide
 
 
 @pytest.mark.slow

@@ -15,8 +15,7 @@ from kb import ratelimit
 from kb.errors import RateLimited
 from kb.models import Namespace
 from retrieval.errors import QueryTooLong
-from retrieval.query import MAX_IDENTIFIERS, analyse
-from retrieval.query import MAX_QUERY_CHARS, validate_query
+from retrieval.query import MAX_IDENTIFIERS, MAX_QUERY_CHARS, analyse, validate_query
 from retrieval.service import search
 from tests.corpus import CORPUS, ingest
 

@@ -21,11 +21,20 @@ from capabilities import service as capability_service
 from ingest.uploads import add_files
 from kb.admin_access import NamespaceScoped
 from kb.auth import issue_token
-from kb.models import (Document, EvalRun, EvalSuite, FusionCalibration, IngestItem, IngestRun, Namespace,
-                       NamespaceMembership, QueryLog, Source)
+from kb.models import (
+    Document,
+    EvalRun,
+    EvalSuite,
+    FusionCalibration,
+    IngestItem,
+    IngestRun,
+    Namespace,
+    NamespaceMembership,
+    QueryLog,
+    Source,
+)
 from tests.corpus import ingest
-from tests.hostile.console_walk import (FOREIGN_ID_START, LOCAL_ID_START, bump_ids, cross_references, snapshot,
-                                        walk)
+from tests.hostile.console_walk import FOREIGN_ID_START, LOCAL_ID_START, bump_ids, cross_references, snapshot, walk
 
 pytestmark = pytest.mark.django_db
 

@@ -13,7 +13,7 @@ from django.test import Client, RequestFactory
 from django.urls import path
 
 from capabilities import service as capability_service
-from ingest.services import start_ingest
+from ingest.service import start_ingest
 from kb.auth import client_address, issue_token
 from kb.conf import kb_settings
 from kb.models import Source
@@ -91,7 +91,7 @@ def test_a_foreign_capability_id_answers_like_a_missing_one(tenants):
     assert foreign.status_code == missing.status_code
     assert foreign.json()["code"] == missing.json()["code"] == "CG_UNKNOWN_CAPABILITY"
     ids = ("theirs/cook", "nobody/nothing")
-    said = [answer.json()["message"].replace(cid, "X") for answer, cid in zip(answers, ids)]
+    said = [answer.json()["message"].replace(cid, "X") for answer, cid in zip(answers, ids, strict=True)]
     assert said[0] == said[1]
 
 
@@ -125,7 +125,7 @@ def test_debug_pages_reach_only_staff(settings, url, db):
 
 
 def test_pdfs_are_served_under_the_tightest_policy_the_viewer_allows():
-    from ingest.views import PDF_POLICY, STORED_FILE_POLICY
+    from retrieval.views import PDF_POLICY, STORED_FILE_POLICY
 
     assert STORED_FILE_POLICY.startswith("sandbox;")
     for directive in ("default-src 'none'", "frame-ancestors 'none'", "form-action 'none'", "base-uri 'none'"):

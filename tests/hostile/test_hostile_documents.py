@@ -134,7 +134,7 @@ def test_a_crawled_page_served_as_an_email_is_parsed_in_the_budgeted_child(budge
     with 512 MB the child is killed (the same 140 KB took 0.7 GB in the worker's own process, and
     passed there) and the page is one failed item, while
     the pages linked from the start page are stored and the worker's memory barely moves."""
-    from ingest.services import start_ingest
+    from ingest.service import start_ingest
     from tests.webserver import Route, WebServer
 
     settings.KB_PARSER_MEMORY_MB = 512

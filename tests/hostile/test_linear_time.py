@@ -15,14 +15,13 @@ from hypothesis import strategies as st
 
 from ingest.boilerplate import block_keys
 from ingest.chunk import chunk_markdown, chunk_text
+from ingest.errors import ContentRejected
 from ingest.extract import extract
 from ingest.extract.text import markdown_title, normalise_text
-from ingest.errors import ContentRejected
 from ingest.loaders import page_links, parse_sitemap
 from ingest.scope import canonical_url
 from kb.markup import plain_text, strip_links
-from retrieval.query import analyse
-from retrieval.query import normalise_query
+from retrieval.query import analyse, normalise_query
 
 PIECES = [" ", "\t", "#", "# a", "[", "](", "[](", "(", ".", "!", "`", "```", "~~~", "*", "**", "_", "<", "<b>",
           "<div>", "</div>", "&amp;", "|", "-", "\n", "\n\n", " \n", "a" * 7, "a00001 ", "x.y", "/a", "{#", "¶",

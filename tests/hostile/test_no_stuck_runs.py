@@ -14,7 +14,7 @@ from django.utils import timezone
 from ingest.errors import FetchFailed
 from ingest.fetch import Fetcher, FetchPolicy, iri_to_uri
 from ingest.pipeline import IngestPipeline
-from ingest.services import start_ingest
+from ingest.service import start_ingest
 from ingest.ssrf import parse_allow_rules
 from ingest.watchdog import fail_stuck_runs
 from kb.models import Document, IngestRun, Source
@@ -106,6 +106,6 @@ def test_watchdog_fails_runs_whose_worker_died_and_leaves_live_ones(namespace, s
     assert dead.status == "failed" and dead.error.startswith("INGEST_RUN_ABANDONED")
     assert overdue.status == "failed" and overdue.error.startswith("INGEST_RUN_TIMEOUT")
     assert redelivered.status == "running"
-    from ingest.services import execute_run
+    from ingest.service import execute_run
 
     assert execute_run(dead.pk).status == "failed"  # a late redelivery does not run it again

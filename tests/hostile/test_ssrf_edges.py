@@ -3,11 +3,12 @@ that are still resolved, and refusals that name the rule, never the resolved add
 
 from __future__ import annotations
 
+import ipaddress
+
 import pytest
 
 from ingest.errors import FetchBlocked
 from ingest.ssrf import is_forbidden, parse_allow_rules, resolve_target
-import ipaddress
 
 
 @pytest.mark.parametrize("address", [

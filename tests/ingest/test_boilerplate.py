@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ingest.boilerplate import (MIN_SAMPLE, BoilerplateCounter, block_keys, blocks, drop_repeated, settle,
-                                split_repeated)
-from ingest.services import start_ingest
+from ingest.boilerplate import MIN_SAMPLE, BoilerplateCounter, block_keys, blocks, drop_repeated, settle, split_repeated
+from ingest.service import start_ingest
 from kb.models import Chunk, Source
 from tests.webserver import Route
 

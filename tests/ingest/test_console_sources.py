@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 from django_q.models import OrmQ
 
-from ingest.services import start_ingest
+from ingest.service import start_ingest
 from kb.conf import kb_settings
 from kb.models import IngestRun, Source
 

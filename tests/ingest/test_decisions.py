@@ -1,7 +1,15 @@
 """The pipeline's decision per document: skip, re-embed, extract or write, and the reason shown."""
 
-from ingest.decisions import (PIPELINE_VERSION, Action, Decision, StoredDocument, decide, document_byte_key,
-                              stored_extraction, text_hash)
+from ingest.decisions import (
+    PIPELINE_VERSION,
+    Action,
+    Decision,
+    StoredDocument,
+    decide,
+    document_byte_key,
+    stored_extraction,
+    text_hash,
+)
 
 MODEL = "all-MiniLM-L6-v2"
 BODY = b"<h1>Install</h1><p>Run the installer.</p>"

@@ -10,8 +10,13 @@ import numpy as np
 import pytest
 import torch
 
-from ingest.embed import SentenceTransformerEmbedder, _is_mean_pooled_transformer, bundled_model_path, get_embedder
-from ingest.onnx_query import VERIFY_MIN_COSINE, _open, export_graph, load_onnx_query_encoder
+from kb.embedding.embedders import (
+    SentenceTransformerEmbedder,
+    _is_mean_pooled_transformer,
+    bundled_model_path,
+    get_embedder,
+)
+from kb.embedding.onnx_query import VERIFY_MIN_COSINE, _open, export_graph, load_onnx_query_encoder
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 QUERIES = [
@@ -108,7 +113,7 @@ def test_document_runtimes_reproduce_pytorch_in_order(model, tmp_path, runtime, 
 
 
 def test_a_document_graph_that_disagrees_falls_back_to_pytorch(model, tmp_path):
-    from ingest.onnx_query import graph_path
+    from kb.embedding.onnx_query import graph_path
 
     embedder = SentenceTransformerEmbedder(bundled_model_path(), document_runtime="onnx", cache_dir=tmp_path)
     embedder._model = model

@@ -12,7 +12,7 @@ from django.core.management import call_command
 from django.urls import reverse
 from django_q.models import OrmQ, Schedule
 
-from ingest.services import start_ingest, sync_refresh_schedule
+from ingest.service import start_ingest, sync_refresh_schedule
 from kb.models import Chunk, IngestRun, Source
 from tests.pgserver import REPO, current_database_url
 

@@ -4,9 +4,9 @@
 import pytest
 
 from ingest.errors import ContentRejected
-from ingest.ssrf import parse_allow_rules
 from ingest.fetch import Fetcher, FetchPolicy
 from ingest.loaders import KnownDocument, SourceLoader, SourceSpec
+from ingest.ssrf import parse_allow_rules
 from tests.webserver import Route
 
 XML = {"Content-Type": "application/xml"}

@@ -186,7 +186,7 @@ def media(settings, tmp_path):
 @needs_tesseract
 @pytest.mark.django_db
 def test_a_sentence_from_a_scanned_page_is_found_at_its_page(client, namespace, media):
-    from ingest.services import start_ingest
+    from ingest.service import start_ingest
     from ingest.uploads import add_files
     from kb.models import Document, Namespace, Source
     from retrieval.service import search

@@ -1,14 +1,15 @@
 """The ingest pipeline against real PostgreSQL, the real model and a real HTTP server."""
 
 import io
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from ingest.embed import HttpEmbedder, get_embedder
 from ingest.pipeline import IngestPipeline
+from ingest.service import retry_failed_items, start_ingest
 from ingest.uploads import add_files
-from ingest.services import retry_failed_items, start_ingest
+from kb.embedding.embedders import HttpEmbedder, get_embedder
 from kb.models import Chunk, Document, IngestRun, Source
 from tests.webserver import Route
 
@@ -144,8 +145,8 @@ def test_dead_embedder_fails_items_and_writes_nothing(namespace):
 
 
 def test_embedder_failing_midway_leaves_each_document_entirely_old_or_new(namespace):
-    from ingest.errors import EmbeddingFailed
     from ingest.loaders import LoadedItem
+    from kb.embedding.errors import EmbeddingFailed
 
     source = Source.objects.create(namespace=namespace, name="bulk", kind="text", text="x")
     items = [LoadedItem(ref=f"d{i}", body=f"Document {i} version one.".encode(), media_type="text/plain")

@@ -14,8 +14,8 @@ from bs4 import BeautifulSoup
 from ingest.boilerplate import blocks
 from ingest.chunk import chunk_markdown
 from ingest.errors import DocumentCorrupt, DocumentEncrypted, MacrosRefused, NoTextLayer
-from ingest.extract import extract
 from ingest.extract import documents as doc
+from ingest.extract import extract
 from ingest.extract.isolated import ParserBudget, extract_isolated
 from kb.markup import plain_text
 

@@ -12,7 +12,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 from ingest.boilerplate import blocks
-from ingest.services import start_ingest
+from ingest.service import start_ingest
 from kb.models import Chunk, Document, IngestItem, Source
 from tests.webserver import StaticSite
 

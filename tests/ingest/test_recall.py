@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from evaluation.site_bench import ChunkFacts, Fidelity, fidelity, page_facts
 from ingest.boilerplate import BoilerplateCounter, block_keys, drop_repeated
 from ingest.chunk import chunk_markdown
 from ingest.extract import extract
 from ingest.recall import content_recall, hidden_classes, page_lines
-from ingest.site_bench import ChunkFacts, Fidelity, fidelity, page_facts
 
 REAL = Path(__file__).resolve().parent.parent / "fixtures" / "real"
 SITES = ["sphinx", "mkdocs-site", "mkdocs", "docbook", "asciidoc", "asciidoctor", "javadoc", "makeinfo",

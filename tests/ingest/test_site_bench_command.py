@@ -11,8 +11,8 @@ from django.core.management import call_command
 
 from ingest import store
 from ingest.decisions import MODEL_CHANGED, change_reason
-from ingest.embed import get_embedder
-from ingest.services import start_ingest
+from ingest.service import start_ingest
+from kb.embedding.embedders import get_embedder
 from kb.models import Chunk, IngestItem, IngestRun, Source
 
 SITE = Path(__file__).resolve().parent.parent / "fixtures" / "real" / "texi2html"

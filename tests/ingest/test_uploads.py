@@ -13,7 +13,7 @@ from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from ingest.errors import ArchiveRejected
-from ingest.services import start_ingest
+from ingest.service import start_ingest
 from ingest.uploads import add_files, safe_member_path
 from kb.auth import issue_token
 from kb.models import ApiToken, Chunk, Document, Namespace, Source

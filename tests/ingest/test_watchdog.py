@@ -6,7 +6,8 @@ from __future__ import annotations
 import socket
 import subprocess
 import time
-from datetime import datetime, timedelta, timezone as dt_timezone
+from datetime import datetime, timedelta
+from datetime import timezone as dt_timezone
 
 import psutil
 import pytest

@@ -5,9 +5,9 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.db import DataError, IntegrityError, connection, transaction
 
-from ingest.embed import check_embedder_dimension, get_embedder
+from kb.embedding.embedders import check_embedder_dimension, get_embedder
 from kb.errors import EmbeddingDimensionMismatch
-from kb.models import Chunk, Document, Namespace, ProviderRevision, Provider, Source
+from kb.models import Chunk, Document, Namespace, Provider, ProviderRevision, Source
 
 pytestmark = pytest.mark.django_db
 

@@ -1,4 +1,4 @@
-"""Per-namespace HNSW indexes (kb/vector_index.py) against real PostgreSQL: built by the ingest
+"""Per-namespace HNSW indexes (retrieval/vector_index.py) against real PostgreSQL: built by the ingest
 run once a namespace is large enough, used by the vector channel, scoped to their namespace,
 repaired when invalid, dropped with their namespace."""
 
@@ -7,11 +7,11 @@ from django.core.management import call_command
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from ingest.embed import get_embedder
 from kb.conf import kb_settings
+from kb.embedding.embedders import get_embedder
 from kb.models import Namespace, Source
-from kb import vector_index
 from retrieval import channels as ch
+from retrieval import vector_index
 from tests.corpus import CORPUS, ingest
 
 pytestmark = pytest.mark.django_db
@@ -135,7 +135,7 @@ def test_command_lists_each_namespace_and_its_index(threshold_of_three, capsys):
 
 
 def test_the_build_memory_fits_the_graph_between_its_floor_and_its_cap():
-    from kb.vector_index import BUILD_MEMORY_MIN_MB, build_memory_mb
+    from retrieval.vector_index import BUILD_MEMORY_MIN_MB, build_memory_mb
 
     assert build_memory_mb(10_000) == BUILD_MEMORY_MIN_MB
     million = build_memory_mb(1_000_000)  # 1M × (384 × 4 B + 1 KB) × 1.2
@@ -146,7 +146,7 @@ def test_the_build_memory_fits_the_graph_between_its_floor_and_its_cap():
 def test_build_memory_of_several_gigabytes_is_set_for_the_session(db):
     from django.db import connection
 
-    from kb.vector_index import raise_build_memory
+    from retrieval.vector_index import raise_build_memory
 
     raise_build_memory(3000)  # past 2 GB: a bigint, not an int
     try:

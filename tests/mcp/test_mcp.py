@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import httpx2
 import pytest
+from mcp.shared.exceptions import MCPError
 
-from kb.models import ApiToken, Chunk, Document, QueryLog
 from kb.auth import issue_token
+from kb.models import ApiToken, Chunk, Document, QueryLog
 from tests.mcp.conftest import LEGACY, MODERN, run_agent, tool_error
 
 pytestmark = pytest.mark.slow
@@ -238,8 +239,9 @@ def test_401_challenges_point_at_truthful_protected_resource_metadata(world):
                         "bearer_methods_supported": ["header"], "resource_documentation": world["root"] + "/api/docs"}
     assert "authorization_servers" not in metadata  # none exists yet: tokens come from the admin
 
-    with pytest.raises(Exception):  # the SDK's client refuses to go on after a 401
+    with pytest.raises(ExceptionGroup) as raised:  # the SDK's client refuses to go on after a 401
         run_agent(world["url"], world["revoked"], lambda client: client.list_tools())
+    assert raised.group_contains(MCPError)  # inside the client's task groups
 
     from kb.models import Namespace
     Namespace.objects.update(is_public=False)

@@ -142,8 +142,8 @@ def test_no_two_api_shapes_share_a_name():
     from ninja import Schema
 
     import capabilities.schemas  # noqa: F401
+    import evaluation.schemas  # noqa: F401
     import ingest.schemas  # noqa: F401
-    import kb.schemas  # noqa: F401
     import retrieval.schemas  # noqa: F401
 
     by_name: dict[str, set[str]] = {}
@@ -151,6 +151,6 @@ def test_no_two_api_shapes_share_a_name():
     while todo:
         cls = todo.pop()
         todo += cls.__subclasses__()
-        if cls.__module__.split(".")[0] in ("kb", "retrieval", "ingest", "capabilities"):
+        if cls.__module__.split(".")[0] in ("kb", "retrieval", "ingest", "capabilities", "evaluation"):
             by_name.setdefault(cls.__name__, set()).add(cls.__module__)
     assert {name: modules for name, modules in by_name.items() if len(modules) > 1} == {}

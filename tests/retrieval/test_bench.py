@@ -6,9 +6,9 @@ import math
 import pytest
 from django.core.management import call_command
 
-from kb import posting_lists
+from evaluation.metrics import load_beir, mrr_at, ndcg_at, percentiles, recall_at
 from kb.models import FusionCalibration, Namespace
-from retrieval.bench import load_beir, mrr_at, ndcg_at, percentiles, recall_at
+from retrieval import posting_lists
 from retrieval.fusion import WEIGHT_GRID
 
 
@@ -113,7 +113,7 @@ def test_kb_bench_runs_end_to_end_and_prints_one_json_object(tmp_path, capsys):
 
 
 def test_paired_comparison_counts_queries_and_tests_the_difference():
-    from retrieval.bench import paired_comparison
+    from evaluation.metrics import paired_comparison
 
     better = {f"q{i}": 0.8 for i in range(30)}
     worse = {f"q{i}": 0.5 for i in range(30)}
@@ -143,8 +143,8 @@ def test_kb_bench_scaling_run_reports_both_passes_stages_sizes_and_build_times(t
 
 @pytest.mark.django_db
 def test_scaled_copies_keep_their_words_and_a_copy_made_by_another_recipe_is_refused():
+    from evaluation.scale import build_scaled_copy
     from kb.models import Chunk, Source
-    from retrieval.scale import build_scaled_copy
     from tests.corpus import ingest
 
     long_text = " ".join(f"word{i}" for i in range(200))  # 200 distinct words, so drops are countable

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kb.posting_lists import TermPostings
 from retrieval import bm25
+from retrieval.posting_lists import TermPostings
 
 
 def packed_term(lexeme, offsets, tfs, lengths, base):
@@ -26,12 +26,12 @@ def brute_force(packed, current, changed, weights, avgdl):
     """Each chunk's score summed term by term in plain Python, stale packed postings left out."""
     scores: dict[int, float] = {}
     for term in packed:
-        for offset, tf, length in zip(term.chunk_ids.tolist(), term.tfs.tolist(), term.lengths.tolist()):
+        for offset, tf, length in zip(term.chunk_ids.tolist(), term.tfs.tolist(), term.lengths.tolist(), strict=True):
             if offset + term.base not in changed:
                 scores[offset + term.base] = scores.get(offset + term.base, 0.0) + weights[term.lexeme] * bm25.impact(
                     tf, length, avgdl)
     for term in current:
-        for chunk, tf, length in zip(term.chunk_ids.tolist(), term.tfs.tolist(), term.lengths.tolist()):
+        for chunk, tf, length in zip(term.chunk_ids.tolist(), term.tfs.tolist(), term.lengths.tolist(), strict=True):
             scores[chunk] = scores.get(chunk, 0.0) + weights[term.lexeme] * bm25.impact(tf, length, avgdl)
     return sorted(scores.items(), key=lambda item: (-round(item[1] * 1e6), item[0]))
 

@@ -8,13 +8,13 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.urls import reverse
 
+from evaluation.errors import EvalFileError
+from evaluation.runner import junit_xml, run_recorded, run_suite
+from evaluation.suites import ResultView, check_case, parse_suite
 from kb.auth import staff_principal
 from kb.models import Document, EvalRun, EvalSuite, Namespace
-from retrieval.eval_runner import junit_xml, run_recorded, run_suite
-from retrieval.errors import EvalFileError
-from retrieval.evals import ResultView, check_case, parse_suite
-from tests.pgserver import REPO, current_database_url
 from tests.corpus import CORPUS, ingest
+from tests.pgserver import REPO, current_database_url
 
 R = [
     ResultView("https://docs.example.com/install#pnpm", "Docs site", "pnpm", 0.52, "install"),

@@ -1,5 +1,5 @@
 """The lexical channel's two reads against real PostgreSQL: the namespace's packed posting lists
-(kb/posting_lists.py) and the postings table must give the same BM25 top k, before and after
+(retrieval/posting_lists.py) and the postings table must give the same BM25 top k, before and after
 inserts, updates and deletes, in every scope."""
 
 import random
@@ -7,10 +7,9 @@ import random
 import pytest
 from django.db import connection
 
-from kb import posting_lists
 from kb.models import Chunk, Document
 from retrieval import channels as ch
-from retrieval import lexical
+from retrieval import lexical, posting_lists
 from tests.corpus import CORPUS, ingest
 
 pytestmark = pytest.mark.django_db

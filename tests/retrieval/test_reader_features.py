@@ -8,9 +8,10 @@ from django.contrib.auth import get_user_model
 from django.test import override_settings
 from django.utils import timezone
 
+from evaluation.cases import make_eval_case
 from kb.conf import kb_settings
 from kb.models import Document, EvalSuite, Namespace, NamespaceMembership, QueryFeedback, QueryLog
-from retrieval.curation import make_eval_case, prune_queries, query_report
+from retrieval.curation import prune_queries, query_report
 from retrieval.service import search
 from retrieval.spelling import closest, correct_query, edit_distance, surface_form
 from tests.corpus import CORPUS, ingest
@@ -134,8 +135,8 @@ def test_report_counts_trends_zero_and_weak_queries(teams):
 
 
 def test_a_query_becomes_a_judged_case_that_runs(teams):
-    from retrieval.eval_runner import run_suite
-    from retrieval.evals import parse_suite
+    from evaluation.runner import run_suite
+    from evaluation.suites import parse_suite
 
     suite, case_id = make_eval_case(teams[0], "roast pumpkin soup", ["pumpkin"], ["garden"])
     suite, _ = make_eval_case(teams[0], "roast pumpkin soup", ["pumpkin"], [])  # replaces, not duplicates

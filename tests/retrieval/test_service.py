@@ -118,11 +118,21 @@ def test_hostile_queries_never_error(corpus, query):
     assert Document.objects.filter(ref="pumpkin").exists()
 
 
-def test_plain_rrf_fusion_and_single_channel(corpus):
-    rrf = search("pumpkin soup", "tenant:a", fusion="rrf", log=False)
+def test_plain_rrf_fusion_and_single_channel_through_the_evaluation_entry_point(corpus):
+    from retrieval.evaluate import search_variant
+
+    rrf = search_variant("pumpkin soup", "tenant:a", fusion="rrf")
     assert rrf.hits and rrf.hits[0].details.rrf_bonus > 0
-    lexical = search("pumpkin soup", "tenant:a", channels=("lexical",), log=False)
+    lexical = search_variant("pumpkin soup", "tenant:a", channels=("lexical",))
     assert all(set(h.details.channels) == {"lexical"} for h in lexical.hits)
+    product = search("pumpkin soup", "tenant:a", log=False)
+    assert [h.chunk_id for h in search_variant("pumpkin soup", "tenant:a").hits] == [h.chunk_id for h in product.hits]
+
+
+def test_search_carries_only_what_the_product_needs():
+    import inspect
+
+    assert {"fusion", "channels", "fuse"}.isdisjoint(inspect.signature(search).parameters)
 
 
 def test_ranker_params_reach_the_ranker(corpus):

@@ -1,9 +1,10 @@
 """Turn Debian Reference DocBook HTML chapters into BEIR corpus rows, one per section (own text only)."""
 
+import copy
 import json
 import re
 import sys
-import copy
+
 import lxml.html
 
 for path in sys.argv[1:]:

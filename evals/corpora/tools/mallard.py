@@ -1,9 +1,9 @@
 """Turn GNOME help (Mallard .page files) of one language into BEIR corpus rows, one per section."""
 
 import json
+import pathlib
 import re
 import sys
-import pathlib
 import xml.etree.ElementTree as ET
 
 NS = {"m": "http://projectmallard.org/1.0/"}

@@ -5,7 +5,7 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from ingest.services import start_ingest
+from ingest.service import start_ingest
 from kb.models import IngestItem, IngestRun, Source
 
 

@@ -1,6 +1,6 @@
 """python manage.py kb_vector_indexes [--ensure]
 
-List each namespace's embedded chunk count and its own HNSW index (kb/vector_index.py); with
+List each namespace's embedded chunk count and its own HNSW index (retrieval/vector_index.py); with
 --ensure, build the missing ones (namespaces at or over KB_VECTOR_INDEX_MIN_CHUNKS), replace
 invalid ones and drop those whose namespace is gone. Ingest runs do this for their namespace.
 """
@@ -8,7 +8,7 @@ invalid ones and drop those whose namespace is gone. Ingest runs do this for the
 from django.core.management.base import BaseCommand
 
 from kb.conf import kb_settings
-from kb.vector_index import ensure_all, index_report
+from retrieval.vector_index import ensure_all, index_report
 
 
 class Command(BaseCommand):

@@ -1,6 +1,6 @@
 """python manage.py kb_posting_lists [--ensure] [--rebuild NAMESPACE]
 
-List each namespace's packed posting lists (kb/posting_lists.py): chunks and postings at the
+List each namespace's packed posting lists (retrieval/posting_lists.py): chunks and postings at the
 build, its time, and the chunks changed or added since. --ensure builds them where a namespace
 reached KB_POSTING_LISTS_MIN_CHUNKS and rebuilds them where a tenth changed, as every ingest run
 does for its namespace; --rebuild packs one namespace's postings afresh whatever its size.
@@ -8,8 +8,8 @@ does for its namespace; --rebuild packs one namespace's postings afresh whatever
 
 from django.core.management.base import BaseCommand, CommandError
 
-from kb import posting_lists
 from kb.models import Namespace
+from retrieval import posting_lists
 
 
 class Command(BaseCommand):

@@ -1,6 +1,6 @@
 """python manage.py kb_bench --beir DIR… [--namespace NS] [--json]
 
-Runs the benchmark of `retrieval/benchmark.py` on each BEIR folder and prints what it measured:
+Runs the benchmark of `evaluation/benchmark.py` on each BEIR folder and prints what it measured:
 one table per corpus, and with several folders a side-by-side table of every method.
 """
 
@@ -11,8 +11,8 @@ import json as jsonlib
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
+from evaluation.benchmark import LATENCY_LIMIT, BenchOptions, CorpusBenchmark
 from kb.migrated import migration_hint
-from retrieval.benchmark import LATENCY_LIMIT, BenchOptions, CorpusBenchmark
 
 
 class Command(BaseCommand):

@@ -173,7 +173,7 @@ def _agrees(encoder: OnnxQueryEncoder, model) -> bool:
     """Whether the graph reproduces the PyTorch model's vectors on the probe texts."""
     reference = model.encode(list(PROBE_TEXTS), normalize_embeddings=True, convert_to_numpy=True)
     worst = min(float(np.dot(encoder.encode(text), expected))
-                for text, expected in zip(PROBE_TEXTS, reference))
+                for text, expected in zip(PROBE_TEXTS, reference, strict=True))
     if worst < VERIFY_MIN_COSINE:
         logger.warning("the ONNX query graph %s disagrees with the PyTorch model (cosine %.6f < %s)",
                        encoder.path, worst, VERIFY_MIN_COSINE)

@@ -21,10 +21,9 @@ from typing import Protocol, Sequence, runtime_checkable
 import numpy as np
 from django.utils.module_loading import import_string
 
-from ingest.errors import EmbeddingFailed
 from kb.conf import kb_settings
+from kb.embedding.errors import EmbeddingFailed
 from kb.errors import ConfigurationError, EmbeddingDimensionMismatch
-
 
 logger = logging.getLogger(__name__)
 
@@ -169,13 +168,13 @@ class SentenceTransformerEmbedder:
         return self._document_encoder.runtime if self._document_encoder else "torch"
 
     def _onnx_document_encoder(self, model):
-        """The ONNX Runtime encoder for documents (ingest/onnx_documents.py), prepared once;
+        """The ONNX Runtime encoder for documents (kb/embedding/onnx_documents.py), prepared once;
         None when the runtime is `torch`, the model is not a plain mean-pooled transformer, or
         the graph could not be prepared (logged; PyTorch embeds then)."""
         if self._document_encoder is None:
             with self._lock:
                 if self._document_encoder is None:
-                    from ingest.onnx_documents import load_onnx_document_encoder
+                    from kb.embedding.onnx_documents import load_onnx_document_encoder
 
                     encoder = None
                     if (self.document_runtime != "torch" and self.cache_dir is not None
@@ -187,12 +186,12 @@ class SentenceTransformerEmbedder:
         return self._document_encoder or None
 
     def _onnx_query_encoder(self, model):
-        """The ONNX Runtime twin of the model for single queries (see ingest/onnx_query.py),
+        """The ONNX Runtime twin of the model for single queries (see kb/embedding/onnx_query.py),
         prepared once; None when the runtime is `torch` or the graph could not be prepared."""
         if self._query_encoder is None:
             with self._lock:
                 if self._query_encoder is None:
-                    from ingest.onnx_query import load_onnx_query_encoder
+                    from kb.embedding.onnx_query import load_onnx_query_encoder
 
                     encoder = None
                     if self.query_runtime == "onnx" and self.cache_dir is not None:

@@ -20,8 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from evaluation.errors import EvalFileError, EvalUnknownVersion
 from kb.datafiles import read_data
-from retrieval.errors import EvalFileError, EvalUnknownVersion
 
 SUPPORTED_VERSIONS = (1,)
 CASE_KEYS = {"id", "question", "topK", "minScore", "filter", "namespace", "expect"}

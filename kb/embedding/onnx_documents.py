@@ -6,7 +6,7 @@ arithmetic limit; int8 kernels do less arithmetic per weight, batches of similar
 less, and a text is cut before tokenising at a length that cannot hold fewer tokens than the
 model reads, so the tokenizer never walks a huge text for nothing.
 
-The graph is the query path's export (ingest/onnx_query.py, same file). The int8 variant
+The graph is the query path's export (kb/embedding/onnx_query.py, same file). The int8 variant
 quantises the MatMul weights per output channel (dynamic quantisation, unsigned 8 bit):
 measured on 96 SciFact abstracts against PyTorch, cosine mean 0.9944, lowest 0.9917, where
 quantising every operator per tensor gave 0.935 / 0.898. Every load is verified against the
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ingest.onnx_query import PROBE_TEXTS, export_graph, graph_path
+from kb.embedding.onnx_query import PROBE_TEXTS, export_graph, graph_path
 
 logger = logging.getLogger(__name__)
 

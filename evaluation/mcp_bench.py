@@ -19,9 +19,10 @@ from collections.abc import Callable
 
 from django.test import Client
 
+from capabilities import service
+from evaluation.metrics import percentiles
 from kb.auth import issue_token
 from kb.models import ApiToken, Document, Namespace, Provider, QueryLog
-from retrieval.bench import percentiles
 
 PROTOCOL = "2026-07-28"
 SEARCH_LIMIT = 10  # documents, as the MCP search tool counts them; /api/search is asked with group=document
@@ -145,9 +146,7 @@ def _calls(namespace: str, capability_ids: list[str]):
 @contextlib.contextmanager
 def temporary_provider(namespace: Namespace):
     """A provider with one capability per document of the namespace's first few, deleted after."""
-    # capabilities.service is that app's public module; imported here, where it is used, so the
-    # retrieval app does not import the capabilities app (which imports retrieval) at load time
-    from capabilities import service
+
 
     documents = list(Document.objects.filter(namespace=namespace).select_related("source")
                      .order_by("id")[:PROVIDER_DOCUMENTS])

@@ -5,7 +5,7 @@ Serves a local copy of a documentation site over loopback (as `python -m http.se
 crawls it through the real pipeline into a fresh `bench-site-<name>` namespace, crawls it again
 unchanged, and reports content recall first (mean, worst page, pages under the
 threshold), then pages/s and chunks/s, the re-crawl's 304s, and the fidelity figures of
-`ingest/site_bench.py` (chrome share, permalink marks, anchors that resolve on the page).
+`evaluation/site_bench.py` (chrome share, permalink marks, anchors that resolve on the page).
 Needs `KB_FETCH_ALLOWED_PRIVATE='127.0.0.1:*'` (loopback is refused otherwise, as it should be).
 
 `--defer-embedding` measures fidelity without the model: the same crawl, extraction, boilerplate,
@@ -28,19 +28,16 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import numpy as np
 from django.core.management.base import BaseCommand, CommandError
 
-import numpy as np
-
-from ingest.embed import get_embedder
-from ingest.fetch import allow_rules_from_settings
-from ingest.pipeline import IngestPipeline
+from evaluation.site_bench import ChunkFacts, fidelity, page_facts
+from ingest.evaluate import allow_rules_from_settings, ingest_now
 from ingest.recall import hidden_classes
-from ingest.services import start_ingest
-from ingest.site_bench import ChunkFacts, fidelity, page_facts
 from kb.conf import kb_settings
+from kb.embedding.embedders import get_embedder
 from kb.migrated import migration_hint
-from kb.models import Chunk, Document, IngestItem, IngestRun, Namespace, Source
+from kb.models import Chunk, Document, IngestItem, Namespace, Source
 
 
 class Command(BaseCommand):
@@ -95,11 +92,11 @@ class Command(BaseCommand):
         source = Source.objects.create(namespace=namespace, name="site", kind="crawl",
                                        location=f"{base}/{start}", options={k: v for k, v in options.items() if v})
         started = time.perf_counter()
-        first = _ingest(source, embedder)
+        first = ingest_now(source, embedder)
         first_s = time.perf_counter() - started
         statuses.clear()
         started = time.perf_counter()
-        second = _ingest(source, embedder)
+        second = ingest_now(source, embedder)
         second_s = time.perf_counter() - started
         recrawl = dict(statuses)
 
@@ -145,15 +142,6 @@ class DeferredEmbedding:
 
     def embed_query(self, text: str) -> np.ndarray:
         raise NotImplementedError("a deferred embedding has no query vectors")
-
-
-def _ingest(source: Source, embedder) -> IngestRun:
-    if embedder is None:
-        return start_ingest(source, sync=True)
-    run = IngestRun.objects.create(source=source)  # as start_ingest(sync=True) does, with the embedder given
-    IngestPipeline(run, embedder=embedder).execute()
-    run.refresh_from_db()
-    return run
 
 
 @functools.cache

@@ -1,11 +1,11 @@
 """Build a large namespace for the latency scaling run: a benchmark corpus copied N times.
 
-Each copy's documents and chunks are written by SQL (so the postings trigger does its real work;
-the namespace's HNSW index is then built as an ingest run builds it), with the text perturbed
-(a copy marker, and one word in every 21 to 27 dropped, the period varying by copy) and each
-embedding moved by small Gaussian noise and re-normalised, so copies are near neighbours, not
-exact duplicates. Embedding the
-copies for real would take hours on a CPU and measure the model again, not the search.
+Each copy's documents and chunks are written by the writer's bulk path (`ingest.store.copy_documents`,
+so the postings trigger does its real work; the namespace's HNSW index and packed lists are then
+built as an ingest run builds them), with the text perturbed (a copy marker, and one word in
+every 21 to 27 dropped, the period varying by copy) and each embedding moved by small noise and
+re-normalised, so copies are near neighbours, not exact duplicates. Embedding the copies for
+real would take hours on a CPU and measure the model again, not the search.
 """
 
 from __future__ import annotations
@@ -14,12 +14,11 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from django.db import connection, transaction
+from django.db import connection
 
+from ingest.evaluate import copy_documents
 from kb.models import Namespace, Source
-from kb import posting_lists
-from kb.vector_index import ensure_namespace_index
-
+from retrieval import evaluate
 
 COPIES_SOURCE = "scaled copies, recipe 2"  # named after the recipe, so a copy made by another is never reused
 
@@ -53,41 +52,15 @@ def build_scaled_copy(base_namespace: str, target_namespace: str, target_chunks:
     done = existing // per_copy if per_copy else 0
     started = time.perf_counter()
     for copy in range(done + 1, copies + 1):
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(
-                """INSERT INTO kb_document (source_id, namespace_id, ref, title, path, name_key, content,
-                       content_hash, media_type, byte_size, created_at, indexed_at, embedding_model, etag,
-                       last_modified, metadata)
-                   SELECT %s, %s, d.ref || '~' || %s, d.title, d.path, d.name_key, d.content, d.content_hash,
-                          d.media_type, d.byte_size, d.created_at, now(), d.embedding_model, '', '', '{}'::jsonb
-                   FROM kb_document d WHERE d.namespace_id = %s""",
-                [source.id, target.id, copy, base.id],
-            )
-            cursor.execute(
-                """INSERT INTO kb_chunk (document_id, namespace_id, position, title, text, heading_path, anchor,
-                       start_byte, end_byte, token_estimate, is_summary, is_partial_code, embedding,
-                       embedding_model, embed_reason, text_key, body_key)
-                   SELECT nd.id, %s, c.position, c.title,
-                          regexp_replace(c.text, '((?:\\S+\\s+){%s})\\S+\\s*', '\\1', 'g') || ' copy' || %s,
-                          c.heading_path, c.anchor, c.start_byte, c.end_byte, c.token_estimate, c.is_summary,
-                          c.is_partial_code,
-                          l2_normalize(c.embedding + (SELECT array_agg((random() - 0.5) * 0.01)
-                                                      FROM generate_series(1, vector_dims(c.embedding)))::vector),
-                          c.embedding_model, 'scaled copy', md5(c.text_key || %s), md5(c.body_key || %s)
-                   FROM kb_chunk c
-                   JOIN kb_document od ON od.id = c.document_id
-                   JOIN kb_document nd ON nd.namespace_id = %s AND nd.ref = od.ref || '~' || %s
-                   WHERE c.namespace_id = %s""",
-                [target.id, 20 + copy % 7, copy, copy, copy, target.id, copy, base.id],
-            )
+        copy_documents(source.pk, base.id, target.id, marker=copy, drop_every=20 + copy % 7)
         if progress:
             progress(copy, copies)
     copies_seconds = time.perf_counter() - started
     started = time.perf_counter()
-    index_state = ensure_namespace_index(target.id)
+    index_state = evaluate.ensure_vector_index(target.id)
     index_seconds = time.perf_counter() - started
     started = time.perf_counter()
-    lists_state = posting_lists.ensure(target.id)
+    lists_state = evaluate.ensure_posting_lists(target.id)
     lists_seconds = time.perf_counter() - started
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE kb_chunk")

@@ -10,9 +10,7 @@ from django_q.tasks import async_task
 
 from ingest.fetch import FetchPolicy
 from ingest.ssrf import resolve_target
-from ingest.uploads import source_files
 from kb.models import IngestItem, IngestRun, Source
-from kb.revisions import source_revision
 
 REFRESH_SCHEDULE = "kb-refresh-source-{id}"
 
@@ -94,9 +92,3 @@ def check_fetchable(url: str) -> None:
     entry it would need, DnsFailed, ...): the same decision, taken at save time."""
     policy = FetchPolicy.from_settings()
     resolve_target(url, allowed=policy.allowed, resolver=policy.resolver)
-
-
-def current_source_revision(source: Source) -> str:
-    """What the source's ingest depends on now (kind, address, text, files, options), as a revision."""
-    files = [(path, sha256) for path, _, sha256 in source_files(source)]
-    return source_revision(source.kind, source.location, source.text, files, source.options)

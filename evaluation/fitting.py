@@ -1,4 +1,4 @@
-"""Fitting a namespace's fusion weight to judged queries, and reading it back for a search.
+"""Fitting a namespace's fusion weight to judged queries (`retrieval.fusion` reads it back for a search).
 
 `judged_runs` searches every judged query with one lexical weight and returns the documents
 found; `fit_namespace` does so for each weight of `fusion.WEIGHT_GRID`, fits and cross-validates
@@ -13,43 +13,25 @@ from dataclasses import dataclass
 from django.db.models import F
 from django.utils import timezone
 
+from evaluation.errors import EvalFileError
+from evaluation.metrics import per_query_ndcg
 from kb.models import Document, FusionCalibration, Namespace
-from retrieval.bench import per_query_ndcg
-from retrieval.fusion import DEFAULT_WEIGHTS, WEIGHT_GRID, Fit, FusionWeights, fit_weight, fitted_reason
-from retrieval.ranker import RankerParams
+from retrieval.evaluate import search_variant
+from retrieval.fusion import WEIGHT_GRID, Fit, fit_weight
+from retrieval.ranker import CHANNELS, RankerParams
 
 RANKED_DOCUMENTS = 100
-
-
-def weights_from_row(row: dict) -> FusionWeights:
-    """The weights of a namespace row read with `WEIGHT_FIELDS` (one query with the namespace)."""
-    if row.get("fusion__lexical_weight") is None:
-        return DEFAULT_WEIGHTS
-    return FusionWeights(
-        lexical=row["fusion__lexical_weight"], source="fitted", version=row["fusion__version"],
-        fitted_at=row["fusion__fitted_at"],
-        reason=fitted_reason(row["fusion__fitted_on"], row["fusion__queries"],
-                             row["fusion__cross_validated_ndcg"], row["fusion__default_ndcg"],
-                             row["fusion__fitted_at"]),
-    )
-
-
-WEIGHT_FIELDS = ("fusion__lexical_weight", "fusion__version", "fusion__fitted_at", "fusion__fitted_on",
-                 "fusion__queries", "fusion__cross_validated_ndcg", "fusion__default_ndcg")
 
 
 def judged_runs(namespace: str, queries: dict[str, str], *, params: RankerParams | None = None,
                 vectors: dict | None = None, channels=None, fusion: str = "ranker",
                 depth: int = RANKED_DOCUMENTS) -> dict[str, list[str]]:
     """Per query id, the refs of the documents found, best first (at most `depth`)."""
-    from retrieval.ranker import CHANNELS
-    from retrieval.service import search
-
     refs = dict(Document.objects.filter(namespace__slug=namespace).values_list("id", "ref"))
     runs = {}
     for qid, text in queries.items():
-        result = search(text, namespace, limit=3 * depth, log=False, params=params, fusion=fusion,
-                        channels=channels or CHANNELS, query_vector=(vectors or {}).get(qid))
+        result = search_variant(text, namespace, limit=3 * depth, params=params, fusion=fusion,
+                                channels=channels or CHANNELS, query_vector=(vectors or {}).get(qid))
         runs[qid] = list(dict.fromkeys(refs[hit.document_id] for hit in result.hits))[:depth]
     return runs
 
@@ -90,7 +72,6 @@ def fit_namespace(namespace: str, queries: dict[str, str], judgements: dict[str,
 def suite_judgements(suite) -> tuple[str, dict[str, str], dict[str, dict[str, int]]]:
     """The namespace, questions and judgements (each `relevant` ref gains 1) of an eval suite's
     cases that name relevant documents; a fit needs them all in one namespace."""
-    from retrieval.errors import EvalFileError
 
     judged = [case for case in suite.cases if case.expect.relevant]
     namespaces = {case.namespace for case in judged}

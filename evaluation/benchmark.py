@@ -18,21 +18,19 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ingest.embed import get_embedder
-from ingest.services import ingest_texts
 from django.db import connection
 
-from kb import posting_lists
+from evaluation.fitting import fit_namespace, judged_runs
+from evaluation.mcp_bench import mcp_latency
+from evaluation.metrics import BeirCorpus, evaluate, load_beir, paired_comparison, per_query_ndcg, percentiles
+from evaluation.runner import METHODS
+from evaluation.scale import build_scaled_copy
+from ingest.service import ingest_texts
+from kb.embedding.embedders import get_embedder
 from kb.models import Document, IngestRun, Namespace, Source
-from kb.vector_index import index_name
-from retrieval import channels, lexical
-from retrieval.bench import BeirCorpus, evaluate, load_beir, paired_comparison, per_query_ndcg, percentiles
-from retrieval.calibration import fit_namespace, judged_runs
-from retrieval.eval_runner import METHODS
+from retrieval import evaluate as search_parts
 from retrieval.fusion import DEFAULT_LEXICAL_WEIGHT, FOLDS, WEIGHT_GRID
-from retrieval.mcp_bench import mcp_latency
 from retrieval.ranker import RankerParams
-from retrieval.scale import build_scaled_copy
 from retrieval.service import search
 
 QUALITY_DOCUMENTS = 100
@@ -61,7 +59,7 @@ class BenchOptions:
     scale_chunks: int = 0
     lexical_agreement: bool = False  # compare the lexical channel's packed read with the postings table's
     admin: bool = False  # also time the curator's changelists
-    mcp: bool = False  # also time every MCP tool next to its JSON API twin (retrieval/mcp_bench.py)
+    mcp: bool = False  # also time every MCP tool next to its JSON API twin (evaluation/mcp_bench.py)
 
 
 def _quiet(*args) -> None:
@@ -264,7 +262,7 @@ class CorpusBenchmark:
         scaled = f"{self.namespace}-scale-{target_chunks}"
         built = build_scaled_copy(self.namespace, scaled, target_chunks,
                                   lambda done, total: self.progress("scale copies", done, total))
-        lexical.DOCUMENT_FREQUENCIES.clear()
+        search_parts.clear_document_frequencies()
         first = self.latency(scaled)
         return {**self.latency(scaled), "first_pass": first, "chunks": built.chunks, "namespace": scaled,
                 "copies_built_s": built.copies_seconds, "vector_index_built_s": built.index_seconds,
@@ -283,8 +281,9 @@ def index_sizes(namespace: str) -> dict[str, int]:
                WHERE c.relname = ANY(%s) OR c.relname = %s""",
             [["kb_chunk", "kb_chunk_term", "kb_chunk_term_pkey", "kb_chunk_term_chunk", "kb_posting_list",
               "chunk_search_vector_gin", "kb_document"],
-             index_name(ns.pk)])
-        return {name if name != index_name(ns.pk) else "vector_index": size for name, size in cursor.fetchall()}
+             search_parts.vector_index_name(ns.pk)])
+        own = search_parts.vector_index_name(ns.pk)
+        return {name if name != own else "vector_index": size for name, size in cursor.fetchall()}
 
 
 def admin_latency(namespace: str, rounds: int = ADMIN_ROUNDS) -> dict:
@@ -344,10 +343,9 @@ def lexical_agreement(namespace: str, query_items, depth: int = AGREEMENT_DEPTH)
     embedding), with a cold and a warm document-frequency cache. A namespace below the lists'
     threshold gets them for the comparison only."""
     ns = Namespace.objects.get(slug=namespace)
-    temporary = posting_lists.state(ns.id) is None and posting_lists.build(ns.id) == "built"
-    scope = channels.Scope(ns.id)
+    temporary = not search_parts.posting_lists_in_force(ns.id) and search_parts.build_posting_lists(ns.id) == "built"
     texts = [text for _, text in query_items]
-    lexemes = {text: lexical.query_lexemes(text) for text in texts}
+    lexemes = {text: search_parts.query_lexemes(text) for text in texts}
     report: dict = {"namespace": namespace, "depth": depth,
                     "posting_lists": "built for this comparison" if temporary else "in force"}
     for cache in ("cold", "warm"):
@@ -355,14 +353,14 @@ def lexical_agreement(namespace: str, query_items, depth: int = AGREEMENT_DEPTH)
         overlaps, packed_queries, read, largest_difference = [], 0, [], 0.0
         for text in texts:
             if cache == "cold":  # each read counts the document frequencies itself
-                lexical.DOCUMENT_FREQUENCIES.clear()
+                search_parts.clear_document_frequencies()
             started = time.perf_counter()
-            table = lexical.lexical_search(scope, lexemes[text], depth, packed=False)
+            table = search_parts.lexical_read(ns.id, lexemes[text], depth, packed=False)
             timings["table"].append((time.perf_counter() - started) * 1000)
             if cache == "cold":
-                lexical.DOCUMENT_FREQUENCIES.clear()
+                search_parts.clear_document_frequencies()
             started = time.perf_counter()
-            packed = lexical.lexical_search(scope, lexemes[text], depth)
+            packed = search_parts.lexical_read(ns.id, lexemes[text], depth)
             timings["packed"].append((time.perf_counter() - started) * 1000)
             truth = {row.chunk_id: row.raw for row in table.rows}
             if truth:
@@ -380,7 +378,7 @@ def lexical_agreement(namespace: str, query_items, depth: int = AGREEMENT_DEPTH)
             "latency_ms": {mode: percentiles(samples) for mode, samples in timings.items()},
         }
     if temporary:
-        posting_lists.drop(ns.id)
+        search_parts.drop_posting_lists(ns.id)
     return report
 
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand
 
-from retrieval.calibration import fit_namespace, suite_judgements
-from retrieval.eval_runner import METHODS, junit_xml, run_suite
-from retrieval.errors import EvalFileError
-from retrieval.evals import read_suite
+from evaluation.errors import EvalFileError
+from evaluation.fitting import fit_namespace, suite_judgements
+from evaluation.runner import METHODS, junit_xml, run_suite
+from evaluation.suites import read_suite
 
 
 class Command(BaseCommand):

@@ -5,11 +5,11 @@ from __future__ import annotations
 import time
 from xml.etree import ElementTree
 
+from evaluation.suites import CaseResult, EvalSuite, ResultView, SuiteResult, check_case, parse_suite
 from kb.auth import Principal
 from kb.errors import KBError
-from retrieval.evals import CaseResult, EvalSuite, ResultView, SuiteResult, check_case
+from kb.models import EvalRun
 from retrieval.service import Filters, search
-
 
 METHODS = {  # what `kb_eval --method` compares the full ranker with
     "ranker": {},
@@ -17,7 +17,6 @@ METHODS = {  # what `kb_eval --method` compares the full ranker with
     "lexical": {"channels": ("lexical",)},
     "rrf": {"fusion": "rrf"},
 }
-
 
 def run_suite(suite: EvalSuite, *, principal: Principal | None = None, method: str = "ranker") -> SuiteResult:
     """Every case in input order; a search error is recorded on its case and the suite goes on.
@@ -43,7 +42,6 @@ def run_suite(suite: EvalSuite, *, principal: Principal | None = None, method: s
         results.append(outcome)
     return SuiteResult(cases=results, duration_ms=(time.perf_counter() - started) * 1000)
 
-
 def junit_xml(result: SuiteResult, suite_name: str = "kb-eval") -> str:
     suite = ElementTree.Element("testsuite", name=suite_name, tests=str(result.total),
                                 failures=str(sum(1 for c in result.cases if not c.passed and not c.error)),
@@ -60,12 +58,9 @@ def junit_xml(result: SuiteResult, suite_name: str = "kb-eval") -> str:
                 f"{c.name}: {c.detail}" for c in case.checks)
     return ElementTree.tostring(ElementTree.ElementTree(suite).getroot(), encoding="unicode", xml_declaration=True)
 
-
 def run_recorded(suite_record, *, principal: Principal):
     """Run a stored suite in its namespace with the rights of `principal` (the curator who asked)
     and keep the result in its history (the admin's regression view); returns the new EvalRun."""
-    from kb.models import EvalRun
-    from retrieval.evals import parse_suite
 
     namespace = suite_record.namespace
     suite = parse_suite(suite_record.definition, namespace=namespace.slug if namespace else None)

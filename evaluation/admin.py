@@ -1,0 +1,114 @@
+"""The curator's console for eval suites and their runs."""
+
+from django import forms
+from django.contrib import admin, messages
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
+
+from evaluation.errors import EvalFileError
+from evaluation.runner import run_recorded
+from evaluation.suites import parse_suite
+from kb import models
+from kb.admin_access import NamespaceScoped, ScopedInline
+from kb.datafiles import read_data
+
+
+class EvalSuiteForm(forms.ModelForm):
+    upload = forms.FileField(required=False, help_text="A JSON or YAML eval file; replaces the definition.")
+
+    class Meta:
+        model = models.EvalSuite
+        fields = ["name", "namespace", "definition", "upload"]
+
+    def clean(self):
+        data = super().clean()
+        upload = data.get("upload")
+        try:
+            if upload:
+                text = upload.read().decode("utf-8", errors="replace")
+                data["definition"] = read_data(text, upload.name)
+            namespace = data.get("namespace")
+            parse_suite(data.get("definition"), namespace=namespace.slug if namespace else None)
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from exc
+        except EvalFileError as exc:
+            raise forms.ValidationError(exc.message) from exc
+        return data
+
+    def save(self, commit=True):
+        self.instance.definition = self.cleaned_data["definition"]
+        return super().save(commit)
+
+
+class EvalRunInline(ScopedInline, admin.TabularInline):
+    model = models.EvalRun
+    fields = ["run_link", "passed", "failed", "total", "regressed", "created_at"]
+    readonly_fields = fields
+    extra = 0
+    max_num = 0
+    can_delete = False
+
+    @admin.display(description="run")
+    def run_link(self, obj):
+        return format_html('<a href="{}">#{}</a>', reverse("admin:kb_evalrun_change", args=[obj.pk]), obj.pk)
+
+    @admin.display(description="regressed")
+    def regressed(self, obj):
+        return ", ".join(obj.regressions()) or "—"
+
+
+@admin.register(models.EvalSuite)
+class EvalSuiteAdmin(NamespaceScoped):
+    """A suite searches its own namespace only, and runs with the curator's rights."""
+
+    form = EvalSuiteForm
+    list_display = ["name", "namespace", "case_count", "last_result", "created_at"]
+    list_filter = ["namespace"]
+    inlines = [EvalRunInline]
+    actions = ["run_now"]
+
+    @admin.display(description="cases")
+    def case_count(self, obj):
+        return len(obj.definition.get("cases", []))
+
+    @admin.display(description="last run")
+    def last_result(self, obj):
+        run = obj.runs.first()
+        return f"{run.passed}/{run.total} passed" if run else "—"
+
+    @admin.action(description="Run now")
+    def run_now(self, request, queryset):
+        for suite in queryset:
+            run = run_recorded(suite, principal=self._principal(request))
+            regressed = run.regressions()
+            level = messages.SUCCESS if not run.failed else messages.WARNING
+            self.message_user(request, format_html(
+                '{}: <a href="{}">{} of {} passed</a>{}', suite.name,
+                reverse("admin:kb_evalrun_change", args=[run.pk]), run.passed, run.total,
+                f"; regressed since the previous run: {', '.join(regressed)}" if regressed else ""), level)
+
+
+@admin.register(models.EvalRun)
+class EvalRunAdmin(NamespaceScoped):
+    list_display = ["__str__", "suite", "passed", "failed", "total", "created_at"]
+    list_filter = ["suite"]
+    readonly_fields = ["suite", "namespace", "passed", "failed", "total", "duration_ms", "created_at", "case_table"]
+    exclude = ["results"]
+
+    def has_add_permission(self, request):
+        return False
+
+    @admin.display(description="cases")
+    def case_table(self, obj):
+        regressed = set(obj.regressions())
+        rows = format_html_join(
+            "", '<tr class="{}"><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>',
+            (("kb-regressed" if c["id"] in regressed else "", c["id"],
+              "REGRESSED" if c["id"] in regressed else ("pass" if c["passed"] else "fail"),
+              c.get("error") or "; ".join(f"{k['name']}: {k['detail']}" for k in c["checks"]),
+              f"{c['duration_ms']:.0f} ms") for c in obj.results.get("cases", [])),
+        )
+        return format_html(
+            '<style>.kb-regressed td {{ background: #fde2e1; font-weight: bold; }}</style>'
+            '<table><thead><tr><th>case</th><th>result</th><th>checks</th><th>time</th></tr></thead>'
+            "<tbody>{}</tbody></table>", rows)

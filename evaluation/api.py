@@ -1,0 +1,24 @@
+"""The eval endpoint: run a suite sent in the request. Thin: parse, check access, run, shape."""
+
+from ninja import Router
+
+from evaluation.runner import run_suite
+from evaluation.schemas import EvalRunIn
+from evaluation.suites import parse_suite
+from kb.errors import AuthenticationRequired
+
+MAX_API_EVAL_CASES = 200
+router = Router(tags=["evals"])
+
+
+@router.post("/evals/run", summary="Run an eval suite (the kb_eval JSON format) and return every check")
+def run_eval(request, data: EvalRunIn):
+    """Needs a token or a staff session. At most MAX_API_EVAL_CASES cases per request, each
+    counted against the caller's rate limit as a search; larger suites run with `kb_eval`."""
+    if request.auth.kind == "anonymous":
+        raise AuthenticationRequired("Running evals needs an API token or a staff session: each case is a search.")
+    suite = parse_suite(data.suite, namespace=data.namespace, max_cases=MAX_API_EVAL_CASES)
+    for namespace in {case.namespace for case in suite.cases}:
+        request.auth.check(namespace)
+    request.auth.charge(len(suite.cases) - 1)  # each case is a search; the request itself was counted
+    return run_suite(suite, principal=request.auth).as_dict()

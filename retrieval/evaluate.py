@@ -1,0 +1,85 @@
+"""What evaluation may reach of search beyond `search()`: one entry point, each part named here.
+
+The benchmark compares the product's ranker with each channel alone and with plain reciprocal
+rank fusion, fits the fusion weight by searching with every weight of a grid, and times the
+lexical channel's two reads and the per-namespace indexes. `search()` carries none of those
+knobs; `evaluation` (and nothing in the product) calls this module for them.
+"""
+
+from __future__ import annotations
+
+from retrieval import channels, lexical, posting_lists
+from retrieval.ranker import CHANNELS, Candidate, RankerParams, Ranking, RankSummary, ScoreDetails
+from retrieval.service import SearchResult, run_search
+from retrieval.vector_index import ensure_namespace_index, index_name
+
+FUSIONS = ("ranker", "rrf")
+
+
+def search_variant(query: str, namespace: str, *, limit: int = 10, params: RankerParams | None = None,
+                   channels: tuple[str, ...] = CHANNELS, fusion: str = "ranker", query_vector=None,
+                   log: bool = False) -> SearchResult:
+    """A search with only `channels` running, ranked by the product's ranker (`fusion="ranker"`)
+    or by plain reciprocal rank fusion (`"rrf"`); not logged unless asked."""
+    if fusion not in FUSIONS:
+        raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}, got {fusion!r}")
+    return run_search(query, namespace, limit=limit, params=params, log=log, query_vector=query_vector,
+                      channels=channels, fuse=plain_rrf if fusion == "rrf" else None)
+
+
+def plain_rrf(candidates: list[Candidate], params: RankerParams) -> Ranking:
+    """Reciprocal rank fusion alone (k=60), for the benchmark's comparison row."""
+    scored = []
+    for c in candidates:
+        value = sum(1.0 / (params.rrf_k + h.rank) for h in c.hits.values())
+        scored.append(ScoreDetails(key=c.key, kind=c.kind, channels={}, rrf_bonus=value, relevance=value,
+                                   score=value, cosine=c.cosine))
+    scored.sort(key=lambda d: (-d.score, -(d.cosine or -2), str(d.key)))
+    kept = [ScoreDetails(**{**d.__dict__, "kept": True, "rank": i}) for i, d in enumerate(scored[: params.limit], 1)]
+    summary = RankSummary(len(candidates), {}, len(kept), 0, 0, 0, max(0, len(scored) - params.limit),
+                          kept[0].relevance if kept else 0.0, 0.0)
+    return Ranking(kept=kept, dropped=[], summary=summary)
+
+
+def clear_document_frequencies() -> None:
+    """Empty the lexical channel's cache of document frequencies, so the next read counts them."""
+    lexical.DOCUMENT_FREQUENCIES.clear()
+
+
+def query_lexemes(text: str) -> list[tuple[str, int]]:
+    """The query's lexemes as the lexical channel reads them."""
+    return lexical.query_lexemes(text)
+
+
+def lexical_read(namespace_id: int, lexemes: list[tuple[str, int]], depth: int, *,
+                 packed: bool = True) -> lexical.LexicalResult:
+    """The lexical channel's top `depth` for `lexemes`, from the packed posting lists (when the
+    namespace has them) or from the postings table (`packed=False`)."""
+    return lexical.lexical_search(channels.Scope(namespace_id), lexemes, depth, packed=packed)
+
+
+def posting_lists_in_force(namespace_id: int) -> bool:
+    return posting_lists.state(namespace_id) is not None
+
+
+def build_posting_lists(namespace_id: int) -> str:
+    """Pack the namespace's postings now, whatever its size; returns what happened."""
+    return posting_lists.build(namespace_id)
+
+
+def ensure_posting_lists(namespace_id: int) -> str:
+    """What a finished ingest run does: pack them when the namespace is large enough or changed."""
+    return posting_lists.ensure(namespace_id)
+
+
+def drop_posting_lists(namespace_id: int) -> None:
+    posting_lists.drop(namespace_id)
+
+
+def ensure_vector_index(namespace_id: int) -> str:
+    """What a finished ingest run does: the namespace's own HNSW index once it is large enough."""
+    return ensure_namespace_index(namespace_id)
+
+
+def vector_index_name(namespace_id: int) -> str:
+    return index_name(namespace_id)
