@@ -8,10 +8,11 @@ from evaluation.suites import parse_suite
 from kb.errors import AuthenticationRequired
 
 MAX_API_EVAL_CASES = 200
-router = Router(tags=["evals"])
+router = Router(tags=["search"])  # where /api/docs has always listed it
 
 
-@router.post("/evals/run", summary="Run an eval suite (the kb_eval JSON format) and return every check")
+@router.post("/evals/run", summary="Run an eval suite (the kb_eval JSON format) and return every check",
+             operation_id="retrieval_api_run_eval")  # the id clients were generated with
 def run_eval(request, data: EvalRunIn):
     """Needs a token or a staff session. At most MAX_API_EVAL_CASES cases per request, each
     counted against the caller's rate limit as a search; larger suites run with `kb_eval`."""

@@ -72,7 +72,6 @@ def fit_namespace(namespace: str, queries: dict[str, str], judgements: dict[str,
 def suite_judgements(suite) -> tuple[str, dict[str, str], dict[str, dict[str, int]]]:
     """The namespace, questions and judgements (each `relevant` ref gains 1) of an eval suite's
     cases that name relevant documents; a fit needs them all in one namespace."""
-
     judged = [case for case in suite.cases if case.expect.relevant]
     namespaces = {case.namespace for case in judged}
     if not judged:

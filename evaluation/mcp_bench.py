@@ -146,8 +146,6 @@ def _calls(namespace: str, capability_ids: list[str]):
 @contextlib.contextmanager
 def temporary_provider(namespace: Namespace):
     """A provider with one capability per document of the namespace's first few, deleted after."""
-
-
     documents = list(Document.objects.filter(namespace=namespace).select_related("source")
                      .order_by("id")[:PROVIDER_DOCUMENTS])
     definition = {"id": PROVIDER, "title": "Benchmark provider", "namespace": namespace.slug, "capabilities": [

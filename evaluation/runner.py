@@ -9,7 +9,8 @@ from evaluation.suites import CaseResult, EvalSuite, ResultView, SuiteResult, ch
 from kb.auth import Principal
 from kb.errors import KBError
 from kb.models import EvalRun
-from retrieval.service import Filters, search
+from retrieval.evaluate import search_variant
+from retrieval.service import Filters
 
 METHODS = {  # what `kb_eval --method` compares the full ranker with
     "ranker": {},
@@ -17,6 +18,7 @@ METHODS = {  # what `kb_eval --method` compares the full ranker with
     "lexical": {"channels": ("lexical",)},
     "rrf": {"fusion": "rrf"},
 }
+
 
 def run_suite(suite: EvalSuite, *, principal: Principal | None = None, method: str = "ranker") -> SuiteResult:
     """Every case in input order; a search error is recorded on its case and the suite goes on.
@@ -29,8 +31,8 @@ def run_suite(suite: EvalSuite, *, principal: Principal | None = None, method: s
         try:
             if principal is not None:
                 principal.check(case.namespace)
-            found = search(case.question, case.namespace, limit=case.top_k, log=False,
-                           filters=Filters(case.source_ids, case.document_ids), **METHODS[method])
+            found = search_variant(case.question, case.namespace, limit=case.top_k,
+                                   filters=Filters(case.source_ids, case.document_ids), **METHODS[method])
             views = [ResultView(h.citation_url, h.source_name, h.anchor, h.details.base, h.document_ref)
                      for h in found.hits]
             outcome.checks, outcome.recall, outcome.mrr = check_case(case, views)
@@ -41,6 +43,7 @@ def run_suite(suite: EvalSuite, *, principal: Principal | None = None, method: s
         outcome.duration_ms = (time.perf_counter() - case_started) * 1000
         results.append(outcome)
     return SuiteResult(cases=results, duration_ms=(time.perf_counter() - started) * 1000)
+
 
 def junit_xml(result: SuiteResult, suite_name: str = "kb-eval") -> str:
     suite = ElementTree.Element("testsuite", name=suite_name, tests=str(result.total),
@@ -58,10 +61,10 @@ def junit_xml(result: SuiteResult, suite_name: str = "kb-eval") -> str:
                 f"{c.name}: {c.detail}" for c in case.checks)
     return ElementTree.tostring(ElementTree.ElementTree(suite).getroot(), encoding="unicode", xml_declaration=True)
 
+
 def run_recorded(suite_record, *, principal: Principal):
     """Run a stored suite in its namespace with the rights of `principal` (the curator who asked)
     and keep the result in its history (the admin's regression view); returns the new EvalRun."""
-
     namespace = suite_record.namespace
     suite = parse_suite(suite_record.definition, namespace=namespace.slug if namespace else None)
     result = run_suite(suite, principal=principal)

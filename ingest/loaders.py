@@ -156,7 +156,7 @@ class SourceLoader:
             )
         except KBError as exc:
             return LoadedItem(ref=url, url=url, error=exc)
-        except Exception as exc:
+        except Exception as exc:  # a client bug on one page must not stop the source
             logger.exception("unexpected error fetching %s", url)
             return LoadedItem(ref=url, url=url, error=IngestInternalError(f"{type(exc).__name__}: {exc}"))
         if result.not_modified:
@@ -260,7 +260,7 @@ class SourceLoader:
             if item.body is not None and item.error is None and "html" in item.media_type:
                 try:
                     links, canonical = page_links(item.body, item.url or url)
-                except Exception as exc:
+                except Exception as exc:  # a parser bug on one page must not stop the crawl
                     logger.exception("unexpected error reading the links of %s", url)
                     links, canonical = [], ""
                     item = LoadedItem(ref=url, url=url, error=IngestInternalError(

@@ -93,7 +93,7 @@ class IngestPipeline:
         except DatabaseError as exc:
             self._fail_after_lost_database(exc)
             return self.run
-        except Exception as exc:
+        except Exception as exc:  # a bug must end the run as failed, never leave it running
             logger.exception("unexpected error in ingest run %s", self.run.pk)
             self._pending.clear()
             self._finish(failed_with=IngestInternalError(f"{type(exc).__name__}: {exc}"))
@@ -172,7 +172,7 @@ class IngestPipeline:
                 self._handle(item, started)
             except (KBError, DatabaseError):
                 raise
-            except Exception as exc:
+            except Exception as exc:  # an extractor bug must not abort the run
                 logger.exception("unexpected error ingesting %s", item.ref)
                 self.report.record(Outcome(item.ref, Status.FAILED, error_code=IngestInternalError.code,
                                            error_message=f"{type(exc).__name__}: {exc}"), started)

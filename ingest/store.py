@@ -193,10 +193,10 @@ def remove_document(doc_id: int) -> None:
 
 def copy_documents(source_id: int, base_namespace_id: int, target_namespace_id: int, *, marker: int,
                    drop_every: int) -> None:
-    """The writer's bulk path, for scaling runs: copy every document and chunk of one namespace
+    """The writer's bulk path, used only by the benchmark's scaling runs (`ingest.evaluate`): copy every document and chunk of one namespace
     into `source_id` of another in two statements, each document's ref suffixed `~marker`. The
     copies are perturbed so they are near neighbours, not duplicates: each chunk drops the word
-    after every `drop_every` words and ends with `copy <marker>`, and its vector moves by small noise and
+    after every `drop_every` words and ends with " copy<marker>", and its vector moves by small noise and
     is normalised again. One transaction: a copy is written whole or not at all."""
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(

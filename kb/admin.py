@@ -1,7 +1,8 @@
 """The console's own part: namespaces, who may read them, and API tokens.
 
 Every app registers its models' admin next to its services (`ingest/admin.py`,
-`retrieval/admin.py`, `capabilities/admin.py`) on the base classes of `kb/admin_access.py`."""
+`retrieval/admin.py`, `capabilities/admin.py`, `evaluation/admin.py`) on the base classes of
+`kb/admin_access.py`."""
 
 from django.contrib import admin, messages
 from django.db.models import Count

@@ -59,11 +59,11 @@ def context(request, data: ContextIn):
     return presenters.context_payload(result, max_chars=data.max_chars)
 
 
-@router.get("/documents", response=DocumentPageOut, tags=["documents"])
+# the documents and namespaces endpoints keep the operation ids clients were generated with
+@router.get("/documents", response=DocumentPageOut, tags=["documents"], operation_id="kb_api_list_documents")
 def list_documents(request, namespace: str | None = None, page: int = 1, page_size: int = 20):
     if page < 1 or not 1 <= page_size <= MAX_PAGE_SIZE:
-        raise ValidationFailed(f"page must be >= 1 and page_size between 1 and {MAX_PAGE_SIZE}.",
-                               details={"field": "page_size" if page >= 1 else "page"})
+        raise ValidationFailed(f"page must be >= 1 and page_size between 1 and {MAX_PAGE_SIZE}.")
     def read():
         queryset = documents.visible_documents(request.auth, namespace)
         start = (page - 1) * page_size
@@ -73,7 +73,8 @@ def list_documents(request, namespace: str | None = None, page: int = 1, page_si
     return on_replica(read)
 
 
-@router.get("/documents/{document_id}", response=DocumentDetailOut, tags=["documents"])
+@router.get("/documents/{document_id}", response=DocumentDetailOut, tags=["documents"],
+            operation_id="kb_api_document_detail")
 def document_detail(request, document_id: int):
     def read():
         document = documents.get_document(request.auth, document_id)
@@ -84,17 +85,18 @@ def document_detail(request, document_id: int):
     return on_replica(read)
 
 
-@router.get("/documents/{document_id}/text", response=DocumentTextOut, tags=["documents"])
+@router.get("/documents/{document_id}/text", response=DocumentTextOut, tags=["documents"],
+            operation_id="kb_api_document_text")
 def document_text(request, document_id: int, max_chars: int = 20000, offset: int = 0):
     """The text from character `offset`, at most `max_chars` of it; a cut closes with a marker
     and `next_offset` says where the next piece starts."""
     if not 1 <= max_chars <= 1_000_000:
-        raise ValidationFailed("max_chars must be between 1 and 1000000.", details={"field": "max_chars"})
+        raise ValidationFailed("max_chars must be between 1 and 1000000.")
     return on_replica(lambda: documents.capped_text(documents.get_document(request.auth, document_id), max_chars,
                                                     offset))
 
 
-@router.get("/namespaces", response=NamespaceListOut, tags=["namespaces"],
-                      summary="The namespaces the caller may read, with counts and freshness")
+@router.get("/namespaces", response=NamespaceListOut, tags=["namespaces"], operation_id="kb_api_list_namespaces",
+            summary="The namespaces the caller may read, with counts and freshness")
 def list_namespaces(request):
     return on_replica(lambda: {"namespaces": namespaces.namespace_summaries(request.auth)})

@@ -10,21 +10,21 @@ from __future__ import annotations
 
 from retrieval import channels, lexical, posting_lists
 from retrieval.ranker import CHANNELS, Candidate, RankerParams, Ranking, RankSummary, ScoreDetails
-from retrieval.service import SearchResult, run_search
+from retrieval.service import Filters, SearchResult, run_search
 from retrieval.vector_index import ensure_namespace_index, index_name
 
 FUSIONS = ("ranker", "rrf")
 
 
-def search_variant(query: str, namespace: str, *, limit: int = 10, params: RankerParams | None = None,
-                   channels: tuple[str, ...] = CHANNELS, fusion: str = "ranker", query_vector=None,
-                   log: bool = False) -> SearchResult:
+def search_variant(query: str, namespace: str, *, limit: int = 10, filters: Filters = Filters(),
+                   params: RankerParams | None = None, channels: tuple[str, ...] = CHANNELS, fusion: str = "ranker",
+                   query_vector=None, log: bool = False) -> SearchResult:
     """A search with only `channels` running, ranked by the product's ranker (`fusion="ranker"`)
     or by plain reciprocal rank fusion (`"rrf"`); not logged unless asked."""
     if fusion not in FUSIONS:
         raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}, got {fusion!r}")
-    return run_search(query, namespace, limit=limit, params=params, log=log, query_vector=query_vector,
-                      channels=channels, fuse=plain_rrf if fusion == "rrf" else None)
+    return run_search(query, namespace, limit=limit, filters=filters, params=params, log=log,
+                      query_vector=query_vector, channels=channels, fuse=plain_rrf if fusion == "rrf" else None)
 
 
 def plain_rrf(candidates: list[Candidate], params: RankerParams) -> Ranking:

@@ -28,7 +28,7 @@ PUBLIC = {
                   "retrieval.fusion", "retrieval.errors", "retrieval.curation", "retrieval.spelling",
                   "retrieval.evaluate"},
     "capabilities": {"capabilities.service", "capabilities.errors"},
-    "evaluation": set(),  # nothing in the product imports evaluation
+    "evaluation": set(),  # no app imports evaluation; only the wiring mounts its surfaces
 }
 SURFACES = (".api", ".views", ".mcp")  # what the wiring mounts: each app's API router, pages and MCP tools
 PURE = {

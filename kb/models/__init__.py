@@ -10,16 +10,16 @@
 from kb.models.access import ApiToken, Namespace, NamespaceMembership, RateCounter
 from kb.models.capabilities import Capability, KnowledgeTarget, Provider, ProviderRevision
 from kb.models.content import (
-                               SEARCH_CONFIG,
-                               Chunk,
-                               ChunkTerm,
-                               Document,
-                               NamespaceStats,
-                               PostingList,
-                               PostingListBuild,
-                               PostingListChange,
-                               Source,
-                               SourceFile,
+    SEARCH_CONFIG,
+    Chunk,
+    ChunkTerm,
+    Document,
+    NamespaceStats,
+    PostingList,
+    PostingListBuild,
+    PostingListChange,
+    Source,
+    SourceFile,
 )
 from kb.models.runs import IngestItem, IngestRun
 from kb.models.search import EvalRun, EvalSuite, FusionCalibration, QueryFeedback, QueryLog

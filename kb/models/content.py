@@ -234,7 +234,7 @@ class PostingListBuild(models.Model):
 
 
 class PostingList(models.Model):
-    """One term's postings in a namespace, packed; written only by kb/posting_lists.build."""
+    """One term's postings in a namespace, packed; written only by retrieval/posting_lists.build."""
 
     pk = models.CompositePrimaryKey("namespace", "lexeme")
     namespace = models.ForeignKey(Namespace, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+")

@@ -135,6 +135,15 @@ def test_runner_keeps_order_records_errors_and_goes_on(corpus):
     assert (result.passed, result.failed, result.total) == (1, 2, 3) and result.duration_ms > 0
 
 
+@pytest.mark.parametrize("method", ["vector", "lexical", "rrf"])
+def test_kb_eval_methods_search_one_channel_or_plain_rrf(corpus, method):
+    """`kb_eval --method`: the same suite with one channel alone or plain RRF, cases in order."""
+    result = run_suite(parse_suite(SUITE), method=method)
+    assert [c.id for c in result.cases] == ["soup", "broken", "impossible"]
+    assert result.cases[0].error == "" and result.cases[0].top  # the soup case was searched
+    assert result.cases[1].error.startswith("SEARCH_UNKNOWN_NAMESPACE")
+
+
 def test_junit_output_reads_in_a_junit_parser(corpus, tmp_path):
     from junitparser import Error, Failure, JUnitXml
 

@@ -27,7 +27,7 @@ def _wait_until_serving(url: str, server: subprocess.Popen, stopping) -> bool:
     deadline = time.monotonic() + SERVER_START_SECONDS
     while time.monotonic() < deadline and server.poll() is None and not stopping():
         try:
-            urllib.request.urlopen(url, timeout=2)
+            urllib.request.urlopen(url, timeout=2)  # our own loopback server
             return True
         except urllib.error.HTTPError:
             return True  # it answered: 503 while the worker starts is still serving
