@@ -193,11 +193,12 @@ def remove_document(doc_id: int) -> None:
 
 def copy_documents(source_id: int, base_namespace_id: int, target_namespace_id: int, *, marker: int,
                    drop_every: int) -> None:
-    """The writer's bulk path, used only by the benchmark's scaling runs (`ingest.evaluate`): copy every document and chunk of one namespace
-    into `source_id` of another in two statements, each document's ref suffixed `~marker`. The
-    copies are perturbed so they are near neighbours, not duplicates: each chunk drops the word
-    after every `drop_every` words and ends with " copy<marker>", and its vector moves by small noise and
-    is normalised again. One transaction: a copy is written whole or not at all."""
+    """The writer's bulk path, used only by the benchmark's scaling runs (`ingest.evaluate`):
+    copy every document and chunk of one namespace into `source_id` of another in two
+    statements, each document's ref suffixed `~marker`. The copies are perturbed so they are
+    near neighbours, not duplicates: each chunk drops the word after every `drop_every` words
+    and ends with " copy<marker>", and its vector moves by small noise and is normalised again.
+    One transaction: a copy is written whole or not at all."""
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
             """INSERT INTO kb_document (source_id, namespace_id, ref, title, path, name_key, content,

@@ -64,6 +64,7 @@ def context(request, data: ContextIn):
 def list_documents(request, namespace: str | None = None, page: int = 1, page_size: int = 20):
     if page < 1 or not 1 <= page_size <= MAX_PAGE_SIZE:
         raise ValidationFailed(f"page must be >= 1 and page_size between 1 and {MAX_PAGE_SIZE}.")
+
     def read():
         queryset = documents.visible_documents(request.auth, namespace)
         start = (page - 1) * page_size
