@@ -22,13 +22,13 @@ from django.db import connection
 
 from evaluation.fitting import fit_namespace, judged_runs
 from evaluation.mcp_bench import mcp_latency
-from evaluation.metrics import BeirCorpus, evaluate, load_beir, paired_comparison, per_query_ndcg, percentiles
+from evaluation.metrics import BeirCorpus, load_beir, mean_scores, paired_comparison, per_query_ndcg, percentiles
 from evaluation.runner import METHODS
 from evaluation.scale import build_scaled_copy
 from ingest.service import ingest_texts
 from kb.embedding.embedders import get_embedder
 from kb.models import Document, IngestRun, Namespace, Source
-from retrieval import evaluate as search_parts
+from retrieval import evaluate
 from retrieval.fusion import DEFAULT_LEXICAL_WEIGHT, FOLDS, WEIGHT_GRID
 from retrieval.ranker import RankerParams
 from retrieval.service import search
@@ -185,7 +185,7 @@ class CorpusBenchmark:
         runs = judged_runs(self.namespace, dict(self.query_items), vectors=vectors, depth=QUALITY_DOCUMENTS,
                            **kwargs)
         self.per_query[label] = per_query_ndcg(runs, self.qrels)
-        return evaluate(runs, self.qrels)
+        return mean_scores(runs, self.qrels)
 
     def fitted_quality(self, vectors) -> dict:
         """The full ranker as the product runs it here: with the lexical weight fitted to this
@@ -199,11 +199,12 @@ class CorpusBenchmark:
         held_out = calibration.held_out_runs()
         self.per_query["full ranker"] = per_query_ndcg(held_out, qrels)
         fit = calibration.fit
-        return {**evaluate(held_out, qrels),
-                "default_weights": evaluate(calibration.runs[DEFAULT_LEXICAL_WEIGHT], qrels),
+        return {**mean_scores(held_out, qrels),
+                "default_weights": mean_scores(calibration.runs[DEFAULT_LEXICAL_WEIGHT], qrels),
                 "fusion": {"lexical_weight": fit.weight, "fold_weights": list(fit.fold_weights),
                            "version": calibration.record.version,
-                           "grid": {str(w): evaluate(runs, qrels)["ndcg@10"] for w, runs in calibration.runs.items()}}}
+                           "grid": {str(w): mean_scores(runs, qrels)["ndcg@10"]
+                                    for w, runs in calibration.runs.items()}}}
 
     # --- latency --------------------------------------------------------------------------------
     def latency(self, namespace: str) -> dict:
@@ -262,7 +263,7 @@ class CorpusBenchmark:
         scaled = f"{self.namespace}-scale-{target_chunks}"
         built = build_scaled_copy(self.namespace, scaled, target_chunks,
                                   lambda done, total: self.progress("scale copies", done, total))
-        search_parts.clear_document_frequencies()
+        evaluate.clear_document_frequencies()
         first = self.latency(scaled)
         return {**self.latency(scaled), "first_pass": first, "chunks": built.chunks, "namespace": scaled,
                 "copies_built_s": built.copies_seconds, "vector_index_built_s": built.index_seconds,
@@ -281,8 +282,8 @@ def index_sizes(namespace: str) -> dict[str, int]:
                WHERE c.relname = ANY(%s) OR c.relname = %s""",
             [["kb_chunk", "kb_chunk_term", "kb_chunk_term_pkey", "kb_chunk_term_chunk", "kb_posting_list",
               "chunk_search_vector_gin", "kb_document"],
-             search_parts.vector_index_name(ns.pk)])
-        own = search_parts.vector_index_name(ns.pk)
+             evaluate.vector_index_name(ns.pk)])
+        own = evaluate.vector_index_name(ns.pk)
         return {name if name != own else "vector_index": size for name, size in cursor.fetchall()}
 
 
@@ -343,9 +344,9 @@ def lexical_agreement(namespace: str, query_items, depth: int = AGREEMENT_DEPTH)
     embedding), with a cold and a warm document-frequency cache. A namespace below the lists'
     threshold gets them for the comparison only."""
     ns = Namespace.objects.get(slug=namespace)
-    temporary = not search_parts.posting_lists_in_force(ns.id) and search_parts.build_posting_lists(ns.id) == "built"
+    temporary = not evaluate.posting_lists_in_force(ns.id) and evaluate.build_posting_lists(ns.id) == "built"
     texts = [text for _, text in query_items]
-    lexemes = {text: search_parts.query_lexemes(text) for text in texts}
+    lexemes = {text: evaluate.query_lexemes(text) for text in texts}
     report: dict = {"namespace": namespace, "depth": depth,
                     "posting_lists": "built for this comparison" if temporary else "in force"}
     for cache in ("cold", "warm"):
@@ -353,14 +354,14 @@ def lexical_agreement(namespace: str, query_items, depth: int = AGREEMENT_DEPTH)
         overlaps, packed_queries, read, largest_difference = [], 0, [], 0.0
         for text in texts:
             if cache == "cold":  # each read counts the document frequencies itself
-                search_parts.clear_document_frequencies()
+                evaluate.clear_document_frequencies()
             started = time.perf_counter()
-            table = search_parts.lexical_read(ns.id, lexemes[text], depth, packed=False)
+            table = evaluate.lexical_read(ns.id, lexemes[text], depth, packed=False)
             timings["table"].append((time.perf_counter() - started) * 1000)
             if cache == "cold":
-                search_parts.clear_document_frequencies()
+                evaluate.clear_document_frequencies()
             started = time.perf_counter()
-            packed = search_parts.lexical_read(ns.id, lexemes[text], depth)
+            packed = evaluate.lexical_read(ns.id, lexemes[text], depth)
             timings["packed"].append((time.perf_counter() - started) * 1000)
             truth = {row.chunk_id: row.raw for row in table.rows}
             if truth:
@@ -378,7 +379,7 @@ def lexical_agreement(namespace: str, query_items, depth: int = AGREEMENT_DEPTH)
             "latency_ms": {mode: percentiles(samples) for mode, samples in timings.items()},
         }
     if temporary:
-        search_parts.drop_posting_lists(ns.id)
+        evaluate.drop_posting_lists(ns.id)
     return report
 
 

@@ -67,7 +67,7 @@ def mrr_at(ranked: list[str], gains: dict[str, int], k: int = 10) -> float:
     return 0.0
 
 
-def evaluate(runs: dict[str, list[str]], qrels: dict[str, dict[str, int]]) -> dict[str, float]:
+def mean_scores(runs: dict[str, list[str]], qrels: dict[str, dict[str, int]]) -> dict[str, float]:
     queries = list(qrels)
     return {
         "ndcg@10": round(sum(ndcg_at(runs.get(q, []), qrels[q]) for q in queries) / len(queries), 4),

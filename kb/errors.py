@@ -146,6 +146,16 @@ class NamespaceUnknown(NotFound):
     http_status = 404
 
 
+def error_classes() -> list[type[KBError]]:
+    """`KBError` and every subclass of it imported so far, by code (then module)."""
+    found, pending = [], [KBError]
+    while pending:
+        cls = pending.pop()
+        found.append(cls)
+        pending.extend(cls.__subclasses__())
+    return sorted(found, key=lambda c: (c.code, c.__module__))
+
+
 def error_status(error: KBError) -> int:
     """The HTTP status of an error: what the API, the pages and the middleware answer with."""
     return error.http_status

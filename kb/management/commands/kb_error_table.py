@@ -15,7 +15,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from kb.errors import KBError
+from kb.errors import KBError, error_classes
 
 PACKAGES = ("kb", "ingest", "retrieval", "capabilities", "evaluation")
 PAGE = Path(settings.BASE_DIR) / "docs" / "api.md"
@@ -23,22 +23,17 @@ HEADER = "| code | HTTP | class | subclass of | what it means |\n|---|---|---|--
 TABLE = re.compile(r"^\| code \| HTTP \|.*?\n(?=\n)", re.S | re.M)
 
 
-def error_classes() -> list[type[KBError]]:
-    """Every KBError subclass the packages define (their `errors` modules imported), by code."""
+def import_error_modules() -> None:
+    """Import every package's `errors` modules, so every error class is defined."""
     for package in PACKAGES:
         module = importlib.import_module(package)
         for info in pkgutil.walk_packages(module.__path__, package + "."):
             if info.name.endswith(".errors"):
                 importlib.import_module(info.name)
-    found, pending = [], [KBError]
-    while pending:
-        cls = pending.pop()
-        found.append(cls)
-        pending.extend(cls.__subclasses__())
-    return sorted(found, key=lambda c: (c.code, c.__module__))
 
 
 def error_table() -> str:
+    import_error_modules()
     rows = []
     for cls in error_classes():
         parent = cls.__mro__[1].__name__ if cls is not KBError else "Exception"
