@@ -7,9 +7,11 @@ less, and a text is cut before tokenising at a length that cannot hold fewer tok
 model reads, so the tokenizer never walks a huge text for nothing.
 
 The graph is the query path's export (kb/embedding/onnx_query.py, same file). The int8 variant
-quantises the MatMul weights per output channel (dynamic quantisation, unsigned 8 bit):
-measured on 96 SciFact abstracts against PyTorch, cosine mean 0.9944, lowest 0.9917, where
-quantising every operator per tensor gave 0.935 / 0.898. Every load is verified against the
+quantises the MatMul weights per output channel to signed 8 bit (dynamic quantisation: the
+activations are quantised per batch at run time). Measured on 384 SciFact abstracts against the
+fp32 graph on two AVX2 cores: signed weights ran 1.76x its speed, unsigned ones 1.27x, at the
+same cosine (mean 0.9950, lowest 0.992); quantising per tensor instead of per channel gave a
+mean cosine of 0.937. Every load is verified against the
 PyTorch model on the probe texts; a graph that disagrees is not used, and the caller embeds with
 PyTorch. Sessions are made per process on first use, with a thread per core: ONNX Runtime's
 pool does not survive a fork, and a warm-up in a parent that forks later only verifies the
@@ -32,6 +34,7 @@ from kb.embedding.onnx_query import PROBE_TEXTS, export_graph, graph_path
 logger = logging.getLogger(__name__)
 
 MIN_COSINE = {"onnx": 0.99999, "onnx-int8": 0.98}  # fp32 differs in summation order only
+INT8_VARIANT = "int8s"  # the cached graph's name: signed weights (an unsigned one is never reused)
 BATCH_TEXTS = 32
 # a wordpiece tokenizer reads at most 100 characters into one token ([UNK] past that), so a
 # prefix this long holds at least the model's max_length tokens whenever the text does
@@ -94,7 +97,7 @@ def load_onnx_document_encoder(model, model_dir: Path, cache_dir: Path, *, name:
             export_graph(model, fp32)
         path = fp32
         if runtime == "onnx-int8":
-            path = graph_path(cache_dir, name, model_dir, "int8")
+            path = graph_path(cache_dir, name, model_dir, INT8_VARIANT)
             if not path.exists():
                 _quantise(fp32, path)
         encoder = OnnxDocumentEncoder(path, model.tokenizer, int(model.max_seq_length), threads, runtime)
@@ -124,14 +127,14 @@ def _session(path: Path, threads: int):
 
 
 def _quantise(source: Path, target: Path) -> None:
-    """int8 MatMul weights per output channel, written atomically beside the fp32 graph."""
+    """Signed int8 MatMul weights per output channel, written atomically beside the fp32 graph."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     handle, temporary = tempfile.mkstemp(prefix=target.stem, suffix=".onnx.tmp", dir=target.parent)
     os.close(handle)
     try:
         quantize_dynamic(str(source), temporary, op_types_to_quantize=["MatMul"], per_channel=True,
-                         weight_type=QuantType.QUInt8)
+                         weight_type=QuantType.QInt8)
         os.chmod(temporary, 0o644)
         os.replace(temporary, target)
     finally:

@@ -16,6 +16,7 @@ from kb.embedding.embedders import (
     bundled_model_path,
     get_embedder,
 )
+from kb.embedding.onnx_documents import INT8_VARIANT
 from kb.embedding.onnx_query import VERIFY_MIN_COSINE, _open, export_graph, load_onnx_query_encoder
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
@@ -109,7 +110,17 @@ def test_document_runtimes_reproduce_pytorch_in_order(model, tmp_path, runtime, 
     assert prose.min() >= least, (runtime, prose.min())  # each row is its own text's vector
     if runtime == "onnx-int8":  # int8 weights move degenerate texts further (measured: 0.967 for one)
         assert cosines.min() >= 0.95 and prose.mean() >= 0.99, (cosines.min(), prose.mean())
-        assert (tmp_path / next(p.name for p in tmp_path.glob("*-int8.onnx"))).exists()
+        assert list(tmp_path.glob(f"*-{INT8_VARIANT}.onnx"))
+        assert _weight_types(next(tmp_path.glob(f"*-{INT8_VARIANT}.onnx"))) == {"INT8"}  # signed: 1.4x unsigned
+
+
+def _weight_types(path) -> set[str]:
+    """The element types of a graph's quantised weights (the initialisers MatMulInteger reads)."""
+    import onnx
+
+    graph = onnx.load(str(path)).graph
+    weights = {node.input[1] for node in graph.node if node.op_type == "MatMulInteger"}
+    return {onnx.TensorProto.DataType.Name(t.data_type) for t in graph.initializer if t.name in weights}
 
 
 def test_a_document_graph_that_disagrees_falls_back_to_pytorch(model, tmp_path):
