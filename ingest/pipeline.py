@@ -358,13 +358,20 @@ class IngestPipeline:
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         """Embed in slices, each one reported: the run page moves and the heartbeat beats per
-        slice, so a curator (and the watchdog) can tell a long batch from a hung worker."""
+        slice, so a curator (and the watchdog) can tell a long batch from a hung worker. The
+        slices are cut from the texts in order of length, so each model batch pads little."""
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         parts = []
-        for start in range(0, len(texts), EMBED_PROGRESS_CHUNKS):
-            part = texts[start:start + EMBED_PROGRESS_CHUNKS]
+        for start in range(0, len(order), EMBED_PROGRESS_CHUNKS):
+            part = [texts[i] for i in order[start:start + EMBED_PROGRESS_CHUNKS]]
             parts.append(self.embedder.embed_documents(part))
             self.report.embedded(len(part))
-        return np.concatenate(parts) if parts else np.zeros((0, self.embedder.dimension), dtype=np.float32)
+        if not parts:
+            return np.zeros((0, self.embedder.dimension), dtype=np.float32)
+        vectors = np.concatenate(parts)
+        restored = np.empty_like(vectors)
+        restored[order] = vectors
+        return restored
 
     def _store_each_if_refused(self, pending: list[PendingDocument], vectors) -> list[PendingDocument]:
         """Store the batch; when the database refuses a value in it (not when it went away),
@@ -389,5 +396,6 @@ class IngestPipeline:
         return stored
 
     def _store(self, pending: list[PendingDocument], vectors) -> None:
-        written = store.write_batch(self.source, pending, vectors, self.embedder.model_id, self._stored)
+        written = store.write_batch(self.source, pending, vectors, self.embedder.model_id, self._stored,
+                                    runtime=getattr(self.embedder, "document_runtime_in_use", ""))
         self.report.chunks_stored(written)

@@ -40,17 +40,20 @@ def start_ingest(source: Source, *, mode: str = IngestRun.Mode.INGEST,
     return run
 
 
-def ingest_texts(source: Source, documents: Iterable[tuple[str, str, str]], on_progress=None) -> IngestRun:
+def ingest_texts(source: Source, documents: Iterable[tuple[str, str, str]], on_progress=None,
+                 embedder=None) -> IngestRun:
     """Ingest documents the caller already holds, as (ref, title, text), into `source` as one
     run here and now (a benchmark's corpus): the same pipeline, change detection and report as
-    any other run, without a loader."""
+    any other run, without a loader; `embedder` replaces the configured one (a benchmark
+    comparing runtimes)."""
     from ingest.loaders import LoadedItem
     from ingest.pipeline import IngestPipeline
 
     run = IngestRun.objects.create(source=source)
     items = (LoadedItem(ref=ref, body=text.encode("utf-8"), media_type="text/plain", charset="utf-8",
                         title_hint=title, path=ref) for ref, title, text in documents)
-    IngestPipeline(run, on_progress=on_progress).execute(items)
+    chosen = {"embedder": embedder} if embedder is not None else {}
+    IngestPipeline(run, on_progress=on_progress, **chosen).execute(items)
     run.refresh_from_db()
     return run
 

@@ -24,7 +24,7 @@ DOCUMENT_FIELDS = ("namespace", "title", "path", "name_key", "content", "content
                    "byte_size", "indexed_at", "embedding_model", "etag", "last_modified", "metadata")
 CHUNK_FIELDS = ("title", "text", "heading_path", "anchor", "start_byte", "end_byte", "token_estimate",
                 "is_partial_code", "page_start", "page_end", "embedding", "embedding_model", "embed_reason",
-                "namespace", "text_key", "body_key")
+                "embedding_runtime", "namespace", "text_key", "body_key")
 
 
 @dataclass
@@ -85,9 +85,10 @@ def failed_refs(run: IngestRun) -> set[str]:
 # --- writes -----------------------------------------------------------------------------------
 
 def write_batch(source: Source, pending: list[PendingDocument], vectors, model_id: str,
-                stored: dict[str, StoredDocument]) -> int:
+                stored: dict[str, StoredDocument], runtime: str = "") -> int:
     """Upsert a batch of documents and their chunks and delete their orphaned tails, in one
-    transaction; returns the number of chunks written."""
+    transaction; returns the number of chunks written. `runtime` is what computed the vectors
+    (the local model's `document_runtime_in_use`), kept with each chunk."""
     now = timezone.now()
     documents = [document_row(source, p, stored.get(p.item.ref), now, model_id) for p in pending]
     with transaction.atomic():
@@ -96,7 +97,7 @@ def write_batch(source: Source, pending: list[PendingDocument], vectors, model_i
         rows, offset = [], 0
         for p, document in zip(pending, written, strict=True):
             for chunk, vector in zip(p.chunks, vectors[offset: offset + len(p.chunks)], strict=True):
-                rows.append(chunk_row(source, document, chunk, vector, model_id, p.reason))
+                rows.append(chunk_row(source, document, chunk, vector, model_id, p.reason, runtime))
             offset += len(p.chunks)
         Chunk.objects.bulk_create(rows, update_conflicts=True, unique_fields=["document", "position"],
                                   update_fields=list(CHUNK_FIELDS))
@@ -109,14 +110,15 @@ def write_batch(source: Source, pending: list[PendingDocument], vectors, model_i
     return len(rows)
 
 
-def chunk_row(source: Source, document: Document, chunk: ChunkSpec, vector, model_id: str, reason: str) -> Chunk:
+def chunk_row(source: Source, document: Document, chunk: ChunkSpec, vector, model_id: str, reason: str,
+              runtime: str = "") -> Chunk:
     return Chunk(
         document_id=document.pk, namespace_id=source.namespace_id, position=chunk.position, title=document.title,
         text=chunk.text, heading_path=list(chunk.heading_path), anchor=chunk.anchor[:300],
         start_byte=chunk.start_byte, end_byte=chunk.end_byte, token_estimate=chunk.token_estimate,
         is_partial_code=chunk.partial_code, page_start=chunk.page_start, page_end=chunk.page_end,
         embedding=vector, embedding_model=model_id, embed_reason=embed_reason(reason),
-        text_key=duplicate_key(chunk.text), body_key=duplicate_key(chunk.body),
+        embedding_runtime=runtime, text_key=duplicate_key(chunk.text), body_key=duplicate_key(chunk.body),
     )
 
 
@@ -212,14 +214,15 @@ def copy_documents(source_id: int, base_namespace_id: int, target_namespace_id: 
         cursor.execute(
             """INSERT INTO kb_chunk (document_id, namespace_id, position, title, text, heading_path, anchor,
                    start_byte, end_byte, token_estimate, is_summary, is_partial_code, embedding,
-                   embedding_model, embed_reason, text_key, body_key)
+                   embedding_model, embed_reason, embedding_runtime, text_key, body_key)
                SELECT nd.id, %s, c.position, c.title,
                       regexp_replace(c.text, '((?:\\S+\\s+){%s})\\S+\\s*', '\\1', 'g') || ' copy' || %s,
                       c.heading_path, c.anchor, c.start_byte, c.end_byte, c.token_estimate, c.is_summary,
                       c.is_partial_code,
                       l2_normalize(c.embedding + (SELECT array_agg((random() - 0.5) * 0.01)
                                                   FROM generate_series(1, vector_dims(c.embedding)))::vector),
-                      c.embedding_model, 'scaled copy', md5(c.text_key || %s), md5(c.body_key || %s)
+                      c.embedding_model, 'scaled copy', c.embedding_runtime,
+                      md5(c.text_key || %s), md5(c.body_key || %s)
                FROM kb_chunk c
                JOIN kb_document od ON od.id = c.document_id
                JOIN kb_document nd ON nd.namespace_id = %s AND nd.ref = od.ref || '~' || %s

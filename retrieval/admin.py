@@ -123,7 +123,8 @@ class ChunkAdmin(ReadOnlyInConsole, LargeTableAdmin, NamespaceScoped):
     list_filter = ["namespace", "is_summary", EmbedReasonFilter]
     search_fields = ["text"]  # shows the search box; get_search_results does the searching
     exclude = ["embedding"]
-    readonly_fields = ["document", "namespace", "search_vector", "embedding_model", "embed_reason"]
+    readonly_fields = ["document", "namespace", "search_vector", "embedding_model", "embedding_runtime",
+                       "embed_reason"]
     list_select_related = ["document"]
 
     def get_search_results(self, request, queryset, search_term):

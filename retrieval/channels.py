@@ -205,6 +205,8 @@ class ChunkRow:
     page_end: int | None = None
     page_unit: str = ""
     scanned: bool = False  # its page's text was recognised from a scan (OCR)
+    embedding_model: str = ""
+    embedding_runtime: str = ""  # torch, onnx or onnx-int8 (the local model), or ""
 
 
 _CANDIDATE_COLUMNS = """c.document_id, c.position, coalesce(nullif(d.path, ''), d.ref), c.is_summary, s.priority,
@@ -260,7 +262,8 @@ def hydrate(scope: Scope, chunk_ids: list[int]) -> dict[int, ChunkRow]:
                        s.kind, s.name, d.created_at, d.indexed_at, c.page_start, c.page_end,
                        coalesce(d.metadata->>'page_unit', ''),
                        coalesce(d.metadata->'ocr_pages' @> to_jsonb(c.page_start)
-                                OR d.metadata->'ocr_pages' @> to_jsonb(c.page_end), false)
+                                OR d.metadata->'ocr_pages' @> to_jsonb(c.page_end), false),
+                       c.embedding_model, c.embedding_runtime
                 FROM kb_chunk c JOIN kb_document d ON d.id = c.document_id
                 JOIN kb_source s ON s.id = d.source_id
                 WHERE c.id = ANY(%s) AND {where}""",

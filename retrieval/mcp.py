@@ -92,7 +92,7 @@ def _passage(hit: Hit, lexemes: list[str], base: str, explain: bool) -> dict:
             "location": presenters.location_label(hit.page_start, hit.page_end, hit.page_unit),
             "page_start": hit.page_start, "page_end": hit.page_end, "start_byte": hit.start_byte,
             "end_byte": hit.end_byte, "score": round(hit.score, 6),
-            "explanation": presenters.explanation(hit.details) if explain else None}
+            "explanation": presenters.explanation(hit) if explain else None}
 
 
 def plain(snippet: str) -> str:

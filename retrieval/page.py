@@ -21,7 +21,7 @@ class Bar:
 
 
 def _row(hit, result: SearchResult) -> dict:
-    details = explanation(hit.details)
+    details = explanation(hit)
     parts = [("base", details["base"], _base_note(details, result)),
              ("RRF bonus", details["rrf_bonus"], "agreement between channels"),
              ("recency", details["recency_boost"], ""), ("source priority", details["priority_boost"], ""),
@@ -37,7 +37,8 @@ def _row(hit, result: SearchResult) -> dict:
                else f"above the floor {result.summary.floor:.3f}")
     return {"hit": hit, "snippet": snippet(hit.text, result.lexemes), "channels": channels,
             "location": location_label(hit.page_start, hit.page_end, hit.page_unit),
-            "bars": bars, "relevance": details["relevance"], "why": why, "sections": []}
+            "bars": bars, "relevance": details["relevance"], "why": why, "embedded_by": details["embedded_by"],
+            "sections": []}
 
 
 def _base_note(details: dict, result: SearchResult) -> str:

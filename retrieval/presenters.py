@@ -40,7 +40,9 @@ def snippet(text: str, lexemes: list[str], width: int = SNIPPET_CHARS) -> str:
     return prefix + escaped + suffix
 
 
-def explanation(details) -> dict:
+def explanation(hit) -> dict:
+    """How a hit was scored (its `ScoreDetails`) and what embedded its passage."""
+    details = hit.details
     return {
         "channels": {name: {"rank": s.rank, "raw": round(s.raw, 6), "score": round(s.score, 6)}
                      for name, s in details.channels.items()},
@@ -50,6 +52,7 @@ def explanation(details) -> dict:
         "relevance": round(details.relevance, 6), "bypassed_threshold": details.bypassed_threshold,
         "eligible": details.eligible,
         "vector_z": _rounded(details.vector_z), "lexical_z": _rounded(details.lexical_z),
+        "embedded_by": hit.embedded_by,
     }
 
 
@@ -91,7 +94,7 @@ def _result(h, result: SearchResult, explain: bool) -> dict:
         "page_start": h.page_start, "page_end": h.page_end, "scanned": h.scanned,
         "date": h.created_at, "score": round(h.score, 6),
         "cosine": round(h.cosine, 6) if h.cosine is not None else None,
-        "explanation": explanation(h.details) if explain else None,
+        "explanation": explanation(h) if explain else None,
     }
 
 

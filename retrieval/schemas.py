@@ -39,6 +39,7 @@ class ExplanationOut(Schema):
     eligible: bool
     vector_z: float | None = None  # the fused base's inputs: z-scores in this query's lists
     lexical_z: float | None = None
+    embedded_by: str = ""  # the passage's model and runtime: "st:all-MiniLM-L6-v2 (onnx-int8)"
 
 
 class HitOut(Schema):

@@ -76,6 +76,7 @@ class Hit:
     page_end: int | None = None
     page_unit: str = ""
     scanned: bool = False  # "text recognised from a scan": the passage's page was OCRed
+    embedded_by: str = ""  # the model and runtime that computed the passage's vector
 
 
 @dataclass(frozen=True)
@@ -350,7 +351,13 @@ def _hit(details: ScoreDetails, row: ch.ChunkRow, namespace: str) -> Hit:
         source_name=row.source_name, created_at=row.created_at or row.indexed_at, score=details.score,
         relevance=details.relevance, cosine=details.cosine, details=details,
         page_start=row.page_start, page_end=row.page_end, page_unit=row.page_unit, scanned=row.scanned,
+        embedded_by=embedded_by(row.embedding_model, row.embedding_runtime),
     )
+
+
+def embedded_by(model: str, runtime: str) -> str:
+    """"st:all-MiniLM-L6-v2 (onnx-int8)"; the model alone when no runtime was recorded."""
+    return f"{model} ({runtime})" if model and runtime else model
 
 
 def document_link(citation: str) -> str:

@@ -319,12 +319,7 @@ def get_embedder() -> Embedder:
     """The configured embedder (built once per process; the model loads on first use)."""
     conf = kb_settings()
     if conf.embedder == "local":
-        path = Path(conf.embedding_model) if conf.embedding_model else bundled_model_path()
-        return SentenceTransformerEmbedder(
-            path, batch_size=conf.embedding_batch, query_runtime=conf.embedding_query_runtime,
-            document_runtime=conf.embedding_document_runtime,
-            cache_dir=conf.model_cache_dir,
-        )
+        return local_embedder(conf.embedding_document_runtime)
     if conf.embedder == "http":
         return HttpEmbedder(
             conf.embeddings_url, model=conf.embedding_model or "text-embedding-3-small",
@@ -336,6 +331,17 @@ def get_embedder() -> Embedder:
     except ImportError as exc:
         raise ConfigurationError(f"KB_EMBEDDER={conf.embedder!r} cannot be imported: {exc}") from exc
     return factory()
+
+
+def local_embedder(document_runtime: str) -> SentenceTransformerEmbedder:
+    """The configured local model with documents embedded through `document_runtime` (`torch`,
+    `onnx` or `onnx-int8`): what the deployment runs, or what a benchmark compares it with."""
+    conf = kb_settings()
+    path = Path(conf.embedding_model) if conf.embedding_model else bundled_model_path()
+    return SentenceTransformerEmbedder(
+        path, batch_size=conf.embedding_batch, query_runtime=conf.embedding_query_runtime,
+        document_runtime=document_runtime, cache_dir=conf.model_cache_dir,
+    )
 
 
 def warm_up(path: str) -> float:

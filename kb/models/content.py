@@ -158,6 +158,9 @@ class Chunk(models.Model):
     embedding = VectorField(dimensions=settings.KB_EMBEDDING_DIM, null=True, blank=True)
     embedding_model = models.CharField(max_length=200, blank=True)
     embed_reason = models.CharField(max_length=32, blank=True)
+    embedding_runtime = models.CharField(
+        max_length=16, blank=True,
+        help_text="What computed the vector with the local model: torch, onnx or onnx-int8 (empty: another embedder).")
     text_key = models.CharField(max_length=32, blank=True, help_text="Duplicate key of the text.")
     body_key = models.CharField(max_length=32, blank=True,
                                 help_text="Duplicate key of the text without its breadcrumb.")
