@@ -5,7 +5,10 @@ hashes), every query runs through the real search service, and the report holds 
 quality for the full ranker (its fusion weight fitted with cross-validation), the default
 weights, each channel alone and plain RRF; search latency with and without query embedding and
 through the API and page; ingest throughput next to the model's raw embedding throughput
-measured in the same run; and, when asked, latency on a scaled copy of the namespace.
+measured in the same run, with the peak memory of a process that embeds through the runtime
+(`evaluation/memory.py`); and, when asked, latency on a scaled
+copy of the namespace. With a document runtime chosen (`BenchOptions.runtime`), the corpus goes
+into a namespace of its own for that runtime, so runtimes are compared side by side in one run.
 
 Progress goes to a `progress(what, done, total)` callback and messages to `log(text)`, so the
 command decides how they look.
@@ -20,13 +23,14 @@ from dataclasses import dataclass
 
 from django.db import connection
 
+from evaluation import memory
 from evaluation.fitting import fit_namespace, judged_runs
 from evaluation.mcp_bench import mcp_latency
 from evaluation.metrics import BeirCorpus, load_beir, mean_scores, paired_comparison, per_query_ndcg, percentiles
 from evaluation.runner import METHODS
 from evaluation.scale import build_scaled_copy
 from ingest.service import ingest_texts
-from kb.embedding.embedders import get_embedder
+from kb.embedding.embedders import get_embedder, local_embedder
 from kb.models import Document, IngestRun, Namespace, Source
 from retrieval import evaluate
 from retrieval.fusion import DEFAULT_LEXICAL_WEIGHT, FOLDS, WEIGHT_GRID
@@ -60,6 +64,7 @@ class BenchOptions:
     lexical_agreement: bool = False  # compare the lexical channel's packed read with the postings table's
     admin: bool = False  # also time the curator's changelists
     mcp: bool = False  # also time every MCP tool next to its JSON API twin (evaluation/mcp_bench.py)
+    runtime: str = ""  # embed documents through this runtime of the local model, in its own namespace
 
 
 def _quiet(*args) -> None:
@@ -72,7 +77,9 @@ class CorpusBenchmark:
     def __init__(self, folder, namespace: str | None, options: BenchOptions, *,
                  progress: Progress = _quiet, log: Callable[[str], None] = _quiet):
         self.corpus: BeirCorpus = load_beir(folder)
-        self.namespace = namespace or f"bench-{self.corpus.name.lower()}"
+        suffix = f"-{options.runtime}" if options.runtime else ""
+        self.namespace = namespace or f"bench-{self.corpus.name.lower()}{suffix}"
+        self.embedder = local_embedder(options.runtime) if options.runtime else get_embedder()
         self.options, self.progress, self.log = options, progress, log
         self.query_items = list(self.corpus.queries.items())[: options.queries or None]
         self.qrels = {qid: self.corpus.qrels[qid] for qid, _ in self.query_items}
@@ -95,7 +102,8 @@ class CorpusBenchmark:
             settle()
         vectors = self.query_vectors()
         report: dict = {"corpus": corpus.name, "namespace": self.namespace, "queries": len(self.query_items),
-                        "channels": {}}
+                        "channels": {}, "label": f"{corpus.name} {options.runtime}".strip(),
+                        "runtime": getattr(self.embedder, "document_runtime_in_use", "")}
         if not options.skip_quality:
             report.update(self.quality_report(vectors))
         if options.rule_effects:
@@ -107,6 +115,10 @@ class CorpusBenchmark:
         report.update(ingest)
         report["embed_docs_per_s"] = round(sum(raw_rates) / len(raw_rates), 2)
         report["embed_docs_per_s_measured"] = raw_rates
+        if full_ingest_expected:
+            runtime = options.runtime or getattr(self.embedder, "document_runtime", "")
+            if runtime:
+                report["embedding_process_mb"] = memory.embedding_process_peak(runtime, self.raw_sample())
         if ingest.get("ingest_docs_per_s") and report["embed_docs_per_s"]:
             report["ingest_vs_embed"] = round(ingest["ingest_docs_per_s"] / report["embed_docs_per_s"], 3)
         on_report(report)
@@ -134,7 +146,7 @@ class CorpusBenchmark:
         )
         documents = ((str(doc["_id"]), doc.get("title", ""), doc.get("text", "")) for doc in corpus.documents)
         started = time.perf_counter()
-        run = ingest_texts(source, documents,
+        run = ingest_texts(source, documents, embedder=self.embedder,
                            on_progress=lambda r: self.progress("ingest", r.items_done, len(corpus.documents)))
         seconds = time.perf_counter() - started
         self.log(f"ingest run {run.pk}: {run.status}, {run.items_changed} changed, "
@@ -157,16 +169,19 @@ class CorpusBenchmark:
 
     def raw_embedding_rate(self) -> float:
         """The model alone on the same documents (title + text), batched as the pipeline batches."""
-        embedder = get_embedder()
-        sample = [f"{d.get('title', '')}\n\n{d.get('text', '')}" for d in self.corpus.documents[:RAW_EMBED_SAMPLE]]
+        embedder = self.embedder
+        sample = self.raw_sample()
         embedder.embed_documents(sample[:16])  # warm-up: model load
         started = time.perf_counter()
         embedder.embed_documents(sample)
         return round(len(sample) / (time.perf_counter() - started), 2)
 
+    def raw_sample(self) -> list[str]:
+        return [f"{d.get('title', '')}\n\n{d.get('text', '')}" for d in self.corpus.documents[:RAW_EMBED_SAMPLE]]
+
     # --- quality --------------------------------------------------------------------------------
     def query_vectors(self) -> dict:
-        embedder = get_embedder()
+        embedder = self.embedder
         return {qid: embedder.embed_query(text) for qid, text in self.query_items}
 
     def quality_report(self, vectors) -> dict:

@@ -7,7 +7,7 @@ import pytest
 from django.core.management import call_command
 
 from evaluation.metrics import load_beir, mrr_at, ndcg_at, percentiles, recall_at
-from kb.models import FusionCalibration, Namespace
+from kb.models import Chunk, FusionCalibration, Namespace
 from retrieval import posting_lists
 from retrieval.fusion import WEIGHT_GRID
 
@@ -182,3 +182,24 @@ def test_kb_bench_mcp_times_every_tool_beside_its_api_twin(tmp_path, capsys):
         report["mcp search overhead"]["p95_ms"] - report["api search overhead"]["p95_ms"], 2)
     assert any(line.startswith("MCP overhead over /api/search") for line in out)
     assert not ApiToken.objects.filter(name="kb_bench --mcp").exists() and not Provider.objects.exists()  # cleaned up
+
+
+@pytest.mark.django_db
+def test_kb_bench_compares_document_runtimes_each_in_its_own_namespace(tmp_path, capsys):
+    write_beir(tmp_path / "tiny", header=True)
+    call_command("kb_bench", beir=[str(tmp_path / "tiny")], runtimes=["torch", "onnx-int8"], fresh=True,
+                 skip_latency=True, json=True)
+    out = capsys.readouterr().out.strip().splitlines()
+    torch_run, int8_run = json.loads(out[-1])["corpora"]
+    assert (torch_run["runtime"], int8_run["runtime"]) == ("torch", "onnx-int8")
+    for report in (torch_run, int8_run):
+        assert report["namespace"] == f"bench-tiny-{report['runtime']}" and report["ingest_measured"] == "this run"
+        runtimes = Chunk.objects.filter(namespace__slug=report["namespace"]).values_list("embedding_runtime",
+                                                                                          flat=True)
+        assert set(runtimes) == {report["runtime"]}
+        process = report["embedding_process_mb"]  # a fresh process per runtime, so each peak is its own
+        assert process["runtime"] == report["runtime"] and process["peak"] >= process["now"] > 100
+        assert report["default_weights"]["ndcg@10"] == 1.0
+    table = out[out.index(next(line for line in out if line.startswith("document runtimes"))):]
+    assert table[2].split()[:2] == ["tiny", "torch"] and table[3].split()[:2] == ["tiny", "onnx-int8"]
+    assert "+0.0000" in table[3] and table[2].split()[5] == "1.00x"

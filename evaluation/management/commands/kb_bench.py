@@ -1,12 +1,15 @@
-"""python manage.py kb_bench --beir DIR… [--namespace NS] [--json]
+"""python manage.py kb_bench --beir DIR… [--namespace NS] [--runtimes RUNTIME…] [--json]
 
 Runs the benchmark of `evaluation/benchmark.py` on each BEIR folder and prints what it measured:
-one table per corpus, and with several folders a side-by-side table of every method.
+one table per corpus, and with several folders a side-by-side table of every method. With
+`--runtimes`, each corpus is ingested once per document runtime of the local model (each in a
+namespace of its own) and a table compares their ingest speed, peak memory and quality.
 """
 
 from __future__ import annotations
 
 import json as jsonlib
+from dataclasses import replace
 
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
@@ -39,26 +42,32 @@ class Command(BaseCommand):
         parser.add_argument("--mcp", action="store_true",
                             help="Also time every MCP tool next to its JSON API twin, and the MCP overhead over "
                                  "/api/search (p95)")
+        parser.add_argument("--runtimes", nargs="+", choices=["torch", "onnx", "onnx-int8"], default=[],
+                            help="Ingest each corpus once per document runtime, each into bench-<corpus>-<runtime>, "
+                                 "and compare them (use with --fresh to time every ingest)")
         parser.add_argument("--rule-effects", action="store_true",
                             help="Also measure quality with MMR, recency and a stricter threshold turned on")
 
     def handle(self, *args, beir, namespace, json: bool, queries: int, skip_latency: bool, skip_quality: bool,
                fresh: bool, scale_chunks: int, rule_effects: bool, lexical_agreement: bool, admin: bool, mcp: bool,
-               **options):
+               runtimes: list[str], **options):
         hint = migration_hint()
         if hint:
             raise CommandError(hint)
-        if namespace and len(beir) > 1:
-            raise CommandError("--namespace names one corpus's namespace; give one --beir folder with it.")
+        if namespace and (len(beir) > 1 or runtimes):
+            raise CommandError("--namespace names one corpus's namespace; give one --beir folder and no "
+                               "--runtimes with it.")
         settings = BenchOptions(queries=queries, skip_latency=skip_latency, skip_quality=skip_quality, fresh=fresh,
                                 rule_effects=rule_effects, scale_chunks=scale_chunks,
                                 lexical_agreement=lexical_agreement, admin=admin, mcp=mcp)
         write = self.stdout.write
         reports = []
-        for folder in beir:
+        for folder, runtime in [(folder, runtime) for folder in beir for runtime in runtimes or [""]]:
             with ProgressBars(self.stderr) as bars:
-                benchmark = CorpusBenchmark(folder, namespace, settings, progress=bars.update, log=self.stderr.write)
+                benchmark = CorpusBenchmark(folder, namespace, replace(settings, runtime=runtime),
+                                            progress=bars.update, log=self.stderr.write)
                 report = benchmark.run(on_report=lambda r: print_report(write, r))
+                del benchmark  # its model: the next runtime's peak memory starts without it
             if "scale" in report:
                 print_report(write, {"scale": report["scale"]})
             for pages in (report.get("admin"), report.get("scale", {}).get("admin")):
@@ -74,6 +83,8 @@ class Command(BaseCommand):
             reports.append(report)
         if len(reports) > 1:
             print_side_by_side(write, reports)
+        if runtimes:
+            print_runtimes(write, reports)
         if json:
             write(jsonlib.dumps(reports[0] if len(reports) == 1 else {"corpora": reports}, sort_keys=True,
                                 default=str))
@@ -155,7 +166,7 @@ def print_side_by_side(write, reports: list[dict]) -> None:
                ("lexical", lambda r: r.get("channels", {}).get("lexical")),
                ("rrf", lambda r: r.get("channels", {}).get("rrf"))]
     write("\nside by side, nDCG@10 / R@100:")
-    write(f"{'method':<20}" + "".join(f"{r['corpus']:>22}" for r in reports))
+    write(f"{'method':<20}" + "".join(f"{r.get('label') or r['corpus']:>22}" for r in reports))
     for label, pick in methods:
         cells = []
         for r in reports:
@@ -165,6 +176,31 @@ def print_side_by_side(write, reports: list[dict]) -> None:
     for r in reports:
         if "versus_best" in r:
             write(f"{r['corpus']}: full ranker vs {_versus(r['versus_best'])}")
+
+
+def print_runtimes(write, reports: list[dict]) -> None:
+    """Per corpus, each document runtime's ingest speed, peak memory and quality beside the
+    first runtime's (the baseline): the figures a choice of KB_EMBEDDING_DOCUMENT_RUNTIME needs."""
+    write("\ndocument runtimes, per corpus (speed-up and differences against the first runtime):")
+    write(f"{'corpus':<10} {'runtime':<10} {'embed docs/s':>12} {'ingest docs/s':>13} {'chunks/s':>9} "
+          f"{'speed-up':>8} {'peak MB':>8} {'nDCG@10':>8} {'diff':>8} {'R@100':>7} {'diff':>8}")
+    first: dict[str, dict] = {}
+    for r in reports:
+        base = first.setdefault(r["corpus"], r)
+        default = r.get("default_weights") or {}
+        base_default = base.get("default_weights") or {}
+        speed = (r.get("ingest_chunks_per_s") or 0) / (base.get("ingest_chunks_per_s") or float("inf"))
+
+        def diff(key, default=default, base_default=base_default) -> str:
+            return f"{default[key] - base_default[key]:+.4f}" if key in default and key in base_default else "-"
+
+        peak = (r.get("embedding_process_mb") or {}).get("peak") or "-"
+        write(f"{r['corpus']:<10} {r.get('runtime') or '-':<10} {r['embed_docs_per_s']:>12} "
+              f"{r.get('ingest_docs_per_s') or '-':>13} {r.get('ingest_chunks_per_s') or '-':>9} {speed:>7.2f}x "
+              f"{peak:>8} {default.get('ndcg@10', float('nan')):>8.4f} "
+              f"{diff('ndcg@10'):>8} {default.get('recall@100', float('nan')):>7.4f} {diff('recall@100'):>8}")
+    write("nDCG@10 and R@100 are the default (unfitted) ranker's; peak MB is the resident peak of a fresh process "
+          "(Django set up, as a worker) embedding the raw-rate sample through that runtime.")
 
 
 def _versus(v: dict) -> str:

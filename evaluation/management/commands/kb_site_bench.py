@@ -1,5 +1,5 @@
 """python manage.py kb_site_bench DIR [--start PATH] [--include GLOB ...] [--exclude GLOB ...]
-[--defer-embedding] [--json]
+[--defer-embedding | --runtimes RUNTIME…] [--json]
 
 Serves a local copy of a documentation site over loopback (as `python -m http.server` does),
 crawls it through the real pipeline into a fresh `bench-site-<name>` namespace, crawls it again
@@ -13,6 +13,10 @@ chunking and store, but chunks are written with no vector and no embedding model
 re-embed leaves them, so the next ordinary run of the source embeds them ("model changed").
 Recall, chrome, permalinks and anchors read only the stored chunks' text, headings and anchors,
 so they are the same either way; pages/s and chunks/s are then extraction and store speeds.
+
+`--runtimes torch onnx-int8` crawls the site once per document runtime of the local model, each
+into `bench-site-<name>-<runtime>`, and reports each crawl's speed and the process's peak memory
+beside the first's.
 """
 
 from __future__ import annotations
@@ -31,11 +35,12 @@ from urllib.parse import urlsplit
 import numpy as np
 from django.core.management.base import BaseCommand, CommandError
 
+from evaluation import memory
 from evaluation.site_bench import ChunkFacts, fidelity, page_facts
 from ingest.evaluate import allow_rules_from_settings, ingest_now
 from ingest.recall import hidden_classes
 from kb.conf import kb_settings
-from kb.embedding.embedders import get_embedder
+from kb.embedding.embedders import SentenceTransformerEmbedder, get_embedder, local_embedder
 from kb.migrated import migration_hint
 from kb.models import Chunk, Document, IngestItem, Namespace, Source
 
@@ -53,10 +58,13 @@ class Command(BaseCommand):
         parser.add_argument("--defer-embedding", action="store_true",
                             help="Store chunks without vectors (the next ordinary run embeds them): fidelity "
                                  "through the real crawl and store without the model's CPU cost")
+        parser.add_argument("--runtimes", nargs="+", choices=["torch", "onnx", "onnx-int8"], default=[],
+                            help="Crawl once per document runtime of the local model, each into its own namespace, "
+                                 "and compare their speed and peak memory")
         parser.add_argument("--json", action="store_true", help="Print one JSON object as the last line")
 
     def handle(self, *args, directory, start, include, exclude, max_pages, max_depth, defer_embedding: bool,
-               json: bool, **options):
+               runtimes: list[str], json: bool, **options):
         hint = migration_hint()
         if hint:
             raise CommandError(hint)
@@ -68,23 +76,38 @@ class Command(BaseCommand):
                    for rule in allow_rules_from_settings(kb_settings().fetch_allowed_private)):
             raise CommandError("Loopback on an ephemeral port is refused by the SSRF guard: "
                                "run with KB_FETCH_ALLOWED_PRIVATE='127.0.0.1:*'")
+        if defer_embedding and runtimes:
+            raise CommandError("--defer-embedding stores no vectors: there is no runtime to compare.")
         statuses: Counter[int] = Counter()
         server = _serve(root, statuses)
+        crawl = partial(self.measure, root, server, statuses, start=start, include=include, exclude=exclude,
+                        max_pages=max_pages, max_depth=max_depth)
         try:
-            report = self.measure(root, server, statuses, start=start, include=include, exclude=exclude,
-                                  max_pages=max_pages, max_depth=max_depth,
-                                  embedder=DeferredEmbedding(get_embedder().dimension) if defer_embedding else None)
+            if runtimes:
+                reports = [crawl(embedder=local_embedder(runtime), suffix=f"-{runtime}") for runtime in runtimes]
+            else:
+                reports = [crawl(embedder=DeferredEmbedding(get_embedder().dimension) if defer_embedding else None)]
         finally:
             server.shutdown()
             server.server_close()
-        for key, value in report.items():
-            self.stdout.write(f"{key:>28}: {value}")
+        for report in reports:
+            for key, value in report.items():
+                self.stdout.write(f"{key:>28}: {value}")
+        if runtimes:
+            base = reports[0]
+            self.stdout.write("\ndocument runtimes (first crawl of each; speed-up against the first runtime):")
+            for report in reports:
+                self.stdout.write(
+                    f"{report['runtime']:<10} {report['pages_per_s']:>7} pages/s {report['chunks_per_s']:>7} chunks/s "
+                    f"{report['chunks_per_s'] / base['chunks_per_s']:>5.2f}x, embedding process peak "
+                    f"{report['embedding_process_mb']['peak']} MB, "
+                    f"{report['chunks']} chunks, recall {report['recall_mean']}")
         if json:
-            self.stdout.write(_json(report))
+            self.stdout.write(_json(reports[0] if len(reports) == 1 else {"runtimes": reports}))
 
     def measure(self, root: Path, server, statuses: Counter, *, start, include, exclude, max_pages, max_depth,
-                embedder=None):
-        namespace, _ = Namespace.objects.get_or_create(slug=f"bench-site-{root.name.lower()[:40]}")
+                embedder=None, suffix: str = ""):
+        namespace, _ = Namespace.objects.get_or_create(slug=f"bench-site-{root.name.lower()[:40]}{suffix}")
         Source.objects.filter(namespace=namespace).delete()
         base = f"http://127.0.0.1:{server.server_address[1]}"
         options = {"max_pages": max_pages, "max_depth": max_depth, "use_llms_txt": False, "respect_robots": False,
@@ -110,7 +133,12 @@ class Command(BaseCommand):
                   .values_list("document__ref", "text", "heading_path", "anchor")]
         result = fidelity(pages, chunks)
         return {
-            "site": str(root), "embedding": "deferred" if embedder else "embedded",
+            "site": str(root),
+            "embedding": "deferred" if isinstance(embedder, DeferredEmbedding) else "embedded",
+            "runtime": getattr(embedder or get_embedder(), "document_runtime_in_use", ""),
+            "embedding_process_mb": (memory.embedding_process_peak(embedder.document_runtime,
+                                                                   [c.body for c in chunks[:512]])
+                                      if isinstance(embedder, SentenceTransformerEmbedder) else None),
             "recall_mean": result.recall_mean, "recall_worst": result.recall_worst,
             "recall_worst_page": result.worst_page,
             "low_recall_pages": [f"{share:.2f} {ref}" for ref, share in result.low_recall_pages[:20]],
