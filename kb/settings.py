@@ -176,7 +176,7 @@ KB_EMBEDDINGS_API_KEY = os.environ.get("KB_EMBEDDINGS_API_KEY", "")
 KB_EMBEDDING_QUERY_RUNTIME = os.environ.get("KB_EMBEDDING_QUERY_RUNTIME", "onnx")
 # the local model embeds documents through PyTorch ("torch") or an ONNX Runtime export of itself,
 # fp32 ("onnx") or with int8 MatMul weights ("onnx-int8"); verified against PyTorch at load
-KB_EMBEDDING_DOCUMENT_RUNTIME = os.environ.get("KB_EMBEDDING_DOCUMENT_RUNTIME", "torch")
+KB_EMBEDDING_DOCUMENT_RUNTIME = os.environ.get("KB_EMBEDDING_DOCUMENT_RUNTIME", "onnx-int8")
 KB_WARM_MODEL = os.environ.get("KB_WARM_MODEL", "")  # query | documents | "" (see kb/embedding/embedders.py: warm_up)
 KB_MODEL_CACHE_DIR = Path(os.environ.get("KB_MODEL_CACHE_DIR", KB_DATA_DIR / "models")).resolve()
 KB_FETCH_ALLOWED_PRIVATE = [
