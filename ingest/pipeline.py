@@ -86,6 +86,23 @@ class IngestPipeline:
         """Run the whole ingest; `items` replaces the source's own loader (benchmarks, tests)."""
         self.report.start()
         try:
+            return self._execute(items)
+        finally:
+            self._release_embedder_memory()
+
+    def _release_embedder_memory(self) -> None:
+        """A worker idles between runs: the embedder's batch buffers go back to the system. The
+        run has ended either way, so a failure here is only logged."""
+        release = getattr(self.embedder, "release_memory", None)
+        if release is None:
+            return
+        try:
+            release()
+        except Exception:
+            logger.warning("could not release the embedder's memory after run %s", self.run.pk, exc_info=True)
+
+    def _execute(self, items: Iterable[LoadedItem] | None) -> IngestRun:
+        try:
             self._ingest(items)
         except KBError as exc:
             self._finish(failed_with=exc)

@@ -162,6 +162,12 @@ class SentenceTransformerEmbedder:
         )
         return np.asarray(vectors, dtype=np.float32)
 
+    def release_memory(self) -> None:
+        """Free what embedding a batch of documents holds on to (the ONNX Runtime arena); called
+        when an ingest run ends."""
+        if self._document_encoder:
+            self._document_encoder.release_memory()
+
     @property
     def document_runtime_in_use(self) -> str:
         """The runtime that embeds documents: the configured one, or `torch` after a fallback."""

@@ -8,10 +8,8 @@ model reads, so the tokenizer never walks a huge text for nothing.
 
 The graph is the query path's export (kb/embedding/onnx_query.py, same file). The int8 variant
 quantises the MatMul weights per output channel to signed 8 bit (dynamic quantisation: the
-activations are quantised per batch at run time). Measured on 384 SciFact abstracts against the
-fp32 graph on two AVX2 cores: signed weights ran 1.76x its speed, unsigned ones 1.27x, at the
-same cosine (mean 0.9950, lowest 0.992); quantising per tensor instead of per channel gave a
-mean cosine of 0.937. Every load is verified against the
+activations are quantised per batch at run time); the variants compared, and what each costs
+in speed and cosine, are in docs/benchmarks.md (Document runtimes). Every load is verified against the
 PyTorch model on the probe texts; a graph that disagrees is not used, and the caller embeds with
 PyTorch. Sessions are made per process on first use, with a thread per core: ONNX Runtime's
 pool does not survive a fork, and a warm-up in a parent that forks later only verifies the
@@ -34,7 +32,7 @@ from kb.embedding.onnx_query import PROBE_TEXTS, export_graph, graph_path
 logger = logging.getLogger(__name__)
 
 MIN_COSINE = {"onnx": 0.99999, "onnx-int8": 0.98}  # fp32 differs in summation order only
-INT8_VARIANT = "int8s"  # the cached graph's name: signed weights (an unsigned one is never reused)
+INT8_VARIANT = "int8s"  # the cached int8 graph's name suffix ("s": signed weights)
 BATCH_TEXTS = 32
 # a wordpiece tokenizer reads at most 100 characters into one token ([UNK] past that), so a
 # prefix this long holds at least the model's max_length tokens whenever the text does
@@ -80,6 +78,22 @@ class OnnxDocumentEncoder:
             norms = np.linalg.norm(pooled, axis=1, keepdims=True)
             out[batch] = pooled / np.where(norms == 0, 1, norms)
         return out
+
+    def release_memory(self) -> None:
+        """Hand this process's buffer arena back to the system: ONNX Runtime keeps the largest
+        batch's buffers (about 300 MB at 32 texts of 256 tokens) for the next run, which a worker
+        idling between ingests need not hold. One tiny run with arena shrinkage does it, and the
+        next batch allocates again (shrinking after every batch instead cost 15% of the speed)."""
+        session = self._sessions.get(os.getpid())
+        if session is None:
+            return
+        import onnxruntime as ort
+
+        options = ort.RunOptions()
+        options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+        features = self.tokenizer(["."], return_tensors="np")
+        session.run(None, {"input_ids": features["input_ids"].astype(np.int64),
+                           "attention_mask": features["attention_mask"].astype(np.int64)}, options)
 
 
 def load_onnx_document_encoder(model, model_dir: Path, cache_dir: Path, *, name: str, runtime: str,

@@ -4,8 +4,9 @@ Why: a search embeds one short query, and at batch size 1 PyTorch spends most of
 per-operator dispatch. The same network exported to an ONNX graph and run by ONNX Runtime (which
 fuses attention, GELU and layer norms) answers in about 8 ms instead of 22 ms on this project's
 reference 2-core machine, with vectors whose cosine to PyTorch's is 0.9999995 or higher.
-Queries stay fp32: documents may be embedded with int8 weights (kb/embedding/onnx_documents.py),
-and a query vector with the same quantisation error on its side would drift further from them.
+Queries stay fp32 even where documents are embedded with int8 weights
+(kb/embedding/onnx_documents.py): int8 query vectors lowered the ranker's quality in the
+benchmark (docs/benchmarks.md, Document runtimes), and a single query gains little from int8.
 
 The graph is exported once per model, PyTorch and transformers version into the model cache
 directory (an atomic rename, so concurrent processes never read half a file), and every load is

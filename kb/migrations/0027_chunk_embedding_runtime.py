@@ -13,6 +13,6 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='chunk',
             name='embedding_runtime',
-            field=models.CharField(blank=True, help_text='What computed the vector with the local model: torch, onnx or onnx-int8 (empty: another embedder).', max_length=16),
+            field=models.CharField(blank=True, help_text='What computed the vector with the local model: torch, onnx or onnx-int8 (empty: not recorded, for another embedder or a chunk embedded before it was kept).', max_length=16),
         ),
     ]

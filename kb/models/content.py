@@ -160,7 +160,8 @@ class Chunk(models.Model):
     embed_reason = models.CharField(max_length=32, blank=True)
     embedding_runtime = models.CharField(
         max_length=16, blank=True,
-        help_text="What computed the vector with the local model: torch, onnx or onnx-int8 (empty: another embedder).")
+        help_text="What computed the vector with the local model: torch, onnx or onnx-int8 (empty: not "
+                  "recorded, for another embedder or a chunk embedded before it was kept).")
     text_key = models.CharField(max_length=32, blank=True, help_text="Duplicate key of the text.")
     body_key = models.CharField(max_length=32, blank=True,
                                 help_text="Duplicate key of the text without its breadcrumb.")

@@ -28,14 +28,30 @@ def _source(slug: str) -> Source:
     return Source.objects.create(namespace=namespace, name="texts", kind=Source.Kind.TEXT, text="x")
 
 
-def test_each_chunk_keeps_its_own_vector_when_batches_are_cut_by_length():
+class RecordingEmbedder:
+    """The configured embedder, with each batch the pipeline hands it written down."""
+
+    def __init__(self, embedder):
+        self.embedder, self.batches = embedder, []
+        self.model_id, self.dimension = embedder.model_id, embedder.dimension
+
+    def embed_documents(self, texts):
+        self.batches.append(list(texts))
+        return self.embedder.embed_documents(texts)
+
+
+def test_each_chunk_keeps_its_own_vector_when_batches_are_cut_by_length(monkeypatch):
+    monkeypatch.setattr("ingest.pipeline.EMBED_PROGRESS_CHUNKS", 4)  # several model calls in one flush
     source = _source("runtime-order")
-    embedder = get_embedder()
-    run = ingest_texts(source, DOCUMENTS)
+    embedder = RecordingEmbedder(get_embedder())
+    run = ingest_texts(source, DOCUMENTS, embedder=embedder)
     assert run.status == "succeeded" and run.chunks_written > len(DOCUMENTS)  # the long one is several chunks
+    assert len(embedder.batches) > 1
+    lengths = [len(text) for batch in embedder.batches for text in batch]
+    assert lengths == sorted(lengths)  # one flush, cut in order of length
     chunks = list(Chunk.objects.filter(document__source=source).order_by("document__ref", "position"))
     stored = np.array([c.embedding for c in chunks], dtype=np.float32)
-    alone = embedder.embed_documents([c.text for c in chunks])  # each text's own vector
+    alone = np.vstack([embedder.embedder.embed_documents([c.text]) for c in chunks])  # each text on its own
     similarity = stored @ alone.T
     # each stored vector is its own text's (dynamic int8 quantises activations per batch: close, not equal)
     assert (np.diag(similarity) >= 0.98).all(), np.diag(similarity)

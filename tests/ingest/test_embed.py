@@ -111,7 +111,7 @@ def test_document_runtimes_reproduce_pytorch_in_order(model, tmp_path, runtime, 
     if runtime == "onnx-int8":  # int8 weights move degenerate texts further (measured: 0.967 for one)
         assert cosines.min() >= 0.95 and prose.mean() >= 0.99, (cosines.min(), prose.mean())
         assert list(tmp_path.glob(f"*-{INT8_VARIANT}.onnx"))
-        assert _weight_types(next(tmp_path.glob(f"*-{INT8_VARIANT}.onnx"))) == {"INT8"}  # signed: 1.4x unsigned
+        assert _weight_types(next(tmp_path.glob(f"*-{INT8_VARIANT}.onnx"))) == {"INT8"}  # signed weights
 
 
 def _weight_types(path) -> set[str]:
@@ -156,3 +156,21 @@ def test_a_child_forked_after_the_warm_up_embeds_documents_with_its_own_session(
         time.sleep(0.2)
     os.kill(child, 9)
     pytest.fail("the forked child hung embedding documents")
+
+
+def test_the_int8_encoder_hands_its_batch_buffers_back_after_a_run(model, tmp_path):
+    embedder = SentenceTransformerEmbedder(bundled_model_path(), document_runtime="onnx-int8", cache_dir=tmp_path)
+    embedder._model = model
+    long_texts = [f"{i} " + "the pumpkin harvest begins in autumn " * 60 for i in range(32)]  # 256 tokens each
+    embedder.embed_documents(long_texts)
+    held = _resident_mb()
+    embedder.release_memory()
+    released = _resident_mb()
+    assert held - released > 100, (held, released)  # the arena of a 32 x 256-token batch
+    vectors = embedder.embed_documents(long_texts[:2])  # and the encoder still works
+    assert vectors.shape == (2, embedder.dimension)
+
+
+def _resident_mb() -> float:
+    line = next(line for line in Path("/proc/self/status").read_text().splitlines() if line.startswith("VmRSS"))
+    return int(line.split()[1]) / 1024

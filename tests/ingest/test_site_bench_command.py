@@ -50,3 +50,21 @@ def test_deferred_and_embedded_runs_measure_the_same(db, allow_loopback):
     keys = ("recall_mean", "recall_worst", "chunks", "chunks_stored", "chrome_share", "permalink_chunks",
             "anchors_checked", "anchors_resolved_share")
     assert {k: deferred[k] for k in keys} == {k: embedded[k] for k in keys}
+
+
+def test_runtimes_crawl_once_each_into_their_own_namespace(db, allow_loopback):
+    out = StringIO()
+    call_command("kb_site_bench", str(SITE), start="hello.html", runtimes=["torch", "onnx-int8"], json=True,
+                 stdout=out)
+    lines = out.getvalue().strip().splitlines()
+    reports = json.loads(lines[-1])["runtimes"]
+    assert [r["runtime"] for r in reports] == ["torch", "onnx-int8"]
+    for report in reports:
+        chunks = Chunk.objects.filter(document__source__namespace__slug=f"bench-site-texi2html-{report['runtime']}")
+        assert chunks.count() == report["chunks_stored"] > 0
+        assert set(chunks.values_list("embedding_runtime", flat=True)) == {report["runtime"]}
+        assert report["embedding_process_mb"]["runtime"] == report["runtime"]
+        assert report["embedding_process_mb"]["peak"] > 100
+    assert reports[0]["chunks"] == reports[1]["chunks"]  # the same crawl, only the embedding differs
+    summary = lines[lines.index(next(line for line in lines if line.startswith("document runtimes"))) + 1:][:2]
+    assert summary[0].startswith("torch") and " 1.00x" in summary[0] and summary[1].startswith("onnx-int8")

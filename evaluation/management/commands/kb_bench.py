@@ -15,6 +15,7 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from evaluation.benchmark import LATENCY_LIMIT, BenchOptions, CorpusBenchmark
+from kb.conf import kb_settings
 from kb.migrated import migration_hint
 
 
@@ -54,6 +55,9 @@ class Command(BaseCommand):
         hint = migration_hint()
         if hint:
             raise CommandError(hint)
+        if runtimes and kb_settings().embedder != "local":
+            raise CommandError(f"--runtimes compares runtimes of the local model; KB_EMBEDDER is "
+                               f"{kb_settings().embedder!r}.")
         if namespace and (len(beir) > 1 or runtimes):
             raise CommandError("--namespace names one corpus's namespace; give one --beir folder and no "
                                "--runtimes with it.")
@@ -67,7 +71,6 @@ class Command(BaseCommand):
                 benchmark = CorpusBenchmark(folder, namespace, replace(settings, runtime=runtime),
                                             progress=bars.update, log=self.stderr.write)
                 report = benchmark.run(on_report=lambda r: print_report(write, r))
-                del benchmark  # its model: the next runtime's peak memory starts without it
             if "scale" in report:
                 print_report(write, {"scale": report["scale"]})
             for pages in (report.get("admin"), report.get("scale", {}).get("admin")):

@@ -78,6 +78,9 @@ class Command(BaseCommand):
                                "run with KB_FETCH_ALLOWED_PRIVATE='127.0.0.1:*'")
         if defer_embedding and runtimes:
             raise CommandError("--defer-embedding stores no vectors: there is no runtime to compare.")
+        if runtimes and kb_settings().embedder != "local":
+            raise CommandError(f"--runtimes compares runtimes of the local model; KB_EMBEDDER is "
+                               f"{kb_settings().embedder!r}.")
         statuses: Counter[int] = Counter()
         server = _serve(root, statuses)
         crawl = partial(self.measure, root, server, statuses, start=start, include=include, exclude=exclude,
@@ -99,7 +102,7 @@ class Command(BaseCommand):
             for report in reports:
                 self.stdout.write(
                     f"{report['runtime']:<10} {report['pages_per_s']:>7} pages/s {report['chunks_per_s']:>7} chunks/s "
-                    f"{report['chunks_per_s'] / base['chunks_per_s']:>5.2f}x, embedding process peak "
+                    f"{report['chunks_per_s'] / (base['chunks_per_s'] or float('inf')):>5.2f}x, embedding process peak "
                     f"{report['embedding_process_mb']['peak']} MB, "
                     f"{report['chunks']} chunks, recall {report['recall_mean']}")
         if json:
