@@ -115,6 +115,8 @@ def kb_settings() -> KBSettings:
     return conf
 
 
+DOCUMENT_RUNTIMES = ("torch", "onnx", "onnx-int8")  # how the local model may embed documents
+
 MINIMUMS = {  # setting: (KBSettings attribute, least value)
     "KB_VECTOR_INDEX_MIN_CHUNKS": ("vector_index_min_chunks", 1),
     "KB_VECTOR_INDEX_BUILD_MEMORY_MB": ("vector_index_build_memory_mb", 64),
@@ -151,9 +153,9 @@ def _validate(conf: KBSettings) -> None:
             f"KB_EMBEDDING_QUERY_RUNTIME must be 'onnx' or 'torch', got {conf.embedding_query_runtime!r}.",
             details={"setting": "KB_EMBEDDING_QUERY_RUNTIME"},
         )
-    if conf.embedding_document_runtime not in ("torch", "onnx", "onnx-int8"):
+    if conf.embedding_document_runtime not in DOCUMENT_RUNTIMES:
         raise ConfigurationError(
-            "KB_EMBEDDING_DOCUMENT_RUNTIME must be 'torch', 'onnx' or 'onnx-int8', got "
+            f"KB_EMBEDDING_DOCUMENT_RUNTIME must be one of {', '.join(DOCUMENT_RUNTIMES)}, got "
             f"{conf.embedding_document_runtime!r}.", details={"setting": "KB_EMBEDDING_DOCUMENT_RUNTIME"},
         )
     if conf.warm_model not in ("", "query", "documents"):

@@ -37,8 +37,7 @@ def _row(hit, result: SearchResult) -> dict:
                else f"above the floor {result.summary.floor:.3f}")
     return {"hit": hit, "snippet": snippet(hit.text, result.lexemes), "channels": channels,
             "location": location_label(hit.page_start, hit.page_end, hit.page_unit),
-            "bars": bars, "relevance": details["relevance"], "why": why, "embedded_by": details["embedded_by"],
-            "sections": []}
+            "bars": bars, "relevance": details["relevance"], "why": why, "sections": []}
 
 
 def _base_note(details: dict, result: SearchResult) -> str:

@@ -71,8 +71,7 @@ class OnnxDocumentEncoder:
             batch = order[start:start + BATCH_TEXTS]
             features = self.tokenizer([texts[i][:limit] for i in batch], padding=True, truncation=True,
                                       max_length=self.max_length, return_tensors="np")
-            (pooled,) = session.run(None, {"input_ids": features["input_ids"].astype(np.int64),
-                                           "attention_mask": features["attention_mask"].astype(np.int64)})
+            (pooled,) = session.run(None, _inputs(features))
             if out.shape[1] == 0:
                 out = np.zeros((len(texts), pooled.shape[1]), dtype=np.float32)
             norms = np.linalg.norm(pooled, axis=1, keepdims=True)
@@ -91,9 +90,13 @@ class OnnxDocumentEncoder:
 
         options = ort.RunOptions()
         options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
-        features = self.tokenizer(["."], return_tensors="np")
-        session.run(None, {"input_ids": features["input_ids"].astype(np.int64),
-                           "attention_mask": features["attention_mask"].astype(np.int64)}, options)
+        session.run(None, _inputs(self.tokenizer(["."], return_tensors="np")), options)
+
+
+def _inputs(features) -> dict:
+    """The graph's inputs from the tokenizer's output."""
+    return {"input_ids": features["input_ids"].astype(np.int64),
+            "attention_mask": features["attention_mask"].astype(np.int64)}
 
 
 def load_onnx_document_encoder(model, model_dir: Path, cache_dir: Path, *, name: str, runtime: str,

@@ -15,7 +15,7 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from evaluation.benchmark import LATENCY_LIMIT, BenchOptions, CorpusBenchmark
-from kb.conf import kb_settings
+from kb.conf import DOCUMENT_RUNTIMES, kb_settings
 from kb.migrated import migration_hint
 
 
@@ -43,7 +43,7 @@ class Command(BaseCommand):
         parser.add_argument("--mcp", action="store_true",
                             help="Also time every MCP tool next to its JSON API twin, and the MCP overhead over "
                                  "/api/search (p95)")
-        parser.add_argument("--runtimes", nargs="+", choices=["torch", "onnx", "onnx-int8"], default=[],
+        parser.add_argument("--runtimes", nargs="+", choices=DOCUMENT_RUNTIMES, default=[],
                             help="Ingest each corpus once per document runtime, each into bench-<corpus>-<runtime>, "
                                  "and compare them (use with --fresh to time every ingest)")
         parser.add_argument("--rule-effects", action="store_true",

@@ -39,7 +39,7 @@ from evaluation import memory
 from evaluation.site_bench import ChunkFacts, fidelity, page_facts
 from ingest.evaluate import allow_rules_from_settings, ingest_now
 from ingest.recall import hidden_classes
-from kb.conf import kb_settings
+from kb.conf import DOCUMENT_RUNTIMES, kb_settings
 from kb.embedding.embedders import SentenceTransformerEmbedder, get_embedder, local_embedder
 from kb.migrated import migration_hint
 from kb.models import Chunk, Document, IngestItem, Namespace, Source
@@ -58,7 +58,7 @@ class Command(BaseCommand):
         parser.add_argument("--defer-embedding", action="store_true",
                             help="Store chunks without vectors (the next ordinary run embeds them): fidelity "
                                  "through the real crawl and store without the model's CPU cost")
-        parser.add_argument("--runtimes", nargs="+", choices=["torch", "onnx", "onnx-int8"], default=[],
+        parser.add_argument("--runtimes", nargs="+", choices=DOCUMENT_RUNTIMES, default=[],
                             help="Crawl once per document runtime of the local model, each into its own namespace, "
                                  "and compare their speed and peak memory")
         parser.add_argument("--json", action="store_true", help="Print one JSON object as the last line")
