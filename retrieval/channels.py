@@ -250,14 +250,16 @@ def candidate_rows(scope: Scope, chunk_ids: list[int], with_embeddings: bool = F
     return {row[0]: _candidate_row(row[0], None, row[1:]) for row in rows}
 
 
-def hydrate(scope: Scope, chunk_ids: list[int]) -> dict[int, ChunkRow]:
-    """Full rows for the results that are shown."""
+def hydrate(scope: Scope, chunk_ids: list[int], text_ids: list[int] | None = None) -> dict[int, ChunkRow]:
+    """Full rows for the results that are shown; with `text_ids`, only those chunks carry their
+    text (the others an empty one: a page lists their titles, not their passages)."""
     if not chunk_ids:
         return {}
     where, params = scope.where("c")
+    text = "c.text" if text_ids is None else "CASE WHEN c.id = ANY(%s) THEN c.text ELSE '' END"
     with read_connection().cursor() as cursor:
         cursor.execute(
-            f"""SELECT c.id, c.document_id, d.source_id, c.position, c.text, c.heading_path, c.anchor,
+            f"""SELECT c.id, c.document_id, d.source_id, c.position, {text}, c.heading_path, c.anchor,
                        c.start_byte, c.end_byte, d.title, d.ref, d.path, coalesce(d.metadata->>'url', ''),
                        s.kind, s.name, d.created_at, d.indexed_at, c.page_start, c.page_end,
                        coalesce(d.metadata->>'page_unit', ''),
@@ -267,6 +269,6 @@ def hydrate(scope: Scope, chunk_ids: list[int]) -> dict[int, ChunkRow]:
                 FROM kb_chunk c JOIN kb_document d ON d.id = c.document_id
                 JOIN kb_source s ON s.id = d.source_id
                 WHERE c.id = ANY(%s) AND {where}""",
-            [list(chunk_ids), *params],
+            [*([list(text_ids)] if text_ids is not None else []), list(chunk_ids), *params],
         )
         return {row[0]: ChunkRow(*row[:5], tuple(row[5] or ()), *row[6:]) for row in cursor.fetchall()}

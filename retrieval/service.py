@@ -131,19 +131,22 @@ class SearchResult:
 
 def search(query: str, namespace: str, *, filters: Filters = Filters(), limit: int = 10,
            params: RankerParams | None = None, log: bool = True, query_vector=None, group: str = "chunk",
-           caller: str = QueryLog.Caller.INTERNAL) -> SearchResult:
+           caller: str = QueryLog.Caller.INTERNAL, text_window: tuple[int, int] | None = None) -> SearchResult:
     """`group="document"`: `limit` counts documents, each with its best sections; the chunk
     ranking underneath is the same, read deeper. `caller` is the surface the query log records;
     `query_vector`, the query's embedding when the caller already has it (an agent's tool that
-    searches several namespaces embeds once)."""
+    searches several namespaces embeds once). `text_window` (start, stop): only the hits in that
+    range (grouped: the best section of the documents in it) carry their passage's text, the
+    others their titles and locations: a page that shows ten results of fifty reads ten texts."""
     return run_search(query, namespace, filters=filters, limit=limit, params=params, log=log,
-                      query_vector=query_vector, group=group, caller=caller)
+                      query_vector=query_vector, group=group, caller=caller, text_window=text_window)
 
 
 def run_search(query: str, namespace: str, *, filters: Filters = Filters(), limit: int = 10,
                params: RankerParams | None = None, log: bool = True, query_vector=None, group: str = "chunk",
                caller: str = QueryLog.Caller.INTERNAL, channels: tuple[str, ...] = CHANNELS,
-               fuse: Callable[[list[Candidate], RankerParams], Ranking] | None = None) -> SearchResult:
+               fuse: Callable[[list[Candidate], RankerParams], Ranking] | None = None,
+               text_window: tuple[int, int] | None = None) -> SearchResult:
     """`search()` with the parts evaluation varies: which `channels` run, and `fuse`, a function
     that ranks the candidates instead of the product's ranker. Only `retrieval.evaluate` passes them."""
     started = time.perf_counter()
@@ -164,7 +167,7 @@ def run_search(query: str, namespace: str, *, filters: Filters = Filters(), limi
                            query_idf=found.statistics.query_idf if found.statistics else None)
         timings["rank_ms"] = _ms(t)
         t = time.perf_counter()
-        result = _result(plan, ranking, found, timings)
+        result = _result(plan, ranking, found, timings, text_window)
         timings["hydrate_ms"] = _ms(t)
         return plan, result
 
@@ -266,10 +269,13 @@ def _gather(plan: _Plan, channels: tuple[str, ...], query_vector, timings: dict[
     return _Found(lists, rows, cosines, lexemes, statistics, words.report if words else None)
 
 
-def _result(plan: _Plan, ranking, found: _Found, timings: dict[str, float]) -> SearchResult:
+def _result(plan: _Plan, ranking, found: _Found, timings: dict[str, float],
+            text_window: tuple[int, int] | None) -> SearchResult:
     """The kept passages as hits, grouped by document, with the suggested, cited and related tiers."""
     weak_pool = sorted((d for d in ranking.dropped if d.dropped_by == "threshold"), key=lambda d: -d.relevance)[:10]
-    rows = ch.hydrate(plan.scope, [d.key for d in ranking.kept] + [d.key for d in weak_pool])
+    texts = None if text_window is None else _texts_shown(ranking.kept, found.rows, text_window,
+                                                          grouped=bool(plan.documents_wanted))
+    rows = ch.hydrate(plan.scope, [d.key for d in ranking.kept] + [d.key for d in weak_pool], text_ids=texts)
     hits = [_hit(d, rows[d.key], plan.namespace) for d in ranking.kept if d.key in rows]
     documents = group_by_document(hits, SECTIONS_PER_DOCUMENT)
     if plan.documents_wanted:
@@ -286,6 +292,21 @@ def _result(plan: _Plan, ranking, found: _Found, timings: dict[str, float]) -> S
     )
 
 
+def _texts_shown(kept: list[ScoreDetails], rows: dict[int, ch.CandidateRow], window: tuple[int, int], *,
+                 grouped: bool) -> list[int]:
+    """The chunks in `window` of the kept ranking whose text is shown: hits, or the best
+    section of each document (documents in order of their best section, as `group_by_document`)."""
+    start, stop = window
+    if not grouped:
+        return [d.key for d in kept[start:stop]]
+    best: dict[int, int] = {}
+    for details in kept:
+        row = rows.get(details.key)
+        if row is not None:
+            best.setdefault(row.document_id, details.key)
+    return list(best.values())[start:stop]
+
+
 def matching_chunk_ids(namespace_ids, text: str, limit: int = LOOKUP_LIMIT) -> list[int]:
     """The chunks whose words match `text` best in each namespace, by the lexical channel: a
     lookup (the admin's chunk search)."""
@@ -295,6 +316,12 @@ def matching_chunk_ids(namespace_ids, text: str, limit: int = LOOKUP_LIMIT) -> l
         rows = lexical.lexical_search(ch.Scope(int(namespace_id)), lexemes, limit).rows
         found += [row.chunk_id for row in rows]
     return found
+
+
+def words_match(text: str, namespace_id: int, filters: Filters = Filters()) -> bool:
+    """Whether the lexical channel finds any passage holding `text`'s words within `filters`."""
+    scope = ch.Scope(int(namespace_id), tuple(filters.source_ids), tuple(filters.document_ids))
+    return bool(lexical.lexical_search(scope, lexical.query_lexemes(text), 1).rows)
 
 
 def query_terms(text: str) -> list[tuple[str, int]]:

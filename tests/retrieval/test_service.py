@@ -5,7 +5,7 @@ import pytest
 from kb.models import Document, QueryLog, Source
 from retrieval.errors import InvalidQuery, QueryTooLong, UnknownNamespace
 from retrieval.ranker import RankerParams
-from retrieval.service import Filters, search
+from retrieval.service import Filters, search, words_match
 from tests.corpus import CORPUS, ingest
 
 pytestmark = pytest.mark.django_db
@@ -77,6 +77,36 @@ def test_filters_restrict_results(corpus):
     assert {h.document_id for h in result.hits} == {garden.id}
     source = Source.objects.get(namespace=corpus)
     assert search("pumpkin", "tenant:a", filters=Filters(source_ids=(source.id + 999,))).hits == []
+
+
+def test_text_window_reads_only_the_passages_shown(corpus):
+    """The page shows ten results of fifty: only those carry their text; the rest keep the
+    titles and locations the tiers and the section links need, and the ranking is the same."""
+    full = search("pumpkin", "tenant:a", limit=10)
+    assert len(full.hits) >= 2 and all(h.text for h in full.hits)
+    window = search("pumpkin", "tenant:a", limit=10, text_window=(1, 2))
+    assert [h.chunk_id for h in window.hits] == [h.chunk_id for h in full.hits]
+    assert [bool(h.text) for h in window.hits] == [i == 1 for i in range(len(full.hits))]
+    assert window.hits[1].text == full.hits[1].text and window.hits[0].title == full.hits[0].title
+    grouped = search("pumpkin", "tenant:a", limit=10, group="document", text_window=(0, 1))
+    first, *others = grouped.documents
+    assert others
+    assert first.sections[0].text  # the best section of the one document shown
+    assert not any(s.text for s in first.sections[1:]) and not any(s.text for d in others for s in d.sections)
+    assert [d.document_id for d in grouped.documents] == [
+        d.document_id for d in search("pumpkin", "tenant:a", limit=10, group="document").documents]
+
+
+def test_words_match_is_the_lexical_channel_within_the_filters(corpus):
+    """What decides whether the page offers a spelling correction."""
+    source = Source.objects.get(namespace=corpus)
+    garden = Document.objects.get(ref="garden")
+    assert words_match("pumpkin", corpus.pk)
+    assert words_match("pumpkin", corpus.pk, Filters(document_ids=(garden.id,)))
+    assert not words_match("pumpkin", corpus.pk, Filters(source_ids=(source.id + 999,)))
+    assert not words_match("quasar telemetry", corpus.pk)
+    other, _ = ingest("tenant:b", {"q": ("Quasars", "Quasar telemetry from the array.")})
+    assert words_match("quasar telemetry", other.pk) and not words_match("quasar telemetry", corpus.pk)
 
 
 def test_namespace_isolation_in_results_counts_and_explanations(corpus):
