@@ -1,12 +1,17 @@
-"""Load test: gunicorn with several workers serving the JSON API, wrk (Debian) as the client.
+"""Load test: gunicorn with several workers serving the JSON API and the search page, wrk
+(Debian) as the client.
 
     scripts/load [--namespace bench-scifact] [--queries ../shared/bench/scifact/queries.jsonl]
-                 [--connections 8 16 32] [--duration 60] [--workers 3]
+                 [--connections 8 16 32] [--duration 60] [--workers 3] [--surfaces api page]
+                 [--tree ../earlier-clone]
 
-Every request is GET /api/search with the next query of the BEIR queries file (a wrk Lua script
-cycles through them), with a read token for the namespace made for this run and revoked after it.
-Prints, per concurrency level, requests/s, latency p50/p95/p99 and the count of errors (socket
-errors, timeouts and non-2xx answers); exits 1 if any request failed.
+Every request asks the next query of the BEIR queries file (a wrk Lua script cycles through
+them): the API as GET /api/search with a read token made for this run and revoked after it, the
+page as GET /?q= signed in as a temporary staff user deleted after it. Prints, per surface and
+concurrency level, requests/s, latency p50/p95/p99 and the count of errors (socket errors,
+timeouts and non-2xx answers); exits 1 if any request failed. `--tree` serves another checkout
+(a clone of an earlier commit, with its own .venv and database) the same way, for a before and
+after on one machine.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PORT = 8790
+UNLIMITED = str(10**7)  # requests a minute: the load test measures the server, not its rate limits
 
 
 def main() -> int:
@@ -34,61 +40,103 @@ def main() -> int:
     parser.add_argument("--duration", type=int, default=60, help="seconds per concurrency level")
     parser.add_argument("--workers", type=int, default=3, help="gunicorn worker processes")
     parser.add_argument("--limit", type=int, default=10)
+    parser.add_argument("--surfaces", nargs="+", choices=SURFACES, default=list(SURFACES))
+    parser.add_argument("--tree", default=str(ROOT), help="The checkout to serve (default this one)")
     args = parser.parse_args()
 
+    tree = Path(args.tree).resolve()
+    python = str(tree / ".venv" / "bin" / "python")
     queries = [json.loads(line)["text"] for line in open(args.queries, encoding="utf-8") if line.strip()]
-    token_id, token = _token(args.namespace)
-    script = _lua(queries, args.namespace, args.limit, token)
+    token_id, token = _token(python, tree, args.namespace)
+    user_id, session = _session(python, tree)
+    scripts = {surface: _lua(SURFACES[surface](queries, args.namespace, args.limit),
+                             {"api": f"Authorization: Bearer {token}", "page": f"Cookie: sessionid={session}"}[surface])
+               for surface in args.surfaces}
+    env = {**os.environ, "KB_RATE_LIMIT_STAFF": UNLIMITED}
     server = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "kb.wsgi", "--workers", str(args.workers), "--bind",
-         f"127.0.0.1:{PORT}", "--timeout", "60", "--log-level", "warning"], cwd=ROOT)
+        [python, "-m", "gunicorn", "kb.wsgi", "--workers", str(args.workers), "--bind",
+         f"127.0.0.1:{PORT}", "--timeout", "60", "--log-level", "warning"], cwd=tree, env=env)
     try:
         _wait_until_up()
         _warm_up(args.namespace, token, queries[:args.workers * 4])
-        print(f"namespace {args.namespace}, {len(queries)} queries, gunicorn {args.workers} workers, "
-              f"{args.duration}s per level, limit {args.limit}")
-        print(f"{'clients':>7} {'req/s':>8} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'errors':>7}")
+        print(f"{tree} (commit {_commit(tree)}): namespace {args.namespace}, {len(queries)} queries, "
+              f"gunicorn {args.workers} workers, {args.duration}s per level, limit {args.limit}")
+        print(f"{'surface':>7} {'clients':>7} {'req/s':>8} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'errors':>7}")
         failed = 0
-        for connections in args.connections:
-            result = _wrk(script, connections, args.duration)
-            failed += result["errors"]
-            print(f"{connections:>7} {result['rps']:>8.1f} {result['p50']:>8.1f} {result['p95']:>8.1f} "
-                  f"{result['p99']:>8.1f} {result['errors']:>7}")
+        for surface, script in scripts.items():
+            for connections in args.connections:
+                result = _wrk(script, connections, args.duration)
+                failed += result["errors"]
+                print(f"{surface:>7} {connections:>7} {result['rps']:>8.1f} {result['p50']:>8.1f} "
+                      f"{result['p95']:>8.1f} {result['p99']:>8.1f} {result['errors']:>7}")
         return 1 if failed else 0
     finally:
         server.terminate()
         server.wait(timeout=30)
-        script.unlink(missing_ok=True)
-        _manage("shell", "-c", f"from kb.models import ApiToken; from django.utils import timezone; "
-                               f"ApiToken.objects.filter(pk={token_id}).update(revoked_at=timezone.now())")
+        for script in scripts.values():
+            script.unlink(missing_ok=True)
+        _manage(python, tree, "shell", "-c", (
+            "from kb.models import ApiToken; from django.utils import timezone; "
+            "from django.contrib.auth import get_user_model; "
+            f"ApiToken.objects.filter(pk={token_id}).update(revoked_at=timezone.now()); "
+            f"get_user_model().objects.filter(pk={user_id}).delete()"))
 
 
-def _manage(*args: str) -> str:
-    result = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, capture_output=True, text=True)
+def _api_paths(queries: list[str], namespace: str, limit: int) -> list[str]:
+    return [f"/api/search?{urllib.parse.urlencode({'query': q, 'namespace': namespace, 'limit': limit})}"
+            for q in queries]
+
+
+def _page_paths(queries: list[str], namespace: str, limit: int) -> list[str]:
+    return [f"/?{urllib.parse.urlencode({'q': q, 'namespace': namespace})}" for q in queries]
+
+
+SURFACES = {"api": _api_paths, "page": _page_paths}
+
+
+def _manage(python: str, tree: Path, *args: str) -> str:
+    result = subprocess.run([python, "manage.py", *args], cwd=tree, capture_output=True, text=True)
     if result.returncode != 0:
         sys.exit(result.stderr)
     return result.stdout.strip()
 
 
-def _token(namespace: str) -> tuple[int, str]:
-    out = _manage("shell", "-c", (
+def _commit(tree: Path) -> str:
+    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=tree, capture_output=True, text=True)
+    return done.stdout.strip() or "?"
+
+
+def _token(python: str, tree: Path, namespace: str) -> tuple[int, str]:
+    out = _manage(python, tree, "shell", "-c", (
         "from kb.auth import issue_token; from kb.models import Namespace; "
         f"token, secret = issue_token('load test', namespaces=[Namespace.objects.get(slug={namespace!r})], "
-        "rate_limit_per_minute=10**7); print(token.pk, secret)"))
+        f"rate_limit_per_minute={UNLIMITED}); print(token.pk, secret)"))
     token_id, secret = out.splitlines()[-1].split()
     return int(token_id), secret
 
 
-def _lua(queries: list[str], namespace: str, limit: int, token: str) -> Path:
-    paths = [f"/api/search?{urllib.parse.urlencode({'query': q, 'namespace': namespace, 'limit': limit})}"
-             for q in queries]
+def _session(python: str, tree: Path) -> tuple[int, str]:
+    """A temporary superuser and a session cookie for it, as a sign-in would make."""
+    out = _manage(python, tree, "shell", "-c", (
+        "import time; from django.contrib.auth import get_user_model, SESSION_KEY, BACKEND_SESSION_KEY, "
+        "HASH_SESSION_KEY; from django.contrib.sessions.backends.db import SessionStore; "
+        "user = get_user_model().objects.create_user(f'load-{time.time_ns()}', is_staff=True, is_superuser=True); "
+        "s = SessionStore(); s[SESSION_KEY] = str(user.pk); "
+        "s[BACKEND_SESSION_KEY] = 'django.contrib.auth.backends.ModelBackend'; "
+        "s[HASH_SESSION_KEY] = user.get_session_auth_hash(); s.create(); print(user.pk, s.session_key)"))
+    user_id, key = out.splitlines()[-1].split()
+    return int(user_id), key
+
+
+def _lua(paths: list[str], header: str) -> Path:
+    name, _, value = header.partition(": ")
     lines = ",\n".join(json.dumps(p) for p in paths)
     body = f"""
 local paths = {{
 {lines}
 }}
 local counter = 0
-wrk.headers["Authorization"] = "Bearer {token}"
+wrk.headers[{json.dumps(name)}] = {json.dumps(value)}
 function setup(thread)
   thread:set("offset", counter * 97)
   counter = counter + 1
