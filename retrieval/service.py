@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from kb.embedding.embedders import get_embedder
-from kb.models import Namespace, QueryLog
-from kb.replicas import on_replica, read_alias
+from kb.models import QueryLog
+from kb.replicas import on_replica, read_alias, read_connection
 from retrieval import channels as ch
 from retrieval import lexical
 from retrieval.citations import document_citation_url
@@ -203,7 +203,7 @@ def _plan(query: str, namespace: str, filters: Filters, limit: int, params: Rank
     documents_wanted = limit if group == "document" else None
     if documents_wanted:
         limit = min(MAX_LIMIT, limit * SECTIONS_PER_GROUPED_DOCUMENT)
-    ns = Namespace.objects.filter(slug=namespace).values("id", "slug", *WEIGHT_FIELDS).first()
+    ns = _namespace_row(namespace)
     if ns is None:
         raise UnknownNamespace(f"No namespace {namespace!r}.", details={"namespace": namespace})
     params = params or RankerParams()
@@ -216,6 +216,18 @@ def _plan(query: str, namespace: str, filters: Filters, limit: int, params: Rank
         params=RankerParams(**{**params.__dict__, "limit": limit, "lexical_weight": weights.lexical}),
         depth=min(1000, max(100, 2 * (documents_wanted or limit))),  # grouped: sections come from the same pool
     )
+
+
+def _namespace_row(slug: str) -> dict | None:
+    """The namespace's id and fusion weights (`WEIGHT_FIELDS`), in one statement: every search
+    starts here, and the ORM's version of this read cost a millisecond more at p50."""
+    with read_connection().cursor() as cursor:
+        cursor.execute(
+            "SELECT n.id, f.lexical_weight, f.version, f.fitted_at, f.fitted_on, f.queries, f.cross_validated_ndcg,"
+            " f.default_ndcg FROM kb_namespace n LEFT JOIN kb_fusioncalibration f ON f.namespace_id = n.id"
+            " WHERE n.slug = %s", [slug])
+        row = cursor.fetchone()
+    return None if row is None else {"id": row[0], **dict(zip(WEIGHT_FIELDS, row[1:], strict=True))}
 
 
 @dataclass
