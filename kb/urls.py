@@ -20,6 +20,7 @@ urlpatterns = [
     path("curate/", retrieval_views.curator_report, name="curator-report"),
     path("curate/eval-case", evaluation_views.make_eval_case_page, name="curator-eval-case"),
     path("feedback", retrieval_views.page_feedback, name="feedback"),
+    path("suggest", retrieval_views.spelling_suggestion, name="suggest"),
     path("documents/<int:document_id>/", retrieval_views.document_page, name="document"),
     path("documents/<int:document_id>/original", retrieval_views.document_original, name="document-original"),
     path("", retrieval_views.search_page, name="search"),

@@ -5,8 +5,9 @@ report of what readers look for (staff only)."""
 from urllib.parse import quote, urlencode
 
 from django.contrib.admin.views.decorators import staff_member_required
-from django.http import HttpResponse, HttpResponseRedirect
+from django.http import HttpResponse, HttpResponseRedirect, JsonResponse
 from django.shortcuts import render
+from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST, require_safe
 
@@ -19,6 +20,7 @@ from kb.replicas import on_replica
 from retrieval.curation import PERIODS, query_report, query_results, record_feedback
 from retrieval.documents import document_view, original_file
 from retrieval.page import PAGE_SIZE, results_page
+from retrieval.query import MAX_QUERY_CHARS
 from retrieval.service import Filters, search, words_match
 from retrieval.spelling import correct_query
 
@@ -69,8 +71,11 @@ def _page(request, principal):
             context["results"] = results_page(result, page)
             if voted_on:
                 context["results"]["query_id"] = voted_on
-            if not result.cited:
-                context["correction"] = _correction(query, namespace, filters)
+            if not result.cited and not context["results"]["rows"]:
+                context["correction"] = _correction(query, namespace, filters)  # nothing else to show
+            elif not result.cited:  # weak results are shown at once; page.js asks for the correction
+                context["suggest_url"] = reverse("suggest") + "?" + urlencode(
+                    {"q": query, "namespace": namespace, "source": source_id})
         except AuthenticationRequired as exc:
             context["error"], context["sign_in"] = exc, True
             status = error_status(exc)
@@ -78,6 +83,32 @@ def _page(request, principal):
             context["error"] = exc
             status = error_status(exc) if error_status(exc) < 500 else 400  # the form stays usable
     return render(request, "kb/search.html", context, status=status)
+
+
+@require_GET
+def spelling_suggestion(request):
+    """The search page's "did you mean" for a page of weak results, asked by page.js once the
+    results are shown, so the page does not wait for it: {"correction": text or null}. A
+    namespace the caller may not read, or that does not exist, answers null as one with nothing
+    to correct does: the answer tells nothing about other namespaces."""
+    try:
+        principal = principal_for(request, None)  # counted against the caller's rate limit
+    except KBError as exc:
+        return JsonResponse({"correction": None, "code": exc.code}, status=error_status(exc))
+    query = request.GET.get("q", "").strip()
+    namespace = request.GET.get("namespace", "")
+    source_id = request.GET.get("source", "")
+    filters = Filters(source_ids=(int(source_id),)) if source_id.isdigit() and len(source_id) < 19 else Filters()
+
+    def read() -> str | None:
+        try:
+            principal.check(namespace)
+        except KBError:
+            return None
+        return _correction(query, namespace, filters)
+
+    correction = on_replica(read) if query and len(query) <= MAX_QUERY_CHARS else None
+    return JsonResponse({"correction": correction})
 
 
 def _correction(query: str, namespace: str, filters: Filters) -> str | None:

@@ -32,4 +32,23 @@
   }
   markCited();
   window.addEventListener("hashchange", markCited);
+  // weak results: the "did you mean" arrives after the page, from /suggest
+  var pending = document.querySelector(".correction[data-suggest]");
+  if (pending && window.fetch) {
+    fetch(pending.getAttribute("data-suggest"), {credentials: "same-origin", headers: {"Accept": "application/json"}})
+      .then(function (response) { return response.ok ? response.json() : null; })
+      .then(function (body) {
+        pending.setAttribute("data-suggested", body && body.correction ? "yes" : "no");  // answered
+        if (!body || !body.correction) { return; }
+        var link = document.createElement("a");
+        link.href = "?" + new URLSearchParams({q: body.correction, namespace: pending.getAttribute("data-namespace"),
+                                               group: pending.getAttribute("data-group")}).toString();
+        link.textContent = body.correction;
+        pending.textContent = "Did you mean ";
+        pending.appendChild(link);
+        pending.appendChild(document.createTextNode("?"));
+        pending.hidden = false;
+      })
+      .catch(function () { /* no suggestion: the results stand on their own */ });
+  }
 })();

@@ -137,7 +137,10 @@ def test_no_results_state_offers_a_working_correction(live_server, browser):
     correction.click()
     first = browser.find_element(By.CSS_SELECTOR, "ol.results > li.result h3")
     assert first.text == "Pumpkin soup"
-    assert not browser.find_elements(By.CSS_SELECTOR, ".correction")
+    for placeholder in browser.find_elements(By.CSS_SELECTOR, ".correction[data-suggest]"):  # weak again
+        answered = browser.find_element(By.CSS_SELECTOR, ".correction[data-suggested]")  # waits for /suggest
+        assert answered.get_attribute("data-suggested") == "no" and not placeholder.is_displayed()
+    assert not [shown for shown in browser.find_elements(By.CSS_SELECTOR, ".correction") if shown.is_displayed()]
 
 
 def test_reader_signs_in_and_sees_only_their_namespace(live_server, browser):

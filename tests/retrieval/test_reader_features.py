@@ -46,6 +46,31 @@ def test_correction_comes_from_the_namespaces_own_words(teams):
     assert correct_query(empty.pk, "nutmg") is None  # another namespace's words are not offered
 
 
+def test_weak_results_page_asks_for_its_correction_after_it_is_shown(client, teams):
+    """A page of weak results does not wait for the spelling check: it carries the address
+    page.js asks, and that answers the correction for the namespace the reader may read only."""
+    a, b, _ = teams
+    client.login(username="reader", password="pw-reader-123")
+    page = client.get("/", {"q": "blend the pumpkn", "namespace": "team-a"})
+    html = page.content.decode()
+    assert page.status_code == 200 and "No strong match" in html
+    assert 'data-suggest="/suggest?q=blend+the+pumpkn&amp;namespace=team-a&amp;source="' in html
+    assert "Did you mean" not in html  # not computed with the page
+    asked = client.get("/suggest", {"q": "blend the pumpkn", "namespace": "team-a"})
+    assert asked.status_code == 200 and asked.json() == {"correction": "blend the pumpkin"}
+    # another tenant's namespace (same words, the reader is no member) and an unknown one answer alike
+    foreign = client.get("/suggest", {"q": "blend the pumpkn", "namespace": "team-b"})
+    unknown = client.get("/suggest", {"q": "blend the pumpkn", "namespace": "no-such-team"})
+    assert foreign.status_code == unknown.status_code == 200
+    assert foreign.json() == unknown.json() == {"correction": None}
+    source = a.sources.get()
+    assert client.get("/suggest", {"q": "nutmg", "namespace": "team-a", "source": source.pk + 999}).json() == {
+        "correction": None}  # the correction's words must match within the source asked for
+    assert client.get("/suggest", {"q": "nutmg", "namespace": "team-a", "source": source.pk}).json() == {
+        "correction": "nutmeg"}
+    assert client.get("/suggest", {"q": "", "namespace": "team-a"}).json() == {"correction": None}
+
+
 def test_reader_session_reads_only_member_namespaces(client, teams):
     client.login(username="reader", password="pw-reader-123")
     assert client.get("/api/search", {"query": "pumpkin", "namespace": "team-a"}).status_code == 200
