@@ -12,6 +12,7 @@ from evaluation.cases import make_eval_case
 from kb.conf import kb_settings
 from kb.models import Document, EvalSuite, Namespace, NamespaceMembership, QueryFeedback, QueryLog
 from retrieval.curation import prune_queries, query_report
+from retrieval.page import decimals
 from retrieval.service import search
 from retrieval.spelling import closest, correct_query, edit_distance, surface_form
 from tests.corpus import CORPUS, ingest
@@ -69,6 +70,15 @@ def test_weak_results_page_asks_for_its_correction_after_it_is_shown(client, tea
     assert client.get("/suggest", {"q": "nutmg", "namespace": "team-a", "source": source.pk}).json() == {
         "correction": "nutmeg"}
     assert client.get("/suggest", {"q": "", "namespace": "team-a"}).json() == {"correction": None}
+
+
+def test_explanation_panel_shows_the_scores_rounded(client, teams):
+    client.login(username="reader", password="pw-reader-123")
+    html = client.get("/", {"q": "pumpkin soup", "namespace": "team-a"}).content.decode()
+    top = search("pumpkin soup", "team-a", limit=50, group="document", log=False).documents[0].sections[0]
+    assert f"Score {top.relevance:.3f};" in html
+    assert f'<span class="value">{top.details.rrf_bonus:.3f}</span>' in html
+    assert [decimals(v, 3) for v in (-0.0004, -0.5, 12.3456, 0.0)] == ["0.000", "-0.500", "12.346", "0.000"]
 
 
 def test_reader_session_reads_only_member_namespaces(client, teams):
