@@ -361,7 +361,7 @@ def lexical_agreement(namespace: str, query_items, depth: int = AGREEMENT_DEPTH)
     ns = Namespace.objects.get(slug=namespace)
     temporary = not evaluate.posting_lists_in_force(ns.id) and evaluate.build_posting_lists(ns.id) == "built"
     texts = [text for _, text in query_items]
-    lexemes = {text: evaluate.query_lexemes(text) for text in texts}
+    lexemes = {text: evaluate.query_lexemes(text, ns.id) for text in texts}
     report: dict = {"namespace": namespace, "depth": depth,
                     "posting_lists": "built for this comparison" if temporary else "in force"}
     for cache in ("cold", "warm"):

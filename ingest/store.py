@@ -17,14 +17,15 @@ from ingest.chunk import ChunkSpec
 from ingest.decisions import PIPELINE_VERSION, StoredDocument
 from ingest.extract import Extracted
 from ingest.loaders import KnownDocument, LoadedItem
+from kb.languages import DEFAULT_CONFIG, detect, document_config
 from kb.models import Chunk, Document, IngestItem, IngestRun, Source
 from kb.names import document_name_key, duplicate_key
 
 DOCUMENT_FIELDS = ("namespace", "title", "path", "name_key", "content", "content_hash", "media_type",
-                   "byte_size", "indexed_at", "embedding_model", "etag", "last_modified", "metadata")
+                   "byte_size", "indexed_at", "embedding_model", "etag", "last_modified", "metadata", "language")
 CHUNK_FIELDS = ("title", "text", "heading_path", "anchor", "start_byte", "end_byte", "token_estimate",
                 "is_partial_code", "page_start", "page_end", "embedding", "embedding_model", "embed_reason",
-                "embedding_runtime", "namespace", "text_key", "body_key")
+                "embedding_runtime", "namespace", "text_key", "body_key", "search_config")
 
 
 @dataclass
@@ -95,13 +96,16 @@ def write_batch(source: Source, pending: list[PendingDocument], vectors, model_i
         written = Document.objects.bulk_create(documents, update_conflicts=True, unique_fields=["source", "ref"],
                                                update_fields=list(DOCUMENT_FIELDS))
         rows, offset = [], 0
+        language = source.namespace.language
         for p, document in zip(pending, written, strict=True):
+            config = document_config(language, document.language)
             for chunk, vector in zip(p.chunks, vectors[offset: offset + len(p.chunks)], strict=True):
-                rows.append(chunk_row(source, document, chunk, vector, model_id, p.reason, runtime))
+                rows.append(chunk_row(source, document, chunk, vector, model_id, p.reason, runtime, config))
             offset += len(p.chunks)
         Chunk.objects.bulk_create(rows, update_conflicts=True, unique_fields=["document", "position"],
                                   update_fields=list(CHUNK_FIELDS))
         with connection.cursor() as cursor:
+            record_search_configs(cursor, source.namespace_id, {row.search_config for row in rows})
             cursor.execute(
                 "DELETE FROM kb_chunk c USING unnest(%s::bigint[], %s::int[]) AS t(document_id, n) "
                 "WHERE c.document_id = t.document_id AND c.position >= t.n",
@@ -110,8 +114,18 @@ def write_batch(source: Source, pending: list[PendingDocument], vectors, model_i
     return len(rows)
 
 
+def record_search_configs(cursor, namespace_id: int, configs: set[str]) -> None:
+    """Add `configs` to the namespace's list of configurations a query is lexed with. The row is
+    written (and locked) only when one of them is new to the namespace."""
+    if configs:
+        cursor.execute(
+            "UPDATE kb_namespace SET search_configs = ARRAY(SELECT DISTINCT unnest(search_configs || %s::varchar[]) "
+            "ORDER BY 1) WHERE id = %s AND NOT (search_configs @> %s::varchar[])",
+            [sorted(configs), namespace_id, sorted(configs)])
+
+
 def chunk_row(source: Source, document: Document, chunk: ChunkSpec, vector, model_id: str, reason: str,
-              runtime: str = "") -> Chunk:
+              runtime: str = "", search_config: str = DEFAULT_CONFIG) -> Chunk:
     return Chunk(
         document_id=document.pk, namespace_id=source.namespace_id, position=chunk.position, title=document.title,
         text=chunk.text, heading_path=list(chunk.heading_path), anchor=chunk.anchor[:300],
@@ -119,6 +133,7 @@ def chunk_row(source: Source, document: Document, chunk: ChunkSpec, vector, mode
         is_partial_code=chunk.partial_code, page_start=chunk.page_start, page_end=chunk.page_end,
         embedding=vector, embedding_model=model_id, embed_reason=embed_reason(reason),
         embedding_runtime=runtime, text_key=duplicate_key(chunk.text), body_key=duplicate_key(chunk.body),
+        search_config=search_config,
     )
 
 
@@ -149,6 +164,7 @@ def document_row(source: Source, p: PendingDocument, stored: StoredDocument | No
         content_hash=p.content_hash, media_type=extracted.media_type,
         byte_size=len(extracted.content.encode("utf-8")), created_at=item.created_at, indexed_at=now,
         embedding_model=model_id, etag=etag, last_modified=last_modified, metadata=metadata,
+        language=detect(extracted.content),
     )
 
 
@@ -205,16 +221,17 @@ def copy_documents(source_id: int, base_namespace_id: int, target_namespace_id: 
         cursor.execute(
             """INSERT INTO kb_document (source_id, namespace_id, ref, title, path, name_key, content,
                    content_hash, media_type, byte_size, created_at, indexed_at, embedding_model, etag,
-                   last_modified, metadata)
+                   last_modified, metadata, language)
                SELECT %s, %s, d.ref || '~' || %s, d.title, d.path, d.name_key, d.content, d.content_hash,
-                      d.media_type, d.byte_size, d.created_at, now(), d.embedding_model, '', '', '{}'::jsonb
+                      d.media_type, d.byte_size, d.created_at, now(), d.embedding_model, '', '', '{}'::jsonb,
+                      d.language
                FROM kb_document d WHERE d.namespace_id = %s""",
             [source_id, target_namespace_id, marker, base_namespace_id],
         )
         cursor.execute(
             """INSERT INTO kb_chunk (document_id, namespace_id, position, title, text, heading_path, anchor,
                    start_byte, end_byte, token_estimate, is_summary, is_partial_code, embedding,
-                   embedding_model, embed_reason, embedding_runtime, text_key, body_key)
+                   embedding_model, embed_reason, embedding_runtime, text_key, body_key, search_config)
                SELECT nd.id, %s, c.position, c.title,
                       regexp_replace(c.text, '((?:\\S+\\s+){%s})\\S+\\s*', '\\1', 'g') || ' copy' || %s,
                       c.heading_path, c.anchor, c.start_byte, c.end_byte, c.token_estimate, c.is_summary,
@@ -222,10 +239,12 @@ def copy_documents(source_id: int, base_namespace_id: int, target_namespace_id: 
                       l2_normalize(c.embedding + (SELECT array_agg((random() - 0.5) * 0.01)
                                                   FROM generate_series(1, vector_dims(c.embedding)))::vector),
                       c.embedding_model, 'scaled copy', c.embedding_runtime,
-                      md5(c.text_key || %s), md5(c.body_key || %s)
+                      md5(c.text_key || %s), md5(c.body_key || %s), c.search_config
                FROM kb_chunk c
                JOIN kb_document od ON od.id = c.document_id
                JOIN kb_document nd ON nd.namespace_id = %s AND nd.ref = od.ref || '~' || %s
                WHERE c.namespace_id = %s""",
             [target_namespace_id, drop_every, marker, marker, marker, target_namespace_id, marker, base_namespace_id],
         )
+        cursor.execute("SELECT search_configs FROM kb_namespace WHERE id = %s", [base_namespace_id])
+        record_search_configs(cursor, target_namespace_id, set(cursor.fetchone()[0]))

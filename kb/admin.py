@@ -7,10 +7,15 @@ Every app registers its models' admin next to its services (`ingest/admin.py`,
 from django.contrib import admin, messages
 from django.db.models import Count
 from django.utils.html import format_html
+from django_q.tasks import async_task
 
 from kb import models
 from kb.admin_access import NamespaceScoped, SuperuserOnly
 from kb.auth import issue_secret, revoke_tokens
+from kb.conf import kb_settings
+from kb.languages import meaning_left_out, unread_share
+from kb.languages import name as language_name
+from kb.lexing import passages_by_config
 
 admin.site.site_header = "Knowledge base console"
 admin.site.site_title = "Knowledge base console"
@@ -27,10 +32,48 @@ class NamespaceMembershipAdmin(SuperuserOnly):
 class NamespaceAdmin(NamespaceScoped):
     """Members see and edit their namespaces; creating or deleting a tenant is a superuser's."""
 
-    list_display = ["slug", "title", "is_public", "source_count", "fusion_weights", "created_at"]
-    list_filter = ["is_public"]
+    list_display = ["slug", "title", "is_public", "language", "source_count", "fusion_weights", "created_at"]
+    list_filter = ["is_public", "language"]
     search_fields = ["slug", "title"]
-    readonly_fields = ["fusion_weights"]
+    readonly_fields = ["fusion_weights", "text_search", "meaning_channel"]
+    actions = ["lex_again"]
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        if change and "language" in form.changed_data:
+            self._lex_again(request, [obj])
+
+    @admin.action(description="Lex stored passages again in the language setting")
+    def lex_again(self, request, queryset):
+        self._lex_again(request, queryset)
+
+    def _lex_again(self, request, namespaces):
+        for namespace in namespaces:
+            async_task("kb.lexing.apply_language_task", namespace.pk, task_name=f"lex-namespace-{namespace.pk}")
+            self.message_user(request, f"{namespace}: its passages are being lexed again in the background "
+                                       "(\"text search\" on its page shows the progress).", messages.INFO)
+
+    @admin.display(description="meaning (vector) channel")
+    def meaning_channel(self, obj):
+        languages = ", ".join(f"{language_name(code) if code else 'not named'}: {n:,}"
+                              for code, n in sorted(obj.document_languages.items(), key=lambda item: -item[1]))
+        read = kb_settings().embedding_languages
+        share, language = unread_share(obj.document_languages, read)
+        if meaning_left_out(obj.document_languages, read) and getattr(obj, "fusion", None) is None:
+            verdict = (f"not used: {share:.0%} of the documents are in {language}, which the "
+                       "embedding model does not read; searches rank by words alone")
+        elif share:
+            verdict = f"used; {share:.0%} of the documents are in {language}, which the embedding model does not read"
+        else:
+            verdict = "used"
+        return f"{verdict} (documents by language: {languages or 'none yet'})"
+
+    @admin.display(description="text search: passages per configuration")
+    def text_search(self, obj):
+        if not obj.pk:
+            return "-"
+        counts = passages_by_config(obj.pk)
+        return ", ".join(f"{config}: {n:,}" for config, n in counts.items()) or "no passages yet"
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(_sources=Count("sources")).select_related("fusion")

@@ -27,6 +27,7 @@ class KBSettings:
     embedding_batch: int
     embeddings_url: str
     embeddings_api_key: str
+    embedding_languages: tuple[str, ...]  # the languages the model reads; empty: any
     fetch_allowed_private: tuple[str, ...]
     fetch_max_bytes: int
     fetch_timeout: float
@@ -74,6 +75,7 @@ def kb_settings() -> KBSettings:
         embedding_batch=settings.KB_EMBEDDING_BATCH,
         embeddings_url=settings.KB_EMBEDDINGS_URL,
         embeddings_api_key=settings.KB_EMBEDDINGS_API_KEY,
+        embedding_languages=_languages(settings.KB_EMBEDDING_LANGUAGES),
         fetch_allowed_private=tuple(settings.KB_FETCH_ALLOWED_PRIVATE),
         fetch_max_bytes=settings.KB_FETCH_MAX_BYTES,
         fetch_timeout=settings.KB_FETCH_TIMEOUT,
@@ -113,6 +115,12 @@ def kb_settings() -> KBSettings:
     )
     _validate(conf)
     return conf
+
+
+def _languages(value: str) -> tuple[str, ...]:
+    """ISO 639-1 codes from a comma-separated list; none (any language) when it holds "*"."""
+    codes = {code.strip().lower() for code in value.split(",") if code.strip()}
+    return () if "*" in codes else tuple(sorted(codes))
 
 
 DOCUMENT_RUNTIMES = ("torch", "onnx", "onnx-int8")  # how the local model may embed documents

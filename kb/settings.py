@@ -170,6 +170,10 @@ KB_EMBEDDING_MODEL = os.environ.get("KB_EMBEDDING_MODEL", "")  # empty: bundled 
 KB_EMBEDDING_DIM = int(os.environ.get("KB_EMBEDDING_DIM", "384"))
 KB_EMBEDDING_BATCH = int(os.environ.get("KB_EMBEDDING_BATCH", "64"))
 KB_EMBEDDINGS_URL = os.environ.get("KB_EMBEDDINGS_URL", "")
+# the languages the embedding model reads (ISO 639-1, comma-separated; "*" for any): the bundled
+# model reads English; any other model is trusted with every language unless this says otherwise
+KB_EMBEDDING_LANGUAGES = os.environ.get(
+    "KB_EMBEDDING_LANGUAGES", "en" if KB_EMBEDDER == "local" and not KB_EMBEDDING_MODEL else "*")
 KB_EMBEDDINGS_API_KEY = os.environ.get("KB_EMBEDDINGS_API_KEY", "")
 # the local model answers single queries through an ONNX Runtime export of itself ("onnx",
 # verified against PyTorch at load, falling back to it) or through PyTorch directly ("torch")

@@ -140,12 +140,18 @@ class ChannelNote:
     a sentence a reader understands."""
 
     channel: str
-    state: str  # "empty": the channel ran and found nothing
+    state: str  # "empty": the channel ran and found nothing; "off": it did not run
     reason: str
 
 
 NO_SHARED_TERM = ChannelNote(LEXICAL, "empty", "No word of the query occurs in this namespace (common words "
                              "are not searched), so the results are ranked by meaning alone.")
+
+
+def meaning_unread(share: float, language: str) -> ChannelNote:
+    """The vector channel left out: most of the namespace is in a language the model does not read."""
+    return ChannelNote(VECTOR, "off", f"{share:.0%} of this namespace's documents are in {language}, which the "
+                                      "embedding model does not read, so the results are ranked by their words alone.")
 
 
 @dataclass(frozen=True)

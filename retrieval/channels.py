@@ -13,7 +13,7 @@ from datetime import datetime
 import numpy as np
 from django.db import transaction
 
-from kb.models import SEARCH_CONFIG  # the one text search configuration: the stored tsvectors use it
+from kb.languages import DEFAULT_CONFIG
 from kb.replicas import read_alias, read_connection
 
 
@@ -139,24 +139,28 @@ def names_channel(scope: Scope, name_keys: tuple[str, ...], cap: int = 10) -> li
     return scored[:cap]
 
 
-def identifier_channel(scope: Scope, identifiers: tuple[str, ...], cap: int = 20) -> list[ChannelRow]:
+def identifier_channel(scope: Scope, identifiers: tuple[str, ...], configs: tuple[str, ...] = (),
+                       cap: int = 20) -> list[ChannelRow]:
     """Chunks containing an identifier exactly (case-insensitive): the GIN index narrows them by
-    the identifier's lexemes, then the text is checked literally."""
+    the identifier's lexemes in any of the namespace's text search configurations, then the text
+    is checked literally."""
     if not identifiers:
         return []
     rows: dict[int, float] = {}
     where, params = scope.where("c")
+    configs = tuple(configs) or (DEFAULT_CONFIG,)
+    matches = " || ".join(["kb_query(%s, q.identifier)"] * len(configs))
     with read_connection().cursor() as cursor:
         # one statement for all identifiers (each keeps its own LIMIT), in the query's order
         cursor.execute(
             f"""SELECT found.id FROM unnest(%s::text[]) WITH ORDINALITY AS q(identifier, n)
                 CROSS JOIN LATERAL (
                     SELECT c.id, length(c.text) AS size FROM kb_chunk c
-                    WHERE {where} AND c.search_vector @@ plainto_tsquery(%s::regconfig, q.identifier)
+                    WHERE {where} AND c.search_vector @@ ({matches})
                       AND strpos(lower(c.text), lower(q.identifier)) > 0
                     ORDER BY length(c.text), c.id LIMIT %s) AS found
                 ORDER BY q.n, found.size, found.id""",
-            [list(identifiers), *params, SEARCH_CONFIG, cap],
+            [list(identifiers), *params, *configs, cap],
         )
         for (chunk_id,) in cursor.fetchall():
             rows.setdefault(chunk_id, 1.0)

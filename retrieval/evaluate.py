@@ -46,9 +46,9 @@ def clear_document_frequencies() -> None:
     lexical.DOCUMENT_FREQUENCIES.clear()
 
 
-def query_lexemes(text: str) -> list[tuple[str, int]]:
-    """The query's lexemes as the lexical channel reads them."""
-    return lexical.query_lexemes(text)
+def query_lexemes(text: str, namespace_id: int) -> list[tuple[str, int]]:
+    """The query's lexemes as the lexical channel reads them in that namespace."""
+    return lexical.query_lexemes(text, lexical.namespace_configs(namespace_id))
 
 
 def lexical_read(namespace_id: int, lexemes: list[tuple[str, int]], depth: int, *,

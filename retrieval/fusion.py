@@ -26,7 +26,7 @@ class FusionWeights:
     """The weights a search used and what set them, as the explanation shows them."""
 
     lexical: float
-    source: str  # "default" or "fitted"
+    source: str  # "default", "fitted", "requested" or "language" (meaning left out: WORDS_ALONE)
     reason: str
     fitted_at: datetime | None = None
     version: int = 0
@@ -38,6 +38,10 @@ class FusionWeights:
 
 DEFAULT_WEIGHTS = FusionWeights(DEFAULT_LEXICAL_WEIGHT, "default",
                                 "default: equal weights, no judged queries fitted for this namespace")
+
+
+WORDS_ALONE = FusionWeights(1.0, "language", "words alone: the embedding model does not read this namespace's "
+                                            "language (the note above)")
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kb.models import SEARCH_CONFIG  # the one text search configuration: the stored tsvectors use it
+from kb.languages import DEFAULT_CONFIG
 from kb.replicas import read_connection
 from retrieval import bm25, posting_lists
 from retrieval.channels import ChannelRow, Scope, named_where
@@ -134,17 +134,28 @@ def _scope_join(scope: Scope) -> tuple[str, dict]:
     return f"JOIN kb_chunk c ON c.id = t.chunk_id AND {scope_sql}", scope_params
 
 
-def query_lexemes(text: str) -> list[tuple[str, int]]:
+def query_lexemes(text: str, configs: tuple[str, ...] | list[str] = ()) -> list[tuple[str, int]]:
     """The query's lexemes with their counts in query order (the first 64), as PostgreSQL's
-    parser reads them. Built with to_tsvector, never to_tsquery, so no input can raise a tsquery
-    syntax error."""
+    parser reads them with each of `configs` (the namespace's: the configurations its passages
+    are lexed with; the default one when it has none yet), through `kb_lex` as the passages are.
+    A lexeme that two configurations give alike counts once. Built with to_tsvector, never
+    to_tsquery, so no input can raise a tsquery syntax error."""
     with read_connection().cursor() as cursor:
         cursor.execute(
-            "SELECT t.lexeme, coalesce(array_length(t.positions, 1), 1) "
-            "FROM unnest(to_tsvector(%s::regconfig, %s)) AS t ORDER BY t.positions[1], t.lexeme LIMIT %s",
-            [SEARCH_CONFIG, text, MAX_QUERY_LEXEMES],
+            "SELECT t.lexeme, max(coalesce(array_length(t.positions, 1), 1)) "
+            "FROM unnest(%s::text[]) AS cfg(name), unnest(kb_lex(cfg.name, %s)) AS t "
+            "GROUP BY t.lexeme ORDER BY min(t.positions[1]), t.lexeme LIMIT %s",
+            [list(configs) or [DEFAULT_CONFIG], text, MAX_QUERY_LEXEMES],
         )
         return [(lexeme, int(count)) for lexeme, count in cursor.fetchall()]
+
+
+def namespace_configs(namespace_id: int) -> list[str]:
+    """The text search configurations a namespace's passages are lexed with."""
+    with read_connection().cursor() as cursor:
+        cursor.execute("SELECT search_configs FROM kb_namespace WHERE id = %s", [namespace_id])
+        row = cursor.fetchone()
+    return list(row[0]) if row else []
 
 
 @dataclass(frozen=True)

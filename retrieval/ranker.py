@@ -68,16 +68,18 @@ __all__ = [
 ]
 
 def rank(candidates: Sequence[Candidate], params: RankerParams = RankerParams(), *,
-         identifier_query: bool = False, query_idf: float | None = None) -> Ranking:
+         identifier_query: bool = False, query_idf: float | None = None,
+         notes: tuple[ChannelNote, ...] = ()) -> Ranking:
     """`query_idf`: the sum of the query terms' IDF weights (what a passage holding every term
     once, at average length, scores in BM25); with it, words weigh in proportion to how much of
-    the query the best lexical hit covers (`words_weight`)."""
+    the query the best lexical hit covers (`words_weight`). `notes`: channels the search left
+    out before ranking, and why (the summary shows them first)."""
     params.validate()
     by_key = {c.key: c for c in candidates}
     own = channel_stats(candidates)
     stats = pooled_when_flat(own, candidates)
     cap = _vector_top_z(stats) if stats is not own else None
-    notes = channel_notes(stats, query_idf)
+    notes = (*notes, *channel_notes(stats, query_idf))
     weight = 0.0 if NO_SHARED_TERM in notes else words_weight(
         DEFAULT_LEXICAL_WEIGHT if params.lexical_weight is None else params.lexical_weight, stats, query_idf)
     scored = [_score(c, params, stats, weight, cap) for c in candidates]

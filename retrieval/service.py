@@ -7,20 +7,24 @@ same ranking and the same explanations. Each call writes one QueryLog row (unles
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from kb.conf import kb_settings
 from kb.embedding.embedders import get_embedder
+from kb.languages import meaning_left_out
 from kb.models import QueryLog
 from kb.replicas import on_replica, read_alias, read_connection
 from retrieval import channels as ch
 from retrieval import lexical
+from retrieval.candidates import ChannelNote, meaning_unread
 from retrieval.citations import document_citation_url
 from retrieval.errors import InvalidGroup, UnknownNamespace
-from retrieval.fusion import DEFAULT_WEIGHTS, WEIGHT_FIELDS, FusionWeights, weights_from_row
+from retrieval.fusion import DEFAULT_WEIGHTS, WEIGHT_FIELDS, WORDS_ALONE, FusionWeights, weights_from_row
 from retrieval.query import MAX_LIMIT, MAX_QUERY_CHARS, QueryFeatures, analyse, validate_query
 from retrieval.ranker import (
     CHANNELS,
@@ -156,7 +160,8 @@ def run_search(query: str, namespace: str, *, filters: Filters = Filters(), limi
     def read() -> tuple[_Plan, SearchResult]:
         timings.clear()  # a read retried on the primary reports its own times
         plan = _plan(query, namespace, filters, limit, params, group)
-        found = _gather(plan, channels, query_vector, timings)
+        left_out = {note.channel for note in plan.notes if note.state == "off"}
+        found = _gather(plan, tuple(c for c in channels if c not in left_out), query_vector, timings)
         t = time.perf_counter()
         candidates = _candidates(found.lists, found.rows, found.cosines)
         if fuse is not None:
@@ -164,7 +169,7 @@ def run_search(query: str, namespace: str, *, filters: Filters = Filters(), limi
         else:
             ranking = rank(candidates, plan.params,
                            identifier_query=bool(plan.features.identifiers) and IDENTIFIERS in channels,
-                           query_idf=found.statistics.query_idf if found.statistics else None)
+                           query_idf=found.statistics.query_idf if found.statistics else None, notes=plan.notes)
         timings["rank_ms"] = _ms(t)
         t = time.perf_counter()
         result = _result(plan, ranking, found, timings, text_window)
@@ -194,6 +199,8 @@ class _Plan:
     depth: int  # candidates read per channel
     features: QueryFeatures
     documents_wanted: int | None  # group="document": documents to return
+    configs: tuple[str, ...] = ()  # the text search configurations the query is lexed with
+    notes: tuple[ChannelNote, ...] = ()  # channels left out for this namespace, and why
 
 
 def _plan(query: str, namespace: str, filters: Filters, limit: int, params: RankerParams | None,
@@ -207,27 +214,37 @@ def _plan(query: str, namespace: str, filters: Filters, limit: int, params: Rank
     if ns is None:
         raise UnknownNamespace(f"No namespace {namespace!r}.", details={"namespace": namespace})
     params = params or RankerParams()
-    weights = weights_from_row(ns)
+    weights, notes = weights_from_row(ns), ()
     if params.lexical_weight is not None:
         weights = FusionWeights(params.lexical_weight, "requested", "set by the caller for this search")
+    elif weights.source == DEFAULT_WEIGHTS.source:
+        left_out = meaning_left_out(ns["document_languages"], kb_settings().embedding_languages)
+        if left_out:  # judged queries would have fitted the weight: only the default yields
+            weights, notes = WORDS_ALONE, (meaning_unread(*left_out),)
     return _Plan(
         query=query, namespace=namespace, weights=weights, features=analyse(query), documents_wanted=documents_wanted,
         scope=ch.Scope(ns["id"], tuple(filters.source_ids), tuple(filters.document_ids)),
         params=RankerParams(**{**params.__dict__, "limit": limit, "lexical_weight": weights.lexical}),
         depth=min(1000, max(100, 2 * (documents_wanted or limit))),  # grouped: sections come from the same pool
+        configs=tuple(ns["search_configs"]), notes=notes,
     )
 
 
 def _namespace_row(slug: str) -> dict | None:
-    """The namespace's id and fusion weights (`WEIGHT_FIELDS`), in one statement: every search
-    starts here, and the ORM's version of this read cost a millisecond more at p50."""
+    """The namespace's id, text search configurations and fusion weights (`WEIGHT_FIELDS`), in
+    one statement: every search starts here, and the ORM's version of this read cost a
+    millisecond more at p50."""
     with read_connection().cursor() as cursor:
         cursor.execute(
-            "SELECT n.id, f.lexical_weight, f.version, f.fitted_at, f.fitted_on, f.queries, f.cross_validated_ndcg,"
-            " f.default_ndcg FROM kb_namespace n LEFT JOIN kb_fusioncalibration f ON f.namespace_id = n.id"
-            " WHERE n.slug = %s", [slug])
+            "SELECT n.id, n.search_configs, n.document_languages::text, f.lexical_weight, f.version, f.fitted_at,"
+            " f.fitted_on, f.queries, f.cross_validated_ndcg, f.default_ndcg"
+            " FROM kb_namespace n LEFT JOIN kb_fusioncalibration f ON f.namespace_id = n.id WHERE n.slug = %s",
+            [slug])
         row = cursor.fetchone()
-    return None if row is None else {"id": row[0], **dict(zip(WEIGHT_FIELDS, row[1:], strict=True))}
+    if row is None:
+        return None
+    return {"id": row[0], "search_configs": row[1], "document_languages": json.loads(row[2]),
+            **dict(zip(WEIGHT_FIELDS, row[3:], strict=True))}
 
 
 @dataclass
@@ -252,7 +269,7 @@ def _gather(plan: _Plan, channels: tuple[str, ...], query_vector, timings: dict[
         if VECTOR in channels and query_vector is None:
             embedding = pool.submit(_embed, plan.query)
         t = time.perf_counter()
-        lexemes = lexical.query_lexemes(plan.query)
+        lexemes = lexical.query_lexemes(plan.query, plan.configs)
         statistics, words = None, None
         if LEXICAL in channels:
             statistics = lexical.term_statistics(scope, lexemes)
@@ -260,7 +277,8 @@ def _gather(plan: _Plan, channels: tuple[str, ...], query_vector, timings: dict[
         lists: dict[str, list[ch.ChannelRow]] = {
             LEXICAL: words.rows if words else [],
             NAMES: ch.names_channel(scope, features.name_keys) if NAMES in channels else [],
-            IDENTIFIERS: ch.identifier_channel(scope, features.identifiers) if IDENTIFIERS in channels else [],
+            IDENTIFIERS: (ch.identifier_channel(scope, features.identifiers, plan.configs)
+                          if IDENTIFIERS in channels else []),
         }
         timings["channels_ms"] = _ms(t)
         t = time.perf_counter()
@@ -322,9 +340,9 @@ def _texts_shown(kept: list[ScoreDetails], rows: dict[int, ch.CandidateRow], win
 def matching_chunk_ids(namespace_ids, text: str, limit: int = LOOKUP_LIMIT) -> list[int]:
     """The chunks whose words match `text` best in each namespace, by the lexical channel: a
     lookup (the admin's chunk search)."""
-    lexemes = lexical.query_lexemes(text)
     found: list[int] = []
     for namespace_id in namespace_ids:
+        lexemes = lexical.query_lexemes(text, lexical.namespace_configs(int(namespace_id)))
         rows = lexical.lexical_search(ch.Scope(int(namespace_id)), lexemes, limit).rows
         found += [row.chunk_id for row in rows]
     return found
@@ -333,7 +351,8 @@ def matching_chunk_ids(namespace_ids, text: str, limit: int = LOOKUP_LIMIT) -> l
 def words_match(text: str, namespace_id: int, filters: Filters = Filters()) -> bool:
     """Whether the lexical channel finds any passage holding `text`'s words within `filters`."""
     scope = ch.Scope(int(namespace_id), tuple(filters.source_ids), tuple(filters.document_ids))
-    return bool(lexical.lexical_search(scope, lexical.query_lexemes(text), 1).rows)
+    lexemes = lexical.query_lexemes(text, lexical.namespace_configs(scope.namespace_id))
+    return bool(lexical.lexical_search(scope, lexemes, 1).rows)
 
 
 def query_terms(text: str) -> list[tuple[str, int]]:

@@ -1,7 +1,8 @@
 """Spelling corrections drawn from a namespace's own vocabulary, for the no-results state.
 
-A query word is misspelt when its stem (PostgreSQL's `english` configuration, as the lexical
-channel stems) occurs in no chunk of the namespace. Its correction is the namespace's lexeme
+A query word is misspelt when none of its stems (in each text search configuration the
+namespace's passages are lexed with, as the lexical channel stems; character pairs of Chinese,
+Japanese and Korean are not corrected) occurs in any chunk of the namespace. Its correction is the namespace's lexeme
 nearest to that stem by edit distance (a swap counts one; at most 1 for words of up to seven
 letters, 2 for longer ones; same first
 letter, which bounds the candidates to one index range of `kb_chunk_term`), the most frequent
@@ -15,8 +16,9 @@ from __future__ import annotations
 
 import re
 
-from kb.models import SEARCH_CONFIG
+from kb.languages import DEFAULT_CONFIG, SEGMENTED
 from kb.replicas import read_connection
+from retrieval.lexical import namespace_configs
 
 WORD_RE = re.compile(r"[^\W\d_]{3,}", re.UNICODE)
 MAX_WORDS = 12  # a longer query is not corrected: it is prose, not a mistyped search
@@ -76,18 +78,26 @@ def correct_query(namespace_id: int, query: str) -> str | None:
     words = WORD_RE.findall(query)
     if not words or len(words) > MAX_WORDS:
         return None
+    configs = [c for c in namespace_configs(namespace_id) or [DEFAULT_CONFIG] if c != SEGMENTED]
+    if not configs:
+        return None
     with read_connection().cursor() as cursor:
-        cursor.execute("SELECT w, tsvector_to_array(to_tsvector(%s::regconfig, w)) FROM unnest(%s::text[]) AS w",
-                       [SEARCH_CONFIG, [w.lower() for w in words]])
-        stems = {word: lexemes[0] for word, lexemes in cursor.fetchall() if lexemes}
+        cursor.execute("SELECT w, tsvector_to_array(kb_lex(c, w)) FROM unnest(%s::text[]) WITH ORDINALITY AS q(w, n), "
+                       "unnest(%s::text[]) WITH ORDINALITY AS k(c, m) ORDER BY n, m",
+                       [[w.lower() for w in words], configs])
+        stems: dict[str, list[str]] = {}  # each word's stem in each configuration, the namespace's first first
+        for word, lexemes in cursor.fetchall():
+            if lexemes:
+                stems.setdefault(word, []).append(lexemes[0])
         if not stems:
             return None
         cursor.execute("SELECT DISTINCT lexeme FROM kb_chunk_term WHERE namespace_id = %s AND lexeme = ANY(%s)",
-                       [namespace_id, list(set(stems.values()))])
+                       [namespace_id, list({stem for found in stems.values() for stem in found})])
         known = {row[0] for row in cursor.fetchall()}
         replacements: dict[str, str] = {}
-        for word, stem in stems.items():
-            if stem in known or len(stem) < 3:
+        for word, found in stems.items():
+            stem = found[0]
+            if known.intersection(found) or len(stem) < 3:
                 continue
             limit = allowed_distance(stem)
             first, after = stem[0], chr(ord(stem[0]) + 1)

@@ -10,17 +10,18 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
-from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.contrib.postgres.search import SearchVectorField
 from django.core.exceptions import ValidationError
 from django.db import models
-from django.db.models import Q
+from django.db.models import Func, Q
 from pgvector.django import VectorField
 
+from kb.languages import CONFIGS, DEFAULT_CONFIG
 from kb.models.access import Namespace
 from kb.validators import validate_http_url, validate_source_options
 from kb.vocabulary import SOURCE_KINDS, URL_KINDS
 
-SEARCH_CONFIG = "english"  # the text search configuration of every tsvector and query: stated here only
+SEARCH_CONFIG = DEFAULT_CONFIG  # the text search configuration of capability texts (chunks: each its own)
 
 
 class Source(models.Model):
@@ -121,6 +122,9 @@ class Document(models.Model):
     etag = models.CharField(max_length=300, blank=True)
     last_modified = models.CharField(max_length=100, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
+    language = models.CharField(
+        max_length=8, blank=True,
+        help_text="The language detected in the text (ISO 639-1), empty when too short or unsure.")
 
     class Meta:
         ordering = ["source_id", "ref"]
@@ -165,9 +169,13 @@ class Chunk(models.Model):
     text_key = models.CharField(max_length=32, blank=True, help_text="Duplicate key of the text.")
     body_key = models.CharField(max_length=32, blank=True,
                                 help_text="Duplicate key of the text without its breadcrumb.")
+    search_config = models.CharField(
+        max_length=16, default=DEFAULT_CONFIG, choices=[(c, c) for c in CONFIGS],
+        help_text="The text search configuration the passage is lexed with (kb/languages.py).")
+    # kb_search_vector(config, title, text): the title lexed at weight A, the text at D (migration 0028)
     search_vector = models.GeneratedField(
-        expression=SearchVector("title", weight="A", config=SEARCH_CONFIG)
-        + SearchVector("text", weight="D", config=SEARCH_CONFIG),
+        expression=Func("search_config", "title", "text", function="kb_search_vector",
+                        output_field=SearchVectorField()),
         output_field=SearchVectorField(),
         db_persist=True,
     )

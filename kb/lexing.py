@@ -1,0 +1,110 @@
+"""Lexing a namespace's stored passages again as its language setting says.
+
+Ingest lexes each new passage as the setting says (ingest/store.py); this brings the passages
+already stored into line after the setting changed, or after the migration that introduced
+languages left every earlier passage in `english`. Documents whose language was never named are
+detected first. Each passage whose configuration changes is updated in place: the postings
+trigger replaces its postings and the namespace's BM25 statistics in the same statement, so the
+lexical channel stays exact throughout, and the finished namespace is announced as changed so
+retrieval rebuilds what it derives from the postings.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from django.db import connection, transaction
+
+from kb.languages import AUTO, config_for, detect
+from kb.models import Document, Namespace
+from kb.signals import namespaces_changed
+
+DETECT_BATCH = 200
+
+
+@dataclass(frozen=True)
+class Relexed:
+    detected: int  # documents whose language was named now
+    passages: int  # passages lexed with another configuration
+    configs: tuple[str, ...]  # the namespace's configurations afterwards
+
+
+def apply_language(namespace_id: int) -> Relexed:
+    namespace = Namespace.objects.get(pk=namespace_id)
+    detected = _detect_missing(namespace) if namespace.language == AUTO else 0
+    passages = 0
+    with transaction.atomic(), connection.cursor() as cursor:
+        if namespace.language == AUTO:
+            cursor.execute("SELECT DISTINCT language FROM kb_document WHERE namespace_id = %s", [namespace.pk])
+            for (language,) in cursor.fetchall():
+                config = config_for(language)
+                cursor.execute(
+                    "UPDATE kb_chunk c SET search_config = %s FROM kb_document d WHERE d.id = c.document_id"
+                    " AND d.namespace_id = %s AND d.language = %s AND c.search_config <> %s",
+                    [config, namespace.pk, language, config])
+                passages += cursor.rowcount
+        else:
+            cursor.execute("UPDATE kb_chunk SET search_config = %s WHERE namespace_id = %s AND search_config <> %s",
+                           [namespace.language, namespace.pk, namespace.language])
+            passages += cursor.rowcount
+        cursor.execute(
+            "UPDATE kb_namespace SET search_configs = ARRAY(SELECT DISTINCT search_config FROM kb_chunk"
+            " WHERE namespace_id = %s ORDER BY 1) WHERE id = %s RETURNING search_configs", [namespace.pk, namespace.pk])
+        configs = tuple(cursor.fetchone()[0])
+    count_languages(namespace.pk)
+    if passages:
+        namespaces_changed.send(sender=Relexed, namespace_ids=[namespace.pk])
+    return Relexed(detected, passages, configs)
+
+
+def apply_language_task(namespace_id: int) -> str:
+    """The django-q2 entry point of `apply_language`."""
+    done = apply_language(namespace_id)
+    return (f"namespace {namespace_id}: {done.detected} documents' languages named, {done.passages} passages "
+            f"lexed again; configurations {', '.join(done.configs) or 'none'}")
+
+
+def _detect_missing(namespace: Namespace) -> int:
+    """Name the language of each of the namespace's documents that has none yet; returns how many
+    were named (a text too short or unclear stays unnamed, and is lexed in the default)."""
+    named = 0
+    pending = Document.objects.filter(namespace=namespace, language="").only("id", "content").order_by("id")
+    last = 0
+    while True:
+        batch = list(pending.filter(id__gt=last)[:DETECT_BATCH])
+        if not batch:
+            return named
+        for document in batch:
+            document.language = detect(document.content)
+            named += bool(document.language)
+        Document.objects.bulk_update([d for d in batch if d.language], ["language"])
+        last = batch[-1].id
+
+
+def count_languages(namespace_id: int) -> dict[str, int]:
+    """Count the namespace's documents per detected language into `Namespace.document_languages`
+    (what decides whether the embedding model can read the namespace): after every ingest run
+    and every change of the language setting."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE kb_namespace SET document_languages = coalesce((SELECT jsonb_object_agg(language, n) FROM"
+            " (SELECT language, count(*) AS n FROM kb_document WHERE namespace_id = %s GROUP BY 1) counted),"
+            " '{}'::jsonb) WHERE id = %s RETURNING document_languages::text", [namespace_id, namespace_id])
+        row = cursor.fetchone()
+    return json.loads(row[0]) if row else {}
+
+
+def on_namespaces_changed(sender, namespace_ids, **kwargs) -> None:
+    if sender is Relexed:  # apply_language counted already
+        return
+    for namespace_id in namespace_ids:
+        count_languages(namespace_id)
+
+
+def passages_by_config(namespace_id: int) -> dict[str, int]:
+    """How many of the namespace's passages each configuration lexes (the admin shows it)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT search_config, count(*) FROM kb_chunk WHERE namespace_id = %s "
+                       "GROUP BY 1 ORDER BY 2 DESC", [namespace_id])
+        return dict(cursor.fetchall())

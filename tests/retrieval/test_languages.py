@@ -1,0 +1,182 @@
+"""Text search in the documents' own language, on real translated manuals (tests/fixtures/real/
+languages/: the Debian Administrator's Handbook and the Debian Reference), through the real
+pipeline: each page's language is detected at ingest, its passages are lexed with the matching
+PostgreSQL configuration, queries with each configuration the namespace holds, and Chinese and
+Japanese runs are split into character pairs on both sides."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+from ingest.loaders import LoadedItem
+from ingest.pipeline import IngestPipeline
+from kb.languages import detect
+from kb.lexing import apply_language, passages_by_config
+from kb.models import Chunk, Document, IngestRun, Namespace, Source
+from retrieval import lexical
+from retrieval.channels import Scope
+from retrieval.service import search
+from tests.retrieval.test_channels import _recomputed_stats
+
+pytestmark = pytest.mark.django_db
+
+PAGES = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "languages"
+
+
+def _ingest(slug: str, *pages: str, language: str = "auto") -> Namespace:
+    namespace = Namespace.objects.create(slug=slug, title=slug, is_public=True, language=language)
+    source = Source.objects.create(namespace=namespace, name="manual", kind=Source.Kind.TEXT, text="x")
+    run = IngestRun.objects.create(source=source)
+    items = [LoadedItem(ref=page, body=(PAGES / page).read_bytes(), media_type="text/html", charset="utf-8",
+                        path=page) for page in pages]
+    IngestPipeline(run).execute(iter(items))
+    run.refresh_from_db()
+    assert run.status == "succeeded" and run.items_failed == 0, run.error
+    namespace.refresh_from_db()
+    return namespace
+
+
+def _lexical_refs(namespace: Namespace, query: str) -> list[str]:
+    lexemes = lexical.query_lexemes(query, namespace.search_configs)
+    rows = lexical.lexical_search(Scope(namespace.pk), lexemes, 10).rows
+    refs = dict(Chunk.objects.filter(id__in=[r.chunk_id for r in rows]).values_list("id", "document__ref"))
+    return list(dict.fromkeys(refs[r.chunk_id] for r in rows))  # each page once, best first
+
+
+def test_each_page_is_lexed_in_its_detected_language():
+    namespace = _ingest("languages-mixed", "user-space.en-US.html", "user-space.de-DE.html",
+                        "reference-appendix.zh-cn.html", "user-space.ar-MA.html")
+    languages = dict(Document.objects.filter(namespace=namespace).values_list("ref", "language"))
+    assert languages == {"user-space.en-US.html": "en", "user-space.de-DE.html": "de",
+                         "reference-appendix.zh-cn.html": "zh", "user-space.ar-MA.html": "ar"}
+    configs = dict(Chunk.objects.filter(namespace=namespace).values_list("document__ref", "search_config"))
+    assert configs == {"user-space.en-US.html": "english", "user-space.de-DE.html": "german",
+                       "reference-appendix.zh-cn.html": "cjk", "user-space.ar-MA.html": "arabic"}
+    assert namespace.search_configs == ["arabic", "cjk", "english", "german"]
+    postings, maintained, counted, kept = _recomputed_stats(namespace)
+    assert maintained == postings and kept == counted  # BM25 statistics exact over four configurations
+
+
+def test_a_german_query_finds_other_inflections_of_its_words():
+    namespace = _ingest("languages-german", "user-space.de-DE.html")
+    # the page says "Beendigung" and "Speicher"; the queries inflect them otherwise
+    for query in ("Beendigungen", "Speichers"):
+        assert _lexical_refs(namespace, query) == ["user-space.de-DE.html"], query
+        # English stemming keeps endings the page's words do not have: it would find nothing
+        english = [lexeme for lexeme, _ in lexical.query_lexemes(query, ["english"])]
+        assert english and not _has_lexeme(namespace, english[0]), english
+
+
+def test_a_chinese_query_matches_inside_a_run_of_characters():
+    namespace = _ingest("languages-chinese", "reference-appendix.zh-cn.html")
+    # the page writes 《Debian GNU/Linux: 安装和使用手册》: "使用手册" is inside one run, no spaces
+    assert _lexical_refs(namespace, "使用手册") == ["reference-appendix.zh-cn.html"]
+    hit = search("使用手册", namespace.slug, log=False).hits[0]
+    assert hit.document_ref == "reference-appendix.zh-cn.html"
+    assert "lexical" in hit.details.channels
+    # PostgreSQL's own parser keeps the whole run as one word, so the query's word is not the page's
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT tsvector_to_array(to_tsvector('simple', '使用手册'))")
+        assert not _has_lexeme(namespace, cursor.fetchone()[0][0])
+
+
+def test_a_japanese_query_matches_kana_and_kanji_pairs():
+    namespace = _ingest("languages-japanese", "user-space.ja-JP.html")
+    # "バックグラウンド" stands inside longer runs ("コマンドをバックグラウンドで実行")
+    assert _lexical_refs(namespace, "バックグラウンド") == ["user-space.ja-JP.html"]
+
+
+def test_a_fixed_language_lexes_every_page_and_a_change_relexes_them_exactly():
+    namespace = _ingest("languages-fixed", "user-space.de-DE.html", "user-space.fr-FR.html", language="simple")
+    assert set(Chunk.objects.filter(namespace=namespace).values_list("search_config", flat=True)) == {"simple"}
+    assert _lexical_refs(namespace, "Beendigungen") == []  # no stemming: the page's "Beendigung" differs
+    namespace.language = "auto"
+    namespace.save()
+    done = apply_language(namespace.pk)
+    assert done.passages == Chunk.objects.filter(namespace=namespace).count() and done.configs == ("french", "german")
+    namespace.refresh_from_db()
+    assert passages_by_config(namespace.pk).keys() == {"french", "german"}
+    assert _lexical_refs(namespace, "Beendigungen")[:1] == ["user-space.de-DE.html"]
+    postings, maintained, counted, kept = _recomputed_stats(namespace)
+    assert maintained == postings and kept == counted
+    assert apply_language(namespace.pk).passages == 0  # nothing left to change
+
+
+def test_a_page_stored_before_languages_keeps_its_exact_english_vector():
+    """What migration 0028 relies on: `english` through kb_search_vector is the expression it replaced."""
+    text = (PAGES / "user-space.en-US.html").read_text(encoding="utf-8")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT kb_search_vector('english', %s, %s) = setweight(to_tsvector('english', %s), 'A')"
+                       " || setweight(to_tsvector('english', %s), 'D')", ["User space", text, "User space", text])
+        assert cursor.fetchone()[0] is True
+
+
+@pytest.mark.parametrize("page, language", [
+    ("user-space.en-US.html", "en"), ("user-space.de-DE.html", "de"), ("user-space.fr-FR.html", "fr"),
+    ("user-space.ja-JP.html", "ja"), ("user-space.ar-MA.html", "ar"), ("user-space.fa-IR.html", "fa"),
+    ("reference-appendix.zh-cn.html", "zh"),
+])
+def test_the_detector_names_each_manuals_language(page, language):
+    from ingest.extract import extract
+
+    extracted = extract((PAGES / page).read_bytes(), "text/html", charset="utf-8")
+    assert detect(extracted.content) == language
+
+
+def test_too_little_text_names_no_language():
+    assert detect("") == "" and detect("apt-get -y") == "" and detect("1234 5678 ... ## --") == ""
+
+
+def _has_lexeme(namespace: Namespace, lexeme: str) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM kb_chunk_term WHERE namespace_id = %s AND lexeme = %s LIMIT 1",
+                       [namespace.pk, lexeme])
+        return cursor.fetchone() is not None
+
+
+def test_an_arabic_namespace_is_searched_by_its_words_and_says_why():
+    namespace = _ingest("languages-arabic", "user-space.ar-MA.html", "user-space.fa-IR.html")
+    assert namespace.document_languages == {"ar": 1, "fa": 1}
+    result = search("العمليات", namespace.slug, log=False)  # "the processes"
+    assert result.hits and all("vector" not in hit.details.channels for hit in result.hits)
+    assert all(hit.cosine is None for hit in result.hits)  # no query embedding was even computed
+    assert "embed_ms" not in result.timings
+    assert result.fusion.source == "language" and result.fusion.vector == 0
+    [note] = [n for n in result.summary.channel_notes if n.channel == "vector"]
+    assert note.reason.startswith("100% of this namespace's documents are in Arabic and Persian, which the "
+                                  "embedding model does not read")
+
+
+def test_the_dense_channel_stays_for_a_model_that_reads_the_language(settings):
+    from kb.conf import kb_settings
+
+    namespace = _ingest("languages-arabic-read", "user-space.ar-MA.html")
+    settings.KB_EMBEDDING_LANGUAGES = "*"  # a multilingual model
+    kb_settings.cache_clear()
+    try:
+        result = search("العمليات", namespace.slug, log=False)
+    finally:
+        kb_settings.cache_clear()
+    assert result.fusion.source == "default" and not result.summary.channel_notes
+    assert any("vector" in hit.details.channels for hit in result.hits)
+
+
+def test_an_english_namespace_keeps_meaning():
+    namespace = _ingest("languages-english", "user-space.en-US.html", "user-space.ar-MA.html")
+    result = search("how does a process end", namespace.slug, log=False)  # half Arabic: below the share
+    assert result.fusion.source == "default" and not result.summary.channel_notes
+    assert any("vector" in hit.details.channels for hit in result.hits)
+
+
+def test_the_page_and_the_console_say_that_meaning_is_not_used(client, django_user_model):
+    namespace = _ingest("languages-arabic-page", "user-space.ar-MA.html")
+    page = client.get("/", {"q": "العمليات", "namespace": namespace.slug}).content.decode()
+    assert "100% of this namespace&#x27;s documents are in Arabic, which the embedding model does not read" in page
+    admin = django_user_model.objects.create_superuser("root", "root@example.org", "pw")
+    client.force_login(admin)
+    console = client.get(f"/admin/kb/namespace/{namespace.pk}/change/").content.decode()
+    assert "not used: 100% of the documents are in Arabic" in console
+    assert "arabic: " in console  # passages per configuration
