@@ -2,20 +2,22 @@
 
 `kb_site_bench` runs the real crawl with an embedder of its choosing (one that defers the
 vectors, so fidelity is measured without the model's cost) and reads pages the way the run's
-recall check does; the scaling run copies a corpus through the writer's bulk path. Nothing in
-the product calls this module.
+recall check does; the scaling run copies a corpus through the writer's bulk path; the
+multilingual corpora read pages with the product's extractor (`extract`). Nothing in the product
+calls this module.
 """
 
 from __future__ import annotations
 
 from ingest import store
+from ingest.extract import extract
 from ingest.fetch import allow_rules_from_settings
 from ingest.pipeline import IngestPipeline
 from ingest.service import start_ingest
 from kb.embedding.embedders import Embedder
 from kb.models import IngestRun, Source
 
-__all__ = ["allow_rules_from_settings", "copy_documents", "ingest_now"]
+__all__ = ["allow_rules_from_settings", "copy_documents", "extract", "ingest_now"]
 
 
 def ingest_now(source: Source, embedder: Embedder | None = None) -> IngestRun:

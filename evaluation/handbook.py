@@ -1,0 +1,61 @@
+"""Multilingual benchmark corpora from The Debian Administrator's Handbook: one BEIR folder per
+language (`corpus.jsonl`, `queries.jsonl`, `qrels/test.tsv`) for `kb_bench --beir`.
+
+The book ships in Debian (`debian-handbook`) in 26 languages with the same file name for each
+page in every translation, and many translations are partial: a page left in English sits in
+the translated tree. Each page is read by the product's own HTML extractor and kept for a
+language only when its text is detected in that language. The questions and their judgements
+(`corpora/debian-handbook-questions.json`) were written once per page, so each language's
+queries are the questions whose page was translated into it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from ingest.evaluate import extract
+from kb.languages import detect
+
+QUESTIONS = Path(__file__).with_name("corpora") / "debian-handbook-questions.json"
+FOLDERS = {"en": "en-US", "de": "de-DE", "fr": "fr-FR", "es": "es-ES", "ja": "ja-JP", "zh": "zh-CN",
+           "ar": "ar-MA", "fa": "fa-IR"}  # the book's folder of each language the questions are written in
+MIN_CHARS = 300  # shorter pages are tables of contents and title pages
+
+
+@dataclass(frozen=True)
+class Built:
+    language: str
+    pages: int  # pages in the book's folder
+    translated: int  # of them, in the language: the corpus
+    queries: int
+
+
+def build(html: Path, out: Path, languages: list[str]) -> list[Built]:
+    """Write `out/<language>/` for each language from the book's `html` folder (the package's
+    /usr/share/doc/debian-handbook/html)."""
+    questions = json.loads(QUESTIONS.read_text(encoding="utf-8"))["questions"]
+    built = []
+    for language in languages:
+        pages = sorted((html / FOLDERS[language]).glob("*.html"))
+        corpus = []
+        for page in pages:
+            extracted = extract(page.read_bytes(), "text/html", charset="utf-8")
+            if len(extracted.content) >= MIN_CHARS and detect(extracted.content) == language:
+                corpus.append({"_id": page.stem, "title": extracted.title, "text": extracted.content})
+        kept = {row["_id"] for row in corpus}
+        queries = [q for q in questions if q["page"] in kept]
+        folder = out / language
+        (folder / "qrels").mkdir(parents=True, exist_ok=True)
+        _jsonl(folder / "corpus.jsonl", corpus)
+        _jsonl(folder / "queries.jsonl", [{"_id": q["id"], "text": q[language]} for q in queries])
+        (folder / "qrels" / "test.tsv").write_text(
+            "query-id\tcorpus-id\tscore\n" + "".join(f"{q['id']}\t{q['page']}\t1\n" for q in queries),
+            encoding="utf-8")
+        built.append(Built(language, len(pages), len(corpus), len(queries)))
+    return built
+
+
+def _jsonl(path: Path, rows: list[dict]) -> None:
+    path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
