@@ -18,6 +18,7 @@ from ingest.decisions import PIPELINE_VERSION, StoredDocument
 from ingest.extract import Extracted
 from ingest.loaders import KnownDocument, LoadedItem
 from kb.languages import DEFAULT_CONFIG, detect, document_config
+from kb.lexing import count_languages
 from kb.models import Chunk, Document, IngestItem, IngestRun, Source
 from kb.names import document_name_key, duplicate_key
 
@@ -105,23 +106,12 @@ def write_batch(source: Source, pending: list[PendingDocument], vectors, model_i
         Chunk.objects.bulk_create(rows, update_conflicts=True, unique_fields=["document", "position"],
                                   update_fields=list(CHUNK_FIELDS))
         with connection.cursor() as cursor:
-            record_search_configs(cursor, source.namespace_id, {row.search_config for row in rows})
             cursor.execute(
                 "DELETE FROM kb_chunk c USING unnest(%s::bigint[], %s::int[]) AS t(document_id, n) "
                 "WHERE c.document_id = t.document_id AND c.position >= t.n",
                 [[d.pk for d in written], [len(p.chunks) for p in pending]],
             )
     return len(rows)
-
-
-def record_search_configs(cursor, namespace_id: int, configs: set[str]) -> None:
-    """Add `configs` to the namespace's list of configurations a query is lexed with. The row is
-    written (and locked) only when one of them is new to the namespace."""
-    if configs:
-        cursor.execute(
-            "UPDATE kb_namespace SET search_configs = ARRAY(SELECT DISTINCT unnest(search_configs || %s::varchar[]) "
-            "ORDER BY 1) WHERE id = %s AND NOT (search_configs @> %s::varchar[])",
-            [sorted(configs), namespace_id, sorted(configs)])
 
 
 def chunk_row(source: Source, document: Document, chunk: ChunkSpec, vector, model_id: str, reason: str,
@@ -246,5 +236,4 @@ def copy_documents(source_id: int, base_namespace_id: int, target_namespace_id: 
                WHERE c.namespace_id = %s""",
             [target_namespace_id, drop_every, marker, marker, marker, target_namespace_id, marker, base_namespace_id],
         )
-        cursor.execute("SELECT search_configs FROM kb_namespace WHERE id = %s", [base_namespace_id])
-        record_search_configs(cursor, target_namespace_id, set(cursor.fetchone()[0]))
+    count_languages(target_namespace_id)

@@ -141,9 +141,9 @@ MINIMUMS = {  # setting: (KBSettings attribute, least value)
 
 
 def _validate(conf: KBSettings) -> None:
-    if conf.embedder not in ("local", "http") and "." not in conf.embedder:
+    if conf.embedder not in ("local", "e5", "http") and "." not in conf.embedder:
         raise ConfigurationError(
-            f"KB_EMBEDDER must be 'local', 'http' or a dotted path to a factory, got {conf.embedder!r}.",
+            f"KB_EMBEDDER must be 'local', 'e5', 'http' or a dotted path to a factory, got {conf.embedder!r}.",
             details={"setting": "KB_EMBEDDER"},
         )
     if conf.embedder == "http" and not conf.embeddings_url:

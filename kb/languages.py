@@ -15,6 +15,7 @@ language of 98.1 % of whole pages at 3.5 ms a page (docs/languages.md has the co
 
 from __future__ import annotations
 
+import bisect
 import re
 import threading
 
@@ -51,6 +52,7 @@ NAMES = {  # the languages a reader may see named (the detector knows 97; others
     "sr": "Serbian", "sv": "Swedish", "ta": "Tamil", "th": "Thai", "tr": "Turkish", "uk": "Ukrainian",
     "ur": "Urdu", "vi": "Vietnamese", "zh": "Chinese",
 }
+QUERY_SHARE = 0.02  # a configuration lexes queries when its languages hold this share of the documents
 UNREAD_SHARE = 0.5  # above this share of documents in languages the model does not read, meaning is not used
 
 DETECTED_PREFIX = 20_000  # characters read to name a document's language: linear, bounded
@@ -71,6 +73,25 @@ def config_for(language: str) -> str:
 def document_config(namespace_language: str, document_language: str) -> str:
     """The configuration a document is lexed with: the namespace's when it sets one, else its own."""
     return config_for(document_language) if namespace_language in ("", AUTO) else namespace_language
+
+
+def query_configs(namespace_language: str, document_languages: dict[str, int]) -> tuple[str, ...]:
+    """The configurations a namespace's queries are lexed with: its setting's, or those of the
+    languages that hold at least QUERY_SHARE of its documents (the largest when none does). A
+    language detected in a handful of documents, often a short text misread, does not add its
+    lexemes to every query: lexed with `simple`, a query's stopwords would match only those few
+    passages and rank them first."""
+    if namespace_language not in ("", AUTO):
+        return (namespace_language,)
+    shares: dict[str, int] = {}
+    for language, count in document_languages.items():
+        config = config_for(language)
+        shares[config] = shares.get(config, 0) + count
+    total = sum(shares.values())
+    if not total:
+        return (DEFAULT_CONFIG,)
+    kept = sorted(config for config, count in shares.items() if count / total >= QUERY_SHARE)
+    return tuple(kept) or (max(shares, key=lambda config: (shares[config], config)),)
 
 
 def name(language: str) -> str:
@@ -102,12 +123,43 @@ def meaning_left_out(document_languages: dict[str, int], read: tuple[str, ...]) 
 
 def detect(text: str) -> str:
     """The ISO 639-1 code of the language `text` is written in, or '' when it is too short or
-    the detector is unsure. Reads at most DETECTED_PREFIX characters."""
-    sample = text[:DETECTED_PREFIX]
+    the detector is unsure. Reads at most DETECTED_PREFIX characters. Letters of a script that
+    makes up less than MIN_SCRIPT_SHARE of them are left out first: an English abstract quoting
+    a name in Devanagari or Hebrew is English (the detector's byte n-grams of a rare script
+    would otherwise outweigh the text)."""
+    sample = _main_scripts(text[:DETECTED_PREFIX])
     if len(_LETTERS.findall(sample)) < MIN_LETTERS:
         return ""
     language, confidence = _identifier().classify(sample)
     return language if confidence >= MIN_CONFIDENCE else ""
+
+
+MIN_SCRIPT_SHARE = 0.2
+_SCRIPTS = (  # (first code point, script) in order; a Han or kana character counts as three letters (a word)
+    (0x0000, "latin", 1), (0x0250, "other", 1), (0x0370, "greek", 1), (0x0400, "cyrillic", 1), (0x0530, "other", 1),
+    (0x0590, "hebrew", 1), (0x0600, "arabic", 1), (0x0780, "other", 1), (0x0900, "indic", 1), (0x0E00, "other", 1),
+    (0x1100, "hangul", 1), (0x1200, "other", 1), (0x3040, "cjk", 3), (0xA000, "other", 1), (0xAC00, "hangul", 1),
+    (0xD7B0, "other", 1), (0xF900, "cjk", 3), (0xFB00, "other", 1), (0xFB50, "arabic", 1), (0xFF00, "other", 1),
+)
+_STARTS = [start for start, _, _ in _SCRIPTS]
+
+
+def _script(letter: str) -> tuple[str, int]:
+    _, script, weight = _SCRIPTS[bisect.bisect_right(_STARTS, ord(letter)) - 1]
+    return script, weight
+
+
+def _main_scripts(text: str) -> str:
+    """`text` without the letters of scripts that weigh less than MIN_SCRIPT_SHARE of its letters."""
+    weights: dict[str, int] = {}
+    for letter in _LETTERS.findall(text):
+        script, weight = _script(letter)
+        weights[script] = weights.get(script, 0) + weight
+    total = sum(weights.values())
+    minor = {script for script, weight in weights.items() if weight < MIN_SCRIPT_SHARE * total}
+    if not minor:
+        return text
+    return "".join(c for c in text if not (c.isalpha() and _script(c)[0] in minor))
 
 
 _lock = threading.Lock()

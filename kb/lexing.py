@@ -27,7 +27,7 @@ DETECT_BATCH = 200
 class Relexed:
     detected: int  # documents whose language was named now
     passages: int  # passages lexed with another configuration
-    configs: tuple[str, ...]  # the namespace's configurations afterwards
+    configs: tuple[str, ...]  # the configurations its passages are lexed with afterwards, most passages first
 
 
 def apply_language(namespace_id: int) -> Relexed:
@@ -48,10 +48,7 @@ def apply_language(namespace_id: int) -> Relexed:
             cursor.execute("UPDATE kb_chunk SET search_config = %s WHERE namespace_id = %s AND search_config <> %s",
                            [namespace.language, namespace.pk, namespace.language])
             passages += cursor.rowcount
-        cursor.execute(
-            "UPDATE kb_namespace SET search_configs = ARRAY(SELECT DISTINCT search_config FROM kb_chunk"
-            " WHERE namespace_id = %s ORDER BY 1) WHERE id = %s RETURNING search_configs", [namespace.pk, namespace.pk])
-        configs = tuple(cursor.fetchone()[0])
+    configs = tuple(passages_by_config(namespace.pk))
     count_languages(namespace.pk)
     if passages:
         namespaces_changed.send(sender=Relexed, namespace_ids=[namespace.pk])

@@ -165,7 +165,7 @@ Q_CLUSTER = {
 }
 
 # --- Product settings (validated in kb/conf.py) -----------------------------------------------
-KB_EMBEDDER = os.environ.get("KB_EMBEDDER", "local")  # "local" or "http"
+KB_EMBEDDER = os.environ.get("KB_EMBEDDER", "local")  # "local", "e5" (multilingual) or "http"
 KB_EMBEDDING_MODEL = os.environ.get("KB_EMBEDDING_MODEL", "")  # empty: bundled all-MiniLM-L6-v2
 KB_EMBEDDING_DIM = int(os.environ.get("KB_EMBEDDING_DIM", "384"))
 KB_EMBEDDING_BATCH = int(os.environ.get("KB_EMBEDDING_BATCH", "64"))

@@ -17,9 +17,10 @@ they agree and what each costs.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
-from kb.languages import DEFAULT_CONFIG
+from kb.languages import DEFAULT_CONFIG, query_configs
 from kb.replicas import read_connection
 from retrieval import bm25, posting_lists
 from retrieval.channels import ChannelRow, Scope, named_where
@@ -150,12 +151,12 @@ def query_lexemes(text: str, configs: tuple[str, ...] | list[str] = ()) -> list[
         return [(lexeme, int(count)) for lexeme, count in cursor.fetchall()]
 
 
-def namespace_configs(namespace_id: int) -> list[str]:
-    """The text search configurations a namespace's passages are lexed with."""
+def namespace_configs(namespace_id: int) -> tuple[str, ...]:
+    """The text search configurations a namespace's queries are lexed with (`query_configs`)."""
     with read_connection().cursor() as cursor:
-        cursor.execute("SELECT search_configs FROM kb_namespace WHERE id = %s", [namespace_id])
+        cursor.execute("SELECT language, document_languages::text FROM kb_namespace WHERE id = %s", [namespace_id])
         row = cursor.fetchone()
-    return list(row[0]) if row else []
+    return query_configs(row[0], json.loads(row[1])) if row else (DEFAULT_CONFIG,)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from datetime import datetime
 
 from kb.conf import kb_settings
 from kb.embedding.embedders import get_embedder
-from kb.languages import meaning_left_out
+from kb.languages import meaning_left_out, query_configs
 from kb.models import QueryLog
 from kb.replicas import on_replica, read_alias, read_connection
 from retrieval import channels as ch
@@ -217,17 +217,22 @@ def _plan(query: str, namespace: str, filters: Filters, limit: int, params: Rank
     weights, notes = weights_from_row(ns), ()
     if params.lexical_weight is not None:
         weights = FusionWeights(params.lexical_weight, "requested", "set by the caller for this search")
-    elif weights.source == DEFAULT_WEIGHTS.source:
-        left_out = meaning_left_out(ns["document_languages"], kb_settings().embedding_languages)
-        if left_out:  # judged queries would have fitted the weight: only the default yields
-            weights, notes = WORDS_ALONE, (meaning_unread(*left_out),)
+    elif weights.source == DEFAULT_WEIGHTS.source:  # judged queries would have fitted it: only the default yields
+        weights, notes = unjudged_weights(ns["document_languages"])
     return _Plan(
         query=query, namespace=namespace, weights=weights, features=analyse(query), documents_wanted=documents_wanted,
         scope=ch.Scope(ns["id"], tuple(filters.source_ids), tuple(filters.document_ids)),
         params=RankerParams(**{**params.__dict__, "limit": limit, "lexical_weight": weights.lexical}),
         depth=min(1000, max(100, 2 * (documents_wanted or limit))),  # grouped: sections come from the same pool
-        configs=tuple(ns["search_configs"]), notes=notes,
+        configs=query_configs(ns["language"], ns["document_languages"]), notes=notes,
     )
+
+
+def unjudged_weights(document_languages: dict[str, int]) -> tuple[FusionWeights, tuple[ChannelNote, ...]]:
+    """The weights of a namespace without fitted ones, and the channels they leave out: equal
+    weights, or words alone when most of its documents are in languages the model does not read."""
+    left_out = meaning_left_out(document_languages, kb_settings().embedding_languages)
+    return (WORDS_ALONE, (meaning_unread(*left_out),)) if left_out else (DEFAULT_WEIGHTS, ())
 
 
 def _namespace_row(slug: str) -> dict | None:
@@ -236,14 +241,14 @@ def _namespace_row(slug: str) -> dict | None:
     millisecond more at p50."""
     with read_connection().cursor() as cursor:
         cursor.execute(
-            "SELECT n.id, n.search_configs, n.document_languages::text, f.lexical_weight, f.version, f.fitted_at,"
+            "SELECT n.id, n.language, n.document_languages::text, f.lexical_weight, f.version, f.fitted_at,"
             " f.fitted_on, f.queries, f.cross_validated_ndcg, f.default_ndcg"
             " FROM kb_namespace n LEFT JOIN kb_fusioncalibration f ON f.namespace_id = n.id WHERE n.slug = %s",
             [slug])
         row = cursor.fetchone()
     if row is None:
         return None
-    return {"id": row[0], "search_configs": row[1], "document_languages": json.loads(row[2]),
+    return {"id": row[0], "language": row[1], "document_languages": json.loads(row[2]),
             **dict(zip(WEIGHT_FIELDS, row[3:], strict=True))}
 
 

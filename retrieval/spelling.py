@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from kb.languages import DEFAULT_CONFIG, SEGMENTED
+from kb.languages import SEGMENTED
 from kb.replicas import read_connection
 from retrieval.lexical import namespace_configs
 
@@ -78,7 +78,7 @@ def correct_query(namespace_id: int, query: str) -> str | None:
     words = WORD_RE.findall(query)
     if not words or len(words) > MAX_WORDS:
         return None
-    configs = [c for c in namespace_configs(namespace_id) or [DEFAULT_CONFIG] if c != SEGMENTED]
+    configs = [c for c in namespace_configs(namespace_id) if c != SEGMENTED]
     if not configs:
         return None
     with read_connection().cursor() as cursor:

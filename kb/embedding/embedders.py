@@ -326,6 +326,10 @@ def get_embedder() -> Embedder:
     conf = kb_settings()
     if conf.embedder == "local":
         return local_embedder(conf.embedding_document_runtime)
+    if conf.embedder == "e5":
+        from kb.embedding.e5 import E5Embedder
+
+        return E5Embedder()
     if conf.embedder == "http":
         return HttpEmbedder(
             conf.embeddings_url, model=conf.embedding_model or "text-embedding-3-small",

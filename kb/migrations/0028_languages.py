@@ -10,7 +10,6 @@ and its postings and BM25 statistics stay exact: the column is re-added, which r
 without firing the postings triggers, and nothing in it changes.
 """
 
-from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVectorField
 from django.db import migrations, models
@@ -66,12 +65,6 @@ CREATE TRIGGER kb_chunk_postings_update AFTER UPDATE ON kb_chunk
     EXECUTE FUNCTION kb_chunk_postings_sync();
 """
 
-ENGLISH_SO_FAR = """
-UPDATE kb_namespace n SET search_configs = '{english}'
- WHERE EXISTS (SELECT 1 FROM kb_namespace_stats s WHERE s.namespace_id = n.id AND s.chunk_count > 0);
-"""
-
-
 class Migration(migrations.Migration):
 
     dependencies = [
@@ -99,19 +92,11 @@ class Migration(migrations.Migration):
         ),
         migrations.AddField(
             model_name="namespace",
-            name="search_configs",
-            field=ArrayField(base_field=models.CharField(max_length=16), blank=True, default=list, editable=False,
-                             help_text="The text search configurations its passages are lexed with: a query is "
-                                       "lexed with each.", size=None),
-        ),
-        migrations.AddField(
-            model_name="namespace",
             name="document_languages",
             field=models.JSONField(blank=True, default=dict, editable=False,
                                    help_text="How many of its documents are in each detected language (ISO 639-1; "
                                              "'' not named)."),
         ),
-        migrations.RunSQL(ENGLISH_SO_FAR, migrations.RunSQL.noop),
         migrations.AddField(
             model_name="document",
             name="language",

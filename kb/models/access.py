@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.contrib.postgres.fields import ArrayField
 from django.db import models
 
 from kb.languages import AUTO, LANGUAGE_CHOICES
@@ -20,9 +19,6 @@ class Namespace(models.Model):
     language = models.CharField(
         max_length=16, choices=LANGUAGE_CHOICES, default=AUTO,
         help_text="How words are found: each document in its own detected language, or one language for all.")
-    search_configs = ArrayField(
-        models.CharField(max_length=16), default=list, blank=True, editable=False,
-        help_text="The text search configurations its passages are lexed with: a query is lexed with each.")
     document_languages = models.JSONField(
         default=dict, blank=True, editable=False,
         help_text="How many of its documents are in each detected language (ISO 639-1; '' not named).")
