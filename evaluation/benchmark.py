@@ -34,7 +34,7 @@ from kb.embedding.embedders import get_embedder, local_embedder
 from kb.models import Document, IngestRun, Namespace, Source
 from retrieval import evaluate
 from retrieval.fusion import DEFAULT_LEXICAL_WEIGHT, FOLDS, WEIGHT_GRID
-from retrieval.ranker import RankerParams
+from retrieval.ranker import CHANNELS, RankerParams
 from retrieval.service import search
 
 QUALITY_DOCUMENTS = 100
@@ -193,6 +193,8 @@ class CorpusBenchmark:
         best = max(report["channels"], key=lambda name: report["channels"][name]["ndcg@10"])
         report["versus_best"] = {"method": best, **paired_comparison(
             self.per_query["full ranker"], self.per_query[METHOD_LABELS[best]])}
+        report["default_versus_best"] = {"method": best, **paired_comparison(
+            self.per_query["default weights"], self.per_query[METHOD_LABELS[best]])}
         return report
 
     def quality(self, vectors, label: str, **kwargs) -> dict:
@@ -214,8 +216,17 @@ class CorpusBenchmark:
         held_out = calibration.held_out_runs()
         self.per_query["full ranker"] = per_query_ndcg(held_out, qrels)
         fit = calibration.fit
+        weight, channels = evaluate.unjudged_default(self.namespace)
+        if weight == DEFAULT_LEXICAL_WEIGHT and channels == CHANNELS:
+            default_runs = calibration.runs[DEFAULT_LEXICAL_WEIGHT]
+        else:  # served without judgements: another weight or fewer channels than any grid run
+            self.log(f"default as served: lexical weight {weight}, channels {', '.join(channels)} ...")
+            default_runs = judged_runs(self.namespace, dict(self.query_items), vectors=vectors,
+                                       params=RankerParams(lexical_weight=weight), channels=channels)
+        self.per_query["default weights"] = per_query_ndcg(default_runs, qrels)
         return {**mean_scores(held_out, qrels),
-                "default_weights": mean_scores(calibration.runs[DEFAULT_LEXICAL_WEIGHT], qrels),
+                "default_weights": {**mean_scores(default_runs, qrels), "lexical_weight": weight,
+                                    "channels": list(channels)},
                 "fusion": {"lexical_weight": fit.weight, "fold_weights": list(fit.fold_weights),
                            "version": calibration.record.version,
                            "grid": {str(w): mean_scores(runs, qrels)["ndcg@10"]

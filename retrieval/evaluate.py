@@ -27,6 +27,17 @@ def search_variant(query: str, namespace: str, *, limit: int = 10, filters: Filt
                       query_vector=query_vector, channels=channels, fuse=plain_rrf if fusion == "rrf" else None)
 
 
+def unjudged_default(namespace: str) -> tuple[float, tuple[str, ...]]:
+    """The lexical weight and the channels a search of `namespace` uses when no judged queries
+    fitted its weights (what most users get), whatever is stored now."""
+    from kb.models import Namespace
+    from retrieval.service import unjudged_weights
+
+    weights, notes = unjudged_weights(Namespace.objects.get(slug=namespace).document_languages)
+    off = {note.channel for note in notes if note.state == "off"}
+    return weights.lexical, tuple(channel for channel in CHANNELS if channel not in off)
+
+
 def plain_rrf(candidates: list[Candidate], params: RankerParams) -> Ranking:
     """Reciprocal rank fusion alone (k=60), for the benchmark's comparison row."""
     scored = []

@@ -130,6 +130,12 @@ def print_report(write, report: dict) -> None:
     if "versus_best" in report:
         v = report["versus_best"]
         write(f"full ranker vs {_versus(v)}")
+    if "default_versus_best" in report:
+        d = report["default_weights"]
+        served = ("words alone" if "vector" not in d.get("channels", ["vector"])
+                  else f"lexical weight {d.get('lexical_weight')}")
+        write(f"default weights as served without judged queries ({served}) vs "
+              f"{_versus(report['default_versus_best'])}")
     if "p50_ms" in report:
         w = report["without_embedding"]
         write(f"\nsearch latency (limit {LATENCY_LIMIT}): p50 {report['p50_ms']} ms, p95 "
