@@ -62,7 +62,7 @@ def execute_run(run_id: int, on_progress=None) -> IngestRun:
     """Run one ingest to its end. Idempotent: a finished run is left as it is."""
     from ingest.pipeline import IngestPipeline
 
-    run = IngestRun.objects.select_related("source").get(pk=run_id)
+    run = IngestRun.objects.select_related("source__namespace").get(pk=run_id)
     if run.status in IngestRun.FINISHED:
         return run
     return IngestPipeline(run, on_progress=on_progress).execute()

@@ -13,7 +13,7 @@ from kb import models
 from kb.admin_access import NamespaceScoped, SuperuserOnly
 from kb.auth import issue_secret, revoke_tokens
 from kb.conf import kb_settings
-from kb.languages import meaning_left_out, unread_share
+from kb.languages import leaves_out, unread_share
 from kb.languages import name as language_name
 from kb.lexing import passages_by_config
 
@@ -59,7 +59,7 @@ class NamespaceAdmin(NamespaceScoped):
                               for code, n in sorted(obj.document_languages.items(), key=lambda item: -item[1]))
         read = kb_settings().embedding_languages
         share, language = unread_share(obj.document_languages, read)
-        if meaning_left_out(obj.document_languages, read) and getattr(obj, "fusion", None) is None:
+        if leaves_out(share) and getattr(obj, "fusion", None) is None:
             verdict = (f"not used: {share:.0%} of the documents are in {language}, which the "
                        "embedding model does not read; searches rank by words alone")
         elif share:

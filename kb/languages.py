@@ -118,7 +118,13 @@ def meaning_left_out(document_languages: dict[str, int], read: tuple[str, ...]) 
     """(share, languages) when more than UNREAD_SHARE of the documents are in languages the model
     does not read: a namespace without fitted weights is then searched by its words alone."""
     share, languages = unread_share(document_languages, read)
-    return (share, languages) if share > UNREAD_SHARE else None
+    return (share, languages) if leaves_out(share) else None
+
+
+def leaves_out(unread: float) -> bool:
+    """Whether a namespace with this share of documents the model does not read is searched
+    without meaning (when it has no fitted weights)."""
+    return unread > UNREAD_SHARE
 
 
 def detect(text: str) -> str:

@@ -21,6 +21,7 @@ from kb.models import Document, Namespace
 from kb.signals import namespaces_changed
 
 DETECT_BATCH = 200
+RELEX_BATCH = 2000
 
 
 @dataclass(frozen=True)
@@ -33,26 +34,41 @@ class Relexed:
 def apply_language(namespace_id: int) -> Relexed:
     namespace = Namespace.objects.get(pk=namespace_id)
     detected = _detect_missing(namespace) if namespace.language == AUTO else 0
-    passages = 0
-    with transaction.atomic(), connection.cursor() as cursor:
-        if namespace.language == AUTO:
+    if namespace.language == AUTO:
+        with connection.cursor() as cursor:
             cursor.execute("SELECT DISTINCT language FROM kb_document WHERE namespace_id = %s", [namespace.pk])
-            for (language,) in cursor.fetchall():
-                config = config_for(language)
-                cursor.execute(
-                    "UPDATE kb_chunk c SET search_config = %s FROM kb_document d WHERE d.id = c.document_id"
-                    " AND d.namespace_id = %s AND d.language = %s AND c.search_config <> %s",
-                    [config, namespace.pk, language, config])
-                passages += cursor.rowcount
-        else:
-            cursor.execute("UPDATE kb_chunk SET search_config = %s WHERE namespace_id = %s AND search_config <> %s",
-                           [namespace.language, namespace.pk, namespace.language])
-            passages += cursor.rowcount
+            targets = {language: config_for(language) for (language,) in cursor.fetchall()}
+    else:
+        targets = {None: namespace.language}
+    passages = sum(_relex(namespace.pk, language, config) for language, config in targets.items())
     configs = tuple(passages_by_config(namespace.pk))
     count_languages(namespace.pk)
     if passages:
         namespaces_changed.send(sender=Relexed, namespace_ids=[namespace.pk])
     return Relexed(detected, passages, configs)
+
+
+def _relex(namespace_id: int, language: str | None, config: str) -> int:
+    """Lex the namespace's passages (those of documents in `language`, or all when None) with
+    `config`, walking them by id RELEX_BATCH at a time, one transaction each: a large namespace
+    is never locked by one long statement, and each batch's postings and statistics change
+    together (the trigger)."""
+    of_language = "" if language is None else \
+        " AND document_id IN (SELECT id FROM kb_document WHERE namespace_id = %(ns)s AND language = %(language)s)"
+    params = {"config": config, "ns": namespace_id, "language": language, "batch": RELEX_BATCH, "after": 0}
+    changed = 0
+    while True:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("SELECT max(id), count(*) FROM (SELECT id FROM kb_chunk WHERE namespace_id = %(ns)s"
+                           " AND id > %(after)s ORDER BY id LIMIT %(batch)s) walked", params)
+            upto, walked = cursor.fetchone()
+            if not walked:
+                return changed
+            cursor.execute("UPDATE kb_chunk SET search_config = %(config)s WHERE namespace_id = %(ns)s"
+                           " AND id > %(after)s AND id <= %(upto)s AND search_config <> %(config)s" + of_language,
+                           {**params, "upto": upto})
+            changed += cursor.rowcount
+        params["after"] = upto
 
 
 def apply_language_task(namespace_id: int) -> str:

@@ -89,8 +89,10 @@ def test_a_japanese_query_matches_kana_and_kanji_pairs():
     assert _lexical_refs(namespace, "バックグラウンド") == ["user-space.ja-JP.html"]
 
 
-def test_a_fixed_language_lexes_every_page_and_a_change_relexes_them_exactly():
+def test_a_fixed_language_lexes_every_page_and_a_change_relexes_them_exactly(monkeypatch):
+    monkeypatch.setattr("kb.lexing.RELEX_BATCH", 3)  # many batches, one transaction each
     namespace = _ingest("languages-fixed", "user-space.de-DE.html", "user-space.fr-FR.html", language="simple")
+    assert Chunk.objects.filter(namespace=namespace).count() > 3
     assert set(Chunk.objects.filter(namespace=namespace).values_list("search_config", flat=True)) == {"simple"}
     assert _lexical_refs(namespace, "Beendigungen") == []  # no stemming: the page's "Beendigung" differs
     namespace.language = "auto"
@@ -104,6 +106,11 @@ def test_a_fixed_language_lexes_every_page_and_a_change_relexes_them_exactly():
     postings, maintained, counted, kept = _recomputed_stats(namespace)
     assert maintained == postings and kept == counted
     assert apply_language(namespace.pk).passages == 0  # nothing left to change
+    namespace.language = "simple"
+    namespace.save()
+    assert apply_language(namespace.pk).configs == ("simple",)
+    postings, maintained, counted, kept = _recomputed_stats(namespace)
+    assert maintained == postings and kept == counted
 
 
 def test_a_page_stored_before_languages_keeps_its_exact_english_vector():
