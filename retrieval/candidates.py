@@ -150,8 +150,8 @@ NO_SHARED_TERM = ChannelNote(LEXICAL, "empty", "No word of the query occurs in t
 
 def meaning_unread(share: float, language: str) -> ChannelNote:
     """The vector channel left out: most of the namespace is in a language the model does not read."""
-    return ChannelNote(VECTOR, "off", f"{share:.0%} of this namespace's documents are in {language}, which the "
-                                      "embedding model does not read, so the results are ranked by their words alone.")
+    return ChannelNote(VECTOR, "off", f"{share:.0%} of the documents here are in {language}, which the search's "
+                                      "meaning model does not read, so results are ranked by their words alone.")
 
 
 @dataclass(frozen=True)

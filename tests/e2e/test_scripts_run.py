@@ -1,6 +1,8 @@
 """The product as `scripts/run` starts it: `kb_run` with its own embedded database, web server
 and worker, driven only from outside. The demo must be ingested by the worker and answer the
-README's example query, and a source a curator adds in the browser must be ingested and found.
+README's example query, and a source a curator adds in the browser must be ingested and found;
+so must an Arabic one in a namespace the curator creates, which the worker detects and lexes as
+Arabic and which the console and the search page then say is searched by its words alone.
 
 Before the worker warmed its model without a native thread pool, the demo runs stayed queued
 and running forever here (the forked worker deadlocked in libgomp on its first embedding).
@@ -45,7 +47,6 @@ def _run_statuses(env) -> dict[str, int]:
 @pytest.mark.timeout(1200)
 def test_scripts_run_ingests_the_demo_and_a_source_added_in_the_browser(tmp_path):
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import Select
 
     port = free_port()
     env = product_env(KB_DATA_DIR=str(tmp_path / "kb-data"))
@@ -83,33 +84,38 @@ def test_scripts_run_ingests_the_demo_and_a_source_added_in_the_browser(tmp_path
         browser.find_element(By.CSS_SELECTOR, "input[type=submit], button[type=submit]").click()
         wait_for(lambda: "/admin/login" not in browser.current_url, 30, "the admin to sign in")
 
-        browser.get(f"{http.base}/admin/kb/source/add/")
-        browser.find_element(By.CSS_SELECTOR, "a.kb-kind[data-kind=text]").click()  # each kind has its form
-        Select(browser.find_element(By.ID, "id_namespace")).select_by_visible_text(
-            next(o.text for o in Select(browser.find_element(By.ID, "id_namespace")).options if "demo" in o.text))
-        browser.find_element(By.ID, "id_name").send_keys("Field notes")
-        browser.find_element(By.ID, "id_text").send_keys(
-            "# Zebrafinch ledger\n\nThe zebrafinch ledger counts every pelican that winters on the marsh, "
-            "and the warden reads it aloud each spring.")
-        browser.find_element(By.NAME, "_save").click()
-        wait_for(lambda: "/admin/kb/source/" in browser.current_url and "add" not in browser.current_url, 30,
-                 "the source to save")
-
-        browser.get(f"{http.base}/admin/kb/source/?q=Field+notes")
-        browser.find_element(By.CSS_SELECTOR, "input[name=_selected_action]").click()
-        Select(browser.find_element(By.NAME, "action")).select_by_value("ingest_now")
-        browser.find_element(By.CSS_SELECTOR, "button[name=index]").click()
-        browser.find_element(By.PARTIAL_LINK_TEXT, "run #").click()
-        wait_for(lambda: "/admin/kb/ingestrun/" in browser.current_url, 30, "the run page")
+        _add_text_source(browser, http.base, "demo", "Field notes",
+                         "# Zebrafinch ledger\n\nThe zebrafinch ledger counts every pelican that winters on the "
+                         "marsh, and the warden reads it aloud each spring.")
         ingest_started = time.monotonic()
-        wait_for(lambda: browser.find_element(By.CSS_SELECTOR, ".kb-run-text").text.startswith("succeeded"),
-                 120, "the run page to say succeeded")
+        _ingest_now(browser, http.base, "Field notes")
         record_timing("admin_text_source_ingest_seconds", time.monotonic() - ingest_started)
 
         browser.get(f"{http.base}/?" + urllib.parse.urlencode({"q": "zebrafinch ledger pelican", "namespace": "demo"}))
         results = browser.find_elements(By.CSS_SELECTOR, "ol.results > li.result h3")
         assert results and ("Field notes" in results[0].text or "Zebrafinch" in results[0].text), \
             [r.text for r in results]
+
+        # an Arabic manual in a namespace of its own: the worker names its language and lexes it so
+        browser.get(f"{http.base}/admin/kb/namespace/add/")
+        browser.find_element(By.ID, "id_slug").send_keys("manual-ar")
+        browser.find_element(By.ID, "id_title").send_keys("Debian manual (Arabic)")
+        browser.find_element(By.NAME, "_save").click()
+        wait_for(lambda: "add" not in browser.current_url, 30, "the namespace to save")
+        _add_text_source(browser, http.base, "manual-ar", "User space (ar)", _arabic_manual_text())
+        _ingest_now(browser, http.base, "User space (ar)")
+
+        browser.get(f"{http.base}/admin/kb/namespace/?q=manual-ar")
+        browser.find_element(By.LINK_TEXT, "manual-ar").click()
+        console = browser.find_element(By.ID, "content").text
+        assert "not used: 100% of the documents are in Arabic" in console, console
+        assert "arabic: " in console, console  # passages per text search configuration
+
+        browser.get(f"{http.base}/?" + urllib.parse.urlencode({"q": "العمليات", "namespace": "manual-ar"}))
+        results = browser.find_elements(By.CSS_SELECTOR, "ol.results > li.result h3")
+        assert results, browser.page_source[-3000:]
+        notice = browser.find_element(By.CSS_SELECTOR, "p.channel-off").text
+        assert notice.startswith("100% of the documents here are in Arabic"), notice
     finally:
         if browser is not None:
             browser.quit()
@@ -118,3 +124,45 @@ def test_scripts_run_ingests_the_demo_and_a_source_added_in_the_browser(tmp_path
     assert "Traceback" not in product.output(), product.output()[-4000:]
     # the worker embedded on all its cores: nothing started PyTorch's pool before django-q2 forked it
     assert "forked after its parent" not in product.output(), product.output()[-4000:]
+
+
+def _add_text_source(browser, base: str, namespace: str, name: str, text: str) -> None:
+    """Add a text source to `namespace` through the console's add form, as a curator does."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    browser.get(f"{base}/admin/kb/source/add/")
+    browser.find_element(By.CSS_SELECTOR, "a.kb-kind[data-kind=text]").click()  # each kind has its form
+    choices = Select(browser.find_element(By.ID, "id_namespace"))
+    choices.select_by_visible_text(next(o.text for o in choices.options if namespace in o.text))
+    browser.find_element(By.ID, "id_name").send_keys(name)
+    browser.find_element(By.ID, "id_text").send_keys(text)
+    browser.find_element(By.NAME, "_save").click()
+    wait_for(lambda: "/admin/kb/source/" in browser.current_url and "add" not in browser.current_url, 30,
+             "the source to save")
+
+
+def _ingest_now(browser, base: str, name: str) -> None:
+    """Select the source named `name`, run "Ingest now" and wait on its run page until it succeeded."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    browser.get(f"{base}/admin/kb/source/?" + urllib.parse.urlencode({"q": name}))
+    browser.find_element(By.CSS_SELECTOR, "input[name=_selected_action]").click()
+    Select(browser.find_element(By.NAME, "action")).select_by_value("ingest_now")
+    browser.find_element(By.CSS_SELECTOR, "button[name=index]").click()
+    browser.find_element(By.PARTIAL_LINK_TEXT, "run #").click()
+    wait_for(lambda: "/admin/kb/ingestrun/" in browser.current_url, 30, "the run page")
+    wait_for(lambda: browser.find_element(By.CSS_SELECTOR, ".kb-run-text").text.startswith("succeeded"),
+             120, "the run page to say succeeded")
+
+
+def _arabic_manual_text() -> str:
+    """Two thousand characters of the Arabic Debian Reference (tests/fixtures/real/languages), as
+    text: the part around its word for "the processes"."""
+    from ingest.extract import extract
+
+    page = REPO / "tests/fixtures/real/languages/user-space.ar-MA.html"
+    content = extract(page.read_bytes(), "text/html", charset="utf-8").content
+    at = content.index("العمليات")
+    return content[max(0, at - 1000): at + 1000]

@@ -170,8 +170,8 @@ def test_an_arabic_namespace_is_searched_by_its_words_and_says_why():
     assert "embed_ms" not in result.timings
     assert result.fusion.source == "language" and result.fusion.vector == 0
     [note] = [n for n in result.summary.channel_notes if n.channel == "vector"]
-    assert note.reason.startswith("100% of this namespace's documents are in Arabic and Persian, which the "
-                                  "embedding model does not read")
+    assert note.reason.startswith("100% of the documents here are in Arabic and Persian, which the search's "
+                                  "meaning model does not read")
 
 
 def test_the_dense_channel_stays_for_a_model_that_reads_the_language(settings):
@@ -198,7 +198,9 @@ def test_an_english_namespace_keeps_meaning():
 def test_the_page_and_the_console_say_that_meaning_is_not_used(client, django_user_model):
     namespace = _ingest("languages-arabic-page", "user-space.ar-MA.html")
     page = client.get("/", {"q": "العمليات", "namespace": namespace.slug}).content.decode()
-    assert "100% of this namespace&#x27;s documents are in Arabic, which the embedding model does not read" in page
+    visible = page.split('class="channel-off" role="note">', 1)[1].split("</p>", 1)[0]  # above the results
+    assert visible.startswith("100% of the documents here are in Arabic, which the search&#x27;s meaning model "
+                              "does not read")
     admin = django_user_model.objects.create_superuser("root", "root@example.org", "pw")
     client.force_login(admin)
     console = client.get(f"/admin/kb/namespace/{namespace.pk}/change/").content.decode()
