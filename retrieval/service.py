@@ -310,8 +310,10 @@ def _result(plan: _Plan, ranking, found: _Found, timings: dict[str, float],
     weak_pool = sorted((d for d in ranking.dropped if d.dropped_by == "threshold"), key=lambda d: -d.relevance)[:10]
     texts = None if text_window is None else _texts_shown(ranking.kept, found.rows, text_window,
                                                           grouped=bool(plan.documents_wanted))
-    rows = ch.hydrate(plan.scope, [d.key for d in ranking.kept] + [d.key for d in weak_pool], text_ids=texts)
-    hits = [_hit(d, rows[d.key], plan.namespace) for d in ranking.kept if d.key in rows]
+    kept = ranking.kept if not plan.documents_wanted else _of_first_documents(ranking.kept, found.rows,
+                                                                               plan.documents_wanted)
+    rows = ch.hydrate(plan.scope, [d.key for d in kept] + [d.key for d in weak_pool], text_ids=texts)
+    hits = [_hit(d, rows[d.key], plan.namespace) for d in kept if d.key in rows]
     documents = group_by_document(hits, SECTIONS_PER_DOCUMENT)
     if plan.documents_wanted:
         documents = documents[:plan.documents_wanted]
@@ -325,6 +327,25 @@ def _result(plan: _Plan, ranking, found: _Found, timings: dict[str, float],
         fusion=plan.weights, documents=documents, grouped=bool(plan.documents_wanted), database=read_alias(),
         lexical=found.lexical,
     )
+
+
+def _of_first_documents(kept: list[ScoreDetails], rows: dict[int, ch.CandidateRow], documents: int
+                        ) -> list[ScoreDetails]:
+    """The kept passages of the first `documents` documents (in order of their best passage, as
+    `group_by_document` orders them): a grouped search ranks four passages per document it may
+    return, and only these are hydrated into hits."""
+    first: set[int] = set()
+    chosen = []
+    for details in kept:
+        row = rows.get(details.key)
+        if row is None:
+            continue
+        if row.document_id not in first:
+            if len(first) == documents:
+                continue
+            first.add(row.document_id)
+        chosen.append(details)
+    return chosen
 
 
 def _texts_shown(kept: list[ScoreDetails], rows: dict[int, ch.CandidateRow], window: tuple[int, int], *,

@@ -58,6 +58,38 @@ def test_group_by_document_counts_documents_and_keeps_the_best_sections(corpus):
     assert [d.document_id for d in grouped.suggested] == [d.document_id for d in grouped.documents][:3]
 
 
+def test_grouping_hydrates_only_the_documents_it_returns_and_keeps_their_sections(corpus, monkeypatch):
+    """A grouped search ranks four passages per document wanted and hydrates only those of the
+    documents it returns: the same documents and sections as grouping the flat ranking."""
+    from retrieval import channels
+    from retrieval.service import SECTIONS_PER_DOCUMENT, SECTIONS_PER_GROUPED_DOCUMENT, group_by_document
+
+    hydrated: list[int] = []
+    hydrate = channels.hydrate
+
+    def recording(scope, chunk_ids, text_ids=None):  # the real read, its arguments noted
+        hydrated.extend(chunk_ids)
+        return hydrate(scope, chunk_ids, text_ids)
+
+    monkeypatch.setattr(channels, "hydrate", recording)
+    query = "pumpkin soil water harvest sun"
+    skipped = set()
+    for documents in (1, 2, 3):
+        flat = search(query, "grouped", limit=documents * SECTIONS_PER_GROUPED_DOCUMENT, log=False)
+        hydrated.clear()
+        grouped = search(query, "grouped", limit=documents, group="document", log=False)
+        expected = group_by_document(flat.hits, SECTIONS_PER_DOCUMENT)[:documents]
+        assert len(expected) == documents
+        assert [(d.document_id, [s.chunk_id for s in d.sections]) for d in grouped.documents] == \
+            [(d.document_id, [s.chunk_id for s in d.sections]) for d in expected]
+        returned = {d.document_id for d in expected}
+        assert {h.document_id for h in grouped.hits} == returned
+        others = {h.chunk_id for h in flat.hits if h.document_id not in returned}
+        assert not others & set(hydrated)  # ranked, yet never read in full
+        skipped |= others
+    assert skipped
+
+
 def test_unknown_grouping_is_a_stable_error(corpus):
     with pytest.raises(InvalidQuery) as caught:
         search("pumpkin", "grouped", group="section")
