@@ -7,10 +7,13 @@ class KbConfig(AppConfig):
 
     def ready(self) -> None:
         from django.contrib import admin
+        from django.db.models.signals import post_delete
 
         from kb.admin import lock_down_unscoped
-        from kb.lexing import on_namespaces_changed
+        from kb.lexing import on_namespaces_changed, on_source_deleted
+        from kb.models import Source
         from kb.signals import namespaces_changed
 
         lock_down_unscoped(admin.site)
         namespaces_changed.connect(on_namespaces_changed, dispatch_uid="kb.lexing")
+        post_delete.connect(on_source_deleted, sender=Source, dispatch_uid="kb.lexing.source")

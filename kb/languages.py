@@ -52,7 +52,7 @@ NAMES = {  # the languages a reader may see named (the detector knows 97; others
     "sr": "Serbian", "sv": "Swedish", "ta": "Tamil", "th": "Thai", "tr": "Turkish", "uk": "Ukrainian",
     "ur": "Urdu", "vi": "Vietnamese", "zh": "Chinese",
 }
-QUERY_SHARE = 0.02  # a configuration lexes queries when its languages hold this share of the documents
+QUERY_SHARE = 0.02  # a configuration lexes queries when it lexes this share of the passages
 UNREAD_SHARE = 0.5  # above this share of documents in languages the model does not read, meaning is not used
 
 DETECTED_PREFIX = 20_000  # characters read to name a document's language: linear, bounded
@@ -75,21 +75,17 @@ def document_config(namespace_language: str, document_language: str) -> str:
     return config_for(document_language) if namespace_language in ("", AUTO) else namespace_language
 
 
-def query_configs(namespace_language: str, document_languages: dict[str, int]) -> tuple[str, ...]:
-    """The configurations a namespace's queries are lexed with: its setting's, or those of the
-    languages that hold at least QUERY_SHARE of its documents (the largest when none does). A
-    language detected in a handful of documents, often a short text misread, does not add its
-    lexemes to every query: lexed with `simple`, a query's stopwords would match only those few
-    passages and rank them first."""
-    if namespace_language not in ("", AUTO):
-        return (namespace_language,)
-    shares: dict[str, int] = {}
-    for language, count in document_languages.items():
-        config = config_for(language)
-        shares[config] = shares.get(config, 0) + count
+def query_configs(namespace_language: str, passage_configs: dict[str, int]) -> tuple[str, ...]:
+    """The configurations a namespace's queries are lexed with: those that lex at least
+    QUERY_SHARE of its passages (the largest when none does; the setting's while it has none).
+    Read from the passages, not the setting, so a query always meets the lexemes its passages
+    hold, while a change of setting is being applied too. A language detected in a handful of
+    passages, often a short text misread, does not add its lexemes to every query: lexed with
+    `simple`, a query's stopwords would match only those few passages and rank them first."""
+    shares = {config: count for config, count in passage_configs.items() if count > 0}
     total = sum(shares.values())
     if not total:
-        return (DEFAULT_CONFIG,)
+        return (document_config(namespace_language, ""),)
     kept = sorted(config for config, count in shares.items() if count / total >= QUERY_SHARE)
     return tuple(kept) or (max(shares, key=lambda config: (shares[config], config)),)
 

@@ -12,15 +12,19 @@ retrieval rebuilds what it derives from the postings.
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, transaction
 
 from kb.languages import AUTO, config_for, detect
 from kb.models import Document, Namespace
 from kb.signals import namespaces_changed
 
+logger = logging.getLogger(__name__)
+
 DETECT_BATCH = 200
+OF_LANGUAGE = " AND document_id IN (SELECT id FROM kb_document WHERE namespace_id = %(ns)s AND language = %(language)s)"
 RELEX_BATCH = 2000
 
 
@@ -40,6 +44,7 @@ def apply_language(namespace_id: int) -> Relexed:
             targets = {language: config_for(language) for (language,) in cursor.fetchall()}
     else:
         targets = {None: namespace.language}
+    _announce(namespace.pk, targets)
     passages = sum(_relex(namespace.pk, language, config) for language, config in targets.items())
     configs = tuple(passages_by_config(namespace.pk))
     count_languages(namespace.pk)
@@ -53,8 +58,7 @@ def _relex(namespace_id: int, language: str | None, config: str) -> int:
     `config`, walking them by id RELEX_BATCH at a time, one transaction each: a large namespace
     is never locked by one long statement, and each batch's postings and statistics change
     together (the trigger)."""
-    of_language = "" if language is None else \
-        " AND document_id IN (SELECT id FROM kb_document WHERE namespace_id = %(ns)s AND language = %(language)s)"
+    of_language = "" if language is None else OF_LANGUAGE
     params = {"config": config, "ns": namespace_id, "language": language, "batch": RELEX_BATCH, "after": 0}
     changed = 0
     while True:
@@ -97,22 +101,48 @@ def _detect_missing(namespace: Namespace) -> int:
 
 def count_languages(namespace_id: int) -> dict[str, int]:
     """Count the namespace's documents per detected language into `Namespace.document_languages`
-    (what decides whether the embedding model can read the namespace): after every ingest run
-    and every change of the language setting."""
+    (what decides whether the embedding model can read the namespace) and its passages per text
+    search configuration into `Namespace.passage_configs` (what its queries are lexed with):
+    after every ingest run, deletion of a source and change of the language setting."""
     with connection.cursor() as cursor:
         cursor.execute(
             "UPDATE kb_namespace SET document_languages = coalesce((SELECT jsonb_object_agg(language, n) FROM"
-            " (SELECT language, count(*) AS n FROM kb_document WHERE namespace_id = %s GROUP BY 1) counted),"
-            " '{}'::jsonb) WHERE id = %s RETURNING document_languages::text", [namespace_id, namespace_id])
+            " (SELECT language, count(*) AS n FROM kb_document WHERE namespace_id = %(ns)s GROUP BY 1) counted),"
+            " '{}'::jsonb), passage_configs = coalesce((SELECT jsonb_object_agg(search_config, n) FROM"
+            " (SELECT search_config, count(*) AS n FROM kb_chunk WHERE namespace_id = %(ns)s GROUP BY 1) counted),"
+            " '{}'::jsonb) WHERE id = %(ns)s RETURNING document_languages::text", {"ns": namespace_id})
         row = cursor.fetchone()
     return json.loads(row[0]) if row else {}
+
+
+def _announce(namespace_id: int, targets: dict[str | None, str]) -> None:
+    """Before passages move to `targets`' configurations, queries are lexed with those too: each
+    passage keeps meeting its own lexemes whichever batch has reached it (and if the task stops
+    part-way); the count after the last batch drops the configurations no passage has left."""
+    with connection.cursor() as cursor:
+        for language, config in targets.items():
+            of_language = "" if language is None else OF_LANGUAGE
+            cursor.execute(
+                "UPDATE kb_namespace SET passage_configs = passage_configs || jsonb_build_object(%(config)s::text,"
+                " coalesce((passage_configs->>%(config)s)::int, 0) + (SELECT count(*) FROM kb_chunk WHERE"
+                " namespace_id = %(ns)s AND search_config <> %(config)s" + of_language + ")) WHERE id = %(ns)s",
+                {"ns": namespace_id, "config": config, "language": language})
 
 
 def on_namespaces_changed(sender, namespace_ids, **kwargs) -> None:
     if sender is Relexed:  # apply_language counted already
         return
     for namespace_id in namespace_ids:
-        count_languages(namespace_id)
+        try:
+            count_languages(namespace_id)
+        except DatabaseError as exc:  # the next run or deletion counts again; the run itself is done
+            logger.warning("languages of namespace %s not counted: %s", namespace_id, exc)
+
+
+def on_source_deleted(sender, instance, **kwargs) -> None:
+    """A deleted source's documents and passages leave the namespace's counts once the deletion commits."""
+    namespace_id = instance.namespace_id
+    transaction.on_commit(lambda: Namespace.objects.filter(pk=namespace_id).exists() and count_languages(namespace_id))
 
 
 def passages_by_config(namespace_id: int) -> dict[str, int]:

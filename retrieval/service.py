@@ -224,7 +224,7 @@ def _plan(query: str, namespace: str, filters: Filters, limit: int, params: Rank
         scope=ch.Scope(ns["id"], tuple(filters.source_ids), tuple(filters.document_ids)),
         params=RankerParams(**{**params.__dict__, "limit": limit, "lexical_weight": weights.lexical}),
         depth=min(1000, max(100, 2 * (documents_wanted or limit))),  # grouped: sections come from the same pool
-        configs=query_configs(ns["language"], ns["document_languages"]), notes=notes,
+        configs=query_configs(ns["language"], ns["passage_configs"]), notes=notes,
     )
 
 
@@ -241,7 +241,8 @@ def _namespace_row(slug: str) -> dict | None:
     millisecond more at p50."""
     with read_connection().cursor() as cursor:
         cursor.execute(
-            "SELECT n.id, n.language, n.document_languages::text, f.lexical_weight, f.version, f.fitted_at,"
+            "SELECT n.id, n.language, n.document_languages::text, n.passage_configs::text, f.lexical_weight,"
+            " f.version, f.fitted_at,"
             " f.fitted_on, f.queries, f.cross_validated_ndcg, f.default_ndcg"
             " FROM kb_namespace n LEFT JOIN kb_fusioncalibration f ON f.namespace_id = n.id WHERE n.slug = %s",
             [slug])
@@ -249,7 +250,7 @@ def _namespace_row(slug: str) -> dict | None:
     if row is None:
         return None
     return {"id": row[0], "language": row[1], "document_languages": json.loads(row[2]),
-            **dict(zip(WEIGHT_FIELDS, row[3:], strict=True))}
+            "passage_configs": json.loads(row[3]), **dict(zip(WEIGHT_FIELDS, row[4:], strict=True))}
 
 
 @dataclass

@@ -22,6 +22,9 @@ class Namespace(models.Model):
     document_languages = models.JSONField(
         default=dict, blank=True, editable=False,
         help_text="How many of its documents are in each detected language (ISO 639-1; '' not named).")
+    passage_configs = models.JSONField(
+        default=dict, blank=True, editable=False,
+        help_text="How many of its passages each text search configuration lexes: what its queries are lexed with.")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from django.db import connection
+from django.db.models import Count
 
 from ingest.loaders import LoadedItem
 from ingest.pipeline import IngestPipeline
@@ -143,11 +144,54 @@ def test_a_quoted_name_in_another_script_does_not_name_the_language():
     assert config_for(detect(text)) == "english", detect(text)  # English, or too unsure to name
 
 
-def test_a_language_of_a_few_documents_does_not_lex_every_query():
-    assert query_configs("auto", {"en": 4852, "": 129, "hi": 2, "fr": 1, "pcm": 8}) == ("english",)
-    assert query_configs("auto", {"en": 60, "de": 40}) == ("english", "german")
-    assert query_configs("auto", {"zh": 3}) == ("cjk",) and query_configs("auto", {}) == ("english",)
-    assert query_configs("german", {"en": 100}) == ("german",)
+def test_a_language_of_a_few_passages_does_not_lex_every_query():
+    assert query_configs("auto", {"english": 4981, "simple": 10, "french": 1}) == ("english",)
+    assert query_configs("auto", {"english": 60, "german": 40}) == ("english", "german")
+    assert query_configs("auto", {"cjk": 3}) == ("cjk",) and query_configs("auto", {}) == ("english",)
+    assert query_configs("german", {}) == ("german",)  # nothing stored yet: the setting's
+    assert query_configs("german", {"english": 100}) == ("english",)  # the passages', until lexed again
+
+
+def test_queries_meet_the_passages_lexemes_while_a_new_setting_waits_and_after_a_source_goes(
+        django_capture_on_commit_callbacks):
+    namespace = _ingest("languages-pending", "user-space.de-DE.html", "user-space.en-US.html")
+    assert lexical.namespace_configs(namespace.pk) == ("english", "german")
+    namespace.language = "simple"
+    namespace.save()  # the console enqueues the relex; until a worker runs it, passages keep theirs
+    assert _lexical_refs(namespace, "Beendigungen")[:1] == ["user-space.de-DE.html"]  # stemmed: german
+    found = search("Beendigungen", namespace.slug, log=False)
+    assert any("lexical" in hit.details.channels and hit.document_ref == "user-space.de-DE.html" for hit in found.hits)
+    with django_capture_on_commit_callbacks(execute=True):
+        Source.objects.get(namespace=namespace).delete()
+    namespace.refresh_from_db()
+    assert namespace.passage_configs == {} and namespace.document_languages == {}
+    assert lexical.namespace_configs(namespace.pk) == ("simple",)
+
+
+def test_a_relex_stopped_part_way_leaves_every_passage_findable(monkeypatch):
+    from kb import lexing
+
+    namespace = _ingest("languages-stopped", "user-space.de-DE.html", language="simple")
+    assert _lexical_refs(namespace, "Beendigungen") == []  # simple: no stemming
+    relex = lexing._relex
+
+    def one_batch_then_dies(namespace_id, language, config):  # the worker is killed after its first batch
+        with connection.cursor() as cursor:
+            cursor.execute("UPDATE kb_chunk SET search_config = %s WHERE id IN (SELECT id FROM kb_chunk "
+                           "WHERE namespace_id = %s ORDER BY id LIMIT 2)", [config, namespace_id])
+        raise RuntimeError("worker killed")
+
+    namespace.language = "auto"
+    namespace.save()
+    monkeypatch.setattr(lexing, "_relex", one_batch_then_dies)
+    with pytest.raises(RuntimeError):
+        apply_language(namespace.pk)
+    monkeypatch.setattr(lexing, "_relex", relex)
+    configs = dict(Chunk.objects.filter(namespace=namespace).values_list("search_config").annotate(n=Count("id")))
+    assert configs.keys() == {"simple", "german"}  # half done
+    assert set(lexical.namespace_configs(namespace.pk)) == {"simple", "german"}
+    assert "user-space.de-DE.html" in _lexical_refs(namespace, "Beendigung")  # in either configuration
+    assert apply_language(namespace.pk).configs == ("german",)  # run again, it finishes
 
 
 def test_too_little_text_names_no_language():
