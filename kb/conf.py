@@ -141,6 +141,11 @@ MINIMUMS = {  # setting: (KBSettings attribute, least value)
 
 
 def _validate(conf: KBSettings) -> None:
+    odd = [code for code in conf.embedding_languages if not re.fullmatch(r"[a-z]{2,3}", code)]
+    if odd:
+        raise ConfigurationError(
+            f"KB_EMBEDDING_LANGUAGES takes ISO 639-1 codes (en,de) or *, got {', '.join(odd)}.",
+            details={"setting": "KB_EMBEDDING_LANGUAGES"})
     if conf.embedder not in ("local", "e5", "http") and "." not in conf.embedder:
         raise ConfigurationError(
             f"KB_EMBEDDER must be 'local', 'e5', 'http' or a dotted path to a factory, got {conf.embedder!r}.",

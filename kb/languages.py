@@ -77,7 +77,8 @@ def document_config(namespace_language: str, document_language: str) -> str:
 
 def query_configs(namespace_language: str, passage_configs: dict[str, int]) -> tuple[str, ...]:
     """The configurations a namespace's queries are lexed with: those that lex at least
-    QUERY_SHARE of its passages (the largest when none does; the setting's while it has none).
+    QUERY_SHARE of its passages, most passages first (the largest when none does; the setting's
+    while it has none).
     Read from the passages, not the setting, so a query always meets the lexemes its passages
     hold, while a change of setting is being applied too. A language detected in a handful of
     passages, often a short text misread, does not add its lexemes to every query: lexed with
@@ -86,8 +87,8 @@ def query_configs(namespace_language: str, passage_configs: dict[str, int]) -> t
     total = sum(shares.values())
     if not total:
         return (document_config(namespace_language, ""),)
-    kept = sorted(config for config, count in shares.items() if count / total >= QUERY_SHARE)
-    return tuple(kept) or (max(shares, key=lambda config: (shares[config], config)),)
+    ranked = sorted(shares, key=lambda config: (-shares[config], config))  # most passages first
+    return tuple(config for config in ranked if shares[config] / total >= QUERY_SHARE) or ranked[:1]
 
 
 def name(language: str) -> str:

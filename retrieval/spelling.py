@@ -85,7 +85,7 @@ def correct_query(namespace_id: int, query: str) -> str | None:
         cursor.execute("SELECT w, tsvector_to_array(kb_lex(c, w)) FROM unnest(%s::text[]) WITH ORDINALITY AS q(w, n), "
                        "unnest(%s::text[]) WITH ORDINALITY AS k(c, m) ORDER BY n, m",
                        [[w.lower() for w in words], configs])
-        stems: dict[str, list[str]] = {}  # each word's stem in each configuration, the namespace's first first
+        stems: dict[str, list[str]] = {}  # each word's stem per configuration, the one of most passages first
         for word, lexemes in cursor.fetchall():
             if lexemes:
                 stems.setdefault(word, []).append(lexemes[0])

@@ -329,7 +329,7 @@ def get_embedder() -> Embedder:
     if conf.embedder == "e5":
         from kb.embedding.e5 import E5Embedder
 
-        return E5Embedder()
+        return E5Embedder(batch_size=conf.embedding_batch)
     if conf.embedder == "http":
         return HttpEmbedder(
             conf.embeddings_url, model=conf.embedding_model or "text-embedding-3-small",

@@ -173,6 +173,16 @@ def test_unknown_query_runtime_stops_start_up():
     assert "KB_EMBEDDING_QUERY_RUNTIME must be 'onnx' or 'torch', got 'gpu'" in result.stderr
 
 
+def test_a_language_name_instead_of_a_code_stops_start_up():
+    """"english" would match no detected language: meaning would be left out of every namespace."""
+    from tests.pgserver import run_manage
+
+    result = run_manage("check", env={"KB_EMBEDDING_LANGUAGES": "en,english"})
+    assert result.returncode != 0
+    assert "kb.KB_CONFIG_INVALID" in result.stderr
+    assert "KB_EMBEDDING_LANGUAGES takes ISO 639-1 codes (en,de) or *, got english" in result.stderr
+
+
 def test_source_kinds_are_stated_once_and_labelled_by_the_model():
     from kb.models import Source
     from kb.vocabulary import MULTI_PAGE_KINDS, SOURCE_KINDS, URL_KINDS
