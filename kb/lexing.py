@@ -25,7 +25,7 @@ logger = logging.getLogger(__name__)
 
 DETECT_BATCH = 200
 OF_LANGUAGE = " AND document_id IN (SELECT id FROM kb_document WHERE namespace_id = %(ns)s AND language = %(language)s)"
-RELEX_BATCH = 2000
+RELEX_DOCUMENTS = 200  # documents lexed again per transaction (a few thousand passages)
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ def apply_language(namespace_id: int) -> Relexed:
     else:
         targets = {None: namespace.language}
     _announce(namespace.pk, targets)
-    passages = sum(_relex(namespace.pk, language, config) for language, config in targets.items())
+    passages = _relex(namespace.pk, targets)
     configs = tuple(passages_by_config(namespace.pk))
     count_languages(namespace.pk)
     if passages:
@@ -53,26 +53,26 @@ def apply_language(namespace_id: int) -> Relexed:
     return Relexed(detected, passages, configs)
 
 
-def _relex(namespace_id: int, language: str | None, config: str) -> int:
-    """Lex the namespace's passages (those of documents in `language`, or all when None) with
-    `config`, walking them by id RELEX_BATCH at a time, one transaction each: a large namespace
-    is never locked by one long statement, and each batch's postings and statistics change
-    together (the trigger)."""
-    of_language = "" if language is None else OF_LANGUAGE
-    params = {"config": config, "ns": namespace_id, "language": language, "batch": RELEX_BATCH, "after": 0}
+def _relex(namespace_id: int, targets: dict[str | None, str]) -> int:
+    """Lex each passage with its document's language's configuration in `targets` (the one under
+    None for every document when the setting names a language), RELEX_DOCUMENTS documents per
+    transaction in one walk: a large namespace is never locked by one long statement, and each
+    batch's postings and statistics change together (the trigger). Returns the passages changed."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT id FROM kb_document WHERE namespace_id = %s ORDER BY id", [namespace_id])
+        documents = [row[0] for row in cursor.fetchall()]
+    languages = {language: config for language, config in targets.items() if language is not None}
     changed = 0
-    while True:
+    for start in range(0, len(documents), RELEX_DOCUMENTS):
         with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute("SELECT max(id), count(*) FROM (SELECT id FROM kb_chunk WHERE namespace_id = %(ns)s"
-                           " AND id > %(after)s ORDER BY id LIMIT %(batch)s) walked", params)
-            upto, walked = cursor.fetchone()
-            if not walked:
-                return changed
-            cursor.execute("UPDATE kb_chunk SET search_config = %(config)s WHERE namespace_id = %(ns)s"
-                           " AND id > %(after)s AND id <= %(upto)s AND search_config <> %(config)s" + of_language,
-                           {**params, "upto": upto})
+            cursor.execute(
+                "UPDATE kb_chunk c SET search_config = t.config FROM kb_document d,"
+                " LATERAL (SELECT coalesce(%(languages)s::jsonb ->> d.language, %(all)s) AS config) t"
+                " WHERE d.id = c.document_id AND c.document_id = ANY(%(documents)s) AND c.search_config <> t.config",
+                {"languages": json.dumps(languages), "all": targets.get(None),
+                 "documents": documents[start:start + RELEX_DOCUMENTS]})
             changed += cursor.rowcount
-        params["after"] = upto
+    return changed
 
 
 def apply_language_task(namespace_id: int) -> str:
