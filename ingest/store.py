@@ -17,9 +17,9 @@ from ingest.chunk import ChunkSpec
 from ingest.decisions import PIPELINE_VERSION, StoredDocument
 from ingest.extract import Extracted
 from ingest.loaders import KnownDocument, LoadedItem
-from kb.languages import DEFAULT_CONFIG, detect, document_config
+from kb.languages import DEFAULT_CONFIG, detect, document_config, main_language
 from kb.lexing import count_languages
-from kb.models import Chunk, Document, IngestItem, IngestRun, Source
+from kb.models import Chunk, Document, IngestItem, IngestRun, Namespace, Source
 from kb.names import document_name_key, duplicate_key
 
 DOCUMENT_FIELDS = ("namespace", "title", "path", "name_key", "content", "content_hash", "media_type",
@@ -97,9 +97,12 @@ def write_batch(source: Source, pending: list[PendingDocument], vectors, model_i
         written = Document.objects.bulk_create(documents, update_conflicts=True, unique_fields=["source", "ref"],
                                                update_fields=list(DOCUMENT_FIELDS))
         rows, offset = [], 0
-        language = source.namespace.language
+        # read per batch: a language setting changed while the run goes on applies from the next batch
+        language, main = Namespace.objects.filter(pk=source.namespace_id).values_list(
+            "language", "document_languages").get()
+        main = main_language(main)
         for p, document in zip(pending, written, strict=True):
-            config = document_config(language, document.language)
+            config = document_config(language, document.language, main)
             for chunk, vector in zip(p.chunks, vectors[offset: offset + len(p.chunks)], strict=True):
                 rows.append(chunk_row(source, document, chunk, vector, model_id, p.reason, runtime, config))
             offset += len(p.chunks)

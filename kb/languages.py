@@ -70,9 +70,20 @@ def config_for(language: str) -> str:
     return SNOWBALL.get(language, SIMPLE)
 
 
-def document_config(namespace_language: str, document_language: str) -> str:
-    """The configuration a document is lexed with: the namespace's when it sets one, else its own."""
-    return config_for(document_language) if namespace_language in ("", AUTO) else namespace_language
+def document_config(namespace_language: str, document_language: str, main: str = "") -> str:
+    """The configuration a document is lexed with: the namespace's when it sets one, else its
+    own language's, else (a short or unclear text) that of `main`, the namespace's most common
+    language: a German manual's stub pages lexed in English would give German stopwords a high
+    IDF in every query."""
+    if namespace_language not in ("", AUTO):
+        return namespace_language
+    return config_for(document_language or main)
+
+
+def main_language(document_languages: dict[str, int]) -> str:
+    """The named language of most of a namespace's documents ('' when none is named)."""
+    named = {language: n for language, n in document_languages.items() if language}
+    return max(named, key=lambda language: (named[language], language)) if named else ""
 
 
 def query_configs(namespace_language: str, passage_configs: dict[str, int]) -> tuple[str, ...]:

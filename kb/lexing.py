@@ -17,12 +17,13 @@ from dataclasses import dataclass
 
 from django.db import DatabaseError, connection, transaction
 
-from kb.languages import AUTO, config_for, detect
+from kb.languages import AUTO, detect, document_config, main_language
 from kb.models import Document, Namespace
 from kb.signals import namespaces_changed
 
 logger = logging.getLogger(__name__)
 
+LOCK_CLASS = 7301  # pg_advisory_lock(LOCK_CLASS, namespace id): one relex per namespace at a time
 DETECT_BATCH = 200
 OF_LANGUAGE = " AND document_id IN (SELECT id FROM kb_document WHERE namespace_id = %(ns)s AND language = %(language)s)"
 RELEX_DOCUMENTS = 200  # documents lexed again per transaction (a few thousand passages)
@@ -36,21 +37,40 @@ class Relexed:
 
 
 def apply_language(namespace_id: int) -> Relexed:
-    namespace = Namespace.objects.get(pk=namespace_id)
-    detected = _detect_missing(namespace) if namespace.language == AUTO else 0
-    if namespace.language == AUTO:
+    """Lex the namespace's stored passages as its language setting says now. One task per
+    namespace at a time (a session advisory lock); a setting changed while it ran is applied
+    before it returns."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_lock(%s, %s)", [LOCK_CLASS, namespace_id])
+    try:
+        detected = passages = 0
+        applied = None
+        while (language := Namespace.objects.values_list("language", flat=True).get(pk=namespace_id)) != applied:
+            detected += _detect_missing(namespace_id) if language == AUTO else 0
+            targets = _targets(namespace_id, language)
+            _announce(namespace_id, targets)
+            passages += _relex(namespace_id, targets)
+            applied = language
+        configs = tuple(passages_by_config(namespace_id))
+        count_languages(namespace_id)
+    finally:
         with connection.cursor() as cursor:
-            cursor.execute("SELECT DISTINCT language FROM kb_document WHERE namespace_id = %s", [namespace.pk])
-            targets = {language: config_for(language) for (language,) in cursor.fetchall()}
-    else:
-        targets = {None: namespace.language}
-    _announce(namespace.pk, targets)
-    passages = _relex(namespace.pk, targets)
-    configs = tuple(passages_by_config(namespace.pk))
-    count_languages(namespace.pk)
+            cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [LOCK_CLASS, namespace_id])
     if passages:
-        namespaces_changed.send(sender=Relexed, namespace_ids=[namespace.pk])
+        namespaces_changed.send(sender=Relexed, namespace_ids=[namespace_id])
     return Relexed(detected, passages, configs)
+
+
+def _targets(namespace_id: int, language: str) -> dict[str | None, str]:
+    """Per document language, the configuration its passages get (under None: every document's,
+    when the setting names a language). Documents whose language was not named get the
+    namespace's most common one's (`document_config`)."""
+    if language != AUTO:
+        return {None: language}
+    main = main_language(count_languages(namespace_id))
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT DISTINCT language FROM kb_document WHERE namespace_id = %s", [namespace_id])
+        return {named: document_config(AUTO, named, main) for (named,) in cursor.fetchall()}
 
 
 def _relex(namespace_id: int, targets: dict[str | None, str]) -> int:
@@ -82,11 +102,11 @@ def apply_language_task(namespace_id: int) -> str:
             f"lexed again; configurations {', '.join(done.configs) or 'none'}")
 
 
-def _detect_missing(namespace: Namespace) -> int:
+def _detect_missing(namespace_id: int) -> int:
     """Name the language of each of the namespace's documents that has none yet; returns how many
     were named (a text too short or unclear stays unnamed, and is lexed in the default)."""
     named = 0
-    pending = Document.objects.filter(namespace=namespace, language="").only("id", "content").order_by("id")
+    pending = Document.objects.filter(namespace_id=namespace_id, language="").only("id", "content").order_by("id")
     last = 0
     while True:
         batch = list(pending.filter(id__gt=last)[:DETECT_BATCH])

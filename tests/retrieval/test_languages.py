@@ -137,6 +137,20 @@ def test_the_detector_names_each_manuals_language(page, language):
     assert detect(extracted.content) == language
 
 
+def test_a_page_too_short_to_name_is_lexed_in_the_namespaces_main_language():
+    namespace = _ingest("languages-stub", "user-space.de-DE.html")
+    source = Source.objects.create(namespace=namespace, name="stubs", kind=Source.Kind.TEXT, text="x")
+    run = IngestPipeline(IngestRun.objects.create(source=source)).execute(iter([LoadedItem(
+        ref="stub.txt", body="Siehe auch: Prozesse.".encode(), media_type="text/plain", path="stub.txt")]))
+    assert run.status == "succeeded", run.error
+    stub = Document.objects.get(namespace=namespace, ref="stub.txt")
+    assert stub.language == ""  # too short to name
+    assert set(Chunk.objects.filter(document=stub).values_list("search_config", flat=True)) == {"german"}
+    namespace.refresh_from_db()
+    assert lexical.namespace_configs(namespace.pk) == ("german",)  # no English lexemes for German stopwords
+    assert apply_language(namespace.pk).passages == 0  # lexing again agrees
+
+
 def test_a_quoted_name_in_another_script_does_not_name_the_language():
     """From the DBpedia corpus: an English abstract quoting a name in Devanagari (read whole, the
     detector says Hindi). A quote that is a quarter of a short text still names its language: the
