@@ -20,7 +20,7 @@ import re
 import threading
 
 AUTO = "auto"
-DEFAULT_CONFIG = "english"  # the configuration of text whose language is unknown, as before languages
+DEFAULT_CONFIG = "english"  # a namespace with no named language yet; passages stored without a language
 SEGMENTED = "cjk"
 SIMPLE = "simple"
 
