@@ -1,0 +1,152 @@
+"""Label-free rules for the words' weight, tried against judged queries without changing the product.
+
+    .venv/bin/python scripts/fusion_rules.py --namespace bench-dbpedia-onnx-int8 --runtime onnx-int8 \
+        --beir ../shared/bench/dbpedia
+    .venv/bin/python scripts/fusion_rules.py --namespace bench-site-html --suite evals/python-docs.json
+
+Each query is searched once through the service, and the candidates it hands to the ranker are
+kept (the ranker is wrapped, and still runs); each rule then re-ranks those same candidates with
+the product's own `ranker.rank` and the weight the rule gives that query. The grid rows equal
+`kb_bench`'s nDCG@10 per grid weight to the last digit, so a rule's row is what the product would
+score with it. The results are in docs/benchmarks.md ("Label-free rules for the unjudged default").
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import os
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kb.settings")
+QUESTION_MARKS = ("?", "？", "؟")
+
+
+def judged_queries(args, refs: dict[int, str]) -> tuple[dict[str, str], dict[str, dict[str, int]]]:
+    """Queries and graded judgements per document ref, from a BEIR folder or an eval suite."""
+    from evaluation.metrics import load_beir
+
+    if args.beir:
+        corpus = load_beir(args.beir)
+        return {q: t for q, t in corpus.queries.items() if q in corpus.qrels}, corpus.qrels
+    suite = json.loads(Path(args.suite).read_text(encoding="utf-8"))
+    queries, qrels = {}, {}
+    for case in suite["cases"]:
+        wanted = case["expect"].get("sourceIncludes")
+        if wanted:
+            wanted = [wanted] if isinstance(wanted, str) else wanted
+            queries[case["id"]] = case["question"]
+            qrels[case["id"]] = {ref: 1 for ref in refs.values() if any(w in ref for w in wanted)}
+    return queries, qrels
+
+
+def capture(namespace: str, queries: dict[str, str], embedder) -> dict[str, tuple]:
+    """Per query: the ranker's candidates, parameters and keyword arguments, as the service passed them."""
+    import retrieval.service as service
+    from retrieval.ranker import RankerParams
+
+    seen = {}
+    rank = service.rank
+
+    def kept(candidates, params, **kwargs):
+        seen["last"] = (list(candidates), params, kwargs)
+        return rank(candidates, params, **kwargs)
+
+    service.rank = kept
+    try:
+        inputs = {}
+        for qid, text in queries.items():
+            service.run_search(text, namespace, limit=300, params=RankerParams(lexical_weight=0.5), log=False,
+                               query_vector=embedder.embed_query(text))
+            inputs[qid] = seen["last"]
+        return inputs
+    finally:
+        service.rank = rank
+
+
+def top_z(candidates, channel: str) -> float | None:
+    """How far a channel's best hit stands above its first 100, in its own deviations."""
+    values = sorted((c.hits[channel].raw for c in candidates if channel in c.hits), reverse=True)[:100]
+    spread = statistics.pstdev(values) if len(values) > 1 else 0
+    return (values[0] - statistics.mean(values)) / spread if spread else None
+
+
+def content_share(text: str, config: str) -> float:
+    """The share of the query's words that are not stopwords in `config`."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT (SELECT coalesce(sum(array_length(positions, 1)), 0) FROM unnest(kb_lex(%s, %s))),"
+            " (SELECT coalesce(sum(array_length(positions, 1)), 0) FROM unnest(to_tsvector('simple', %s)))",
+            [config, text, text])
+        content, words = cursor.fetchone()
+    return content / words if words else 1.0
+
+
+def rules(namespace_id: int, chunks: int):
+    """name -> function(text, candidates, ranker kwargs) -> the words' weight for that query."""
+    from retrieval import evaluate, lexical
+    from retrieval.ranker import LEXICAL, VECTOR
+
+    config = lexical.namespace_configs(namespace_id)[0]
+
+    def z_ratio(text, candidates, kwargs):
+        words, meaning = top_z(candidates, LEXICAL), top_z(candidates, VECTOR)
+        return 0.5 * min(1.0, words / meaning) if words is not None and meaning else 0.5
+
+    def specificity(text, candidates, kwargs):
+        terms = len(evaluate.query_lexemes(text, namespace_id)) or 1
+        return 0.5 * (kwargs.get("query_idf") or 0) / terms / math.log(chunks)
+
+    found = {f"w = {w}": (lambda text, candidates, kwargs, w=w: w) for w in (0.0, 0.25, 0.5, 0.75, 1.0)}
+    return {**found,
+            "0.5 x content share": lambda text, c, k: 0.5 * content_share(text, config),
+            "content share - 0.5, in [0, 0.5]":
+                lambda text, c, k: max(0.0, min(0.5, content_share(text, config) - 0.5)),
+            "0.5 x words' / meaning's top z": z_ratio,
+            "0.5 x mean IDF / ln N": specificity,
+            "0 for a question, else 0.5": lambda text, c, k: 0.0 if text.strip().endswith(QUESTION_MARKS) else 0.5}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--namespace", required=True, help="An ingested namespace of the corpus")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--beir", help="BEIR folder with queries.jsonl and qrels/test.tsv")
+    source.add_argument("--suite", help="An eval suite (cases with expect.sourceIncludes)")
+    parser.add_argument("--runtime", help="The local model's document runtime the namespace was embedded with")
+    args = parser.parse_args()
+
+    import django
+
+    django.setup()
+    from evaluation.metrics import ndcg_at
+    from kb.embedding.embedders import get_embedder, local_embedder
+    from kb.models import Chunk, Document, Namespace
+    from retrieval import ranker
+
+    namespace = Namespace.objects.get(slug=args.namespace)
+    refs = dict(Document.objects.filter(namespace=namespace).values_list("id", "ref"))
+    queries, qrels = judged_queries(args, refs)
+    inputs = capture(args.namespace, queries, local_embedder(args.runtime) if args.runtime else get_embedder())
+    chunks = Chunk.objects.filter(namespace=namespace).count()
+    print(f"{args.namespace}: {len(queries)} judged queries; nDCG@10 per rule")
+    for name, weight in rules(namespace.pk, chunks).items():
+        scores = []
+        for qid, (candidates, params, kwargs) in inputs.items():
+            ranked = ranker.rank(candidates, dataclasses.replace(
+                params, lexical_weight=weight(queries[qid], candidates, kwargs)), **kwargs)
+            keys = {c.key: c.group for c in candidates}
+            documents = list(dict.fromkeys(refs.get(int(keys[d.key])) for d in ranked.kept))
+            scores.append(ndcg_at(documents, qrels[qid]))
+        print(f"  {name:34} {sum(scores) / len(scores):.4f}")
+
+
+if __name__ == "__main__":
+    main()
