@@ -16,6 +16,7 @@ from django.db.models import Count, Max, Q
 from django.db.models.functions import Lower, Trim
 from django.utils import timezone
 
+from kb import querylog
 from kb.auth import Principal, require_readable
 from kb.errors import NotFound
 from kb.models import Chunk, Namespace, QueryFeedback, QueryLog
@@ -30,6 +31,7 @@ def record_feedback(principal: Principal, query_id: int, chunk_id: int, helpful:
     """One reader's vote on one result of a logged search; voting again changes it. A search
     the caller may not read answers like one that does not exist."""
     missing = NotFound(f"No logged search {query_id}.")
+    querylog.flush()  # a search of this process moments ago may still be queued
     log = QueryLog.objects.select_related("namespace").filter(pk=query_id).first()
     if log is None:
         raise missing

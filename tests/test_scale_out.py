@@ -49,8 +49,8 @@ def test_web_and_two_workers_on_external_postgres_process_each_item_once(web, tc
     source_ids = [row[0] for row in cluster.sql("SELECT id FROM kb_source ORDER BY id")]
 
     port = free_port()
-    cluster.start_command([sys.executable, "-m", "gunicorn", "kb.wsgi", "--workers", "2", "--bind",
-                           f"127.0.0.1:{port}"], log=tmp_path / "gunicorn.log")
+    gunicorn = cluster.start_command([sys.executable, "-m", "gunicorn", "kb.wsgi", "--workers", "2", "--bind",
+                                      f"127.0.0.1:{port}"], log=tmp_path / "gunicorn.log")
     for n in (1, 2):
         cluster.start("qcluster", log=tmp_path / f"worker-{n}.log")
     base = f"http://127.0.0.1:{port}"
@@ -85,8 +85,16 @@ def test_web_and_two_workers_on_external_postgres_process_each_item_once(web, tc
                          timeout=60)
         assert cluster.sql("SELECT count(*) FROM django_q_task WHERE success")[0][0] == SOURCES  # once each
 
+        query_ids = []
         for s, i in ((0, 0), (2, 5), (3, 7)):
             status, body = _call(f"{base}/api/search?query=qx{s}x{i}q&namespace=shared&limit=3", token)
             assert status == 200 and body["results"][0]["title"] == f"Source {s} page {i}", body["results"][:1]
+            query_ids.append(body["query_id"])
+        # searches logged after their responses, by both workers: a graceful stop writes every row
+        for n in range(40):
+            query_ids.append(_call(f"{base}/api/search?query=marker+word+{n}&namespace=shared", token)[1]["query_id"])
+        cluster.stop(gunicorn)
+        logged = cluster.sql("SELECT id FROM kb_querylog WHERE id = ANY(%s)", (query_ids,))
+        assert len(set(query_ids)) == 43 and len(logged) == 43
     finally:
         cluster.stop_all()

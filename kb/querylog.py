@@ -1,0 +1,142 @@
+"""The query log's writer: a search gets its row's id at once, and the row is written after it.
+
+Every search logs one QueryLog row, and waiting for its insert (a round trip and a commit, about
+2 ms) was on every search's path. Here a search takes an id from a block of the table's own
+sequence reserved ahead (one round trip per ID_BLOCK searches, so ids stay unique across
+processes), and its row joins a queue that a background thread writes in one INSERT per batch,
+FLUSH_SECONDS after the first row of the batch.
+
+What a stop loses: a clean exit (the interpreter's, as a gunicorn worker's graceful stop ends)
+writes the queue first, so nothing; a killed process (SIGKILL, a crash, an unhandled SIGTERM)
+loses the rows of its last FLUSH_SECONDS at most. A row that cannot be written (the database is
+down) stays queued and is tried again, up to MAX_QUEUED rows. A caller inside a transaction (a
+test, a command running in one) writes its row at once, in that transaction, as before.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import threading
+
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, InterfaceError, OperationalError, connections
+
+from kb.models import QueryLog
+
+logger = logging.getLogger(__name__)
+
+ID_BLOCK = 64  # ids reserved per round trip
+FLUSH_SECONDS = 0.2  # a queued row waits at most about this long
+MAX_QUEUED = 20_000  # rows kept while the database refuses them; the oldest go first past this
+RETRY_SECONDS = 5.0  # between attempts while the database refuses the rows
+
+_lock = threading.Lock()
+_ids: list[int] = []
+_queue: list[QueryLog] = []
+_wake = threading.Event()
+_stopping = threading.Event()
+_writer: threading.Thread | None = None
+
+
+def record(**fields) -> int:
+    """Log one search (QueryLog's fields); its id, at once."""
+    if connections[DEFAULT_DB_ALIAS].in_atomic_block:
+        return QueryLog.objects.create(**fields).pk
+    with _lock:
+        if not _ids:
+            _ids.extend(_reserve(ID_BLOCK))
+        row = QueryLog(pk=_ids.pop(0), **fields)
+        _queue.append(row)
+        _start_writer()
+    _wake.set()
+    return row.pk
+
+
+def flush() -> int:
+    """Write the queued rows now (the writer thread, a clean exit, a read that needs them); how
+    many were written. Rows the database refuses go back to the queue."""
+    with _lock:
+        rows = _queue[:]
+        _queue.clear()
+    if not rows:
+        return 0
+    try:
+        connections[DEFAULT_DB_ALIAS].close_if_unusable_or_obsolete()
+        QueryLog.objects.bulk_create(rows)
+        return len(rows)
+    except (OperationalError, InterfaceError) as exc:  # the database is away: keep them for later
+        with _lock:
+            _queue[:0] = rows
+            del _queue[:max(0, len(_queue) - MAX_QUEUED)]
+        logger.warning("query log: %d rows wait for the database: %s", len(rows), exc)
+        return 0
+    except DatabaseError:  # a row it refuses (its namespace deleted since): the others still go in
+        return sum(_write_alone(row) for row in rows)
+
+
+def _write_alone(row: QueryLog) -> bool:
+    try:
+        QueryLog.objects.bulk_create([row])
+        return True
+    except (OperationalError, InterfaceError):
+        with _lock:
+            _queue.append(row)
+        return False
+    except DatabaseError as exc:
+        logger.warning("query log: search %s not logged: %s", row.pk, exc)
+        return False
+
+
+def _reserve(count: int) -> list[int]:
+    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
+        cursor.execute("SELECT nextval(pg_get_serial_sequence('kb_querylog', 'id')) FROM generate_series(1, %s)",
+                       [count])
+        return [row[0] for row in cursor.fetchall()]
+
+
+def _start_writer() -> None:
+    global _writer
+    if _writer is None or not _writer.is_alive():
+        _writer = threading.Thread(target=_write_forever, name="kb-query-log", daemon=True)
+        _writer.start()
+
+
+def stop_writer() -> None:
+    """Write the queue, then end the writer thread and close its connection (before a test
+    database is dropped); the next search starts a new one."""
+    global _writer
+    writer = _writer
+    if writer is not None and writer.is_alive():
+        _stopping.set()
+        _wake.set()
+        writer.join(timeout=30)
+        _stopping.clear()
+    _writer = None
+    flush()
+
+
+def _write_forever() -> None:
+    pause = threading.Event()  # never set: a sleep
+    while not _stopping.is_set():
+        _wake.wait()
+        _wake.clear()
+        pause.wait(FLUSH_SECONDS)  # gather the batch
+        if flush() == 0 and _queue:  # the database refused them: try again later
+            pause.wait(RETRY_SECONDS)
+            _wake.set()
+    flush()
+    connections.close_all()
+
+
+def _forget_in_child() -> None:
+    """A forked child starts empty: its parent writes its own queue, and its ids are the parent's."""
+    global _writer, _lock
+    _lock = threading.Lock()
+    _ids.clear()
+    _queue.clear()
+    _writer = None
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
+atexit.register(flush)

@@ -1,0 +1,60 @@
+"""The query log's writer: ids at once, rows written after the search, nothing lost on a clean
+exit, a refused row dropped alone. Committed data (transactional tests): the writer uses its
+own connection, as it does in a web process."""
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from kb import querylog
+from kb.models import Namespace, QueryLog
+from tests.cluster import REPO
+from tests.pgserver import current_database_url
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _wait_for_rows(ids, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while QueryLog.objects.filter(pk__in=ids).count() < len(ids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return QueryLog.objects.filter(pk__in=ids)
+
+
+def test_a_search_gets_its_id_at_once_and_its_row_follows():
+    namespace = Namespace.objects.create(slug="logged")
+    querylog.stop_writer()
+    ids = [querylog.record(namespace_id=namespace.pk, query=f"query {n}", result_ids=[n], caller="api")
+           for n in range(5)]
+    assert len(set(ids)) == 5
+    assert QueryLog.objects.filter(pk__in=ids).count() < 5  # queued, not written on the search's path
+    rows = _wait_for_rows(ids)  # the writer thread, a moment later
+    assert sorted((r.pk, r.query, r.result_ids) for r in rows) == [(i, f"query {n}", [n]) for n, i in enumerate(ids)]
+
+
+def test_a_row_the_database_refuses_is_dropped_alone():
+    namespace = Namespace.objects.create(slug="kept")
+    gone = Namespace.objects.create(slug="gone")
+    querylog.stop_writer()
+    doomed = querylog.record(namespace_id=gone.pk, query="about to vanish")
+    gone.delete()  # its queries are deleted with it; the queued one cannot be written
+    kept = querylog.record(namespace_id=namespace.pk, query="still here")
+    assert querylog.flush() == 1
+    assert list(QueryLog.objects.values_list("pk", "query")) == [(kept, "still here")]
+    assert not QueryLog.objects.filter(pk=doomed).exists()
+
+
+def test_a_clean_exit_writes_every_queued_row():
+    namespace = Namespace.objects.create(slug="exiting")
+    # a process that logs and exits at once, before its writer's first batch is due
+    script = ("import django; django.setup(); from kb import querylog; "
+              f"print(*[querylog.record(namespace_id={namespace.pk}, query=f'q{{n}}') for n in range(40)])")
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120,
+                          env={**__import__("os").environ, "DATABASE_URL": current_database_url(),
+                               "DJANGO_SETTINGS_MODULE": "kb.settings"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    ids = [int(i) for i in done.stdout.split()]
+    assert len(ids) == 40
+    assert QueryLog.objects.filter(pk__in=ids, namespace=namespace).count() == 40  # no wait: written at exit
