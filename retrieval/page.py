@@ -71,7 +71,7 @@ def results_page(result: SearchResult, page: int) -> dict:
             row["sections"] = list(document.sections[1:])
             row["document_rank"] = document.rank
             rows.append(row)
-        shown = len(result.documents)
+        shown = result.document_count
     else:
         rows = [_row(hit, result) for hit in result.hits[start:start + PAGE_SIZE]]
         for row in rows:

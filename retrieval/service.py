@@ -137,6 +137,7 @@ class SearchResult:
     database: str = "default"  # the database alias that answered: a read replica or the primary
     lexical: lexical.LexicalReport | None = None  # how the lexical channel found its hits
     query_id: int | None = None  # the query log row, which reader feedback names
+    document_count: int = 0  # documents found (grouped), of which a page's search holds those up to its end
 
 
 def search(query: str, namespace: str, *, filters: Filters = Filters(), limit: int = 10,
@@ -147,7 +148,9 @@ def search(query: str, namespace: str, *, filters: Filters = Filters(), limit: i
     `query_vector`, the query's embedding when the caller already has it (an agent's tool that
     searches several namespaces embeds once). `text_window` (start, stop): only the hits in that
     range (grouped: the best section of the documents in it) carry their passage's text, the
-    others their titles and locations: a page that shows ten results of fifty reads ten texts."""
+    others their titles and locations: a page that shows ten results of fifty reads ten texts;
+    grouped, only the documents up to the window's end (and the first eight, the tiers) are
+    read at all, and `document_count` counts the rest."""
     return run_search(query, namespace, filters=filters, limit=limit, params=params, log=log,
                       query_vector=query_vector, group=group, caller=caller, text_window=text_window)
 
@@ -379,8 +382,14 @@ def _result(plan: _Plan, ranking, found: _Found, timings: dict[str, float],
     weak_pool = sorted((d for d in ranking.dropped if d.dropped_by == "threshold"), key=lambda d: -d.relevance)[:10]
     texts = None if text_window is None else _texts_shown(ranking.kept, found.rows, text_window,
                                                           grouped=bool(plan.documents_wanted))
-    kept = ranking.kept if not plan.documents_wanted else _of_first_documents(ranking.kept, found.rows,
-                                                                               plan.documents_wanted)
+    kept, document_count = ranking.kept, None
+    if plan.documents_wanted:
+        document_count = min(plan.documents_wanted, len({found.rows[d.key].document_id for d in ranking.kept
+                                                         if d.key in found.rows}))
+        first = plan.documents_wanted
+        if text_window is not None:  # a page: the documents up to its end and the tiers, the others counted
+            first = min(first, max(text_window[1], SUGGESTED_DOCUMENTS + RELATED_DOCUMENTS))
+        kept = _of_first_documents(ranking.kept, found.rows, first)
     rows = ch.hydrate(plan.scope, [d.key for d in kept] + [d.key for d in weak_pool], text_ids=texts)
     hits = [_hit(d, rows[d.key], plan.namespace) for d in kept if d.key in rows]
     documents = group_by_document(hits, SECTIONS_PER_DOCUMENT)
@@ -394,7 +403,7 @@ def _result(plan: _Plan, ranking, found: _Found, timings: dict[str, float],
         related=related, weak_titles=weak, summary=ranking.summary, dropped=ranking.dropped,
         features=plan.features, lexemes=[lexeme for lexeme, _ in found.lexemes], timings=timings,
         fusion=plan.weights, documents=documents, grouped=bool(plan.documents_wanted), database=read_alias(),
-        lexical=found.lexical,
+        lexical=found.lexical, document_count=len(documents) if document_count is None else document_count,
     )
 
 

@@ -90,6 +90,37 @@ def test_grouping_hydrates_only_the_documents_it_returns_and_keeps_their_section
     assert skipped
 
 
+def test_a_page_reads_the_documents_up_to_its_end_and_counts_the_rest(monkeypatch):
+    """The search page asks for fifty documents and shows ten: it reads (hydrates) the documents
+    up to the end of the page it shows (at least the eight of the tiers) and counts the others."""
+    from retrieval import channels
+
+    ingest("paged", {f"note-{n}": (f"Pumpkin note {n}", f"Pumpkin note number {n}: pumpkins like sun and water.")
+                     for n in range(14)})
+    hydrated: set[int] = set()
+    hydrate = channels.hydrate
+
+    def recording(scope, chunk_ids, text_ids=None):
+        hydrated.update(chunk_ids)
+        return hydrate(scope, chunk_ids, text_ids)
+
+    monkeypatch.setattr(channels, "hydrate", recording)
+    whole = search("pumpkin note sun water", "paged", limit=12, group="document", log=False)
+    assert whole.document_count == len(whole.documents) == 12
+    first_page = search("pumpkin note sun water", "paged", limit=12, group="document", log=False,
+                        text_window=(0, 2))
+    assert first_page.document_count == 12
+    assert [d.document_id for d in first_page.documents] == [d.document_id for d in whole.documents][:8]
+    hydrated.clear()
+    last_page = search("pumpkin note sun water", "paged", limit=12, group="document", log=False,
+                       text_window=(10, 12))
+    assert [d.document_id for d in last_page.documents] == [d.document_id for d in whole.documents]
+    assert len(hydrated) == 12
+    hydrated.clear()
+    search("pumpkin note sun water", "paged", limit=12, group="document", log=False, text_window=(0, 2))
+    assert len(hydrated) == 8  # of twelve documents, one passage each
+
+
 def test_unknown_grouping_is_a_stable_error(corpus):
     with pytest.raises(InvalidQuery) as caught:
         search("pumpkin", "grouped", group="section")
