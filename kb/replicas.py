@@ -60,16 +60,6 @@ def read_connection():
     return connections[read_alias()]
 
 
-def reading_on(alias: str, read: Callable[[], T]) -> T:
-    """Run `read` with its reads sent to `alias`: a thread helping a read that `on_replica`
-    started elsewhere (contextvars do not cross into a thread pool) reads the same database."""
-    token = _reading.set(alias)
-    try:
-        return read()
-    finally:
-        _reading.reset(token)
-
-
 def on_replica(read: Callable[[], T]) -> T:
     """Run `read` against a replica (see the module docstring), falling back to the primary.
     A read inside another (the search inside the search page) stays on the outer read's

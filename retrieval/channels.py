@@ -108,19 +108,6 @@ def vector_candidates(scope: Scope, query_vector, k: int, known_ids: list[int] =
     return VectorCandidates(nearest, candidates, cosines)
 
 
-def vector_cosines(scope: Scope, query_vector, chunk_ids: list[int]) -> dict[int, float]:
-    """The cosine of each of `chunk_ids` that has an embedding: the candidates other channels
-    found outside the vector channel's nearest, computed as `vector_candidates` computes them."""
-    if not chunk_ids:
-        return {}
-    where, params = scope.where("c")
-    with read_connection().cursor() as cursor:
-        cursor.execute(f"""SELECT c.id, 1 - (c.embedding <=> %s::vector) FROM kb_chunk c
-                           WHERE c.id = ANY(%s) AND {where} AND c.embedding IS NOT NULL""",
-                       [vector_literal(query_vector), list(chunk_ids), *params])
-        return {chunk_id: float(cosine) for chunk_id, cosine in cursor.fetchall()}
-
-
 def named_where(scope: Scope, chunk_alias: str) -> tuple[str, dict]:
     """`Scope.where` with named placeholders, for queries that use named parameters."""
     sql, values = scope.where(chunk_alias)

@@ -7,24 +7,19 @@ same ranking and the same explanations. Each call writes one QueryLog row (unles
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
-import os
-import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db import connections
-
 from kb import querylog
 from kb.conf import kb_settings
 from kb.embedding.embedders import get_embedder
 from kb.languages import meaning_left_out, query_configs
 from kb.models import QueryLog
-from kb.replicas import on_replica, read_alias, read_connection, reading_on
+from kb.replicas import on_replica, read_alias, read_connection
 from retrieval import channels as ch
 from retrieval import lexical
 from retrieval.candidates import ChannelNote, meaning_unread
@@ -275,105 +270,43 @@ class _Found:
 
 
 def _gather(plan: _Plan, channels: tuple[str, ...], query_vector, timings: dict[str, float]) -> _Found:
-    """Run the channels. The vector channel (the query embedding, then one probe of the HNSW
-    index with its hits' rows) runs on a thread of its own with its own database connection,
-    while this thread runs the channels that do not need the query vector and reads their
-    candidates' rows; then one small statement measures the cosine of the candidates the probe
-    did not reach. A caller inside a transaction (whose snapshot another connection would not
-    share) gets the same work in sequence, with the same results."""
+    """Run the channels. The model runs on its own thread (torch releases the GIL) while the SQL
+    that does not need the query vector runs here: the other channels and their candidates' rows."""
     scope, depth, features = plan.scope, plan.depth, plan.features
     with_embeddings = plan.params.mmr_lambda < 1
-    probe = None
-    if VECTOR in channels:
-        alias = read_alias()
-        job = functools.partial(_probe, alias, plan.query, query_vector, scope, depth, with_embeddings)
-        probe = None if connections[alias].in_atomic_block else _probe_pool().submit(_on_probe_thread, alias, job)
-    t = time.perf_counter()
-    lexemes = lexical.query_lexemes(plan.query, plan.configs)
-    statistics, words = None, None
-    if LEXICAL in channels:
-        statistics = lexical.term_statistics(scope, lexemes)
-        words = lexical.lexical_search(scope, lexemes, depth, statistics)
-    lists: dict[str, list[ch.ChannelRow]] = {
-        LEXICAL: words.rows if words else [],
-        NAMES: ch.names_channel(scope, features.name_keys) if NAMES in channels else [],
-        IDENTIFIERS: (ch.identifier_channel(scope, features.identifiers, plan.configs)
-                      if IDENTIFIERS in channels else []),
-    }
-    timings["channels_ms"] = _ms(t)
-    t = time.perf_counter()
-    early_ids = list(dict.fromkeys(row.chunk_id for rows in lists.values() for row in rows))
-    rows = ch.candidate_rows(scope, early_ids, with_embeddings=with_embeddings)
-    timings["candidates_ms"] = _ms(t)
-    cosines: dict[int, float] = {}
-    lists[VECTOR] = []
-    if VECTOR in channels:
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        embedding = None
+        if VECTOR in channels and query_vector is None:
+            embedding = pool.submit(_embed, plan.query)
         t = time.perf_counter()
-        vector, query_vector, probe_timings = probe.result() if probe is not None else job()
-        timings["probe_wait_ms"] = _ms(t)
-        timings.update(probe_timings)
-        lists[VECTOR] = vector.rows
-        rows.update(vector.candidates)
+        lexemes = lexical.query_lexemes(plan.query, plan.configs)
+        statistics, words = None, None
+        if LEXICAL in channels:
+            statistics = lexical.term_statistics(scope, lexemes)
+            words = lexical.lexical_search(scope, lexemes, depth, statistics)
+        lists: dict[str, list[ch.ChannelRow]] = {
+            LEXICAL: words.rows if words else [],
+            NAMES: ch.names_channel(scope, features.name_keys) if NAMES in channels else [],
+            IDENTIFIERS: (ch.identifier_channel(scope, features.identifiers, plan.configs)
+                          if IDENTIFIERS in channels else []),
+        }
+        timings["channels_ms"] = _ms(t)
         t = time.perf_counter()
-        cosines = ch.vector_cosines(scope, query_vector, [i for i in early_ids if i not in vector.candidates])
-        timings["cosines_ms"] = _ms(t)
+        early_ids = list(dict.fromkeys(row.chunk_id for rows in lists.values() for row in rows))
+        rows = ch.candidate_rows(scope, early_ids, with_embeddings=with_embeddings)
+        timings["candidates_ms"] = _ms(t)
+        cosines: dict[int, float] = {}
+        lists[VECTOR] = []
+        if VECTOR in channels:
+            if embedding is not None:
+                query_vector, timings["embed_ms"] = embedding.result()
+            t = time.perf_counter()
+            vector = ch.vector_candidates(scope, query_vector, depth, list(rows), with_embeddings)
+            lists[VECTOR] = vector.rows
+            rows.update(vector.candidates)
+            cosines = vector.cosines
+            timings["vector_ms"] = _ms(t)
     return _Found(lists, rows, cosines, lexemes, statistics, words.report if words else None)
-
-
-PROBE_THREADS = 4  # vector probes at once per process (a threaded server searches concurrently)
-_probes: ThreadPoolExecutor | None = None
-_probes_pid = 0
-_probes_lock = threading.Lock()
-
-
-def _probe_pool() -> ThreadPoolExecutor:
-    """The process's probe threads, made on first use in each process: a thread does not
-    survive a fork, so a forked web or task worker makes its own."""
-    global _probes, _probes_pid
-    with _probes_lock:
-        if _probes is None or _probes_pid != os.getpid():
-            _probes = ThreadPoolExecutor(max_workers=PROBE_THREADS, thread_name_prefix="kb-vector-probe")
-            _probes_pid = os.getpid()
-        return _probes
-
-
-def close_probe_connections() -> None:
-    """Close every probe thread's database connections (before a test database is dropped, or
-    a process that wants none open): one job per thread, each held at a barrier until all have
-    started, so every thread runs exactly one."""
-    global _probes
-    with _probes_lock:
-        pool, _probes = (_probes if _probes_pid == os.getpid() else None), None
-    if pool is None:
-        return
-    barrier = threading.Barrier(PROBE_THREADS)
-
-    def close() -> None:
-        barrier.wait(timeout=30)
-        connections.close_all()
-
-    for job in [pool.submit(close) for _ in range(PROBE_THREADS)]:
-        job.result()
-    pool.shutdown(wait=True)
-
-
-def _on_probe_thread(alias: str, job: Callable):
-    """Run `job` on a probe thread, whose connection lives as a request's does: closed when it
-    broke or outlived CONN_MAX_AGE, so a restarted database costs one failed search, not all."""
-    connections[alias].close_if_unusable_or_obsolete()
-    return job()
-
-
-def _probe(alias: str, query: str, query_vector, scope: ch.Scope, depth: int, with_embeddings: bool):
-    """The query's embedding (unless given) and the vector channel with its hits' rows, read
-    from `alias`."""
-    timings: dict[str, float] = {}
-    if query_vector is None:
-        query_vector, timings["embed_ms"] = _embed(query)
-    t = time.perf_counter()
-    vector = reading_on(alias, lambda: ch.vector_candidates(scope, query_vector, depth, (), with_embeddings))
-    timings["vector_ms"] = _ms(t)
-    return vector, query_vector, timings
 
 
 def _result(plan: _Plan, ranking, found: _Found, timings: dict[str, float],

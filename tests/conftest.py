@@ -11,15 +11,12 @@ from tests.pgserver import TcpPostgres
 
 @pytest.fixture(scope="session")
 def django_db_setup(django_db_setup, django_db_blocker):
-    """pytest-django's test database, with the connections of the search's vector-probe threads
-    and of the query-log writer closed before it is dropped (they outlive the tests that opened
-    them, as in a web process)."""
+    """pytest-django's test database, with the query-log writer's connection closed before it is
+    dropped (the writer outlives the tests that started it, as in a web process)."""
     yield
     from kb.querylog import stop_writer
-    from retrieval.service import close_probe_connections
 
     with django_db_blocker.unblock():
-        close_probe_connections()
         stop_writer()
 
 
