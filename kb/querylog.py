@@ -100,6 +100,10 @@ def _start_writer() -> None:
     if _writer is None or not _writer.is_alive():
         _writer = threading.Thread(target=_write_forever, name="kb-query-log", daemon=True)
         _writer.start()
+        # exit handlers run last registered first: registered now, after the database's own (the
+        # embedded server stops at exit when no other process uses it), the queue is written first
+        atexit.unregister(flush)
+        atexit.register(flush)
 
 
 def stop_writer() -> None:
@@ -139,4 +143,3 @@ def _forget_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_forget_in_child)
-atexit.register(flush)
