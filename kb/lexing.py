@@ -25,7 +25,6 @@ logger = logging.getLogger(__name__)
 
 LOCK_CLASS = 7301  # pg_advisory_lock(LOCK_CLASS, namespace id): one relex per namespace at a time
 DETECT_BATCH = 200
-OF_LANGUAGE = " AND document_id IN (SELECT id FROM kb_document WHERE namespace_id = %(ns)s AND language = %(language)s)"
 RELEX_DOCUMENTS = 200  # documents lexed again per transaction (a few thousand passages)
 
 
@@ -51,8 +50,8 @@ def apply_language(namespace_id: int) -> Relexed:
             _announce(namespace_id, targets)
             passages += _relex(namespace_id, targets)
             applied = language
-        configs = tuple(passages_by_config(namespace_id))
-        count_languages(namespace_id)
+        _, counted = _count(namespace_id)
+        configs = tuple(sorted(counted, key=lambda config: -counted[config]))
     finally:
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [LOCK_CLASS, namespace_id])
@@ -123,30 +122,39 @@ def count_languages(namespace_id: int) -> dict[str, int]:
     """Count the namespace's documents per detected language into `Namespace.document_languages`
     (what decides whether the embedding model can read the namespace) and its passages per text
     search configuration into `Namespace.passage_configs` (what its queries are lexed with):
-    after every ingest run, deletion of a source and change of the language setting."""
+    after every ingest run, deletion of a source and change of the language setting. Returns the
+    documents per language."""
+    return _count(namespace_id)[0]
+
+
+def _count(namespace_id: int) -> tuple[dict[str, int], dict[str, int]]:
+    """`count_languages`, returning both counts: documents per language, passages per configuration."""
     with connection.cursor() as cursor:
         cursor.execute(
             "UPDATE kb_namespace SET document_languages = coalesce((SELECT jsonb_object_agg(language, n) FROM"
             " (SELECT language, count(*) AS n FROM kb_document WHERE namespace_id = %(ns)s GROUP BY 1) counted),"
             " '{}'::jsonb), passage_configs = coalesce((SELECT jsonb_object_agg(search_config, n) FROM"
             " (SELECT search_config, count(*) AS n FROM kb_chunk WHERE namespace_id = %(ns)s GROUP BY 1) counted),"
-            " '{}'::jsonb) WHERE id = %(ns)s RETURNING document_languages::text", {"ns": namespace_id})
+            " '{}'::jsonb) WHERE id = %(ns)s RETURNING document_languages::text, passage_configs::text",
+            {"ns": namespace_id})
         row = cursor.fetchone()
-    return json.loads(row[0]) if row else {}
+    return (json.loads(row[0]), json.loads(row[1])) if row else ({}, {})
 
 
 def _announce(namespace_id: int, targets: dict[str | None, str]) -> None:
     """Before passages move to `targets`' configurations, queries are lexed with those too: each
     passage keeps meeting its own lexemes whichever batch has reached it (and if the task stops
     part-way); the count after the last batch drops the configurations no passage has left."""
-    with connection.cursor() as cursor:
-        for language, config in targets.items():
-            of_language = "" if language is None else OF_LANGUAGE
-            cursor.execute(
-                "UPDATE kb_namespace SET passage_configs = passage_configs || jsonb_build_object(%(config)s::text,"
-                " coalesce((passage_configs->>%(config)s)::int, 0) + (SELECT count(*) FROM kb_chunk WHERE"
-                " namespace_id = %(ns)s AND search_config <> %(config)s" + of_language + ")) WHERE id = %(ns)s",
-                {"ns": namespace_id, "config": config, "language": language})
+    languages = {language: config for language, config in targets.items() if language is not None}
+    with connection.cursor() as cursor:  # one walk over the passages, as `_relex` chooses their configurations
+        cursor.execute(
+            "UPDATE kb_namespace n SET passage_configs = n.passage_configs || coalesce((SELECT"
+            " jsonb_object_agg(moving.config, coalesce((n.passage_configs->>moving.config)::int, 0) + moving.n)"
+            " FROM (SELECT t.config, count(*) AS n FROM kb_chunk c JOIN kb_document d ON d.id = c.document_id,"
+            " LATERAL (SELECT coalesce(%(languages)s::jsonb ->> d.language, %(all)s) AS config) t"
+            " WHERE c.namespace_id = %(ns)s AND c.search_config <> t.config GROUP BY 1) moving), '{}'::jsonb)"
+            " WHERE n.id = %(ns)s",
+            {"ns": namespace_id, "languages": json.dumps(languages), "all": targets.get(None)})
 
 
 def on_namespaces_changed(sender, namespace_ids, **kwargs) -> None:

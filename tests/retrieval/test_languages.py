@@ -205,6 +205,9 @@ def test_a_relex_stopped_part_way_leaves_every_passage_findable(monkeypatch):
     monkeypatch.setattr(lexing, "_relex", relex)
     configs = dict(Chunk.objects.filter(namespace=namespace).values_list("search_config").annotate(n=Count("id")))
     assert configs.keys() == {"simple", "german"}  # half done
+    # announced before the first batch: every passage was counted under the configuration it moves to
+    assert Namespace.objects.get(pk=namespace.pk).passage_configs == {"simple": sum(configs.values()),
+                                                                      "german": sum(configs.values())}
     assert set(lexical.namespace_configs(namespace.pk)) == {"simple", "german"}
     assert "user-space.de-DE.html" in _lexical_refs(namespace, "Beendigung")  # in either configuration
     assert apply_language(namespace.pk).configs == ("german",)  # run again, it finishes
