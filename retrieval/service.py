@@ -144,8 +144,8 @@ def search(query: str, namespace: str, *, filters: Filters = Filters(), limit: i
     searches several namespaces embeds once). `text_window` (start, stop): only the hits in that
     range (grouped: the best section of the documents in it) carry their passage's text, the
     others their titles and locations: a page that shows ten results of fifty reads ten texts;
-    grouped, only the documents up to the window's end (and the first eight, the tiers) are
-    read at all, and `document_count` counts the rest."""
+    grouped, only the documents up to the window's end (at least the first eight, the tiers, and
+    the first cited one) are read at all, and `document_count` counts the rest."""
     return run_search(query, namespace, filters=filters, limit=limit, params=params, log=log,
                       query_vector=query_vector, group=group, caller=caller, text_window=text_window)
 
@@ -320,8 +320,9 @@ def _result(plan: _Plan, ranking, found: _Found, timings: dict[str, float],
         document_count = min(plan.documents_wanted, len({found.rows[d.key].document_id for d in ranking.kept
                                                          if d.key in found.rows}))
         first = plan.documents_wanted
-        if text_window is not None:  # a page: the documents up to its end and the tiers, the others counted
-            first = min(first, max(text_window[1], SUGGESTED_DOCUMENTS + RELATED_DOCUMENTS))
+        if text_window is not None:  # a page: the documents up to its end, the tiers and the first cited
+            first = min(first, max(text_window[1], SUGGESTED_DOCUMENTS + RELATED_DOCUMENTS,
+                                   _first_cited(ranking.kept, found.rows)))
         kept = _of_first_documents(ranking.kept, found.rows, first)
     rows = ch.hydrate(plan.scope, [d.key for d in kept] + [d.key for d in weak_pool], text_ids=texts)
     hits = [_hit(d, rows[d.key], plan.namespace) for d in kept if d.key in rows]
@@ -357,6 +358,21 @@ def _of_first_documents(kept: list[ScoreDetails], rows: dict[int, ch.CandidateRo
             first.add(row.document_id)
         chosen.append(details)
     return chosen
+
+
+def _first_cited(kept: list[ScoreDetails], rows: dict[int, ch.CandidateRow]) -> int:
+    """How many documents, in order of their best passage, up to and including the first whose
+    best passage is cited (0 when none is): a page reads that far, so whether anything is cited
+    is known as it was when every document was read."""
+    seen: set[int] = set()
+    for details in kept:
+        row = rows.get(details.key)
+        if row is None or row.document_id in seen:
+            continue
+        seen.add(row.document_id)
+        if details.cosine is not None and details.cosine >= CITED_COSINE_FLOOR:
+            return len(seen)
+    return 0
 
 
 def _texts_shown(kept: list[ScoreDetails], rows: dict[int, ch.CandidateRow], window: tuple[int, int], *,

@@ -121,6 +121,38 @@ def test_a_page_reads_the_documents_up_to_its_end_and_counts_the_rest(monkeypatc
     assert len(hydrated) == 8  # of twelve documents, one passage each
 
 
+def test_a_page_reads_as_far_as_its_first_cited_document():
+    """Whether anything is cited (the page's "no strong match" notice) stays what reading every
+    document would say, even when the first cited document lies beyond the page: ranked here by
+    rising cosine, ten unrelated notes come before the two about pumpkins."""
+    import dataclasses
+
+    from retrieval.evaluate import plain_rrf
+    from retrieval.service import CITED_COSINE_FLOOR, run_search
+
+    notes = {f"meeting-{n}": (f"Meeting note {n}", f"Meeting note {n}: the budget review moved to Tuesday at ten.")
+             for n in range(10)}
+    notes |= {f"pumpkin-{n}": (f"Pumpkin note {n}", "Pumpkins need full sun, rich soil and deep watering once a week.")
+              for n in range(2)}
+    ingest("cited-late", notes)
+
+    def by_rising_cosine(candidates, params):
+        ranking = plain_rrf(candidates, params)
+        return dataclasses.replace(ranking, kept=sorted(ranking.kept, key=lambda d: (d.cosine or -1.0, str(d.key))))
+
+    def page(window):
+        return run_search("note on growing pumpkins in the sun", "cited-late", limit=12, group="document", log=False,
+                          fuse=by_rising_cosine, text_window=window)
+
+    whole = page(None)
+    cosines = [d.best_cosine for d in whole.documents]
+    assert len(cosines) == 12 and all(c < CITED_COSINE_FLOOR for c in cosines[:10])
+    assert [d.title.startswith("Pumpkin") for d in whole.cited] == [True, True]
+    first = page((0, 2))
+    assert len(first.documents) == 11 and first.document_count == 12  # read up to the first cited one
+    assert [d.document_id for d in first.cited] == [whole.cited[0].document_id]
+
+
 def test_unknown_grouping_is_a_stable_error(corpus):
     with pytest.raises(InvalidQuery) as caught:
         search("pumpkin", "grouped", group="section")
