@@ -19,6 +19,7 @@ import atexit
 import logging
 import os
 import threading
+import time
 
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, InterfaceError, OperationalError, connections
 
@@ -86,6 +87,17 @@ def _write_alone(row: QueryLog) -> bool:
     except DatabaseError as exc:
         logger.warning("query log: search %s not logged: %s", row.pk, exc)
         return False
+
+
+def wait_for(query_id: int) -> QueryLog | None:
+    """The logged search `query_id` with its namespace, waiting up to twice FLUSH_SECONDS for
+    another process's writer to write it (a vote can follow its search faster than that)."""
+    deadline = time.monotonic() + 2 * FLUSH_SECONDS
+    while True:
+        log = QueryLog.objects.select_related("namespace").filter(pk=query_id).first()
+        if log is not None or time.monotonic() >= deadline:
+            return log
+        time.sleep(FLUSH_SECONDS / 4)
 
 
 def _reserve(count: int) -> list[int]:

@@ -32,7 +32,7 @@ def record_feedback(principal: Principal, query_id: int, chunk_id: int, helpful:
     the caller may not read answers like one that does not exist."""
     missing = NotFound(f"No logged search {query_id}.")
     querylog.flush()  # a search of this process moments ago may still be queued
-    log = QueryLog.objects.select_related("namespace").filter(pk=query_id).first()
+    log = querylog.wait_for(query_id)  # or of another process, written within a moment
     if log is None:
         raise missing
     require_readable(principal, log.namespace.slug, missing)

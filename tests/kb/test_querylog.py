@@ -58,3 +58,28 @@ def test_a_clean_exit_writes_every_queued_row():
     ids = [int(i) for i in done.stdout.split()]
     assert len(ids) == 40
     assert QueryLog.objects.filter(pk__in=ids, namespace=namespace).count() == 40  # no wait: written at exit
+
+
+def test_a_vote_waits_a_moment_for_a_search_another_process_is_logging(django_user_model):
+    import threading
+
+    from kb.auth import staff_principal
+    from kb.errors import NotFound
+    from retrieval.curation import record_feedback
+    from retrieval.service import search
+    from tests.corpus import CORPUS, ingest
+
+    namespace, _ = ingest("voting", CORPUS)
+    chunk_id = search("pumpkin soup", "voting", log=False).hits[0].chunk_id
+    principal = staff_principal(django_user_model.objects.create_superuser("curator", password="pw-123456789"))
+    [query_id] = querylog._reserve(1)  # another process's search: its id taken, its row not yet written
+    late = threading.Timer(0.1, lambda: QueryLog.objects.create(pk=query_id, namespace=namespace, query="pumpkin soup",
+                                                                result_ids=[chunk_id]))
+    late.start()
+    vote = record_feedback(principal, query_id, chunk_id, helpful=True)
+    late.join()
+    assert vote.query_log_id == query_id and vote.helpful
+    started = time.monotonic()
+    with pytest.raises(NotFound):
+        record_feedback(principal, query_id + 10_000, chunk_id, helpful=True)
+    assert time.monotonic() - started < 2  # an unknown search is refused after a short wait, not hung on
