@@ -63,7 +63,6 @@ def flush() -> int:
     if not rows:
         return 0
     try:
-        connections[DEFAULT_DB_ALIAS].close_if_unusable_or_obsolete()
         QueryLog.objects.bulk_create(rows)
         return len(rows)
     except (OperationalError, InterfaceError) as exc:  # the database is away: keep them for later
@@ -138,6 +137,9 @@ def _write_forever() -> None:
         _wake.wait()
         _wake.clear()
         pause.wait(FLUSH_SECONDS)  # gather the batch
+        # the writer's connection lives as a request's does: replaced when it broke or outlived
+        # CONN_MAX_AGE (only here: a caller's connection may be inside its own transaction)
+        connections[DEFAULT_DB_ALIAS].close_if_unusable_or_obsolete()
         if flush() == 0 and _queue:  # the database refused them: try again later
             pause.wait(RETRY_SECONDS)
             _wake.set()

@@ -83,3 +83,15 @@ def test_a_vote_waits_a_moment_for_a_search_another_process_is_logging(django_us
     with pytest.raises(NotFound):
         record_feedback(principal, query_id + 10_000, chunk_id, helpful=True)
     assert time.monotonic() - started < 2  # an unknown search is refused after a short wait, not hung on
+
+
+def test_a_flush_inside_a_callers_transaction_keeps_its_connection():
+    from django.db import transaction
+
+    namespace = Namespace.objects.create(slug="in-a-transaction")
+    query_id = querylog.record(namespace_id=namespace.pk, query="queued")  # outside: queued
+    with transaction.atomic():
+        assert querylog.flush() in (0, 1)  # 0 when the writer was quicker
+        assert QueryLog.objects.filter(pk=query_id).exists()  # the same connection, still open
+        Namespace.objects.filter(pk=namespace.pk).update(title="still usable")
+    assert Namespace.objects.get(pk=namespace.pk).title == "still usable"
