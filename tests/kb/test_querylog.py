@@ -63,6 +63,8 @@ def test_a_clean_exit_writes_every_queued_row():
 def test_a_vote_waits_a_moment_for_a_search_another_process_is_logging(django_user_model):
     import threading
 
+    from django.db import connections
+
     from kb.auth import staff_principal
     from kb.errors import NotFound
     from retrieval.curation import record_feedback
@@ -73,8 +75,11 @@ def test_a_vote_waits_a_moment_for_a_search_another_process_is_logging(django_us
     chunk_id = search("pumpkin soup", "voting", log=False).hits[0].chunk_id
     principal = staff_principal(django_user_model.objects.create_superuser("curator", password="pw-123456789"))
     [query_id] = querylog._reserve(1)  # another process's search: its id taken, its row not yet written
-    late = threading.Timer(0.1, lambda: QueryLog.objects.create(pk=query_id, namespace=namespace, query="pumpkin soup",
-                                                                result_ids=[chunk_id]))
+    def written_late():
+        QueryLog.objects.create(pk=query_id, namespace=namespace, query="pumpkin soup", result_ids=[chunk_id])
+        connections.close_all()  # this thread's own connection
+
+    late = threading.Timer(0.1, written_late)
     late.start()
     vote = record_feedback(principal, query_id, chunk_id, helpful=True)
     late.join()
