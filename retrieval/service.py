@@ -313,17 +313,16 @@ def _result(plan: _Plan, ranking, found: _Found, timings: dict[str, float],
             text_window: tuple[int, int] | None) -> SearchResult:
     """The kept passages as hits, grouped by document, with the suggested, cited and related tiers."""
     weak_pool = sorted((d for d in ranking.dropped if d.dropped_by == "threshold"), key=lambda d: -d.relevance)[:10]
-    texts = None if text_window is None else _texts_shown(ranking.kept, found.rows, text_window,
-                                                          grouped=bool(plan.documents_wanted))
+    grouped = bool(plan.documents_wanted)
+    order = _documents_in_order(ranking.kept, found.rows) if grouped else []
+    texts = None if text_window is None else _texts_shown(ranking.kept, order, text_window, grouped=grouped)
     kept, document_count = ranking.kept, None
-    if plan.documents_wanted:
-        document_count = min(plan.documents_wanted, len({found.rows[d.key].document_id for d in ranking.kept
-                                                         if d.key in found.rows}))
+    if grouped:
+        document_count = min(plan.documents_wanted, len(order))
         first = plan.documents_wanted
         if text_window is not None:  # a page: the documents up to its end, the tiers and the first cited
-            first = min(first, max(text_window[1], SUGGESTED_DOCUMENTS + RELATED_DOCUMENTS,
-                                   _first_cited(ranking.kept, found.rows)))
-        kept = _of_first_documents(ranking.kept, found.rows, first)
+            first = min(first, max(text_window[1], SUGGESTED_DOCUMENTS + RELATED_DOCUMENTS, _first_cited(order)))
+        kept = _of_first_documents(ranking.kept, found.rows, order, first)
     rows = ch.hydrate(plan.scope, [d.key for d in kept] + [d.key for d in weak_pool], text_ids=texts)
     hits = [_hit(d, rows[d.key], plan.namespace) for d in kept if d.key in rows]
     documents = group_by_document(hits, SECTIONS_PER_DOCUMENT)
@@ -341,53 +340,42 @@ def _result(plan: _Plan, ranking, found: _Found, timings: dict[str, float],
     )
 
 
-def _of_first_documents(kept: list[ScoreDetails], rows: dict[int, ch.CandidateRow], documents: int
-                        ) -> list[ScoreDetails]:
-    """The kept passages of the first `documents` documents (in order of their best passage, as
-    `group_by_document` orders them): a grouped search ranks four passages per document it may
-    return, and only these are hydrated into hits."""
-    first: set[int] = set()
-    chosen = []
-    for details in kept:
-        row = rows.get(details.key)
-        if row is None:
-            continue
-        if row.document_id not in first:
-            if len(first) == documents:
-                continue
-            first.add(row.document_id)
-        chosen.append(details)
-    return chosen
-
-
-def _first_cited(kept: list[ScoreDetails], rows: dict[int, ch.CandidateRow]) -> int:
-    """How many documents, in order of their best passage, up to and including the first whose
-    best passage is cited (0 when none is): a page reads that far, so whether anything is cited
-    is known as it was when every document was read."""
-    seen: set[int] = set()
-    for details in kept:
-        row = rows.get(details.key)
-        if row is None or row.document_id in seen:
-            continue
-        seen.add(row.document_id)
-        if details.cosine is not None and details.cosine >= CITED_COSINE_FLOOR:
-            return len(seen)
-    return 0
-
-
-def _texts_shown(kept: list[ScoreDetails], rows: dict[int, ch.CandidateRow], window: tuple[int, int], *,
-                 grouped: bool) -> list[int]:
-    """The chunks in `window` of the kept ranking whose text is shown: hits, or the best
-    section of each document (documents in order of their best section, as `group_by_document`)."""
-    start, stop = window
-    if not grouped:
-        return [d.key for d in kept[start:stop]]
-    best: dict[int, int] = {}
+def _documents_in_order(kept: list[ScoreDetails], rows: dict[int, ch.CandidateRow]
+                        ) -> list[tuple[int, ScoreDetails]]:
+    """Each document of the kept ranking with its best passage, in order of that passage (as
+    `group_by_document` orders them)."""
+    best: dict[int, ScoreDetails] = {}
     for details in kept:
         row = rows.get(details.key)
         if row is not None:
-            best.setdefault(row.document_id, details.key)
-    return list(best.values())[start:stop]
+            best.setdefault(row.document_id, details)
+    return list(best.items())
+
+
+def _of_first_documents(kept: list[ScoreDetails], rows: dict[int, ch.CandidateRow],
+                        order: list[tuple[int, ScoreDetails]], documents: int) -> list[ScoreDetails]:
+    """The kept passages of the first `documents` documents of `order`: a grouped search ranks
+    four passages per document it may return, and only these are hydrated into hits."""
+    first = {document_id for document_id, _ in order[:documents]}
+    return [d for d in kept if d.key in rows and rows[d.key].document_id in first]
+
+
+def _first_cited(order: list[tuple[int, ScoreDetails]]) -> int:
+    """How many documents of `order`, up to and including the first whose best passage is cited
+    (0 when none is): a page reads that far, so whether anything is cited is known as it was
+    when every document was read."""
+    return next((position for position, (_, best) in enumerate(order, start=1)
+                 if best.cosine is not None and best.cosine >= CITED_COSINE_FLOOR), 0)
+
+
+def _texts_shown(kept: list[ScoreDetails], order: list[tuple[int, ScoreDetails]], window: tuple[int, int], *,
+                 grouped: bool) -> list[int]:
+    """The chunks in `window` of the kept ranking whose text is shown: hits, or the best
+    section of each document of `order`."""
+    start, stop = window
+    if not grouped:
+        return [d.key for d in kept[start:stop]]
+    return [best.key for _, best in order[start:stop]]
 
 
 def matching_chunk_ids(namespace_ids, text: str, limit: int = LOOKUP_LIMIT) -> list[int]:
