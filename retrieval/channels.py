@@ -37,6 +37,18 @@ class Scope:
             params.append(list(self.source_ids))
         return " AND ".join(sql), params
 
+    def document_where(self, document_alias: str = "d") -> tuple[str, list]:
+        """The same scope as `where`, on documents `document_alias`."""
+        sql = [f"{document_alias}.namespace_id = {int(self.namespace_id)}"]
+        params: list = []
+        if self.document_ids:
+            sql.append(f"{document_alias}.id = ANY(%s)")
+            params.append(list(self.document_ids))
+        if self.source_ids:
+            sql.append(f"{document_alias}.source_id = ANY(%s)")
+            params.append(list(self.source_ids))
+        return " AND ".join(sql), params
+
 
 @dataclass(frozen=True)
 class ChannelRow:
@@ -116,27 +128,69 @@ def named_where(scope: Scope, chunk_alias: str) -> tuple[str, dict]:
     return named, {f"scope_{i}": value for i, value in enumerate(values)}
 
 
+NAMES_READ_PER_KEY = 500  # a key more document names contain than this names none of them
+
+
+@dataclass(frozen=True)
+class NamesResult:
+    rows: list[ChannelRow]  # best first: coverage of the name, then chunk id
+    common_keys: tuple[str, ...] = ()  # keys in more than NAMES_READ_PER_KEY names: not used
+
+
 def names_channel(scope: Scope, name_keys: tuple[str, ...], cap: int = 10) -> list[ChannelRow]:
+    return names_search(scope, name_keys, cap).rows
+
+
+def names_search(scope: Scope, name_keys: tuple[str, ...], cap: int = 10) -> NamesResult:
     """Documents whose name key contains a versioned query token; each is represented by its
-    first chunk, scored by how much of the name the token covers."""
+    first chunk, scored by how much of the name the token covers.
+
+    Bounded: each key reads at most NAMES_READ_PER_KEY + 1 names through the trigram index, and a
+    key found in more names than that is left out (reported in `common_keys`): a token a
+    thousand titles share names none of them, and reading them all cost 160 ms at a million
+    documents. Only the documents that can reach the top `cap` (the best coverages, ties
+    included) have their first chunk looked up."""
     if not name_keys:
-        return []
-    where, params = scope.where("c")
+        return NamesResult([])
+    where, params = scope.document_where("d")
     with read_connection().cursor() as cursor:
         cursor.execute(
-            f"""SELECT DISTINCT ON (d.id) c.id, d.name_key FROM kb_document d
-                JOIN kb_chunk c ON c.document_id = d.id
-                WHERE d.namespace_id = %s AND d.name_key LIKE ANY(%s) AND {where}
-                ORDER BY d.id, c.position""",
-            [scope.namespace_id, [f"%{key}%" for key in name_keys], *params],
+            f"""SELECT k.n, d.id, d.name_key
+                  FROM unnest(%s::text[]) WITH ORDINALITY AS k(pattern, n)
+                 CROSS JOIN LATERAL (SELECT d.id, d.name_key FROM kb_document d
+                                      WHERE d.name_key LIKE k.pattern AND {where}
+                                      LIMIT {NAMES_READ_PER_KEY + 1}) d""",
+            [[f"%{key}%" for key in name_keys], *params],  # keys are alphanumeric: no LIKE wildcards
         )
-        rows = cursor.fetchall()
-    scored = []
-    for chunk_id, name_key in rows:
-        coverage = max(len(key) / max(len(name_key), 1) for key in name_keys if key in name_key)
-        scored.append(ChannelRow(chunk_id, min(1.0, coverage)))
+        matched = cursor.fetchall()
+        per_key: dict[int, list[tuple[int, str]]] = {}
+        for n, document_id, name_key in matched:
+            per_key.setdefault(n - 1, []).append((document_id, name_key))
+        common = tuple(name_keys[i] for i, found in sorted(per_key.items()) if len(found) > NAMES_READ_PER_KEY)
+        keys = [key for key in name_keys if key not in common]
+        coverage: dict[int, float] = {}
+        for i, found in per_key.items():
+            if name_keys[i] in common:
+                continue
+            for document_id, name_key in found:
+                if document_id not in coverage:
+                    coverage[document_id] = min(1.0, max(len(key) / max(len(name_key), 1)
+                                                         for key in keys if key in name_key))
+        ranked = sorted(coverage, key=lambda document_id: -coverage[document_id])
+        scored: list[ChannelRow] = []
+        start = 0
+        while start < len(ranked) and len(scored) < cap:  # a document without chunks gives way to the next
+            end = min(start + cap, len(ranked))
+            while end < len(ranked) and coverage[ranked[end]] == coverage[ranked[end - 1]]:
+                end += 1
+            cursor.execute(
+                f"""SELECT DISTINCT ON (c.document_id) c.document_id, c.id FROM kb_chunk c
+                     WHERE c.document_id = ANY(%s) AND c.namespace_id = {int(scope.namespace_id)}
+                     ORDER BY c.document_id, c.position""", [ranked[start:end]])
+            scored += [ChannelRow(chunk_id, coverage[document_id]) for document_id, chunk_id in cursor.fetchall()]
+            start = end
     scored.sort(key=lambda r: (-r.raw, r.chunk_id))
-    return scored[:cap]
+    return NamesResult(scored[:cap], common)
 
 
 def identifier_channel(scope: Scope, identifiers: tuple[str, ...], configs: tuple[str, ...] = (),

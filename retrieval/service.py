@@ -267,6 +267,7 @@ class _Found:
     lexemes: list[tuple[str, int]]
     statistics: lexical.TermStatistics | None
     lexical: lexical.LexicalReport | None
+    common_names: tuple[str, ...] = ()  # name keys too common to name a document, left out
 
 
 def _gather(plan: _Plan, channels: tuple[str, ...], query_vector, timings: dict[str, float]) -> _Found:
@@ -284,9 +285,10 @@ def _gather(plan: _Plan, channels: tuple[str, ...], query_vector, timings: dict[
         if LEXICAL in channels:
             statistics = lexical.term_statistics(scope, lexemes)
             words = lexical.lexical_search(scope, lexemes, depth, statistics)
+        names = ch.names_search(scope, features.name_keys) if NAMES in channels else ch.NamesResult([])
         lists: dict[str, list[ch.ChannelRow]] = {
             LEXICAL: words.rows if words else [],
-            NAMES: ch.names_channel(scope, features.name_keys) if NAMES in channels else [],
+            NAMES: names.rows,
             IDENTIFIERS: (ch.identifier_channel(scope, features.identifiers, plan.configs)
                           if IDENTIFIERS in channels else []),
         }
@@ -306,7 +308,7 @@ def _gather(plan: _Plan, channels: tuple[str, ...], query_vector, timings: dict[
             rows.update(vector.candidates)
             cosines = vector.cosines
             timings["vector_ms"] = _ms(t)
-    return _Found(lists, rows, cosines, lexemes, statistics, words.report if words else None)
+    return _Found(lists, rows, cosines, lexemes, statistics, words.report if words else None, names.common_keys)
 
 
 def _result(plan: _Plan, ranking, found: _Found, timings: dict[str, float],
@@ -334,10 +336,21 @@ def _result(plan: _Plan, ranking, found: _Found, timings: dict[str, float],
     return SearchResult(
         query=plan.query, namespace=plan.namespace, hits=hits, suggested=suggested, cited=cited,
         related=related, weak_titles=weak, summary=ranking.summary, dropped=ranking.dropped,
-        features=plan.features, lexemes=[lexeme for lexeme, _ in found.lexemes], timings=timings,
+        features=_with_common_names(plan.features, found.common_names),
+        lexemes=[lexeme for lexeme, _ in found.lexemes], timings=timings,
         fusion=plan.weights, documents=documents, grouped=bool(plan.documents_wanted), database=read_alias(),
         lexical=found.lexical, document_count=len(documents) if document_count is None else document_count,
     )
+
+
+def _with_common_names(features: QueryFeatures, common: tuple[str, ...]) -> QueryFeatures:
+    """The query's caps, with the name keys the names channel left out because too many document
+    names hold them."""
+    if not common:
+        return features
+    notes = tuple(f"name key {key!r}: in more than {ch.NAMES_READ_PER_KEY} document names, too common to name one; "
+                  f"not used" for key in common)
+    return dataclasses.replace(features, capped=features.capped + notes)
 
 
 def _documents_in_order(kept: list[ScoreDetails], rows: dict[int, ch.CandidateRow]

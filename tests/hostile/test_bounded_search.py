@@ -49,6 +49,20 @@ def test_api_summary_says_when_a_cap_applied(client):
                                              "name keys: the first 16 of 40 were used"]
 
 
+def test_a_name_in_too_many_titles_costs_a_bounded_read_and_the_summary_says_so(client, monkeypatch):
+    from retrieval import channels
+
+    documents = {f"v{i}": (f"Release 2024 volume {i}", f"Notes of volume {i}.") for i in range(6)}
+    namespace, _ = ingest("tenant:a", {**CORPUS, **documents})
+    Namespace.objects.filter(pk=namespace.pk).update(is_public=True)
+    monkeypatch.setattr(channels, "NAMES_READ_PER_KEY", 5)
+    body = client.get("/api/search", {"query": "release 2024", "namespace": "tenant:a"}).json()
+    assert body["summary"]["query_caps"] == [
+        f"name key {key!r}: in more than 5 document names, too common to name one; not used"
+        for key in ("2024", "release2024")]
+    assert body["results"]  # the words still find the volumes
+
+
 def test_eval_runs_are_capped_per_request(client):
     namespace, _ = ingest("tenant:a", CORPUS)
     Namespace.objects.filter(pk=namespace.pk).update(is_public=True)

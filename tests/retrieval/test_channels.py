@@ -84,6 +84,55 @@ def test_names_channel_finds_versioned_names(corpus):
     assert 0 < rows[0].raw <= 1
 
 
+def _names_read_whole(scope_, keys, cap=10):
+    """The names channel without its bound: every matching name read with its first chunk."""
+    where, params = scope_.where("c")
+    with connection.cursor() as cursor:
+        cursor.execute(f"""SELECT DISTINCT ON (d.id) c.id, d.name_key FROM kb_document d
+                           JOIN kb_chunk c ON c.document_id = d.id
+                           WHERE d.name_key LIKE ANY(%s) AND {where} ORDER BY d.id, c.position""",
+                       [[f"%{key}%" for key in keys], *params])
+        rows = [(chunk_id, max(len(k) / len(name) for k in keys if k in name)) for chunk_id, name in cursor]
+    return sorted(rows, key=lambda r: (-r[1], r[0]))[:cap]
+
+
+def test_names_channel_reads_only_the_best_names_and_keeps_the_full_reads_order(corpus):
+    """With ties across the cap and two keys, the bounded read returns the full read's rows."""
+    titles = {f"n{i}": (f"Qwen 3.8 {'notes ' * (i % 4)}part {i}", f"Qwen text {i}.") for i in range(14)}
+    titles.update({f"m{i}": (f"Llama 4.1 {'x' * i}", f"Llama text {i}.") for i in range(5)})
+    _, other = ingest("tenant:a", titles, source_name="names")
+    for keys, kwargs in ((("qwen38",), {}), (("qwen38", "llama41"), {}), (("qwen38", "llama41"), {"cap": 3}),
+                         (("qwen38",), {"source_ids": (other.id,)})):
+        cap = kwargs.pop("cap", 10)
+        found = ch.names_channel(scope(corpus, **kwargs), keys, cap)
+        assert [(r.chunk_id, r.raw) for r in found] == _names_read_whole(scope(corpus, **kwargs), keys, cap)
+        assert len(found) == cap
+
+
+def test_names_tied_across_the_cap_are_broken_by_first_chunk_not_by_where_the_row_lies(corpus):
+    """Twelve names of one length tie; the document with the lowest chunk ids is rewritten, so the
+    index hands it over last: it still comes first."""
+    _, source = ingest("tenant:a", {f"t{i}": (f"Phi 3.5 part {i}", f"Phi text {i}.") for i in range(10, 22)},
+                       source_name="ties")
+    first = Document.objects.filter(source=source).order_by("id").first()
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE kb_document SET metadata = metadata WHERE id = %s", [first.id])
+    found = ch.names_channel(scope(corpus), ("phi35",), 3)
+    assert [(r.chunk_id, r.raw) for r in found] == _names_read_whole(scope(corpus), ("phi35",), 3)
+    assert refs(found)[0] == first.ref
+
+
+def test_a_name_key_in_too_many_names_is_left_out_and_said(corpus, monkeypatch):
+    ingest("tenant:a", {f"g{i}": (f"Gemma 2.5 guide {i}", f"Gemma text {i}.") for i in range(4)}, source_name="g")
+    monkeypatch.setattr(ch, "NAMES_READ_PER_KEY", 3)
+    found = ch.names_search(scope(corpus), ("gemma25", "qwen38"))
+    assert found.common_keys == ("gemma25",)
+    assert refs(found.rows) == ["qwen38"]
+    monkeypatch.setattr(ch, "NAMES_READ_PER_KEY", 4)
+    found = ch.names_search(scope(corpus), ("gemma25", "qwen38"))
+    assert found.common_keys == () and len(found.rows) == 5
+
+
 def test_identifier_channel_matches_exactly(corpus):
     features = analyse("why ERR_CONNECTION_REFUSED happens")
     assert features.identifiers == ("ERR_CONNECTION_REFUSED",)
