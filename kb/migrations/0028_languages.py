@@ -65,6 +65,9 @@ CREATE TRIGGER kb_chunk_postings_update AFTER UPDATE ON kb_chunk
     EXECUTE FUNCTION kb_chunk_postings_sync();
 """
 
+RELEX_IN_ENGLISH = "UPDATE kb_chunk SET search_config = 'english' WHERE search_config <> 'english';"
+
+
 class Migration(migrations.Migration):
 
     dependencies = [
@@ -136,4 +139,7 @@ class Migration(migrations.Migration):
             index=GinIndex(fields=["search_vector"], name="chunk_search_vector_gin"),
         ),
         migrations.RunSQL(CREATE_UPDATE_TRIGGER, DROP_UPDATE_TRIGGER),
+        # going back: every passage is lexed in English again while the trigger still keeps its
+        # postings (and the namespace's statistics) in step; the re-added column then holds the same value
+        migrations.RunSQL(migrations.RunSQL.noop, RELEX_IN_ENGLISH),
     ]

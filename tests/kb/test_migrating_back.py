@@ -1,0 +1,63 @@
+"""Going back past the languages migration (kb 0028) leaves a database whose postings match its
+passages: every passage is lexed in English again, and the lexical index with it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.db import connection
+
+from ingest.loaders import LoadedItem
+from ingest.pipeline import IngestPipeline
+from kb.models import IngestRun, Namespace, Source
+from tests.kb.test_backup import PAGES, _bin, _client_env, _psql
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+# postings that are not the passage's stored lexemes, or lexemes without their posting
+STALE = """SELECT count(*) FROM (
+             (SELECT id, unnest(tsvector_to_array(search_vector)) FROM kb_chunk
+              EXCEPT SELECT chunk_id, lexeme FROM kb_chunk_term)
+             UNION ALL
+             (SELECT chunk_id, lexeme FROM kb_chunk_term
+              EXCEPT SELECT id, unnest(tsvector_to_array(search_vector)) FROM kb_chunk)) AS t"""
+
+GERMAN_STEM = "SELECT count(*) FROM kb_chunk_term WHERE lexeme = 'laufzeitumgeb'"  # English keeps the word whole
+
+
+def test_unapplying_languages_relexes_every_passage_in_english_with_its_postings(tmp_path):
+    namespace = Namespace.objects.create(slug="back", title="back")
+    source = Source.objects.create(namespace=namespace, name="manual", kind=Source.Kind.TEXT, text="x")
+    page = "user-space.de-DE.html"
+    run = IngestPipeline(IngestRun.objects.create(source=source)).execute(iter([LoadedItem(
+        ref=page, body=(PAGES / page).read_bytes(), media_type="text/html", charset="utf-8", path=page)]))
+    assert run.status == "succeeded", run.error
+
+    env, database = _client_env(), connection.settings_dict["NAME"]
+    assert _psql(env, database, "-c", "SELECT DISTINCT search_config FROM kb_chunk") == "german"
+    assert _psql(env, database, "-c", GERMAN_STEM) != "0"
+    dump = tmp_path / "kb.sql"
+    done = subprocess.run([_bin("pg_dump"), "--no-owner", "-f", str(dump), database], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    copy = f"kb_back_{uuid.uuid4().hex[:8]}"
+    _psql(env, database, "-c", f'CREATE DATABASE "{copy}"')
+    try:
+        _psql(env, copy, "-f", str(dump))
+        url = f"postgres://{env['PGUSER']}@/{copy}?host={env['PGHOST']}&port={env['PGPORT']}"
+        done = subprocess.run([sys.executable, "manage.py", "migrate", "kb", "0027"], cwd=settings.BASE_DIR,
+                              env={**env, "DATABASE_URL": url}, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        postings = int(_psql(env, copy, "-c", "SELECT count(*) FROM kb_chunk_term"))
+        stale = int(_psql(env, copy, "-c", STALE))
+        german = _psql(env, copy, "-c", GERMAN_STEM)
+    finally:
+        _psql(env, database, "-c", f'DROP DATABASE IF EXISTS "{copy}"')
+    assert postings > 0 and stale == 0
+    assert german == "0"  # the German stem is gone with the German lexing
