@@ -3,11 +3,9 @@ passages: every passage is lexed in English again, and the lexical index with it
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import uuid
-from pathlib import Path
 
 import pytest
 from django.conf import settings
