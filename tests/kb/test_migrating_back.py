@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import uuid
+from pathlib import Path
 
 import pytest
 from django.conf import settings
@@ -14,9 +14,11 @@ from django.db import connection
 from ingest.loaders import LoadedItem
 from ingest.pipeline import IngestPipeline
 from kb.models import IngestRun, Namespace, Source
-from tests.kb.test_backup import PAGES, _bin, _client_env, _psql
+from tests.pgcopy import client_env, psql, restored_copy
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+PAGES = Path(__file__).resolve().parent.parent / "fixtures" / "real" / "languages"
 
 # postings that are not the passage's stored lexemes, or lexemes without their posting
 STALE = """SELECT count(*) FROM (
@@ -37,25 +39,16 @@ def test_unapplying_languages_relexes_every_passage_in_english_with_its_postings
         ref=page, body=(PAGES / page).read_bytes(), media_type="text/html", charset="utf-8", path=page)]))
     assert run.status == "succeeded", run.error
 
-    env, database = _client_env(), connection.settings_dict["NAME"]
-    assert _psql(env, database, "-c", "SELECT DISTINCT search_config FROM kb_chunk") == "german"
-    assert _psql(env, database, "-c", GERMAN_STEM) != "0"
-    dump = tmp_path / "kb.sql"
-    done = subprocess.run([_bin("pg_dump"), "--no-owner", "-f", str(dump), database], env=env,
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    copy = f"kb_back_{uuid.uuid4().hex[:8]}"
-    _psql(env, database, "-c", f'CREATE DATABASE "{copy}"')
-    try:
-        _psql(env, copy, "-f", str(dump))
+    env, database = client_env(), connection.settings_dict["NAME"]
+    assert psql(env, database, "-c", "SELECT DISTINCT search_config FROM kb_chunk") == "german"
+    assert psql(env, database, "-c", GERMAN_STEM) != "0"
+    with restored_copy(tmp_path, "kb_back") as copy:
         url = f"postgres://{env['PGUSER']}@/{copy}?host={env['PGHOST']}&port={env['PGPORT']}"
         done = subprocess.run([sys.executable, "manage.py", "migrate", "kb", "0027"], cwd=settings.BASE_DIR,
                               env={**env, "DATABASE_URL": url}, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr
-        postings = int(_psql(env, copy, "-c", "SELECT count(*) FROM kb_chunk_term"))
-        stale = int(_psql(env, copy, "-c", STALE))
-        german = _psql(env, copy, "-c", GERMAN_STEM)
-    finally:
-        _psql(env, database, "-c", f'DROP DATABASE IF EXISTS "{copy}"')
+        postings = int(psql(env, copy, "-c", "SELECT count(*) FROM kb_chunk_term"))
+        stale = int(psql(env, copy, "-c", STALE))
+        german = psql(env, copy, "-c", GERMAN_STEM)
     assert postings > 0 and stale == 0
     assert german == "0"  # the German stem is gone with the German lexing
