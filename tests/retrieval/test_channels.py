@@ -117,6 +117,8 @@ def test_names_tied_across_the_cap_are_broken_by_first_chunk_not_by_where_the_ro
     first = Document.objects.filter(source=source).order_by("id").first()
     with connection.cursor() as cursor:
         cursor.execute("UPDATE kb_document SET metadata = metadata WHERE id = %s", [first.id])
+        cursor.execute("SELECT id FROM kb_document WHERE source_id = %s ORDER BY ctid", [source.id])
+        assert [row[0] for row in cursor][-1] == first.id  # the premise: its row now lies last
     found = ch.names_channel(scope(corpus), ("phi35",), 3)
     assert [(r.chunk_id, r.raw) for r in found] == _names_read_whole(scope(corpus), ("phi35",), 3)
     assert refs(found)[0] == first.ref
