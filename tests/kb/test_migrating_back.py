@@ -28,6 +28,11 @@ STALE = """SELECT count(*) FROM (
              (SELECT chunk_id, lexeme FROM kb_chunk_term
               EXCEPT SELECT id, unnest(tsvector_to_array(search_vector)) FROM kb_chunk)) AS t"""
 
+# the namespace's BM25 statistics against its passages' stored lexing
+STATISTICS_DRIFT = """SELECT s.chunk_count - count(c.id),
+                              round((s.total_len - sum(kb_tsvector_length(c.search_vector)))::numeric, 3)
+                        FROM kb_namespace_stats s JOIN kb_chunk c ON c.namespace_id = s.namespace_id
+                       GROUP BY s.namespace_id, s.chunk_count, s.total_len"""
 GERMAN_STEM = "SELECT count(*) FROM kb_chunk_term WHERE lexeme = 'laufzeitumgeb'"  # English keeps the word whole
 
 
@@ -50,5 +55,7 @@ def test_unapplying_languages_relexes_every_passage_in_english_with_its_postings
         postings = int(psql(env, copy, "-c", "SELECT count(*) FROM kb_chunk_term"))
         stale = int(psql(env, copy, "-c", STALE))
         german = psql(env, copy, "-c", GERMAN_STEM)
+        statistics = psql(env, copy, "-c", STATISTICS_DRIFT)
     assert postings > 0 and stale == 0
     assert german == "0"  # the German stem is gone with the German lexing
+    assert statistics == "0|0.000"  # the namespace's chunk count and total length are its passages'
