@@ -338,7 +338,7 @@ def _result(plan: _Plan, ranking, found: _Found, timings: dict[str, float],
         related=related, weak_titles=weak, summary=ranking.summary, dropped=ranking.dropped,
         features=_with_common_names(plan.features, found.common_names),
         lexemes=[lexeme for lexeme, _ in found.lexemes], timings=timings,
-        fusion=plan.weights, documents=documents, grouped=bool(plan.documents_wanted), database=read_alias(),
+        fusion=plan.weights, documents=documents, grouped=grouped, database=read_alias(),
         lexical=found.lexical, document_count=len(documents) if document_count is None else document_count,
     )
 
