@@ -303,11 +303,12 @@ def index_sizes(namespace: str) -> dict[str, int]:
     ns = Namespace.objects.get(slug=namespace)
     with connection.cursor() as cursor:
         cursor.execute(
-            """SELECT c.relname, CASE WHEN c.relname = 'kb_posting_list' THEN pg_total_relation_size(c.oid)
-                                       ELSE pg_relation_size(c.oid) END FROM pg_class c
+            """SELECT c.relname, CASE WHEN c.relname IN ('kb_posting_list', 'kb_posting_list_build')
+                                       THEN pg_total_relation_size(c.oid) ELSE pg_relation_size(c.oid) END
+                 FROM pg_class c
                WHERE c.relname = ANY(%s) OR c.relname = %s""",
             [["kb_chunk", "kb_chunk_term", "kb_chunk_term_pkey", "kb_chunk_term_chunk", "kb_posting_list",
-              "chunk_search_vector_gin", "kb_document"],
+              "kb_posting_list_build", "chunk_search_vector_gin", "kb_document"],
              evaluate.vector_index_name(ns.pk)])
         own = evaluate.vector_index_name(ns.pk)
         return {name if name != own else "vector_index": size for name, size in cursor.fetchall()}

@@ -106,7 +106,7 @@ def _summed(postings, weights: dict[str, float], avgdl: float,
         return np.empty(0, np.int64), np.empty(0, np.float64)
     base = postings[0].base
     ids = np.concatenate([p.chunk_ids for p in postings]).astype(np.int64)
-    scores = np.concatenate([_impacts(p.tfs, p.lengths, weights[p.lexeme], avgdl) for p in postings])
+    scores = np.concatenate([_impacts(p.tfs, p.lengths_at(), weights[p.lexeme], avgdl) for p in postings])
     if not len(ids):
         return ids, scores
     low, high = int(ids.min()), int(ids.max())
@@ -158,14 +158,15 @@ def top_k_packed(packed, current, changed_ids: np.ndarray, weights: dict[str, fl
         ids, scores = score_postings(packed, current, changed_ids, weights, avgdl)
         top_ids, top_scores = best_first(ids, scores, k)
         return PackedTopK(top_ids[:k], top_scores[:k], tuple(p.lexeme for p in packed), (), 0)
-    bound = {p.lexeme: weights[p.lexeme] * impact(float(p.tfs.max()), float(p.lengths.min()), avgdl) for p in terms}
+    bound = {p.lexeme: weights[p.lexeme] * impact(float(p.tfs.max()), p.shortest(), avgdl) for p in terms}
     terms.sort(key=lambda p: (-bound[p.lexeme], p.lexeme))
     excluded = changed_ids - base
     excluded = excluded[(excluded >= 0) & (excluded < span)]
     universe = None
     if span > 32 * sum(len(p.chunk_ids) for p in terms) + 1024:  # ids spread thin: number the chunks matched
         universe = np.unique(np.concatenate([p.chunk_ids for p in terms]).astype(np.int64))
-        terms = [dataclasses.replace(p, chunk_ids=np.searchsorted(universe, p.chunk_ids.astype(np.int64)))
+        terms = [dataclasses.replace(p, chunk_ids=np.searchsorted(universe, p.chunk_ids.astype(np.int64)),
+                                     lengths=p.lengths_at(), length_of=None)  # few postings: align their lengths
                  for p in terms]
         where = np.minimum(np.searchsorted(universe, excluded), len(universe) - 1)
         excluded, span = where[universe[where] == excluded], len(universe)
@@ -174,7 +175,7 @@ def top_k_packed(packed, current, changed_ids: np.ndarray, weights: dict[str, fl
     candidates, scored, best, looked_up = None, 0, np.empty(0, np.int64), 0
     for scored, term in enumerate(terms, start=1):
         offsets = term.chunk_ids.astype(np.int64)
-        partial[offsets] += _impacts(term.tfs, term.lengths, weights[term.lexeme], avgdl)
+        partial[offsets] += _impacts(term.tfs, term.lengths_at(), weights[term.lexeme], avgdl)
         partial[excluded] = 0  # a list holds a chunk once per term, so += adds each posting
         rest -= bound[term.lexeme]
         remaining = terms[scored:]
@@ -218,7 +219,7 @@ def _completed_above(partial: np.ndarray, candidates: np.ndarray, terms, weights
         where = np.minimum(np.searchsorted(lists, candidates.astype(lists.dtype)), len(lists) - 1)
         hit = np.flatnonzero(lists[where] == candidates)
         if len(hit):
-            scores[hit] += _impacts(term.tfs[where[hit]], term.lengths[where[hit]], weights[term.lexeme], avgdl)
+            scores[hit] += _impacts(term.tfs[where[hit]], term.lengths_at(where[hit]), weights[term.lexeme], avgdl)
         keep = scores + rest >= theta - 1e-6
         candidates, scores = candidates[keep], scores[keep]
     return candidates, scores

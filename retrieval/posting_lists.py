@@ -1,14 +1,16 @@
 """Packed posting lists: each large namespace's BM25 postings, one row per term
-(kb/migrations/0020).
+(kb/migrations/0020, 0031).
 
 The postings table (`kb_chunk_term`, one row per chunk and lexeme) is the truth the trigger keeps
 exact; reading it costs about 0.7 µs a posting, so a query whose common terms hold a million
-postings costs a second. The packed lists hold the same postings as three binary arrays per term
-(chunk id offsets, term frequencies, lengths), read as one value each at a few nanoseconds a
-posting. They are a snapshot: built when an ingest run ends (like the namespace's vector index),
-and exact between builds because the trigger records every chunk written after the build that
-the lists may hold (`kb_posting_list_changed`); a read returns the packed lists together with the
-current postings of those chunks and of every chunk newer than the build, from one snapshot.
+postings costs a second. The packed lists hold the same postings as two binary arrays per term
+(chunk id offsets, term frequencies), read as one value each at a few nanoseconds a posting, and
+the namespace's chunk lengths once, as one array by chunk offset that each process reads once per
+build and keeps (`_LengthsCache`). They are a snapshot: built when an ingest run ends (like the
+namespace's vector index), and exact between builds because the trigger records every chunk
+written after the build that the lists may hold (`kb_posting_list_changed`); a read returns the
+packed lists together with the current postings of those chunks and of every chunk newer than
+the build, from one snapshot.
 
 A build holds the namespace's statistics row locked, so writes to that namespace wait for it
 (75 s at a million chunks, measured) and none can fall between the build and the recording.
@@ -17,6 +19,7 @@ A build holds the namespace's statistics row locked, so writes to that namespace
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from dataclasses import dataclass
 
@@ -30,19 +33,64 @@ logger = logging.getLogger(__name__)
 
 REBUILD_SHARE = 0.1  # rebuild when the chunks changed since the build reach this share of the namespace
 _LOCK_CLASS = 0x6B70  # advisory lock class ("kp") serialising builds of one namespace's lists
-_MAX_OFFSET = 2**31 - 1  # packed chunk ids are int4 offsets from the build's base
+_MAX_SPAN = 2**27  # chunk ids a build may span: its lengths array (4 bytes an id) stays a bytea (< 1 GB)
+SPREAD = 32  # nor more than this many ids per chunk (plus MIN_SPREAD): ids interleaved with other namespaces'
+MIN_SPREAD = 2**20
+LENGTHS_CACHE_BYTES = 256 * 2**20  # each process keeps the lengths arrays it read up to this size
 
 
 @dataclass(frozen=True)
 class TermPostings:
-    """One term's postings as arrays, aligned: chunk ids, term frequencies, chunk lengths. The
-    packed ones are zero-copy views of the bytes read (big-endian), converted while scored."""
+    """One term's postings as arrays, aligned: chunk ids and term frequencies, with the chunks'
+    lengths either aligned too (`lengths`: postings read from the table) or looked up by chunk
+    offset in the namespace's array (`length_of`: packed postings). The packed ones are zero-copy
+    views of the bytes read (big-endian), converted while scored."""
 
     lexeme: str
     chunk_ids: np.ndarray  # chunk ids minus `base`, any integer type
     tfs: np.ndarray  # any numeric type
-    lengths: np.ndarray
+    lengths: np.ndarray | None = None
     base: int = 0
+    length_of: np.ndarray | None = None  # every chunk's length at its offset (chunk_ids index it)
+    min_length: float | None = None  # the shortest length among the postings, when known
+
+    def lengths_at(self, positions: np.ndarray | None = None) -> np.ndarray:
+        """The lengths of the chunks of these postings (of those at `positions`: all by default)."""
+        if self.length_of is None:
+            return self.lengths if positions is None else self.lengths[positions]
+        offsets = self.chunk_ids if positions is None else self.chunk_ids[positions]
+        return self.length_of[offsets.astype(np.intp)]
+
+    def shortest(self) -> float:
+        return float(self.lengths_at().min()) if self.min_length is None else self.min_length
+
+
+class _LengthsCache:
+    """Each namespace's lengths array as last read, under the key of the build it came from (the
+    build row's xmin and clock time: two builds in one transaction differ by the latter), holding
+    at most LENGTHS_CACHE_BYTES: a read sends the key, and the database sends the array only when
+    the key is not the current build's."""
+
+    def __init__(self, max_bytes: int):
+        self.max_bytes = max_bytes
+        self._lock = threading.Lock()
+        self._entries: dict[int, tuple[str, np.ndarray]] = {}
+
+    def get(self, namespace_id: int) -> tuple[str, np.ndarray] | None:
+        with self._lock:
+            return self._entries.get(namespace_id)
+
+    def put(self, namespace_id: int, key: str, lengths: np.ndarray) -> None:
+        if lengths.nbytes > self.max_bytes:
+            return  # used for this read only: the next one reads it again
+        with self._lock:
+            self._entries.pop(namespace_id, None)
+            while self._entries and sum(a.nbytes for _, a in self._entries.values()) + lengths.nbytes > self.max_bytes:
+                del self._entries[next(iter(self._entries))]  # the oldest read first
+            self._entries[namespace_id] = (key, lengths)
+
+
+_lengths = _LengthsCache(LENGTHS_CACHE_BYTES)
 
 
 @dataclass(frozen=True)
@@ -71,29 +119,34 @@ class BuildState:
 
 def read(namespace_id: int, lexemes: list[str]) -> PackedRead | None:
     """The namespace's postings of `lexemes`, packed where its lists hold them; None when the
-    namespace has no lists. One statement, so the lists, the changed chunks and the table's
-    current postings come from one snapshot. Each term is looked up by its own LATERAL probe
+    namespace has no lists. One statement, so the lists, the lengths, the changed chunks and the
+    table's current postings come from one snapshot; the lengths array comes only when this
+    process does not hold the build's already. Each term is looked up by its own LATERAL probe
     of the primary key: with the statistics of a namespace built since the last ANALYZE, the
     planner otherwise walks all of its rows once per term."""
     namespace = int(namespace_id)
+    cached = _lengths.get(namespace)
     sql = f"""
         WITH b AS (SELECT base_chunk_id, max_chunk_id FROM kb_posting_list_build WHERE namespace_id = {namespace}),
              changed AS (SELECT coalesce(array_agg(chunk_id), '{{}}') AS ids
                            FROM kb_posting_list_changed WHERE namespace_id = {namespace}),
              q AS (SELECT unnest(%s::text[]) AS lexeme)
-        SELECT 0, NULL::text, int8send(b.base_chunk_id), NULL::bytea, NULL::bytea FROM b
+        SELECT 0, x.key, int8send(x.base_chunk_id), CASE WHEN x.key = %s THEN NULL ELSE x.lengths END,
+               NULL::bytea, NULL::real
+          FROM (SELECT xmin::text || ' ' || built_at::text AS key, base_chunk_id, lengths
+                  FROM kb_posting_list_build WHERE namespace_id = {namespace}) x
         UNION ALL
-        SELECT 1, l.lexeme, v.offsets, v.tfs, v.lengths  -- a row per array: faster than one per term
+        SELECT 1, l.lexeme, v.offsets, v.tfs, NULL, v.min_length  -- a row per array: faster than one per term
           FROM q CROSS JOIN LATERAL (SELECT * FROM kb_posting_list l  -- LIMIT: never flattened into a join
                                      WHERE l.namespace_id = {namespace} AND l.lexeme = q.lexeme LIMIT 1) l
-         CROSS JOIN LATERAL (VALUES (l.chunk_offsets, NULL::bytea, NULL::bytea), (NULL, l.tfs, NULL),
-                                    (NULL, NULL, l.lengths)) AS v(offsets, tfs, lengths)
+         CROSS JOIN LATERAL (VALUES (l.chunk_offsets, NULL::bytea, l.min_length), (NULL, l.tfs, NULL))
+                            AS v(offsets, tfs, min_length)
         UNION ALL
-        SELECT 2, NULL, (SELECT string_agg(int8send(id), ''::bytea) FROM unnest(changed.ids) AS id), NULL, NULL
+        SELECT 2, NULL, (SELECT string_agg(int8send(id), ''::bytea) FROM unnest(changed.ids) AS id), NULL, NULL, NULL
           FROM changed
         UNION ALL
         SELECT 3, t.lexeme, string_agg(int8send(t.chunk_id), ''::bytea), string_agg(int2send(t.tf::int2), ''::bytea),
-               string_agg(float4send(t.doc_len), ''::bytea)
+               string_agg(float4send(t.doc_len), ''::bytea), NULL
           FROM b CROSS JOIN changed CROSS JOIN q CROSS JOIN LATERAL (
                 SELECT p.lexeme, p.chunk_id, p.tf, p.doc_len FROM kb_chunk_term p
                  WHERE p.namespace_id = {namespace} AND p.lexeme = q.lexeme AND p.chunk_id > b.max_chunk_id
@@ -106,24 +159,31 @@ def read(namespace_id: int, lexemes: list[str]) -> PackedRead | None:
         database.ensure_connection()
         # binary results: the arrays arrive as bytes, not as hex text twice their size
         with psycopg.Cursor(database.connection) as cursor:
-            cursor.execute(sql, [list(lexemes)], binary=True)
+            cursor.execute(sql, [list(lexemes), cached[0] if cached else None], binary=True)
             rows = cursor.fetchall()
     parts: dict[int, list] = {0: [], 1: [], 2: [], 3: []}
     for part, *values in rows:
         parts[part].append(values)
     if not parts[0]:
         return None
-    base = int(np.frombuffer(parts[0][0][1], ">i8")[0])
+    key, base_bytes, sent = parts[0][0][:3]
+    base = int(np.frombuffer(base_bytes, ">i8")[0])
+    if sent is None:
+        length_of = cached[1]
+    else:
+        length_of = np.frombuffer(sent, ">f4").astype(np.float32)  # native: looked up once per posting scored
+        _lengths.put(namespace, key, length_of)
     arrays: dict[str, list] = {}
-    for lexeme, *values in parts[1]:
-        arrays.setdefault(lexeme, [None, None, None])
-        for i, value in enumerate(values):
+    for lexeme, ids, tfs, _, min_length in parts[1]:
+        term = arrays.setdefault(lexeme, [None, None, None])
+        for i, value in enumerate((ids, tfs, min_length)):
             if value is not None:
-                arrays[lexeme][i] = value
-    packed = [TermPostings(lexeme, np.frombuffer(ids, ">i4"), np.frombuffer(tfs, ">i2"), np.frombuffer(lengths, ">f4"),
-                           base) for lexeme, (ids, tfs, lengths) in arrays.items()]
+                term[i] = value
+    packed = [TermPostings(lexeme, np.frombuffer(ids, ">i4"), np.frombuffer(tfs, ">i2"), base=base,
+                           length_of=length_of, min_length=float(min_length))
+              for lexeme, (ids, tfs, min_length) in arrays.items()]
     current = [TermPostings(lexeme, np.frombuffer(ids, ">i8"), np.frombuffer(tfs, ">i2"), np.frombuffer(lengths, ">f4"))
-               for lexeme, ids, tfs, lengths in parts[3]]
+               for lexeme, ids, tfs, lengths, _ in parts[3]]
     changed = parts[2][0][1] if parts[2] else None
     return PackedRead(packed, current, np.frombuffer(changed or b"", ">i8").astype(np.int64))
 
@@ -131,8 +191,9 @@ def read(namespace_id: int, lexemes: list[str]) -> PackedRead | None:
 def build(namespace_id: int) -> str:
     """Pack the namespace's postings afresh, replacing its lists and forgetting the changes they
     absorbed, in one transaction (a failed build leaves the old lists in force). Returns "built",
-    "empty" (no postings), "busy" (another process is building them) or "too-wide" (chunk ids
-    span more than an int4 offset)."""
+    "empty" (no postings), "busy" (another process is building them) or "too-wide" (its chunk
+    ids span more than _MAX_SPAN, or more than SPREAD ids a chunk: the lengths array would be
+    mostly other namespaces' ids)."""
     namespace = int(namespace_id)
     started = time.monotonic()
     with transaction.atomic(), connection.cursor() as cursor:
@@ -148,19 +209,25 @@ def build(namespace_id: int) -> str:
         if not chunks:
             drop(namespace)
             return "empty"
-        if top - base > _MAX_OFFSET:
+        span = top - base + 1
+        if span > _MAX_SPAN or span > SPREAD * chunks + MIN_SPREAD:
             drop(namespace)
             return "too-wide"
         cursor.execute(f"DELETE FROM kb_posting_list_build WHERE namespace_id = {namespace}")  # cascades
-        cursor.execute("INSERT INTO kb_posting_list_build (namespace_id, base_chunk_id, max_chunk_id, chunk_count, "
-                       "postings) VALUES (%s, %s, %s, %s, 0)", [namespace, base, top, chunks])
+        cursor.execute(
+            f"""INSERT INTO kb_posting_list_build (namespace_id, base_chunk_id, max_chunk_id, chunk_count, postings,
+                                                   built_at, lengths)
+                SELECT {namespace}, {int(base)}, {int(top)}, {int(chunks)}, 0, clock_timestamp(),  -- a build's key
+                       string_agg(float4send(coalesce(kb_tsvector_length(c.search_vector), 0)), ''::bytea
+                                  ORDER BY o.n)
+                  FROM generate_series(0, {int(span) - 1}) AS o(n)
+                  LEFT JOIN kb_chunk c ON c.id = {int(base)} + o.n AND c.namespace_id = {namespace}""")
         cursor.execute("SET LOCAL work_mem = '256MB'")
         cursor.execute(
-            f"""INSERT INTO kb_posting_list (namespace_id, lexeme, postings, chunk_offsets, tfs, lengths)
+            f"""INSERT INTO kb_posting_list (namespace_id, lexeme, postings, chunk_offsets, tfs, min_length)
                 SELECT namespace_id, lexeme, count(*),
                        string_agg(int4send((chunk_id - {int(base)})::int4), ''::bytea ORDER BY chunk_id),
-                       string_agg(int2send(tf::int2), ''::bytea ORDER BY chunk_id),
-                       string_agg(float4send(doc_len), ''::bytea ORDER BY chunk_id)
+                       string_agg(int2send(tf::int2), ''::bytea ORDER BY chunk_id), min(doc_len)
                   FROM kb_chunk_term WHERE namespace_id = {namespace} AND chunk_id <= {int(top)}
                  GROUP BY namespace_id, lexeme""")
         cursor.execute(

@@ -240,6 +240,7 @@ class PostingListBuild(models.Model):
     postings = models.BigIntegerField()
     built_at = models.DateTimeField()
     build_seconds = models.FloatField(default=0)
+    lengths = models.BinaryField()  # every chunk's length at its offset from the base (migration 0031)
 
     class Meta:
         db_table = "kb_posting_list_build"
@@ -254,7 +255,7 @@ class PostingList(models.Model):
     postings = models.IntegerField()
     chunk_offsets = models.BinaryField()
     tfs = models.BinaryField()
-    lengths = models.BinaryField()
+    min_length = models.FloatField()  # the shortest of its chunks: the term's bound in scoring
 
     class Meta:
         db_table = "kb_posting_list"

@@ -17,6 +17,14 @@ def packed_term(lexeme, offsets, tfs, lengths, base):
                         np.asarray(lengths)[order].astype(">f4"), base)
 
 
+def packed_by_offset(lexeme, offsets, tfs, length_of, base):
+    """A term as the lists hold it: its chunks' lengths looked up in the namespace's array."""
+    order = np.argsort(offsets)
+    offsets = np.asarray(offsets)[order]
+    return TermPostings(lexeme, offsets.astype(">i4"), np.asarray(tfs)[order].astype(">i2"), base=base,
+                        length_of=length_of, min_length=float(length_of[offsets].min()))
+
+
 def table_term(lexeme, ids, tfs, lengths):
     return TermPostings(lexeme, np.asarray(ids, dtype=">i8"), np.asarray(tfs).astype(">i2"),
                         np.asarray(lengths).astype(">f4"))
@@ -26,7 +34,9 @@ def brute_force(packed, current, changed, weights, avgdl):
     """Each chunk's score summed term by term in plain Python, stale packed postings left out."""
     scores: dict[int, float] = {}
     for term in packed:
-        for offset, tf, length in zip(term.chunk_ids.tolist(), term.tfs.tolist(), term.lengths.tolist(), strict=True):
+        lengths = (term.lengths.tolist() if term.length_of is None
+                   else [float(term.length_of[offset]) for offset in term.chunk_ids])
+        for offset, tf, length in zip(term.chunk_ids.tolist(), term.tfs.tolist(), lengths, strict=True):
             if offset + term.base not in changed:
                 scores[offset + term.base] = scores.get(offset + term.base, 0.0) + weights[term.lexeme] * bm25.impact(
                     tf, length, avgdl)
@@ -42,11 +52,11 @@ def random_lists(seed, chunks=3000, terms=8, changed_share=0.0, newer=0, spread=
     rng = np.random.default_rng(seed)
     base = int(rng.integers(1, 10**6))
     packed, weights = [], {}
+    length_of = rng.integers(5, 200, chunks * spread).astype(np.float32)  # one length a chunk, by offset
     for t in range(terms):
         df = int(chunks * min(0.9, 0.6 ** (terms - t - 1) + rng.random() * 0.02))  # Zipf-like: one very common
         offsets = rng.choice(chunks, size=max(df, 1), replace=False) * spread
-        packed.append(packed_term(f"t{t}", offsets, rng.integers(1, 6, len(offsets)),
-                                  rng.integers(5, 200, len(offsets)), base))
+        packed.append(packed_by_offset(f"t{t}", offsets, rng.integers(1, 6, len(offsets)), length_of, base))
         weights[f"t{t}"] = float(np.log(1 + (chunks - df + 0.5) / (df + 0.5))) * int(rng.integers(1, 3))
     changed = set((rng.choice(chunks, size=int(chunks * changed_share), replace=False) * spread + base).tolist())
     rewritten = sorted(changed)[: len(changed) // 2]  # the other half was deleted: no current postings

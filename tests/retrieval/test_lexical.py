@@ -4,6 +4,7 @@ inserts, updates and deletes, in every scope."""
 
 import random
 
+import numpy as np
 import pytest
 from django.db import connection
 
@@ -187,6 +188,46 @@ def test_ensure_builds_at_the_threshold_and_an_ingest_run_rebuilds_after_a_tenth
     ingest("tenant:lexical", {"b": ("B", "Beta pumpkin.")}, source_name="more")  # 3 of 30: the run rebuilds
     rebuilt = posting_lists.state(corpus.namespace_id)
     assert rebuilt.changed_since == rebuilt.newer == 0 and rebuilt.chunk_count == chunks + 1
+
+
+def test_a_process_reads_a_builds_lengths_once_and_a_rebuilds_afresh(corpus):
+    posting_lists.build(corpus.namespace_id)
+    first = posting_lists.read(corpus.namespace_id, ["pumpkin", "nutmeg"])
+    again = posting_lists.read(corpus.namespace_id, ["nutmeg"])
+    assert again.packed[0].length_of is first.packed[0].length_of  # kept, not sent again
+    Chunk.objects.filter(document__ref="note14").update(text="Nutmeg, nothing else grew this year.")
+    assert posting_lists.build(corpus.namespace_id) == "built"
+    rebuilt = posting_lists.read(corpus.namespace_id, ["nutmeg"])
+    assert rebuilt.packed[0].length_of is not first.packed[0].length_of
+    note = Chunk.objects.get(document__ref="note14")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT doc_len FROM kb_chunk_term WHERE chunk_id = %s LIMIT 1", [note.pk])
+        assert rebuilt.packed[0].length_of[note.pk - rebuilt.packed[0].base] == cursor.fetchone()[0]
+    packed, table = both_reads(corpus, "nutmeg", 50)
+    assert_same(packed, table)
+
+
+def test_the_lengths_kept_stay_within_their_bound():
+    kept = posting_lists._LengthsCache(max_bytes=1000)
+    kept.put(1, "a", np.zeros(100, np.float32))  # 400 bytes
+    kept.put(2, "b", np.zeros(100, np.float32))
+    kept.put(3, "c", np.zeros(100, np.float32))  # 1,200 bytes: the first read goes
+    assert kept.get(1) is None and kept.get(2)[0] == "b" and kept.get(3)[0] == "c"
+    kept.put(4, "d", np.zeros(300, np.float32))  # larger than the bound: used once, never kept
+    assert kept.get(4) is None and kept.get(3)[0] == "c"
+
+
+def test_a_namespace_whose_chunks_lie_among_many_others_is_read_from_the_table(corpus, monkeypatch):
+    monkeypatch.setattr(posting_lists, "SPREAD", 2)
+    monkeypatch.setattr(posting_lists, "MIN_SPREAD", 0)
+    assert posting_lists.build(corpus.namespace_id) == "built"
+    chunks = Chunk.objects.filter(namespace_id=corpus.namespace_id).count()
+    ingest("tenant:other", {f"o{i}": (f"Other {i}", f"Other words {i}.") for i in range(2 * chunks)})
+    ingest("tenant:lexical", {"late": ("Late pumpkin", "A late pumpkin soup.")}, source_name="late")
+    assert posting_lists.build(corpus.namespace_id) == "too-wide"  # its ids now span over twice its chunks
+    assert posting_lists.read(corpus.namespace_id, ["pumpkin"]) is None
+    packed, table = both_reads(corpus, "pumpkin soup", 10)
+    assert packed.report.mode == "table" and packed.rows == table.rows
 
 
 def test_a_deleted_namespace_takes_its_lists_along(corpus):

@@ -1,0 +1,27 @@
+"""Build the packed posting lists again (retrieval/posting_lists.py) for the namespaces large
+enough for them, after kb's migration 0031 dropped the lists of the old layout. Building takes
+about 75 s per million chunks (the namespace's writes wait for it; searches read the postings
+table meanwhile)."""
+
+from django.db import migrations
+
+
+def build_posting_lists(apps, schema_editor):
+    from kb.conf import kb_settings
+    from retrieval.posting_lists import ensure
+
+    Namespace = apps.get_model("kb", "Namespace")
+    for namespace_id in Namespace.objects.values_list("id", flat=True):
+        ensure(namespace_id, kb_settings().posting_lists_min_chunks)
+
+
+class Migration(migrations.Migration):
+
+    dependencies = [
+        ("retrieval", "0001_namespace_vector_indexes"),
+        ("kb", "0031_posting_list_lengths_per_namespace"),
+    ]
+
+    operations = [
+        migrations.RunPython(build_posting_lists, migrations.RunPython.noop),
+    ]
