@@ -13,7 +13,8 @@ packed lists together with the current postings of those chunks and of every chu
 the build, from one snapshot.
 
 A build holds the namespace's statistics row locked, so writes to that namespace wait for it
-(75 s at a million chunks, measured) and none can fall between the build and the recording.
+(75 s to 12 minutes at a million chunks, measured, as its postings are cached or not) and none
+can fall between the build and the recording.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Build the packed posting lists again (retrieval/posting_lists.py) for the namespaces large
 enough for them, after kb's migration 0031 dropped the lists of the old layout. Building takes
-about 75 s per million chunks (the namespace's writes wait for it; searches read the postings
-table meanwhile)."""
+75 s to 12 minutes per million chunks on the development machine, as the postings are
+cached or read from disk."""
 
 from django.db import migrations
 
