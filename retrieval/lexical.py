@@ -5,7 +5,8 @@ take its place on a server that has one.
 Two ways to read the same postings, one answer:
 - **packed**, when the namespace has packed posting lists (retrieval/posting_lists.py: every namespace
   of at least KB_POSTING_LISTS_MIN_CHUNKS chunks, built when an ingest run ends): each query
-  term's postings arrive as three binary arrays, with the current postings of the chunks changed
+  term's postings arrive as two binary arrays (chunk offsets, frequencies; the chunks' lengths
+  come from the namespace's array, kept per process), with the current postings of the chunks changed
   since the build from the table, and are ranked in memory: MaxScore over whole terms for a whole
   namespace (bm25.top_k_packed: the common terms are only looked up for the chunks that could
   still reach the top k), every posting scored for a source or document scope;

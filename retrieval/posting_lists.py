@@ -34,10 +34,10 @@ logger = logging.getLogger(__name__)
 
 REBUILD_SHARE = 0.1  # rebuild when the chunks changed since the build reach this share of the namespace
 _LOCK_CLASS = 0x6B70  # advisory lock class ("kp") serialising builds of one namespace's lists
-_MAX_SPAN = 2**27  # chunk ids a build may span: its lengths array (4 bytes an id) stays a bytea (< 1 GB)
+LENGTHS_CACHE_BYTES = 256 * 2**20  # each process keeps the lengths arrays it read up to this size
+_MAX_SPAN = LENGTHS_CACHE_BYTES // 4  # chunk ids a build may span: its lengths array (4 bytes an id) fits the cache
 SPREAD = 32  # nor more than this many ids per chunk (plus MIN_SPREAD): ids interleaved with other namespaces'
 MIN_SPREAD = 2**20
-LENGTHS_CACHE_BYTES = 256 * 2**20  # each process keeps the lengths arrays it read up to this size
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,10 @@ class _LengthsCache:
 
     def get(self, namespace_id: int) -> tuple[str, np.ndarray] | None:
         with self._lock:
-            return self._entries.get(namespace_id)
+            entry = self._entries.pop(namespace_id, None)
+            if entry is not None:
+                self._entries[namespace_id] = entry  # the most recently used last
+            return entry
 
     def put(self, namespace_id: int, key: str, lengths: np.ndarray) -> None:
         if lengths.nbytes > self.max_bytes:
@@ -87,7 +90,7 @@ class _LengthsCache:
         with self._lock:
             self._entries.pop(namespace_id, None)
             while self._entries and sum(a.nbytes for _, a in self._entries.values()) + lengths.nbytes > self.max_bytes:
-                del self._entries[next(iter(self._entries))]  # the oldest read first
+                del self._entries[next(iter(self._entries))]  # the least recently used first
             self._entries[namespace_id] = (key, lengths)
 
 
@@ -173,6 +176,7 @@ def read(namespace_id: int, lexemes: list[str]) -> PackedRead | None:
         length_of = cached[1]
     else:
         length_of = np.frombuffer(sent, ">f4").astype(np.float32)  # native: looked up once per posting scored
+        length_of.flags.writeable = False  # shared by the process's threads
         _lengths.put(namespace, key, length_of)
     arrays: dict[str, list] = {}
     for lexeme, ids, tfs, _, min_length in parts[1]:
@@ -213,17 +217,22 @@ def build(namespace_id: int) -> str:
         span = top - base + 1
         if span > _MAX_SPAN or span > SPREAD * chunks + MIN_SPREAD:
             drop(namespace)
+            logger.warning("namespace %s gets no posting lists: its %s chunks span %s ids (too wide); "
+                           "its lexical channel reads the postings table", namespace, chunks, span)
             return "too-wide"
         cursor.execute(f"DELETE FROM kb_posting_list_build WHERE namespace_id = {namespace}")  # cascades
+        cursor.execute("SET LOCAL work_mem = '256MB'")
+        # each chunk's length as its postings carry it (the table read's and min_length's source), 0 for an
+        # id that holds none: one probe of the postings' chunk index per id (another namespace's chunk
+        # within the span gets its length too; no posting of these lists points at it)
         cursor.execute(
             f"""INSERT INTO kb_posting_list_build (namespace_id, base_chunk_id, max_chunk_id, chunk_count, postings,
                                                    built_at, lengths)
                 SELECT {namespace}, {int(base)}, {int(top)}, {int(chunks)}, 0, clock_timestamp(),  -- a build's key
-                       string_agg(float4send(coalesce(kb_tsvector_length(c.search_vector), 0)), ''::bytea
-                                  ORDER BY o.n)
-                  FROM generate_series(0, {int(span) - 1}) AS o(n)
-                  LEFT JOIN kb_chunk c ON c.id = {int(base)} + o.n AND c.namespace_id = {namespace}""")
-        cursor.execute("SET LOCAL work_mem = '256MB'")
+                       string_agg(float4send(coalesce(p.doc_len, 0)), ''::bytea ORDER BY o.id)
+                  FROM generate_series({int(base)}::bigint, {int(top)}::bigint) AS o(id)
+                  LEFT JOIN LATERAL (SELECT t.doc_len FROM kb_chunk_term t WHERE t.chunk_id = o.id LIMIT 1) p
+                    ON true""")
         cursor.execute(
             f"""INSERT INTO kb_posting_list (namespace_id, lexeme, postings, chunk_offsets, tfs, min_length)
                 SELECT namespace_id, lexeme, count(*),

@@ -6,7 +6,8 @@ six bytes a posting instead of ten.
 
 Lists built in the old layout are dropped here; retrieval's migration 0002 builds them again
 for the namespaces large enough for them (until then, and in a failed build, the channel reads
-the postings table: exact, slower). Going back drops the new lists the same way."""
+the postings table: exact, slower). Going back drops the new lists the same way; the older code
+then reads the postings table until an ingest run or `kb_posting_lists --ensure` builds them."""
 
 from django.db import migrations, models
 

@@ -1,7 +1,10 @@
 """Build the packed posting lists again (retrieval/posting_lists.py) for the namespaces large
 enough for them, after kb's migration 0031 dropped the lists of the old layout. Building takes
 75 s to 12 minutes per million chunks on the development machine, as the postings are
-cached or read from disk."""
+cached or read from disk. Not atomic: each namespace's build commits alone, so a namespace's
+writes wait for its own build only and a failed build leaves the others in force (the failed
+one is read from the postings table until an ingest run or `kb_posting_lists --ensure` builds
+it). Each build logs what it did."""
 
 from django.db import migrations
 
@@ -16,6 +19,8 @@ def build_posting_lists(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
+
+    atomic = False
 
     dependencies = [
         ("retrieval", "0001_namespace_vector_indexes"),

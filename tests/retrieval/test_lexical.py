@@ -190,6 +190,20 @@ def test_ensure_builds_at_the_threshold_and_an_ingest_run_rebuilds_after_a_tenth
     assert rebuilt.changed_since == rebuilt.newer == 0 and rebuilt.chunk_count == chunks + 1
 
 
+def test_a_build_holds_each_chunks_length_once_and_each_terms_shortest(corpus):
+    posting_lists.build(corpus.namespace_id)
+    read = posting_lists.read(corpus.namespace_id, ["pumpkin", "nutmeg", "soup"])
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT DISTINCT chunk_id, doc_len FROM kb_chunk_term WHERE namespace_id = %s",
+                       [corpus.namespace_id])
+        lengths = dict(cursor.fetchall())
+    assert len(read.packed) == 3
+    for term in read.packed:
+        offsets = term.chunk_ids.astype(np.int64)
+        assert term.lengths_at().tolist() == [lengths[term.base + o] for o in offsets.tolist()]
+        assert term.min_length == min(lengths[term.base + o] for o in offsets.tolist())
+
+
 def test_a_process_reads_a_builds_lengths_once_and_a_rebuilds_afresh(corpus):
     posting_lists.build(corpus.namespace_id)
     first = posting_lists.read(corpus.namespace_id, ["pumpkin", "nutmeg"])
@@ -211,23 +225,30 @@ def test_the_lengths_kept_stay_within_their_bound():
     kept = posting_lists._LengthsCache(max_bytes=1000)
     kept.put(1, "a", np.zeros(100, np.float32))  # 400 bytes
     kept.put(2, "b", np.zeros(100, np.float32))
-    kept.put(3, "c", np.zeros(100, np.float32))  # 1,200 bytes: the first read goes
-    assert kept.get(1) is None and kept.get(2)[0] == "b" and kept.get(3)[0] == "c"
+    assert kept.get(1)[0] == "a"  # used: now the most recent
+    kept.put(3, "c", np.zeros(100, np.float32))  # 1,200 bytes: the least recently used goes
+    assert kept.get(2) is None and kept.get(1)[0] == "a" and kept.get(3)[0] == "c"
+    kept.put(3, "c2", np.zeros(100, np.float32))  # a rebuild's array replaces the namespace's
+    assert kept.get(3)[0] == "c2" and kept.get(1)[0] == "a"
     kept.put(4, "d", np.zeros(300, np.float32))  # larger than the bound: used once, never kept
-    assert kept.get(4) is None and kept.get(3)[0] == "c"
+    assert kept.get(4) is None and kept.get(3)[0] == "c2"
 
 
-def test_a_namespace_whose_chunks_lie_among_many_others_is_read_from_the_table(corpus, monkeypatch):
-    monkeypatch.setattr(posting_lists, "SPREAD", 2)
-    monkeypatch.setattr(posting_lists, "MIN_SPREAD", 0)
+@pytest.mark.parametrize("limit", ["spread", "span"])
+def test_a_namespace_whose_chunks_lie_among_many_others_is_read_from_the_table(corpus, monkeypatch, limit):
+    if limit == "spread":  # more than SPREAD ids a chunk
+        monkeypatch.setattr(posting_lists, "SPREAD", 2)
+        monkeypatch.setattr(posting_lists, "MIN_SPREAD", 0)
     assert posting_lists.build(corpus.namespace_id) == "built"
     chunks = Chunk.objects.filter(namespace_id=corpus.namespace_id).count()
     ingest("tenant:other", {f"o{i}": (f"Other {i}", f"Other words {i}.") for i in range(2 * chunks)})
     ingest("tenant:lexical", {"late": ("Late pumpkin", "A late pumpkin soup.")}, source_name="late")
+    if limit == "span":  # more ids than the kept arrays may hold
+        monkeypatch.setattr(posting_lists, "_MAX_SPAN", 2 * chunks)
     assert posting_lists.build(corpus.namespace_id) == "too-wide"  # its ids now span over twice its chunks
     assert posting_lists.read(corpus.namespace_id, ["pumpkin"]) is None
-    packed, table = both_reads(corpus, "pumpkin soup", 10)
-    assert packed.report.mode == "table" and packed.rows == table.rows
+    result = lexical.lexical_search(corpus, lexical.query_lexemes("pumpkin soup"), 10)
+    assert result.report.mode == "table" and result.rows
 
 
 def test_a_deleted_namespace_takes_its_lists_along(corpus):
