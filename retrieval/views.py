@@ -69,6 +69,8 @@ def _page(request, principal):
             result = search(query, namespace, limit=PAGE_SIZE * MAX_PAGES, filters=filters, group=group,
                             log=not voted_on, caller="page", text_window=(start, start + PAGE_SIZE))
             context["results"] = results_page(result, page)
+            # each result's feedback form posts here and comes back: worked out once, not per row
+            context["feedback_url"], context["this_page"] = reverse("feedback"), request.get_full_path()
             if voted_on:
                 context["results"]["query_id"] = voted_on
             if not result.cited and not context["results"]["rows"]:
