@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from html import escape
 
-from django.utils.html import format_html_join
-from django.utils.safestring import SafeString
+from django.utils.safestring import SafeString, mark_safe
 
 from retrieval.presenters import DOCUMENT_SCORE_RULE, explanation, location_label, snippet
 from retrieval.service import SearchResult
@@ -37,12 +37,13 @@ def decimals(value: float, places: int) -> str:
 def bar_items(bars: list[Bar], *, signed: bool) -> SafeString:
     """The explanation panel's bars as list items, every value escaped. Built here rather than
     in a template loop: ten panels hold about seventy bars, and the loop cost 2 ms of a page's
-    CPU (a third of its template). `signed`: a negative value is drawn as such (the score's parts;
-    a channel's score is never negative)."""
-    return format_html_join(
-        "\n", '<li><span class="label">{}</span><span class="bar w{}{}" aria-hidden="true"></span>'
-        '<span class="value">{}</span><span class="note">{}</span></li>',
-        ((b.label, b.width, " negative" if signed and b.value < 0 else "", b.shown, b.note) for b in bars))
+    CPU (half its template); `format_html` per bar cost 1 ms of it again. `signed`: a negative
+    value is drawn as such (the score's parts; a channel's score is never negative)."""
+    return mark_safe("\n".join(  # every interpolated value is escaped or an int
+        f'<li><span class="label">{escape(b.label)}</span><span class="bar w{int(b.width)}'
+        f'{" negative" if signed and b.value < 0 else ""}" aria-hidden="true"></span>'
+        f'<span class="value">{escape(b.shown)}</span><span class="note">{escape(b.note)}</span></li>'
+        for b in bars))
 
 
 def _row(hit, result: SearchResult) -> dict:
