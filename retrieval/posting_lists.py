@@ -215,7 +215,7 @@ def build(namespace_id: int) -> str:
             drop(namespace)
             return "empty"
         span = top - base + 1
-        if span > _MAX_SPAN or span > SPREAD * chunks + MIN_SPREAD:
+        if too_wide(span, chunks):
             drop(namespace)
             logger.warning("namespace %s gets no posting lists: its %s chunks span %s ids (too wide); "
                            "its lexical channel reads the postings table", namespace, chunks, span)
@@ -247,6 +247,21 @@ def build(namespace_id: int) -> str:
                  WHERE namespace_id = {namespace}""", [round(time.monotonic() - started, 3)])
     logger.info("posting lists of namespace %s built in %.1f s", namespace, time.monotonic() - started)
     return "built"
+
+
+def too_wide(span: int, chunks: int) -> bool:
+    """Whether `chunks` chunks whose ids span `span` ids get no lists: the lengths array would not
+    fit the per-process cache, or would hold mostly other namespaces' ids."""
+    return span > _MAX_SPAN or span > SPREAD * chunks + MIN_SPREAD
+
+
+def id_span(namespace_id: int) -> tuple[int, int]:
+    """The namespace's chunks and the ids they span (0, 0 when it has none)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*), coalesce(max(id) - min(id) + 1, 0) FROM kb_chunk WHERE namespace_id = %s",
+                       [int(namespace_id)])
+        chunks, span = cursor.fetchone()
+    return int(chunks), int(span)
 
 
 def drop(namespace_id: int) -> None:

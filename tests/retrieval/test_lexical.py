@@ -6,6 +6,7 @@ import random
 
 import numpy as np
 import pytest
+from django.core.management import call_command
 from django.db import connection
 
 from kb.models import Chunk, Document
@@ -235,7 +236,8 @@ def test_the_lengths_kept_stay_within_their_bound():
 
 
 @pytest.mark.parametrize("limit", ["spread", "span"])
-def test_a_namespace_whose_chunks_lie_among_many_others_is_read_from_the_table(corpus, monkeypatch, limit):
+def test_a_namespace_whose_chunks_lie_among_many_others_is_read_from_the_table(corpus, monkeypatch, limit,
+                                                                                    capsys):
     if limit == "spread":  # more than SPREAD ids a chunk
         monkeypatch.setattr(posting_lists, "SPREAD", 2)
         monkeypatch.setattr(posting_lists, "MIN_SPREAD", 0)
@@ -247,6 +249,9 @@ def test_a_namespace_whose_chunks_lie_among_many_others_is_read_from_the_table(c
         monkeypatch.setattr(posting_lists, "_MAX_SPAN", 2 * chunks)
     assert posting_lists.build(corpus.namespace_id) == "too-wide"  # its ids now span over twice its chunks
     assert posting_lists.read(corpus.namespace_id, ["pumpkin"]) is None
+    call_command("kb_posting_lists")  # and the listing says why
+    assert f"tenant:lexical: no posting lists (read from the postings table; its {chunks + 1} chunks span" in (
+        capsys.readouterr().out)
     result = lexical.lexical_search(corpus, lexical.query_lexemes("pumpkin soup"), 10)
     assert result.report.mode == "table" and result.rows
 
@@ -263,7 +268,6 @@ def test_a_deleted_namespace_takes_its_lists_along(corpus):
 
 
 def test_the_command_lists_ensures_and_rebuilds_the_lists(corpus, capsys):
-    from django.core.management import call_command
     from django.core.management.base import CommandError
 
     call_command("kb_posting_lists")

@@ -81,7 +81,6 @@ def test_explanation_panel_shows_the_scores_rounded(client, teams):
     assert [decimals(v, 3) for v in (-0.0004, -0.5, 12.3456, 0.0)] == ["0.000", "-0.500", "12.346", "0.000"]
 
 
-
 def test_explanation_bars_escape_their_text_and_mark_only_signed_negatives():
     bars = [Bar("<b>base</b>", -0.25, 40, 'from "x" & y'), Bar("RRF bonus", 0.5, 80)]
     html = bar_items(bars, signed=True)
@@ -89,6 +88,7 @@ def test_explanation_bars_escape_their_text_and_mark_only_signed_negatives():
     assert html.count("<li>") == 2 and 'class="bar w40 negative"' in html and 'class="bar w80"' in html
     assert '<span class="value">-0.250</span>' in html
     assert "negative" not in bar_items(bars, signed=False)
+
 
 def test_reader_session_reads_only_member_namespaces(client, teams):
     client.login(username="reader", password="pw-reader-123")

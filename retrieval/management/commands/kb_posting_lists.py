@@ -1,7 +1,8 @@
 """python manage.py kb_posting_lists [--ensure] [--rebuild NAMESPACE]
 
 List each namespace's packed posting lists (retrieval/posting_lists.py): chunks and postings at the
-build, its time, and the chunks changed or added since. --ensure builds them where a namespace
+build, its time, and the chunks changed or added since; a namespace without lists says when its
+chunk ids are too widely spread to get them. --ensure builds them where a namespace
 reached KB_POSTING_LISTS_MIN_CHUNKS and rebuilds them where a tenth changed, as every ingest run
 does for its namespace; --rebuild packs one namespace's postings afresh whatever its size.
 """
@@ -30,7 +31,10 @@ class Command(BaseCommand):
                 self.stdout.write(f"{namespace.slug}: {posting_lists.ensure(namespace.id)}")
             built = posting_lists.state(namespace.id)
             if built is None:
-                self.stdout.write(f"{namespace.slug}: no posting lists (read from the postings table)")
+                chunks, span = posting_lists.id_span(namespace.id)
+                why = (f"; its {chunks} chunks span {span} ids, too wide for them: it stays there"
+                       if chunks and posting_lists.too_wide(span, chunks) else "")
+                self.stdout.write(f"{namespace.slug}: no posting lists (read from the postings table{why})")
             else:
                 self.stdout.write(f"{namespace.slug}: {built.chunk_count} chunks, {built.postings} postings packed "
                                   f"in {built.build_seconds:.1f} s; since then {built.changed_since} changed, "
