@@ -93,6 +93,29 @@ def test_upload_through_the_api_is_ingested_by_the_worker_and_found(transactiona
         assert found["results"][0]["title"] == "Lighthouse rota", found["results"]
 
 
+
+def test_a_rate_limit_holds_across_gunicorn_workers(transactional_db, deployment):
+    """Two gunicorn workers answer one token's burst at once: the counter they share in
+    PostgreSQL lets exactly the limit through, where a count kept per process would let up to
+    twice as many pass."""
+    from concurrent.futures import ThreadPoolExecutor
+    from threading import Barrier
+
+    namespace = Namespace.objects.create(slug="limits", title="Limits")
+    limit, burst = 6, 16
+    _, token = issue_token("limit test", namespaces=[namespace], rate_limit_per_minute=limit)
+    _, http = deployment.web["preload"]  # two workers
+    path = "/api/search?" + urllib.parse.urlencode({"namespace": "limits", "query": "lamp hours"})
+    start = Barrier(burst)
+
+    def call(_) -> int:
+        start.wait()  # all at once: both workers are busy with this token's requests
+        return Http(http.base).get(path, {"Authorization": f"Bearer {token}"})[0]
+
+    with ThreadPoolExecutor(burst) as pool:
+        codes = list(pool.map(call, range(burst)))
+    assert sorted(codes) == [200] * limit + [429] * (burst - limit), codes
+
 def test_a_stopped_worker_is_noticed_its_run_failed_and_a_fresh_worker_takes_the_queue(transactional_db, deployment,
                                                                                         web):
     from ingest.service import start_ingest
