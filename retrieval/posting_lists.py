@@ -209,8 +209,7 @@ def build(namespace_id: int) -> str:
         cursor.execute(f"SELECT chunk_count FROM kb_namespace_stats WHERE namespace_id = {namespace} FOR UPDATE")
         if cursor.fetchone() is None:
             return "empty"
-        cursor.execute(f"SELECT min(id), max(id), count(*) FROM kb_chunk WHERE namespace_id = {namespace}")
-        base, top, chunks = cursor.fetchone()
+        base, top, chunks = _id_range(cursor, namespace)
         if not chunks:
             drop(namespace)
             return "empty"
@@ -258,10 +257,14 @@ def too_wide(span: int, chunks: int) -> bool:
 def id_span(namespace_id: int) -> tuple[int, int]:
     """The namespace's chunks and the ids they span (0, 0 when it has none)."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*), coalesce(max(id) - min(id) + 1, 0) FROM kb_chunk WHERE namespace_id = %s",
-                       [int(namespace_id)])
-        chunks, span = cursor.fetchone()
-    return int(chunks), int(span)
+        base, top, chunks = _id_range(cursor, int(namespace_id))
+    return (int(chunks), int(top - base + 1)) if chunks else (0, 0)
+
+
+def _id_range(cursor, namespace: int) -> tuple[int | None, int | None, int]:
+    """The namespace's lowest and highest chunk id and its chunk count (None, None, 0 when empty)."""
+    cursor.execute("SELECT min(id), max(id), count(*) FROM kb_chunk WHERE namespace_id = %s", [namespace])
+    return cursor.fetchone()
 
 
 def drop(namespace_id: int) -> None:

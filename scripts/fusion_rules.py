@@ -9,15 +9,25 @@ kept (the ranker is wrapped, and still runs); each rule then re-ranks those same
 the product's own `ranker.rank` and the weight the rule gives that query. The grid rows equal
 `kb_bench`'s nDCG@10 per grid weight to the last digit, so a rule's row is what the product would
 score with it. The results are in docs/benchmarks.md ("Label-free rules for the unjudged default").
+
+    .venv/bin/python scripts/fusion_rules.py --namespace bench-dbpedia --pseudo described
+
+`--pseudo` grades the weight grid on pseudo-queries written from the namespace's own documents
+instead (no judgements: each query's one relevant document is the one it was written from), the
+per-namespace estimate the literature suggests for a namespace without judged queries:
+`title` (the document's title), `sentence` (its first sentence) or `described` (that sentence
+without the title's words, as a question describing an entity would read).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import json
 import math
 import os
+import re
 import statistics
 import sys
 from pathlib import Path
@@ -42,6 +52,25 @@ def judged_queries(args, refs: dict[int, str]) -> tuple[dict[str, str], dict[str
             wanted = [wanted] if isinstance(wanted, str) else wanted
             queries[case["id"]] = case["question"]
             qrels[case["id"]] = {ref: 1 for ref in refs.values() if any(w in ref for w in wanted)}
+    return queries, qrels
+
+
+def pseudo_queries(documents, kind: str, sample: int) -> tuple[dict[str, str], dict[str, dict[str, int]]]:
+    """`sample` documents in an order fixed by their refs' hashes, each with a query written from it."""
+    queries, qrels = {}, {}
+    for pk, ref, title, content in sorted(documents, key=lambda d: hashlib.sha1(str(d[1]).encode()).hexdigest()):
+        first = re.split(r"(?<=[.!?])\s+", (content or "").strip(), maxsplit=1)[0]
+        if kind == "title":
+            text = (title or "").strip()
+        elif kind == "sentence":
+            text = first[:300]
+        else:
+            titled = {word.lower() for word in re.findall(r"\w+", title or "")}
+            text = " ".join(word for word in re.findall(r"\w+", first) if word.lower() not in titled)[:300]
+        if len(text) >= 3:
+            queries[str(pk)], qrels[str(pk)] = text, {ref: 1}
+        if len(queries) >= sample:
+            break
     return queries, qrels
 
 
@@ -120,6 +149,9 @@ def main() -> None:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--beir", help="BEIR folder with queries.jsonl and qrels/test.tsv")
     source.add_argument("--suite", help="An eval suite (cases with expect.sourceIncludes)")
+    source.add_argument("--pseudo", choices=("title", "sentence", "described"),
+                        help="Pseudo-queries written from the namespace's documents, instead of judged ones")
+    parser.add_argument("--sample", type=int, default=150, help="How many pseudo-queries")
     parser.add_argument("--runtime", help="The local model's document runtime the namespace was embedded with")
     args = parser.parse_args()
 
@@ -132,11 +164,14 @@ def main() -> None:
     from retrieval import ranker
 
     namespace = Namespace.objects.get(slug=args.namespace)
-    refs = dict(Document.objects.filter(namespace=namespace).values_list("id", "ref"))
-    queries, qrels = judged_queries(args, refs)
+    documents = list(Document.objects.filter(namespace=namespace).values_list("id", "ref", "title", "content"))
+    refs = {pk: ref for pk, ref, _, _ in documents}
+    queries, qrels = (pseudo_queries(documents, args.pseudo, args.sample) if args.pseudo
+                      else judged_queries(args, refs))
     inputs = capture(args.namespace, queries, local_embedder(args.runtime) if args.runtime else get_embedder())
     chunks = Chunk.objects.filter(namespace=namespace).count()
-    print(f"{args.namespace}: {len(queries)} judged queries; nDCG@10 per rule")
+    kind = f"pseudo-queries ({args.pseudo})" if args.pseudo else "judged queries"
+    print(f"{args.namespace}: {len(queries)} {kind}; nDCG@10 per rule")
     for name, weight in rules(namespace.pk, chunks).items():
         scores = []
         for qid, (candidates, params, kwargs) in inputs.items():
