@@ -113,6 +113,19 @@ def test_byte_offsets_on_chinese_and_emoji():
     assert chunks[-1].end_byte == len(doc.rstrip("\n").encode("utf-8"))
 
 
+def test_a_cjk_run_after_a_latin_word_counts_each_character():
+    # a word stops where Han or kana starts: "Windows" is one token, each of 版のインストール another
+    assert estimate_tokens("Windows版のインストール") == 9
+    assert estimate_tokens("第2章 𠮷野家") == 6  # supplementary-plane Han too
+    # one run of 100,001 characters opened by a Latin letter: counted as two tokens, it was one passage
+    # too long for PostgreSQL's tsvector, and its failure took the whole write batch with it
+    text = "a" + "中文" * 50_000
+    chunks = chunk_text(text, "", ChunkOptions(max_tokens=400, overlap_tokens=30))
+    assert len(chunks) > 200
+    assert all(estimate_tokens(c.body) <= 400 and len(c.body) <= 401 for c in chunks)
+    _assert_offsets(text, chunks)
+
+
 def test_plain_text_paragraph_sentence_and_hard_cut_with_overlap():
     text = ("First paragraph. It has two sentences.\n\n" + ("x" * 5 + " ") * 120
             + "\n\n最后一段。没有空格的中文句子很长很长。")
