@@ -6,6 +6,8 @@ Japanese runs are split into character pairs on both sides."""
 
 from __future__ import annotations
 
+import sys
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -16,9 +18,11 @@ from ingest.loaders import LoadedItem
 from ingest.pipeline import IngestPipeline
 from kb.languages import config_for, detect, query_configs
 from kb.lexing import apply_language, passages_by_config
+from kb.lookalikes import LOOKALIKES
 from kb.models import Chunk, Document, IngestRun, Namespace, Source
 from retrieval import lexical
 from retrieval.channels import Scope
+from retrieval.query import normalise_query
 from retrieval.service import search
 from tests.retrieval.test_channels import _recomputed_stats
 
@@ -158,6 +162,39 @@ def test_a_quoted_name_in_another_script_does_not_name_the_language():
     text = ("Akola Lok Sabha constituency (Marathi: अकोला लोक सभा मतदारसंघ) is one of the 48 Lok Sabha "
             "(parliamentary) constituencies in Maharashtra state in central India.")
     assert config_for(detect(text)) == "english", detect(text)  # English, or too unsure to name
+
+
+PASTED = [  # (configuration, text) whose query, pasted from the passage, must find it
+    ("cjk", "ＡＰＩの設定を変更する"),  # fullwidth Latin letters inside Japanese
+    ("cjk", "ﾃｽﾄ環境の第２章"),  # halfwidth katakana, fullwidth digit
+    ("cjk", "テスト・ケース 𠮷野家"),  # middle dot between words; a Han character beyond the BMP
+    ("simple", "من می\u200cخواهم این بسته را نصب کنم"),  # Persian zero-width non-joiner
+    ("english", "pre\u00adinstallation of H₂O with x² and the ﬀ ligature"),  # soft hyphen, compatibility forms
+    ("english", "run \u2212\u2212rcfile \u2212\u2212no\u2011color"),  # a PDF's minus signs, a non-breaking hyphen
+]
+
+
+@pytest.mark.parametrize("config, text", PASTED)
+def test_a_query_pasted_from_a_passage_finds_it(config, text):
+    namespace = Namespace.objects.create(slug=f"pasted-{PASTED.index((config, text))}", title="p", is_public=True,
+                                         language=config)
+    source = Source.objects.create(namespace=namespace, name="notes", kind=Source.Kind.TEXT, text="x")
+    run = IngestRun.objects.create(source=source)
+    IngestPipeline(run).execute(iter([LoadedItem(ref="note.txt", body=text.encode(), media_type="text/plain",
+                                                 charset="utf-8", path="note.txt")]))
+    # every word of the passage, typed (or pasted) as the query, is found through the words channel
+    for word in text.split():
+        if lexical.query_lexemes(normalise_query(word), lexical.namespace_configs(namespace.pk)):
+            assert _lexical_refs(namespace, normalise_query(word)) == ["note.txt"], word
+
+
+def test_passages_are_folded_in_the_database_as_queries_are_in_python():
+    format_characters = [chr(c) for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Cf"]
+    samples = [*format_characters, *map(chr, LOOKALIKES), "ＡＢＣ１２３", "ｶﾀｶﾅ", "ﬁle", "①", "x\u200by"]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT kb_fold(s) FROM unnest(%s::text[]) WITH ORDINALITY AS t(s, i) ORDER BY i", [samples])
+        folded = [row[0] for row in cursor.fetchall()]
+    assert folded == [normalise_query(f"a{sample}b")[1:-1] for sample in samples]
 
 
 def test_a_language_of_a_few_passages_does_not_lex_every_query():
