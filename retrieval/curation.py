@@ -22,7 +22,7 @@ from kb.errors import NotFound
 from kb.models import Chunk, Namespace, QueryFeedback, QueryLog
 from retrieval.errors import FeedbackNotAResult
 
-WEAK_COSINE = 0.35  # the search's cited floor (retrieval.service.CITED_COSINE_FLOOR): below it, a weak answer
+WEAK_COSINE = 0.35  # searches logged before `strong` was: the cited floor (retrieval.service.CITED_COSINE_FLOOR)
 REPORT_ROWS = 20
 PERIODS = (1, 7, 30, 90)
 
@@ -51,7 +51,7 @@ class QueryRow:
     count: int
     previous: int  # the same query in the period before
     zero: int  # searches that returned nothing
-    weak: int  # searches whose best result's cosine is below WEAK_COSINE
+    weak: int  # searches none of whose results was a strong match (retrieval.service.strong)
     helpful: int
     unhelpful: int
     latest_id: int
@@ -73,7 +73,8 @@ def query_report(namespace: Namespace, days: int, *, now: datetime | None = None
     current = (logs.filter(created_at__gte=start).values("normalised").annotate(
         count=Count("id", distinct=True),
         zero=Count("id", filter=Q(result_ids=[]), distinct=True),
-        weak=Count("id", filter=Q(top_cosine__lt=WEAK_COSINE) | Q(result_ids=[]), distinct=True),
+        weak=Count("id", filter=Q(strong=False) | Q(strong=None, top_cosine__lt=WEAK_COSINE) | Q(result_ids=[]),
+                   distinct=True),
         helpful=Count("feedback", filter=Q(feedback__helpful=True), distinct=True),
         unhelpful=Count("feedback", filter=Q(feedback__helpful=False), distinct=True),
         latest_id=Max("id")))

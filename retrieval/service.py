@@ -22,7 +22,7 @@ from kb.models import QueryLog
 from kb.replicas import on_replica, read_alias, read_connection
 from retrieval import channels as ch
 from retrieval import lexical
-from retrieval.candidates import ChannelNote, meaning_unread
+from retrieval.candidates import FULL_WEIGHT_IDF_SHARE, ChannelNote, meaning_unread
 from retrieval.citations import document_citation_url
 from retrieval.errors import InvalidGroup, UnknownNamespace
 from retrieval.fusion import DEFAULT_WEIGHTS, WEIGHT_FIELDS, WORDS_ALONE, FusionWeights, weights_from_row
@@ -42,7 +42,7 @@ from retrieval.ranker import (
     rank,
 )
 
-CITED_COSINE_FLOOR = 0.35
+CITED_COSINE_FLOOR = 0.35  # a passage this close in meaning is a strong match (`strong`)
 SUGGESTED_DOCUMENTS = 3
 RELATED_DOCUMENTS = 5
 SECTIONS_PER_DOCUMENT = 3
@@ -173,7 +173,7 @@ def run_search(query: str, namespace: str, *, filters: Filters = Filters(), limi
         else:
             ranking = rank(candidates, plan.params,
                            identifier_query=bool(plan.features.identifiers) and IDENTIFIERS in channels,
-                           query_idf=found.statistics.query_idf if found.statistics else None, notes=plan.notes)
+                           query_idf=found.query_idf, notes=plan.notes)
         timings["rank_ms"] = _ms(t)
         t = time.perf_counter()
         result = _result(plan, ranking, found, timings, text_window)
@@ -186,7 +186,7 @@ def run_search(query: str, namespace: str, *, filters: Filters = Filters(), limi
         top_cosine = max((h.cosine for h in result.hits if h.cosine is not None), default=None)
         query_id = querylog.record(namespace_id=plan.scope.namespace_id, query=plan.query[:MAX_QUERY_CHARS],
                                    result_ids=[h.chunk_id for h in result.hits], timings=timings,
-                                   top_cosine=top_cosine, caller=caller)
+                                   top_cosine=top_cosine, strong=bool(result.cited), caller=caller)
         result = dataclasses.replace(result, query_id=query_id)
     return result
 
@@ -269,6 +269,11 @@ class _Found:
     lexical: lexical.LexicalReport | None
     common_names: tuple[str, ...] = ()  # name keys too common to name a document, left out
 
+    @property
+    def query_idf(self) -> float | None:
+        """The query terms' IDF mass in the namespace (None when the words channel did not run)."""
+        return self.statistics.query_idf if self.statistics else None
+
 
 def _gather(plan: _Plan, channels: tuple[str, ...], query_vector, timings: dict[str, float]) -> _Found:
     """Run the channels. The model runs on its own thread (torch releases the GIL) while the SQL
@@ -323,7 +328,8 @@ def _result(plan: _Plan, ranking, found: _Found, timings: dict[str, float],
         document_count = min(plan.documents_wanted, len(order))
         first = plan.documents_wanted
         if text_window is not None:  # a page: the documents up to its end, the tiers and the first cited
-            first = min(first, max(text_window[1], SUGGESTED_DOCUMENTS + RELATED_DOCUMENTS, _first_cited(order)))
+            first = min(first, max(text_window[1], SUGGESTED_DOCUMENTS + RELATED_DOCUMENTS,
+                                   _first_cited(order, found.query_idf)))
         kept = _of_first_documents(ranking.kept, found.rows, order, first)
     rows = ch.hydrate(plan.scope, [d.key for d in kept] + [d.key for d in weak_pool], text_ids=texts)
     hits = [_hit(d, rows[d.key], plan.namespace) for d in kept if d.key in rows]
@@ -332,7 +338,7 @@ def _result(plan: _Plan, ranking, found: _Found, timings: dict[str, float],
         documents = documents[:plan.documents_wanted]
         shown = {d.document_id for d in documents}
         hits = [h for h in hits if h.document_id in shown]
-    suggested, cited, related, weak = _tiers(documents, ranking.kept + weak_pool, rows)
+    suggested, cited, related, weak = _tiers(documents, ranking.kept + weak_pool, rows, found.query_idf)
     return SearchResult(
         query=plan.query, namespace=plan.namespace, hits=hits, suggested=suggested, cited=cited,
         related=related, weak_titles=weak, summary=ranking.summary, dropped=ranking.dropped,
@@ -373,12 +379,23 @@ def _of_first_documents(kept: list[ScoreDetails], rows: dict[int, ch.CandidateRo
     return [d for d in kept if d.key in rows and rows[d.key].document_id in first]
 
 
-def _first_cited(order: list[tuple[int, ScoreDetails]]) -> int:
+def strong(details: ScoreDetails, query_idf: float | None) -> bool:
+    """Whether a passage is a strong match, one a reader can be pointed to (the cited tier): its
+    meaning is within CITED_COSINE_FLOOR of the query's; when meaning was not used (a language
+    the model does not read, or the words channel asked alone), its words carry at least
+    FULL_WEIGHT_IDF_SHARE of the query's IDF mass, as a passage holding the rarer half of the
+    query's words once does."""
+    if details.cosine is not None:
+        return details.cosine >= CITED_COSINE_FLOOR
+    words = details.channels.get(LEXICAL)
+    return bool(query_idf) and words is not None and words.raw >= FULL_WEIGHT_IDF_SHARE * query_idf
+
+
+def _first_cited(order: list[tuple[int, ScoreDetails]], query_idf: float | None) -> int:
     """How many documents of `order`, up to and including the first whose best passage is cited
     (0 when none is): a page reads that far, so whether anything is cited is known as it was
     when every document was read."""
-    return next((position for position, (_, best) in enumerate(order, start=1)
-                 if best.cosine is not None and best.cosine >= CITED_COSINE_FLOOR), 0)
+    return next((position for position, (_, best) in enumerate(order, start=1) if strong(best, query_idf)), 0)
 
 
 def _texts_shown(kept: list[ScoreDetails], order: list[tuple[int, ScoreDetails]], window: tuple[int, int], *,
@@ -478,12 +495,13 @@ def document_link(citation: str) -> str:
     return base[: -len("original")] if base.startswith("/documents/") and base.endswith("/original") else base
 
 
-def _tiers(documents: list[DocumentGroup], pool: list[ScoreDetails], rows: dict[int, ch.ChunkRow]):
+def _tiers(documents: list[DocumentGroup], pool: list[ScoreDetails], rows: dict[int, ch.ChunkRow],
+           query_idf: float | None):
     """The document tiers, all read from the one list of documents: suggested (the first few),
-    cited (best section's cosine clears the floor), related (the next few), and titles of the
-    nearest misses when nothing is cited."""
+    cited (best section is a strong match), related (the next few), and titles of the nearest
+    misses when nothing is cited."""
     suggested = documents[:SUGGESTED_DOCUMENTS]
-    cited = [d for d in documents if d.best_cosine is not None and d.best_cosine >= CITED_COSINE_FLOOR]
+    cited = [d for d in documents if strong(d.sections[0].details, query_idf)]
     related = documents[SUGGESTED_DOCUMENTS:SUGGESTED_DOCUMENTS + RELATED_DOCUMENTS]
     weak: list[str] = []
     if not cited:

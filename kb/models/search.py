@@ -25,6 +25,10 @@ class QueryLog(models.Model):
                               help_text="The surface that asked; blank for queries logged before it was recorded.")
     top_cosine = models.FloatField(
         null=True, blank=True, help_text="The best result's cosine: a low one is a weak answer (curator report).")
+    strong = models.BooleanField(
+        null=True, blank=True,
+        help_text="Whether a result was a strong match, the cited tier (curator report: weak when not); "
+                  "blank for searches logged before it was recorded.")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -6,6 +6,7 @@ Japanese runs are split into character pairs on both sides."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import unicodedata
 from pathlib import Path
@@ -19,11 +20,12 @@ from ingest.pipeline import IngestPipeline
 from kb.languages import config_for, detect, query_configs
 from kb.lexing import apply_language, passages_by_config
 from kb.lookalikes import LOOKALIKES
-from kb.models import Chunk, Document, IngestRun, Namespace, Source
+from kb.models import Chunk, Document, IngestRun, Namespace, QueryLog, Source
 from retrieval import lexical
+from retrieval.candidates import LEXICAL, ChannelScore, ScoreDetails
 from retrieval.channels import Scope
 from retrieval.query import normalise_query
-from retrieval.service import search
+from retrieval.service import search, strong
 from tests.retrieval.test_channels import _recomputed_stats
 
 pytestmark = pytest.mark.django_db
@@ -272,6 +274,21 @@ def test_an_arabic_namespace_is_searched_by_its_words_and_says_why():
     [note] = [n for n in result.summary.channel_notes if n.channel == "vector"]
     assert note.reason.startswith("100% of the documents here are in Arabic and Persian, which the search's "
                                   "meaning model does not read")
+    # without meaning, a passage holding the query's word is still a strong match: cited, and logged so
+    logged = search("العمليات", namespace.slug)
+    assert logged.cited and logged.cited[0].document_id == logged.hits[0].document_id
+    assert QueryLog.objects.get(pk=logged.query_id).strong is True
+
+
+def test_without_meaning_a_strong_match_is_one_holding_half_the_querys_idf_mass():
+    def passage(words: float) -> ScoreDetails:
+        return ScoreDetails(key=1, kind="chunk", channels={LEXICAL: ChannelScore(1, words, 1.0)})
+    assert strong(passage(5.0), query_idf=10.0) and not strong(passage(4.9), query_idf=10.0)
+    assert not strong(ScoreDetails(key=1, kind="chunk", channels={}), query_idf=10.0)  # a names-only match
+    assert not strong(passage(5.0), query_idf=None)  # the words channel did not run
+    # with meaning, the cosine decides, whatever the words
+    assert not strong(dataclasses.replace(passage(9.0), cosine=0.3), 10.0)
+    assert strong(dataclasses.replace(passage(0.1), cosine=0.4), 10.0)
 
 
 def test_the_dense_channel_stays_for_a_model_that_reads_the_language(settings):
@@ -301,6 +318,7 @@ def test_the_page_and_the_console_say_that_meaning_is_not_used(client, django_us
     visible = page.split('class="channel-off" role="note">', 1)[1].split("</p>", 1)[0]  # above the results
     assert visible.startswith("100% of the documents here are in Arabic, which the search&#x27;s meaning model "
                               "does not read")
+    assert "No strong match" not in page  # the page holding the word is a match, not "the closest passages"
     admin = django_user_model.objects.create_superuser("root", "root@example.org", "pw")
     client.force_login(admin)
     console = client.get(f"/admin/kb/namespace/{namespace.pk}/change/").content.decode()

@@ -176,6 +176,11 @@ def test_report_counts_trends_zero_and_weak_queries(teams):
     assert top["pumpkin soup"].trend == "+300%"
     assert [r.query for r in report["zero"]] == ["quantum gravity"]
     assert prune_queries(7) == 1 and QueryLog.objects.filter(namespace=a).count() == 5
+    # weak: no strong match (as the search said, whatever the cosine), or an older row's low cosine
+    QueryLog.objects.create(namespace=a, query="words alone", result_ids=[1], top_cosine=None, strong=False)
+    QueryLog.objects.create(namespace=a, query="close enough", result_ids=[1], top_cosine=0.2, strong=True)
+    QueryLog.objects.create(namespace=a, query="logged before", result_ids=[1], top_cosine=0.2, strong=None)
+    assert {r.query for r in query_report(a, 7)["weak"]} == {"words alone", "logged before"}
 
 
 def test_a_query_becomes_a_judged_case_that_runs(teams):
