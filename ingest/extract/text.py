@@ -5,7 +5,7 @@ from __future__ import annotations
 from charset_normalizer import from_bytes
 
 from ingest.errors import BinaryContent
-from kb.markup import strip_heading_id
+from ingest.markdown_blocks import read_blocks
 
 
 def looks_binary(body: bytes) -> bool:
@@ -44,7 +44,8 @@ def normalise_text(text: str) -> str:
 
 
 def markdown_title(text: str) -> str:
-    """The front matter's `title:`, else the first level-1 ATX heading, else ""."""
+    """The front matter's `title:`, else the first level-1 ATX heading outside code fences (a
+    shell prompt or a comment inside a fence is not a heading), else ""."""
     if text.startswith("---\n"):
         end = text.find("\n---\n", 3)
         if end > 0:
@@ -53,9 +54,5 @@ def markdown_title(text: str) -> str:
                     value = line[len("title:"):].strip().strip("'\"").strip()
                     if value:
                         return value
-    for line in text.split("\n"):
-        if line.startswith("#") and len(line) > 1 and line[1] in " \t":
-            heading = strip_heading_id(line[1:].strip()).rstrip("#").strip()
-            if heading:
-                return heading
-    return ""
+    return next((block.heading for block in read_blocks(text)
+                 if block.kind == "heading" and block.level == 1 and block.heading), "")

@@ -72,6 +72,14 @@ def test_markdown_passes_through_with_title():
     assert result.content == "---\ntitle: Front Title\n---\n# Heading\n\nBody\n"
 
 
+def test_a_comment_or_prompt_inside_a_code_fence_is_not_the_title():
+    # as in the Debian Administrator's Handbook's backup section in Chinese, whose crontab block opens with a comment
+    text = "## 备份和恢复\n\n```\n# MIN HR DOM MON DOW STRFTIME_FMT\n0 * * * * backup\n```\n\n# 备份工具\n"
+    assert extract(text.encode(), "text/markdown").title == "备份工具"
+    fenced_only = "## Setup\n\n~~~\n# apt install foo\n~~~\n"
+    assert extract(fenced_only.encode(), "text/markdown", fallback_title="notes.md").title == "notes.md"
+
+
 def test_plain_text_stays_plain():
     result = extract(b"line one\n\n\n\nline <b>two</b>\n", "text/plain", fallback_title="notes")
     assert result.content == "line one\n\nline <b>two</b>\n"
