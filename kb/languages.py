@@ -86,20 +86,37 @@ def main_language(document_languages: dict[str, int]) -> str:
     return max(named, key=lambda language: (named[language], language)) if named else ""
 
 
-def query_configs(namespace_language: str, passage_configs: dict[str, int]) -> tuple[str, ...]:
-    """The configurations a namespace's queries are lexed with: those that lex at least
-    QUERY_SHARE of its passages, most passages first (the largest when none does; the setting's
-    while it has none).
+def query_configs(namespace_language: str, passage_configs: dict[str, int],
+                  document_languages: dict[str, int] | None = None) -> tuple[str, ...]:
+    """The configurations a namespace's queries are lexed with, most passages first: those that
+    lex at least QUERY_SHARE of its passages (the largest when none does; the setting's while it
+    has none), and those the setting is moving passages to that hold any yet.
     Read from the passages, not the setting, so a query always meets the lexemes its passages
     hold, while a change of setting is being applied too. A language detected in a handful of
     passages, often a short text misread, does not add its lexemes to every query: lexed with
-    `simple`, a query's stopwords would match only those few passages and rank them first."""
+    `simple`, a query's stopwords would match only those few passages and rank them first. A
+    configuration the setting names, or (detecting) that QUERY_SHARE of the documents'
+    languages get, is where passages are going: while a relex is part-way (or stopped), the
+    few it has moved there so far keep meeting their lexemes, whatever an ingest run counted
+    meanwhile."""
     shares = {config: count for config, count in passage_configs.items() if count > 0}
     total = sum(shares.values())
     if not total:
         return (document_config(namespace_language, ""),)
     ranked = sorted(shares, key=lambda config: (-shares[config], config))  # most passages first
-    return tuple(config for config in ranked if shares[config] / total >= QUERY_SHARE) or ranked[:1]
+    targets = _target_configs(namespace_language, document_languages or {})
+    return tuple(config for config in ranked
+                 if shares[config] / total >= QUERY_SHARE or config in targets) or ranked[:1]
+
+
+def _target_configs(namespace_language: str, document_languages: dict[str, int]) -> set[str]:
+    """The configurations the setting lexes QUERY_SHARE or more of the documents with."""
+    if namespace_language not in ("", AUTO):
+        return {namespace_language}
+    documents = sum(document_languages.values())
+    main = main_language(document_languages)
+    return {document_config(AUTO, language, main) for language, count in document_languages.items()
+            if documents and count / documents >= QUERY_SHARE}
 
 
 def name(language: str) -> str:

@@ -155,9 +155,10 @@ def query_lexemes(text: str, configs: tuple[str, ...] | list[str] = ()) -> list[
 def namespace_configs(namespace_id: int) -> tuple[str, ...]:
     """The text search configurations a namespace's queries are lexed with (`query_configs`)."""
     with read_connection().cursor() as cursor:
-        cursor.execute("SELECT language, passage_configs::text FROM kb_namespace WHERE id = %s", [namespace_id])
+        cursor.execute("SELECT language, passage_configs::text, document_languages::text FROM kb_namespace"
+                       " WHERE id = %s", [namespace_id])
         row = cursor.fetchone()
-    return query_configs(row[0], json.loads(row[1])) if row else (DEFAULT_CONFIG,)
+    return query_configs(row[0], json.loads(row[1]), json.loads(row[2])) if row else (DEFAULT_CONFIG,)
 
 
 @dataclass(frozen=True)

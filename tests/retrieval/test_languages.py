@@ -252,6 +252,36 @@ def test_a_relex_stopped_part_way_leaves_every_passage_findable(monkeypatch):
     assert apply_language(namespace.pk).configs == ("german",)  # run again, it finishes
 
 
+def test_an_ingest_counting_passages_mid_relex_keeps_the_configuration_they_move_to(monkeypatch):
+    from kb import lexing
+
+    namespace = _ingest("languages-recounted", "user-space.de-DE.html", "user-space.en-US.html", language="simple")
+    passages = Chunk.objects.filter(namespace=namespace).count()
+    # one moved passage under the share that lexes queries, as in a namespace of more than 50 passages
+    monkeypatch.setattr("kb.languages.QUERY_SHARE", 2 / passages)
+
+    def one_passage_then_dies(namespace_id, targets):
+        with connection.cursor() as cursor:
+            cursor.execute("UPDATE kb_chunk SET search_config = 'german' WHERE id = (SELECT min(c.id) FROM kb_chunk c"
+                           " JOIN kb_document d ON d.id = c.document_id WHERE d.namespace_id = %s AND d.language = 'de')",
+                           [namespace_id])
+        raise RuntimeError("worker killed")
+
+    namespace.language = "auto"
+    namespace.save()
+    monkeypatch.setattr(lexing, "_relex", one_passage_then_dies)
+    with pytest.raises(RuntimeError):
+        apply_language(namespace.pk)
+    lexing.count_languages(namespace.pk)  # an ingest run or a deleted source counts what is stored
+    assert Namespace.objects.get(pk=namespace.pk).passage_configs == {"simple": passages - 1, "german": 1}
+    assert "german" in lexical.namespace_configs(namespace.pk)  # the half-moved page keeps meeting its lexemes
+
+
+def test_a_named_setting_keeps_lexing_queries_in_its_language_while_passages_move_to_it():
+    assert query_configs("german", {"english": 4950, "german": 50}) == ("english", "german")
+    assert query_configs("german", {"german": 5000}) == ("german",)
+
+
 def test_too_little_text_names_no_language():
     assert detect("") == "" and detect("apt-get -y") == "" and detect("1234 5678 ... ## --") == ""
 
