@@ -169,8 +169,11 @@ MIN_SCRIPT_SHARE = 0.2
 _SCRIPTS = (  # (first code point, script) in order; a Han or kana character counts as three letters (a word)
     (0x0000, "latin", 1), (0x0250, "other", 1), (0x0370, "greek", 1), (0x0400, "cyrillic", 1), (0x0530, "other", 1),
     (0x0590, "hebrew", 1), (0x0600, "arabic", 1), (0x0780, "other", 1), (0x0900, "indic", 1), (0x0E00, "other", 1),
-    (0x1100, "hangul", 1), (0x1200, "other", 1), (0x3040, "cjk", 3), (0xA000, "other", 1), (0xAC00, "hangul", 1),
-    (0xD7B0, "other", 1), (0xF900, "cjk", 3), (0xFB00, "other", 1), (0xFB50, "arabic", 1), (0xFF00, "other", 1),
+    (0x1100, "hangul", 1), (0x1200, "other", 1), (0x1E00, "latin", 1), (0x1F00, "greek", 1), (0x2000, "other", 1),
+    (0x3040, "cjk", 3), (0xA000, "other", 1), (0xAC00, "hangul", 1), (0xD7B0, "other", 1), (0xF900, "cjk", 3),
+    (0xFB00, "other", 1), (0xFB50, "arabic", 1), (0xFF00, "other", 1), (0xFF21, "latin", 1), (0xFF3B, "other", 1),
+    (0xFF41, "latin", 1), (0xFF5B, "other", 1), (0xFF66, "cjk", 3), (0xFFA0, "other", 1), (0x20000, "cjk", 3),
+    (0x32400, "other", 1),
 )
 _STARTS = [start for start, _, _ in _SCRIPTS]
 

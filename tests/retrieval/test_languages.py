@@ -282,6 +282,16 @@ def test_a_named_setting_keeps_lexing_queries_in_its_language_while_passages_mov
     assert query_configs("german", {"german": 5000}) == ("german",)
 
 
+@pytest.mark.parametrize("text", [
+    "Hướng dẫn cài đặt hệ điều hành Debian trên máy tính để bàn của bạn.",  # Latin Extended Additional
+    "Ἐν ἀρχῇ ἦν ὁ λόγος, καὶ ὁ λόγος ἦν πρὸς τὸν θεόν.",  # Greek Extended
+])
+def test_the_detector_reads_every_letter_of_a_script_it_counts(text):
+    from kb.languages import _main_scripts
+
+    assert _main_scripts(text) == text  # no letter of the text's own scripts is taken for a rare script
+
+
 def test_too_little_text_names_no_language():
     assert detect("") == "" and detect("apt-get -y") == "" and detect("1234 5678 ... ## --") == ""
 
