@@ -262,9 +262,9 @@ def test_an_ingest_counting_passages_mid_relex_keeps_the_configuration_they_move
 
     def one_passage_then_dies(namespace_id, targets):
         with connection.cursor() as cursor:
-            cursor.execute("UPDATE kb_chunk SET search_config = 'german' WHERE id = (SELECT min(c.id) FROM kb_chunk c"
-                           " JOIN kb_document d ON d.id = c.document_id WHERE d.namespace_id = %s AND d.language = 'de')",
-                           [namespace_id])
+            cursor.execute("UPDATE kb_chunk SET search_config = 'german' WHERE id = (SELECT min(c.id)"
+                           " FROM kb_chunk c JOIN kb_document d ON d.id = c.document_id"
+                           " WHERE d.namespace_id = %s AND d.language = 'de')", [namespace_id])
         raise RuntimeError("worker killed")
 
     namespace.language = "auto"
