@@ -20,11 +20,11 @@ from bisect import bisect_right
 from dataclasses import dataclass
 
 from ingest.markdown_blocks import Block, Section, read_blocks, read_sections
+from kb.languages import CJK_CHARS
 from kb.markup import strip_links
 
 # Han, kana and Hangul characters (each about a token), then words of other letters and digits: a word
 # stops where such a character starts, so "Windows版のインストール" is a word and eight characters
-CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f"
 TOKEN = re.compile(rf"[{CJK_CHARS}]|[^\W{CJK_CHARS}]+|[^\w\s]")
 SENTENCE_MARKS = ".!?"
 CJK_SENTENCE_MARKS = "。！？"

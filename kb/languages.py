@@ -34,6 +34,9 @@ SNOWBALL = {
 }
 SEGMENTED_LANGUAGES = frozenset({"zh", "ja", "ko"})
 CONFIGS = tuple(sorted({*SNOWBALL.values(), SEGMENTED, SIMPLE}))
+# Han, kana and Hangul: the characters written without spaces between words (a regex class's body)
+CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f"
+_CJK = re.compile(f"[{CJK_CHARS}]")
 
 LANGUAGE_CHOICES = [(AUTO, "Detect each document's language")] + [
     (config, {SEGMENTED: "Chinese, Japanese, Korean (character pairs)",
@@ -87,7 +90,7 @@ def main_language(document_languages: dict[str, int]) -> str:
 
 
 def query_configs(namespace_language: str, passage_configs: dict[str, int],
-                  document_languages: dict[str, int] | None = None) -> tuple[str, ...]:
+                  document_languages: dict[str, int] | None = None, query: str = "") -> tuple[str, ...]:
     """The configurations a namespace's queries are lexed with, most passages first: those that
     lex at least QUERY_SHARE of its passages (the largest when none does; the setting's while it
     has none), and those the setting is moving passages to that hold any yet.
@@ -98,13 +101,17 @@ def query_configs(namespace_language: str, passage_configs: dict[str, int],
     configuration the setting names, or (detecting) that QUERY_SHARE of the documents'
     languages get, is where passages are going: while a relex is part-way (or stopped), the
     few it has moved there so far keep meeting their lexemes, whatever an ingest run counted
-    meanwhile."""
+    meanwhile. A `query` written in Han, kana or Hangul is also lexed in character pairs when any
+    passage is: such text is rarely a misread language, and lexed otherwise its run is one word
+    that no passage of pairs holds."""
     shares = {config: count for config, count in passage_configs.items() if count > 0}
     total = sum(shares.values())
     if not total:
         return (document_config(namespace_language, ""),)
     ranked = sorted(shares, key=lambda config: (-shares[config], config))  # most passages first
     targets = _target_configs(namespace_language, document_languages or {})
+    if query and SEGMENTED in shares and _CJK.search(query):
+        targets.add(SEGMENTED)
     return tuple(config for config in ranked
                  if shares[config] / total >= QUERY_SHARE or config in targets) or ranked[:1]
 

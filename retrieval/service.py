@@ -228,7 +228,8 @@ def _plan(query: str, namespace: str, filters: Filters, limit: int, params: Rank
         scope=ch.Scope(ns["id"], tuple(filters.source_ids), tuple(filters.document_ids)),
         params=RankerParams(**{**params.__dict__, "limit": limit, "lexical_weight": weights.lexical}),
         depth=min(1000, max(100, 2 * (documents_wanted or limit))),  # grouped: sections come from the same pool
-        configs=query_configs(ns["language"], ns["passage_configs"], ns["document_languages"]), notes=notes,
+        configs=query_configs(ns["language"], ns["passage_configs"], ns["document_languages"], query),
+        notes=notes,
     )
 
 

@@ -93,6 +93,18 @@ def test_a_chinese_query_matches_inside_a_run_of_characters():
         assert not _has_lexeme(namespace, cursor.fetchone()[0][0])
 
 
+def test_a_chinese_query_finds_the_few_chinese_passages_of_a_mostly_english_namespace(monkeypatch):
+    namespace = _ingest("languages-few-chinese", "user-space.en-US.html", "user-space.de-DE.html",
+                        "reference-appendix.zh-cn.html")
+    counts = passages_by_config(namespace.pk)
+    # the Chinese passages under the share that lexes every query, as among thousands of English ones
+    monkeypatch.setattr("kb.languages.QUERY_SHARE", (counts["cjk"] + 1) / sum(counts.values()))
+    assert "cjk" not in lexical.namespace_configs(namespace.pk)
+    found = search("使用手册", namespace.slug, log=False)
+    assert found.hits[0].document_ref == "reference-appendix.zh-cn.html"
+    assert "lexical" in found.hits[0].details.channels
+
+
 def test_a_japanese_query_matches_kana_and_kanji_pairs():
     namespace = _ingest("languages-japanese", "user-space.ja-JP.html")
     # "バックグラウンド" stands inside longer runs ("コマンドをバックグラウンドで実行")
