@@ -7,6 +7,7 @@ import html
 import re
 from dataclasses import fields
 
+from kb.languages import CJK_CHARS
 from kb.markup import plain_text
 from retrieval.citations import absolute_url
 from retrieval.context import ContextPassage, build_context
@@ -21,11 +22,15 @@ SNIPPET_CHARS = 280
 def snippet(text: str, lexemes: list[str], width: int = SNIPPET_CHARS) -> str:
     """An HTML-escaped window of the chunk's plain text (no markdown syntax) around its first
     matching word, matches in <mark>.
-    Lexemes are stems ('roast' for 'roasting'), so a word matches when it starts with one."""
+    Lexemes are stems ('roast' for 'roasting'), so a word matches when it starts with one; an
+    Arabic word also after up to three letters of prefixes (ال, لل, وال: 'توزيع' in 'التوزيعات'); a
+    character pair of Chinese, Japanese or Korean where it stands, inside its run (runs have no
+    spaces), adjacent pairs marked as one."""
     body = text.split("\n\n", 1)[1] if "\n\n" in text else text
     body = " ".join(plain_text(body).split())
-    stems = [lexeme for lexeme in lexemes if len(lexeme) >= 2 and re.fullmatch(r"[\w.]+", lexeme)]
-    pattern = re.compile(r"\b(" + "|".join(re.escape(s) for s in stems) + r")\w*", re.I) if stems else None
+    stems = sorted((lexeme for lexeme in lexemes if len(lexeme) >= 2 and re.fullmatch(r"[\w.]+", lexeme)),
+                   key=len, reverse=True)  # the longest alternative first where two start alike
+    pattern = re.compile("|".join(_word(stem) for stem in stems), re.I) if stems else None
     start = 0
     if pattern:
         first = pattern.search(body)
@@ -36,8 +41,22 @@ def snippet(text: str, lexemes: list[str], width: int = SNIPPET_CHARS) -> str:
     suffix = "…" if start + width < len(body) else ""
     escaped = html.escape(window)
     if pattern:
-        escaped = pattern.sub(lambda m: f"<mark>{m.group(0)}</mark>", escaped)
+        escaped = pattern.sub(lambda m: f"<mark>{m.group(0)}</mark>", escaped).replace("</mark><mark>", "")
     return prefix + escaped + suffix
+
+
+_CJK = re.compile(f"[{CJK_CHARS}]")
+_ARABIC = re.compile("[\u0600-\u06ff\u0750-\u077f]")
+
+
+def _word(stem: str) -> str:
+    """The pattern of the words a lexeme stands for in the text (`snippet`); each bounded, so linear."""
+    escaped = re.escape(stem)
+    if _CJK.search(stem):
+        return escaped
+    if _ARABIC.search(stem):
+        return r"\b\w{0,3}?" + escaped + r"\w*"
+    return r"\b" + escaped + r"\w*"
 
 
 def explanation(hit) -> dict:

@@ -105,6 +105,22 @@ def test_a_chinese_query_finds_the_few_chinese_passages_of_a_mostly_english_name
     assert "lexical" in found.hits[0].details.channels
 
 
+@pytest.mark.parametrize("query, config, text, marked", [
+    # a Chinese query's pairs inside a run: the matched words, not the run they stand in
+    ("使用手册", "cjk", "t\n\n《Debian GNU/Linux: 安装和使用手册》网络总览", "安装和<mark>使用手册</mark>》网络总览"),
+    ("网络", "cjk", "t\n\n网络总览", "<mark>网络</mark>总览"),
+    # Arabic stems after the article and prepositions written onto the word
+    ("توزيعات الشبكات", "arabic", "t\n\nكل هذه التوزيعات وللتوزيعات للشبكات",
+     "كل هذه <mark>التوزيعات</mark> <mark>وللتوزيعات</mark> <mark>للشبكات</mark>"),
+    ("roasting", "english", "t\n\nRoasted pumpkins, unroasted seeds", "<mark>Roasted</mark> pumpkins, unroasted seeds"),
+])
+def test_a_snippet_marks_the_words_a_query_matched_in_their_script(query, config, text, marked):
+    from retrieval.presenters import snippet
+
+    lexemes = [lexeme for lexeme, _ in lexical.query_lexemes(query, [config])]
+    assert snippet(text, lexemes).endswith(marked)
+
+
 def test_a_japanese_query_matches_kana_and_kanji_pairs():
     namespace = _ingest("languages-japanese", "user-space.ja-JP.html")
     # "バックグラウンド" stands inside longer runs ("コマンドをバックグラウンドで実行")
