@@ -8,9 +8,13 @@ from ninja import Field, Schema
 
 from retrieval.query import MAX_QUERY_CHARS
 
+# the search service's one gate (`retrieval.query.validate_query`) measures it, so an empty or long query
+# gets the same code on every surface (SEARCH_EMPTY_QUERY, SEARCH_QUERY_TOO_LONG)
+QUERY = Field(..., description=f"What to search for: at most {MAX_QUERY_CHARS} characters once normalised (NFKC)")
+
 
 class SearchIn(Schema):
-    query: str = Field(..., min_length=1, max_length=MAX_QUERY_CHARS)
+    query: str = QUERY
     namespace: str = Field(..., min_length=1, max_length=128)
     limit: int = Field(10, ge=1, le=100)
     source_ids: list[int] = Field(default_factory=list, max_length=100)
@@ -165,7 +169,7 @@ class FeedbackOut(Schema):
 
 
 class ContextIn(Schema):
-    query: str = Field(..., min_length=1, max_length=MAX_QUERY_CHARS)
+    query: str = QUERY
     namespace: str = Field(..., min_length=1, max_length=128)
     limit: int = Field(8, ge=1, le=50)
     max_chars: int = Field(12000, ge=500, le=200000)
@@ -281,7 +285,7 @@ MAX_SEARCH_NAMESPACES = 10
 class AgentSearchIn(Schema):
     MCP_ONLY: ClassVar[frozenset[str]] = frozenset({"namespaces"})
 
-    query: str = Field(..., min_length=1, max_length=MAX_QUERY_CHARS)
+    query: str = QUERY
     namespaces: list[str] = Field(default_factory=list, max_length=MAX_SEARCH_NAMESPACES,
                                   description="Namespaces to search; empty: every namespace the caller may read "
                                               "(at most 10)")

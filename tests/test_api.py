@@ -106,10 +106,10 @@ def test_rate_limit_per_token(client, world):
 @pytest.mark.parametrize(
     "path, body, status, code",
     [
-        ("/api/search?query=&namespace=tenant:a", None, 422, "KB_INVALID_INPUT"),
+        ("/api/search?query=&namespace=tenant:a", None, 422, "SEARCH_EMPTY_QUERY"),
         ("/api/search?query=%20%20&namespace=tenant:a", None, 422, "SEARCH_EMPTY_QUERY"),
         ("/api/search?query=x&namespace=tenant:a&limit=1000", None, 422, "KB_INVALID_INPUT"),
-        ("/api/search?query=" + "x" * 10000 + "&namespace=tenant:a", None, 422, "KB_INVALID_INPUT"),
+        ("/api/search?query=" + "x" * 10000 + "&namespace=tenant:a", None, 413, "SEARCH_QUERY_TOO_LONG"),
         ("/api/search?query=x&namespace=tenant:nope", None, 403, "KB_FORBIDDEN"),
         ("/api/documents/999999", None, 404, "KB_NOT_FOUND"),
         ("/api/documents?namespace=tenant:a&page_size=1000", None, 422, "KB_INVALID_INPUT"),
