@@ -387,6 +387,7 @@ def test_the_page_and_the_console_say_that_meaning_is_not_used(client, django_us
     assert visible.startswith("100% of the documents here are in Arabic, which the search&#x27;s meaning model "
                               "does not read")
     assert "No strong match" not in page  # the page holding the word is a match, not "the closest passages"
+    assert '<p class="snippet" dir="auto">' in page  # right-to-left text laid out right to left
     admin = django_user_model.objects.create_superuser("root", "root@example.org", "pw")
     client.force_login(admin)
     console = client.get(f"/admin/kb/namespace/{namespace.pk}/change/").content.decode()
