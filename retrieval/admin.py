@@ -6,6 +6,8 @@ from django.contrib import admin
 from ingest.decisions import EMBED_REASONS
 from kb import models
 from kb.admin_access import LargeTableAdmin, NamespaceScoped, ReadOnlyInConsole, ScopedInline, capped, count_of
+from kb.languages import NAMES as LANGUAGE_NAMES
+from kb.languages import name as language_name
 from retrieval.service import matching_chunk_ids
 
 STORED_MEDIA_TYPES = ("text/markdown", "text/plain")  # what extraction stores (ingest/extract)
@@ -84,14 +86,30 @@ MediaTypeFilter = fixed_choices_filter("media_type", "media type", STORED_MEDIA_
 EmbedReasonFilter = fixed_choices_filter("embed_reason", "embed reason", EMBED_REASONS)
 
 
+class LanguageFilter(admin.SimpleListFilter):
+    """Documents by detected language, named: the languages a reader may see named (a fixed list)."""
+
+    title = "language"
+    parameter_name = "language"
+
+    def lookups(self, request, model_admin):
+        return [(named, named) for named in sorted(set(LANGUAGE_NAMES.values()))]
+
+    def queryset(self, request, queryset):
+        if not self.value():
+            return queryset
+        return queryset.filter(language__in=[code for code, named in LANGUAGE_NAMES.items() if named == self.value()])
+
+
 @admin.register(models.Document)
 class DocumentAdmin(ReadOnlyInConsole, LargeTableAdmin, NamespaceScoped):
     """Written only by the pipeline: the console shows documents and may delete them. Searching
     finds documents by the words of their chunks (the lexical channel) or by their exact ref,
     never by a scan of every title."""
 
-    list_display = ["__str__", "source", "namespace", "media_type", "byte_size", "chunk_count", "indexed_at"]
-    list_filter = ["namespace", "source", MediaTypeFilter]
+    list_display = ["__str__", "source", "namespace", "media_type", "language_named", "byte_size", "chunk_count",
+                    "indexed_at"]
+    list_filter = ["namespace", "source", MediaTypeFilter, LanguageFilter]
     search_fields = ["title"]  # shows the search box; get_search_results does the searching
     readonly_fields = ["content_hash", "byte_size", "indexed_at", "embedding_model", "etag", "last_modified"]
     list_select_related = ["source", "namespace"]
@@ -112,6 +130,10 @@ class DocumentAdmin(ReadOnlyInConsole, LargeTableAdmin, NamespaceScoped):
     @admin.display(description="chunks", ordering="_chunks")
     def chunk_count(self, obj):
         return capped(obj._chunks)
+
+    @admin.display(description="language", ordering="language")
+    def language_named(self, obj):
+        return language_name(obj.language) if obj.language else "not named"
 
 
 @admin.register(models.Chunk)

@@ -393,6 +393,12 @@ def test_the_page_and_the_console_say_that_meaning_is_not_used(client, django_us
     console = client.get(f"/admin/kb/namespace/{namespace.pk}/change/").content.decode()
     assert "not used: 100% of the documents are in Arabic" in console
     assert "arabic: " in console  # passages per configuration
+    page_id = Document.objects.get(namespace=namespace).pk
+    arabic = client.get("/admin/kb/document/", {"language": "Arabic"}).content.decode()
+    assert f"/admin/kb/document/{page_id}/change/" in arabic
+    assert '<td class="field-language_named">Arabic</td>' in arabic  # named, not "ar"
+    german = client.get("/admin/kb/document/", {"language": "German"}).content.decode()
+    assert f"/admin/kb/document/{page_id}/change/" not in german
 
 
 @pytest.fixture
