@@ -142,7 +142,7 @@ def unread_share(document_languages: dict[str, int], read: tuple[str, ...]) -> t
     if not unread:
         return 0.0, ""
     names = [name(language) for language in sorted(unread, key=lambda language: (-unread[language], language))]
-    shown = names[:3] + (["other languages"] if len(names) > 3 else [])
+    shown = names if len(names) <= 4 else names[:3] + ["other languages"]  # "other" is never just one
     return sum(unread.values()) / total, " and ".join([", ".join(shown[:-1]), shown[-1]] if len(shown) > 1 else shown)
 
 

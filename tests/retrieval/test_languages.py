@@ -320,6 +320,14 @@ def test_the_detector_reads_every_letter_of_a_script_it_counts(text):
     assert _main_scripts(text) == text  # no letter of the text's own scripts is taken for a rare script
 
 
+def test_the_languages_the_model_cannot_read_are_named_up_to_four():
+    from kb.languages import unread_share
+
+    four = {"ar": 4, "de": 3, "fr": 2, "zh": 1, "en": 10}
+    assert unread_share(four, ("en",)) == (0.5, "Arabic, German, French and Chinese")
+    assert unread_share({**four, "fa": 1}, ("en",))[1] == "Arabic, German, French and other languages"
+
+
 def test_too_little_text_names_no_language():
     assert detect("") == "" and detect("apt-get -y") == "" and detect("1234 5678 ... ## --") == ""
 
