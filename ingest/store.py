@@ -7,6 +7,7 @@ the batch is entirely old or entirely new.
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 
@@ -19,7 +20,7 @@ from ingest.extract import Extracted
 from ingest.loaders import KnownDocument, LoadedItem
 from kb.languages import DEFAULT_CONFIG, detect, document_config, main_language
 from kb.lexing import count_languages
-from kb.models import Chunk, Document, IngestItem, IngestRun, Namespace, Source
+from kb.models import Chunk, Document, IngestItem, IngestRun, Source
 from kb.names import document_name_key, duplicate_key
 
 DOCUMENT_FIELDS = ("namespace", "title", "path", "name_key", "content", "content_hash", "media_type",
@@ -97,10 +98,7 @@ def write_batch(source: Source, pending: list[PendingDocument], vectors, model_i
         written = Document.objects.bulk_create(documents, update_conflicts=True, unique_fields=["source", "ref"],
                                                update_fields=list(DOCUMENT_FIELDS))
         rows, offset = [], 0
-        # read per batch: a language setting changed while the run goes on applies from the next batch
-        language, main = Namespace.objects.filter(pk=source.namespace_id).values_list(
-            "language", "document_languages").get()
-        main = main_language(main)
+        language, main = language_setting(source.namespace_id)
         for p, document in zip(pending, written, strict=True):
             config = document_config(language, document.language, main)
             for chunk, vector in zip(p.chunks, vectors[offset: offset + len(p.chunks)], strict=True):
@@ -115,6 +113,19 @@ def write_batch(source: Source, pending: list[PendingDocument], vectors, model_i
                 [[d.pk for d in written], [len(p.chunks) for p in pending]],
             )
     return len(rows)
+
+
+def language_setting(namespace_id: int) -> tuple[str, str]:
+    """The namespace's language setting and main language, read per batch inside its transaction
+    and held (FOR SHARE) until it commits: a setting changed while a run goes on applies from the
+    next batch, and the change waits for this one, so the relex it starts finds this batch's
+    passages stored; without the lock they could commit after the relex listed the documents and
+    keep the old configuration."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT language, document_languages::text FROM kb_namespace WHERE id = %s FOR SHARE",
+                       [namespace_id])
+        language, languages = cursor.fetchone()
+    return language, main_language(json.loads(languages))
 
 
 def chunk_row(source: Source, document: Document, chunk: ChunkSpec, vector, model_id: str, reason: str,

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+import threading
+import time
 import unicodedata
 from pathlib import Path
 
@@ -326,6 +328,36 @@ def test_the_languages_the_model_cannot_read_are_named_up_to_four():
     four = {"ar": 4, "de": 3, "fr": 2, "zh": 1, "en": 10}
     assert unread_share(four, ("en",)) == (0.5, "Arabic, German, French and Chinese")
     assert unread_share({**four, "fa": 1}, ("en",))[1] == "Arabic, German, French and other languages"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_setting_change_waits_for_the_write_batch_that_read_the_old_one():
+    from django.db import connections, transaction
+
+    from ingest.store import language_setting
+
+    namespace = Namespace.objects.create(slug="languages-racing", title="r", language="german")
+    read, changed = threading.Event(), {}
+
+    def batch():  # a write batch: reads the setting, then stores its passages for half a second
+        try:
+            with transaction.atomic():
+                assert language_setting(namespace.pk) == ("german", "")
+                read.set()
+                time.sleep(0.5)
+                changed["batch committed"] = time.monotonic()
+        finally:
+            connections.close_all()
+
+    writer = threading.Thread(target=batch)
+    writer.start()
+    assert read.wait(10)
+    Namespace.objects.filter(pk=namespace.pk).update(language="french")  # the console's save
+    changed["setting saved"] = time.monotonic()
+    writer.join()
+    # the save waited for the batch, so the relex it starts lists the batch's passages
+    assert changed["setting saved"] >= changed["batch committed"]
+    assert language_setting(namespace.pk) == ("french", "")
 
 
 def test_too_little_text_names_no_language():
