@@ -5,8 +5,10 @@ Queries were NFKC-normalised, print look-alikes folded (kb/lookalikes.py) and in
 characters (Unicode category Cf: zero-width spaces and joiners, soft hyphens, direction marks)
 dropped; passages were lexed as stored. A Japanese passage's fullwidth `ＡＰＩ` was the lexeme
 `ａｐｉ` while its query gave `api`, and a Persian word with a zero-width non-joiner (most Persian
-sentences hold one) never matched itself. `kb_fold` does the same three steps in the database,
-inside `kb_lex` and `kb_query`; the stored text is unchanged (readers see what the document says).
+sentences hold one) never matched itself. `kb_fold` does the same steps in the database, inside
+`kb_lex` and `kb_query`; the stored text is unchanged (readers see what the document says). The
+look-alikes are folded again after NFKC, which makes some (`½` becomes `1⁄2`), so folding twice
+(a query: in Python, then in `kb_query`) gives what folding once does.
 
 Two gaps of the character-pair split close with it: the katakana middle dot (`テスト・ケース`) is a
 separator, not a character of a pair, and Han characters beyond the Basic Multilingual Plane
@@ -37,8 +39,9 @@ CJK = (r"\u3040-\u30fa\u30fc-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00
 FUNCTIONS = rf"""
 CREATE OR REPLACE FUNCTION kb_fold(body text) RETURNS text
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-RETURN regexp_replace(normalize(translate(body, '{LOOKALIKES_FROM}', '{LOOKALIKES_TO}'), NFKC),
-                      '[{FORMAT_CHARACTERS}]+', '', 'g');
+RETURN translate(normalize(translate(regexp_replace(body, '[{FORMAT_CHARACTERS}]+', '', 'g'),
+                                     '{LOOKALIKES_FROM}', '{LOOKALIKES_TO}'), NFKC),
+                 '{LOOKALIKES_FROM}', '{LOOKALIKES_TO}');
 
 CREATE OR REPLACE FUNCTION kb_cjk_pairs(body text) RETURNS text
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
