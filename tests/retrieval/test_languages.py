@@ -21,7 +21,6 @@ from ingest.loaders import LoadedItem
 from ingest.pipeline import IngestPipeline
 from kb.languages import config_for, detect, query_configs
 from kb.lexing import apply_language, passages_by_config
-from kb.lookalikes import LOOKALIKES
 from kb.models import Chunk, Document, IngestRun, Namespace, QueryLog, Source
 from retrieval import lexical
 from retrieval.candidates import LEXICAL, ChannelScore, ScoreDetails
