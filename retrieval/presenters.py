@@ -24,13 +24,15 @@ def snippet(text: str, lexemes: list[str], width: int = SNIPPET_CHARS) -> str:
     matching word, matches in <mark>.
     Lexemes are stems ('roast' for 'roasting'), so a word matches when it starts with one; an
     Arabic word also after up to three letters of prefixes (ال, لل, وال: 'توزيع' in 'التوزيعات'); a
-    character pair of Chinese, Japanese or Korean where it stands, inside its run (runs have no
-    spaces), adjacent pairs marked as one."""
+    character pair of Chinese, Japanese or Korean wherever it stands inside its run (runs have no
+    spaces). Matches are found in the text before it is escaped (a lexeme never marks part of an
+    entity) and may overlap, as a word's pairs do: overlapping and adjacent ones are marked as one."""
     body = text.split("\n\n", 1)[1] if "\n\n" in text else text
     body = " ".join(plain_text(body).split())
     stems = sorted((lexeme for lexeme in lexemes if len(lexeme) >= 2 and re.fullmatch(r"[\w.]+", lexeme)),
                    key=len, reverse=True)  # the longest alternative first where two start alike
-    pattern = re.compile("|".join(_word(stem) for stem in stems), re.I) if stems else None
+    # a lookahead: every position where a word starts, overlapping ones included
+    pattern = re.compile("(?=(" + "|".join(_word(stem) for stem in stems) + "))", re.I) if stems else None
     start = 0
     if pattern:
         first = pattern.search(body)
@@ -39,10 +41,23 @@ def snippet(text: str, lexemes: list[str], width: int = SNIPPET_CHARS) -> str:
     window = body[start:start + width]
     prefix = "…" if start > 0 else ""
     suffix = "…" if start + width < len(body) else ""
-    escaped = html.escape(window)
-    if pattern:
-        escaped = pattern.sub(lambda m: f"<mark>{m.group(0)}</mark>", escaped).replace("</mark><mark>", "")
-    return prefix + escaped + suffix
+    return prefix + _marked(window, pattern) + suffix
+
+
+def _marked(window: str, pattern: re.Pattern | None) -> str:
+    """`window` escaped, the union of `pattern`'s matches in <mark>."""
+    spans: list[list[int]] = []
+    for match in pattern.finditer(window) if pattern else ():
+        begin, end = match.start(1), match.end(1)
+        if spans and begin <= spans[-1][1]:
+            spans[-1][1] = max(spans[-1][1], end)
+        elif end > begin:
+            spans.append([begin, end])
+    pieces, last = [], 0
+    for begin, end in spans:
+        pieces += [html.escape(window[last:begin]), "<mark>", html.escape(window[begin:end]), "</mark>"]
+        last = end
+    return "".join(pieces) + html.escape(window[last:])
 
 
 _CJK = re.compile(f"[{CJK_CHARS}]")

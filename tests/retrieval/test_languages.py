@@ -110,10 +110,13 @@ def test_a_chinese_query_finds_the_few_chinese_passages_of_a_mostly_english_name
     # a Chinese query's pairs inside a run: the matched words, not the run they stand in
     ("使用手册", "cjk", "t\n\n《Debian GNU/Linux: 安装和使用手册》网络总览", "安装和<mark>使用手册</mark>》网络总览"),
     ("网络", "cjk", "t\n\n网络总览", "<mark>网络</mark>总览"),
+    ("数据库", "cjk", "t\n\n数据库的设计", "<mark>数据库</mark>的设计"),  # three characters: two overlapping pairs
     # Arabic stems after the article and prepositions written onto the word
     ("توزيعات الشبكات", "arabic", "t\n\nكل هذه التوزيعات وللتوزيعات للشبكات",
      "كل هذه <mark>التوزيعات</mark> <mark>وللتوزيعات</mark> <mark>للشبكات</mark>"),
     ("roasting", "english", "t\n\nRoasted pumpkins, unroasted seeds", "<mark>Roasted</mark> pumpkins, unroasted seeds"),
+    # a lexeme never marks inside the entity that escaping writes
+    ("amp gt", "simple", "t\n\nfish & chips > amp", "fish &amp; chips &gt; <mark>amp</mark>"),
 ])
 def test_a_snippet_marks_the_words_a_query_matched_in_their_script(query, config, text, marked):
     from retrieval.presenters import snippet
