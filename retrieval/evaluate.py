@@ -59,7 +59,7 @@ def clear_document_frequencies() -> None:
 
 def query_lexemes(text: str, namespace_id: int) -> list[tuple[str, int]]:
     """The query's lexemes as the lexical channel reads them in that namespace."""
-    return lexical.query_lexemes(text, lexical.namespace_configs(namespace_id))
+    return lexical.query_lexemes(text, lexical.namespace_configs(namespace_id, text))
 
 
 def lexical_read(namespace_id: int, lexemes: list[tuple[str, int]], depth: int, *,

@@ -152,13 +152,13 @@ def query_lexemes(text: str, configs: tuple[str, ...] | list[str] = ()) -> list[
         return [(lexeme, int(count)) for lexeme, count in cursor.fetchall()]
 
 
-def namespace_configs(namespace_id: int) -> tuple[str, ...]:
-    """The text search configurations a namespace's queries are lexed with (`query_configs`)."""
+def namespace_configs(namespace_id: int, query: str = "") -> tuple[str, ...]:
+    """The text search configurations a namespace's queries (this `query`) are lexed with (`query_configs`)."""
     with read_connection().cursor() as cursor:
         cursor.execute("SELECT language, passage_configs::text, document_languages::text FROM kb_namespace"
                        " WHERE id = %s", [namespace_id])
         row = cursor.fetchone()
-    return query_configs(row[0], json.loads(row[1]), json.loads(row[2])) if row else (DEFAULT_CONFIG,)
+    return query_configs(row[0], json.loads(row[1]), json.loads(row[2]), query) if row else (DEFAULT_CONFIG,)
 
 
 @dataclass(frozen=True)

@@ -414,7 +414,7 @@ def matching_chunk_ids(namespace_ids, text: str, limit: int = LOOKUP_LIMIT) -> l
     lookup (the admin's chunk search)."""
     found: list[int] = []
     for namespace_id in namespace_ids:
-        lexemes = lexical.query_lexemes(text, lexical.namespace_configs(int(namespace_id)))
+        lexemes = lexical.query_lexemes(text, lexical.namespace_configs(int(namespace_id), text))
         rows = lexical.lexical_search(ch.Scope(int(namespace_id)), lexemes, limit).rows
         found += [row.chunk_id for row in rows]
     return found
@@ -423,7 +423,7 @@ def matching_chunk_ids(namespace_ids, text: str, limit: int = LOOKUP_LIMIT) -> l
 def words_match(text: str, namespace_id: int, filters: Filters = Filters()) -> bool:
     """Whether the lexical channel finds any passage holding `text`'s words within `filters`."""
     scope = ch.Scope(int(namespace_id), tuple(filters.source_ids), tuple(filters.document_ids))
-    lexemes = lexical.query_lexemes(text, lexical.namespace_configs(scope.namespace_id))
+    lexemes = lexical.query_lexemes(text, lexical.namespace_configs(scope.namespace_id, text))
     return bool(lexical.lexical_search(scope, lexemes, 1).rows)
 
 

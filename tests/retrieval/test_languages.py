@@ -26,7 +26,7 @@ from retrieval import lexical
 from retrieval.candidates import LEXICAL, ChannelScore, ScoreDetails
 from retrieval.channels import Scope
 from retrieval.query import normalise_query
-from retrieval.service import search, strong
+from retrieval.service import matching_chunk_ids, search, strong
 from tests.retrieval.test_channels import _recomputed_stats
 
 pytestmark = pytest.mark.django_db
@@ -104,6 +104,9 @@ def test_a_chinese_query_finds_the_few_chinese_passages_of_a_mostly_english_name
     found = search("使用手册", namespace.slug, log=False)
     assert found.hits[0].document_ref == "reference-appendix.zh-cn.html"
     assert "lexical" in found.hits[0].details.channels
+    # the console's chunk search reads the same configurations
+    [chunk_id, *_] = matching_chunk_ids([namespace.pk], "使用手册")
+    assert Chunk.objects.get(pk=chunk_id).document.ref == "reference-appendix.zh-cn.html"
 
 
 @pytest.mark.parametrize("query, config, text, marked", [
