@@ -385,11 +385,13 @@ def strong(details: ScoreDetails, query_idf: float | None) -> bool:
     meaning is within CITED_COSINE_FLOOR of the query's; when meaning was not used (a language
     the model does not read, or the words channel asked alone), its words carry at least
     FULL_WEIGHT_IDF_SHARE of the query's IDF mass, as a passage holding the rarer half of the
-    query's words once does."""
+    query's words once does, or the query names its document whole (a names-channel coverage of 1:
+    a token of the query is the document's whole name key)."""
     if details.cosine is not None:
         return details.cosine >= CITED_COSINE_FLOOR
-    words = details.channels.get(LEXICAL)
-    return bool(query_idf) and words is not None and words.raw >= FULL_WEIGHT_IDF_SHARE * query_idf
+    words, name = details.channels.get(LEXICAL), details.channels.get(NAMES)
+    return ((bool(query_idf) and words is not None and words.raw >= FULL_WEIGHT_IDF_SHARE * query_idf)
+            or (name is not None and name.raw >= 1.0))
 
 
 def _first_cited(order: list[tuple[int, ScoreDetails]], query_idf: float | None) -> int:

@@ -23,7 +23,7 @@ from kb.languages import config_for, detect, query_configs
 from kb.lexing import apply_language, passages_by_config
 from kb.models import Chunk, Document, IngestRun, Namespace, QueryLog, Source
 from retrieval import lexical
-from retrieval.candidates import LEXICAL, ChannelScore, ScoreDetails
+from retrieval.candidates import LEXICAL, NAMES, ChannelScore, ScoreDetails
 from retrieval.channels import Scope
 from retrieval.query import normalise_query
 from retrieval.service import matching_chunk_ids, search, strong
@@ -403,7 +403,10 @@ def test_without_meaning_a_strong_match_is_one_holding_half_the_querys_idf_mass(
     def passage(words: float) -> ScoreDetails:
         return ScoreDetails(key=1, kind="chunk", channels={LEXICAL: ChannelScore(1, words, 1.0)})
     assert strong(passage(5.0), query_idf=10.0) and not strong(passage(4.9), query_idf=10.0)
-    assert not strong(ScoreDetails(key=1, kind="chunk", channels={}), query_idf=10.0)  # a names-only match
+    assert not strong(ScoreDetails(key=1, kind="chunk", channels={}), query_idf=10.0)
+    # found by name alone: strong when the query names the document whole
+    assert strong(ScoreDetails(key=1, kind="chunk", channels={NAMES: ChannelScore(1, 1.0, 1.0)}), 10.0)
+    assert not strong(ScoreDetails(key=1, kind="chunk", channels={NAMES: ChannelScore(1, 0.6, 1.0)}), 10.0)
     assert not strong(passage(5.0), query_idf=None)  # the words channel did not run
     # with meaning, the cosine decides, whatever the words
     assert not strong(dataclasses.replace(passage(9.0), cosine=0.3), 10.0)
