@@ -241,12 +241,12 @@ def indexed_capabilities(provider_slugs):
 
 
 def capability_lexemes(capability_pks) -> dict[int, dict[str, int]]:
-    """Each capability's indexed text as lexemes with frequencies, by PostgreSQL's own parser."""
+    """Each capability's indexed text as lexemes with frequencies, lexed (and folded) as passages are."""
     result: dict[int, dict[str, int]] = {}
     with connection.cursor() as cursor:
         cursor.execute(
             """SELECT c.id, t.lexeme, coalesce(array_length(t.positions, 1), 1)
-               FROM kb_capability c, unnest(to_tsvector(%s::regconfig, c.indexed_text)) t
+               FROM kb_capability c, unnest(kb_lex(%s, c.indexed_text)) t
                WHERE c.id = ANY(%s)""", [SEARCH_CONFIG, list(capability_pks)])
         for pk, lexeme, tf in cursor.fetchall():
             result.setdefault(pk, {})[lexeme] = int(tf)

@@ -141,6 +141,17 @@ def test_builtin_capability_retriever_ranks_by_title_and_summary(world):
     assert result.warnings == []
 
 
+def test_capability_texts_are_folded_as_queries_are(world):
+    from capabilities.store import capability_lexemes
+    from kb.models import Capability
+    from retrieval.service import query_terms
+
+    refund = Capability.objects.get(canonical_id="billing/refund")
+    Capability.objects.filter(pk=refund.pk).update(indexed_text="Ｒｅｆｕｎｄ a pay\u00adment")  # fullwidth, soft hyphen
+    words = set(capability_lexemes([refund.pk])[refund.pk])
+    assert {lexeme for lexeme, _ in query_terms("refund payment")} <= words
+
+
 def test_rejected_candidates_leave_rank_gaps_and_warnings(world, use):
     service.load_definitions({"id": "other", "namespace": "tenant:cg",
                               "capabilities": [{"name": "x", "title": "X"}]})
