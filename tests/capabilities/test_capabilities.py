@@ -147,7 +147,8 @@ def test_capability_texts_are_folded_as_queries_are(world):
     from retrieval.service import query_terms
 
     refund = Capability.objects.get(canonical_id="billing/refund")
-    Capability.objects.filter(pk=refund.pk).update(indexed_text="Ｒｅｆｕｎｄ a pay\u00adment")  # fullwidth, soft hyphen
+    # fullwidth letters and a soft hyphen
+    Capability.objects.filter(pk=refund.pk).update(indexed_text="Ｒｅｆｕｎｄ a pay\u00adment")
     words = set(capability_lexemes([refund.pk])[refund.pk])
     assert {lexeme for lexeme, _ in query_terms("refund payment")} <= words
 
