@@ -87,17 +87,22 @@ EmbedReasonFilter = fixed_choices_filter("embed_reason", "embed reason", EMBED_R
 
 
 class LanguageFilter(admin.SimpleListFilter):
-    """Documents by detected language, named: the languages a reader may see named (a fixed list)."""
+    """Documents by detected language, named: the languages a reader may see named (a fixed list;
+    a rarer language the detector knows is listed under its code, not offered here), or none."""
 
     title = "language"
     parameter_name = "language"
 
+    NOT_NAMED = "not named"
+
     def lookups(self, request, model_admin):
-        return [(named, named) for named in sorted(set(LANGUAGE_NAMES.values()))]
+        return [(named, named) for named in sorted(set(LANGUAGE_NAMES.values()))] + [(self.NOT_NAMED, "not named")]
 
     def queryset(self, request, queryset):
         if not self.value():
             return queryset
+        if self.value() == self.NOT_NAMED:
+            return queryset.filter(language="")
         return queryset.filter(language__in=[code for code, named in LANGUAGE_NAMES.items() if named == self.value()])
 
 

@@ -453,6 +453,9 @@ def test_the_page_and_the_console_say_that_meaning_is_not_used(client, django_us
     assert '<td class="field-language_named">Arabic</td>' in arabic  # named, not "ar"
     german = client.get("/admin/kb/document/", {"language": "German"}).content.decode()
     assert f"/admin/kb/document/{page_id}/change/" not in german
+    Document.objects.filter(pk=page_id).update(language="")
+    unnamed = client.get("/admin/kb/document/", {"language": "not named"}).content.decode()
+    assert f"/admin/kb/document/{page_id}/change/" in unnamed
 
 
 @pytest.fixture
