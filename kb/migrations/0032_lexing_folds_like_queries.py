@@ -36,6 +36,11 @@ LOOKALIKES_TO = "------~~~//*^"
 CJK = (r"\u3040-\u30fa\u30fc-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\uff66-\uff9f"
        r"\U00020000-\U0003134f")
 
+# 0029's character-pair split, its class changed
+_PAIRS_AT = PREVIOUS.FUNCTIONS.index("CREATE OR REPLACE FUNCTION kb_cjk_pairs")
+CJK_PAIRS = PREVIOUS.FUNCTIONS[_PAIRS_AT:PREVIOUS.FUNCTIONS.index("CREATE OR REPLACE FUNCTION kb_lex")].replace(
+    PREVIOUS.CJK, CJK).strip()
+
 FUNCTIONS = rf"""
 CREATE OR REPLACE FUNCTION kb_fold(body text) RETURNS text
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
@@ -43,20 +48,7 @@ RETURN translate(normalize(translate(regexp_replace(body, '[{FORMAT_CHARACTERS}]
                                      '{LOOKALIKES_FROM}', '{LOOKALIKES_TO}'), NFKC),
                  '{LOOKALIKES_FROM}', '{LOOKALIKES_TO}');
 
-CREATE OR REPLACE FUNCTION kb_cjk_pairs(body text) RETURNS text
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-BEGIN ATOMIC
-SELECT coalesce(string_agg(
-         CASE WHEN m[1] IS NULL THEN m[2]
-              WHEN length(m[1]) = 1 THEN m[1]
-              ELSE (SELECT string_agg(pair, ' ' ORDER BY i)
-                      FROM (SELECT i, ch || lead(ch) OVER (ORDER BY i) AS pair
-                              FROM unnest(string_to_array(m[1], NULL)) WITH ORDINALITY AS u(ch, i)) AS pairs
-                     WHERE pair IS NOT NULL)
-         END, ' ' ORDER BY n), '')
-  FROM regexp_matches(body, '([{CJK}]+)|([^{CJK}]+)', 'g') WITH ORDINALITY AS t(m, n);
-END;
-
+{CJK_PAIRS}
 CREATE OR REPLACE FUNCTION kb_lex(config text, body text) RETURNS tsvector
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN CASE WHEN config = 'cjk' THEN to_tsvector('simple'::regconfig, kb_cjk_pairs(kb_fold(coalesce(body, ''))))
