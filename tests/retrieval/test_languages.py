@@ -264,24 +264,30 @@ def test_queries_meet_the_passages_lexemes_while_a_new_setting_waits_and_after_a
     assert lexical.namespace_configs(namespace.pk) == ("simple",)
 
 
+def _relex_killed_after(monkeypatch, namespace: Namespace, moved: str) -> None:
+    """Set the namespace to detect languages and run its relex, the worker killed after its first
+    batch: the chunks `moved` selects (by namespace id) got German, no other did."""
+    from kb import lexing
+
+    def first_batch_then_dies(namespace_id, targets):
+        with connection.cursor() as cursor:
+            cursor.execute(f"UPDATE kb_chunk SET search_config = 'german' WHERE id IN ({moved})", [namespace_id])
+        raise RuntimeError("worker killed")
+
+    namespace.language = "auto"
+    namespace.save()
+    monkeypatch.setattr(lexing, "_relex", first_batch_then_dies)
+    with pytest.raises(RuntimeError):
+        apply_language(namespace.pk)
+
+
 def test_a_relex_stopped_part_way_leaves_every_passage_findable(monkeypatch):
     from kb import lexing
 
     namespace = _ingest("languages-stopped", "user-space.de-DE.html", language="simple")
     assert _lexical_refs(namespace, "Beendigungen") == []  # simple: no stemming
     relex = lexing._relex
-
-    def one_batch_then_dies(namespace_id, targets):  # the worker is killed after its first batch
-        with connection.cursor() as cursor:
-            cursor.execute("UPDATE kb_chunk SET search_config = %s WHERE id IN (SELECT id FROM kb_chunk "
-                           "WHERE namespace_id = %s ORDER BY id LIMIT 2)", [targets["de"], namespace_id])
-        raise RuntimeError("worker killed")
-
-    namespace.language = "auto"
-    namespace.save()
-    monkeypatch.setattr(lexing, "_relex", one_batch_then_dies)
-    with pytest.raises(RuntimeError):
-        apply_language(namespace.pk)
+    _relex_killed_after(monkeypatch, namespace, "SELECT id FROM kb_chunk WHERE namespace_id = %s ORDER BY id LIMIT 2")
     monkeypatch.setattr(lexing, "_relex", relex)
     configs = dict(Chunk.objects.filter(namespace=namespace).values_list("search_config").annotate(n=Count("id")))
     assert configs.keys() == {"simple", "german"}  # half done
@@ -300,19 +306,8 @@ def test_an_ingest_counting_passages_mid_relex_keeps_the_configuration_they_move
     passages = Chunk.objects.filter(namespace=namespace).count()
     # one moved passage under the share that lexes queries, as in a namespace of more than 50 passages
     monkeypatch.setattr("kb.languages.QUERY_SHARE", 2 / passages)
-
-    def one_passage_then_dies(namespace_id, targets):
-        with connection.cursor() as cursor:
-            cursor.execute("UPDATE kb_chunk SET search_config = 'german' WHERE id = (SELECT min(c.id)"
-                           " FROM kb_chunk c JOIN kb_document d ON d.id = c.document_id"
-                           " WHERE d.namespace_id = %s AND d.language = 'de')", [namespace_id])
-        raise RuntimeError("worker killed")
-
-    namespace.language = "auto"
-    namespace.save()
-    monkeypatch.setattr(lexing, "_relex", one_passage_then_dies)
-    with pytest.raises(RuntimeError):
-        apply_language(namespace.pk)
+    _relex_killed_after(monkeypatch, namespace, "SELECT min(c.id) FROM kb_chunk c JOIN kb_document d"
+                        " ON d.id = c.document_id WHERE d.namespace_id = %s AND d.language = 'de'")
     lexing.count_languages(namespace.pk)  # an ingest run or a deleted source counts what is stored
     assert Namespace.objects.get(pk=namespace.pk).passage_configs == {"simple": passages - 1, "german": 1}
     assert "german" in lexical.namespace_configs(namespace.pk)  # the half-moved page keeps meeting its lexemes
