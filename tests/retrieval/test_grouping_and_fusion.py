@@ -200,7 +200,7 @@ def test_page_groups_by_document_by_default_and_shows_the_weights(corpus, client
     page = client.get("/", {"q": "how to grow pumpkins: watering, soil and harvest", "namespace": "grouped"})
     html = page.content.decode()
     assert page.status_code == 200
-    titles = re.findall(r'<h3><a href="[^"]*">([^<]*)</a></h3>', html)
+    titles = re.findall(r'<h3 dir="auto"><a href="[^"]*">([^<]*)</a></h3>', html)
     assert titles and len(titles) == len(set(titles))  # one result per document
     assert "one result per document (" in html and 'class="sections"' in html  # in the folded ranking notes
     assert "Meaning weighs 0.50 and words 0.50" in html
