@@ -38,6 +38,12 @@ CONFIGS = tuple(sorted({*SNOWBALL.values(), SEGMENTED, SIMPLE}))
 CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f"
 _CJK = re.compile(f"[{CJK_CHARS}]")
 
+
+def has_cjk(text: str) -> bool:
+    """Whether `text` holds a Han, kana or Hangul character."""
+    return _CJK.search(text) is not None
+
+
 LANGUAGE_CHOICES = [(AUTO, "Detect each document's language")] + [
     (config, {SEGMENTED: "Chinese, Japanese, Korean (character pairs)",
               SIMPLE: "None: words as written, no stemming"}.get(config, config.capitalize()))
@@ -110,7 +116,7 @@ def query_configs(namespace_language: str, passage_configs: dict[str, int],
         return (document_config(namespace_language, ""),)
     ranked = sorted(shares, key=lambda config: (-shares[config], config))  # most passages first
     targets = _target_configs(namespace_language, document_languages or {})
-    if query and SEGMENTED in shares and _CJK.search(query):
+    if query and SEGMENTED in shares and has_cjk(query):
         targets.add(SEGMENTED)
     return tuple(config for config in ranked
                  if shares[config] / total >= QUERY_SHARE or config in targets) or ranked[:1]

@@ -7,7 +7,7 @@ import html
 import re
 from dataclasses import fields
 
-from kb.languages import CJK_CHARS
+from kb.languages import has_cjk
 from kb.markup import plain_text
 from retrieval.citations import absolute_url
 from retrieval.context import ContextPassage, build_context
@@ -60,14 +60,13 @@ def _marked(window: str, pattern: re.Pattern | None) -> str:
     return "".join(pieces) + html.escape(window[last:])
 
 
-_CJK = re.compile(f"[{CJK_CHARS}]")
 _ARABIC = re.compile("[\u0600-\u06ff\u0750-\u077f]")
 
 
 def _word(stem: str) -> str:
     """The pattern of the words a lexeme stands for in the text (`snippet`); each bounded, so linear."""
     escaped = re.escape(stem)
-    if _CJK.search(stem):
+    if has_cjk(stem):
         return escaped
     if _ARABIC.search(stem):
         return r"\b\w{0,3}?" + escaped + r"\w*"
