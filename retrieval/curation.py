@@ -21,8 +21,8 @@ from kb.auth import Principal, require_readable
 from kb.errors import NotFound
 from kb.models import Chunk, Namespace, QueryFeedback, QueryLog
 from retrieval.errors import FeedbackNotAResult
+from retrieval.service import CITED_COSINE_FLOOR  # searches logged before `strong` was recorded
 
-WEAK_COSINE = 0.35  # searches logged before `strong` was: the cited floor (retrieval.service.CITED_COSINE_FLOOR)
 REPORT_ROWS = 20
 PERIODS = (1, 7, 30, 90)
 
@@ -73,7 +73,7 @@ def query_report(namespace: Namespace, days: int, *, now: datetime | None = None
     current = (logs.filter(created_at__gte=start).values("normalised").annotate(
         count=Count("id", distinct=True),
         zero=Count("id", filter=Q(result_ids=[]), distinct=True),
-        weak=Count("id", filter=Q(strong=False) | Q(strong=None, top_cosine__lt=WEAK_COSINE) | Q(result_ids=[]),
+        weak=Count("id", filter=Q(strong=False) | Q(strong=None, top_cosine__lt=CITED_COSINE_FLOOR) | Q(result_ids=[]),
                    distinct=True),
         helpful=Count("feedback", filter=Q(feedback__helpful=True), distinct=True),
         unhelpful=Count("feedback", filter=Q(feedback__helpful=False), distinct=True),
