@@ -15,8 +15,9 @@ separator, not a character of a pair, and Han characters beyond the Basic Multil
 (`𠮷`) are paired like the others.
 
 Every passage whose lexemes change is lexed again in place; finding them lexes every passage once
-(10,676 passages in 1.5 s here, so about 2.5 minutes a million). Its generated search vector is recomputed and the postings trigger replaces
-its postings and the namespace's BM25 statistics in the same statement, so they stay exact.
+(10,676 passages in 1.5 s here, so about 2.5 minutes a million). Its generated search vector is
+recomputed and the postings trigger replaces its postings and the namespace's BM25 statistics in
+the same statement, so they stay exact.
 """
 
 import importlib
