@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import pytest
 
 from kb.auth import issue_token
-from kb.models import ApiToken, IngestRun, Namespace, Source
+from kb.models import ApiToken, IngestRun, Namespace, QueryLog, Source
 from tests.e2e.processes import Http, Process, free_port, multipart, product_env, record_timing, wait_for
 from tests.pgserver import current_database_url
 
@@ -115,6 +115,11 @@ def test_a_rate_limit_holds_across_gunicorn_workers(transactional_db, deployment
     with ThreadPoolExecutor(burst) as pool:
         codes = list(pool.map(call, range(burst)))
     assert sorted(codes) == [200] * limit + [429] * (burst - limit), codes
+    # each search is logged by its worker's writer thread after the answer: wait for the rows, so the
+    # test database is not emptied while a worker still writes to it (a deadlock in the teardown)
+    wait_for(lambda: QueryLog.objects.filter(namespace=namespace).count() == limit, 30,
+             "the workers' query log rows of the searches let through")
+
 
 def test_a_stopped_worker_is_noticed_its_run_failed_and_a_fresh_worker_takes_the_queue(transactional_db, deployment,
                                                                                         web):
