@@ -8,7 +8,10 @@ Each query is searched once through the service, and the candidates it hands to 
 kept (the ranker is wrapped, and still runs); each rule then re-ranks those same candidates with
 the product's own `ranker.rank` and the weight the rule gives that query. The grid rows equal
 `kb_bench`'s nDCG@10 per grid weight to the last digit, so a rule's row is what the product would
-score with it. The results are in docs/benchmarks.md ("Label-free rules for the unjudged default").
+score with it. The last rows replace the fusion itself (min-max fusion, feedback in embedding
+space) over the same candidates, and the first line gives the namespace's and the queries' word
+pieces per word under the model's own tokenizer. The results are in docs/benchmarks.md
+("Label-free rules for the unjudged default").
 
     .venv/bin/python scripts/fusion_rules.py --namespace bench-dbpedia --pseudo described
 
@@ -118,12 +121,58 @@ def content_share(text: str, config: str) -> float:
     return content / words if words else 1.0
 
 
-def rules(namespace_id: int, chunks: int):
+def word_pieces(embedder):
+    """The embedding model's own tokenizer, as a function from a word to its word pieces."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(embedder.model_path), local_files_only=True).tokenize
+
+
+def fertility(texts, pieces) -> tuple[float, float]:
+    """Word pieces per word, and the share of words split into more than one piece: how far the
+    text lies from the vocabulary the model was built with."""
+    counts = [len(pieces(word)) for text in texts for word in re.findall(r"\w+", text.lower())]
+    return sum(counts) / max(len(counts), 1), sum(n > 1 for n in counts) / max(len(counts), 1)
+
+
+def unit_embeddings(inputs) -> dict:
+    """Every captured candidate's stored embedding, of unit length."""
+    import numpy as np
+
+    from kb.models import Chunk
+
+    keys = sorted({int(c.key) for candidates, _, _ in inputs.values() for c in candidates})
+    found = {}
+    for start in range(0, len(keys), 2000):
+        for pk, vector in Chunk.objects.filter(pk__in=keys[start:start + 2000]).values_list("pk", "embedding"):
+            vector = np.asarray(vector, dtype=float)
+            found[pk] = vector / np.linalg.norm(vector)
+    return found
+
+
+def coherence(candidates, channel: str, embeddings, depth: int = 10) -> float | None:
+    """The mean pairwise cosine of a channel's first `depth` hits (He et al. 2008, list coherence
+    as a predictor of a query's performance)."""
+    import numpy as np
+
+    top = sorted((c for c in candidates if channel in c.hits), key=lambda c: c.hits[channel].rank)[:depth]
+    matrix = np.array([embeddings[int(c.key)] for c in top if int(c.key) in embeddings])
+    if len(matrix) < 2:
+        return None
+    n = len(matrix)
+    return float(((matrix @ matrix.T).sum() - n) / (n * n - n))
+
+
+def rules(namespace_id: int, chunks: int, pieces, embeddings):
     """name -> function(text, candidates, ranker kwargs) -> the words' weight for that query."""
     from retrieval import evaluate, lexical
     from retrieval.ranker import LEXICAL, VECTOR
 
     config = lexical.namespace_configs(namespace_id)[0]
+
+    def coheres(text, candidates, kwargs):
+        words, meaning = coherence(candidates, LEXICAL, embeddings), coherence(candidates, VECTOR, embeddings)
+        return 0.0 if words is not None and meaning and words < 0.8 * meaning else 0.5
 
     def z_ratio(text, candidates, kwargs):
         words, meaning = top_z(candidates, LEXICAL), top_z(candidates, VECTOR)
@@ -140,7 +189,56 @@ def rules(namespace_id: int, chunks: int):
                 lambda text, c, k: max(0.0, min(0.5, content_share(text, config) - 0.5)),
             "0.5 x words' / meaning's top z": z_ratio,
             "0.5 x mean IDF / ln N": specificity,
-            "0 for a question, else 0.5": lambda text, c, k: 0.0 if text.strip().endswith(QUESTION_MARKS) else 0.5}
+            "0 for a question, else 0.5": lambda text, c, k: 0.0 if text.strip().endswith(QUESTION_MARKS) else 0.5,
+            "0.5 if a word splits in pieces, else 0":
+                lambda text, c, k: 0.5 if any(len(pieces(w)) > 1 for w in re.findall(r"\w+", text.lower())) else 0.0,
+            "0.5 if words' top 10 cohere, else 0": coheres}
+
+
+def min_max_fuse(candidate, stats, lexical_weight, lexical_cap=None):
+    """Bruch et al. 2023's TM2C2 in place of z-scores: the cosine min-max scaled from its
+    theoretical minimum (-1) to the list's best, BM25 from 0 to the list's best, then the convex
+    combination, in cosine units."""
+    from retrieval.ranker import LEXICAL, VECTOR, Fused
+
+    vector = stats.get(VECTOR)
+    cosine = candidate.cosine
+    if vector is None or cosine is None:
+        return None
+    meaning = (cosine + 1) / (vector[0] + 1)
+    lexical, hit = stats.get(LEXICAL), candidate.hits.get(LEXICAL)
+    words = (hit.raw if hit else 0.0) / lexical[0] if lexical and lexical[0] > 0 else None
+    fused = meaning if words is None else (1 - lexical_weight) * meaning + lexical_weight * words
+    return Fused(None, None, fused * vector[0])
+
+
+def feedback(candidates, params, kwargs, query_vector, embeddings, weight: float, depth: int = 3,
+             beta: float = 0.3):
+    """Rocchio feedback in embedding space (Li et al. 2021): the query vector moved `beta` of the
+    way to the centroid of the fused ranking's first `depth` passages, every candidate's cosine
+    taken again against it, and the candidates ranked once more."""
+    import numpy as np
+
+    from retrieval import ranker
+
+    first = ranker.rank(candidates, dataclasses.replace(params, lexical_weight=0.5), **kwargs)
+    top = [embeddings[int(d.key)] for d in first.kept[:depth] if int(d.key) in embeddings]
+    query = np.asarray(query_vector, dtype=float)
+    query /= np.linalg.norm(query)
+    if top:
+        centroid = np.mean(top, axis=0)
+        query = (1 - beta) * query + beta * centroid / np.linalg.norm(centroid)
+        query /= np.linalg.norm(query)
+    moved = []
+    for candidate in candidates:
+        if int(candidate.key) in embeddings and candidate.cosine is not None:
+            cosine = float(embeddings[int(candidate.key)] @ query)
+            hits = dict(candidate.hits)
+            if ranker.VECTOR in hits:
+                hits[ranker.VECTOR] = dataclasses.replace(hits[ranker.VECTOR], raw=cosine)
+            candidate = dataclasses.replace(candidate, cosine=cosine, hits=hits)
+        moved.append(candidate)
+    return ranker.rank(moved, dataclasses.replace(params, lexical_weight=weight), **kwargs)
 
 
 def main() -> None:
@@ -168,19 +266,43 @@ def main() -> None:
     refs = {pk: ref for pk, ref, _, _ in documents}
     queries, qrels = (pseudo_queries(documents, args.pseudo, args.sample) if args.pseudo
                       else judged_queries(args, refs))
-    inputs = capture(args.namespace, queries, local_embedder(args.runtime) if args.runtime else get_embedder())
+    embedder = local_embedder(args.runtime) if args.runtime else get_embedder()
+    inputs = capture(args.namespace, queries, embedder)
     chunks = Chunk.objects.filter(namespace=namespace).count()
+    pieces, embeddings = word_pieces(embedder), unit_embeddings(inputs)
+    texts = Chunk.objects.filter(namespace=namespace).order_by("id").values_list("text", flat=True)
+    sample = texts[:: max(1, chunks // 400)]
+    print("{}: word pieces per word {:.3f}, words split {:.3f} (passages); {:.3f}, {:.3f} (queries)".format(
+        args.namespace, *fertility(sample, pieces), *fertility(queries.values(), pieces)))
     kind = f"pseudo-queries ({args.pseudo})" if args.pseudo else "judged queries"
     print(f"{args.namespace}: {len(queries)} {kind}; nDCG@10 per rule")
-    for name, weight in rules(namespace.pk, chunks).items():
+
+    def graded(rank) -> float:
+        """The mean nDCG@10 of `rank(qid, candidates, params, kwargs)` over the captured queries."""
         scores = []
         for qid, (candidates, params, kwargs) in inputs.items():
-            ranked = ranker.rank(candidates, dataclasses.replace(
-                params, lexical_weight=weight(queries[qid], candidates, kwargs)), **kwargs)
             keys = {c.key: c.group for c in candidates}
-            documents = list(dict.fromkeys(refs.get(int(keys[d.key])) for d in ranked.kept))
-            scores.append(ndcg_at(documents, qrels[qid]))
-        print(f"  {name:34} {sum(scores) / len(scores):.4f}")
+            kept = rank(qid, candidates, params, kwargs).kept
+            scores.append(ndcg_at(list(dict.fromkeys(refs.get(int(keys[d.key])) for d in kept)), qrels[qid]))
+        return sum(scores) / len(scores)
+
+    def weighted(weight):
+        return lambda qid, c, p, k: ranker.rank(c, dataclasses.replace(
+            p, lexical_weight=weight(queries[qid], c, k)), **k)
+
+    for name, weight in rules(namespace.pk, chunks, pieces, embeddings).items():
+        print(f"  {name:40} {graded(weighted(weight)):.4f}")
+    fuse = ranker.fuse
+    ranker.fuse = min_max_fuse
+    try:
+        for w in (0.0, 0.25, 0.5):
+            print(f"  {f'min-max fusion (TM2C2), w = {w}':40} {graded(weighted(lambda t, c, k, w=w: w)):.4f}")
+    finally:
+        ranker.fuse = fuse
+    vectors = {qid: embedder.embed_query(text) for qid, text in queries.items()}
+    for w in (0.0, 0.5):
+        score = graded(lambda qid, c, p, k, w=w: feedback(c, p, k, vectors[qid], embeddings, w))
+        print(f"  {f'embedding feedback (3, 0.3), w = {w}':40} {score:.4f}")
 
 
 if __name__ == "__main__":
