@@ -7,6 +7,10 @@ the translated tree. Each page is read by the product's own HTML extractor and k
 language only when its text is detected in that language. The questions and their judgements
 (`corpora/debian-handbook-questions.json`) were written once per page, so each language's
 queries are the questions whose page was translated into it.
+
+`build_mix` joins built languages into one folder, as a namespace holding a manual in two languages
+would: each page and question keeps its language as a prefix of its id, and each question is
+judged to its own language's page.
 """
 
 from __future__ import annotations
@@ -55,6 +59,28 @@ def build(html: Path, out: Path, languages: list[str]) -> list[Built]:
             encoding="utf-8")
         built.append(Built(language, len(pages), len(corpus), len(queries)))
     return built
+
+
+def build_mix(out: Path, languages: list[str]) -> Path:
+    """Write `out/mix-<languages>/` from the languages' folders under `out` (built first)."""
+    folder = out / "mix-{}".format("-".join(languages))
+    (folder / "qrels").mkdir(parents=True, exist_ok=True)
+    corpus, queries, qrels = [], [], ["query-id\tcorpus-id\tscore\n"]
+    for language in languages:
+        source = out / language
+        corpus += [{**row, "_id": f"{language}:{row['_id']}"} for row in _rows(source / "corpus.jsonl")]
+        queries += [{**row, "_id": f"{language}-{row['_id']}"} for row in _rows(source / "queries.jsonl")]
+        for line in (source / "qrels" / "test.tsv").read_text(encoding="utf-8").splitlines()[1:]:
+            query, page, score = line.split("\t")
+            qrels.append(f"{language}-{query}\t{language}:{page}\t{score}\n")
+    _jsonl(folder / "corpus.jsonl", corpus)
+    _jsonl(folder / "queries.jsonl", queries)
+    (folder / "qrels" / "test.tsv").write_text("".join(qrels), encoding="utf-8")
+    return folder
+
+
+def _rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def _jsonl(path: Path, rows: list[dict]) -> None:

@@ -8,7 +8,8 @@ import json
 import shutil
 from pathlib import Path
 
-from django.core.management import call_command
+import pytest
+from django.core.management import CommandError, call_command
 
 PAGES = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "languages"
 
@@ -22,7 +23,7 @@ def test_each_language_keeps_its_translated_pages_and_their_questions(tmp_path):
         shutil.copy(PAGES / fixture, html / folder / "sect.creating-accounts.html")
     shutil.copy(PAGES / "user-space.en-US.html", html / "de-DE" / "sect.hotplug.html")
     call_command("kb_handbook_corpus", "--html", str(html), "--out", str(tmp_path / "out"),
-                 "--languages", "de", "ar")
+                 "--languages", "de", "ar", "--mix", "de", "ar")
     german = [json.loads(line) for line in (tmp_path / "out" / "de" / "corpus.jsonl").read_text().splitlines()]
     assert [row["_id"] for row in german] == ["sect.creating-accounts"]  # the English page is left out
     assert "Kindprozess" in german[0]["text"]
@@ -32,3 +33,17 @@ def test_each_language_keeps_its_translated_pages_and_their_questions(tmp_path):
     assert qrels == ["query-id\tcorpus-id\tscore", "q01\tsect.creating-accounts\t1"]
     arabic = (tmp_path / "out" / "ar" / "queries.jsonl").read_text()
     assert "كيف أنشئ حساب مستخدم جديد" in arabic
+    # both languages in one corpus, each question judged to its own language's page
+    mixed = tmp_path / "out" / "mix-de-ar"
+    pages = [json.loads(line)["_id"] for line in (mixed / "corpus.jsonl").read_text().splitlines()]
+    assert pages == ["de:sect.creating-accounts", "ar:sect.creating-accounts"]
+    assert (mixed / "qrels" / "test.tsv").read_text().splitlines()[1:] == [
+        "de-q01\tde:sect.creating-accounts\t1", "ar-q01\tar:sect.creating-accounts\t1"]
+    questions = [json.loads(line)["_id"] for line in (mixed / "queries.jsonl").read_text().splitlines()]
+    assert questions == ["de-q01", "ar-q01"]
+
+
+def test_a_mix_needs_two_of_the_languages_built(tmp_path):
+    with pytest.raises(CommandError, match="two or more"):
+        call_command("kb_handbook_corpus", "--html", str(tmp_path), "--out", str(tmp_path / "out"),
+                     "--languages", "de", "--mix", "de", "ar")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from evaluation.handbook import FOLDERS, build
+from evaluation.handbook import FOLDERS, build, build_mix
 
 PACKAGE_HTML = Path("usr/share/doc/debian-handbook/html")
 
@@ -20,8 +20,13 @@ class Command(BaseCommand):
         parser.add_argument("--out", required=True, help="Folder to write <language>/ folders into.")
         parser.add_argument("--html", help="The package's html folder (default: download and unpack the package).")
         parser.add_argument("--languages", nargs="+", default=list(FOLDERS), choices=list(FOLDERS))
+        parser.add_argument("--mix", nargs="+", choices=list(FOLDERS), default=[],
+                            help="Also write mix-<languages>/: these languages in one corpus (two or more, "
+                                 "among --languages).")
 
-    def handle(self, *args, out, html, languages, **options):
+    def handle(self, *args, out, html, languages, mix: list[str], **options):
+        if mix and (len(set(mix)) < 2 or not set(mix) <= set(languages)):
+            raise CommandError("--mix takes two or more of the languages built (--languages).")
         with tempfile.TemporaryDirectory() as scratch:
             folder = Path(html) if html else self._unpacked(Path(scratch))
             if not folder.is_dir():
@@ -29,6 +34,8 @@ class Command(BaseCommand):
             for built in build(folder, Path(out), languages):
                 self.stdout.write(f"{built.language}: {built.translated} of {built.pages} pages in the language, "
                                   f"{built.queries} questions -> {Path(out) / built.language}")
+        if mix:
+            self.stdout.write(f"{', '.join(mix)} together -> {build_mix(Path(out), list(dict.fromkeys(mix)))}")
 
     def _unpacked(self, scratch: Path) -> Path:
         try:
