@@ -1,0 +1,91 @@
+"""BM25 alone over a namespace of several languages, two ways, without changing the product.
+
+    .venv/bin/python scripts/bm25_per_config.py --namespace bench-mix-en-de --beir ../handbook/mix-en-de
+
+The lexical channel scores every passage with the namespace's statistics: its passage count, its
+average length and each lexeme's document frequency over all its passages. The other way treats
+each text search configuration as its own collection: a passage's terms weigh with the count,
+average length and frequencies of the passages lexed like it. Both are computed here from the
+namespace's postings, for every judged query lexed as the product lexes it, and graded per query
+language (the prefix of its id before "-"). The first way equals `kb_bench`'s lexical row, which
+checks the computation. The results are in docs/languages.md ("Statistics").
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import math
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kb.settings")
+
+
+def idf(count: float, frequency: int) -> float:
+    return math.log(1 + (count - frequency + 0.5) / (frequency + 0.5))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--namespace", required=True, help="An ingested namespace of the corpus")
+    parser.add_argument("--beir", required=True, help="BEIR folder with queries.jsonl and qrels/test.tsv")
+    args = parser.parse_args()
+
+    import django
+
+    django.setup()
+    from django.db import connection
+
+    from evaluation.metrics import load_beir, ndcg_at
+    from kb.models import Namespace
+    from retrieval import bm25, lexical
+
+    namespace = Namespace.objects.get(slug=args.namespace)
+    corpus = load_beir(args.beir)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT c.id, c.search_config, d.ref FROM kb_chunk c JOIN kb_document d ON d.id = c.document_id"
+                       " WHERE c.namespace_id = %s", [namespace.pk])
+        chunks = {pk: (config, ref) for pk, config, ref in cursor.fetchall()}
+        cursor.execute("SELECT lexeme, chunk_id, tf, doc_len FROM kb_chunk_term WHERE namespace_id = %s",
+                       [namespace.pk])
+        postings, lengths = collections.defaultdict(list), {}
+        for lexeme, chunk, tf, length in cursor.fetchall():
+            postings[lexeme].append((chunk, tf))
+            lengths[chunk] = length
+    per_config = collections.Counter(chunks[chunk][0] for chunk in lengths)
+    average = sum(lengths.values()) / len(lengths)
+    config_average = {config: sum(n for chunk, n in lengths.items() if chunks[chunk][0] == config) / count
+                      for config, count in per_config.items()}
+    print(f"{args.namespace}: passages per configuration {dict(per_config)}")
+
+    graded = collections.defaultdict(list)
+    for qid, text in corpus.queries.items():
+        if qid not in corpus.qrels:
+            continue
+        terms = lexical.query_lexemes(text, lexical.namespace_configs(namespace.pk, text))
+        for way in ("namespace", "per configuration"):
+            scores = collections.defaultdict(float)
+            for lexeme, query_tf in terms:
+                found = postings.get(lexeme, [])
+                frequencies = collections.Counter(chunks[chunk][0] for chunk, _ in found)
+                for chunk, tf in found:
+                    config = chunks[chunk][0]
+                    if way == "namespace":
+                        weight, length = query_tf * idf(len(lengths), len(found)), average
+                    else:
+                        weight, length = query_tf * idf(per_config[config], frequencies[config]), config_average[config]
+                    scores[chunk] += weight * bm25.impact(tf, lengths[chunk], length)
+            ranked = sorted(scores, key=lambda chunk: -scores[chunk])[:100]
+            documents = list(dict.fromkeys(chunks[chunk][1] for chunk in ranked))
+            graded[way, qid.split("-")[0]].append(ndcg_at(documents, corpus.qrels[qid]))
+            graded[way, "all"].append(graded[way, qid.split("-")[0]][-1])
+    for (way, language), scores in sorted(graded.items()):
+        mean = sum(scores) / len(scores)
+        print(f"  BM25 nDCG@10, statistics {way:18} {language:4} {mean:.4f} ({len(scores)} queries)")
+
+
+if __name__ == "__main__":
+    main()
