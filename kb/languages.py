@@ -67,6 +67,7 @@ UNREAD_SHARE = 0.5  # above this share of documents in languages the model does 
 DETECTED_PREFIX = 20_000  # characters read to name a document's language: linear, bounded
 MIN_LETTERS = 40  # fewer letters than this name no language: the namespace's default applies
 MIN_CONFIDENCE = 0.5  # the detector's normalised probability below which its answer is not trusted
+QUERY_CONFIDENCE = 0.9  # the share, among a namespace's own configurations, a query's language needs to lex it alone
 _LETTERS = re.compile(r"[^\W\d_]", re.UNICODE)
 
 
@@ -96,7 +97,8 @@ def main_language(document_languages: dict[str, int]) -> str:
 
 
 def query_configs(namespace_language: str, passage_configs: dict[str, int],
-                  document_languages: dict[str, int] | None = None, query: str = "") -> tuple[str, ...]:
+                  document_languages: dict[str, int] | None = None, query: str = "",
+                  passages: int | None = None) -> tuple[str, ...]:
     """The configurations a namespace's queries are lexed with, most passages first: those that
     lex at least QUERY_SHARE of its passages (the largest when none does; the setting's while it
     has none), and those the setting is moving passages to that hold any yet.
@@ -109,17 +111,47 @@ def query_configs(namespace_language: str, passage_configs: dict[str, int],
     few it has moved there so far keep meeting their lexemes, whatever an ingest run counted
     meanwhile. A `query` written in Han, kana or Hangul is also lexed in character pairs when any
     passage is: such text is rarely a misread language, and lexed otherwise its run is one word
-    that no passage of pairs holds."""
+    that no passage of pairs holds.
+
+    In a namespace that detects each document's language, whose passages are all settled where
+    their documents' languages put them (`passages`, its passage count, is no less than the
+    counts: no relex is moving any), a `query` is lexed with its own language's configuration
+    alone when `own_config` names it: lexed in the others as well, its words meet the other
+    languages' passages as lexemes rare there, and those rank first."""
     shares = {config: count for config, count in passage_configs.items() if count > 0}
     total = sum(shares.values())
     if not total:
         return (document_config(namespace_language, ""),)
     ranked = sorted(shares, key=lambda config: (-shares[config], config))  # most passages first
     targets = _target_configs(namespace_language, document_languages or {})
+    documents_say = set(targets)
     if query and SEGMENTED in shares and has_cjk(query):
         targets.add(SEGMENTED)
-    return tuple(config for config in ranked
-                 if shares[config] / total >= QUERY_SHARE or config in targets) or ranked[:1]
+    configs = tuple(config for config in ranked
+                    if shares[config] / total >= QUERY_SHARE or config in targets) or ranked[:1]
+    # settled: no relex announced (it counts moving passages twice) nor left part-way (passages
+    # in a configuration no document's language gives)
+    settled = passages is not None and total <= passages and documents_say.issuperset(configs)
+    own = own_config(query, configs) if settled and namespace_language == AUTO and len(configs) > 1 else None
+    return (own,) if own else configs
+
+
+def own_config(query: str, configs: tuple[str, ...]) -> str | None:
+    """The one of `configs` whose languages the detector gives at least QUERY_CONFIDENCE of
+    the probability it gives all of theirs, reading `query` (None when none does, or the
+    query has no letters): choosing among the namespace's own languages, the detector names a
+    query of a few words reliably where it could not name it among all 97."""
+    sample = _main_scripts(query[:DETECTED_PREFIX])
+    if not _LETTERS.search(sample):
+        return None
+    totals: dict[str, float] = {}
+    for language, probability in _identifier().rank(sample):
+        config = config_for(language)
+        if config in configs:
+            totals[config] = totals.get(config, 0.0) + probability
+    total = sum(totals.values())
+    best = max(totals, key=lambda config: totals[config]) if total > 0 else None
+    return best if best is not None and totals[best] / total >= QUERY_CONFIDENCE else None
 
 
 def _target_configs(namespace_language: str, document_languages: dict[str, int]) -> set[str]:

@@ -155,10 +155,11 @@ def query_lexemes(text: str, configs: tuple[str, ...] | list[str] = ()) -> list[
 def namespace_configs(namespace_id: int, query: str = "") -> tuple[str, ...]:
     """The text search configurations a namespace's queries (this `query`) are lexed with (`query_configs`)."""
     with read_connection().cursor() as cursor:
-        cursor.execute("SELECT language, passage_configs::text, document_languages::text FROM kb_namespace"
-                       " WHERE id = %s", [namespace_id])
+        cursor.execute("SELECT n.language, n.passage_configs::text, n.document_languages::text, s.chunk_count"
+                       " FROM kb_namespace n LEFT JOIN kb_namespace_stats s ON s.namespace_id = n.id"
+                       " WHERE n.id = %s", [namespace_id])
         row = cursor.fetchone()
-    return query_configs(row[0], json.loads(row[1]), json.loads(row[2]), query) if row else (DEFAULT_CONFIG,)
+    return query_configs(row[0], json.loads(row[1]), json.loads(row[2]), query, row[3]) if row else (DEFAULT_CONFIG,)
 
 
 @dataclass(frozen=True)

@@ -228,7 +228,8 @@ def _plan(query: str, namespace: str, filters: Filters, limit: int, params: Rank
         scope=ch.Scope(ns["id"], tuple(filters.source_ids), tuple(filters.document_ids)),
         params=RankerParams(**{**params.__dict__, "limit": limit, "lexical_weight": weights.lexical}),
         depth=min(1000, max(100, 2 * (documents_wanted or limit))),  # grouped: sections come from the same pool
-        configs=query_configs(ns["language"], ns["passage_configs"], ns["document_languages"], query),
+        configs=query_configs(ns["language"], ns["passage_configs"], ns["document_languages"], query,
+                              ns["passages"]),
         notes=notes,
     )
 
@@ -241,21 +242,22 @@ def unjudged_weights(document_languages: dict[str, int]) -> tuple[FusionWeights,
 
 
 def _namespace_row(slug: str) -> dict | None:
-    """The namespace's id, text search configurations and fusion weights (`WEIGHT_FIELDS`), in
+    """The namespace's id, text search configurations, passage count and fusion weights (`WEIGHT_FIELDS`), in
     one statement: every search starts here, and the ORM's version of this read cost a
     millisecond more at p50."""
     with read_connection().cursor() as cursor:
         cursor.execute(
-            "SELECT n.id, n.language, n.document_languages::text, n.passage_configs::text, f.lexical_weight,"
-            " f.version, f.fitted_at,"
-            " f.fitted_on, f.queries, f.cross_validated_ndcg, f.default_ndcg"
-            " FROM kb_namespace n LEFT JOIN kb_fusioncalibration f ON f.namespace_id = n.id WHERE n.slug = %s",
+            "SELECT n.id, n.language, n.document_languages::text, n.passage_configs::text, s.chunk_count,"
+            " f.lexical_weight, f.version, f.fitted_at, f.fitted_on, f.queries, f.cross_validated_ndcg, f.default_ndcg"
+            " FROM kb_namespace n LEFT JOIN kb_fusioncalibration f ON f.namespace_id = n.id"
+            " LEFT JOIN kb_namespace_stats s ON s.namespace_id = n.id WHERE n.slug = %s",
             [slug])
         row = cursor.fetchone()
     if row is None:
         return None
     return {"id": row[0], "language": row[1], "document_languages": json.loads(row[2]),
-            "passage_configs": json.loads(row[3]), **dict(zip(WEIGHT_FIELDS, row[4:], strict=True))}
+            "passage_configs": json.loads(row[3]), "passages": row[4],
+            **dict(zip(WEIGHT_FIELDS, row[5:], strict=True))}
 
 
 @dataclass
