@@ -41,6 +41,7 @@ class LexicalReport:
     changed_chunks: int = 0  # packed: chunks changed since the lists were built, read from the table
     probed_terms: tuple[str, ...] = ()  # packed: terms whose postings were only looked up for candidates
     candidates: int = 0  # packed, with probed terms: chunks completed by those lookups
+    configurations: tuple[str, ...] = ()  # the text search configurations the query was lexed with
 
 
 @dataclass(frozen=True)

@@ -88,6 +88,7 @@ class LexicalOut(Schema):
     changed_chunks: int  # packed: chunks changed since the lists were built, read from the table
     probed_terms: list[str]  # packed: terms whose postings were only looked up for the candidates (MaxScore)
     candidates: int  # packed, with probed terms: chunks completed by those lookups
+    configurations: list[str]  # the text search configurations the query was lexed with (docs/languages.md)
 
 
 class DocumentGroupOut(Schema):

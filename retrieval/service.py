@@ -316,7 +316,8 @@ def _gather(plan: _Plan, channels: tuple[str, ...], query_vector, timings: dict[
             rows.update(vector.candidates)
             cosines = vector.cosines
             timings["vector_ms"] = _ms(t)
-    return _Found(lists, rows, cosines, lexemes, statistics, words.report if words else None, names.common_keys)
+    report = dataclasses.replace(words.report, configurations=plan.configs) if words else None
+    return _Found(lists, rows, cosines, lexemes, statistics, report, names.common_keys)
 
 
 def _result(plan: _Plan, ranking, found: _Found, timings: dict[str, float],

@@ -287,6 +287,7 @@ def test_the_search_summary_says_how_the_lexical_channel_read_and_the_lists_chan
     lexical = after["summary"]["lexical"]
     assert lexical["mode"] == "packed" and lexical["changed_chunks"] == 0
     assert lexical["terms"] == before["summary"]["lexical"]["terms"] == ["roast", "pumpkin", "soup"]
+    assert lexical["configurations"] == ["english"]
     assert lexical["postings_read"] == before["summary"]["lexical"]["postings_read"] > 0
     assert [(r["chunk_id"], r["score"]) for r in after["results"]] == [
         (r["chunk_id"], r["score"]) for r in before["results"]]

@@ -320,7 +320,7 @@ def _lexical_refs_with(namespace: Namespace, query: str, configs: tuple[str, ...
     return list(dict.fromkeys(refs[r.chunk_id] for r in rows))
 
 
-def test_in_a_namespace_of_two_languages_a_query_is_lexed_in_its_own():
+def test_in_a_namespace_of_two_languages_a_query_is_lexed_in_its_own(client):
     namespace = _ingest("languages-two", "user-space.en-US.html", "user-space.de-DE.html")
     assert lexical.namespace_configs(namespace.pk) == ("english", "german")
     english = "How do daemon processes start before the user opens a session?"
@@ -330,6 +330,8 @@ def test_in_a_namespace_of_two_languages_a_query_is_lexed_in_its_own():
     assert lexical.namespace_configs(namespace.pk, german) == ("german",)
     assert _lexical_refs(namespace, german)[0] == "user-space.de-DE.html"
     assert search(german, namespace.slug, log=False).hits[0].document_ref == "user-space.de-DE.html"
+    summary = client.get("/api/search", {"query": german, "namespace": namespace.slug}).json()["summary"]
+    assert summary["lexical"]["configurations"] == ["german"]  # the explanation says how it was read
     # lexed in both, "was", "ist" and "ein" are English lexemes too, rare on the German page
     assert _lexical_refs_with(namespace, german, ("english", "german"))[0] == "user-space.en-US.html"
     # too short to name among the two: lexed in both, so a name meets either page
