@@ -69,10 +69,10 @@ def build_mix(out: Path, languages: list[str]) -> Path:
     for language in languages:
         source = out / language
         corpus += [{**row, "_id": f"{language}:{row['_id']}"} for row in _rows(source / "corpus.jsonl")]
-        queries += [{**row, "_id": f"{language}-{row['_id']}"} for row in _rows(source / "queries.jsonl")]
+        queries += [{**row, "_id": f"{language}:{row['_id']}"} for row in _rows(source / "queries.jsonl")]
         for line in (source / "qrels" / "test.tsv").read_text(encoding="utf-8").splitlines()[1:]:
             query, page, score = line.split("\t")
-            qrels.append(f"{language}-{query}\t{language}:{page}\t{score}\n")
+            qrels.append(f"{language}:{query}\t{language}:{page}\t{score}\n")
     _jsonl(folder / "corpus.jsonl", corpus)
     _jsonl(folder / "queries.jsonl", queries)
     (folder / "qrels" / "test.tsv").write_text("".join(qrels), encoding="utf-8")

@@ -50,7 +50,7 @@ LANGUAGE_CHOICES = [(AUTO, "Detect each document's language")] + [
     for config in CONFIGS
 ]
 
-NAMES = {  # the languages a reader may see named (the detector knows 97; others show their code)
+NAMES = {  # the languages a reader may see named (the detector knows 140; others show their code)
     "af": "Afrikaans", "ar": "Arabic", "bg": "Bulgarian", "bn": "Bengali", "ca": "Catalan", "cs": "Czech",
     "da": "Danish", "de": "German", "el": "Greek", "en": "English", "es": "Spanish", "et": "Estonian",
     "eu": "Basque", "fa": "Persian", "fi": "Finnish", "fr": "French", "ga": "Irish", "gl": "Galician",
@@ -98,7 +98,7 @@ def main_language(document_languages: dict[str, int]) -> str:
 
 def query_configs(namespace_language: str, passage_configs: dict[str, int],
                   document_languages: dict[str, int] | None = None, query: str = "",
-                  passages: int | None = None) -> tuple[str, ...]:
+                  relexing: bool = False) -> tuple[str, ...]:
     """The configurations a namespace's queries are lexed with, most passages first: those that
     lex at least QUERY_SHARE of its passages (the largest when none does; the setting's while it
     has none), and those the setting is moving passages to that hold any yet.
@@ -113,11 +113,9 @@ def query_configs(namespace_language: str, passage_configs: dict[str, int],
     passage is: such text is rarely a misread language, and lexed otherwise its run is one word
     that no passage of pairs holds.
 
-    In a namespace that detects each document's language, whose passages are all settled where
-    their documents' languages put them (`passages`, its passage count, is no less than the
-    counts: no relex is moving any), a `query` is lexed with its own language's configuration
-    alone when `own_config` names it: lexed in the others as well, its words meet the other
-    languages' passages as lexemes rare there, and those rank first."""
+    Where documents are lexed in their detected languages and no relex is moving passages
+    (`relexing`), a `query` is lexed in its own language's configuration alone when `own_config`
+    names it: lexed in the others too, its words meet their passages as lexemes rare there."""
     shares = {config: count for config, count in passage_configs.items() if count > 0}
     total = sum(shares.values())
     if not total:
@@ -129,29 +127,31 @@ def query_configs(namespace_language: str, passage_configs: dict[str, int],
         targets.add(SEGMENTED)
     configs = tuple(config for config in ranked
                     if shares[config] / total >= QUERY_SHARE or config in targets) or ranked[:1]
-    # settled: no relex announced (it counts moving passages twice) nor left part-way (passages
-    # in a configuration no document's language gives)
-    settled = passages is not None and total <= passages and documents_say.issuperset(configs)
+    settled = not relexing and documents_say.issuperset(configs)  # passages where their documents' languages put them
     own = own_config(query, configs) if settled and namespace_language == AUTO and len(configs) > 1 else None
     return (own,) if own else configs
 
 
 def own_config(query: str, configs: tuple[str, ...]) -> str | None:
-    """The one of `configs` whose languages the detector gives at least QUERY_CONFIDENCE of
-    the probability it gives all of theirs, reading `query` (None when none does, or the
-    query has no letters): choosing among the namespace's own languages, the detector names a
-    query of a few words reliably where it could not name it among all 97."""
-    sample = _main_scripts(query[:DETECTED_PREFIX])
-    if not _LETTERS.search(sample):
+    """The one of `configs` the detector places `query` in, or None. Each configuration scores its
+    likeliest language (`simple` stands for many languages: their sum would win on any text the
+    detector cannot read); the chosen one's must be MIN_CONFIDENCE likely among all languages
+    (a name or an abbreviation is likely in none) and QUERY_CONFIDENCE of what the namespace's
+    configurations score together. A query mixing scripts is not placed: its words in each
+    script belong to that script's configuration."""
+    letters = _LETTERS.findall(query[:DETECTED_PREFIX])
+    if not letters or len({_script(letter)[0] for letter in letters}) > 1:
         return None
-    totals: dict[str, float] = {}
-    for language, probability in _identifier().rank(sample):
+    best: dict[str, float] = {}
+    for language, probability in _identifier().rank(query[:DETECTED_PREFIX]):
         config = config_for(language)
         if config in configs:
-            totals[config] = totals.get(config, 0.0) + probability
-    total = sum(totals.values())
-    best = max(totals, key=lambda config: totals[config]) if total > 0 else None
-    return best if best is not None and totals[best] / total >= QUERY_CONFIDENCE else None
+            best[config] = max(best.get(config, 0.0), probability)
+    total = sum(best.values())
+    chosen = max(best, key=lambda config: best[config]) if total > 0 else None
+    if chosen is None or best[chosen] < MIN_CONFIDENCE or best[chosen] / total < QUERY_CONFIDENCE:
+        return None
+    return chosen
 
 
 def _target_configs(namespace_language: str, document_languages: dict[str, int]) -> set[str]:

@@ -38,12 +38,14 @@ class Relexed:
 def apply_language(namespace_id: int) -> Relexed:
     """Lex the namespace's stored passages as its language setting says now. One task per
     namespace at a time (a session advisory lock); a setting changed while it ran is applied
-    before it returns."""
+    before it returns. `Namespace.relexing` is set while it runs and stays set if it stops
+    part-way, so queries meanwhile are lexed in every configuration (`query_configs`)."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_lock(%s, %s)", [LOCK_CLASS, namespace_id])
     try:
         detected = passages = 0
         applied = None
+        Namespace.objects.filter(pk=namespace_id).update(relexing=True)  # a direct call announces it too
         while (language := Namespace.objects.values_list("language", flat=True).get(pk=namespace_id)) != applied:
             detected += _detect_missing(namespace_id) if language == AUTO else 0
             targets = _targets(namespace_id, language)
@@ -51,6 +53,8 @@ def apply_language(namespace_id: int) -> Relexed:
             passages += _relex(namespace_id, targets)
             applied = language
         _, counted = _count(namespace_id)
+        # done unless the setting changed after the loop read it (its own task then runs next)
+        Namespace.objects.filter(pk=namespace_id, language=applied).update(relexing=False)
         configs = tuple(sorted(counted, key=lambda config: -counted[config]))
     finally:
         with connection.cursor() as cursor:

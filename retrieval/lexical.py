@@ -18,6 +18,7 @@ they agree and what each costs.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 
@@ -56,10 +57,18 @@ def lexical_channel(scope: Scope, lexemes: list[tuple[str, int]], k: int,
 
 
 def lexical_search(scope: Scope, lexemes: list[tuple[str, int]], k: int,
-                   statistics: "TermStatistics | None" = None, packed: bool = True) -> LexicalResult:
+                   statistics: "TermStatistics | None" = None, packed: bool = True, *,
+                   configurations: tuple[str, ...] = ()) -> LexicalResult:
     """The BM25 top k: IDF from the namespace's document frequencies, TF saturation k1, length
     normalisation b; the query is an OR over its lexemes. `packed=False` reads the table even
-    where packed lists exist (the benchmark's reference)."""
+    where packed lists exist (the benchmark's reference). `configurations`, those the lexemes
+    were made with, are named in the report."""
+    found = _search(scope, lexemes, k, statistics, packed)
+    return LexicalResult(found.rows, dataclasses.replace(found.report, configurations=tuple(configurations)))
+
+
+def _search(scope: Scope, lexemes: list[tuple[str, int]], k: int, statistics: "TermStatistics | None",
+            packed: bool) -> LexicalResult:
     if not lexemes or k <= 0:
         return LexicalResult([], LexicalReport("table", 0, ()))
     statistics = statistics or term_statistics(scope, lexemes)
@@ -156,9 +165,8 @@ def query_lexemes(text: str, configs: tuple[str, ...] | list[str] = ()) -> list[
 def namespace_configs(namespace_id: int, query: str = "") -> tuple[str, ...]:
     """The text search configurations a namespace's queries (this `query`) are lexed with (`query_configs`)."""
     with read_connection().cursor() as cursor:
-        cursor.execute("SELECT n.language, n.passage_configs::text, n.document_languages::text, s.chunk_count"
-                       " FROM kb_namespace n LEFT JOIN kb_namespace_stats s ON s.namespace_id = n.id"
-                       " WHERE n.id = %s", [namespace_id])
+        cursor.execute("SELECT language, passage_configs::text, document_languages::text, relexing FROM kb_namespace"
+                       " WHERE id = %s", [namespace_id])
         row = cursor.fetchone()
     return query_configs(row[0], json.loads(row[1]), json.loads(row[2]), query, row[3]) if row else (DEFAULT_CONFIG,)
 

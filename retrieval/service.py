@@ -229,7 +229,7 @@ def _plan(query: str, namespace: str, filters: Filters, limit: int, params: Rank
         params=RankerParams(**{**params.__dict__, "limit": limit, "lexical_weight": weights.lexical}),
         depth=min(1000, max(100, 2 * (documents_wanted or limit))),  # grouped: sections come from the same pool
         configs=query_configs(ns["language"], ns["passage_configs"], ns["document_languages"], query,
-                              ns["passages"]),
+                              ns["relexing"]),
         notes=notes,
     )
 
@@ -242,21 +242,20 @@ def unjudged_weights(document_languages: dict[str, int]) -> tuple[FusionWeights,
 
 
 def _namespace_row(slug: str) -> dict | None:
-    """The namespace's id, text search configurations, passage count and fusion weights (`WEIGHT_FIELDS`), in
+    """The namespace's id, what its queries are lexed with and its fusion weights (`WEIGHT_FIELDS`), in
     one statement: every search starts here, and the ORM's version of this read cost a
     millisecond more at p50."""
     with read_connection().cursor() as cursor:
         cursor.execute(
-            "SELECT n.id, n.language, n.document_languages::text, n.passage_configs::text, s.chunk_count,"
+            "SELECT n.id, n.language, n.document_languages::text, n.passage_configs::text, n.relexing,"
             " f.lexical_weight, f.version, f.fitted_at, f.fitted_on, f.queries, f.cross_validated_ndcg, f.default_ndcg"
-            " FROM kb_namespace n LEFT JOIN kb_fusioncalibration f ON f.namespace_id = n.id"
-            " LEFT JOIN kb_namespace_stats s ON s.namespace_id = n.id WHERE n.slug = %s",
+            " FROM kb_namespace n LEFT JOIN kb_fusioncalibration f ON f.namespace_id = n.id WHERE n.slug = %s",
             [slug])
         row = cursor.fetchone()
     if row is None:
         return None
     return {"id": row[0], "language": row[1], "document_languages": json.loads(row[2]),
-            "passage_configs": json.loads(row[3]), "passages": row[4],
+            "passage_configs": json.loads(row[3]), "relexing": row[4],
             **dict(zip(WEIGHT_FIELDS, row[5:], strict=True))}
 
 
@@ -292,7 +291,7 @@ def _gather(plan: _Plan, channels: tuple[str, ...], query_vector, timings: dict[
         statistics, words = None, None
         if LEXICAL in channels:
             statistics = lexical.term_statistics(scope, lexemes)
-            words = lexical.lexical_search(scope, lexemes, depth, statistics)
+            words = lexical.lexical_search(scope, lexemes, depth, statistics, configurations=plan.configs)
         names = ch.names_search(scope, features.name_keys) if NAMES in channels else ch.NamesResult([])
         lists: dict[str, list[ch.ChannelRow]] = {
             LEXICAL: words.rows if words else [],
@@ -316,8 +315,7 @@ def _gather(plan: _Plan, channels: tuple[str, ...], query_vector, timings: dict[
             rows.update(vector.candidates)
             cosines = vector.cosines
             timings["vector_ms"] = _ms(t)
-    report = dataclasses.replace(words.report, configurations=plan.configs) if words else None
-    return _Found(lists, rows, cosines, lexemes, statistics, report, names.common_keys)
+    return _Found(lists, rows, cosines, lexemes, statistics, words.report if words else None, names.common_keys)
 
 
 def _result(plan: _Plan, ranking, found: _Found, timings: dict[str, float],

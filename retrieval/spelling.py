@@ -1,7 +1,7 @@
 """Spelling corrections drawn from a namespace's own vocabulary, for the no-results state.
 
 A query word is misspelt when none of its stems (in each text search configuration the
-namespace's passages are lexed with, as the lexical channel stems; character pairs of Chinese,
+lexical channel lexes the query with; character pairs of Chinese,
 Japanese and Korean are not corrected) occurs in any chunk of the namespace. Its correction is the namespace's lexeme
 nearest to that stem by edit distance (a swap counts one; at most 1 for words of up to seven
 letters, 2 for longer ones; same first
@@ -78,7 +78,7 @@ def correct_query(namespace_id: int, query: str) -> str | None:
     words = WORD_RE.findall(query)
     if not words or len(words) > MAX_WORDS:
         return None
-    configs = [c for c in namespace_configs(namespace_id) if c != SEGMENTED]
+    configs = [c for c in namespace_configs(namespace_id, query) if c != SEGMENTED]  # as the channel lexes it
     if not configs:
         return None
     with read_connection().cursor() as cursor:

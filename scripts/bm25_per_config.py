@@ -7,7 +7,7 @@ average length and each lexeme's document frequency over all its passages. The o
 each text search configuration as its own collection: a passage's terms weigh with the count,
 average length and frequencies of the passages lexed like it. Both are computed here from the
 namespace's postings, for every judged query lexed as the product lexes it, and graded per query
-language (the prefix of its id before "-"). The first way equals `kb_bench`'s lexical row, which
+language (the prefix of its id before ":"). The first way equals `kb_bench`'s lexical row, which
 checks the computation. The results are in docs/languages.md ("Statistics").
 """
 
@@ -80,8 +80,8 @@ def main() -> None:
                     scores[chunk] += weight * bm25.impact(tf, lengths[chunk], length)
             ranked = sorted(scores, key=lambda chunk: -scores[chunk])[:100]
             documents = list(dict.fromkeys(chunks[chunk][1] for chunk in ranked))
-            graded[way, qid.split("-")[0]].append(ndcg_at(documents, corpus.qrels[qid]))
-            graded[way, "all"].append(graded[way, qid.split("-")[0]][-1])
+            graded[way, qid.split(":")[0]].append(ndcg_at(documents, corpus.qrels[qid]))
+            graded[way, "all"].append(graded[way, qid.split(":")[0]][-1])
     for (way, language), scores in sorted(graded.items()):
         mean = sum(scores) / len(scores)
         print(f"  BM25 nDCG@10, statistics {way:18} {language:4} {mean:.4f} ({len(scores)} queries)")

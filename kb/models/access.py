@@ -25,6 +25,10 @@ class Namespace(models.Model):
     passage_configs = models.JSONField(
         default=dict, blank=True, editable=False,
         help_text="How many of its passages each text search configuration lexes: what its queries are lexed with.")
+    relexing = models.BooleanField(
+        default=False, editable=False,
+        help_text="Set from a change of the language setting until its passages are all lexed again: queries "
+                  "are lexed in every configuration its passages hold meanwhile.")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -35,6 +39,11 @@ class Namespace(models.Model):
 
     def save(self, *args, **kwargs):
         validate_namespace_slug(self.slug)
+        if not self._state.adding and kwargs.get("update_fields") is None:
+            # `relexing` is the relex's to clear: a save keeps the stored flag, and sets it with a new setting
+            stored = Namespace.objects.filter(pk=self.pk).values_list("language", "relexing").first()
+            if stored is not None:
+                self.relexing = stored[1] or stored[0] != self.language
         super().save(*args, **kwargs)
 
 class NamespaceMembership(models.Model):

@@ -38,9 +38,9 @@ def test_each_language_keeps_its_translated_pages_and_their_questions(tmp_path):
     pages = [json.loads(line)["_id"] for line in (mixed / "corpus.jsonl").read_text().splitlines()]
     assert pages == ["de:sect.creating-accounts", "ar:sect.creating-accounts"]
     assert (mixed / "qrels" / "test.tsv").read_text().splitlines()[1:] == [
-        "de-q01\tde:sect.creating-accounts\t1", "ar-q01\tar:sect.creating-accounts\t1"]
+        "de:q01\tde:sect.creating-accounts\t1", "ar:q01\tar:sect.creating-accounts\t1"]
     questions = [json.loads(line)["_id"] for line in (mixed / "queries.jsonl").read_text().splitlines()]
-    assert questions == ["de-q01", "ar-q01"]
+    assert questions == ["de:q01", "ar:q01"]
 
 
 def test_a_mix_needs_two_of_the_languages_built(tmp_path):

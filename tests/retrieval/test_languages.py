@@ -305,6 +305,7 @@ def test_an_ingest_counting_passages_mid_relex_keeps_the_configuration_they_move
 
     namespace = _ingest("languages-recounted", "user-space.de-DE.html", "user-space.en-US.html", language="simple")
     passages = Chunk.objects.filter(namespace=namespace).count()
+    relex = lexing._relex
     # one moved passage under the share that lexes queries, as in a namespace of more than 50 passages
     monkeypatch.setattr("kb.languages.QUERY_SHARE", 2 / passages)
     _relex_killed_after(monkeypatch, namespace, "SELECT min(c.id) FROM kb_chunk c JOIN kb_document d"
@@ -312,6 +313,12 @@ def test_an_ingest_counting_passages_mid_relex_keeps_the_configuration_they_move
     lexing.count_languages(namespace.pk)  # an ingest run or a deleted source counts what is stored
     assert Namespace.objects.get(pk=namespace.pk).passage_configs == {"simple": passages - 1, "german": 1}
     assert "german" in lexical.namespace_configs(namespace.pk)  # the half-moved page keeps meeting its lexemes
+    # stopped part-way, the relex stays announced: a German question is not lexed in German alone
+    assert Namespace.objects.get(pk=namespace.pk).relexing
+    assert set(lexical.namespace_configs(namespace.pk, "Wie konfiguriere ich den Speicher?")) >= {"simple", "german"}
+    monkeypatch.setattr(lexing, "_relex", relex)
+    assert set(lexing.apply_language(namespace.pk).configs) == {"english", "german"}  # run again, it finishes
+    assert not Namespace.objects.get(pk=namespace.pk).relexing
 
 
 def _lexical_refs_with(namespace: Namespace, query: str, configs: tuple[str, ...]) -> list[str]:
@@ -340,8 +347,9 @@ def test_in_a_namespace_of_two_languages_a_query_is_lexed_in_its_own(client):
 
 def test_the_detector_places_each_handbook_question_among_two_languages_never_wrongly():
     """The 28 handbook questions, written by hand in eight languages before any search ran, each
-    placed between the configurations of two of the languages: never the wrong one; unsure
-    (lexed in both) only where a configuration stands for many languages (`simple`: Persian)."""
+    placed between the configurations of two of the languages: never the wrong one. Unsure
+    (lexed in both) for a few: Chinese and Japanese questions that name a command in Latin
+    letters, and many Persian ones (`simple` stands for many languages)."""
     from evaluation.handbook import QUESTIONS
     from kb.languages import own_config
 
@@ -351,20 +359,27 @@ def test_the_detector_places_each_handbook_question_among_two_languages_never_wr
         results = [(config_for(language), own_config(question[language], configs))
                    for language in pair for question in questions]
         assert all(got in (None, wanted) for wanted, got in results), pair  # never the other language
-        sure = sum(got is not None for _, got in results) / len(results)
-        assert sure >= (0.5 if "fa" in pair else 0.95), (pair, sure)
+        placed = sum(got is not None for _, got in results) / len(results)
+        assert placed >= (0.45 if "fa" in pair else 0.75), (pair, placed)
 
 
-def test_a_query_is_lexed_in_every_configuration_until_passages_settle():
+def test_a_query_is_lexed_in_every_configuration_unless_it_is_placed_in_one_of_settled_passages():
     two = {"english": 60, "german": 40}
     languages = {"en": 6, "de": 4}
-    english = "How do daemon processes start before the user opens a session?"
-    assert query_configs("auto", two, languages, english, 100) == ("english",)
-    assert query_configs("auto", two, languages, english, 90) == ("english", "german")  # a relex announced
-    assert query_configs("auto", two, {"en": 10}, english, 100) == ("english", "german")  # left part-way
-    assert query_configs("german", two, languages, english, 100) == ("english", "german")  # moving to german
-    assert query_configs("auto", two, languages, english) == ("english", "german")  # passages not counted
-    assert query_configs("auto", two, languages, "12345", 100) == ("english", "german")  # no letters
+    english, german = "How do daemon processes start before the user opens a session?", "Wie konfiguriere ich LVM"
+    assert query_configs("auto", two, languages, english) == ("english",)
+    assert query_configs("auto", two, languages, german) == ("german",)
+    assert query_configs("auto", two, languages, german, relexing=True) == ("english", "german")
+    assert query_configs("auto", two, {"en": 10}, german) == ("english", "german")  # German passages, no German page
+    assert query_configs("german", two, languages, english) == ("english", "german")  # a named setting
+    assert query_configs("auto", two, languages, "12345") == ("english", "german")  # no letters
+    # a word the detector cannot read is not given to `simple`, which stands for many languages
+    persian = {"english": 60, "simple": 40}
+    for word in ("configurations", "users", "backups", "password", "raid", "LVM", "x"):
+        assert query_configs("auto", persian, {"en": 6, "fa": 4}, word) != ("simple",), word
+    # a query mixing scripts keeps each script's configuration
+    assert query_configs("auto", {"english": 60, "cjk": 40}, {"en": 6, "zh": 4}, "如何配置 partitions") == (
+        "english", "cjk")
 
 
 def test_a_named_setting_keeps_lexing_queries_in_its_language_while_passages_move_to_it():
@@ -529,3 +544,21 @@ def test_with_the_multilingual_model_an_arabic_namespace_is_searched_by_meaning(
     assert result.fusion.source == "default" and not result.summary.channel_notes
     assert result.hits[0].document_ref in ("user-space.ar-MA.html", "user-space.de-DE.html")
     assert "vector" in result.hits[0].details.channels
+
+
+def test_a_setting_saved_in_the_console_keeps_queries_in_every_configuration_until_the_relex_ends(
+        client, django_user_model):
+    namespace = _ingest("languages-console", "user-space.en-US.html", "user-space.de-DE.html")
+    german = "Was ist ein Daemon?"
+    assert lexical.namespace_configs(namespace.pk, german) == ("german",)
+    client.force_login(django_user_model.objects.create_superuser("root", "root@example.org", "pw"))
+    response = client.post(f"/admin/kb/namespace/{namespace.pk}/change/", {
+        "slug": namespace.slug, "title": namespace.title, "description": "", "is_public": "on", "language": "german"})
+    assert response.status_code == 302
+    assert Namespace.objects.get(pk=namespace.pk).relexing  # the task is queued, passages not moved yet
+    namespace.language = "auto"
+    namespace.save()  # changed back before a worker ran: still announced until one does
+    assert set(lexical.namespace_configs(namespace.pk, german)) == {"english", "german"}
+    apply_language(namespace.pk)
+    assert not Namespace.objects.get(pk=namespace.pk).relexing
+    assert lexical.namespace_configs(namespace.pk, german) == ("german",)
