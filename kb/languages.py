@@ -246,7 +246,9 @@ _loaded = None
 
 
 def _identifier():
-    """The detector's model, loaded once per process on first use (half a second, about 100 MB)."""
+    """The detector's model, loaded once per process on first use (half a second, about 100 MB).
+    Shared by every thread: only read it (`classify`, `rank`); `set_languages` would change it
+    for all of them (`own_config` restricts by filtering `rank`'s answer instead)."""
     global _loaded
     with _lock:
         if _loaded is None:
