@@ -73,7 +73,11 @@ class NamespaceAdmin(NamespaceScoped):
         if not obj.pk:
             return "-"
         counts = passages_by_config(obj.pk)
-        return ", ".join(f"{config}: {n:,}" for config, n in counts.items()) or "no passages yet"
+        found = ", ".join(f"{config}: {n:,}" for config, n in counts.items()) or "no passages yet"
+        if obj.relexing:  # set by a change of setting, cleared only by a relex that finished
+            found += ("; being lexed again as the setting says (queries meet every configuration until it "
+                      "finishes; if no worker is running it, use the action \"Lex stored passages again\")")
+        return found
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(_sources=Count("sources")).select_related("fusion")

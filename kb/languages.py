@@ -98,7 +98,7 @@ def main_language(document_languages: dict[str, int]) -> str:
 
 def query_configs(namespace_language: str, passage_configs: dict[str, int],
                   document_languages: dict[str, int] | None = None, query: str = "",
-                  relexing: bool = False) -> tuple[str, ...]:
+                  relexing: bool = False, placeable: bool = True) -> tuple[str, ...]:
     """The configurations a namespace's queries are lexed with, most passages first: those that
     lex at least QUERY_SHARE of its passages (the largest when none does; the setting's while it
     has none), and those the setting is moving passages to that hold any yet.
@@ -115,7 +115,10 @@ def query_configs(namespace_language: str, passage_configs: dict[str, int],
 
     Where documents are lexed in their detected languages and no relex is moving passages
     (`relexing`), a `query` is lexed in its own language's configuration alone when `own_config`
-    names it: lexed in the others too, its words meet their passages as lexemes rare there."""
+    names it: lexed in the others too, its words meet their passages as lexemes rare there. Not
+    when the caller finds it not `placeable`: a query naming an identifier (`max_connections`)
+    names it alike in every language, while each stemmer cuts it differently (`connect`,
+    `connection`), so it keeps meeting the identifier in every language's passages."""
     shares = {config: count for config, count in passage_configs.items() if count > 0}
     total = sum(shares.values())
     if not total:
@@ -128,7 +131,8 @@ def query_configs(namespace_language: str, passage_configs: dict[str, int],
     configs = tuple(config for config in ranked
                     if shares[config] / total >= QUERY_SHARE or config in targets) or ranked[:1]
     settled = not relexing and documents_say.issuperset(configs)  # passages where their documents' languages put them
-    own = own_config(query, configs) if settled and namespace_language == AUTO and len(configs) > 1 else None
+    own = (own_config(query, configs) if placeable and settled and namespace_language == AUTO and len(configs) > 1
+           else None)
     return (own,) if own else configs
 
 

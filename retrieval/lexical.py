@@ -26,6 +26,7 @@ from kb.languages import DEFAULT_CONFIG, query_configs
 from kb.replicas import read_connection
 from retrieval import bm25, posting_lists
 from retrieval.channels import ChannelRow, Scope, named_where
+from retrieval.query import find_identifiers
 
 MAX_QUERY_LEXEMES = 64
 FIRST_SCOPE_BATCH = 1000  # packed and scoped: best chunks checked against the scope first, then 16x more
@@ -168,7 +169,14 @@ def namespace_configs(namespace_id: int, query: str = "") -> tuple[str, ...]:
         cursor.execute("SELECT language, passage_configs::text, document_languages::text, relexing FROM kb_namespace"
                        " WHERE id = %s", [namespace_id])
         row = cursor.fetchone()
-    return query_configs(row[0], json.loads(row[1]), json.loads(row[2]), query, row[3]) if row else (DEFAULT_CONFIG,)
+    return lexing_configs(row[0], json.loads(row[1]), json.loads(row[2]), query, row[3]) if row else (DEFAULT_CONFIG,)
+
+
+def lexing_configs(language: str, passage_configs: dict[str, int], document_languages: dict[str, int], query: str,
+                   relexing: bool) -> tuple[str, ...]:
+    """`query_configs` for a query as search reads it: one naming an identifier is not placed in one language."""
+    return query_configs(language, passage_configs, document_languages, query, relexing,
+                         placeable=not find_identifiers(query))
 
 
 @dataclass(frozen=True)

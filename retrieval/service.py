@@ -17,7 +17,7 @@ from datetime import datetime
 from kb import querylog
 from kb.conf import kb_settings
 from kb.embedding.embedders import get_embedder
-from kb.languages import meaning_left_out, query_configs
+from kb.languages import meaning_left_out
 from kb.models import QueryLog
 from kb.replicas import on_replica, read_alias, read_connection
 from retrieval import channels as ch
@@ -228,8 +228,8 @@ def _plan(query: str, namespace: str, filters: Filters, limit: int, params: Rank
         scope=ch.Scope(ns["id"], tuple(filters.source_ids), tuple(filters.document_ids)),
         params=RankerParams(**{**params.__dict__, "limit": limit, "lexical_weight": weights.lexical}),
         depth=min(1000, max(100, 2 * (documents_wanted or limit))),  # grouped: sections come from the same pool
-        configs=query_configs(ns["language"], ns["passage_configs"], ns["document_languages"], query,
-                              ns["relexing"]),
+        configs=lexical.lexing_configs(ns["language"], ns["passage_configs"], ns["document_languages"], query,
+                                       ns["relexing"]),
         notes=notes,
     )
 

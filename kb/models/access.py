@@ -37,13 +37,24 @@ class Namespace(models.Model):
     def __str__(self) -> str:
         return self.slug
 
+    # kept by background work (ingest counts, the relex), never written back from an edited copy
+    COUNTED_FIELDS = ("document_languages", "passage_configs", "relexing")
+
     def save(self, *args, **kwargs):
+        """An edit writes what a curator sets, never the counts and flag that background work
+        keeps: a copy read before a recount or the end of a relex would write them back stale
+        (a `relexing` stuck on, queries never placed again). A new language setting sets
+        `relexing`; only the relex clears it."""
         validate_namespace_slug(self.slug)
         if not self._state.adding and kwargs.get("update_fields") is None:
-            # `relexing` is the relex's to clear: a save keeps the stored flag, and sets it with a new setting
-            stored = Namespace.objects.filter(pk=self.pk).values_list("language", "relexing").first()
+            stored = Namespace.objects.filter(pk=self.pk).values_list("language", flat=True).first()
             if stored is not None:
-                self.relexing = stored[1] or stored[0] != self.language
+                fields = [f.name for f in self._meta.concrete_fields
+                          if not f.primary_key and f.name not in self.COUNTED_FIELDS]
+                if stored != self.language:
+                    self.relexing = True
+                    fields.append("relexing")
+                kwargs["update_fields"] = fields
         super().save(*args, **kwargs)
 
 class NamespaceMembership(models.Model):

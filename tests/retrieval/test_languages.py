@@ -345,6 +345,27 @@ def test_in_a_namespace_of_two_languages_a_query_is_lexed_in_its_own(client):
     assert lexical.namespace_configs(namespace.pk, "LVM") == ("english", "german")
 
 
+def test_a_query_naming_an_identifier_meets_it_in_every_language_of_the_namespace():
+    """German notes beside English upstream pages: a German question naming `max_connections`
+    must still find the English passage that sets it. German cuts the identifier to 'connection',
+    English to 'connect', so placed in German the question would not meet the English passage's
+    lexemes, and the identifier channel, which narrows by them, would not find it."""
+    namespace = _ingest("languages-identifier", "user-space.en-US.html", "user-space.de-DE.html")
+    source = Source.objects.create(namespace=namespace, name="upstream", kind=Source.Kind.TEXT, text="x")
+    note = ("The max_connections parameter sets how many client connections the database server accepts at "
+            "once. Each connection uses memory, so raise it together with the shared memory settings and "
+            "restart the server afterwards.")
+    run = IngestPipeline(IngestRun.objects.create(source=source)).execute(iter([LoadedItem(
+        ref="server.txt", body=note.encode(), media_type="text/plain", path="server.txt")]))
+    assert run.status == "succeeded", run.error
+    question = "Wie setze ich max_connections richtig für den Server?"
+    assert lexical.namespace_configs(namespace.pk, question.replace("max_connections", "Verbindungen")) == (
+        "german",)  # the same question without the identifier is placed
+    assert lexical.namespace_configs(namespace.pk, question) == ("english", "german")
+    hit = search(question, namespace.slug, log=False).hits[0]
+    assert hit.document_ref == "server.txt" and "identifiers" in hit.details.channels
+
+
 def test_the_detector_places_each_handbook_question_among_two_languages_never_wrongly():
     """The 28 handbook questions, written by hand in eight languages before any search ran, each
     placed between the configurations of two of the languages: never the wrong one. Unsure
@@ -556,9 +577,28 @@ def test_a_setting_saved_in_the_console_keeps_queries_in_every_configuration_unt
         "slug": namespace.slug, "title": namespace.title, "description": "", "is_public": "on", "language": "german"})
     assert response.status_code == 302
     assert Namespace.objects.get(pk=namespace.pk).relexing  # the task is queued, passages not moved yet
+    page = client.get(f"/admin/kb/namespace/{namespace.pk}/change/").content.decode()
+    assert "being lexed again as the setting says" in page  # the console says why queries are not placed
     namespace.language = "auto"
     namespace.save()  # changed back before a worker ran: still announced until one does
     assert set(lexical.namespace_configs(namespace.pk, german)) == {"english", "german"}
     apply_language(namespace.pk)
     assert not Namespace.objects.get(pk=namespace.pk).relexing
     assert lexical.namespace_configs(namespace.pk, german) == ("german",)
+    assert "being lexed again" not in client.get(f"/admin/kb/namespace/{namespace.pk}/change/").content.decode()
+
+
+def test_an_edit_of_a_namespace_read_before_the_relex_ended_leaves_its_counts_and_flag_alone():
+    namespace = _ingest("languages-stale-edit", "user-space.en-US.html", "user-space.de-DE.html")
+    namespace.language = "german"
+    namespace.save()
+    stale = Namespace.objects.get(pk=namespace.pk)  # a curator's form, opened while the relex runs
+    assert stale.relexing
+    apply_language(namespace.pk)
+    current = Namespace.objects.get(pk=namespace.pk)
+    assert not current.relexing and current.passage_configs == {"german": sum(stale.passage_configs.values())}
+    stale.title = "Handbook"
+    stale.save()  # the form is saved after the relex ended
+    saved = Namespace.objects.get(pk=namespace.pk)
+    assert saved.title == "Handbook"
+    assert not saved.relexing and saved.passage_configs == current.passage_configs
