@@ -111,7 +111,10 @@ def query_configs(namespace_language: str, passage_configs: dict[str, int],
     few it has moved there so far keep meeting their lexemes, whatever an ingest run counted
     meanwhile. A `query` written in Han, kana or Hangul is also lexed in character pairs when any
     passage is: such text is rarely a misread language, and lexed otherwise its run is one word
-    that no passage of pairs holds.
+    that no passage of pairs holds. Likewise a query written wholly outside the Latin script is lexed
+    in every configuration passages hold: an Arabic title must find the one Arabic page of an
+    English manual, and its words, lexed in a Latin-script language's configuration, stay as
+    written and meet no Latin-script passage, so no stopword of theirs can.
 
     Where documents are lexed in their detected languages and no relex is moving passages
     (`relexing`), a `query` is lexed in its own language's configuration alone when `own_config`
@@ -128,12 +131,20 @@ def query_configs(namespace_language: str, passage_configs: dict[str, int],
     documents_say = set(targets)
     if query and SEGMENTED in shares and has_cjk(query):
         targets.add(SEGMENTED)
+    if query and beyond_latin(query):  # its words are in no Latin-script passage: every configuration may hold them
+        targets.update(shares)
     configs = tuple(config for config in ranked
                     if shares[config] / total >= QUERY_SHARE or config in targets) or ranked[:1]
     settled = not relexing and documents_say.issuperset(configs)  # passages where their documents' languages put them
     own = (own_config(query, configs) if placeable and settled and namespace_language == AUTO and len(configs) > 1
            else None)
     return (own,) if own else configs
+
+
+def beyond_latin(text: str) -> bool:
+    """Whether `text` has letters and none of them in the Latin script."""
+    letters = _LETTERS.findall(text[:DETECTED_PREFIX])
+    return bool(letters) and all(_script(letter)[0] != "latin" for letter in letters)
 
 
 def own_config(query: str, configs: tuple[str, ...]) -> str | None:

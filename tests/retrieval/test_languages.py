@@ -403,6 +403,17 @@ def test_a_query_is_lexed_in_every_configuration_unless_it_is_placed_in_one_of_s
         "english", "cjk")
 
 
+def test_a_query_outside_the_latin_script_meets_the_few_passages_of_its_script():
+    """One Arabic page in an English and German manual holds under QUERY_SHARE of the passages, so
+    its configuration lexes no Latin-script query; a query written in Arabic must still meet it."""
+    shares = {"english": 4000, "german": 3000, "arabic": 40}
+    languages = {"en": 40, "de": 30, "ar": 1}
+    assert "arabic" in query_configs("auto", shares, languages, "الحصص التخزينية")
+    assert "arabic" in query_configs("auto", shares, languages, "Ключ الحصص")  # no Latin letter: every one
+    for latin in ("Wie setze ich Quoten?", "How do I set disk quotas for users?", "LVM", "12345"):
+        assert "arabic" not in query_configs("auto", shares, languages, latin), latin
+
+
 def test_a_named_setting_keeps_lexing_queries_in_its_language_while_passages_move_to_it():
     assert query_configs("german", {"english": 4950, "german": 50}) == ("english", "german")
     assert query_configs("german", {"german": 5000}) == ("german",)
