@@ -216,17 +216,25 @@ class CorpusBenchmark:
         held_out = calibration.held_out_runs()
         self.per_query["full ranker"] = per_query_ndcg(held_out, qrels)
         fit = calibration.fit
-        weight, channels = evaluate.unjudged_default(self.namespace)
-        if weight == DEFAULT_LEXICAL_WEIGHT and channels == CHANNELS:
-            default_runs = calibration.runs[DEFAULT_LEXICAL_WEIGHT]
-        else:  # served without judgements: another weight or fewer channels than any grid run
-            self.log(f"default as served: lexical weight {weight}, channels {', '.join(channels)} ...")
-            default_runs = judged_runs(self.namespace, dict(self.query_items), vectors=vectors,
-                                       params=RankerParams(lexical_weight=weight), channels=channels)
+        served: dict[tuple[float, tuple[str, ...]], dict[str, str]] = {}  # each query as served without judgements
+        for qid, text in self.query_items:
+            served.setdefault(evaluate.unjudged_default(self.namespace, text), {})[qid] = text
+        default_runs = {}
+        for (weight, channels), queries in served.items():
+            if weight == DEFAULT_LEXICAL_WEIGHT and channels == CHANNELS:
+                default_runs.update({qid: calibration.runs[weight][qid] for qid in queries})
+            else:  # another weight or fewer channels than any grid run
+                self.log(f"default as served to {len(queries)} queries: lexical weight {weight}, "
+                         f"channels {', '.join(channels)} ...")
+                default_runs.update(judged_runs(self.namespace, queries, vectors=vectors,
+                                                params=RankerParams(lexical_weight=weight), channels=channels))
         self.per_query["default weights"] = per_query_ndcg(default_runs, qrels)
+        (weight, channels), _ = max(served.items(), key=lambda item: len(item[1]))  # what most queries got
         return {**mean_scores(held_out, qrels),
                 "default_weights": {**mean_scores(default_runs, qrels), "lexical_weight": weight,
-                                    "channels": list(channels)},
+                                    "channels": list(channels),
+                                    "served": {f"lexical weight {w}, channels {', '.join(c)}": len(q)
+                                               for (w, c), q in served.items()}},
                 "fusion": {"lexical_weight": fit.weight, "fold_weights": list(fit.fold_weights),
                            "version": calibration.record.version,
                            "grid": {str(w): mean_scores(runs, qrels)["ndcg@10"]

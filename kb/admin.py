@@ -50,7 +50,7 @@ class NamespaceAdmin(NamespaceScoped):
     def _lex_again(self, request, namespaces):
         for namespace in namespaces:
             async_task("kb.lexing.apply_language_task", namespace.pk, task_name=f"lex-namespace-{namespace.pk}")
-            self.message_user(request, f"{namespace}: its passages are being lexed again in the background "
+            self.message_user(request, f"Namespace {namespace}: its passages are being lexed again in the background "
                                        "(\"text search\" on its page shows the progress).", messages.INFO)
 
     @admin.display(description="meaning (vector) channel")
@@ -59,11 +59,14 @@ class NamespaceAdmin(NamespaceScoped):
                               for code, n in sorted(obj.document_languages.items(), key=lambda item: -item[1]))
         read = kb_settings().embedding_languages
         share, language = unread_share(obj.document_languages, read)
-        if leaves_out(share) and getattr(obj, "fusion", None) is None:
+        fitted = getattr(obj, "fusion", None) is not None
+        if leaves_out(share) and not fitted:
             verdict = (f"not used: {share:.0%} of the documents are in {language}, which the "
-                       "embedding model does not read; searches rank by words alone")
+                       "embedding model does not read; searches rank by words alone, except a query "
+                       "in a language it reads that the namespace holds")
         elif share:
-            verdict = f"used; {share:.0%} of the documents are in {language}, which the embedding model does not read"
+            verdict = (f"used; {share:.0%} of the documents are in {language}, which the embedding model does "
+                       "not read" + ("" if fitted else f"; a query in {language} is ranked by words alone"))
         else:
             verdict = "used"
         return f"{verdict} (documents by language: {languages or 'none yet'})"

@@ -199,11 +199,33 @@ def unread_share(document_languages: dict[str, int], read: tuple[str, ...]) -> t
     return sum(unread.values()) / total, " and ".join([", ".join(shown[:-1]), shown[-1]] if len(shown) > 1 else shown)
 
 
-def meaning_left_out(document_languages: dict[str, int], read: tuple[str, ...]) -> tuple[float, str] | None:
-    """(share, languages) when more than UNREAD_SHARE of the documents are in languages the model
-    does not read: a namespace without fitted weights is then searched by its words alone."""
+def meaning_left_out(document_languages: dict[str, int], read: tuple[str, ...],
+                     query: str = "") -> tuple[float, str, str] | None:
+    """(share, languages, the query's language) when a search without fitted weights leaves
+    meaning out and ranks by words alone; None when it uses meaning. In a namespace holding
+    documents the model does not read (`read`), the detector names the `query`'s language: when
+    it is sure and QUERY_SHARE of the documents are in that language, the query's language
+    decides (a German question in an English and German manual is ranked by its words, an
+    English one by words and meaning, whatever the shares); otherwise more than UNREAD_SHARE of
+    the documents in languages the model does not read leaves meaning out (the third item '').
+    A namespace the model reads throughout never runs the detector."""
     share, languages = unread_share(document_languages, read)
-    return (share, languages) if leaves_out(share) else None
+    if not share:
+        return None
+    asked = query_language(query) if query else ""
+    if asked and document_languages.get(asked, 0) >= QUERY_SHARE * sum(document_languages.values()):
+        return None if asked in read else (share, languages, asked)
+    return (share, languages, "") if leaves_out(share) else None
+
+
+def query_language(query: str) -> str:
+    """The ISO 639-1 code of the language a query is written in when the detector is at least
+    MIN_CONFIDENCE sure of it, else '' (names, commands and abbreviations are likely in none)."""
+    sample = _main_scripts(query[:DETECTED_PREFIX])
+    if not _LETTERS.search(sample):
+        return ""
+    language, confidence = _identifier().classify(sample)
+    return language if confidence >= MIN_CONFIDENCE else ""
 
 
 def leaves_out(unread: float) -> bool:

@@ -22,7 +22,8 @@ def namespace_summaries(principal: Principal) -> list[dict]:
                  .values_list("source__namespace_id").annotate(at=Max("finished_at")))
     return [{"slug": n.slug, "title": n.title or n.slug, "description": n.description, "is_public": n.is_public,
              "sources": sources.get(n.pk, 0), "documents": documents.get(n.pk, 0), "chunks": chunks.get(n.pk, 0),
-             "last_success_at": fresh.get(n.pk)} for n in namespaces]
+             "last_success_at": fresh.get(n.pk), "language": n.language,
+             "document_languages": n.document_languages} for n in namespaces]
 
 
 def source_summaries(principal: Principal, namespaces: list[str] | None = None) -> list[dict]:

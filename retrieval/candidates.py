@@ -148,8 +148,12 @@ NO_SHARED_TERM = ChannelNote(LEXICAL, "empty", "No word of the query occurs in t
                              "are not searched), so the results are ranked by meaning alone.")
 
 
-def meaning_unread(share: float, language: str) -> ChannelNote:
-    """The vector channel left out: most of the namespace is in a language the model does not read."""
+def meaning_unread(share: float, language: str, query_language: str = "") -> ChannelNote:
+    """The vector channel left out: the query (`query_language`, named) or most of the namespace
+    is in a language the model does not read."""
+    if query_language:
+        return ChannelNote(VECTOR, "off", f"This query is in {query_language}, which the search's meaning model "
+                                          "does not read, so results are ranked by their words alone.")
     return ChannelNote(VECTOR, "off", f"{share:.0%} of the documents here are in {language}, which the search's "
                                       "meaning model does not read, so results are ranked by their words alone.")
 

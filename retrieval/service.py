@@ -18,6 +18,7 @@ from kb import querylog
 from kb.conf import kb_settings
 from kb.embedding.embedders import get_embedder
 from kb.languages import meaning_left_out
+from kb.languages import name as language_name
 from kb.models import QueryLog
 from kb.replicas import on_replica, read_alias, read_connection
 from retrieval import channels as ch
@@ -222,7 +223,7 @@ def _plan(query: str, namespace: str, filters: Filters, limit: int, params: Rank
     if params.lexical_weight is not None:
         weights = FusionWeights(params.lexical_weight, "requested", "set by the caller for this search")
     elif weights.source == DEFAULT_WEIGHTS.source:  # judged queries would have fitted it: only the default yields
-        weights, notes = unjudged_weights(ns["document_languages"])
+        weights, notes = unjudged_weights(ns["document_languages"], query)
     return _Plan(
         query=query, namespace=namespace, weights=weights, features=analyse(query), documents_wanted=documents_wanted,
         scope=ch.Scope(ns["id"], tuple(filters.source_ids), tuple(filters.document_ids)),
@@ -234,11 +235,16 @@ def _plan(query: str, namespace: str, filters: Filters, limit: int, params: Rank
     )
 
 
-def unjudged_weights(document_languages: dict[str, int]) -> tuple[FusionWeights, tuple[ChannelNote, ...]]:
-    """The weights of a namespace without fitted ones, and the channels they leave out: equal
-    weights, or words alone when most of its documents are in languages the model does not read."""
-    left_out = meaning_left_out(document_languages, kb_settings().embedding_languages)
-    return (WORDS_ALONE, (meaning_unread(*left_out),)) if left_out else (DEFAULT_WEIGHTS, ())
+def unjudged_weights(document_languages: dict[str, int],
+                     query: str = "") -> tuple[FusionWeights, tuple[ChannelNote, ...]]:
+    """The weights of a `query` in a namespace without fitted ones, and the channels they leave
+    out: equal weights, or words alone when the query, or most of the namespace's documents, is
+    in a language the model does not read (`meaning_left_out`)."""
+    left_out = meaning_left_out(document_languages, kb_settings().embedding_languages, query)
+    if not left_out:
+        return DEFAULT_WEIGHTS, ()
+    share, languages, asked = left_out
+    return WORDS_ALONE, (meaning_unread(share, languages, language_name(asked) if asked else ""),)
 
 
 def _namespace_row(slug: str) -> dict | None:

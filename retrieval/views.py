@@ -15,6 +15,7 @@ from kb.auth import principal_for, staff_principal
 from kb.conf import kb_settings
 from kb.errors import AuthenticationRequired, KBError, error_status
 from kb.http import bounded_int, page_error
+from kb.languages import has_cjk
 from kb.models import Namespace, QueryLog, Source
 from kb.replicas import on_replica
 from retrieval.curation import PERIODS, query_report, query_results, record_feedback
@@ -75,6 +76,8 @@ def _page(request, principal):
                 context["results"]["query_id"] = voted_on
             if not result.cited and not context["results"]["rows"]:
                 context["correction"] = _correction(query, namespace, filters)  # nothing else to show
+                # passages of Chinese, Japanese or Korean are lexed in character pairs (docs/languages.md)
+                context["lone_character"] = len(query.strip()) == 1 and has_cjk(query)
             elif not result.cited:  # weak results are shown at once; page.js asks for the correction
                 context["suggest_url"] = reverse("suggest") + "?" + urlencode(
                     {"q": query, "namespace": namespace, "source": source_id})

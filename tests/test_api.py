@@ -196,6 +196,8 @@ def test_namespaces_lists_what_the_caller_may_read_with_counts(client, world):
     reader = call(client, "get", "/api/namespaces", world["read"]).json()["namespaces"]
     assert [n["slug"] for n in reader] == ["tenant:a"]
     assert reader[0]["documents"] == len(CORPUS) and reader[0]["sources"] == 1 and reader[0]["last_success_at"]
+    # what its text search and meaning channel read: the setting and the documents' detected languages
+    assert reader[0]["language"] == "auto" and sum(reader[0]["document_languages"].values()) == len(CORPUS)
     anonymous = call(client, "get", "/api/namespaces").json()["namespaces"]
     assert [n["slug"] for n in anonymous] == ["public"]
 

@@ -74,7 +74,8 @@ def test_kb_bench_runs_end_to_end_and_prints_one_json_object(tmp_path, capsys):
     assert report["fusion"]["lexical_weight"] in WEIGHT_GRID and len(report["fusion"]["fold_weights"]) == 2
     # the default as a namespace without judged queries serves it: English, so equal weights and every channel
     default = report["default_weights"]
-    assert set(default) == {"ndcg@10", "recall@100", "mrr@10", "lexical_weight", "channels"}
+    assert set(default) == {"ndcg@10", "recall@100", "mrr@10", "lexical_weight", "channels", "served"}
+    assert default["served"] == {"lexical weight 0.5, channels vector, lexical, names, identifiers": 2}
     assert default["lexical_weight"] == 0.5 and default["channels"] == ["vector", "lexical", "names", "identifiers"]
     assert report["default_versus_best"]["method"] in report["channels"]
     assert any(line.startswith("default weights as served without judged queries (lexical weight 0.5)") for line in out)

@@ -95,6 +95,15 @@ def test_a_chinese_query_matches_inside_a_run_of_characters():
         assert not _has_lexeme(namespace, cursor.fetchone()[0][0])
 
 
+def test_a_lone_chinese_character_with_no_result_is_told_to_write_a_word(client):
+    namespace = _ingest("languages-chinese-lone", "reference-appendix.zh-cn.html")
+    lone = "用"  # inside the page's runs ("使用手册"), never alone: no pair of characters is just it
+    page = client.get("/", {"q": lone, "namespace": namespace.slug}).content.decode()
+    assert "No results for" in page and "try a word of two or more characters" in page
+    page = client.get("/", {"q": "使用", "namespace": namespace.slug}).content.decode()
+    assert "No results for" not in page and "two or more characters" not in page
+
+
 def test_a_chinese_query_finds_the_few_chinese_passages_of_a_mostly_english_namespace(monkeypatch):
     namespace = _ingest("languages-few-chinese", "user-space.en-US.html", "user-space.de-DE.html",
                         "reference-appendix.zh-cn.html")
@@ -528,6 +537,29 @@ def test_an_english_namespace_keeps_meaning():
     result = search("how does a process end", namespace.slug, log=False)  # half Arabic: below the share
     assert result.fusion.source == "default" and not result.summary.channel_notes
     assert any("vector" in hit.details.channels for hit in result.hits)
+
+
+def test_in_a_namespace_of_two_languages_meaning_is_left_out_for_a_query_in_the_one_the_model_cannot_read(
+        client):
+    """English and German pages, half each: the namespace keeps meaning, yet the English model's
+    vector of a German question is noise. A question the detector places in German is ranked by
+    its words alone and says why; an English one keeps meaning; a name keeps the namespace's rule."""
+    namespace = _ingest("languages-two-meaning", "user-space.en-US.html", "user-space.de-DE.html")
+    assert namespace.document_languages == {"en": 1, "de": 1}
+    german = search("Wie beendet sich ein Prozess?", namespace.slug, log=False)
+    assert german.fusion.source == "language" and "embed_ms" not in german.timings
+    assert all("vector" not in hit.details.channels for hit in german.hits)
+    [note] = german.summary.channel_notes
+    assert note.reason == ("This query is in German, which the search's meaning model does not read, so results "
+                           "are ranked by their words alone.")
+    assert german.hits[0].document_ref == "user-space.de-DE.html"
+    api = client.get("/api/search", {"query": "Wie beendet sich ein Prozess?", "namespace": namespace.slug}).json()
+    assert api["summary"]["channel_notes"][0]["reason"].startswith("This query is in German")
+    for kept in ("How does a process end?", "LVM"):
+        result = search(kept, namespace.slug, log=False)
+        assert result.fusion.source == "default", kept
+        assert not [n for n in result.summary.channel_notes if n.channel == "vector"], kept
+        assert any("vector" in hit.details.channels for hit in result.hits), kept
 
 
 def test_the_page_and_the_console_say_that_meaning_is_not_used(client, django_user_model):

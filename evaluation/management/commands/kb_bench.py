@@ -132,7 +132,8 @@ def print_report(write, report: dict) -> None:
         write(f"full ranker vs {_versus(v)}")
     if "default_versus_best" in report:
         d = report["default_weights"]
-        served = ("words alone" if "vector" not in d.get("channels", ["vector"])
+        served = ("; ".join(f"{n} queries {how}" for how, n in d["served"].items()) if len(d.get("served", {})) > 1
+                  else "words alone" if "vector" not in d.get("channels", ["vector"])
                   else f"lexical weight {d.get('lexical_weight')}")
         write(f"default weights as served without judged queries ({served}) vs "
               f"{_versus(report['default_versus_best'])}")
