@@ -229,10 +229,10 @@ class CorpusBenchmark:
                 default_runs.update(judged_runs(self.namespace, queries, vectors=vectors,
                                                 params=RankerParams(lexical_weight=weight), channels=channels))
         self.per_query["default weights"] = per_query_ndcg(default_runs, qrels)
-        (weight, channels), _ = max(served.items(), key=lambda item: len(item[1]))  # what most queries got
+        weight, channels = next(iter(served)) if len(served) == 1 else (None, None)  # else per query: `served`
         return {**mean_scores(held_out, qrels),
                 "default_weights": {**mean_scores(default_runs, qrels), "lexical_weight": weight,
-                                    "channels": list(channels),
+                                    "channels": list(channels) if channels else None,
                                     "served": {f"lexical weight {w}, channels {', '.join(c)}": len(q)
                                                for (w, c), q in served.items()}},
                 "fusion": {"lexical_weight": fit.weight, "fold_weights": list(fit.fold_weights),

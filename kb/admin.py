@@ -13,7 +13,7 @@ from kb import models
 from kb.admin_access import NamespaceScoped, SuperuserOnly
 from kb.auth import issue_secret, revoke_tokens
 from kb.conf import kb_settings
-from kb.languages import leaves_out, unread_share
+from kb.languages import languages_queries_decide, leaves_out, unread_share
 from kb.languages import name as language_name
 from kb.lexing import passages_by_config
 
@@ -26,6 +26,10 @@ admin.site.index_title = "Sources, runs, namespaces and readers"
 class NamespaceMembershipAdmin(SuperuserOnly):
     list_display = ["user", "namespace", "can_write"]
     list_filter = ["namespace", "can_write"]
+
+
+def _named(languages: tuple[str, ...]) -> str:
+    return " or ".join(language_name(code) for code in languages)
 
 
 @admin.register(models.Namespace)
@@ -60,13 +64,15 @@ class NamespaceAdmin(NamespaceScoped):
         read = kb_settings().embedding_languages
         share, language = unread_share(obj.document_languages, read)
         fitted = getattr(obj, "fusion", None) is not None
+        words_alone, with_meaning = languages_queries_decide(obj.document_languages, read)
         if leaves_out(share) and not fitted:
             verdict = (f"not used: {share:.0%} of the documents are in {language}, which the "
-                       "embedding model does not read; searches rank by words alone, except a query "
-                       "in a language it reads that the namespace holds")
+                       "embedding model does not read; searches rank by words alone"
+                       + (f", except a query in {_named(with_meaning)}" if with_meaning else ""))
         elif share:
             verdict = (f"used; {share:.0%} of the documents are in {language}, which the embedding model does "
-                       "not read" + ("" if fitted else f"; a query in {language} is ranked by words alone"))
+                       "not read" + (f"; a query in {_named(words_alone)} is ranked by words alone"
+                                     if words_alone and not fitted else ""))
         else:
             verdict = "used"
         return f"{verdict} (documents by language: {languages or 'none yet'})"

@@ -33,6 +33,8 @@ SNOWBALL = {
     "tr": "turkish",
 }
 SEGMENTED_LANGUAGES = frozenset({"zh", "ja", "ko"})
+# the configurations that stem a script other than Latin (`_SCRIPTS`' names); every other Snowball one stems Latin
+STEMMED_SCRIPTS = {"arabic": "arabic", "greek": "greek", "russian": "cyrillic", "nepali": "indic", "tamil": "indic"}
 CONFIGS = tuple(sorted({*SNOWBALL.values(), SEGMENTED, SIMPLE}))
 # Han, kana and Hangul: the characters written without spaces between words (a regex class's body)
 CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f"
@@ -111,10 +113,13 @@ def query_configs(namespace_language: str, passage_configs: dict[str, int],
     few it has moved there so far keep meeting their lexemes, whatever an ingest run counted
     meanwhile. A `query` written in Han, kana or Hangul is also lexed in character pairs when any
     passage is: such text is rarely a misread language, and lexed otherwise its run is one word
-    that no passage of pairs holds. Likewise a query written wholly outside the Latin script is lexed
-    in every configuration passages hold: an Arabic title must find the one Arabic page of an
-    English manual, and its words, lexed in a Latin-script language's configuration, stay as
-    written and meet no Latin-script passage, so no stopword of theirs can.
+    that no passage of pairs holds. Likewise a query written in one script other than Latin, when
+    none of the main configurations reads that script, is also lexed in the configurations that
+    stem it (`STEMMED_SCRIPTS`) whatever their share: an Arabic title must find the one Arabic page
+    of an English manual. Not `simple`, and not where a main configuration reads the script: a
+    Persian or Ukrainian page misread among Arabic or Russian ones would make the query's
+    stopwords rare lexemes again, and a page in `simple` already meets the query's words as
+    written, which is how a Latin-script configuration lexes them.
 
     Where documents are lexed in their detected languages and no relex is moving passages
     (`relexing`), a `query` is lexed in its own language's configuration alone when `own_config`
@@ -131,8 +136,10 @@ def query_configs(namespace_language: str, passage_configs: dict[str, int],
     documents_say = set(targets)
     if query and SEGMENTED in shares and has_cjk(query):
         targets.add(SEGMENTED)
-    if query and beyond_latin(query):  # its words are in no Latin-script passage: every configuration may hold them
-        targets.update(shares)
+    script = query_script(query) if query else ""
+    if script and script != "latin" and not any(_reads_script(config, script) for config in ranked
+                                                if shares[config] / total >= QUERY_SHARE):
+        targets.update(config for config in shares if STEMMED_SCRIPTS.get(config) == script)
     configs = tuple(config for config in ranked
                     if shares[config] / total >= QUERY_SHARE or config in targets) or ranked[:1]
     settled = not relexing and documents_say.issuperset(configs)  # passages where their documents' languages put them
@@ -141,10 +148,16 @@ def query_configs(namespace_language: str, passage_configs: dict[str, int],
     return (own,) if own else configs
 
 
-def beyond_latin(text: str) -> bool:
-    """Whether `text` has letters and none of them in the Latin script."""
-    letters = _LETTERS.findall(text[:DETECTED_PREFIX])
-    return bool(letters) and all(_script(letter)[0] != "latin" for letter in letters)
+def query_script(text: str) -> str:
+    """The one script all of `text`'s letters are written in (`_SCRIPTS`' names), or '' (none, or several)."""
+    scripts = {_script(letter)[0] for letter in _LETTERS.findall(text[:DETECTED_PREFIX])}
+    return scripts.pop() if len(scripts) == 1 else ""
+
+
+def _reads_script(config: str, script: str) -> bool:
+    """Whether `config` may hold `script`'s words as lexemes of its own: `simple` holds any script
+    as written, a Snowball configuration its language's."""
+    return config == SIMPLE or STEMMED_SCRIPTS.get(config, "latin") == script
 
 
 def own_config(query: str, configs: tuple[str, ...]) -> str | None:
@@ -208,14 +221,34 @@ def meaning_left_out(document_languages: dict[str, int], read: tuple[str, ...],
     decides (a German question in an English and German manual is ranked by its words, an
     English one by words and meaning, whatever the shares); otherwise more than UNREAD_SHARE of
     the documents in languages the model does not read leaves meaning out (the third item '').
-    A namespace the model reads throughout never runs the detector."""
+    The detector runs only where a query's language can change that (`languages_queries_decide`)."""
     share, languages = unread_share(document_languages, read)
     if not share:
         return None
-    asked = query_language(query) if query else ""
-    if asked and document_languages.get(asked, 0) >= QUERY_SHARE * sum(document_languages.values()):
-        return None if asked in read else (share, languages, asked)
+    words_alone, with_meaning = languages_queries_decide(document_languages, read)
+    asked = query_language(query) if query and (words_alone or with_meaning) else ""
+    if asked in words_alone:
+        return share, languages, asked
+    if asked in with_meaning:
+        return None
     return (share, languages, "") if leaves_out(share) else None
+
+
+def languages_queries_decide(document_languages: dict[str, int],
+                             read: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(ranked by words alone, ranked with meaning): the languages, each of at least QUERY_SHARE of
+    the documents, in which a query the detector places is served otherwise than the namespace's
+    share says (`meaning_left_out`), most documents first. Both empty when no query's language
+    can change anything: the detector is then not run."""
+    share, _ = unread_share(document_languages, read)
+    if not share:
+        return (), ()
+    total = sum(document_languages.values())
+    held = sorted((language for language, n in document_languages.items() if language and n >= QUERY_SHARE * total),
+                  key=lambda language: (-document_languages[language], language))
+    if leaves_out(share):
+        return (), tuple(language for language in held if language in read)
+    return tuple(language for language in held if language not in read), ()
 
 
 def query_language(query: str) -> str:

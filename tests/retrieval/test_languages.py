@@ -418,9 +418,15 @@ def test_a_query_outside_the_latin_script_meets_the_few_passages_of_its_script()
     shares = {"english": 4000, "german": 3000, "arabic": 40}
     languages = {"en": 40, "de": 30, "ar": 1}
     assert "arabic" in query_configs("auto", shares, languages, "الحصص التخزينية")
-    assert "arabic" in query_configs("auto", shares, languages, "Ключ الحصص")  # no Latin letter: every one
-    for latin in ("Wie setze ich Quoten?", "How do I set disk quotas for users?", "LVM", "12345"):
-        assert "arabic" not in query_configs("auto", shares, languages, latin), latin
+    for other in ("Wie setze ich Quoten?", "How do I set disk quotas for users?", "LVM", "12345",
+                  "Ключ квоты", "Ключ الحصص"):  # Latin, no letters, another script, two scripts
+        assert "arabic" not in query_configs("auto", shares, languages, other), other
+    # where a main configuration reads the script, the few passages a misread page put in another
+    # stay out: lexed in `simple` as well, the query's stopwords ("для", "в") would be rare lexemes there
+    russian = "как настроить квоты для пользователей"
+    assert query_configs("auto", {"russian": 5000, "simple": 30}, {"ru": 200, "uk": 2}, russian) == ("russian",)
+    persian = {"simple": 5000, "arabic": 30}  # Persian pages, a few read as Arabic
+    assert query_configs("auto", persian, {"fa": 200, "ar": 2}, "چگونه سهمیه دیسک را تنظیم کنم") == ("simple",)
 
 
 def test_a_named_setting_keeps_lexing_queries_in_its_language_while_passages_move_to_it():
@@ -540,7 +546,7 @@ def test_an_english_namespace_keeps_meaning():
 
 
 def test_in_a_namespace_of_two_languages_meaning_is_left_out_for_a_query_in_the_one_the_model_cannot_read(
-        client):
+        client, django_user_model):
     """English and German pages, half each: the namespace keeps meaning, yet the English model's
     vector of a German question is noise. A question the detector places in German is ranked by
     its words alone and says why; an English one keeps meaning; a name keeps the namespace's rule."""
@@ -555,11 +561,32 @@ def test_in_a_namespace_of_two_languages_meaning_is_left_out_for_a_query_in_the_
     assert german.hits[0].document_ref == "user-space.de-DE.html"
     api = client.get("/api/search", {"query": "Wie beendet sich ein Prozess?", "namespace": namespace.slug}).json()
     assert api["summary"]["channel_notes"][0]["reason"].startswith("This query is in German")
+    client.force_login(django_user_model.objects.create_superuser("root", "root@example.org", "pw"))
+    console = client.get(f"/admin/kb/namespace/{namespace.pk}/change/").content.decode()
+    assert "used; 50% of the documents are in German" in console
+    assert "a query in German is ranked by words alone" in console
     for kept in ("How does a process end?", "LVM"):
         result = search(kept, namespace.slug, log=False)
         assert result.fusion.source == "default", kept
         assert not [n for n in result.summary.channel_notes if n.channel == "vector"], kept
         assert any("vector" in hit.details.channels for hit in result.hits), kept
+
+
+def test_a_querys_language_decides_only_where_it_can_change_what_the_namespace_serves():
+    from kb.languages import languages_queries_decide, meaning_left_out
+
+    english = ("en",)
+    # an English corpus with a few misread pages (DBpedia: 13 of 5,000): no language reaches the share
+    dbpedia = {"en": 4987, "fr": 4, "ro": 3, "he": 3, "la": 3}
+    assert languages_queries_decide(dbpedia, english) == ((), ())
+    assert meaning_left_out(dbpedia, english, "Quelle est la capitale de la France ?") is None
+    assert languages_queries_decide({"en": 50, "de": 50}, english) == (("de",), ())
+    assert languages_queries_decide({"ar": 50, "fa": 40, "en": 10}, english) == ((), ("en",))
+    assert languages_queries_decide({"ar": 60, "fa": 40, "en": 1}, english) == ((), ())  # under the share
+    assert languages_queries_decide({"en": 50, "de": 50}, ()) == ((), ())  # a model that reads any language
+    mostly_arabic = {"ar": 50, "fa": 40, "en": 10}
+    assert meaning_left_out(mostly_arabic, english, "How do I set disk quotas for every user?") is None
+    assert meaning_left_out(mostly_arabic, english, "LVM") == (0.9, "Arabic and Persian", "")
 
 
 def test_the_page_and_the_console_say_that_meaning_is_not_used(client, django_user_model):
