@@ -2,7 +2,8 @@
 and worker, driven only from outside. The demo must be ingested by the worker and answer the
 README's example query, and a source a curator adds in the browser must be ingested and found;
 so must an Arabic one in a namespace the curator creates, which the worker detects and lexes as
-Arabic and which the console and the search page then say is searched by its words alone.
+Arabic and which the console and the search page then say is searched by its words alone, and a
+German page among English ones, whose German question the page says is ranked by its words.
 
 Before the worker warmed its model without a native thread pool, the demo runs stayed queued
 and running forever here (the forked worker deadlocked in libgomp on its first embedding).
@@ -96,13 +97,27 @@ def test_scripts_run_ingests_the_demo_and_a_source_added_in_the_browser(tmp_path
         assert results and ("Field notes" in results[0].text or "Zebrafinch" in results[0].text), \
             [r.text for r in results]
 
+        # a German page among the English ones: a German question is ranked by its words, and says so
+        _add_text_source(browser, http.base, "demo", "Anwendungsebene",
+                         _manual_text("user-space.de-DE.html", "Prozess"))
+        _ingest_now(browser, http.base, "Anwendungsebene")
+        browser.get(f"{http.base}/?" + urllib.parse.urlencode({"q": "Wie beendet sich ein Prozess?",
+                                                                 "namespace": "demo"}))
+        notice = browser.find_element(By.CSS_SELECTOR, "p.channel-off").text
+        assert notice.startswith("This query is in German, which the search's meaning model does not read"), notice
+        status, answer = http.json("/api/search?" + urllib.parse.urlencode({"namespace": "demo",
+                                                                              "query": README_QUERY}))
+        assert status == 200 and answer["results"][0]["title"] == "Ingesting sources", answer
+        assert not [note for note in answer["summary"]["channel_notes"] if note["channel"] == "vector"], answer
+
         # an Arabic manual in a namespace of its own: the worker names its language and lexes it so
         browser.get(f"{http.base}/admin/kb/namespace/add/")
         browser.find_element(By.ID, "id_slug").send_keys("manual-ar")
         browser.find_element(By.ID, "id_title").send_keys("Debian manual (Arabic)")
         browser.find_element(By.NAME, "_save").click()
         wait_for(lambda: "add" not in browser.current_url, 30, "the namespace to save")
-        _add_text_source(browser, http.base, "manual-ar", "User space (ar)", _arabic_manual_text())
+        _add_text_source(browser, http.base, "manual-ar", "User space (ar)",
+                         _manual_text("user-space.ar-MA.html", "العمليات"))
         _ingest_now(browser, http.base, "User space (ar)")
 
         browser.get(f"{http.base}/admin/kb/namespace/?q=manual-ar")
@@ -157,12 +172,12 @@ def _ingest_now(browser, base: str, name: str) -> None:
              120, "the run page to say succeeded")
 
 
-def _arabic_manual_text() -> str:
-    """Two thousand characters of the Arabic Debian Reference (tests/fixtures/real/languages), as
-    text: the part around its word for "the processes"."""
+def _manual_text(page: str, word: str) -> str:
+    """Two thousand characters of a translated Debian manual page (tests/fixtures/real/languages),
+    as text: the part around `word` (the Arabic page's word for "the processes", the German "Prozess")."""
     from ingest.extract import extract
 
-    page = REPO / "tests/fixtures/real/languages/user-space.ar-MA.html"
-    content = extract(page.read_bytes(), "text/html", charset="utf-8").content
-    at = content.index("العمليات")
+    content = extract((REPO / "tests/fixtures/real/languages" / page).read_bytes(), "text/html",
+                      charset="utf-8").content
+    at = content.index(word)
     return content[max(0, at - 1000): at + 1000]
