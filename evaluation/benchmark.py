@@ -217,8 +217,9 @@ class CorpusBenchmark:
         self.per_query["full ranker"] = per_query_ndcg(held_out, qrels)
         fit = calibration.fit
         served: dict[tuple[float, tuple[str, ...]], dict[str, str]] = {}  # each query as served without judgements
-        for qid, text in self.query_items:
-            served.setdefault(evaluate.unjudged_default(self.namespace, text), {})[qid] = text
+        texts = dict(self.query_items)
+        for qid, how in evaluate.unjudged_defaults(self.namespace, texts).items():
+            served.setdefault(how, {})[qid] = texts[qid]
         default_runs = {}
         for (weight, channels), queries in served.items():
             if weight == DEFAULT_LEXICAL_WEIGHT and channels == CHANNELS:

@@ -167,8 +167,7 @@ def own_config(query: str, configs: tuple[str, ...]) -> str | None:
     (a name or an abbreviation is likely in none) and QUERY_CONFIDENCE of what the namespace's
     configurations score together. A query mixing scripts is not placed: its words in each
     script belong to that script's configuration."""
-    letters = _LETTERS.findall(query[:DETECTED_PREFIX])
-    if not letters or len({_script(letter)[0] for letter in letters}) > 1:
+    if not query_script(query):
         return None
     best: dict[str, float] = {}
     for language, probability in _identifier().rank(query[:DETECTED_PREFIX]):
@@ -252,13 +251,9 @@ def languages_queries_decide(document_languages: dict[str, int],
 
 
 def query_language(query: str) -> str:
-    """The ISO 639-1 code of the language a query is written in when the detector is at least
-    MIN_CONFIDENCE sure of it, else '' (names, commands and abbreviations are likely in none)."""
-    sample = _main_scripts(query[:DETECTED_PREFIX])
-    if not _LETTERS.search(sample):
-        return ""
-    language, confidence = _identifier().classify(sample)
-    return language if confidence >= MIN_CONFIDENCE else ""
+    """`detect` for a query, however few its letters: names, commands and abbreviations are
+    likely in no language, and the detector's confidence says so."""
+    return detect(query, min_letters=1)
 
 
 def leaves_out(unread: float) -> bool:
@@ -267,14 +262,14 @@ def leaves_out(unread: float) -> bool:
     return unread > UNREAD_SHARE
 
 
-def detect(text: str) -> str:
-    """The ISO 639-1 code of the language `text` is written in, or '' when it is too short or
-    the detector is unsure. Reads at most DETECTED_PREFIX characters. Letters of a script that
-    makes up less than MIN_SCRIPT_SHARE of them are left out first: an English abstract quoting
-    a name in Devanagari or Hebrew is English (the detector's byte n-grams of a rare script
-    would otherwise outweigh the text)."""
+def detect(text: str, min_letters: int = MIN_LETTERS) -> str:
+    """The ISO 639-1 code of the language `text` is written in, or '' when it has fewer than
+    `min_letters` letters or the detector is less than MIN_CONFIDENCE sure. Reads at most
+    DETECTED_PREFIX characters. Letters of a script that makes up less than MIN_SCRIPT_SHARE of
+    them are left out first: an English abstract quoting a name in Devanagari or Hebrew is
+    English (the detector's byte n-grams of a rare script would otherwise outweigh the text)."""
     sample = _main_scripts(text[:DETECTED_PREFIX])
-    if len(_LETTERS.findall(sample)) < MIN_LETTERS:
+    if len(_LETTERS.findall(sample)) < min_letters:
         return ""
     language, confidence = _identifier().classify(sample)
     return language if confidence >= MIN_CONFIDENCE else ""

@@ -27,15 +27,19 @@ def search_variant(query: str, namespace: str, *, limit: int = 10, filters: Filt
                       query_vector=query_vector, channels=channels, fuse=plain_rrf if fusion == "rrf" else None)
 
 
-def unjudged_default(namespace: str, query: str = "") -> tuple[float, tuple[str, ...]]:
-    """The lexical weight and the channels a search of `query` in `namespace` uses when no judged
-    queries fitted its weights (what most users get), whatever is stored now."""
+def unjudged_defaults(namespace: str, queries: dict[str, str]) -> dict[str, tuple[float, tuple[str, ...]]]:
+    """Per query id: the lexical weight and the channels a search of that query in `namespace`
+    uses when no judged queries fitted its weights (what most users get), whatever is stored now."""
     from kb.models import Namespace
     from retrieval.service import unjudged_weights
 
-    weights, notes = unjudged_weights(Namespace.objects.get(slug=namespace).document_languages, query)
-    off = {note.channel for note in notes if note.state == "off"}
-    return weights.lexical, tuple(channel for channel in CHANNELS if channel not in off)
+    document_languages = Namespace.objects.get(slug=namespace).document_languages
+    served = {}
+    for qid, query in queries.items():
+        weights, notes = unjudged_weights(document_languages, query)
+        off = {note.channel for note in notes if note.state == "off"}
+        served[qid] = weights.lexical, tuple(channel for channel in CHANNELS if channel not in off)
+    return served
 
 
 def plain_rrf(candidates: list[Candidate], params: RankerParams) -> Ranking:

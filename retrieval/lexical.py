@@ -173,10 +173,11 @@ def namespace_configs(namespace_id: int, query: str = "") -> tuple[str, ...]:
 
 
 def lexing_configs(language: str, passage_configs: dict[str, int], document_languages: dict[str, int], query: str,
-                   relexing: bool) -> tuple[str, ...]:
-    """`query_configs` for a query as search reads it: one naming an identifier is not placed in one language."""
-    return query_configs(language, passage_configs, document_languages, query, relexing,
-                         placeable=not find_identifiers(query))
+                   relexing: bool, identifiers: tuple[str, ...] | None = None) -> tuple[str, ...]:
+    """`query_configs` for a query as search reads it: one naming an identifier is not placed in one
+    language. `identifiers`: the query's, when the caller has found them already."""
+    named = find_identifiers(query) if identifiers is None else identifiers
+    return query_configs(language, passage_configs, document_languages, query, relexing, placeable=not named)
 
 
 @dataclass(frozen=True)

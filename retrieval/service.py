@@ -224,13 +224,14 @@ def _plan(query: str, namespace: str, filters: Filters, limit: int, params: Rank
         weights = FusionWeights(params.lexical_weight, "requested", "set by the caller for this search")
     elif weights.source == DEFAULT_WEIGHTS.source:  # judged queries would have fitted it: only the default yields
         weights, notes = unjudged_weights(ns["document_languages"], query)
+    features = analyse(query)
     return _Plan(
-        query=query, namespace=namespace, weights=weights, features=analyse(query), documents_wanted=documents_wanted,
+        query=query, namespace=namespace, weights=weights, features=features, documents_wanted=documents_wanted,
         scope=ch.Scope(ns["id"], tuple(filters.source_ids), tuple(filters.document_ids)),
         params=RankerParams(**{**params.__dict__, "limit": limit, "lexical_weight": weights.lexical}),
         depth=min(1000, max(100, 2 * (documents_wanted or limit))),  # grouped: sections come from the same pool
         configs=lexical.lexing_configs(ns["language"], ns["passage_configs"], ns["document_languages"], query,
-                                       ns["relexing"]),
+                                       ns["relexing"], features.identifiers),
         notes=notes,
     )
 
