@@ -123,7 +123,8 @@ def test_a_new_source_is_ingested_on_save_and_again_from_its_page(live_server, b
     browser.get(f"{live_server.url}/admin/kb/source/add/?kind=url")
     _fill(browser, "manuals", "Guide", web.url("/guide"))
     browser.find_element(By.NAME, "_continue").click()  # save and stay on the source's page
-    browser.find_element(By.PARTIAL_LINK_TEXT, "run #").click()
+    # the click returns before the saved page arrives; the form it leaves has no run links
+    wait_for(lambda: browser.find_elements(By.PARTIAL_LINK_TEXT, "run #"), 30, "the queued run's link")[0].click()
     wait_for(lambda: _run_text(browser).startswith("succeeded"), 180, "the run queued on save to succeed")
     assert browser.find_element(By.CSS_SELECTOR, "h1").text.startswith("Run #")
     assert "of Guide" in browser.title and "run 1 of" not in browser.title
