@@ -11,6 +11,9 @@ queries are the questions whose page was translated into it.
 `build_mix` joins built languages into one folder, as a namespace holding a manual in two languages
 would: each page and question keeps its language as a prefix of its id, and each question is
 judged to its own language's page.
+
+`build_unaccented` writes a language's corpus again with its questions typed without accents
+("securite" for "sécurité"), as many people type them: what the lexical channel must still find.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from pathlib import Path
 
 from ingest.evaluate import extract
 from kb.languages import detect
+from kb.lookalikes import unaccented
 
 QUESTIONS = Path(__file__).with_name("corpora") / "debian-handbook-questions.json"
 FOLDERS = {"en": "en-US", "de": "de-DE", "fr": "fr-FR", "es": "es-ES", "ja": "ja-JP", "zh": "zh-CN",
@@ -76,6 +80,19 @@ def build_mix(out: Path, languages: list[str]) -> Path:
     _jsonl(folder / "corpus.jsonl", corpus)
     _jsonl(folder / "queries.jsonl", queries)
     (folder / "qrels" / "test.tsv").write_text("".join(qrels), encoding="utf-8")
+    return folder
+
+
+def build_unaccented(out: Path, language: str) -> Path:
+    """Write `out/<language>-unaccented/` from `out/<language>/` (built first): the same pages and
+    judgements, each question without its accents."""
+    source, folder = out / language, out / f"{language}-unaccented"
+    (folder / "qrels").mkdir(parents=True, exist_ok=True)
+    (folder / "corpus.jsonl").write_text((source / "corpus.jsonl").read_text(encoding="utf-8"), encoding="utf-8")
+    _jsonl(folder / "queries.jsonl", [{**row, "text": unaccented(row["text"])}
+                                      for row in _rows(source / "queries.jsonl")])
+    (folder / "qrels" / "test.tsv").write_text((source / "qrels" / "test.tsv").read_text(encoding="utf-8"),
+                                               encoding="utf-8")
     return folder
 
 

@@ -5,9 +5,14 @@ SMALL TILDE; PDFium marks a line-end hyphenation with U+FFFE. Text and queries a
 same way (ingest's PDF reader and `retrieval.query.normalise_query`), so what looks the same
 searches the same. NFKC alone does not do this: it leaves U+2212 alone and turns U+02DC into a
 space and a combining tilde.
+
+`unaccented` drops accents from Latin letters one character for one, for matching the words of a
+text against lexemes that lost theirs (the search page's snippets, "Did you mean").
 """
 
 from __future__ import annotations
+
+import unicodedata
 
 LOOKALIKES = str.maketrans({
     "\u2212": "-",  # MINUS SIGN
@@ -42,3 +47,24 @@ def join_hyphenation(text: str) -> str:
         if mark in text:
             text = text.replace(mark + "\r\n", "").replace(mark + "\n", "").replace(mark, "")
     return text
+
+
+def _unaccented_table() -> dict[int, str]:
+    """Each precomposed Latin letter (Latin-1 to Latin Extended-B, Latin Extended Additional) that
+    decomposes into an ASCII letter and combining marks, mapped to that letter."""
+    table = {}
+    for code in (*range(0xC0, 0x250), *range(0x1E00, 0x1F00)):
+        parts = unicodedata.normalize("NFD", chr(code))
+        if len(parts) > 1 and parts[0].isascii() and all(unicodedata.combining(mark) for mark in parts[1:]):
+            table[code] = parts[0]
+    return table
+
+
+UNACCENTED = _unaccented_table()
+
+
+def unaccented(text: str) -> str:
+    """`text` with its accented Latin letters as their plain letters (é -> e, Ü -> U), one character
+    for one, so a position in the result is the same position in `text`: what lets a lexeme the
+    database folded (French, kb migration 0035; German Snowball's umlauts) mark the accented word."""
+    return text.translate(UNACCENTED)

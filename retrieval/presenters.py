@@ -8,6 +8,7 @@ import re
 from dataclasses import fields
 
 from kb.languages import has_cjk
+from kb.lookalikes import unaccented
 from kb.markup import plain_text
 from retrieval.citations import absolute_url
 from retrieval.context import ContextPassage, build_context
@@ -22,32 +23,35 @@ SNIPPET_CHARS = 280
 def snippet(text: str, lexemes: list[str], width: int = SNIPPET_CHARS) -> str:
     """An HTML-escaped window of the chunk's plain text (no markdown syntax) around its first
     matching word, matches in <mark>.
-    Lexemes are stems ('roast' for 'roasting'), so a word matches when it starts with one; an
+    Lexemes are stems ('roast' for 'roasting'), so a word matches when it starts with one, accents
+    aside ('secur' for 'sécurité': French is lexed unaccented, German Snowball drops umlauts); an
     Arabic word also after up to three letters of prefixes (ال, لل, وال: 'توزيع' in 'التوزيعات'); a
     character pair of Chinese, Japanese or Korean wherever it stands inside its run (runs have no
     spaces). Matches are found in the text before it is escaped (a lexeme never marks part of an
     entity) and may overlap, as a word's pairs do: overlapping and adjacent ones are marked as one."""
     body = text.split("\n\n", 1)[1] if "\n\n" in text else text
     body = " ".join(plain_text(body).split())
-    stems = sorted((lexeme for lexeme in lexemes if len(lexeme) >= 2 and re.fullmatch(r"[\w.]+", lexeme)),
+    folded = unaccented(body)  # lexemes may have lost their accents (French, German): match without them
+    stems = sorted((unaccented(lexeme) for lexeme in lexemes if len(lexeme) >= 2 and re.fullmatch(r"[\w.]+", lexeme)),
                    key=len, reverse=True)  # the longest alternative first where two start alike
     # a lookahead: every position where a word starts, overlapping ones included
     pattern = re.compile("(?=(" + "|".join(_word(stem) for stem in stems) + "))", re.I) if stems else None
     start = 0
     if pattern:
-        first = pattern.search(body)
+        first = pattern.search(folded)
         if first:
             start = max(0, first.start() - width // 4)
     window = body[start:start + width]
     prefix = "…" if start > 0 else ""
     suffix = "…" if start + width < len(body) else ""
-    return prefix + _marked(window, pattern) + suffix
+    return prefix + _marked(window, folded[start:start + width], pattern) + suffix
 
 
-def _marked(window: str, pattern: re.Pattern | None) -> str:
-    """`window` escaped, the union of `pattern`'s matches in <mark>."""
+def _marked(window: str, folded: str, pattern: re.Pattern | None) -> str:
+    """`window` escaped, the union of `pattern`'s matches in `folded` (the window unaccented, the
+    same positions) in <mark>."""
     spans: list[list[int]] = []
-    for match in pattern.finditer(window) if pattern else ():
+    for match in pattern.finditer(folded) if pattern else ():
         begin, end = match.start(1), match.end(1)
         if spans and begin <= spans[-1][1]:
             spans[-1][1] = max(spans[-1][1], end)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 
 from kb.languages import SEGMENTED
+from kb.lookalikes import unaccented
 from kb.replicas import read_connection
 from retrieval.lexical import namespace_configs
 
@@ -65,8 +66,10 @@ def closest(stem: str, candidates: list[tuple[str, int]]) -> str | None:
 
 
 def surface_form(lexeme: str, typed: str, text: str) -> str:
-    """The word of `text` that stems to `lexeme` (it starts with it) nearest to what was typed."""
-    words = {w.lower() for w in WORD_RE.findall(text) if w.lower().startswith(lexeme)}
+    """The word of `text` that stems to `lexeme` (it starts with it, accents aside: French lexemes
+    are unaccented) nearest to what was typed."""
+    stem = unaccented(lexeme)
+    words = {w.lower() for w in WORD_RE.findall(text) if unaccented(w.lower()).startswith(stem)}
     if not words:
         return lexeme
     return min(words, key=lambda w: (edit_distance(typed, w, 99), len(w), w))

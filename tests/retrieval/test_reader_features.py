@@ -36,6 +36,8 @@ def test_edit_distance_and_closest_are_bounded():
     assert closest("nutmg", [("nutmeg", 1), ("nutshel", 9)]) == "nutmeg"
     assert closest("zzzzz", [("nutmeg", 1)]) is None
     assert surface_form("roast", "rost", "Roast the pumpkin, roasting it well") == "roast"
+    # a lexeme that lost its accents (French) is shown as the text writes it
+    assert surface_form("bibliothequ", "bibliotheqes", "Les bibliothèques partagées") == "bibliothèques"
 
 
 def test_correction_comes_from_the_namespaces_own_words(teams):

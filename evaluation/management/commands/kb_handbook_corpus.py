@@ -8,7 +8,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from evaluation.handbook import FOLDERS, build, build_mix
+from evaluation.handbook import FOLDERS, build, build_mix, build_unaccented
 
 PACKAGE_HTML = Path("usr/share/doc/debian-handbook/html")
 
@@ -23,10 +23,15 @@ class Command(BaseCommand):
         parser.add_argument("--mix", nargs="+", choices=list(FOLDERS), default=[],
                             help="Also write mix-<languages>/: these languages in one corpus (two or more, "
                                  "among --languages).")
+        parser.add_argument("--unaccented", nargs="+", choices=list(FOLDERS), default=[],
+                            help="Also write <language>-unaccented/: the same corpus, its questions typed "
+                                 "without accents (among --languages).")
 
-    def handle(self, *args, out, html, languages, mix: list[str], **options):
+    def handle(self, *args, out, html, languages, mix: list[str], unaccented: list[str], **options):
         if mix and (len(set(mix)) < 2 or not set(mix) <= set(languages)):
             raise CommandError("--mix takes two or more of the languages built (--languages).")
+        if not set(unaccented) <= set(languages):
+            raise CommandError("--unaccented takes languages among those built (--languages).")
         with tempfile.TemporaryDirectory() as scratch:
             folder = Path(html) if html else self._unpacked(Path(scratch))
             if not folder.is_dir():
@@ -36,6 +41,8 @@ class Command(BaseCommand):
                                   f"{built.queries} questions -> {Path(out) / built.language}")
         if mix:
             self.stdout.write(f"{', '.join(mix)} together -> {build_mix(Path(out), list(dict.fromkeys(mix)))}")
+        for language in dict.fromkeys(unaccented):
+            self.stdout.write(f"{language}, questions without accents -> {build_unaccented(Path(out), language)}")
 
     def _unpacked(self, scratch: Path) -> Path:
         try:
