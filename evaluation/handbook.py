@@ -27,8 +27,9 @@ from kb.languages import detect
 from kb.lookalikes import unaccented
 
 QUESTIONS = Path(__file__).with_name("corpora") / "debian-handbook-questions.json"
-FOLDERS = {"en": "en-US", "de": "de-DE", "fr": "fr-FR", "es": "es-ES", "ja": "ja-JP", "zh": "zh-CN",
-           "ar": "ar-MA", "fa": "fa-IR"}  # the book's folder of each language the questions are written in
+# the book's folder of each language the questions are written in
+FOLDERS = {"en": "en-US", "de": "de-DE", "fr": "fr-FR", "es": "es-ES", "pt": "pt-BR", "it": "it-IT", "ja": "ja-JP",
+           "zh": "zh-CN", "ar": "ar-MA", "fa": "fa-IR"}
 MIN_CHARS = 300  # shorter pages are tables of contents and title pages
 
 
