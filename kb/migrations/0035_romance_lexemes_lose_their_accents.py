@@ -14,7 +14,9 @@ whatever its search path. Measured in docs/languages.md ("What is folded").
 
 Every passage in these configurations whose lexemes change is lexed again in place, as 0032 did:
 its generated search vector is recomputed, and the postings trigger keeps the namespace's BM25
-statistics exact in the same statement.
+statistics exact in the same statement. That is most of them, inside the migration's transaction:
+5,943 passages (683,682 postings) took 4.8 s here, so a million take about 14 minutes, during
+which writes to those passages wait.
 """
 
 import importlib
