@@ -51,8 +51,9 @@ def join_hyphenation(text: str) -> str:
 
 def _unaccented_table() -> dict[int, str]:
     """Each precomposed Latin letter (Latin-1 to Latin Extended-B, Latin Extended Additional) that
-    decomposes into an ASCII letter and combining marks, mapped to that letter."""
-    table = {}
+    decomposes into an ASCII letter and combining marks, mapped to that letter, and the barred and
+    stroked letters PostgreSQL's `unaccent` also folds to one letter (ø, ł, đ, ħ, ŧ, dotless ı)."""
+    table = {ord(letter): plain for letter, plain in zip("ØøŁłĐđĦħŦŧı", "OoLlDdHhTti", strict=True)}
     for code in (*range(0xC0, 0x250), *range(0x1E00, 0x1F00)):
         parts = unicodedata.normalize("NFD", chr(code))
         if len(parts) > 1 and parts[0].isascii() and all(unicodedata.combining(mark) for mark in parts[1:]):
@@ -61,10 +62,19 @@ def _unaccented_table() -> dict[int, str]:
 
 
 UNACCENTED = _unaccented_table()
+# letters `unaccent` spells out as two (a folded stem holds the two: French `oeuvr` for "œuvre")
+LIGATURES = {"œ": "oe", "Œ": "OE", "æ": "ae", "Æ": "AE", "ß": "ss"}
+_SPELT_OUT = str.maketrans(LIGATURES)
 
 
 def unaccented(text: str) -> str:
     """`text` with its accented Latin letters as their plain letters (é -> e, Ü -> U), one character
     for one, so a position in the result is the same position in `text`: what lets a lexeme the
-    database folded (French, kb migration 0035; German Snowball's umlauts) mark the accented word."""
+    database folded (Romance languages, kb migration 0035; German Snowball's umlauts) mark the
+    accented word. Ligatures stay (`LIGATURES`)."""
     return text.translate(UNACCENTED)
+
+
+def plain_letters(text: str) -> str:
+    """`text` unaccented and its ligatures spelt out, for comparing words, not positions."""
+    return unaccented(text).translate(_SPELT_OUT)

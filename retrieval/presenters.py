@@ -8,7 +8,7 @@ import re
 from dataclasses import fields
 
 from kb.languages import has_cjk
-from kb.lookalikes import unaccented
+from kb.lookalikes import LIGATURES, unaccented
 from kb.markup import plain_text
 from retrieval.citations import absolute_url
 from retrieval.context import ContextPassage, build_context
@@ -23,36 +23,44 @@ SNIPPET_CHARS = 280
 def snippet(text: str, lexemes: list[str], width: int = SNIPPET_CHARS) -> str:
     """An HTML-escaped window of the chunk's plain text (no markdown syntax) around its first
     matching word, matches in <mark>.
-    Lexemes are stems ('roast' for 'roasting'), so a word matches when it starts with one, accents
-    aside ('secur' for 'sécurité': French is lexed unaccented, German Snowball drops umlauts); an
+    Lexemes are stems ('roast' for 'roasting'), so a word matches when it starts with one; a lexeme
+    without accents also marks the word written with them ('secur' for 'sécurité', 'oeuvr' for
+    'œuvre': Romance stems lose their accents, German Snowball drops umlauts), while one with
+    accents marks only words written so (Vietnamese 'má' is not 'ma'); an
     Arabic word also after up to three letters of prefixes (ال, لل, وال: 'توزيع' in 'التوزيعات'); a
     character pair of Chinese, Japanese or Korean wherever it stands inside its run (runs have no
     spaces). Matches are found in the text before it is escaped (a lexeme never marks part of an
     entity) and may overlap, as a word's pairs do: overlapping and adjacent ones are marked as one."""
     body = text.split("\n\n", 1)[1] if "\n\n" in text else text
     body = " ".join(plain_text(body).split())
-    folded = unaccented(body)  # lexemes may have lost their accents (French, German): match without them
-    stems = sorted((unaccented(lexeme) for lexeme in lexemes if len(lexeme) >= 2 and re.fullmatch(r"[\w.]+", lexeme)),
+    stems = sorted((lexeme for lexeme in lexemes if len(lexeme) >= 2 and re.fullmatch(r"[\w.]+", lexeme)),
                    key=len, reverse=True)  # the longest alternative first where two start alike
-    # a lookahead: every position where a word starts, overlapping ones included
-    pattern = re.compile("(?=(" + "|".join(_word(stem) for stem in stems) + "))", re.I) if stems else None
-    start = 0
-    if pattern:
-        first = pattern.search(folded)
-        if first:
-            start = max(0, first.start() - width // 4)
+    # each pattern with the text it reads: plain stems the unaccented text (same positions), the rest the text
+    readings = [(pattern, read) for pattern, read in (
+        (_pattern([stem for stem in stems if unaccented(stem) == stem], spelt_out=True), unaccented(body)),
+        (_pattern([stem for stem in stems if unaccented(stem) != stem]), body)) if pattern]
+    firsts = [found.start() for pattern, read in readings if (found := pattern.search(read))]
+    start = max(0, min(firsts) - width // 4) if firsts else 0
     window = body[start:start + width]
     prefix = "…" if start > 0 else ""
     suffix = "…" if start + width < len(body) else ""
-    return prefix + _marked(window, folded[start:start + width], pattern) + suffix
+    return prefix + _marked(window, [(pattern, read[start:start + width]) for pattern, read in readings]) + suffix
 
 
-def _marked(window: str, folded: str, pattern: re.Pattern | None) -> str:
-    """`window` escaped, the union of `pattern`'s matches in `folded` (the window unaccented, the
+def _pattern(stems: list[str], spelt_out: bool = False) -> re.Pattern | None:
+    """A lookahead matching every position where a word of `stems` starts, overlapping ones
+    included; `spelt_out`: a stem's `oe`, `ae` and `ss` also match the ligature `unaccent` spells so."""
+    if not stems:
+        return None
+    return re.compile("(?=(" + "|".join(_word(stem, spelt_out) for stem in stems) + "))", re.I)
+
+
+def _marked(window: str, readings: list[tuple[re.Pattern, str]]) -> str:
+    """`window` escaped, the union of each pattern's matches in its reading of the window (the
     same positions) in <mark>."""
+    found = sorted((match.start(1), match.end(1)) for pattern, read in readings for match in pattern.finditer(read))
     spans: list[list[int]] = []
-    for match in pattern.finditer(folded) if pattern else ():
-        begin, end = match.start(1), match.end(1)
+    for begin, end in found:
         if spans and begin <= spans[-1][1]:
             spans[-1][1] = max(spans[-1][1], end)
         elif end > begin:
@@ -67,9 +75,13 @@ def _marked(window: str, folded: str, pattern: re.Pattern | None) -> str:
 _ARABIC = re.compile("[\u0600-\u06ff\u0750-\u077f]")
 
 
-def _word(stem: str) -> str:
+def _word(stem: str, spelt_out: bool = False) -> str:
     """The pattern of the words a lexeme stands for in the text (`snippet`); each bounded, so linear."""
     escaped = re.escape(stem)
+    if spelt_out:
+        for ligature, spelt in LIGATURES.items():
+            if ligature.islower():  # the pattern ignores case
+                escaped = escaped.replace(spelt, f"(?:{spelt}|{ligature})")
     if has_cjk(stem):
         return escaped
     if _ARABIC.search(stem):

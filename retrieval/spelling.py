@@ -6,10 +6,13 @@ Japanese and Korean are not corrected) occurs in any chunk of the namespace. Its
 nearest to that stem by edit distance (a swap counts one; at most 1 for words of up to seven
 letters, 2 for longer ones; same first
 letter, which bounds the candidates to one index range of `kb_chunk_term`), the most frequent
-on ties, shown as a word the namespace's own text spells that way. The page offers the corrected
-query only when searching it finds a strong result (retrieval/views.py).
+on ties; or the longest of the namespace's lexemes that begins that stem (`shorter_stems`: a word
+typed without its accents can keep a suffix the stemmer strips only accented). Each is shown as
+the word the namespace's own text spells that way, and the one nearest to what was typed, accents
+aside, is offered. The page offers the corrected query only when searching it finds a strong
+result (retrieval/views.py).
 
-`edit_distance` and `closest` are pure; `correct_query` reads the namespace's postings.
+`edit_distance`, `closest` and `shorter_stems` are pure; `correct_query` reads the namespace's postings.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from __future__ import annotations
 import re
 
 from kb.languages import SEGMENTED
-from kb.lookalikes import unaccented
+from kb.lookalikes import plain_letters
 from kb.replicas import read_connection
 from retrieval.lexical import namespace_configs
 
@@ -65,14 +68,27 @@ def closest(stem: str, candidates: list[tuple[str, int]]) -> str | None:
     return best[2] if best else None
 
 
+def shorter_stems(stem: str) -> list[str]:
+    """The beginnings of `stem` a stemmer may have cut it to, longest first: at least four letters
+    and half the stem. A word typed without its accent can keep a suffix the stemmer strips only
+    accented (Portuguese "configuracao" stems to `configuraca`, "configuração" to `configur`;
+    French "securite" to `securit`, "sécurité" to `secur`), so the known stem begins the typed one."""
+    return [stem[:end] for end in range(len(stem) - 1, max(4, (len(stem) + 1) // 2) - 1, -1)]
+
+
+def _apart(typed: str, word: str) -> tuple[int, int]:
+    """How far a correction is from what was typed: accents aside first, then as written."""
+    return edit_distance(plain_letters(typed), plain_letters(word), 99), edit_distance(typed, word, 99)
+
+
 def surface_form(lexeme: str, typed: str, text: str) -> str:
     """The word of `text` that stems to `lexeme` (it starts with it, accents aside: French lexemes
     are unaccented) nearest to what was typed."""
-    stem = unaccented(lexeme)
-    words = {w.lower() for w in WORD_RE.findall(text) if unaccented(w.lower()).startswith(stem)}
+    stem = plain_letters(lexeme)
+    words = {w.lower() for w in WORD_RE.findall(text) if plain_letters(w.lower()).startswith(stem)}
     if not words:
         return lexeme
-    return min(words, key=lambda w: (edit_distance(typed, w, 99), len(w), w))
+    return min(words, key=lambda w: (*_apart(typed, w), len(w), w))
 
 
 def correct_query(namespace_id: int, query: str) -> str | None:
@@ -108,13 +124,18 @@ def correct_query(namespace_id: int, query: str) -> str | None:
                 "SELECT lexeme, count(*) FROM (SELECT lexeme FROM kb_chunk_term WHERE namespace_id = %s "
                 "AND lexeme >= %s AND lexeme < %s AND length(lexeme) BETWEEN %s AND %s LIMIT %s) t GROUP BY lexeme",
                 [namespace_id, first, after, len(stem) - limit, len(stem) + limit, MAX_CANDIDATES])
-            lexeme = closest(stem, cursor.fetchall())
-            if lexeme is None:
-                continue
-            cursor.execute("SELECT c.text FROM kb_chunk_term t JOIN kb_chunk c ON c.id = t.chunk_id "
-                           "WHERE t.namespace_id = %s AND t.lexeme = %s LIMIT 5", [namespace_id, lexeme])
-            texts = " ".join(row[0] for row in cursor.fetchall())
-            replacements[word] = surface_form(lexeme, word, texts or lexeme)
+            near = closest(stem, cursor.fetchall())
+            cursor.execute("SELECT lexeme FROM kb_chunk_term WHERE namespace_id = %s AND lexeme = ANY(%s) "
+                           "ORDER BY length(lexeme) DESC LIMIT 1", [namespace_id, shorter_stems(stem)])
+            begins = cursor.fetchone()
+            surfaces = []
+            for lexeme in dict.fromkeys(found for found in (near, begins and begins[0]) if found):
+                cursor.execute("SELECT c.text FROM kb_chunk_term t JOIN kb_chunk c ON c.id = t.chunk_id "
+                               "WHERE t.namespace_id = %s AND t.lexeme = %s LIMIT 5", [namespace_id, lexeme])
+                texts = " ".join(row[0] for row in cursor.fetchall())
+                surfaces.append(surface_form(lexeme, word, texts or lexeme))
+            if surfaces:
+                replacements[word] = min(surfaces, key=lambda surface: _apart(word, surface))
     if not replacements:
         return None
     return WORD_RE.sub(lambda m: _cased(replacements.get(m.group(0).lower()), m.group(0)), query)

@@ -10,7 +10,9 @@ word `a`, "données" as `donne` and "manière" as `manier`, and the French handb
 written lost 0.022 nDCG@10. Folding each stem afterwards only joins lexemes that differ by their
 accents. The folding is the `unaccent` dictionary (PostgreSQL contrib, a trusted extension), named
 by a constant that the function bodies bind when they are created, so a restored dump finds it
-whatever its search path. Measured in docs/languages.md ("What is folded").
+whatever its search path. The functions are declared immutable around it, as stored search vectors
+need: should a PostgreSQL upgrade change the dictionary's rules, the passages of these languages
+must be lexed again (docs/deployment.md, "Upgrades"). Measured in docs/languages.md ("What is folded").
 
 Every passage in these configurations whose lexemes change is lexed again in place, as 0032 did:
 its generated search vector is recomputed, and the postings trigger keeps the namespace's BM25
@@ -21,7 +23,6 @@ which writes to those passages wait.
 
 import importlib
 
-from django.contrib.postgres.operations import UnaccentExtension
 from django.db import migrations
 
 PREVIOUS = importlib.import_module("kb.migrations.0032_lexing_folds_like_queries")
@@ -83,6 +84,7 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.RunPython(require_unaccent, migrations.RunPython.noop),
-        UnaccentExtension(),
+        # never dropped going back: the server may have had it before, for other uses
+        migrations.RunSQL("CREATE EXTENSION IF NOT EXISTS unaccent", migrations.RunSQL.noop),
         migrations.RunSQL(FUNCTIONS + RELEX_UNACCENTED, PREVIOUS_FUNCTIONS + RELEX_UNACCENTED),
     ]

@@ -28,6 +28,7 @@ from retrieval.candidates import LEXICAL, NAMES, ChannelScore, ScoreDetails
 from retrieval.channels import Scope
 from retrieval.query import normalise_query
 from retrieval.service import matching_chunk_ids, search, strong
+from retrieval.spelling import correct_query
 from tests.retrieval.test_channels import _recomputed_stats
 
 pytestmark = pytest.mark.django_db
@@ -109,6 +110,13 @@ def test_romance_stems_lose_their_accents_after_the_stemmer_read_them(config, wr
         assert accented and accented == plain_lexemes  # both spellings give the same lexemes
 
 
+def test_did_you_mean_offers_the_accented_word_whose_stem_begins_the_plain_ones():
+    namespace = _ingest("languages-french-spelling", "user-space.fr-FR.html")
+    # "manieres" stems to `manier`, two edits from the page's "manières" (`mani`), which begins it
+    assert correct_query(namespace.pk, "de manieres") == "de manières"
+    assert correct_query(namespace.pk, "manières") is None  # found as written: nothing to correct
+
+
 def test_the_stemmer_reads_the_words_as_written_before_their_stems_lose_accents():
     with connection.cursor() as cursor:
         # "à" stays a stopword and "données" the stem `don`, where folding the text first would
@@ -171,6 +179,12 @@ def test_a_chinese_query_finds_the_few_chinese_passages_of_a_mostly_english_name
     ("securite reseau", "french", "t\n\nLa sécurité du Réseau local",
      "La <mark>sécurité</mark> du <mark>Réseau</mark> local"),
     ("Mueller", "german", "t\n\nHerr Müller und Frau Muller", "Herr <mark>Müller</mark> und Frau <mark>Muller</mark>"),
+    # a stem whose fold spelt a ligature out marks the word written with it
+    ("oeuvre", "french", "t\n\nla mise en œuvre du cœur", "la mise en <mark>œuvre</mark> du cœur"),
+    ("Größe", "german", "t\n\nDie Größe der Dateien", "Die <mark>Größe</mark> der Dateien"),
+    # a lexeme written with accents marks only words written so: the accent tells words apart
+    ("má", "simple", "t\n\nMa mà má mả", "Ma mà <mark>má</mark> mả"),
+    ("şeker", "turkish", "t\n\nşeker ve seker", "<mark>şeker</mark> ve seker"),
     # a lexeme never marks inside the entity that escaping writes
     ("amp gt", "simple", "t\n\nfish & chips > amp", "fish &amp; chips &gt; <mark>amp</mark>"),
 ])

@@ -38,6 +38,7 @@ def test_edit_distance_and_closest_are_bounded():
     assert surface_form("roast", "rost", "Roast the pumpkin, roasting it well") == "roast"
     # a lexeme that lost its accents (French) is shown as the text writes it
     assert surface_form("bibliothequ", "bibliotheqes", "Les bibliothèques partagées") == "bibliothèques"
+    assert surface_form("noeud", "noued", "Chaque nœud du cœur") == "nœud"  # a ligature the lexeme spells out
 
 
 def test_correction_comes_from_the_namespaces_own_words(teams):
