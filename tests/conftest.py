@@ -20,6 +20,23 @@ def django_db_setup(django_db_setup, django_db_blocker):
         stop_writer()
 
 
+@pytest.fixture(autouse=True)
+def _query_log_written_before_flush(request):
+    """A test whose database is emptied by TRUNCATE afterwards (a live server's, a transactional
+    one's) writes the searches it queued first: the query-log writer thread inserting them while
+    TRUNCATE takes its locks is a deadlock, which fails the teardown."""
+    marker = request.node.get_closest_marker("django_db")
+    if not ("live_server" in request.fixturenames or "transactional_db" in request.fixturenames
+            or (marker is not None and marker.kwargs.get("transaction"))):
+        yield
+        return
+    request.getfixturevalue("transactional_db")  # set up first, so emptied after this writes
+    yield
+    from kb.querylog import stop_writer
+
+    stop_writer()
+
+
 @pytest.fixture
 def tcp_postgres(tmp_path):
     """A second, separate PostgreSQL server listening on a TCP port on loopback."""
