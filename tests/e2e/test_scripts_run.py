@@ -166,8 +166,10 @@ def _ingest_now(browser, base: str, name: str) -> None:
     browser.find_element(By.CSS_SELECTOR, "input[name=_selected_action]").click()
     Select(browser.find_element(By.NAME, "action")).select_by_value("ingest_now")
     browser.find_element(By.CSS_SELECTOR, "button[name=index]").click()
-    # the click returns before the action's page arrives; the list it leaves has no run links
-    wait_for(lambda: browser.find_elements(By.PARTIAL_LINK_TEXT, "run #"), 30, "the queued run's link")[0].click()
+    # the click returns before the action's page arrives; the list it leaves has no run links. The
+    # page waited over 30 s once in a clean-clone CI, while the worker ingested the source it had
+    # queued on save: the wait matches the run's own
+    wait_for(lambda: browser.find_elements(By.PARTIAL_LINK_TEXT, "run #"), 120, "the queued run's link")[0].click()
     wait_for(lambda: "/admin/kb/ingestrun/" in browser.current_url, 30, "the run page")
     wait_for(lambda: browser.find_element(By.CSS_SELECTOR, ".kb-run-text").text.startswith("succeeded"),
              120, "the run page to say succeeded")
