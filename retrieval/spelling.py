@@ -125,8 +125,9 @@ def correct_query(namespace_id: int, query: str) -> str | None:
                 "AND lexeme >= %s AND lexeme < %s AND length(lexeme) BETWEEN %s AND %s LIMIT %s) t GROUP BY lexeme",
                 [namespace_id, first, after, len(stem) - limit, len(stem) + limit, MAX_CANDIDATES])
             near = closest(stem, cursor.fetchall())
-            cursor.execute("SELECT lexeme FROM kb_chunk_term WHERE namespace_id = %s AND lexeme = ANY(%s) "
-                           "ORDER BY length(lexeme) DESC LIMIT 1", [namespace_id, shorter_stems(stem)])
+            cursor.execute("SELECT b.lexeme FROM unnest(%s::text[]) WITH ORDINALITY AS b(lexeme, n) WHERE EXISTS "
+                           "(SELECT 1 FROM kb_chunk_term t WHERE t.namespace_id = %s AND t.lexeme = b.lexeme) "
+                           "ORDER BY b.n LIMIT 1", [shorter_stems(stem), namespace_id])  # one probe a beginning
             begins = cursor.fetchone()
             surfaces = []
             for lexeme in dict.fromkeys(found for found in (near, begins and begins[0]) if found):
