@@ -19,6 +19,7 @@ judged to its own language's page.
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -89,11 +90,10 @@ def build_unaccented(out: Path, language: str) -> Path:
     judgements, each question without its accents."""
     source, folder = out / language, out / f"{language}-unaccented"
     (folder / "qrels").mkdir(parents=True, exist_ok=True)
-    (folder / "corpus.jsonl").write_text((source / "corpus.jsonl").read_text(encoding="utf-8"), encoding="utf-8")
+    shutil.copyfile(source / "corpus.jsonl", folder / "corpus.jsonl")
+    shutil.copyfile(source / "qrels" / "test.tsv", folder / "qrels" / "test.tsv")
     _jsonl(folder / "queries.jsonl", [{**row, "text": unaccented(row["text"])}
                                       for row in _rows(source / "queries.jsonl")])
-    (folder / "qrels" / "test.tsv").write_text((source / "qrels" / "test.tsv").read_text(encoding="utf-8"),
-                                               encoding="utf-8")
     return folder
 
 

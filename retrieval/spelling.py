@@ -82,8 +82,8 @@ def _apart(typed: str, word: str) -> tuple[int, int]:
 
 
 def surface_form(lexeme: str, typed: str, text: str) -> str:
-    """The word of `text` that stems to `lexeme` (it starts with it, accents aside: French lexemes
-    are unaccented) nearest to what was typed."""
+    """The word of `text` that stems to `lexeme` (it starts with it, accents aside: Romance
+    lexemes are unaccented) nearest to what was typed."""
     stem = plain_letters(lexeme)
     words = {w.lower() for w in WORD_RE.findall(text) if plain_letters(w.lower()).startswith(stem)}
     if not words:
