@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from dataclasses import dataclass
 
-from kb.languages import DEFAULT_CONFIG, query_configs
+from kb.languages import ACCENTS, DEFAULT_CONFIG, accented_spellings, query_configs
 from kb.replicas import read_connection
 from retrieval import bm25, posting_lists
 from retrieval.channels import ChannelRow, Scope, named_where
@@ -44,6 +45,7 @@ class LexicalReport:
     probed_terms: tuple[str, ...] = ()  # packed: terms whose postings were only looked up for candidates
     candidates: int = 0  # packed, with probed terms: chunks completed by those lookups
     configurations: tuple[str, ...] = ()  # the text search configurations the query was lexed with
+    accents_restored: tuple[str, ...] = ()  # "typed → read": stems found through the word's accented spelling
 
 
 @dataclass(frozen=True)
@@ -59,13 +61,17 @@ def lexical_channel(scope: Scope, lexemes: list[tuple[str, int]], k: int,
 
 def lexical_search(scope: Scope, lexemes: list[tuple[str, int]], k: int,
                    statistics: "TermStatistics | None" = None, packed: bool = True, *,
-                   configurations: tuple[str, ...] = ()) -> LexicalResult:
+                   configurations: tuple[str, ...] = (), query: str = "") -> LexicalResult:
     """The BM25 top k: IDF from the namespace's document frequencies, TF saturation k1, length
     normalisation b; the query is an OR over its lexemes. `packed=False` reads the table even
     where packed lists exist (the benchmark's reference). `configurations`, those the lexemes
-    were made with, are named in the report."""
+    were made with, are named in the report; with the `query` they were lexed from, words typed
+    without accents are read as the namespace spells them (`term_statistics`)."""
+    statistics = statistics or term_statistics(scope, lexemes, query, tuple(configurations))
     found = _search(scope, lexemes, k, statistics, packed)
-    return LexicalResult(found.rows, dataclasses.replace(found.report, configurations=tuple(configurations)))
+    restored = tuple(f"{typed} → {read}" for typed, read in statistics.restored.items())
+    return LexicalResult(found.rows, dataclasses.replace(found.report, configurations=tuple(configurations),
+                                                         accents_restored=restored))
 
 
 def _search(scope: Scope, lexemes: list[tuple[str, int]], k: int, statistics: "TermStatistics | None",
@@ -185,6 +191,7 @@ class TermStatistics:
     chunk_count: float
     average_length: float
     terms: list[bm25.Term]  # the query's lexemes the namespace holds, with their frequencies
+    restored: dict[str, str] = dataclasses.field(default_factory=dict)  # a typed stem -> its accented spelling's
 
     @property
     def query_idf(self) -> float:
@@ -193,9 +200,60 @@ class TermStatistics:
         return sum(term.weight(self.chunk_count) for term in self.terms)
 
 
-def term_statistics(scope: Scope, lexemes: list[tuple[str, int]]) -> TermStatistics:
+def term_statistics(scope: Scope, lexemes: list[tuple[str, int]], query: str = "",
+                    configs: tuple[str, ...] = ()) -> TermStatistics:
+    """The namespace's statistics for the query's lexemes. With the `query` and the `configs` it was
+    lexed with, a word typed without accents whose stem the namespace lacks is read as the stem
+    of its accented spelling, where the namespace holds that (`restore_accents`)."""
     chunk_count, avgdl, terms = _term_statistics(scope.namespace_id, lexemes) if lexemes else (0.0, 1.0, [])
-    return TermStatistics(chunk_count, avgdl, [t for t in terms if t.document_frequency > 0])
+    unknown = {t.lexeme for t in terms if t.document_frequency == 0}
+    restored = restore_accents(scope.namespace_id, query, configs, unknown) if unknown and query else {}
+    if restored:
+        merged: dict[str, int] = {}
+        for lexeme, count in lexemes:
+            read = restored.get(lexeme, lexeme)
+            merged[read] = merged.get(read, 0) + count
+        chunk_count, avgdl, terms = _term_statistics(scope.namespace_id, list(merged.items()))
+    return TermStatistics(chunk_count, avgdl, [t for t in terms if t.document_frequency > 0], restored)
+
+
+_PLAIN_WORD = re.compile(r"[a-z]{3,}")
+
+
+def restore_accents(namespace_id: int, query: str, configs: tuple[str, ...], unknown: set[str]) -> dict[str, str]:
+    """{stem the namespace lacks: stem it holds} for the query's words typed without accents in a
+    configuration whose stems lose theirs (`kb.languages.ACCENTS`): the stem of the word's accented
+    spelling (`accented_spellings`) that puts back the fewest accents and that the most passages
+    hold. Spanish "distribucion" stems to `distribucion`, which no passage holds, where
+    "distribución" stems to `distribu`. Two statements, only for a query with an unknown stem."""
+    folding = [config for config in configs if config in ACCENTS]
+    words = list(dict.fromkeys(_PLAIN_WORD.findall(query.lower())))
+    if not folding or not words:
+        return {}
+    spellings = [(word, config, count, spelt) for config in folding for word in words
+                 for count, spelt in [(0, word), *accented_spellings(word, config)]]
+    with read_connection().cursor() as cursor:
+        cursor.execute(
+            "SELECT s.word, s.config, s.accents, (tsvector_to_array(kb_lex(s.config, s.spelt)))[1] "
+            "FROM unnest(%s::text[], %s::text[], %s::int[], %s::text[]) AS s(word, config, accents, spelt)",
+            [list(column) for column in zip(*spellings, strict=True)])
+        read = cursor.fetchall()
+    typed = {(word, config): lexeme for word, config, accents, lexeme in read if accents == 0}
+    options: dict[str, list[tuple[int, str]]] = {}
+    for word, config, accents, lexeme in read:
+        stem = typed.get((word, config))
+        if accents and stem in unknown and lexeme and lexeme != stem:
+            options.setdefault(stem, []).append((accents, lexeme))
+    if not options:
+        return {}
+    _, _, counted = _term_statistics(namespace_id, [(lexeme, 1) for found in options.values() for _, lexeme in found])
+    frequency = {term.lexeme: term.document_frequency for term in counted}
+    restored = {}
+    for stem, found in options.items():
+        held = [(accents, -frequency.get(lexeme, 0), lexeme) for accents, lexeme in found if frequency.get(lexeme)]
+        if held:
+            restored[stem] = min(held)[2]
+    return restored
 
 
 # document frequencies already counted, per namespace generation (see bm25.DocumentFrequencyCache)

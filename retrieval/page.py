@@ -105,4 +105,4 @@ def results_page(result: SearchResult, page: int) -> dict:
             "dropped": dropped, "summary": result.summary, "suggested": result.suggested,
             "related": related, "weak_titles": result.weak_titles, "cited": result.cited,
             "grouped": result.grouped, "fusion": result.fusion, "document_score_rule": DOCUMENT_SCORE_RULE,
-            "query_id": result.query_id}
+            "query_id": result.query_id, "lexical": result.lexical}

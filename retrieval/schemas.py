@@ -89,6 +89,7 @@ class LexicalOut(Schema):
     probed_terms: list[str]  # packed: terms whose postings were only looked up for the candidates (MaxScore)
     candidates: int  # packed, with probed terms: chunks completed by those lookups
     configurations: list[str]  # the text search configurations the query was lexed with (docs/languages.md)
+    accents_restored: list[str]  # "typed → read": plain words read as their accented spelling's stem
 
 
 class DocumentGroupOut(Schema):

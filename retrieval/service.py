@@ -297,7 +297,7 @@ def _gather(plan: _Plan, channels: tuple[str, ...], query_vector, timings: dict[
         lexemes = lexical.query_lexemes(plan.query, plan.configs)
         statistics, words = None, None
         if LEXICAL in channels:
-            statistics = lexical.term_statistics(scope, lexemes)
+            statistics = lexical.term_statistics(scope, lexemes, plan.query, plan.configs)
             words = lexical.lexical_search(scope, lexemes, depth, statistics, configurations=plan.configs)
         names = ch.names_search(scope, features.name_keys) if NAMES in channels else ch.NamesResult([])
         lists: dict[str, list[ch.ChannelRow]] = {
@@ -424,8 +424,9 @@ def matching_chunk_ids(namespace_ids, text: str, limit: int = LOOKUP_LIMIT) -> l
     lookup (the admin's chunk search)."""
     found: list[int] = []
     for namespace_id in namespace_ids:
-        lexemes = lexical.query_lexemes(text, lexical.namespace_configs(int(namespace_id), text))
-        rows = lexical.lexical_search(ch.Scope(int(namespace_id)), lexemes, limit).rows
+        configs = lexical.namespace_configs(int(namespace_id), text)
+        rows = lexical.lexical_search(ch.Scope(int(namespace_id)), lexical.query_lexemes(text, configs), limit,
+                                      configurations=configs, query=text).rows
         found += [row.chunk_id for row in rows]
     return found
 
@@ -433,8 +434,9 @@ def matching_chunk_ids(namespace_ids, text: str, limit: int = LOOKUP_LIMIT) -> l
 def words_match(text: str, namespace_id: int, filters: Filters = Filters()) -> bool:
     """Whether the lexical channel finds any passage holding `text`'s words within `filters`."""
     scope = ch.Scope(int(namespace_id), tuple(filters.source_ids), tuple(filters.document_ids))
-    lexemes = lexical.query_lexemes(text, lexical.namespace_configs(scope.namespace_id, text))
-    return bool(lexical.lexical_search(scope, lexemes, 1).rows)
+    configs = lexical.namespace_configs(scope.namespace_id, text)
+    return bool(lexical.lexical_search(scope, lexical.query_lexemes(text, configs), 1, configurations=configs,
+                                       query=text).rows)
 
 
 def query_terms(text: str) -> list[tuple[str, int]]:

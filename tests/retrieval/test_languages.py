@@ -20,7 +20,7 @@ from django.db.models import Count
 
 from ingest.loaders import LoadedItem
 from ingest.pipeline import IngestPipeline
-from kb.languages import config_for, detect, query_configs
+from kb.languages import accented_spellings, config_for, detect, query_configs
 from kb.lexing import apply_language, passages_by_config
 from kb.models import Chunk, Document, IngestRun, Namespace, QueryLog, Source
 from retrieval import lexical
@@ -50,8 +50,9 @@ def _ingest(slug: str, *pages: str, language: str = "auto") -> Namespace:
 
 
 def _lexical_refs(namespace: Namespace, query: str) -> list[str]:
-    lexemes = lexical.query_lexemes(query, lexical.namespace_configs(namespace.pk, query))
-    rows = lexical.lexical_search(Scope(namespace.pk), lexemes, 10).rows
+    configs = lexical.namespace_configs(namespace.pk, query)
+    rows = lexical.lexical_search(Scope(namespace.pk), lexical.query_lexemes(query, configs), 10,
+                                  configurations=configs, query=query).rows
     refs = dict(Chunk.objects.filter(id__in=[r.chunk_id for r in rows]).values_list("id", "document__ref"))
     return list(dict.fromkeys(refs[r.chunk_id] for r in rows))  # each page once, best first
 
@@ -108,6 +109,43 @@ def test_romance_stems_lose_their_accents_after_the_stemmer_read_them(config, wr
                        [config, written, config, plain])
         accented, plain_lexemes = cursor.fetchone()
         assert accented and accented == plain_lexemes  # both spellings give the same lexemes
+
+
+def test_a_word_typed_without_accents_is_read_as_the_stem_of_its_accented_spelling(client):
+    namespace = _ingest("languages-french-restored", "user-space.fr-FR.html")
+    # the page writes "extrémités", "particulière" and "redirigée"; typed plain, the stemmer keeps
+    # a suffix it strips only accented, so by the stemmer alone no passage holds these stems
+    for query, typed, held in (("extremites", "extremit", "extrem"), ("particuliere", "particulier", "particuli"),
+                               ("redirigee", "redirige", "redirig")):
+        assert lexical.query_lexemes(query, ["french"]) == [(typed, 1)]
+        assert not _has_lexeme(namespace, typed) and _has_lexeme(namespace, held), query
+        result = search(query, namespace.slug, log=False)
+        assert [hit.document_ref for hit in result.hits][:1] == ["user-space.fr-FR.html"], query
+        assert result.lexical.terms == (held,) and result.lexical.accents_restored == (f"{typed} → {held}",)
+    api = client.get("/api/search", {"query": "extremites", "namespace": namespace.slug}).json()
+    assert api["summary"]["lexical"]["accents_restored"] == ["extremit → extrem"]
+    page = client.get("/", {"q": "extremites", "namespace": namespace.slug}).content.decode()
+    assert "read as the text spells them: extremit → extrem." in page
+    # a word the namespace holds as typed is read as typed; a word typed with accents is never respelt
+    statistics = lexical.term_statistics(Scope(namespace.pk), [("reseau", 1)], "reseau", ("french",))
+    assert [term.lexeme for term in statistics.terms] == ["reseau"] and statistics.restored == {}
+    assert lexical.restore_accents(namespace.pk, "extrémités", ("french",), {"extremit"}) == {}
+    # nor in a configuration whose stems keep their accents
+    assert lexical.restore_accents(namespace.pk, "extremites", ("english",), {"extremit"}) == {}
+
+
+def test_accented_spellings_put_accents_back_only_at_a_words_end():
+    spellings = accented_spellings("distribucion", "spanish")
+    assert (1, "distribución") in spellings and (1, "distribuciñn") not in spellings
+    assert all(spelt[:6] == "distri" for _, spelt in spellings)  # the last six letters only
+    assert [count for count, _ in spellings] == sorted(count for count, _ in spellings)  # fewest accents first
+    assert (2, "configuração") in accented_spellings("configuracao", "portuguese")
+    assert (1, "configuracão") in accented_spellings("configuracao", "portuguese")
+    assert all(count <= 2 for count, _ in accented_spellings("configuracao", "portuguese"))
+    assert not any("ñ" in spelt for _, spelt in accented_spellings("espana", "portuguese"))  # each language's letters
+    assert (1, "españa") in accented_spellings("espana", "spanish")
+    assert accented_spellings("distribución", "spanish") == []  # typed with accents: as typed
+    assert accented_spellings("strasse", "german") == []  # German stems keep what they fold
 
 
 def test_did_you_mean_offers_the_accented_word_whose_stem_begins_the_plain_ones():
