@@ -20,8 +20,10 @@ from retrieval.schemas import (
     NamespaceListOut,
     SearchIn,
     SearchOut,
+    SpellingIn,
+    SpellingOut,
 )
-from retrieval.service import Filters, search
+from retrieval.service import Filters, search, spelling_correction
 
 MAX_PAGE_SIZE = 100
 router = Router(tags=["search"])
@@ -42,6 +44,16 @@ def search_get(request, params: Query[SearchIn]):
 @router.post("/search", response=SearchOut, summary="Search a namespace (JSON body)")
 def search_post(request, data: SearchIn):
     return _search(request, data)
+
+
+@router.get("/spelling", response=SpellingOut, summary="Did you mean: the query respelt from the namespace's words")
+def spelling(request, params: Query[SpellingIn]):
+    """For a search with no or weak results, asked after them as the search page does, so the
+    results never wait for it."""
+    request.auth.check(params.namespace)
+    correction = on_replica(lambda: spelling_correction(params.query, params.namespace,
+                                                        Filters(tuple(params.source_ids))))
+    return {"correction": correction}
 
 
 @router.post("/feedback", response=FeedbackOut, summary="A reader's thumbs up or down on one result of a search")

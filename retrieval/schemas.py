@@ -24,6 +24,18 @@ class SearchIn(Schema):
         "chunk", description="document: one result per document with its best sections; limit counts documents")
 
 
+class SpellingIn(Schema):
+    query: str = QUERY
+    namespace: str = Field(..., min_length=1, max_length=128)
+    source_ids: list[int] = Field(default_factory=list, max_length=100)
+
+
+class SpellingOut(Schema):
+    """"Did you mean": the query respelt from the namespace's own words, or null."""
+
+    correction: str | None  # offered only when its words find passages within the same sources
+
+
 class ChannelOut(Schema):
     rank: int
     raw: float

@@ -19,7 +19,7 @@ from kb.conf import kb_settings
 from kb.embedding.embedders import get_embedder
 from kb.languages import meaning_left_out
 from kb.languages import name as language_name
-from kb.models import QueryLog
+from kb.models import Namespace, QueryLog
 from kb.replicas import on_replica, read_alias, read_connection
 from retrieval import channels as ch
 from retrieval import lexical
@@ -42,6 +42,7 @@ from retrieval.ranker import (
     ScoreDetails,
     rank,
 )
+from retrieval.spelling import correct_query
 
 CITED_COSINE_FLOOR = 0.35  # a passage this close in meaning is a strong match (`strong`)
 SUGGESTED_DOCUMENTS = 3
@@ -437,6 +438,20 @@ def words_match(text: str, namespace_id: int, filters: Filters = Filters()) -> b
     configs = lexical.namespace_configs(scope.namespace_id, text)
     return bool(lexical.lexical_search(scope, lexical.query_lexemes(text, configs), 1, configurations=configs,
                                        query=text).rows)
+
+
+def spelling_correction(query: str, namespace: str, filters: Filters = Filters()) -> str | None:
+    """"Did you mean": the query respelt from the namespace's vocabulary (`retrieval.spelling`),
+    offered only when the keyword channel finds passages its words match within the same
+    filters, a correction that helps. The check is the lexical channel alone, not a second whole
+    search: it answers the same question at a tenth of the cost. The caller checks access; a
+    query search would refuse raises the same error (`validate_query`)."""
+    query = validate_query(query, 1)
+    namespace_id = Namespace.objects.filter(slug=namespace).values_list("pk", flat=True).first()
+    corrected = correct_query(namespace_id, query) if namespace_id else None
+    if not corrected or corrected.lower() == query.lower():
+        return None
+    return corrected if words_match(corrected, namespace_id, filters) else None
 
 
 def query_terms(text: str) -> list[tuple[str, int]]:

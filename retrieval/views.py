@@ -22,8 +22,7 @@ from retrieval.curation import PERIODS, query_report, query_results, record_feed
 from retrieval.documents import document_view, original_file
 from retrieval.page import PAGE_SIZE, results_page
 from retrieval.query import MAX_QUERY_CHARS
-from retrieval.service import Filters, search, words_match
-from retrieval.spelling import correct_query
+from retrieval.service import Filters, search, spelling_correction
 
 MAX_PAGES = 5
 
@@ -75,7 +74,7 @@ def _page(request, principal):
             if voted_on:
                 context["results"]["query_id"] = voted_on
             if not result.cited and not context["results"]["rows"]:
-                context["correction"] = _correction(query, namespace, filters)  # nothing else to show
+                context["correction"] = spelling_correction(query, namespace, filters)  # nothing else to show
                 # passages of Chinese, Japanese or Korean are lexed in character pairs (docs/languages.md)
                 context["lone_character"] = len(query.strip()) == 1 and has_cjk(query)
             elif not result.cited:  # weak results are shown at once; page.js asks for the correction
@@ -108,24 +107,12 @@ def spelling_suggestion(request):
     def read() -> str | None:
         try:
             principal.check(namespace)
+            return spelling_correction(query, namespace, filters)
         except KBError:
             return None
-        return _correction(query, namespace, filters)
 
     correction = on_replica(read) if query and len(query) <= MAX_QUERY_CHARS else None
     return JsonResponse({"correction": correction})
-
-
-def _correction(query: str, namespace: str, filters: Filters) -> str | None:
-    """A respelt query from the namespace's vocabulary, offered only when the keyword channel
-    finds passages its words match within the same filters: a correction that helps. The check
-    is the lexical channel alone, not a second whole search: it answers the same question at a
-    tenth of the cost."""
-    namespace_id = Namespace.objects.filter(slug=namespace).values_list("pk", flat=True).first()
-    corrected = correct_query(namespace_id, query) if namespace_id else None
-    if not corrected or corrected.lower() == query.lower():
-        return None
-    return corrected if words_match(corrected, namespace_id, filters) else None
 
 
 @require_POST

@@ -163,13 +163,20 @@ def _ingest_now(browser, base: str, name: str) -> None:
     from selenium.webdriver.support.ui import Select
 
     browser.get(f"{base}/admin/kb/source/?" + urllib.parse.urlencode({"q": name}))
-    browser.find_element(By.CSS_SELECTOR, "input[name=_selected_action]").click()
+    selected = browser.find_element(By.CSS_SELECTOR, "input[name=_selected_action]")
+    selected.click()
+    wait_for(selected.is_selected, 10, "the source's row to be selected")  # else the action runs on nothing
     Select(browser.find_element(By.NAME, "action")).select_by_value("ingest_now")
     browser.find_element(By.CSS_SELECTOR, "button[name=index]").click()
     # the click returns before the action's page arrives; the list it leaves has no run links. The
     # page waited over 30 s once in a clean-clone CI, while the worker ingested the source it had
-    # queued on save: the wait matches the run's own
-    wait_for(lambda: browser.find_elements(By.PARTIAL_LINK_TEXT, "run #"), 120, "the queued run's link")[0].click()
+    # queued on save: the wait matches the run's own, and a timeout says what the page showed
+    try:
+        links = wait_for(lambda: browser.find_elements(By.PARTIAL_LINK_TEXT, "run #"), 120, "the queued run's link")
+    except AssertionError as exc:
+        shown = " | ".join(m.text for m in browser.find_elements(By.CSS_SELECTOR, "ul.messagelist li"))
+        raise AssertionError(f"{exc}; at {browser.current_url}, messages: {shown or 'none'}") from exc
+    links[0].click()
     wait_for(lambda: "/admin/kb/ingestrun/" in browser.current_url, 30, "the run page")
     wait_for(lambda: browser.find_element(By.CSS_SELECTOR, ".kb-run-text").text.startswith("succeeded"),
              120, "the run page to say succeeded")

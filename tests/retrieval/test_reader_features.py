@@ -9,6 +9,7 @@ from django.test import override_settings
 from django.utils import timezone
 
 from evaluation.cases import make_eval_case
+from kb.auth import issue_token
 from kb.conf import kb_settings
 from kb.models import Document, EvalSuite, Namespace, NamespaceMembership, QueryFeedback, QueryLog
 from retrieval.curation import prune_queries, query_report
@@ -73,6 +74,26 @@ def test_weak_results_page_asks_for_its_correction_after_it_is_shown(client, tea
     assert client.get("/suggest", {"q": "nutmg", "namespace": "team-a", "source": source.pk}).json() == {
         "correction": "nutmeg"}
     assert client.get("/suggest", {"q": "", "namespace": "team-a"}).json() == {"correction": None}
+
+
+def test_api_answers_the_same_correction_for_apps(client, teams):
+    a, _, _ = teams
+    _, token = issue_token("app", namespaces=[a])
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
+    asked = client.get("/api/spelling", {"query": "blend the pumpkn", "namespace": "team-a"}, **auth)
+    assert asked.status_code == 200 and asked.json() == {"correction": "blend the pumpkin"}
+    assert client.get("/api/spelling", {"query": "pumpkin soup", "namespace": "team-a"}, **auth).json() == {
+        "correction": None}
+    source = a.sources.get()
+    assert client.get("/api/spelling", {"query": "nutmg", "namespace": "team-a", "source_ids": source.pk + 999},
+                      **auth).json() == {"correction": None}  # its words must match within the sources asked for
+    # another tenant's namespace and an unknown one answer alike, as search does
+    foreign = client.get("/api/spelling", {"query": "blend the pumpkn", "namespace": "team-b"}, **auth)
+    unknown = client.get("/api/spelling", {"query": "blend the pumpkn", "namespace": "no-such-team"}, **auth)
+    assert foreign.status_code == unknown.status_code == 403
+    assert foreign.json()["code"] == unknown.json()["code"] == "KB_FORBIDDEN"
+    empty = client.get("/api/spelling", {"query": " ", "namespace": "team-a"}, **auth)
+    assert empty.status_code == 422 and empty.json()["code"] == "SEARCH_EMPTY_QUERY"  # as search answers
 
 
 def test_explanation_panel_shows_the_scores_rounded(client, teams):
