@@ -217,7 +217,7 @@ def term_statistics(scope: Scope, lexemes: list[tuple[str, int]], query: str = "
     return TermStatistics(chunk_count, avgdl, [t for t in terms if t.document_frequency > 0], restored)
 
 
-_PLAIN_WORD = re.compile(r"[a-z]{3,}")
+_WORD = re.compile(r"[^\W\d_]{3,}")
 
 
 def restore_accents(namespace_id: int, query: str, configs: tuple[str, ...], unknown: set[str]) -> dict[str, str]:
@@ -225,32 +225,38 @@ def restore_accents(namespace_id: int, query: str, configs: tuple[str, ...], unk
     configuration whose stems lose theirs (`kb.languages.ACCENTS`): the stem of the word's accented
     spelling (`accented_spellings`) that puts back the fewest accents and that the most passages
     hold. Spanish "distribucion" stems to `distribucion`, which no passage holds, where
-    "distribución" stems to `distribu`. Two statements, only for a query with an unknown stem."""
+    "distribución" stems to `distribu`. Two statements: the spellings of the words whose stem is
+    `unknown` lexed, then the stems they give counted."""
     folding = [config for config in configs if config in ACCENTS]
-    words = list(dict.fromkeys(_PLAIN_WORD.findall(query.lower())))
-    if not folding or not words:
-        return {}
+    words = [word for word in dict.fromkeys(_WORD.findall(query.lower())) if word.isascii()]
     spellings = [(word, config, count, spelt) for config in folding for word in words
-                 for count, spelt in [(0, word), *accented_spellings(word, config)]]
+                 for count, spelt in accented_spellings(word, config)]
+    if not spellings:
+        return {}
+    typed = list(dict.fromkeys((word, config) for word, config, _, _ in spellings))
     with read_connection().cursor() as cursor:
         cursor.execute(
-            "SELECT s.word, s.config, s.accents, (tsvector_to_array(kb_lex(s.config, s.spelt)))[1] "
-            "FROM unnest(%s::text[], %s::text[], %s::int[], %s::text[]) AS s(word, config, accents, spelt)",
-            [list(column) for column in zip(*spellings, strict=True)])
-        read = cursor.fetchall()
-    typed = {(word, config): lexeme for word, config, accents, lexeme in read if accents == 0}
-    options: dict[str, list[tuple[int, str]]] = {}
-    for word, config, accents, lexeme in read:
-        stem = typed.get((word, config))
-        if accents and stem in unknown and lexeme and lexeme != stem:
-            options.setdefault(stem, []).append((accents, lexeme))
+            "WITH typed AS MATERIALIZED ("
+            "  SELECT t.word, t.config, (tsvector_to_array(kb_lex(t.config, t.word)))[1] AS stem"
+            "  FROM unnest(%(typed_words)s::text[], %(typed_configs)s::text[]) AS t(word, config)) "
+            "SELECT typed.stem, s.accents, (tsvector_to_array(kb_lex(s.config, s.spelt)))[1] "
+            "FROM unnest(%(words)s::text[], %(configs)s::text[], %(accents)s::int[], %(spelt)s::text[]) "
+            "     AS s(word, config, accents, spelt) "
+            "JOIN typed ON typed.word = s.word AND typed.config = s.config WHERE typed.stem = ANY(%(unknown)s)",
+            {**dict(zip(("words", "configs", "accents", "spelt"), map(list, zip(*spellings, strict=True)),
+                        strict=True)), "typed_words": [word for word, _ in typed],
+             "typed_configs": [config for _, config in typed], "unknown": sorted(unknown)})
+        options: dict[str, list[tuple[int, str]]] = {}
+        for stem, accents, lexeme in cursor.fetchall():
+            if lexeme and lexeme != stem:
+                options.setdefault(stem, []).append((accents, lexeme))
     if not options:
         return {}
     _, _, counted = _term_statistics(namespace_id, [(lexeme, 1) for found in options.values() for _, lexeme in found])
     frequency = {term.lexeme: term.document_frequency for term in counted}
     restored = {}
     for stem, found in options.items():
-        held = [(accents, -frequency.get(lexeme, 0), lexeme) for accents, lexeme in found if frequency.get(lexeme)]
+        held = [(accents, -frequency[lexeme], lexeme) for accents, lexeme in found if frequency.get(lexeme)]
         if held:
             restored[stem] = min(held)[2]
     return restored
