@@ -1,5 +1,6 @@
 """The languages lexical search knows: which PostgreSQL text search configuration lexes a
-language, and which language a text is written in.
+language, which language a text is written in, and which accented spellings a word typed
+without its accents may stand for (`accented_spellings`).
 
 A namespace's `language` is `auto` (each document's own, detected at ingest) or one of
 `CONFIGS`. Languages with a Snowball stemmer in every PostgreSQL from 14 on get that
