@@ -52,7 +52,7 @@ def spelling(request, params: Query[SpellingIn]):
     results never wait for it."""
     request.auth.check(params.namespace)
     correction = on_replica(lambda: spelling_correction(params.query, params.namespace,
-                                                        Filters(tuple(params.source_ids))))
+                                                        Filters(tuple(params.source_ids), tuple(params.document_ids))))
     return {"correction": correction}
 
 

@@ -45,7 +45,7 @@ class LexicalReport:
     probed_terms: tuple[str, ...] = ()  # packed: terms whose postings were only looked up for candidates
     candidates: int = 0  # packed, with probed terms: chunks completed by those lookups
     configurations: tuple[str, ...] = ()  # the text search configurations the query was lexed with
-    accents_restored: tuple[str, ...] = ()  # "typed → read": stems found through the word's accented spelling
+    accents_restored: tuple["RestoredWord", ...] = ()  # words typed without accents, read as the text spells them
 
 
 @dataclass(frozen=True)
@@ -69,9 +69,8 @@ def lexical_search(scope: Scope, lexemes: list[tuple[str, int]], k: int,
     without accents are read as the namespace spells them (`term_statistics`)."""
     statistics = statistics or term_statistics(scope, lexemes, query, tuple(configurations))
     found = _search(scope, lexemes, k, statistics, packed)
-    restored = tuple(f"{typed} → {read}" for typed, read in statistics.restored.items())
     return LexicalResult(found.rows, dataclasses.replace(found.report, configurations=tuple(configurations),
-                                                         accents_restored=restored))
+                                                         accents_restored=statistics.restored))
 
 
 def _search(scope: Scope, lexemes: list[tuple[str, int]], k: int, statistics: "TermStatistics | None",
@@ -187,11 +186,22 @@ def lexing_configs(language: str, passage_configs: dict[str, int], document_lang
 
 
 @dataclass(frozen=True)
+class RestoredWord:
+    """A word typed without accents whose own stem no passage holds, read as the stem of an
+    accented spelling that passages do hold."""
+
+    typed: str  # "distribucion"
+    typed_lexeme: str  # `distribucion`: the stemmer recognises "-ción" only accented
+    spelling: str  # "distribución"
+    lexeme: str  # `distribu`
+
+
+@dataclass(frozen=True)
 class TermStatistics:
     chunk_count: float
     average_length: float
     terms: list[bm25.Term]  # the query's lexemes the namespace holds, with their frequencies
-    restored: dict[str, str] = dataclasses.field(default_factory=dict)  # a typed stem -> its accented spelling's
+    restored: tuple[RestoredWord, ...] = ()  # words typed without accents, read as their accented spelling
 
     @property
     def query_idf(self) -> float:
@@ -204,62 +214,68 @@ def term_statistics(scope: Scope, lexemes: list[tuple[str, int]], query: str = "
                     configs: tuple[str, ...] = ()) -> TermStatistics:
     """The namespace's statistics for the query's lexemes. With the `query` and the `configs` it was
     lexed with, a word typed without accents whose stem the namespace lacks is read as the stem
-    of its accented spelling, where the namespace holds that (`restore_accents`)."""
+    of its accented spelling, where the namespace holds that (`restore_accents`); a stem read so
+    that the query holds already counts once, as two configurations' alike lexemes do."""
     chunk_count, avgdl, terms = _term_statistics(scope.namespace_id, lexemes) if lexemes else (0.0, 1.0, [])
     unknown = {t.lexeme for t in terms if t.document_frequency == 0}
-    restored = restore_accents(scope.namespace_id, query, configs, unknown) if unknown and query else {}
+    restored = restore_accents(scope.namespace_id, query, configs, unknown) if unknown and query else ()
     if restored:
+        read_as = {word.typed_lexeme: word.lexeme for word in restored}
         merged: dict[str, int] = {}
         for lexeme, count in lexemes:
-            read = restored.get(lexeme, lexeme)
-            merged[read] = merged.get(read, 0) + count
+            read = read_as.get(lexeme, lexeme)
+            merged[read] = max(merged.get(read, 0), count)
         chunk_count, avgdl, terms = _term_statistics(scope.namespace_id, list(merged.items()))
     return TermStatistics(chunk_count, avgdl, [t for t in terms if t.document_frequency > 0], restored)
 
 
 _WORD = re.compile(r"[^\W\d_]{3,}")
+MAX_RESTORED_WORDS = 8  # words respelt per query: bounds the spellings lexed (at most 264 a word)
 
 
-def restore_accents(namespace_id: int, query: str, configs: tuple[str, ...], unknown: set[str]) -> dict[str, str]:
-    """{stem the namespace lacks: stem it holds} for the query's words typed without accents in a
-    configuration whose stems lose theirs (`kb.languages.ACCENTS`): the stem of the word's accented
-    spelling (`accented_spellings`) that puts back the fewest accents and that the most passages
-    hold. Spanish "distribucion" stems to `distribucion`, which no passage holds, where
-    "distribución" stems to `distribu`. Two statements: the spellings of the words whose stem is
-    `unknown` lexed, then the stems they give counted."""
+def restore_accents(namespace_id: int, query: str, configs: tuple[str, ...],
+                    unknown: set[str]) -> tuple[RestoredWord, ...]:
+    """The query's words typed without accents, in a configuration whose stems lose theirs
+    (`kb.languages.ACCENTS`), whose stem is `unknown` to the namespace, each read as the stem of
+    its accented spelling (`accented_spellings`) that puts back the fewest accents and that the
+    most passages hold. Spanish "distribucion" stems to `distribucion`, which no passage holds,
+    where "distribución" stems to `distribu`. Three statements: the typed words' stems (the first
+    MAX_QUERY_LEXEMES words), the spellings of the first MAX_RESTORED_WORDS whose stem is unknown,
+    and the document frequencies of the stems those give."""
     folding = [config for config in configs if config in ACCENTS]
-    words = [word for word in dict.fromkeys(_WORD.findall(query.lower())) if word.isascii()]
-    spellings = [(word, config, count, spelt) for config in folding for word in words
-                 for count, spelt in accented_spellings(word, config)]
-    if not spellings:
-        return {}
-    typed = list(dict.fromkeys((word, config) for word, config, _, _ in spellings))
+    words = [word for word in dict.fromkeys(_WORD.findall(query.lower())) if word.isascii()][:MAX_QUERY_LEXEMES]
+    if not folding or not words or not unknown:
+        return ()
+    pairs = [(word, config) for config in folding for word in words]
     with read_connection().cursor() as cursor:
-        cursor.execute(
-            "WITH typed AS MATERIALIZED ("
-            "  SELECT t.word, t.config, (tsvector_to_array(kb_lex(t.config, t.word)))[1] AS stem"
-            "  FROM unnest(%(typed_words)s::text[], %(typed_configs)s::text[]) AS t(word, config)) "
-            "SELECT typed.stem, s.accents, (tsvector_to_array(kb_lex(s.config, s.spelt)))[1] "
-            "FROM unnest(%(words)s::text[], %(configs)s::text[], %(accents)s::int[], %(spelt)s::text[]) "
-            "     AS s(word, config, accents, spelt) "
-            "JOIN typed ON typed.word = s.word AND typed.config = s.config WHERE typed.stem = ANY(%(unknown)s)",
-            {**dict(zip(("words", "configs", "accents", "spelt"), map(list, zip(*spellings, strict=True)),
-                        strict=True)), "typed_words": [word for word, _ in typed],
-             "typed_configs": [config for _, config in typed], "unknown": sorted(unknown)})
-        options: dict[str, list[tuple[int, str]]] = {}
-        for stem, accents, lexeme in cursor.fetchall():
-            if lexeme and lexeme != stem:
-                options.setdefault(stem, []).append((accents, lexeme))
+        cursor.execute("SELECT (tsvector_to_array(kb_lex(t.config, t.word)))[1] "
+                       "FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS t(word, config, n) ORDER BY t.n",
+                       [[word for word, _ in pairs], [config for _, config in pairs]])
+        stems = [row[0] for row in cursor.fetchall()]
+        respelt = [(word, config, stem) for (word, config), stem in zip(pairs, stems, strict=True)
+                   if stem in unknown][:MAX_RESTORED_WORDS]
+        spellings = [(index, accents, spelt) for index, (word, config, _) in enumerate(respelt)
+                     for accents, spelt in accented_spellings(word, config)]
+        if not spellings:
+            return ()
+        cursor.execute("SELECT (tsvector_to_array(kb_lex(s.config, s.spelt)))[1] "
+                       "FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS s(config, spelt, n) ORDER BY s.n",
+                       [[respelt[index][1] for index, _, _ in spellings], [spelt for _, _, spelt in spellings]])
+        read = [row[0] for row in cursor.fetchall()]
+    options = [(index, accents, spelt, lexeme) for (index, accents, spelt), lexeme in zip(spellings, read, strict=True)
+               if lexeme and lexeme != respelt[index][2]]
     if not options:
-        return {}
-    _, _, counted = _term_statistics(namespace_id, [(lexeme, 1) for found in options.values() for _, lexeme in found])
+        return ()
+    _, _, counted = _term_statistics(namespace_id, [(lexeme, 1) for lexeme in dict.fromkeys(o[3] for o in options)])
     frequency = {term.lexeme: term.document_frequency for term in counted}
-    restored = {}
-    for stem, found in options.items():
-        held = [(accents, -frequency[lexeme], lexeme) for accents, lexeme in found if frequency.get(lexeme)]
-        if held:
-            restored[stem] = min(held)[2]
-    return restored
+    best: dict[str, tuple] = {}  # per unknown stem: (accents, -passages, lexeme, spelling, typed)
+    for index, accents, spelt, lexeme in options:
+        word, _, stem = respelt[index]
+        key = (accents, -frequency.get(lexeme, 0), lexeme, spelt, word)
+        if frequency.get(lexeme) and (stem not in best or key < best[stem]):
+            best[stem] = key
+    return tuple(RestoredWord(typed=choice[4], typed_lexeme=stem, spelling=choice[3], lexeme=choice[2])
+                 for stem, choice in best.items())
 
 
 # document frequencies already counted, per namespace generation (see bm25.DocumentFrequencyCache)

@@ -28,6 +28,7 @@ class SpellingIn(Schema):
     query: str = QUERY
     namespace: str = Field(..., min_length=1, max_length=128)
     source_ids: list[int] = Field(default_factory=list, max_length=100)
+    document_ids: list[int] = Field(default_factory=list, max_length=100)
 
 
 class SpellingOut(Schema):
@@ -91,6 +92,16 @@ class FusionOut(Schema):
     lexical_this_query: float  # after the coverage gate (see docs/searching.md, ranking)
 
 
+class RestoredWordOut(Schema):
+    """A word typed without accents whose stem no passage holds, read as an accented spelling's stem
+    (docs/languages.md)."""
+
+    typed: str  # distribucion
+    typed_lexeme: str  # distribucion
+    spelling: str  # distribución
+    lexeme: str  # distribu
+
+
 class LexicalOut(Schema):
     """How the lexical channel found its hits (retrieval/lexical.py)."""
 
@@ -101,7 +112,7 @@ class LexicalOut(Schema):
     probed_terms: list[str]  # packed: terms whose postings were only looked up for the candidates (MaxScore)
     candidates: int  # packed, with probed terms: chunks completed by those lookups
     configurations: list[str]  # the text search configurations the query was lexed with (docs/languages.md)
-    accents_restored: list[str]  # "typed → read": plain words read as their accented spelling's stem
+    accents_restored: list[RestoredWordOut]  # words typed without accents, read as the text spells them
 
 
 class DocumentGroupOut(Schema):

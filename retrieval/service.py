@@ -126,7 +126,7 @@ class SearchResult:
     summary: RankSummary
     dropped: list[ScoreDetails]
     features: QueryFeatures
-    lexemes: list[str]
+    lexemes: list[str]  # the query's, and the stems its words typed without accents were read as: snippets mark them
     timings: dict[str, float] = field(default_factory=dict)
     fusion: FusionWeights = DEFAULT_WEIGHTS  # the namespace's weights; summary.lexical_weight: this query's
     documents: list[DocumentGroup] = field(default_factory=list)  # every document of `hits`, best first
@@ -298,7 +298,9 @@ def _gather(plan: _Plan, channels: tuple[str, ...], query_vector, timings: dict[
         lexemes = lexical.query_lexemes(plan.query, plan.configs)
         statistics, words = None, None
         if LEXICAL in channels:
-            statistics = lexical.term_statistics(scope, lexemes, plan.query, plan.configs)
+            # a query naming an identifier wants it exactly: its words are not respelt
+            statistics = lexical.term_statistics(scope, lexemes, "" if features.identifiers else plan.query,
+                                                 plan.configs)
             words = lexical.lexical_search(scope, lexemes, depth, statistics, configurations=plan.configs)
         names = ch.names_search(scope, features.name_keys) if NAMES in channels else ch.NamesResult([])
         lists: dict[str, list[ch.ChannelRow]] = {
@@ -349,11 +351,12 @@ def _result(plan: _Plan, ranking, found: _Found, timings: dict[str, float],
         shown = {d.document_id for d in documents}
         hits = [h for h in hits if h.document_id in shown]
     suggested, cited, related, weak = _tiers(documents, ranking.kept + weak_pool, rows, found.query_idf)
+    restored = found.statistics.restored if found.statistics else ()  # marked in snippets as the text spells them
     return SearchResult(
         query=plan.query, namespace=plan.namespace, hits=hits, suggested=suggested, cited=cited,
         related=related, weak_titles=weak, summary=ranking.summary, dropped=ranking.dropped,
         features=_with_common_names(plan.features, found.common_names),
-        lexemes=[lexeme for lexeme, _ in found.lexemes], timings=timings,
+        lexemes=[lexeme for lexeme, _ in found.lexemes] + [word.lexeme for word in restored], timings=timings,
         fusion=plan.weights, documents=documents, grouped=grouped, database=read_alias(),
         lexical=found.lexical, document_count=len(documents) if document_count is None else document_count,
     )
@@ -444,11 +447,13 @@ def spelling_correction(query: str, namespace: str, filters: Filters = Filters()
     """"Did you mean": the query respelt from the namespace's vocabulary (`retrieval.spelling`),
     offered only when the keyword channel finds passages its words match within the same
     filters, a correction that helps. The check is the lexical channel alone, not a second whole
-    search: it answers the same question at a tenth of the cost. The caller checks access; a
-    query search would refuse raises the same error (`validate_query`)."""
+    search: it answers the same question at a tenth of the cost. The caller checks access; the
+    query and the namespace are refused as search refuses them (`validate_query`, `UnknownNamespace`)."""
     query = validate_query(query, 1)
     namespace_id = Namespace.objects.filter(slug=namespace).values_list("pk", flat=True).first()
-    corrected = correct_query(namespace_id, query) if namespace_id else None
+    if namespace_id is None:
+        raise UnknownNamespace(f"No namespace {namespace!r}.", details={"namespace": namespace})
+    corrected = correct_query(namespace_id, query)
     if not corrected or corrected.lower() == query.lower():
         return None
     return corrected if words_match(corrected, namespace_id, filters) else None

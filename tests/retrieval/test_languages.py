@@ -7,7 +7,9 @@ Japanese runs are split into character pairs on both sides."""
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
+import re
 import sys
 import threading
 import time
@@ -17,10 +19,11 @@ from pathlib import Path
 import pytest
 from django.db import connection
 from django.db.models import Count
+from django.test.utils import CaptureQueriesContext
 
 from ingest.loaders import LoadedItem
 from ingest.pipeline import IngestPipeline
-from kb.languages import accented_spellings, config_for, detect, query_configs
+from kb.languages import ACCENTS, accented_spellings, config_for, detect, query_configs
 from kb.lexing import apply_language, passages_by_config
 from kb.models import Chunk, Document, IngestRun, Namespace, QueryLog, Source
 from retrieval import lexical
@@ -115,28 +118,66 @@ def test_a_word_typed_without_accents_is_read_as_the_stem_of_its_accented_spelli
     namespace = _ingest("languages-french-restored", "user-space.fr-FR.html")
     # the page writes "extrémités", "particulière" and "redirigée"; typed plain, the stemmer keeps
     # a suffix it strips only accented, so by the stemmer alone no passage holds these stems
-    for query, typed, held in (("extremites", "extremit", "extrem"), ("particuliere", "particulier", "particuli"),
-                               ("redirigee", "redirige", "redirig")):
+    # (the spelling read is the one with the fewest accents that gives the page's stem)
+    for query, typed, spelling, held in (("extremites", "extremit", "extremités", "extrem"),
+                                         ("particuliere", "particulier", "particulière", "particuli"),
+                                         ("redirigee", "redirige", "redirigée", "redirig")):
         assert lexical.query_lexemes(query, ["french"]) == [(typed, 1)]
         assert not _has_lexeme(namespace, typed) and _has_lexeme(namespace, held), query
         result = search(query, namespace.slug, log=False)
         assert [hit.document_ref for hit in result.hits][:1] == ["user-space.fr-FR.html"], query
-        assert result.lexical.terms == (held,) and result.lexical.accents_restored == (f"{typed} → {held}",)
+        assert result.lexical.terms == (held,), query
+        assert result.lexical.accents_restored == (lexical.RestoredWord(query, typed, spelling, held),)
     api = client.get("/api/search", {"query": "extremites", "namespace": namespace.slug}).json()
-    assert api["summary"]["lexical"]["accents_restored"] == ["extremit → extrem"]
+    assert api["summary"]["lexical"]["accents_restored"] == [
+        {"typed": "extremites", "typed_lexeme": "extremit", "spelling": "extremités", "lexeme": "extrem"}]
+    assert "<mark>extrémités</mark>" in api["results"][0]["snippet"]  # marked as the text spells it
     page = client.get("/", {"q": "extremites", "namespace": namespace.slug}).content.decode()
-    assert "read as the text spells them: extremit → extrem." in page
+    assert ("read with them: extremites as extremités (<code>extrem</code>, where the text holds no "
+            "<code>extremit</code>).") in page
     # a word the namespace holds as typed is read as typed; a word typed with accents is never respelt
     statistics = lexical.term_statistics(Scope(namespace.pk), [("reseau", 1)], "reseau", ("french",))
-    assert [term.lexeme for term in statistics.terms] == ["reseau"] and statistics.restored == {}
-    assert lexical.restore_accents(namespace.pk, "extrémités", ("french",), {"extremit"}) == {}
+    assert [term.lexeme for term in statistics.terms] == ["reseau"] and statistics.restored == ()
+    assert lexical.restore_accents(namespace.pk, "extrémités", ("french",), {"extremit"}) == ()
     # nor in a configuration whose stems keep their accents
-    assert lexical.restore_accents(namespace.pk, "extremites", ("english",), {"extremit"}) == {}
+    assert lexical.restore_accents(namespace.pk, "extremites", ("english",), {"extremit"}) == ()
+
+
+def test_a_respelt_word_counts_once_and_an_identifier_query_is_read_as_typed():
+    namespace = _ingest("languages-french-restored-once", "user-space.fr-FR.html")
+    both = "extrémités extremites"  # the stem read for the plain word is the accented word's own
+    lexemes = lexical.query_lexemes(both, ["french"])
+    assert lexemes == [("extrem", 1), ("extremit", 1)]
+    statistics = lexical.term_statistics(Scope(namespace.pk), lexemes, both, ("french",))
+    assert [(term.lexeme, term.query_tf) for term in statistics.terms] == [("extrem", 1)]
+    # a query naming an identifier wants it exactly: its other words are not respelt either
+    named = search("extremites max_connections", namespace.slug, log=False)
+    assert named.features.identifiers and named.lexical.accents_restored == ()
+
+
+def test_respelling_is_bounded_however_long_the_query():
+    namespace = _ingest("languages-french-restored-bound", "user-space.fr-FR.html")
+    words = [f"zor{a}{b}ation" for a in "bcdfg" for b in "aeiou"]  # 25 plain words no passage holds
+    query = " ".join(words)
+    lexemes = lexical.query_lexemes(query, ["french"])
+    with CaptureQueriesContext(connection) as captured:
+        lexical.restore_accents(namespace.pk, query, ("french",), {lexeme for lexeme, _ in lexemes})
+    spelt = [q["sql"] for q in captured.captured_queries if "s(config, spelt, n)" in q["sql"]]
+    assert len(spelt) == 1
+    lexed = re.findall(r"'\{([^}]*)\}'", spelt[0])[1].split(",")  # the spellings lexed
+    first = words[:lexical.MAX_RESTORED_WORDS]
+    assert lexed == [spelling for word in first for _, spelling in accented_spellings(word, "french")]
+    assert len(lexed) < sum(len(accented_spellings(word, "french")) for word in words) / 3
+
+
+def test_the_languages_respelt_are_those_whose_stems_lose_their_accents():
+    migration = importlib.import_module("kb.migrations.0035_romance_lexemes_lose_their_accents")
+    assert set(ACCENTS) == set(migration.UNACCENTED_CONFIGS)  # a frozen migration cannot import the list
 
 
 def test_accented_spellings_put_accents_back_only_at_a_words_end():
     spellings = accented_spellings("distribucion", "spanish")
-    assert (1, "distribución") in spellings and (1, "distribuciñn") not in spellings
+    assert (1, "distribución") in spellings and (1, "distribucion") not in spellings  # each puts one back
     assert all(spelt[:6] == "distri" for _, spelt in spellings)  # the last six letters only
     assert [count for count, _ in spellings] == sorted(count for count, _ in spellings)  # fewest accents first
     assert (2, "configuração") in accented_spellings("configuracao", "portuguese")

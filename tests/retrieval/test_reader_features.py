@@ -87,11 +87,18 @@ def test_api_answers_the_same_correction_for_apps(client, teams):
     source = a.sources.get()
     assert client.get("/api/spelling", {"query": "nutmg", "namespace": "team-a", "source_ids": source.pk + 999},
                       **auth).json() == {"correction": None}  # its words must match within the sources asked for
+    assert client.get("/api/spelling", {"query": "nutmg", "namespace": "team-a", "source_ids": source.pk},
+                      **auth).json() == {"correction": "nutmeg"}
     # another tenant's namespace and an unknown one answer alike, as search does
     foreign = client.get("/api/spelling", {"query": "blend the pumpkn", "namespace": "team-b"}, **auth)
     unknown = client.get("/api/spelling", {"query": "blend the pumpkn", "namespace": "no-such-team"}, **auth)
     assert foreign.status_code == unknown.status_code == 403
     assert foreign.json()["code"] == unknown.json()["code"] == "KB_FORBIDDEN"
+    # staff may name any namespace: a missing one is refused as search refuses it
+    client.force_login(get_user_model().objects.create_superuser("root", "root@example.org", "pw-root-123"))
+    missing = {"query": "blend the pumpkn", "namespace": "no-such-team"}
+    searched, spelt = client.get("/api/search", missing), client.get("/api/spelling", missing)
+    assert spelt.status_code == searched.status_code == 404 and spelt.json()["code"] == searched.json()["code"]
     empty = client.get("/api/spelling", {"query": " ", "namespace": "team-a"}, **auth)
     assert empty.status_code == 422 and empty.json()["code"] == "SEARCH_EMPTY_QUERY"  # as search answers
 
