@@ -20,14 +20,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 from dataclasses import dataclass
 
 from kb.languages import ACCENTS, DEFAULT_CONFIG, accented_spellings, query_configs
 from kb.replicas import read_connection
 from retrieval import bm25, posting_lists
 from retrieval.channels import ChannelRow, Scope, named_where
-from retrieval.query import find_identifiers
+from retrieval.query import WORD_RE, find_identifiers
 
 MAX_QUERY_LEXEMES = 64
 FIRST_SCOPE_BATCH = 1000  # packed and scoped: best chunks checked against the scope first, then 16x more
@@ -229,7 +228,6 @@ def term_statistics(scope: Scope, lexemes: list[tuple[str, int]], query: str = "
     return TermStatistics(chunk_count, avgdl, [t for t in terms if t.document_frequency > 0], restored)
 
 
-_WORD = re.compile(r"[^\W\d_]{3,}")
 MAX_RESTORED_WORDS = 8  # words respelt per query: bounds the spellings lexed (at most 264 a word)
 
 
@@ -243,7 +241,7 @@ def restore_accents(namespace_id: int, query: str, configs: tuple[str, ...],
     MAX_QUERY_LEXEMES words), the spellings of the first MAX_RESTORED_WORDS whose stem is unknown,
     and the document frequencies of the stems those give."""
     folding = [config for config in configs if config in ACCENTS]
-    words = [word for word in dict.fromkeys(_WORD.findall(query.lower())) if word.isascii()][:MAX_QUERY_LEXEMES]
+    words = [word for word in dict.fromkeys(WORD_RE.findall(query.lower())) if word.isascii()][:MAX_QUERY_LEXEMES]
     if not folding or not words or not unknown:
         return ()
     pairs = [(word, config) for config in folding for word in words]

@@ -29,6 +29,7 @@ MIN_IDENTIFIER_LENGTH = 6
 MAX_TOKEN_CHARS = 128
 MAX_IDENTIFIERS = 16
 MAX_NAME_KEYS = 16
+WORD_RE = re.compile(r"[^\W\d_]{3,}")  # a word worth respelling: three or more letters, no digits
 IDENTIFIER_PATTERNS = (
     re.compile(r"\b[A-Z]{2,}-\d{4}-\d{3,}\b"),                      # CVE-2024-12345
     re.compile(r"\b[A-Za-z]{1,8}[-_]?\d{3,}\b"),                     # E1234, HTTP-404, ORA-00942

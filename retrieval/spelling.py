@@ -17,14 +17,12 @@ result (retrieval/views.py).
 
 from __future__ import annotations
 
-import re
-
 from kb.languages import SEGMENTED
 from kb.lookalikes import plain_letters
 from kb.replicas import read_connection
 from retrieval.lexical import namespace_configs
+from retrieval.query import WORD_RE
 
-WORD_RE = re.compile(r"[^\W\d_]{3,}", re.UNICODE)
 MAX_WORDS = 12  # a longer query is not corrected: it is prose, not a mistyped search
 MAX_CANDIDATES = 20000
 
