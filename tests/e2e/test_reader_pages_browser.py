@@ -4,6 +4,7 @@ correction, a reader signing in to a private namespace, thumbs up and the curato
 and a query turned into an eval case. Screenshots go to test-artifacts/."""
 
 import json
+from urllib.request import urlopen
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -16,6 +17,7 @@ from kb.models import EvalSuite, IngestRun, Namespace, NamespaceMembership, Quer
 from retrieval.service import search
 from tests.corpus import CORPUS, ingest
 from tests.e2e.conftest import ARTIFACTS
+from tests.retrieval.test_languages import _ingest as _ingest_pages
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -141,6 +143,26 @@ def test_no_results_state_offers_a_working_correction(live_server, browser):
         answered = browser.find_element(By.CSS_SELECTOR, ".correction[data-suggested]")  # waits for /suggest
         assert answered.get_attribute("data-suggested") == "no" and not placeholder.is_displayed()
     assert not [shown for shown in browser.find_elements(By.CSS_SELECTOR, ".correction") if shown.is_displayed()]
+    # apps get the same correction over HTTP
+    with urlopen(f"{live_server.url}/api/spelling?query=nutmg&namespace=docs") as answer:
+        assert json.load(answer) == {"correction": "nutmeg"}
+
+
+def test_a_word_typed_without_its_accents_is_found_and_the_ranking_panel_says_how(live_server, browser):
+    from selenium.webdriver.common.by import By
+
+    namespace = _ingest_pages("manuel", "user-space.fr-FR.html")  # a real French manual page
+    browser.get(f"{live_server.url}/?q=extremites&namespace={namespace.slug}")
+    first = browser.find_element(By.CSS_SELECTOR, "ol.results > li.result")
+    assert "extrémités" in [mark.text for mark in first.find_elements(By.TAG_NAME, "mark")]
+    panel = browser.find_element(By.CSS_SELECTOR, "details.ranking")
+    line = panel.find_element(By.CSS_SELECTOR, ".accents-restored")
+    assert not line.is_displayed()  # folded away for readers
+    panel.find_element(By.TAG_NAME, "summary").click()
+    assert line.text == ("Words typed without their accents, read with them: extremites as extremités "
+                         "(extrem, where the text holds no extremit).")
+    assert panel.find_element(By.CSS_SELECTOR, ".candidates").text.startswith("1 candidate passage considered")
+    _shot(browser, "search-accents-restored.png")
 
 
 def test_reader_signs_in_and_sees_only_their_namespace(live_server, browser):
