@@ -97,8 +97,12 @@ class DocumentGroup:
     title: str
     citation_url: str  # the document itself (its best section's citation without the fragment)
     score: float
-    best_cosine: float | None
     sections: tuple[Hit, ...]  # best first, at most SECTIONS_PER_DOCUMENT
+
+    @property
+    def best_cosine(self) -> float | None:
+        """The cosine of the document's best section."""
+        return self.sections[0].cosine
 
 
 def group_by_document(hits: list[Hit], sections: int) -> list[DocumentGroup]:
@@ -110,7 +114,7 @@ def group_by_document(hits: list[Hit], sections: int) -> list[DocumentGroup]:
     for position, found in enumerate(order.values(), start=1):
         best = found[0]
         groups.append(DocumentGroup(position, best.document_id, best.title, document_link(best.citation_url),
-                                    best.score, best.cosine, tuple(found[:sections])))
+                                    best.score, tuple(found[:sections])))
     return groups
 
 
