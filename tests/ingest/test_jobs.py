@@ -56,6 +56,28 @@ def test_admin_action_enqueues_a_run_that_a_real_worker_completes(transactional_
     assert source.last_run_status == "succeeded" and source.last_run_summary["chunks"] == 1
 
 
+def test_ingest_now_does_not_wait_for_the_workers_open_write_of_that_source(transactional_db, namespace):
+    """The worker's write batch references the source (its documents' and chunks' foreign keys
+    lock the source row FOR KEY SHARE until the batch commits); queueing a run meanwhile must not
+    wait for it. "Ingest now" once waited over 30 s while the worker ingested the same source."""
+    import psycopg
+    from django.db import connection
+
+    source = Source.objects.create(namespace=namespace, name="notes", kind="text", text="# Notes\n\nBusy.")
+    with psycopg.connect(current_database_url()) as worker:
+        worker.execute("SELECT 1 FROM kb_source WHERE id = %s FOR KEY SHARE", [source.pk])  # an open batch's lock
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '2s'")  # a wait fails the test instead of hanging it
+        try:
+            run = start_ingest(source)
+        finally:
+            with connection.cursor() as cursor:
+                cursor.execute("RESET lock_timeout")
+        worker.rollback()
+    assert run.status == "queued" and run.task_id
+    assert start_ingest(source).pk == run.pk  # still one queued run per source and mode
+
+
 def test_admin_actions_need_staff(client, db, namespace):
     source = Source.objects.create(namespace=namespace, name="n", kind="text", text="x")
     response = client.post(reverse("admin:kb_source_changelist"),
