@@ -22,9 +22,11 @@ def start_ingest(source: Source, *, mode: str = IngestRun.Mode.INGEST,
     has at most one queued run of each mode: asking again while one waits returns that one, so
     clicking "Ingest now" a thousand times queues one run, not a thousand."""
     with transaction.atomic():
-        # one caller at a time per source; FOR NO KEY UPDATE, which the worker's open write batches (their
-        # foreign keys hold the row FOR KEY SHARE) do not block, as FOR UPDATE would until they commit
-        Source.objects.select_for_update(no_key=True).filter(pk=source.pk).first()
+        # one caller at a time per source, locking its row alone (no join through Source's ordering to
+        # its namespace) and FOR NO KEY UPDATE: a worker's open write batch holds the namespace FOR SHARE
+        # and the source FOR KEY SHARE (its documents' foreign key) until it commits, and neither may
+        # make this wait
+        Source.objects.select_for_update(no_key=True, of=("self",)).filter(pk=source.pk).order_by("pk").first()
         waiting = None if sync or retry_of is not None else IngestRun.objects.filter(
             source=source, mode=mode, status=IngestRun.Status.QUEUED, started_at=None).order_by("pk").first()
         if waiting is not None:

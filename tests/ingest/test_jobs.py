@@ -9,6 +9,7 @@ import time
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
+from django.db import OperationalError
 from django.urls import reverse
 from django_q.models import OrmQ, Schedule
 
@@ -56,26 +57,74 @@ def test_admin_action_enqueues_a_run_that_a_real_worker_completes(transactional_
     assert source.last_run_status == "succeeded" and source.last_run_summary["chunks"] == 1
 
 
-def test_ingest_now_does_not_wait_for_the_workers_open_write_of_that_source(transactional_db, namespace):
-    """The worker's write batch references the source (its documents' and chunks' foreign keys
-    lock the source row FOR KEY SHARE until the batch commits); queueing a run meanwhile must not
-    wait for it. "Ingest now" once waited over 30 s while the worker ingested the same source."""
-    import psycopg
+class _Rollback(Exception):
+    pass
+
+
+def _hold_locks(hold, started, release) -> None:
+    """In a thread of its own (its own connection): take locks in one transaction, say so, and
+    keep them until `release` is set; then roll back."""
+    from django.db import connection, transaction
+
+    try:
+        with transaction.atomic():
+            hold()
+            started.set()
+            release.wait(30)
+            raise _Rollback
+    except _Rollback:
+        pass
+    finally:
+        connection.close()
+
+
+def _queue_while(hold, source: Source):
+    """`start_ingest(source)` while another connection holds what `hold` takes: the run, or the
+    lock timeout it met (2 s, so a wait fails the test instead of hanging it)."""
+    import threading
+
     from django.db import connection
 
-    source = Source.objects.create(namespace=namespace, name="notes", kind="text", text="# Notes\n\nBusy.")
-    with psycopg.connect(current_database_url()) as worker:
-        worker.execute("SELECT 1 FROM kb_source WHERE id = %s FOR KEY SHARE", [source.pk])  # an open batch's lock
+    started, release = threading.Event(), threading.Event()
+    holder = threading.Thread(target=_hold_locks, args=(hold, started, release))
+    holder.start()
+    try:
+        assert started.wait(30)
         with connection.cursor() as cursor:
-            cursor.execute("SET lock_timeout = '2s'")  # a wait fails the test instead of hanging it
+            cursor.execute("SET lock_timeout = '2s'")
         try:
-            run = start_ingest(source)
+            return start_ingest(source)
+        except OperationalError as exc:
+            return exc
         finally:
             with connection.cursor() as cursor:
                 cursor.execute("RESET lock_timeout")
-        worker.rollback()
-    assert run.status == "queued" and run.task_id
+    finally:
+        release.set()
+        holder.join(30)
+
+
+def test_ingest_now_does_not_wait_for_the_workers_open_write_batch(transactional_db, namespace):
+    """A worker's write batch holds, until it commits, its namespace FOR SHARE (`language_setting`)
+    and the source row FOR KEY SHARE (the foreign key of each document it inserts). Queueing a run
+    meanwhile must wait for neither: "Ingest now" once waited over 30 s while the worker wrote."""
+    from ingest.store import language_setting
+
+    source = Source.objects.create(namespace=namespace, name="notes", kind="text", text="# Notes\n\nBusy.")
+    other = Source.objects.create(namespace=namespace, name="other", kind="text", text="# Other\n\nBusy.")
+
+    def open_batch(of: Source):
+        return lambda: (language_setting(of.namespace_id), IngestRun.objects.create(source=of))
+
+    run = _queue_while(open_batch(source), source)  # the worker writes this source
+    assert isinstance(run, IngestRun) and run.status == "queued" and run.task_id, run
+    queued = _queue_while(open_batch(other), other)  # or another source of the namespace
+    assert isinstance(queued, IngestRun), queued
     assert start_ingest(source).pk == run.pk  # still one queued run per source and mode
+    # two callers queueing for one source still take turns on its row
+    taking_turns = _queue_while(lambda: Source.objects.select_for_update(no_key=True, of=("self",))
+                                .filter(pk=source.pk).order_by("pk").first(), source)
+    assert isinstance(taking_turns, OperationalError) and "lock timeout" in str(taking_turns)
 
 
 def test_admin_actions_need_staff(client, db, namespace):
