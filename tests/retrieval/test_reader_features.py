@@ -1,6 +1,7 @@
 """Reader accounts, the reader search page, feedback, the curator's report, spelling corrections
 and the document view, against the real database and pipeline."""
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -134,10 +135,18 @@ def test_reader_session_reads_only_member_namespaces(client, teams):
     assert client.get(f"/documents/{mine.document_id}/").status_code == 200
 
 
+def _alert(page: str) -> str:
+    return re.search(r'<p class="error[^"]*" role="alert">(.*?)</p>', page, re.S).group(1)
+
+
 def test_anonymous_reader_of_a_private_namespace_is_offered_sign_in(client, teams):
     page = client.get("/", {"q": "pumpkin", "namespace": "team-a"})
     text = page.content.decode()
     assert page.status_code == 401 and "/accounts/login/?next=" in text and "Bearer" not in text
+    missing = client.get("/", {"q": "pumpkin", "namespace": "no-such-team"})  # told apart by nothing
+    assert missing.status_code == 401
+    assert _alert(missing.content.decode()) == _alert(text).replace("team-a", "no-such-team")
+    assert "private, or there is none of that name" in _alert(text)
     login = client.get("/accounts/login/")
     assert login.status_code == 200 and b'name="password"' in login.content
     assert client.get("/accounts/password_reset/").status_code == 200
