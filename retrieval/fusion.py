@@ -40,8 +40,8 @@ DEFAULT_WEIGHTS = FusionWeights(DEFAULT_LEXICAL_WEIGHT, "default",
                                 "default: equal weights, no judged queries fitted for this namespace")
 
 
-WORDS_ALONE = FusionWeights(1.0, "language", "words alone: the embedding model does not read the language "
-                                            "(the channel note says which)")
+WORDS_ALONE = FusionWeights(1.0, "language", "the embedding model does not read this language, so words are "
+                                            "used alone")
 
 
 @dataclass(frozen=True)

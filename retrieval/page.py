@@ -49,7 +49,8 @@ def bar_items(bars: list[Bar], *, signed: bool) -> SafeString:
 def _row(hit, result: SearchResult) -> dict:
     details = explanation(hit)
     parts = [("base", details["base"], _base_note(details, result)),
-             ("RRF bonus", details["rrf_bonus"], "agreement between channels"),
+             ("RRF bonus", details["rrf_bonus"], "agreement between channels" if len(details["channels"]) > 1
+              else "its rank in the one channel that found it"),
              ("recency", details["recency_boost"], ""), ("source priority", details["priority_boost"], ""),
              ("MMR penalty", -details["mmr_penalty"],
               "similar to a result above" if details["mmr_penalty"] else "")]

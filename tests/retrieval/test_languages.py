@@ -733,6 +733,10 @@ def test_the_page_and_the_console_say_that_meaning_is_not_used(client, django_us
                               "does not read")
     assert "No strong match" not in page  # the page holding the word is a match, not "the closest passages"
     assert '<p class="snippet" dir="auto">' in page  # right-to-left text laid out right to left
+    # the folded panels say why in plain words: words alone, and a bonus from one channel's rank
+    assert ("Meaning weighs 0.00 and words 1.00: the embedding model does not read this language, so words "
+            "are used alone.") in page
+    assert "its rank in the one channel that found it" in page and "agreement between channels" not in page
     admin = django_user_model.objects.create_superuser("root", "root@example.org", "pw")
     client.force_login(admin)
     console = client.get(f"/admin/kb/namespace/{namespace.pk}/change/").content.decode()
