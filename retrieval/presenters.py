@@ -40,11 +40,29 @@ def snippet(text: str, lexemes: list[str], width: int = SNIPPET_CHARS) -> str:
         (_pattern([stem for stem in stems if unaccented(stem) == stem], spelt_out=True), unaccented(body)),
         (_pattern([stem for stem in stems if unaccented(stem) != stem]), body)) if pattern]
     firsts = [found.start() for pattern, read in readings if (found := pattern.search(read))]
-    start = max(0, min(firsts) - width // 4) if firsts else 0
-    window = body[start:start + width]
+    start, end = _whole_words(body, max(0, min(firsts) - width // 4) if firsts else 0, width)
     prefix = "…" if start > 0 else ""
-    suffix = "…" if start + width < len(body) else ""
-    return prefix + _marked(window, [(pattern, read[start:start + width]) for pattern, read in readings]) + suffix
+    suffix = "…" if end < len(body) else ""
+    return prefix + _marked(body[start:end], [(pattern, read[start:end]) for pattern, read in readings]) + suffix
+
+
+WORD_SLACK = 24  # characters a window's ends move to fall between words (less than a quarter window)
+
+
+def _whole_words(body: str, start: int, width: int) -> tuple[int, int]:
+    """The window `body[start:start + width]` with its ends moved inward, by at most WORD_SLACK
+    characters, to the nearest space: a snippet opens and closes on whole words. Text without
+    spaces nearby (Chinese, Japanese, a long token) keeps the cut where it falls."""
+    end = start + width
+    if start > 0:
+        space = body.find(" ", start - 1, start + WORD_SLACK)
+        if space != -1:
+            start = space + 1
+    if end < len(body):
+        space = body.rfind(" ", end - WORD_SLACK, end + 1)
+        if space > start:
+            end = space
+    return start, end
 
 
 def _pattern(stems: list[str], spelt_out: bool = False) -> re.Pattern | None:

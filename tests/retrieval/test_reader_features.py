@@ -278,3 +278,24 @@ def test_document_view_renders_markdown_without_stripping_code(client):
     assert "#include &lt;stdio.h&gt;" in page and '<code class="language-c">' in page
     assert f'id="passage-{hit.chunk_id}"' in page and 'id="hello"' in page
     assert "<pre class=\"text\">" not in page
+
+
+@pytest.mark.parametrize("word", ["tube", "signal", "mémoire", "fichier"])
+def test_a_snippet_opens_and_closes_on_whole_words(word):
+    """Around a word deep in a real French manual page, the snippet's window starts and ends
+    between words, never inside one ("…rifient l'étanchéité…")."""
+    from html import unescape
+    from pathlib import Path
+
+    from ingest.extract import extract
+    from retrieval.presenters import plain_text, snippet
+
+    page = Path(__file__).resolve().parents[1] / "fixtures/real/languages/user-space.fr-FR.html"
+    text = extract(page.read_bytes(), "text/html", charset="utf-8").content
+    body = " ".join(plain_text(text.split("\n\n", 1)[1]).split())
+    shown = unescape(re.sub(r"</?mark>", "", snippet(text, [word.lower()])))
+    assert shown.startswith("…") and shown.endswith("…"), shown  # a window inside the page
+    window = shown[1:-1]
+    at = body.index(window)
+    assert body[at - 1] == " " and body[at + len(window)] == " ", window
+    assert word.lower() in window.lower()
