@@ -12,6 +12,7 @@ text against lexemes that lost theirs (the search page's snippets, "Did you mean
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 LOOKALIKES = str.maketrans({
@@ -62,6 +63,17 @@ def _unaccented_table() -> dict[int, str]:
 
 
 UNACCENTED = _unaccented_table()
+_WITH_ACCENTS: dict[str, str] = {}  # each plain letter and the accented letters `unaccented` folds to it
+for _code, _plain in UNACCENTED.items():
+    _WITH_ACCENTS[_plain] = _WITH_ACCENTS.get(_plain, _plain) + chr(_code)
+
+
+def accent_blind(word: str) -> str:
+    """A regular expression matching `word` as a whole word with any of its letters accented or
+    not ("extremites" matches "extrémités"): searched in the text itself, where unaccenting a long
+    text first costs far more."""
+    return r"\b" + "".join(f"[{re.escape(_WITH_ACCENTS[c])}]" if c in _WITH_ACCENTS else re.escape(c)
+                            for c in word) + r"\b"
 # letters `unaccent` spells out as two (a folded stem holds the two: French `oeuvr` for "œuvre")
 LIGATURES = {"œ": "oe", "Œ": "OE", "æ": "ae", "Æ": "AE", "ß": "ss"}
 _SPELT_OUT = str.maketrans(LIGATURES)

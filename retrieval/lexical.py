@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from dataclasses import dataclass
 
 from kb.languages import ACCENTS, DEFAULT_CONFIG, accented_spellings, query_configs
+from kb.lookalikes import accent_blind
 from kb.replicas import read_connection
 from retrieval import bm25, posting_lists
 from retrieval.channels import ChannelRow, Scope, named_where
@@ -191,8 +193,9 @@ class RestoredWord:
 
     typed: str  # "distribucion"
     typed_lexeme: str  # `distribucion`: the stemmer recognises "-ción" only accented
-    spelling: str  # "distribución"
+    spelling: str  # "distribución": the spelling lexed, which may be no word ("extremités")
     lexeme: str  # `distribu`
+    written: str = ""  # the word as the namespace's text writes it ("distribución", "extrémités")
 
 
 @dataclass(frozen=True)
@@ -272,8 +275,32 @@ def restore_accents(namespace_id: int, query: str, configs: tuple[str, ...],
         key = (accents, -frequency.get(lexeme, 0), lexeme, spelt, word)
         if frequency.get(lexeme) and (stem not in best or key < best[stem]):
             best[stem] = key
-    return tuple(RestoredWord(typed=choice[4], typed_lexeme=stem, spelling=choice[3], lexeme=choice[2])
+    written = _written(namespace_id, {choice[2]: choice[4] for choice in best.values()})
+    return tuple(RestoredWord(typed=choice[4], typed_lexeme=stem, spelling=choice[3], lexeme=choice[2],
+                              written=written.get(choice[2], ""))
                  for stem, choice in best.items())
+
+
+WRITTEN_FROM = 20  # passages read per restored word for the word as the text writes it
+
+
+def _written(namespace_id: int, typed_by_lexeme: dict[str, str]) -> dict[str, str]:
+    """Per lexeme, the typed word as the namespace's text writes it with its accents
+    ("extrémités" for "extremites"), found in the first WRITTEN_FROM passages holding the lexeme;
+    absent when none of them holds it (they hold other words of the stem). The spelling the
+    restoration lexed can be no word at all ("extremités" has the fewest accents giving `extrem`)."""
+    with read_connection().cursor() as cursor:
+        cursor.execute("SELECT r.lexeme, string_agg(c.text, ' ') FROM unnest(%s::text[]) AS r(lexeme) "
+                       "CROSS JOIN LATERAL (SELECT c.text FROM kb_chunk_term t JOIN kb_chunk c ON c.id = t.chunk_id "
+                       "WHERE t.namespace_id = %s AND t.lexeme = r.lexeme LIMIT %s) c GROUP BY r.lexeme",
+                       [list(typed_by_lexeme), int(namespace_id), WRITTEN_FROM])
+        texts = dict(cursor.fetchall())
+    written = {}
+    for lexeme, typed in typed_by_lexeme.items():
+        found = re.search(accent_blind(typed), texts.get(lexeme) or "", re.IGNORECASE)
+        if found:
+            written[lexeme] = found.group(0).lower()
+    return written
 
 
 # document frequencies already counted, per namespace generation (see bm25.DocumentFrequencyCache)

@@ -98,8 +98,9 @@ class RestoredWordOut(Schema):
 
     typed: str  # distribucion
     typed_lexeme: str  # distribucion
-    spelling: str  # distribución
+    spelling: str  # distribución: the spelling lexed, which may be no word (extremités)
     lexeme: str  # distribu
+    written: str  # distribución: the word as the namespace's text writes it
 
 
 class LexicalOut(Schema):

@@ -159,7 +159,7 @@ def test_a_word_typed_without_its_accents_is_found_and_the_ranking_panel_says_ho
     line = panel.find_element(By.CSS_SELECTOR, ".accents-restored")
     assert not line.is_displayed()  # folded away for readers
     panel.find_element(By.TAG_NAME, "summary").click()
-    assert line.text == ("Words typed without their accents, read with them: extremites as extremités "
+    assert line.text == ("Words typed without their accents, read with them: extremites as extrémités "
                          "(extrem, where the text holds no extremit).")
     considered = panel.find_element(By.CSS_SELECTOR, ".candidates").text  # one with the bundled model
     count = int(considered.split()[0])

@@ -119,21 +119,24 @@ def test_a_word_typed_without_accents_is_read_as_the_stem_of_its_accented_spelli
     # the page writes "extrémités", "particulière" and "redirigée"; typed plain, the stemmer keeps
     # a suffix it strips only accented, so by the stemmer alone no passage holds these stems
     # (the spelling read is the one with the fewest accents that gives the page's stem)
-    for query, typed, spelling, held in (("extremites", "extremit", "extremités", "extrem"),
-                                         ("particuliere", "particulier", "particulière", "particuli"),
-                                         ("redirigee", "redirige", "redirigée", "redirig")):
+    # and shown as the page writes it: "extremités" is a spelling the stemmer reads, not a word
+    for query, typed, spelling, held, written in (
+            ("extremites", "extremit", "extremités", "extrem", "extrémités"),
+            ("particuliere", "particulier", "particulière", "particuli", "particulière"),
+            ("redirigee", "redirige", "redirigée", "redirig", "redirigée")):
         assert lexical.query_lexemes(query, ["french"]) == [(typed, 1)]
         assert not _has_lexeme(namespace, typed) and _has_lexeme(namespace, held), query
         result = search(query, namespace.slug, log=False)
         assert [hit.document_ref for hit in result.hits][:1] == ["user-space.fr-FR.html"], query
         assert result.lexical.terms == (held,), query
-        assert result.lexical.accents_restored == (lexical.RestoredWord(query, typed, spelling, held),)
+        assert result.lexical.accents_restored == (lexical.RestoredWord(query, typed, spelling, held, written),)
     api = client.get("/api/search", {"query": "extremites", "namespace": namespace.slug}).json()
     assert api["summary"]["lexical"]["accents_restored"] == [
-        {"typed": "extremites", "typed_lexeme": "extremit", "spelling": "extremités", "lexeme": "extrem"}]
+        {"typed": "extremites", "typed_lexeme": "extremit", "spelling": "extremités", "lexeme": "extrem",
+         "written": "extrémités"}]
     assert "<mark>extrémités</mark>" in api["results"][0]["snippet"]  # marked as the text spells it
     page = client.get("/", {"q": "extremites", "namespace": namespace.slug}).content.decode()
-    assert ("read with them: extremites as extremités (<code>extrem</code>, where the text holds no "
+    assert ("read with them: extremites as extrémités (<code>extrem</code>, where the text holds no "
             "<code>extremit</code>).") in page
     # a word the namespace holds as typed is read as typed; a word typed with accents is never respelt
     statistics = lexical.term_statistics(Scope(namespace.pk), [("reseau", 1)], "reseau", ("french",))
@@ -812,3 +815,18 @@ def test_an_edit_of_a_namespace_read_before_the_relex_ended_leaves_its_counts_an
     saved = Namespace.objects.get(pk=namespace.pk)
     assert saved.title == "Handbook"
     assert not saved.relexing and saved.passage_configs == current.passage_configs
+
+
+def test_a_restored_word_is_shown_as_the_text_writes_it_or_by_its_stem(client):
+    from kb.lookalikes import accent_blind
+
+    assert re.fullmatch(accent_blind("extremites"), "extrémités")
+    assert not re.search(accent_blind("extrem"), "extrémités")  # a whole word, not its beginning
+    namespace = _ingest("languages-french-written", "user-space.fr-FR.html")
+    # no passage writes "extremite" (the page has "extrémités"): the stem is named, not a made-up word
+    restored = lexical.restore_accents(namespace.pk, "extremite", ("french",), {"extremit"})
+    assert [(word.lexeme, word.written) for word in restored] == [("extrem", "")]
+    assert search("extremite", namespace.slug, log=False).lexical.accents_restored == restored
+    page = client.get("/", {"q": "extremite", "namespace": namespace.slug}).content.decode()
+    assert ("read with them: extremite as words of the stem <code>extrem</code> (where the text holds no "
+            "<code>extremit</code>).") in page
