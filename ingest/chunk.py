@@ -75,8 +75,11 @@ def chunk_markdown(content: str, title: str = "", options: ChunkOptions = ChunkO
     pieces: list[tuple[Section, list[_Unit]]] = []
     for section in sections:
         units: list[_Unit] = []
-        for block in section.blocks:
-            units.extend(_split_block(content, block, options.max_tokens))
+        for index, block in enumerate(section.blocks):
+            budget = options.max_tokens
+            if index == 1 and section.blocks[0].kind == "heading":  # a heading and the start of what it
+                budget = max(budget - units[0].tokens, budget // 2)  # heads fit one chunk: never a bare heading
+            units.extend(_split_block(content, block, budget))
         if pieces and _tiny(section, units, options) and \
                 sum(u.tokens for u in pieces[-1][1]) + sum(u.tokens for u in units) <= options.max_tokens:
             pieces[-1] = (pieces[-1][0], pieces[-1][1] + units)  # a heading with (almost) nothing under it
