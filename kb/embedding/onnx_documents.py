@@ -143,17 +143,26 @@ def _session(path: Path, threads: int):
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
+def _no_preprocessing_advice(record: logging.LogRecord) -> bool:
+    """Drops ONNX Runtime's 'Please consider to run pre-processing before quantization', which
+    every first start printed: shape pre-processing serves static quantisation, not this dynamic one."""
+    return not record.getMessage().startswith("Please consider to run pre-processing")
+
+
 def _quantise(source: Path, target: Path) -> None:
     """Signed int8 MatMul weights per output channel, written atomically beside the fp32 graph."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     handle, temporary = tempfile.mkstemp(prefix=target.stem, suffix=".onnx.tmp", dir=target.parent)
     os.close(handle)
+    root = logging.getLogger()
+    root.addFilter(_no_preprocessing_advice)  # the quantiser's advice for calibrated image models, on the root logger
     try:
         quantize_dynamic(str(source), temporary, op_types_to_quantize=["MatMul"], per_channel=True,
                          weight_type=QuantType.QInt8)
         os.chmod(temporary, 0o644)
         os.replace(temporary, target)
     finally:
+        root.removeFilter(_no_preprocessing_advice)
         Path(temporary).unlink(missing_ok=True)
     logger.info("quantised the document graph to %s", target)
