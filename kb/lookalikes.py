@@ -63,9 +63,17 @@ def _unaccented_table() -> dict[int, str]:
 
 
 UNACCENTED = _unaccented_table()
-_WITH_ACCENTS: dict[str, str] = {}  # each plain letter and the accented letters `unaccented` folds to it
-for _code, _plain in UNACCENTED.items():
-    _WITH_ACCENTS[_plain] = _WITH_ACCENTS.get(_plain, _plain) + chr(_code)
+
+
+def _with_accents_table() -> dict[str, str]:
+    """Each plain letter with itself and the accented letters `unaccented` folds to it."""
+    table: dict[str, str] = {}
+    for code, plain in UNACCENTED.items():
+        table[plain] = table.get(plain, plain) + chr(code)
+    return table
+
+
+_WITH_ACCENTS = _with_accents_table()
 
 
 def accent_blind(word: str) -> str:
@@ -74,6 +82,8 @@ def accent_blind(word: str) -> str:
     text first costs far more."""
     return r"\b" + "".join(f"[{re.escape(_WITH_ACCENTS[c])}]" if c in _WITH_ACCENTS else re.escape(c)
                             for c in word) + r"\b"
+
+
 # letters `unaccent` spells out as two (a folded stem holds the two: French `oeuvr` for "œuvre")
 LIGATURES = {"œ": "oe", "Œ": "OE", "æ": "ae", "Æ": "AE", "ß": "ss"}
 _SPELT_OUT = str.maketrans(LIGATURES)

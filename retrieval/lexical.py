@@ -240,9 +240,10 @@ def restore_accents(namespace_id: int, query: str, configs: tuple[str, ...],
     (`kb.languages.ACCENTS`), whose stem is `unknown` to the namespace, each read as the stem of
     its accented spelling (`accented_spellings`) that puts back the fewest accents and that the
     most passages hold. Spanish "distribucion" stems to `distribucion`, which no passage holds,
-    where "distribución" stems to `distribu`. Three statements: the typed words' stems (the first
+    where "distribución" stems to `distribu`. Four statements: the typed words' stems (the first
     MAX_QUERY_LEXEMES words), the spellings of the first MAX_RESTORED_WORDS whose stem is unknown,
-    and the document frequencies of the stems those give."""
+    the document frequencies of the stems those give, and a few passages holding each stem read,
+    for the word as the text writes it (`_written`)."""
     folding = [config for config in configs if config in ACCENTS]
     words = [word for word in dict.fromkeys(WORD_RE.findall(query.lower())) if word.isascii()][:MAX_QUERY_LEXEMES]
     if not folding or not words or not unknown:
