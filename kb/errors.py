@@ -98,7 +98,8 @@ class RateLimited(KBError):
 
 
 class BadRequest(KBError):
-    """A request Django itself refused before any view ran (malformed, or a bad host header)."""
+    """A request refused before any view ran: malformed, a bad host header, or a NUL character in
+    the path or a query parameter (`kb.middleware.InvalidInputMiddleware`)."""
 
     code = "KB_BAD_REQUEST"
     http_status = 400

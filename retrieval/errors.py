@@ -11,7 +11,8 @@ class SearchError(KBError):
 
 
 class InvalidQuery(SearchError):
-    """A query that cannot be searched as sent (it holds a NUL character)."""
+    """A query that cannot be searched as sent: it holds a NUL character (sent through MCP or the
+    Python API; in a URL, `KB_BAD_REQUEST` refuses it first)."""
 
     code = "SEARCH_INVALID_QUERY"
     http_status = 422
@@ -46,7 +47,8 @@ class InvalidGroup(InvalidQuery):
 
 
 class EmptyQuery(InvalidQuery):
-    """A query with no words once normalised."""
+    """A query that is empty or only white space once normalised (punctuation alone is searched,
+    and finds no strong match)."""
 
     code = "SEARCH_EMPTY_QUERY"
     http_status = 422
