@@ -290,18 +290,25 @@ def _written(namespace_id: int, typed_by_lexeme: dict[str, str]) -> dict[str, st
     ("extrémités" for "extremites"), found in the first WRITTEN_FROM passages holding the lexeme;
     absent when none of them holds it (they hold other words of the stem). The spelling the
     restoration lexed can be no word at all ("extremités" has the fewest accents giving `extrem`)."""
-    with read_connection().cursor() as cursor:
-        cursor.execute("SELECT r.lexeme, string_agg(c.text, ' ') FROM unnest(%s::text[]) AS r(lexeme) "
-                       "CROSS JOIN LATERAL (SELECT c.text FROM kb_chunk_term t JOIN kb_chunk c ON c.id = t.chunk_id "
-                       "WHERE t.namespace_id = %s AND t.lexeme = r.lexeme LIMIT %s) c GROUP BY r.lexeme",
-                       [list(typed_by_lexeme), int(namespace_id), WRITTEN_FROM])
-        texts = dict(cursor.fetchall())
+    texts = passages_holding(namespace_id, list(typed_by_lexeme), WRITTEN_FROM)
     written = {}
     for lexeme, typed in typed_by_lexeme.items():
         found = re.search(accent_blind(typed), texts.get(lexeme) or "", re.IGNORECASE)
         if found:
             written[lexeme] = found.group(0).lower()
     return written
+
+
+def passages_holding(namespace_id: int, lexemes: list[str], limit: int) -> dict[str, str]:
+    """Per lexeme, the text of up to `limit` of the namespace's passages holding it, joined by a
+    space (a lexeme no passage holds is absent): where a stem's words are read as the text writes
+    them. One statement."""
+    with read_connection().cursor() as cursor:
+        cursor.execute("SELECT r.lexeme, string_agg(c.text, ' ') FROM unnest(%s::text[]) AS r(lexeme) "
+                       "CROSS JOIN LATERAL (SELECT c.text FROM kb_chunk_term t JOIN kb_chunk c ON c.id = t.chunk_id "
+                       "WHERE t.namespace_id = %s AND t.lexeme = r.lexeme LIMIT %s) c GROUP BY r.lexeme",
+                       [lexemes, int(namespace_id), limit])
+        return dict(cursor.fetchall())
 
 
 # document frequencies already counted, per namespace generation (see bm25.DocumentFrequencyCache)

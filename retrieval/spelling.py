@@ -20,11 +20,12 @@ from __future__ import annotations
 from kb.languages import SEGMENTED
 from kb.lookalikes import plain_letters
 from kb.replicas import read_connection
-from retrieval.lexical import namespace_configs
+from retrieval.lexical import namespace_configs, passages_holding
 from retrieval.query import WORD_RE
 
 MAX_WORDS = 12  # a longer query is not corrected: it is prose, not a mistyped search
 MAX_CANDIDATES = 20000
+SURFACE_FROM = 5  # passages read for the way the text writes a correction
 
 
 def edit_distance(a: str, b: str, limit: int) -> int:
@@ -127,12 +128,9 @@ def correct_query(namespace_id: int, query: str) -> str | None:
                            "(SELECT 1 FROM kb_chunk_term t WHERE t.namespace_id = %s AND t.lexeme = b.lexeme) "
                            "ORDER BY b.n LIMIT 1", [shorter_stems(stem), namespace_id])  # one probe a beginning
             begins = cursor.fetchone()
-            surfaces = []
-            for lexeme in dict.fromkeys(found for found in (near, begins and begins[0]) if found):
-                cursor.execute("SELECT c.text FROM kb_chunk_term t JOIN kb_chunk c ON c.id = t.chunk_id "
-                               "WHERE t.namespace_id = %s AND t.lexeme = %s LIMIT 5", [namespace_id, lexeme])
-                texts = " ".join(row[0] for row in cursor.fetchall())
-                surfaces.append(surface_form(lexeme, word, texts or lexeme))
+            lexemes = list(dict.fromkeys(found for found in (near, begins and begins[0]) if found))
+            texts = passages_holding(namespace_id, lexemes, SURFACE_FROM) if lexemes else {}
+            surfaces = [surface_form(lexeme, word, texts.get(lexeme) or lexeme) for lexeme in lexemes]
             if surfaces:
                 replacements[word] = min(surfaces, key=lambda surface: _apart(word, surface))
     if not replacements:
