@@ -34,7 +34,7 @@ from retrieval.schemas import (
     SourceListIn,
     SourceListOut,
 )
-from retrieval.service import Filters, Hit, search
+from retrieval.service import Filters, Hit, search, spelling_correction
 
 tools = Toolset()
 MARK = re.compile(r"</?mark>")
@@ -60,10 +60,13 @@ def readable(principal: Principal, wanted: list[str]) -> list[str]:
 
 
 @tools.tool(name="search", title="Search the knowledge base", input=AgentSearchIn, output=AgentSearchOut,
-            cost="one hybrid search per namespace (the query is embedded once); about the latency of /api/search",
+            cost="one hybrid search per namespace (the query is embedded once); about the latency of /api/search, "
+                 "plus /api/spelling's when nothing is clearly relevant",
             description="Hybrid (meaning + words) search. Returns documents, best first, each with its best "
                         "sections: a passage id (c123) to read it whole with fetch, its breadcrumb, a snippet, "
-                        "an absolute citation URL and its location (page, slide). Cite the citation_url.")
+                        "an absolute citation URL and its location (page, slide). Cite the citation_url. When "
+                        "nothing is clearly relevant, the nearest titles and, where the namespace's own words "
+                        "respell the query into one that finds passages, that correction to search again with.")
 def search_tool(request, data: AgentSearchIn) -> Answer:
     namespaces = readable(request.auth, data.namespaces)
     query = validate_query(data.query, data.limit)
@@ -77,12 +80,20 @@ def search_tool(request, data: AgentSearchIn) -> Answer:
         weak += [title for title in result.weak_titles if title not in weak]
     found.sort(key=lambda item: (-item[1].score, item[1].document_id))
     base = request.kb_base_url
-    payload = {"query": query, "namespaces": namespaces, "weak_titles": [] if cited else weak[:3], "documents": [
+    correction = None if cited else _correction(query, namespaces, Filters(source_ids=tuple(data.source_ids)))
+    payload = {"query": query, "namespaces": namespaces, "weak_titles": [] if cited else weak[:3],
+               "correction": correction, "documents": [
         {"id": f"d{group.document_id}", "rank": rank, "document_id": group.document_id, "namespace": namespace,
          "title": group.title, "citation_url": absolute_url(group.citation_url, base), "score": round(group.score, 6),
          "sections": [_passage(hit, lexemes, base, data.explain) for hit in group.sections]}
         for rank, (namespace, group, lexemes) in enumerate(found[:data.limit], start=1)]}
     return Answer(payload, render_search(payload))
+
+
+def _correction(query: str, namespaces: list[str], filters: Filters) -> str | None:
+    """The first namespace's "did you mean" (`spelling_correction`), in the order searched: what
+    the search page offers under weak results, so an agent can search again as a reader would."""
+    return next((c for c in (spelling_correction(query, namespace, filters) for namespace in namespaces) if c), None)
 
 
 def _passage(hit: Hit, lexemes: list[str], base: str, explain: bool) -> dict:
@@ -111,6 +122,8 @@ def render_search(payload: dict) -> str:
             lines.append(f"    cite: {section['citation_url']}")
     if payload["weak_titles"]:
         lines.append("Nothing clearly relevant; nearest titles: " + "; ".join(payload["weak_titles"]))
+    if payload["correction"]:
+        lines.append(f"Did you mean {payload['correction']!r}? Its words find passages here: search again with it.")
     lines.append('Read a passage whole with fetch(id="c…"), a document with fetch(id="d…").')
     return "\n".join(lines)
 

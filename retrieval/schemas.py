@@ -362,6 +362,7 @@ class AgentSearchOut(Schema):
     namespaces: list[str]  # what was searched
     documents: list[AgentDocumentOut]
     weak_titles: list[str]  # with no cited document: titles of the nearest misses
+    correction: str | None = None  # with no cited document: "did you mean", as /api/spelling answers
 
 
 class FetchIn(Schema):

@@ -9,7 +9,7 @@ from mcp.shared.exceptions import MCPError
 
 from kb import querylog
 from kb.auth import issue_token
-from kb.models import ApiToken, Chunk, Document, QueryLog
+from kb.models import ApiToken, Chunk, Document, QueryLog, Source
 from tests.mcp.conftest import LEGACY, MODERN, run_agent, tool_error
 
 pytestmark = pytest.mark.slow
@@ -181,6 +181,21 @@ def test_an_agent_searches_fetches_the_cited_section_and_quotes_it_byte_for_byte
     assert quoted["citation_url"] == section["citation_url"]  # and cites what search cited
     body = chunk.document.content.encode("utf-8")[quoted["start_byte"]:quoted["end_byte"]].decode("utf-8")
     assert body.strip() and body.strip().split()[0] in chunk.text  # the byte range locates it in the document
+
+
+def test_a_misspelt_search_that_finds_nothing_clear_offers_the_correction_the_page_would(world):
+    guide = Source.objects.get(namespace__slug="tenant:a", name="guide")  # no nutmeg in it
+
+    async def script(client):
+        return [(await client.call_tool("search", {"query": query, "source_ids": sources}))
+                for query, sources in (("nutmg", []), ("nutmg", [guide.pk]), ("pumpkin soup with nutmeg", []))]
+
+    misspelt, elsewhere, clear = run_agent(world["url"], world["a"], script)
+    assert misspelt.structured_content["weak_titles"]  # nothing clearly relevant
+    assert misspelt.structured_content["correction"] == "nutmeg"
+    assert "Did you mean 'nutmeg'?" in misspelt.content[0].text
+    assert elsewhere.structured_content["correction"] is None  # its words would find nothing in that source
+    assert clear.structured_content["documents"] and clear.structured_content["correction"] is None
 
 
 def test_bad_arguments_and_retriever_errors_are_tool_errors_with_stable_codes(world):

@@ -21,7 +21,7 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "mcp.md"
 # tool: (MCP class, API shapes: component names, or "GET path" for an endpoint's query parameters)
 PAIRS = [
     ("search", "AgentSearchIn", ["SearchIn"]),
-    ("search", "AgentSearchOut", ["SearchOut"]),
+    ("search", "AgentSearchOut", ["SearchOut", "SpellingOut"]),  # with weak results, "did you mean" too
     ("search", "AgentDocumentOut", ["DocumentGroupOut"]),
     ("search", "PassageOut", ["HitOut"]),
     ("search", "ExplanationOut", ["ExplanationOut"]),
