@@ -25,10 +25,27 @@ def run_note(status: str, *, queued_at: datetime | None, heartbeat_at: datetime 
     return ""
 
 
+def run_took(status: str, *, queued_at: datetime | None, started_at: datetime | None,
+             finished_at: datetime | None, now: datetime) -> str:
+    """How long a run took, to the second (the run list's column): a finished run's time from
+    start to end, or how long a live one has been running or waiting so far."""
+    if finished_at is not None:
+        return _span((finished_at - started_at).total_seconds()) if started_at else "never started"
+    if status == "running" and started_at is not None:
+        return f"running for {_span((now - started_at).total_seconds())}"
+    if status == "queued" and queued_at is not None:
+        return f"waiting for {_span((now - queued_at).total_seconds())}"
+    return ""
+
+
 def _ago(seconds: float) -> str:
+    return f"{_span(seconds)} ago"
+
+
+def _span(seconds: float) -> str:
     seconds = max(0, int(seconds))
     if seconds < 60:
-        return f"{seconds} s ago"
+        return f"{seconds} s"
     if seconds < 3600:
-        return f"{seconds // 60} min {seconds % 60} s ago"
-    return f"{seconds // 3600} h {seconds % 3600 // 60} min ago"
+        return f"{seconds // 60} min {seconds % 60} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60} min"

@@ -8,6 +8,7 @@ import re
 import pytest
 from django.contrib.auth import get_user_model
 from django.urls import reverse
+from django.utils import timezone
 from django_q.models import OrmQ
 
 from ingest.service import start_ingest
@@ -141,6 +142,10 @@ def test_a_run_page_is_titled_by_source_and_run_and_a_failed_run_looks_failed(cu
     assert 'class="kb-run-error"' in page and "KB_FETCH_ALLOWED_PRIVATE" in page
     listing = curator.get(reverse("admin:kb_ingestrun_changelist")).content.decode()
     assert re.search(r'<progress class="kb-run-progress kb-failed"[^>]*value="0"', listing)
+    run.refresh_from_db()
+    assert f'<td class="field-queued">{timezone.localtime(run.queued_at):%Y-%m-%d %H:%M:%S}</td>' in listing
+    took = (run.finished_at - run.started_at).total_seconds()
+    assert f'<td class="field-took">{int(took)} s</td>' in listing  # to the second, from start to end
     for name in ("heartbeat_at", "attempts", "items_total", "status"):
         assert f'name="{name}"' not in page
 

@@ -14,7 +14,7 @@ import pytest
 from django.utils import timezone
 
 from ingest.report import RunReport
-from ingest.run_status import run_note
+from ingest.run_status import run_note, run_took
 from ingest.watchdog import fail_stuck_runs, stalled_runs, stop_abandoned_workers, waiting_runs
 from kb.conf import kb_settings
 from kb.health import health_report
@@ -131,3 +131,16 @@ def test_the_run_page_says_whether_a_run_moves(status, quiet, expected):
     moment = NOW - timedelta(seconds=quiet)
     note = run_note(status, queued_at=moment, heartbeat_at=moment, started_at=moment, now=NOW, stall_seconds=120)
     assert note.startswith(expected), note
+
+
+def test_the_run_list_says_how_long_each_run_took_to_the_second():
+    def took(status, *, queued=None, started=None, finished=None):
+        at = {name: None if ago is None else NOW - timedelta(seconds=ago)
+              for name, ago in (("queued_at", queued), ("started_at", started), ("finished_at", finished))}
+        return run_took(status, now=NOW, **at)
+
+    assert took("succeeded", queued=200, started=190, finished=92) == "1 min 38 s"
+    assert took("succeeded", queued=9000, started=8000, finished=100) == "2 h 11 min"
+    assert took("failed", queued=5, finished=1) == "never started"  # cancelled before a worker took it
+    assert took("running", queued=50, started=42) == "running for 42 s"
+    assert took("queued", queued=12) == "waiting for 12 s"
