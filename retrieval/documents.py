@@ -53,15 +53,35 @@ def get_chunk(principal: Principal, chunk_id: int) -> Chunk:
 
 
 def section_text(document: Document, anchor: str) -> tuple[str, int, int]:
-    """The stretch of the document's text its chunks with `anchor` cover, with its UTF-8 byte
-    range (chunk offsets are UTF-8 byte offsets, end exclusive): an exact slice of the stored text."""
-    spans = list(Chunk.objects.filter(document=document, anchor=anchor, is_summary=False)
-                 .values_list("start_byte", "end_byte"))
-    if not spans:
+    """The section of `anchor` with its subsections (as a reader of the page means a section),
+    with its UTF-8 byte range (chunk offsets are UTF-8 byte offsets, end exclusive): an exact
+    slice of the stored text. A heading whose subsections follow it at once holds no text of its
+    own; its section is still everything under it."""
+    rows = list(Chunk.objects.filter(document=document, is_summary=False).order_by("position")
+                .values_list("anchor", "heading_path", "start_byte", "end_byte"))
+    span = section_span([(a, tuple(path), start, end) for a, path, start, end in rows], anchor)
+    if span is None:
         raise NotFound(f"Document {document.pk} has no section {anchor!r}.",
                        details={"document_id": document.pk, "anchor": anchor})
-    start, end = min(s for s, _ in spans), max(e for _, e in spans)
+    start, end = span
     return document.content.encode("utf-8")[start:end].decode("utf-8", errors="replace"), start, end
+
+
+def section_span(chunks: list[tuple[str, tuple[str, ...], int, int]], anchor: str) -> tuple[int, int] | None:
+    """The byte range of `anchor`'s section in a document's chunks (anchor, heading path, start,
+    end, in document order): its own chunks, and the chunks after its first one whose heading
+    path lies under its heading path (its subsections, whatever their anchors), up to the first
+    that does not. None when no chunk has the anchor. Pure."""
+    first = next((i for i, (a, *_) in enumerate(chunks) if a == anchor), None)
+    if first is None:
+        return None
+    path = chunks[first][1]
+    spans = [(start, end) for a, _, start, end in chunks if a == anchor]
+    for a, inner, start, end in chunks[first + 1:]:
+        if a != anchor and not (path and len(inner) > len(path) and inner[:len(path)] == path):
+            break
+        spans.append((start, end))
+    return min(s for s, _ in spans), max(e for _, e in spans)
 
 
 def capped_text(document: Document, max_chars: int, offset: int = 0) -> dict:

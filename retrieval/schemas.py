@@ -370,7 +370,8 @@ class FetchIn(Schema):
 
     id: str = Field(..., pattern=r"^[cd][0-9]{1,18}$",
                     description="A passage id (c123) or document id (d45) from search")
-    anchor: str = Field("", max_length=300, description="With a document id: read only the section of this anchor")
+    anchor: str = Field("", max_length=300,
+                        description="With a document id: read only the section of this anchor (with its subsections)")
     offset: int = Field(0, ge=0, description="Character to start at: the next_offset of the previous piece")
     max_chars: int = Field(8000, ge=200, le=100000, description="Most characters to return")
 

@@ -1,0 +1,64 @@
+"""A section read by its anchor (MCP `fetch` with an anchor) is what a reader of the page means
+by that section: its own text and its subsections', up to the next section of its level or above."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ingest.loaders import LoadedItem
+from ingest.pipeline import IngestPipeline
+from kb.models import Chunk, IngestRun, Namespace, Source
+from retrieval.documents import section_span, section_text
+
+pytestmark = pytest.mark.django_db
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
+
+
+def _document(ref: str, body: bytes, media_type: str):
+    namespace = Namespace.objects.create(slug="sections", title="Sections")
+    source = Source.objects.create(namespace=namespace, name="pages", kind=Source.Kind.TEXT, text="x")
+    run = IngestPipeline(IngestRun.objects.create(source=source)).execute(
+        [LoadedItem(ref=ref, body=body, media_type=media_type, charset="utf-8", path=ref)])
+    assert run.status == "succeeded", run.error
+    return run.source.documents.get()
+
+
+def test_a_section_holds_its_subsections_and_stops_at_its_next_sibling():
+    text = ("# Guide\n\nHow to install and use kb.\n\n## Installing {#install}\n\n### On Debian {#debian}\n\n"
+            + "Run apt-get install kb. " * 30
+            + "\n\n### On Fedora {#fedora}\n\n" + "Run dnf install kb. " * 30
+            + "\n\n## Using {#usage}\n\nSearch it.\n")
+    document = _document("guide.md", text.encode(), "text/markdown")
+    installing, start, end = section_text(document, "install")
+    assert installing.startswith("## Installing") and "apt-get" in installing and "dnf install" in installing
+    assert "Using" not in installing and installing.rstrip().endswith("Run dnf install kb.")
+    assert document.content.encode()[start:end].decode() == installing  # an exact slice
+    fedora, *_ = section_text(document, "fedora")
+    assert fedora.startswith("### On Fedora") and "apt-get" not in fedora and "Using" not in fedora
+
+
+def test_every_section_of_a_real_docbook_page_holds_text_beyond_its_heading():
+    """PostgreSQL's psql reference (DocBook): "Usage" and "Advanced Features" open straight onto
+    their first subsections, and once read back as their headings alone."""
+    document = _document("app-psql.html", (REAL / "docbook" / "app-psql.html").read_bytes(), "text/html")
+    anchors = list(dict.fromkeys(Chunk.objects.filter(document=document).exclude(anchor="")
+                                 .order_by("position").values_list("anchor", flat=True)))
+    assert len(anchors) >= 5
+    for anchor in anchors:
+        text, *_ = section_text(document, anchor)
+        assert len(text.split("\n\n")) > 1, (anchor, text)  # a heading and something under it
+    usage, *_ = section_text(document, "id-1.9.4.20.8")
+    assert usage.startswith("## Usage") and "### Advanced Features" in usage and len(usage) > 50_000
+
+
+def test_section_span_reads_subsections_by_their_heading_paths():
+    chunks = [("", ("Guide",), 0, 10), ("install", ("Guide", "Installing"), 10, 20),
+              ("debian", ("Guide", "Installing", "On Debian"), 20, 40), ("install", ("Guide", "Installing"), 40, 50),
+              ("usage", ("Guide", "Using"), 50, 60), ("page-2", (), 60, 70), ("page-3", (), 70, 80)]
+    assert section_span(chunks, "install") == (10, 50)
+    assert section_span(chunks, "debian") == (20, 40)
+    assert section_span(chunks, "usage") == (50, 60)
+    assert section_span(chunks, "page-2") == (60, 70)  # no heading path: its own chunks only
+    assert section_span(chunks, "missing") is None
