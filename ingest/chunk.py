@@ -86,7 +86,8 @@ def chunk_markdown(content: str, title: str = "", options: ChunkOptions = ChunkO
             continue
         for group in _pack(units, options):
             pieces.append((section, group))
-    return _finish(content, title, _merge_bare_headings(pieces, options.max_tokens), pages)
+    pieces = _open_onto_subsections(_merge_bare_headings(pieces, options.max_tokens), options.max_tokens)
+    return _finish(content, title, pieces, pages)
 
 
 def _merge_bare_headings(pieces: list[tuple[Section, list[_Unit]]],
@@ -116,6 +117,34 @@ def _merge_bare_headings(pieces: list[tuple[Section, list[_Unit]]],
         else:
             merged.append((waiting_section, waiting))
     return merged
+
+
+def _open_onto_subsections(pieces: list[tuple[Section, list[_Unit]]],
+                           max_tokens: int) -> list[tuple[Section, list[_Unit]]]:
+    """A heading with an id and no text of its own, straight before its first subsection
+    (DocBook's "Usage", Javadoc's "Method Detail", a release's version heading), is no passage
+    to return either, yet its id is cited: it opens the chunk of that subsection, which is cited
+    at the heading's anchor and read under its path (the subsection's heading is in its text).
+    Headings that wait in a row chain; a heading followed by a sibling keeps its chunk."""
+    merged: list[tuple[Section, list[_Unit]]] = []
+    opening = False  # whether merged[-1] is still anchored headings only
+    for section, group in pieces:
+        if opening and _under(section, merged[-1][0]) and \
+                sum(u.tokens for u in merged[-1][1]) + sum(u.tokens for u in group) <= max_tokens:
+            merged[-1] = (merged[-1][0], merged[-1][1] + group)
+            opening = _anchored_heading_alone(section)
+            continue
+        merged.append((section, group))
+        opening = _anchored_heading_alone(section)
+    return merged
+
+
+def _anchored_heading_alone(section: Section) -> bool:
+    return len(section.blocks) == 1 and section.blocks[0].kind == "heading" and bool(section.blocks[0].heading_id)
+
+
+def _under(section: Section, parent: Section) -> bool:
+    return len(section.path) > len(parent.path) and section.path[:len(parent.path)] == parent.path
 
 
 def _bare_heading(section: Section) -> bool:

@@ -147,6 +147,16 @@ def test_a_heading_only_section_opens_the_next_chunk_instead_of_being_one():
     assert [c.heading_path for c in chunks] == [("1. Intro", "1.1 Scope"), ("1. Intro", "1.3 Last")]
 
 
+def test_a_heading_with_an_id_and_no_text_opens_its_first_subsection_and_keeps_its_anchor():
+    chunks = chunk_markdown("# Notes\n\nAll releases.\n\n## Version 1.4 {#v14}\n\n### Features {#features-14}\n\n"
+                            "Faster builds.\n\n## Version 1.3 {#v13}\n\n## Version 1.2 {#v12}\n\nFixes.\n", "Notes")
+    assert [(c.anchor, c.heading_path) for c in chunks] == [
+        ("notes", ("Notes",)), ("v14", ("Notes", "Version 1.4")), ("v13", ("Notes", "Version 1.3")),
+        ("v12", ("Notes", "Version 1.2"))]
+    assert chunks[1].body == "## Version 1.4 {#v14}\n\n### Features {#features-14}\n\nFaster builds."
+    assert chunks[2].body == "## Version 1.3 {#v13}"  # followed by a sibling: empty in the page itself
+
+
 def test_a_heading_opens_the_chunk_of_what_it_heads_even_before_a_long_table():
     """A heading straight before a block too long to join it (a table of 400 tokens) once became a
     chunk of its own, a result with nothing to read that ranked first for its breadcrumb's words
