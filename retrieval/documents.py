@@ -13,6 +13,7 @@ from django.core.files.storage import default_storage
 from django.db.models import QuerySet
 
 from ingest.filetypes import media_type_for
+from ingest.markdown_blocks import parse_atx_heading
 from kb.auth import Principal, require_readable
 from kb.errors import NotFound, ValidationFailed
 from kb.markup import passage_anchor
@@ -55,33 +56,54 @@ def get_chunk(principal: Principal, chunk_id: int) -> Chunk:
 def section_text(document: Document, anchor: str) -> tuple[str, int, int]:
     """The section of `anchor` with its subsections (as a reader of the page means a section),
     with its UTF-8 byte range (chunk offsets are UTF-8 byte offsets, end exclusive): an exact
-    slice of the stored text. A heading whose subsections follow it at once holds no text of its
-    own; its section is still everything under it."""
+    slice of the stored text."""
+    content = document.content.encode("utf-8")
     rows = list(Chunk.objects.filter(document=document, is_summary=False).order_by("position")
                 .values_list("anchor", "heading_path", "start_byte", "end_byte"))
-    span = section_span([(a, tuple(path), start, end) for a, path, start, end in rows], anchor)
+    span = section_span([SectionChunk(a, tuple(path), start, end, _opening_level(content, start))
+                         for a, path, start, end in rows], anchor)
     if span is None:
         raise NotFound(f"Document {document.pk} has no section {anchor!r}.",
                        details={"document_id": document.pk, "anchor": anchor})
     start, end = span
-    return document.content.encode("utf-8")[start:end].decode("utf-8", errors="replace"), start, end
+    return content[start:end].decode("utf-8", errors="replace"), start, end
 
 
-def section_span(chunks: list[tuple[str, tuple[str, ...], int, int]], anchor: str) -> tuple[int, int] | None:
-    """The byte range of `anchor`'s section in a document's chunks (anchor, heading path, start,
-    end, in document order): its own chunks, and the chunks after its first one whose heading
-    path lies under its heading path (its subsections, whatever their anchors), up to the first
-    that does not. None when no chunk has the anchor. Pure."""
-    first = next((i for i, (a, *_) in enumerate(chunks) if a == anchor), None)
+def _opening_level(content: bytes, start: int) -> int:
+    """The level of the heading a chunk's text opens with (0 when it opens with text)."""
+    line = content[start:start + 400].decode("utf-8", errors="ignore").split("\n", 1)[0]
+    heading = parse_atx_heading(line)
+    return heading[0] if heading else 0
+
+
+@dataclass(frozen=True)
+class SectionChunk:
+    anchor: str
+    heading_path: tuple[str, ...]
+    start_byte: int
+    end_byte: int
+    opening_level: int  # the level of the heading its text opens with; 0 for none
+
+
+def section_span(chunks: list[SectionChunk], anchor: str) -> tuple[int, int] | None:
+    """The byte range of `anchor`'s section in a document's chunks (in document order): from the
+    first chunk with the anchor, the chunks after it that carry the anchor or lie under its
+    heading path (its subsections), up to the first that does not or that opens with a heading
+    of the section's level or above (a sibling, even one of the same name; the anchor used
+    twice). None when no chunk has the anchor. Pure."""
+    first = next((i for i, chunk in enumerate(chunks) if chunk.anchor == anchor), None)
     if first is None:
         return None
-    path = chunks[first][1]
-    spans = [(start, end) for a, _, start, end in chunks if a == anchor]
-    for a, inner, start, end in chunks[first + 1:]:
-        if a != anchor and not (path and len(inner) > len(path) and inner[:len(path)] == path):
+    head = chunks[first]
+    end = head.end_byte
+    for chunk in chunks[first + 1:]:
+        under = bool(head.heading_path) and len(chunk.heading_path) > len(head.heading_path) \
+            and chunk.heading_path[:len(head.heading_path)] == head.heading_path
+        sibling = bool(head.opening_level) and 0 < chunk.opening_level <= head.opening_level
+        if sibling or not (chunk.anchor == anchor or under):
             break
-        spans.append((start, end))
-    return min(s for s, _ in spans), max(e for _, e in spans)
+        end = max(end, chunk.end_byte)
+    return head.start_byte, end
 
 
 def capped_text(document: Document, max_chars: int, offset: int = 0) -> dict:

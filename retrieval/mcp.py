@@ -17,6 +17,7 @@ from kb.auth import Principal
 from kb.embedding.embedders import get_embedder
 from kb.errors import ValidationFailed
 from kb.namespaces import MAX_SOURCES, namespace_summaries, source_summaries
+from kb.replicas import on_replica
 from kb.toolsets import Answer, Toolset
 from retrieval import documents, presenters
 from retrieval.citations import absolute_url, document_citation_url
@@ -61,7 +62,7 @@ def readable(principal: Principal, wanted: list[str]) -> list[str]:
 
 @tools.tool(name="search", title="Search the knowledge base", input=AgentSearchIn, output=AgentSearchOut,
             cost="one hybrid search per namespace (the query is embedded once); about the latency of /api/search, "
-                 "plus /api/spelling's when nothing is clearly relevant",
+                 "plus, when nothing is clearly relevant, /api/spelling's per namespace until one offers a correction",
             description="Hybrid (meaning + words) search. Returns documents, best first, each with its best "
                         "sections: a passage id (c123) to read it whole with fetch, its breadcrumb, a snippet, "
                         "an absolute citation URL and its location (page, slide). Cite the citation_url. When "
@@ -93,7 +94,8 @@ def search_tool(request, data: AgentSearchIn) -> Answer:
 def _correction(query: str, namespaces: list[str], filters: Filters) -> str | None:
     """The first namespace's "did you mean" (`spelling_correction`), in the order searched: what
     the search page offers under weak results, so an agent can search again as a reader would."""
-    return next((c for c in (spelling_correction(query, namespace, filters) for namespace in namespaces) if c), None)
+    return on_replica(lambda: next((c for c in (spelling_correction(query, namespace, filters)
+                                                for namespace in namespaces) if c), None))
 
 
 def _passage(hit: Hit, lexemes: list[str], base: str, explain: bool) -> dict:
@@ -129,7 +131,7 @@ def render_search(payload: dict) -> str:
 
 
 @tools.tool(name="fetch", title="Read a passage, a section or a document", input=FetchIn, output=FetchOut,
-            cost="one or two primary-key reads; no model call",
+            cost="one or two primary-key reads (with an anchor, the document's chunk offsets too); no model call",
             description="The stored text of a passage (id c123 from search), or of a whole document (id d45), or "
                         "of one section of it (d45 with its anchor), at most max_chars characters from offset. "
                         "A cut piece ends with a truncation marker; call again with offset=next_offset for more.")

@@ -10,9 +10,8 @@ import pytest
 from ingest.loaders import LoadedItem
 from ingest.pipeline import IngestPipeline
 from kb.models import Chunk, IngestRun, Namespace, Source
-from retrieval.documents import section_span, section_text
+from retrieval.documents import SectionChunk, section_span, section_text
 
-pytestmark = pytest.mark.django_db
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
 
 
@@ -25,6 +24,7 @@ def _document(ref: str, body: bytes, media_type: str):
     return run.source.documents.get()
 
 
+@pytest.mark.django_db
 def test_a_section_holds_its_subsections_and_stops_at_its_next_sibling():
     text = ("# Guide\n\nHow to install and use kb.\n\n## Installing {#install}\n\n### On Debian {#debian}\n\n"
             + "Run apt-get install kb. " * 30
@@ -39,9 +39,10 @@ def test_a_section_holds_its_subsections_and_stops_at_its_next_sibling():
     assert fedora.startswith("### On Fedora") and "apt-get" not in fedora and "Using" not in fedora
 
 
+@pytest.mark.django_db
 def test_every_section_of_a_real_docbook_page_holds_text_beyond_its_heading():
     """PostgreSQL's psql reference (DocBook): "Usage" and "Advanced Features" open straight onto
-    their first subsections, and once read back as their headings alone."""
+    their first subsections."""
     document = _document("app-psql.html", (REAL / "docbook" / "app-psql.html").read_bytes(), "text/html")
     anchors = list(dict.fromkeys(Chunk.objects.filter(document=document).exclude(anchor="")
                                  .order_by("position").values_list("anchor", flat=True)))
@@ -53,12 +54,19 @@ def test_every_section_of_a_real_docbook_page_holds_text_beyond_its_heading():
     assert usage.startswith("## Usage") and "### Advanced Features" in usage and len(usage) > 50_000
 
 
-def test_section_span_reads_subsections_by_their_heading_paths():
-    chunks = [("", ("Guide",), 0, 10), ("install", ("Guide", "Installing"), 10, 20),
-              ("debian", ("Guide", "Installing", "On Debian"), 20, 40), ("install", ("Guide", "Installing"), 40, 50),
-              ("usage", ("Guide", "Using"), 50, 60), ("page-2", (), 60, 70), ("page-3", (), 70, 80)]
-    assert section_span(chunks, "install") == (10, 50)
-    assert section_span(chunks, "debian") == (20, 40)
-    assert section_span(chunks, "usage") == (50, 60)
-    assert section_span(chunks, "page-2") == (60, 70)  # no heading path: its own chunks only
+def test_section_span_reads_subsections_and_stops_at_a_sibling_of_any_name():
+    def chunk(anchor, path, start, level=0):
+        return SectionChunk(anchor, path, start, start + 10, level)
+
+    chunks = [chunk("", ("Guide",), 0, 1), chunk("install", ("Guide", "Installing"), 10, 2),
+              chunk("debian", ("Guide", "Installing", "On Debian"), 20, 3),
+              chunk("install", ("Guide", "Installing"), 30),
+              chunk("examples", ("Guide", "Examples"), 40, 2), chunk("one", ("Guide", "Examples", "One"), 50, 3),
+              chunk("two", ("Guide", "Examples", "Two"), 60, 2),  # "## Examples" again, no id, opens "Two"
+              chunk("dup", ("Guide", "A"), 70, 2), chunk("b", ("Guide", "B"), 80, 2),
+              chunk("dup", ("Guide", "C"), 90, 2)]
+    assert section_span(chunks, "install") == (10, 40)
+    assert section_span(chunks, "debian") == (20, 30)
+    assert section_span(chunks, "examples") == (40, 60)  # not the second "Examples" section
+    assert section_span(chunks, "dup") == (70, 80)  # an anchor used twice: its first section
     assert section_span(chunks, "missing") is None
