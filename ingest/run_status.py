@@ -29,8 +29,8 @@ def run_took(status: str, *, queued_at: datetime | None, started_at: datetime | 
              finished_at: datetime | None, now: datetime) -> str:
     """How long a run took, to the second (the run list's column): a finished run's time from
     start to end, or how long a live one has been running or waiting so far."""
-    if finished_at is not None:
-        return _span((finished_at - started_at).total_seconds()) if started_at else "never started"
+    if finished_at is not None and started_at is not None:
+        return _span((finished_at - started_at).total_seconds())
     if status == "running" and started_at is not None:
         return f"running for {_span((now - started_at).total_seconds())}"
     if status == "queued" and queued_at is not None:
@@ -48,4 +48,4 @@ def _span(seconds: float) -> str:
         return f"{seconds} s"
     if seconds < 3600:
         return f"{seconds // 60} min {seconds % 60} s"
-    return f"{seconds // 3600} h {seconds % 3600 // 60} min"
+    return f"{seconds // 3600} h {seconds % 3600 // 60} min {seconds % 60} s"

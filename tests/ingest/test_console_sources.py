@@ -4,6 +4,7 @@ page, a new or changed source queued on save (never run in the request), run pag
 source and run, a failed run that looks failed, and a crawl's broken link naming its referrer."""
 
 import re
+from datetime import timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -144,8 +145,12 @@ def test_a_run_page_is_titled_by_source_and_run_and_a_failed_run_looks_failed(cu
     assert re.search(r'<progress class="kb-run-progress kb-failed"[^>]*value="0"', listing)
     run.refresh_from_db()
     assert f'<td class="field-queued">{timezone.localtime(run.queued_at):%Y-%m-%d %H:%M:%S}</td>' in listing
-    took = (run.finished_at - run.started_at).total_seconds()
-    assert f'<td class="field-took">{int(took)} s</td>' in listing  # to the second, from start to end
+    assert '<td class="field-items">1 failed</td>' in listing
+    IngestRun.objects.filter(pk=run.pk).update(finished_at=run.started_at + timedelta(seconds=98))
+    listing = curator.get(reverse("admin:kb_ingestrun_changelist")).content.decode()
+    assert '<td class="field-took">1 min 38 s</td>' in listing  # to the second, from start to end
+    page = curator.get(reverse("admin:kb_ingestrun_change", args=[run.pk])).content.decode()
+    assert re.search(r'<div class="readonly">1 min 38 s</div>', page)
     for name in ("heartbeat_at", "attempts", "items_total", "status"):
         assert f'name="{name}"' not in page
 
