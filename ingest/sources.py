@@ -5,13 +5,14 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
-from ingest.errors import ContentTooLarge
-from ingest.service import start_ingest, sync_refresh_schedule
+from ingest.errors import ContentTooLarge, DnsFailed
+from ingest.service import check_fetchable, start_ingest, sync_refresh_schedule
 from ingest.uploads import add_files
 from kb.auth import Principal, require_readable
 from kb.conf import kb_settings
 from kb.errors import Conflict, NotFound, ValidationFailed
 from kb.models import IngestItem, IngestRun, Namespace, Source
+from kb.vocabulary import URL_KINDS
 
 
 def source_out(source: Source) -> dict:
@@ -51,6 +52,11 @@ def _save(source: Source) -> Source:
         raise ValidationFailed("The source is not valid: " + "; ".join(
             f"{field}: {' '.join(messages)}" for field, messages in exc.message_dict.items()),
             details={"fields": exc.message_dict}) from exc
+    if source.kind in URL_KINDS:
+        try:  # refused at save, as the admin refuses it: a URL the worker would refuse is no source
+            check_fetchable(source.location)
+        except DnsFailed:
+            pass  # a name that does not resolve yet may later: its runs say so
     try:
         with transaction.atomic():
             source.save()

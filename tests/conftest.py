@@ -62,6 +62,17 @@ def web():
 
 
 @pytest.fixture
+def no_private(settings):
+    """No private address allowed, whatever the environment's KB_FETCH_ALLOWED_PRIVATE."""
+    from kb.conf import kb_settings
+
+    settings.KB_FETCH_ALLOWED_PRIVATE = []
+    kb_settings.cache_clear()
+    yield
+    kb_settings.cache_clear()
+
+
+@pytest.fixture
 def allow_loopback(settings):
     """Let fetches reach the loopback test server, as an intranet allow-list would."""
     from kb.conf import kb_settings

@@ -94,6 +94,21 @@ def test_staff_session_reads_everything_and_writes_only_with_csrf(world):
     assert ok.status_code == 201, ok.content
 
 
+def test_a_url_the_worker_would_refuse_is_refused_at_save_as_in_the_admin(client, world, no_private):
+    _, secret = issue_token("writer", namespaces=[Namespace.objects.get(slug="tenant:a")], scope=ApiToken.Scope.WRITE)
+    body = {"namespace": "tenant:a", "name": "intranet", "kind": "url", "location": "http://192.168.1.10/x"}
+    refused = call(client, "post", "/api/sources", secret, body=body)
+    assert refused.status_code == 400 and refused.json()["code"] == "INGEST_FETCH_BLOCKED", refused.content
+    assert refused.json()["details"]["allow_entry"] == "192.168.1.10"  # what KB_FETCH_ALLOWED_PRIVATE needs
+    assert not Source.objects.filter(name="intranet").exists()
+    moved = call(client, "post", "/api/sources", secret, body={**body, "location": "https://93.184.215.14/x"})
+    assert moved.status_code == 201, moved.content  # a public address is saved
+    changed = call(client, "patch", f"/api/sources/{moved.json()['id']}", secret,
+                   body={"location": "http://169.254.169.254/latest/meta-data/"})
+    assert changed.status_code == 400 and changed.json()["code"] == "INGEST_FETCH_BLOCKED"
+    assert Source.objects.get(name="intranet").location == "https://93.184.215.14/x"
+
+
 def test_rate_limit_per_token(client, world):
     token, secret = issue_token("tight", namespaces=[Namespace.objects.get(slug="tenant:a")], rate_limit_per_minute=2)
     codes = [call(client, "get", "/api/sources?namespace=tenant:a", secret).status_code for _ in range(3)]

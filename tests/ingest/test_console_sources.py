@@ -26,14 +26,6 @@ def curator(client, db):
     return client
 
 
-@pytest.fixture
-def no_private(settings):
-    settings.KB_FETCH_ALLOWED_PRIVATE = []
-    kb_settings.cache_clear()
-    yield
-    kb_settings.cache_clear()
-
-
 def _fields(page: str) -> set[str]:
     return set(re.findall(r'<(?:input|textarea|select)[^>]*\bname="([a-z_]+)"', page)) - {"csrfmiddlewaretoken"}
 
