@@ -13,7 +13,7 @@ from django.core.files.storage import default_storage
 from django.db.models import QuerySet
 
 from ingest.filetypes import media_type_for
-from ingest.markdown_blocks import parse_atx_heading
+from ingest.markdown_blocks import parse_atx_heading, read_blocks
 from kb.auth import Principal, require_readable
 from kb.errors import NotFound, ValidationFailed
 from kb.markup import passage_anchor
@@ -134,6 +134,7 @@ class Section:
     html: str  # the passage's markdown rendered safe (kb/render.py)
     location: tuple[int | None, int | None]
     passage: str = ""  # this passage's own anchor, `passage-<chunk id>`, which citations target
+    inner_anchors: tuple[str, ...] = ()  # ids of headings inside it that head no passage of their own
 
 
 @dataclass(frozen=True)
@@ -148,14 +149,19 @@ def document_view(principal: Principal, document_id: int) -> DocumentView:
     document = get_document(principal, document_id)
     content = document.content.encode("utf-8")
     sections: list[Section] = []
-    anchored: set[str] = set()  # each anchor is the id of its first section only
-    for chunk in Chunk.objects.filter(document=document, is_summary=False).order_by("position").only(
-            "anchor", "heading_path", "start_byte", "end_byte", "page_start", "page_end"):
-        html = render_markdown(content[chunk.start_byte:chunk.end_byte].decode("utf-8", "replace"))
-        anchor = chunk.anchor if chunk.anchor not in anchored else ""
-        anchored.add(chunk.anchor)
-        sections.append(Section(anchor, tuple(chunk.heading_path), html, (chunk.page_start, chunk.page_end),
-                                passage_anchor(chunk.pk)))
+    chunks = list(Chunk.objects.filter(document=document, is_summary=False).order_by("position").only(
+        "anchor", "heading_path", "start_byte", "end_byte", "page_start", "page_end"))
+    anchored = {chunk.anchor for chunk in chunks}  # ids a passage carries; each on its first passage only
+    placed: set[str] = set()
+    for chunk in chunks:
+        text = content[chunk.start_byte:chunk.end_byte].decode("utf-8", "replace")
+        anchor = chunk.anchor if chunk.anchor not in placed else ""
+        placed.add(chunk.anchor)
+        inner = tuple(dict.fromkeys(block.heading_id for block in read_blocks(text)
+                                    if block.heading_id and block.heading_id not in anchored | placed))
+        placed.update(inner)
+        sections.append(Section(anchor, tuple(chunk.heading_path), render_markdown(text),
+                                (chunk.page_start, chunk.page_end), passage_anchor(chunk.pk), inner))
     return DocumentView(document, sections, _stored_file(document) is not None)
 
 

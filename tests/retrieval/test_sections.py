@@ -16,7 +16,7 @@ REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
 
 
 def _document(ref: str, body: bytes, media_type: str):
-    namespace = Namespace.objects.create(slug="sections", title="Sections")
+    namespace = Namespace.objects.create(slug="sections", title="Sections", is_public=True)
     source = Source.objects.create(namespace=namespace, name="pages", kind=Source.Kind.TEXT, text="x")
     run = IngestPipeline(IngestRun.objects.create(source=source)).execute(
         [LoadedItem(ref=ref, body=body, media_type=media_type, charset="utf-8", path=ref)])
@@ -52,6 +52,21 @@ def test_every_section_of_a_real_docbook_page_holds_text_beyond_its_heading():
         assert len(text.split("\n\n")) > 1, (anchor, text)  # a heading and something under it
     usage, *_ = section_text(document, "id-1.9.4.20.8")
     assert usage.startswith("## Usage") and "### Advanced Features" in usage and len(usage) > 50_000
+
+
+@pytest.mark.django_db
+def test_the_document_view_keeps_the_id_of_a_heading_that_opens_a_passage_it_does_not_head(client):
+    """"Features" is read within its release's passage (its heading opens nothing alone), and a
+    link to its id still lands on it, once."""
+    text = ("# Notes\n\nAll releases.\n\n## Version 1.4 {#v14}\n\n### Features {#features-14}\n\n"
+            "Faster builds.\n\n## Version 1.3 {#v13}\n\nFixes.\n")
+    document = _document("notes.md", text.encode(), "text/markdown")
+    assert list(Chunk.objects.filter(document=document).order_by("position").values_list("anchor", flat=True)) == [
+        "notes", "v14", "v13"]
+    page = client.get(f"/documents/{document.pk}/").content.decode()
+    for anchor in ("notes", "v14", "features-14", "v13"):
+        assert page.count(f'id="{anchor}"') == 1, anchor
+    assert page.index('id="v14"') < page.index('id="features-14"') < page.index("Faster builds")
 
 
 def test_section_span_reads_subsections_and_stops_at_a_sibling_of_any_name():
