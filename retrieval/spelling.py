@@ -5,8 +5,8 @@ lexical channel lexes the query with; character pairs of Chinese,
 Japanese and Korean are not corrected) occurs in any chunk of the namespace. Its correction is the namespace's lexeme
 nearest to that stem by edit distance (a swap counts one; at most 1 for words of up to seven
 letters, 2 for longer ones; same first
-letter, which bounds the candidates to one index range of `kb_chunk_term`), the most frequent
-on ties; or the longest of the namespace's lexemes that begins that stem (`shorter_stems`: a word
+letter, which bounds the candidates to one index range of `kb_chunk_term`), the five most
+frequent on ties; or the longest of the namespace's lexemes that begins that stem (`shorter_stems`: a word
 typed without its accents can keep a suffix the stemmer strips only accented). Each is shown as
 the word the namespace's own text spells that way, and the one nearest to what was typed, accents
 aside, is offered. The page offers the corrected query only when searching it finds a strong
@@ -26,6 +26,7 @@ from retrieval.query import WORD_RE
 MAX_WORDS = 12  # a longer query is not corrected: it is prose, not a mistyped search
 MAX_CANDIDATES = 20000
 SURFACE_FROM = 5  # passages read for the way the text writes a correction
+NEAR_KEPT = 5  # stems at the nearest distance whose written words are compared with what was typed
 
 
 def edit_distance(a: str, b: str, limit: int) -> int:
@@ -54,17 +55,14 @@ def allowed_distance(word: str) -> int:
     return 1 if len(word) <= 7 else 2
 
 
-def closest(stem: str, candidates: list[tuple[str, int]]) -> str | None:
-    """The candidate lexeme nearest to `stem` within its allowed distance, most frequent first on ties."""
+def closest(stem: str, candidates: list[tuple[str, int]], keep: int = 1) -> list[str]:
+    """The candidate lexemes nearest to `stem` within its allowed distance, at most `keep`, all at
+    that one distance, most frequent first: stems near alike ("engn" is one edit from both `eng`
+    and `engin`) are told apart by how the text writes them, against what was typed."""
     limit = allowed_distance(stem)
-    best: tuple[int, int, str] | None = None
-    for lexeme, frequency in candidates:
-        distance = edit_distance(stem, lexeme, limit)
-        if distance <= limit and distance > 0:
-            key = (distance, -frequency, lexeme)
-            if best is None or key < best:
-                best = key
-    return best[2] if best else None
+    scored = sorted((distance, -frequency, lexeme) for lexeme, frequency in candidates
+                    if 0 < (distance := edit_distance(stem, lexeme, limit)) <= limit)
+    return [lexeme for distance, _, lexeme in scored if distance == scored[0][0]][:keep]
 
 
 def shorter_stems(stem: str) -> list[str]:
@@ -123,12 +121,12 @@ def correct_query(namespace_id: int, query: str) -> str | None:
                 "SELECT lexeme, count(*) FROM (SELECT lexeme FROM kb_chunk_term WHERE namespace_id = %s "
                 "AND lexeme >= %s AND lexeme < %s AND length(lexeme) BETWEEN %s AND %s LIMIT %s) t GROUP BY lexeme",
                 [namespace_id, first, after, len(stem) - limit, len(stem) + limit, MAX_CANDIDATES])
-            near = closest(stem, cursor.fetchall())
+            near = closest(stem, cursor.fetchall(), NEAR_KEPT)
             cursor.execute("SELECT b.lexeme FROM unnest(%s::text[]) WITH ORDINALITY AS b(lexeme, n) WHERE EXISTS "
                            "(SELECT 1 FROM kb_chunk_term t WHERE t.namespace_id = %s AND t.lexeme = b.lexeme) "
                            "ORDER BY b.n LIMIT 1", [shorter_stems(stem), namespace_id])  # one probe a beginning
             begins = cursor.fetchone()
-            lexemes = list(dict.fromkeys(found for found in (near, begins and begins[0]) if found))
+            lexemes = list(dict.fromkeys(found for found in (*near, begins and begins[0]) if found))
             texts = passages_holding(namespace_id, lexemes, SURFACE_FROM) if lexemes else {}
             surfaces = [surface_form(lexeme, word, texts.get(lexeme) or lexeme) for lexeme in lexemes]
             if surfaces:

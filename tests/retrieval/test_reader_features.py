@@ -35,8 +35,10 @@ def teams():
 def test_edit_distance_and_closest_are_bounded():
     assert edit_distance("pumpkn", "pumpkin", 2) == 1
     assert edit_distance("abc", "xyzxyz", 2) == 3  # stops at limit + 1
-    assert closest("nutmg", [("nutmeg", 1), ("nutshel", 9)]) == "nutmeg"
-    assert closest("zzzzz", [("nutmeg", 1)]) is None
+    assert closest("nutmg", [("nutmeg", 1), ("nutshel", 9)]) == ["nutmeg"]
+    assert closest("zzzzz", [("nutmeg", 1)]) == []
+    # stems one edit away alike are all kept, most frequent first, for their written words to decide
+    assert closest("engn", [("engin", 2), ("eng", 5), ("enginee", 9)], keep=5) == ["eng", "engin"]
     assert surface_form("roast", "rost", "Roast the pumpkin, roasting it well") == "roast"
     # a lexeme that lost its accents (French) is shown as the text writes it
     assert surface_form("bibliothequ", "bibliotheqes", "Les bibliothèques partagées") == "bibliothèques"
@@ -50,6 +52,15 @@ def test_correction_comes_from_the_namespaces_own_words(teams):
     assert correct_query(a.pk, "pumpkin soup") is None  # every word is known: nothing to correct
     empty = Namespace.objects.create(slug="empty")
     assert correct_query(empty.pk, "nutmg") is None  # another namespace's words are not offered
+
+
+def test_a_correction_is_the_written_word_nearest_to_what_was_typed():
+    """"engne" stems to `engn`, one edit from `eng` (the abbreviation, more frequent here) and from
+    `engin` ("engine"); as written, "engine" is one edit from what was typed and "eng" two."""
+    namespace, _ = ingest("engines", {
+        "abbr": ("Abbreviations", "eng stands for English. eng eng eng eng."),
+        "engine": ("The search engine", "The search engine ranks passages; the engine explains itself.")})
+    assert correct_query(namespace.pk, "serch engne") == "search engine"
 
 
 def test_weak_results_page_asks_for_its_correction_after_it_is_shown(client, teams):
