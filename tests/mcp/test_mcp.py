@@ -197,6 +197,13 @@ def test_a_misspelt_search_that_finds_nothing_clear_offers_the_correction_the_pa
     assert elsewhere.structured_content["correction"] is None  # its words would find nothing in that source
     assert clear.structured_content["documents"] and clear.structured_content["correction"] is None
 
+    async def foreign(client):
+        return await client.call_tool("search", {"query": "recipy"})
+
+    # "recipe" is a word of tenant B alone: B's reader is offered it, A's reader learns nothing of it
+    assert run_agent(world["url"], world["b"], foreign).structured_content["correction"] == "recipe"
+    assert run_agent(world["url"], world["a"], foreign).structured_content["correction"] is None
+
 
 def test_bad_arguments_and_retriever_errors_are_tool_errors_with_stable_codes(world):
     async def script(client):
