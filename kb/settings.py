@@ -125,6 +125,7 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 LANGUAGE_CODE = "en-us"
+FORMAT_MODULE_PATH = ["kb.formats"]  # times to the second (kb/formats/en/formats.py)
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True

@@ -129,7 +129,7 @@ def test_a_run_page_is_titled_by_source_and_run_and_a_failed_run_looks_failed(cu
     run = start_ingest(source, sync=True)
     assert run.status == "failed"
     page = curator.get(reverse("admin:kb_ingestrun_change", args=[run.pk])).content.decode()
-    assert f"<title>Run #{run.pk} of Intranet wiki" in page and f"of {source.pk}" not in page
+    assert f"<title>Run #{run.pk} of Intranet wiki" in page and f"Run #{run.pk} of {source.pk}" not in page
     bar = re.search(r'<progress[^>]*class="run-progress[^"]*"[^>]*>', page).group(0)
     assert "kb-failed" in bar and 'value="0"' in bar  # red and empty, not a full blue bar
     assert 'class="kb-run-error"' in page and "KB_FETCH_ALLOWED_PRIVATE" in page
@@ -143,6 +143,7 @@ def test_a_run_page_is_titled_by_source_and_run_and_a_failed_run_looks_failed(cu
     assert '<td class="field-took">1 min 38 s</td>' in listing  # to the second, from start to end
     page = curator.get(reverse("admin:kb_ingestrun_change", args=[run.pk])).content.decode()
     assert re.search(r'<div class="readonly">1 min 38 s</div>', page)
+    assert f'<div class="readonly">{timezone.localtime(run.started_at):%Y-%m-%d %H:%M:%S}</div>' in page
     for name in ("heartbeat_at", "attempts", "items_total", "status"):
         assert f'name="{name}"' not in page
 

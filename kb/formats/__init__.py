@@ -1,0 +1,1 @@
+"""Date formats of the admin and the pages (`FORMAT_MODULE_PATH`)."""
