@@ -7,7 +7,7 @@ Regular expressions with nested or adjacent quantifiers backtrack on inputs such
 - `strip_links(text)`: the text with each link replaced by its label: what is embedded and
   indexed, so URL fragments never reach BM25 or the model's 256 WordPieces.
 - `plain_text(text)`: what a person reads in a snippet or breadcrumb: no fences, heading
-  markers, emphasis or link syntax.
+  markers, emphasis, link or table syntax.
 """
 
 from __future__ import annotations
@@ -99,19 +99,27 @@ def _strip_links(text: str) -> str:
 
 
 def plain_text(text: str) -> str:
-    """Markdown to readable text, line by line: fences dropped, `#` markers, quote markers,
-    emphasis, inline code ticks and link syntax removed, heading ids (`{#id}`) dropped."""
+    """Markdown to readable text, line by line: fences and tables' delimiter rows dropped, `#`
+    markers, quote markers, emphasis, inline code ticks and link syntax removed, heading ids
+    (`{#id}`) dropped, a table row's cells joined by " · " and closed by ";"."""
     lines = []
     for line in strip_links(text).splitlines():
         stripped = line.strip()
-        if stripped.startswith(("```", "~~~")):
+        if stripped.startswith(("```", "~~~")) or _table_delimiter(stripped):
             continue
-        if stripped.startswith("#"):
+        if stripped.startswith("|") and stripped.count("|") >= 2:
+            stripped = " · ".join(cell.strip() for cell in stripped.strip("|").split("|") if cell.strip()) + ";"
+        elif stripped.startswith("#"):
             stripped = strip_heading_id(stripped.lstrip("#").strip())
         elif stripped.startswith(">"):
             stripped = stripped.lstrip("> ")
         lines.append(stripped.replace("**", "").replace("`", ""))
     return "\n".join(lines)
+
+
+def _table_delimiter(line: str) -> bool:
+    """`|---|:---:|`: the row under a table's header, nothing to read."""
+    return "|" in line and "-" in line and not line.strip("|:- \t")
 
 
 def split_heading_id(heading: str) -> tuple[str, str]:

@@ -310,3 +310,17 @@ def test_a_snippet_opens_and_closes_on_whole_words(word):
     at = body.index(window)
     assert body[at - 1] == " " and body[at + len(window)] == " ", window
     assert word.lower() in window.lower()
+
+
+def test_a_snippet_of_a_table_reads_its_cells_not_its_pipes():
+    """The readers' page's own spelling table, as its chunk stores it: a reader sees the cells."""
+    from html import unescape
+
+    from retrieval.presenters import snippet
+
+    text = ("Readers > The search page\n\n| questions | misspelt | correction offered |\n|---|---|:---:|\n"
+            "| `evals/demo.json` (demo namespace) | 9 | **6** |\n\nMeasured with kb_spelling_bench.")
+    shown = unescape(re.sub(r"</?mark>", "", snippet(text, ["misspelt"])))
+    assert shown == ("questions · misspelt · correction offered; evals/demo.json (demo namespace) · 9 · 6; "
+                     "Measured with kb_spelling_bench.")
+    assert unescape(re.sub(r"</?mark>", "", snippet("A | B is prose.", ["b"]))) == "A | B is prose."
