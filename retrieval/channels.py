@@ -308,13 +308,17 @@ def candidate_rows(scope: Scope, chunk_ids: list[int], with_embeddings: bool = F
     return {row[0]: _candidate_row(row[0], None, row[1:]) for row in rows}
 
 
+LEAD_CHARS = 400  # of a passage a page lists but does not show: its breadcrumb and first words
+
+
 def hydrate(scope: Scope, chunk_ids: list[int], text_ids: list[int] | None = None) -> dict[int, ChunkRow]:
     """Full rows for the results that are shown; with `text_ids`, only those chunks carry their
-    text (the others an empty one: a page lists their titles, not their passages)."""
+    whole text, the others its first LEAD_CHARS (a page lists them by their breadcrumbs, and by
+    their first words where two would read alike)."""
     if not chunk_ids:
         return {}
     where, params = scope.where("c")
-    text = "c.text" if text_ids is None else "CASE WHEN c.id = ANY(%s) THEN c.text ELSE '' END"
+    text = "c.text" if text_ids is None else f"CASE WHEN c.id = ANY(%s) THEN c.text ELSE left(c.text, {LEAD_CHARS}) END"
     with read_connection().cursor() as cursor:
         cursor.execute(
             f"""SELECT c.id, c.document_id, d.source_id, c.position, {text}, c.heading_path, c.anchor,

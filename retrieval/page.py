@@ -7,8 +7,9 @@ from html import escape
 
 from django.utils.safestring import SafeString, mark_safe
 
+from kb.markup import plain_text
 from retrieval.presenters import DOCUMENT_SCORE_RULE, explanation, location_label, snippet
-from retrieval.service import SearchResult
+from retrieval.service import Hit, SearchResult
 
 PAGE_SIZE = 10
 CHANNEL_LABELS = {"vector": "meaning (vector)", "lexical": "keywords (BM25)", "names": "versioned name",
@@ -69,6 +70,33 @@ def _row(hit, result: SearchResult) -> dict:
             "why": why, "sections": []}
 
 
+@dataclass(frozen=True)
+class SectionLink:
+    url: str
+    label: str
+
+
+LEAD_WORDS = 8  # words of a passage that tell it from another of the same section
+
+
+def section_links(first: Hit, others: list[Hit]) -> list[SectionLink]:
+    """A document's other sections, each named by its breadcrumb (its title without one); a name
+    that the first section or another also bears is told apart by the passage's first words, so
+    no two links of a result read alike."""
+    def name(hit: Hit) -> str:
+        return " › ".join(hit.heading_path) or hit.title
+
+    names = [name(hit) for hit in (first, *others)]
+    links = []
+    for hit, label in zip(others, names[1:], strict=True):
+        if names.count(label) > 1:
+            body = hit.text.split("\n\n", 1)[-1]  # after the breadcrumb, without the headings it opens with
+            words = plain_text("\n".join(line for line in body.splitlines() if not line.startswith("#"))).split()
+            label += ": “" + " ".join(words[:LEAD_WORDS]) + ("…" if len(words) > LEAD_WORDS else "") + "”"
+        links.append(SectionLink(hit.citation_url, label))
+    return links
+
+
 def _base_note(details: dict, result: SearchResult) -> str:
     if details["base_channel"] != "fused":
         return f"from {CHANNEL_LABELS.get(details['base_channel'], details['base_channel'])}"
@@ -85,7 +113,7 @@ def results_page(result: SearchResult, page: int) -> dict:
         rows = []
         for document in result.documents[start:start + PAGE_SIZE]:
             row = _row(document.sections[0], result)
-            row["sections"] = list(document.sections[1:])
+            row["sections"] = section_links(document.sections[0], document.sections[1:])
             row["document_rank"] = document.rank
             rows.append(row)
         shown = result.document_count

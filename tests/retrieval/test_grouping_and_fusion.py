@@ -239,3 +239,22 @@ def test_a_query_sharing_no_word_with_the_namespace_says_so_in_the_api_and_on_th
     html = client.get("/", {"q": "zyxwvut qqqplomb", "namespace": "grouped"}).content.decode()
     assert "No word of the query occurs in this namespace" in html
     assert "covers little of the query" not in html
+
+
+def test_no_two_links_of_a_result_read_alike(client):
+    """Three passages of one long section found together: each link of the result tells which
+    passage it opens by its first words, as a breadcrumb alone cannot."""
+    namespace = Namespace.objects.create(slug="long-section", title="Long section", is_public=True)
+    source = Source.objects.create(namespace=namespace, name="guide", kind="text", text="x")
+    paragraphs = [f"Pumpkin watering note {n}: water the pumpkin bed deeply at dawn, soak the soil around the "
+                  f"vines, and keep the leaves dry so the pumpkin plants stay healthy through summer. " * 3
+                  for n in range(1, 13)]
+    body = "# Pumpkin guide\n\n## Watering {#watering}\n\n" + "\n\n".join(paragraphs)
+    run = IngestPipeline(IngestRun.objects.create(source=source)).execute(
+        [LoadedItem(ref="guide.md", body=body.encode(), media_type="text/markdown", path="guide.md")])
+    assert run.status == "succeeded" and run.chunks_written >= 3, run.error
+    html = client.get("/", {"q": "watering the pumpkin bed at dawn", "namespace": "long-section"}).content.decode()
+    links = re.findall(r'<ul class="sections"[^>]*>(.*?)</ul>', html, re.S)
+    labels = re.findall(r'<a href="[^"]*">([^<]*)</a>', links[0])
+    assert len(labels) >= 2 and len(set(labels)) == len(labels), labels
+    assert all(label.startswith("Pumpkin guide › Watering: “Pumpkin watering note") for label in labels), labels
