@@ -2,6 +2,7 @@
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
+from django.db.models import OuterRef, Subquery
 from django.http import HttpResponseRedirect, JsonResponse
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -71,13 +72,16 @@ class SourceFileInline(ScopedInline, admin.TabularInline):
         return False  # files arrive through the upload field, which stores them safely
 
 
+LIVE_STATUSES = (models.IngestRun.Status.QUEUED, models.IngestRun.Status.RUNNING)
+
+
 @admin.register(models.Source)
 class SourceAdmin(NamespaceScoped):
     """One form per kind (`ingest/forms.py`): adding a source first asks which kind it is."""
 
     list_display = [
         "name", "namespace", "kind", "enabled", "priority", "document_count",
-        "last_run_status", "last_run_at",
+        "run_status", "last_run_at",
     ]
     list_filter = ["kind", "enabled", "namespace", "last_run_status"]
     search_fields = ["name", "location"]
@@ -176,7 +180,15 @@ class SourceAdmin(NamespaceScoped):
         self._start(request, queryset, models.IngestRun.Mode.REEMBED)
 
     def get_queryset(self, request):
-        return super().get_queryset(request).annotate(_documents=count_of(models.Document, "source", models.Source))
+        live = models.IngestRun.objects.filter(source=OuterRef("pk"), status__in=LIVE_STATUSES).order_by("-pk")
+        return super().get_queryset(request).annotate(
+            _documents=count_of(models.Document, "source", models.Source),
+            _live=Subquery(live.values("status")[:1]))
+
+    @admin.display(description="last run status", ordering="last_run_status")
+    def run_status(self, obj):
+        """A queued or running run first: a source just saved is not 'never run'."""
+        return obj._live or obj.last_run_status or "-"
 
     @admin.display(description="documents", ordering="_documents")
     def document_count(self, obj):

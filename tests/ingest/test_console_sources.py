@@ -102,6 +102,8 @@ def test_a_new_web_source_is_queued_on_save_and_a_changed_one_again(curator, nam
     source = Source.objects.get()
     run = IngestRun.objects.get(source=source)
     assert run.status == "queued" and run.task_id and OrmQ.objects.count() == 1  # the worker's, not the request's
+    listing = curator.get(reverse("admin:kb_source_changelist")).content.decode()
+    assert '<td class="field-run_status">queued</td>' in listing  # not "-", as if it had never run
     change = reverse("admin:kb_source_change", args=[source.pk])
     data = {"namespace": namespace.pk, "name": source.name, "location": source.location, "enabled": "on",
             "priority": "0.5", "refresh_interval": "", "files-TOTAL_FORMS": "0", "files-INITIAL_FORMS": "0",
@@ -109,6 +111,9 @@ def test_a_new_web_source_is_queued_on_save_and_a_changed_one_again(curator, nam
     IngestRun.objects.update(status="succeeded", started_at=run.queued_at)
     assert curator.post(change, data).status_code == 302
     assert IngestRun.objects.count() == 1  # the priority is not what it ingests
+    Source.objects.filter(pk=source.pk).update(last_run_status="succeeded")
+    listing = curator.get(reverse("admin:kb_source_changelist")).content.decode()
+    assert '<td class="field-run_status">succeeded</td>' in listing  # with no run live, the last one's
     assert curator.post(change, {**data, "keep_removed": "on"}).status_code == 302
     assert IngestRun.objects.count() == 2 and Source.objects.get().options == {"keep_removed": True}
 
