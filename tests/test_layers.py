@@ -23,7 +23,8 @@ PACKAGES = ("kb",) + APPS
 WIRING = {"kb.urls", "kb.api", "kb.mcp", "kb.health", "kb.demo", "kb.settings", "kb.wsgi"}  # and kb.management.*
 PUBLIC = {
     "ingest": {"ingest.service", "ingest.uploads", "ingest.watchdog", "ingest.errors", "ingest.filetypes",
-               "ingest.decisions", "ingest.recall", "ingest.evaluate", "ingest.extract.sandbox"},
+               "ingest.decisions", "ingest.recall", "ingest.evaluate", "ingest.extract.sandbox",
+               "ingest.markdown_blocks"},
     "retrieval": {"retrieval.service", "retrieval.query", "retrieval.citations", "retrieval.ranker", "retrieval.bm25",
                   "retrieval.fusion", "retrieval.errors", "retrieval.curation", "retrieval.spelling",
                   "retrieval.evaluate"},
