@@ -195,6 +195,25 @@ def rules(namespace_id: int, chunks: int, pieces, embeddings):
             "0.5 if words' top 10 cohere, else 0": coheres}
 
 
+def corroboration(inputs, depth: int) -> tuple[int, int, float]:
+    """Over the namespace's queries: how often only the words' best passage is in meaning's first
+    `depth` (b), how often only meaning's best is in the words' first `depth` (c), and the exact
+    one-sided sign test's p that meaning is corroborated more often (McNemar on b and c)."""
+    from retrieval.ranker import LEXICAL, VECTOR
+
+    def placed(candidates, best_of: str, placed_in: str) -> bool | None:
+        best = next((c for c in candidates if best_of in c.hits and c.hits[best_of].rank == 1), None)
+        return None if best is None else placed_in in best.hits and best.hits[placed_in].rank <= depth
+
+    b = c = 0
+    for candidates, _, _ in inputs.values():
+        words, meaning = placed(candidates, LEXICAL, VECTOR), placed(candidates, VECTOR, LEXICAL)
+        if words is not None and meaning is not None:
+            b, c = b + (words and not meaning), c + (meaning and not words)
+    p = sum(math.comb(b + c, i) for i in range(c, b + c + 1)) / 2 ** (b + c)
+    return b, c, p
+
+
 def min_max_fuse(candidate, stats, lexical_weight, lexical_cap=None):
     """Bruch et al. 2023's TM2C2 in place of z-scores: the cosine min-max scaled from its
     theoretical minimum (-1) to the list's best, BM25 from 0 to the list's best, then the convex
@@ -292,6 +311,10 @@ def main() -> None:
 
     for name, weight in rules(namespace.pk, chunks, pieces, embeddings).items():
         print(f"  {name:40} {graded(weighted(weight)):.4f}")
+    for depth in (3, 10):
+        b, c, p = corroboration(inputs, depth)
+        print(f"  corroboration in the first {depth}: only the words' best {b}, only meaning's best {c}, "
+              f"p(meaning more often) = {p:.3f}")
     fuse = ranker.fuse
     ranker.fuse = min_max_fuse
     try:
