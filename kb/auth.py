@@ -59,7 +59,8 @@ class Principal:
             return
         if self.kind == "member":
             if namespace not in (self.namespaces or ()):
-                raise Forbidden(f"You are not a member of namespace {namespace!r}.", details={"namespace": namespace})
+                raise Forbidden(f"You are not a member of namespace {namespace!r}, or there is none of that name.",
+                                details={"namespace": namespace})
             if write and namespace not in self.writable:
                 raise Forbidden(f"Your membership of {namespace!r} is read-only.")
             return
@@ -70,8 +71,8 @@ class Principal:
                     "'Authorization: Bearer <token>'.", details={"sign_in": "/accounts/login/"})
             return
         if namespace not in (self.namespaces or ()):
-            raise Forbidden(f"This token is not allowed to use namespace {namespace!r}.",
-                            details={"namespace": namespace})
+            raise Forbidden(f"This token may not use namespace {namespace!r}, or there is none of that name.",
+                            details={"namespace": namespace})  # one answer for both: names do not leak
         if write and not self.can_write:
             raise Forbidden("This token is read-only; writing needs a token with the write scope.")
 

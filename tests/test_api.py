@@ -109,6 +109,15 @@ def test_a_url_the_worker_would_refuse_is_refused_at_save_as_in_the_admin(client
     assert Source.objects.get(name="intranet").location == "https://93.184.215.14/x"
 
 
+def test_a_foreign_and_a_missing_namespace_get_one_answer_true_of_both(client, world):
+    _, secret = issue_token("reader", namespaces=[Namespace.objects.get(slug="tenant:a")])
+    foreign = call(client, "get", "/api/search?query=soup&namespace=tenant:b", secret)
+    missing = call(client, "get", "/api/search?query=soup&namespace=tenant:nope", secret)
+    assert foreign.status_code == missing.status_code == 403
+    assert foreign.json()["message"].replace("tenant:b", "X") == missing.json()["message"].replace("tenant:nope", "X")
+    assert missing.json()["message"].endswith("or there is none of that name.")  # a typo is not told as a refusal
+
+
 def test_rate_limit_per_token(client, world):
     token, secret = issue_token("tight", namespaces=[Namespace.objects.get(slug="tenant:a")], rate_limit_per_minute=2)
     codes = [call(client, "get", "/api/sources?namespace=tenant:a", secret).status_code for _ in range(3)]
