@@ -94,8 +94,9 @@ def _merge_bare_headings(pieces: list[tuple[Section, list[_Unit]]],
                          max_tokens: int) -> list[tuple[Section, list[_Unit]]]:
     """A section that is only its heading ("1. Introduction" straight before "1.1 Scope") is no
     passage to return: its heading opens the next chunk (the last one's, at the end). A heading
-    with an id of its own (a slide, a cited anchor) stays a passage, and headings that wait for
-    more than a chunk's tokens become a chunk of their own, so no chunk outgrows the limit."""
+    with an id of its own (a slide, a cited anchor) is left to `_open_onto_subsections`, and
+    headings that wait for more than a chunk's tokens become a chunk of their own, so no chunk
+    outgrows the limit."""
     merged: list[tuple[Section, list[_Unit]]] = []
     waiting: list[_Unit] = []
     waiting_section = None
@@ -123,15 +124,16 @@ def _open_onto_subsections(pieces: list[tuple[Section, list[_Unit]]],
                            max_tokens: int) -> list[tuple[Section, list[_Unit]]]:
     """A heading with an id and no text of its own, straight before its first subsection
     (DocBook's "Usage", Javadoc's "Method Detail", a release's version heading), is no passage
-    to return either, yet its id is cited: it opens the chunk of that subsection, which is cited
-    at the heading's anchor and read under its path (the subsection's heading is in its text).
-    Headings that wait in a row chain; a heading followed by a sibling keeps its chunk."""
+    to return either: it opens the chunk of that subsection, which keeps the subsection's anchor
+    and path, the most specific (the document view still carries the heading's id, and a section
+    is read by its id from the document's headings, `retrieval.documents.section_text`). Headings
+    that wait in a row chain, each under the one before; one followed by a sibling keeps its chunk."""
     merged: list[tuple[Section, list[_Unit]]] = []
     opening = False  # whether merged[-1] is still anchored headings only
     for section, group in pieces:
         if opening and _under(section, merged[-1][0]) and \
                 sum(u.tokens for u in merged[-1][1]) + sum(u.tokens for u in group) <= max_tokens:
-            merged[-1] = (merged[-1][0], merged[-1][1] + group)
+            merged[-1] = (section, merged[-1][1] + group)
             opening = _anchored_heading_alone(section)
             continue
         merged.append((section, group))

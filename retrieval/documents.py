@@ -13,7 +13,7 @@ from django.core.files.storage import default_storage
 from django.db.models import QuerySet
 
 from ingest.filetypes import media_type_for
-from ingest.markdown_blocks import parse_atx_heading, read_blocks
+from ingest.markdown_blocks import read_blocks, read_sections
 from kb.auth import Principal, require_readable
 from kb.errors import NotFound, ValidationFailed
 from kb.markup import passage_anchor
@@ -55,55 +55,37 @@ def get_chunk(principal: Principal, chunk_id: int) -> Chunk:
 
 def section_text(document: Document, anchor: str) -> tuple[str, int, int]:
     """The section of `anchor` with its subsections (as a reader of the page means a section),
-    with its UTF-8 byte range (chunk offsets are UTF-8 byte offsets, end exclusive): an exact
-    slice of the stored text."""
-    content = document.content.encode("utf-8")
-    rows = list(Chunk.objects.filter(document=document, is_summary=False).order_by("position")
-                .values_list("anchor", "heading_path", "start_byte", "end_byte"))
-    span = section_span([SectionChunk(a, tuple(path), start, end, _opening_level(content, start))
-                         for a, path, start, end in rows], anchor)
+    read from the document's own headings as the chunker reads them (ids, slugs, a page's ids
+    inherited by headings it gives none), with its UTF-8 byte range: an exact slice of the stored
+    text. Any heading's anchor is found, whether or not a chunk is cited at it."""
+    content = document.content
+    sections = read_sections(content, read_blocks(content), bool(document.metadata.get("site_anchors")))
+    span = section_range([(section.anchor, _heading_level(section), section.blocks[0].start)
+                          for section in sections], anchor, len(content))
     if span is None:
         raise NotFound(f"Document {document.pk} has no section {anchor!r}.",
                        details={"document_id": document.pk, "anchor": anchor})
-    start, end = span
-    return content[start:end].decode("utf-8", errors="replace"), start, end
+    start = len(content[:span[0]].encode("utf-8"))
+    text = content[span[0]:span[1]]
+    return text, start, start + len(text.encode("utf-8"))
 
 
-def _opening_level(content: bytes, start: int) -> int:
-    """The level of the heading a chunk's text opens with (0 when it opens with text)."""
-    line = content[start:start + 400].decode("utf-8", errors="ignore").split("\n", 1)[0]
-    heading = parse_atx_heading(line)
-    return heading[0] if heading else 0
+def _heading_level(section) -> int:
+    first = section.blocks[0]
+    return first.level if first.kind == "heading" else 0
 
 
-@dataclass(frozen=True)
-class SectionChunk:
-    anchor: str
-    heading_path: tuple[str, ...]
-    start_byte: int
-    end_byte: int
-    opening_level: int  # the level of the heading its text opens with; 0 for none
-
-
-def section_span(chunks: list[SectionChunk], anchor: str) -> tuple[int, int] | None:
-    """The byte range of `anchor`'s section in a document's chunks (in document order): from the
-    first chunk with the anchor, the chunks after it that carry the anchor or lie under its
-    heading path (its subsections), up to the first that does not or that opens with a heading
-    of the section's level or above (a sibling, even one of the same name; the anchor used
-    twice). None when no chunk has the anchor. Pure."""
-    first = next((i for i, chunk in enumerate(chunks) if chunk.anchor == anchor), None)
+def section_range(sections: list[tuple[str, int, int]], anchor: str, length: int) -> tuple[int, int] | None:
+    """The character range of `anchor`'s section among a document's sections (anchor, level of
+    the heading it opens with or 0, start offset; in order): from the first section with the
+    anchor to the next that opens with a heading of its level or above (a sibling, even one of
+    the same name or with the same id), or the end. None when no section has the anchor. Pure."""
+    first = next((i for i, (a, _, _) in enumerate(sections) if a == anchor), None)
     if first is None:
         return None
-    head = chunks[first]
-    end = head.end_byte
-    for chunk in chunks[first + 1:]:
-        under = bool(head.heading_path) and len(chunk.heading_path) > len(head.heading_path) \
-            and chunk.heading_path[:len(head.heading_path)] == head.heading_path
-        sibling = bool(head.opening_level) and 0 < chunk.opening_level <= head.opening_level
-        if sibling or not (chunk.anchor == anchor or under):
-            break
-        end = max(end, chunk.end_byte)
-    return head.start_byte, end
+    _, level, start = sections[first]
+    end = next((at for _, other, at in sections[first + 1:] if 0 < other <= level or not level), length)
+    return start, end
 
 
 def capped_text(document: Document, max_chars: int, offset: int = 0) -> dict:

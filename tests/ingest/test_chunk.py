@@ -147,14 +147,17 @@ def test_a_heading_only_section_opens_the_next_chunk_instead_of_being_one():
     assert [c.heading_path for c in chunks] == [("1. Intro", "1.1 Scope"), ("1. Intro", "1.3 Last")]
 
 
-def test_a_heading_with_an_id_and_no_text_opens_its_first_subsection_and_keeps_its_anchor():
+def test_a_heading_with_an_id_and_no_text_opens_its_first_subsection_under_the_subsections_anchor():
     chunks = chunk_markdown("# Notes\n\nAll releases.\n\n## Version 1.4 {#v14}\n\n### Features {#features-14}\n\n"
-                            "Faster builds.\n\n## Version 1.3 {#v13}\n\n## Version 1.2 {#v12}\n\nFixes.\n", "Notes")
+                            "Faster builds.\n\n## Version 1.3 {#v13}\n\n## Version 1.2 {#v12}\n\nFixes.\n"
+                            "\n## A {#a}\n\n### B {#b}\n\n### C {#c}\n\nC text.\n", "Notes")
     assert [(c.anchor, c.heading_path) for c in chunks] == [
-        ("notes", ("Notes",)), ("v14", ("Notes", "Version 1.4")), ("v13", ("Notes", "Version 1.3")),
-        ("v12", ("Notes", "Version 1.2"))]
+        ("notes", ("Notes",)), ("features-14", ("Notes", "Version 1.4", "Features")),
+        ("v13", ("Notes", "Version 1.3")), ("v12", ("Notes", "Version 1.2")),
+        ("b", ("Notes", "A", "B")), ("c", ("Notes", "A", "C"))]
     assert chunks[1].body == "## Version 1.4 {#v14}\n\n### Features {#features-14}\n\nFaster builds."
     assert chunks[2].body == "## Version 1.3 {#v13}"  # followed by a sibling: empty in the page itself
+    assert chunks[4].body == "## A {#a}\n\n### B {#b}"  # a chain stops at a sibling of its last heading
 
 
 def test_a_heading_opens_the_chunk_of_what_it_heads_even_before_a_long_table():

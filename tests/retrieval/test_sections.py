@@ -3,6 +3,8 @@ by that section: its own text and its subsections', up to the next section of it
 
 from __future__ import annotations
 
+import re
+from html import escape
 from pathlib import Path
 
 import pytest
@@ -10,7 +12,7 @@ import pytest
 from ingest.loaders import LoadedItem
 from ingest.pipeline import IngestPipeline
 from kb.models import Chunk, IngestRun, Namespace, Source
-from retrieval.documents import SectionChunk, section_span, section_text
+from retrieval.documents import section_range, section_text
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
 
@@ -40,6 +42,21 @@ def test_a_section_holds_its_subsections_and_stops_at_its_next_sibling():
 
 
 @pytest.mark.django_db
+def test_a_comment_in_a_long_script_is_no_heading_and_a_second_section_of_one_name_is_no_subsection():
+    script = "".join(f"# step {n}\necho {n}\n" for n in range(400))  # split across chunks
+    text = ("# Guide\n\nIntro.\n\n## Install\n\n```sh\n" + script + "```\n\nAfter the script.\n\n"
+            "## Examples\n\n### One\n\nFirst.\n\n## Examples\n\n### Two\n\nSecond.\n")
+    document = _document("guide.md", text.encode(), "text/markdown")
+    assert Chunk.objects.filter(document=document, anchor="install").count() > 1
+    install, *_ = section_text(document, "install")
+    assert "echo 399" in install and install.rstrip().endswith("After the script.")
+    examples, *_ = section_text(document, "examples")
+    assert "First." in examples and "Second." not in examples
+    second, *_ = section_text(document, "examples-1")
+    assert second.startswith("## Examples") and "Second." in second
+
+
+@pytest.mark.django_db
 def test_every_section_of_a_real_docbook_page_holds_text_beyond_its_heading():
     """PostgreSQL's psql reference (DocBook): "Usage" and "Advanced Features" open straight onto
     their first subsections."""
@@ -47,7 +64,9 @@ def test_every_section_of_a_real_docbook_page_holds_text_beyond_its_heading():
     anchors = list(dict.fromkeys(Chunk.objects.filter(document=document).exclude(anchor="")
                                  .order_by("position").values_list("anchor", flat=True)))
     assert len(anchors) >= 5
-    for anchor in anchors:
+    headings = re.findall(r"^#+ .*\{#([^}]+)\}$", document.content, re.M)  # every id, cited or not
+    assert set(anchors) <= set(headings) and len(headings) > len(anchors)
+    for anchor in headings:
         text, *_ = section_text(document, anchor)
         assert len(text.split("\n\n")) > 1, (anchor, text)  # a heading and something under it
     usage, *_ = section_text(document, "id-1.9.4.20.8")
@@ -56,32 +75,42 @@ def test_every_section_of_a_real_docbook_page_holds_text_beyond_its_heading():
 
 @pytest.mark.django_db
 def test_the_document_view_keeps_the_id_of_a_heading_that_opens_a_passage_it_does_not_head(client):
-    """"Features" is read within its release's passage (its heading opens nothing alone), and a
-    link to its id still lands on it, once."""
+    """"Version 1.4" opens the chunk of its first subsection, "Features", cited at "Features";
+    a link to the release's id still lands on it, once, and its section is read whole."""
     text = ("# Notes\n\nAll releases.\n\n## Version 1.4 {#v14}\n\n### Features {#features-14}\n\n"
             "Faster builds.\n\n## Version 1.3 {#v13}\n\nFixes.\n")
     document = _document("notes.md", text.encode(), "text/markdown")
     assert list(Chunk.objects.filter(document=document).order_by("position").values_list("anchor", flat=True)) == [
-        "notes", "v14", "v13"]
+        "notes", "features-14", "v13"]
     page = client.get(f"/documents/{document.pk}/").content.decode()
     for anchor in ("notes", "v14", "features-14", "v13"):
         assert page.count(f'id="{anchor}"') == 1, anchor
-    assert page.index('id="v14"') < page.index('id="features-14"') < page.index("Faster builds")
+    assert page.index('id="features-14"') < page.index("Faster builds")
+    release, *_ = section_text(document, "v14")
+    assert release.startswith("## Version 1.4") and "Faster builds." in release and "1.3" not in release
 
 
-def test_section_span_reads_subsections_and_stops_at_a_sibling_of_any_name():
-    def chunk(anchor, path, start, level=0):
-        return SectionChunk(anchor, path, start, start + 10, level)
+def test_section_range_reads_subsections_and_stops_at_a_sibling_of_any_name():
+    sections = [("", 0, 0), ("guide", 1, 5), ("install", 2, 10), ("debian", 3, 20), ("examples", 2, 40),
+                ("one", 3, 50), ("examples-1", 2, 60), ("dup", 2, 70), ("b", 2, 80), ("dup", 2, 90)]
+    assert section_range(sections, "", 100) == (0, 5)  # the text before the first heading
+    assert section_range(sections, "guide", 100) == (5, 100)
+    assert section_range(sections, "install", 100) == (10, 40)
+    assert section_range(sections, "debian", 100) == (20, 40)
+    assert section_range(sections, "examples", 100) == (40, 60)  # not the second "Examples" section
+    assert section_range(sections, "dup", 100) == (70, 80)  # an anchor used twice: its first section
+    assert section_range(sections, "missing", 100) is None
 
-    chunks = [chunk("", ("Guide",), 0, 1), chunk("install", ("Guide", "Installing"), 10, 2),
-              chunk("debian", ("Guide", "Installing", "On Debian"), 20, 3),
-              chunk("install", ("Guide", "Installing"), 30),
-              chunk("examples", ("Guide", "Examples"), 40, 2), chunk("one", ("Guide", "Examples", "One"), 50, 3),
-              chunk("two", ("Guide", "Examples", "Two"), 60, 2),  # "## Examples" again, no id, opens "Two"
-              chunk("dup", ("Guide", "A"), 70, 2), chunk("b", ("Guide", "B"), 80, 2),
-              chunk("dup", ("Guide", "C"), 90, 2)]
-    assert section_span(chunks, "install") == (10, 40)
-    assert section_span(chunks, "debian") == (20, 30)
-    assert section_span(chunks, "examples") == (40, 60)  # not the second "Examples" section
-    assert section_span(chunks, "dup") == (70, 80)  # an anchor used twice: its first section
-    assert section_span(chunks, "missing") is None
+
+@pytest.mark.django_db
+def test_every_heading_id_of_a_real_javadoc_page_is_one_target_of_its_document_view(client):
+    """Javadoc's "Method Detail" opens the chunk of its first method: its id heads no passage,
+    and a link to it must still land."""
+    document = _document("ArgumentParser.html", (REAL / "javadoc" / "ArgumentParser.html").read_bytes(),
+                         "text/html")
+    ids = re.findall(r"^#+ .*\{#([^}]+)\}$", document.content, re.M)
+    cited = set(Chunk.objects.filter(document=document).values_list("anchor", flat=True))
+    assert "method.detail" in set(ids) - cited
+    page = client.get(f"/documents/{document.pk}/").content.decode()
+    for anchor in set(ids):
+        assert page.count(f'id="{escape(anchor)}"') == 1, anchor
