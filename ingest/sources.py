@@ -45,14 +45,14 @@ def get_source(principal: Principal, source_id: int, *, write: bool = False) -> 
     return source
 
 
-def _save(source: Source) -> Source:
+def _save(source: Source, *, check_location: bool) -> Source:
     try:
         source.full_clean(validate_constraints=False)  # uniqueness is the database's answer: 409
     except ValidationError as exc:
         raise ValidationFailed("The source is not valid: " + "; ".join(
             f"{field}: {' '.join(messages)}" for field, messages in exc.message_dict.items()),
             details={"fields": exc.message_dict}) from exc
-    if source.kind in URL_KINDS:
+    if check_location and source.kind in URL_KINDS:
         try:  # refused at save, as the admin refuses it: a URL the worker would refuse is no source
             check_fetchable(source.location)
         except DnsFailed:
@@ -73,14 +73,14 @@ def create_source(principal: Principal, data: dict) -> Source:
     namespace = Namespace.objects.filter(slug=data.pop("namespace")).first()
     if namespace is None:
         raise NotFound("No such namespace.")
-    return _save(Source(namespace=namespace, **data))
+    return _save(Source(namespace=namespace, **data), check_location=True)
 
 
 def update_source(principal: Principal, source_id: int, changes: dict) -> Source:
     source = get_source(principal, source_id, write=True)
     for field, value in changes.items():
         setattr(source, field, value)
-    return _save(source)
+    return _save(source, check_location=bool({"location", "kind"} & set(changes)))
 
 
 def delete_source(principal: Principal, source_id: int) -> None:

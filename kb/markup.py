@@ -107,14 +107,33 @@ def plain_text(text: str) -> str:
         stripped = line.strip()
         if stripped.startswith(("```", "~~~")) or _table_delimiter(stripped):
             continue
-        if stripped.startswith("|") and stripped.count("|") >= 2:
-            stripped = " · ".join(cell.strip() for cell in stripped.strip("|").split("|") if cell.strip()) + ";"
+        if len(stripped) > 1 and stripped[0] == stripped[-1] == "|" and stripped[-2] != "\\":
+            stripped = " · ".join(cell for cell in _cells(stripped[1:-1]) if cell) + ";"
         elif stripped.startswith("#"):
             stripped = strip_heading_id(stripped.lstrip("#").strip())
         elif stripped.startswith(">"):
             stripped = stripped.lstrip("> ")
         lines.append(stripped.replace("**", "").replace("`", ""))
     return "\n".join(lines)
+
+
+def _cells(row: str) -> list[str]:
+    """A table row's cells between its outer pipes, split at pipes the row does not escape
+    (`\\|` is a pipe inside a cell, as the extractors write one)."""
+    cells, cell, i = [], [], 0
+    while i < len(row):
+        if row[i] == "\\" and i + 1 < len(row) and row[i + 1] == "|":
+            cell.append("|")
+            i += 2
+            continue
+        if row[i] == "|":
+            cells.append("".join(cell).strip())
+            cell = []
+        else:
+            cell.append(row[i])
+        i += 1
+    cells.append("".join(cell).strip())
+    return cells
 
 
 def _table_delimiter(line: str) -> bool:

@@ -107,6 +107,9 @@ def test_a_url_the_worker_would_refuse_is_refused_at_save_as_in_the_admin(client
                    body={"location": "http://169.254.169.254/latest/meta-data/"})
     assert changed.status_code == 400 and changed.json()["code"] == "INGEST_FETCH_BLOCKED"
     assert Source.objects.get(name="intranet").location == "https://93.184.215.14/x"
+    Source.objects.filter(name="intranet").update(location="http://10.0.0.7/")  # the allow-list changed since
+    paused = call(client, "patch", f"/api/sources/{moved.json()['id']}", secret, body={"enabled": False})
+    assert paused.status_code == 200, paused.content  # a change that fetches nothing is not refused
 
 
 def test_a_foreign_and_a_missing_namespace_get_one_answer_true_of_both(client, world):

@@ -141,7 +141,7 @@ def test_a_run_page_is_titled_by_source_and_run_and_a_failed_run_looks_failed(cu
     listing = curator.get(reverse("admin:kb_ingestrun_changelist")).content.decode()
     assert re.search(r'<progress class="kb-run-progress kb-failed"[^>]*value="0"', listing)
     run.refresh_from_db()
-    assert f'<td class="field-queued">{timezone.localtime(run.queued_at):%Y-%m-%d %H:%M:%S}</td>' in listing
+    assert f'<td class="field-queued_at nowrap">{timezone.localtime(run.queued_at):%Y-%m-%d %H:%M:%S}</td>' in listing
     assert '<td class="field-items">1 failed</td>' in listing
     IngestRun.objects.filter(pk=run.pk).update(finished_at=run.started_at + timedelta(seconds=98))
     listing = curator.get(reverse("admin:kb_ingestrun_changelist")).content.decode()

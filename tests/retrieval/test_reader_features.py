@@ -323,4 +323,7 @@ def test_a_snippet_of_a_table_reads_its_cells_not_its_pipes():
     shown = unescape(re.sub(r"</?mark>", "", snippet(text, ["misspelt"])))
     assert shown == ("questions · misspelt · correction offered; evals/demo.json (demo namespace) · 9 · 6; "
                      "Measured with kb_spelling_bench.")
-    assert unescape(re.sub(r"</?mark>", "", snippet("A | B is prose.", ["b"]))) == "A | B is prose."
+    for prose in ("A | B is prose.", "|x| is the absolute value of x."):  # pipes in prose stay prose
+        assert unescape(re.sub(r"</?mark>", "", snippet(prose, ["prose", "absolut"]))) == prose
+    # a pipe inside a cell, escaped as the document extractors write it, stays in its cell
+    assert unescape(snippet("Sheet\n\n| a \\| b | c |", ["c"])).replace("<mark>c</mark>", "c") == "a | b · c;"
