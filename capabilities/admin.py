@@ -57,7 +57,7 @@ class ProviderAdmin(NamespaceScoped):
     actions = ["reindex_capabilities"]
 
     def get_queryset(self, request):
-        return super().get_queryset(request).annotate(_caps=Count("capabilities"))
+        return super().get_queryset(request).annotate(_caps=Count("capabilities")).order_by("slug")  # GROUP BY: reorder
 
     def get_form(self, request, obj=None, **kwargs):
         form = super().get_form(request, obj, **kwargs)

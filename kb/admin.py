@@ -89,7 +89,9 @@ class NamespaceAdmin(NamespaceScoped):
         return found
 
     def get_queryset(self, request):
-        return super().get_queryset(request).annotate(_sources=Count("sources")).select_related("fusion")
+        # a GROUP BY drops Meta.ordering: ordered again, so pages (the autocomplete's too) are stable
+        return (super().get_queryset(request).annotate(_sources=Count("sources")).select_related("fusion")
+                .order_by("slug"))
 
     def has_add_permission(self, request):
         return request.user.is_superuser
