@@ -127,7 +127,10 @@ class DocumentView:
 
 
 def document_view(principal: Principal, document_id: int) -> DocumentView:
-    """The document's passages in order, each with its own anchor, rendered from markdown."""
+    """The document's passages in order, each with its own anchor, rendered from markdown; a
+    passage that overlaps the one before it (the chunker repeats a few sentences, or a whole
+    block, so each passage reads alone) shows only what follows it, so the page reads the
+    document once."""
     document = get_document(principal, document_id)
     content = document.content.encode("utf-8")
     sections: list[Section] = []
@@ -135,8 +138,10 @@ def document_view(principal: Principal, document_id: int) -> DocumentView:
         "anchor", "heading_path", "start_byte", "end_byte", "page_start", "page_end"))
     anchored = {chunk.anchor for chunk in chunks}  # ids a passage carries; each on its first passage only
     placed: set[str] = set()
+    shown = 0  # bytes of the document already shown: a chunk's overlap with the one before is not shown twice
     for chunk in chunks:
-        text = content[chunk.start_byte:chunk.end_byte].decode("utf-8", "replace")
+        text = content[max(chunk.start_byte, shown):chunk.end_byte].decode("utf-8", "replace")
+        shown = max(shown, chunk.end_byte)
         anchor = chunk.anchor if chunk.anchor not in placed else ""
         placed.add(chunk.anchor)
         inner = tuple(dict.fromkeys(block.heading_id for block in read_blocks(text)

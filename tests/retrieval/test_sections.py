@@ -114,3 +114,17 @@ def test_every_heading_id_of_a_real_javadoc_page_is_one_target_of_its_document_v
     page = client.get(f"/documents/{document.pk}/").content.decode()
     for anchor in set(ids):
         assert page.count(f'id="{escape(anchor)}"') == 1, anchor
+
+
+@pytest.mark.django_db
+def test_the_document_view_shows_what_two_passages_share_once(client):
+    """Passages overlap (each repeats the last sentences of the one before, so it reads alone);
+    the document view reads the document once."""
+    sentences = [f"Sentence {n} of the long guide says something plain about pumpkins number {n}." for n in range(300)]
+    document = _document("long.md", ("# Long\n\n" + " ".join(sentences) + "\n").encode(), "text/markdown")
+    chunks = list(Chunk.objects.filter(document=document).order_by("position"))
+    shared = [(a, b) for a, b in zip(chunks, chunks[1:], strict=False) if b.start_byte < a.end_byte]
+    assert shared, "the chunker no longer overlaps: this test needs another document"
+    page = client.get(f"/documents/{document.pk}/").content.decode()
+    for n in range(300):
+        assert page.count(f"pumpkins number {n}.") == 1, n
