@@ -4,7 +4,9 @@ Documents are untrusted: raw HTML in them is escaped (Python-Markdown's HTML blo
 HTML handlers are removed), link and image targets other than http(s), mailto, relative and
 fragment URLs are dropped, and heading ids (`{#id}`) are removed as text rather than turned
 into attributes, so a document can neither run script nor set attributes. Code fences come out
-verbatim, inside `<pre><code class="language-X">`.
+verbatim, inside `<pre><code class="language-X">`. Underscores never mark emphasis: a web
+page's text is stored as written, where `date.__str__()` or `__init__` is a name, not bold, and
+the extractors write emphasis with asterisks.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ def _converter() -> markdown.Markdown:
     md = markdown.Markdown(extensions=["fenced_code", "tables", "sane_lists"], output_format="html")
     md.preprocessors.deregister("html_block")
     md.inlinePatterns.deregister("html")
+    md.delimiters.remove("_")  # `__str__` is a name (Python-Markdown 3.11's delimiter registry)
     md.treeprocessors.register(_SafeLinks(md), "safe_links", 0)
     return md
 

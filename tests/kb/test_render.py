@@ -36,3 +36,24 @@ def test_no_tag_or_handler_from_a_document(text):
     lowered = html.lower()
     assert "<script" not in lowered and "<iframe" not in lowered
     assert 'href="javascript' not in lowered and 'src="javascript' not in lowered
+
+
+def test_python_names_on_a_real_sphinx_page_are_not_turned_bold():
+    """Python's runpy reference (Sphinx): `__name__`, `__main__` stand in its text outside code
+    spans (signatures, prose), where underscores would make them bold "name" and "main";
+    asterisks still mark emphasis."""
+    import re
+    from pathlib import Path
+
+    from ingest.extract import extract
+
+    page = Path(__file__).resolve().parents[1] / "fixtures/real/sphinx/runpy.html"
+    content = extract(page.read_bytes(), "text/html", charset="utf-8").content
+    outside_code = re.sub(r"`[^`]*`|```.*?```", "", content, flags=re.S)
+    names = set(re.findall(r"__[a-z]+__", outside_code))
+    assert names, "the page no longer has a name outside code: this test needs another page"
+    html = render_markdown(content)
+    for name in names:
+        assert name in html, name
+    assert "<strong>name</strong>" not in html and "<strong>main</strong>" not in html
+    assert render_markdown("*em* and **strong**") == "<p><em>em</em> and <strong>strong</strong></p>"
