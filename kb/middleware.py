@@ -1,5 +1,6 @@
 """Middleware: every error under /api/ leaves in the API's one error shape; every page carries a
-Content-Security-Policy; NUL in the query is a 400; debug pages hide secrets and reach staff only."""
+Content-Security-Policy; what a signed-in or token caller reads is never stored by a browser or
+a cache; NUL in the query is a 400; debug pages hide secrets and reach staff only."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import re
 from django.conf import settings
 from django.http import Http404, HttpResponse, HttpResponseNotFound, JsonResponse
 from django.urls import Resolver404, resolve
+from django.utils.cache import patch_cache_control
 from django.views.debug import ExceptionReporter, SafeExceptionReporterFilter
 
 from kb.errors import error_for_status
@@ -61,6 +63,22 @@ class ContentSecurityPolicyMiddleware:
             if request.path.startswith(THIRD_PARTY_UI):
                 policy = policy.replace("style-src 'self'", "style-src 'self' 'unsafe-inline'")
             response["Content-Security-Policy"] = policy
+        return response
+
+
+class PrivateResponsesMiddleware:
+    """A response to a signed-in user or a token is `Cache-Control: private, no-store`: on a shared
+    computer, Back after signing out must not show private results again from the browser's
+    cache, and no shared cache may keep them. Anonymous reads of public namespaces stay cacheable."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        user = getattr(request, "user", None)
+        if (user is not None and user.is_authenticated) or "HTTP_AUTHORIZATION" in request.META:
+            patch_cache_control(response, private=True, no_store=True)
         return response
 
 

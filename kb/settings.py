@@ -55,6 +55,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "kb.middleware.ApiErrorShapeMiddleware",
     "kb.middleware.ContentSecurityPolicyMiddleware",
+    "kb.middleware.PrivateResponsesMiddleware",
     "kb.middleware.InvalidInputMiddleware",
     "kb.middleware.DebugPagesForStaffMiddleware",
 ]

@@ -144,6 +144,12 @@ def test_reader_session_reads_only_member_namespaces(client, teams):
     assert client.get(f"/documents/{other.document_id}/").status_code == 404
     mine = search("pumpkin", "team-a", limit=1, log=False).hits[0]
     assert client.get(f"/documents/{mine.document_id}/").status_code == 200
+    # what a member reads is never kept by the browser: Back after signing out shows nothing private
+    for private in (page, client.get(f"/documents/{mine.document_id}/"),
+                    client.get("/api/search", {"query": "pumpkin", "namespace": "team-a"})):
+        assert "no-store" in private["Cache-Control"] and "private" in private["Cache-Control"]
+    client.logout()
+    assert "no-store" not in client.get("/", {"q": "pumpkin"}).get("Cache-Control", "")  # public reads cache
 
 
 def _alert(page: str) -> str:
