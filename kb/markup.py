@@ -101,11 +101,21 @@ def _strip_links(text: str) -> str:
 def plain_text(text: str) -> str:
     """Markdown to readable text, line by line: fences and tables' delimiter rows dropped, `#`
     markers, quote markers, emphasis, inline code ticks and link syntax removed, heading ids
-    (`{#id}`) dropped, a table row's cells joined by " · " and closed by ";"."""
-    lines = []
+    (`{#id}`) dropped, a table row's cells joined by " · " and closed by ";". Code, fenced or
+    inline, keeps every character (`f(*args, **kwargs)`)."""
+    lines, fence = [], ""
     for line in strip_links(text).splitlines():
         stripped = line.strip()
-        if stripped.startswith(("```", "~~~")) or _table_delimiter(stripped):
+        if fence:
+            if stripped.startswith(fence):
+                fence = ""
+            else:
+                lines.append(stripped)
+            continue
+        if stripped.startswith(("```", "~~~")):
+            fence = stripped[:3]
+            continue
+        if _table_delimiter(stripped):
             continue
         if len(stripped) > 1 and stripped[0] == stripped[-1] == "|" and stripped[-2] != "\\":
             stripped = " · ".join(cell for cell in _cells(stripped[1:-1]) if cell) + ";"
@@ -113,8 +123,29 @@ def plain_text(text: str) -> str:
             stripped = strip_heading_id(stripped.lstrip("#").strip())
         elif stripped.startswith(">"):
             stripped = stripped.lstrip("> ")
-        lines.append(stripped.replace("**", "").replace("`", ""))
+        lines.append(_plain_inline(stripped))
     return "\n".join(lines)
+
+
+def _plain_inline(line: str) -> str:
+    """A line without its emphasis marks and code ticks; what is between ticks stays as written."""
+    parts = line.split("`")
+    return "".join(part if index % 2 else _without_emphasis(part.replace("**", ""))
+                   for index, part in enumerate(parts))
+
+
+def _without_emphasis(text: str) -> str:
+    """`*word*` -> `word`: an asterisk that opens (before a non-space, after no letter or digit)
+    or closes (after a non-space, before no letter or digit) emphasis goes; `a * b` and `2*3` stay."""
+    out = []
+    for i, char in enumerate(text):
+        if char == "*":
+            before = text[i - 1] if i else " "
+            after = text[i + 1] if i + 1 < len(text) else " "
+            if (not after.isspace() and not before.isalnum()) or (not before.isspace() and not after.isalnum()):
+                continue
+        out.append(char)
+    return "".join(out)
 
 
 def _cells(row: str) -> list[str]:

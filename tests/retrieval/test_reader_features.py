@@ -331,5 +331,11 @@ def test_a_snippet_of_a_table_reads_its_cells_not_its_pipes():
                      "Measured with kb_spelling_bench.")
     for prose in ("A | B is prose.", "|x| is the absolute value of x."):  # pipes in prose stay prose
         assert unescape(re.sub(r"</?mark>", "", snippet(prose, ["prose", "absolut"]))) == prose
+    # emphasis marks go, code keeps every character (a new user read "date.strftime(*format*)")
+    shown = snippet("Guide\n\ndate.strftime(*format*), see *coding style*; `f(*args, **kw)`; 2*3 and a * b",
+                    ["strftim"])
+    assert unescape(re.sub(r"</?mark>", "", shown)) == \
+        "date.strftime(format), see coding style; f(*args, **kw); 2*3 and a * b"
+    assert unescape(snippet("Code\n\n```py\ndef f(*args, **kwargs):\n```", ["zzz"])) == "def f(*args, **kwargs):"
     # a pipe inside a cell, escaped as the document extractors write it, stays in its cell
     assert unescape(snippet("Sheet\n\n| a \\| b | c |", ["c"])).replace("<mark>c</mark>", "c") == "a | b · c;"
