@@ -198,7 +198,8 @@ def test_reader_signs_in_and_sees_only_their_namespace(live_server, browser):
     assert json.loads(browser.find_element(By.TAG_NAME, "body").text)["code"] == "KB_FORBIDDEN"
     other = search("pumpkin", "team-b", limit=1, log=False).hits[0]
     browser.get(f"{live_server.url}/documents/{other.document_id}/")
-    assert "Not found" in browser.find_element(By.TAG_NAME, "h1").text
+    assert "Document not available" in browser.find_element(By.CSS_SELECTOR, "main h1").text
+    assert "a member of its collection" in browser.find_element(By.CSS_SELECTOR, "p.error").text
     mine = search("pumpkin", "team-a", limit=1, log=False).hits[0]
     browser.get(live_server.url + mine.citation_url)
     assert browser.find_element(By.CSS_SELECTOR, "main.document h1").text == mine.title

@@ -169,6 +169,20 @@ def test_anonymous_reader_of_a_private_namespace_is_offered_sign_in(client, team
     assert client.get("/accounts/password_reset/").status_code == 200
 
 
+def test_a_shared_document_link_offers_a_signed_out_reader_sign_in(client, teams):
+    """A member opens a colleague's link to a passage while signed out: the page says the
+    document is private or missing (one page for both) and offers sign-in back to it."""
+    mine = search("pumpkin", "team-a", limit=1, log=False).hits[0]
+    page = client.get(f"/documents/{mine.document_id}/")
+    text = page.content.decode()
+    assert page.status_code == 404 and 'rel="stylesheet"' in text
+    assert f'href="/accounts/login/?next=/documents/{mine.document_id}/"' in text
+    missing = client.get("/documents/999999/").content.decode()
+    assert _alert(missing).replace("999999", "N") == _alert(text).replace(str(mine.document_id), "N")
+    client.login(username="reader", password="pw-reader-123")
+    assert client.get(f"/documents/{mine.document_id}/").status_code == 200
+
+
 def test_staff_rules_are_unchanged(client, teams):
     staff = get_user_model().objects.create_user("editor", password="pw-editor-123", is_staff=True)
     NamespaceMembership.objects.create(user=staff, namespace=teams[1])
