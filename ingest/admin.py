@@ -256,6 +256,7 @@ class IngestRunAdmin(NamespaceScoped):
             context["run_note"] = _run_note(run)
             context["bar_percent"] = bar_percent(run)
             context["title"] = f"Run #{run.pk} of {run.source.name} ({run.get_status_display().lower()})"
+            context["subtitle"] = None  # the title says it already: Django would repeat the run's name
         # every field is read-only: a Save button would only say "changed successfully" of nothing
         context.update(show_save=False, show_save_and_continue=False, show_save_and_add_another=False)
         return super().render_change_form(request, context, *args, **kwargs)

@@ -150,6 +150,7 @@ def test_a_run_page_is_titled_by_source_and_run_and_a_failed_run_looks_failed(cu
     assert re.search(r'<div class="readonly">1 min 38 s</div>', page)
     assert f'<div class="readonly">{timezone.localtime(run.started_at):%Y-%m-%d %H:%M:%S}</div>' in page
     assert 'name="_save"' not in page and 'name="_continue"' not in page  # nothing on it can be edited
+    assert f"<h2>Run #{run.pk} of Intranet wiki" not in page  # the heading says it: no subtitle repeating it
     for name in ("heartbeat_at", "attempts", "items_total", "status"):
         assert f'name="{name}"' not in page
 
