@@ -13,7 +13,7 @@ import pytest
 
 from kb.bootstrap import ensure_admin_user
 from kb.demo import ensure_demo_sources
-from kb.models import Chunk, Document, IngestRun
+from kb.models import Chunk, Document, IngestRun, Source
 from tests.pgserver import REPO, current_database_url, free_port
 
 
@@ -108,9 +108,12 @@ def test_demo_sources_and_provider_load_and_rerun_costs_nothing(settings, tmp_pa
         assert set(runs.values_list("status", flat=True)) == {"succeeded"}
         assert Document.objects.filter(namespace__slug="demo", title="Ingesting sources").exists()
         assert Chunk.objects.filter(namespace__slug="demo", anchor="incremental-runs").exists()
+        assert ensure_demo_sources(sync=True) == []  # a restart with nothing changed queues nothing
+        first = Source.objects.filter(namespace__slug="demo").order_by("name").first()
+        Document.objects.filter(source=first).update(embedding_model="st:another-model")
         again = IngestRun.objects.filter(pk__in=ensure_demo_sources(sync=True))
-        assert sum(again.values_list("items_unchanged", flat=True)) == runs.count()
-        assert sum(again.values_list("items_changed", flat=True)) == 0
+        assert [run.source_id for run in again] == [first.pk] and again.get().status == "succeeded"
+        assert again.get().items_changed == 1  # re-embedded with the configured model
         # the example capability provider loads over these sources and answers with verified hits
         from capabilities import service
         from kb.auth import Principal

@@ -108,6 +108,8 @@ class Command(BaseCommand):
         run_ids = ensure_demo_sources()
         if run_ids:
             self.stdout.write(f"==> demo source queued for ingest (runs {', '.join(map(str, run_ids))})")
+        else:
+            self.stdout.write("==> demo sources unchanged since their last run: nothing to ingest")
         for entry in ensure_demo_providers(queue=True):
             self.stdout.write(f"==> capability provider {entry['provider']!r}: {entry['capabilities']} capabilities, "
                               f"revision {entry['revision'][:12]}")
