@@ -164,6 +164,9 @@ def test_anonymous_reader_of_a_private_namespace_is_offered_sign_in(client, team
     assert missing.status_code == 401
     assert _alert(missing.content.decode()) == _alert(text).replace("team-a", "no-such-team")
     assert "private, or there is none of that name" in _alert(text)
+    nothing_public = client.get("/", {"q": "pumpkin"})  # no namespace chosen, none public to default to
+    assert nothing_public.status_code == 401
+    assert _alert(nothing_public.content.decode()).startswith("No collection here is public. <a href=")
     login = client.get("/accounts/login/")
     assert login.status_code == 200 and b'name="password"' in login.content
     assert client.get("/accounts/password_reset/").status_code == 200
