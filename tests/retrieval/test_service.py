@@ -80,19 +80,27 @@ def test_filters_restrict_results(corpus):
 
 
 def test_text_window_reads_only_the_passages_shown(corpus):
-    """The page shows ten results of fifty: only those carry their text; the rest keep the
-    titles and locations the tiers and the section links need, and the ranking is the same."""
+    """The page shows ten results of fifty: only those carry their whole text; the rest carry its
+    first LEAD_CHARS (a page lists them by breadcrumb and first words) and the titles and
+    locations the tiers need, and the ranking is the same."""
+    from retrieval.channels import LEAD_CHARS
+
+    ingest("tenant:a", {"long": ("Pumpkin almanac", "Pumpkin facts for every month of the year. " * 40)},
+           source_name="almanac")  # a passage longer than the lead
     full = search("pumpkin", "tenant:a", limit=10)
     assert len(full.hits) >= 2 and all(h.text for h in full.hits)
+    assert any(len(h.text) > LEAD_CHARS for h in full.hits)
     window = search("pumpkin", "tenant:a", limit=10, text_window=(1, 2))
     assert [h.chunk_id for h in window.hits] == [h.chunk_id for h in full.hits]
-    assert [bool(h.text) for h in window.hits] == [i == 1 for i in range(len(full.hits))]
-    assert window.hits[1].text == full.hits[1].text and window.hits[0].title == full.hits[0].title
+    for i, (shown, whole) in enumerate(zip(window.hits, full.hits, strict=True)):
+        assert shown.text == (whole.text if i == 1 else whole.text[:LEAD_CHARS]), i
+    assert window.hits[0].title == full.hits[0].title
     grouped = search("pumpkin", "tenant:a", limit=10, group="document", text_window=(0, 1))
     first, *others = grouped.documents
     assert others
     assert first.sections[0].text  # the best section of the one document shown
-    assert not any(s.text for s in first.sections[1:]) and not any(s.text for d in others for s in d.sections)
+    assert all(len(s.text) <= LEAD_CHARS for s in first.sections[1:]) and \
+        all(len(s.text) <= LEAD_CHARS for d in others for s in d.sections)
     assert [d.document_id for d in grouped.documents] == [
         d.document_id for d in search("pumpkin", "tenant:a", limit=10, group="document").documents]
 
