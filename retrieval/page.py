@@ -89,9 +89,9 @@ def section_links(first: Hit, others: list[Hit]) -> list[SectionLink]:
     names = [name(hit) for hit in (first, *others)]
     links = []
     for hit, label in zip(others, names[1:], strict=True):
-        if names.count(label) > 1:
-            body = hit.text.split("\n\n", 1)[-1]  # after the breadcrumb, without the headings it opens with
-            words = plain_text("\n".join(line for line in body.splitlines() if not line.startswith("#"))).split()
+        body = hit.text.split("\n\n", 1)[-1]  # after the breadcrumb, without the headings it opens with
+        words = plain_text("\n".join(line for line in body.splitlines() if not line.startswith("#"))).split()
+        if names.count(label) > 1 and words:
             label += ": “" + " ".join(words[:LEAD_WORDS]) + ("…" if len(words) > LEAD_WORDS else "") + "”"
         links.append(SectionLink(hit.citation_url, label))
     return links

@@ -258,3 +258,16 @@ def test_no_two_links_of_a_result_read_alike(client):
     labels = re.findall(r'<a href="[^"]*">([^<]*)</a>', links[0])
     assert len(labels) >= 2 and len(set(labels)) == len(labels), labels
     assert all(label.startswith("Pumpkin guide › Watering: “Pumpkin watering note") for label in labels), labels
+
+
+def test_a_section_link_with_no_words_of_its_own_keeps_its_bare_breadcrumb(corpus):
+    import dataclasses
+
+    from retrieval.page import section_links
+
+    hit = search("pumpkin", "grouped", limit=1, log=False).hits[0]
+    best = dataclasses.replace(hit, heading_path=("Guide", "Tips"), text="Guide > Tips\n\nWater daily.")
+    bare = dataclasses.replace(hit, heading_path=("Guide", "Tips"), text="Guide > Tips\n\n## Tips {#tips}")
+    worded = dataclasses.replace(hit, heading_path=("Guide", "Tips"), text="Guide > Tips\n\nFeed weekly.")
+    assert [link.label for link in section_links(best, [bare, worded])] == [
+        "Guide › Tips", "Guide › Tips: “Feed weekly.”"]
