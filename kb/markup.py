@@ -12,6 +12,7 @@ Regular expressions with nested or adjacent quantifiers backtrack on inputs such
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 MAX_URL_CHARS = 2048  # a longer "(...)" after a label is not a link target
@@ -98,24 +99,39 @@ def _strip_links(text: str) -> str:
     return "".join(out)
 
 
+FENCE, CODE, TEXT = "fence", "code", "text"
+
+
+def fenced(lines: Iterable[str]) -> Iterator[tuple[str, str]]:
+    """Each line with what it is: a fence's opening or closing line (``` or ~~~), a line inside a
+    fence, or text."""
+    fence = ""
+    for line in lines:
+        stripped = line.lstrip()
+        if fence:
+            if stripped.startswith(fence):
+                fence = ""
+                yield line, FENCE
+            else:
+                yield line, CODE
+        elif stripped.startswith(("```", "~~~")):
+            fence = stripped[:3]
+            yield line, FENCE
+        else:
+            yield line, TEXT
+
+
 def plain_text(text: str) -> str:
     """Markdown to readable text, line by line: fences and tables' delimiter rows dropped, `#`
     markers, quote markers, emphasis, inline code ticks and link syntax removed, heading ids
     (`{#id}`) dropped, a table row's cells joined by " · " and closed by ";". Code, fenced or
     inline, keeps every character (`f(*args, **kwargs)`)."""
-    lines, fence = [], ""
-    for line in strip_links(text).splitlines():
+    lines = []
+    for line, kind in fenced(strip_links(text).splitlines()):
         stripped = line.strip()
-        if fence:
-            if stripped.startswith(fence):
-                fence = ""
-            else:
-                lines.append(stripped)
-            continue
-        if stripped.startswith(("```", "~~~")):
-            fence = stripped[:3]
-            continue
-        if _table_delimiter(stripped):
+        if kind == CODE:
+            lines.append(stripped)
+        if kind != TEXT or _table_delimiter(stripped):
             continue
         if len(stripped) > 1 and stripped[0] == stripped[-1] == "|" and stripped[-2] != "\\":
             stripped = " · ".join(cell for cell in _cells(stripped[1:-1]) if cell) + ";"

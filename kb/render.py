@@ -16,7 +16,7 @@ from xml.etree.ElementTree import Element
 import markdown
 from markdown.treeprocessors import Treeprocessor
 
-from kb.markup import strip_heading_id
+from kb.markup import TEXT, fenced, strip_heading_id
 
 SAFE_SCHEMES = ("http:", "https:", "mailto:")
 
@@ -50,15 +50,10 @@ def _converter() -> markdown.Markdown:
 
 def _without_heading_ids(text: str) -> str:
     """`## Title {#id}` -> `## Title`, outside code fences; every other line unchanged."""
-    out, fence = [], ""
-    for line in text.split("\n"):
+    out = []
+    for line, kind in fenced(text.split("\n")):
         stripped = line.lstrip()
-        if fence:
-            if stripped.startswith(fence):
-                fence = ""
-        elif stripped.startswith(("```", "~~~")):
-            fence = stripped[:3]
-        elif stripped.startswith("#") and stripped.rstrip().endswith("}"):
+        if kind == TEXT and stripped.startswith("#") and stripped.rstrip().endswith("}"):
             line = strip_heading_id(line)
         out.append(line)
     return "\n".join(out)
