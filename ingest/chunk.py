@@ -141,8 +141,12 @@ def _open_onto_subsections(pieces: list[tuple[Section, list[_Unit]]],
     return merged
 
 
+def _heading_alone(section: Section) -> bool:
+    return len(section.blocks) == 1 and section.blocks[0].kind == "heading"
+
+
 def _anchored_heading_alone(section: Section) -> bool:
-    return len(section.blocks) == 1 and section.blocks[0].kind == "heading" and bool(section.blocks[0].heading_id)
+    return _heading_alone(section) and bool(section.blocks[0].heading_id)
 
 
 def _under(section: Section, parent: Section) -> bool:
@@ -150,7 +154,7 @@ def _under(section: Section, parent: Section) -> bool:
 
 
 def _bare_heading(section: Section) -> bool:
-    return len(section.blocks) == 1 and section.blocks[0].kind == "heading" and not section.blocks[0].heading_id
+    return _heading_alone(section) and not section.blocks[0].heading_id
 
 
 def _tiny(section: Section, units: list[_Unit], options: ChunkOptions) -> bool:

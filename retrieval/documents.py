@@ -145,7 +145,8 @@ def document_view(principal: Principal, document_id: int) -> DocumentView:
         anchor = chunk.anchor if chunk.anchor not in placed else ""
         placed.add(chunk.anchor)
         inner = tuple(dict.fromkeys(block.heading_id for block in read_blocks(text)
-                                    if block.heading_id and block.heading_id not in anchored | placed))
+                                    if block.heading_id and block.heading_id not in anchored
+                                    and block.heading_id not in placed))
         placed.update(inner)
         sections.append(Section(anchor, tuple(chunk.heading_path), render_markdown(text),
                                 (chunk.page_start, chunk.page_end), passage_anchor(chunk.pk), inner))

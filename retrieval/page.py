@@ -89,12 +89,17 @@ def section_links(first: Hit, others: list[Hit]) -> list[SectionLink]:
     names = [name(hit) for hit in (first, *others)]
     links = []
     for hit, label in zip(others, names[1:], strict=True):
-        body = hit.text.split("\n\n", 1)[-1]  # after the breadcrumb, without the headings it opens with
-        words = plain_text("\n".join(line for line in body.splitlines() if not line.startswith("#"))).split()
-        if names.count(label) > 1 and words:
+        words = _lead_words(hit.text) if names.count(label) > 1 else []
+        if words:
             label += ": “" + " ".join(words[:LEAD_WORDS]) + ("…" if len(words) > LEAD_WORDS else "") + "”"
         links.append(SectionLink(hit.citation_url, label))
     return links
+
+
+def _lead_words(text: str) -> list[str]:
+    """A passage's words after its breadcrumb, without the headings it opens with."""
+    body = text.split("\n\n", 1)[-1]
+    return plain_text("\n".join(line for line in body.splitlines() if not line.startswith("#"))).split()
 
 
 def _base_note(details: dict, result: SearchResult) -> str:
