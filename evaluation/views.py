@@ -2,7 +2,6 @@
 
 from urllib.parse import urlencode
 
-from django.contrib.admin.views.decorators import staff_member_required
 from django.http import HttpResponseRedirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -10,11 +9,11 @@ from django.views.decorators.http import require_POST
 from evaluation.cases import MAX_QUESTION_CHARS, case_from_logged_search, make_eval_case
 from kb.auth import staff_principal
 from kb.errors import KBError, NotFound
-from kb.http import bounded_int, page_error
+from kb.http import bounded_int, page_error, staff_page
 from kb.models import Namespace
 
 
-@staff_member_required(login_url="login")
+@staff_page
 @require_POST
 def make_eval_case_page(request):
     """One click from a query (and its votes) to a judged case of the namespace's curated suite."""

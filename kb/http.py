@@ -1,9 +1,13 @@
-"""What every page shares: errors answered to a browser (the API shapes its own, in kb/api.py)
-and numbers read from a form or a query string."""
+"""What every page shares: errors answered to a browser (the API shapes its own, in kb/api.py),
+numbers read from a form or a query string, and the gate of the staff's pages."""
 
 from __future__ import annotations
 
+from functools import wraps
+
+from django.contrib.auth.views import redirect_to_login
 from django.http import HttpResponse
+from django.shortcuts import render
 
 from kb.errors import KBError, error_status
 
@@ -23,3 +27,19 @@ def bounded_int(value, default: int, low: int, high: int) -> int:
         return min(high, max(low, int(value)))
     except (TypeError, ValueError):
         return default
+
+
+def staff_page(view):
+    """A page for staff. Someone signed out is sent to sign in; a signed-in reader is told, with a
+    403, that the page is for staff, rather than sent to a sign-in form they have already passed."""
+
+    @wraps(view)
+    def gated(request, *args, **kwargs):
+        user = request.user
+        if user.is_active and user.is_staff:
+            return view(request, *args, **kwargs)
+        if not user.is_authenticated:
+            return redirect_to_login(request.get_full_path(), "login")
+        return render(request, "kb/staff_only.html", status=403)
+
+    return gated

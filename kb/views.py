@@ -48,7 +48,7 @@ class ReaderLoginView(LoginView):
     """The sign-in page for readers (and staff) outside /admin/, throttled like the admin's."""
 
     template_name = "registration/login.html"
-    redirect_authenticated_user = False  # staff_member_required sends signed-in readers here: no loop
+    redirect_authenticated_user = False  # a reader may sign in again as another account: no loop back
 
     def post(self, request, *args, **kwargs):
         try:

@@ -4,7 +4,6 @@ report of what readers look for (staff only)."""
 
 from urllib.parse import quote, urlencode
 
-from django.contrib.admin.views.decorators import staff_member_required
 from django.http import HttpResponse, HttpResponseRedirect, JsonResponse
 from django.shortcuts import render
 from django.urls import reverse
@@ -14,7 +13,7 @@ from django.views.decorators.http import require_GET, require_POST, require_safe
 from kb.auth import principal_for, staff_principal
 from kb.conf import kb_settings
 from kb.errors import AuthenticationRequired, KBError, error_status
-from kb.http import bounded_int, page_error
+from kb.http import bounded_int, page_error, staff_page
 from kb.languages import has_cjk
 from kb.models import Namespace, QueryLog, Source
 from kb.replicas import on_replica
@@ -135,7 +134,7 @@ def page_feedback(request):
     return HttpResponseRedirect(f"{back}{joiner}{marker}")
 
 
-@staff_member_required(login_url="login")
+@staff_page
 @require_GET
 def curator_report(request):
     """Per namespace and period: top, zero-result and weak queries with counts, trend and votes;

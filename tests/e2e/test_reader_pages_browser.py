@@ -203,6 +203,9 @@ def test_reader_signs_in_and_sees_only_their_namespace(live_server, browser):
     mine = search("pumpkin", "team-a", limit=1, log=False).hits[0]
     browser.get(live_server.url + mine.citation_url)
     assert browser.find_element(By.CSS_SELECTOR, "main.document h1").text == mine.title
+    browser.get(f"{live_server.url}/curate/")  # a curator's page: told so, not asked to sign in again
+    assert browser.find_element(By.CSS_SELECTOR, "main h1").text == "For staff"
+    assert "reader" in browser.find_element(By.CSS_SELECTOR, "p.error").text
 
 
 def test_feedback_reaches_the_curator_report_and_becomes_an_eval_case(live_server, browser):

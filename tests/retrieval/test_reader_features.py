@@ -194,6 +194,19 @@ def test_staff_rules_are_unchanged(client, teams):
     assert client.get("/api/search", {"query": "pumpkin", "namespace": "team-a"}).status_code == 403
 
 
+def test_the_curators_pages_send_the_signed_out_to_sign_in_and_tell_a_reader_they_are_for_staff(client, teams):
+    for path in ("/curate/?namespace=team-a", "/curate/eval-case"):
+        answer = client.get(path) if path.startswith("/curate/?") else client.post(path, {"namespace": "team-a"})
+        assert answer.status_code == 302 and answer["Location"].startswith("/accounts/login/?next=/curate/")
+    client.login(username="reader", password="pw-reader-123")
+    page = client.get("/curate/", {"namespace": "team-a"})
+    assert page.status_code == 403 and "For staff" in page.content.decode() and "reader" in page.content.decode()
+    assert client.post("/curate/eval-case", {"namespace": "team-a", "query": "1"}).status_code == 403
+    assert not EvalSuite.objects.exists()
+    get_user_model().objects.filter(username="reader").update(is_staff=True)
+    assert client.get("/curate/", {"namespace": "team-a"}).status_code == 200
+
+
 @override_settings(KB_DEFAULT_NAMESPACE="team-b")
 def test_default_namespace_setting_and_source_filter_follow_the_namespace(client, teams):
     kb_settings.cache_clear()
