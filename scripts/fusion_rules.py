@@ -38,6 +38,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kb.settings")
 QUESTION_MARKS = ("?", "？", "؟")
+FUSE = None  # the product's own fusion, kept while a row replaces it
 
 
 def judged_queries(args, refs: dict[int, str]) -> tuple[dict[str, str], dict[str, dict[str, int]]]:
@@ -231,6 +232,72 @@ def min_max_fuse(candidate, stats, lexical_weight, lexical_cap=None):
     return Fused(None, None, fused * vector[0])
 
 
+def words_only_add(candidate, stats, lexical_weight, lexical_cap=None):
+    """The z-score fusion with the lexical z floored at 0: words can lift a passage but their
+    absence never lowers it (a relevant passage may say it in other words)."""
+    from retrieval.ranker import VECTOR, Fused
+
+    fused = FUSE(candidate, stats, lexical_weight, lexical_cap)
+    if fused is None or fused.lexical_z is None:
+        return fused
+    _, mean, spread = stats[VECTOR]
+    lexical_z = max(fused.lexical_z, 0.0)
+    return Fused(fused.vector_z, lexical_z,
+                 max(mean + ((1 - lexical_weight) * fused.vector_z + lexical_weight * lexical_z) * spread, 1e-6))
+
+
+def two_gaussians(values, iterations: int = 60):
+    """A two-component Gaussian mixture fitted by EM to one list's scores (Manmatha et al. 2001
+    model a list as relevant and non-relevant scores): (share of the high component, its mean and
+    spread, the low one's mean and spread), or None when the list cannot be split."""
+    import numpy as np
+
+    x = np.asarray(values, dtype=float)
+    if len(x) < 5 or x.std() == 0:
+        return None
+    head = max(2, len(x) // 10)
+    ordered = np.sort(x)[::-1]
+    share, high, low, floor = head / len(x), ordered[:head].mean(), ordered[head:].mean(), x.std() * 0.05
+    high_sd = low_sd = x.std()
+    for _ in range(iterations):
+        a = share * np.exp(-0.5 * ((x - high) / high_sd) ** 2) / high_sd
+        b = (1 - share) * np.exp(-0.5 * ((x - low) / low_sd) ** 2) / low_sd
+        r = a / np.maximum(a + b, 1e-300)
+        share = min(max(r.mean(), 1e-3), 0.5)
+        high, low = (r * x).sum() / max(r.sum(), 1e-9), ((1 - r) * x).sum() / max((1 - r).sum(), 1e-9)
+        high_sd = max(math.sqrt((r * (x - high) ** 2).sum() / max(r.sum(), 1e-9)), floor)
+        low_sd = max(math.sqrt(((1 - r) * (x - low) ** 2).sum() / max((1 - r).sum(), 1e-9)), floor)
+    return (share, high, high_sd, low, low_sd) if high > low else None
+
+
+def relevant_share(model, value: float) -> float | None:
+    """The posterior of the high component at `value`."""
+    if model is None:
+        return None
+    share, high, high_sd, low, low_sd = model
+    a = share * math.exp(-0.5 * ((value - high) / high_sd) ** 2) / high_sd
+    b = (1 - share) * math.exp(-0.5 * ((value - low) / low_sd) ** 2) / low_sd
+    return a / (a + b) if a + b > 0 else float(value > high)
+
+
+MIXTURES = {}  # per query, the two lists' fitted mixtures (set before each ranking)
+
+
+def mixture_fuse(candidate, stats, lexical_weight, lexical_cap=None):
+    """Fusion of calibrated scores without labels: each channel's score read as the posterior that
+    it belongs to its list's high component, the posteriors combined convexly, in cosine units."""
+    from retrieval.ranker import LEXICAL, VECTOR, Fused
+
+    vector = stats.get(VECTOR)
+    if vector is None or candidate.cosine is None:
+        return None
+    meaning = relevant_share(MIXTURES.get(VECTOR), candidate.cosine) or 0.0
+    hit = candidate.hits.get(LEXICAL)
+    words = relevant_share(MIXTURES.get(LEXICAL), hit.raw if hit else 0.0)
+    fused = meaning if words is None else (1 - lexical_weight) * meaning + lexical_weight * words
+    return Fused(None, None, max(vector[1] + 6 * fused * vector[2], 1e-6))
+
+
 def feedback(candidates, params, kwargs, query_vector, embeddings, weight: float, depth: int = 3,
              beta: float = 0.3):
     """Rocchio feedback in embedding space (Li et al. 2021): the query vector moved `beta` of the
@@ -280,6 +347,8 @@ def main() -> None:
     from kb.models import Chunk, Document, Namespace
     from retrieval import ranker
 
+    global FUSE
+    FUSE = ranker.fuse
     namespace = Namespace.objects.get(slug=args.namespace)
     documents = list(Document.objects.filter(namespace=namespace).values_list("id", "ref", "title", "content"))
     refs = {pk: ref for pk, ref, _, _ in documents}
@@ -315,13 +384,23 @@ def main() -> None:
         b, c, p = corroboration(inputs, depth)
         print(f"  corroboration in the first {depth}: only the words' best {b}, only meaning's best {c}, "
               f"p(meaning more often) = {p:.3f}")
-    fuse = ranker.fuse
-    ranker.fuse = min_max_fuse
+    def mixtures(qid, c, p, k):
+        for channel in (ranker.VECTOR, ranker.LEXICAL):
+            MIXTURES[channel] = two_gaussians(sorted(
+                (x.hits[channel].raw for x in c if channel in x.hits), reverse=True)[:100])
+        return ranker.rank(c, dataclasses.replace(p, lexical_weight=0.5), **k)
+
     try:
+        ranker.fuse = min_max_fuse
         for w in (0.0, 0.25, 0.5):
             print(f"  {f'min-max fusion (TM2C2), w = {w}':40} {graded(weighted(lambda t, c, k, w=w: w)):.4f}")
+        ranker.fuse = words_only_add
+        for w in (0.25, 0.5):
+            print(f"  {f'lexical z floored at 0, w = {w}':40} {graded(weighted(lambda t, c, k, w=w: w)):.4f}")
+        ranker.fuse = mixture_fuse
+        print(f"  {'two-Gaussian posteriors, w = 0.5':40} {graded(mixtures):.4f}")
     finally:
-        ranker.fuse = fuse
+        ranker.fuse = FUSE
     vectors = {qid: embedder.embed_query(text) for qid, text in queries.items()}
     for w in (0.0, 0.5):
         score = graded(lambda qid, c, p, k, w=w: feedback(c, p, k, vectors[qid], embeddings, w))
