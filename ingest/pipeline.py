@@ -80,6 +80,7 @@ class IngestPipeline:
         self._run_block_keys: dict[str, tuple[str, ...]] = {}  # pages this run extracted
         self._site_lines = SiteLines()
         self._run_dropped: set[str] = set()  # pages of this run written without some blocks
+        self._chunk_counts: dict[str, int] = {}  # chunks each page written by this run holds
 
     # --- the run ------------------------------------------------------------------------------
     def execute(self, items: Iterable[LoadedItem] | None = None) -> IngestRun:
@@ -280,9 +281,19 @@ class IngestPipeline:
         reason = self._flag_low_recall(item, extracted, chunks, reason)
         if dropped:
             reason = f"{reason}; {len(dropped)} repeated blocks dropped"
+        stored = self._stored.get(item.ref)
+        kept = self._kept([stored.doc_id], chunks) if stored is not None else ()
         self._pending.append(PendingDocument(item, extracted, content_hash, chunks, reason, started, byte_key,
-                                             tuple(keys), dropped))
-        self.report.chunked(len(chunks))
+                                             tuple(keys), dropped, kept=kept))
+        self.report.chunked(len(chunks) - sum(1 for k in kept if k is not None))
+
+    def _kept(self, document_ids: list[int], chunks: list[ChunkSpec]) -> tuple[store.KeptVector | None, ...]:
+        """Per chunk, the stored vector of a chunk with the same text, which it keeps; none in a
+        run asked to embed everything again."""
+        if self.run.mode == IngestRun.Mode.REEMBED:
+            return ()
+        known = store.stored_vectors(document_ids, self.embedder.model_id)
+        return tuple(known.get(chunk.text) for chunk in chunks) if known else ()
 
     def _flag_low_recall(self, item: LoadedItem, extracted: Extracted, chunks: list[ChunkSpec], reason: str) -> str:
         """A web page whose chunks hold too little of its own text says so in the report
@@ -316,7 +327,8 @@ class IngestPipeline:
         if not refs:
             return
         pending = []
-        for ref, stored in store.stored_documents(self.source, list(dict.fromkeys(refs))).items():
+        settling = store.stored_documents(self.source, list(dict.fromkeys(refs)))
+        for ref, stored in settling.items():
             before = tuple((int(i), b) for i, b in stored.metadata.get("boilerplate_dropped", ()))
             content, dropped = settle(stored.content, before, repeated)
             if content == stored.content or not content.strip():
@@ -330,14 +342,26 @@ class IngestPipeline:
                                                stored.metadata.get("byte_key", ""),
                                                tuple(stored.metadata.get("block_keys", ())), dropped))
         if pending:
-            self.report.chunked(sum(len(p.chunks) for p in pending))
+            kept = self._kept([settling[p.item.ref].doc_id for p in pending], [c for p in pending for c in p.chunks])
+            offset = 0
+            for p in pending:
+                p.kept, offset = kept[offset:offset + len(p.chunks)], offset + len(p.chunks)
+            self.report.chunked(sum(1 for p in pending for k in (p.kept or (None,) * len(p.chunks)) if k is None))
             try:
-                vectors = self._embed([c.text for p in pending for c in p.chunks])
+                vectors = self._vectors(pending)
             except KBError as exc:  # those pages stay as written, whole; the next run cleans them
                 logger.warning("boilerplate not settled on %d pages of run %s: %s", len(pending), self.run.pk, exc)
                 return
             self._store(pending, vectors)
             self.report.save(force=True)
+
+    def _vectors(self, pending: list[PendingDocument]) -> np.ndarray:
+        """Every chunk's vector, in order: the kept ones as stored, the rest embedded now."""
+        kept = [k for p in pending for k in (p.kept or (None,) * len(p.chunks))]
+        texts = [chunk.text for p in pending for chunk in p.chunks]
+        fresh = iter(self._embed([text for text, k in zip(texts, kept, strict=True) if k is None]))
+        vectors = [next(fresh) if k is None else np.asarray(k.vector, dtype=np.float32) for k in kept]
+        return np.array(vectors, dtype=np.float32).reshape(len(texts), self.embedder.dimension)
 
     def _remove_missing(self) -> None:
         for ref, stored in self._stored.items():
@@ -361,7 +385,7 @@ class IngestPipeline:
             return
         pending, self._pending = self._pending, []
         try:
-            vectors = self._embed([chunk.text for p in pending for chunk in p.chunks])
+            vectors = self._vectors(pending)
         except KBError as exc:
             for p in pending:
                 self.report.record(Outcome(p.item.ref, Status.FAILED, error_code=exc.code, error_message=exc.message),
@@ -413,6 +437,9 @@ class IngestPipeline:
         return stored
 
     def _store(self, pending: list[PendingDocument], vectors) -> None:
-        written = store.write_batch(self.source, pending, vectors, self.embedder.model_id, self._stored,
-                                    runtime=getattr(self.embedder, "document_runtime_in_use", ""))
-        self.report.chunks_stored(written)
+        store.write_batch(self.source, pending, vectors, self.embedder.model_id, self._stored,
+                          runtime=getattr(self.embedder, "document_runtime_in_use", ""))
+        # the chunks the run's pages now hold: a page written again (its boilerplate settled)
+        # replaces its count instead of adding to it
+        self.report.chunks_stored(sum(len(p.chunks) - self._chunk_counts.get(p.item.ref, 0) for p in pending))
+        self._chunk_counts.update({p.item.ref: len(p.chunks) for p in pending})

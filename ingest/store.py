@@ -44,6 +44,16 @@ class PendingDocument:
     block_keys: tuple[str, ...] = ()  # the page's blocks before boilerplate was dropped
     dropped_blocks: tuple[tuple[int, str], ...] | None = None  # boilerplate taken out (None: as stored)
     queued_at: float = field(default_factory=time.monotonic)
+    kept: tuple[KeptVector | None, ...] = ()  # per chunk, the stored vector its unchanged text keeps
+
+
+@dataclass(frozen=True)
+class KeptVector:
+    """A stored chunk's vector, and why and by what it was computed, for a chunk of the same text."""
+
+    vector: object
+    reason: str
+    runtime: str
 
 
 # --- reads ------------------------------------------------------------------------------------
@@ -62,6 +72,15 @@ def stored_documents(source: Source, refs: list[str] | None = None) -> dict[str,
     rows = documents.values_list("ref", "id", "content_hash", "embedding_model", "title", "content", "media_type",
                                  "path", "etag", "last_modified", "metadata")
     return {ref: StoredDocument(*rest) for ref, *rest in rows}
+
+
+def stored_vectors(document_ids: list[int], model_id: str) -> dict[str, KeptVector]:
+    """The vectors `model_id` computed for these documents' chunks, by chunk text: a document
+    chunked again keeps them for every chunk whose text did not change (same text, same model,
+    same vector), so only what changed is embedded."""
+    rows = Chunk.objects.filter(document_id__in=document_ids, embedding_model=model_id).values_list(
+        "text", "embedding", "embed_reason", "embedding_runtime")
+    return {text: KeptVector(vector, reason, runtime) for text, vector, reason, runtime in rows}
 
 
 def known_documents(source: Source) -> dict[str, KnownDocument]:
@@ -101,8 +120,10 @@ def write_batch(source: Source, pending: list[PendingDocument], vectors, model_i
         language, main = language_setting(source.namespace_id)
         for p, document in zip(pending, written, strict=True):
             config = document_config(language, document.language, main)
-            for chunk, vector in zip(p.chunks, vectors[offset: offset + len(p.chunks)], strict=True):
-                rows.append(chunk_row(source, document, chunk, vector, model_id, p.reason, runtime, config))
+            kept = p.kept or (None,) * len(p.chunks)
+            for chunk, vector, old in zip(p.chunks, vectors[offset: offset + len(p.chunks)], kept, strict=True):
+                rows.append(chunk_row(source, document, chunk, vector, model_id, old.reason if old else p.reason,
+                                      old.runtime if old else runtime, config))
             offset += len(p.chunks)
         Chunk.objects.bulk_create(rows, update_conflicts=True, unique_fields=["document", "position"],
                                   update_fields=list(CHUNK_FIELDS))

@@ -77,6 +77,13 @@ def test_a_site_wide_line_leaves_every_page_of_a_sitemap_source(web, namespace, 
     assert run.status == "succeeded"
     texts = list(Chunk.objects.filter(document__source=source).values_list("text", flat=True))
     assert texts and not any("Was this page helpful" in t for t in texts)
+    # the footer was found to repeat only at the end: each page was written again without it, and
+    # only the passages whose text changed were embedded again (not every passage twice)
+    assert run.chunks_written == len(texts)  # what the pages hold, not what was written twice
+    reasons = list(Chunk.objects.filter(document__source=source).values_list("embed_reason", flat=True))
+    again = reasons.count("site boilerplate learned")
+    assert 0 < again < len(texts) / 2 and "new" in reasons
+    assert run.chunks_embedded < 1.5 * len(texts)
     assert any("mkdocs serve" in t for t in texts)  # the pages' own text stays
     second = start_ingest(source, sync=True)  # the footer is still known as boilerplate next time
     assert second.items_changed == 0

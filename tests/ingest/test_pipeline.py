@@ -92,6 +92,28 @@ def test_resync_skips_unchanged_reembeds_edits_and_removes_vanished_pages(web, s
         web.url("/install"): "unchanged", web.url("/usage"): "changed", web.url("/faq"): "removed"}
 
 
+def test_an_edited_page_embeds_only_the_passages_whose_text_changed(web, site_source):
+    sections = [f"<h2 id='s{n}'>Part {n}</h2><p>{'Paragraph about topic %d. ' % n * 60}</p>" for n in range(4)]
+    web.page("/usage", "<title>Usage</title><h1>Usage</h1>" + "".join(sections), ETag='"u1"')
+    embedder = CountingEmbedder()
+    first = _run(site_source, embedder)
+    usage = Chunk.objects.filter(document__ref=web.url("/usage")).order_by("position")
+    before = {c.anchor: (c.text, list(c.embedding)) for c in usage}
+    assert len(before) == 4 and first.chunks_embedded == first.chunks_written == embedder.texts == 6
+
+    sections[2] = "<h2 id='s2'>Part 2</h2><p>This part was rewritten from start to end.</p>"
+    web.page("/usage", "<title>Usage</title><h1>Usage</h1>" + "".join(sections), ETag='"u2"')
+    embedder.texts = 0
+    edited = _run(site_source, embedder)
+    assert (edited.items_changed, embedder.texts, edited.chunks_total, edited.chunks_embedded) == (1, 1, 1, 1)
+    assert edited.chunks_written == 4  # the page's passages, all written again
+    after = {c.anchor: (c.text, list(c.embedding), c.embed_reason)
+             for c in Chunk.objects.filter(document__ref=web.url("/usage"))}
+    assert after["s2"][2] == "content changed" and after["s2"][0] != before["s2"][0]
+    for anchor in ("s0", "s1", "s3"):  # the same text keeps its vector and why it was computed
+        assert after[anchor] == (*before[anchor], "new")
+
+
 def test_one_failing_item_does_not_abort_the_run_and_can_be_retried(web, site_source):
     web.routes["/faq"] = Route(b"boom", 500, {"Content-Type": "text/plain"})
     run = start_ingest(site_source, sync=True)
@@ -253,8 +275,9 @@ def test_documents_of_an_older_pipeline_are_rechunked_and_refetched_whole(web, s
     for document in Document.objects.filter(source=site_source):  # same bytes, older pipeline
         Document.objects.filter(pk=document.pk).update(metadata={**document.metadata, "pipeline": "0"})
     web.hits.clear()
+    embedder.texts = 0
     upgraded = _run(site_source, embedder)
-    assert upgraded.items_changed == 3
+    assert upgraded.items_changed == 3 and embedder.texts == 0  # chunked the same: the vectors stand
     assert set(upgraded.items.values_list("reason", flat=True)) == {"pipeline upgraded"}
     assert all(headers.get("if-none-match") is None for path, headers in web.requests[-3:])  # fetched whole
     versions = Document.objects.filter(source=site_source).values_list("metadata__pipeline", flat=True)
