@@ -152,10 +152,16 @@ def _plain_inline(line: str) -> str:
 
 def _without_emphasis(text: str) -> str:
     """`*word*` -> `word`: an asterisk that opens (before a non-space, after no letter or digit)
-    or closes (after a non-space, before no letter or digit) emphasis goes; `a * b` and `2*3` stay."""
+    or closes (after a non-space, before no letter or digit) emphasis goes; `a * b` and `2*3` stay,
+    and an escaped one (`f(\\*args)`) is a plain asterisk."""
     out = []
     for i, char in enumerate(text):
+        if char == "\\" and text[i + 1:i + 2] == "*":
+            continue
         if char == "*":
+            if i and text[i - 1] == "\\":
+                out.append(char)
+                continue
             before = text[i - 1] if i else " "
             after = text[i + 1] if i + 1 < len(text) else " "
             if (not after.isspace() and not before.isalnum()) or (not before.isspace() and not after.isalnum()):

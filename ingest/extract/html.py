@@ -24,7 +24,11 @@
    itself gives the section: the heading's `id`, its permalink's fragment, an empty `<a id>` or
    `<a name>` inside it or just before it (texi2html, man2html, Javadoc), or the id of the
    wrapper it opens (a `<section>`, DocBook's `div.refsect1`). The chunker turns that into
-   the chunk's anchor, so citations open the right place on the real site.
+   the chunk's anchor, so citations open the right place on the real site. A definition term
+   with an id of its own and a permalink to it (Sphinx's described functions, classes, options
+   and glossary terms; Texinfo's definitions) is a heading too, one level below the heading
+   it is under and one more per definition it is described in: each described object is a
+   section, cited at its own id (`titled_definitions`).
 4. **Links as data.** The text keeps a link's words, never its URL; the outgoing URLs are
    returned in `Extracted.links` (the crawl follows them; the document keeps them).
 5. Code blocks keep their language from `class="language-x"`, `lang-x`, Sphinx's
@@ -113,6 +117,7 @@ def html_to_markdown(body: bytes, *, charset: str | None = None, url: str = "",
         tag.decompose()
     flatten_deep_nesting(soup)
     root = content_root(soup)
+    titled_definitions(root)
     _drop_chrome(root)
     code_lines(root)
     h1 = root.find("h1")
@@ -211,6 +216,25 @@ def _doxygen_root(soup: BeautifulSoup) -> Tag | None:
     root.append(header.extract())
     root.append(contents.extract())
     return root
+
+
+def titled_definitions(root: Tag) -> None:
+    """Each `<dt>` that carries an id and a permalink to it becomes a heading (module
+    docstring, point 3): a level below the last heading before it, plus one per enclosing `<dd>`
+    (a method described inside its class)."""
+    level = 1
+    for tag in root.find_all(["h1", "h2", "h3", "h4", "h5", "h6", "dt"]):
+        if tag.name in HEADINGS:
+            level = HEADINGS[tag.name]
+        elif _self_linked(tag):
+            depth = sum(1 for parent in tag.parents if parent.name == "dd")
+            tag.name = f"h{min(6, level + 1 + depth)}"
+
+
+def _self_linked(term: Tag) -> bool:
+    identifier = (term.get("id") or "").strip()
+    return bool(identifier) and any(
+        (a.get("href") or "").strip() == f"#{identifier}" and _prose_permalink(a) for a in term.find_all("a"))
 
 
 def code_lines(root: Tag) -> None:

@@ -237,7 +237,7 @@ class MarkdownRenderer:
         return "\n\n".join(p for p in parts if p.strip())
 
     def heading(self, tag: Tag) -> str:
-        text = heading_text(tag)
+        text = heading_text(tag).replace("*", "\\*")  # a signature's `*args` is no emphasis
         if not text:
             return ""
         identifier = heading_id(tag)

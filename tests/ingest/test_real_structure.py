@@ -139,6 +139,24 @@ def test_permalinks_and_source_links_in_prose_are_removed():
     assert "f(x)" in content and "Does f." in content and "¶" not in content and "[source]" not in content
 
 
+def test_a_described_function_or_method_is_a_section_of_its_own_at_its_id():
+    """Sphinx writes each function, class and method as a definition term with an id and a
+    permalink: each is a heading below its section (a method below its class), cited at its id."""
+    content = _content("sphinx/sqlite3.html")
+    headings = _headings(content)
+    assert "#### sqlite3.complete_statement(statement) {#sqlite3.complete_statement}" in headings
+    assert "#### class sqlite3.Connection {#sqlite3.Connection}" in headings
+    assert "##### cursor(factory=Cursor) {#sqlite3.Connection.cursor}" in headings  # one level below its class
+    chunks = {c.anchor: c for c in chunk_markdown(content, "sqlite3", web_page=True)}
+    blobopen = chunks["sqlite3.Connection.blobopen"]
+    assert blobopen.heading_path[-2:] == ("class sqlite3.Connection",
+                                          "blobopen(table, column, row, /, *, readonly=False, name='main')")
+    assert "Open a `Blob` handle to an existing BLOB." in blobopen.text
+    assert "Create or remove a user-defined SQL function" in chunks["sqlite3.Connection.create_function"].text
+    # a term with an id but no permalink to it (DocBook's parameter list) stays a term in its section
+    assert not any("TEMPORARY" in h for h in _headings(_content("docbook/sql-createtable.html")))
+
+
 def test_texinfo_navigation_lines_are_dropped():
     for name in ("makeinfo/Overview.html", "makeinfo/Invoking-hello.html", "texi2html/hello_2.html"):
         content = _content(name)
