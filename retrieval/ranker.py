@@ -80,8 +80,13 @@ def rank(candidates: Sequence[Candidate], params: RankerParams = RankerParams(),
     stats = pooled_when_flat(own, candidates)
     cap = _vector_top_z(stats) if stats is not own else None
     notes = (*notes, *channel_notes(stats, query_idf))
-    weight = 0.0 if NO_SHARED_TERM in notes else words_weight(
-        DEFAULT_LEXICAL_WEIGHT if params.lexical_weight is None else params.lexical_weight, stats, query_idf)
+    if NO_SHARED_TERM in notes:
+        weight = 0.0
+    elif VECTOR not in stats and LEXICAL in stats:
+        weight = 1.0  # no meaning to fuse with: words alone, whatever the namespace's weight
+    else:
+        weight = words_weight(DEFAULT_LEXICAL_WEIGHT if params.lexical_weight is None else params.lexical_weight,
+                              stats, query_idf)
     scored = [_score(c, params, stats, weight, cap) for c in candidates]
 
     dropped: list[ScoreDetails] = []

@@ -17,7 +17,7 @@ from datetime import datetime
 from kb import querylog
 from kb.conf import kb_settings
 from kb.embedding.embedders import get_embedder
-from kb.languages import meaning_left_out
+from kb.languages import leaves_out, meaning_left_out, query_language, unread_share
 from kb.languages import name as language_name
 from kb.models import Namespace, QueryLog
 from kb.replicas import on_replica, read_alias, read_connection
@@ -246,11 +246,18 @@ def unjudged_weights(document_languages: dict[str, int],
     """The weights of a `query` in a namespace without fitted ones, and the channels they leave
     out: equal weights, or words alone when the query, or most of the namespace's documents, is
     in a language the model does not read (`meaning_left_out`)."""
-    left_out = meaning_left_out(document_languages, kb_settings().embedding_languages, query)
-    if not left_out:
-        return DEFAULT_WEIGHTS, ()
-    share, languages, asked = left_out
-    return WORDS_ALONE, (meaning_unread(share, languages, language_name(asked) if asked else ""),)
+    read = kb_settings().embedding_languages
+    left_out = meaning_left_out(document_languages, read, query)
+    if left_out:
+        share, languages, asked = left_out
+        note = meaning_unread(share, languages, language_name(asked) if asked else "")
+        return dataclasses.replace(WORDS_ALONE, reason=note.reason[0].lower() + note.reason[1:].rstrip(".")), (note,)
+    share, languages = unread_share(document_languages, read)
+    if leaves_out(share):  # most documents are unread, and this query's language brings meaning back
+        reason = (f"default: equal weights, as this query is in {language_name(query_language(query))}, which the "
+                  f"meaning model reads, although {share:.0%} of the documents here are in {languages}")
+        return dataclasses.replace(DEFAULT_WEIGHTS, reason=reason), ()
+    return DEFAULT_WEIGHTS, ()
 
 
 def _namespace_row(slug: str) -> dict | None:

@@ -737,8 +737,10 @@ def test_the_page_and_the_console_say_that_meaning_is_not_used(client, django_us
     assert "No strong match" not in page  # the page holding the word is a match, not "the closest passages"
     assert '<p class="snippet" dir="auto">' in page  # right-to-left text laid out right to left
     # the folded panels say why in plain words: words alone, and a bonus from one channel's rank
-    assert ("Meaning weighs 0.00 and words 1.00: the embedding model does not read this language, so words "
-            "are used alone.") in page
+    assert ("Meaning weighs 0.00 and words 1.00: 100% of the documents here are in Arabic, which the "
+            "search&#x27;s meaning model does not read, so results are ranked by their words alone.") in page
+    api = client.get("/api/search", {"query": "العمليات", "namespace": namespace.slug}).json()["summary"]["fusion"]
+    assert (api["lexical"], api["lexical_this_query"]) == (1.0, 1.0)  # words alone, for this query too
     assert "its rank in the one channel that found it" in page and "agreement between channels" not in page
     admin = django_user_model.objects.create_superuser("root", "root@example.org", "pw")
     client.force_login(admin)
@@ -754,6 +756,18 @@ def test_the_page_and_the_console_say_that_meaning_is_not_used(client, django_us
     Document.objects.filter(pk=page_id).update(language="")
     unnamed = client.get("/admin/kb/document/", {"language": "not named"}).content.decode()
     assert f"/admin/kb/document/{page_id}/change/" in unnamed
+
+
+def test_an_english_query_in_a_mostly_persian_namespace_says_why_meaning_is_used(client):
+    namespace = _ingest("languages-mostly-persian", "user-space.fa-IR.html", "user-space.ar-MA.html",
+                        "user-space.en-US.html")
+    english = client.get("/api/search", {"query": "How do I set disk quotas for every user?",
+                                         "namespace": namespace.slug}).json()["summary"]
+    assert english["fusion"]["lexical"] == 0.5 and not english["channel_notes"]
+    assert english["fusion"]["reason"] == ("default: equal weights, as this query is in English, which the meaning "
+                                           "model reads, although 67% of the documents here are in Arabic and Persian")
+    persian = client.get("/api/search", {"query": "سهمیه دیسک", "namespace": namespace.slug}).json()["summary"]
+    assert persian["fusion"]["lexical"] == 1.0 and persian["fusion"]["reason"].startswith("67% of the documents")
 
 
 @pytest.fixture
