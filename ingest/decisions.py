@@ -17,7 +17,7 @@ from ingest.extract.result import Extracted
 # the version of extraction and chunking: part of every document's byte key (new extraction
 # rules re-read bytes that did not change) and recorded on each document (new chunking rules
 # re-chunk and re-embed stored text); raise it when either changes what a document becomes
-PIPELINE_VERSION = "5"
+PIPELINE_VERSION = "6"
 NEW, CONTENT_CHANGED, MODEL_CHANGED, PIPELINE_UPGRADED = "new", "content changed", "model changed", "pipeline upgraded"
 REEMBED_REQUESTED = "re-embed requested"  # a run in re-embed mode
 BOILERPLATE_LEARNED = "site boilerplate learned"  # blocks found to repeat across the site after the page was written

@@ -4,7 +4,12 @@ outline as headings. Pure: bytes in, `Extracted` out.
 - Line-end hyphenation (PDFium's U+FFFE, soft hyphens) is joined and print look-alikes
   (U+2212 minus, U+02DC tilde, ligatures) folded (kb/lookalikes.py), as queries are.
 - Running headers and footers go: a line among the first or last `EDGE_LINES` of a page whose
-  shape (digits as `#`) recurs at that edge on at least `RUNNING_SHARE` of the pages (and three).
+  shape (without its page numbers, arabic or roman) recurs at that edge on at least
+  `RUNNING_SHARE` of the pages (and three).
+- Contents and index entries go: a line whose text ends in a leader of `LEADER_DOTS` dots or
+  more and page numbers ("2.4 Configuring . . . . . 4", "box . . . . 48, 49, 140"); a page of
+  such lines (`CONTENTS_LINES` and half its lines at least) goes whole, its wrapped entries too.
+  They would match every query word and say nothing; the outline keeps the structure.
 - A PDF whose pages hold no body text once those are gone (an outline over empty or scanned
   pages) is reported as having no text layer, never ingested as headings alone.
 - The title: the document's metadata, else its first outline entry or first line on page 1.
@@ -30,6 +35,10 @@ EDGE_LINES = 3  # lines at the top and at the bottom of a page that may be a run
 RUNNING_SHARE = 0.5
 MIN_RUNNING_PAGES = 3
 DIGITS = re.compile(r"\d+")
+ROMAN = frozenset("ivxlcdm")  # front matter is numbered i, ii, iii, ...
+LEADER_DOTS = 5
+CONTENTS_LINES = 5
+PAGE_REFERENCE = frozenset("0123456789, -\u2013") | ROMAN | frozenset("IVXLCDM")
 
 
 def read_pdf(body: bytes, fallback_title: str, options: ocr.OcrOptions | None = None) -> Extracted:
@@ -62,7 +71,7 @@ def read_pdf(body: bytes, fallback_title: str, options: ocr.OcrOptions | None = 
     if page_count and all(len(t.strip()) < MIN_TEXT_CHARS_PER_PAGE for t in texts):
         advice = (ocr.unavailable(options) or "OCR found no text on them.") if options else "it needs OCR first."
         raise NoTextLayer(f"The PDF's {page_count} pages have no text layer (a scan?); {advice}")
-    texts = drop_running_lines(texts)
+    texts = drop_contents_lines(drop_running_lines(texts))
     if page_count and all(len(_body_text(t, outline.get(n, []))) < MIN_TEXT_CHARS_PER_PAGE
                           for n, t in enumerate(texts, start=1)):
         raise NoTextLayer(f"The PDF's {page_count} pages hold no body text beyond headings, running headers "
@@ -78,7 +87,47 @@ def read_pdf(body: bytes, fallback_title: str, options: ocr.OcrOptions | None = 
 
 
 def _shape(line: str) -> str:
-    return DIGITS.sub("#", " ".join(line.split()).lower())
+    """A line as it recurs from page to page: without its numbers, arabic or roman (a first or
+    last word of roman digits) and what joins them ("Manual 73 / 248" and "Manual xix" are one
+    shape); a line of numbers alone is `#`."""
+    words = DIGITS.sub("#", line.lower()).split()
+    for end in (0, -1):
+        if words and len(words[end]) <= 7 and set(words[end]) <= ROMAN:
+            words[end] = "#"
+    kept = [word for word in words if word.strip("#/|.:-\u2013")]
+    return " ".join(kept) if kept or not words else "#"
+
+
+def leader_line(line: str) -> bool:
+    """A contents or index entry (module docstring): text, a dot leader, page numbers. Scans
+    the line once from its end."""
+    end = len(line.rstrip())
+    start = end
+    while start and line[start - 1] in PAGE_REFERENCE:
+        start -= 1
+    if not any(c.isdigit() or c.lower() in ROMAN for c in line[start:end]):
+        return False
+    dots = 0
+    while start and line[start - 1] in ". ":
+        start -= 1
+        dots += line[start] == "."
+    return dots >= LEADER_DOTS
+
+
+def drop_contents_lines(texts: list[str]) -> list[str]:
+    """Pages without their contents and index entries; a page made of them loses every line."""
+    out = []
+    for text in texts:
+        lines = text.split("\n")
+        leaders = [leader_line(line) for line in lines]
+        filled = sum(1 for line in lines if line.strip())
+        if sum(leaders) >= CONTENTS_LINES and 2 * sum(leaders) >= filled:
+            out.append("")
+        elif any(leaders):
+            out.append("\n".join("" if leader else line for line, leader in zip(lines, leaders, strict=True)))
+        else:
+            out.append(text)
+    return out
 
 
 def _edges(lines: list[str]) -> list[int]:

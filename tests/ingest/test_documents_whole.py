@@ -13,7 +13,7 @@ import pytest
 from ingest.errors import NoTextLayer
 from ingest.extract import documents as doc
 from ingest.extract.isolated import extract_isolated
-from ingest.extract.pdf import drop_running_lines
+from ingest.extract.pdf import drop_contents_lines, drop_running_lines, leader_line
 from retrieval.query import normalise_query
 
 REAL = Path(__file__).resolve().parent.parent / "fixtures" / "real"
@@ -95,6 +95,19 @@ def test_running_headers_and_footers_are_dropped():
     assert all("ACME Manual" not in page and "of 9" not in page for page in kept)
     assert all(f"Chapter text of page {n}" in page for n, page in enumerate(kept, start=1))
     assert drop_running_lines(pages[:2]) == pages[:2]  # two pages are no evidence
+    # the Debian Reference's PDF: front matter numbered in roman digits, the body "n / total"
+    numbered = [f"Debian-Referenz {n}\nFront matter text {n}.\nMore of it." for n in ("ii", "iii", "xix")]
+    numbered += [f"Debian-Referenz {n} / 248\nBody text {n}.\nMore body." for n in range(1, 6)]
+    assert not any("Debian-Referenz" in page for page in drop_running_lines(numbered))
+
+
+def test_contents_and_index_entries_are_left_out():
+    contents = "\n".join(["Inhaltsverzeichnis", *(f"{n}.1 Abschnitt {n} " + ". " * 30 + str(n * 7) for n in range(1, 9)),
+                          "2.6 Grundlegende Paketmanagement-Operationen mit apt(8) / apt-cache(8) . 52"])
+    body = "Use apt to install packages . . . . . . . . 12\nA sentence that ends in an ellipsis... 10\nPlain text."
+    assert drop_contents_lines([contents, body]) == ["", "\nA sentence that ends in an ellipsis... 10\nPlain text."]
+    assert leader_line("box. . . . . . . . . . . . 48, 49, 140") and leader_line("Vorwort . . . . . . . . xix")
+    assert not leader_line("Index 182") and not leader_line("1. 2. 3. 4. 5. 6")
 
 
 def _pdf_with_page_numbers_only(pages: int) -> bytes:
