@@ -38,6 +38,7 @@ class SourceOut(Schema):
     priority: float
     last_run_status: str
     last_run_at: datetime | None
+    queued_run: int | None = None  # the run this request queued (a new source, or what it ingests changed)
 
 
 class RunOut(Schema):

@@ -15,11 +15,11 @@ from kb.models import IngestItem, IngestRun, Namespace, Source
 from kb.vocabulary import URL_KINDS
 
 
-def source_out(source: Source) -> dict:
+def source_out(source: Source, queued: IngestRun | None = None) -> dict:
     return {"id": source.pk, "namespace": source.namespace.slug, "name": source.name, "kind": source.kind,
             "location": source.location, "options": source.options, "enabled": source.enabled,
             "priority": source.priority, "last_run_status": source.last_run_status,
-            "last_run_at": source.last_run_at}
+            "last_run_at": source.last_run_at, "queued_run": queued.pk if queued else None}
 
 
 def run_out(run: IngestRun) -> dict:
@@ -68,19 +68,33 @@ def _save(source: Source, *, check_location: bool) -> Source:
     return source
 
 
-def create_source(principal: Principal, data: dict) -> Source:
+INGESTED_FIELDS = {"location", "text", "options"}  # what a source ingests: a change queues a run
+
+
+def create_source(principal: Principal, data: dict) -> tuple[Source, IngestRun | None]:
+    """The new source, and the run it queued: a web or text source is ingested as soon as it is
+    saved, as the console does; a file source waits for its files."""
     principal.check(data["namespace"], write=True)
     namespace = Namespace.objects.filter(slug=data.pop("namespace")).first()
     if namespace is None:
         raise NotFound("No such namespace.")
-    return _save(Source(namespace=namespace, **data), check_location=True)
+    source = _save(Source(namespace=namespace, **data), check_location=True)
+    return source, _queue_changed(source)
 
 
-def update_source(principal: Principal, source_id: int, changes: dict) -> Source:
+def update_source(principal: Principal, source_id: int, changes: dict) -> tuple[Source, IngestRun | None]:
+    """The source, and the run queued when what it ingests changed (its location, text or options)."""
     source = get_source(principal, source_id, write=True)
     for field, value in changes.items():
         setattr(source, field, value)
-    return _save(source, check_location=bool({"location", "kind"} & set(changes)))
+    source = _save(source, check_location=bool({"location", "kind"} & set(changes)))
+    return source, _queue_changed(source) if INGESTED_FIELDS & set(changes) else None
+
+
+def _queue_changed(source: Source) -> IngestRun | None:
+    if not source.enabled or source.kind == Source.Kind.FILE:
+        return None
+    return start_ingest(source)
 
 
 def delete_source(principal: Principal, source_id: int) -> None:

@@ -235,6 +235,8 @@ def test_sources_crud_ingest_and_run_progress(client, world):
                    {"namespace": "tenant:a", "name": "notes", "kind": "text", "text": "# Notes\n\nhello"})
     assert created.status_code == 201
     source_id = created.json()["id"]
+    queued = IngestRun.objects.get(source_id=source_id)  # saved is ingested, as in the console
+    assert created.json()["queued_run"] == queued.pk and queued.status == "queued"
     duplicate = call(client, "post", "/api/sources", token, {"namespace": "tenant:a", **TEXT_SOURCE, "name": "notes"})
     assert duplicate.status_code == 409 and duplicate.json()["code"] == "KB_CONFLICT"
     invalid = call(client, "post", "/api/sources", token,
@@ -242,7 +244,11 @@ def test_sources_crud_ingest_and_run_progress(client, world):
                     "options": {"max_depth": 99}})
     assert invalid.status_code == 422 and "'max_depth' must be between 0 and 10" in invalid.json()["message"]
     updated = call(client, "patch", f"/api/sources/{source_id}", token, {"priority": 0.5})
-    assert updated.json()["priority"] == 0.5
+    assert updated.json()["priority"] == 0.5 and updated.json()["queued_run"] is None  # nothing to read again
+    rewritten = call(client, "patch", f"/api/sources/{source_id}", token, {"text": "# Notes\n\nhello again"})
+    assert rewritten.json()["queued_run"] == queued.pk  # the run still waiting reads the new text
+    files = call(client, "post", "/api/sources", token, {"namespace": "tenant:a", "name": "files", "kind": "file"})
+    assert files.json()["queued_run"] is None  # a file source waits for its files
     run = call(client, "post", f"/api/sources/{source_id}/ingest", token)
     assert run.status_code == 202 and run.json()["status"] == "queued"
     status = call(client, "get", f"/api/runs/{run.json()['id']}", world["read"]).json()
