@@ -106,10 +106,14 @@ class DocumentGroup:
 
 
 def group_by_document(hits: list[Hit], sections: int) -> list[DocumentGroup]:
-    """Hits in rank order -> documents in order of their best hit, each with its best sections."""
+    """Hits in rank order -> documents in order of their best hit, each with its best sections.
+    A passage that shares text with a better one of its document (neighbours overlap, so each
+    reads alone) is that same place again, and is not listed as another section."""
     order: dict[int, list[Hit]] = {}
     for hit in hits:
-        order.setdefault(hit.document_id, []).append(hit)
+        found = order.setdefault(hit.document_id, [])
+        if not any(hit.start_byte < other.end_byte and other.start_byte < hit.end_byte for other in found):
+            found.append(hit)
     groups = []
     for position, found in enumerate(order.values(), start=1):
         best = found[0]

@@ -58,6 +58,21 @@ def test_group_by_document_counts_documents_and_keeps_the_best_sections(corpus):
     assert [d.document_id for d in grouped.suggested] == [d.document_id for d in grouped.documents][:3]
 
 
+def test_a_document_lists_a_place_once_though_neighbouring_passages_overlap(db):
+    """Passages overlap so each reads alone: two neighbours that both match are one place of the
+    document, listed once (a trial saw the same section twice with the same opening words)."""
+    text = " ".join(f"Sentence {n} says the zeppelin hangar keeps airships dry in winter storms." for n in range(120))
+    ingest("overlap", {"hangar": ("Zeppelin hangars", text)})
+    def overlapping(hits):
+        return [(a.chunk_id, b.chunk_id) for i, a in enumerate(hits) for b in hits[i + 1:]
+                if a.start_byte < b.end_byte and b.start_byte < a.end_byte]
+
+    flat = search("zeppelin hangar airships", "overlap", limit=10, log=False).hits
+    assert overlapping(flat)  # neighbours share text
+    sections = search("zeppelin hangar airships", "overlap", limit=1, group="document", log=False).documents[0].sections
+    assert sections[0].chunk_id == flat[0].chunk_id and len(sections) >= 2 and not overlapping(sections)
+
+
 def test_grouping_hydrates_only_the_documents_it_returns_and_keeps_their_sections(corpus, monkeypatch):
     """A grouped search ranks four passages per document wanted and hydrates only those of the
     documents it returns: the same documents and sections as grouping the flat ranking."""
