@@ -68,4 +68,5 @@ class UploadOut(Schema):
     replaced: list[str]
     unchanged: list[str]
     skipped: list[dict]
+    archives: list[dict] = []  # each .zip unpacked, and how many of its files were read
     run_id: int | None

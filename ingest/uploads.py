@@ -33,6 +33,7 @@ from django.db import transaction
 from ingest.errors import ArchiveRejected, ContentTooLarge, FileKeyInvalid, FileMissing, UnsupportedType
 from ingest.filetypes import ARCHIVE_SUFFIXES, max_bytes_for, media_type_for
 from kb.conf import kb_settings
+from kb.errors import Conflict
 from kb.models import Source, SourceFile
 from kb.revisions import source_revision
 
@@ -47,13 +48,14 @@ class UploadReport:
     replaced: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     skipped: list[dict] = field(default_factory=list)  # {"path", "code", "message"}
+    archives: list[dict] = field(default_factory=list)  # {"name", "files"}: each .zip and how many it gave
 
     def skip(self, path: str, code: str, message: str) -> None:
         self.skipped.append({"path": path, "code": code, "message": message})
 
     def as_dict(self) -> dict:
         return {"added": self.added, "replaced": self.replaced, "unchanged": self.unchanged,
-                "skipped": self.skipped}
+                "skipped": self.skipped, "archives": self.archives}
 
 
 def add_files(source: Source, uploads: Iterable[tuple[str, BinaryIO]]) -> UploadReport:
@@ -64,11 +66,25 @@ def add_files(source: Source, uploads: Iterable[tuple[str, BinaryIO]]) -> Upload
     for name, handle in uploads:
         name = safe_member_path(name.replace("\\", "/").rsplit("/", 1)[-1]) or "upload"
         if name.lower().endswith(ARCHIVE_SUFFIXES):
-            accepted.extend(_archive_members(handle, report))
+            members = _archive_members(handle, report)
+            report.archives.append({"name": name, "files": len(members)})
+            accepted.extend(members)
         else:
             accepted.append((name, _read_capped(handle, _limit_for(name), name)))
-    _store_all(source, accepted, report)
+    _store_all(source, _once_each(accepted, report), report)
     return report
+
+
+def _once_each(files: list[tuple[str, bytes]], report: UploadReport) -> list[tuple[str, bytes]]:
+    """Each path once: the same file sent twice in one upload (loose and in a .zip) is one file;
+    another file under a path already sent is skipped, not stored over it."""
+    first: dict[str, bytes] = {}
+    for path, data in files:
+        if path not in first:
+            first[path] = data
+        elif first[path] != data:
+            report.skip(path, Conflict.code, "another file of this upload has the same path")
+    return list(first.items())
 
 
 def _limit_for(name: str) -> int:

@@ -118,6 +118,20 @@ def test_an_unchanged_file_costs_a_hash_and_the_same_upload_again_changes_nothin
     assert second.chunks_embedded == 0
 
 
+def test_a_file_sent_loose_and_in_a_zip_of_the_same_upload_is_one_file(namespace):
+    """A trial uploaded note.txt and a .zip holding the same note.txt: the answer said it was both
+    added and unchanged, and did not name the archive."""
+    source = _source(namespace)
+    note, other = b"Notes on the pumpkin harvest.", b"Another file named like the note."
+    report = add_files(source, [("note.txt", io.BytesIO(note)),
+                                ("lot.zip", io.BytesIO(_zip({"note.txt": note, "extra.md": b"# Extra"}))),
+                                ("again.zip", io.BytesIO(_zip({"note.txt": other})))])
+    assert report.added == ["note.txt", "extra.md"] and not report.unchanged and not report.replaced
+    assert report.archives == [{"name": "lot.zip", "files": 2}, {"name": "again.zip", "files": 1}]
+    assert [(s["path"], s["code"]) for s in report.skipped] == [("note.txt", "KB_CONFLICT")]
+    assert source.files.get(path="note.txt").byte_size == len(note)  # the first one sent is kept
+
+
 def test_api_upload_is_multipart_and_storage_keys_are_not_accepted(client, namespace):
     other = Namespace.objects.create(slug="tenant:other")
     _, write = issue_token("w", namespaces=[namespace], scope=ApiToken.Scope.WRITE)
