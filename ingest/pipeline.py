@@ -394,7 +394,8 @@ class IngestPipeline:
         pending = self._store_each_if_refused(pending, vectors)
         for p in pending:
             self.report.record(Outcome(p.item.ref, Status.CHANGED, reason=ocr_reason(p.reason, p.extracted),
-                                       byte_size=len(p.extracted.content.encode("utf-8")), chunks=len(p.chunks)),
+                                       byte_size=len(p.item.body or p.extracted.content.encode("utf-8")),
+                                       chunks=len(p.chunks)),
                                p.started)
 
     def _embed(self, texts: list[str]) -> np.ndarray:

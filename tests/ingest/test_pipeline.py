@@ -90,6 +90,10 @@ def test_resync_skips_unchanged_reembeds_edits_and_removes_vanished_pages(web, s
     assert not Chunk.objects.filter(pk__in=faq_chunks).exists()
     assert {i.ref: i.status for i in third.items.all()} == {
         web.url("/install"): "unchanged", web.url("/usage"): "changed", web.url("/faq"): "removed"}
+    # an item's size is the bytes read, changed or not (as a file's is), not its extracted text's
+    sizes = {i.ref: i.byte_size for i in first.items.all()}
+    assert sizes[web.url("/install")] == len(web.routes["/install"].body)
+    assert sizes[web.url("/faq")] == len(web.routes["/faq"].body)
 
 
 def test_an_edited_page_embeds_only_the_passages_whose_text_changed(web, site_source):
