@@ -113,6 +113,12 @@ class SourceAdmin(NamespaceScoped):
                                                       "indexed_revision", "created_at", "updated_at"]}))
         return fieldsets
 
+    def get_inlines(self, request, obj=None):
+        """A file source lists its files; other kinds have none to list."""
+        if (self._kind(request, obj) or models.Source.Kind.TEXT) == models.Source.Kind.FILE:
+            return self.inlines
+        return [inline for inline in self.inlines if inline is not SourceFileInline]
+
     def get_form(self, request, obj=None, change=False, **kwargs):
         kwargs["form"] = source_form(self._kind(request, obj) or models.Source.Kind.TEXT)
         return super().get_form(request, obj, change=change, **kwargs)

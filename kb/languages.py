@@ -49,11 +49,9 @@ def has_cjk(text: str) -> bool:
     return _CJK.search(text) is not None
 
 
-LANGUAGE_CHOICES = [(AUTO, "Detect each document's language")] + [
-    (config, {SEGMENTED: "Chinese, Japanese, Korean (character pairs)",
-              SIMPLE: "None: words as written, no stemming"}.get(config, config.capitalize()))
-    for config in CONFIGS
-]
+LANGUAGE_CHOICES = [(AUTO, "Detect each document's language"), (SIMPLE, "None: words as written, no stemming")] + \
+    sorted(((config, {SEGMENTED: "Chinese, Japanese, Korean (character pairs)"}.get(config, config.capitalize()))
+            for config in CONFIGS if config != SIMPLE), key=lambda choice: choice[1])
 
 NAMES = {  # the languages a reader may see named (the detector knows 140; others show their code)
     "af": "Afrikaans", "ar": "Arabic", "bg": "Bulgarian", "bn": "Bengali", "ca": "Catalan", "cs": "Czech",

@@ -59,6 +59,14 @@ def test_each_kind_has_only_its_fields_and_no_json_box(curator, kind, expected):
     assert 'name="options"' not in page and 'name="indexed_revision"' not in page
 
 
+def test_only_a_file_source_shows_a_table_of_files(curator, namespace):
+    text = Source.objects.create(namespace=namespace, name="notes", kind="text", text="x")
+    files = Source.objects.create(namespace=namespace, name="files", kind="file")
+    assert 'name="files-TOTAL_FORMS"' not in curator.get(f"/admin/kb/source/{text.pk}/change/").content.decode()
+    assert 'name="files-TOTAL_FORMS"' in curator.get(f"/admin/kb/source/{files.pk}/change/").content.decode()
+    assert 'name="files-TOTAL_FORMS"' not in curator.get("/admin/kb/source/add/?kind=crawl").content.decode()
+
+
 def test_options_are_stored_where_the_api_stores_them_and_checked_at_save(curator, namespace, monkeypatch):
     response = _post(curator, "crawl", namespace, location="https://docs.python.org/3/", max_depth="3",
                      max_pages="", include="/3/library/*\n\n/3/tutorial/*", exclude="", use_llms_txt="on",

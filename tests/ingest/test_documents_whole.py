@@ -102,7 +102,8 @@ def test_running_headers_and_footers_are_dropped():
 
 
 def test_contents_and_index_entries_are_left_out():
-    contents = "\n".join(["Inhaltsverzeichnis", *(f"{n}.1 Abschnitt {n} " + ". " * 30 + str(n * 7) for n in range(1, 9)),
+    entries = [f"{n}.1 Abschnitt {n} " + ". " * 30 + str(n * 7) for n in range(1, 9)]
+    contents = "\n".join(["Inhaltsverzeichnis", *entries,
                           "2.6 Grundlegende Paketmanagement-Operationen mit apt(8) / apt-cache(8) . 52"])
     body = "Use apt to install packages . . . . . . . . 12\nA sentence that ends in an ellipsis... 10\nPlain text."
     assert drop_contents_lines([contents, body]) == ["", "\nA sentence that ends in an ellipsis... 10\nPlain text."]

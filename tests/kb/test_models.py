@@ -189,3 +189,11 @@ def test_source_kinds_are_stated_once_and_labelled_by_the_model():
 
     assert tuple(Source.Kind.values) == SOURCE_KINDS
     assert set(MULTI_PAGE_KINDS) <= set(URL_KINDS) <= set(SOURCE_KINDS)
+
+
+def test_the_language_list_offers_detection_and_none_first_then_languages_by_name():
+    from kb.languages import AUTO, LANGUAGE_CHOICES, SIMPLE
+
+    assert [value for value, _ in LANGUAGE_CHOICES[:2]] == [AUTO, SIMPLE]
+    names = [label for _, label in LANGUAGE_CHOICES[2:]]
+    assert names == sorted(names) and "German" in names and "Chinese, Japanese, Korean (character pairs)" in names
