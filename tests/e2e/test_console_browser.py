@@ -161,6 +161,15 @@ def test_a_failed_run_looks_failed(live_server, browser, allowed):
     assert "KB_FETCH_ALLOWED_PRIVATE='127.0.0.1:9'" in item_error
     assert browser.title.startswith(f"Run #{run.pk} of Intranet wiki (failed)")
     _shot(browser, "console-failed-run.png")
+    size = browser.get_window_size()
+    try:  # at a laptop's width the History button floats beside the title, not over the run's line
+        browser.set_window_size(1280, 900)
+        history = browser.find_element(By.CSS_SELECTOR, ".object-tools").rect
+        line = browser.find_element(By.CSS_SELECTOR, ".kb-run-text").rect
+        assert line["y"] >= history["y"] + history["height"] or \
+            line["x"] + line["width"] <= history["x"], (line, history)
+    finally:
+        browser.set_window_size(size["width"], size["height"])
 
 
 def test_the_one_time_token_has_a_copy_button(live_server, browser):
