@@ -112,7 +112,7 @@ class DocumentAdmin(ReadOnlyInConsole, LargeTableAdmin, NamespaceScoped):
     finds documents by the words of their chunks (the lexical channel) or by their exact ref,
     never by a scan of every title."""
 
-    list_display = ["__str__", "source", "namespace", "media_type", "language_named", "byte_size", "chunk_count",
+    list_display = ["__str__", "source", "namespace", "type_read", "language_named", "byte_size", "chunk_count",
                     "indexed_at"]
     list_filter = ["namespace", "source", MediaTypeFilter, LanguageFilter]
     search_fields = ["title"]  # shows the search box; get_search_results does the searching
@@ -139,6 +139,11 @@ class DocumentAdmin(ReadOnlyInConsole, LargeTableAdmin, NamespaceScoped):
     @admin.display(description="language", ordering="language")
     def language_named(self, obj):
         return language_name(obj.language) if obj.language else "not named"
+
+    @admin.display(description="type")
+    def type_read(self, obj):
+        """What was read (a PDF's application/pdf); its text is stored as markdown or plain text."""
+        return obj.original_type
 
 
 @admin.register(models.Chunk)

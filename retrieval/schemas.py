@@ -223,7 +223,8 @@ class DocumentOut(Schema):
     ref: str
     title: str
     path: str
-    media_type: str
+    media_type: str  # the stored text's type (text/markdown for a PDF or a web page)
+    original_type: str  # what was read: application/pdf, text/html, ...
     byte_size: int
     created_at: datetime | None
     indexed_at: datetime | None

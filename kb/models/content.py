@@ -126,6 +126,12 @@ class Document(models.Model):
         max_length=8, blank=True,
         help_text="The language detected in the text (ISO 639-1), empty when too short or unsure.")
 
+    @property
+    def original_type(self) -> str:
+        """The type of what was read (application/pdf for a PDF): `media_type` is the stored
+        text's own (markdown for a PDF, a page, a slide deck)."""
+        return self.metadata.get("original_type") or self.media_type
+
     class Meta:
         ordering = ["source_id", "ref"]
         constraints = [

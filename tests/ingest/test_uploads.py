@@ -222,6 +222,14 @@ def test_page_and_api_show_where_in_the_document_a_passage_is(client, namespace)
     context = client.post("/api/context", data={"query": "CAD drawing conventions", "namespace": namespace.slug},
                           content_type="application/json")
     assert context.status_code == 200 and f'location="{pdf_hit["location"]}"' in context.json()["context"]
+    detail = client.get(f"/api/documents/{pdf_hit['document_id']}").json()  # what was read, and what is stored
+    assert (detail["original_type"], detail["media_type"]) == ("application/pdf", "text/markdown")
+    listed = client.get("/api/documents", {"namespace": namespace.slug}).json()["results"]
+    assert {d["original_type"] for d in listed} == {
+        "application/pdf", "application/vnd.openxmlformats-officedocument.presentationml.presentation"}
+    client.force_login(get_user_model().objects.create_superuser("root", "root@example.org", "pw-root-123"))
+    console = client.get("/admin/kb/document/").content.decode()
+    assert '<td class="field-type_read">application/pdf</td>' in console and "text/markdown</td>" not in console
 
 
 def test_admin_takes_many_files_and_a_zip_in_one_save(client, namespace):
