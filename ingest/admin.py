@@ -260,7 +260,7 @@ class IngestRunAdmin(NamespaceScoped):
         run = context.get("original")
         if run is not None:
             context["run_note"] = _run_note(run)
-            context["bar_percent"] = bar_percent(run)
+            context["bar_percent"] = run.progress_percent
             context["title"] = f"Run #{run.pk} of {run.source.name} ({run.get_status_display().lower()})"
             context["subtitle"] = None  # the title says it already: Django would repeat the run's name
         # every field is read-only: a Save button would only say "changed successfully" of nothing
@@ -300,15 +300,7 @@ class IngestRunAdmin(NamespaceScoped):
         return format_html(
             '<progress class="kb-run-progress{}" data-run="{}" max="100" value="{}" '
             'aria-label="{} of {} items">{}%</progress> {}/{}',
-            " kb-failed" if failed else "", obj.pk, bar_percent(obj), obj.items_done, obj.items_total,
-            bar_percent(obj), obj.items_done, obj.items_total,
+            " kb-failed" if failed else "", obj.pk, obj.progress_percent, obj.items_done, obj.items_total,
+            obj.progress_percent, obj.items_done, obj.items_total,
         )
-
-
-def bar_percent(run) -> int:
-    """How full a run's bar is drawn: its progress, except that a failed run shows the share of
-    its items that did not fail (nothing, when it failed before listing any), never a full bar."""
-    if run.status != models.IngestRun.Status.FAILED:
-        return run.progress_percent
-    return round(100 * max(0, run.items_done - run.items_failed) / run.items_total) if run.items_total else 0
 

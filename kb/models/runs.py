@@ -58,6 +58,12 @@ class IngestRun(models.Model):
 
     @property
     def progress_percent(self) -> int:
+        """How far the run got, as its bar draws it: items done of items found, all of them when
+        it finished with none to do; a failed run shows the share of its items that did not fail
+        (nothing when it failed before listing any), never a full bar."""
+        if self.status == self.Status.FAILED:
+            succeeded = max(0, self.items_done - self.items_failed)
+            return round(100 * succeeded / self.items_total) if self.items_total else 0
         if not self.items_total:
             return 100 if self.status in self.FINISHED else 0
         return min(100, round(100 * self.items_done / self.items_total))

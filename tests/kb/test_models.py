@@ -197,3 +197,14 @@ def test_the_language_list_offers_detection_and_none_first_then_languages_by_nam
     assert [value for value, _ in LANGUAGE_CHOICES[:2]] == [AUTO, SIMPLE]
     names = [label for _, label in LANGUAGE_CHOICES[2:]]
     assert names == sorted(names) and "German" in names and "Chinese, Japanese, Korean (character pairs)" in names
+
+
+def test_a_runs_percent_is_one_figure_for_its_bar_and_the_api_and_never_full_when_it_failed():
+    from kb.models import IngestRun
+
+    def percent(status, total, done, failed=0):
+        return IngestRun(status=status, items_total=total, items_done=done, items_failed=failed).progress_percent
+
+    assert percent("running", 8, 2) == 25 and percent("succeeded", 0, 0) == 100 and percent("queued", 0, 0) == 0
+    assert percent("failed", 0, 0) == 0  # failed before listing anything: an empty bar, not a full one
+    assert percent("failed", 4, 4, failed=1) == 75 and percent("partial", 4, 4, failed=1) == 100
