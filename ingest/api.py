@@ -25,12 +25,12 @@ def list_sources(request, namespace: str | None = None):
 
 @router.post("/sources", response={201: SourceOut})
 def create_source(request, data: SourceIn):
-    return Status(201, sources.source_out(*sources.create_source(request.auth, data.dict())))
+    return Status(201, sources.saved_out(sources.create_source(request.auth, data.dict())))
 
 
 @router.patch("/sources/{source_id}", response=SourceOut)
 def update_source(request, source_id: int, data: SourcePatch):
-    return sources.source_out(*sources.update_source(request.auth, source_id, data.dict(exclude_unset=True)))
+    return sources.saved_out(sources.update_source(request.auth, source_id, data.dict(exclude_unset=True)))
 
 
 @router.delete("/sources/{source_id}", response={204: None})

@@ -9,7 +9,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 
 from ingest import service as ingest_service
-from ingest.errors import DnsFailed, FetchBlocked
+from ingest.errors import FetchBlocked
 from ingest.loaders import DEFAULTS
 from kb import models
 from kb.errors import KBError
@@ -120,9 +120,9 @@ class SourceForm(forms.ModelForm):
 
     def _check_fetchable(self, location: str) -> None:
         try:
-            ingest_service.check_fetchable(location)
-        except DnsFailed as exc:
-            self.warnings.append(f"{exc.message} The source is saved; its runs fail until the name resolves.")
+            warning = ingest_service.location_warning(location)
+            if warning:
+                self.warnings.append(warning)
         except FetchBlocked as exc:
             details = exc.details or {}
             if "rule" not in details:  # not a refusal of the address: the guard's message says it all

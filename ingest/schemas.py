@@ -39,6 +39,7 @@ class SourceOut(Schema):
     last_run_status: str
     last_run_at: datetime | None
     queued_run: int | None = None  # the run this request queued (a new source, or what it ingests changed)
+    warnings: list[str] = []  # what the save leaves to know (a host name that does not resolve now)
 
 
 class RunOut(Schema):

@@ -8,6 +8,7 @@ from django.db import transaction
 from django_q.models import Schedule
 from django_q.tasks import async_task
 
+from ingest.errors import DnsFailed
 from ingest.fetch import FetchPolicy
 from ingest.ssrf import resolve_target
 from kb.models import IngestItem, IngestRun, Source
@@ -99,3 +100,14 @@ def check_fetchable(url: str) -> None:
     entry it would need, DnsFailed, ...): the same decision, taken at save time."""
     policy = FetchPolicy.from_settings()
     resolve_target(url, allowed=policy.allowed, resolver=policy.resolver)
+
+
+def location_warning(url: str) -> str:
+    """`check_fetchable` at save time, as the console and the API both take it: a refusal is
+    raised; a name that does not resolve now is no refusal (it may resolve later), so the
+    source is saved with this warning; "" when all is well."""
+    try:
+        check_fetchable(url)
+    except DnsFailed as exc:
+        return f"{exc.message.rstrip('.')}. The source is saved; its runs fail until the name resolves."
+    return ""

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
-from ingest.errors import ContentTooLarge, DnsFailed
-from ingest.service import check_fetchable, start_ingest, sync_refresh_schedule
+from ingest.errors import ContentTooLarge
+from ingest.service import location_warning, start_ingest, sync_refresh_schedule
 from ingest.uploads import add_files
 from kb.auth import Principal, require_readable
 from kb.conf import kb_settings
@@ -15,11 +17,25 @@ from kb.models import IngestItem, IngestRun, Namespace, Source
 from kb.vocabulary import URL_KINDS
 
 
-def source_out(source: Source, queued: IngestRun | None = None) -> dict:
+@dataclass(frozen=True)
+class Saved:
+    """A source as a create or an update left it: the run it queued, and what the caller should know."""
+
+    source: Source
+    queued: IngestRun | None = None
+    warnings: tuple[str, ...] = ()
+
+
+def source_out(source: Source, queued: IngestRun | None = None, warnings: tuple[str, ...] = ()) -> dict:
     return {"id": source.pk, "namespace": source.namespace.slug, "name": source.name, "kind": source.kind,
             "location": source.location, "options": source.options, "enabled": source.enabled,
             "priority": source.priority, "last_run_status": source.last_run_status,
-            "last_run_at": source.last_run_at, "queued_run": queued.pk if queued else None}
+            "last_run_at": source.last_run_at, "queued_run": queued.pk if queued else None,
+            "warnings": list(warnings)}
+
+
+def saved_out(saved: Saved) -> dict:
+    return source_out(saved.source, saved.queued, saved.warnings)
 
 
 def run_out(run: IngestRun) -> dict:
@@ -45,18 +61,16 @@ def get_source(principal: Principal, source_id: int, *, write: bool = False) -> 
     return source
 
 
-def _save(source: Source, *, check_location: bool) -> Source:
+def _save(source: Source, *, check_location: bool) -> tuple[str, ...]:
+    """Validate and save; the warnings the save leaves (a name that does not resolve now)."""
     try:
         source.full_clean(validate_constraints=False)  # uniqueness is the database's answer: 409
     except ValidationError as exc:
         raise ValidationFailed("The source is not valid: " + "; ".join(
             f"{field}: {' '.join(messages)}" for field, messages in exc.message_dict.items()),
             details={"fields": exc.message_dict}) from exc
-    if check_location and source.kind in URL_KINDS:
-        try:  # refused at save, as the admin refuses it: a URL the worker would refuse is no source
-            check_fetchable(source.location)
-        except DnsFailed:
-            pass  # a name that does not resolve yet may later: its runs say so
+    # refused at save, as the admin refuses it: a URL the worker would refuse is no source
+    warning = location_warning(source.location) if check_location and source.kind in URL_KINDS else ""
     try:
         with transaction.atomic():
             source.save()
@@ -65,30 +79,31 @@ def _save(source: Source, *, check_location: bool) -> Source:
             raise Conflict(f"A source named {source.name!r} already exists in {source.namespace.slug!r}.") from exc
         raise ValidationFailed(f"The source breaks a database rule: {exc}") from exc
     sync_refresh_schedule(source)
-    return source
+    return (warning,) if warning else ()
 
 
 INGESTED_FIELDS = {"location", "text", "options"}  # what a source ingests: a change queues a run
 
 
-def create_source(principal: Principal, data: dict) -> tuple[Source, IngestRun | None]:
+def create_source(principal: Principal, data: dict) -> Saved:
     """The new source, and the run it queued: a web or text source is ingested as soon as it is
     saved, as the console does; a file source waits for its files."""
     principal.check(data["namespace"], write=True)
     namespace = Namespace.objects.filter(slug=data.pop("namespace")).first()
     if namespace is None:
         raise NotFound("No such namespace.")
-    source = _save(Source(namespace=namespace, **data), check_location=True)
-    return source, _queue_changed(source)
+    source = Source(namespace=namespace, **data)
+    warnings = _save(source, check_location=True)
+    return Saved(source, _queue_changed(source), warnings)
 
 
-def update_source(principal: Principal, source_id: int, changes: dict) -> tuple[Source, IngestRun | None]:
+def update_source(principal: Principal, source_id: int, changes: dict) -> Saved:
     """The source, and the run queued when what it ingests changed (its location, text or options)."""
     source = get_source(principal, source_id, write=True)
     for field, value in changes.items():
         setattr(source, field, value)
-    source = _save(source, check_location=bool({"location", "kind"} & set(changes)))
-    return source, _queue_changed(source) if INGESTED_FIELDS & set(changes) else None
+    warnings = _save(source, check_location=bool({"location", "kind"} & set(changes)))
+    return Saved(source, _queue_changed(source) if INGESTED_FIELDS & set(changes) else None, warnings)
 
 
 def _queue_changed(source: Source) -> IngestRun | None:

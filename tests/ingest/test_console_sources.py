@@ -59,6 +59,14 @@ def test_each_kind_has_only_its_fields_and_no_json_box(curator, kind, expected):
     assert 'name="options"' not in page and 'name="indexed_revision"' not in page
 
 
+def test_a_location_whose_name_does_not_resolve_is_saved_with_a_warning(curator, namespace):
+    saved = _post(curator, "url", namespace, location="https://no-such-host.invalid/docs")
+    assert saved.status_code == 302 and Source.objects.filter(location="https://no-such-host.invalid/docs").exists()
+    shown = [str(m) for m in saved.wsgi_request._messages]
+    assert any(m.startswith("Cannot resolve host 'no-such-host.invalid'") and
+               m.endswith(". The source is saved; its runs fail until the name resolves.") for m in shown), shown
+
+
 def test_only_a_file_source_shows_a_table_of_files(curator, namespace):
     text = Source.objects.create(namespace=namespace, name="notes", kind="text", text="x")
     files = Source.objects.create(namespace=namespace, name="files", kind="file")
