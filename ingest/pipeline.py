@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field, replace
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 from django.db import DatabaseError, DataError, IntegrityError, connection
@@ -355,13 +355,15 @@ class IngestPipeline:
             self._store(pending, vectors)
             self.report.save(force=True)
 
-    def _vectors(self, pending: list[PendingDocument]) -> np.ndarray:
-        """Every chunk's vector, in order: the kept ones as stored, the rest embedded now."""
+    def _vectors(self, pending: list[PendingDocument]) -> Sequence:
+        """Every chunk's vector, in order: the kept ones as stored, the rest embedded now (as the
+        embedder gives them: a deferred embedding's are NULL)."""
         kept = [k for p in pending for k in (p.kept or (None,) * len(p.chunks))]
         texts = [chunk.text for p in pending for chunk in p.chunks]
+        if not any(kept):
+            return self._embed(texts)
         fresh = iter(self._embed([text for text, k in zip(texts, kept, strict=True) if k is None]))
-        vectors = [next(fresh) if k is None else np.asarray(k.vector, dtype=np.float32) for k in kept]
-        return np.array(vectors, dtype=np.float32).reshape(len(texts), self.embedder.dimension)
+        return [next(fresh) if k is None else k.vector for k in kept]
 
     def _remove_missing(self) -> None:
         for ref, stored in self._stored.items():

@@ -61,8 +61,9 @@ def test_a_flagged_page_is_stored_whatever_its_report_says(namespace, web):
     web.page("/", f"<main><h1>Home</h1><p>Short kept intro.</p></main><form><p>{lost}</p></form>")
     source, _ = _crawl(namespace, web)
     document = Document.objects.get(source=source)
-    document.metadata = {**document.metadata, "pipeline": "0"}  # written by an older pipeline
+    document.metadata = {**document.metadata, "pipeline": "0"}  # written by an older pipeline,
     document.save(update_fields=["metadata"])
+    document.chunks.update(text="as the older pipeline chunked it")  # which chunked it otherwise
     run = start_ingest(source, sync=True)
     item = run.items.get()
     assert (item.status, item.error_code) == ("changed", ""), item.error_message
