@@ -16,7 +16,8 @@ from ingest.extract.result import Extracted
 
 # the version of extraction and chunking: part of every document's byte key (new extraction
 # rules re-read bytes that did not change) and recorded on each document (new chunking rules
-# re-chunk and re-embed stored text); raise it when either changes what a document becomes
+# re-chunk stored text; only passages whose text changed are embedded again); raise it when
+# either changes what a document becomes
 PIPELINE_VERSION = "6"
 NEW, CONTENT_CHANGED, MODEL_CHANGED, PIPELINE_UPGRADED = "new", "content changed", "model changed", "pipeline upgraded"
 REEMBED_REQUESTED = "re-embed requested"  # a run in re-embed mode

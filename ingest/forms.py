@@ -155,8 +155,8 @@ class SourceForm(forms.ModelForm):
     @property
     def config_changed(self) -> bool:
         """Whether what the source ingests changed (new, another address or text, other options)."""
-        return (self.instance.pk is None or bool({"location", "text", "namespace"} & set(self.changed_data))
-                or getattr(self, "options_changed", False))
+        changed = set(self.changed_data) | ({"options"} if getattr(self, "options_changed", False) else set())
+        return self.instance.pk is None or ingest_service.ingests_otherwise(changed)
 
 
 def source_form(kind: str) -> type[SourceForm]:

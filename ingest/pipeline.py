@@ -292,7 +292,7 @@ class IngestPipeline:
         run asked to embed everything again."""
         if self.run.mode == IngestRun.Mode.REEMBED:
             return ()
-        known = store.stored_vectors(document_ids, self.embedder.model_id)
+        known = store.stored_vectors(self.source, document_ids, self.embedder.model_id)
         return tuple(known.get(chunk.text) for chunk in chunks) if known else ()
 
     def _flag_low_recall(self, item: LoadedItem, extracted: Extracted, chunks: list[ChunkSpec], reason: str) -> str:

@@ -38,7 +38,7 @@ class SourceOut(Schema):
     priority: float
     last_run_status: str
     last_run_at: datetime | None
-    queued_run: int | None = None  # the run this request queued (a new source, or what it ingests changed)
+    queued_run: int | None = None  # on create and update: the run it queued (null in lists)
     warnings: list[str] = []  # what the save leaves to know (a host name that does not resolve now)
 
 

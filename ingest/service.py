@@ -14,6 +14,13 @@ from ingest.ssrf import resolve_target
 from kb.models import IngestItem, IngestRun, Source
 
 REFRESH_SCHEDULE = "kb-refresh-source-{id}"
+INGESTED_FIELDS = frozenset({"namespace", "location", "text", "options"})  # what a source ingests
+
+
+def ingests_otherwise(changed: set[str]) -> bool:
+    """Whether a source whose fields `changed` (in value) now ingests something else: saving it
+    queues a run, in the console as through the API."""
+    return bool(INGESTED_FIELDS & changed)
 
 
 def start_ingest(source: Source, *, mode: str = IngestRun.Mode.INGEST,

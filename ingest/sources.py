@@ -8,7 +8,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
 from ingest.errors import ContentTooLarge
-from ingest.service import location_warning, start_ingest, sync_refresh_schedule
+from ingest.service import ingests_otherwise, location_warning, start_ingest, sync_refresh_schedule
 from ingest.uploads import add_files
 from kb.auth import Principal, require_readable
 from kb.conf import kb_settings
@@ -82,9 +82,6 @@ def _save(source: Source, *, check_location: bool) -> tuple[str, ...]:
     return (warning,) if warning else ()
 
 
-INGESTED_FIELDS = {"location", "text", "options"}  # what a source ingests: a change queues a run
-
-
 def create_source(principal: Principal, data: dict) -> Saved:
     """The new source, and the run it queued: a web or text source is ingested as soon as it is
     saved, as the console does; a file source waits for its files."""
@@ -98,12 +95,13 @@ def create_source(principal: Principal, data: dict) -> Saved:
 
 
 def update_source(principal: Principal, source_id: int, changes: dict) -> Saved:
-    """The source, and the run queued when what it ingests changed (its location, text or options)."""
+    """The source, and the run queued when what it ingests changed in value (`ingests_otherwise`)."""
     source = get_source(principal, source_id, write=True)
-    for field, value in changes.items():
-        setattr(source, field, value)
-    warnings = _save(source, check_location=bool({"location", "kind"} & set(changes)))
-    return Saved(source, _queue_changed(source) if INGESTED_FIELDS & set(changes) else None, warnings)
+    changed = {field for field, value in changes.items() if getattr(source, field) != value}
+    for field in changed:
+        setattr(source, field, changes[field])
+    warnings = _save(source, check_location="location" in changed)
+    return Saved(source, _queue_changed(source) if ingests_otherwise(changed) else None, warnings)
 
 
 def _queue_changed(source: Source) -> IngestRun | None:

@@ -74,11 +74,12 @@ def stored_documents(source: Source, refs: list[str] | None = None) -> dict[str,
     return {ref: StoredDocument(*rest) for ref, *rest in rows}
 
 
-def stored_vectors(document_ids: list[int], model_id: str) -> dict[str, KeptVector]:
-    """The vectors `model_id` computed for these documents' chunks, by chunk text: a document
+def stored_vectors(source: Source, document_ids: list[int], model_id: str) -> dict[str, KeptVector]:
+    """The vectors `model_id` computed for these documents of `source`, by chunk text: a document
     chunked again keeps them for every chunk whose text did not change (same text, same model,
     same vector), so only what changed is embedded."""
-    rows = Chunk.objects.filter(document_id__in=document_ids, embedding_model=model_id).values_list(
+    rows = Chunk.objects.filter(namespace_id=source.namespace_id, document__source=source,
+                                document_id__in=document_ids, embedding_model=model_id).values_list(
         "text", "embedding", "embed_reason", "embedding_runtime")
     return {text: KeptVector(vector, reason, runtime) for text, vector, reason, runtime in rows}
 

@@ -20,6 +20,7 @@ import bisect
 import re
 import threading
 import unicodedata
+from dataclasses import dataclass
 from itertools import combinations, product
 
 AUTO = "auto"
@@ -219,26 +220,41 @@ def unread_share(document_languages: dict[str, int], read: tuple[str, ...]) -> t
     return sum(unread.values()) / total, " and ".join([", ".join(shown[:-1]), shown[-1]] if len(shown) > 1 else shown)
 
 
-def meaning_left_out(document_languages: dict[str, int], read: tuple[str, ...],
-                     query: str = "") -> tuple[float, str, str] | None:
-    """(share, languages, the query's language) when a search without fitted weights leaves
-    meaning out and ranks by words alone; None when it uses meaning. In a namespace holding
-    documents the model does not read (`read`), the detector names the `query`'s language: when
-    it is sure and QUERY_SHARE of the documents are in that language, the query's language
-    decides (a German question in an English and German manual is ranked by its words, an
-    English one by words and meaning, whatever the shares); otherwise more than UNREAD_SHARE of
-    the documents in languages the model does not read leaves meaning out (the third item '').
-    The detector runs only where a query's language can change that (`languages_queries_decide`)."""
+@dataclass(frozen=True)
+class MeaningDecision:
+    """Whether a search without fitted weights uses meaning, and what decided it: the share of
+    documents in languages the model does not read and those languages, and the query's
+    language when it decided (else '')."""
+
+    used: bool
+    share: float = 0.0
+    languages: str = ""
+    query_language: str = ""
+
+
+def meaning_decision(document_languages: dict[str, int], read: tuple[str, ...], query: str = "") -> MeaningDecision:
+    """In a namespace holding documents the model does not read (`read`), the detector names the
+    `query`'s language: when it is sure and QUERY_SHARE of the documents are in that language,
+    the query's language decides (a German question in an English and German manual is ranked
+    by its words, an English one by words and meaning, whatever the shares); otherwise more than
+    UNREAD_SHARE of the documents in languages the model does not read leaves meaning out. The
+    detector runs only where a query's language can change that (`languages_queries_decide`)."""
     share, languages = unread_share(document_languages, read)
     if not share:
-        return None
+        return MeaningDecision(True)
     words_alone, with_meaning = languages_queries_decide(document_languages, read)
     asked = query_language(query) if query and (words_alone or with_meaning) else ""
-    if asked in words_alone:
-        return share, languages, asked
-    if asked in with_meaning:
-        return None
-    return (share, languages, "") if leaves_out(share) else None
+    if asked in words_alone or asked in with_meaning:
+        return MeaningDecision(asked in with_meaning, share, languages, asked)
+    return MeaningDecision(not leaves_out(share), share, languages)
+
+
+def meaning_left_out(document_languages: dict[str, int], read: tuple[str, ...],
+                     query: str = "") -> tuple[float, str, str] | None:
+    """(share, languages, the query's language or '') when `meaning_decision` leaves meaning
+    out; None when it uses meaning."""
+    decision = meaning_decision(document_languages, read, query)
+    return None if decision.used else (decision.share, decision.languages, decision.query_language)
 
 
 def languages_queries_decide(document_languages: dict[str, int],

@@ -82,7 +82,7 @@ def fixed_choices_filter(field: str, title: str, choices: tuple[str, ...]):
 
 
 # what extraction stores (a document's original type is in its metadata), why a chunk was embedded
-MediaTypeFilter = fixed_choices_filter("media_type", "media type", STORED_MEDIA_TYPES)
+MediaTypeFilter = fixed_choices_filter("media_type", "stored as", STORED_MEDIA_TYPES)
 EmbedReasonFilter = fixed_choices_filter("embed_reason", "embed reason", EMBED_REASONS)
 
 

@@ -26,7 +26,7 @@ class FusionWeights:
     """The weights a search used and what set them, as the explanation shows them."""
 
     lexical: float
-    source: str  # "default", "fitted", "requested" or "language" (meaning left out: WORDS_ALONE)
+    source: str  # "default", "fitted", "requested" or "language" (meaning left out: `words_alone`)
     reason: str
     fitted_at: datetime | None = None
     version: int = 0
@@ -40,8 +40,17 @@ DEFAULT_WEIGHTS = FusionWeights(DEFAULT_LEXICAL_WEIGHT, "default",
                                 "default: equal weights, no judged queries fitted for this namespace")
 
 
-WORDS_ALONE = FusionWeights(1.0, "language", "the embedding model does not read this language, so words are "
-                                            "used alone")
+def words_alone(reason: str) -> FusionWeights:
+    """Meaning left out, for the `reason` the search's note gives (the language it does not read)."""
+    return FusionWeights(1.0, "language", reason)
+
+
+def meaning_kept(share: float, languages: str, query_language: str) -> FusionWeights:
+    """The default weights where most documents are in languages the model does not read, and the
+    query is in one it reads (`kb.languages.meaning_decision`)."""
+    return FusionWeights(DEFAULT_LEXICAL_WEIGHT, "default",
+                         f"default: equal weights, as this query is in {query_language}, which the meaning model "
+                         f"reads, although {share:.0%} of the documents here are in {languages}")
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from datetime import datetime
 from kb import querylog
 from kb.conf import kb_settings
 from kb.embedding.embedders import get_embedder
-from kb.languages import leaves_out, meaning_left_out, query_language, unread_share
+from kb.languages import meaning_decision
 from kb.languages import name as language_name
 from kb.models import Namespace, QueryLog
 from kb.replicas import on_replica, read_alias, read_connection
@@ -26,7 +26,14 @@ from retrieval import lexical
 from retrieval.candidates import FULL_WEIGHT_IDF_SHARE, ChannelNote, meaning_unread
 from retrieval.citations import document_citation_url
 from retrieval.errors import InvalidGroup, UnknownNamespace
-from retrieval.fusion import DEFAULT_WEIGHTS, WEIGHT_FIELDS, WORDS_ALONE, FusionWeights, weights_from_row
+from retrieval.fusion import (
+    DEFAULT_WEIGHTS,
+    WEIGHT_FIELDS,
+    FusionWeights,
+    meaning_kept,
+    weights_from_row,
+    words_alone,
+)
 from retrieval.query import MAX_LIMIT, MAX_QUERY_CHARS, QueryFeatures, analyse, validate_query
 from retrieval.ranker import (
     CHANNELS,
@@ -250,17 +257,13 @@ def unjudged_weights(document_languages: dict[str, int],
     """The weights of a `query` in a namespace without fitted ones, and the channels they leave
     out: equal weights, or words alone when the query, or most of the namespace's documents, is
     in a language the model does not read (`meaning_left_out`)."""
-    read = kb_settings().embedding_languages
-    left_out = meaning_left_out(document_languages, read, query)
-    if left_out:
-        share, languages, asked = left_out
-        note = meaning_unread(share, languages, language_name(asked) if asked else "")
-        return dataclasses.replace(WORDS_ALONE, reason=note.reason[0].lower() + note.reason[1:].rstrip(".")), (note,)
-    share, languages = unread_share(document_languages, read)
-    if leaves_out(share):  # most documents are unread, and this query's language brings meaning back
-        reason = (f"default: equal weights, as this query is in {language_name(query_language(query))}, which the "
-                  f"meaning model reads, although {share:.0%} of the documents here are in {languages}")
-        return dataclasses.replace(DEFAULT_WEIGHTS, reason=reason), ()
+    decision = meaning_decision(document_languages, kb_settings().embedding_languages, query)
+    asked = language_name(decision.query_language) if decision.query_language else ""
+    if not decision.used:
+        note = meaning_unread(decision.share, decision.languages, asked)
+        return words_alone(note.reason[0].lower() + note.reason[1:].rstrip(".")), (note,)
+    if asked:  # most documents are in languages the model does not read; this query's brings meaning back
+        return meaning_kept(decision.share, decision.languages, asked), ()
     return DEFAULT_WEIGHTS, ()
 
 

@@ -62,6 +62,22 @@ def web():
 
 
 @pytest.fixture
+def unresolvable(monkeypatch):
+    """Names under the reserved `.invalid` domain fail as the system resolver fails them, at once,
+    whatever the machine's DNS (an offline one may wait for a timeout instead)."""
+    import socket
+
+    lookup = socket.getaddrinfo
+
+    def getaddrinfo(host, *args, **kwargs):
+        if isinstance(host, str) and host.endswith(".invalid"):
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return lookup(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+
+
+@pytest.fixture
 def no_private(settings):
     """No private address allowed, whatever the environment's KB_FETCH_ALLOWED_PRIVATE."""
     from kb.conf import kb_settings

@@ -247,6 +247,9 @@ def test_sources_crud_ingest_and_run_progress(client, world):
     assert updated.json()["priority"] == 0.5 and updated.json()["queued_run"] is None  # nothing to read again
     rewritten = call(client, "patch", f"/api/sources/{source_id}", token, {"text": "# Notes\n\nhello again"})
     assert rewritten.json()["queued_run"] == queued.pk  # the run still waiting reads the new text
+    same = call(client, "patch", f"/api/sources/{source_id}", token, {"text": "# Notes\n\nhello again",
+                                                                   "options": created.json()["options"]})
+    assert same.json()["queued_run"] is None  # sent again unchanged: nothing new to read
     files = call(client, "post", "/api/sources", token, {"namespace": "tenant:a", "name": "files", "kind": "file"})
     assert files.json()["queued_run"] is None  # a file source waits for its files
     run = call(client, "post", f"/api/sources/{source_id}/ingest", token)
@@ -258,7 +261,8 @@ def test_sources_crud_ingest_and_run_progress(client, world):
     assert not Source.objects.filter(pk=source_id).exists()
 
 
-def test_a_location_whose_name_does_not_resolve_is_saved_with_the_warning_the_console_gives(client, world):
+def test_a_location_whose_name_does_not_resolve_is_saved_with_the_warning_the_console_gives(client, world,
+                                                                                            unresolvable):
     body = {"namespace": "tenant:a", "name": "later", "kind": "url", "location": "https://no-such-host.invalid/docs"}
     created = call(client, "post", "/api/sources", world["write"], body)
     assert created.status_code == 201

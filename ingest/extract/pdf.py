@@ -6,10 +6,11 @@ outline as headings. Pure: bytes in, `Extracted` out.
 - Running headers and footers go: a line among the first or last `EDGE_LINES` of a page whose
   shape (without its page numbers, arabic or roman) recurs at that edge on at least
   `RUNNING_SHARE` of the pages (and three).
-- Contents and index entries go: a line whose text ends in a leader of `LEADER_DOTS` dots or
-  more and page numbers ("2.4 Configuring . . . . . 4", "box . . . . 48, 49, 140"); a page of
-  such lines (`CONTENTS_LINES` and half its lines at least) goes whole, its wrapped entries too.
-  They would match every query word and say nothing; the outline keeps the structure.
+- Contents and index pages go: a page of which `CONTENTS_LINES` lines, and half its lines at
+  least, are entries (text, a leader of `LEADER_DOTS` dots or more, then page numbers: "2.4
+  Configuring . . . . . 4", "box . . . . 48, 49, 140", "Preface . . . . xiv") goes whole, its
+  wrapped entries too. Such pages match every query word and say nothing; the outline keeps the
+  structure. A leader line elsewhere stays: spec sheets print values so ("Voltage . . . . 230 V").
 - A PDF whose pages hold no body text once those are gone (an outline over empty or scanned
   pages) is reported as having no text layer, never ingested as headings alone.
 - The title: the document's metadata, else its first outline entry or first line on page 1.
@@ -35,10 +36,10 @@ EDGE_LINES = 3  # lines at the top and at the bottom of a page that may be a run
 RUNNING_SHARE = 0.5
 MIN_RUNNING_PAGES = 3
 DIGITS = re.compile(r"\d+")
-ROMAN = frozenset("ivxlcdm")  # front matter is numbered i, ii, iii, ...
+ROMAN = re.compile(r"m{0,3}(cm|cd|d?c{0,3})(xc|xl|l?x{0,3})(ix|iv|v?i{0,3})")  # front matter: i, ii, xiv
+PAGES = re.compile(r"\d{1,6}(?:[-\u2013]\d{1,6})?")  # a page or a range of pages
 LEADER_DOTS = 5
 CONTENTS_LINES = 5
-PAGE_REFERENCE = frozenset("0123456789, -\u2013") | ROMAN | frozenset("IVXLCDM")
 
 
 def read_pdf(body: bytes, fallback_title: str, options: ocr.OcrOptions | None = None) -> Extracted:
@@ -92,10 +93,24 @@ def _shape(line: str) -> str:
     shape); a line of numbers alone is `#`."""
     words = DIGITS.sub("#", line.lower()).split()
     for end in (0, -1):
-        if words and len(words[end]) <= 7 and set(words[end]) <= ROMAN:
+        if words and _roman(words[end]):
             words[end] = "#"
     kept = [word for word in words if word.strip("#/|.:-\u2013")]
     return " ".join(kept) if kept or not words else "#"
+
+
+def _roman(word: str) -> bool:
+    return bool(word) and len(word) <= 9 and ROMAN.fullmatch(word.lower()) is not None
+
+
+def page_reference(text: str) -> bool:
+    """Page numbers as contents and indexes print them: one roman numeral, or arabic pages and
+    ranges separated by commas ("48, 49, 140"); not a value with its unit ("230 V", "2,50")."""
+    words = text.split()
+    if len(words) == 1 and _roman(words[0]):
+        return True
+    return bool(words) and all(PAGES.fullmatch(word.removesuffix(",") if i < len(words) - 1 else word)
+                               and (i == len(words) - 1 or word.endswith(",")) for i, word in enumerate(words))
 
 
 def leader_line(line: str) -> bool:
@@ -103,9 +118,9 @@ def leader_line(line: str) -> bool:
     the line once from its end."""
     end = len(line.rstrip())
     start = end
-    while start and line[start - 1] in PAGE_REFERENCE:
+    while start and line[start - 1] != ".":
         start -= 1
-    if not any(c.isdigit() or c.lower() in ROMAN for c in line[start:end]):
+    if not page_reference(line[start:end]):
         return False
     dots = 0
     while start and line[start - 1] in ". ":
@@ -115,18 +130,13 @@ def leader_line(line: str) -> bool:
 
 
 def drop_contents_lines(texts: list[str]) -> list[str]:
-    """Pages without their contents and index entries; a page made of them loses every line."""
+    """Pages without the contents and index pages among them (module docstring)."""
     out = []
     for text in texts:
         lines = text.split("\n")
-        leaders = [leader_line(line) for line in lines]
+        leaders = sum(1 for line in lines if leader_line(line))
         filled = sum(1 for line in lines if line.strip())
-        if sum(leaders) >= CONTENTS_LINES and 2 * sum(leaders) >= filled:
-            out.append("")
-        elif any(leaders):
-            out.append("\n".join("" if leader else line for line, leader in zip(lines, leaders, strict=True)))
-        else:
-            out.append(text)
+        out.append("" if leaders >= CONTENTS_LINES and 2 * leaders >= filled else text)
     return out
 
 

@@ -59,7 +59,7 @@ def test_each_kind_has_only_its_fields_and_no_json_box(curator, kind, expected):
     assert 'name="options"' not in page and 'name="indexed_revision"' not in page
 
 
-def test_a_location_whose_name_does_not_resolve_is_saved_with_a_warning(curator, namespace):
+def test_a_location_whose_name_does_not_resolve_is_saved_with_a_warning(curator, namespace, unresolvable):
     saved = _post(curator, "url", namespace, location="https://no-such-host.invalid/docs")
     assert saved.status_code == 302 and Source.objects.filter(location="https://no-such-host.invalid/docs").exists()
     shown = [str(m) for m in saved.wsgi_request._messages]

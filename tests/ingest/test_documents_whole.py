@@ -101,13 +101,18 @@ def test_running_headers_and_footers_are_dropped():
     assert not any("Debian-Referenz" in page for page in drop_running_lines(numbered))
 
 
-def test_contents_and_index_entries_are_left_out():
+def test_contents_and_index_pages_are_left_out_and_spec_lines_are_not():
     entries = [f"{n}.1 Abschnitt {n} " + ". " * 30 + str(n * 7) for n in range(1, 9)]
     contents = "\n".join(["Inhaltsverzeichnis", *entries,
                           "2.6 Grundlegende Paketmanagement-Operationen mit apt(8) / apt-cache(8) . 52"])
     body = "Use apt to install packages . . . . . . . . 12\nA sentence that ends in an ellipsis... 10\nPlain text."
-    assert drop_contents_lines([contents, body]) == ["", "\nA sentence that ends in an ellipsis... 10\nPlain text."]
+    specs = "\n".join(f"{name} . . . . . . . . {value}" for name, value in (
+        ("Nennspannung", "230 V"), ("Abmessungen", "10 x 20 cm"), ("Espresso", "2,50"), ("Gewicht", "3 kg"),
+        ("Leistung", "2000 W"), ("Kabel", "1,5 m")))
+    assert drop_contents_lines([contents, body, specs]) == ["", body, specs]  # a contents page goes whole
     assert leader_line("box. . . . . . . . . . . . 48, 49, 140") and leader_line("Vorwort . . . . . . . . xix")
+    assert leader_line("Kapitel . . . . . . . 12\u201314")
+    assert not leader_line("Nennspannung . . . . . . 230 V") and not leader_line("Espresso ........ 2,50")
     assert not leader_line("Index 182") and not leader_line("1. 2. 3. 4. 5. 6")
 
 

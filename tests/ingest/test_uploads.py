@@ -119,8 +119,8 @@ def test_an_unchanged_file_costs_a_hash_and_the_same_upload_again_changes_nothin
 
 
 def test_a_file_sent_loose_and_in_a_zip_of_the_same_upload_is_one_file(namespace):
-    """A trial uploaded note.txt and a .zip holding the same note.txt: the answer said it was both
-    added and unchanged, and did not name the archive."""
+    """A file sent loose and again inside a .zip is one file, added once; a different file under
+    the same path is skipped; the answer names each archive."""
     source = _source(namespace)
     note, other = b"Notes on the pumpkin harvest.", b"Another file named like the note."
     report = add_files(source, [("note.txt", io.BytesIO(note)),

@@ -60,7 +60,7 @@ def test_group_by_document_counts_documents_and_keeps_the_best_sections(corpus):
 
 def test_a_document_lists_a_place_once_though_neighbouring_passages_overlap(db):
     """Passages overlap so each reads alone: two neighbours that both match are one place of the
-    document, listed once (a trial saw the same section twice with the same opening words)."""
+    document, listed once."""
     text = " ".join(f"Sentence {n} says the zeppelin hangar keeps airships dry in winter storms." for n in range(120))
     ingest("overlap", {"hangar": ("Zeppelin hangars", text)})
     def overlapping(hits):
