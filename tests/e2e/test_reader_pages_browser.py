@@ -49,6 +49,7 @@ hi
 | Flag | Meaning |
 |------|---------|
 | -O | optimise |
+| `PYTHONDONTWRITEBYTECODE` | If this is set to a non-empty string, Python will not try to write .pyc files. |
 
 ## Memory {{#memory}}
 
@@ -88,6 +89,9 @@ def test_document_view_on_a_phone_highlights_the_cited_passage(live_server, brow
     assert any('>>> print("hi")' in text for text in code), code
     assert page.find_element(By.CSS_SELECTOR, "pre code.language-c")
     assert page.find_element(By.CSS_SELECTOR, "table td").text == "-O"
+    identifier = page.find_element(By.CSS_SELECTOR, "table td code")  # a name in a narrow column stays whole
+    assert identifier.text == "PYTHONDONTWRITEBYTECODE"
+    assert browser.execute_script("return arguments[0].getClientRects().length", identifier) == 1
     assert page.find_element(By.CSS_SELECTOR, "blockquote strong").text == "Note:"
     width = browser.execute_script("return document.documentElement.scrollWidth")
     assert width <= 375, f"the page is {width}px wide on a 375px phone"
