@@ -151,9 +151,8 @@ class SourceAdmin(NamespaceScoped):
                               f"{len(report.unchanged)} unchanged" + (f"; skipped {skipped}" if skipped else ""))
             if report.added or report.replaced:
                 self._queued(request, [ingest_service.start_ingest(obj)])
-        elif obj.kind != models.Source.Kind.FILE and obj.enabled and form.config_changed:
-            # a new or changed web or text source is ingested now, by the worker (never in the request)
-            self._queued(request, [ingest_service.start_ingest(obj)])
+        elif form.config_changed and (run := ingest_service.queue_after_save(obj)):
+            self._queued(request, [run])
 
     def _queued(self, request, runs):
         links = format_html_join(

@@ -19,8 +19,17 @@ INGESTED_FIELDS = frozenset({"namespace", "location", "text", "options"})  # wha
 
 def ingests_otherwise(changed: set[str]) -> bool:
     """Whether a source whose fields `changed` (in value) now ingests something else: saving it
-    queues a run, in the console as through the API."""
+    queues a run, in the console as through the API (`queue_after_save`)."""
     return bool(INGESTED_FIELDS & changed)
+
+
+def queue_after_save(source: Source) -> IngestRun | None:
+    """The run a new source, or one that now ingests something else, gets on save, in the console
+    as through the API: an enabled web or text source is ingested at once (by the worker, never in
+    the request); a file source waits for its files."""
+    if not source.enabled or source.kind == Source.Kind.FILE:
+        return None
+    return start_ingest(source)
 
 
 def start_ingest(source: Source, *, mode: str = IngestRun.Mode.INGEST,

@@ -8,7 +8,13 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
 from ingest.errors import ContentTooLarge
-from ingest.service import ingests_otherwise, location_warning, start_ingest, sync_refresh_schedule
+from ingest.service import (
+    ingests_otherwise,
+    location_warning,
+    queue_after_save,
+    start_ingest,
+    sync_refresh_schedule,
+)
 from ingest.uploads import add_files
 from kb.auth import Principal, require_readable
 from kb.conf import kb_settings
@@ -91,7 +97,7 @@ def create_source(principal: Principal, data: dict) -> Saved:
         raise NotFound("No such namespace.")
     source = Source(namespace=namespace, **data)
     warnings = _save(source, check_location=True)
-    return Saved(source, _queue_changed(source), warnings)
+    return Saved(source, queue_after_save(source), warnings)
 
 
 def update_source(principal: Principal, source_id: int, changes: dict) -> Saved:
@@ -101,13 +107,7 @@ def update_source(principal: Principal, source_id: int, changes: dict) -> Saved:
     for field in changed:
         setattr(source, field, changes[field])
     warnings = _save(source, check_location="location" in changed)
-    return Saved(source, _queue_changed(source) if ingests_otherwise(changed) else None, warnings)
-
-
-def _queue_changed(source: Source) -> IngestRun | None:
-    if not source.enabled or source.kind == Source.Kind.FILE:
-        return None
-    return start_ingest(source)
+    return Saved(source, queue_after_save(source) if ingests_otherwise(changed) else None, warnings)
 
 
 def delete_source(principal: Principal, source_id: int) -> None:
