@@ -282,10 +282,10 @@ class IngestPipeline:
         if dropped:
             reason = f"{reason}; {len(dropped)} repeated blocks dropped"
         stored = self._stored.get(item.ref)
-        kept = self._kept([stored.doc_id], chunks) if stored is not None else ()
-        self._pending.append(PendingDocument(item, extracted, content_hash, chunks, reason, started, byte_key,
-                                             tuple(keys), dropped, kept=kept))
-        self.report.chunked(len(chunks) - sum(1 for k in kept if k is not None))
+        pending = PendingDocument(item, extracted, content_hash, chunks, reason, started, byte_key, tuple(keys),
+                                  dropped, kept=self._kept([stored.doc_id], chunks) if stored is not None else ())
+        self._pending.append(pending)
+        self.report.chunked(pending.to_embed)
 
     def _kept(self, document_ids: list[int], chunks: list[ChunkSpec]) -> tuple[store.KeptVector | None, ...]:
         """Per chunk, the stored vector of a chunk with the same text, which it keeps; none in a
@@ -346,7 +346,7 @@ class IngestPipeline:
             offset = 0
             for p in pending:
                 p.kept, offset = kept[offset:offset + len(p.chunks)], offset + len(p.chunks)
-            self.report.chunked(sum(1 for p in pending for k in (p.kept or (None,) * len(p.chunks)) if k is None))
+            self.report.chunked(sum(p.to_embed for p in pending))
             try:
                 vectors = self._vectors(pending)
             except KBError as exc:  # those pages stay as written, whole; the next run cleans them
@@ -358,7 +358,7 @@ class IngestPipeline:
     def _vectors(self, pending: list[PendingDocument]) -> Sequence:
         """Every chunk's vector, in order: the kept ones as stored, the rest embedded now (as the
         embedder gives them: a deferred embedding's are NULL)."""
-        kept = [k for p in pending for k in (p.kept or (None,) * len(p.chunks))]
+        kept = [k for p in pending for k in p.kept_per_chunk()]
         texts = [chunk.text for p in pending for chunk in p.chunks]
         if not any(kept):
             return self._embed(texts)

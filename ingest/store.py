@@ -46,6 +46,15 @@ class PendingDocument:
     queued_at: float = field(default_factory=time.monotonic)
     kept: tuple[KeptVector | None, ...] = ()  # per chunk, the stored vector its unchanged text keeps
 
+    def kept_per_chunk(self) -> tuple[KeptVector | None, ...]:
+        """`kept`, one entry per chunk (None where the chunk is to be embedded)."""
+        return self.kept or (None,) * len(self.chunks)
+
+    @property
+    def to_embed(self) -> int:
+        """How many of the chunks keep no stored vector."""
+        return sum(1 for kept in self.kept_per_chunk() if kept is None)
+
 
 @dataclass(frozen=True)
 class KeptVector:
@@ -121,8 +130,8 @@ def write_batch(source: Source, pending: list[PendingDocument], vectors, model_i
         language, main = language_setting(source.namespace_id)
         for p, document in zip(pending, written, strict=True):
             config = document_config(language, document.language, main)
-            kept = p.kept or (None,) * len(p.chunks)
-            for chunk, vector, old in zip(p.chunks, vectors[offset: offset + len(p.chunks)], kept, strict=True):
+            for chunk, vector, old in zip(p.chunks, vectors[offset: offset + len(p.chunks)], p.kept_per_chunk(),
+                                          strict=True):
                 rows.append(chunk_row(source, document, chunk, vector, model_id, old.reason if old else p.reason,
                                       old.runtime if old else runtime, config))
             offset += len(p.chunks)
