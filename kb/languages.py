@@ -249,19 +249,11 @@ def meaning_decision(document_languages: dict[str, int], read: tuple[str, ...], 
     return MeaningDecision(not leaves_out(share), share, languages)
 
 
-def meaning_left_out(document_languages: dict[str, int], read: tuple[str, ...],
-                     query: str = "") -> tuple[float, str, str] | None:
-    """(share, languages, the query's language or '') when `meaning_decision` leaves meaning
-    out; None when it uses meaning."""
-    decision = meaning_decision(document_languages, read, query)
-    return None if decision.used else (decision.share, decision.languages, decision.query_language)
-
-
 def languages_queries_decide(document_languages: dict[str, int],
                              read: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(ranked by words alone, ranked with meaning): the languages, each of at least QUERY_SHARE of
     the documents, in which a query the detector places is served otherwise than the namespace's
-    share says (`meaning_left_out`), most documents first. Both empty when no query's language
+    share says (`meaning_decision`), most documents first. Both empty when no query's language
     can change anything: the detector is then not run."""
     share, _ = unread_share(document_languages, read)
     if not share:

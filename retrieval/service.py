@@ -256,7 +256,7 @@ def unjudged_weights(document_languages: dict[str, int],
                      query: str = "") -> tuple[FusionWeights, tuple[ChannelNote, ...]]:
     """The weights of a `query` in a namespace without fitted ones, and the channels they leave
     out: equal weights, or words alone when the query, or most of the namespace's documents, is
-    in a language the model does not read (`meaning_left_out`)."""
+    in a language the model does not read (`meaning_decision`)."""
     decision = meaning_decision(document_languages, kb_settings().embedding_languages, query)
     asked = language_name(decision.query_language) if decision.query_language else ""
     if not decision.used:

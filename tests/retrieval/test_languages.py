@@ -712,20 +712,20 @@ def test_in_a_namespace_of_two_languages_meaning_is_left_out_for_a_query_in_the_
 
 
 def test_a_querys_language_decides_only_where_it_can_change_what_the_namespace_serves():
-    from kb.languages import languages_queries_decide, meaning_left_out
+    from kb.languages import MeaningDecision, languages_queries_decide, meaning_decision
 
     english = ("en",)
     # an English corpus with a few misread pages (DBpedia: 13 of 5,000): no language reaches the share
     dbpedia = {"en": 4987, "fr": 4, "ro": 3, "he": 3, "la": 3}
     assert languages_queries_decide(dbpedia, english) == ((), ())
-    assert meaning_left_out(dbpedia, english, "Quelle est la capitale de la France ?") is None
+    assert meaning_decision(dbpedia, english, "Quelle est la capitale de la France ?").used
     assert languages_queries_decide({"en": 50, "de": 50}, english) == (("de",), ())
     assert languages_queries_decide({"ar": 50, "fa": 40, "en": 10}, english) == ((), ("en",))
     assert languages_queries_decide({"ar": 60, "fa": 40, "en": 1}, english) == ((), ())  # under the share
     assert languages_queries_decide({"en": 50, "de": 50}, ()) == ((), ())  # a model that reads any language
     mostly_arabic = {"ar": 50, "fa": 40, "en": 10}
-    assert meaning_left_out(mostly_arabic, english, "How do I set disk quotas for every user?") is None
-    assert meaning_left_out(mostly_arabic, english, "LVM") == (0.9, "Arabic and Persian", "")
+    assert meaning_decision(mostly_arabic, english, "How do I set disk quotas for every user?").used
+    assert meaning_decision(mostly_arabic, english, "LVM") == MeaningDecision(False, 0.9, "Arabic and Persian", "")
 
 
 def test_the_page_and_the_console_say_that_meaning_is_not_used(client, django_user_model):
