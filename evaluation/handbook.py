@@ -30,7 +30,7 @@ from kb.lookalikes import unaccented
 QUESTIONS = Path(__file__).with_name("corpora") / "debian-handbook-questions.json"
 # the book's folder of each language the questions are written in
 FOLDERS = {"en": "en-US", "de": "de-DE", "fr": "fr-FR", "es": "es-ES", "pt": "pt-BR", "it": "it-IT", "ja": "ja-JP",
-           "zh": "zh-CN", "ar": "ar-MA", "fa": "fa-IR"}
+           "zh": "zh-CN", "ar": "ar-MA", "fa": "fa-IR", "ru": "ru-RU", "id": "id-ID", "sv": "sv-SE", "ca": "ca-ES"}
 MIN_CHARS = 300  # shorter pages are tables of contents and title pages
 
 
@@ -59,7 +59,7 @@ def build(html: Path, out: Path, languages: list[str]) -> list[Built]:
         folder = out / language
         (folder / "qrels").mkdir(parents=True, exist_ok=True)
         _jsonl(folder / "corpus.jsonl", corpus)
-        _jsonl(folder / "queries.jsonl", [{"_id": q["id"], "text": q[language]} for q in queries])
+        _jsonl(folder / "queries.jsonl", [{"_id": q["id"], "text": q["text"][language]} for q in queries])
         (folder / "qrels" / "test.tsv").write_text(
             "query-id\tcorpus-id\tscore\n" + "".join(f"{q['id']}\t{q['page']}\t1\n" for q in queries),
             encoding="utf-8")

@@ -525,7 +525,7 @@ def test_the_detector_places_each_handbook_question_among_two_languages_never_wr
     questions = json.loads(QUESTIONS.read_text(encoding="utf-8"))["questions"]
     for pair in (("en", "de"), ("fr", "es"), ("de", "fr"), ("zh", "en"), ("ja", "en"), ("ar", "fa")):
         configs = tuple(config_for(language) for language in pair)
-        results = [(config_for(language), own_config(question[language], configs))
+        results = [(config_for(language), own_config(question["text"][language], configs))
                    for language in pair for question in questions]
         assert all(got in (None, wanted) for wanted, got in results), pair  # never the other language
         placed = sum(got is not None for _, got in results) / len(results)
