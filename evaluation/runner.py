@@ -10,13 +10,19 @@ from kb.auth import Principal
 from kb.errors import KBError
 from kb.models import EvalRun
 from retrieval.evaluate import search_variant
+from retrieval.fusion import DEFAULT_LEXICAL_WEIGHT
+from retrieval.ranker import RankerParams
 from retrieval.service import Filters
 
-METHODS = {  # what `kb_eval --method` compares the full ranker with
+# What `kb_eval --method` and `kb_bench` compare the full ranker with. The ranker runs as served;
+# a comparison runs the channels it names whatever a served search would leave out (meaning, where
+# the model does not read the language), so it measures that channel, not the decision to drop it.
+_COMPARED = {"params": RankerParams(lexical_weight=DEFAULT_LEXICAL_WEIGHT)}
+METHODS = {
     "ranker": {},
-    "vector": {"channels": ("vector",)},
-    "lexical": {"channels": ("lexical",)},
-    "rrf": {"fusion": "rrf"},
+    "vector": {"channels": ("vector",), **_COMPARED},
+    "lexical": {"channels": ("lexical",), **_COMPARED},
+    "rrf": {"fusion": "rrf", **_COMPARED},
 }
 
 

@@ -649,6 +649,24 @@ def test_an_arabic_namespace_is_searched_by_its_words_and_says_why():
     assert QueryLog.objects.get(pk=logged.query_id).strong is True
 
 
+def test_eval_comparisons_run_the_channel_they_name_where_searches_leave_meaning_out():
+    """`kb_eval --method vector` in a namespace the model cannot read measures the vector channel
+    (poor, but there), and RRF fuses it: neither is the words alone in disguise."""
+    from evaluation.runner import METHODS, run_suite
+    from evaluation.suites import parse_suite
+    from retrieval.evaluate import search_variant
+
+    namespace = _ingest("languages-arabic-eval", "user-space.ar-MA.html", "user-space.fa-IR.html")
+    served = search("العمليات", namespace.slug, log=False)
+    assert served.fusion.vector == 0 and "embed_ms" not in served.timings
+    vector = search_variant("العمليات", namespace.slug, **METHODS["vector"])
+    assert vector.hits and all(hit.cosine is not None for hit in vector.hits)
+    assert "embed_ms" in search_variant("العمليات", namespace.slug, **METHODS["rrf"]).timings
+    suite = parse_suite({"version": 1, "defaults": {"topK": 5, "namespace": namespace.slug},
+                         "cases": [{"id": "processes", "question": "العمليات"}]})
+    assert run_suite(suite, method="vector").cases[0].top
+
+
 def test_without_meaning_a_strong_match_is_one_holding_half_the_querys_idf_mass():
     def passage(words: float) -> ScoreDetails:
         return ScoreDetails(key=1, kind="chunk", channels={LEXICAL: ChannelScore(1, words, 1.0)})
