@@ -7,7 +7,9 @@ A namespace's `language` is `auto` (each document's own, detected at ingest) or 
 configuration (stemming and stopwords); Chinese, Japanese and Korean get `cjk`, which splits
 runs of their characters into overlapping pairs before PostgreSQL's `simple` configuration reads
 them (the database function `kb_lex`, migration 0028), so a query matches a passage without
-spaces between its words; any other language gets `simple` (words as written, no stemming).
+spaces between its words; any other language gets `simple` (words as written, no stemming). Every
+configuration pairs those runs too (migration 0037), so such text in a page detected as another
+language is found by its words.
 
 Detection is py3langid (BSD-3-Clause, its model ships in the package): on the Debian
 Administrator's Handbook and the Debian installation guide in 17 languages it named the

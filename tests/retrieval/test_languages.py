@@ -649,6 +649,20 @@ def test_an_arabic_namespace_is_searched_by_its_words_and_says_why():
     assert QueryLog.objects.get(pk=logged.query_id).strong is True
 
 
+def test_korean_in_a_page_detected_as_english_is_found_by_a_korean_query():
+    """A partly translated page is lexed in its detected language's configuration, and its Han,
+    kana and Hangul runs in character pairs all the same, as a Korean query is: the Debian FAQ's
+    Korean chapter on packages is detected as English, and its Korean heading is found by words."""
+    namespace = _ingest("languages-korean-faq", "pkg-basics.ko.html")
+    assert namespace.document_languages == {"en": 1}
+    assert set(namespace.passage_configs) == {"english"}
+    assert _has_lexeme(namespace, "보류") and not _has_lexeme(namespace, "보류하려면")
+    result = search("패키지 보류", namespace.slug, log=False)  # "package hold"
+    top = result.hits[0]
+    assert top.anchor == "puttingonhold" and "lexical" in top.details.channels
+    assert _has_lexeme(namespace, "packag")  # its English words are stemmed as before
+
+
 def test_eval_comparisons_run_the_channel_they_name_where_searches_leave_meaning_out():
     """`kb_eval --method vector` in a namespace the model cannot read measures the vector channel
     (poor, but there), and RRF fuses it: neither is the words alone in disguise."""
