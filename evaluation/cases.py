@@ -39,9 +39,8 @@ def make_eval_case(namespace: Namespace, question: str, relevant: list[str],
     case = {"id": case_id, "question": question, "expect": expect}
     with transaction.atomic():
         suite, _ = EvalSuite.objects.select_for_update().get_or_create(
-            name=curated_suite_name(namespace.slug),
-            defaults={"namespace": namespace,
-                      "definition": {"version": 1, "defaults": {"topK": 5, "namespace": namespace.slug}, "cases": []}})
+            namespace=namespace, name=curated_suite_name(namespace.slug),
+            defaults={"definition": {"version": 1, "defaults": {"topK": 5, "namespace": namespace.slug}, "cases": []}})
         definition = dict(suite.definition)
         cases = [c for c in definition.get("cases", []) if c.get("id") != case_id] + [case]
         definition["cases"] = cases

@@ -59,7 +59,7 @@ class QueryFeedback(models.Model):
 class EvalSuite(models.Model):
     """A retrieval regression suite (the JSON format of evaluation/suites.py), run on demand."""
 
-    name = models.CharField(max_length=200, unique=True)
+    name = models.CharField(max_length=200, help_text="Unique within its namespace.")
     namespace = models.ForeignKey(
         Namespace, on_delete=models.CASCADE, related_name="eval_suites", null=True,
         help_text="Every case searches this namespace (the file's own namespaces are overridden). "
@@ -69,6 +69,11 @@ class EvalSuite(models.Model):
 
     class Meta:
         ordering = ["name"]
+        constraints = [  # per namespace: a name taken in another tenant's namespace says nothing here
+            models.UniqueConstraint(fields=["namespace", "name"], name="evalsuite_name_per_namespace"),
+            models.UniqueConstraint(fields=["name"], condition=models.Q(namespace__isnull=True),
+                                    name="evalsuite_name_without_namespace"),
+        ]
 
     def __str__(self) -> str:
         return self.name

@@ -5,6 +5,7 @@ nothing at all. A planted admin that does not scope is caught."""
 
 from __future__ import annotations
 
+import re
 import sys
 import types
 
@@ -198,3 +199,23 @@ def test_over_real_http_the_member_sees_no_other_tenant(live_server, settings, t
         signed_in += "walker-w" in body  # the page greets the member: a real console page, not a login form
         assert "zebra" not in body.lower(), url
     assert signed_in == len([a for a in admin.site._registry.values() if isinstance(a, NamespaceScoped)])
+
+
+def test_an_eval_suite_name_taken_by_another_tenant_neither_captures_its_cases_nor_shows(tenants):
+    """Suite names are unique per namespace: naming a suite after another tenant's (its
+    curated "· reader queries" suite, or any other) is accepted, says nothing of theirs, and that
+    tenant's readers' questions still go to its own suite."""
+    from evaluation.cases import curated_suite_name, make_eval_case
+
+    ours, theirs = tenants
+    _, client = _member(ours, can_write=True)
+    definition = '{"version": 1, "cases": [{"id": "c", "question": "apple", "expect": {"relevant": ["apple-doc"]}}]}'
+    for name in (curated_suite_name(theirs.slug), "zebra-suite"):  # their future suite, their existing one
+        response = client.post("/admin/kb/evalsuite/add/", {
+            "name": name, "namespace": ours.pk, "definition": definition,
+            "runs-TOTAL_FORMS": 0, "runs-INITIAL_FORMS": 0})
+        assert response.status_code == 302, re.findall(r"errorlist[^>]*>(.*?)</ul>", response.content.decode(), re.S)
+    suite, _ = make_eval_case(theirs, "how do zebras sleep", ["zebra-doc"], [])
+    assert suite.namespace == theirs
+    planted = EvalSuite.objects.get(namespace=ours, name=curated_suite_name(theirs.slug))
+    assert [case["id"] for case in planted.definition["cases"]] == ["c"]  # their reader's question is not here
