@@ -45,8 +45,15 @@ class HealthReport:
                    and all(replica["ok"] for replica in self.replicas))
         return "ok" if healthy else "degraded"
 
-    def as_dict(self) -> dict:
-        return {"status": self.status, **asdict(self)}
+    def as_dict(self, runs_in_detail: bool = True) -> dict:
+        """`runs_in_detail`: each stalled or waiting run with its id, time and reason (whose worker
+        names its host and process); otherwise only how many, since runs belong to tenants and
+        /healthz answers anyone."""
+        report = {"status": self.status, **asdict(self)}
+        if not runs_in_detail:
+            report["runs"] = {key: len(value) if isinstance(value, list) else value
+                              for key, value in report["runs"].items()}
+        return report
 
 
 def health_report() -> HealthReport:

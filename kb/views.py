@@ -26,8 +26,10 @@ def favicon(request):
 
 @require_GET
 def healthz(request):
+    """Anyone may ask (load balancers, monitors); only a superuser sees which runs are stuck."""
     report = health_report()
-    return JsonResponse(report.as_dict(), status=200 if report.essential_ok else 503)
+    return JsonResponse(report.as_dict(runs_in_detail=request.user.is_active and request.user.is_superuser),
+                        status=200 if report.essential_ok else 503)
 
 
 LOGIN_ATTEMPTS_PER_MINUTE = 10

@@ -135,6 +135,7 @@ def test_a_stopped_worker_is_noticed_its_run_failed_and_a_fresh_worker_takes_the
     wait_for(lambda: _run(run.pk).status == "running" and _run(run.pk).items_done >= 2, 240,
              "the slow run to make progress")
     pid = int(_run(run.pk).worker.rpartition(":")[2])
+    http.sign_in(*_staff())  # a superuser: /healthz names the stuck runs to no one else
     os.kill(pid, signal.SIGSTOP)  # alive, but stuck
     stopped_at = time.monotonic()
     try:
@@ -147,7 +148,6 @@ def test_a_stopped_worker_is_noticed_its_run_failed_and_a_fresh_worker_takes_the
         record_timing(f"sigstop_healthz_degraded_seconds[stall={STALL_SECONDS}s]", time.monotonic() - stopped_at)
         assert "no progress since" in health["runs"]["stalled"][0]["reason"]
 
-        http.sign_in(*_staff())
         status, progress = http.json(f"/admin/kb/ingestrun/{run.pk}/progress.json")
         assert status == 200 and progress["note"].startswith("No progress since"), progress
 

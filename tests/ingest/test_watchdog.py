@@ -3,6 +3,8 @@ only this cluster's own stuck workers, /healthz and the run page's words."""
 
 from __future__ import annotations
 
+import json
+
 import socket
 import subprocess
 import time
@@ -70,6 +72,23 @@ def test_healthz_is_degraded_with_the_reason_while_a_run_is_stalled(source, stal
     report = health_report()
     assert report.status in ("degraded", "down") and report.runs["ok"] is False
     [entry] = report.runs["stalled"]
+    assert entry["run"] == run.pk and f"worker {HOST}:4242" in entry["reason"]
+
+
+def test_healthz_names_stuck_runs_and_their_workers_to_a_superuser_only(source, stall, client):
+    """Runs belong to tenants, and a worker's name is its host and process: anyone may see that
+    the service is degraded and by how many runs, only a superuser which."""
+    from django.contrib.auth import get_user_model
+
+    run = _running(source, 90, worker=f"{HOST}:4242")
+    anonymous = client.get("/healthz").json()
+    assert anonymous["status"] == "degraded" and anonymous["runs"]["stalled"] == 1
+    assert HOST not in json.dumps(anonymous) and "4242" not in json.dumps(anonymous)
+    staff = get_user_model().objects.create_user("curator", password="pw", is_staff=True)
+    client.force_login(staff)
+    assert client.get("/healthz").json()["runs"]["stalled"] == 1
+    client.force_login(get_user_model().objects.create_superuser("operator", "op@example.com", "pw"))
+    [entry] = client.get("/healthz").json()["runs"]["stalled"]
     assert entry["run"] == run.pk and f"worker {HOST}:4242" in entry["reason"]
 
 
