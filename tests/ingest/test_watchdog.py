@@ -4,7 +4,6 @@ only this cluster's own stuck workers, /healthz and the run page's words."""
 from __future__ import annotations
 
 import json
-
 import socket
 import subprocess
 import time
