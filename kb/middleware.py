@@ -1,18 +1,20 @@
 """Middleware: every error under /api/ leaves in the API's one error shape; every page carries a
 Content-Security-Policy; what a signed-in or token caller reads is never stored by a browser or
-a cache; NUL in the query is a 400; debug pages hide secrets and reach staff only."""
+a cache; NUL in the query is a 400; a database that went away is a 503; debug pages hide secrets
+and reach staff only."""
 
 from __future__ import annotations
 
 import re
 
 from django.conf import settings
+from django.db import InterfaceError, OperationalError, connection
 from django.http import Http404, HttpResponse, HttpResponseNotFound, JsonResponse
 from django.urls import Resolver404, resolve
 from django.utils.cache import patch_cache_control
 from django.views.debug import ExceptionReporter, SafeExceptionReporterFilter
 
-from kb.errors import error_for_status
+from kb.errors import DatabaseUnavailable, error_for_status, error_status
 
 API_PREFIX = "/api/"
 
@@ -108,6 +110,36 @@ class InvalidInputMiddleware:
                                          for key, values in request.GET.lists()):
             return HttpResponse(PLAIN_PAGES[400], status=400, content_type="text/plain; charset=utf-8")
         return self.get_response(request)
+
+
+class DatabaseAwayMiddleware:
+    """A request that loses the database (the server stopped, restarted or refused the
+    connection) answers 503 `KB_DB_UNAVAILABLE` with a Retry-After, on the API and the pages
+    alike, rather than an internal error: the client may try again, and nothing is wrong with
+    its request. The broken connection is closed so the next request connects afresh. Other
+    database errors are bugs and stay 500s."""
+
+    RETRY_AFTER_S = 5
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        if not isinstance(exception, (OperationalError, InterfaceError)):
+            return None
+        connection.close()
+        error = DatabaseUnavailable("The database cannot be reached just now; try again shortly.",
+                                    details={"retry_after_s": self.RETRY_AFTER_S})
+        if request.path.startswith(API_PREFIX):
+            response = JsonResponse(error.as_dict(), status=error_status(error))
+            response["Retry-After"] = str(self.RETRY_AFTER_S)
+            return response
+        from kb.http import page_error  # not at import: the exception reporter below loads this module early
+
+        return page_error(error)
 
 
 class DebugPagesForStaffMiddleware:

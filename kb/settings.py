@@ -58,6 +58,7 @@ MIDDLEWARE = [
     "kb.middleware.PrivateResponsesMiddleware",
     "kb.middleware.InvalidInputMiddleware",
     "kb.middleware.DebugPagesForStaffMiddleware",
+    "kb.middleware.DatabaseAwayMiddleware",
 ]
 # debug pages and error reports hide every setting and environment variable whose name says
 # secret, and with DEBUG on reach signed-in staff only

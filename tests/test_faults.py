@@ -127,3 +127,30 @@ def test_worker_killed_mid_task_is_retried_and_writes_nothing_twice(web, tcp_pos
     after = dict(cluster.sql("SELECT c.id, d.ref FROM kb_chunk c JOIN kb_document d ON d.id = c.document_id "
                              "WHERE d.source_id = %s", [source_id]))
     assert before and before.items() <= after.items()  # chunks written before the kill were not rewritten
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_request_that_loses_the_database_answers_503_and_the_next_one_reconnects(client):
+    """The server ends the connection under a request (as when PostgreSQL stops or restarts): the
+    API and the pages say KB_DB_UNAVAILABLE with a Retry-After, not an internal error."""
+    import psycopg
+    from django.db import connection
+
+    from kb.models import Namespace
+    from tests.pgserver import current_database_url
+
+    Namespace.objects.create(slug="harbour", title="Harbour", is_public=True)
+
+    def lose_the_connection():
+        connection.ensure_connection()
+        with psycopg.connect(current_database_url(), autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", [connection.connection.info.backend_pid])
+
+    lose_the_connection()
+    response = client.get("/api/search", {"q": "tide tables", "namespace": "harbour"})
+    assert response.status_code == 503 and response.json()["code"] == "KB_DB_UNAVAILABLE"
+    assert response["Retry-After"] == "5"
+    lose_the_connection()
+    page = client.get("/", {"q": "tide tables", "namespace": "harbour"})
+    assert page.status_code == 503 and page.content.decode().startswith("KB_DB_UNAVAILABLE")
+    assert client.get("/api/namespaces").status_code == 200  # connected afresh
