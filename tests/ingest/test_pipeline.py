@@ -5,9 +5,10 @@ import io
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
 
 from ingest.pipeline import IngestPipeline
-from ingest.service import retry_failed_items, start_ingest
+from ingest.service import retry_run, start_ingest
 from ingest.uploads import add_files
 from kb.embedding.embedders import HttpEmbedder, get_embedder
 from kb.models import Chunk, Document, IngestRun, Source
@@ -129,9 +130,30 @@ def test_one_failing_item_does_not_abort_the_run_and_can_be_retried(web, site_so
     assert Document.objects.filter(source=site_source).count() == 2  # nothing removed on a partial listing
 
     web.page("/faq", "<h1>FAQ</h1><p>Back.</p>")
-    retry = retry_failed_items(run, sync=True)
+    retry = retry_run(run, sync=True)
     assert (retry.status, retry.mode, retry.items_done, retry.items_changed) == ("succeeded", "retry", 1, 1)
     assert Document.objects.filter(source=site_source).count() == 3
+
+
+def test_a_run_that_failed_as_a_whole_is_retried_from_its_page_and_skips_what_it_wrote(web, site_source,
+                                                                                        admin_client):
+    """A run abandoned by a dead worker (or cut off by the database) has no failed items, only
+    an error saying "Retry the run": its page offers Retry, which runs the source again; the
+    documents the failed run had written are unchanged and cost nothing."""
+    start_ingest(site_source, sync=True)
+    web.page("/faq", "<h1>FAQ</h1><p>Changed while the worker was dead.</p>")
+    dead = IngestRun.objects.create(source=site_source, status="failed", items_done=2,
+                                    error="INGEST_RUN_ABANDONED: no heartbeat. Retry the run.")
+    page = admin_client.get(reverse("admin:kb_ingestrun_change", args=[dead.pk])).content.decode()
+    assert "Retry the run</button>" in page
+    response = admin_client.post(reverse("admin:kb_ingestrun_retry", args=[dead.pk]))
+    queued = IngestRun.objects.exclude(pk=dead.pk).latest("pk")
+    assert response.status_code == 302 and response["Location"].endswith(f"/{queued.pk}/change/")
+    assert (queued.status, queued.mode, queued.task_id != "") == ("queued", "ingest", True)
+    again = retry_run(dead, sync=True)
+    assert (again.status, again.items_unchanged, again.items_changed) == ("succeeded", 2, 1)
+    finished = IngestRun.objects.create(source=site_source, status="succeeded")
+    assert retry_run(finished) is None
 
 
 def test_model_change_reembeds_without_refetching_content(web, site_source):

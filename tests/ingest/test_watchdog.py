@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from ingest.report import RunReport
 from ingest.run_status import run_note, run_took
-from ingest.watchdog import fail_stuck_runs, stalled_runs, stop_abandoned_workers, waiting_runs
+from ingest.watchdog import fail_stuck_runs, stalled_runs, stop_abandoned_workers, waiting_runs, worker_gone
 from kb.conf import kb_settings
 from kb.health import health_report
 from kb.models import IngestRun, Source
@@ -53,6 +53,37 @@ def test_a_quiet_run_is_stalled_at_the_threshold_and_failed_only_at_twice_it(sou
     assert silent.status == "failed" and silent.error.startswith("INGEST_RUN_ABANDONED")
     assert "made no progress since" in silent.error
     assert (quiet.status, fresh.status) == ("running", "running")
+
+
+def test_a_run_whose_worker_process_is_gone_fails_at_the_next_look_not_minutes_later(source, stall):
+    """kill -9 of a worker, or of the whole service: its run's heartbeat is still fresh, yet its
+    process is gone, so the watchdog (every KB_WATCHDOG_SECONDS, and when kb_run starts) fails it
+    at once; a live worker, and a worker of another machine, are left to their heartbeat."""
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    alive = subprocess.Popen(["sleep", "60"])
+    try:
+        gone = _running(source, 1, worker=f"{HOST}:{dead.pid}")
+        working = _running(source, 1, worker=f"{HOST}:{alive.pid}")
+        IngestRun.objects.filter(pk=working.pk).update(started_at=timezone.now())  # its worker began first
+        elsewhere = _running(source, 1, worker="another-host:1")
+        newer = IngestRun.objects.create(source=source, status="succeeded")
+        Source.objects.filter(pk=source.pk).update(last_run_status="succeeded")
+        assert fail_stuck_runs() == [gone.pk]
+        gone.refresh_from_db(), working.refresh_from_db(), elsewhere.refresh_from_db()
+        assert gone.status == "failed" and gone.error.startswith("INGEST_RUN_ABANDONED")
+        assert f"({HOST}:{dead.pid}) is no longer running" in gone.error and "Retry the run" in gone.error
+        assert (working.status, elsewhere.status) == ("running", "running")
+        source.refresh_from_db()
+        assert source.last_run_status == "succeeded" and newer.pk > gone.pk  # the newer run's word stands
+        # a pid that now belongs to a process started after the run began is not its worker
+        reused = _running(source, 1, worker=f"{HOST}:{alive.pid}")
+        IngestRun.objects.filter(pk=reused.pk).update(started_at=timezone.now() - timedelta(days=1))
+        assert worker_gone(f"{HOST}:{alive.pid}", timezone.now() - timedelta(days=1))
+        assert not worker_gone(f"{HOST}:{alive.pid}", timezone.now())
+    finally:
+        alive.kill()
+        alive.wait()
 
 
 def test_a_queued_run_waits_only_when_nothing_progresses(source, stall):
