@@ -72,6 +72,43 @@ def test_kb_run_serves_app_and_worker_then_stops_on_ctrl_c(transactional_db, tmp
     assert children.returncode == 1, "the web server outlived Ctrl-C"
 
 
+def test_a_worker_that_dies_is_named_and_started_again(transactional_db, tmp_path):
+    """kill -9 of the worker under kb_run, as an out-of-memory kill would: kb_run says which
+    process ended and how, starts it again (its orphaned workers go with it), and the product
+    keeps serving, with a worker, until Ctrl-C stops everything."""
+    import psutil
+
+    port = free_port()
+    log_path = tmp_path / "kb_run.log"
+    proc, log = _start_kb_run(port, log_path)
+
+    def healthy() -> bool:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as response:
+                return json.load(response)["worker"]["ok"] and "Knowledge base running at" in log_path.read_text()
+        except OSError:
+            return False
+
+    def cluster() -> psutil.Process:
+        [found] = [c for c in psutil.Process(proc.pid).children() if "qcluster" in " ".join(c.cmdline())]
+        return found
+
+    try:
+        assert _wait_for(healthy, 120), log_path.read_text()
+        dead = cluster()
+        orphans = dead.children(recursive=True)
+        dead.kill()
+        assert _wait_for(lambda: "started the worker (qcluster) again" in log_path.read_text(), 60), \
+            log_path.read_text()
+        assert "the worker (qcluster) exited (killed by SIGKILL)" in log_path.read_text()
+        assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in orphans)
+        assert cluster().pid != dead.pid
+        assert _wait_for(healthy, 120), log_path.read_text()  # the new cluster's heartbeat
+    finally:
+        output = _stop(proc, log, log_path)
+    assert proc.returncode == 0, output
+
+
 def test_ctrl_c_while_the_model_loads_stops_everything_cleanly(transactional_db, tmp_path):
     port = free_port()
     log_path = tmp_path / "kb_run.log"

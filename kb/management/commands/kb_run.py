@@ -67,22 +67,21 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, stop)
         # each child loads the model for the path it uses before it serves (KB_WARM_MODEL), and the
         # banner waits for the web server, so the first search is as fast as the ones after it
-        children = [
-            # in their own process groups: a terminal's Ctrl-C reaches this process only, which
-            # stops them with SIGTERM, quietly, even while they are still loading the model
-            subprocess.Popen([sys.executable, "manage.py", "qcluster"], start_new_session=True,
-                             env={**os.environ, "KB_WARM_MODEL": "documents"}),
-            subprocess.Popen(
-                [sys.executable, "manage.py", "runserver", "--noreload", f"{host}:{port}"],
-                env={**os.environ, "KB_WARM_MODEL": "query"}, start_new_session=True,
-            ),
-        ]
+        children = {
+            "worker": Child("the worker (qcluster)", ["qcluster"], "documents"),
+            "web": Child("the web server", ["runserver", "--noreload", f"{host}:{port}"], "query"),
+        }
+        for child in children.values():
+            child.start()
         self.stdout.write("==> loading the model in the web server and the worker")
-        if _wait_until_serving(f"{base}/healthz", children[1], lambda: self._stopping):
+        if _wait_until_serving(f"{base}/healthz", children["web"].process, lambda: self._stopping):
             self._banner(base, login)
-        elif not self._stopping:
-            self.stderr.write("The web server did not start; see its output above.")
-        self._supervise(children)
+            self._supervise(list(children.values()))
+        else:
+            self._stop(list(children.values()))
+            if not self._stopping:
+                self.stderr.write("The web server did not start; see its output above.")
+                raise SystemExit(1)
 
     def _banner(self, base: str, login) -> None:
         self.stdout.write(self.style.SUCCESS(f"\nKnowledge base running at {base}/"))
@@ -114,23 +113,97 @@ class Command(BaseCommand):
             self.stdout.write(f"==> capability provider {entry['provider']!r}: {entry['capabilities']} capabilities, "
                               f"revision {entry['revision'][:12]}")
 
-    def _supervise(self, children: list[subprocess.Popen]) -> None:
-        while not self._stopping and all(child.poll() is None for child in children):
+    def _supervise(self, children: list[Child]) -> None:
+        """Until Ctrl-C: a child that exits is named with how it ended and started again, as a
+        service manager would; one that keeps dying (RESTARTS_ALLOWED within RESTART_WINDOW_S)
+        stops the product, with the reason."""
+        while not self._stopping:
             time.sleep(0.3)
+            for child in children:
+                code = child.process.poll()
+                if code is None or self._stopping:
+                    continue
+                self.stderr.write(f"==> {child.name} exited ({_how_it_ended(code)})")
+                if not child.may_restart():
+                    self.stderr.write(f"==> {child.name} exited {RESTARTS_ALLOWED} times within "
+                                      f"{RESTART_WINDOW_S} s; stopping. Its output above says why.")
+                    self._stop(children)
+                    raise SystemExit(1)
+                _end_group(child.process)  # what it left behind (django-q2's workers) goes with it
+                child.start()
+                self.stderr.write(f"==> started {child.name} again")
+        self._stop(children)
+
+    def _stop(self, children: list[Child]) -> None:
+        """SIGTERM to each child's whole process group, SIGKILL to what is left after 15 s, then the
+        embedded database stops unless other processes still use it."""
         self.stdout.write("\n==> stopping web server and worker")
         for child in children:
-            if child.poll() is None:
-                child.send_signal(signal.SIGTERM)
+            _signal_group(child.process, signal.SIGTERM)
         deadline = time.monotonic() + 15
         for child in children:
-            try:
-                child.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:  # a child that does not stop takes its own children with it
-                os.killpg(child.pid, signal.SIGKILL)
-                child.wait()
+            while _group_alive(child.process) and time.monotonic() < deadline:
+                child.process.poll()
+                time.sleep(0.1)
+            _end_group(child.process)
         pgdata = settings.DATABASES["default"].get("EMBEDDED_PGDATA")
-        if pgdata:  # the database stops when this process exits, unless others still use it
+        if pgdata:  # every process of the groups is gone: their handles are dead, the last live one stops it
             prune_dead_handles(pgdata)
-        failed = [c.args[2] for c in children if c.returncode not in (0, -2, -15, 130)]
-        if failed and not self._stopping:
-            raise SystemExit(1)
+
+
+RESTARTS_ALLOWED = 5
+RESTART_WINDOW_S = 120
+
+
+class Child:
+    """A process `kb_run` starts and keeps running: `manage.py <args>` in its own process group
+    (a terminal's Ctrl-C reaches kb_run only, which stops the groups with SIGTERM, quietly,
+    even while they load the model), warming the model for `warm` before it serves."""
+
+    def __init__(self, name: str, args: list[str], warm: str):
+        self.name, self.args, self.warm = name, args, warm
+        self.process: subprocess.Popen | None = None
+        self.exits: list[float] = []
+
+    def start(self) -> None:
+        self.process = subprocess.Popen([sys.executable, "manage.py", *self.args], start_new_session=True,
+                                        env={**os.environ, "KB_WARM_MODEL": self.warm})
+
+    def may_restart(self) -> bool:
+        now = time.monotonic()
+        self.exits = [t for t in self.exits if now - t < RESTART_WINDOW_S] + [now]
+        return len(self.exits) < RESTARTS_ALLOWED
+
+
+def _how_it_ended(code: int) -> str:
+    if code < 0:
+        return f"killed by {signal.Signals(-code).name}"
+    return f"exit code {code}"
+
+
+def _signal_group(process: subprocess.Popen, signum: int) -> None:
+    try:
+        os.killpg(process.pid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _group_alive(process: subprocess.Popen) -> bool:
+    process.poll()  # reap the leader, so a finished one is not counted as alive
+    try:
+        os.killpg(process.pid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def _end_group(process: subprocess.Popen) -> None:
+    """SIGKILL whatever of the process group is left, and reap its leader."""
+    _signal_group(process, signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while _group_alive(process) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    try:
+        process.wait(timeout=1)
+    except subprocess.TimeoutExpired:
+        pass
