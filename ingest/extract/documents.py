@@ -132,15 +132,19 @@ def _docx(body: bytes, fallback_title: str) -> Extracted:
 
 def _docx_rows(table) -> list[list[str]]:
     """The table's cell texts, a merged cell's text once: python-docx repeats a merged cell in
-    every grid column (and row) it spans, as the same underlying `<w:tc>`."""
-    seen: set[int] = set()
+    every grid column (and row) it spans, as the same underlying `<w:tc>`.
+
+    The set holds the `<w:tc>` elements themselves, not their `id()`: lxml hands out the same
+    proxy for an element only while one is alive, so a dropped proxy's `id()` is reused by
+    another cell's and distinct cells would look like repeats."""
+    seen: set = set()
     rows = []
     for row in table.rows:
         cells = []
         for cell in row.cells:
-            key = id(cell._tc)
-            cells.append("" if key in seen else " ".join(cell.text.split()).replace("|", "\\|"))
-            seen.add(key)
+            tc = cell._tc
+            cells.append("" if tc in seen else " ".join(cell.text.split()).replace("|", "\\|"))
+            seen.add(tc)
         rows.append(cells)
     return rows
 

@@ -82,6 +82,35 @@ def test_docx_merged_cells_are_written_once():
     assert content.count("Quarterly totals") == 1 and "| q1 | q2 | q3 |" in content
 
 
+def test_docx_plain_table_keeps_every_row_and_cell():
+    docx = pytest.importorskip("docx")
+    document = docx.Document()
+    rows = [["name", "team", "city"], ["alice", "red", "oslo"], ["bob", "blue", "lima"], ["carol", "green", "rome"]]
+    table = document.add_table(rows=len(rows), cols=3)
+    for r, row in enumerate(rows):
+        for c, text in enumerate(row):
+            table.cell(r, c).text = text
+    out = io.BytesIO()
+    document.save(out)
+    content = extract_isolated(out.getvalue(), doc.DOCX, fallback_title="p.docx").content
+    assert content == ("| name | team | city |\n|---|---|---|\n| alice | red | oslo |\n"
+                       "| bob | blue | lima |\n| carol | green | rome |\n")
+
+
+def test_real_docx_tables_keep_their_cells_and_show_a_merged_cell_once():
+    """python-docx's own fixture: four 3x3 tables of 1..9, the second with 4 spanning two
+    columns, the third with 5 spanning two rows, the fourth with 4 spanning both."""
+    content = extract_isolated((REAL / "documents" / "tbl-cell-access.docx").read_bytes(), doc.DOCX,
+                               fallback_title="tbl-cell-access.docx").content
+    header = "| 1 | 2 | 3 |\n|---|---|---|\n"
+    assert content.split("\n\n") == [
+        header + "| 4 | 5 | 6 |\n| 7 | 8 | 9 |",
+        header + "| 4 |  | 6 |\n| 7 | 8 | 9 |",
+        header + "| 4 | 5 | 6 |\n| 7 |  | 9 |",
+        header + "| 4 |  | 6 |\n|  |  | 9 |\n",
+    ]
+
+
 def test_pdf_hyphenation_is_joined_and_lookalikes_folded():
     content = extract_isolated((REAL / "documents" / "asymptote.pdf").read_bytes(), doc.PDF).content
     assert "\ufffe" not in content and "\u2212" not in content  # 112 and 56 of them in the raw text
