@@ -1,35 +1,26 @@
 """Stored markdown as safe HTML for the document view. Pure.
 
-Documents are untrusted: raw HTML in them is escaped (Python-Markdown's HTML block and inline
-HTML handlers are removed), link and image targets other than http(s), mailto, relative and
-fragment URLs are dropped, and heading ids (`{#id}`) are removed as text rather than turned
-into attributes, so a document can neither run script nor set attributes. Code fences come out
-verbatim, inside `<pre><code class="language-X">`. Underscores never mark emphasis: a web
-page's text is stored as written, where `date.__str__()` or `__init__` is a name, not bold, and
-the extractors write emphasis with asterisks.
+The markdown is read as CommonMark with GFM tables (markdown-it-py), because that is how the
+extractors write it: a list item's later blocks are indented under its text (two spaces under
+`- `, three under `1. `), and a quote's blocks carry `> `, so a code fence inside a list item or
+a quote is code, with its lines as stored.
+
+Documents are untrusted: raw HTML in them is shown as text, link and image targets other than
+http(s), mailto, relative and fragment URLs are not made links, and heading ids (`{#id}`) are
+removed as text rather than turned into attributes, so a document can neither run script nor
+set attributes. Code fences come out verbatim, inside `<pre><code class="language-X">`.
+Underscores never mark emphasis: a web page's text is stored as written, where `date.__str__()`
+or `__init__` is a name, not bold, and the extractors write emphasis with asterisks.
 """
 
 from __future__ import annotations
 
-from xml.etree.ElementTree import Element
-
-import markdown
-from markdown.treeprocessors import Treeprocessor
+from markdown_it import MarkdownIt
+from markdown_it.rules_inline import emphasis
 
 from kb.markup import TEXT, fenced, strip_heading_id
 
 SAFE_SCHEMES = ("http:", "https:", "mailto:")
-
-
-class _SafeLinks(Treeprocessor):
-    def run(self, root: Element) -> None:
-        for element in root.iter():
-            for attribute in ("href", "src"):
-                value = element.get(attribute)
-                if value is not None and not _safe_url(value):
-                    del element.attrib[attribute]
-            if element.tag == "a" and element.get("href", "").startswith(("http:", "https:")):
-                element.set("rel", "nofollow noopener")
 
 
 def _safe_url(url: str) -> bool:
@@ -39,12 +30,25 @@ def _safe_url(url: str) -> bool:
     return compact.startswith(SAFE_SCHEMES)
 
 
-def _converter() -> markdown.Markdown:
-    md = markdown.Markdown(extensions=["fenced_code", "tables", "sane_lists"], output_format="html")
-    md.preprocessors.deregister("html_block")
-    md.inlinePatterns.deregister("html")
-    md.delimiters.remove("_")  # `__str__` is a name (Python-Markdown 3.11's delimiter registry)
-    md.treeprocessors.register(_SafeLinks(md), "safe_links", 0)
+def _emphasis_without_underscore(state, silent: bool) -> bool:
+    """CommonMark's emphasis rule for `*` only; an `_` stays a character of the text."""
+    if state.src[state.pos] == "_":
+        return False
+    return emphasis.tokenize(state, silent)
+
+
+def _link_open(renderer, tokens, idx, options, env) -> str:
+    token = tokens[idx]
+    if str(token.attrGet("href") or "").lower().startswith(("http:", "https:")):
+        token.attrSet("rel", "nofollow noopener")
+    return renderer.renderToken(tokens, idx, options, env)
+
+
+def _converter() -> MarkdownIt:
+    md = MarkdownIt("commonmark", {"html": False, "xhtmlOut": False}).enable("table")
+    md.validateLink = _safe_url  # a link or image whose target fails stays text
+    md.inline.ruler.at("emphasis", _emphasis_without_underscore)
+    md.add_render_rule("link_open", _link_open)
     return md
 
 
@@ -61,5 +65,4 @@ def _without_heading_ids(text: str) -> str:
 
 def render_markdown(text: str) -> str:
     """Safe HTML for one stored passage of markdown."""
-    md = _converter()
-    return md.convert(_without_heading_ids(text))
+    return _converter().render(_without_heading_ids(text)).rstrip("\n")

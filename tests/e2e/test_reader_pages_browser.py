@@ -46,6 +46,12 @@ The interactive interpreter shows a prompt:
 hi
 ```
 
+1. Make three lists that are one list:
+
+   ```python
+   >>> lists = [[]] * 3
+   ```
+
 | Flag | Meaning |
 |------|---------|
 | -O | optimise |
@@ -88,6 +94,7 @@ def test_document_view_on_a_phone_highlights_the_cited_passage(live_server, brow
     assert any("#include <stdio.h>" in text for text in code), code  # code verbatim, '#' kept
     assert any('>>> print("hi")' in text for text in code), code
     assert page.find_element(By.CSS_SELECTOR, "pre code.language-c")
+    assert page.find_element(By.CSS_SELECTOR, "ol li pre code").text == ">>> lists = [[]] * 3"  # code in a list item
     assert page.find_element(By.CSS_SELECTOR, "table td").text == "-O"
     identifier = page.find_element(By.CSS_SELECTOR, "table td code")  # a name in a narrow column stays whole
     assert identifier.text == "PYTHONDONTWRITEBYTECODE"

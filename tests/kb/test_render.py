@@ -1,9 +1,18 @@
 """The document view's markdown rendering: nothing stripped, code verbatim, nothing executable."""
 
+import re
+from pathlib import Path
+
+import pytest
+from bs4 import BeautifulSoup
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ingest.extract import extract
 from kb.render import render_markdown
+
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
+FENCE_OPENING = re.compile(r"^(?P<prefix>(?:> ?)*[ ]*)(?P<fence>`{3,}|~{3,})(?P<language>[\w+-]*)[ \t]*$")
 
 
 def test_code_quotes_and_headings_survive():
@@ -42,12 +51,7 @@ def test_python_names_on_a_real_sphinx_page_are_not_turned_bold():
     """Python's runpy reference (Sphinx): `__name__`, `__main__` stand in its text outside code
     spans (signatures, prose), where underscores would make them bold "name" and "main";
     asterisks still mark emphasis."""
-    import re
-    from pathlib import Path
-
-    from ingest.extract import extract
-
-    page = Path(__file__).resolve().parents[1] / "fixtures/real/sphinx/runpy.html"
+    page = REAL / "sphinx/runpy.html"
     content = extract(page.read_bytes(), "text/html", charset="utf-8").content
     outside_code = re.sub(r"`[^`]*`|```.*?```", "", content, flags=re.S)
     names = set(re.findall(r"__[a-z]+__", outside_code))
@@ -57,3 +61,60 @@ def test_python_names_on_a_real_sphinx_page_are_not_turned_bold():
         assert name in html, name
     assert "<strong>name</strong>" not in html and "<strong>main</strong>" not in html
     assert render_markdown("*em* and **strong**") == "<p><em>em</em> and <strong>strong</strong></p>"
+
+
+def test_code_fences_inside_list_items_and_quotes_are_code():
+    """The extractors indent a list item's blocks under its text (two spaces under `- `, three
+    under `1. `, deeper in a nested list) and quote them with `> `; fences there are code, with
+    prompts and the indentation under the fence as written."""
+    text = ("1. Build the list:\n\n"
+            "   ```python\n   >>> lists = [[]] * 3\n   >>> lists\n   [[], [], []]\n       indented\n   ```\n\n"
+            "   - then, nested:\n\n     ```\n     >>> x\n     ```\n\n"
+            "> quoted:\n>\n> ```c\n> a < b;\n>\n> ```\n")
+    html = render_markdown(text)
+    assert ('<li>\n<p>Build the list:</p>\n<pre><code class="language-python">&gt;&gt;&gt; lists = [[]] * 3\n'
+            "&gt;&gt;&gt; lists\n[[], [], []]\n    indented\n</code></pre>") in html
+    assert "<li>\n<p>then, nested:</p>\n<pre><code>&gt;&gt;&gt; x\n</code></pre>\n</li>" in html
+    assert ('<blockquote>\n<p>quoted:</p>\n<pre><code class="language-c">a &lt; b;\n\n</code></pre>\n'
+            "</blockquote>") in html
+    assert "```" not in html and html.count("<blockquote>") == 1
+
+
+def _fenced_blocks(text: str) -> list[tuple[str, str]]:
+    """(language, code) of each fence in stored markdown, its lines less the fence's own indent
+    and quote markers."""
+    blocks, lines, index = [], text.split("\n"), 0
+    while index < len(lines):
+        opening = FENCE_OPENING.match(lines[index])
+        index += 1
+        if not opening:
+            continue
+        prefix, fence, code = opening["prefix"], opening["fence"], []
+        while index < len(lines):
+            line = lines[index]
+            index += 1
+            body = line[len(prefix):] if line.startswith(prefix) else ""
+            assert body or not line.strip(" >"), f"a line outside its fence's container: {line!r}"
+            if body.strip().startswith(fence) and not body.strip().strip(fence[0]):
+                break
+            code.append(body)
+        blocks.append((opening["language"], "\n".join(code) + "\n"))
+    return blocks
+
+
+@pytest.mark.parametrize("name", [
+    pytest.param("sphinx/controlflow.html", id="code-in-list-items"),
+    pytest.param("sphinx/annotations.html", id="code-in-quotes"),
+    pytest.param("asciidoctor/git-init.html", id="code-with-tabs"),
+])
+def test_every_fence_of_a_real_page_is_shown_as_code_verbatim(name):
+    content = extract((REAL / name).read_bytes(), "text/html", charset="utf-8").content
+    expected = _fenced_blocks(content)
+    assert expected, "the page has no code fence: this test needs another page"
+    soup = BeautifulSoup(render_markdown(content), "html.parser")
+    shown = [(" ".join(code.get("class", [])).removeprefix("language-"), code.get_text())
+             for code in soup.select("pre > code")]
+    assert shown == expected
+    for pre in soup.find_all("pre"):
+        pre.decompose()
+    assert "```" not in str(soup)
