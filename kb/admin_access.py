@@ -147,17 +147,27 @@ class NamespaceScoped(ScopedFields, admin.ModelAdmin):
             return bool(allowed)
         return namespace_of(obj) in allowed
 
+    # Membership is the permission: a staff user reads what a membership lets them read and writes
+    # what a writing one lets them write, with no Django model permissions to tick besides
+    # (docs/getting-started.md); superusers may do everything.
+    @staticmethod
+    def _staff(request) -> bool:
+        return request.user.is_active and request.user.is_staff
+
+    def has_module_permission(self, request):
+        return self._staff(request) and self._may(request, None, write=False)
+
     def has_view_permission(self, request, obj=None):
-        return super().has_view_permission(request, obj) and self._may(request, obj, write=False)
+        return self._staff(request) and self._may(request, obj, write=False)
 
     def has_add_permission(self, request):
-        return super().has_add_permission(request) and self._may(request, None, write=True)
+        return self._staff(request) and self._may(request, None, write=True)
 
     def has_change_permission(self, request, obj=None):
-        return super().has_change_permission(request, obj) and self._may(request, obj, write=True)
+        return self._staff(request) and self._may(request, obj, write=True)
 
     def has_delete_permission(self, request, obj=None):
-        return super().has_delete_permission(request, obj) and self._may(request, obj, write=True)
+        return self._staff(request) and self._may(request, obj, write=True)
 
     def scoped_object(self, request, object_id, *, write: bool = False):
         """The object of a custom view: missing (404) unless the curator may read it, forbidden
@@ -234,6 +244,13 @@ class SuperuserOnly(admin.ModelAdmin):
         return request.user.is_superuser
 
     has_change_permission = has_add_permission = has_delete_permission = has_view_permission
+
+    def history_view(self, request, object_id, extra_context=None):
+        """Refused before the object is looked up: Django's own view redirects for a missing id
+        and refuses an existing one, which would tell a member which ids exist."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        return super().history_view(request, object_id, extra_context)
 
 
 

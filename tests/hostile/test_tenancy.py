@@ -101,3 +101,38 @@ def test_staff_members_see_and_define_providers_only_in_their_namespaces(tenants
     assert refused.status_code == 200 and "KB_FORBIDDEN" in refused.content.decode()
     assert not Provider.objects.filter(slug="sneaky").exists()
     assert Capability.objects.filter(provider__slug="theirs").count() == 1
+
+
+def test_a_membership_alone_opens_the_console_as_the_docs_say(tenants):
+    """getting-started.md: a staff user with a *read* membership sees the namespace's sources, runs
+    and documents; *write* may also add sources. No Django model permission is ticked here."""
+    a, b = tenants
+    users = {}
+    for name, can_write in (("reader", False), ("writer", True), ("outsider", None)):
+        user = get_user_model().objects.create_user(name, password="pw", is_staff=True)
+        if can_write is not None:
+            NamespaceMembership.objects.create(user=user, namespace=a, can_write=can_write)
+        users[name] = Client()
+        users[name].force_login(user)
+    index = users["reader"].get("/admin/").content.decode()
+    assert "/admin/kb/source/" in index and "/admin/kb/document/" in index and "/admin/kb/ingestrun/" in index
+    listing = users["reader"].get("/admin/kb/document/").content.decode()
+    assert "Pumpkin soup" in listing or "pumpkin" in listing.lower()
+    assert "Pumpkin secret" not in listing
+    assert users["reader"].get("/admin/kb/source/add/?kind=crawl").status_code == 403
+    assert users["writer"].get("/admin/kb/source/add/?kind=crawl").status_code == 200
+    assert "/admin/kb/source/" not in users["outsider"].get("/admin/").content.decode()
+    assert users["outsider"].get("/admin/kb/document/").status_code == 403
+    assert "/admin/kb/namespacemembership/" not in index  # who may read what stays a superuser's
+
+
+def test_a_superuser_only_page_refuses_a_member_alike_for_existing_and_missing_ids(tenants):
+    a, _ = tenants
+    user = get_user_model().objects.create_user("member", password="pw", is_staff=True)
+    membership = NamespaceMembership.objects.create(user=user, namespace=a, can_write=True)
+    client = Client()
+    client.force_login(user)
+    for path in ("/admin/kb/namespacemembership/{}/history/", "/admin/auth/user/{}/history/"):
+        existing = client.get(path.format(membership.pk if "membership" in path else user.pk))
+        missing = client.get(path.format(10**9))
+        assert existing.status_code == missing.status_code == 403
