@@ -14,11 +14,10 @@ from django.views.decorators.http import require_POST
 from ingest import service as ingest_service
 from ingest.forms import COMMON_FIELDS, KIND_HELP, content_fields, option_names, source_form
 from ingest.run_status import run_note, run_took
-from ingest.uploads import add_files
+from ingest.uploads import store_upload
 from kb import models
 from kb.admin_access import NamespaceScoped, ScopedInline, capped, count_of
 from kb.conf import kb_settings
-from kb.errors import KBError
 from kb.vocabulary import SOURCE_KINDS
 
 RECENT_RUNS = 20  # runs shown on a source's page (all of them: the runs list, filtered by source)
@@ -139,14 +138,10 @@ class SourceAdmin(NamespaceScoped):
         ingest_service.sync_refresh_schedule(obj)
         for warning in getattr(form, "warnings", ()):
             self.message_user(request, warning, messages.WARNING)
-        uploads = form.cleaned_data.get("files") or []
-        if uploads and obj.kind == models.Source.Kind.FILE:
-            try:
-                report = add_files(obj, [(f.name, f) for f in uploads])
-            except KBError as exc:
-                self.message_user(request, f"{exc.code}: {exc.message}", messages.ERROR)
-                return
-            skipped = "; ".join(f"{s['path']}: {s['message']}" for s in report.skipped)
+        upload = getattr(form, "upload", None)  # read and checked by the form (`read_upload`)
+        if upload is not None and obj.kind == models.Source.Kind.FILE:
+            report = store_upload(obj, upload)
+            skipped = "; ".join(f"{s['path']}: {s['code']}, {s['message']}" for s in report.skipped)
             self.message_user(request, f"{len(report.added)} added, {len(report.replaced)} replaced, "
                               f"{len(report.unchanged)} unchanged" + (f"; skipped {skipped}" if skipped else ""))
             if report.added or report.replaced:

@@ -11,6 +11,7 @@ from django.core.exceptions import ValidationError
 from ingest import service as ingest_service
 from ingest.errors import FetchBlocked
 from ingest.loaders import DEFAULTS
+from ingest.uploads import read_upload
 from kb import models
 from kb.errors import KBError
 from kb.vocabulary import SOURCE_KINDS, SOURCE_OPTIONS, URL_KINDS
@@ -150,6 +151,12 @@ class SourceForm(forms.ModelForm):
                 options[name] = value
         self.options_changed = options != (self.instance.options or {})
         self.instance.options = options  # validated with the model (`validate_source_options`)
+        self.upload = None
+        if cleaned.get("files"):  # read and checked before anything is saved: a refused file is the form's error
+            try:
+                self.upload = read_upload([(f.name, f) for f in cleaned["files"]])
+            except KBError as exc:
+                self.add_error("files", ValidationError(f"{exc.code}: {exc.message}", code=exc.code))
         return cleaned
 
     @property
@@ -166,7 +173,7 @@ def source_form(kind: str) -> type[SourceForm]:
     fields = {name: _option_field(name) for name in option_names(kind)}
     if kind == "file":
         fields["files"] = MultipleFileField(
-            required=False, label="Add files",
+            required=False, label="Add files", allow_empty_file=True,  # skipped with its code by read_upload
             help_text="One or more files, or a .zip of them; each becomes a document. Saving ingests them.")
     meta = type("Meta", (SourceForm.Meta,), {"fields": ["namespace", "name", *[
         f for f in content_fields(kind) if f != "files"], *COMMON_FIELDS]})

@@ -30,10 +30,17 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.db import transaction
 
-from ingest.errors import ArchiveRejected, ContentTooLarge, FileKeyInvalid, FileMissing, UnsupportedType
+from ingest.errors import (
+    ArchiveRejected,
+    ContentTooLarge,
+    EmptyContent,
+    FileKeyInvalid,
+    FileMissing,
+    UnsupportedType,
+)
 from ingest.filetypes import ARCHIVE_SUFFIXES, max_bytes_for, media_type_for
 from kb.conf import kb_settings
-from kb.errors import Conflict
+from kb.errors import Conflict, KBError
 from kb.models import Source, SourceFile
 from kb.revisions import source_revision
 
@@ -58,21 +65,52 @@ class UploadReport:
                 "skipped": self.skipped, "archives": self.archives}
 
 
+@dataclass
+class ReadUpload:
+    """An upload read and checked whole (`read_upload`), not yet stored: each path once, with its bytes."""
+
+    files: list[tuple[str, bytes]]
+    report: UploadReport
+
+
 def add_files(source: Source, uploads: Iterable[tuple[str, BinaryIO]]) -> UploadReport:
     """Store each (name, file object); a .zip is unpacked into its members. Everything is read
     and checked first and stored after, all or nothing: a rejected upload leaves no file behind."""
+    return store_upload(source, read_upload(uploads))
+
+
+def read_upload(uploads: Iterable[tuple[str, BinaryIO]]) -> ReadUpload:
+    """Read and check every file of an upload, storing nothing: what a form checks before it
+    saves. An empty file is skipped (`INGEST_EMPTY_CONTENT`: there is nothing to read in it); a
+    refused file raises, its name leading the message, and then nothing of the upload is stored."""
     report = UploadReport()
     accepted: list[tuple[str, bytes]] = []
     for name, handle in uploads:
         name = safe_member_path(name.replace("\\", "/").rsplit("/", 1)[-1]) or "upload"
-        if name.lower().endswith(ARCHIVE_SUFFIXES):
-            members = _archive_members(handle, report)
-            report.archives.append({"name": name, "files": len(members)})
-            accepted.extend(members)
+        try:
+            if name.lower().endswith(ARCHIVE_SUFFIXES):
+                members = _archive_members(handle, report)
+                report.archives.append({"name": name, "files": len(members)})
+                accepted.extend(members)
+            else:
+                accepted.append((name, _read_capped(handle, _limit_for(name), name)))
+        except KBError as exc:
+            named = exc.message if name in exc.message else f"{name}: {exc.message}"
+            raise type(exc)(f"{named} Nothing of this upload was stored.",
+                            details={**exc.details, "path": name}) from exc
+    kept = []
+    for path, data in accepted:
+        if data:
+            kept.append((path, data))
         else:
-            accepted.append((name, _read_capped(handle, _limit_for(name), name)))
-    _store_all(source, _once_each(accepted, report), report)
-    return report
+            report.skip(path, EmptyContent.code, "the file is empty")
+    return ReadUpload(_once_each(kept, report), report)
+
+
+def store_upload(source: Source, upload: ReadUpload) -> UploadReport:
+    """Store an upload `read_upload` read, all or nothing."""
+    _store_all(source, upload.files, upload.report)
+    return upload.report
 
 
 def _once_each(files: list[tuple[str, bytes]], report: UploadReport) -> list[tuple[str, bytes]]:

@@ -248,6 +248,40 @@ def test_admin_takes_many_files_and_a_zip_in_one_save(client, namespace):
     assert sorted(source.files.values_list("path", flat=True)) == ["a/b.md", "c.eml", "notes.md"]
 
 
+def test_a_refused_file_is_the_forms_error_naming_it_and_an_empty_one_is_skipped_with_its_code(
+        client, namespace, settings):
+    """A bomb among good files: the admin form says which file was refused and why, and that
+    nothing of the upload was stored, and saves nothing (no "changed successfully"). An empty
+    file is skipped with INGEST_EMPTY_CONTENT by the console and the API alike, the rest stored."""
+    from kb.conf import kb_settings
+
+    settings.KB_ARCHIVE_MAX_BYTES = 1024 * 1024
+    kb_settings.cache_clear()
+    staff = get_user_model().objects.create_user("curator", password="pw", is_staff=True, is_superuser=True)
+    client.force_login(staff)
+    form = {"namespace": namespace.pk, "name": "uploads", "kind": "file", "location": "", "text": "",
+            "options": "{}", "enabled": "on", "priority": "0", "refresh_interval": "",
+            "files-TOTAL_FORMS": "0", "files-INITIAL_FORMS": "0", "runs-TOTAL_FORMS": "0", "runs-INITIAL_FORMS": "0"}
+    bomb = _zip({"big.txt": b"0" * (5 * 1024 * 1024)})
+    refused = client.post("/admin/kb/source/add/", {**form, "files": [
+        SimpleUploadedFile("poem.md", b"# Poem\n\nKept only if all is.\n"), SimpleUploadedFile("bomb.zip", bomb)]})
+    page = refused.content.decode()
+    assert refused.status_code == 200 and "INGEST_ARCHIVE_REJECTED: bomb.zip: " in page
+    assert "Nothing of this upload was stored." in page and "successfully" not in page
+    assert not Source.objects.filter(name="uploads").exists()
+    saved = client.post("/admin/kb/source/add/", {**form, "files": [
+        SimpleUploadedFile("empty.txt", b""), SimpleUploadedFile("poem.md", b"# Poem\n\nStored.\n")]}, follow=True)
+    messages = [str(m) for m in saved.context["messages"]]
+    assert any("1 added" in m and "empty.txt: INGEST_EMPTY_CONTENT, the file is empty" in m for m in messages), messages
+    source = Source.objects.get(name="uploads")
+    assert list(source.files.values_list("path", flat=True)) == ["poem.md"]
+    _, token = issue_token("uploader", namespaces=[namespace], scope="write")
+    answer = client.post(f"/api/sources/{source.pk}/files", {"files": [SimpleUploadedFile("empty2.txt", b"")]},
+                         headers={"Authorization": f"Bearer {token}"}).json()
+    assert answer["skipped"] == [{"path": "empty2.txt", "code": "INGEST_EMPTY_CONTENT",
+                                  "message": "the file is empty"}] and answer["added"] == []
+
+
 def test_bad_files_are_item_errors_with_their_codes_and_the_run_goes_on(namespace):
     pdfium = pytest.importorskip("pypdfium2")
     page = pdfium.PdfDocument(REAL / "asymptote-CAD.pdf")[0]
