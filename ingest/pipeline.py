@@ -35,7 +35,7 @@ from ingest.decisions import (
 from ingest.errors import DocumentNotStored, EmptyContent, IngestInternalError
 from ingest.extract import Extracted, extract
 from ingest.extract.documents import ISOLATED_TYPES
-from ingest.extract.isolated import ParserBudget, capped, extract_isolated, without_nul
+from ingest.extract.isolated import ParserBudget, capped, extract_isolated, truncation, without_nul
 from ingest.extract.ocr import OcrOptions, ocr_reason
 from ingest.fetch import Fetcher
 from ingest.loaders import DEFAULTS, LoadedItem, SourceLoader, SourceSpec
@@ -202,9 +202,12 @@ class IngestPipeline:
             self.report.record(Outcome(item.ref, Status.SKIPPED, reason=item.skipped), started)
             return
         if item.error is not None:
-            linked = f" Linked from {', '.join(item.linked_from)}." if item.linked_from else ""
+            message = item.error.message.rstrip()
+            if item.linked_from:
+                message = message + ("" if message.endswith((".", "!", "?")) else ".")
+                message += f" Linked from {', '.join(item.linked_from)}."
             self.report.record(Outcome(item.ref, Status.FAILED, error_code=item.error.code,
-                                       error_message=item.error.message + linked), started)
+                                       error_message=message), started)
             return
         stored, body = self._stored.get(item.ref), item.body or b""
         byte_key = "" if item.not_modified else document_byte_key(body)
@@ -273,7 +276,9 @@ class IngestPipeline:
         return chunk_text(extracted.content, extracted.title, self.chunk_options, extracted.pages)
 
     def _queue(self, item, extracted, content_hash, reason, started, byte_key="", keys=(), dropped=None) -> None:
-        chunks = self._chunks(extracted)[:kb_settings().max_chunks_per_document]
+        chunks = self._chunks(extracted)
+        reason = cut_notes(reason, extracted.content, len(chunks), kb_settings().max_chunks_per_document)
+        chunks = chunks[:kb_settings().max_chunks_per_document]
         if not chunks:
             self.report.record(Outcome(item.ref, Status.FAILED, error_code=EmptyContent.code,
                                        error_message="No chunks could be made."), started)
@@ -446,3 +451,15 @@ class IngestPipeline:
         # replaces its count instead of adding to it
         self.report.chunks_stored(sum(len(p.chunks) - self._chunk_counts.get(p.item.ref, 0) for p in pending))
         self._chunk_counts.update({p.item.ref: len(p.chunks) for p in pending})
+
+
+
+def cut_notes(reason: str, content: str, chunks: int, max_chunks: int) -> str:
+    """The item's reason, with what a limit cut from the document said in the run report (the
+    stored text's own marker says it too, where few would look)."""
+    cut = truncation(content)
+    if cut:
+        reason += f"; text cut to its first {cut[0]:,} of {cut[1]:,} characters (KB_EXTRACT_MAX_CHARS)"
+    if chunks > max_chunks:
+        reason += f"; only its first {max_chunks:,} of {chunks:,} passages kept (KB_MAX_CHUNKS_PER_DOCUMENT)"
+    return reason

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import resource
 import selectors
 import signal
@@ -174,6 +175,16 @@ def capped(extracted: Extracted, max_chars: int) -> Extracted:
     cut = cut if cut > 0 else max_chars
     return replace(extracted, content=extracted.content[:cut] + TRUNCATED.format(kept=cut, total=total),
                    pages=tuple(p for p in extracted.pages if p[0] < cut))
+
+
+_TRUNCATED_AT = re.compile(re.escape(TRUNCATED.strip()).replace(r"\{kept:,\}", "([0-9,]+)")
+                           .replace(r"\{total:,\}", "([0-9,]+)"))
+
+
+def truncation(content: str) -> tuple[int, int] | None:
+    """(characters kept, characters the document had) when `capped` cut `content`; else None."""
+    found = _TRUNCATED_AT.search(content[-len(TRUNCATED) - 40:])
+    return (int(found[1].replace(",", "")), int(found[2].replace(",", ""))) if found else None
 
 
 def without_nul(extracted: Extracted) -> Extracted:

@@ -92,6 +92,8 @@ def test_text_over_the_cap_is_cut_with_a_marker(budget):
     assert run.status == "succeeded"
     content = Document.objects.get(ref="long").content
     assert len(content) < 200_200 and "truncated: the first" in content
+    reason = run.items.get(ref="long").reason  # the run report says so, not only the stored text's end
+    assert reason == "new; text cut to its first 200,000 of 500,000 characters (KB_EXTRACT_MAX_CHARS)"
 
 
 def test_tiny_sections_are_merged_and_chunks_capped(settings):
@@ -105,6 +107,7 @@ def test_tiny_sections_are_merged_and_chunks_capped(settings):
         kb_settings.cache_clear()
     assert run.status == "succeeded"
     assert Document.objects.get(ref="many").chunks.count() == 5
+    assert "only its first 5 of " in run.items.get(ref="many").reason
 
 
 def test_a_nul_byte_after_the_first_8_kb_costs_nothing_but_itself():
