@@ -150,6 +150,10 @@ class SourceAdmin(NamespaceScoped):
             self._queued(request, [run])
 
     def _queued(self, request, runs):
+        if not runs:
+            self.message_user(request, "Nothing was queued: no selected source may be ingested by you.",
+                              messages.WARNING)
+            return
         links = format_html_join(
             ", ", '<a href="{}">run #{}</a>',
             ((reverse("admin:kb_ingestrun_change", args=[r.pk]), r.pk) for r in runs),

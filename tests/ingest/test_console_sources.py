@@ -179,3 +179,10 @@ def test_a_crawls_broken_link_names_the_pages_that_linked_to_it(namespace, web, 
     broken = run.items.get(ref=web.url("/gone"))
     assert broken.status == "failed" and broken.error_code == "INGEST_HTTP_STATUS"
     assert broken.error_message.endswith(f"Linked from {web.url('/')}, {web.url('/a')}.")
+
+
+def test_an_action_on_nothing_it_may_touch_says_nothing_was_queued(admin_client):
+    response = admin_client.post("/admin/kb/source/", {"action": "ingest_now", "_selected_action": [10**9]},
+                                 follow=True)
+    messages = [str(m) for m in response.context["messages"]]
+    assert messages == ["Nothing was queued: no selected source may be ingested by you."], messages
