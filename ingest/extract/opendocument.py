@@ -30,6 +30,20 @@ def _odf_content(body: bytes):
             raise DocumentCorrupt(f"The OpenDocument content is not valid XML: {exc}") from exc
 
 
+def _odf_title(body: bytes) -> str:
+    """The title the document's properties give (meta.xml's dc:title), as Word's core properties
+    do for .docx; "" when it has none."""
+    with open_zip(body) as archive:
+        if "meta.xml" not in archive.namelist():
+            return ""
+        try:
+            meta = SafeXML.fromstring(archive.read("meta.xml"))
+        except SafeXML.ParseError:
+            return ""  # the properties are not the content: a bad meta.xml costs only the title
+    found = meta.find(".//{http://purl.org/dc/elements/1.1/}title")
+    return " ".join((found.text or "").split()) if found is not None else ""
+
+
 def _odf_text(element) -> str:
     """An element's text with `text:s`, `text:tab` and `text:line-break` as spaces."""
     parts = [element.text or ""]
@@ -49,7 +63,7 @@ def read_odt(body: bytes, fallback_title: str) -> Extracted:
     if office_text is None:
         raise DocumentCorrupt("The OpenDocument file has no text body.")
     builder = MarkdownBuilder()
-    title = ""
+    title = _odf_title(body)
     in_tables = {id(p) for table in office_text.iter(f"{{{ODF_NS['table']}}}table")
                  for p in table.iter(f"{{{ODF_NS['text']}}}p")}
     for element in office_text.iter():
@@ -90,4 +104,4 @@ def read_ods(body: bytes, fallback_title: str) -> Extracted:
     root = _odf_content(body)
     sheets = [(table.get(f"{{{ODF_NS['table']}}}name") or f"Sheet {n}", _odf_rows(table))
               for n, table in enumerate(root.iter(f"{{{ODF_NS['table']}}}table"), start=1)]
-    return sheets_markdown(sheets, fallback_title)
+    return sheets_markdown(sheets, _odf_title(body) or fallback_title)
