@@ -4,6 +4,7 @@ each app's `api.py`; the errors Django and ninja raise themselves are answered t
 classes as ours (`kb/errors.py`), so one code always has one status."""
 
 from django.core.exceptions import RequestDataTooBig
+from django.db import InterfaceError, OperationalError
 from django.http import Http404
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
@@ -24,6 +25,7 @@ from kb.errors import (
     error_for_status,
     error_status,
 )
+from kb.middleware import database_away, database_away_error
 from retrieval.api import router as retrieval_router
 
 
@@ -59,6 +61,16 @@ def kb_error(request, exc: KBError):
     if "retry_after_s" in exc.details:
         response["Retry-After"] = str(exc.details["retry_after_s"])
     return response
+
+
+@api.exception_handler(OperationalError)
+@api.exception_handler(InterfaceError)
+def database_error(request, exc):
+    """The database went away under the request: 503 KB_DB_UNAVAILABLE (with DEBUG on too, where
+    ninja would answer a traceback); any other database error is re-raised as the bug it is."""
+    if not database_away(exc):
+        raise exc
+    return kb_error(request, database_away_error())
 
 
 @api.exception_handler(ValidationError)

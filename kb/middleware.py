@@ -112,14 +112,36 @@ class InvalidInputMiddleware:
         return self.get_response(request)
 
 
-class DatabaseAwayMiddleware:
-    """A request that loses the database (the server stopped, restarted or refused the
-    connection) answers 503 `KB_DB_UNAVAILABLE` with a Retry-After, on the API and the pages
-    alike, rather than an internal error: the client may try again, and nothing is wrong with
-    its request. The broken connection is closed so the next request connects afresh. Other
-    database errors are bugs and stay 500s."""
+# SQLSTATEs of a connection that is gone: class 08 (connection exception) and the server's
+# shutdown codes; a client-side error without a SQLSTATE (refused, closed) is one too
+_CONNECTION_LOST = ("08", "57P01", "57P02", "57P03")
 
-    RETRY_AFTER_S = 5
+
+def database_away(exception: BaseException) -> bool:
+    """Whether `exception` says the database went away (stopped, restarted, refused the
+    connection), rather than a deadlock, a lock timeout or a bug, which stay 500s."""
+    if isinstance(exception, InterfaceError):
+        return True
+    if not isinstance(exception, OperationalError):
+        return False
+    sqlstate = getattr(exception.__cause__, "sqlstate", None)
+    return sqlstate is None or sqlstate.startswith(_CONNECTION_LOST)
+
+
+def database_away_error() -> DatabaseUnavailable:
+    """What a request that lost the database answers (503, Retry-After), on the API and the pages."""
+    connection.close()  # so the next request connects afresh
+    return DatabaseUnavailable("The database cannot be reached just now; try again shortly.",
+                               details={"retry_after_s": DATABASE_RETRY_AFTER_S})
+
+
+DATABASE_RETRY_AFTER_S = 5
+
+
+class DatabaseAwayMiddleware:
+    """A page that loses the database answers 503 `KB_DB_UNAVAILABLE` with a Retry-After, not an
+    internal error: the reader may try again, and nothing is wrong with the request. (The API's
+    own handler in kb/api.py answers the same for its endpoints.)"""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -128,14 +150,12 @@ class DatabaseAwayMiddleware:
         return self.get_response(request)
 
     def process_exception(self, request, exception):
-        if not isinstance(exception, (OperationalError, InterfaceError)):
+        if not database_away(exception):
             return None
-        connection.close()
-        error = DatabaseUnavailable("The database cannot be reached just now; try again shortly.",
-                                    details={"retry_after_s": self.RETRY_AFTER_S})
+        error = database_away_error()
         if request.path.startswith(API_PREFIX):
             response = JsonResponse(error.as_dict(), status=error_status(error))
-            response["Retry-After"] = str(self.RETRY_AFTER_S)
+            response["Retry-After"] = str(DATABASE_RETRY_AFTER_S)
             return response
         from kb.http import page_error  # not at import: the exception reporter below loads this module early
 

@@ -130,9 +130,11 @@ def test_worker_killed_mid_task_is_retried_and_writes_nothing_twice(web, tcp_pos
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_request_that_loses_the_database_answers_503_and_the_next_one_reconnects(client):
+@pytest.mark.parametrize("debug", [False, True])  # scripts/run runs with DEBUG on, where ninja answers for itself
+def test_a_request_that_loses_the_database_answers_503_and_the_next_one_reconnects(client, settings, debug):
     """The server ends the connection under a request (as when PostgreSQL stops or restarts): the
     API and the pages say KB_DB_UNAVAILABLE with a Retry-After, not an internal error."""
+    settings.DEBUG = debug
     import psycopg
     from django.db import connection
 
@@ -154,3 +156,22 @@ def test_a_request_that_loses_the_database_answers_503_and_the_next_one_reconnec
     page = client.get("/", {"q": "tide tables", "namespace": "harbour"})
     assert page.status_code == 503 and page.content.decode().startswith("KB_DB_UNAVAILABLE")
     assert client.get("/api/namespaces").status_code == 200  # connected afresh
+
+
+def test_only_a_lost_connection_is_the_database_away_not_a_deadlock():
+    import psycopg
+    from django.db import InterfaceError, OperationalError
+
+    from kb.middleware import database_away
+
+    def wrapped(cause):
+        error = OperationalError(str(cause))
+        error.__cause__ = cause
+        return error
+
+    assert database_away(wrapped(psycopg.errors.AdminShutdown("terminating connection")))  # 57P01
+    assert database_away(wrapped(psycopg.OperationalError("connection refused")))  # no SQLSTATE: client side
+    assert database_away(InterfaceError("connection already closed"))
+    assert not database_away(wrapped(psycopg.errors.DeadlockDetected("deadlock detected")))  # 40P01
+    assert not database_away(wrapped(psycopg.errors.LockNotAvailable("lock timeout")))  # 55P03
+    assert not database_away(ValueError("not a database error"))
