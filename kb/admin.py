@@ -42,6 +42,13 @@ class NamespaceAdmin(NamespaceScoped):
     readonly_fields = ["fusion_weights", "text_search", "meaning_channel"]
     actions = ["lex_again"]
 
+    def get_readonly_fields(self, request, obj=None):
+        """A member edits the namespace's title, description and language; its slug (unique across
+        every tenant: a refused rename would name another tenant's) and whether anyone may read
+        it are a superuser's."""
+        fields = list(super().get_readonly_fields(request, obj))
+        return fields if request.user.is_superuser else ["slug", "is_public", *fields]
+
     def save_model(self, request, obj, form, change):
         super().save_model(request, obj, form, change)
         if change and "language" in form.changed_data:

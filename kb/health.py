@@ -45,7 +45,7 @@ class HealthReport:
                    and all(replica["ok"] for replica in self.replicas))
         return "ok" if healthy else "degraded"
 
-    def as_dict(self, runs_in_detail: bool = True) -> dict:
+    def as_dict(self, runs_in_detail: bool = False) -> dict:
         """`runs_in_detail`: each stalled or waiting run with its id, time and reason (whose worker
         names its host and process); otherwise only how many, since runs belong to tenants and
         /healthz answers anyone."""
