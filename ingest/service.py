@@ -95,6 +95,8 @@ def retry_run(run: IngestRun, *, sync: bool = False) -> IngestRun | None:
     document it had already written unchanged; a run that ended with failed items fetches only
     those again. None when there is nothing to retry."""
     if run.status == IngestRun.Status.FAILED:
+        if run.mode == IngestRun.Mode.RETRY and run.retry_of is not None:  # its items again, not the whole source
+            return start_ingest(run.source, mode=IngestRun.Mode.RETRY, retry_of=run.retry_of, sync=sync)
         mode = IngestRun.Mode.INGEST if run.mode == IngestRun.Mode.RETRY else run.mode
         return start_ingest(run.source, mode=mode, sync=sync)
     if not run.items.filter(status=IngestItem.Status.FAILED).exists():

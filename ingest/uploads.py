@@ -81,8 +81,9 @@ def add_files(source: Source, uploads: Iterable[tuple[str, BinaryIO]]) -> Upload
 
 def read_upload(uploads: Iterable[tuple[str, BinaryIO]]) -> ReadUpload:
     """Read and check every file of an upload, storing nothing: what a form checks before it
-    saves. An empty file is skipped (`INGEST_EMPTY_CONTENT`: there is nothing to read in it); a
-    refused file raises, its name leading the message, and then nothing of the upload is stored."""
+    saves. An empty file is skipped (`INGEST_EMPTY_CONTENT`: there is nothing to read in it, and a
+    stored file of that path stays as it was); a refused file raises, its name leading the message
+    and in `details["upload"]`, and then nothing of the upload is stored."""
     report = UploadReport()
     accepted: list[tuple[str, bytes]] = []
     for name, handle in uploads:
@@ -95,9 +96,8 @@ def read_upload(uploads: Iterable[tuple[str, BinaryIO]]) -> ReadUpload:
             else:
                 accepted.append((name, _read_capped(handle, _limit_for(name), name)))
         except KBError as exc:
-            named = exc.message if name in exc.message else f"{name}: {exc.message}"
-            raise type(exc)(f"{named} Nothing of this upload was stored.",
-                            details={**exc.details, "path": name}) from exc
+            raise type(exc)(f"{name}: {exc.message} Nothing of this upload was stored.",
+                            details={**exc.details, "upload": name}) from exc
     kept = []
     for path, data in accepted:
         if data:

@@ -12,8 +12,9 @@ without them is lexed exactly as before (the pairing only runs when the text hol
 
 Each passage outside `cjk` whose text or title holds such a character is lexed again in place:
 its generated search vector is recomputed, and the postings trigger replaces its postings and the
-namespace's BM25 statistics in the same statement, so they stay exact. Only those passages are
-read for it, by a regular expression over the text.
+namespace's BM25 statistics in the same statement, so they stay exact. Every passage outside `cjk`
+is scanned by a regular expression to find them (0.2 s for 23,009 passages here, about 9 s a
+million), and only those are lexed again (153 here).
 """
 
 import importlib

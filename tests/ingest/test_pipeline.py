@@ -154,6 +154,11 @@ def test_a_run_that_failed_as_a_whole_is_retried_from_its_page_and_skips_what_it
     assert (again.status, again.items_unchanged, again.items_changed) == ("succeeded", 2, 1)
     finished = IngestRun.objects.create(source=site_source, status="succeeded")
     assert retry_run(finished) is None
+    # a retry of failed items that itself died retries those items, not the whole source
+    partial = IngestRun.objects.create(source=site_source, status="partial", items_failed=1)
+    died = IngestRun.objects.create(source=site_source, status="failed", mode="retry", retry_of=partial)
+    again = retry_run(died)
+    assert (again.mode, again.retry_of_id) == ("retry", partial.pk)
 
 
 def test_model_change_reembeds_without_refetching_content(web, site_source):

@@ -267,6 +267,9 @@ def test_a_refused_file_is_the_forms_error_naming_it_and_an_empty_one_is_skipped
         SimpleUploadedFile("poem.md", b"# Poem\n\nKept only if all is.\n"), SimpleUploadedFile("bomb.zip", bomb)]})
     page = refused.content.decode()
     assert refused.status_code == 200 and "INGEST_ARCHIVE_REJECTED: bomb.zip: " in page
+    with pytest.raises(ArchiveRejected) as raised:  # the API says it alike, and which upload
+        add_files(_source(namespace), [("a", io.BytesIO(b"x")), ("e.zip", io.BytesIO(bomb))])
+    assert raised.value.message.startswith("e.zip: ") and raised.value.details["upload"] == "e.zip"
     assert "Nothing of this upload was stored." in page and "successfully" not in page
     assert not Source.objects.filter(name="uploads").exists()
     saved = client.post("/admin/kb/source/add/", {**form, "files": [
