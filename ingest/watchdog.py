@@ -4,9 +4,11 @@ A running run's worker stamps `heartbeat_at` as it makes progress: each item, ea
 batch, and every few seconds while it waits on a bounded step (a parser child, an index build).
 A worker that died, hangs or was stopped stops stamping it. With S = `KB_RUN_STALL_SECONDS`:
 
-- a running run whose worker was a process of this machine that no longer runs (killed, or the
-  whole service stopped) is failed with `INGEST_RUN_ABANDONED` at the next look, which comes
-  within `KB_WATCHDOG_SECONDS` and when `kb_run` starts: there is nothing to wait for;
+- when `kb_run` starts, a running run whose worker was a process of this machine that no
+  longer runs (the service was stopped or killed with it) is failed with `INGEST_RUN_ABANDONED`
+  at once: nothing of that service is left to finish it. A running cluster's watchdog does not
+  do this: django-q2 hands a killed worker's task to another worker after `KB_TASK_RETRY`, which
+  finishes the run where it stopped, so there the heartbeat decides;
 - a run without a heartbeat for S is *stalled*: /healthz says degraded and why, the run page
   says "no progress since …" (`stalled_runs`);
 - at 2S the watchdog fails it with `INGEST_RUN_ABANDONED` (`fail_stuck_runs`), and the qcluster
@@ -124,14 +126,15 @@ def worker_gone(worker: str, started_at: datetime | None) -> bool:
         return False
 
 
-def fail_stuck_runs(now: datetime | None = None) -> list[int]:
-    """Fail every run that lost its worker or outlived its deadline; their ids."""
+def fail_stuck_runs(now: datetime | None = None, *, service_restarted: bool = False) -> list[int]:
+    """Fail every run that lost its worker or outlived its deadline; their ids. With
+    `service_restarted` (kb_run starting), also every run whose worker process is gone."""
     now = now or timezone.now()
     abandoned = now - 2 * _stall()
     timeout = timedelta(seconds=settings.Q_CLUSTER["timeout"] + GRACE_SECONDS)
     running = IngestRun.objects.filter(status=IngestRun.Status.RUNNING)
     failed = []
-    for run in running.exclude(worker=""):
+    for run in running.exclude(worker="") if service_restarted else ():
         if worker_gone(run.worker, run.started_at) and _fail(run, RunAbandoned(
                 f"The worker running this ingest ({run.worker}) is no longer running: it was killed, or the "
                 "service stopped. Documents written before then are complete. Retry the run."), now):

@@ -50,7 +50,7 @@ class Command(BaseCommand):
         login = ensure_admin_user()
         from ingest.watchdog import fail_stuck_runs
 
-        stuck = fail_stuck_runs()  # runs whose worker died while the product was down
+        stuck = fail_stuck_runs(service_restarted=True)  # runs whose worker went down with the product
         if stuck:
             self.stdout.write(f"==> failed {len(stuck)} stuck ingest runs (retry them from the admin)")
         if not no_demo:
