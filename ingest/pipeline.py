@@ -35,7 +35,7 @@ from ingest.decisions import (
 from ingest.errors import DocumentNotStored, EmptyContent, IngestInternalError
 from ingest.extract import Extracted, extract
 from ingest.extract.documents import ISOLATED_TYPES
-from ingest.extract.isolated import ParserBudget, capped, extract_isolated, truncation, without_nul
+from ingest.extract.isolated import ParserBudget, capped, extract_isolated, without_nul
 from ingest.extract.ocr import OcrOptions, ocr_reason
 from ingest.fetch import Fetcher
 from ingest.loaders import DEFAULTS, LoadedItem, SourceLoader, SourceSpec
@@ -277,8 +277,9 @@ class IngestPipeline:
 
     def _queue(self, item, extracted, content_hash, reason, started, byte_key="", keys=(), dropped=None) -> None:
         chunks = self._chunks(extracted)
-        reason = cut_notes(reason, extracted.content, len(chunks), kb_settings().max_chunks_per_document)
-        chunks = chunks[:kb_settings().max_chunks_per_document]
+        max_chunks = kb_settings().max_chunks_per_document
+        reason = cut_notes(reason, extracted.cut, len(chunks), max_chunks)
+        chunks = chunks[:max_chunks]
         if not chunks:
             self.report.record(Outcome(item.ref, Status.FAILED, error_code=EmptyContent.code,
                                        error_message="No chunks could be made."), started)
@@ -453,11 +454,9 @@ class IngestPipeline:
         self._chunk_counts.update({p.item.ref: len(p.chunks) for p in pending})
 
 
-
-def cut_notes(reason: str, content: str, chunks: int, max_chunks: int) -> str:
+def cut_notes(reason: str, cut: tuple[int, int] | None, chunks: int, max_chunks: int) -> str:
     """The item's reason, with what a limit cut from the document said in the run report (the
-    stored text's own marker says it too, where few would look)."""
-    cut = truncation(content)
+    stored text's own marker says it too, where few would look). `cut`: `Extracted.cut`."""
     if cut:
         reason += f"; text cut to its first {cut[0]:,} of {cut[1]:,} characters (KB_EXTRACT_MAX_CHARS)"
     if chunks > max_chunks:

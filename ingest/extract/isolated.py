@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import resource
 import selectors
 import signal
@@ -149,6 +148,7 @@ def _answer(returncode: int, output: bytes, stderr: bytes, budget: ParserBudget)
     data["links"] = tuple(data["links"])
     data["pages"] = tuple(tuple(p) for p in data["pages"])
     data["ocr_pages"] = tuple(tuple(p) for p in data["ocr_pages"])
+    data["cut"] = tuple(data["cut"]) if data.get("cut") else None
     return Extracted(**data)
 
 
@@ -167,24 +167,15 @@ def _error_class(code: str) -> type[IngestError]:
 
 def capped(extracted: Extracted, max_chars: int) -> Extracted:
     """`extracted` with at most `max_chars` characters of text, cut at a line end when there is
-    one near, an explicit marker saying what was dropped, and only the page marks that remain."""
+    one near, an explicit marker saying what was dropped, only the page marks that remain, and
+    `cut` saying how much was kept of how much."""
     total = len(extracted.content)
     if total <= max_chars:
         return extracted
     cut = extracted.content.rfind("\n", max(0, max_chars - 10_000), max_chars)
     cut = cut if cut > 0 else max_chars
     return replace(extracted, content=extracted.content[:cut] + TRUNCATED.format(kept=cut, total=total),
-                   pages=tuple(p for p in extracted.pages if p[0] < cut))
-
-
-_TRUNCATED_AT = re.compile(re.escape(TRUNCATED.strip()).replace(r"\{kept:,\}", "([0-9,]+)")
-                           .replace(r"\{total:,\}", "([0-9,]+)"))
-
-
-def truncation(content: str) -> tuple[int, int] | None:
-    """(characters kept, characters the document had) when `capped` cut `content`; else None."""
-    found = _TRUNCATED_AT.search(content[-len(TRUNCATED) - 40:])
-    return (int(found[1].replace(",", "")), int(found[2].replace(",", ""))) if found else None
+                   pages=tuple(p for p in extracted.pages if p[0] < cut), cut=(cut, total))
 
 
 def without_nul(extracted: Extracted) -> Extracted:

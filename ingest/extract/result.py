@@ -19,3 +19,5 @@ class Extracted:
     site_anchors: bool = False
     # pages whose text Tesseract recognised from a scan: (page number, mean word confidence 0-100)
     ocr_pages: tuple[tuple[int, float], ...] = ()
+    # (characters kept, characters extracted) when KB_EXTRACT_MAX_CHARS cut the text (`isolated.capped`)
+    cut: tuple[int, int] | None = None

@@ -96,6 +96,14 @@ def test_text_over_the_cap_is_cut_with_a_marker(budget):
     assert reason == "new; text cut to its first 200,000 of 500,000 characters (KB_EXTRACT_MAX_CHARS)"
 
 
+def test_the_parser_child_says_how_much_it_kept_of_a_cut_text():
+    html = ("<html><body>" + "<p>word word word</p>\n" * 20_000 + "</body></html>").encode()
+    extracted = extract_isolated(html, "text/html", budget=ParserBudget(max_chars=50_000))
+    kept, total = extracted.cut
+    assert kept <= 50_000 < total and "truncated: the first" in extracted.content
+    assert extract_isolated(b"<p>short</p>", "text/html").cut is None
+
+
 def test_tiny_sections_are_merged_and_chunks_capped(settings):
     assert len(chunk_markdown("# a\n\n" * 20_000)) < 200  # 100 KB of headings: was 20,000 chunks
     settings.KB_MAX_CHUNKS_PER_DOCUMENT = 5
