@@ -109,6 +109,48 @@ def test_a_worker_that_dies_is_named_and_started_again(transactional_db, tmp_pat
     assert proc.returncode == 0, output
 
 
+def test_a_worker_that_keeps_dying_stops_the_product_with_the_reason(transactional_db, tmp_path):
+    """Five exits of one child within two minutes: kb_run stops restarting it, stops the rest
+    (the web server too: a product without its worker never finishes an ingest) and exits 1,
+    saying which process and why, instead of restarting it forever."""
+    import psutil
+
+    from kb.management.commands.kb_run import RESTART_WINDOW_S, RESTARTS_ALLOWED
+
+    port = free_port()
+    log_path = tmp_path / "kb_run.log"
+    proc, log = _start_kb_run(port, log_path)
+
+    def cluster() -> psutil.Process | None:
+        try:
+            found = [c for c in psutil.Process(proc.pid).children() if "qcluster" in " ".join(c.cmdline())]
+        except psutil.Error:
+            return None
+        return found[0] if found else None
+
+    killed: list[int] = []
+    try:
+        assert _wait_for(lambda: "Knowledge base running at" in log_path.read_text(), 120), log_path.read_text()
+        while proc.poll() is None and len(killed) < RESTARTS_ALLOWED:
+            assert _wait_for(lambda: (c := cluster()) is not None and c.pid not in killed, 60), log_path.read_text()
+            worker = cluster()
+            killed.append(worker.pid)
+            worker.kill()
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            _stop(proc, log, log_path)
+    log.close()
+    output = log_path.read_text()
+    assert proc.returncode == 1, output
+    assert len(killed) == RESTARTS_ALLOWED
+    assert output.count("started the worker (qcluster) again") == RESTARTS_ALLOWED - 1
+    assert (f"the worker (qcluster) exited {RESTARTS_ALLOWED} times within {RESTART_WINDOW_S} s; stopping"
+            in output)
+    children = subprocess.run(["pgrep", "-f", f"runserver --noreload 127.0.0.1:{port}"], capture_output=True)
+    assert children.returncode == 1, "the web server outlived the stop"
+
+
 def test_ctrl_c_while_the_model_loads_stops_everything_cleanly(transactional_db, tmp_path):
     port = free_port()
     log_path = tmp_path / "kb_run.log"
