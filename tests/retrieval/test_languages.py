@@ -663,6 +663,23 @@ def test_korean_in_a_page_detected_as_english_is_found_by_a_korean_query():
     assert _has_lexeme(namespace, "packag")  # its English words are stemmed as before
 
 
+def test_a_passage_stored_before_pairs_is_lexed_again_by_the_migration_that_brought_them():
+    """kb 0037 lexes again, in place, each passage outside `cjk` holding Han, kana or Hangul: the
+    page's Korean heading, stored with 0035's functions as whole words, gets its pairs, and the
+    postings and BM25 statistics follow in the same statement."""
+    migration = importlib.import_module("kb.migrations.0037_character_pairs_in_every_configuration")
+    namespace = _ingest("languages-korean-relexed", "pkg-basics.ko.html")
+    with connection.cursor() as cursor:
+        cursor.execute(migration.PREVIOUS_FUNCTIONS + migration.RELEX_PAIRED)  # as stored before 0037
+    assert not _has_lexeme(namespace, "보류") and _has_lexeme(namespace, "packag")
+    with connection.cursor() as cursor:
+        cursor.execute(migration.FUNCTIONS + migration.RELEX_PAIRED)  # the migration, forwards
+    assert _has_lexeme(namespace, "보류") and _has_lexeme(namespace, "packag")
+    postings, maintained, counted, kept = _recomputed_stats(namespace)
+    assert maintained == postings and kept == counted
+    assert search("패키지 보류", namespace.slug, log=False).hits[0].anchor == "puttingonhold"
+
+
 def test_eval_comparisons_run_the_channel_they_name_where_searches_leave_meaning_out():
     """`kb_eval --method vector` in a namespace the model cannot read measures the vector channel
     (poor, but there), and RRF fuses it: neither is the words alone in disguise."""
