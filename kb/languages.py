@@ -1,6 +1,7 @@
 """The languages lexical search knows: which PostgreSQL text search configuration lexes a
 language, which language a text is written in, and which accented spellings a word typed
-without its accents may stand for (`accented_spellings`).
+without its accents may stand for (`accented_spellings`) and which parts a compound may be read
+as (`compound_splits`).
 
 A namespace's `language` is `auto` (each document's own, detected at ingest) or one of
 `CONFIGS`. Languages with a Snowball stemmer in every PostgreSQL from 14 on get that
@@ -74,6 +75,13 @@ ACCENTS = {
 }
 ACCENTED_TAIL = 6  # the letters at a word's end where accents are put back: where stemmers cut suffixes
 MOST_ACCENTS = 2  # Portuguese "-ção" carries two
+# the configurations of languages that write compounds as one word, with the linking letters their
+# grammars put between the parts ("Arbeit-s-platz", "Sonne-n-schein", "Tag-es-zeit"; Swedish "gata-u-belysning")
+COMPOUND_LINKS = {
+    "danish": ("s", "e"), "dutch": ("s", "e", "en"), "finnish": (),
+    "german": ("s", "es", "n", "en", "e", "er", "ens"), "norwegian": ("s", "e"), "swedish": ("s", "a", "u", "o", "e"),
+}
+MIN_COMPOUND_PART = 3  # "Uhr" + "zeit": a shorter part is a prefix or a linking letter, not a word
 QUERY_SHARE = 0.02  # a configuration lexes queries when it lexes this share of the passages
 UNREAD_SHARE = 0.5  # above this share of documents in languages the model does not read, meaning is not used
 
@@ -368,3 +376,22 @@ def accented_spellings(word: str, config: str) -> list[tuple[int, str]]:
 
 def _plain(letter: str) -> str:
     return unicodedata.normalize("NFD", letter)[0]
+
+
+def compound_splits(word: str, config: str) -> list[tuple[str, str]]:
+    """The ways to read `word` as two words (head, tail) in `config`'s language, each part at least
+    MIN_COMPOUND_PART letters, the head without a linking letter the language puts between parts
+    ("Systemprotokollmeldungen" gives ("system", "protokollmeldungen"), ("systemprotokoll",
+    "meldungen"), ...). Empty in a language that does not write compounds as one word, and for a
+    word holding anything but letters. Which split is the word is for the namespace to say: the
+    one whose parts its passages hold (retrieval/lexical.py, `split_compounds`)."""
+    links = COMPOUND_LINKS.get(config)
+    if links is None or len(word) < 2 * MIN_COMPOUND_PART or not word.isalpha():
+        return []
+    splits: dict[tuple[str, str], None] = {}
+    for cut in range(MIN_COMPOUND_PART, len(word) - MIN_COMPOUND_PART + 1):
+        head, tail = word[:cut], word[cut:]
+        for link in ("", *links):
+            if head.endswith(link) and len(head) - len(link) >= MIN_COMPOUND_PART:
+                splits[(head[:len(head) - len(link)], tail)] = None
+    return list(splits)

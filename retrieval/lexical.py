@@ -23,7 +23,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from kb.languages import ACCENTS, DEFAULT_CONFIG, accented_spellings, query_configs
+from kb.languages import ACCENTS, COMPOUND_LINKS, DEFAULT_CONFIG, accented_spellings, compound_splits, query_configs
 from kb.lookalikes import accent_blind
 from kb.replicas import read_connection
 from retrieval import bm25, posting_lists
@@ -47,6 +47,7 @@ class LexicalReport:
     candidates: int = 0  # packed, with probed terms: chunks completed by those lookups
     configurations: tuple[str, ...] = ()  # the text search configurations the query was lexed with
     accents_restored: tuple["RestoredWord", ...] = ()  # words typed without accents, read as the text spells them
+    compounds_split: tuple["SplitWord", ...] = ()  # compounds no passage holds, read as their parts
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,8 @@ def lexical_search(scope: Scope, lexemes: list[tuple[str, int]], k: int,
     statistics = statistics or term_statistics(scope, lexemes, query, tuple(configurations))
     found = _search(scope, lexemes, k, statistics, packed)
     return LexicalResult(found.rows, dataclasses.replace(found.report, configurations=tuple(configurations),
-                                                         accents_restored=statistics.restored))
+                                                         accents_restored=statistics.restored,
+                                                         compounds_split=statistics.split))
 
 
 def _search(scope: Scope, lexemes: list[tuple[str, int]], k: int, statistics: "TermStatistics | None",
@@ -199,11 +201,27 @@ class RestoredWord:
 
 
 @dataclass(frozen=True)
+class SplitWord:
+    """A compound whose own stem no passage holds, read as its two parts, which passages do hold."""
+
+    typed: str  # "uhrzeit"
+    typed_lexeme: str  # `uhrzeit`
+    parts: tuple[str, str]  # ("uhr", "zeit"): the word cut in two, a linking letter left out
+    lexemes: tuple[str, str]  # (`uhr`, `zeit`)
+
+
+@dataclass(frozen=True)
 class TermStatistics:
     chunk_count: float
     average_length: float
     terms: list[bm25.Term]  # the query's lexemes the namespace holds, with their frequencies
     restored: tuple[RestoredWord, ...] = ()  # words typed without accents, read as their accented spelling
+    split: tuple[SplitWord, ...] = ()  # compounds no passage holds, read as their parts
+
+    @property
+    def read_as(self) -> tuple[str, ...]:
+        """The lexemes the query's words were read as, where the namespace lacks their own."""
+        return (*(word.lexeme for word in self.restored), *(part for word in self.split for part in word.lexemes))
 
     @property
     def query_idf(self) -> float:
@@ -221,14 +239,69 @@ def term_statistics(scope: Scope, lexemes: list[tuple[str, int]], query: str = "
     chunk_count, avgdl, terms = _term_statistics(scope.namespace_id, lexemes) if lexemes else (0.0, 1.0, [])
     unknown = {t.lexeme for t in terms if t.document_frequency == 0}
     restored = restore_accents(scope.namespace_id, query, configs, unknown) if unknown and query else ()
-    if restored:
-        read_as = {word.typed_lexeme: word.lexeme for word in restored}
+    unread = unknown - {word.typed_lexeme for word in restored}
+    split = split_compounds(scope.namespace_id, query, configs, unread) if unread and query else ()
+    if restored or split:
+        read_as = {word.typed_lexeme: (word.lexeme,) for word in restored} | \
+            {word.typed_lexeme: word.lexemes for word in split}
         merged: dict[str, int] = {}
         for lexeme, count in lexemes:
-            read = read_as.get(lexeme, lexeme)
-            merged[read] = max(merged.get(read, 0), count)
+            for read in read_as.get(lexeme, (lexeme,)):
+                merged[read] = max(merged.get(read, 0), count)
         chunk_count, avgdl, terms = _term_statistics(scope.namespace_id, list(merged.items()))
-    return TermStatistics(chunk_count, avgdl, [t for t in terms if t.document_frequency > 0], restored)
+    return TermStatistics(chunk_count, avgdl, [t for t in terms if t.document_frequency > 0], restored, split)
+
+
+MAX_SPLIT_WORDS = 8  # compounds split per query: bounds the parts lexed (about 150 a word)
+
+
+def split_compounds(namespace_id: int, query: str, configs: tuple[str, ...],
+                    unknown: set[str]) -> tuple[SplitWord, ...]:
+    """The query's compounds, in a configuration whose language writes compounds as one word
+    (`kb.languages.COMPOUND_LINKS`), whose stem is `unknown` to the namespace, each read as the two
+    parts (`compound_splits`) that passages hold, where several splits qualify the one whose parts
+    the most passages hold (the geometric mean of their document frequencies, as Koehn and Knight
+    2003 split from a corpus's own words). German "Uhrzeit" in a manual that writes "Uhr" and
+    "Zeit" but never "Uhrzeit" is read as both. Only the query is split, and only a word no
+    passage holds: a compound the text holds is found as written. Three statements: the words'
+    stems, the parts' stems, and those stems' document frequencies."""
+    splitting = [config for config in configs if config in COMPOUND_LINKS]
+    words = [word for word in dict.fromkeys(WORD_RE.findall(query.lower())) if word.isalpha()][:MAX_QUERY_LEXEMES]
+    if not splitting or not words or not unknown:
+        return ()
+    pairs = [(word, config) for config in splitting for word in words]
+    stems = _stems(pairs)
+    compounds = [(word, config, stem) for (word, config), stem in zip(pairs, stems, strict=True)
+                 if stem in unknown][:MAX_SPLIT_WORDS]
+    splits = [(index, split) for index, (word, config, _) in enumerate(compounds)
+              for split in compound_splits(word, config)]
+    if not splits:
+        return ()
+    parts = list(dict.fromkeys((part, compounds[index][1]) for index, split in splits for part in split))
+    lexeme_of = dict(zip(parts, _stems(parts), strict=True))
+    held = {lexeme for lexeme in lexeme_of.values() if lexeme}
+    if not held:
+        return ()
+    _, _, counted = _term_statistics(namespace_id, [(lexeme, 1) for lexeme in held])
+    frequency = {term.lexeme: term.document_frequency for term in counted}
+    best: dict[int, tuple[float, SplitWord]] = {}
+    for index, (head, tail) in splits:
+        word, config, stem = compounds[index]
+        lexemes = (lexeme_of[(head, config)], lexeme_of[(tail, config)])
+        frequencies = [frequency.get(lexeme) or 0 for lexeme in lexemes]
+        score = (frequencies[0] * frequencies[1]) ** 0.5
+        if score > 0 and (index not in best or score > best[index][0]):
+            best[index] = (score, SplitWord(word, stem, (head, tail), lexemes))
+    return tuple(best[index][1] for index in sorted(best))
+
+
+def _stems(pairs: list[tuple[str, str]]) -> list[str | None]:
+    """Each (word, configuration)'s first lexeme as `kb_lex` reads it (None for a stopword), in order. One statement."""
+    with read_connection().cursor() as cursor:
+        cursor.execute("SELECT (tsvector_to_array(kb_lex(t.config, t.word)))[1] "
+                       "FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS t(word, config, n) ORDER BY t.n",
+                       [[word for word, _ in pairs], [config for _, config in pairs]])
+        return [row[0] for row in cursor.fetchall()]
 
 
 MAX_RESTORED_WORDS = 8  # words respelt per query: bounds the spellings lexed (at most 264 a word)
@@ -249,21 +322,13 @@ def restore_accents(namespace_id: int, query: str, configs: tuple[str, ...],
     if not folding or not words or not unknown:
         return ()
     pairs = [(word, config) for config in folding for word in words]
-    with read_connection().cursor() as cursor:
-        cursor.execute("SELECT (tsvector_to_array(kb_lex(t.config, t.word)))[1] "
-                       "FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS t(word, config, n) ORDER BY t.n",
-                       [[word for word, _ in pairs], [config for _, config in pairs]])
-        stems = [row[0] for row in cursor.fetchall()]
-        respelt = [(word, config, stem) for (word, config), stem in zip(pairs, stems, strict=True)
-                   if stem in unknown][:MAX_RESTORED_WORDS]
-        spellings = [(index, accents, spelt) for index, (word, config, _) in enumerate(respelt)
-                     for accents, spelt in accented_spellings(word, config)]
-        if not spellings:
-            return ()
-        cursor.execute("SELECT (tsvector_to_array(kb_lex(s.config, s.spelt)))[1] "
-                       "FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS s(config, spelt, n) ORDER BY s.n",
-                       [[respelt[index][1] for index, _, _ in spellings], [spelt for _, _, spelt in spellings]])
-        read = [row[0] for row in cursor.fetchall()]
+    respelt = [(word, config, stem) for (word, config), stem in zip(pairs, _stems(pairs), strict=True)
+               if stem in unknown][:MAX_RESTORED_WORDS]
+    spellings = [(index, accents, spelt) for index, (word, config, _) in enumerate(respelt)
+                 for accents, spelt in accented_spellings(word, config)]
+    if not spellings:
+        return ()
+    read = _stems([(spelt, respelt[index][1]) for index, _, spelt in spellings])
     options = [(index, accents, spelt, lexeme) for (index, accents, spelt), lexeme in zip(spellings, read, strict=True)
                if lexeme and lexeme != respelt[index][2]]
     if not options:

@@ -103,6 +103,15 @@ class RestoredWordOut(Schema):
     written: str  # distribución: the word as the namespace's text writes it
 
 
+class SplitWordOut(Schema):
+    """A compound whose stem no passage holds, read as its two parts, which passages hold (docs/languages.md)."""
+
+    typed: str  # uhrzeit
+    typed_lexeme: str  # uhrzeit
+    parts: list[str]  # [uhr, zeit]: the word cut in two, a linking letter left out
+    lexemes: list[str]  # [uhr, zeit]
+
+
 class LexicalOut(Schema):
     """How the lexical channel found its hits (retrieval/lexical.py)."""
 
@@ -114,6 +123,7 @@ class LexicalOut(Schema):
     candidates: int  # packed, with probed terms: chunks completed by those lookups
     configurations: list[str]  # the text search configurations the query was lexed with (docs/languages.md)
     accents_restored: list[RestoredWordOut]  # words typed without accents, read as the text spells them
+    compounds_split: list[SplitWordOut]  # compounds no passage holds, read as their parts
 
 
 class DocumentGroupOut(Schema):

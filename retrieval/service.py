@@ -369,12 +369,12 @@ def _result(plan: _Plan, ranking, found: _Found, timings: dict[str, float],
         shown = {d.document_id for d in documents}
         hits = [h for h in hits if h.document_id in shown]
     suggested, cited, related, weak = _tiers(documents, ranking.kept + weak_pool, rows, found.query_idf)
-    restored = found.statistics.restored if found.statistics else ()  # marked in snippets as the text spells them
+    read_as = list(found.statistics.read_as) if found.statistics else []  # marked in snippets too
     return SearchResult(
         query=plan.query, namespace=plan.namespace, hits=hits, suggested=suggested, cited=cited,
         related=related, weak_titles=weak, summary=ranking.summary, dropped=ranking.dropped,
         features=_with_common_names(plan.features, found.common_names),
-        lexemes=[lexeme for lexeme, _ in found.lexemes] + [word.lexeme for word in restored], timings=timings,
+        lexemes=[lexeme for lexeme, _ in found.lexemes] + read_as, timings=timings,
         fusion=plan.weights, documents=documents, grouped=grouped, database=read_alias(),
         lexical=found.lexical, document_count=len(documents) if document_count is None else document_count,
     )

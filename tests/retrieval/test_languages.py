@@ -23,7 +23,7 @@ from django.test.utils import CaptureQueriesContext
 
 from ingest.loaders import LoadedItem
 from ingest.pipeline import IngestPipeline
-from kb.languages import ACCENTS, accented_spellings, config_for, detect, query_configs
+from kb.languages import ACCENTS, accented_spellings, compound_splits, config_for, detect, query_configs
 from kb.lexing import apply_language, passages_by_config
 from kb.models import Chunk, Document, IngestRun, Namespace, QueryLog, Source
 from retrieval import lexical
@@ -146,6 +146,47 @@ def test_a_word_typed_without_accents_is_read_as_the_stem_of_its_accented_spelli
     assert lexical.restore_accents(namespace.pk, "extremites", ("english",), {"extremit"}) == ()
 
 
+def test_a_german_compound_the_text_holds_only_in_parts_is_read_as_those_parts(client):
+    namespace = _ingest("languages-german-compounds", "user-space.de-DE.html")
+    # the page writes "Prozess" and "Beendigung", "System" and "Speicher", never the compounds
+    for query, parts in (("Prozessbeendigung", ("prozess", "beendigung")), ("Systemspeicher", ("system", "speicher"))):
+        (typed, _), = lexical.query_lexemes(query, ["german"])
+        assert not _has_lexeme(namespace, typed), query
+        result = search(query, namespace.slug, log=False)
+        (split,) = result.lexical.compounds_split
+        assert (split.typed, split.typed_lexeme, split.parts) == (query.lower(), typed, parts)
+        assert all(_has_lexeme(namespace, lexeme) for lexeme in split.lexemes)
+        assert result.lexical.terms == split.lexemes
+        assert [hit.document_ref for hit in result.hits][:1] == ["user-space.de-DE.html"], query
+    (split,) = search("Prozessbeendigung", namespace.slug, log=False).lexical.compounds_split
+    api = client.get("/api/search", {"query": "Prozessbeendigung", "namespace": namespace.slug}).json()
+    assert api["summary"]["lexical"]["compounds_split"] == [
+        {"typed": "prozessbeendigung", "typed_lexeme": split.typed_lexeme, "parts": ["prozess", "beendigung"],
+         "lexemes": list(split.lexemes)}]
+    assert "<mark>" in api["results"][0]["snippet"]  # the parts are marked where the passage holds them
+    page = client.get("/", {"q": "Prozessbeendigung", "namespace": namespace.slug}).content.decode()
+    assert "read as those parts: prozessbeendigung as prozess + beendigung (where the text holds no" in page
+    # a compound the text holds is read as written; a word no split explains is left as it is
+    (held, _), = lexical.query_lexemes("Standardsystem", ["german"])
+    assert _has_lexeme(namespace, held)  # and so are its parts: were it missing, it would be split
+    assert lexical.split_compounds(namespace.pk, "Standardsystem", ("german",), {held})[0].parts == (
+        "standard", "system")
+    assert search("Standardsystem", namespace.slug, log=False).lexical.compounds_split == ()
+    assert search("Quxbazfoo", namespace.slug, log=False).lexical.compounds_split == ()
+    # nor in a language that writes its compounds apart
+    assert lexical.split_compounds(namespace.pk, "Prozessbeendigung", ("english",), {"prozessbeendigung"}) == ()
+
+
+def test_compound_splits_cut_a_word_in_two_with_or_without_a_linking_letter():
+    splits = compound_splits("arbeitsplatz", "german")
+    assert ("arbeit", "platz") in splits and ("arbeits", "platz") in splits  # the linking "s" left out, or kept
+    assert ("uhr", "zeit") in compound_splits("uhrzeit", "german")
+    assert all(len(head) >= 3 and len(tail) >= 3 for head, tail in splits)
+    assert len(splits) == len(set(splits))
+    assert compound_splits("uhrzeit", "english") == []  # English writes compounds apart
+    assert compound_splits("uhr", "german") == [] and compound_splits("max_conn", "german") == []
+
+
 def test_a_respelt_word_counts_once_and_an_identifier_query_is_read_as_typed():
     namespace = _ingest("languages-french-restored-once", "user-space.fr-FR.html")
     both = "extrémités extremites"  # the stem read for the plain word is the accented word's own
@@ -165,9 +206,9 @@ def test_respelling_is_bounded_however_long_the_query():
     lexemes = lexical.query_lexemes(query, ["french"])
     with CaptureQueriesContext(connection) as captured:
         lexical.restore_accents(namespace.pk, query, ("french",), {lexeme for lexeme, _ in lexemes})
-    spelt = [q["sql"] for q in captured.captured_queries if "s(config, spelt, n)" in q["sql"]]
-    assert len(spelt) == 1
-    lexed = re.findall(r"'\{([^}]*)\}'", spelt[0])[1].split(",")  # the spellings lexed
+    lexing = [q["sql"] for q in captured.captured_queries if "t(word, config, n)" in q["sql"]]
+    assert len(lexing) == 2  # the typed words, then their spellings
+    lexed = re.findall(r"'\{([^}]*)\}'", lexing[1])[0].split(",")  # the spellings lexed
     first = words[:lexical.MAX_RESTORED_WORDS]
     assert lexed == [spelling for word in first for _, spelling in accented_spellings(word, "french")]
     assert len(lexed) < sum(len(accented_spellings(word, "french")) for word in words) / 3
