@@ -65,6 +65,7 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGINT, stop)
         signal.signal(signal.SIGTERM, stop)
+        _become_subreaper()
         # each child loads the model for the path it uses before it serves (KB_WARM_MODEL), and the
         # banner waits for the web server, so the first search is as fast as the ones after it
         children = {
@@ -121,6 +122,7 @@ class Command(BaseCommand):
             time.sleep(0.3)
             for child in children:
                 code = child.process.poll()
+                _reap_orphans()
                 if code is None or self._stopping:
                     continue
                 self.stderr.write(f"==> {child.name} exited ({_how_it_ended(code)})")
@@ -166,13 +168,48 @@ class Child:
         self.exits: list[float] = []
 
     def start(self) -> None:
+        if self.process is not None and self.process.returncode is not None:
+            STARTED.discard(self.process.pid)  # reaped: the number may come back as another process's
         self.process = subprocess.Popen([sys.executable, "manage.py", *self.args], start_new_session=True,
                                         env={**os.environ, "KB_WARM_MODEL": self.warm})
+        STARTED.add(self.process.pid)
 
     def may_restart(self) -> bool:
         now = time.monotonic()
         self.exits = [t for t in self.exits if now - t < RESTART_WINDOW_S] + [now]
         return len(self.exits) < RESTARTS_ALLOWED
+
+
+STARTED: set[int] = set()  # the children's pids: subprocess reaps those, `_reap_orphans` the rest
+PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
+
+
+def _become_subreaper() -> None:
+    """Make the children's orphans kb_run's (django-q2's workers, when their cluster is killed),
+    as they are PID 1's when kb_run is a container's first process: either way `_reap_orphans`
+    waits for them, so none stays a zombie, and no orphan escapes to init. Linux only; elsewhere
+    orphans go to init as before."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def _reap_orphans() -> None:
+    """Wait for every exited process that is kb_run's but not a child it started (those are
+    subprocess's to reap: an exited one stops the loop until `poll` has read its status)."""
+    while True:
+        try:
+            exited = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)  # look, do not reap
+        except ChildProcessError:
+            return
+        if exited is None or exited.si_pid in STARTED:
+            return
+        try:
+            os.waitpid(exited.si_pid, os.WNOHANG)
+        except ChildProcessError:
+            return
 
 
 def _how_it_ended(code: int) -> str:
@@ -190,6 +227,7 @@ def _signal_group(process: subprocess.Popen, signum: int) -> None:
 
 def _group_alive(process: subprocess.Popen) -> bool:
     process.poll()  # reap the leader, so a finished one is not counted as alive
+    _reap_orphans()  # and the group's orphans, which are kb_run's
     try:
         os.killpg(process.pid, 0)
     except (ProcessLookupError, PermissionError):
