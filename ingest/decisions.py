@@ -96,6 +96,8 @@ def document_byte_key(body: bytes) -> str:
 def stored_extraction(stored: StoredDocument) -> Extracted:
     """A stored document as an extraction, pages included, for re-embedding without a fetch."""
     pages = tuple((int(offset), int(number)) for offset, number in stored.metadata.get("pages", ()))
+    cut = stored.metadata.get("cut")
     return Extracted(stored.title, stored.content, stored.media_type, pages=pages,
                      page_unit=stored.metadata.get("page_unit", ""),
-                     site_anchors=bool(stored.metadata.get("site_anchors")))
+                     site_anchors=bool(stored.metadata.get("site_anchors")),
+                     cut=(int(cut[0]), int(cut[1])) if cut else None)

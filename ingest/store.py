@@ -212,6 +212,7 @@ def fetched_metadata(p: PendingDocument) -> dict:
         ("original_type", item.media_type if extracted.page_unit or item.media_type != extracted.media_type else ""),
         ("page_unit", extracted.page_unit), ("pages", [list(page) for page in extracted.pages]),
         ("site_anchors", extracted.site_anchors), ("block_keys", list(p.block_keys)),
+        ("cut", list(extracted.cut or ())),
         ("boilerplate_dropped", [list(pair) for pair in p.dropped_blocks or ()]),
         ("ocr_pages", [number for number, _ in extracted.ocr_pages]),
         ("ocr_confidence", [confidence for _, confidence in extracted.ocr_pages]),

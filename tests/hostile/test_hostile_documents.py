@@ -94,6 +94,10 @@ def test_text_over_the_cap_is_cut_with_a_marker(budget):
     assert len(content) < 200_200 and "truncated: the first" in content
     reason = run.items.get(ref="long").reason  # the run report says so, not only the stored text's end
     assert reason == "new; text cut to its first 200,000 of 500,000 characters (KB_EXTRACT_MAX_CHARS)"
+    # and so does a run that embeds the stored text again, without reading the file
+    again = IngestPipeline(IngestRun.objects.create(source=run.source, mode=IngestRun.Mode.REEMBED)).execute(iter(()))
+    assert again.items.get(ref="long").reason.endswith(
+        "; text cut to its first 200,000 of 500,000 characters (KB_EXTRACT_MAX_CHARS)")
 
 
 def test_the_parser_child_says_how_much_it_kept_of_a_cut_text():
