@@ -13,11 +13,13 @@ child imports no Django: a JSON header and the bytes in on stdin, JSON out on st
 
 Before it parses, the child enters a sandbox (`sandbox.py`: no network, writes only in its own
 temporary directory, exec only of Tesseract, no new privileges); a layer the kernel refuses is
-logged with the document, and /healthz shows it.
+logged with the document, and /healthz shows it. The child dies with the process that started
+it (`PR_SET_PDEATHSIG`): a worker killed mid-parse leaves no parser running on.
 """
 
 from __future__ import annotations
 
+import ctypes
 import json
 import logging
 import os
@@ -42,6 +44,7 @@ BUDGET_SIGNALS = (-signal.SIGKILL, -signal.SIGXCPU, -signal.SIGABRT, -signal.SIG
 OUT_OF_MEMORY_MARKS = (b"MemoryError", b"failed to map segment", b"bad_alloc", b"Cannot allocate memory")
 TRUNCATED = "\n\n[… truncated: the first {kept:,} of {total:,} characters were kept (KB_EXTRACT_MAX_CHARS) …]\n"
 READ_SIZE = 1 << 16
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 CHILD = ("-m", "ingest.extract.isolated")  # the child's arguments to the Python interpreter
 
 logger = logging.getLogger(__name__)
@@ -73,7 +76,7 @@ def extract_isolated(body: bytes, media_type: str, *, fallback_title: str = "", 
     with (tempfile.TemporaryDirectory(prefix="kb-parser-") as writable,
           tempfile.TemporaryFile() as stdin, tempfile.TemporaryFile() as stderr):
         header = json.dumps({"media_type": media_type, "fallback_title": fallback_title, "charset": charset,
-                             "url": url, "max_chars": budget.max_chars, "writable": writable,
+                             "url": url, "max_chars": budget.max_chars, "writable": writable, "parent": os.getpid(),
                              "ocr": asdict(ocr) if ocr else None}).encode() + HEADER_END
         stdin.write(header)
         stdin.write(body)
@@ -187,6 +190,16 @@ def without_nul(extracted: Extracted) -> Extracted:
                    content=extracted.content.replace("\x00", ""))
 
 
+def _die_with_parent(parent: int) -> None:
+    """SIGKILL this child when the process that started it dies. Its own session keeps it out of
+    the worker's process group, so a kill of the worker's group (kb_run restarting it, a stop)
+    does not reach it, and it would parse on, up to its CPU limit, for nobody. Linux only."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # it died before the request took effect
+        os._exit(1)
+
+
 def main() -> int:
     from ingest.extract import extract
 
@@ -195,6 +208,7 @@ def main() -> int:
     del raw
     request = json.loads(header)
     state = sandbox.enter(request["writable"])  # before a byte of the document is parsed
+    _die_with_parent(request["parent"])  # after the sandbox: a change of credentials clears it
     try:
         ocr = request.get("ocr")
         options = OcrOptions(**{**ocr, "languages": tuple(ocr["languages"])}) if ocr else None

@@ -199,3 +199,37 @@ def test_io_uring_signals_abstract_sockets_and_foreign_abis_are_refused(tmp_path
     assert json.loads(done.stdout.splitlines()[0]) == {"io_uring": "EACCES", "signal": "EPERM",
                                                        "abstract socket": "EPERM"}
     assert "survived" not in done.stdout and done.returncode == -31  # SIGSYS
+
+
+SLOW_PARSE = """
+import sys, time
+from ingest.extract import isolated
+# the child: the real isolated.main with a parser that takes a minute
+isolated.CHILD = ("-c", "import sys, time, ingest.extract as e; from ingest.extract import isolated; "
+                  "e.extract = lambda *a, **k: time.sleep(60); sys.exit(isolated.main())")
+isolated.extract_isolated(b"x" * 100, "application/pdf")
+"""
+
+
+def test_a_parser_child_dies_with_the_worker_that_started_it():
+    """The child runs in its own session, so a kill of the worker's process group misses it; when
+    the worker dies (killed, out of memory), the child goes with it instead of parsing on."""
+    import psutil
+
+    worker = subprocess.Popen([sys.executable, "-c", SLOW_PARSE], cwd=REPO)
+    try:
+        deadline = time.monotonic() + 30
+        children = []
+        while not children and time.monotonic() < deadline:
+            children = [c for c in psutil.Process(worker.pid).children() if "isolated.main" in " ".join(c.cmdline())]
+            time.sleep(0.1)
+        (child,) = children
+        time.sleep(2)  # past the sandbox, in the parser
+        assert child.is_running() and child.status() != psutil.STATUS_ZOMBIE
+    finally:
+        worker.kill()
+        worker.wait()
+    gone = time.monotonic() + 10
+    while time.monotonic() < gone and psutil.pid_exists(child.pid) and child.status() != psutil.STATUS_ZOMBIE:
+        time.sleep(0.1)
+    assert not psutil.pid_exists(child.pid) or child.status() == psutil.STATUS_ZOMBIE, "the parser outlived its worker"

@@ -89,8 +89,9 @@ def test_a_worker_that_dies_is_named_and_started_again(transactional_db, tmp_pat
         except OSError:
             return False
 
-    def cluster() -> psutil.Process:
-        [found] = [c for c in psutil.Process(proc.pid).children() if "qcluster" in " ".join(c.cmdline())]
+    def cluster() -> psutil.Process:  # the process kb_run started: its own group's leader (orphans are kb_run's too)
+        [found] = [c for c in psutil.Process(proc.pid).children()
+                   if "qcluster" in " ".join(c.cmdline()) and os.getpgid(c.pid) == c.pid]
         return found
 
     try:
@@ -124,9 +125,10 @@ def test_a_worker_that_keeps_dying_stops_the_product_with_the_reason(transaction
     proc, log = _start_kb_run(port, log_path)
 
     def cluster() -> psutil.Process | None:
-        try:
-            found = [c for c in psutil.Process(proc.pid).children() if "qcluster" in " ".join(c.cmdline())]
-        except psutil.Error:
+        try:  # the process kb_run started: its own group's leader (the cluster's orphaned forks are kb_run's too)
+            found = [c for c in psutil.Process(proc.pid).children()
+                     if "qcluster" in " ".join(c.cmdline()) and os.getpgid(c.pid) == c.pid]
+        except (psutil.Error, ProcessLookupError):
             return None
         return found[0] if found else None
 
@@ -154,21 +156,22 @@ def test_a_worker_that_keeps_dying_stops_the_product_with_the_reason(transaction
 
 
 ORPHAN = """
-import os, time
+import os, subprocess, sys, time
 import django, psutil
 django.setup()
 from kb.management.commands.kb_run import _become_subreaper, _reap_orphans
-_become_subreaper()
+assert _become_subreaper()
 if os.fork() == 0:  # a child leaving an orphan behind, as a killed cluster leaves its workers
     if os.fork() == 0:
         time.sleep(0.5)
         os._exit(0)
     os._exit(0)
-os.wait()  # the child itself, which subprocess reaps in kb_run
-time.sleep(2)  # by now the orphan is this process's, and has exited
+os.wait()  # the child itself
+started = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])  # a child kb_run started
+time.sleep(2)  # by now the orphan is this process's, and both have exited
 before = sorted(p.status() for p in psutil.Process().children())
-_reap_orphans()
-print(before, sorted(p.status() for p in psutil.Process().children()))
+_reap_orphans([started])
+print(before, sorted(p.status() for p in psutil.Process().children()), started.returncode)
 """
 
 
@@ -178,7 +181,8 @@ def test_kb_run_inherits_its_childrens_orphans_and_waits_for_them():
     done = subprocess.run([sys.executable, "-c", ORPHAN], cwd=REPO, capture_output=True, text=True, timeout=60,
                           env={**os.environ, "DATABASE_URL": "postgresql://unused@127.0.0.1:9/unused",  # never opened
                                "DJANGO_SETTINGS_MODULE": "kb.settings"})
-    assert done.stdout.split("\n")[-2] == "['zombie'] []", done.stdout + done.stderr
+    # the orphan and the started child were zombies; both are gone, and the started one's exit code is kept
+    assert done.stdout.split("\n")[-2] == "['zombie', 'zombie'] [] 3", done.stdout + done.stderr
 
 
 def test_ctrl_c_while_the_model_loads_stops_everything_cleanly(transactional_db, tmp_path):

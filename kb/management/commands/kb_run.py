@@ -9,6 +9,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 
 from django.conf import settings
 from django.core.management import call_command
@@ -65,7 +66,8 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGINT, stop)
         signal.signal(signal.SIGTERM, stop)
-        _become_subreaper()
+        if not _become_subreaper():
+            self.stderr.write("==> this system keeps orphaned processes from kb_run: init waits for them")
         # each child loads the model for the path it uses before it serves (KB_WARM_MODEL), and the
         # banner waits for the web server, so the first search is as fast as the ones after it
         children = {
@@ -122,7 +124,7 @@ class Command(BaseCommand):
             time.sleep(0.3)
             for child in children:
                 code = child.process.poll()
-                _reap_orphans()
+                _reap_orphans([c.process for c in children])
                 if code is None or self._stopping:
                     continue
                 self.stderr.write(f"==> {child.name} exited ({_how_it_ended(code)})")
@@ -131,7 +133,7 @@ class Command(BaseCommand):
                                       f"{RESTART_WINDOW_S} s; stopping. Its output above says why.")
                     self._stop(children)
                     raise SystemExit(1)
-                _end_group(child.process)  # what it left behind (django-q2's workers) goes with it
+                _end_group(child.process, [c.process for c in children])  # what it left (django-q2's workers) goes too
                 child.start()
                 self.stderr.write(f"==> started {child.name} again")
         self._stop(children)
@@ -143,11 +145,11 @@ class Command(BaseCommand):
         for child in children:
             _signal_group(child.process, signal.SIGTERM)
         deadline = time.monotonic() + 15
+        own = [child.process for child in children]
         for child in children:
-            while _group_alive(child.process) and time.monotonic() < deadline:
-                child.process.poll()
+            while _group_alive(child.process, own) and time.monotonic() < deadline:
                 time.sleep(0.1)
-            _end_group(child.process)
+            _end_group(child.process, own)
         pgdata = settings.DATABASES["default"].get("EMBEDDED_PGDATA")
         if pgdata:  # every process of the groups is gone: their handles are dead, the last live one stops it
             prune_dead_handles(pgdata)
@@ -168,11 +170,8 @@ class Child:
         self.exits: list[float] = []
 
     def start(self) -> None:
-        if self.process is not None and self.process.returncode is not None:
-            STARTED.discard(self.process.pid)  # reaped: the number may come back as another process's
         self.process = subprocess.Popen([sys.executable, "manage.py", *self.args], start_new_session=True,
                                         env={**os.environ, "KB_WARM_MODEL": self.warm})
-        STARTED.add(self.process.pid)
 
     def may_restart(self) -> bool:
         now = time.monotonic()
@@ -180,36 +179,41 @@ class Child:
         return len(self.exits) < RESTARTS_ALLOWED
 
 
-STARTED: set[int] = set()  # the children's pids: subprocess reaps those, `_reap_orphans` the rest
 PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
+MAX_REAPED = 10_000  # per call: a bound, should the kernel keep reporting one process
 
 
-def _become_subreaper() -> None:
+def _become_subreaper() -> bool:
     """Make the children's orphans kb_run's (django-q2's workers, when their cluster is killed),
     as they are PID 1's when kb_run is a container's first process: either way `_reap_orphans`
-    waits for them, so none stays a zombie, and no orphan escapes to init. Linux only; elsewhere
-    orphans go to init as before."""
+    waits for them, so none stays a zombie. False where the system refuses (or is not Linux):
+    orphans then go to init, as they would without it."""
     if not sys.platform.startswith("linux"):
-        return
+        return False
     import ctypes
 
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    return ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
 
 
-def _reap_orphans() -> None:
-    """Wait for every exited process that is kb_run's but not a child it started (those are
-    subprocess's to reap: an exited one stops the loop until `poll` has read its status)."""
-    while True:
+def _reap_orphans(own: Sequence[subprocess.Popen]) -> None:
+    """Wait for every exited process of kb_run's. One it started (`own`) is left to subprocess,
+    which reads its status through `poll` (so its exit code is kept); any other is an adopted
+    orphan, waited for here."""
+    started = {process.pid: process for process in own}
+    for _ in range(MAX_REAPED):
         try:
             exited = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)  # look, do not reap
         except ChildProcessError:
             return
-        if exited is None or exited.si_pid in STARTED:
+        if exited is None:
             return
+        if exited.si_pid in started:
+            started.pop(exited.si_pid).poll()
+            continue
         try:
             os.waitpid(exited.si_pid, os.WNOHANG)
         except ChildProcessError:
-            return
+            continue
 
 
 def _how_it_ended(code: int) -> str:
@@ -225,9 +229,11 @@ def _signal_group(process: subprocess.Popen, signum: int) -> None:
         pass
 
 
-def _group_alive(process: subprocess.Popen) -> bool:
-    process.poll()  # reap the leader, so a finished one is not counted as alive
-    _reap_orphans()  # and the group's orphans, which are kb_run's
+def _group_alive(process: subprocess.Popen, own: Sequence[subprocess.Popen]) -> bool:
+    """Whether any process of `process`'s group is left; exited ones are reaped first (the leader,
+    and the group's orphans, which are kb_run's), since a zombie still counts as a member."""
+    process.poll()
+    _reap_orphans(own)
     try:
         os.killpg(process.pid, 0)
     except (ProcessLookupError, PermissionError):
@@ -235,11 +241,11 @@ def _group_alive(process: subprocess.Popen) -> bool:
     return True
 
 
-def _end_group(process: subprocess.Popen) -> None:
+def _end_group(process: subprocess.Popen, own: Sequence[subprocess.Popen]) -> None:
     """SIGKILL whatever of the process group is left, and reap its leader."""
     _signal_group(process, signal.SIGKILL)
     deadline = time.monotonic() + 5
-    while _group_alive(process) and time.monotonic() < deadline:
+    while _group_alive(process, own) and time.monotonic() < deadline:
         time.sleep(0.05)
     try:
         process.wait(timeout=1)
