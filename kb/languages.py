@@ -75,8 +75,9 @@ ACCENTS = {
 }
 ACCENTED_TAIL = 6  # the letters at a word's end where accents are put back: where stemmers cut suffixes
 MOST_ACCENTS = 2  # Portuguese "-ção" carries two
-# the configurations of languages that write compounds as one word, with the linking letters their
-# grammars put between the parts ("Arbeit-s-platz", "Sonne-n-schein", "Tag-es-zeit"; Swedish "gata-u-belysning")
+# the configurations of languages that write compounds as one word, with the letters their grammars
+# end a first part with ("Arbeit-s-platz", "Sonne-n-schein", "Tag-es-zeit"; Swedish "kyrk-o-gård",
+# where the "a" of "kyrka" becomes "o": the part without it stems alike)
 COMPOUND_LINKS = {
     "danish": ("s", "e"), "dutch": ("s", "e", "en"), "finnish": (),
     "german": ("s", "es", "n", "en", "e", "er", "ens"), "norwegian": ("s", "e"), "swedish": ("s", "a", "u", "o", "e"),
@@ -380,8 +381,9 @@ def _plain(letter: str) -> str:
 
 def compound_splits(word: str, config: str) -> list[tuple[str, str]]:
     """The ways to read `word` as two words (head, tail) in `config`'s language, each part at least
-    MIN_COMPOUND_PART letters, the head without a linking letter the language puts between parts
-    ("Systemprotokollmeldungen" gives ("system", "protokollmeldungen"), ("systemprotokoll",
+    MIN_COMPOUND_PART letters: every cut, and where the head ends with one of the language's linking
+    letters, that head without them too ("Arbeitsplatz" gives ("arbeits", "platz") and ("arbeit",
+    "platz"); "Systemprotokollmeldungen" gives ("system", "protokollmeldungen"), ("systemprotokoll",
     "meldungen"), ...). Empty in a language that does not write compounds as one word, and for a
     word holding anything but letters. Which split is the word is for the namespace to say: the
     one whose parts its passages hold (retrieval/lexical.py, `split_compounds`)."""

@@ -234,65 +234,89 @@ def term_statistics(scope: Scope, lexemes: list[tuple[str, int]], query: str = "
                     configs: tuple[str, ...] = ()) -> TermStatistics:
     """The namespace's statistics for the query's lexemes. With the `query` and the `configs` it was
     lexed with, a word typed without accents whose stem the namespace lacks is read as the stem
-    of its accented spelling, where the namespace holds that (`restore_accents`); a stem read so
-    that the query holds already counts once, as two configurations' alike lexemes do."""
+    of its accented spelling, where the namespace holds that (`restore_accents`), and a compound
+    whose stem it lacks as the two parts it holds (`split_compounds`); a stem read so that the
+    query holds already counts once, as two configurations' alike lexemes do."""
     chunk_count, avgdl, terms = _term_statistics(scope.namespace_id, lexemes) if lexemes else (0.0, 1.0, [])
     unknown = {t.lexeme for t in terms if t.document_frequency == 0}
     restored = restore_accents(scope.namespace_id, query, configs, unknown) if unknown and query else ()
     unread = unknown - {word.typed_lexeme for word in restored}
     split = split_compounds(scope.namespace_id, query, configs, unread) if unread and query else ()
     if restored or split:
-        read_as = {word.typed_lexeme: (word.lexeme,) for word in restored} | \
+        readings = {word.typed_lexeme: (word.lexeme,) for word in restored} | \
             {word.typed_lexeme: word.lexemes for word in split}
         merged: dict[str, int] = {}
         for lexeme, count in lexemes:
-            for read in read_as.get(lexeme, (lexeme,)):
+            for read in readings.get(lexeme, (lexeme,)):
                 merged[read] = max(merged.get(read, 0), count)
         chunk_count, avgdl, terms = _term_statistics(scope.namespace_id, list(merged.items()))
     return TermStatistics(chunk_count, avgdl, [t for t in terms if t.document_frequency > 0], restored, split)
 
 
-MAX_SPLIT_WORDS = 8  # compounds split per query: bounds the parts lexed (about 150 a word)
+MAX_SPLIT_WORDS = 8  # compounds split per query
+MAX_COMPOUND_LETTERS = 64  # a longer run of letters is not cut: bounds the parts lexed (about 2 a letter)
 
 
 def split_compounds(namespace_id: int, query: str, configs: tuple[str, ...],
                     unknown: set[str]) -> tuple[SplitWord, ...]:
     """The query's compounds, in a configuration whose language writes compounds as one word
-    (`kb.languages.COMPOUND_LINKS`), whose stem is `unknown` to the namespace, each read as the two
-    parts (`compound_splits`) that passages hold, where several splits qualify the one whose parts
-    the most passages hold (the geometric mean of their document frequencies, as Koehn and Knight
-    2003 split from a corpus's own words). German "Uhrzeit" in a manual that writes "Uhr" and
-    "Zeit" but never "Uhrzeit" is read as both. Only the query is split, and only a word no
-    passage holds: a compound the text holds is found as written. Three statements: the words'
-    stems, the parts' stems, and those stems' document frequencies."""
+    (`kb.languages.COMPOUND_LINKS`), each read as the two parts (`compound_splits`) that passages
+    hold; where several cuts qualify, the one whose parts the most passages hold (`choose_split`).
+    German "Uhrzeit" in a manual that writes "Uhr" and "Zeit" but never "Uhrzeit" is read as both.
+    Only the query is split, and only a word whose stem in every one of `configs` is `unknown` to
+    the namespace: a compound the text holds is found as written. A word of Latin letters only, at
+    most MAX_COMPOUND_LETTERS; the first MAX_SPLIT_WORDS such words. Three statements: the words'
+    stems, the parts' stems, and those stems' document frequencies (counted, not cached: most
+    parts are no word of the namespace's)."""
     splitting = [config for config in configs if config in COMPOUND_LINKS]
-    words = [word for word in dict.fromkeys(WORD_RE.findall(query.lower())) if word.isalpha()][:MAX_QUERY_LEXEMES]
+    words = [word for word in dict.fromkeys(WORD_RE.findall(query.lower())) if _compoundable(word)]
     if not splitting or not words or not unknown:
         return ()
-    pairs = [(word, config) for config in splitting for word in words]
-    stems = _stems(pairs)
-    compounds = [(word, config, stem) for (word, config), stem in zip(pairs, stems, strict=True)
-                 if stem in unknown][:MAX_SPLIT_WORDS]
-    splits = [(index, split) for index, (word, config, _) in enumerate(compounds)
-              for split in compound_splits(word, config)]
-    if not splits:
+    pairs = [(word, config) for word in words[:MAX_QUERY_LEXEMES] for config in configs]
+    stem_of = dict(zip(pairs, _stems(pairs), strict=True))
+    compounds: list[str] = []
+    for word in words[:MAX_QUERY_LEXEMES]:
+        if all(stem_of[(word, config)] in unknown for config in configs):  # no passage holds it, nor is it a stopword
+            compounds.append(word)
+        if len(compounds) == MAX_SPLIT_WORDS:
+            break
+    options = {(word, config): compound_splits(word, config) for word in compounds for config in splitting}
+    parts = list(dict.fromkeys((part, config) for (_, config), splits in options.items()
+                               for split in splits for part in split))
+    if not parts:
         return ()
-    parts = list(dict.fromkeys((part, compounds[index][1]) for index, split in splits for part in split))
-    lexeme_of = dict(zip(parts, _stems(parts), strict=True))
-    held = {lexeme for lexeme in lexeme_of.values() if lexeme}
-    if not held:
-        return ()
-    _, _, counted = _term_statistics(namespace_id, [(lexeme, 1) for lexeme in held])
-    frequency = {term.lexeme: term.document_frequency for term in counted}
-    best: dict[int, tuple[float, SplitWord]] = {}
-    for index, (head, tail) in splits:
-        word, config, stem = compounds[index]
-        lexemes = (lexeme_of[(head, config)], lexeme_of[(tail, config)])
-        frequencies = [frequency.get(lexeme) or 0 for lexeme in lexemes]
-        score = (frequencies[0] * frequencies[1]) ** 0.5
-        if score > 0 and (index not in best or score > best[index][0]):
-            best[index] = (score, SplitWord(word, stem, (head, tail), lexemes))
-    return tuple(best[index][1] for index in sorted(best))
+    part_lexeme = dict(zip(parts, _stems(parts), strict=True))
+    counted = _count_terms(namespace_id, sorted({lexeme for lexeme in part_lexeme.values() if lexeme}))
+    frequency = counted[3] if counted else {}
+    read: dict[str, SplitWord] = {}  # per typed stem: "uhrzeit" and "uhrzeiten" are one word to the namespace
+    for word in compounds:
+        chosen = choose_split([(split, (part_lexeme[(split[0], config)], part_lexeme[(split[1], config)]), config)
+                               for config in splitting for split in options[(word, config)]], frequency)
+        if chosen:
+            split, lexemes, config = chosen
+            read.setdefault(stem_of[(word, config)], SplitWord(word, stem_of[(word, config)], split, lexemes))
+    return tuple(read.values())
+
+
+def choose_split(options: list[tuple[tuple[str, str], tuple[str | None, str | None], str]],
+                 frequency: dict[str, int]) -> tuple[tuple[str, str], tuple[str, str], str] | None:
+    """Of a word's cuts ((head, tail), their lexemes, the configuration), the one whose two parts
+    the most passages hold: the greatest geometric mean of their document frequencies (Koehn and
+    Knight 2003), the first on a tie; None when no cut has both parts in a passage. Pure."""
+    best, best_score = None, 0.0
+    for split, lexemes, config in options:
+        if not (lexemes[0] and lexemes[1]):
+            continue  # a part that is a stopword
+        score = (frequency.get(lexemes[0], 0) * frequency.get(lexemes[1], 0)) ** 0.5
+        if score > best_score:
+            best, best_score = (split, (lexemes[0], lexemes[1]), config), score
+    return best
+
+
+def _compoundable(word: str) -> bool:
+    """Letters of the Latin script only (the languages that write compounds as one word write in
+    it), and few enough of them to cut."""
+    return word.isalpha() and len(word) <= MAX_COMPOUND_LETTERS and all(letter <= "\u024f" for letter in word)
 
 
 def _stems(pairs: list[tuple[str, str]]) -> list[str | None]:
