@@ -14,7 +14,7 @@ from django.urls import Resolver404, resolve
 from django.utils.cache import patch_cache_control
 from django.views.debug import ExceptionReporter, SafeExceptionReporterFilter
 
-from kb.errors import DatabaseUnavailable, error_for_status, error_status
+from kb.errors import DatabaseUnavailable, error_for_status
 
 API_PREFIX = "/api/"
 
@@ -115,6 +115,7 @@ class InvalidInputMiddleware:
 # SQLSTATEs of a connection that is gone: class 08 (connection exception) and the server's
 # shutdown codes; a client-side error without a SQLSTATE (refused, closed) is one too
 _CONNECTION_LOST = ("08", "57P01", "57P02", "57P03")
+DATABASE_RETRY_AFTER_S = 5
 
 
 def database_away(exception: BaseException) -> bool:
@@ -135,13 +136,10 @@ def database_away_error() -> DatabaseUnavailable:
                                details={"retry_after_s": DATABASE_RETRY_AFTER_S})
 
 
-DATABASE_RETRY_AFTER_S = 5
-
-
 class DatabaseAwayMiddleware:
     """A page that loses the database answers 503 `KB_DB_UNAVAILABLE` with a Retry-After, not an
-    internal error: the reader may try again, and nothing is wrong with the request. (The API's
-    own handler in kb/api.py answers the same for its endpoints.)"""
+    internal error: the reader may try again, and nothing is wrong with the request. Every /api/
+    view is django-ninja's, which answers the same itself (kb/api.py), so none reaches here."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -152,14 +150,9 @@ class DatabaseAwayMiddleware:
     def process_exception(self, request, exception):
         if not database_away(exception):
             return None
-        error = database_away_error()
-        if request.path.startswith(API_PREFIX):
-            response = JsonResponse(error.as_dict(), status=error_status(error))
-            response["Retry-After"] = str(DATABASE_RETRY_AFTER_S)
-            return response
         from kb.http import page_error  # not at import: the exception reporter below loads this module early
 
-        return page_error(error)
+        return page_error(database_away_error())
 
 
 class DebugPagesForStaffMiddleware:
