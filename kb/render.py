@@ -15,6 +15,8 @@ or `__init__` is a name, not bold, and the extractors write emphasis with asteri
 
 from __future__ import annotations
 
+from functools import cache
+
 from markdown_it import MarkdownIt
 from markdown_it.rules_inline import emphasis
 
@@ -44,7 +46,10 @@ def _link_open(renderer, tokens, idx, options, env) -> str:
     return renderer.renderToken(tokens, idx, options, env)
 
 
+@cache
 def _converter() -> MarkdownIt:
+    """One parser for every passage: it holds only its rules (each render keeps its own state),
+    and building it costs as much as rendering a passage."""
     md = MarkdownIt("commonmark", {"html": False, "xhtmlOut": False}).enable("table")
     md.validateLink = _safe_url  # a link or image whose target fails stays text
     md.inline.ruler.at("emphasis", _emphasis_without_underscore)
