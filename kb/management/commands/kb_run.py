@@ -122,9 +122,10 @@ class Command(BaseCommand):
         stops the product, with the reason."""
         while not self._stopping:
             time.sleep(0.3)
+            own = [c.process for c in children]
+            _reap_orphans(own)  # adopted orphans; a child of its own that exited is polled, its code kept
             for child in children:
                 code = child.process.poll()
-                _reap_orphans([c.process for c in children])
                 if code is None or self._stopping:
                     continue
                 self.stderr.write(f"==> {child.name} exited ({_how_it_ended(code)})")
@@ -133,8 +134,9 @@ class Command(BaseCommand):
                                       f"{RESTART_WINDOW_S} s; stopping. Its output above says why.")
                     self._stop(children)
                     raise SystemExit(1)
-                _end_group(child.process, [c.process for c in children])  # what it left (django-q2's workers) goes too
+                _end_group(child.process, own)  # what it left behind (django-q2's workers) goes with it
                 child.start()
+                own = [c.process for c in children]
                 self.stderr.write(f"==> started {child.name} again")
         self._stop(children)
 
