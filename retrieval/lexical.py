@@ -270,16 +270,14 @@ def split_compounds(namespace_id: int, query: str, configs: tuple[str, ...],
     parts are no word of the namespace's)."""
     splitting = [config for config in configs if config in COMPOUND_LINKS]
     words = [word for word in dict.fromkeys(WORD_RE.findall(query.lower())) if _compoundable(word)]
+    words = words[:MAX_QUERY_LEXEMES]
     if not splitting or not words or not unknown:
         return ()
-    pairs = [(word, config) for word in words[:MAX_QUERY_LEXEMES] for config in configs]
+    pairs = [(word, config) for word in words for config in configs]
     stem_of = dict(zip(pairs, _stems(pairs), strict=True))
-    compounds: list[str] = []
-    for word in words[:MAX_QUERY_LEXEMES]:
-        if all(stem_of[(word, config)] in unknown for config in configs):  # no passage holds it, nor is it a stopword
-            compounds.append(word)
-        if len(compounds) == MAX_SPLIT_WORDS:
-            break
+    # no passage holds the word in any configuration, nor is it a stopword in one
+    compounds = [word for word in words if all(stem_of[(word, config)] in unknown for config in configs)]
+    compounds = compounds[:MAX_SPLIT_WORDS]
     options = {(word, config): compound_splits(word, config) for word in compounds for config in splitting}
     parts = list(dict.fromkeys((part, config) for (_, config), splits in options.items()
                                for split in splits for part in split))
