@@ -17,29 +17,30 @@ ODF_NS = {
 
 
 def _odf_content(body: bytes):
+    """(content.xml's root, the title the document's properties give), from one reading of the archive."""
     with open_zip(body) as archive:
         if "META-INF/manifest.xml" in archive.namelist():
             manifest = archive.read("META-INF/manifest.xml")
             if b"encryption-data" in manifest:
                 raise DocumentEncrypted("The OpenDocument file is encrypted.")
         try:
-            return SafeXML.fromstring(archive.read("content.xml"))
+            root = SafeXML.fromstring(archive.read("content.xml"))
         except KeyError as exc:
             raise DocumentCorrupt("The OpenDocument file has no content.xml.") from exc
         except SafeXML.ParseError as exc:
             raise DocumentCorrupt(f"The OpenDocument content is not valid XML: {exc}") from exc
+        return root, _odf_title(archive)
 
 
-def _odf_title(body: bytes) -> str:
+def _odf_title(archive) -> str:
     """The title the document's properties give (meta.xml's dc:title), as Word's core properties
     do for .docx; "" when it has none."""
-    with open_zip(body) as archive:
-        if "meta.xml" not in archive.namelist():
-            return ""
-        try:
-            meta = SafeXML.fromstring(archive.read("meta.xml"))
-        except SafeXML.ParseError:
-            return ""  # the properties are not the content: a bad meta.xml costs only the title
+    if "meta.xml" not in archive.namelist():
+        return ""
+    try:
+        meta = SafeXML.fromstring(archive.read("meta.xml"))
+    except SafeXML.ParseError:
+        return ""  # the properties are not the content: a bad meta.xml costs only the title
     found = meta.find(".//{http://purl.org/dc/elements/1.1/}title")
     return " ".join((found.text or "").split()) if found is not None else ""
 
@@ -58,12 +59,11 @@ def _odf_text(element) -> str:
 
 
 def read_odt(body: bytes, fallback_title: str) -> Extracted:
-    root = _odf_content(body)
+    root, title = _odf_content(body)
     office_text = root.find(".//office:text", ODF_NS)
     if office_text is None:
         raise DocumentCorrupt("The OpenDocument file has no text body.")
     builder = MarkdownBuilder()
-    title = _odf_title(body)
     in_tables = {id(p) for table in office_text.iter(f"{{{ODF_NS['table']}}}table")
                  for p in table.iter(f"{{{ODF_NS['text']}}}p")}
     for element in office_text.iter():
@@ -101,7 +101,7 @@ def _odf_rows(table) -> list[list[str]]:
 
 
 def read_ods(body: bytes, fallback_title: str) -> Extracted:
-    root = _odf_content(body)
+    root, title = _odf_content(body)
     sheets = [(table.get(f"{{{ODF_NS['table']}}}name") or f"Sheet {n}", _odf_rows(table))
               for n, table in enumerate(root.iter(f"{{{ODF_NS['table']}}}table"), start=1)]
-    return sheets_markdown(sheets, _odf_title(body) or fallback_title)
+    return sheets_markdown(sheets, title or fallback_title)
