@@ -28,6 +28,7 @@ class KBSettings:
     embeddings_url: str
     embeddings_api_key: str
     embedding_languages: tuple[str, ...]  # the languages the model reads; empty: any
+    strong_cosine: float | None  # a passage this close in meaning is a strong match; None: the model's own
     fetch_allowed_private: tuple[str, ...]
     fetch_max_bytes: int
     fetch_timeout: float
@@ -76,6 +77,7 @@ def kb_settings() -> KBSettings:
         embeddings_url=settings.KB_EMBEDDINGS_URL,
         embeddings_api_key=settings.KB_EMBEDDINGS_API_KEY,
         embedding_languages=_languages(settings.KB_EMBEDDING_LANGUAGES),
+        strong_cosine=_cosine(settings.KB_STRONG_COSINE),
         fetch_allowed_private=tuple(settings.KB_FETCH_ALLOWED_PRIVATE),
         fetch_max_bytes=settings.KB_FETCH_MAX_BYTES,
         fetch_timeout=settings.KB_FETCH_TIMEOUT,
@@ -121,6 +123,20 @@ def _languages(value: str) -> tuple[str, ...]:
     """ISO 639-1 codes from a comma-separated list; none (any language) when it holds "*"."""
     codes = {code.strip().lower() for code in value.split(",") if code.strip()}
     return () if "*" in codes else tuple(sorted(codes))
+
+
+def _cosine(value: str | float) -> float | None:
+    """A cosine setting: None when empty, else a number between -1 and 1."""
+    if not str(value).strip():
+        return None
+    try:
+        cosine = float(value)
+    except ValueError:
+        cosine = float("nan")
+    if not -1.0 <= cosine <= 1.0:
+        raise ConfigurationError(f"KB_STRONG_COSINE is a cosine, between -1 and 1, got {value!r}.",
+                                 details={"setting": "KB_STRONG_COSINE"})
+    return cosine
 
 
 DOCUMENT_RUNTIMES = ("torch", "onnx", "onnx-int8")  # how the local model may embed documents

@@ -178,6 +178,9 @@ KB_EMBEDDINGS_URL = os.environ.get("KB_EMBEDDINGS_URL", "")
 KB_EMBEDDING_LANGUAGES = os.environ.get(
     "KB_EMBEDDING_LANGUAGES", "en" if KB_EMBEDDER == "local" and not KB_EMBEDDING_MODEL else "*")
 KB_EMBEDDINGS_API_KEY = os.environ.get("KB_EMBEDDINGS_API_KEY", "")
+# the cosine from which a passage is a strong match, one a reader is pointed to: empty for the
+# model's own (kb/embedding/embedders.py:strong_cosine); set it for a model the product has not measured
+KB_STRONG_COSINE = os.environ.get("KB_STRONG_COSINE", "")
 # the local model answers single queries through an ONNX Runtime export of itself ("onnx",
 # verified against PyTorch at load, falling back to it) or through PyTorch directly ("torch")
 KB_EMBEDDING_QUERY_RUNTIME = os.environ.get("KB_EMBEDDING_QUERY_RUNTIME", "onnx")

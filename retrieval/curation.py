@@ -18,10 +18,10 @@ from django.utils import timezone
 
 from kb import querylog
 from kb.auth import Principal, require_readable
+from kb.embedding.embedders import strong_cosine
 from kb.errors import NotFound
 from kb.models import Chunk, Namespace, QueryFeedback, QueryLog
 from retrieval.errors import FeedbackNotAResult
-from retrieval.service import CITED_COSINE_FLOOR  # searches logged before `strong` was recorded
 
 REPORT_ROWS = 20
 PERIODS = (1, 7, 30, 90)
@@ -51,7 +51,7 @@ class QueryRow:
     count: int
     previous: int  # the same query in the period before
     zero: int  # searches that returned nothing
-    weak: int  # searches none of whose results was a strong match (retrieval.service.strong)
+    weak: int  # searches none of whose results was a strong match (retrieval.service.StrongMatch)
     helpful: int
     unhelpful: int
     latest_id: int
@@ -73,7 +73,8 @@ def query_report(namespace: Namespace, days: int, *, now: datetime | None = None
     current = (logs.filter(created_at__gte=start).values("normalised").annotate(
         count=Count("id", distinct=True),
         zero=Count("id", filter=Q(result_ids=[]), distinct=True),
-        weak=Count("id", filter=Q(strong=False) | Q(strong=None, top_cosine__lt=CITED_COSINE_FLOOR) | Q(result_ids=[]),
+        weak=Count("id", filter=(Q(strong=False) | Q(result_ids=[])  # strong=None: logged before it was recorded
+                                 | Q(strong=None, top_cosine__lt=strong_cosine())),
                    distinct=True),
         helpful=Count("feedback", filter=Q(feedback__helpful=True), distinct=True),
         unhelpful=Count("feedback", filter=Q(feedback__helpful=False), distinct=True),

@@ -16,7 +16,7 @@ from datetime import datetime
 
 from kb import querylog
 from kb.conf import kb_settings
-from kb.embedding.embedders import get_embedder
+from kb.embedding.embedders import get_embedder, strong_cosine
 from kb.languages import meaning_decision
 from kb.languages import name as language_name
 from kb.models import Namespace, QueryLog
@@ -51,7 +51,6 @@ from retrieval.ranker import (
 )
 from retrieval.spelling import correct_query
 
-CITED_COSINE_FLOOR = 0.35  # a passage this close in meaning is a strong match (`strong`)
 SUGGESTED_DOCUMENTS = 3
 RELATED_DOCUMENTS = 5
 SECTIONS_PER_DOCUMENT = 3
@@ -350,6 +349,7 @@ def _result(plan: _Plan, ranking, found: _Found, timings: dict[str, float],
             text_window: tuple[int, int] | None) -> SearchResult:
     """The kept passages as hits, grouped by document, with the suggested, cited and related tiers."""
     weak_pool = sorted((d for d in ranking.dropped if d.dropped_by == "threshold"), key=lambda d: -d.relevance)[:10]
+    match = StrongMatch(strong_cosine(), found.query_idf)
     grouped = bool(plan.documents_wanted)
     order = _documents_in_order(ranking.kept, found.rows) if grouped else []
     texts = None if text_window is None else _texts_shown(ranking.kept, order, text_window, grouped=grouped)
@@ -359,7 +359,7 @@ def _result(plan: _Plan, ranking, found: _Found, timings: dict[str, float],
         first = plan.documents_wanted
         if text_window is not None:  # a page: the documents up to its end, the tiers and the first cited
             first = min(first, max(text_window[1], SUGGESTED_DOCUMENTS + RELATED_DOCUMENTS,
-                                   _first_cited(order, found.query_idf)))
+                                   _first_cited(order, match)))
         kept = _of_first_documents(ranking.kept, found.rows, order, first)
     rows = ch.hydrate(plan.scope, [d.key for d in kept] + [d.key for d in weak_pool], text_ids=texts)
     hits = [_hit(d, rows[d.key], plan.namespace) for d in kept if d.key in rows]
@@ -368,7 +368,7 @@ def _result(plan: _Plan, ranking, found: _Found, timings: dict[str, float],
         documents = documents[:plan.documents_wanted]
         shown = {d.document_id for d in documents}
         hits = [h for h in hits if h.document_id in shown]
-    suggested, cited, related, weak = _tiers(documents, ranking.kept + weak_pool, rows, found.query_idf)
+    suggested, cited, related, weak = _tiers(documents, ranking.kept + weak_pool, rows, match)
     read_as = list(found.statistics.read_as) if found.statistics else []  # marked in snippets too
     return SearchResult(
         query=plan.query, namespace=plan.namespace, hits=hits, suggested=suggested, cited=cited,
@@ -410,25 +410,31 @@ def _of_first_documents(kept: list[ScoreDetails], rows: dict[int, ch.CandidateRo
     return [d for d in kept if d.key in rows and rows[d.key].document_id in first]
 
 
-def strong(details: ScoreDetails, query_idf: float | None) -> bool:
-    """Whether a passage is a strong match, one a reader can be pointed to (the cited tier): its
-    meaning is within CITED_COSINE_FLOOR of the query's; when meaning was not used (a language
-    the model does not read, or the words channel asked alone), its words carry at least
+@dataclass(frozen=True)
+class StrongMatch:
+    """What makes a passage a strong match for one search, one a reader can be pointed to (the
+    cited tier): its meaning is at least `cosine` close to the query's (the model's own,
+    `kb.embedding.embedders.strong_cosine`); when meaning was not used (a
+    language the model does not read, or the words channel asked alone), its words carry at least
     FULL_WEIGHT_IDF_SHARE of the query's IDF mass, as a passage holding the rarer half of the
     query's words once does, or the query names its document whole (a names-channel coverage of 1:
     a token of the query is the document's whole name key)."""
-    if details.cosine is not None:
-        return details.cosine >= CITED_COSINE_FLOOR
-    words, name = details.channels.get(LEXICAL), details.channels.get(NAMES)
-    return ((bool(query_idf) and words is not None and words.raw >= FULL_WEIGHT_IDF_SHARE * query_idf)
-            or (name is not None and name.raw >= 1.0))
+    cosine: float
+    query_idf: float | None
+
+    def holds(self, details: ScoreDetails) -> bool:
+        if details.cosine is not None:
+            return details.cosine >= self.cosine
+        words, name = details.channels.get(LEXICAL), details.channels.get(NAMES)
+        return ((bool(self.query_idf) and words is not None and words.raw >= FULL_WEIGHT_IDF_SHARE * self.query_idf)
+                or (name is not None and name.raw >= 1.0))
 
 
-def _first_cited(order: list[tuple[int, ScoreDetails]], query_idf: float | None) -> int:
+def _first_cited(order: list[tuple[int, ScoreDetails]], match: StrongMatch) -> int:
     """How many documents of `order`, up to and including the first whose best passage is cited
     (0 when none is): a page reads that far, so whether anything is cited is known as it was
     when every document was read."""
-    return next((position for position, (_, best) in enumerate(order, start=1) if strong(best, query_idf)), 0)
+    return next((position for position, (_, best) in enumerate(order, start=1) if match.holds(best)), 0)
 
 
 def _texts_shown(kept: list[ScoreDetails], order: list[tuple[int, ScoreDetails]], window: tuple[int, int], *,
@@ -547,12 +553,12 @@ def document_link(citation: str) -> str:
 
 
 def _tiers(documents: list[DocumentGroup], pool: list[ScoreDetails], rows: dict[int, ch.ChunkRow],
-           query_idf: float | None):
+           match: StrongMatch):
     """The document tiers, all read from the one list of documents: suggested (the first few),
     cited (best section is a strong match), related (the next few), and titles of the nearest
     misses when nothing is cited."""
     suggested = documents[:SUGGESTED_DOCUMENTS]
-    cited = [d for d in documents if strong(d.sections[0].details, query_idf)]
+    cited = [d for d in documents if match.holds(d.sections[0].details)]
     related = documents[SUGGESTED_DOCUMENTS:SUGGESTED_DOCUMENTS + RELATED_DOCUMENTS]
     weak: list[str] = []
     if not cited:

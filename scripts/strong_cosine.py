@@ -1,0 +1,80 @@
+"""Where a model's strong matches start: the best cosine of a namespace's own questions against
+that of questions about other subjects, searched through the service with the deployment's model.
+
+    .venv/bin/python scripts/strong_cosine.py --namespace bench-en --questions ../handbook/en/queries.jsonl \
+        --off-topic ../shared/bench/scifact/queries.jsonl
+    KB_EMBEDDER=e5 .venv/bin/python scripts/strong_cosine.py --namespace bench-de-e5 \
+        --questions ../handbook/de/queries.jsonl --off-topic ../shared/bench/scifact/queries.jsonl
+
+A strong match is a passage a reader is pointed to (the cited tier; "no strong match" when there is
+none; a weak search in the curation report). Its cosine floor is the model's own
+(`kb.embedding.embedders.strong_cosine`): a floor sits well where it lies above the best passage of
+nearly every question on another subject and below that of nearly every question the namespace
+answers. Questions are a BEIR `queries.jsonl` or an eval suite (`cases[].question`); no judgements
+are read. The figures are in docs/searching.md#strong-matches.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kb.settings")
+
+
+def questions(path: str, limit: int) -> list[str]:
+    text = Path(path).read_text(encoding="utf-8")
+    if path.endswith(".jsonl"):
+        found = [json.loads(line)["text"] for line in text.splitlines() if line.strip()]
+    else:
+        found = [case["question"] for case in json.loads(text)["cases"]]
+    return found[:limit]
+
+
+def best_cosines(namespace: str, texts: list[str]) -> list[float]:
+    """The best cosine among each question's results, as the service ranks them."""
+    from retrieval.service import search
+
+    best = []
+    for text in texts:
+        result = search(text, namespace, limit=10, group="document", log=False)
+        cosines = [d.best_cosine for d in result.documents if d.best_cosine is not None]
+        best.append(max(cosines, default=-1.0))
+    return best
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(share * (len(ordered) - 1))))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--namespace", required=True)
+    parser.add_argument("--questions", required=True, help="The namespace's own questions")
+    parser.add_argument("--off-topic", nargs="+", required=True, help="Questions about other subjects")
+    parser.add_argument("--limit", type=int, default=100, help="Questions read per file")
+    args = parser.parse_args()
+
+    import django
+
+    django.setup()
+    from kb.embedding.embedders import get_embedder, strong_cosine
+
+    floor = strong_cosine()
+    print(f"{args.namespace}, {get_embedder().model_id}, strong from cosine {floor}")
+    print("questions | n | best cosine p5 / p50 / p95 | share with a strong match")
+    rows = [("own", args.questions)] + [("off-topic", path) for path in args.off_topic]
+    for label, path in rows:
+        best = best_cosines(args.namespace, questions(path, args.limit))
+        strong = sum(value >= floor for value in best) / len(best)
+        spread = " / ".join(f"{percentile(best, share):.3f}" for share in (0.05, 0.5, 0.95))
+        print(f"{label} ({Path(path).parent.name}/{Path(path).name}) | {len(best)} | {spread} | {strong:.0%}")
+
+
+if __name__ == "__main__":
+    main()
