@@ -46,7 +46,7 @@ ADMIN_ROUNDS = 5
 AGREEMENT_DEPTH = 100  # the ranker reads the lexical channel this deep
 RULE_VARIANTS = {
     "mmr_lambda=0.9": RankerParams(mmr_lambda=0.9), "mmr_lambda=0.7": RankerParams(mmr_lambda=0.7),
-    "recency_weight=0.1": RankerParams(recency_weight=0.1), "floor=0.5": RankerParams(floor=0.5),
+    "recency_weight=1.5": RankerParams(recency_weight=1.5), "floor=0.5": RankerParams(floor=0.5),
     "rrf_weight=1": RankerParams(rrf_weight=1.0),
 }
 

@@ -17,7 +17,9 @@ with plain cases. For each candidate, in order:
    a channel's score is relative to its best;
 3. relevance = base + RRF bonus (rrf_weight * sum of 1 / (rrf_k + rank) over channels: with the
    default weight 1, first in two channels adds 2/61 ~ 0.03, a tie-breaker on the cosine scale)
-   + recency boost (recency_weight * exp(-age / half_life)) + priority boost;
+   + recency boost (recency_weight * exp(-age / half_life)) + priority boost (priority_weight *
+   the source's priority), both boosts counted in the spread of this query's list (`boost_unit`),
+   so they weigh the same under every model's cosine scale;
 4. duplicate collapse, stage one: identical normalised text keeps only its best candidate;
 5. relative threshold: relevance below top relevance * floor is dropped, unless the candidate is
    a strong multi-channel hit (found by at least `bypass_channels` channels, each within
@@ -87,7 +89,8 @@ def rank(candidates: Sequence[Candidate], params: RankerParams = RankerParams(),
     else:
         weight = words_weight(DEFAULT_LEXICAL_WEIGHT if params.lexical_weight is None else params.lexical_weight,
                               stats, query_idf)
-    scored = [_score(c, params, stats, weight, cap) for c in candidates]
+    unit = boost_unit(stats)
+    scored = [_score(c, params, stats, weight, cap, unit) for c in candidates]
 
     dropped: list[ScoreDetails] = []
     pool = []
@@ -264,8 +267,23 @@ _BASE_PREFERENCE = {name: -index for index, name in enumerate(BASES)}  # on equa
 _NOT_BASES_WHEN_FUSED = (VECTOR, LEXICAL, NAMES)  # fused into the base (names only add rank evidence)
 
 
+def boost_unit(stats: dict[str, tuple[float, float, float]]) -> float:
+    """What a priority or recency boost of 1 adds: the spread of the list the base is read from,
+    so a source's priority moves its passages past the same share of near-equals under any
+    model (multilingual-e5's cosines of one query spread about a seventh as much as the bundled
+    model's). The vector list's standard deviation when meaning is fused; without meaning, scores
+    are relative to the best, and so is the words' spread; 0 when no list has spread."""
+    vector = stats.get(VECTOR)
+    if vector is not None and vector[2] > 0:
+        return vector[2]
+    words = stats.get(LEXICAL)
+    if vector is None and words is not None and words[0] > 0:
+        return words[2] / words[0]
+    return 0.0
+
+
 def _score(candidate: Candidate, params: RankerParams, stats, lexical_weight: float,
-           lexical_cap: float | None) -> ScoreDetails:
+           lexical_cap: float | None, boost_unit: float) -> ScoreDetails:
     """One candidate's explained score. Runs once per candidate (about 170 a search), so it
     walks the channels once, in CHANNELS order, for their scores, the base and the RRF sum."""
     fused = fuse(candidate, stats, lexical_weight, lexical_cap)
@@ -287,8 +305,9 @@ def _score(candidate: Candidate, params: RankerParams, stats, lexical_weight: fl
     rrf = params.rrf_weight * inverse_ranks
     recency = 0.0
     if params.recency_weight > 0 and candidate.age_days is not None:
-        recency = params.recency_weight * math.exp(-max(candidate.age_days, 0.0) / params.recency_half_life_days)
-    priority = params.priority_weight * candidate.priority
+        recency = (params.recency_weight * boost_unit
+                   * math.exp(-max(candidate.age_days, 0.0) / params.recency_half_life_days))
+    priority = params.priority_weight * boost_unit * candidate.priority
     relevance = base + rrf + recency + priority
     return ScoreDetails(
         key=candidate.key, kind=candidate.kind, channels=channels, base=base, base_channel=base_channel,

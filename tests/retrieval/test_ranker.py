@@ -154,18 +154,46 @@ def test_recency_boost_and_zero_weight_changes_nothing_byte_for_byte():
     zero = rank([old, new], RankerParams(floor=0.0, priority_weight=0.0, rrf_weight=1.0, recency_weight=0.0))
     assert plain == zero and keys(plain) == ["old", "new"]
     boosted = rank([old, new], RankerParams(floor=0.0, priority_weight=0.0, rrf_weight=1.0,
-                                            recency_weight=0.05, recency_half_life_days=30))
+                                            recency_weight=3.0, recency_half_life_days=30))
     assert keys(boosted) == ["new", "old"]
-    assert boosted.details()["new"].recency_boost == pytest.approx(0.05 * math.exp(-1 / 30))
+    spread = 0.005  # the two cosines' standard deviation: the boosts' unit
+    assert boosted.details()["new"].recency_boost == pytest.approx(3.0 * spread * math.exp(-1 / 30))
 
 
 def test_priority_boost_follows_the_source_priority():
     a = cand("a", {V: (1, 0.70)}, priority=-1.0)
     b = cand("b", {V: (2, 0.69)}, priority=1.0)
     assert keys(rank([a, b], RankerParams(floor=0.0, priority_weight=0.0, rrf_weight=1.0))) == ["a", "b"]
-    ranking = rank([a, b], RankerParams(floor=0.0, priority_weight=0.05, rrf_weight=1.0))
+    ranking = rank([a, b], RankerParams(floor=0.0, priority_weight=3.0, rrf_weight=1.0))
     assert keys(ranking) == ["b", "a"]
-    assert ranking.details()["b"].priority_boost == pytest.approx(0.05)
+    assert ranking.details()["b"].priority_boost == pytest.approx(3.0 * 0.005)
+
+
+def test_a_priority_moves_a_passage_past_the_same_neighbours_under_any_cosine_scale():
+    """The bundled model spreads one query's cosines widely, multilingual-e5 packs them near 0.8:
+    the same priority lifts a passage past the same neighbours under both, where a boost in raw
+    cosine would lift it a place under one and to the top under the other. (RRF off: its bonus
+    is on the cosine scale.)"""
+    cosines = (0.62, 0.61, 0.60, 0.59, 0.58, 0.57, 0.56, 0.40, 0.35, 0.30)
+
+    def ranked(scale):
+        found = [cand(f"p{i}", {V: (i, scale(c))}, cosine=scale(c), priority=0.3 if i == 7 else 0.0)
+                 for i, c in enumerate(cosines, 1)]
+        return rank(found, RankerParams(floor=0.0, rrf_weight=0.0))
+
+    bundled, packed = ranked(lambda c: c), ranked(lambda c: 0.8 + (c - 0.5) / 8)
+    assert keys(bundled) == keys(packed) == ["p1", "p2", "p3", "p4", "p7", "p5", "p6", "p8", "p9", "p10"]
+    _, spread = zscores(cosines)
+    assert bundled.details()["p7"].priority_boost == pytest.approx(0.75 * 0.3 * spread)
+    assert packed.details()["p7"].priority_boost == pytest.approx(0.75 * 0.3 * spread / 8)
+
+
+def test_without_meaning_boosts_count_in_the_words_relative_spread():
+    words = [cand(f"w{i}", {L: (i, raw)}, priority=1.0 if i == 3 else 0.0) for i, raw in enumerate((9.0, 8.0, 7.8), 1)]
+    ranking = rank(words, RankerParams(floor=0.0, rrf_weight=0.0))
+    _, spread = zscores([9.0, 8.0, 7.8])
+    assert ranking.details()["w3"].priority_boost == pytest.approx(0.75 * spread / 9.0)
+    assert keys(ranking) == ["w1", "w3", "w2"]
 
 
 def test_identifier_query_makes_unconfirmed_vector_only_candidates_ineligible():

@@ -80,6 +80,18 @@ def test_a_strong_match_is_read_on_the_deployments_own_cosine_scale(corpus, sett
     assert [(row.query, row.count, row.weak) for row in report["top"]] == [("pumpkin", 2, 1)]
 
 
+def test_a_source_priority_lifts_its_passages_by_a_share_of_the_querys_spread():
+    namespace, garden = ingest("tenant:p", {"garden": ("Growing pumpkins", "Pumpkins need sun and rich soil.")},
+                               source_name="garden")
+    ingest("tenant:p", {"soup": ("Pumpkin soup", "Roast the pumpkin, then blend it with stock.")},
+           source_name="kitchen")
+    Source.objects.filter(pk=garden.pk).update(priority=0.4)
+    result = search("pumpkin", namespace.slug, limit=5, group="chunk", log=False)
+    _, _, spread = result.summary.calibration["vector"]
+    boosts = {hit.title: hit.details.priority_boost for hit in result.hits}
+    assert boosts == {"Growing pumpkins": pytest.approx(0.75 * 0.4 * spread), "Pumpkin soup": 0.0}
+
+
 def test_citation_url_for_web_documents_keeps_an_existing_fragment(corpus):
     from retrieval.channels import ChunkRow
     from retrieval.service import citation_url
