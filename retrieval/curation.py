@@ -73,9 +73,9 @@ def query_report(namespace: Namespace, days: int, *, now: datetime | None = None
     current = (logs.filter(created_at__gte=start).values("normalised").annotate(
         count=Count("id", distinct=True),
         zero=Count("id", filter=Q(result_ids=[]), distinct=True),
-        weak=Count("id", filter=(Q(strong=False) | Q(result_ids=[])  # strong=None: logged before it was recorded
-                                 | Q(strong=None, top_cosine__lt=strong_cosine())),
-                   distinct=True),
+        weak=Count("id", distinct=True, filter=(
+            Q(strong=False) | Q(result_ids=[])
+            | Q(strong=None, top_cosine__lt=strong_cosine()))),  # logged before `strong` was recorded
         helpful=Count("feedback", filter=Q(feedback__helpful=True), distinct=True),
         unhelpful=Count("feedback", filter=Q(feedback__helpful=False), distinct=True),
         latest_id=Max("id")))

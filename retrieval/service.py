@@ -413,12 +413,12 @@ def _of_first_documents(kept: list[ScoreDetails], rows: dict[int, ch.CandidateRo
 @dataclass(frozen=True)
 class StrongMatch:
     """What makes a passage a strong match for one search, one a reader can be pointed to (the
-    cited tier): its meaning is at least `cosine` close to the query's (the model's own,
-    `kb.embedding.embedders.strong_cosine`); when meaning was not used (a
-    language the model does not read, or the words channel asked alone), its words carry at least
-    FULL_WEIGHT_IDF_SHARE of the query's IDF mass, as a passage holding the rarer half of the
-    query's words once does, or the query names its document whole (a names-channel coverage of 1:
-    a token of the query is the document's whole name key)."""
+    cited tier): its cosine to the query reaches `cosine`, the model's own floor
+    (`kb.embedding.embedders.strong_cosine`); when meaning was not used (a language the model does
+    not read, or the words channel asked alone), its words carry at least FULL_WEIGHT_IDF_SHARE of
+    the query's IDF mass, as a passage holding the rarer half of the query's words once does, or
+    the query names its document whole (a names-channel coverage of 1: a token of the query is the
+    document's whole name key)."""
     cosine: float
     query_idf: float | None
 
