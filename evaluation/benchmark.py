@@ -44,7 +44,7 @@ RAW_EMBED_SAMPLE = 512
 FULL_INGEST_SHARE = 0.9  # a run that changed this share of the corpus measured ingest throughput
 ADMIN_ROUNDS = 5
 AGREEMENT_DEPTH = 100  # the ranker reads the lexical channel this deep
-RULE_VARIANTS = {
+RULE_VARIANTS = {  # recency in spreads of the query's list: 1.5 is about 0.1 of the bundled model's cosine
     "mmr_lambda=0.9": RankerParams(mmr_lambda=0.9), "mmr_lambda=0.7": RankerParams(mmr_lambda=0.7),
     "recency_weight=1.5": RankerParams(recency_weight=1.5), "floor=0.5": RankerParams(floor=0.5),
     "rrf_weight=1": RankerParams(rrf_weight=1.0),

@@ -268,22 +268,22 @@ _NOT_BASES_WHEN_FUSED = (VECTOR, LEXICAL, NAMES)  # fused into the base (names o
 
 
 def boost_unit(stats: dict[str, tuple[float, float, float]]) -> float:
-    """What a priority or recency boost of 1 adds: the spread of the list the base is read from,
-    so a source's priority moves its passages past the same share of near-equals under any
-    model (multilingual-e5's cosines of one query spread about a seventh as much as the bundled
-    model's). The vector list's standard deviation when meaning is fused; without meaning, scores
-    are relative to the best, and so is the words' spread; 0 when no list has spread."""
+    """What a priority or recency boost of 1 adds: the spread of the list the ranking is read
+    from, so a source's priority moves its passages past the same near-equals under any model's
+    cosine scale. The vector list's standard deviation; when it has none (meaning off, or a flat
+    list), the words' standard deviation relative to their best, as their scores are read then;
+    0 when no list has spread, and boosts add nothing."""
     vector = stats.get(VECTOR)
     if vector is not None and vector[2] > 0:
         return vector[2]
     words = stats.get(LEXICAL)
-    if vector is None and words is not None and words[0] > 0:
+    if words is not None and words[0] > 0:
         return words[2] / words[0]
     return 0.0
 
 
 def _score(candidate: Candidate, params: RankerParams, stats, lexical_weight: float,
-           lexical_cap: float | None, boost_unit: float) -> ScoreDetails:
+           lexical_cap: float | None, unit: float) -> ScoreDetails:
     """One candidate's explained score. Runs once per candidate (about 170 a search), so it
     walks the channels once, in CHANNELS order, for their scores, the base and the RRF sum."""
     fused = fuse(candidate, stats, lexical_weight, lexical_cap)
@@ -303,11 +303,11 @@ def _score(candidate: Candidate, params: RankerParams, stats, lexical_weight: fl
     if fused is not None:
         base_channel, base, preference = _better(base_channel, base, preference, FUSED, fused.score)
     rrf = params.rrf_weight * inverse_ranks
-    recency = 0.0
-    if params.recency_weight > 0 and candidate.age_days is not None:
-        recency = (params.recency_weight * boost_unit
-                   * math.exp(-max(candidate.age_days, 0.0) / params.recency_half_life_days))
-    priority = params.priority_weight * boost_unit * candidate.priority
+    recency = priority = 0.0
+    if unit > 0 and params.recency_weight > 0 and candidate.age_days is not None:
+        recency = params.recency_weight * unit * math.exp(-max(candidate.age_days, 0.0) / params.recency_half_life_days)
+    if unit > 0 and candidate.priority:
+        priority = params.priority_weight * unit * candidate.priority
     relevance = base + rrf + recency + priority
     return ScoreDetails(
         key=candidate.key, kind=candidate.kind, channels=channels, base=base, base_channel=base_channel,

@@ -188,6 +188,18 @@ def test_a_priority_moves_a_passage_past_the_same_neighbours_under_any_cosine_sc
     assert packed.details()["p7"].priority_boost == pytest.approx(0.75 * 0.3 * spread / 8)
 
 
+def test_boosts_need_a_list_with_spread():
+    """A flat meaning list with words beside it: the words' relative spread is the unit; with no
+    spread anywhere, a boost has nothing to count in and adds nothing (not even -0.0)."""
+    flat = [cand(f"f{i}", {V: (i, 0.5), L: (i, raw)}, cosine=0.5, priority=-1.0 if i == 1 else 1.0)
+            for i, raw in enumerate((9.0, 8.0, 7.8), 1)]
+    _, spread = zscores([9.0, 8.0, 7.8])
+    assert rank(flat, RankerParams(floor=0.0)).details()["f2"].priority_boost == pytest.approx(0.75 * spread / 9.0)
+    alone = [cand(f"a{i}", {V: (i, 0.5)}, cosine=0.5, priority=-1.0) for i in (1, 2)]
+    boosts = [d.priority_boost for d in rank(alone, RankerParams(floor=0.0)).details().values()]
+    assert boosts == [0.0, 0.0] and all(math.copysign(1.0, b) == 1.0 for b in boosts)
+
+
 def test_without_meaning_boosts_count_in_the_words_relative_spread():
     words = [cand(f"w{i}", {L: (i, raw)}, priority=1.0 if i == 3 else 0.0) for i, raw in enumerate((9.0, 8.0, 7.8), 1)]
     ranking = rank(words, RankerParams(floor=0.0, rrf_weight=0.0))
