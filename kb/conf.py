@@ -77,7 +77,7 @@ def kb_settings() -> KBSettings:
         embeddings_url=settings.KB_EMBEDDINGS_URL,
         embeddings_api_key=settings.KB_EMBEDDINGS_API_KEY,
         embedding_languages=_languages(settings.KB_EMBEDDING_LANGUAGES),
-        strong_cosine=_cosine(settings.KB_STRONG_COSINE),
+        strong_cosine=_strong_cosine(settings.KB_STRONG_COSINE),
         fetch_allowed_private=tuple(settings.KB_FETCH_ALLOWED_PRIVATE),
         fetch_max_bytes=settings.KB_FETCH_MAX_BYTES,
         fetch_timeout=settings.KB_FETCH_TIMEOUT,
@@ -125,18 +125,23 @@ def _languages(value: str) -> tuple[str, ...]:
     return () if "*" in codes else tuple(sorted(codes))
 
 
-def _cosine(value: str | float) -> float | None:
-    """A cosine setting: None when empty, else a number between -1 and 1."""
-    if not str(value).strip():
+def _strong_cosine(value: str | float | None) -> float | None:
+    """KB_STRONG_COSINE: None when empty (the model's own), else a cosine between -1 and 1."""
+    if value is None or not str(value).strip():
         return None
     try:
         cosine = float(value)
-    except ValueError:
-        cosine = float("nan")
-    if not -1.0 <= cosine <= 1.0:
-        raise ConfigurationError(f"KB_STRONG_COSINE is a cosine, between -1 and 1, got {value!r}.",
-                                 details={"setting": "KB_STRONG_COSINE"})
+    except ValueError as exc:
+        raise _not_a_cosine(value) from exc
+    if not -1.0 <= cosine <= 1.0:  # NaN fails too
+        raise _not_a_cosine(value)
     return cosine
+
+
+def _not_a_cosine(value) -> ConfigurationError:
+    return ConfigurationError(
+        f"KB_STRONG_COSINE is a cosine, between -1 and 1, got {value!r}: measure the model's with "
+        "scripts/strong_cosine.py, or leave it empty for the model's own.", details={"setting": "KB_STRONG_COSINE"})
 
 
 DOCUMENT_RUNTIMES = ("torch", "onnx", "onnx-int8")  # how the local model may embed documents

@@ -115,14 +115,16 @@ def _runs_status() -> dict:
 
 
 def _embedder_status() -> dict:
-    from kb.embedding.embedders import check_embedder_dimension, get_embedder
+    from kb.embedding.embedders import check_embedder_dimension, get_embedder, strong_floor
 
     try:
         embedder = get_embedder()
         check_embedder_dimension(embedder)
     except KBError as exc:
         return {"ok": False, "code": exc.code, "error": exc.message}
-    return {"ok": True, "model": embedder.model_id, "dimension": embedder.dimension}
+    strong, why = strong_floor()
+    return {"ok": True, "model": embedder.model_id, "dimension": embedder.dimension,
+            "strong_cosine": strong, "strong_cosine_from": why}
 
 
 @functools.cache  # the kernel's answer does not change while the process lives

@@ -35,16 +35,17 @@ def questions(path: str, limit: int) -> list[str]:
     return found[:limit]
 
 
-def best_cosines(namespace: str, texts: list[str]) -> list[float]:
-    """The best cosine among each question's results, as the service ranks them."""
+def searched(namespace: str, texts: list[str]) -> list[tuple[float, bool]]:
+    """Per question: the best cosine among its results (-1 when meaning was not used), and
+    whether the service found a strong match (cited a document)."""
     from retrieval.service import search
 
-    best = []
+    found = []
     for text in texts:
         result = search(text, namespace, limit=10, group="document", log=False)
         cosines = [d.best_cosine for d in result.documents if d.best_cosine is not None]
-        best.append(max(cosines, default=-1.0))
-    return best
+        found.append((max(cosines, default=-1.0), bool(result.cited)))
+    return found
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -63,18 +64,20 @@ def main() -> None:
     import django
 
     django.setup()
-    from kb.embedding.embedders import get_embedder, strong_cosine
+    from kb.embedding.embedders import get_embedder, strong_floor
 
-    floor = strong_cosine()
-    print(f"{args.namespace}, {get_embedder().model_id}, strong from cosine {floor}")
+    floor, why = strong_floor()
+    print(f"{args.namespace}, {get_embedder().model_id}, strong from cosine {floor} ({why})")
     print("questions | n | best cosine p5 / p50 / p95 | share with a strong match")
     rows = [("own", args.questions)] + [("off-topic", path) for path in args.off_topic]
     for label, path in rows:
-        best = best_cosines(args.namespace, questions(path, args.limit))
-        strong = sum(value >= floor for value in best) / len(best)
+        found = searched(args.namespace, questions(path, args.limit))
+        if not found:
+            parser.error(f"{path} holds no questions")
+        best = [cosine for cosine, _ in found]
         spread = " / ".join(f"{percentile(best, share):.3f}" for share in (0.05, 0.5, 0.95))
-        print(f"{label} ({Path(path).parent.name}/{Path(path).name}) | {len(best)} | {spread} | {strong:.0%}")
-
+        strong = sum(cited for _, cited in found) / len(found)
+        print(f"{label} ({Path(path).parent.name}/{Path(path).name}) | {len(found)} | {spread} | {strong:.0%}")
 
 if __name__ == "__main__":
     main()

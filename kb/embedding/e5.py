@@ -22,9 +22,7 @@ DIMENSION = 384
 class E5Embedder:
     model_id = MODEL_ID
     dimension = DIMENSION
-    # a strong match from here: the best passage of 96 to 100 % of a manual's own questions (80 % of
-    # DBpedia's) and of 0 to 4 % of questions on another subject reach it (docs/searching.md#strong-matches)
-    strong_cosine = 0.85
+    strong_cosine = 0.85  # a strong match from this cosine, measured in docs/searching.md#strong-matches
 
     def __init__(self, batch_size: int = 32):
         self.batch_size = batch_size

@@ -53,15 +53,24 @@ class Embedder(Protocol):
 BUNDLED_STRONG_COSINE = 0.35  # all-MiniLM-L6-v2's strong match, measured (docs/searching.md#strong-matches)
 
 
-def strong_cosine() -> float:
-    """The cosine from which a passage is a strong match for a query, one a reader is pointed to:
-    KB_STRONG_COSINE when set, else the configured model's own (`strong_cosine` on its embedder),
-    else the bundled model's. Each model has its own scale: multilingual-e5's unrelated texts lie
-    near 0.8, the bundled model's near 0.1, so one number cannot serve both."""
+def strong_floor() -> tuple[float, str]:
+    """The cosine from which a passage is a strong match for a query, one a reader is pointed to,
+    and where it comes from: KB_STRONG_COSINE when set, else the configured model's own
+    (`strong_cosine` on its embedder, where the product measured it), else the bundled model's,
+    which /healthz then says is assumed. Each model has its own cosine scale, so one number cannot
+    serve them all."""
     configured = kb_settings().strong_cosine
     if configured is not None:
-        return configured
-    return getattr(get_embedder(), "strong_cosine", BUNDLED_STRONG_COSINE)
+        return configured, "set by KB_STRONG_COSINE"
+    own = getattr(get_embedder(), "strong_cosine", None)
+    if own is not None:
+        return own, "the model's own, measured"
+    return BUNDLED_STRONG_COSINE, ("assumed: the bundled model's, not measured for this model; measure it "
+                                   "with scripts/strong_cosine.py and set KB_STRONG_COSINE")
+
+
+def strong_cosine() -> float:
+    return strong_floor()[0]
 
 
 def bundled_model_path() -> Path:
@@ -91,6 +100,8 @@ def sentence_transformer_dimension(model_dir: Path) -> int:
 
 class SentenceTransformerEmbedder:
     """A local sentence-transformers model, loaded on first use, thread-safe."""
+
+    strong_cosine: float | None = None  # measured for the bundled model only (`local_embedder`)
 
     def __init__(self, model_path: str | Path, *, batch_size: int = 64, device: str = "cpu",
                  query_runtime: str = "torch", document_runtime: str = "torch", cache_dir: Path | None = None):
@@ -362,10 +373,13 @@ def local_embedder(document_runtime: str) -> SentenceTransformerEmbedder:
     `onnx` or `onnx-int8`): what the deployment runs, or what a benchmark compares it with."""
     conf = kb_settings()
     path = Path(conf.embedding_model) if conf.embedding_model else bundled_model_path()
-    return SentenceTransformerEmbedder(
+    embedder = SentenceTransformerEmbedder(
         path, batch_size=conf.embedding_batch, query_runtime=conf.embedding_query_runtime,
         document_runtime=document_runtime, cache_dir=conf.model_cache_dir,
     )
+    if not conf.embedding_model:
+        embedder.strong_cosine = BUNDLED_STRONG_COSINE
+    return embedder
 
 
 def warm_up(path: str) -> float:

@@ -177,7 +177,8 @@ def test_healthz_healthy(client, db):
     assert body["database"]["ok"] is True
     assert body["database"]["server_version"].startswith("18")
     assert body["pgvector"]["version"].startswith("0.8")
-    assert body["embedder"] == {"ok": True, "model": body["embedder"]["model"], "dimension": 384}
+    assert body["embedder"] == {"ok": True, "model": body["embedder"]["model"], "dimension": 384,
+                                "strong_cosine": 0.35, "strong_cosine_from": "the model's own, measured"}
     # no worker runs in this test: reported, not fatal
     assert body["worker"]["ok"] is False
     assert body["status"] == "degraded"

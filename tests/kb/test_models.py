@@ -6,7 +6,7 @@ from django.core.exceptions import ValidationError
 from django.db import DataError, IntegrityError, connection, transaction
 
 from kb.embedding.embedders import check_embedder_dimension, get_embedder
-from kb.errors import EmbeddingDimensionMismatch
+from kb.errors import ConfigurationError, EmbeddingDimensionMismatch
 from kb.models import Chunk, Document, Namespace, Provider, ProviderRevision, Source
 
 pytestmark = pytest.mark.django_db
@@ -190,6 +190,54 @@ def test_a_strong_match_floor_that_is_no_cosine_stops_start_up():
     result = run_manage("check", env={"KB_STRONG_COSINE": "35"})
     assert result.returncode != 0
     assert "KB_STRONG_COSINE is a cosine, between -1 and 1, got '35'" in result.stderr
+    assert "kb.KB_CONFIG_INVALID" in result.stderr
+
+
+@pytest.mark.parametrize("value, expected", [("", None), (" ", None), ("0.5", 0.5), ("-0.2", -0.2), ("1", 1.0)])
+def test_the_strong_match_floor_is_read_as_a_cosine_or_left_to_the_model(settings, value, expected):
+    from kb.conf import kb_settings
+
+    settings.KB_STRONG_COSINE = value
+    kb_settings.cache_clear()
+    try:
+        assert kb_settings().strong_cosine == expected
+    finally:
+        kb_settings.cache_clear()
+
+
+@pytest.mark.parametrize("value", ["35", "nan", "high", "-1.5"])
+def test_a_strong_match_floor_that_is_no_cosine_is_refused(settings, value):
+    from kb.conf import kb_settings
+
+    settings.KB_STRONG_COSINE = value
+    kb_settings.cache_clear()
+    try:
+        with pytest.raises(ConfigurationError, match="KB_STRONG_COSINE is a cosine"):
+            kb_settings()
+    finally:
+        kb_settings.cache_clear()
+
+
+def test_the_strong_match_floor_is_the_setting_then_the_models_own_then_assumed(settings):
+    """An unmeasured model gets the bundled model's floor, and /healthz says it is assumed."""
+    from kb.conf import kb_settings
+    from kb.embedding.embedders import bundled_model_path, get_embedder, strong_floor
+
+    def floor(**changes):
+        for name, value in changes.items():
+            setattr(settings, name, value)
+        kb_settings.cache_clear(), get_embedder.cache_clear()
+        return strong_floor()
+
+    try:
+        assert floor() == (0.35, "the model's own, measured")
+        assert floor(KB_STRONG_COSINE="0.6") == (0.6, "set by KB_STRONG_COSINE")
+        # the same weights named by path: the product cannot know they are the bundled model's
+        value, why = floor(KB_STRONG_COSINE="", KB_EMBEDDING_MODEL=str(bundled_model_path()))
+        assert value == 0.35 and why.startswith("assumed: the bundled model's, not measured for this model")
+        assert floor(KB_EMBEDDING_MODEL="", KB_EMBEDDER="e5") == (0.85, "the model's own, measured")
+    finally:  # the settings fixture restores the settings themselves
+        kb_settings.cache_clear(), get_embedder.cache_clear()
 
 
 def test_source_kinds_are_stated_once_and_labelled_by_the_model():
