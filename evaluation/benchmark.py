@@ -17,6 +17,7 @@ command decides how they look.
 from __future__ import annotations
 
 import contextlib
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,7 +34,7 @@ from ingest.service import ingest_texts
 from kb.embedding.embedders import get_embedder, local_embedder
 from kb.models import Document, IngestRun, Namespace, Source
 from retrieval import evaluate
-from retrieval.fusion import DEFAULT_LEXICAL_WEIGHT, FOLDS, WEIGHT_GRID
+from retrieval.fusion import FOLDS, WEIGHT_GRID
 from retrieval.ranker import CHANNELS, RankerParams
 from retrieval.service import search
 
@@ -218,11 +219,12 @@ class CorpusBenchmark:
         fit = calibration.fit
         served: dict[tuple[float, tuple[str, ...]], dict[str, str]] = {}  # each query as served without judgements
         texts = dict(self.query_items)
-        for qid, how in evaluate.unjudged_defaults(self.namespace, texts).items():
+        excess = evaluate.search_excess(self.namespace, texts, vectors)
+        for qid, how in evaluate.unjudged_defaults(self.namespace, texts, excess).items():
             served.setdefault(how, {})[qid] = texts[qid]
         default_runs = {}
         for (weight, channels), queries in served.items():
-            if weight == DEFAULT_LEXICAL_WEIGHT and channels == CHANNELS:
+            if weight in calibration.runs and channels == CHANNELS:  # a grid weight: already run
                 default_runs.update({qid: calibration.runs[weight][qid] for qid in queries})
             else:  # another weight or fewer channels than any grid run
                 self.log(f"default as served to {len(queries)} queries: lexical weight {weight}, "
@@ -235,7 +237,8 @@ class CorpusBenchmark:
                 "default_weights": {**mean_scores(default_runs, qrels), "lexical_weight": weight,
                                     "channels": list(channels) if channels else None,
                                     "served": {f"lexical weight {w}, channels {', '.join(c)}": len(q)
-                                               for (w, c), q in served.items()}},
+                                               for (w, c), q in served.items()},
+                                    "median_excess": _median([v for v in excess.values() if v is not None])},
                 "fusion": {"lexical_weight": fit.weight, "fold_weights": list(fit.fold_weights),
                            "version": calibration.record.version,
                            "grid": {str(w): mean_scores(runs, qrels)["ndcg@10"]
@@ -417,6 +420,11 @@ def lexical_agreement(namespace: str, query_items, depth: int = AGREEMENT_DEPTH)
     if temporary:
         evaluate.drop_posting_lists(ns.id)
     return report
+
+
+def _median(values: list[float]) -> float | None:
+    """The queries' median excess over chance, which the default's estimate reads (rounded)."""
+    return round(statistics.median(values), 2) if values else None
 
 
 def _quantiles(counts: list[int]) -> dict[str, int]:

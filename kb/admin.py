@@ -16,6 +16,8 @@ from kb.conf import kb_settings
 from kb.languages import languages_queries_decide, leaves_out, unread_share
 from kb.languages import name as language_name
 from kb.lexing import passages_by_config
+from retrieval.fusion import WORDS_OFF_EXCESS, estimated_weights
+from retrieval.service import search_log_excess
 
 admin.site.site_header = "Knowledge base console"
 admin.site.site_title = "Knowledge base console"
@@ -110,7 +112,15 @@ class NamespaceAdmin(NamespaceScoped):
     def fusion_weights(self, obj):
         calibration = getattr(obj, "fusion", None) if obj.pk else None
         if calibration is None:
-            return "default (no judged queries fitted)"
+            median, searches = search_log_excess(obj.slug) if obj.pk else (None, 0)
+            estimate = estimated_weights(median, searches)
+            if estimate is not None:
+                return f"{estimate.vector:g} / {estimate.lexical:g} ({estimate.reason})"
+            if median is None:
+                return "default (no judged queries fitted)"
+            return (f"default (no judged queries fitted; the last {searches} searches' best passages stood a "
+                    f"median {median:.1f} standard deviations beyond chance, below {WORDS_OFF_EXCESS:g}, where "
+                    f"meaning would rank alone)")
         return (f"{1 - calibration.lexical_weight:g} / {calibration.lexical_weight:g} (fitted "
                 f"{calibration.fitted_at:%Y-%m-%d} to {calibration.fitted_on}, v{calibration.version})")
 

@@ -4,7 +4,9 @@ Every search logs one QueryLog row, and waiting for its insert (a round trip and
 2 ms) was on every search's path. Here a search takes an id from a block of the table's own
 sequence reserved ahead (one round trip per ID_BLOCK searches, so ids stay unique across
 processes), and its row joins a queue that a background thread writes in one INSERT per batch,
-FLUSH_SECONDS after the first row of the batch.
+FLUSH_SECONDS after the first row of the batch. After each batch it refreshes the namespaces'
+MeaningEstimate: the median excess over chance of their latest ESTIMATE_WINDOW searches, which a
+search then reads with its namespace (retrieval.fusion.estimated_weights) instead of the log.
 
 What a stop loses: a clean exit (the interpreter's, as a gunicorn worker's graceful stop ends)
 writes the queue first, so nothing; a killed process (SIGKILL, a crash, an unhandled SIGTERM)
@@ -21,9 +23,9 @@ import os
 import threading
 import time
 
-from django.db import DEFAULT_DB_ALIAS, DatabaseError, InterfaceError, OperationalError, connections
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, InterfaceError, OperationalError, connections, transaction
 
-from kb.models import QueryLog
+from kb.models import MeaningEstimate, QueryLog
 
 logger = logging.getLogger(__name__)
 
@@ -31,6 +33,7 @@ ID_BLOCK = 64  # ids reserved per round trip
 FLUSH_SECONDS = 0.2  # a queued row waits at most about this long
 MAX_QUEUED = 20_000  # rows kept while the database refuses them; the oldest go first past this
 RETRY_SECONDS = 5.0  # between attempts while the database refuses the rows
+ESTIMATE_WINDOW = 200  # a namespace's latest searches its MeaningEstimate reads
 
 _lock = threading.Lock()
 _ids: list[int] = []
@@ -43,7 +46,9 @@ _writer: threading.Thread | None = None
 def record(**fields) -> int:
     """Log one search (QueryLog's fields); its id, at once."""
     if connections[DEFAULT_DB_ALIAS].in_atomic_block:
-        return QueryLog.objects.create(**fields).pk
+        row = QueryLog.objects.create(**fields)
+        refresh_estimates({row.namespace_id})
+        return row.pk
     with _lock:
         if not _ids:
             _ids.extend(_reserve(ID_BLOCK))
@@ -64,6 +69,7 @@ def flush() -> int:
         return 0
     try:
         QueryLog.objects.bulk_create(rows)
+        refresh_estimates({row.namespace_id for row in rows})
         return len(rows)
     except (OperationalError, InterfaceError) as exc:  # the database is away: keep them for later
         with _lock:
@@ -73,6 +79,25 @@ def flush() -> int:
         return 0
     except DatabaseError:  # a row it refuses (its namespace deleted since): the others still go in
         return sum(_write_alone(row) for row in rows)
+
+
+def refresh_estimates(namespace_ids: set[int]) -> None:
+    """Recount each namespace's MeaningEstimate from its latest ESTIMATE_WINDOW logged searches
+    (those with an excess). One statement per namespace, on the writer's thread; a namespace
+    deleted meanwhile is skipped."""
+    for namespace_id in sorted(namespace_ids):
+        try:  # a savepoint when the caller is in a transaction, so a refusal does not end it
+            with transaction.atomic(using=DEFAULT_DB_ALIAS), connections[DEFAULT_DB_ALIAS].cursor() as cursor:
+                cursor.execute(
+                    f"INSERT INTO {MeaningEstimate._meta.db_table} (namespace_id, median_excess, searches, updated_at)"
+                    " SELECT %s, percentile_cont(0.5) WITHIN GROUP (ORDER BY l.meaning_excess), count(*), now()"
+                    " FROM (SELECT meaning_excess FROM kb_querylog WHERE namespace_id = %s"
+                    "       ORDER BY created_at DESC LIMIT %s) l WHERE l.meaning_excess IS NOT NULL"
+                    " ON CONFLICT (namespace_id) DO UPDATE SET median_excess = EXCLUDED.median_excess,"
+                    " searches = EXCLUDED.searches, updated_at = EXCLUDED.updated_at",
+                    [namespace_id, namespace_id, ESTIMATE_WINDOW])
+        except DatabaseError as exc:
+            logger.warning("query log: namespace %s's estimate not refreshed: %s", namespace_id, exc)
 
 
 def _write_alone(row: QueryLog) -> bool:

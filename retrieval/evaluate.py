@@ -27,19 +27,35 @@ def search_variant(query: str, namespace: str, *, limit: int = 10, filters: Filt
                       query_vector=query_vector, channels=channels, fuse=plain_rrf if fusion == "rrf" else None)
 
 
-def unjudged_defaults(namespace: str, queries: dict[str, str]) -> dict[str, tuple[float, tuple[str, ...]]]:
+def unjudged_defaults(namespace: str, queries: dict[str, str],
+                      excess: dict[str, float | None] | None = None) -> dict[str, tuple[float, tuple[str, ...]]]:
     """Per query id: the lexical weight and the channels a search of that query in `namespace`
-    uses when no judged queries fitted its weights (what most users get), whatever is stored now."""
+    uses when no judged queries fitted its weights (what most users get), whatever is stored now,
+    once the namespace's search log holds the other queries: each query's weights are estimated
+    from the others' excess over chance (`search_excess`, or `excess` when the caller has it;
+    `retrieval.fusion.estimated_weights`), never its own."""
+    from statistics import median
+
     from kb.models import Namespace
     from retrieval.service import unjudged_weights
 
     document_languages = Namespace.objects.get(slug=namespace).document_languages
+    excess = search_excess(namespace, queries) if excess is None else excess
     served = {}
     for qid, query in queries.items():
-        weights, notes = unjudged_weights(document_languages, query)
+        others = [value for other, value in excess.items() if other != qid and value is not None]
+        log = (median(others) if others else None, len(others))
+        weights, notes = unjudged_weights(document_languages, query, log)
         off = {note.channel for note in notes if note.state == "off"}
         served[qid] = weights.lexical, tuple(channel for channel in CHANNELS if channel not in off)
     return served
+
+
+def search_excess(namespace: str, queries: dict[str, str], vectors: dict | None = None) -> dict[str, float | None]:
+    """Per query id: how far its best passage stands beyond chance in `namespace`, as its search
+    would log it (`retrieval.fusion.meaning_excess`)."""
+    return {qid: search_variant(query, namespace, limit=1, query_vector=(vectors or {}).get(qid)).meaning_excess
+            for qid, query in queries.items()}
 
 
 def plain_rrf(candidates: list[Candidate], params: RankerParams) -> Ranking:

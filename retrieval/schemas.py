@@ -85,7 +85,7 @@ class HitOut(Schema):
 class FusionOut(Schema):
     vector: float
     lexical: float
-    source: str  # default | fitted | requested
+    source: str  # default | estimated | fitted | requested | language
     reason: str
     fitted_at: datetime | None = None
     version: int = 0

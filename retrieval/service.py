@@ -22,7 +22,7 @@ from kb.languages import name as language_name
 from kb.models import Namespace, QueryLog
 from kb.replicas import on_replica, read_alias, read_connection
 from retrieval import channels as ch
-from retrieval import lexical
+from retrieval import lexical, meaning_spread
 from retrieval.candidates import FULL_WEIGHT_IDF_SHARE, ChannelNote, meaning_unread
 from retrieval.citations import document_citation_url
 from retrieval.errors import InvalidGroup, UnknownNamespace
@@ -30,6 +30,7 @@ from retrieval.fusion import (
     DEFAULT_WEIGHTS,
     WEIGHT_FIELDS,
     FusionWeights,
+    estimated_weights,
     meaning_kept,
     weights_from_row,
     words_alone,
@@ -149,6 +150,7 @@ class SearchResult:
     lexical: lexical.LexicalReport | None = None  # how the lexical channel found its hits
     query_id: int | None = None  # the query log row, which reader feedback names
     document_count: int = 0  # documents found (grouped), of which a page's search holds those up to its end
+    meaning_excess: float | None = None  # the best passage beyond chance (retrieval.meaning_spread); logged
 
 
 def search(query: str, namespace: str, *, filters: Filters = Filters(), limit: int = 10,
@@ -202,7 +204,8 @@ def run_search(query: str, namespace: str, *, filters: Filters = Filters(), limi
         top_cosine = max((h.cosine for h in result.hits if h.cosine is not None), default=None)
         query_id = querylog.record(namespace_id=plan.scope.namespace_id, query=plan.query[:MAX_QUERY_CHARS],
                                    result_ids=[h.chunk_id for h in result.hits], timings=timings,
-                                   top_cosine=top_cosine, strong=bool(result.cited), caller=caller)
+                                   top_cosine=top_cosine, strong=bool(result.cited), caller=caller,
+                                   meaning_excess=result.meaning_excess)
         result = dataclasses.replace(result, query_id=query_id)
     return result
 
@@ -221,6 +224,7 @@ class _Plan:
     documents_wanted: int | None  # group="document": documents to return
     configs: tuple[str, ...] = ()  # the text search configurations the query is lexed with
     notes: tuple[ChannelNote, ...] = ()  # channels left out for this namespace, and why
+    passages: int = 0  # the namespace's passages
 
 
 def _plan(query: str, namespace: str, filters: Filters, limit: int, params: RankerParams | None,
@@ -238,7 +242,7 @@ def _plan(query: str, namespace: str, filters: Filters, limit: int, params: Rank
     if params.lexical_weight is not None:
         weights = FusionWeights(params.lexical_weight, "requested", "set by the caller for this search")
     elif weights.source == DEFAULT_WEIGHTS.source:  # judged queries would have fitted it: only the default yields
-        weights, notes = unjudged_weights(ns["document_languages"], query)
+        weights, notes = unjudged_weights(ns["document_languages"], query, (ns["excess_median"], ns["excess_searches"]))
     features = analyse(query)
     return _Plan(
         query=query, namespace=namespace, weights=weights, features=features, documents_wanted=documents_wanted,
@@ -247,15 +251,17 @@ def _plan(query: str, namespace: str, filters: Filters, limit: int, params: Rank
         depth=min(1000, max(100, 2 * (documents_wanted or limit))),  # grouped: sections come from the same pool
         configs=lexical.lexing_configs(ns["language"], ns["passage_configs"], ns["document_languages"], query,
                                        ns["relexing"], features.identifiers),
-        notes=notes,
+        notes=notes, passages=sum(ns["passage_configs"].values()),
     )
 
 
-def unjudged_weights(document_languages: dict[str, int],
-                     query: str = "") -> tuple[FusionWeights, tuple[ChannelNote, ...]]:
+def unjudged_weights(document_languages: dict[str, int], query: str = "",
+                     log: tuple[float | None, int] = (None, 0)) -> tuple[FusionWeights, tuple[ChannelNote, ...]]:
     """The weights of a `query` in a namespace without fitted ones, and the channels they leave
-    out: equal weights, or words alone when the query, or most of the namespace's documents, is
-    in a language the model does not read (`meaning_decision`)."""
+    out: words alone when the query, or most of the namespace's documents, is in a language the
+    model does not read (`meaning_decision`); else what the namespace's search log estimates
+    (`log`: its latest searches' median excess and how many there were, `estimated_weights`), or
+    equal weights."""
     decision = meaning_decision(document_languages, kb_settings().embedding_languages, query)
     asked = language_name(decision.query_language) if decision.query_language else ""
     if not decision.used:
@@ -263,25 +269,34 @@ def unjudged_weights(document_languages: dict[str, int],
         return words_alone(note.reason[0].lower() + note.reason[1:].rstrip(".")), (note,)
     if asked:  # most documents are in languages the model does not read; this query's brings meaning back
         return meaning_kept(decision.share, decision.languages, asked), ()
-    return DEFAULT_WEIGHTS, ()
+    return estimated_weights(*log) or DEFAULT_WEIGHTS, ()
+
+
+def search_log_excess(slug: str) -> tuple[float | None, int]:
+    """The median excess over chance of the namespace's latest searches, and how many had one:
+    what its label-free weights are estimated from (`retrieval.fusion.estimated_weights`)."""
+    row = _namespace_row(slug)
+    return (row["excess_median"], row["excess_searches"]) if row else (None, 0)
 
 
 def _namespace_row(slug: str) -> dict | None:
-    """The namespace's id, what its queries are lexed with and its fusion weights (`WEIGHT_FIELDS`), in
-    one statement: every search starts here, and the ORM's version of this read cost a
-    millisecond more at p50."""
+    """The namespace's id, what its queries are lexed with, its fusion weights (`WEIGHT_FIELDS`)
+    and its search log's estimate (`MeaningEstimate`), in one statement: every search starts
+    here, and the ORM's version of this read cost a millisecond more at p50."""
     with read_connection().cursor() as cursor:
         cursor.execute(
             "SELECT n.id, n.language, n.document_languages::text, n.passage_configs::text, n.relexing,"
+            " e.median_excess, coalesce(e.searches, 0),"
             " f.lexical_weight, f.version, f.fitted_at, f.fitted_on, f.queries, f.cross_validated_ndcg, f.default_ndcg"
-            " FROM kb_namespace n LEFT JOIN kb_fusioncalibration f ON f.namespace_id = n.id WHERE n.slug = %s",
+            " FROM kb_namespace n LEFT JOIN kb_fusioncalibration f ON f.namespace_id = n.id"
+            " LEFT JOIN kb_meaningestimate e ON e.namespace_id = n.id WHERE n.slug = %s",
             [slug])
         row = cursor.fetchone()
     if row is None:
         return None
     return {"id": row[0], "language": row[1], "document_languages": json.loads(row[2]),
-            "passage_configs": json.loads(row[3]), "relexing": row[4],
-            **dict(zip(WEIGHT_FIELDS, row[5:], strict=True))}
+            "passage_configs": json.loads(row[3]), "relexing": row[4], "excess_median": row[5],
+            "excess_searches": row[6], **dict(zip(WEIGHT_FIELDS, row[7:], strict=True))}
 
 
 @dataclass
@@ -295,6 +310,7 @@ class _Found:
     statistics: lexical.TermStatistics | None
     lexical: lexical.LexicalReport | None
     common_names: tuple[str, ...] = ()  # name keys too common to name a document, left out
+    meaning_excess: float | None = None
 
     @property
     def query_idf(self) -> float | None:
@@ -342,7 +358,12 @@ def _gather(plan: _Plan, channels: tuple[str, ...], query_vector, timings: dict[
             rows.update(vector.candidates)
             cosines = vector.cosines
             timings["vector_ms"] = _ms(t)
-    return _Found(lists, rows, cosines, lexemes, statistics, words.report if words else None, names.common_keys)
+    excess = None
+    if lists[VECTOR] and not (scope.source_ids or scope.document_ids):  # the namespace whole, as sampled
+        excess = meaning_spread.query_excess(scope.namespace_id, plan.passages, query_vector,
+                                             max(row.raw for row in lists[VECTOR]))
+    return _Found(lists, rows, cosines, lexemes, statistics, words.report if words else None, names.common_keys,
+                  excess)
 
 
 def _result(plan: _Plan, ranking, found: _Found, timings: dict[str, float],
@@ -377,6 +398,7 @@ def _result(plan: _Plan, ranking, found: _Found, timings: dict[str, float],
         lexemes=[lexeme for lexeme, _ in found.lexemes] + read_as, timings=timings,
         fusion=plan.weights, documents=documents, grouped=grouped, database=read_alias(),
         lexical=found.lexical, document_count=len(documents) if document_count is None else document_count,
+        meaning_excess=found.meaning_excess,
     )
 
 

@@ -22,11 +22,11 @@ from kb.models.content import (
     SourceFile,
 )
 from kb.models.runs import IngestItem, IngestRun
-from kb.models.search import EvalRun, EvalSuite, FusionCalibration, QueryFeedback, QueryLog
+from kb.models.search import EvalRun, EvalSuite, FusionCalibration, MeaningEstimate, QueryFeedback, QueryLog
 
 __all__ = [
     "SEARCH_CONFIG", "ApiToken", "Capability", "Chunk", "ChunkTerm", "Document", "EvalRun", "EvalSuite",
     "FusionCalibration", "IngestItem", "IngestRun", "KnowledgeTarget", "Namespace", "NamespaceMembership",
     "NamespaceStats", "PostingList", "PostingListBuild", "PostingListChange", "Provider", "ProviderRevision",
-    "QueryFeedback", "QueryLog", "RateCounter", "Source", "SourceFile",
+    "MeaningEstimate", "QueryFeedback", "QueryLog", "RateCounter", "Source", "SourceFile",
 ]

@@ -29,6 +29,11 @@ class QueryLog(models.Model):
         null=True, blank=True,
         help_text="Whether a result was a strong match, the cited tier (curator report: weak when not); "
                   "blank for searches logged before it was recorded.")
+    meaning_excess = models.FloatField(
+        null=True, blank=True,
+        help_text="How far the best passage's cosine stood beyond chance among the namespace's passages, in "
+                  "standard deviations (retrieval.fusion.meaning_excess): the namespace's label-free weights "
+                  "read it over its latest searches; blank when meaning was not used or the search was filtered.")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -37,6 +42,21 @@ class QueryLog(models.Model):
 
     def __str__(self) -> str:
         return self.query[:80]
+
+class MeaningEstimate(models.Model):
+    """A namespace's latest searches' median excess over chance (QueryLog.meaning_excess), kept
+    by the query log's writer (kb/querylog.py), so a search reads it with its namespace instead of
+    reading the log: what its weights are estimated from without judged queries."""
+
+    namespace = models.OneToOneField(Namespace, on_delete=models.CASCADE, primary_key=True,
+                                     related_name="meaning_estimate")
+    median_excess = models.FloatField(null=True, blank=True)
+    searches = models.PositiveIntegerField(default=0, help_text="How many of the latest searches had an excess.")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.namespace_id}: {self.median_excess} over {self.searches} searches"
+
 
 class QueryFeedback(models.Model):
     """A reader's thumbs up or down on one result of one logged search. No user is stored:

@@ -72,13 +72,16 @@ def test_kb_bench_runs_end_to_end_and_prints_one_json_object(tmp_path, capsys):
     assert set(report["channels"]) == {"vector", "lexical", "rrf"}
     # the full ranker's weight is fitted to the qrels, cross-validated, and stored for the namespace
     assert report["fusion"]["lexical_weight"] in WEIGHT_GRID and len(report["fusion"]["fold_weights"]) == 2
-    # the default as a namespace without judged queries serves it: English, so equal weights and every channel
+    # the default as a namespace without judged queries serves it: English, every channel, and equal
+    # weights, as two searches are too few for the search log's estimate
     default = report["default_weights"]
-    assert set(default) == {"ndcg@10", "recall@100", "mrr@10", "lexical_weight", "channels", "served"}
+    assert set(default) == {"ndcg@10", "recall@100", "mrr@10", "lexical_weight", "channels", "served", "median_excess"}
     assert default["served"] == {"lexical weight 0.5, channels vector, lexical, names, identifiers": 2}
     assert default["lexical_weight"] == 0.5 and default["channels"] == ["vector", "lexical", "names", "identifiers"]
+    assert isinstance(default["median_excess"], float)
     assert report["default_versus_best"]["method"] in report["channels"]
-    assert any(line.startswith("default weights as served without judged queries (lexical weight 0.5)") for line in out)
+    assert any(line.startswith("default weights as served without judged queries (lexical weight 0.5; the queries' "
+                               "best passages a median ") for line in out)
     calibration = FusionCalibration.objects.get(namespace__slug="bench-tiny")
     assert calibration.lexical_weight == report["fusion"]["lexical_weight"] and calibration.queries == 2
     versus = report["versus_best"]

@@ -135,6 +135,8 @@ def print_report(write, report: dict) -> None:
         served = ("; ".join(f"{n} queries {how}" for how, n in d["served"].items()) if len(d.get("served", {})) > 1
                   else "words alone" if "vector" not in d.get("channels", ["vector"])
                   else f"lexical weight {d.get('lexical_weight')}")
+        if d.get("median_excess") is not None:
+            served += f"; the queries' best passages a median {d['median_excess']} beyond chance"
         write(f"default weights as served without judged queries ({served}) vs "
               f"{_versus(report['default_versus_best'])}")
     if "p50_ms" in report:
