@@ -53,7 +53,12 @@ def unjudged_defaults(namespace: str, queries: dict[str, str],
 
 def search_excess(namespace: str, queries: dict[str, str], vectors: dict | None = None) -> dict[str, float | None]:
     """Per query id: how far its best passage stands beyond chance in `namespace`, as its search
-    would log it (`retrieval.fusion.meaning_excess`)."""
+    would log it (`retrieval.fusion.meaning_excess`), the namespace's sample read first."""
+    from kb.models import Namespace
+    from retrieval import meaning_spread
+
+    row = Namespace.objects.values("id", "passage_configs").get(slug=namespace)
+    meaning_spread.namespace_sample(row["id"], sum(row["passage_configs"].values()), wait=True)
     return {qid: search_variant(query, namespace, limit=1, query_vector=(vectors or {}).get(qid)).meaning_excess
             for qid, query in queries.items()}
 

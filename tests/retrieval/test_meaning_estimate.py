@@ -33,12 +33,29 @@ def test_the_excess_of_a_small_namespace_is_read_over_every_passage(corpus):
     query = np.asarray(get_embedder().embed_query("how long should I roast pumpkin for soup"), dtype=np.float32)
     cosines = vectors @ (query / np.linalg.norm(query))
     exact = meaning_excess(float(cosines.max()), float(cosines.mean()), float(cosines.std()), len(vectors))
-    assert meaning_spread.query_excess(namespace.pk, len(vectors), query, float(cosines.max())) == pytest.approx(
-        exact, abs=1e-4)
+    # a search never waits for the sample: the first reads it on a thread of its own
+    assert meaning_spread.query_excess(namespace.pk, len(vectors), query, float(cosines.max()), wait=True) == (
+        pytest.approx(exact, abs=1e-4))
     result = search("how long should I roast pumpkin for soup", namespace.slug, limit=3)
     assert result.meaning_excess == pytest.approx(exact, abs=1e-3)  # the vector channel's best is the best
     querylog.flush()
     assert QueryLog.objects.get(pk=result.query_id).meaning_excess == pytest.approx(result.meaning_excess)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_first_search_reads_the_sample_on_a_thread_and_logs_no_excess_until_it_is_read():
+    import time
+
+    meaning_spread.forget_samples()
+    namespace, _ = ingest("estimate-first", CORPUS)
+    first = search("pumpkin soup", namespace.slug, log=False)
+    assert first.meaning_excess is None and first.hits  # not waited for
+    deadline = time.monotonic() + 10
+    while (later := search("pumpkin soup", namespace.slug, log=False)).meaning_excess is None:
+        assert time.monotonic() < deadline, "the sample was never read"
+        time.sleep(0.05)
+    assert later.meaning_excess is not None
+    meaning_spread.forget_samples()
 
 
 def test_a_filtered_search_logs_no_excess(corpus):
