@@ -12,12 +12,11 @@ from django_q.tasks import async_task
 from kb import models
 from kb.admin_access import NamespaceScoped, SuperuserOnly
 from kb.auth import issue_secret, revoke_tokens
+from kb.breadth import ESTIMATE_MIN_SEARCHES, WORDS_OFF_EXCESS, broad
 from kb.conf import kb_settings
 from kb.languages import languages_queries_decide, leaves_out, unread_share
 from kb.languages import name as language_name
 from kb.lexing import passages_by_config
-from retrieval.fusion import WORDS_OFF_EXCESS, estimated_weights
-from retrieval.service import search_log_excess
 
 admin.site.site_header = "Knowledge base console"
 admin.site.site_title = "Knowledge base console"
@@ -99,7 +98,8 @@ class NamespaceAdmin(NamespaceScoped):
 
     def get_queryset(self, request):
         # a GROUP BY drops Meta.ordering: ordered again, so pages (the autocomplete's too) are stable
-        return (super().get_queryset(request).annotate(_sources=Count("sources")).select_related("fusion")
+        return (super().get_queryset(request).annotate(_sources=Count("sources"))
+                .select_related("fusion", "meaning_estimate")
                 .order_by("slug"))
 
     def has_add_permission(self, request):
@@ -112,17 +112,22 @@ class NamespaceAdmin(NamespaceScoped):
     def fusion_weights(self, obj):
         calibration = getattr(obj, "fusion", None) if obj.pk else None
         if calibration is None:
-            median, searches = search_log_excess(obj.slug) if obj.pk else (None, 0)
-            estimate = estimated_weights(median, searches)
-            if estimate is not None:
-                return f"{estimate.vector:g} / {estimate.lexical:g} ({estimate.reason})"
-            if median is None:
-                return "default (no judged queries fitted)"
-            return (f"default (no judged queries fitted; the last {searches} searches' best passages stood a "
-                    f"median {median:.1f} standard deviations beyond chance, below {WORDS_OFF_EXCESS:g}, where "
-                    f"meaning would rank alone)")
+            return self._unjudged_weights(getattr(obj, "meaning_estimate", None) if obj.pk else None)
         return (f"{1 - calibration.lexical_weight:g} / {calibration.lexical_weight:g} (fitted "
                 f"{calibration.fitted_at:%Y-%m-%d} to {calibration.fitted_on}, v{calibration.version})")
+
+    @staticmethod
+    def _unjudged_weights(estimate) -> str:
+        """What the namespace's search log says about its weights (`kb.breadth`)."""
+        if estimate is None or estimate.median_excess is None:
+            return "default (no judged queries fitted)"
+        found = (f"{estimate.searches} of its latest searches stood a median {estimate.median_excess:.1f} "
+                 "standard deviations beyond chance")
+        if broad(estimate.median_excess, estimate.searches):
+            return f"1 / 0, estimated from the search log ({found}: a broad collection; no judged queries fitted)"
+        why = (f"fewer than the {ESTIMATE_MIN_SEARCHES} a median needs" if estimate.searches < ESTIMATE_MIN_SEARCHES
+               else f"below the {WORDS_OFF_EXCESS:g} from which words stop weighing")
+        return f"default (no judged queries fitted; {found}, {why})"
 
     @admin.display(description="sources", ordering="_sources")
     def source_count(self, obj):

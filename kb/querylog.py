@@ -4,9 +4,10 @@ Every search logs one QueryLog row, and waiting for its insert (a round trip and
 2 ms) was on every search's path. Here a search takes an id from a block of the table's own
 sequence reserved ahead (one round trip per ID_BLOCK searches, so ids stay unique across
 processes), and its row joins a queue that a background thread writes in one INSERT per batch,
-FLUSH_SECONDS after the first row of the batch. After each batch it refreshes the namespaces'
-MeaningEstimate: the median excess over chance of their latest ESTIMATE_WINDOW searches, which a
-search then reads with its namespace (retrieval.fusion.estimated_weights) instead of the log.
+FLUSH_SECONDS after the first row of the batch. After a batch it recounts the namespaces'
+MeaningEstimate (at most every REFRESH_SECONDS each): the median excess over chance of their
+latest ESTIMATE_WINDOW searches, which a search then reads with its namespace
+(retrieval.fusion.estimated_weights) instead of the log.
 
 What a stop loses: a clean exit (the interpreter's, as a gunicorn worker's graceful stop ends)
 writes the queue first, so nothing; a killed process (SIGKILL, a crash, an unhandled SIGTERM)
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+import math
 import os
 import threading
 import time
@@ -34,6 +36,7 @@ FLUSH_SECONDS = 0.2  # a queued row waits at most about this long
 MAX_QUEUED = 20_000  # rows kept while the database refuses them; the oldest go first past this
 RETRY_SECONDS = 5.0  # between attempts while the database refuses the rows
 ESTIMATE_WINDOW = 200  # a namespace's latest searches its MeaningEstimate reads
+REFRESH_SECONDS = 10.0  # a namespace's MeaningEstimate is recounted at most this often by a process's writer
 
 _lock = threading.Lock()
 _ids: list[int] = []
@@ -41,6 +44,7 @@ _queue: list[QueryLog] = []
 _wake = threading.Event()
 _stopping = threading.Event()
 _writer: threading.Thread | None = None
+_refreshed: dict[int, float] = {}  # namespace: when this process last recounted its estimate (monotonic)
 
 
 def record(**fields) -> int:
@@ -69,7 +73,7 @@ def flush() -> int:
         return 0
     try:
         QueryLog.objects.bulk_create(rows)
-        refresh_estimates({row.namespace_id for row in rows})
+        refresh_estimates({row.namespace_id for row in rows}, every=REFRESH_SECONDS)
         return len(rows)
     except (OperationalError, InterfaceError) as exc:  # the database is away: keep them for later
         with _lock:
@@ -78,24 +82,32 @@ def flush() -> int:
         logger.warning("query log: %d rows wait for the database: %s", len(rows), exc)
         return 0
     except DatabaseError:  # a row it refuses (its namespace deleted since): the others still go in
-        return sum(_write_alone(row) for row in rows)
+        written = sum(_write_alone(row) for row in rows)
+        refresh_estimates({row.namespace_id for row in rows}, every=REFRESH_SECONDS)
+        return written
 
 
-def refresh_estimates(namespace_ids: set[int]) -> None:
+def refresh_estimates(namespace_ids: set[int], *, every: float = 0.0) -> None:
     """Recount each namespace's MeaningEstimate from its latest ESTIMATE_WINDOW logged searches
-    (those with an excess). One statement per namespace, on the writer's thread; a namespace
+    with an excess, those of people, apps and agents (not the product's own tools). One statement
+    per namespace; one not refreshed for `every` seconds by this process only; a namespace
     deleted meanwhile is skipped."""
+    now = time.monotonic()
     for namespace_id in sorted(namespace_ids):
+        with _lock:
+            if now - _refreshed.get(namespace_id, -math.inf) < every:
+                continue
+            _refreshed[namespace_id] = now
         try:  # a savepoint when the caller is in a transaction, so a refusal does not end it
             with transaction.atomic(using=DEFAULT_DB_ALIAS), connections[DEFAULT_DB_ALIAS].cursor() as cursor:
                 cursor.execute(
                     f"INSERT INTO {MeaningEstimate._meta.db_table} (namespace_id, median_excess, searches, updated_at)"
                     " SELECT %s, percentile_cont(0.5) WITHIN GROUP (ORDER BY l.meaning_excess), count(*), now()"
-                    " FROM (SELECT meaning_excess FROM kb_querylog WHERE namespace_id = %s"
-                    "       ORDER BY created_at DESC LIMIT %s) l WHERE l.meaning_excess IS NOT NULL"
+                    f" FROM (SELECT meaning_excess FROM {QueryLog._meta.db_table} WHERE namespace_id = %s"
+                    "       AND caller <> %s ORDER BY created_at DESC LIMIT %s) l WHERE l.meaning_excess IS NOT NULL"
                     " ON CONFLICT (namespace_id) DO UPDATE SET median_excess = EXCLUDED.median_excess,"
                     " searches = EXCLUDED.searches, updated_at = EXCLUDED.updated_at",
-                    [namespace_id, namespace_id, ESTIMATE_WINDOW])
+                    [namespace_id, namespace_id, QueryLog.Caller.INTERNAL, ESTIMATE_WINDOW])
         except DatabaseError as exc:
             logger.warning("query log: namespace %s's estimate not refreshed: %s", namespace_id, exc)
 

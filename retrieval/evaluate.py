@@ -8,6 +8,8 @@ knobs; `evaluation` (and nothing in the product) calls this module for them.
 
 from __future__ import annotations
 
+from statistics import median
+
 from retrieval import channels, lexical, posting_lists
 from retrieval.ranker import CHANNELS, Candidate, RankerParams, Ranking, RankSummary, ScoreDetails
 from retrieval.service import Filters, SearchResult, run_search
@@ -34,8 +36,6 @@ def unjudged_defaults(namespace: str, queries: dict[str, str],
     once the namespace's search log holds the other queries: each query's weights are estimated
     from the others' excess over chance (`search_excess`, or `excess` when the caller has it;
     `retrieval.fusion.estimated_weights`), never its own."""
-    from statistics import median
-
     from kb.models import Namespace
     from retrieval.service import unjudged_weights
 
@@ -53,7 +53,7 @@ def unjudged_defaults(namespace: str, queries: dict[str, str],
 
 def search_excess(namespace: str, queries: dict[str, str], vectors: dict | None = None) -> dict[str, float | None]:
     """Per query id: how far its best passage stands beyond chance in `namespace`, as its search
-    would log it (`retrieval.fusion.meaning_excess`), the namespace's sample read first."""
+    would log it (`kb.breadth.meaning_excess`), the namespace's sample read first."""
     from kb.models import Namespace
     from retrieval import meaning_spread
 

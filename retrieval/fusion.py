@@ -13,17 +13,14 @@ Retrieval": a convex combination's single weight is learnable from few labels.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from datetime import datetime
+
+from kb.breadth import broad
 
 DEFAULT_LEXICAL_WEIGHT = 0.5
 WEIGHT_GRID = (0.0, 0.25, 0.5, 0.75, 1.0)
 FOLDS = 5
-# the label-free estimate (`estimated_weights`): words are left out of a namespace whose latest
-# searches' best passages stand a median two standard deviations beyond chance (kb.querylog)
-WORDS_OFF_EXCESS = 2.0
-ESTIMATE_MIN_SEARCHES = 20
 
 
 @dataclass(frozen=True)
@@ -58,37 +55,16 @@ def meaning_kept(share: float, languages: str, query_language: str) -> FusionWei
                          f"reads, although {share:.0%} of the documents here are in {languages}")
 
 
-def chance_maximum(n: int) -> float:
-    """Where the largest of `n` standard normal draws most likely lies (the location of their
-    extreme-value distribution): how far above the mean the best of n passages stands when none
-    is about the query."""
-    if n < 3:
-        return 0.0
-    a = math.sqrt(2 * math.log(n))
-    return a - (math.log(math.log(n)) + math.log(4 * math.pi)) / (2 * a)
-
-
-def meaning_excess(top: float, mean: float, spread: float, passages: int) -> float | None:
-    """How many standard deviations a query's best cosine stands above the cosines of every
-    passage of its namespace (their `mean` and `spread` for this query), beyond what chance gives
-    the best of that many passages. None without a spread to count in."""
-    if spread <= 0 or passages < 3:
-        return None
-    return (top - mean) / spread - chance_maximum(passages)
-
-
 def estimated_weights(median_excess: float | None, searches: int) -> FusionWeights | None:
-    """The weights a namespace without judged queries gets from its own search log, or None to
-    keep the default. Where the latest searches' best passages stand a median WORDS_OFF_EXCESS or
-    more beyond chance, the namespace is broad (an encyclopedia rather than a manual): meaning
-    isolates a question's subject, and its common words match passages on other subjects, so
-    words are left out (measured on eleven namespaces and two models in docs/benchmarks.md)."""
-    if median_excess is None or searches < ESTIMATE_MIN_SEARCHES or median_excess < WORDS_OFF_EXCESS:
+    """The weights a namespace without judged queries gets from its search log, or None to keep
+    the default: where its latest searches stand far beyond chance (`kb.breadth.broad`), meaning's
+    cosine alone is the base; the words still bring their candidates and their rank bonus."""
+    if not broad(median_excess, searches):
         return None
     return FusionWeights(0.0, "estimated", (
-        f"estimated from this namespace's last {searches} searches: their best passages stood a median "
+        f"estimated from this namespace's search log: {searches} of its latest searches stood a median "
         f"{median_excess:.1f} standard deviations beyond chance (a broad collection, where a question's words "
-        f"also match other subjects), so meaning ranks alone; judged queries would fit the weight instead"))
+        f"also match other subjects), so words do not weigh in the score; judged queries would fit the weight"))
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Where a query's best passage stands among every passage of its namespace: the mean and spread
 of the query's cosines to all of them, estimated from a fixed sample of the namespace's
 embeddings that each process keeps, and from them the excess over chance
-(`retrieval.fusion.meaning_excess`) that the query log keeps per search.
+(`kb.breadth.meaning_excess`) that the query log keeps per search.
 
 The vector channel reads only the nearest 100, which say how a passage compares with the others
 near the query; how far the nearest stand from the namespace as a whole needs the rest. A sample
@@ -16,14 +16,15 @@ are kept.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections import OrderedDict
 
 import numpy as np
-from django.db import DatabaseError, connections
+from django.db import connections
 
-from kb.replicas import read_connection
-from retrieval.fusion import meaning_excess
+from kb.breadth import meaning_excess
+from kb.replicas import on_replica, read_connection
 
 logger = logging.getLogger(__name__)
 
@@ -31,43 +32,48 @@ SAMPLE_SIZE = 1024
 REFRESH_SHARE = 0.1
 CACHED_NAMESPACES = 32
 
-_samples: OrderedDict[int, tuple[int, np.ndarray]] = OrderedDict()  # namespace: (its passages then, unit rows)
+_samples: OrderedDict[int, tuple[int, int, np.ndarray]] = OrderedDict()  # namespace: (passages counted by
+# the search when read, embedded passages, unit rows of the sample)
 _reading: set[int] = set()  # namespaces whose sample a thread is reading
 _lock = threading.Lock()
 
 
 def query_excess(namespace_id: int, passages: int, query_vector, top_cosine: float, *,
                  wait: bool = False) -> float | None:
-    """The excess over chance of a query's best cosine in its namespace of `passages` passages;
-    None when the namespace has too few embedded passages to tell, or (unless `wait`) while its
-    sample is being read."""
-    sample = namespace_sample(namespace_id, passages, wait=wait)
-    if sample is None:
+    """The excess over chance of a query's best cosine in its namespace (`passages`: the count a
+    search reads with the namespace, which says when the sample is stale); None when the
+    namespace has too few embedded passages to tell, or (unless `wait`) while its sample is read."""
+    read = namespace_sample(namespace_id, passages, wait=wait)
+    if read is None:
         return None
+    embedded, sample = read
     query = np.asarray(query_vector, dtype=np.float32)
     norm = float(np.linalg.norm(query))
-    if norm == 0:
+    if norm == 0 or sample.shape[1] != query.shape[-1]:
         return None
     cosines = sample @ (query / norm)
-    return meaning_excess(top_cosine, float(cosines.mean()), float(cosines.std()), passages)
+    return meaning_excess(top_cosine, float(cosines.mean()), float(cosines.std()), embedded)
 
 
-def namespace_sample(namespace_id: int, passages: int, *, wait: bool = False) -> np.ndarray | None:
-    """Unit embeddings of up to SAMPLE_SIZE of the namespace's passages, spread over its ids:
-    the kept one, or (`wait`) one read now; otherwise a thread starts reading it and the kept one,
-    if any, serves meanwhile."""
+def namespace_sample(namespace_id: int, passages: int, *,
+                     wait: bool = False) -> tuple[int, np.ndarray] | None:
+    """How many passages of the namespace are embedded, and unit embeddings of up to SAMPLE_SIZE
+    of them, spread over its ids: the kept ones, or (`wait`) read now unless the kept ones are
+    usable; otherwise a thread starts reading them and the kept ones, if any, serve meanwhile.
+    `passages` (the namespace's own count, read with it by every search) says when they are stale."""
     with _lock:
         cached = _samples.get(namespace_id)
-        if cached is not None and abs(cached[0] - passages) <= REFRESH_SHARE * cached[0]:
+        fresh = cached is not None and abs(cached[0] - passages) <= REFRESH_SHARE * cached[0]
+        if fresh and (not wait or _usable(cached) is not None):
             _samples.move_to_end(namespace_id)
-            return _usable(cached[1])
+            return _usable(cached)
         if not wait:
             if namespace_id not in _reading:
                 _reading.add(namespace_id)
                 threading.Thread(target=_read_in_background, args=(namespace_id, passages), daemon=True,
                                  name=f"kb-meaning-sample-{namespace_id}").start()
-            return _usable(cached[1]) if cached is not None else None
-    return _usable(_keep(namespace_id, passages, _read_sample(namespace_id, passages)))
+            return _usable(cached) if cached is not None else None
+    return _usable(_keep(namespace_id, passages, *_read_sample(namespace_id)))
 
 
 def forget_samples() -> None:
@@ -76,23 +82,25 @@ def forget_samples() -> None:
         _samples.clear()
 
 
-def _usable(sample: np.ndarray) -> np.ndarray | None:
-    return sample if len(sample) >= 3 else None
+def _usable(kept: tuple[int, int, np.ndarray]) -> tuple[int, np.ndarray] | None:
+    _, embedded, sample = kept
+    return (embedded, sample) if len(sample) >= 3 else None
 
 
-def _keep(namespace_id: int, passages: int, sample: np.ndarray) -> np.ndarray:
+def _keep(namespace_id: int, passages: int, embedded: int, sample: np.ndarray) -> tuple[int, int, np.ndarray]:
+    kept = (passages, embedded, sample)
     with _lock:
-        _samples[namespace_id] = (passages, sample)
+        _samples[namespace_id] = kept
         _samples.move_to_end(namespace_id)
         while len(_samples) > CACHED_NAMESPACES:
             _samples.popitem(last=False)
-    return sample
+    return kept
 
 
 def _read_in_background(namespace_id: int, passages: int) -> None:
     try:
-        _keep(namespace_id, passages, _read_sample(namespace_id, passages))
-    except DatabaseError as exc:  # the next search tries again
+        _keep(namespace_id, passages, *on_replica(lambda: _read_sample(namespace_id)))
+    except Exception as exc:  # a thread's failure is logged, whatever it is; the next search tries again
         logger.warning("namespace %s: its passages' sample was not read: %s", namespace_id, exc)
     finally:
         with _lock:
@@ -100,15 +108,29 @@ def _read_in_background(namespace_id: int, passages: int) -> None:
         connections.close_all()  # this thread's own
 
 
-def _read_sample(namespace_id: int, passages: int) -> np.ndarray:
-    step = max(1, -(-passages // SAMPLE_SIZE))  # every step-th id: at most SAMPLE_SIZE, spread over the namespace
+def _forget_in_child() -> None:
+    """A forked child has none of its parent's reader threads: nothing is being read for it."""
+    global _lock
+    _lock = threading.Lock()
+    _reading.clear()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
+
+
+def _read_sample(namespace_id: int) -> tuple[int, np.ndarray]:
+    """How many of the namespace's passages are embedded, and every step-th of them by id."""
     with read_connection().cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM kb_chunk WHERE namespace_id = %s AND embedding IS NOT NULL",
+                       [namespace_id])
+        embedded = cursor.fetchone()[0]
+        step = max(1, -(-embedded // SAMPLE_SIZE))  # at most SAMPLE_SIZE, spread over the namespace's ids
         cursor.execute(
             "SELECT embedding::real[] FROM kb_chunk WHERE namespace_id = %s AND embedding IS NOT NULL"
             " AND id %% %s = 0 LIMIT %s", [namespace_id, step, SAMPLE_SIZE])
         rows = [row[0] for row in cursor.fetchall()]
     if not rows:
-        return np.zeros((0, 0), dtype=np.float32)
+        return embedded, np.zeros((0, 0), dtype=np.float32)
     matrix = np.asarray(rows, dtype=np.float32)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    return matrix / np.where(norms == 0, 1, norms)
+    return embedded, matrix / np.where(norms == 0, 1, norms)

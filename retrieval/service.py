@@ -242,7 +242,7 @@ def _plan(query: str, namespace: str, filters: Filters, limit: int, params: Rank
     if params.lexical_weight is not None:
         weights = FusionWeights(params.lexical_weight, "requested", "set by the caller for this search")
     elif weights.source == DEFAULT_WEIGHTS.source:  # judged queries would have fitted it: only the default yields
-        weights, notes = unjudged_weights(ns["document_languages"], query, (ns["excess_median"], ns["excess_searches"]))
+        weights, notes = unjudged_weights(ns["document_languages"], query, (ns["median_excess"], ns["excess_searches"]))
     features = analyse(query)
     return _Plan(
         query=query, namespace=namespace, weights=weights, features=features, documents_wanted=documents_wanted,
@@ -272,13 +272,6 @@ def unjudged_weights(document_languages: dict[str, int], query: str = "",
     return estimated_weights(*log) or DEFAULT_WEIGHTS, ()
 
 
-def search_log_excess(slug: str) -> tuple[float | None, int]:
-    """The median excess over chance of the namespace's latest searches, and how many had one:
-    what its label-free weights are estimated from (`retrieval.fusion.estimated_weights`)."""
-    row = _namespace_row(slug)
-    return (row["excess_median"], row["excess_searches"]) if row else (None, 0)
-
-
 def _namespace_row(slug: str) -> dict | None:
     """The namespace's id, what its queries are lexed with, its fusion weights (`WEIGHT_FIELDS`)
     and its search log's estimate (`MeaningEstimate`), in one statement: every search starts
@@ -295,7 +288,7 @@ def _namespace_row(slug: str) -> dict | None:
     if row is None:
         return None
     return {"id": row[0], "language": row[1], "document_languages": json.loads(row[2]),
-            "passage_configs": json.loads(row[3]), "relexing": row[4], "excess_median": row[5],
+            "passage_configs": json.loads(row[3]), "relexing": row[4], "median_excess": row[5],
             "excess_searches": row[6], **dict(zip(WEIGHT_FIELDS, row[7:], strict=True))}
 
 

@@ -34,7 +34,7 @@ PUBLIC = {
 SURFACES = (".api", ".views", ".mcp")  # what the wiring mounts: each app's API router, pages and MCP tools
 PURE = {
     "kb.errors", "kb.revisions", "kb.datafiles", "kb.names", "kb.markup", "kb.vocabulary", "kb.lookalikes",
-    "kb.languages",
+    "kb.languages", "kb.breadth",
     "kb.embedding.errors",
     "retrieval.errors", "retrieval.candidates", "retrieval.ranker", "retrieval.bm25", "retrieval.fusion",
     "retrieval.query", "retrieval.citations", "retrieval.context", "retrieval.diversity",

@@ -32,8 +32,9 @@ class QueryLog(models.Model):
     meaning_excess = models.FloatField(
         null=True, blank=True,
         help_text="How far the best passage's cosine stood beyond chance among the namespace's passages, in "
-                  "standard deviations (retrieval.fusion.meaning_excess): the namespace's label-free weights "
-                  "read it over its latest searches; blank when meaning was not used or the search was filtered.")
+                  "standard deviations (kb.breadth.meaning_excess): the namespace's label-free weights read it "
+                  "over its latest searches; blank when meaning was not used, the search was filtered, or the "
+                  "namespace's sample was still being read.")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -42,6 +43,7 @@ class QueryLog(models.Model):
 
     def __str__(self) -> str:
         return self.query[:80]
+
 
 class MeaningEstimate(models.Model):
     """A namespace's latest searches' median excess over chance (QueryLog.meaning_excess), kept

@@ -5,16 +5,8 @@ import math
 
 import pytest
 
-from retrieval.fusion import (
-    DEFAULT_LEXICAL_WEIGHT,
-    ESTIMATE_MIN_SEARCHES,
-    WEIGHT_GRID,
-    WORDS_OFF_EXCESS,
-    chance_maximum,
-    estimated_weights,
-    fit_weight,
-    meaning_excess,
-)
+from kb.breadth import ESTIMATE_MIN_SEARCHES, WORDS_OFF_EXCESS, broad, chance_maximum, meaning_excess
+from retrieval.fusion import DEFAULT_LEXICAL_WEIGHT, WEIGHT_GRID, estimated_weights, fit_weight
 
 
 def grid(per_query):
@@ -75,6 +67,7 @@ def test_the_excess_counts_the_best_passage_beyond_chance_in_the_querys_own_spre
     # the same standing on another model's cosine scale (e5: packed near 0.8) is the same excess
     assert meaning_excess(0.85, 0.8, 0.01, 5000) == pytest.approx(meaning_excess(0.6, 0.1, 0.1, 5000))
     assert meaning_excess(0.6, 0.1, 0.0, 5000) is None and meaning_excess(0.6, 0.1, 0.1, 2) is None
+    assert meaning_excess(0.6, float("nan"), 0.1, 5000) is None
 
 
 def test_words_are_left_out_only_where_enough_searches_stood_far_beyond_chance():
@@ -82,7 +75,8 @@ def test_words_are_left_out_only_where_enough_searches_stood_far_beyond_chance()
     assert estimated_weights(None, 0) is None
     assert estimated_weights(WORDS_OFF_EXCESS - 0.01, 500) is None  # a manual: words stay
     assert estimated_weights(WORDS_OFF_EXCESS + 1, enough - 1) is None  # too few searches to tell
-    broad = estimated_weights(WORDS_OFF_EXCESS, enough)
-    assert (broad.lexical, broad.vector, broad.source) == (0.0, 1.0, "estimated")
-    assert broad.reason.startswith(f"estimated from this namespace's last {enough} searches")
-    assert "a median 2.0 standard deviations beyond chance" in broad.reason
+    assert not broad(float("nan"), 500) and not broad(float("inf"), 500)
+    weights = estimated_weights(WORDS_OFF_EXCESS, enough)
+    assert (weights.lexical, weights.vector, weights.source) == (0.0, 1.0, "estimated")
+    assert weights.reason.startswith(f"estimated from this namespace's search log: {enough} of its latest searches "
+                                     "stood a median 2.0 standard deviations beyond chance")

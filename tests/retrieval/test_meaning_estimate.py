@@ -7,10 +7,10 @@ import pytest
 from django.utils import timezone
 
 from kb import querylog
+from kb.breadth import ESTIMATE_MIN_SEARCHES, WORDS_OFF_EXCESS, meaning_excess
 from kb.embedding.embedders import get_embedder
 from kb.models import Chunk, FusionCalibration, MeaningEstimate, QueryLog
 from retrieval import meaning_spread
-from retrieval.fusion import ESTIMATE_MIN_SEARCHES, meaning_excess
 from retrieval.service import Filters, search
 from tests.corpus import CORPUS, ingest
 
@@ -33,7 +33,7 @@ def test_the_excess_of_a_small_namespace_is_read_over_every_passage(corpus):
     query = np.asarray(get_embedder().embed_query("how long should I roast pumpkin for soup"), dtype=np.float32)
     cosines = vectors @ (query / np.linalg.norm(query))
     exact = meaning_excess(float(cosines.max()), float(cosines.mean()), float(cosines.std()), len(vectors))
-    # a search never waits for the sample: the first reads it on a thread of its own
+    # read now (a search does not wait for it: see below), over every passage of a namespace this small
     assert meaning_spread.query_excess(namespace.pk, len(vectors), query, float(cosines.max()), wait=True) == (
         pytest.approx(exact, abs=1e-4))
     result = search("how long should I roast pumpkin for soup", namespace.slug, limit=3)
@@ -60,14 +60,16 @@ def test_the_first_search_reads_the_sample_on_a_thread_and_logs_no_excess_until_
 
 def test_a_filtered_search_logs_no_excess(corpus):
     namespace, source = corpus
+    meaning_spread.namespace_sample(namespace.pk, Chunk.objects.filter(namespace=namespace).count(), wait=True)
+    assert search("pumpkin", namespace.slug, log=False).meaning_excess is not None  # unfiltered, it has one
     result = search("pumpkin", namespace.slug, filters=Filters(source_ids=[source.pk]))
     querylog.flush()
     assert result.meaning_excess is None and QueryLog.objects.get(pk=result.query_id).meaning_excess is None
 
 
-def _logged(namespace, excess, count):
+def _logged(namespace, excess, count, caller=QueryLog.Caller.API):
     for i in range(count):  # as searches log themselves: the writer keeps the namespace's estimate
-        querylog.record(namespace_id=namespace.pk, query=f"q{i}", meaning_excess=excess)
+        querylog.record(namespace_id=namespace.pk, query=f"q{i}", meaning_excess=excess, caller=caller)
 
 
 def test_a_namespace_whose_searches_stand_far_beyond_chance_ranks_by_meaning_alone(corpus, client):
@@ -78,8 +80,8 @@ def test_a_namespace_whose_searches_stand_far_beyond_chance_ranks_by_meaning_alo
     _logged(namespace, 2.4, 1)
     estimated = search("pumpkin soup", namespace.slug, log=False)
     assert (estimated.fusion.source, estimated.fusion.lexical, estimated.summary.lexical_weight) == ("estimated", 0, 0)
-    assert estimated.fusion.reason.startswith(f"estimated from this namespace's last {ESTIMATE_MIN_SEARCHES} searches")
-    assert "a median 2.6 standard deviations beyond chance" in estimated.fusion.reason
+    assert estimated.fusion.reason.startswith(f"estimated from this namespace's search log: {ESTIMATE_MIN_SEARCHES} "
+                                              "of its latest searches stood a median 2.6 standard deviations")
     assert all(h.details.base == pytest.approx(max(h.cosine, 1e-6)) for h in estimated.hits)  # meaning alone
     namespace.is_public = True
     namespace.save()
@@ -92,10 +94,15 @@ def test_a_namespace_whose_searches_stand_far_beyond_chance_ranks_by_meaning_alo
     assert search("pumpkin soup", namespace.slug, log=False).fusion.source == "fitted"
 
 
-def test_a_manuals_searches_keep_the_words(corpus):
+def test_the_words_stop_weighing_at_two_standard_deviations_beyond_chance(corpus):
     namespace, _ = corpus
-    _logged(namespace, 1.3, 3 * ESTIMATE_MIN_SEARCHES)
+    _logged(namespace, WORDS_OFF_EXCESS - 0.01, ESTIMATE_MIN_SEARCHES)  # a manual's searches
     assert search("pumpkin soup", namespace.slug, log=False).summary.lexical_weight == pytest.approx(0.5)
+    _logged(namespace, WORDS_OFF_EXCESS, ESTIMATE_MIN_SEARCHES + 1)  # the median moves to 2
+    assert search("pumpkin soup", namespace.slug, log=False).summary.lexical_weight == 0.0
+    # the product's own tools (benchmarks, evaluation) do not count
+    _logged(namespace, WORDS_OFF_EXCESS - 1, 3 * ESTIMATE_MIN_SEARCHES, caller=QueryLog.Caller.INTERNAL)
+    assert search("pumpkin soup", namespace.slug, log=False).summary.lexical_weight == 0.0
 
 
 def test_the_namespace_console_shows_what_the_log_estimates(corpus, client, django_user_model):
@@ -103,12 +110,17 @@ def test_the_namespace_console_shows_what_the_log_estimates(corpus, client, djan
     client.force_login(django_user_model.objects.create_superuser("root", "root@example.org", "pw"))
     page = client.get(f"/admin/kb/namespace/{namespace.pk}/change/").content.decode()
     assert "default (no judged queries fitted)</div>" in page
-    _logged(namespace, 1.2, 3)
+    _logged(namespace, 2.6, 3)
     page = client.get(f"/admin/kb/namespace/{namespace.pk}/change/").content.decode()
-    assert "the last 3 searches&#x27; best passages stood a median 1.2 standard deviations beyond chance" in page
+    assert ("3 of its latest searches stood a median 2.6 standard deviations beyond chance, fewer than the 20 "
+            "a median needs") in page
+    _logged(namespace, 1.2, ESTIMATE_MIN_SEARCHES)
+    page = client.get(f"/admin/kb/namespace/{namespace.pk}/change/").content.decode()
+    assert "23 of its latest searches stood a median 1.2 standard deviations beyond chance, below the 2" in page
     _logged(namespace, 2.6, ESTIMATE_MIN_SEARCHES)
     page = client.get(f"/admin/kb/namespace/{namespace.pk}/change/").content.decode()
-    assert "1 / 0 (estimated from this namespace&#x27;s last 23 searches" in page
+    assert "1 / 0, estimated from the search log (43 of its latest searches stood a median 2.6" in page
+    assert "1 / 0, estimated" in client.get("/admin/kb/namespace/").content.decode()  # the list shows it too
 
 
 def test_the_estimate_reads_the_latest_searches_only(corpus):
