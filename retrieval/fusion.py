@@ -1,10 +1,11 @@
-"""How much words weigh against meaning in a namespace: the default, and the fit to judged
-queries. Pure: standard library only.
+"""How much words weigh against meaning in a namespace: the default, the estimate from its
+search log, and the fit to judged queries. Pure: the standard library and kb.breadth.
 
 The ranker fuses the vector and lexical z-scores as (1 - w) * vector + w * lexical (see
 `retrieval.ranker.fuse`). Without judgements w is 0.5, equal weights: neither channel is assumed
-better. A namespace with judged queries (a benchmark's qrels, an eval suite's `relevant` refs)
-can have w fitted to them: each setting of `WEIGHT_GRID` is scored per query, and the choice is
+better, unless the namespace's searches show a broad collection (`estimated_weights`). A
+namespace with judged queries (a benchmark's qrels, an eval suite's `relevant` refs) can have w
+fitted to them: each setting of `WEIGHT_GRID` is scored per query, and the choice is
 cross-validated, so the reported figure comes from queries the fit did not see. The grid is
 coarse on purpose: with tens of judged queries, finer steps fit noise (measured in docs/benchmarks.md).
 Following Bruch et al. 2023, "An Analysis of Fusion Functions for Hybrid
