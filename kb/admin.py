@@ -12,7 +12,7 @@ from django_q.tasks import async_task
 from kb import models
 from kb.admin_access import NamespaceScoped, SuperuserOnly
 from kb.auth import issue_secret, revoke_tokens
-from kb.breadth import ESTIMATE_MIN_SEARCHES, WORDS_OFF_EXCESS, broad
+from kb.breadth import ESTIMATE_MIN_SEARCHES, WORDS_OFF_EXCESS, broad, log_summary
 from kb.conf import kb_settings
 from kb.languages import languages_queries_decide, leaves_out, unread_share
 from kb.languages import name as language_name
@@ -121,8 +121,7 @@ class NamespaceAdmin(NamespaceScoped):
         """What the namespace's search log says about its weights (`kb.breadth`)."""
         if estimate is None or estimate.median_excess is None:
             return "default (no judged queries fitted)"
-        found = (f"{estimate.searches} of its latest searches stood a median {estimate.median_excess:.1f} "
-                 "standard deviations beyond chance")
+        found = log_summary(estimate.median_excess, estimate.searches)
         if broad(estimate.median_excess, estimate.searches):
             return f"1 / 0, estimated from the search log ({found}: a broad collection; no judged queries fitted)"
         why = (f"fewer than the {ESTIMATE_MIN_SEARCHES} a median needs" if estimate.searches < ESTIMATE_MIN_SEARCHES

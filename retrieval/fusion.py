@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from kb.breadth import broad
+from kb.breadth import broad, log_summary
 
 DEFAULT_LEXICAL_WEIGHT = 0.5
 WEIGHT_GRID = (0.0, 0.25, 0.5, 0.75, 1.0)
@@ -63,9 +63,9 @@ def estimated_weights(median_excess: float | None, searches: int) -> FusionWeigh
     if not broad(median_excess, searches):
         return None
     return FusionWeights(0.0, "estimated", (
-        f"estimated from this namespace's search log: {searches} of its latest searches stood a median "
-        f"{median_excess:.1f} standard deviations beyond chance (a broad collection, where a question's words "
-        f"also match other subjects), so words do not weigh in the score; judged queries would fit the weight"))
+        f"estimated from this namespace's search log: {log_summary(median_excess, searches)} (a broad "
+        f"collection, where a question's words also match other subjects), so words do not weigh in the score; "
+        f"judged queries would fit the weight"))
 
 
 @dataclass(frozen=True)
