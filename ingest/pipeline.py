@@ -359,7 +359,7 @@ class IngestPipeline:
                 logger.warning("boilerplate not settled on %d pages of run %s: %s", len(pending), self.run.pk, exc)
                 return
             self._store(pending, vectors)
-            self.report.save(force=True)
+            self.report.rewritten({p.item.ref: len(p.chunks) for p in pending})
 
     def _vectors(self, pending: list[PendingDocument]) -> Sequence:
         """Every chunk's vector, in order: the kept ones as stored, the rest embedded now (as the

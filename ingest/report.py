@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from django.db import DatabaseError, connections
+from django.db.models import Case, IntegerField, Value, When
 from django.utils import timezone
 
 from ingest.watchdog import worker_identity
@@ -22,6 +23,7 @@ from kb.models import IngestItem, IngestRun, Source
 
 SAVE_INTERVAL_S = 0.5
 BEAT_WHILE_WAITING_S = 5.0  # heartbeat period while the run waits on a bounded step
+REWRITE_BATCH = 500  # report lines corrected per UPDATE when pages are written again
 STATUS_COUNTERS = {IngestItem.Status.FAILED: "items_failed", IngestItem.Status.CHANGED: "items_changed",
                    IngestItem.Status.UNCHANGED: "items_unchanged"}
 
@@ -120,6 +122,20 @@ class RunReport:
 
     def chunks_stored(self, count: int) -> None:
         self.run.chunks_written += count
+
+    def rewritten(self, chunks: dict[str, int]) -> None:
+        """Pages this run wrote again (their repeated blocks settled) now hold `chunks[ref]`
+        chunks each: their lines in the report say so, whether still buffered or written."""
+        for outcome in self._outcomes:
+            if outcome.ref in chunks and outcome.status == IngestItem.Status.CHANGED:
+                outcome.chunks = chunks[outcome.ref]
+        self.save(force=True)
+        refs = {ref[:2048]: count for ref, count in chunks.items()}
+        for start in range(0, len(refs), REWRITE_BATCH):
+            part = dict(list(refs.items())[start:start + REWRITE_BATCH])
+            IngestItem.objects.filter(run=self.run, status=IngestItem.Status.CHANGED, ref__in=list(part)).update(
+                chunks=Case(*(When(ref=ref, then=Value(count)) for ref, count in part.items()),
+                            output_field=IntegerField()))
 
     def forget_unsaved(self) -> None:
         """After a rolled-back batch: its outcomes were never written; the counters go back to

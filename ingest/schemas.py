@@ -47,14 +47,14 @@ class RunOut(Schema):
     source_id: int
     status: str
     mode: str
-    percent: int
+    percent: int  # the bar: items done of items found; a failed run, the share that did not fail
     items_total: int
     items_done: int
     items_changed: int
     items_unchanged: int
     items_failed: int
     items_removed: int
-    chunks_written: int
+    chunks_written: int  # the chunks its written pages now hold (the items' counts add up to it)
     error: str
     queued_at: datetime
     started_at: datetime | None

@@ -35,9 +35,15 @@ class IngestRun(models.Model):
     items_unchanged = models.PositiveIntegerField(default=0)
     items_failed = models.PositiveIntegerField(default=0)
     items_removed = models.PositiveIntegerField(default=0)
-    chunks_total = models.PositiveIntegerField(default=0, help_text="Chunks made so far, to be embedded.")
-    chunks_embedded = models.PositiveIntegerField(default=0)
-    chunks_written = models.PositiveIntegerField(default=0)
+    chunks_total = models.PositiveIntegerField(
+        "chunks to embed", default=0,
+        help_text="Chunks made so far whose text has no stored vector yet. A page written again once the site's "
+                  "repeated blocks are learned adds the chunks its new text changed.")
+    chunks_embedded = models.PositiveIntegerField("chunks embedded", default=0, help_text="Of those, embedded so far.")
+    chunks_written = models.PositiveIntegerField(
+        "chunks stored", default=0,
+        help_text="Chunks the pages this run wrote now hold, unchanged text included: what the items' chunk "
+                  "counts add up to.")
     error = models.TextField(blank=True)
     queued_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)

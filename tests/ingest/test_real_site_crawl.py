@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from bs4 import BeautifulSoup
+from django.db.models import Count
 
 from ingest.boilerplate import blocks
 from ingest.service import start_ingest
@@ -61,6 +62,12 @@ def test_crawl_takes_the_pages_in_scope_with_resolvable_anchors(namespace, site)
             assert "](http" not in re.sub(r"`[^`]*`", "", prose)  # code may show markdown, prose never
             assert not any("](" in crumb or "¶" in crumb or "{#" in crumb for crumb in chunk.heading_path)
     assert checked > 50 and resolved >= 0.95 * checked
+
+    # each page's line in the report says how many chunks it holds, after the blocks that repeat
+    # across the site were learned and its page written again without them
+    stored = dict(Document.objects.filter(source=source).annotate(n=Count("chunks")).values_list("ref", "n"))
+    assert dict(run.items.filter(status=IngestItem.Status.CHANGED).values_list("ref", "chunks")) == stored
+    assert sum(stored.values()) == run.chunks_written
 
     texts = Chunk.objects.filter(document__source=source).values_list("document__ref", "text")
     # the theme's search dialog and "Built with MkDocs" footer never reach a chunk
