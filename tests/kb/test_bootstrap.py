@@ -10,6 +10,7 @@ import time
 import psycopg
 import pytest
 
+from kb.embedded_db import prune_dead_handles
 from tests.pgserver import REPO, current_database_url, free_port, run_manage
 
 pytestmark = pytest.mark.slow
@@ -203,3 +204,20 @@ def test_healthz_sees_a_running_worker(client, transactional_db):
         worker.wait(timeout=30)
     assert body["worker"]["ok"] is True, body
     assert body["status"] == "ok"
+
+
+def test_pruning_handles_forgets_the_dead_and_counts_the_other_live_holders(tmp_path):
+    """`kb_run` says on Ctrl-C whether the database stops with it: it does when no other live
+    process holds the embedded server (a killed worker's handle does not count)."""
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    handles = tmp_path / ".handle_pids.json"
+    handles.write_text(json.dumps([os.getpid(), dead.pid]))
+    assert prune_dead_handles(tmp_path) == 0
+    assert json.loads(handles.read_text()) == [os.getpid()]
+    with subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"]) as other:
+        handles.write_text(json.dumps([os.getpid(), other.pid]))
+        try:
+            assert prune_dead_handles(tmp_path) == 1
+        finally:
+            other.kill()

@@ -154,7 +154,9 @@ class Command(BaseCommand):
             _end_group(child.process, own)
         pgdata = settings.DATABASES["default"].get("EMBEDDED_PGDATA")
         if pgdata:  # every process of the groups is gone: their handles are dead, the last live one stops it
-            prune_dead_handles(pgdata)
+            others = prune_dead_handles(pgdata)
+            self.stdout.write(f"==> the database keeps running: {others} other process(es) use it" if others
+                              else "==> stopping the database")
 
 
 RESTARTS_ALLOWED = 5
