@@ -92,7 +92,8 @@ def document_detail(request, document_id: int):
     def read():
         document = documents.get_document(request.auth, document_id)
         return {**{f: getattr(document, f) for f in ("id", "source_id", "ref", "title", "path", "media_type",
-                                                      "original_type", "byte_size", "created_at", "indexed_at")},
+                                                      "original_type", "byte_size", "language", "created_at",
+                                                      "indexed_at")},
                 "chunks": list(document.chunks.order_by("position"))}
 
     return on_replica(read)

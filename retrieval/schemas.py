@@ -236,6 +236,7 @@ class DocumentOut(Schema):
     media_type: str  # the stored text's type (text/markdown for a PDF or a web page)
     original_type: str  # what was read: application/pdf, text/html, ...
     byte_size: int
+    language: str  # detected in its text (ISO 639-1); "" when too short or unsure (docs/languages.md)
     created_at: datetime | None
     indexed_at: datetime | None
 

@@ -205,6 +205,7 @@ def test_documents_detail_and_capped_text(client, world):
     document = Document.objects.get(ref="pumpkin")
     detail = call(client, "get", f"/api/documents/{document.pk}", world["read"]).json()
     assert detail["title"] == "Pumpkin soup" and detail["chunks"][0]["position"] == 0
+    assert detail["language"] == document.language == "en"  # what its text search lexes it as
     capped = call(client, "get", f"/api/documents/{document.pk}/text?max_chars=10", world["read"]).json()
     assert capped["truncated"] and capped["text"].startswith(document.content[:10])
     assert f"[… truncated: characters 0–10 of {len(document.content)} shown; continue with offset=10" \
@@ -217,6 +218,7 @@ def test_documents_detail_and_capped_text(client, world):
                     "returned_chars": len(document.content), "truncated": False, "next_offset": None}
     page = call(client, "get", "/api/documents?namespace=tenant:a&page=2&page_size=4", world["read"]).json()
     assert page["count"] == len(CORPUS) and len(page["results"]) == len(CORPUS) - 4
+    assert all(row["language"] in ("en", "") for row in page["results"])
 
 
 def test_namespaces_lists_what_the_caller_may_read_with_counts(client, world):
