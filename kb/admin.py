@@ -14,6 +14,8 @@ from kb.admin_access import NamespaceScoped, SuperuserOnly
 from kb.auth import issue_secret, revoke_tokens
 from kb.breadth import ESTIMATE_MIN_SEARCHES, WORDS_OFF_EXCESS, broad, log_summary
 from kb.conf import kb_settings
+from kb.embedding.compared import foreign_passages
+from kb.embedding.embedders import get_embedder
 from kb.languages import languages_queries_decide, leaves_out, unread_share
 from kb.languages import name as language_name
 from kb.lexing import passages_by_config
@@ -67,8 +69,11 @@ class NamespaceAdmin(NamespaceScoped):
 
     @admin.display(description="meaning (vector) channel")
     def meaning_channel(self, obj):
+        models = self._foreign_models(obj)
         languages = ", ".join(f"{language_name(code) if code else 'not named'}: {n:,}"
                               for code, n in sorted(obj.document_languages.items(), key=lambda item: -item[1]))
+        if models.startswith("not used"):
+            return f"{models}(documents by language: {languages or 'none yet'})"
         read = kb_settings().embedding_languages
         share, language = unread_share(obj.document_languages, read)
         fitted = getattr(obj, "fusion", None) is not None
@@ -83,7 +88,20 @@ class NamespaceAdmin(NamespaceScoped):
                                      if words_alone and not fitted else ""))
         else:
             verdict = "used"
-        return f"{verdict} (documents by language: {languages or 'none yet'})"
+        return f"{models}{verdict} (documents by language: {languages or 'none yet'})"
+
+    @staticmethod
+    def _foreign_models(obj) -> str:
+        """What the configured model cannot compare with, first: the passages another model embedded."""
+        foreign = foreign_passages(obj.passage_models, get_embedder().model_id)
+        if foreign is None:
+            return ""
+        if foreign.whole:
+            return (f"not used: every passage was embedded by another model ({foreign.models}) than the configured "
+                    "one, so searches rank by words alone until Re-embed all documents has run on its sources. ")
+        return (f"{foreign.passages:,} of {foreign.embedded:,} passages were embedded by another model "
+                f"({foreign.models}) and are found by their words alone until Re-embed all documents has run on "
+                "their sources. ")
 
     @admin.display(description="text search: passages per configuration")
     def text_search(self, obj):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kb.embedding.compared import Foreign
 from retrieval.errors import InvalidRankerParams
 
 VECTOR, LEXICAL, NAMES, IDENTIFIERS = "vector", "lexical", "names", "identifiers"
@@ -141,7 +142,7 @@ class ChannelNote:
     a sentence a reader understands."""
 
     channel: str
-    state: str  # "empty": the channel ran and found nothing; "off": it did not run
+    state: str  # "empty": it ran and found nothing; "off": it did not run; "partial": it ran over part of the namespace
     reason: str
 
 
@@ -167,3 +168,21 @@ class Ranking:
 
     def details(self) -> dict[int | str, ScoreDetails]:
         return {d.key: d for d in self.kept + self.dropped}
+
+
+REEMBED = "Re-embed all documents"  # the sources' admin action that embeds them again with the configured model
+
+
+def meaning_models(foreign: Foreign | None) -> ChannelNote | None:
+    """The vector channel where some of the namespace's passages were embedded by another model
+    than the one that embeds queries (`kb.embedding.compared`): off when all were, and partial
+    when some were, as only the model's own passages are searched by meaning."""
+    if foreign is None:
+        return None
+    if foreign.whole:
+        return ChannelNote(VECTOR, "off", f"The passages here were embedded by another model ({foreign.models}) "
+                                          "than the one that reads this query, so results are ranked by their words "
+                                          f"alone until they are embedded again ({REEMBED}).")
+    return ChannelNote(VECTOR, "partial", f"{foreign.passages:,} of the {foreign.embedded:,} passages here were "
+                                          f"embedded by another model ({foreign.models}): they are found by their "
+                                          f"words alone until they are embedded again ({REEMBED}).")

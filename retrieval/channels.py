@@ -73,7 +73,7 @@ class VectorCandidates:
 
 
 def vector_candidates(scope: Scope, query_vector, k: int, known_ids: list[int] = (),
-                      with_embeddings: bool = False) -> VectorCandidates:
+                      with_embeddings: bool = False, model: str = "") -> VectorCandidates:
     """The vector channel and what the ranker needs about its hits, in one statement, so the
     search does one round trip after its query embedding is ready: the nearest k chunks through
     the namespace's HNSW index (an exact scan for a namespace too small to have one,
@@ -81,8 +81,13 @@ def vector_candidates(scope: Scope, query_vector, k: int, known_ids: list[int] =
     channels found earlier (`known_ids`, whose rows the caller already has).
 
     An HNSW scan returns at most hnsw.ef_search rows, so ef_search is raised to the candidate
-    count, and the iterative scan keeps filling the list when a filter removes rows."""
+    count, and the iterative scan keeps filling the list when a filter removes rows.
+
+    `model`: compare with the passages that model embedded only (a namespace part-way to another
+    model, whose other vectors mean nothing beside the query's); every passage when empty."""
     where, params = named_where(scope, "c")
+    if model:
+        where, params = f"{where} AND c.embedding_model = %(model)s", {**params, "model": model}
     known = list(known_ids)
     sql = f"""
         WITH nearest AS MATERIALIZED (

@@ -29,7 +29,7 @@ class FusionWeights:
     """The weights a search used and what set them, as the explanation shows them."""
 
     lexical: float
-    source: str  # "default", "estimated", "fitted", "requested" or "language" (meaning left out: `words_alone`)
+    source: str  # default, estimated, fitted, requested; meaning left out (`words_alone`): language, model
     reason: str
     fitted_at: datetime | None = None
     version: int = 0
@@ -43,9 +43,10 @@ DEFAULT_WEIGHTS = FusionWeights(DEFAULT_LEXICAL_WEIGHT, "default",
                                 "default: equal weights, no judged queries fitted for this namespace")
 
 
-def words_alone(reason: str) -> FusionWeights:
-    """Meaning left out, for the `reason` the search's note gives (the language it does not read)."""
-    return FusionWeights(1.0, "language", reason)
+def words_alone(reason: str, source: str = "language") -> FusionWeights:
+    """Meaning left out, for the `reason` the search's note gives: a language the model does not
+    read, or passages embedded by another model (`source` "model")."""
+    return FusionWeights(1.0, source, reason)
 
 
 def meaning_kept(share: float, languages: str, query_language: str) -> FusionWeights:

@@ -217,16 +217,18 @@ def fuse(candidate: Candidate, stats: dict[str, tuple[float, float, float]], lex
     without spread is calibrated over the candidate pool (`pooled_when_flat`), and its z-score is
     capped at `lexical_cap`, the vector list's best z: a hit's standing in a pool grows with the
     pool's size (sqrt(n - 1)), which is not evidence. When even the pool has no spread, words drop
-    out of the combination.
+    out of the combination. A candidate with no vector the query's can be compared with (not
+    embedded yet, or by another model) stands at the list's mean: its words alone place it, on
+    the same scale as the others (its `vector_z` is None).
     None when there is no vector signal (the vector channel is off)."""
     vector = stats.get(VECTOR)
-    cosine = candidate.cosine if candidate.cosine is not None else getattr(candidate.hits.get(VECTOR), "raw", None)
-    if vector is None or cosine is None:
+    if vector is None:
         return None
+    cosine = candidate.cosine if candidate.cosine is not None else getattr(candidate.hits.get(VECTOR), "raw", None)
     _, vector_mean, vector_std = vector
     if vector_std <= 0:  # a flat vector list: no unit to place words in; ranks decide (RRF bonus)
-        return Fused(0.0, None, max(cosine, 1e-6))
-    vector_z = (cosine - vector_mean) / vector_std
+        return Fused(0.0 if cosine is not None else None, None, max(vector_mean if cosine is None else cosine, 1e-6))
+    vector_z = 0.0 if cosine is None else (cosine - vector_mean) / vector_std
     lexical = stats.get(LEXICAL)
     lexical_z = None
     if lexical is not None and lexical[2] > 0:
@@ -235,7 +237,7 @@ def fuse(candidate: Candidate, stats: dict[str, tuple[float, float, float]], lex
         if lexical_cap is not None:
             lexical_z = min(lexical_z, lexical_cap)
     fused_z = vector_z if lexical_z is None else (1 - lexical_weight) * vector_z + lexical_weight * lexical_z
-    return Fused(vector_z, lexical_z, max(vector_mean + fused_z * vector_std, 1e-6))
+    return Fused(vector_z if cosine is not None else None, lexical_z, max(vector_mean + fused_z * vector_std, 1e-6))
 
 
 def _updated(details: ScoreDetails, **changes) -> ScoreDetails:

@@ -85,7 +85,7 @@ class HitOut(Schema):
 class FusionOut(Schema):
     vector: float
     lexical: float
-    source: str  # default | estimated | fitted | requested | language
+    source: str  # default | estimated | fitted | requested | language | model (meaning left out: which reason)
     reason: str
     fitted_at: datetime | None = None
     version: int = 0
@@ -155,7 +155,7 @@ class ChannelNoteOut(Schema):
     """A channel that could not help this query (retrieval/ranker.py, `channel_notes`)."""
 
     channel: str
-    state: str  # empty: it ran and found nothing
+    state: str  # off: it did not run; partial: it ran over part of the namespace; empty: it ran and found nothing
     reason: str  # in plain words, as the search page shows it
 
 

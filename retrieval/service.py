@@ -16,6 +16,7 @@ from datetime import datetime
 
 from kb import querylog
 from kb.conf import kb_settings
+from kb.embedding.compared import foreign_passages
 from kb.embedding.embedders import get_embedder, strong_cosine
 from kb.languages import meaning_decision
 from kb.languages import name as language_name
@@ -23,7 +24,7 @@ from kb.models import Namespace, QueryLog
 from kb.replicas import on_replica, read_alias, read_connection
 from retrieval import channels as ch
 from retrieval import lexical, meaning_spread
-from retrieval.candidates import FULL_WEIGHT_IDF_SHARE, ChannelNote, meaning_unread
+from retrieval.candidates import FULL_WEIGHT_IDF_SHARE, ChannelNote, meaning_models, meaning_unread
 from retrieval.citations import document_citation_url
 from retrieval.errors import InvalidGroup, UnknownNamespace
 from retrieval.fusion import (
@@ -225,6 +226,7 @@ class _Plan:
     configs: tuple[str, ...] = ()  # the text search configurations the query is lexed with
     notes: tuple[ChannelNote, ...] = ()  # channels left out for this namespace, and why
     passages: int = 0  # the namespace's passages
+    model: str = ""  # set when only some passages are this model's: meaning compares with those alone
 
 
 def _plan(query: str, namespace: str, filters: Filters, limit: int, params: RankerParams | None,
@@ -243,6 +245,11 @@ def _plan(query: str, namespace: str, filters: Filters, limit: int, params: Rank
         weights = FusionWeights(params.lexical_weight, "requested", "set by the caller for this search")
     elif weights.source == DEFAULT_WEIGHTS.source:  # judged queries would have fitted it: only the default yields
         weights, notes = unjudged_weights(ns["document_languages"], query, (ns["median_excess"], ns["excess_searches"]))
+    models = meaning_models(foreign_passages(ns["passage_models"], get_embedder().model_id))
+    if models is not None and VECTOR not in {note.channel for note in notes}:
+        notes = (*notes, models)  # whatever the weights: vectors of another model cannot be compared
+        if models.state == "off" and params.lexical_weight is None:
+            weights = words_alone(models.reason[0].lower() + models.reason[1:].rstrip("."), "model")
     features = analyse(query)
     return _Plan(
         query=query, namespace=namespace, weights=weights, features=features, documents_wanted=documents_wanted,
@@ -252,6 +259,7 @@ def _plan(query: str, namespace: str, filters: Filters, limit: int, params: Rank
         configs=lexical.lexing_configs(ns["language"], ns["passage_configs"], ns["document_languages"], query,
                                        ns["relexing"], features.identifiers),
         notes=notes, passages=sum(ns["passage_configs"].values()),
+        model=get_embedder().model_id if models is not None and models.state == "partial" else "",
     )
 
 
@@ -279,6 +287,7 @@ def _namespace_row(slug: str) -> dict | None:
     with read_connection().cursor() as cursor:
         cursor.execute(
             "SELECT n.id, n.language, n.document_languages::text, n.passage_configs::text, n.relexing,"
+            " n.passage_models::text,"
             " e.median_excess, coalesce(e.searches, 0),"
             " f.lexical_weight, f.version, f.fitted_at, f.fitted_on, f.queries, f.cross_validated_ndcg, f.default_ndcg"
             " FROM kb_namespace n LEFT JOIN kb_fusioncalibration f ON f.namespace_id = n.id"
@@ -288,8 +297,8 @@ def _namespace_row(slug: str) -> dict | None:
     if row is None:
         return None
     return {"id": row[0], "language": row[1], "document_languages": json.loads(row[2]),
-            "passage_configs": json.loads(row[3]), "relexing": row[4], "median_excess": row[5],
-            "excess_searches": row[6], **dict(zip(WEIGHT_FIELDS, row[7:], strict=True))}
+            "passage_configs": json.loads(row[3]), "relexing": row[4], "passage_models": json.loads(row[5]),
+            "median_excess": row[6], "excess_searches": row[7], **dict(zip(WEIGHT_FIELDS, row[8:], strict=True))}
 
 
 @dataclass
@@ -346,13 +355,13 @@ def _gather(plan: _Plan, channels: tuple[str, ...], query_vector, timings: dict[
             if embedding is not None:
                 query_vector, timings["embed_ms"] = embedding.result()
             t = time.perf_counter()
-            vector = ch.vector_candidates(scope, query_vector, depth, list(rows), with_embeddings)
+            vector = ch.vector_candidates(scope, query_vector, depth, list(rows), with_embeddings, model=plan.model)
             lists[VECTOR] = vector.rows
             rows.update(vector.candidates)
             cosines = vector.cosines
             timings["vector_ms"] = _ms(t)
     excess = None
-    if lists[VECTOR] and not (scope.source_ids or scope.document_ids):  # the namespace whole, as sampled
+    if lists[VECTOR] and not (scope.source_ids or scope.document_ids or plan.model):  # the namespace whole, as sampled
         excess = meaning_spread.query_excess(scope.namespace_id, plan.passages, query_vector,
                                              max(row.raw for row in lists[VECTOR]))
     return _Found(lists, rows, cosines, lexemes, statistics, words.report if words else None, names.common_keys,

@@ -25,6 +25,10 @@ class Namespace(models.Model):
     passage_configs = models.JSONField(
         default=dict, blank=True, editable=False,
         help_text="How many of its passages each text search configuration lexes: what its queries are lexed with.")
+    passage_models = models.JSONField(
+        default=dict, blank=True, editable=False,
+        help_text="How many of its passages each embedding model embedded: a query's vector is compared only with "
+                  "those of the model that embeds it.")
     relexing = models.BooleanField(
         default=False, editable=False,
         help_text="Set from a change of the language setting until its passages are all lexed again: queries "
@@ -38,7 +42,7 @@ class Namespace(models.Model):
         return self.slug
 
     # kept by background work (ingest counts, the relex), never written back from an edited copy
-    COUNTED_FIELDS = ("document_languages", "passage_configs", "relexing")
+    COUNTED_FIELDS = ("document_languages", "passage_configs", "passage_models", "relexing")
 
     def save(self, *args, **kwargs):
         """An edit writes what a curator sets, never the counts and flag that background work

