@@ -59,6 +59,7 @@ class BenchOptions:
     queries: int = 0  # only the first N queries (quick runs); 0: all
     skip_latency: bool = False
     skip_quality: bool = False
+    skip_throughput: bool = False  # do not time the model alone (raw embedding rate, the embedding process's memory)
     fresh: bool = False  # delete the namespace's documents first, so ingest throughput is measured
     rule_effects: bool = False
     scale_chunks: int = 0
@@ -96,9 +97,11 @@ class CorpusBenchmark:
         # the model's speed drifts with the machine's load over a several-minute ingest: a full
         # ingest is compared with the mean of the raw rate measured just before and just after it
         full_ingest_expected = not Document.objects.filter(namespace__slug=self.namespace).exists()
-        raw_rates = [self.raw_embedding_rate()] if full_ingest_expected else []
+        timed = not options.skip_throughput
+        raw_rates = [self.raw_embedding_rate()] if full_ingest_expected and timed else []
         ingest = self.ingest()
-        raw_rates.append(self.raw_embedding_rate())
+        if timed:
+            raw_rates.append(self.raw_embedding_rate())
         if ingest.get("ingest_measured") == "this run":
             settle()
         vectors = self.query_vectors()
@@ -114,13 +117,14 @@ class CorpusBenchmark:
             report.update(self.latency(self.namespace))
             report["server_time"] = self.surface_latency()
         report.update(ingest)
-        report["embed_docs_per_s"] = round(sum(raw_rates) / len(raw_rates), 2)
-        report["embed_docs_per_s_measured"] = raw_rates
-        if full_ingest_expected:
+        if raw_rates:
+            report["embed_docs_per_s"] = round(sum(raw_rates) / len(raw_rates), 2)
+            report["embed_docs_per_s_measured"] = raw_rates
+        if full_ingest_expected and timed:
             runtime = options.runtime or getattr(self.embedder, "document_runtime", "")
             if runtime:
                 report["embedding_process_mb"] = memory.embedding_process_peak(runtime, self.raw_sample())
-        if ingest.get("ingest_docs_per_s") and report["embed_docs_per_s"]:
+        if ingest.get("ingest_docs_per_s") and report.get("embed_docs_per_s"):
             report["ingest_vs_embed"] = round(ingest["ingest_docs_per_s"] / report["embed_docs_per_s"], 3)
         on_report(report)
         if options.lexical_agreement:

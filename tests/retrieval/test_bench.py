@@ -120,6 +120,14 @@ def test_kb_bench_runs_end_to_end_and_prints_one_json_object(tmp_path, capsys):
     assert table[0].split() == ["method", "tiny", "other"]
     assert [row.split()[0] for row in table[1:6]] == ["full", "default", "vector", "lexical", "rrf"]
 
+    # a quality run with a slow model: the model is not timed alone, the rest is measured as before
+    call_command("kb_bench", beir=[str(tmp_path / "other")], json=True, skip_latency=True, skip_throughput=True)
+    out = capsys.readouterr().out.strip().splitlines()
+    quick = json.loads(out[-1])
+    assert "embed_docs_per_s" not in quick and "embedding_process_mb" not in quick
+    assert quick["ndcg@10"] == other["ndcg@10"] and quick["ingest_measured"].startswith("run ")
+    assert any(line.endswith("raw embedding not timed") for line in out)
+
 
 def test_paired_comparison_counts_queries_and_tests_the_difference():
     from evaluation.metrics import paired_comparison

@@ -31,6 +31,9 @@ class Command(BaseCommand):
         parser.add_argument("--queries", type=int, default=0, help="Use only the first N queries (quick runs)")
         parser.add_argument("--skip-latency", action="store_true")
         parser.add_argument("--skip-quality", action="store_true", help="Only ingest, latency and scaling")
+        parser.add_argument("--skip-throughput", action="store_true",
+                            help="Do not time the model alone on the corpus (its raw embedding rate): a quality run "
+                                 "with a slow model spends most of its time there")
         parser.add_argument("--fresh", action="store_true",
                             help="Delete the namespace's documents first, so ingest throughput is measured")
         parser.add_argument("--scale-chunks", type=int, default=0,
@@ -50,8 +53,8 @@ class Command(BaseCommand):
                             help="Also measure quality with MMR, recency and a stricter threshold turned on")
 
     def handle(self, *args, beir, namespace, json: bool, queries: int, skip_latency: bool, skip_quality: bool,
-               fresh: bool, scale_chunks: int, rule_effects: bool, lexical_agreement: bool, admin: bool, mcp: bool,
-               runtimes: list[str], **options):
+               skip_throughput: bool, fresh: bool, scale_chunks: int, rule_effects: bool, lexical_agreement: bool,
+               admin: bool, mcp: bool, runtimes: list[str], **options):
         hint = migration_hint()
         if hint:
             raise CommandError(hint)
@@ -61,7 +64,8 @@ class Command(BaseCommand):
         if namespace and (len(beir) > 1 or runtimes):
             raise CommandError("--namespace names one corpus's namespace; give one --beir folder and no "
                                "--runtimes with it.")
-        settings = BenchOptions(queries=queries, skip_latency=skip_latency, skip_quality=skip_quality, fresh=fresh,
+        settings = BenchOptions(queries=queries, skip_latency=skip_latency, skip_quality=skip_quality,
+                                skip_throughput=skip_throughput, fresh=fresh,
                                 rule_effects=rule_effects, scale_chunks=scale_chunks,
                                 lexical_agreement=lexical_agreement, admin=admin, mcp=mcp)
         write = self.stdout.write
@@ -162,7 +166,8 @@ def print_report(write, report: dict) -> None:
         return
     write(f"ingest: {report.get('ingest_docs_per_s')} docs/s "
                       f"({report.get('ingest_chunks_per_s')} chunks/s; {report.get('ingest_measured')}); "
-                      f"raw embedding: {report['embed_docs_per_s']} docs/s{_samples(report)}")
+                      + (f"raw embedding: {report['embed_docs_per_s']} docs/s{_samples(report)}"
+                         if "embed_docs_per_s" in report else "raw embedding not timed"))
 
 
 def _stages(report: dict) -> str:
@@ -207,7 +212,7 @@ def print_runtimes(write, reports: list[dict]) -> None:
             return f"{default[key] - base_default[key]:+.4f}" if key in default and key in base_default else "-"
 
         peak = (r.get("embedding_process_mb") or {}).get("peak") or "-"
-        write(f"{r['corpus']:<10} {r.get('runtime') or '-':<10} {r['embed_docs_per_s']:>12} "
+        write(f"{r['corpus']:<10} {r.get('runtime') or '-':<10} {r.get('embed_docs_per_s') or '-':>12} "
               f"{r.get('ingest_docs_per_s') or '-':>13} {r.get('ingest_chunks_per_s') or '-':>9} {speed:>7.2f}x "
               f"{peak:>8} {default.get('ndcg@10', float('nan')):>8.4f} "
               f"{diff('ndcg@10'):>8} {default.get('recall@100', float('nan')):>7.4f} {diff('recall@100'):>8}")
