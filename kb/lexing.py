@@ -12,16 +12,13 @@ derives from the postings.
 from __future__ import annotations
 
 import json
-import logging
 from dataclasses import dataclass
 
-from django.db import DatabaseError, connection, transaction
+from django.db import connection, transaction
 
 from kb.languages import AUTO, detect, document_config, main_language
 from kb.models import Document, Namespace
 from kb.signals import namespaces_changed
-
-logger = logging.getLogger(__name__)
 
 LOCK_CLASS = 7301  # pg_advisory_lock(LOCK_CLASS, namespace id): one relex per namespace at a time
 DETECT_BATCH = 200
@@ -159,22 +156,6 @@ def _announce(namespace_id: int, targets: dict[str | None, str]) -> None:
             " WHERE c.namespace_id = %(ns)s AND c.search_config <> t.config GROUP BY 1) moving), '{}'::jsonb)"
             " WHERE n.id = %(ns)s",
             {"ns": namespace_id, "languages": json.dumps(languages), "all": targets.get(None)})
-
-
-def on_namespaces_changed(sender, namespace_ids, **kwargs) -> None:
-    if sender is Relexed:  # apply_language counted already
-        return
-    for namespace_id in namespace_ids:
-        try:
-            count_languages(namespace_id)
-        except DatabaseError as exc:  # the next run or deletion counts again; the run itself is done
-            logger.warning("languages of namespace %s not counted: %s", namespace_id, exc)
-
-
-def on_source_deleted(sender, instance, **kwargs) -> None:
-    """A deleted source's documents and passages leave the namespace's counts once the deletion commits."""
-    namespace_id = instance.namespace_id
-    transaction.on_commit(lambda: Namespace.objects.filter(pk=namespace_id).exists() and count_languages(namespace_id))
 
 
 def passages_by_config(namespace_id: int) -> dict[str, int]:

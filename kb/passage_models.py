@@ -7,13 +7,8 @@ embedded again after the deployment changed its model (`retrieval.candidates.mea
 from __future__ import annotations
 
 import json
-import logging
 
-from django.db import DatabaseError, connection, transaction
-
-from kb.models import Namespace
-
-logger = logging.getLogger(__name__)
+from django.db import connection
 
 COUNT_SQL = (
     "UPDATE kb_namespace n SET passage_models = coalesce((SELECT jsonb_object_agg(embedding_model, passages) FROM"
@@ -28,16 +23,3 @@ def count_models(namespace_id: int) -> dict[str, int]:
         row = cursor.fetchone()
     return json.loads(row[0]) if row else {}
 
-
-def on_namespaces_changed(sender, namespace_ids, **kwargs) -> None:
-    for namespace_id in namespace_ids:
-        try:
-            count_models(namespace_id)
-        except DatabaseError as exc:  # the next run or deletion counts again; the run itself is done
-            logger.warning("embedding models of namespace %s not counted: %s", namespace_id, exc)
-
-
-def on_source_deleted(sender, instance, **kwargs) -> None:
-    """A deleted source's passages leave the counts once the deletion commits."""
-    namespace_id = instance.namespace_id
-    transaction.on_commit(lambda: Namespace.objects.filter(pk=namespace_id).exists() and count_models(namespace_id))

@@ -487,7 +487,7 @@ def test_queries_meet_the_passages_lexemes_while_a_new_setting_waits_and_after_a
     with django_capture_on_commit_callbacks(execute=True):
         Source.objects.get(namespace=namespace).delete()
     namespace.refresh_from_db()
-    assert namespace.passage_configs == {} and namespace.document_languages == {}
+    assert namespace.passage_configs == {} and namespace.document_languages == {} and namespace.passage_models == {}
     assert lexical.namespace_configs(namespace.pk) == ("simple",)
 
 
