@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kb.embedding.onnx_query import PROBE_TEXTS, export_graph, graph_path
+from kb.embedding.onnx_query import PROBE_TEXTS, ensure_exported, graph_path
 
 logger = logging.getLogger(__name__)
 
@@ -110,8 +110,7 @@ def load_onnx_document_encoder(model, model_dir: Path, cache_dir: Path, *, name:
         return None
     try:
         fp32 = graph_path(cache_dir, name, model_dir)
-        if not fp32.exists():
-            export_graph(model, fp32)
+        ensure_exported(model, fp32)
         path = fp32
         if runtime == "onnx-int8":
             path = graph_path(cache_dir, name, model_dir, INT8_VARIANT)

@@ -77,11 +77,11 @@ def load_onnx_query_encoder(model, model_dir: Path, cache_dir: Path, *, name: st
         return None
     try:
         path = graph_path(cache_dir, name, model_dir)
-        if path.exists():
-            encoder = _open(path, model)
-            if encoder is not None and _agrees(encoder, model):
-                return encoder
-            logger.warning("replacing the ONNX query graph %s", path)
+        ensure_exported(model, path)
+        encoder = _open(path, model)
+        if encoder is not None and _agrees(encoder, model):
+            return encoder
+        logger.warning("replacing the ONNX query graph %s", path)
         export_graph(model, path)
         encoder = _open(path, model)
         if encoder is None or not _agrees(encoder, model):
@@ -129,6 +129,19 @@ def _open(path: Path, model) -> OnnxQueryEncoder | None:
         logger.warning("the ONNX query graph %s does not load: %s", path, exc)
         return None
     return OnnxQueryEncoder(session, model.tokenizer, int(model.max_seq_length), path)
+
+
+def ensure_exported(model, path: Path) -> None:
+    """The graph at `path`, exported once: processes that start together (the web server and the
+    worker on a first run) take turns on a lock file beside it, and the later ones find the file
+    the first one wrote instead of exporting it again."""
+    import fcntl
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or its process dies
+        if not path.exists():
+            export_graph(model, path)
 
 
 def export_graph(model, path: Path) -> None:

@@ -65,8 +65,43 @@ def test_graph_is_exported_once_and_reused(model, tmp_path):
     stamp = first.path.stat().st_mtime_ns
     second = load_onnx_query_encoder(model, bundled_model_path(), tmp_path, name="minilm")
     assert second.path == first.path and second.path.stat().st_mtime_ns == stamp
-    assert [p.name for p in tmp_path.iterdir()] == [first.path.name]  # no temporary files left
+    # no temporary files left: the graph, and the lock processes take turns on
+    assert sorted(p.name for p in tmp_path.iterdir()) == [first.path.name, first.path.name + ".lock"]
     assert oct(first.path.stat().st_mode & 0o777) == oct(0o644)
+
+
+EXPORT_IN_A_PROCESS = """
+import logging, sys
+logging.basicConfig(level=logging.INFO, format="%(message)s")
+from pathlib import Path
+from kb.embedding.embedders import bundled_model_path
+from kb.embedding.onnx_query import load_onnx_query_encoder
+from sentence_transformers import SentenceTransformer
+model = SentenceTransformer(str(bundled_model_path()), device="cpu")
+print("ready", flush=True)
+sys.stdin.readline()  # both processes start exporting together
+assert load_onnx_query_encoder(model, bundled_model_path(), Path(sys.argv[1]), name="minilm") is not None
+"""
+
+
+def test_processes_starting_together_export_the_graph_once(tmp_path):
+    """The web server and the worker of a first run both want the graph: one exports it, the other
+    waits for it and loads the file (each wrote it before, doubling a first start's export)."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    processes = [subprocess.Popen([sys.executable, "-c", EXPORT_IN_A_PROCESS, str(tmp_path)], cwd=DOCS.parent, env=env,
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for _ in range(2)]
+    for process in processes:
+        assert process.stdout.readline().strip() == "ready"
+    for process in processes:
+        process.stdin.write("go\n")
+        process.stdin.flush()
+    logs = [process.communicate(timeout=300)[1] for process in processes]
+    assert all(process.returncode == 0 for process in processes), logs
+    assert sum(log.count("exported the ONNX query graph") for log in logs) == 1, logs
 
 
 def test_corrupt_cached_graph_is_replaced(model, tmp_path):
