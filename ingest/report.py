@@ -125,17 +125,18 @@ class RunReport:
 
     def rewritten(self, chunks: dict[str, int]) -> None:
         """Pages this run wrote again (their repeated blocks settled) now hold `chunks[ref]`
-        chunks each: their lines in the report say so, whether still buffered or written."""
+        chunks each: their lines in the report say so, whether still buffered or written, and
+        whether the page changed at its source or was stored by an earlier run."""
+        written = (IngestItem.Status.CHANGED, IngestItem.Status.UNCHANGED)
         for outcome in self._outcomes:
-            if outcome.ref in chunks and outcome.status == IngestItem.Status.CHANGED:
+            if outcome.ref in chunks and outcome.status in written:
                 outcome.chunks = chunks[outcome.ref]
         self.save(force=True)
-        refs = {ref[:2048]: count for ref, count in chunks.items()}
+        refs = [(ref[:2048], count) for ref, count in chunks.items()]
         for start in range(0, len(refs), REWRITE_BATCH):
-            part = dict(list(refs.items())[start:start + REWRITE_BATCH])
-            IngestItem.objects.filter(run=self.run, status=IngestItem.Status.CHANGED, ref__in=list(part)).update(
-                chunks=Case(*(When(ref=ref, then=Value(count)) for ref, count in part.items()),
-                            output_field=IntegerField()))
+            part = refs[start:start + REWRITE_BATCH]
+            IngestItem.objects.filter(run=self.run, status__in=written, ref__in=[ref for ref, _ in part]).update(
+                chunks=Case(*(When(ref=ref, then=Value(count)) for ref, count in part), output_field=IntegerField()))
 
     def forget_unsaved(self) -> None:
         """After a rolled-back batch: its outcomes were never written; the counters go back to

@@ -69,11 +69,12 @@ class NamespaceAdmin(NamespaceScoped):
 
     @admin.display(description="meaning (vector) channel")
     def meaning_channel(self, obj):
-        models = self._foreign_models(obj)
+        foreign = foreign_passages(obj.passage_models, get_embedder().model_id)
         languages = ", ".join(f"{language_name(code) if code else 'not named'}: {n:,}"
                               for code, n in sorted(obj.document_languages.items(), key=lambda item: -item[1]))
-        if models.startswith("not used"):
-            return f"{models}(documents by language: {languages or 'none yet'})"
+        if foreign is not None and foreign.whole:
+            return f"not used. {foreign.said()} (documents by language: {languages or 'none yet'})"
+        models = f"{foreign.said()} " if foreign is not None else ""
         read = kb_settings().embedding_languages
         share, language = unread_share(obj.document_languages, read)
         fitted = getattr(obj, "fusion", None) is not None
@@ -89,19 +90,6 @@ class NamespaceAdmin(NamespaceScoped):
         else:
             verdict = "used"
         return f"{models}{verdict} (documents by language: {languages or 'none yet'})"
-
-    @staticmethod
-    def _foreign_models(obj) -> str:
-        """What the configured model cannot compare with, first: the passages another model embedded."""
-        foreign = foreign_passages(obj.passage_models, get_embedder().model_id)
-        if foreign is None:
-            return ""
-        if foreign.whole:
-            return (f"not used: every passage was embedded by another model ({foreign.models}) than the configured "
-                    "one, so searches rank by words alone until Re-embed all documents has run on its sources. ")
-        return (f"{foreign.passages:,} of {foreign.embedded:,} passages were embedded by another model "
-                f"({foreign.models}) and are found by their words alone until Re-embed all documents has run on "
-                "their sources. ")
 
     @admin.display(description="text search: passages per configuration")
     def text_search(self, obj):

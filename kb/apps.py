@@ -14,5 +14,6 @@ class KbConfig(AppConfig):
         from kb.signals import keep_counted
 
         lock_down_unscoped(admin.site)
-        keep_counted(count_languages, "languages", uid="kb.lexing", unless_sent_by=Relexed)  # a relex counts itself
-        keep_counted(count_models, "embedding models", uid="kb.passage_models")
+        # a relex counts the languages itself, and moves no vector
+        keep_counted(count_languages, "languages", uid="kb.lexing", unless_sent_by=Relexed)
+        keep_counted(count_models, "embedding models", uid="kb.passage_models", unless_sent_by=Relexed)

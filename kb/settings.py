@@ -256,13 +256,12 @@ KB_KNOWLEDGE_MAX_BYTES = int(os.environ.get("KB_KNOWLEDGE_MAX_BYTES", str(20 * 1
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"short": {"()": "kb.log_filters.ShortMessages"}},
-    "formatters": {"django.server": {"()": "django.utils.log.ServerFormatter", "format": "[{server_time}] {message}",
+    "formatters": {"short": {"()": "kb.log_filters.ShortFormatter"},
+                   "django.server": {"()": "kb.log_filters.ShortServerFormatter", "format": "[{server_time}] {message}",
                                      "style": "{"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["short"]},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "short"},
                  # the development server's request lines, as Django writes them, cut when a query is long
-                 "django.server": {"class": "logging.StreamHandler", "formatter": "django.server",
-                                   "filters": ["short"]}},
+                 "django.server": {"class": "logging.StreamHandler", "formatter": "django.server"}},
     "root": {"handlers": ["console"], "level": os.environ.get("KB_LOG_LEVEL", "WARNING")},
     "loggers": {
         **{app: {"level": os.environ.get("KB_LOG_LEVEL", "INFO"), "propagate": True}

@@ -170,8 +170,6 @@ class Ranking:
         return {d.key: d for d in self.kept + self.dropped}
 
 
-REEMBED = "Re-embed all documents"  # the sources' admin action that embeds them again with the configured model
-
 
 def meaning_models(foreign: Foreign | None) -> ChannelNote | None:
     """The vector channel where some of the namespace's passages were embedded by another model
@@ -179,10 +177,4 @@ def meaning_models(foreign: Foreign | None) -> ChannelNote | None:
     when some were, as only the model's own passages are searched by meaning."""
     if foreign is None:
         return None
-    if foreign.whole:
-        return ChannelNote(VECTOR, "off", f"The passages here were embedded by another model ({foreign.models}) "
-                                          "than the one that reads this query, so results are ranked by their words "
-                                          f"alone until they are embedded again ({REEMBED}).")
-    return ChannelNote(VECTOR, "partial", f"{foreign.passages:,} of the {foreign.embedded:,} passages here were "
-                                          f"embedded by another model ({foreign.models}): they are found by their "
-                                          f"words alone until they are embedded again ({REEMBED}).")
+    return ChannelNote(VECTOR, "off" if foreign.whole else "partial", foreign.said())

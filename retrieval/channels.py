@@ -72,6 +72,10 @@ class VectorCandidates:
     cosines: dict[int, float]  # the cosine of every id in `known_ids` that has an embedding
 
 
+DEFAULT_SCAN_TUPLES = 20_000  # pgvector's own bound on an iterative HNSW scan
+FILTERED_SCAN_TUPLES = 2_000_000  # past the largest namespace measured (a million chunks)
+
+
 def vector_candidates(scope: Scope, query_vector, k: int, known_ids: list[int] = (),
                       with_embeddings: bool = False, model: str = "") -> VectorCandidates:
     """The vector channel and what the ranker needs about its hits, in one statement, so the
@@ -84,7 +88,10 @@ def vector_candidates(scope: Scope, query_vector, k: int, known_ids: list[int] =
     count, and the iterative scan keeps filling the list when a filter removes rows.
 
     `model`: compare with the passages that model embedded only (a namespace part-way to another
-    model, whose other vectors mean nothing beside the query's); every passage when empty."""
+    model, whose other vectors mean nothing beside the query's); every passage when empty. The
+    index holds both models' vectors then, and the iterative scan may have to walk far past the
+    other model's to find k of this one's: its bound (20,000 tuples by default) is lifted to
+    `FILTERED_SCAN_TUPLES`, slower for the time a re-embed takes, but never a short list."""
     where, params = named_where(scope, "c")
     if model:
         where, params = f"{where} AND c.embedding_model = %(model)s", {**params, "model": model}
@@ -108,7 +115,8 @@ def vector_candidates(scope: Scope, query_vector, k: int, known_ids: list[int] =
     ef_search = str(min(1000, max(k, 40)))
     with transaction.atomic(using=read_alias()), read_connection().cursor() as cursor:
         cursor.execute("SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', "
-                       "'relaxed_order', true)", [ef_search])
+                       "'relaxed_order', true), set_config('hnsw.max_scan_tuples', %s, true)",
+                       [ef_search, str(FILTERED_SCAN_TUPLES if model else DEFAULT_SCAN_TUPLES)])
         cursor.execute(sql, {"q": vector_literal(query_vector), "k": k, "known": known, **params})
         fetched = cursor.fetchall()
     nearest, candidates, cosines = [], {}, {}

@@ -8,9 +8,10 @@ with plain cases. For each candidate, in order:
 2. base, in cosine units: meaning and words fused (`fuse`): the convex combination
    (1 - w) * z_vector + w * z_lexical of the candidate's z-scores in this query's vector and
    lexical lists, placed back on the cosine scale (vector mean + fused z * vector spread). The
-   cosine is known for every candidate, so words alone cannot lift a passage whose meaning is
-   far from the query; a channel whose best hit does not stand out from its own list adds
-   little; a list without spread adds nothing. The weight w comes from the namespace's fitted
+   cosine is known for every embedded candidate (one without a comparable vector counts as the
+   least similar found), so words alone cannot lift a passage whose meaning is far from the
+   query; a channel whose best hit does not stand out from its own list adds little; a list
+   without spread adds nothing. The weight w comes from the namespace's fitted
    calibration or the default 0.5 (retrieval/fusion.py), and is 0 when the lexical channel ran
    and found nothing (`channel_notes` names it in the summary). The base is the identifier channel's
    strong fixed value when that is higher; names only add rank evidence. Without a vector list,
@@ -90,7 +91,9 @@ def rank(candidates: Sequence[Candidate], params: RankerParams = RankerParams(),
         weight = words_weight(DEFAULT_LEXICAL_WEIGHT if params.lexical_weight is None else params.lexical_weight,
                               stats, query_idf)
     unit = boost_unit(stats)
-    scored = [_score(c, params, stats, weight, cap, unit) for c in candidates]
+    # a passage whose vector the query's cannot be compared with counts as the least similar one found
+    unknown = min((c.cosine for c in candidates if c.cosine is not None), default=None)
+    scored = [_score(c, params, stats, weight, cap, unit, unknown) for c in candidates]
 
     dropped: list[ScoreDetails] = []
     pool = []
@@ -206,29 +209,34 @@ class Fused:
 
 
 def fuse(candidate: Candidate, stats: dict[str, tuple[float, float, float]], lexical_weight: float,
-         lexical_cap: float | None = None) -> Fused | None:
+         lexical_cap: float | None = None, unknown_cosine: float | None = None) -> Fused | None:
     """Convex combination of the vector and lexical z-scores, in cosine units.
 
     Both z-scores are read from this query's lists (their first 100 hits), so neither channel wins
     by scale and a channel whose best hit does not stand out from its own list adds little. The
-    cosine is known for every candidate, so a lexical hit with a near-zero cosine has a strongly
+    cosine is known for every embedded candidate, so a lexical hit with a near-zero cosine has a strongly
     negative vector z: one common matched word cannot lift it over strong meaning matches. A
     candidate outside the lexical list matched fewer query terms, scored as BM25 0. A lexical list
     without spread is calibrated over the candidate pool (`pooled_when_flat`), and its z-score is
     capped at `lexical_cap`, the vector list's best z: a hit's standing in a pool grows with the
     pool's size (sqrt(n - 1)), which is not evidence. When even the pool has no spread, words drop
     out of the combination. A candidate with no vector the query's can be compared with (not
-    embedded yet, or by another model) stands at the list's mean: its words alone place it, on
-    the same scale as the others (its `vector_z` is None).
+    embedded yet, or by another model) takes `unknown_cosine`, the lowest cosine among the
+    candidates: its words place it among the passages least like the query, on the same scale as
+    the others, never above a passage of the same words whose meaning is known (its `vector_z`
+    is None).
     None when there is no vector signal (the vector channel is off)."""
     vector = stats.get(VECTOR)
     if vector is None:
         return None
     cosine = candidate.cosine if candidate.cosine is not None else getattr(candidate.hits.get(VECTOR), "raw", None)
+    known = cosine is not None
     _, vector_mean, vector_std = vector
+    if not known:
+        cosine = vector_mean if unknown_cosine is None else unknown_cosine
     if vector_std <= 0:  # a flat vector list: no unit to place words in; ranks decide (RRF bonus)
-        return Fused(0.0 if cosine is not None else None, None, max(vector_mean if cosine is None else cosine, 1e-6))
-    vector_z = 0.0 if cosine is None else (cosine - vector_mean) / vector_std
+        return Fused(0.0 if known else None, None, max(cosine, 1e-6))
+    vector_z = (cosine - vector_mean) / vector_std
     lexical = stats.get(LEXICAL)
     lexical_z = None
     if lexical is not None and lexical[2] > 0:
@@ -237,7 +245,7 @@ def fuse(candidate: Candidate, stats: dict[str, tuple[float, float, float]], lex
         if lexical_cap is not None:
             lexical_z = min(lexical_z, lexical_cap)
     fused_z = vector_z if lexical_z is None else (1 - lexical_weight) * vector_z + lexical_weight * lexical_z
-    return Fused(vector_z if cosine is not None else None, lexical_z, max(vector_mean + fused_z * vector_std, 1e-6))
+    return Fused(vector_z if known else None, lexical_z, max(vector_mean + fused_z * vector_std, 1e-6))
 
 
 def _updated(details: ScoreDetails, **changes) -> ScoreDetails:
@@ -285,10 +293,10 @@ def boost_unit(stats: dict[str, tuple[float, float, float]]) -> float:
 
 
 def _score(candidate: Candidate, params: RankerParams, stats, lexical_weight: float,
-           lexical_cap: float | None, unit: float) -> ScoreDetails:
+           lexical_cap: float | None, unit: float, unknown_cosine: float | None = None) -> ScoreDetails:
     """One candidate's explained score. Runs once per candidate (about 170 a search), so it
     walks the channels once, in CHANNELS order, for their scores, the base and the RRF sum."""
-    fused = fuse(candidate, stats, lexical_weight, lexical_cap)
+    fused = fuse(candidate, stats, lexical_weight, lexical_cap, unknown_cosine)
     hits = candidate.hits
     channels = {}
     base_channel, base, preference = "", 0.0, None

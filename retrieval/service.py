@@ -247,8 +247,8 @@ def _plan(query: str, namespace: str, filters: Filters, limit: int, params: Rank
         weights, notes = unjudged_weights(ns["document_languages"], query, (ns["median_excess"], ns["excess_searches"]))
     models = meaning_models(foreign_passages(ns["passage_models"], get_embedder().model_id))
     if models is not None and VECTOR not in {note.channel for note in notes}:
-        notes = (*notes, models)  # whatever the weights: vectors of another model cannot be compared
-        if models.state == "off" and params.lexical_weight is None:
+        notes = (*notes, models)  # whatever the weights, fitted or asked for: vectors of another model mean nothing
+        if models.state == "off":
             weights = words_alone(models.reason[0].lower() + models.reason[1:].rstrip("."), "model")
     features = analyse(query)
     return _Plan(

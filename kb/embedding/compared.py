@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+REEMBED = "Re-embed all documents"  # the sources' admin action that embeds them with the configured model
+
 
 @dataclass(frozen=True)
 class Foreign:
@@ -21,6 +23,14 @@ class Foreign:
         """No passage is the query model's own: meaning has nothing to compare with."""
         return self.passages == self.embedded
 
+    def said(self) -> str:
+        """What a reader is told, in the search's note and on the namespace's console page."""
+        if self.whole:
+            return (f"The passages here were embedded by another model ({self.models}) than the one that reads "
+                    f"queries, so results are ranked by their words alone until they are embedded again ({REEMBED}).")
+        return (f"{self.passages:,} of the {self.embedded:,} passages here were embedded by another model "
+                f"({self.models}): they are found by their words alone until they are embedded again ({REEMBED}).")
+
 
 def foreign_passages(passage_models: dict[str, int], model_id: str) -> Foreign | None:
     """`passage_models`: passages per embedding model (`Namespace.passage_models`); None when every
@@ -29,4 +39,5 @@ def foreign_passages(passage_models: dict[str, int], model_id: str) -> Foreign |
     own = passage_models.get(model_id, 0)
     if own == embedded:
         return None
-    return Foreign(embedded - own, embedded, ", ".join(sorted(m for m in passage_models if m != model_id)))
+    others = sorted(m or "an unnamed model" for m in passage_models if m != model_id)
+    return Foreign(embedded - own, embedded, ", ".join(others))

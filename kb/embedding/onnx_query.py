@@ -137,6 +137,8 @@ def ensure_exported(model, path: Path) -> None:
     the first one wrote instead of exporting it again."""
     import fcntl
 
+    if path.exists():  # a cache written before, perhaps read-only: nothing to take turns on
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path.with_name(path.name + ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or its process dies

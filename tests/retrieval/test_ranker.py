@@ -51,17 +51,21 @@ def test_base_fuses_the_vector_and_lexical_z_scores_in_cosine_units():
     assert meaning_alone["b"].base == pytest.approx(0.2)  # weight 0: the base is the cosine itself
 
 
-def test_a_passage_without_a_comparable_vector_stands_at_the_lists_mean_and_its_words_place_it():
+def test_a_passage_without_a_comparable_vector_counts_as_the_least_similar_found():
     """A passage not embedded yet, or embedded by another model, has no cosine to the query: its
-    meaning counts as the vector list's average, on the cosine scale the others are on, instead of
-    its words' share of the best BM25 (1.0 for the best: another scale, above every cosine)."""
+    meaning counts as the lowest cosine among the candidates, on the scale the others are on (its
+    words' share of the best BM25 gave it 1.0, above every cosine), so it never passes a passage of
+    the same words whose meaning is known."""
     found = [cand("a", {V: (1, 0.7)}, cosine=0.7), cand("c", {V: (2, 0.3)}, cosine=0.3),
-             cand("b", {V: (3, 0.2), L: (2, 4.0)}, cosine=0.2), cand("x", {L: (1, 12.0)})]
+             cand("b", {V: (3, 0.2), L: (2, 4.0)}, cosine=0.2), cand("x", {L: (1, 12.0)}),
+             cand("y", {L: (3, 12.0)}, cosine=0.25)]  # the same words as x, its meaning known
     details = rank(found, RankerParams(floor=0.0, priority_weight=0.0, rrf_weight=0.0, lexical_weight=0.5)).details()
     vmean, vstd = zscores([0.7, 0.3, 0.2])
-    lmean, lstd = zscores([12.0, 4.0])
+    lmean, lstd = zscores([12.0, 4.0, 12.0])
+    fused_z = 0.5 * (0.2 - vmean) / vstd + 0.5 * (12.0 - lmean) / lstd  # 0.2: the lowest cosine found
     assert details["x"].base_channel == "fused" and details["x"].vector_z is None
-    assert details["x"].base == pytest.approx(vmean + 0.5 * (12.0 - lmean) / lstd * vstd)
+    assert details["x"].base == pytest.approx(vmean + fused_z * vstd)
+    assert details["x"].base < details["y"].base
 
 
 @pytest.mark.parametrize("lexical, leads", [
