@@ -594,10 +594,11 @@ def test_a_query_naming_an_identifier_meets_it_in_every_language_of_the_namespac
 
 
 def test_the_detector_places_each_handbook_question_among_two_languages_never_wrongly():
-    """The 28 handbook questions, written by hand in eight languages before any search ran, each
-    placed between the configurations of two of the languages: never the wrong one. Unsure
-    (lexed in both) for a few: Chinese and Japanese questions that name a command in Latin
-    letters, and many Persian ones (`simple` stands for many languages)."""
+    """The 50 handbook questions, written by hand before any search ran, each placed between the
+    configurations of two of the languages: never the wrong one. Unsure (lexed in both) for
+    some: Chinese and Japanese questions that name a command or "Debian" in Latin letters (more
+    of questions 29 to 50 do: IPv6, dpkg, SELinux), and many Arabic and Persian ones (`simple`
+    stands for many languages)."""
     from evaluation.handbook import QUESTIONS
     from kb.languages import own_config
 
@@ -608,7 +609,7 @@ def test_the_detector_places_each_handbook_question_among_two_languages_never_wr
                    for language in pair for question in questions]
         assert all(got in (None, wanted) for wanted, got in results), pair  # never the other language
         placed = sum(got is not None for _, got in results) / len(results)
-        assert placed >= (0.45 if "fa" in pair else 0.75), (pair, placed)
+        assert placed >= (0.35 if "fa" in pair else 0.7), (pair, placed)
 
 
 def test_a_query_is_lexed_in_every_configuration_unless_it_is_placed_in_one_of_settled_passages():
