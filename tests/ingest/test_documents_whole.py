@@ -159,7 +159,7 @@ def _pdf_with_page_numbers_only(pages: int) -> bytes:
         page[NameObject("/Contents")] = writer._add_object(stream)
         page[NameObject("/Resources")] = DictionaryObject({NameObject("/Font"): DictionaryObject(
             {NameObject("/F1"): writer._add_object(font)})})
-        writer.add_outline_item(f"{number} Chapter {number}", number - 1)
+        writer.add_outline_item(title=f"{number} Chapter {number}", page_number=number - 1)
     out = io.BytesIO()
     writer.write(out)
     return out.getvalue()
