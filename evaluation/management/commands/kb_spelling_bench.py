@@ -1,10 +1,16 @@
-"""How often the no-results correction helps: each question gets one typo in its longest word,
-and the speller's correction is compared with the question as written.
+"""How often the no-results correction helps: each question gets one typo in its longest word
+(`--every-word`: in each of its words of five letters or more), and the speller's correction is
+compared with the question as written.
 
 Per question: `offered` (a correction came back), `restored` (it is the question as written),
 and by the top document: `typo_ok` (the misspelt query already finds the original's top
 document), `repaired` (it does not, the correction does), `harmed` (it did, the correction
-does not). Questions: an eval suite (`cases[].question`) or a BEIR queries.jsonl (`text`).
+does not). As the search page sees the misspelt query: `strong` (it cites a document, so the
+page offers no correction), `shown` (nothing cited and `spelling_correction` answers one: the
+page shows it). `no_word` counts the misspelt queries none of whose words occurs in the
+namespace, and `no_word_strong`, `no_word_shown` and `no_word_typo_ok` those of them strong,
+shown a correction, or finding the original's top document anyway. Questions: an eval suite
+(`cases[].question`) or a BEIR queries.jsonl (`text`).
 """
 
 import json
@@ -13,7 +19,8 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from kb.models import Namespace
-from retrieval.service import search
+from retrieval.candidates import NO_SHARED_TERM
+from retrieval.service import search, spelling_correction
 from retrieval.spelling import WORD_RE, correct_query
 
 OPERATIONS = ("delete", "swap", "substitute", "insert")
@@ -26,7 +33,27 @@ def with_typo(question: str, index: int) -> str | None:
     if not words:
         return None
     word = max(words, key=lambda m: (len(m.group(0)), -m.start()))
-    text, at = word.group(0), 1 + index % (len(word.group(0)) - 2)  # never the first letter
+    typo = misspelt(word.group(0), index)
+    return None if typo is None else question[:word.start()] + typo + question[word.end():]
+
+
+def with_typos(question: str, index: int) -> str | None:
+    """A deterministic typo in every word of five letters or more; None without one."""
+    typos = [0]
+
+    def respell(match) -> str:
+        typo = misspelt(match.group(0), index + typos[0]) if len(match.group(0)) >= 5 else None
+        typos[0] += typo is not None
+        return typo or match.group(0)
+
+    typed = WORD_RE.sub(respell, question)
+    return typed if typos[0] else None
+
+
+def misspelt(text: str, index: int) -> str | None:
+    """`text` with one letter deleted, swapped, substituted or doubled (never the first), by
+    `index`; None when that leaves it as it was."""
+    at = 1 + index % (len(text) - 2)
     operation = OPERATIONS[index % len(OPERATIONS)]
     if operation == "delete":
         typo = text[:at] + text[at + 1:]
@@ -37,9 +64,7 @@ def with_typo(question: str, index: int) -> str | None:
         typo = text[:at] + letter + text[at + 1:]
     else:
         typo = text[:at] + text[at] + text[at:]
-    if typo.lower() == text.lower():
-        return None
-    return question[:word.start()] + typo + question[word.end():]
+    return None if typo.lower() == text.lower() else typo
 
 
 def _questions(path: Path, limit: int) -> list[str]:
@@ -54,6 +79,14 @@ def _top(query: str, namespace: str):
     return hits[0].document_id if hits else None
 
 
+def _as_the_page_sees(query: str, namespace: str) -> tuple[bool, bool, float | None]:
+    """Whether the search page cites a document for `query`, whether none of its words occurs in
+    the namespace, and its best cosine."""
+    result = search(query, namespace, limit=10, group="document", log=False)
+    cosine = max((d.best_cosine for d in result.documents if d.best_cosine is not None), default=None)
+    return bool(result.cited), NO_SHARED_TERM in result.summary.channel_notes, cosine
+
+
 class Command(BaseCommand):
     help = "Measure how often the search page's spelling correction helps on misspelt real questions."
 
@@ -61,15 +94,17 @@ class Command(BaseCommand):
         parser.add_argument("--namespace", required=True)
         parser.add_argument("--questions", required=True, type=Path, help="An eval suite JSON or a BEIR queries.jsonl")
         parser.add_argument("--limit", type=int, default=100)
+        parser.add_argument("--every-word", action="store_true", help="A typo in every word of five letters or more")
         parser.add_argument("--show", action="store_true", help="Print each question, typo and correction")
 
-    def handle(self, *args, namespace, questions, limit, show, **options):
+    def handle(self, *args, namespace, questions, limit, every_word, show, **options):
         space = Namespace.objects.filter(slug=namespace).first()
         if space is None:
             raise CommandError(f"No namespace {namespace!r}.")
-        counts = dict.fromkeys(("questions", "offered", "restored", "typo_ok", "repaired", "harmed"), 0)
+        counts = dict.fromkeys(("questions", "offered", "restored", "typo_ok", "repaired", "harmed", "strong", "shown",
+                                "no_word", "no_word_strong", "no_word_shown", "no_word_typo_ok"), 0)
         for index, question in enumerate(_questions(questions, limit)):
-            typo = with_typo(question, index)
+            typo = (with_typos if every_word else with_typo)(question, index)
             if typo is None:
                 continue
             counts["questions"] += 1
@@ -82,6 +117,19 @@ class Command(BaseCommand):
                 fixed_top = _top(corrected, namespace)
                 counts["repaired"] += typo_top != original_top and fixed_top == original_top
                 counts["harmed"] += typo_top == original_top and fixed_top != original_top
+            strong, no_word, cosine = _as_the_page_sees(typo, namespace)
+            shown = not strong and bool(spelling_correction(typo, namespace))
+            counts["strong"] += strong
+            counts["shown"] += shown
+            if no_word:
+                counts["no_word"] += 1
+                counts["no_word_strong"] += strong
+                counts["no_word_shown"] += shown
+                counts["no_word_typo_ok"] += typo_top == original_top
             if show:
-                self.stdout.write(f"{typo!r} -> {corrected!r} (was {question!r})")
+                cosine_shown = "-" if cosine is None else f"{cosine:.3f}"
+                self.stdout.write(f"{typo!r} -> {corrected!r} (was {question!r}; best cosine {cosine_shown}, "
+                                  f"{'no word known, ' if no_word else ''}{'strong' if strong else 'weak'}, "
+                                  f"{'correction shown' if shown else 'none shown'}, "
+                                  f"top {'right' if typo_top == original_top else 'wrong'})")
         self.stdout.write(json.dumps(counts))
