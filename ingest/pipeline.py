@@ -278,6 +278,8 @@ class IngestPipeline:
     def _queue(self, item, extracted, content_hash, reason, started, byte_key="", keys=(), dropped=None) -> None:
         chunks = self._chunks(extracted)
         max_chunks = kb_settings().max_chunks_per_document
+        if extracted.left_out:  # before the limits' notes: the report's reason keeps 200 characters
+            reason = f"{reason}; {extracted.left_out}" if reason else extracted.left_out
         reason = cut_notes(reason, extracted.cut, len(chunks), max_chunks)
         chunks = chunks[:max_chunks]
         if not chunks:

@@ -28,6 +28,7 @@ import datetime
 import io
 import logging
 import zipfile
+from dataclasses import replace
 from email import policy
 from email.parser import BytesParser
 from posixpath import dirname, join, normpath
@@ -311,6 +312,8 @@ def _drop_heading_id(heading: str) -> str:
 
 # --- e-mail ---------------------------------------------------------------------------------------
 def _eml(body: bytes, fallback_title: str) -> Extracted:
+    """One body part is read (plain text, else HTML) and attachments are named; every other part
+    is counted in `left_out`, so an e-mail of 100,000 parts does not pass for one of a single part."""
     message = BytesParser(policy=policy.default).parsebytes(body)
     subject = " ".join(str(message.get("subject", "")).split())
     plain = message.get_body(preferencelist=("plain",))
@@ -323,10 +326,32 @@ def _eml(body: bytes, fallback_title: str) -> Extracted:
         builder.add(_escape_lines(plain.get_content()))
     elif html is not None:
         builder.add(html_to_markdown(html.get_content().encode("utf-8"), charset="utf-8").content)
-    attachments = [part.get_filename() for part in message.iter_attachments() if part.get_filename()]
-    if attachments:
-        builder.add("Attachments: " + ", ".join(attachments))
-    return builder.result(subject or fallback_title)
+    named = [(part, part.get_filename()) for part in message.iter_attachments() if _may_be_named(part)]
+    named = [(part, name) for part, name in named if name]
+    if named:
+        builder.add("Attachments: " + ", ".join(name for _, name in named))
+    unread, total = _unread_parts(message, plain if plain is not None else html, [part for part, _ in named])
+    left_out = f"{unread:,} of {total:,} e-mail parts not read" if unread else ""
+    return replace(builder.result(subject or fallback_title), left_out=left_out)
+
+
+def _may_be_named(part) -> bool:
+    """Whether a part's raw headers could give it a file name: parsing every header of an e-mail
+    of thousands of parts costs seconds of the parser's budget."""
+    return any(key.lower() in ("content-disposition", "content-type") and "name" in value.lower()
+               for key, value in part.raw_items())
+
+
+def _unread_parts(message, body, named: list) -> tuple[int, int]:
+    """(unread, total) leaf parts: unread is neither the body read, another version of it (its
+    multipart/alternative siblings), nor inside an attachment named in the text."""
+    read = {id(leaf) for part in ([body] if body is not None else []) + named for leaf in part.walk()}
+    for part in message.walk():
+        if part.is_multipart() and part.get_content_type() == "multipart/alternative" and body is not None \
+                and any(sub is body for sub in part.get_payload()):
+            read.update(id(leaf) for leaf in part.walk())
+    leaves = [part for part in message.walk() if not part.is_multipart()]
+    return sum(1 for leaf in leaves if id(leaf) not in read), len(leaves)
 
 
 def _escape_lines(text: str) -> str:
