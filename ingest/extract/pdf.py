@@ -5,7 +5,16 @@ outline as headings. Pure: bytes in, `Extracted` out.
   (U+2212 minus, U+02DC tilde, ligatures) folded (kb/lookalikes.py), as queries are.
 - Running headers and footers go: a line among the first or last `EDGE_LINES` of a page whose
   shape (without its page numbers, arabic or roman) recurs at that edge on at least
-  `RUNNING_SHARE` of the pages (and three).
+  `RUNNING_SHARE` of the pages (and three). Headers that change per chapter ("Chapter 4:
+  Function reference 22") go too: a page's first or last line that starts or ends with the
+  page's printed number, where printed and physical numbers differ by one offset on at least
+  `NUMBERED_SHARE` of the pages (and three); and, on such documents, a first or last line
+  repeated at the same edge of the next or previous page (a chapter's name over its pages).
+- Words a PDF splits are joined: an identifier whose underscores print as rules, so that its
+  text reads "asn1 decode simple der", becomes `asn1_decode_simple_der` where the document
+  spells it so (on the same page; anywhere for three parts and more); a line broken after an
+  identifier's underscore is joined; a word hyphenated at a line end ("func-" / "tion") is
+  joined when the document has the joined word or its halves are not both words of it.
 - Contents and index pages go: a page of which `CONTENTS_LINES` lines, and half its lines at
   least, are entries (text, a leader of `LEADER_DOTS` dots or more, then page numbers: "2.4
   Configuring . . . . . 4", "box . . . . 48, 49, 140", "Preface . . . . xiv") goes whole, its
@@ -35,6 +44,7 @@ MIN_TEXT_CHARS_PER_PAGE = 8  # below this on every page, a PDF is a scan without
 EDGE_LINES = 3  # lines at the top and at the bottom of a page that may be a running header/footer
 RUNNING_SHARE = 0.5
 MIN_RUNNING_PAGES = 3
+NUMBERED_SHARE = 0.3  # a third of pages may open a chapter, be blank, or carry no number
 DIGITS = re.compile(r"\d+")
 ROMAN = re.compile(r"m{0,3}(cm|cd|d?c{0,3})(xc|xl|l?x{0,3})(ix|iv|v?i{0,3})")  # front matter: i, ii, xiv
 PAGES = re.compile(r"\d{1,6}(?:[-\u2013]\d{1,6})?")  # a page or a range of pages
@@ -72,7 +82,7 @@ def read_pdf(body: bytes, fallback_title: str, options: ocr.OcrOptions | None = 
     if page_count and all(len(t.strip()) < MIN_TEXT_CHARS_PER_PAGE for t in texts):
         advice = (ocr.unavailable(options) or "OCR found no text on them.") if options else "it needs OCR first."
         raise NoTextLayer(f"The PDF's {page_count} pages have no text layer (a scan?); {advice}")
-    texts = drop_contents_lines(drop_running_lines(texts))
+    texts = join_split_words(drop_contents_lines(drop_running_lines(texts)))
     if page_count and all(len(_body_text(t, outline.get(n, []))) < MIN_TEXT_CHARS_PER_PAGE
                           for n, t in enumerate(texts, start=1)):
         raise NoTextLayer(f"The PDF's {page_count} pages hold no body text beyond headings, running headers "
@@ -155,13 +165,97 @@ def drop_running_lines(texts: list[str]) -> list[str]:
         counts.update({_shape(lines[i]) for i in _edges(lines)})
     threshold = max(MIN_RUNNING_PAGES, RUNNING_SHARE * len(pages))
     running = {shape for shape, count in counts.items() if count >= threshold and shape.strip()}
-    if not running:
+    drop = [{i for i in _edges(lines) if _shape(lines[i]) in running} for lines in pages]
+    for index, numbered in enumerate(_page_numbered_lines(pages)):
+        drop[index] |= numbered
+    if not any(drop):
         return texts
-    out = []
-    for lines in pages:
-        edges = set(_edges(lines))
-        out.append("\n".join("" if i in edges and _shape(line) in running else line for i, line in enumerate(lines)))
-    return out
+    return ["\n".join("" if i in dropped else line for i, line in enumerate(lines))
+            for lines, dropped in zip(pages, drop, strict=True)]
+
+
+def _outer_lines(lines: list[str]) -> list[int]:
+    """The indexes of a page's first and last non-blank lines."""
+    filled = [i for i, line in enumerate(lines) if line.strip()]
+    return sorted({filled[0], filled[-1]}) if filled else []
+
+
+def _printed_number(line: str) -> int | None:
+    """The page number a header or footer line starts or ends with ("Chapter 4: Reference 22", "22 Index")."""
+    words = line.split()
+    if len(words) > 16:  # a running head is short; a long line is body text that ends in a number
+        return None
+    for word in (words[-1], words[0]) if words else ():
+        if word.isdigit() and len(word) <= 5:
+            return int(word)
+    return None
+
+
+def _page_numbered_lines(pages: list[list[str]]) -> list[set[int]]:
+    """Per page, the outer lines that are running heads numbered with the page (module docstring)."""
+    offsets: Counter[int] = Counter()
+    for index, lines in enumerate(pages):
+        offsets.update({number - index for i in _outer_lines(lines)
+                        if (number := _printed_number(lines[i])) is not None})
+    if not offsets:
+        return [set() for _ in pages]
+    offset, count = offsets.most_common(1)[0]
+    if count < max(MIN_RUNNING_PAGES, NUMBERED_SHARE * len(pages)):
+        return [set() for _ in pages]
+    found = [{i for i in _outer_lines(lines) if _printed_number(lines[i]) == index + offset}
+             for index, lines in enumerate(pages)]
+    outer = [_outer_lines(lines) for lines in pages]
+    for index, lines in enumerate(pages):  # an unnumbered head repeated on a neighbouring page
+        for edge in (0, -1):
+            if not outer[index]:
+                continue
+            at = outer[index][edge]
+            shape = _shape(lines[at])
+            neighbours = [pages[n][outer[n][edge]] for n in (index - 1, index + 1) if 0 <= n < len(pages) and outer[n]]
+            if any(c.isalpha() for c in shape) and any(_shape(line) == shape for line in neighbours):
+                found[index].add(at)
+    return found
+
+
+IDENTIFIER = re.compile(r"(?<![\w/#=.-])_*[A-Za-z0-9]+(?:_[A-Za-z0-9]+)+")
+UNDERSCORE_BREAK = re.compile(r"(?<=[A-Za-z0-9]_)\n(?=[A-Za-z0-9])")
+URLISH = re.compile(r"\S*[/?=]\S*")  # a link's words are not a document's identifiers
+HYPHEN_BREAK = re.compile(r"(?<![\w-])([A-Za-z]+)-\n([a-z]+)[ \t]*")
+WORD = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)*")
+
+
+def join_split_words(texts: list[str]) -> list[str]:
+    """Pages with the words a PDF splits joined (module docstring)."""
+    texts = [UNDERSCORE_BREAK.sub("", text) for text in texts]
+    everywhere = {name for text in texts for name in _identifiers(text) if name.count("_") >= 2}
+    words = Counter(word.lower() for text in texts for word in WORD.findall(text))
+    return [_join_hyphenated(_join_identifiers(text, everywhere), words) for text in texts]
+
+
+def _join_identifiers(text: str, everywhere: set[str]) -> str:
+    names = everywhere | _identifiers(text)
+    spaced = {name.replace("_", " "): name for name in names}
+    if not spaced:
+        return text
+    pattern = re.compile(r"(?<![\w-])(?:" + "|".join(re.escape(s) for s in sorted(spaced, key=len, reverse=True))
+                         + r")(?![\w-])")
+    return pattern.sub(lambda match: spaced[match.group(0)], text)
+
+
+def _identifiers(text: str) -> set[str]:
+    """Names with underscores, without leading ones (a signature's `_der_len` names `der_len`)."""
+    return {name.lstrip("_") for name in IDENTIFIER.findall(URLISH.sub(" ", text))}
+
+
+def _join_hyphenated(text: str, words: Counter[str]) -> str:
+    def join(match: re.Match) -> str:
+        left, right = match.group(1), match.group(2)
+        joined, compound = (left + right).lower(), f"{left}-{right}".lower()
+        if words[joined] or not (words[compound] or (words[left.lower()] and words[right.lower()])):
+            return left + right + "\n"
+        return f"{left}-{right}\n"
+
+    return HYPHEN_BREAK.sub(join, text)
 
 
 def _body_text(text: str, headings: list[tuple[int, str]]) -> str:

@@ -13,7 +13,7 @@ import pytest
 from ingest.errors import NoTextLayer
 from ingest.extract import documents as doc
 from ingest.extract.isolated import extract_isolated
-from ingest.extract.pdf import drop_contents_lines, drop_running_lines, leader_line
+from ingest.extract.pdf import drop_contents_lines, drop_running_lines, join_split_words, leader_line
 from retrieval.query import normalise_query
 
 REAL = Path(__file__).resolve().parent.parent / "fixtures" / "real"
@@ -128,6 +128,31 @@ def test_running_headers_and_footers_are_dropped():
     numbered = [f"Debian-Referenz {n}\nFront matter text {n}.\nMore of it." for n in ("ii", "iii", "xix")]
     numbered += [f"Debian-Referenz {n} / 248\nBody text {n}.\nMore body." for n in range(1, 6)]
     assert not any("Debian-Referenz" in page for page in drop_running_lines(numbered))
+
+
+def test_running_heads_numbered_with_the_page_are_dropped_though_their_text_changes():
+    names = ["Introduction"] * 3 + ["Function reference"] * 4 + ["Index"] * 3
+    pages = [f"Chapter {n}: {name} {number + 3}\nBody of page {number}.\n{'Its end' * number} {number}."
+             for number, (n, name) in enumerate(zip([1] * 3 + [4] * 4 + [9] * 3, names, strict=True))]
+    pages[5] = "Function reference\nBody of page 5, unnumbered head.\nA last line."
+    pages[6] = "Function reference\nBody of page 6.\nA last line."
+    kept = drop_running_lines(pages)
+    assert all("Chapter" not in page and "Function reference" not in page for page in kept)
+    assert all(f"Body of page {n}" in page for n, page in enumerate(kept)) and "Its endIts end 2." in kept[2]
+    # lines that end in numbers out of step with the pages are body text
+    words = ["Mixing", "Pouring", "Baking", "Cooling", "Cutting", "Serving"]
+    body = [f"{word} takes 3\nText of step {n}.\n{words[-n]} is in figure {2 * n + 1}" for n, word in enumerate(words)]
+    assert drop_running_lines(body) == body
+
+
+def test_split_words_are_joined_where_the_document_says_so():
+    pages = ["The func-\ntion reads a well-\nknown value from asn1 read value and the\nre-\nsult of ASN1_\n"
+             "ELEMENT_NOT_FOUND.\nThe file name is set.",
+             "int asn1_read_value (node, file_name); this function is well known; a result."]
+    first = join_split_words(pages)[0]
+    assert "The function\nreads a well-known\nvalue from asn1_read_value and the\nresult\nof" in first
+    assert "ASN1_ELEMENT_NOT_FOUND" in first
+    assert "The file name is set." in first  # two parts join only where the same page spells the name
 
 
 def test_contents_and_index_pages_are_left_out_and_spec_lines_are_not():

@@ -106,6 +106,45 @@ def test_pdf_without_outline_still_has_pages():
     assert len(extracted.pages) == 7 and {c.page_start for c in chunks} >= {1, 7}
 
 
+RUNNING_HEAD = re.compile(r"^(?:Chapter \d+|Appendix [A-Z]): .{3,60} \d+$", re.MULTILINE)
+
+
+@pytest.mark.parametrize("name, heads", [("libtasn1.pdf", 26), ("asymptote.pdf", 162)], ids=["libtasn1", "asymptote"])
+def test_pdf_running_heads_that_change_per_chapter_are_in_no_passage(name, heads):
+    """Texinfo prints "Chapter 4: Function reference 22" over each page: the chapter's name and
+    the page number change, so no line repeats across half the pages, yet none is content."""
+    import pypdfium2 as pdfium
+
+    body = (REAL / "documents" / name).read_bytes()
+    document = pdfium.PdfDocument(body)
+    raw = "\n".join(document[i].get_textpage().get_text_range().replace("\r\n", "\n") for i in range(len(document)))
+    assert len(RUNNING_HEAD.findall(raw)) >= heads  # the running heads are there to remove
+    extracted = extract_isolated(body, doc.PDF, fallback_title=name)
+    chunks = chunk_markdown(extracted.content, extracted.title, pages=extracted.pages)
+    assert [c.text for c in chunks if RUNNING_HEAD.search(c.body)] == []
+
+
+def test_pdf_passages_keep_their_text_and_pages_without_the_running_heads():
+    extracted = _document("libtasn1.pdf", doc.PDF)
+    chunks = chunk_markdown(extracted.content, extracted.title, pages=extracted.pages)
+    decode = next(c for c in chunks if "Decodes a simple DER encoded type" in c.body)
+    assert decode.page_start <= 25 <= decode.page_end  # printed page 22 is the PDF's 25th
+    assert "GNU Libtasn1 home page" in extracted.content and "## Simple parsing" in extracted.content
+
+
+def test_pdf_identifiers_whose_underscores_print_as_rules_are_joined():
+    """Texinfo draws `_` outside code as a rule, so PDFium reads "asn1 decode simple der" where
+    the page shows asn1_decode_simple_der; the page spells the name in code beside it."""
+    content = _document("libtasn1.pdf", doc.PDF).content
+    assert "\nasn1_decode_simple_der\nint asn1_decode_simple_der (" in content
+    assert "asn1 decode simple der" not in content and "asn1 create element" not in content
+    assert "der_len: the bytes of the encoded string" in content  # a parameter's name
+    assert "ASN1_SYNTAX_ERROR if the syntax is not correct" in content  # broken after its underscore
+    asymptote = _document("asymptote.pdf", doc.PDF).content
+    assert "defined in three_light.asy:" in asymptote
+    assert "The Vector Graphics Language" in asymptote  # a link's Vector_Graphics_Language is not a name
+
+
 def _pdf_variant(**encrypt) -> bytes:
     pypdf = pytest.importorskip("pypdf")
     reader = pypdf.PdfReader(REAL / "documents" / "asymptote-CAD.pdf")
