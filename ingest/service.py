@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from django.db import transaction
+from django.utils import timezone
 from django_q.models import Schedule
 from django_q.tasks import async_task
 
 from ingest.errors import DnsFailed
 from ingest.fetch import FetchPolicy
 from ingest.ssrf import resolve_target
+from ingest.watchdog import queue_entry, release_orphaned_tasks
 from kb.models import IngestItem, IngestRun, Source
 
 REFRESH_SCHEDULE = "kb-refresh-source-{id}"
@@ -37,7 +39,8 @@ def start_ingest(source: Source, *, mode: str = IngestRun.Mode.INGEST,
                  on_progress=None) -> IngestRun:
     """Create a run and hand it to the background worker (or run it here with `sync`). A source
     has at most one queued run of each mode: asking again while one waits returns that one, so
-    clicking "Ingest now" a thousand times queues one run, not a thousand."""
+    clicking "Ingest now" a thousand times queues one run, not a thousand; if no worker can reach
+    that one's task any more, it is handed out again first (`_requeue_if_stranded`)."""
     with transaction.atomic():
         # one caller at a time per source, locking its row alone (no join through Source's ordering to
         # its namespace) and FOR NO KEY UPDATE: a worker's open write batch holds the namespace FOR SHARE
@@ -47,18 +50,33 @@ def start_ingest(source: Source, *, mode: str = IngestRun.Mode.INGEST,
         waiting = None if sync or retry_of is not None else IngestRun.objects.filter(
             source=source, mode=mode, status=IngestRun.Status.QUEUED, started_at=None).order_by("pk").first()
         if waiting is not None:
+            _requeue_if_stranded(waiting)
             return waiting
         run = IngestRun.objects.create(source=source, mode=mode, retry_of=retry_of)
         if not sync:
-            run.task_id = async_task(
-                "ingest.tasks.run_ingest", run.pk, task_name=f"ingest-run-{run.pk}",
-                group=f"source-{source.pk}",
-            )
-            run.save(update_fields=["task_id"])
+            _enqueue(run)
     if sync:
         execute_run(run.pk, on_progress=on_progress)
         run.refresh_from_db()
     return run
+
+
+def _enqueue(run: IngestRun) -> None:
+    run.task_id = async_task("ingest.tasks.run_ingest", run.pk, task_name=f"ingest-run-{run.pk}",
+                             group=f"source-{run.source_id}")
+    run.save(update_fields=["task_id"])
+
+
+def _requeue_if_stranded(run: IngestRun) -> None:
+    """A queued run whose task no worker can take is made takeable again: its queue entry is
+    released when the cluster that claimed it no longer runs (the product restarted while it
+    waited), and its task enqueued again when the entry is gone without the run having started
+    (the task ended early). A task a live cluster holds is left to it."""
+    entry = queue_entry(run.task_id) if run.task_id else None
+    if entry is None:
+        _enqueue(run)
+    elif entry.lock is not None and entry.lock > timezone.now():
+        release_orphaned_tasks()
 
 
 def ingest_texts(source: Source, documents: Iterable[tuple[str, str, str]], on_progress=None,

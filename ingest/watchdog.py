@@ -17,13 +17,27 @@ A worker that died, hangs or was stopped stops stamping it. With S = `KB_RUN_STA
 - a run started more than `KB_TASK_TIMEOUT` + `GRACE_SECONDS` ago is failed with
   `INGEST_RUN_TIMEOUT` (django-q2 stopped its worker at the timeout);
 - a queued run that no worker has taken for S while no run makes progress is *waiting*:
-  /healthz says degraded, the run page says since when (`waiting_runs`).
+  /healthz says degraded, the run page says since when (`waiting_runs`);
+- a queue entry claimed by a cluster that no longer runs is handed out again at once
+  (`release_orphaned_tasks`, below), so a run queued behind a long one when the product
+  restarted does not wait `KB_TASK_RETRY` (an hour) for a worker that is gone.
 
 A failed run is never taken up again by a late redelivery (`execute_run` leaves finished runs
 alone); the curator retries it. The watchdog runs in every qcluster's main process every
 `KB_WATCHDOG_SECONDS` (ingest/management/commands/qcluster.py), which forks the workers and
 runs no task itself, so a hung worker cannot hold it up; also as a django-q2 schedule and when
 `kb_run` starts.
+
+Queue entries: django-q2's ORM broker claims a task by setting its row's `lock` to the claim time
+plus `KB_TASK_RETRY`, then passes it to its cluster's workers through a queue in memory. A
+cluster that stops takes the tasks it had claimed with it, yet their rows stay locked until then.
+So each qcluster's main process records itself in the shared cache (`register_cluster`: machine,
+pid, start time; renewed by every watchdog pass), and a locked row no live cluster can hold is
+released when `kb_run` or a qcluster starts and at every watchdog pass. A row claimed at T can
+only be held by a cluster that started before T; a cluster is alive while its process runs (on
+this machine) or, on another machine, while it renews its entry within `cluster_lease()`. With no
+record of clusters nothing is released, and neither is the entry of a run that beats (a live
+worker holds it): a task released while held would run twice.
 """
 
 from __future__ import annotations
@@ -36,8 +50,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.core.cache import cache
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
+from django_q.conf import Conf
+from django_q.models import OrmQ
 
 from ingest.errors import IngestError, RunAbandoned, RunTimedOut
 from kb.conf import kb_settings
@@ -48,6 +66,9 @@ logger = logging.getLogger(__name__)
 GRACE_SECONDS = 120
 WATCHDOG_SCHEDULE = "kb-ingest-watchdog"
 STOPPED_WORKERS_LOOKBACK = timedelta(hours=1)
+CLUSTERS_KEY = "kb-qclusters"  # the cache entry listing live clusters
+LOCK_CLASS = 7302  # pg_advisory_xact_lock(LOCK_CLASS, 0): one writer of that entry at a time
+CLOCK_SLACK = timedelta(seconds=5)  # a claim this close after a cluster's start may still be its
 
 
 @dataclass(frozen=True)
@@ -199,3 +220,97 @@ def ensure_watchdog_schedule() -> None:
         name=WATCHDOG_SCHEDULE,
         defaults=dict(func="ingest.tasks.watchdog", schedule_type=Schedule.MINUTES, minutes=1, repeats=-1),
     )
+
+
+# --- queue entries no live cluster holds -----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClusterEntry:
+    """A qcluster's main process as it recorded itself."""
+
+    machine: str
+    pid: int
+    started: datetime
+    renewed: datetime
+
+    @property
+    def key(self) -> str:
+        return f"{self.machine}:{self.pid}"
+
+    def as_dict(self) -> dict:  # what the cache keeps: plain values, readable by any version
+        return {"machine": self.machine, "pid": self.pid, "started": self.started, "renewed": self.renewed}
+
+
+def cluster_lease() -> timedelta:
+    """How long a cluster of another machine counts as alive after it last renewed its entry:
+    several watchdog passes, so a slow pass or a short database outage is no death."""
+    return timedelta(seconds=max(120, 4 * kb_settings().watchdog_seconds))
+
+
+def register_cluster(started: datetime | None = None) -> datetime:
+    """Record this process as a live cluster started at `started` (now, before it claims
+    anything, when it starts), or renew its entry; entries of dead clusters are dropped. Returns
+    the start time to renew with."""
+    now = timezone.now()
+    me = ClusterEntry(machine(), os.getpid(), started or now, now)
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s, 0)", [LOCK_CLASS])
+        entries = {entry.key: entry for entry in _recorded() or () if _alive(entry, now)}
+        entries[me.key] = me
+        cache.set(CLUSTERS_KEY, [entry.as_dict() for entry in entries.values()], None)
+    return me.started
+
+
+def live_clusters(now: datetime | None = None) -> list[ClusterEntry] | None:
+    """The clusters alive now; None when no cluster ever recorded itself (nothing is known)."""
+    entries = _recorded()
+    if entries is None:
+        return None
+    now = now or timezone.now()
+    return [entry for entry in entries if _alive(entry, now)]
+
+
+def _recorded() -> list[ClusterEntry] | None:
+    entries = cache.get(CLUSTERS_KEY)
+    return None if entries is None else [ClusterEntry(**entry) for entry in entries]
+
+
+def _alive(entry: ClusterEntry, now: datetime) -> bool:
+    if entry.machine == machine():
+        return not worker_gone(entry.key, entry.started)
+    return now - entry.renewed < cluster_lease()
+
+
+def _holder_may_live(claimed: datetime, clusters: list[ClusterEntry]) -> bool:
+    return any(cluster.started <= claimed + CLOCK_SLACK for cluster in clusters)
+
+
+def release_orphaned_tasks(now: datetime | None = None) -> list[int]:
+    """Hand out again every claimed queue entry whose cluster no longer runs; their ids."""
+    now = now or timezone.now()
+    clusters = live_clusters(now)
+    if clusters is None:
+        return []
+    retry = timedelta(seconds=Conf.RETRY)
+    claimed = [row for row in OrmQ.objects.filter(lock__gt=now).only("pk", "lock", "payload")
+               if not _holder_may_live(row.lock - retry, clusters)]
+    beating = set(IngestRun.objects.filter(
+        task_id__in=[row.task_id() for row in claimed], status=IngestRun.Status.RUNNING,
+        heartbeat_at__gte=now - _stall(),
+    ).values_list("task_id", flat=True))
+    released = []
+    for row in claimed:
+        if row.task_id() in beating:  # its worker works: the record of clusters is wrong, not the worker
+            continue
+        if OrmQ.objects.filter(pk=row.pk, lock=row.lock).update(lock=now):  # unless claimed again meanwhile
+            released.append(row.pk)
+    if released:
+        logger.warning("released queue entries %s: the clusters that had claimed them no longer run", released)
+    return released
+
+
+def queue_entry(task_id: str) -> OrmQ | None:
+    """The queue's row of the task `task_id`, claimed or not; None once it ended (or was lost)."""
+    return next((row for row in OrmQ.objects.only("pk", "lock", "payload") if row.task_id() == task_id), None)

@@ -5,6 +5,9 @@ also runs the watchdog (ingest/watchdog.py) every `KB_WATCHDOG_SECONDS`: it fail
 worker stopped making progress and stops those workers, so the sentinel replaces them. The
 watchdog therefore keeps working when every worker hangs, which a django-q2 schedule (run by a
 worker) cannot. It starts after the sentinel has forked: this process forks nothing afterwards.
+Before that, the process records itself as a live cluster and releases the queue entries of
+clusters that no longer run (`register_cluster`, `release_orphaned_tasks`), then closes its
+database connection so the sentinel does not inherit it; each pass renews the record.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from django.db import DatabaseError, connections
 from django_q.cluster import Cluster
 from django_q.management.commands.qcluster import Command as DjangoQCommand
 
-from ingest.watchdog import fail_stuck_runs, stop_abandoned_workers
+from ingest.watchdog import fail_stuck_runs, register_cluster, release_orphaned_tasks, stop_abandoned_workers
 from kb.conf import kb_settings
 
 logger = logging.getLogger(__name__)
@@ -31,6 +34,9 @@ class Command(DjangoQCommand):
         settings.SECRET_KEY  # noqa: B018 - django-q2 signs tasks with it: fail now if it is missing
         if options.get("cluster_name"):
             os.environ["Q_CLUSTER_NAME"] = options["cluster_name"]
+        started = register_cluster()  # before it claims a task: what a dead cluster claimed is released
+        release_orphaned_tasks()
+        connections.close_all()  # the sentinel forked next must not share this process's connection
         cluster = Cluster()
         cluster.start()
         if options.get("run_once", False):
@@ -40,14 +46,16 @@ class Command(DjangoQCommand):
         while cluster.sentinel is not None and cluster.sentinel.is_alive():
             cluster.sentinel.join(timeout=interval)
             if cluster.sentinel.is_alive():
-                _watch()
+                _watch(started)
         connections.close_all()
 
 
-def _watch() -> None:
+def _watch(started) -> None:
     """One watchdog pass; a database that is away now is tried again at the next pass."""
     try:
+        register_cluster(started)
         fail_stuck_runs()
+        release_orphaned_tasks()
         own = {}
         for child in psutil.Process().children(recursive=True):
             try:

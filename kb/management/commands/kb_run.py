@@ -49,11 +49,14 @@ class Command(BaseCommand):
         self.stdout.write("==> migrating the database")
         call_command("migrate", interactive=False, verbosity=0)
         login = ensure_admin_user()
-        from ingest.watchdog import fail_stuck_runs
+        from ingest.watchdog import fail_stuck_runs, release_orphaned_tasks
 
         stuck = fail_stuck_runs(service_restarted=True)  # runs whose worker went down with the product
         if stuck:
             self.stdout.write(f"==> failed {len(stuck)} stuck ingest runs (retry them from the admin)")
+        released = release_orphaned_tasks()  # what the stopped worker had taken from the queue, unstarted
+        if released:
+            self.stdout.write(f"==> {len(released)} queued tasks of the stopped worker handed out again")
         if not no_demo:
             self._demo()
         connection.close()
