@@ -1,6 +1,7 @@
 """django-q2 entry points. They take primary keys, never model instances, and are idempotent."""
 
 from ingest.service import execute_run, start_ingest
+from ingest.upload_temp import sweep_stale_uploads
 from ingest.watchdog import fail_stuck_runs
 from kb.models import Source
 from kb.ratelimit import forget_old_windows
@@ -21,5 +22,6 @@ def refresh_source(source_id: int) -> str:
 
 def watchdog() -> str:
     forget_old_windows()  # rate-limit counters of past minutes
+    sweep_stale_uploads()  # upload files left by a web server killed mid-request
     failed = fail_stuck_runs()
     return f"failed stuck runs: {failed}" if failed else "no stuck runs"

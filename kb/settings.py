@@ -237,6 +237,11 @@ KB_MAX_CHUNKS_PER_DOCUMENT = int(os.environ.get("KB_MAX_CHUNKS_PER_DOCUMENT", "2
 KB_PARSER_INLINE_MAX_BYTES = int(os.environ.get("KB_PARSER_INLINE_MAX_BYTES", str(256 * 1024)))
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
+# a larger upload waits in a file of the product's own folder, locked by its server; what a killed
+# server left there is removed at start-up and by the watchdog (ingest/upload_temp.py)
+FILE_UPLOAD_TEMP_DIR = str(KB_DATA_DIR / "upload-tmp")
+FILE_UPLOAD_HANDLERS = ["django.core.files.uploadhandler.MemoryFileUploadHandler",
+                        "ingest.upload_temp.LockedTemporaryFileUploadHandler"]
 KB_CHUNK_TOKENS = int(os.environ.get("KB_CHUNK_TOKENS", "400"))
 KB_DEMO_DOCS_DIR = BASE_DIR / "docs"
 # Capability and knowledge retriever backends: "builtin", a dotted path to a class, or "none".

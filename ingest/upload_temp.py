@@ -1,0 +1,60 @@
+"""Where a large upload waits on disk while its request is read, and how what a killed server left
+there is removed.
+
+Django streams an upload over FILE_UPLOAD_MAX_MEMORY_SIZE to a named temporary file and deletes
+it when the request ends, however it ends, except when the process dies (SIGKILL, the OOM killer,
+a gunicorn worker timeout): then the file stays for good. So uploads go to FILE_UPLOAD_TEMP_DIR,
+a folder of the product's own (KB_DATA_DIR/upload-tmp), and each file is held under an exclusive
+`flock` by the process writing it. The kernel drops that lock when the process dies, so a file
+nobody holds locked is one no live request will read again: `sweep_stale_uploads` removes those,
+when the product starts (`kb_run`) and with every watchdog tick, and never touches a live upload.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+from pathlib import Path
+
+from django.conf import settings
+from django.core.files.uploadhandler import TemporaryFileUploadHandler
+
+logger = logging.getLogger(__name__)
+
+
+class LockedTemporaryFileUploadHandler(TemporaryFileUploadHandler):
+    """Django's handler for large uploads, whose file is locked by the process that writes it."""
+
+    def new_file(self, *args, **kwargs):
+        os.makedirs(settings.FILE_UPLOAD_TEMP_DIR, exist_ok=True)
+        super().new_file(*args, **kwargs)
+        # released with the file (the request's end) or the process (however it ends); blocking,
+        # so a sweep that opened the new file this instant is waited for, never mistaken
+        fcntl.flock(self.file.fileno(), fcntl.LOCK_EX)
+
+
+def sweep_stale_uploads() -> int:
+    """Remove the upload files in FILE_UPLOAD_TEMP_DIR that no process holds locked (their server
+    was killed mid-request); how many. Safe at any time, beside live uploads."""
+    folder = Path(settings.FILE_UPLOAD_TEMP_DIR)
+    removed = 0
+    try:
+        entries = list(os.scandir(folder))
+    except FileNotFoundError:
+        return 0
+    for entry in entries:
+        if not entry.is_file(follow_symlinks=False):
+            continue
+        try:
+            with open(entry.path, "rb") as handle:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)  # fails while its writer lives
+                os.unlink(entry.path)
+        except BlockingIOError:
+            continue
+        except FileNotFoundError:  # its request ended meanwhile and Django deleted it
+            continue
+        removed += 1
+    if removed:
+        logger.warning("removed %d upload files left in %s by a server killed mid-upload", removed, folder)
+    return removed

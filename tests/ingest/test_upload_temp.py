@@ -1,0 +1,80 @@
+"""A web server killed mid-upload leaves its temporary upload file behind; the product removes it
+when it starts and with the watchdog, and never removes the file of an upload still under way."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ingest.upload_temp import sweep_stale_uploads
+
+ROOT = Path(__file__).resolve().parents[2]
+# a web process receiving a large upload through the handler FILE_UPLOAD_HANDLERS names: it prints
+# the file's path once the first megabyte is written, then waits (a live request) or is killed
+SERVER = """
+import os, signal, sys
+import django
+django.setup()
+from django.conf import settings
+from django.core.files.uploadhandler import load_handler
+handler = load_handler(settings.FILE_UPLOAD_HANDLERS[-1])
+handler.new_file("file", "big.pdf", "application/pdf", 2 * 1024 * 1024)
+handler.receive_data_chunk(b"%PDF-" + b"x" * (1024 * 1024), 0)
+handler.file.flush()
+print(handler.file.temporary_file_path(), flush=True)
+if sys.argv[1] == "killed":
+    os.kill(os.getpid(), signal.SIGKILL)
+sys.stdin.read()  # the request goes on until the test says it ended
+handler.file.close()
+"""
+
+
+@pytest.fixture
+def data_dir(tmp_path, settings):
+    settings.FILE_UPLOAD_TEMP_DIR = str(tmp_path / "upload-tmp")  # as kb/settings.py derives it
+    return tmp_path
+
+
+def _server(data_dir: Path, how: str) -> tuple[subprocess.Popen, Path]:
+    env = {**os.environ, "KB_DATA_DIR": str(data_dir), "DJANGO_SETTINGS_MODULE": "kb.settings"}
+    env.pop("KB_WARM_MODEL", None)
+    server = subprocess.Popen([sys.executable, "-c", SERVER, how], cwd=ROOT, env=env, text=True,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    path = Path(server.stdout.readline().strip())
+    assert path.parent == data_dir / "upload-tmp" and path.is_file(), path
+    return server, path
+
+
+def test_a_killed_servers_upload_file_is_swept_and_a_live_uploads_file_is_kept(data_dir):
+    killed, stale = _server(data_dir, "killed")
+    assert killed.wait(timeout=60) == -signal.SIGKILL
+    assert stale.is_file()  # what a killed server leaves: Django never got to delete it
+    live, in_flight = _server(data_dir, "live")
+    try:
+        assert sweep_stale_uploads() == 1
+        assert not stale.exists()
+        assert in_flight.is_file() and in_flight.stat().st_size > 1024 * 1024
+    finally:
+        live.communicate("", timeout=60)  # the request ends: Django deletes its own file
+    assert live.returncode == 0
+    assert not in_flight.exists()
+    assert sweep_stale_uploads() == 0
+
+
+@pytest.mark.django_db
+def test_the_watchdog_sweeps_upload_files_of_a_killed_server(data_dir):
+    from ingest.tasks import watchdog
+
+    killed, stale = _server(data_dir, "killed")
+    killed.wait(timeout=60)
+    watchdog()
+    assert not stale.exists()
+
+
+def test_a_missing_folder_is_nothing_to_sweep(data_dir):
+    assert sweep_stale_uploads() == 0
