@@ -29,7 +29,7 @@ if not ALLOWED_HOSTS:
     ALLOWED_HOSTS = ["127.0.0.1", "localhost", "testserver"]
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "kb.apps.ConsoleAdminConfig",  # django.contrib.admin with a scoped "view on site"
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
