@@ -215,7 +215,7 @@ class MarkdownRenderer:
                 parts.append(self.code_block(child))
             elif name in ("ul", "ol"):
                 flush()
-                parts.append(self.list_block(child, 0))
+                parts.append(self.list_block(child))
             elif name == "table":
                 flush()
                 parts.append(self.table(child))
@@ -299,15 +299,17 @@ class MarkdownRenderer:
         fence = "`" * max(3, longest + 1)
         return f"{fence}{language}\n{text}\n{fence}"
 
-    def list_block(self, node: Tag, depth: int = 0) -> str:
-        """A list, nested lists indented under their item; an item holding blocks (paragraphs,
-        code, tables, definition lists) keeps them, indented under its marker, instead of being
-        run into one line; a list whose items hold headings is layout (Javadoc's `blockList`)
-        and its blocks are written as they are."""
+    def list_block(self, node: Tag, indent: str = "") -> str:
+        """A list, nested lists indented under their item's text (two spaces under `- `, three
+        under `1. `, as CommonMark needs to nest them); an ordered list keeps its `start`; an
+        item holding blocks (paragraphs, code, tables, definition lists) keeps them, indented
+        under its marker, instead of being run into one line; a list whose items hold headings
+        is layout (Javadoc's `blockList`) and its blocks are written as they are."""
         lines = []
         ordered = node.name == "ol"
-        indent = "  " * depth
-        for index, item in enumerate(node.find_all("li", recursive=False), start=1):
+        start = node.get("start", "1")
+        first_number = int(start) if ordered and isinstance(start, str) and start.isdigit() else 1
+        for index, item in enumerate(node.find_all("li", recursive=False), start=first_number):
             marker = f"{index}." if ordered else "-"
             if item.find(HEADINGS) is not None:
                 lines.append(self.blocks(item).strip())
@@ -322,7 +324,7 @@ class MarkdownRenderer:
             nested, inline_parts = [], []
             for child in item.children:
                 if isinstance(child, Tag) and child.name in ("ul", "ol"):
-                    nested.append(self.list_block(child, depth + 1))
+                    nested.append(self.list_block(child, indent + " " * (len(marker) + 1)))
                 elif isinstance(child, PreformattedString):
                     continue
                 elif isinstance(child, NavigableString):

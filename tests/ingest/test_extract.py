@@ -33,7 +33,7 @@ echo "done"
 
 1. First **step**
 2. Second
-  - nested
+   - nested
 
 | Option | Default |
 |---|---|
