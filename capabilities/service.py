@@ -39,6 +39,7 @@ from retrieval.query import validate_query
 logger = logging.getLogger(__name__)
 
 MAX_PAGE_SIZE = 200
+MAX_PAGE = 1_000_000  # far past any catalog's end, and its offset stays inside PostgreSQL's bigint
 INDEX_NOW, INDEX_QUEUE, INDEX_SKIP = "now", "queue", "skip"  # when `apply_provider` embeds
 
 
@@ -104,8 +105,8 @@ def catalog(principal: Principal, provider_ids: list[str] | None = None, page: i
             page_size: int = 50) -> dict:
     """Every capability of the providers, in a fixed order, a page at a time. Retrieval never
     replaces it, and it does not depend on any retriever being configured or healthy."""
-    if page < 1 or not 1 <= page_size <= MAX_PAGE_SIZE:
-        raise ValidationFailed(f"page must be ≥ 1 and page_size between 1 and {MAX_PAGE_SIZE}.",
+    if not 1 <= page <= MAX_PAGE or not 1 <= page_size <= MAX_PAGE_SIZE:
+        raise ValidationFailed(f"page must be between 1 and {MAX_PAGE} and page_size between 1 and {MAX_PAGE_SIZE}.",
                                details={"page": page, "page_size": page_size})
     slugs = sorted(store.providers(provider_ids, principal.readable())) if provider_ids \
         else store.readable_provider_slugs(principal.readable())

@@ -2,18 +2,43 @@
 
 from django import forms
 from django.contrib import admin, messages
+from django.forms.fields import InvalidJSONInput
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from evaluation.errors import EvalFileError
 from evaluation.runner import run_recorded
 from evaluation.suites import parse_suite
-from kb import models
+from kb import jsonbody, models
 from kb.admin_access import NamespaceScoped, ScopedInline
 from kb.datafiles import read_data
+from kb.errors import BadRequest
+
+
+class DefinitionField(forms.JSONField):
+    """The definition as typed, read as the API reads a body (`kb.jsonbody`): a lone surrogate
+    or deep nesting is a form error, where Django's field would fail on it, or fail to show the
+    form again (UTF-8 cannot encode a lone surrogate), with a 500."""
+
+    def to_python(self, value):
+        if isinstance(value, str) and value.strip():
+            try:
+                return jsonbody.parse(value, what="The definition")
+            except BadRequest as exc:
+                raise forms.ValidationError(exc.message, code="invalid") from exc
+        return super().to_python(value)
+
+    def bound_data(self, data, initial):
+        if isinstance(data, str) and not self.disabled:
+            try:
+                return jsonbody.parse(data)
+            except BadRequest:
+                return InvalidJSONInput(data)  # shown again as typed
+        return super().bound_data(data, initial)
 
 
 class EvalSuiteForm(forms.ModelForm):
+    definition = DefinitionField()
     upload = forms.FileField(required=False, help_text="A JSON or YAML eval file; replaces the definition.")
 
     class Meta:

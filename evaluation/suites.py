@@ -21,7 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evaluation.errors import EvalFileError, EvalUnknownVersion
+from kb import jsonbody
 from kb.datafiles import read_data
+from kb.errors import BadRequest
 
 SUPPORTED_VERSIONS = (1,)
 CASE_KEYS = {"id", "question", "topK", "minScore", "filter", "namespace", "expect"}
@@ -129,6 +131,10 @@ def parse_suite(data: Any, *, namespace: str | None = None, max_cases: int | Non
     """Validate a decoded suite; every error names the case and the field."""
     if not isinstance(data, dict):
         raise EvalFileError("An eval file must be a JSON object with 'version' and 'cases'.")
+    try:  # a lone surrogate is no text: it could be neither stored nor searched for
+        jsonbody.check(data, what="The eval suite")
+    except BadRequest as exc:
+        raise EvalFileError(exc.message, details=exc.details) from exc
     version = data.get("version")
     if version not in SUPPORTED_VERSIONS:
         raise EvalUnknownVersion(f"Unsupported eval file version {version!r}; this build reads version 1.",

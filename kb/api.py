@@ -8,12 +8,14 @@ from django.db import InterfaceError, OperationalError
 from django.http import Http404
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.parser import Parser
 from ninja.security import HttpBearer
 from ninja.utils import check_csrf
 
 from capabilities.api import router as capabilities_router
 from evaluation.api import router as evaluation_router
 from ingest.api import router as ingest_router
+from kb import jsonbody
 from kb.auth import principal_for
 from kb.errors import (
     AuthenticationRequired,
@@ -48,7 +50,16 @@ class TokenOrSession(HttpBearer):
         return principal_for(request, token)
 
 
-api = NinjaAPI(title="Knowledge base API", version="1", urls_namespace="api", auth=TokenOrSession())
+class StrictJsonParser(Parser):
+    """JSON bodies read by `kb.jsonbody`: a lone surrogate or nesting past its depth is a 400 that
+    says so, not an error deep in a search or a save."""
+
+    def parse_body(self, request):
+        return jsonbody.parse(request.body)
+
+
+api = NinjaAPI(title="Knowledge base API", version="1", urls_namespace="api", auth=TokenOrSession(),
+               parser=StrictJsonParser())
 api.add_router("/", retrieval_router)
 api.add_router("/", ingest_router)
 api.add_router("/", capabilities_router)
@@ -85,7 +96,10 @@ def authentication_error(request, exc):
 
 @api.exception_handler(HttpError)
 def http_error(request, exc: HttpError):
-    """ninja's own HttpError (the product raises its classes instead), by its status."""
+    """ninja's own HttpError (the product raises its classes instead), by its status. ninja wraps
+    whatever the parser raises in a 400 "Cannot parse request body"; ours says what was wrong."""
+    if isinstance(exc.__cause__, KBError):
+        return kb_error(request, exc.__cause__)
     return kb_error(request, error_for_status(exc.status_code)(str(exc)))
 
 

@@ -26,6 +26,7 @@ from retrieval.schemas import (
 from retrieval.service import Filters, search, spelling_correction
 
 MAX_PAGE_SIZE = 100
+MAX_PAGE = 1_000_000  # far past any namespace's end, and its offset stays inside PostgreSQL's bigint
 router = Router(tags=["search"])
 
 
@@ -74,8 +75,10 @@ def context(request, data: ContextIn):
 # the documents and namespaces endpoints keep the operation ids clients were generated with
 @router.get("/documents", response=DocumentPageOut, tags=["documents"], operation_id="kb_api_list_documents")
 def list_documents(request, namespace: str | None = None, page: int = 1, page_size: int = 20):
-    if page < 1 or not 1 <= page_size <= MAX_PAGE_SIZE:
-        raise ValidationFailed(f"page must be >= 1 and page_size between 1 and {MAX_PAGE_SIZE}.")
+    if not 1 <= page <= MAX_PAGE or not 1 <= page_size <= MAX_PAGE_SIZE:
+        raise ValidationFailed(f"page must be between 1 and {MAX_PAGE} and page_size between 1 and {MAX_PAGE_SIZE}; "
+                               f"got page={page}, page_size={page_size}.",
+                               details={"page": page, "page_size": page_size})
 
     def read():
         queryset = documents.visible_documents(request.auth, namespace)

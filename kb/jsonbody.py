@@ -1,0 +1,71 @@
+"""JSON request bodies read strictly, for the API and MCP alike: a body no field could hold is
+refused with a 400 that says what is wrong, before any view sees it.
+
+Python's decoder accepts two things the rest of the product cannot take: a lone surrogate
+escape (`"\\ud800"`), which is no character, so UTF-8 and PostgreSQL refuse it wherever it is
+stored or searched for; and nesting as deep as its recursion limit, which fails as a
+RecursionError. Both are answered as `BadRequest` (KB_BAD_REQUEST) here instead.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from kb.errors import BadRequest
+
+MAX_DEPTH = 64  # no request of ours nests deeper than a handful of levels
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def parse(body: bytes | str, what: str = "The request body") -> Any:
+    """The decoded body; BadRequest when it is not JSON, nests deeper than MAX_DEPTH, or holds a
+    lone surrogate in a string or a key (`what` names the body in the message)."""
+    try:
+        data = json.loads(body)
+    except RecursionError as exc:
+        raise too_deep(what) from exc
+    except UnicodeDecodeError as exc:
+        raise BadRequest(f"{what} is not UTF-8 (byte {exc.start}); send JSON encoded as UTF-8.",
+                         details={"position": exc.start}) from exc
+    except json.JSONDecodeError as exc:
+        raise BadRequest(f"{what} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}.",
+                         details={"line": exc.lineno, "column": exc.colno}) from exc
+    check(data, what)
+    return data
+
+
+def check(data: Any, what: str = "The request body") -> None:
+    """Raise BadRequest for nesting deeper than MAX_DEPTH or a lone surrogate anywhere in `data`
+    (`what` names it in the message). Walks with an explicit stack, so a deep value cannot
+    exhaust Python's own."""
+    pending: list[tuple[Any, str, int]] = [(data, "$", 1)]
+    while pending:
+        value, where, depth = pending.pop()
+        if isinstance(value, str):
+            if _SURROGATE.search(value):
+                raise lone_surrogate(what, where)
+            continue
+        if not isinstance(value, (dict, list)):
+            continue
+        if depth > MAX_DEPTH:
+            raise too_deep(what)
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if isinstance(key, str) and _SURROGATE.search(key):
+                    raise lone_surrogate(what, f"{where} (a key)")
+                pending.append((item, f"{where}.{key}", depth + 1))
+        else:
+            pending.extend((item, f"{where}[{index}]", depth + 1) for index, item in enumerate(value))
+
+
+def too_deep(what: str) -> BadRequest:
+    return BadRequest(f"{what} nests objects or lists more than {MAX_DEPTH} levels deep; no request needs "
+                      "that many.", details={"max_depth": MAX_DEPTH})
+
+
+def lone_surrogate(what: str, where: str) -> BadRequest:
+    return BadRequest(f"{what} holds a lone surrogate (an escape such as \\ud800 without its pair) at "
+                      f"{where[:200]}; it is not a character. Send text as UTF-8, or escape characters "
+                      "outside the BMP as a surrogate pair.", details={"at": where[:200]})
