@@ -26,8 +26,9 @@ import threading
 import time
 
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, InterfaceError, OperationalError, connections, transaction
+from django.db.models import QuerySet
 
-from kb.models import MeaningEstimate, QueryLog
+from kb.models import MeaningEstimate, Namespace, QueryLog
 
 logger = logging.getLogger(__name__)
 
@@ -125,12 +126,17 @@ def _write_alone(row: QueryLog) -> bool:
         return False
 
 
-def wait_for(query_id: int) -> QueryLog | None:
+def wait_for(query_id: int, *, namespaces: QuerySet[Namespace] | None = None) -> QueryLog | None:
     """The logged search `query_id` with its namespace, waiting up to twice FLUSH_SECONDS for
-    another process's writer to write it (a vote can follow its search faster than that)."""
+    another process's writer to write it (a vote can follow its search faster than that). With
+    `namespaces`, a search of another namespace is not found and waited for like a missing one, so
+    the time of the answer does not tell the two apart."""
     deadline = time.monotonic() + 2 * FLUSH_SECONDS
+    logs = QueryLog.objects.select_related("namespace").filter(pk=query_id)
+    if namespaces is not None:
+        logs = logs.filter(namespace__in=namespaces)
     while True:
-        log = QueryLog.objects.select_related("namespace").filter(pk=query_id).first()
+        log = logs.first()
         if log is not None or time.monotonic() >= deadline:
             return log
         time.sleep(FLUSH_SECONDS / 4)

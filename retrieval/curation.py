@@ -32,7 +32,9 @@ def record_feedback(principal: Principal, query_id: int, chunk_id: int, helpful:
     the caller may not read answers like one that does not exist."""
     missing = NotFound(f"No logged search {query_id}.")
     querylog.flush()  # a search of this process moments ago may still be queued
-    log = querylog.wait_for(query_id)  # or of another process, written within a moment
+    # or of another process, written within a moment; another tenant's search is waited for as long
+    # as a missing one (the same statements, the same time), so the answer's time is no oracle
+    log = querylog.wait_for(query_id, namespaces=principal.readable_namespaces())
     if log is None:
         raise missing
     require_readable(principal, log.namespace.slug, missing)

@@ -5,12 +5,19 @@ showing the request does work where it may."""
 
 from __future__ import annotations
 
+import re
+import time
+
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.contenttypes.models import ContentType
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
-from kb.models import Namespace, NamespaceMembership, Source
+from kb import querylog
+from kb.auth import issue_token
+from kb.models import Namespace, NamespaceMembership, QueryLog, Source
 
 pytestmark = pytest.mark.django_db
 
@@ -58,3 +65,35 @@ def test_view_on_site_refuses_an_unknown_content_type_like_a_missing_object(tena
     missing = client.get(f"/admin/r/{ContentType.objects.get_for_model(Source).pk}/{own.pk}/")
     assert unknown.status_code == missing.status_code == 404
     assert b"No page on the site for this object." in unknown.content
+
+
+def _vote(client: Client, token: str, query_id: int, chunk_id: int):
+    """The vote's response, the statements it ran (numbers left out) and how long it took."""
+    with CaptureQueriesContext(connection) as queries:
+        started = time.monotonic()
+        response = client.post("/api/feedback", {"query_id": query_id, "chunk_id": chunk_id, "helpful": True},
+                               content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+        elapsed = time.monotonic() - started
+    statements = {re.sub(r"\b\d+\b", "N", q["sql"]) for q in queries.captured_queries}
+    return response, statements, elapsed
+
+
+def test_a_vote_on_another_tenants_search_takes_the_path_of_a_missing_one(tenants):
+    """A missing search is waited for (another process may be writing it); another tenant's must
+    be too. Both answers take at least that wait and run the same statements: a bound a loaded
+    machine cannot break, unlike a ratio of timings."""
+    ours, theirs = tenants
+    _, token = issue_token("reader", namespaces=[ours])
+    foreign = QueryLog.objects.create(namespace=theirs, query="pumpkin", result_ids=[7])
+    own = QueryLog.objects.create(namespace=ours, query="apple", result_ids=[8])
+    client = Client()
+    mine, _, _ = _vote(client, token, own.pk, 8)  # the control: a vote on one's own search counts (and the
+    assert mine.status_code == 200, mine.content  # token's first use, which records it, is behind us)
+    found, found_statements, found_time = _vote(client, token, foreign.pk, 7)
+    missing, missing_statements, missing_time = _vote(client, token, MISSING_ID, 7)
+    assert found.status_code == missing.status_code == 404
+    assert found.json()["code"] == missing.json()["code"]
+    assert found.json()["message"].replace(str(foreign.pk), "N") == missing.json()["message"].replace(
+        str(MISSING_ID), "N")
+    assert found_statements == missing_statements
+    assert min(found_time, missing_time) >= 2 * querylog.FLUSH_SECONDS
