@@ -8,7 +8,7 @@ from django.utils.html import format_html, format_html_join
 
 from evaluation.errors import EvalFileError
 from evaluation.runner import run_recorded
-from evaluation.suites import parse_suite
+from evaluation.suites import check_own_namespace, parse_suite
 from kb import jsonbody, models
 from kb.admin_access import NamespaceScoped, ScopedInline
 from kb.datafiles import read_data
@@ -54,6 +54,8 @@ class EvalSuiteForm(forms.ModelForm):
                 data["definition"] = read_data(text, upload.name)
             namespace = data.get("namespace")
             parse_suite(data.get("definition"), namespace=namespace.slug if namespace else None)
+            if namespace is not None:
+                check_own_namespace(data["definition"], namespace.slug)
         except ValueError as exc:
             raise forms.ValidationError(str(exc)) from exc
         except EvalFileError as exc:

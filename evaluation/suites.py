@@ -158,6 +158,20 @@ def parse_suite(data: Any, *, namespace: str | None = None, max_cases: int | Non
     return EvalSuite(version=version, cases=tuple(parsed))
 
 
+def check_own_namespace(data: Any, namespace: str) -> None:
+    """Refuse a suite file (already parsed) that names any namespace but `namespace`, the stored
+    suite's own: its cases would search that one instead, silently. Another tenant's namespace and
+    one that does not exist are refused in the same words, so saving one tells nothing about it."""
+    named = [("defaults", "namespace", data.get("defaults", {}).get("namespace"))]
+    named += [(f"case {case['id']!r}", "namespace", case.get("namespace")) for case in data["cases"]]
+    for where, field_name, value in named:
+        if value is not None and value != namespace:
+            raise EvalFileError(
+                f"{where}, field {field_name!r}: {value!r} is not this suite's namespace; a stored suite "
+                f"searches its own namespace ({namespace!r}) only. Remove the field or set it to {namespace!r}.",
+                details={"field": field_name, "namespace": value})
+
+
 def _fail(case_id: str, field_name: str, problem: str) -> EvalFileError:
     return EvalFileError(f"case {case_id!r}, field {field_name!r}: {problem}",
                          details={"case": case_id, "field": field_name})
