@@ -1,10 +1,10 @@
 """Who is calling and what they may touch: API tokens, staff sessions, anonymous readers.
 
 Tokens look like `kb_<prefix>_<secret>`; only their SHA-256 is stored. A token reads (or, with
-the write scope, also changes) exactly the namespaces it lists. Superusers reach everything;
-other signed-in users, staff or readers (who sign in at /accounts/login/), the namespaces they
-are members of (`NamespaceMembership`, read or write). Anonymous callers may only read
-namespaces marked public.
+the write scope, also changes) exactly the namespaces it lists. Superusers reach everything.
+Other signed-in users, staff or readers (who sign in at /accounts/login/), read the namespaces
+they are members of (`NamespaceMembership`) and every public one, and change only those of their
+memberships that have write rights. Anonymous callers may only read namespaces marked public.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ TOKEN_START = "kb_"
 class Principal:
     kind: str  # token | staff (a superuser) | member (other staff) | anonymous
     token_id: int | None = None
-    namespaces: frozenset[str] | None = None  # None: every namespace
+    namespaces: frozenset[str] | None = None  # a token's or a member's own namespaces; None: every one
     can_write: bool = False
     writable: frozenset[str] = frozenset()  # members: the namespaces they may change
     rate_key: str = ""  # the counter its requests are charged to (`charge`)
@@ -46,22 +46,42 @@ class Principal:
         """A filter on Namespace for what this principal may read."""
         if self.kind == "staff":
             return Q()
-        if self.kind in ("token", "member"):
+        if self.kind == "token":
             return Q(slug__in=self.namespaces or ())
+        if self.kind == "member":  # public namespaces are read by everyone, signed in or not
+            return Q(slug__in=self.namespaces or ()) | Q(is_public=True)
         return Q(is_public=True)
 
     def readable_namespaces(self) -> QuerySet[Namespace]:
         """The namespaces this principal may read."""
         return Namespace.objects.filter(self.readable())
 
+    def member_namespaces(self) -> QuerySet[Namespace]:
+        """The namespaces this principal belongs to (a superuser: every one): what a curator's
+        pages show. A public namespace a member merely reads is not among them, so reading it
+        gives none of its curators' views."""
+        if self.kind == "staff":
+            return Namespace.objects.all()
+        if self.kind == "member":
+            return Namespace.objects.filter(slug__in=self.namespaces or ())
+        return Namespace.objects.none()
+
+    def access(self, namespace: Namespace) -> str:
+        """Why this principal reads `namespace` (one it may read): "superuser", "token", "member"
+        (a membership) or "public" (readable by everyone)."""
+        if self.kind == "staff":
+            return "superuser"
+        if self.kind == "token":
+            return "token"
+        return "member" if namespace.slug in (self.namespaces or ()) else "public"
+
     def check(self, namespace: str, *, write: bool = False) -> None:
         if self.kind == "staff":
             return
         if self.kind == "member":
             if namespace not in (self.namespaces or ()):
-                raise Forbidden(f"You are not a member of namespace {namespace!r}, or there is none of that name.",
-                                details={"namespace": namespace})
-            if write and namespace not in self.writable:
+                self._check_public(namespace, write)
+            elif write and namespace not in self.writable:
                 raise Forbidden(f"Your membership of {namespace!r} is read-only.")
             return
         if self.kind == "anonymous":
@@ -75,6 +95,16 @@ class Principal:
                             details={"namespace": namespace})  # one answer for both: names do not leak
         if write and not self.can_write:
             raise Forbidden("This token is read-only; writing needs a token with the write scope.")
+
+    def _check_public(self, namespace: str, write: bool) -> None:
+        """A member outside its memberships: a public namespace is read as by anyone; changing it,
+        or reading a private one (or one that does not exist: one answer for both), is refused."""
+        if not Namespace.objects.filter(slug=namespace, is_public=True).exists():
+            raise Forbidden(f"You are not a member of namespace {namespace!r}, or there is none of that name.",
+                            details={"namespace": namespace})
+        if write:
+            raise Forbidden(f"Namespace {namespace!r} is public: you may read it, but changing it needs a "
+                            "membership with write rights; ask its curators.", details={"namespace": namespace})
 
 
 def _digest(secret: str) -> str:
@@ -123,7 +153,8 @@ def principal_for(request, bearer: str | None, *, sessions: bool = True) -> Prin
 
 def staff_principal(user) -> Principal:
     """Superusers reach every namespace; other users (staff or readers) the namespaces they are
-    members of: a reader's membership gives the same reads as a staff member's."""
+    members of, and read every public one: a reader's membership gives the same reads as a staff
+    member's."""
     if user.is_superuser:
         return Principal("staff", can_write=True)
     memberships = list(NamespaceMembership.objects.filter(user=user).values_list("namespace__slug", "can_write"))

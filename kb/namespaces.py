@@ -1,5 +1,7 @@
 """What a caller may read, summarised: its namespaces and their sources, with counts and
-freshness (the last successful ingest run). For the API's /namespaces and the MCP tools."""
+freshness (the last successful ingest run). For the API's /namespaces and the MCP tools.
+Each namespace says why the caller reads it (`access`): a member's own namespaces are "member",
+the public ones it reads without a membership "public"."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ def namespace_summaries(principal: Principal) -> list[dict]:
     fresh = dict(IngestRun.objects.filter(source__namespace_id__in=ids, status=IngestRun.Status.SUCCEEDED)
                  .values_list("source__namespace_id").annotate(at=Max("finished_at")))
     return [{"slug": n.slug, "title": n.title or n.slug, "description": n.description, "is_public": n.is_public,
+             "access": principal.access(n),
              "sources": sources.get(n.pk, 0), "documents": documents.get(n.pk, 0), "chunks": chunks.get(n.pk, 0),
              "last_success_at": fresh.get(n.pk), "language": n.language,
              "document_languages": n.document_languages} for n in namespaces]

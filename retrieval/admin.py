@@ -48,8 +48,8 @@ class QueryLogAdmin(NamespaceScoped):
 
 def _matching_chunks(model_admin, request, term: str) -> list[int]:
     """Chunks matching `term` by their words in the namespace the list is filtered to, else in
-    the first MAX_SEARCHED_NAMESPACES namespaces the curator may read."""
-    namespaces = model_admin._principal(request).readable_namespaces().values_list("pk", flat=True)
+    the first MAX_SEARCHED_NAMESPACES namespaces the curator is a member of."""
+    namespaces = model_admin._principal(request).member_namespaces().values_list("pk", flat=True)
     chosen = request.GET.get("namespace__id__exact")
     if chosen and chosen.isdigit():
         namespaces = namespaces.filter(pk=int(chosen))

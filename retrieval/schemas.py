@@ -278,6 +278,8 @@ class NamespaceOut(Schema):
     title: str
     description: str
     is_public: bool
+    # why the caller reads it: a membership, public (read by everyone; no membership), its token, a superuser
+    access: Literal["member", "public", "token", "superuser"]
     sources: int
     documents: int
     chunks: int

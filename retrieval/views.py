@@ -36,7 +36,7 @@ def search_page(request):
 
 
 def default_namespace(namespaces: list[Namespace]) -> str:
-    """KB_DEFAULT_NAMESPACE when the reader may read it, else the first readable namespace."""
+    """KB_DEFAULT_NAMESPACE when it is among `namespaces`, else the first of them."""
     wanted = kb_settings().default_namespace
     slugs = [ns.slug for ns in namespaces]
     if wanted in slugs:
@@ -44,19 +44,32 @@ def default_namespace(namespaces: list[Namespace]) -> str:
     return slugs[0] if slugs else ""
 
 
+def collection_groups(principal, namespaces: list[Namespace]) -> list[tuple[str, list[Namespace]]]:
+    """The page's collection list: for a member, its own namespaces, then the public ones it reads
+    without a membership, each under its label; for anyone else one unlabelled group."""
+    if principal.kind != "member":
+        return [("", namespaces)]
+    own = [ns for ns in namespaces if principal.access(ns) == "member"]
+    public = [ns for ns in namespaces if principal.access(ns) == "public"]
+    return [(label, group) for label, group in (("Your collections", own), ("Public collections", public))
+            if group]
+
+
 def _page(request, principal):
     namespaces = list(principal.readable_namespaces().order_by("slug"))
+    groups = collection_groups(principal, namespaces)
     query = request.GET.get("q", "").strip()
-    namespace = request.GET.get("namespace") or default_namespace(namespaces)
+    # a member opens on its own collections before the public ones
+    namespace = request.GET.get("namespace") or (default_namespace(groups[0][1]) if groups else "")
     sources = list(Source.objects.filter(namespace__slug=namespace, namespace__in=namespaces).order_by("name"))
     source_id = request.GET.get("source", "")
     if source_id and source_id not in {str(s.pk) for s in sources}:
         source_id = ""  # a source of another namespace: the filter follows the namespace
     page = bounded_int(request.GET.get("page"), 1, 1, MAX_PAGES)
     group = "chunk" if request.GET.get("group") == "chunk" else "document"  # documents by default
-    context = {"query": query, "namespaces": namespaces, "namespace": namespace, "source_id": source_id,
-               "group": group, "sources": sources, "error": None, "results": None, "correction": None,
-               "sign_in": False, "voted": request.GET.get("voted", "")}
+    context = {"query": query, "namespaces": namespaces, "groups": groups, "namespace": namespace,
+               "source_id": source_id, "group": group, "sources": sources, "error": None, "results": None,
+               "correction": None, "sign_in": False, "voted": request.GET.get("voted", "")}
     status = 200
     if query:
         try:
@@ -140,7 +153,7 @@ def curator_report(request):
     """Per namespace and period: top, zero-result and weak queries with counts, trend and votes;
     with `?query=ID`, one logged search with its results, ready to become an eval case."""
     principal = staff_principal(request.user)
-    namespaces = list(principal.readable_namespaces().order_by("slug"))
+    namespaces = list(principal.member_namespaces().order_by("slug"))  # not the public ones it merely reads
     slug = request.GET.get("namespace") or default_namespace(namespaces)
     namespace = next((ns for ns in namespaces if ns.slug == slug), None)
     days = bounded_int(request.GET.get("days"), 7, 1, 365)

@@ -1,7 +1,7 @@
 """The reader and curator pages in a real headless Chromium, as a person uses them: the
 document view on a phone with the cited passage highlighted, the no-results state and its
-correction, a reader signing in to a private namespace, thumbs up and the curator's report,
-and a query turned into an eval case. Screenshots go to test-artifacts/."""
+correction, a reader signing in to a private namespace, a member reading a public one, thumbs up
+and the curator's report, and a query turned into an eval case. Screenshots go to test-artifacts/."""
 
 import json
 from urllib.request import urlopen
@@ -217,6 +217,52 @@ def test_reader_signs_in_and_sees_only_their_namespace(live_server, browser):
     browser.get(f"{live_server.url}/curate/")  # a curator's page: told so, not asked to sign in again
     assert browser.find_element(By.CSS_SELECTOR, "main h1").text == "For staff"
     assert "reader" in browser.find_element(By.CSS_SELECTOR, "p.error").text
+
+
+def test_a_signed_in_member_of_another_namespace_reads_a_public_one(live_server, browser):
+    """Signing in must not make the product less useful: a member of team-a still reads the public
+    demo, whose page, search results and document it opened signed out; team-b stays closed."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    team_a, _ = ingest("team-a", CORPUS)
+    ingest("team-b", CORPUS)
+    demo, _ = ingest("demo", {"faq": ("Public FAQ", "Pumpkins are orange, and this answer is public.")})
+    Namespace.objects.filter(slug="team-a").update(title="Team A handbook")
+    Namespace.objects.filter(pk=demo.pk).update(is_public=True, title="Demo docs")
+    reader = get_user_model().objects.create_user("reader", password="reader-pass-123", email="r@example.com")
+    NamespaceMembership.objects.create(user=reader, namespace=team_a)
+
+    browser.get(f"{live_server.url}/accounts/login/?next=/")
+    browser.find_element(By.ID, "id_username").send_keys("reader")
+    browser.find_element(By.ID, "id_password").send_keys("reader-pass-123")
+    browser.find_element(By.CSS_SELECTOR, ".account-form button").click()
+    assert "reader" in browser.find_element(By.CSS_SELECTOR, "header.top").text
+
+    groups = {g.get_attribute("label"): [o.text for o in g.find_elements(By.TAG_NAME, "option")]
+              for g in browser.find_elements(By.CSS_SELECTOR, "#namespace optgroup")}
+    assert groups == {"Your collections": ["Team A handbook"], "Public collections": ["Demo docs"]}, groups
+    assert Select(browser.find_element(By.ID, "namespace")).first_selected_option.text == "Team A handbook"
+    Select(browser.find_element(By.ID, "namespace")).select_by_visible_text("Demo docs")
+    box = browser.find_element(By.ID, "q")
+    box.send_keys("orange pumpkins")
+    box.submit()
+    assert "namespace=demo" in browser.current_url
+    first = browser.find_element(By.CSS_SELECTOR, "ol.results > li.result")
+    assert first.find_element(By.CSS_SELECTOR, "h3").text == "Public FAQ"
+    assert not browser.find_elements(By.CSS_SELECTOR, "p.error")
+    _shot(browser, "member-reads-public-namespace.png")
+    first.find_element(By.CSS_SELECTOR, "h3 a").click()
+    assert browser.find_element(By.CSS_SELECTOR, "main.document h1").text == "Public FAQ"
+    assert "Pumpkins are orange" in browser.find_element(By.CSS_SELECTOR, "main.document").text
+
+    browser.get(f"{live_server.url}/api/search?query=pumpkins&namespace=demo")  # the API, with the session
+    assert json.loads(browser.find_element(By.TAG_NAME, "body").text)["results"][0]["title"] == "Public FAQ"
+    browser.get(f"{live_server.url}/api/namespaces")
+    listed = json.loads(browser.find_element(By.TAG_NAME, "body").text)["namespaces"]
+    assert {n["slug"]: n["access"] for n in listed} == {"demo": "public", "team-a": "member"}
+    browser.get(f"{live_server.url}/?q=pumpkin&namespace=team-b")  # private namespaces stay closed
+    assert "not a member" in browser.find_element(By.CSS_SELECTOR, "p.error").text
 
 
 def test_feedback_reaches_the_curator_report_and_becomes_an_eval_case(live_server, browser):
