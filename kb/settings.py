@@ -99,7 +99,7 @@ else:
         "default": {
             "ENGINE": "kb.db_backend",
             "NAME": "kb",
-            "USER": "postgres",
+            "USER": "kb",  # kb/embedded_auth.py: not a superuser; its password is set on connecting
             "HOST": "",
             "EMBEDDED_PGDATA": str(KB_DATA_DIR / "pgdata"),
             "CONN_MAX_AGE": 60,

@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import quote
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -89,17 +90,19 @@ def current_database_url() -> str:
 
     connection.ensure_connection()
     s = connection.settings_dict
+    login = f"{quote(s['USER'], safe='')}:{quote(s['PASSWORD'] or '', safe='')}"
     if s["HOST"].startswith("/"):
-        return f"postgresql://{s['USER']}@/{s['NAME']}?host={s['HOST']}&port={s['PORT'] or 5432}"
-    return f"postgresql://{s['USER']}:{s['PASSWORD']}@{s['HOST']}:{s['PORT'] or 5432}/{s['NAME']}"
+        return f"postgresql://{login}@/{s['NAME']}?host={s['HOST']}&port={s['PORT'] or 5432}"
+    return f"postgresql://{login}@{s['HOST']}:{s['PORT'] or 5432}/{s['NAME']}"
 
 
 class StreamingReplica:
     """A hot standby of a running server: copied with pg_basebackup and streaming its WAL over the
     primary's Unix socket; it listens on a socket of its own and no TCP port."""
 
-    def __init__(self, primary_host: str, primary_port: int, pgdata: Path):
+    def __init__(self, primary_host: str, primary_port: int, pgdata: Path, superuser_password: str):
         self.primary_host, self.primary_port = primary_host, primary_port
+        self.password = superuser_password
         self.pgdata = pgdata
         self.port = free_port()
         self.user = "embedded_postgres" if os.geteuid() == 0 else None
@@ -112,7 +115,8 @@ class StreamingReplica:
             entry = pwd.getpwnam(self.user)
             os.chown(self.pgdata.parent, entry.pw_uid, entry.pw_gid)
         pg_basebackup(["-h", self.primary_host, "-p", str(self.primary_port), "-U", "postgres", "-D",
-                       str(self.pgdata), "-X", "stream", "-R", "-c", "fast"], user=self.user, timeout=300)
+                       str(self.pgdata), "-X", "stream", "-R", "-c", "fast"], user=self.user, timeout=300,
+                      env={**os.environ, "PGPASSWORD": self.password})
         pg_ctl(["-w", "-o", f"-h '' -p {self.port} -k {self.pgdata}", "-l", str(self.pgdata.parent / "replica.log"),
                 "start"], pgdata=self.pgdata, user=self.user, timeout=120)
 
@@ -127,8 +131,8 @@ class StreamingReplica:
     def execute(self, sql: str, dbname: str = "postgres"):
         import psycopg
 
-        with psycopg.connect(host=str(self.pgdata), port=self.port, user="postgres", dbname=dbname,
-                             autocommit=True) as conn:
+        with psycopg.connect(host=str(self.pgdata), port=self.port, user="postgres", password=self.password,
+                             dbname=dbname, autocommit=True) as conn:
             return conn.execute(sql).fetchall()
 
     def django_settings(self, primary: dict) -> dict:

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.db import connections
 
 from kb.conf import kb_settings
+from kb.embedded_auth import credentials
 from kb.embedding.embedders import get_embedder
 from kb.replicas import forget_replica_state
 from retrieval.service import search
@@ -41,8 +43,9 @@ def replica_server(django_db_setup, django_db_blocker, tmp_path_factory):
     with django_db_blocker.unblock():
         primary = connections["default"]
         primary.ensure_connection()
+        superuser = credentials(Path(primary.settings_dict["EMBEDDED_PGDATA"])).superuser_password
         server = StreamingReplica(primary.settings_dict["HOST"], int(primary.settings_dict["PORT"]),
-                                  tmp_path_factory.mktemp("replica") / "data")
+                                  tmp_path_factory.mktemp("replica") / "data", superuser)
         server.start()
         connections.settings[ALIAS] = server.django_settings(primary.settings_dict)
     try:

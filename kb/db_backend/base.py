@@ -17,6 +17,8 @@ class DatabaseWrapper(base.DatabaseWrapper):
             server = ensure_server(pgdata)
             self.settings_dict["HOST"] = server.socket_dir
             self.settings_dict["PORT"] = str(server.port)
+            self.settings_dict["USER"] = server.role
+            self.settings_dict["PASSWORD"] = server.password
             if self.settings_dict.get("NAME"):
                 ensure_database(server, self.settings_dict["NAME"])
             self.settings_dict["_EMBEDDED_READY"] = True
