@@ -7,6 +7,7 @@ from ingest.schemas import RunOut, SourceIn, SourceOut, SourcePatch, UploadOut
 from ingest.service import start_ingest
 from kb.auth import require_readable
 from kb.errors import NotFound, ValidationFailed
+from kb.http import sent_file_name
 from kb.models import IngestRun, Source
 
 router = Router(tags=["sources"])
@@ -59,7 +60,7 @@ def upload_files(request, source_id: int):
     files = request.FILES.getlist("files")
     if not files:
         raise ValidationFailed("No files: send them as multipart/form-data in the field 'files'.")
-    return Status(201, sources.upload_to_source(request.auth, source.pk, [(f.name, f) for f in files]))
+    return Status(201, sources.upload_to_source(request.auth, source.pk, [(sent_file_name(f), f) for f in files]))
 
 
 @router.get("/runs/{run_id}", response=RunOut)

@@ -14,6 +14,7 @@ from ingest.loaders import DEFAULTS
 from ingest.uploads import read_upload
 from kb import models
 from kb.errors import KBError
+from kb.http import sent_file_name
 from kb.vocabulary import SOURCE_KINDS, SOURCE_OPTIONS, URL_KINDS
 
 KIND_HELP = {  # what each kind ingests, shown when choosing one and on its form
@@ -154,7 +155,7 @@ class SourceForm(forms.ModelForm):
         self.upload = None
         if cleaned.get("files"):  # read and checked before anything is saved: a refused file is the form's error
             try:
-                self.upload = read_upload([(f.name, f) for f in cleaned["files"]])
+                self.upload = read_upload([(sent_file_name(f), f) for f in cleaned["files"]])
             except KBError as exc:
                 self.add_error("files", ValidationError(f"{exc.code}: {exc.message}", code=exc.code))
         return cleaned

@@ -29,6 +29,15 @@ def bounded_int(value, default: int, low: int, high: int) -> int:
         return default
 
 
+def sent_file_name(upload) -> str:
+    """An uploaded file's name as its sender gave it. Browsers, curl and urllib3 escape a '"' in a
+    multipart file name as %22 (the HTML standard's form-data encoding; Django's parser leaves it
+    so), which stored the name percent-encoded and served it encoded twice. A name with a %22 of its
+    own cannot be told from one with a quote; the quote is the likely one. CR and LF (%0D, %0A) are
+    not decoded: no file name needs a line break."""
+    return upload.name.replace("%22", '"')
+
+
 def staff_page(view):
     """A page for staff. Someone signed out is sent to sign in; a signed-in reader is told, with a
     403, that the page is for staff, rather than sent to a sign-in form they have already passed."""

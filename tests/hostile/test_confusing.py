@@ -5,12 +5,14 @@ uploaded file keeps the name it was given, encoded once on the way back."""
 from __future__ import annotations
 
 import json
+from urllib.parse import unquote
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from kb.models import EvalSuite, Namespace, NamespaceMembership
+from kb.auth import issue_token
+from kb.models import ApiToken, Document, EvalSuite, Namespace, NamespaceMembership, Source, SourceFile
 
 pytestmark = pytest.mark.django_db
 
@@ -65,3 +67,56 @@ def test_a_suite_naming_its_own_namespace_or_none_is_saved(tenants):
     assert _save_suite(client, ours, "named", _suite({"namespace": ours.slug})).status_code == 302
     assert _save_suite(client, ours, "unnamed", _suite({})).status_code == 302
     assert set(EvalSuite.objects.values_list("name", flat=True)) == {"named", "unnamed"}
+
+
+def _browser_upload(name_as_sent: str, body: bytes, fields: dict[str, str]) -> tuple[bytes, str]:
+    """A multipart body as a browser (or curl, or urllib3) sends a form with one file: a quote in
+    the file's name escaped as %22, as the HTML standard's form-data encoding says."""
+    boundary = "kb-test-boundary"
+    parts = [f'--{boundary}\r\nContent-Disposition: form-data; name="{key}"\r\n\r\n{value}\r\n'.encode()
+             for key, value in fields.items()]
+    parts.append((f'--{boundary}\r\nContent-Disposition: form-data; name="files"; filename="{name_as_sent}"\r\n'
+                  f"Content-Type: text/plain\r\n\r\n").encode() + body + b"\r\n")
+    return b"".join(parts) + f"--{boundary}--\r\n".encode(), f"multipart/form-data; boundary={boundary}"
+
+
+def _upload_through_the_api(namespace: Namespace, name_as_sent: str) -> Source:
+    source = Source.objects.create(namespace=namespace, name="files", kind="file")
+    _, token = issue_token("writer", namespaces=[namespace], scope=ApiToken.Scope.WRITE)
+    data, content_type = _browser_upload(name_as_sent, b"hello there, a plain text file", {})
+    response = Client().post(f"/api/sources/{source.pk}/files", data=data, content_type=content_type,
+                             HTTP_AUTHORIZATION=f"Bearer {token}")
+    assert response.status_code == 201, response.content
+    return source
+
+
+def _upload_through_the_console(namespace: Namespace, name_as_sent: str) -> Source:
+    data, content_type = _browser_upload(name_as_sent, b"hello there, a plain text file", {
+        "namespace": str(namespace.pk), "name": "files", "kind": "file", "enabled": "on", "priority": "0",
+        "refresh_interval": "", "files-TOTAL_FORMS": "0", "files-INITIAL_FORMS": "0", "runs-TOTAL_FORMS": "0",
+        "runs-INITIAL_FORMS": "0"})
+    response = _member(namespace).post("/admin/kb/source/add/?kind=file", data=data, content_type=content_type)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    return Source.objects.get(name="files")
+
+
+@pytest.mark.parametrize("upload", [_upload_through_the_api, _upload_through_the_console], ids=["api", "console"])
+@pytest.mark.parametrize("given, sent", [
+    ('say "hi".txt', "say %22hi%22.txt"),
+    ("plain name.txt", "plain name.txt"),
+    ("déjà vu.txt", "déjà vu.txt"),
+], ids=["quotes", "plain", "accents"])
+def test_an_uploaded_name_is_kept_as_given_and_served_encoded_once(tenants, settings, tmp_path, upload, given, sent):
+    settings.MEDIA_ROOT = str(tmp_path / "media")
+    ours, _ = tenants
+    source = upload(ours, sent)
+    assert list(SourceFile.objects.filter(source=source).values_list("path", flat=True)) == [given]
+
+    document = Document.objects.create(source=source, namespace=ours, ref=given, title=given)
+    reader = Client()
+    reader.force_login(get_user_model().objects.create_superuser("root", password="pw"))
+    download = reader.get(f"/documents/{document.pk}/original")
+    assert download.status_code == 200
+    disposition = download["Content-Disposition"]
+    assert disposition.startswith("inline; filename*=UTF-8''")
+    assert unquote(disposition.split("''", 1)[1], errors="strict") == given  # one decoding gives the name back
