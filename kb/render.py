@@ -11,10 +11,17 @@ removed as text rather than turned into attributes, so a document can neither ru
 set attributes. Code fences come out verbatim, inside `<pre><code class="language-X">`.
 Underscores never mark emphasis: a web page's text is stored as written, where `date.__str__()`
 or `__init__` is a name, not bold, and the extractors write emphasis with asterisks.
+
+Notes (footnotes and endnotes, `ingest/extract/blocks.py`'s `Notes`) are linked both ways: a
+citation `[^N]` is a superscript link to its note, and a note's line `[^N]: text` a paragraph
+with the id the citation links to and a link back. Labels are letters, digits and dashes only,
+so the ids they make are safe; each label is unique in its document, and the document view shows
+each passage's text once, so each id is on the page once.
 """
 
 from __future__ import annotations
 
+import re
 from functools import cache
 
 from markdown_it import MarkdownIt
@@ -23,6 +30,8 @@ from markdown_it.rules_inline import emphasis
 from kb.markup import TEXT, fenced, strip_heading_id
 
 SAFE_SCHEMES = ("http:", "https:", "mailto:")
+NOTE_CITATION = re.compile(r"\[\^([A-Za-z0-9-]{1,32})\]")
+NOTE_LINE = re.compile(r"\[\^([A-Za-z0-9-]{1,32})\]:[ \t]+")
 
 
 def _safe_url(url: str) -> bool:
@@ -46,6 +55,44 @@ def _link_open(renderer, tokens, idx, options, env) -> str:
     return renderer.renderToken(tokens, idx, options, env)
 
 
+def _note_citation(state, silent: bool) -> bool:
+    if state.src[state.pos] != "[" or (match := NOTE_CITATION.match(state.src, state.pos)) is None:
+        return False
+    if not silent:
+        state.push("note_citation", "", 0).meta = {"label": match.group(1)}
+    state.pos = match.end()
+    return True
+
+
+def _note_line(state, start_line: int, end_line: int, silent: bool) -> bool:
+    """`[^N]: text` on a line of its own: the note, one paragraph."""
+    if state.sCount[start_line] - state.blkIndent >= 4:
+        return False  # indented code
+    match = NOTE_LINE.match(state.src, state.bMarks[start_line] + state.tShift[start_line], state.eMarks[start_line])
+    if match is None:
+        return False
+    if silent:
+        return True
+    opening = state.push("note_open", "p", 1)
+    opening.meta, opening.map = {"label": match.group(1)}, [start_line, start_line + 1]
+    inline = state.push("inline", "", 0)
+    inline.content, inline.map, inline.children = state.src[match.end():state.eMarks[start_line]].strip(), \
+        [start_line, start_line + 1], []
+    state.push("note_close", "p", -1)
+    state.line = start_line + 1
+    return True
+
+
+def _render_citation(renderer, tokens, idx, options, env) -> str:
+    label = tokens[idx].meta["label"]
+    return f'<sup class="note-citation"><a href="#fn-{label}" id="fnref-{label}">{label}</a></sup>'
+
+
+def _render_note_open(renderer, tokens, idx, options, env) -> str:
+    label = tokens[idx].meta["label"]
+    return f'<p class="note" id="fn-{label}"><a class="note-back" href="#fnref-{label}">{label}</a> '
+
+
 @cache
 def _converter() -> MarkdownIt:
     """One parser for every passage: it holds only its rules (each render keeps its own state),
@@ -54,6 +101,11 @@ def _converter() -> MarkdownIt:
     md.validateLink = _safe_url  # a link or image whose target fails stays text
     md.inline.ruler.at("emphasis", _emphasis_without_underscore)
     md.add_render_rule("link_open", _link_open)
+    md.inline.ruler.before("link", "note_citation", _note_citation)
+    md.block.ruler.before("reference", "note_line", _note_line, {"alt": ["paragraph"]})
+    md.add_render_rule("note_citation", _render_citation)
+    md.add_render_rule("note_open", _render_note_open)
+    md.add_render_rule("note_close", lambda *args: "</p>\n")
     return md
 
 

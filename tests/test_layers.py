@@ -42,7 +42,7 @@ PURE = {
     "ingest.decisions", "ingest.run_status", "ingest.recall",
     "ingest.extract", "ingest.extract.html", "ingest.extract.html_markdown", "ingest.extract.text",
     "ingest.extract.result", "ingest.extract.ocr", "ingest.extract.sandbox", "ingest.extract.documents",
-    "ingest.extract.blocks", "ingest.extract.pdf", "ingest.extract.opendocument",
+    "ingest.extract.blocks", "ingest.extract.pdf", "ingest.extract.opendocument", "ingest.extract.word",
     "capabilities.errors", "capabilities.definitions", "capabilities.contracts",
     "evaluation.errors", "evaluation.suites", "evaluation.metrics", "evaluation.site_bench",
 }

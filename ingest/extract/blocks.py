@@ -93,3 +93,49 @@ def table_blocks(rows: list[list[str]]) -> list[str]:
     if not body:
         return [markdown_table([header])]
     return [markdown_table([header] + body[i:i + TABLE_BLOCK_ROWS]) for i in range(0, len(body), TABLE_BLOCK_ROWS)]
+
+
+def list_markdown(items: list[tuple[int, str, str]]) -> str:
+    """List items (level, marker, text) as one markdown list. The marker is `-` or `N.`; a
+    nested item is indented under its parent's text (two spaces under `- `, three under `1. `,
+    as CommonMark nests them); an empty marker is a further paragraph of the item before it."""
+    lines: list[str] = []
+    open_items: list[tuple[int, int]] = []  # (level, column of the item's text), outermost first
+    after_paragraph = False
+    for level, marker, text in items:
+        while open_items and (open_items[-1][0] > level or (marker and open_items[-1][0] == level)):
+            open_items.pop()
+        column = open_items[-1][1] if open_items else 0
+        if not marker:
+            lines.extend(["", " " * column + text])
+            after_paragraph = True
+            continue
+        if after_paragraph:
+            lines.append("")  # after an item's further paragraph, the next item starts clear of it
+            after_paragraph = False
+        lines.append(" " * column + f"{marker} {text}")
+        open_items.append((level, column + len(marker) + 1))
+    return "\n".join(lines)
+
+
+class Notes:
+    """Footnotes and endnotes as markdown notes: `[^N]` where the text cites one, and
+    `[^N]: text` after the section that cites it (`flush` at its end), numbered in the order
+    they are cited, so each label is unique in the document."""
+
+    def __init__(self):
+        self.count = 0
+        self.pending: list[str] = []
+
+    def cite(self, text: str) -> str:
+        text = " ".join(text.split())
+        if not text:
+            return ""
+        self.count += 1
+        self.pending.append(f"[^{self.count}]: {text}")
+        return f"[^{self.count}]"
+
+    def flush(self, builder: MarkdownBuilder) -> None:
+        for note in self.pending:
+            builder.add(note)
+        self.pending = []

@@ -4,7 +4,7 @@ EPUB and e-mail. Pure: bytes in, `Extracted` out.
 | type | library | structure kept |
 |---|---|---|
 | PDF | pypdfium2 (PDFium) | pages (`Extracted.pages`), the outline as headings (see `pdf.py`) |
-| DOCX | python-docx | Heading 1-9 and Title styles as headings, tables as tables (a merged cell once) |
+| DOCX | python-docx | headings, numbered and bulleted lists, tables (a merged cell once), notes (see `word.py`) |
 | PPTX | python-pptx | one section per slide (`## Slide N: title {#slide-N}`), notes, tables, grouped shapes |
 | XLSX | openpyxl | one section per sheet, rows as tables (header row repeated per block), dates |
 
@@ -15,7 +15,7 @@ it), up to `MAX_SHEET_CELLS`, past which the content says it was truncated.
 | EPUB | zipfile + the HTML extractor | chapters in spine order |
 | EML | email (stdlib) | subject as title, sender and date, plain part (or HTML part) |
 
-PDF is read in `pdf.py`, OpenDocument in `opendocument.py`, the rest here; the markdown builder,
+PDF is read in `pdf.py`, Word in `word.py`, OpenDocument in `opendocument.py`, the rest here; the markdown builder,
 tables and escapes they share are in `blocks.py`. Native parsers run in a child process with a
 time and memory budget (`ingest/extract/isolated.py`); `extract_document` is what runs there.
 Macro-enabled Office files are refused, never opened.
@@ -48,6 +48,7 @@ from ingest.extract.opendocument import read_ods, read_odt
 from ingest.extract.pdf import read_pdf
 from ingest.extract.result import Extracted
 from ingest.extract.text import decode_text
+from ingest.extract.word import read_docx
 from kb.markup import strip_heading_id
 
 PDF = "application/pdf"
@@ -82,7 +83,7 @@ def extract_document(body: bytes, media_type: str, *, fallback_title: str = "",
         return read_pdf(body, fallback_title, ocr_options)
     if media_type in MACRO_TYPES:
         raise MacrosRefused("Macro-enabled Office files are not read; save it without macros (.docx, .xlsx, .pptx).")
-    reader = {PDF: read_pdf, DOCX: _docx, PPTX: _pptx, XLSX: _xlsx, ODT: read_odt, ODS: read_ods, CSV: _csv,
+    reader = {PDF: read_pdf, DOCX: read_docx, PPTX: _pptx, XLSX: _xlsx, ODT: read_odt, ODS: read_ods, CSV: _csv,
               EPUB: _epub, EML: _eml}.get(media_type)
     if reader is None:
         raise UnsupportedType(f"Documents of type {media_type!r} are not read.")
@@ -97,68 +98,6 @@ def _refuse_ooxml_macros(body: bytes) -> None:
             raise MacrosRefused("The document contains macros (vbaProject.bin); it is not read.")
         if any(info.flag_bits & 0x1 for info in archive.infolist()):
             raise DocumentEncrypted("The document's parts are encrypted.")
-
-
-# --- Word -----------------------------------------------------------------------------------------
-def _docx(body: bytes, fallback_title: str) -> Extracted:
-    import docx
-    from docx.opc.exceptions import PackageNotFoundError
-    from docx.table import Table
-    from docx.text.paragraph import Paragraph
-
-    try:
-        document = docx.Document(io.BytesIO(body))
-    except (PackageNotFoundError, KeyError, ValueError, zipfile.BadZipFile) as exc:
-        raise DocumentCorrupt(f"The Word file cannot be read: {exc}") from exc
-    builder = MarkdownBuilder()
-    title = (document.core_properties.title or "").strip()
-    for block in document.iter_inner_content():
-        if isinstance(block, Paragraph):
-            text = " ".join(block.text.split())
-            if not text:
-                continue
-            level = _docx_heading_level(block.style.name if block.style is not None else "")
-            if level:
-                builder.add("#" * level + " " + text)
-                title = title or (text if level == 1 else "")
-            elif block.style is not None and block.style.name.lower().startswith("list"):
-                builder.add("- " + text)
-            else:
-                builder.add(escape_markdown_line(text))
-        elif isinstance(block, Table):
-            for table in table_blocks(_docx_rows(block)):
-                builder.add(table)
-    return builder.result(title or fallback_title)
-
-
-def _docx_rows(table) -> list[list[str]]:
-    """The table's cell texts, a merged cell's text once: python-docx repeats a merged cell in
-    every grid column (and row) it spans, as the same underlying `<w:tc>`.
-
-    The set holds the `<w:tc>` elements themselves, not their `id()`: lxml hands out the same
-    proxy for an element only while one is alive, so a dropped proxy's `id()` is reused by
-    another cell's and distinct cells would look like repeats."""
-    seen: set = set()
-    rows = []
-    for row in table.rows:
-        cells = []
-        for cell in row.cells:
-            tc = cell._tc
-            cells.append("" if tc in seen else " ".join(cell.text.split()).replace("|", "\\|"))
-            seen.add(tc)
-        rows.append(cells)
-    return rows
-
-
-def _docx_heading_level(style: str) -> int:
-    name = style.lower()
-    if name == "title":
-        return 1
-    if name.startswith("heading "):
-        digits = name[len("heading "):]
-        if digits.isdigit():
-            return min(6, int(digits))
-    return 0
 
 
 # --- PowerPoint -------------------------------------------------------------------------------

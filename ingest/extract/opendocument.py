@@ -1,23 +1,40 @@
 """OpenDocument text and spreadsheets (ODT, ODS) to markdown, reading their XML with defusedxml:
-headings by outline level, sheets as tables. Pure: bytes in, `Extracted` out."""
+headings by outline level, sheets as tables. Pure: bytes in, `Extracted` out.
+
+Lists are lists: a `text:list` is numbered (`1.`) or bulleted (`-`) as its list style's level
+says (`text:list-level-style-number` or `-bullet`, in content.xml or styles.xml), nested by
+level, numbered from the style's `start-value` and continued where the list says so; an item's
+later paragraphs stay in the item. Footnotes and endnotes (`text:note`) are notes
+(`blocks.Notes`): `[^N]` where the text cites them, the note after its section."""
 
 from __future__ import annotations
 
 from defusedxml import ElementTree as SafeXML
 
 from ingest.errors import DocumentCorrupt, DocumentEncrypted
-from ingest.extract.blocks import MarkdownBuilder, escape_markdown_line, open_zip, sheets_markdown, table_blocks
+from ingest.extract.blocks import (
+    MarkdownBuilder,
+    Notes,
+    escape_markdown_line,
+    list_markdown,
+    open_zip,
+    sheets_markdown,
+    table_blocks,
+)
 from ingest.extract.result import Extracted
 
 ODF_NS = {
     "text": "urn:oasis:names:tc:opendocument:xmlns:text:1.0",
     "table": "urn:oasis:names:tc:opendocument:xmlns:table:1.0",
     "office": "urn:oasis:names:tc:opendocument:xmlns:office:1.0",
+    "style": "urn:oasis:names:tc:opendocument:xmlns:style:1.0",
 }
+TEXT = f"{{{ODF_NS['text']}}}"
 
 
 def _odf_content(body: bytes):
-    """(content.xml's root, the title the document's properties give), from one reading of the archive."""
+    """(content.xml's root, the title the document's properties give, the list styles), from one
+    reading of the archive."""
     with open_zip(body) as archive:
         if "META-INF/manifest.xml" in archive.namelist():
             manifest = archive.read("META-INF/manifest.xml")
@@ -29,7 +46,35 @@ def _odf_content(body: bytes):
             raise DocumentCorrupt("The OpenDocument file has no content.xml.") from exc
         except SafeXML.ParseError as exc:
             raise DocumentCorrupt(f"The OpenDocument content is not valid XML: {exc}") from exc
-        return root, _odf_title(archive)
+        return root, _odf_title(archive), _list_styles([root, _styles_root(archive)])
+
+
+def _styles_root(archive):
+    """styles.xml's root, where a document's named list styles live; None when it is absent or unreadable."""
+    if "styles.xml" not in archive.namelist():
+        return None
+    try:
+        return SafeXML.fromstring(archive.read("styles.xml"))
+    except SafeXML.ParseError:
+        return None  # the styles are not the content: a bad styles.xml costs only the numbering
+
+
+def _list_styles(roots) -> dict[tuple[str, int], int | None]:
+    """{(list style, level): the number its items start at, or None for bullets}."""
+    styles: dict[tuple[str, int], int | None] = {}
+    for root in roots:
+        if root is None:
+            continue
+        for style in root.iter(f"{TEXT}list-style"):
+            name = style.get(f"{{{ODF_NS['style']}}}name") or ""
+            for level_style in style:
+                level = level_style.get(f"{TEXT}level") or "1"
+                numbered = level_style.tag == f"{TEXT}list-level-style-number" and (
+                    level_style.get(f"{{{ODF_NS['style']}}}num-format") != "")
+                start = level_style.get(f"{TEXT}start-value") or "1"
+                styles[(name, int(level) if level.isdigit() else 1)] = (
+                    int(start) if numbered and start.isdigit() else (1 if numbered else None))
+    return styles
 
 
 def _odf_title(archive) -> str:
@@ -45,54 +90,108 @@ def _odf_title(archive) -> str:
     return " ".join((found.text or "").split()) if found is not None else ""
 
 
-def _odf_text(element) -> str:
-    """An element's text with `text:s`, `text:tab` and `text:line-break` as spaces."""
+def _odf_text(element, notes: Notes | None = None) -> str:
+    """An element's text with `text:s`, `text:tab` and `text:line-break` as spaces, and `[^N]`
+    where it cites a note (given `notes`, which keeps the note's text)."""
     parts = [element.text or ""]
     for child in element:
         tag = child.tag.rsplit("}", 1)[-1]
         if tag in ("s", "tab", "line-break"):
             parts.append(" ")
+        elif tag == "note" and notes is not None:
+            note_body = child.find(f"{TEXT}note-body")
+            if note_body is not None:
+                parts.append(notes.cite(" ".join(_odf_text(p) for p in note_body.iter() if p.tag in BODY_TAGS)))
         elif tag not in ("note", "annotation"):
-            parts.append(_odf_text(child))
+            parts.append(_odf_text(child, notes))
         parts.append(child.tail or "")
     return " ".join("".join(parts).split())
 
 
+BODY_TAGS = (f"{TEXT}p", f"{TEXT}h")
+
+
 def read_odt(body: bytes, fallback_title: str) -> Extracted:
-    root, title = _odf_content(body)
+    root, title, list_styles = _odf_content(body)
     office_text = root.find(".//office:text", ODF_NS)
     if office_text is None:
         raise DocumentCorrupt("The OpenDocument file has no text body.")
     builder = MarkdownBuilder()
-    in_tables = {id(p) for table in office_text.iter(f"{{{ODF_NS['table']}}}table")
-                 for p in table.iter(f"{{{ODF_NS['text']}}}p")}
+    notes = Notes()
+    done = {id(p) for table in office_text.iter(f"{{{ODF_NS['table']}}}table")
+            for p in table.iter(f"{TEXT}p")}  # read with their table
+    done |= {id(e) for note in office_text.iter(f"{TEXT}note") for e in note.iter()}  # read as notes
+    counters: dict[tuple[str, int], int] = {}
     for element in office_text.iter():
+        if id(element) in done:
+            continue
         tag = element.tag.rsplit("}", 1)[-1]
-        if element.tag == f"{{{ODF_NS['text']}}}h":
-            level = element.get(f"{{{ODF_NS['text']}}}outline-level") or "1"
-            text = _odf_text(element)
+        if element.tag == f"{TEXT}h":
+            notes.flush(builder)  # the notes of the section before
+            level = element.get(f"{TEXT}outline-level") or "1"
+            text = _odf_text(element, notes)
             if text:
                 builder.add("#" * min(6, int(level) if level.isdigit() else 1) + " " + text)
                 title = title or text
-        elif element.tag == f"{{{ODF_NS['text']}}}p" and id(element) not in in_tables:
-            text = _odf_text(element)
+        elif element.tag == f"{TEXT}p":
+            text = _odf_text(element, notes)
             if text:
                 builder.add(escape_markdown_line(text))
+        elif element.tag == f"{TEXT}list" and element.find(f".//{TEXT}h") is None:  # numbered headings stay headings
+            items = _list_items(element, list_styles, counters, notes)
+            if items:
+                builder.add(list_markdown(items))
+            done |= {id(e) for e in element.iter()}
         elif tag == "table" and element.tag == f"{{{ODF_NS['table']}}}table":
-            for table in table_blocks(_odf_rows(element)):
+            for table in table_blocks(_odf_rows(element, notes)):
                 builder.add(table)
+    notes.flush(builder)
     return builder.result(title or fallback_title)
 
 
-def _odf_rows(table) -> list[list[str]]:
+def _list_items(lst, styles, counters: dict[tuple[str, int], int], notes: Notes, level: int = 0,
+                style: str = "") -> list[tuple[int, str, str]]:
+    """A `text:list`'s items as (level, marker, text) for `blocks.list_markdown`: a nested
+    list takes its style from the list around it unless it names its own."""
+    style = lst.get(f"{TEXT}style-name") or style
+    key = (style, level)
+    continues = lst.get(f"{TEXT}continue-numbering") == "true" or lst.get(f"{TEXT}continue-list")
+    if not (level == 0 and continues):
+        counters.pop(key, None)
+    start = styles.get((style, level + 1))  # a list of no known style is bulleted: numbers would be made up
+    items = []
+    for item in lst:
+        first = item.tag == f"{TEXT}list-item"
+        for child in item:
+            if child.tag == f"{TEXT}list":
+                items.extend(_list_items(child, styles, counters, notes, level + 1, style))
+                continue
+            if child.tag not in BODY_TAGS or not (text := _odf_text(child, notes)):
+                continue
+            marker = ""
+            if first:
+                if start is None:
+                    marker = "-"
+                else:
+                    value = item.get(f"{TEXT}start-value")
+                    counters[key] = int(value) if value and value.isdigit() else counters.get(key, start - 1) + 1
+                    marker = f"{counters[key]}."
+                first = False
+            items.append((level, marker, escape_markdown_line(text)))
+    return items
+
+
+def _odf_rows(table, notes: Notes | None = None) -> list[list[str]]:
     rows = []
+    in_notes = {id(e) for note in table.iter(f"{TEXT}note") for e in note.iter()}
     max_repeat = 1000  # repeated empty rows and columns pad sheets to a million cells
     for row in table.iter(f"{{{ODF_NS['table']}}}table-row"):
         cells = []
         for cell in row:
             if cell.tag.rsplit("}", 1)[-1] not in ("table-cell", "covered-table-cell"):
                 continue
-            text = " ".join(_odf_text(p) for p in cell.iter(f"{{{ODF_NS['text']}}}p")).replace("|", "\\|")
+            text = " ".join(_odf_text(p, notes) for p in cell.iter(f"{TEXT}p")
+                            if id(p) not in in_notes).replace("|", "\\|")
             repeat = int(cell.get(f"{{{ODF_NS['table']}}}number-columns-repeated") or 1)
             cells.extend([text] * min(repeat, max_repeat if text else 1))
         repeat = int(row.get(f"{{{ODF_NS['table']}}}number-rows-repeated") or 1)
@@ -101,7 +200,7 @@ def _odf_rows(table) -> list[list[str]]:
 
 
 def read_ods(body: bytes, fallback_title: str) -> Extracted:
-    root, title = _odf_content(body)
+    root, title, _ = _odf_content(body)
     sheets = [(table.get(f"{{{ODF_NS['table']}}}name") or f"Sheet {n}", _odf_rows(table))
               for n, table in enumerate(root.iter(f"{{{ODF_NS['table']}}}table"), start=1)]
     return sheets_markdown(sheets, title or fallback_title)
