@@ -17,10 +17,13 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_GET
+from django_mcpz.jsonrpc import PARSE_ERROR
+from django_mcpz.jsonrpc import error_response as jsonrpc_error
 from django_mcpz.server import MCPServer, ToolError
 from pydantic import ValidationError
 
 from capabilities.mcp import tools as capability_tools
+from kb import jsonbody
 from kb.auth import principal_for
 from kb.conf import kb_settings
 from kb.errors import AuthenticationRequired, KBError, RateLimited, TokenInvalid, ValidationFailed
@@ -90,7 +93,17 @@ def protected_resource_metadata(request: HttpRequest) -> JsonResponse:
 
 class KnowledgeBaseServer(MCPServer):
     """django-mcpz answers a structured result with its JSON as the text block; a tool of ours
-    leaves a shorter rendering on the request, which is what the model reads instead."""
+    leaves a shorter rendering on the request, which is what the model reads instead. Bodies are
+    first read as the API reads them (`kb.jsonbody`): django-mcpz's decoder fails on deep nesting
+    with a RecursionError (a 500) and calls a lone surrogate only "Invalid JSON"."""
+
+    def __call__(self, request):
+        if request.method == "POST":
+            try:
+                jsonbody.parse(request.body)
+            except KBError as exc:
+                return jsonrpc_error(None, PARSE_ERROR, exc.message, data=exc.as_dict(), status=400)
+        return super().__call__(request)
 
     def _result(self, request, request_id, result, *, result_type="complete"):
         rendering = getattr(request, "kb_rendering", None)
