@@ -23,11 +23,16 @@ from django.core.files.uploadhandler import TemporaryFileUploadHandler
 logger = logging.getLogger(__name__)
 
 
+def ensure_upload_folder() -> None:
+    """Create FILE_UPLOAD_TEMP_DIR (with KB_DATA_DIR) if missing: Django checks that it exists."""
+    os.makedirs(settings.FILE_UPLOAD_TEMP_DIR, exist_ok=True)
+
+
 class LockedTemporaryFileUploadHandler(TemporaryFileUploadHandler):
     """Django's handler for large uploads, whose file is locked by the process that writes it."""
 
     def new_file(self, *args, **kwargs):
-        os.makedirs(settings.FILE_UPLOAD_TEMP_DIR, exist_ok=True)
+        ensure_upload_folder()  # removed since start-up (a cleaned data folder) is no failed upload
         super().new_file(*args, **kwargs)
         # released with the file (the request's end) or the process (however it ends); blocking,
         # so a sweep that opened the new file this instant is waited for, never mistaken

@@ -78,3 +78,15 @@ def test_the_watchdog_sweeps_upload_files_of_a_killed_server(data_dir):
 
 def test_a_missing_folder_is_nothing_to_sweep(data_dir):
     assert sweep_stale_uploads() == 0
+
+
+def test_a_fresh_data_folder_passes_djangos_checks(tmp_path):
+    """Django refuses to start (files.E001) while FILE_UPLOAD_TEMP_DIR does not exist: the ingest
+    app creates it, so a first start on an empty KB_DATA_DIR serves and works."""
+    data = tmp_path / "fresh" / "data"
+    env = {**os.environ, "KB_DATA_DIR": str(data)}
+    env.pop("KB_WARM_MODEL", None)
+    done = subprocess.run([sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert (data / "upload-tmp").is_dir()
