@@ -136,8 +136,6 @@ class SourceAdmin(NamespaceScoped):
     def save_model(self, request, obj, form, change):
         super().save_model(request, obj, form, change)
         ingest_service.sync_refresh_schedule(obj)
-        for warning in getattr(form, "warnings", ()):
-            self.message_user(request, warning, messages.WARNING)
         upload = getattr(form, "upload", None)  # read and checked by the form (`read_upload`)
         if upload is not None and obj.kind == models.Source.Kind.FILE:
             report = store_upload(obj, upload)

@@ -91,7 +91,6 @@ class SourceForm(forms.ModelForm):
     """The fields every kind shares; `source_form(kind)` adds that kind's."""
 
     kind: str = ""
-    warnings: list[str]
 
     class Meta:
         model = models.Source
@@ -99,7 +98,6 @@ class SourceForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.warnings = []
         if self.instance.pk is None:
             self.instance.kind = self.kind
         options = self.instance.options or {}
@@ -122,9 +120,7 @@ class SourceForm(forms.ModelForm):
 
     def _check_fetchable(self, location: str) -> None:
         try:
-            warning = ingest_service.location_warning(location)
-            if warning:
-                self.warnings.append(warning)
+            ingest_service.check_fetchable(location)
         except FetchBlocked as exc:
             details = exc.details or {}
             if "rule" not in details:  # not a refusal of the address: the guard's message says it all

@@ -9,9 +9,8 @@ from django.utils import timezone
 from django_q.models import Schedule
 from django_q.tasks import async_task
 
-from ingest.errors import DnsFailed
 from ingest.fetch import FetchPolicy
-from ingest.ssrf import resolve_target
+from ingest.ssrf import check_unresolved
 from ingest.watchdog import queue_entry, release_orphaned_tasks
 from kb.models import IngestItem, IngestRun, Source
 
@@ -138,18 +137,7 @@ def sync_refresh_schedule(source: Source) -> Schedule | None:
 
 
 def check_fetchable(url: str) -> None:
-    """Raise what the SSRF guard will answer the worker for `url` (FetchBlocked with the allow-list
-    entry it would need, DnsFailed, ...): the same decision, taken at save time."""
-    policy = FetchPolicy.from_settings()
-    resolve_target(url, allowed=policy.allowed, resolver=policy.resolver)
-
-
-def location_warning(url: str) -> str:
-    """`check_fetchable` at save time, as the console and the API both take it: a refusal is
-    raised; a name that does not resolve now is no refusal (it may resolve later), so the
-    source is saved with this warning; "" when all is well."""
-    try:
-        check_fetchable(url)
-    except DnsFailed as exc:
-        return f"{exc.message.rstrip('.')}. The source is saved; its runs fail until the name resolves."
-    return ""
+    """Raise what the SSRF guard decides about `url` before any DNS (FetchBlocked with the allow-list
+    entry it would need): taken at save time, by the console and the API alike. A name is resolved
+    only when fetched, so saving is no oracle for an internal DNS (`ingest.ssrf.check_unresolved`)."""
+    check_unresolved(url, allowed=FetchPolicy.from_settings().allowed)

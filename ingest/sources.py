@@ -9,8 +9,8 @@ from django.db import IntegrityError, transaction
 
 from ingest.errors import ContentTooLarge
 from ingest.service import (
+    check_fetchable,
     ingests_otherwise,
-    location_warning,
     queue_after_save,
     start_ingest,
     sync_refresh_schedule,
@@ -25,7 +25,8 @@ from kb.vocabulary import URL_KINDS
 
 @dataclass(frozen=True)
 class Saved:
-    """A source as a create or an update left it: the run it queued, and what the caller should know."""
+    """A source as a create or an update left it: the run it queued, and what the caller should know
+    (nothing yet: a name that did not resolve was one, but a save no longer resolves names)."""
 
     source: Source
     queued: IngestRun | None = None
@@ -67,8 +68,8 @@ def get_source(principal: Principal, source_id: int, *, write: bool = False) -> 
     return source
 
 
-def _save(source: Source, *, check_location: bool) -> tuple[str, ...]:
-    """Validate and save; the warnings the save leaves (a name that does not resolve now)."""
+def _save(source: Source, *, check_location: bool) -> None:
+    """Validate and save."""
     try:
         source.full_clean(validate_constraints=False)  # uniqueness is the database's answer: 409
     except ValidationError as exc:
@@ -76,7 +77,8 @@ def _save(source: Source, *, check_location: bool) -> tuple[str, ...]:
             f"{field}: {' '.join(messages)}" for field, messages in exc.message_dict.items()),
             details={"fields": exc.message_dict}) from exc
     # refused at save, as the admin refuses it: a URL the worker would refuse is no source
-    warning = location_warning(source.location) if check_location and source.kind in URL_KINDS else ""
+    if check_location and source.kind in URL_KINDS:
+        check_fetchable(source.location)
     try:
         with transaction.atomic():
             source.save()
@@ -85,7 +87,6 @@ def _save(source: Source, *, check_location: bool) -> tuple[str, ...]:
             raise Conflict(f"A source named {source.name!r} already exists in {source.namespace.slug!r}.") from exc
         raise ValidationFailed(f"The source breaks a database rule: {exc}") from exc
     sync_refresh_schedule(source)
-    return (warning,) if warning else ()
 
 
 def create_source(principal: Principal, data: dict) -> Saved:
@@ -96,8 +97,8 @@ def create_source(principal: Principal, data: dict) -> Saved:
     if namespace is None:
         raise NotFound("No such namespace.")
     source = Source(namespace=namespace, **data)
-    warnings = _save(source, check_location=True)
-    return Saved(source, queue_after_save(source), warnings)
+    _save(source, check_location=True)
+    return Saved(source, queue_after_save(source))
 
 
 def update_source(principal: Principal, source_id: int, changes: dict) -> Saved:
@@ -106,8 +107,8 @@ def update_source(principal: Principal, source_id: int, changes: dict) -> Saved:
     changed = {field for field, value in changes.items() if getattr(source, field) != value}
     for field in changed:
         setattr(source, field, changes[field])
-    warnings = _save(source, check_location="location" in changed)
-    return Saved(source, queue_after_save(source) if ingests_otherwise(changed) else None, warnings)
+    _save(source, check_location="location" in changed)
+    return Saved(source, queue_after_save(source) if ingests_otherwise(changed) else None)
 
 
 def delete_source(principal: Principal, source_id: int) -> None:

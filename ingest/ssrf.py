@@ -196,8 +196,8 @@ def _embedded(ipv4: ipaddress.IPv4Address, kind: str) -> str | None:
     return f"{kind} address embedding a {reason} address" if reason else None
 
 
-def resolve_target(url: str, *, allowed: Iterable[AllowRule] = (), resolver: Resolver = system_resolver) -> Target:
-    """Check `url` and return the address to connect to, or raise FetchBlocked."""
+def _parts(url: str) -> tuple[str, str, int]:
+    """(scheme, host, port) of an http(s) URL with a host, or raise FetchBlocked."""
     try:
         parts = urlsplit(url)
         port = parts.port
@@ -211,7 +211,28 @@ def resolve_target(url: str, *, allowed: Iterable[AllowRule] = (), resolver: Res
     host = (parts.hostname or "").rstrip(".").lower()
     if not host:
         raise InvalidUrl(f"The URL {url!r} has no host.")
-    port = port or DEFAULT_PORTS[scheme]
+    return scheme, host, port or DEFAULT_PORTS[scheme]
+
+
+def check_unresolved(url: str, *, allowed: Iterable[AllowRule] = ()) -> None:
+    """What `resolve_target` decides about `url` without asking DNS: the scheme, the host, an IP
+    address written in the URL, and a port no allow rule could open. Saving a source asks this
+    only: a name is resolved when it is fetched, so a save tells nothing of whether an internal name
+    resolves, or to which kind of address."""
+    _, host, port = _parts(url)
+    allowed = tuple(allowed)
+    if parse_ip_literal(host) is not None:
+        resolve_target(url, allowed=allowed)  # an address, not a name: no DNS is asked
+        return
+    if port not in DEFAULT_PORTS.values() and not any(
+            rule.allows_port(port) and (rule.network is not None or rule.host == host) for rule in allowed):
+        _refuse(url, host, f"uses port {port}; only 80 and 443 are fetched unless an entry such as "
+                           f"'{allow_entry(host, port)}' allows it", entry=allow_entry(host, port))
+
+
+def resolve_target(url: str, *, allowed: Iterable[AllowRule] = (), resolver: Resolver = system_resolver) -> Target:
+    """Check `url` and return the address to connect to, or raise FetchBlocked."""
+    scheme, host, port = _parts(url)
     allowed = tuple(allowed)
 
     literal = parse_ip_literal(host)

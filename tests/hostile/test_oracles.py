@@ -6,6 +6,7 @@ showing the request does work where it may."""
 from __future__ import annotations
 
 import re
+import socket
 import time
 
 import pytest
@@ -15,13 +16,23 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
+from ingest.errors import FetchBlocked
+from ingest.fetch import FetchPolicy
+from ingest.ssrf import resolve_target
 from kb import querylog
 from kb.auth import issue_token
-from kb.models import Namespace, NamespaceMembership, QueryLog, Source
+from kb.conf import kb_settings
+from kb.models import ApiToken, Namespace, NamespaceMembership, QueryLog, Source
 
 pytestmark = pytest.mark.django_db
 
 MISSING_ID = 10**9
+
+
+def check_fetch(url: str) -> None:
+    """The worker's guard, as it checks a URL before fetching it."""
+    policy = FetchPolicy.from_settings()
+    resolve_target(url, allowed=policy.allowed, resolver=policy.resolver)
 
 
 @pytest.fixture
@@ -97,3 +108,77 @@ def test_a_vote_on_another_tenants_search_takes_the_path_of_a_missing_one(tenant
         str(MISSING_ID), "N")
     assert found_statements == missing_statements
     assert min(found_time, missing_time) >= 2 * querylog.FLUSH_SECONDS
+
+
+INTERNAL_DNS = {"wiki.corp.test": "10.1.2.3", "printer.corp.test": "192.168.7.7", "docs.example.test": "93.184.215.14"}
+
+
+@pytest.fixture
+def internal_dns(monkeypatch, settings):
+    """A resolver that knows two internal names and a public one, and fails every other name; it
+    counts what it was asked."""
+    settings.KB_FETCH_ALLOWED_PRIVATE = []
+    kb_settings.cache_clear()
+    asked = []
+    lookup = socket.getaddrinfo
+
+    def getaddrinfo(host, port, *args, **kwargs):
+        if isinstance(host, str) and host.endswith(".test"):
+            asked.append(host)
+            if host not in INTERNAL_DNS:
+                raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (INTERNAL_DNS[host], port))]
+        return lookup(host, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    yield asked
+    kb_settings.cache_clear()
+
+
+NAMES = ["wiki.corp.test", "printer.corp.test", "nowhere.corp.test", "docs.example.test"]
+
+
+def test_saving_a_web_source_through_the_api_says_nothing_of_what_its_name_resolves_to(tenants, internal_dns):
+    ours, _ = tenants
+    _, token = issue_token("writer", namespaces=[ours], scope=ApiToken.Scope.WRITE)
+    answers = {}
+    for index, host in enumerate(NAMES):
+        response = Client().post("/api/sources", {"namespace": ours.slug, "name": f"s{index}", "kind": "url",
+                                                  "location": f"http://{host}/docs"},
+                                 content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+        body = response.json()
+        answers[host] = (response.status_code, body.get("code"), tuple(body.get("warnings") or ()))
+    assert set(answers.values()) == {(201, None, ())}, answers
+    assert internal_dns == []  # no name was looked up to save
+    with pytest.raises(FetchBlocked):  # the worker's guard still refuses it, when it fetches
+        check_fetch(Source.objects.get(location="http://wiki.corp.test/docs").location)
+
+
+def test_saving_a_web_source_in_the_console_says_nothing_of_what_its_name_resolves_to(tenants, internal_dns):
+    ours, _ = tenants
+    client = _member(ours)
+    answers = {}
+    for index, host in enumerate(NAMES):
+        response = client.post("/admin/kb/source/add/?kind=url", {
+            "namespace": ours.pk, "name": f"s{index}", "location": f"http://{host}/docs", "enabled": "on",
+            "priority": "0", "refresh_interval": "", "runs-TOTAL_FORMS": "0", "runs-INITIAL_FORMS": "0"},
+            follow=True)
+        shown = [re.sub(r"\d+", "N", str(message)) for message in response.context["messages"]]
+        answers[host] = (tuple(response.redirect_chain), tuple(shown))
+    assert len(set(answers.values())) == 1, answers
+    assert answers[NAMES[0]][0] == (("/admin/kb/source/", 302),)
+    assert internal_dns == []
+
+
+def test_an_address_written_in_the_url_is_still_refused_at_save(tenants, internal_dns):
+    ours, _ = tenants
+    _, token = issue_token("writer", namespaces=[ours], scope=ApiToken.Scope.WRITE)
+    refused = Client().post("/api/sources", {"namespace": ours.slug, "name": "s", "kind": "url",
+                                             "location": "http://10.1.2.3/docs"},
+                            content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+    assert refused.status_code == 400 and refused.json()["code"] == "INGEST_FETCH_BLOCKED"
+    port = Client().post("/api/sources", {"namespace": ours.slug, "name": "s", "kind": "url",
+                                          "location": "http://wiki.corp.test:8080/docs"},
+                         content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+    assert port.status_code == 400 and "port 8080" in port.json()["message"]  # decided without DNS
+    assert internal_dns == []
