@@ -84,8 +84,11 @@ class IngestPipeline:
 
     # --- the run ------------------------------------------------------------------------------
     def execute(self, items: Iterable[LoadedItem] | None = None) -> IngestRun:
-        """Run the whole ingest; `items` replaces the source's own loader (benchmarks, tests)."""
-        self.report.start()
+        """Run the whole ingest; `items` replaces the source's own loader (benchmarks, tests). A run
+        already over (failed by the watchdog, finished by another delivery) is left as it is."""
+        if not self.report.start():
+            logger.info("ingest run %s is already %s: left as it is", self.run.pk, self.run.status)
+            return self.run
         try:
             return self._execute(items)
         finally:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from django.db import DatabaseError, connections
-from django.db.models import Case, IntegerField, Value, When
+from django.db.models import Case, F, IntegerField, Value, When
 from django.utils import timezone
 
 from ingest.watchdog import worker_identity
@@ -48,18 +48,21 @@ class RunReport:
         self._outcomes: list[Outcome] = []
         self._last_save = 0.0
 
-    def start(self) -> None:
-        """Mark the run running with every counter at zero; a retried task starts afresh."""
+    def start(self) -> bool:
+        """Claim the run and mark it running with every counter at zero; a redelivered task of a
+        run still running starts it afresh. False, with nothing touched, when the run is already
+        over: the claim is one conditional UPDATE, so a run the watchdog failed after the task
+        read it is not brought back to life (django-q2 redelivers a killed worker's task late)."""
         run = self.run
-        run.status = IngestRun.Status.RUNNING
-        run.started_at = run.heartbeat_at = timezone.now()
-        run.attempts += 1
-        run.worker = worker_identity()
-        for counter in IngestRun.COUNTERS:
-            setattr(run, counter, 0)
-        run.error = ""
-        run.save()
-        run.items.all().delete()
+        now = timezone.now()
+        claimed = IngestRun.objects.filter(pk=run.pk).exclude(status__in=IngestRun.FINISHED).update(
+            status=IngestRun.Status.RUNNING, started_at=now, heartbeat_at=now, attempts=F("attempts") + 1,
+            worker=worker_identity(), error="", **dict.fromkeys(IngestRun.COUNTERS, 0))
+        run.refresh_from_db(fields=["status", "started_at", "heartbeat_at", "attempts", "worker", "error",
+                                    "finished_at", *IngestRun.COUNTERS])
+        if claimed:
+            run.items.all().delete()
+        return bool(claimed)
 
     def expect(self, total: int) -> None:
         """The run knows how many documents it will handle."""
