@@ -76,6 +76,44 @@ def test_the_watchdog_sweeps_upload_files_of_a_killed_server(data_dir):
     assert not stale.exists()
 
 
+@pytest.mark.django_db
+def test_an_upload_through_the_api_waits_locked_in_the_products_folder_and_is_gone_after(data_dir, settings,
+                                                                                         monkeypatch, namespace):
+    """A real request with the handlers kb/settings.py names: while the service reads the upload,
+    its file is in FILE_UPLOAD_TEMP_DIR and a sweep leaves it; when the request ends it is gone."""
+    import io
+
+    from django.test import Client
+
+    from ingest import sources
+    from kb.auth import issue_token
+    from kb.models import Source, SourceFile
+
+    settings.MEDIA_ROOT = str(data_dir / "media")
+    settings.FILE_UPLOAD_MAX_MEMORY_SIZE = 1024  # to disk, as any upload over 10 MB goes
+    source = Source.objects.create(namespace=namespace, name="files", kind="file")
+    seen = []
+    upload_to_source = sources.upload_to_source
+
+    def reading(caller, source_id, files):
+        path = Path(files[0][1].temporary_file_path())
+        assert path.parent == data_dir / "upload-tmp"
+        assert sweep_stale_uploads() == 0 and path.is_file()
+        seen.append(path)
+        return upload_to_source(caller, source_id, files)
+
+    monkeypatch.setattr(sources, "upload_to_source", reading)
+    _, secret = issue_token("t", namespaces=[namespace], scope="write")
+    handle = io.BytesIO(b"# Notes\n\n" + b"A line of notes.\n" * 4096)
+    handle.name = "notes.md"
+    response = Client(HTTP_AUTHORIZATION=f"Bearer {secret}").post(f"/api/sources/{source.pk}/files",
+                                                                  {"files": handle})
+    assert response.status_code == 201, response.content
+    assert SourceFile.objects.filter(source=source, path="notes.md").exists()
+    assert len(seen) == 1 and not seen[0].exists()
+    assert list((data_dir / "upload-tmp").iterdir()) == []
+
+
 def test_a_missing_folder_is_nothing_to_sweep(data_dir):
     assert sweep_stale_uploads() == 0
 
