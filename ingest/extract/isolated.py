@@ -11,9 +11,11 @@ worker's memory. Exceeding the time, the memory or the output is `ParserBudgetEx
 (`INGEST_PARSER_BUDGET`); a crash is `DocumentCorrupt`; the item fails and the run goes on. The
 child imports no Django: a JSON header and the bytes in on stdin, JSON out on stdout.
 
-Before it parses, the child enters a sandbox (`sandbox.py`: no network, writes only in its own
-temporary directory, exec only of Tesseract, no new privileges); a layer the kernel refuses is
-logged with the document, and /healthz shows it. The child dies with the process that started
+The child inherits only an allow-listed environment (`INHERITED`: no secret, no database
+address, no data folder). Before it parses, it enters a sandbox (`sandbox.py`: no network and
+no socket, reads only of the libraries it needs, writes only in its own temporary directory,
+exec only of Tesseract, no new privileges); a layer the kernel refuses is logged with the
+document, and /healthz shows it. The child dies with the process that started
 it (`PR_SET_PDEATHSIG`): a worker killed mid-parse leaves no parser running on.
 """
 
@@ -43,9 +45,15 @@ OUT_OF_MEMORY_EXIT = 24  # the child's exit status when Python raised MemoryErro
 BUDGET_SIGNALS = (-signal.SIGKILL, -signal.SIGXCPU, -signal.SIGABRT, -signal.SIGSEGV)
 OUT_OF_MEMORY_MARKS = (b"MemoryError", b"failed to map segment", b"bad_alloc", b"Cannot allocate memory")
 TRUNCATED = "\n\n[… truncated: the first {kept:,} of {total:,} characters were kept (KB_EXTRACT_MAX_CHARS) …]\n"
+LIBXML2_LIMITS = ("Memory allocation failed", "Resource limit exceeded")
 READ_SIZE = 1 << 16
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 CHILD = ("-m", "ingest.extract.isolated")  # the child's arguments to the Python interpreter
+# All the child inherits of the worker's environment: how to find programs and libraries, the
+# locale, and what tunes the parsers and Tesseract. Never a secret, a database's address or a
+# data folder: those stay with the worker.
+INHERITED = ("PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ", "PYTHONPATH", "PYTHONHASHSEED",
+             "TESSDATA_PREFIX", "OMP_THREAD_LIMIT", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 
 logger = logging.getLogger(__name__)
 
@@ -76,7 +84,8 @@ def extract_isolated(body: bytes, media_type: str, *, fallback_title: str = "", 
     with (tempfile.TemporaryDirectory(prefix="kb-parser-") as writable,
           tempfile.TemporaryFile() as stdin, tempfile.TemporaryFile() as stderr):
         header = json.dumps({"media_type": media_type, "fallback_title": fallback_title, "charset": charset,
-                             "url": url, "max_chars": budget.max_chars, "writable": writable, "parent": os.getpid(),
+                             "url": url, "max_chars": budget.max_chars,
+                             "memory_bytes": budget.memory_bytes, "writable": writable, "parent": os.getpid(),
                              "ocr": asdict(ocr) if ocr else None}).encode() + HEADER_END
         stdin.write(header)
         stdin.write(body)
@@ -84,7 +93,7 @@ def extract_isolated(body: bytes, media_type: str, *, fallback_title: str = "", 
         child = subprocess.Popen(
             [sys.executable, *CHILD], stdin=stdin, stdout=subprocess.PIPE, stderr=stderr,
             preexec_fn=lambda: _limit(budget),
-            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": writable},
+            env=child_environment(writable),
         )
         try:
             output = _read_capped(child, budget)
@@ -93,6 +102,13 @@ def extract_isolated(body: bytes, media_type: str, *, fallback_title: str = "", 
         stderr.seek(0)
         errors_tail = stderr.read()[-8192:]
     return _answer(child.returncode, output, errors_tail, budget)
+
+
+def child_environment(writable: str) -> dict[str, str]:
+    """The child's whole environment: `INHERITED` where the worker has it, and its own
+    temporary directory as `TMPDIR` and `HOME`."""
+    inherited = {name: os.environ[name] for name in INHERITED if name in os.environ}
+    return {**inherited, "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": writable, "HOME": writable}
 
 
 def _read_capped(child: subprocess.Popen, budget: ParserBudget) -> bytes:
@@ -200,6 +216,17 @@ def _die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
+def _out_of_memory(exc: Exception, memory_bytes: int) -> bool:
+    """Whether a parser's error means it ran out of its memory: libxml2 (under lxml) reports a
+    failed allocation as "unknown error" or "Memory allocation failed" rather than a MemoryError,
+    and refuses a text node over its size limit; the child then holds most of its budget."""
+    text = str(exc)
+    if any(mark in text for mark in LIBXML2_LIMITS):
+        return True
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # kilobytes on Linux
+    return "unknown error" in text and peak >= memory_bytes // 8
+
+
 def main() -> int:
     from ingest.extract import extract
 
@@ -218,6 +245,10 @@ def main() -> int:
     except IngestError as exc:
         answer = {"error": {"code": exc.code, "message": exc.message}}
     except MemoryError:
+        return OUT_OF_MEMORY_EXIT
+    except Exception as exc:  # a parser's own error: out of memory, or the file's fault
+        if not _out_of_memory(exc, request["memory_bytes"]):
+            raise
         return OUT_OF_MEMORY_EXIT
     sys.stdout.write(json.dumps({**answer, "sandbox": state}))
     return 0

@@ -1,24 +1,31 @@
 """The parser child's sandbox: what a parser exploited by a hostile file may still do.
 
-The child (`isolated.py`) enters it before it reads the untrusted bytes, in this order:
+The child (`isolated.py`) starts with an allow-listed environment (no secret is in it) and enters
+the sandbox before it reads the untrusted bytes, in this order:
 
 - `no_new_privs`: `PR_SET_NO_NEW_PRIVS`, so nothing it execs gains privileges (setuid, file
   capabilities); the kernel requires it for the two filters below.
 - `network`: new user and network namespaces (`unshare`), holding only a loopback that is down:
   no address outside the child can be reached, by any protocol.
-- `landlock`: writes only under the child's own temporary directory (and `/dev/null`); exec only
-  of `tesseract` (and its ELF interpreter), which OCR needs; no TCP bind or connect (ABI 4); no
-  signals to, or abstract sockets of, processes outside the child (ABI 6). Reading is not
-  restricted: the parser libraries and Tesseract's language data are read where they are
-  installed.
-- `seccomp`: `socket()` of any family but AF_UNIX fails with EACCES, and io_uring (which could
-  open sockets past the filter) is refused; syscalls of another ABI (x32, i386) kill the child.
+- `landlock`: reads only of what parsing needs (`readable_roots`: the interpreter and its
+  libraries, the product's own packages, the system's shared libraries, fonts and Tesseract's
+  language data) and of the child's own temporary directory; writes only there (and to
+  `/dev/null`); exec only of `tesseract` (and its ELF interpreter), which OCR needs; no TCP bind
+  or connect (ABI 4); no signals to, or abstract sockets of, processes outside the child (ABI 6).
+  The data folder, uploaded originals, `$HOME`, `/proc` and `/etc` are not readable.
+- `seccomp`: `socket()` of every family fails with EACCES (a parser needs no socket, and a Unix
+  socket is the way to a local database), and io_uring (which could open sockets past the
+  filter) is refused; syscalls of another ABI (x32, i386) kill the child.
 
 Each layer is entered on its own, best effort: a kernel or container that refuses one (no
 Landlock, user namespaces disabled, a seccomp profile that forbids `unshare`) leaves the others
 in force, and `enter` answers, per layer, "on" or why it is off. The child returns that answer
 with its output; the worker logs a refused layer on every document and /healthz shows it
 (`parser_sandbox`), so a weaker sandbox is visible, never silent.
+
+Landlock rather than a mount namespace for reads: it needs no privilege and no user namespace
+(which some containers refuse), and it is already the layer for writes and exec; a mount
+namespace would bind the same list of folders with more moving parts.
 
 Stdlib only (ctypes over libc's `syscall` and `prctl`): no binding of libseccomp, whose Python
 module is LGPL, and no library for a few dozen lines of well-documented kernel interfaces.
@@ -32,21 +39,28 @@ import json
 import os
 import platform
 import shutil
+import site
 import struct
 import sys
+import sysconfig
 import time
+from importlib.util import find_spec
 
 LAYERS = ("no_new_privs", "network", "landlock", "seccomp")
 ON = "on"
 
 PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
 CLONE_NEWUSER, CLONE_NEWNET = 0x10000000, 0x40000000
-AF_UNIX = 1
+# What a parser reads besides Python and the product's packages; each is skipped where absent.
+SYSTEM_READABLE = ("/usr/lib", "/usr/lib64", "/lib", "/lib64", "/usr/share/tesseract-ocr", "/usr/share/fonts",
+                   "/etc/fonts", "/etc/ld.so.cache", "/etc/localtime", "/usr/share/zoneinfo", "/dev/urandom")
+OWN_PACKAGES = ("ingest", "kb")  # the packages the child's code is imported from
 
 # Landlock (include/uapi/linux/landlock.h); its syscall numbers are the same on every architecture.
 SYS_LANDLOCK_CREATE_RULESET, SYS_LANDLOCK_ADD_RULE, SYS_LANDLOCK_RESTRICT_SELF = 444, 445, 446
 LANDLOCK_CREATE_RULESET_VERSION, LANDLOCK_RULE_PATH_BENEATH = 1, 1
-FS_EXECUTE, FS_WRITE_FILE = 1 << 0, 1 << 1
+FS_EXECUTE, FS_WRITE_FILE, FS_READ_FILE, FS_READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
+FS_READS = FS_READ_FILE | FS_READ_DIR
 FS_WRITES_V1 = sum(1 << bit for bit in (1, 4, 5, 6, 7, 8, 9, 10, 11, 12))  # write, remove and make anything
 FS_REFER, FS_TRUNCATE = 1 << 13, 1 << 14  # ABI 2, ABI 3
 NET_BIND_TCP, NET_CONNECT_TCP = 1 << 0, 1 << 1  # ABI 4
@@ -61,7 +75,8 @@ BPF_LD_W_ABS, BPF_JEQ_K, BPF_JGE_K, BPF_RET_K = 0x20, 0x15, 0x35, 0x06
 
 def enter(writable: str, layers: tuple[str, ...] = LAYERS) -> dict[str, str]:
     """Enter every layer of `layers` the kernel grants; `writable` is the one directory the child
-    may write. Answers each layer's state ("on", or why not) and `ms`, what entering cost."""
+    may write (and, with `readable_roots`, read). Answers each layer's state ("on", or why not)
+    and `ms`, what entering cost."""
     started = time.perf_counter()
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
@@ -120,16 +135,36 @@ def _landlock(libc, writable: str) -> None:
     writes = FS_WRITES_V1 | (FS_REFER if abi >= 2 else 0) | (FS_TRUNCATE if abi >= 3 else 0)
     net = NET_BIND_TCP | NET_CONNECT_TCP if abi >= 4 else 0
     scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if abi >= 6 else 0
-    attr = struct.pack("=QQQ", writes | FS_EXECUTE, net, scoped)[: 8 if abi < 4 else 16 if abi < 6 else 24]
+    attr = struct.pack("=QQQ", writes | FS_EXECUTE | FS_READS, net, scoped)[: 8 if abi < 4 else 16 if abi < 6 else 24]
     ruleset = _check(libc.syscall(SYS_LANDLOCK_CREATE_RULESET, attr, len(attr), 0))
     try:
-        _allow(libc, ruleset, writable, writes)
-        _allow(libc, ruleset, os.devnull, FS_WRITE_FILE | (FS_TRUNCATE if abi >= 3 else 0))
+        _allow(libc, ruleset, writable, writes | FS_READS)
+        _allow(libc, ruleset, os.devnull, FS_READ_FILE | FS_WRITE_FILE | (FS_TRUNCATE if abi >= 3 else 0))
+        for root in readable_roots():
+            _allow(libc, ruleset, root, FS_READS if os.path.isdir(root) else FS_READ_FILE)
         for program in _ocr_programs():
-            _allow(libc, ruleset, program, FS_EXECUTE)
+            _allow(libc, ruleset, program, FS_EXECUTE | FS_READ_FILE)
         _check(libc.syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0))
     finally:
         os.close(ruleset)
+
+
+def readable_roots() -> list[str]:
+    """What the child may read: Python's own folders (the standard library and site-packages,
+    wherever this interpreter keeps them), the product's packages, and `SYSTEM_READABLE`; never
+    a folder that holds one of these, so neither the repository root nor `$HOME` as a whole."""
+    paths = sysconfig.get_paths()
+    roots = [paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")]
+    roots += site.getsitepackages() + list(SYSTEM_READABLE)
+    for package in OWN_PACKAGES:
+        spec = find_spec(package)
+        roots += list(spec.submodule_search_locations or []) if spec else []
+    found = []
+    for root in roots:
+        real = os.path.realpath(root)
+        if os.path.exists(real) and real not in found:
+            found.append(real)
+    return found
 
 
 def _allow(libc, ruleset: int, path: str, access: int) -> None:
@@ -183,12 +218,9 @@ def _seccomp(libc) -> None:
         (BPF_RET_K, 0, 0, SECCOMP_RET_KILL_PROCESS),
         (BPF_JEQ_K, 0, 1, io_uring_setup),
         (BPF_RET_K, 0, 0, eacces),
-        (BPF_JEQ_K, 1, 0, socket_nr),
-        (BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW),
-        (BPF_LD_W_ABS, 0, 0, 16),  # seccomp_data.args[0], low word: the address family
-        (BPF_JEQ_K, 0, 1, AF_UNIX),
-        (BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW),
+        (BPF_JEQ_K, 0, 1, socket_nr),  # socket() of any family, AF_UNIX included
         (BPF_RET_K, 0, 0, eacces),
+        (BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW),
     ]
     filters = ctypes.create_string_buffer(b"".join(struct.pack("=HBBI", *op) for op in program))
     fprog = struct.pack("=HxxxxxxQ", len(program), ctypes.addressof(filters))

@@ -38,3 +38,36 @@ def ods_bomb() -> bytes:
 def headings_html(size: int = 10 * 1024 * 1024) -> bytes:
     """`size` bytes of `<h2>a</h2>`: a heading per ten bytes."""
     return b"<h2>a</h2>" * (size // 10)
+
+
+DOCX_MIME = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+
+
+def docx_bomb(size: int = 200 * 1024 ** 2) -> bytes:
+    """A Word file of about a megabyte whose document part inflates to `size` bytes of tiny
+    paragraphs: libxml2 runs out of the child's memory and says only "unknown error"."""
+    content_types = (
+        '<?xml version="1.0" encoding="UTF-8"?>'
+        '<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
+        '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
+        '<Default Extension="xml" ContentType="application/xml"/>'
+        '<Override PartName="/word/document.xml" '
+        'ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>')
+    relationships = (
+        '<?xml version="1.0" encoding="UTF-8"?>'
+        '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+        '<Relationship Id="rId1" Target="word/document.xml" '
+        'Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument"/></Relationships>')
+    paragraph = b"</w:t></w:r></w:p><w:p><w:r><w:t>a"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
+        archive.writestr("[Content_Types].xml", content_types)
+        archive.writestr("_rels/.rels", relationships)
+        with archive.open("word/document.xml", "w", force_zip64=True) as part:
+            part.write(b'<?xml version="1.0" encoding="UTF-8"?><w:document '
+                       b'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body><w:p><w:r><w:t>')
+            block = paragraph * ((1 << 20) // len(paragraph))
+            for _ in range(size // len(block)):
+                part.write(block)
+            part.write(b"</w:t></w:r></w:p></w:body></w:document>")
+    return buffer.getvalue()

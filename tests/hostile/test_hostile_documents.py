@@ -11,7 +11,7 @@ from ingest.loaders import LoadedItem
 from ingest.pipeline import IngestPipeline
 from kb.conf import kb_settings
 from kb.models import Document, IngestRun, Namespace, Source
-from tests.hostile.bombs import ODS_MIME, encoded_word_email, headings_html, ods_bomb
+from tests.hostile.bombs import DOCX_MIME, ODS_MIME, docx_bomb, encoded_word_email, headings_html, ods_bomb
 
 pytestmark = pytest.mark.django_db
 
@@ -79,10 +79,14 @@ def test_a_hostile_document_is_one_bounded_item_and_the_worker_stays_small(budge
     assert growth < 200
 
 
-def test_a_memory_budget_kill_is_a_budget_error_not_a_corrupt_file():
+@pytest.mark.parametrize("body, media_type", [
+    pytest.param(encoded_word_email(256 * 1024), "message/rfc822", id="email-headers"),
+    # libxml2 reports its failed allocation as an XMLSyntaxError, "unknown error"
+    pytest.param(docx_bomb(), DOCX_MIME, id="docx-bomb"),
+])
+def test_a_memory_budget_kill_is_a_budget_error_not_a_corrupt_file(body, media_type):
     with pytest.raises(Exception) as caught:
-        extract_isolated(encoded_word_email(256 * 1024), "message/rfc822",
-                         budget=ParserBudget(cpu_seconds=30, memory_bytes=700 * 1024 ** 2))
+        extract_isolated(body, media_type, budget=ParserBudget(cpu_seconds=30, memory_bytes=1024 ** 3))
     assert caught.value.code == "INGEST_PARSER_BUDGET"
 
 

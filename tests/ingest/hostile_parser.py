@@ -3,10 +3,13 @@ parsers (`isolated.CHILD`), it tries what an exploited parser would and reports,
 document's text, what each attempt got.
 
 `python -m tests.ingest.hostile_parser [no-unshare]`; the document is JSON: `outside`, a path
-outside the child's temporary directory to try to write, and `port`, a TCP port listening on
-127.0.0.1 to try to connect to. With `no-unshare` the child first loses the right to `unshare`
-(a seccomp filter answering EPERM, as a container's profile does), so the sandbox must go on
-without its network layer.
+outside the child's temporary directory to try to write, `port`, a TCP port listening on
+127.0.0.1 to try to connect to, and optionally `secrets` (paths the worker can read: another
+tenant's original, the data folder, the database's credentials, `$HOME`), `socket` (the
+database's Unix socket), `worker` (the worker's pid, whose environment it tries to read) and
+`secret_names` (variables it looks for in its own environment). With `no-unshare` the child
+first loses the right to `unshare` (a seccomp filter answering EPERM, as a container's profile
+does), so the sandbox must go on without its network layer.
 """
 
 from __future__ import annotations
@@ -14,8 +17,10 @@ from __future__ import annotations
 import ctypes
 import errno
 import json
+import os
 import platform
 import socket
+import stat
 import struct
 import subprocess
 import sys
@@ -26,9 +31,11 @@ from ingest.extract import isolated, sandbox
 from ingest.extract.result import Extracted
 
 UNSHARE = {"x86_64": 272, "aarch64": 97}
+PR_GET_NO_NEW_PRIVS = 39
 
 
-def attempts(outside: str, port: int) -> dict[str, str]:
+def attempts(outside: str, port: int, secrets: dict[str, str] | None = None, database: str = "",
+             worker: int = 0) -> dict[str, str]:
     results = {}
 
     def attempt(name, action):
@@ -45,15 +52,36 @@ def attempts(outside: str, port: int) -> dict[str, str]:
     attempt("exec", lambda: subprocess.run(["/bin/sh", "-c", "true"], check=True))
     attempt("write own temp", lambda: tempfile.NamedTemporaryFile().close())
     attempt("exec tesseract", lambda: subprocess.run(["tesseract", "--version"], capture_output=True, check=True))
-    with open("/proc/self/status") as status:
-        results["no_new_privs"] = next(line.split()[1] for line in status if line.startswith("NoNewPrivs"))
+    for name, path in (secrets or {}).items():
+        attempt(f"read {name}", lambda path=path: os.listdir(path) if os.path.isdir(path) else open(path).read())
+    if database:
+        attempt("database socket", lambda: _connect_unix(database))
+    if worker:
+        attempt("worker environment", lambda: open(f"/proc/{worker}/environ", "rb").read())
+    attempt("shell", lambda: subprocess.run(["/bin/sh", "-c", "id"], check=True, capture_output=True))
+    results["inherited sockets"] = str(sum(_is_socket(fd) for fd in range(3, 1024)))
+    results["no_new_privs"] = str(ctypes.CDLL(None).prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0))
     return results
+
+
+def _connect_unix(path: str) -> None:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+        client.connect(path)
+
+
+def _is_socket(fd: int) -> bool:
+    try:
+        return stat.S_ISSOCK(os.fstat(fd).st_mode)
+    except OSError:
+        return False
 
 
 def hostile_extract(body, media_type, **_):
     target = json.loads(body)
-    return Extracted(title="hostile", content=json.dumps(attempts(target["outside"], target["port"])),
-                     media_type="text/plain")
+    got = attempts(target["outside"], target["port"], target.get("secrets"), target.get("socket", ""),
+                   target.get("worker", 0))
+    got["environment"] = sorted(name for name in os.environ if name in target.get("secret_names", ()))
+    return Extracted(title="hostile", content=json.dumps(got), media_type="text/plain")
 
 
 def forbid_unshare() -> None:

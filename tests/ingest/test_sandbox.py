@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
 import socket
 import subprocess
@@ -25,17 +26,25 @@ from ingest.extract import isolated, sandbox
 from ingest.extract.isolated import extract_isolated
 
 REPO = Path(__file__).resolve().parents[2]
+READS = ("read other tenant's original", "read data folder", "read database credentials", "read home")
 EVERYTHING_ALLOWED = {"inet socket": "allowed", "tcp connect": "allowed", "udp socket": "allowed",
                       "write outside": "allowed", "exec": "allowed", "write own temp": "allowed",
-                      "exec tesseract": "allowed", "no_new_privs": "0"}
+                      "exec tesseract": "allowed", **dict.fromkeys(READS, "allowed"), "database socket": "allowed",
+                      "worker environment": "allowed", "shell": "allowed", "inherited sockets": "0",
+                      "no_new_privs": "0"}
+REFUSED = "refused: EACCES"
 REFUSES = {
     (): {},
     ("no_new_privs",): {"no_new_privs": "1"},
-    ("no_new_privs", "network"): {"no_new_privs": "1", "tcp connect": "refused: ENETUNREACH"},
-    ("no_new_privs", "landlock"): {"no_new_privs": "1", "write outside": "refused: EACCES",
-                                   "exec": "refused: EACCES", "tcp connect": "refused: EACCES"},
-    ("no_new_privs", "seccomp"): {"no_new_privs": "1", "inet socket": "refused: EACCES",
-                                  "tcp connect": "refused: EACCES", "udp socket": "refused: EACCES"},
+    # another user namespace: the worker's /proc entries are another's, even for the same uid
+    ("no_new_privs", "network"): {"no_new_privs": "1", "tcp connect": "refused: ENETUNREACH",
+                                  "worker environment": REFUSED},
+    ("no_new_privs", "landlock"): {"no_new_privs": "1", "write outside": REFUSED, "exec": REFUSED,
+                                   "shell": REFUSED, "tcp connect": REFUSED, **dict.fromkeys(READS, REFUSED),
+                                   "worker environment": REFUSED},
+    # the only layer between the child and a database's Unix socket
+    ("no_new_privs", "seccomp"): {"no_new_privs": "1", "inet socket": REFUSED, "tcp connect": REFUSED,
+                                  "udp socket": REFUSED, "database socket": REFUSED},
 }
 needs_tesseract = pytest.mark.skipif(shutil.which("tesseract") is None, reason="Tesseract is not installed")
 
@@ -47,13 +56,34 @@ def listener():
     server.close()
 
 
-def _in_child(layers: tuple[str, ...], outside: Path, port: int, writable: Path) -> tuple[dict, dict]:
+@pytest.fixture
+def worth(tmp_path):
+    """What a parser child must not reach, laid out as the product lays it out: a data folder
+    with another tenant's original and the database's credentials, a listening Unix socket
+    (a database's), this process as the worker whose environment holds secrets, and `$HOME`."""
+    data = tmp_path / "data"
+    (data / "media" / "uploads").mkdir(parents=True)
+    original = data / "media" / "uploads" / "other-tenant.txt"
+    original.write_text("another tenant's words")
+    credentials = data / "pgdata.credentials.json"
+    credentials.write_text('{"role_password": "secret"}')
+    database = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    database.bind(str(data / ".s.PGSQL.5432"))
+    database.listen()
+    yield {"secrets": {"other tenant's original": str(original), "data folder": str(data),
+                       "database credentials": str(credentials), "home": str(Path.home())},
+           "socket": str(data / ".s.PGSQL.5432"), "worker": os.getpid()}
+    database.close()
+
+
+def _in_child(layers: tuple[str, ...], outside: Path, port: int, writable: Path, worth: dict) -> tuple[dict, dict]:
     code = textwrap.dedent(f"""
         import json, sys
         from ingest.extract import sandbox
         from tests.ingest.hostile_parser import attempts
         state = sandbox.enter({str(writable)!r}, layers={layers!r})
-        print(json.dumps([state, attempts({str(outside)!r}, {port})]))
+        print(json.dumps([state, attempts({str(outside)!r}, {port}, {worth["secrets"]!r}, {worth["socket"]!r},
+                                          {worth["worker"]!r})]))
     """)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60,
                           env={"PATH": "/usr/bin:/bin", "TMPDIR": str(writable)})
@@ -63,10 +93,10 @@ def _in_child(layers: tuple[str, ...], outside: Path, port: int, writable: Path)
 
 @needs_tesseract
 @pytest.mark.parametrize("layers", list(REFUSES), ids=lambda layers: "+".join(layers) or "no-sandbox")
-def test_each_layer_refuses_what_it_is_for_and_nothing_ocr_needs(layers, tmp_path, listener):
+def test_each_layer_refuses_what_it_is_for_and_nothing_ocr_needs(layers, tmp_path, listener, worth):
     writable, outside = tmp_path / "own", tmp_path / "outside.txt"
     writable.mkdir()
-    state, got = _in_child(layers, outside, listener, writable)
+    state, got = _in_child(layers, outside, listener, writable, worth)
     not_on = {layer: state[layer] for layer in layers if state[layer] != sandbox.ON}
     if not_on:
         pytest.skip(f"this kernel refuses {not_on}")
@@ -85,28 +115,60 @@ def _landlock_abi() -> int:
     return libc.syscall(sandbox.SYS_LANDLOCK_CREATE_RULESET, None, 0, sandbox.LANDLOCK_CREATE_RULESET_VERSION)
 
 
-def _hostile(monkeypatch, tmp_path, port, *flags):
+def _hostile(monkeypatch, tmp_path, port, *flags, **target):
     monkeypatch.setattr(isolated, "CHILD", ("-m", "tests.ingest.hostile_parser", *flags))
     monkeypatch.chdir(REPO)
     outside = tmp_path / "outside.txt"
-    body = json.dumps({"outside": str(outside), "port": port}).encode()
+    body = json.dumps({"outside": str(outside), "port": port, **target}).encode()
     return json.loads(extract_isolated(body, "text/plain").content), outside
 
 
+SECRET_NAMES = ("DJANGO_SECRET_KEY", "OPENAI_API_KEY", "DATABASE_URL", "KB_DATA_DIR", "PGPASSWORD")
+
+
+@pytest.fixture
+def product_secrets(monkeypatch, settings, tmp_path):
+    """The real product's secrets as a worker holds them: its environment, another tenant's
+    uploaded original under the real media folder, the data folder, the embedded database's
+    credentials and Unix socket, and `$HOME`."""
+    from django.db import connection
+
+    from kb.embedded_auth import credentials_file
+
+    for name in SECRET_NAMES:
+        monkeypatch.setenv(name, os.environ.get(name) or "hunter2")
+    original = Path(settings.MEDIA_ROOT) / "uploads" / f"other-tenant-{tmp_path.name}.txt"
+    original.parent.mkdir(parents=True, exist_ok=True)
+    original.write_text("another tenant's words")
+    connection.ensure_connection()
+    params = connection.settings_dict
+    found = {"other tenant's original": str(original), "data folder": str(settings.KB_DATA_DIR),
+             "home": str(Path.home())}
+    if params.get("EMBEDDED_PGDATA"):
+        found["database credentials"] = str(credentials_file(Path(params["EMBEDDED_PGDATA"])))
+    yield {"secrets": found, "socket": f"{params['HOST']}/.s.PGSQL.{params['PORT']}", "worker": os.getpid(),
+           "secret_names": SECRET_NAMES}
+    original.unlink()
+
+
 @needs_tesseract
-def test_a_hostile_parser_in_the_real_child_cannot_reach_the_network_write_outside_or_exec(
-        monkeypatch, tmp_path, listener):
-    got, outside = _hostile(monkeypatch, tmp_path, listener)
-    assert got == {"inet socket": "refused: EACCES", "tcp connect": "refused: EACCES",
-                   "udp socket": "refused: EACCES", "write outside": "refused: EACCES", "exec": "refused: EACCES",
-                   "write own temp": "allowed", "exec tesseract": "allowed", "no_new_privs": "1"}
+@pytest.mark.django_db
+def test_a_hostile_parser_in_the_real_child_gets_no_secret_no_tenant_no_database_and_no_shell(
+        monkeypatch, tmp_path, listener, product_secrets):
+    got, outside = _hostile(monkeypatch, tmp_path, listener, **product_secrets)
+    assert got == {"inet socket": REFUSED, "tcp connect": REFUSED, "udp socket": REFUSED,
+                   "write outside": REFUSED, "exec": REFUSED, "shell": REFUSED,
+                   **{f"read {name}": REFUSED for name in product_secrets["secrets"]},
+                   "database socket": REFUSED, "worker environment": REFUSED, "environment": [],
+                   "inherited sockets": "0", "write own temp": "allowed", "exec tesseract": "allowed",
+                   "no_new_privs": "1"}
     assert not outside.exists()
 
 
 def test_a_layer_the_kernel_refuses_leaves_the_others_on_and_is_logged(monkeypatch, tmp_path, listener, caplog):
     with caplog.at_level(logging.WARNING, logger="ingest.extract.isolated"):
         got, outside = _hostile(monkeypatch, tmp_path, listener, "no-unshare")
-    assert got["inet socket"] == got["write outside"] == got["exec"] == "refused: EACCES"
+    assert got["inet socket"] == got["write outside"] == got["exec"] == REFUSED
     assert not outside.exists()
     [record] = [r for r in caplog.records if "sandbox layers" in r.getMessage()]
     assert "'network': 'refused by the kernel: Operation not permitted (network)'" in record.getMessage()
@@ -162,11 +224,16 @@ def test_healthz_shows_each_layer_of_the_parser_sandbox(client):
     assert body["parser_sandbox"] == {"ok": True, "layers": {layer: sandbox.ON for layer in sandbox.LAYERS}}
 
 
-def test_io_uring_signals_abstract_sockets_and_foreign_abis_are_refused(tmp_path):
+@pytest.mark.parametrize("layers, expected", [
+    (("no_new_privs", "landlock"), {"io_uring": "allowed", "signal": "EPERM", "abstract socket": "EPERM"}),
+    (("no_new_privs", "seccomp"), {"io_uring": "EACCES", "signal": "allowed", "abstract socket": "EACCES"}),
+], ids=["landlock", "seccomp"])
+def test_io_uring_signals_abstract_sockets_and_foreign_abis_are_refused(tmp_path, layers, expected):
     """The rest of what docs/security.md claims: io_uring refused (it could open sockets past the
-    filter), no signal to and no abstract socket of a process outside the child (Landlock ABI 6),
-    and a syscall of the x32 ABI kills the child. Entered without the network layer, whose own
-    namespace hides the outside's abstract sockets anyway (they would be ECONNREFUSED)."""
+    filter), no signal to and no abstract socket of a process outside the child (Landlock ABI 6,
+    behind seccomp's refusal of every socket), and a syscall of the x32 ABI kills the child.
+    Entered without the network layer, whose own namespace hides the outside's abstract sockets
+    anyway (they would be ECONNREFUSED)."""
     if _landlock_abi() < 6:
         pytest.skip("Landlock scopes need ABI 6")
     outside = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -175,11 +242,11 @@ def test_io_uring_signals_abstract_sockets_and_foreign_abis_are_refused(tmp_path
     code = textwrap.dedent(f"""
         import ctypes, errno, json, os, socket
         from ingest.extract import sandbox
-        state = sandbox.enter({str(tmp_path)!r}, layers=("no_new_privs", "landlock", "seccomp"))
+        state = sandbox.enter({str(tmp_path)!r}, layers={layers!r})
         libc = ctypes.CDLL(None, use_errno=True)
         libc.syscall.restype = ctypes.c_long
-        got = {{"io_uring": libc.syscall(425, 1, ctypes.create_string_buffer(120)) == -1
-                             and errno.errorcode[ctypes.get_errno()]}}
+        ring = libc.syscall(425, 1, ctypes.create_string_buffer(120))
+        got = {{"io_uring": errno.errorcode[ctypes.get_errno()] if ring == -1 else "allowed"}}
         try:
             os.kill(os.getppid(), 0)
             got["signal"] = "allowed"
@@ -196,9 +263,9 @@ def test_io_uring_signals_abstract_sockets_and_foreign_abis_are_refused(tmp_path
     """)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60)
     outside.close()
-    assert json.loads(done.stdout.splitlines()[0]) == {"io_uring": "EACCES", "signal": "EPERM",
-                                                       "abstract socket": "EPERM"}
-    assert "survived" not in done.stdout and done.returncode == -31  # SIGSYS
+    assert json.loads(done.stdout.splitlines()[0]) == expected
+    if "seccomp" in layers:
+        assert "survived" not in done.stdout and done.returncode == -31  # SIGSYS
 
 
 SLOW_PARSE = """
