@@ -120,6 +120,16 @@ def _without_heading_ids(text: str) -> str:
     return "\n".join(out)
 
 
+def without_title(text: str, title: str) -> str:
+    """The passage without a first `# heading` that only repeats the document's title, which the
+    document view already shows above its passages."""
+    first, newline, rest = text.lstrip("\n").partition("\n")
+    wanted = " ".join(title.split()).casefold()
+    if wanted and first.startswith("# ") and " ".join(strip_heading_id(first[2:]).split()).casefold() == wanted:
+        return rest
+    return text
+
+
 def render_markdown(text: str) -> str:
     """Safe HTML for one stored passage of markdown."""
     return _converter().render(_without_heading_ids(text)).rstrip("\n")

@@ -18,7 +18,7 @@ from kb.auth import Principal, require_readable
 from kb.errors import NotFound, ValidationFailed
 from kb.markup import passage_anchor
 from kb.models import Chunk, Document, SourceFile
-from kb.render import render_markdown
+from kb.render import render_markdown, without_title
 
 TRUNCATION_MARKER = ("\n\n[… truncated: characters {start}–{end} of {total} shown; "
                      "continue with offset={end} …]")
@@ -148,7 +148,12 @@ def document_view(principal: Principal, document_id: int) -> DocumentView:
                                     if block.heading_id and block.heading_id not in anchored
                                     and block.heading_id not in placed))
         placed.update(inner)
-        sections.append(Section(anchor, tuple(chunk.heading_path), render_markdown(text),
+        # the page shows the title above the passages: neither a first heading nor the breadcrumbs repeat it
+        path = tuple(chunk.heading_path)
+        path = path[1:] if path[:1] == (document.title,) else path
+        if not sections:
+            text = without_title(text, document.title)
+        sections.append(Section(anchor, path, render_markdown(text),
                                 (chunk.page_start, chunk.page_end), passage_anchor(chunk.pk), inner))
     return DocumentView(document, sections, _stored_file(document) is not None)
 

@@ -32,6 +32,27 @@
   }
   markCited();
   window.addEventListener("hashchange", markCited);
+  // the document view: a table wider than the screen says so above it (search.css shades its hidden side)
+  function markWideTables() {
+    var tables = document.querySelectorAll(".document .text table");
+    for (var i = 0; i < tables.length; i++) {
+      var table = tables[i];
+      var wide = table.scrollWidth > table.clientWidth + 1;
+      var hint = table.previousElementSibling;
+      var hinted = hint && hint.classList.contains("table-hint");
+      table.classList.toggle("wide", wide);
+      if (wide && !hinted) {
+        hint = document.createElement("p");
+        hint.className = "table-hint";
+        hint.textContent = "\u2194 This table is wider than the screen: scroll it sideways for more columns.";
+        table.parentNode.insertBefore(hint, table);
+      } else if (!wide && hinted) {
+        hint.parentNode.removeChild(hint);
+      }
+    }
+  }
+  markWideTables();
+  window.addEventListener("resize", markWideTables);
   // weak results: the "did you mean" arrives after the page, from /suggest
   var pending = document.querySelector(".correction[data-suggest]");
   if (pending && window.fetch) {
