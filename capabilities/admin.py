@@ -38,6 +38,13 @@ class ProviderForm(forms.ModelForm):
                                     "their knowledge targets. Saving applies it and records a new revision "
                                     "when it changed."}
 
+    def validate_unique(self):
+        """The id is checked for uniqueness only once the definition is valid: the rules it passed
+        then leave a member only ids of their own namespace to collide with (another tenant's
+        taken id refused as taken would tell that it exists)."""
+        if not self._errors:
+            super().validate_unique()
+
     def clean(self):
         data = super().clean()
         try:  # the definition's namespace must be one the curator may change, before anything is looked up

@@ -17,6 +17,11 @@ A definition file (JSON or YAML) holds one provider or a list under `providers`:
             document: refunds.md
             role: howto
 
+An id with a '.' names its namespace, the ':' written '.': `tenant.acme.billing` is provider
+`billing` of namespace `tenant:acme`, and no other namespace may hold it. A namespace's member
+defines only such ids (`capabilities.service.check_provider`), so no id a member picks can be
+another tenant's; plain ids like `billing` are a superuser's (and those members defined before).
+
 The static revision is a hash of the normalised definition, so reordering keys, capabilities or
 targets does not change it, and any change of content does.
 """
@@ -94,6 +99,21 @@ def parse_definitions(data) -> list[ProviderDefinition]:
     return definitions
 
 
+def qualified_id(namespace: str, name: str) -> str:
+    """The id of provider `name` of `namespace`: 'tenant.acme.billing' for 'tenant:acme' and 'billing'.
+    Members define only such ids, each in its own namespace: no two namespaces share one, so a
+    member's new id is never refused for being another tenant's (which would tell it exists)."""
+    return f"{namespace.replace(':', '.')}.{name}"
+
+
+def namespace_of_id(provider_id: str) -> str | None:
+    """The namespace a qualified id names (the inverse of `qualified_id`: namespace slugs hold no
+    '.' before their ':' and at most one ':'), None for an id without a '.'."""
+    if "." not in provider_id:
+        return None
+    return provider_id.rsplit(".", 1)[0].replace(".", ":", 1)
+
+
 def parse_provider(data, where: str = "provider") -> ProviderDefinition:
     if not isinstance(data, dict):
         raise _invalid(where, "must be an object")
@@ -101,6 +121,10 @@ def parse_provider(data, where: str = "provider") -> ProviderDefinition:
     if not CAPABILITY_ID_RE.match(f"{provider_id}/x"):
         raise _invalid(f"{where}.id", "use lowercase letters, digits, '.', '_' or '-'")
     namespace = _text(data, "namespace", where, required=True)
+    if "." in provider_id and namespace_of_id(provider_id) != namespace:
+        raise _invalid(f"{where}.id", f"an id with a '.' names its namespace: this one names "
+                                      f"{namespace_of_id(provider_id)!r}; in {namespace!r} use "
+                                      f"'{qualified_id(namespace, provider_id.rsplit('.', 1)[1])}'")
     capabilities = []
     for at, item in _objects(data, "capabilities", where):
         name = _text(item, "name", at, required=True)

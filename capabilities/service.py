@@ -26,7 +26,7 @@ from capabilities.contracts import (
     mapping_revision,
     verify_evidence,
 )
-from capabilities.definitions import ProviderDefinition, parse_definitions, parse_provider
+from capabilities.definitions import ProviderDefinition, parse_definitions, parse_provider, qualified_id
 from capabilities.errors import BudgetExceeded, DefinitionInvalid, RetrieverFailed, RevisionMismatch, UnknownCapability
 from kb.auth import Principal
 from kb.conf import kb_settings
@@ -71,6 +71,13 @@ def check_provider(data, slug: str, *, writer: Principal | None = None) -> Provi
     parsed = parse_provider(definition)
     if writer is not None:
         writer.check(parsed.namespace, write=True)
+        if writer.kind == "member" and "." not in parsed.id and not store.provider_in(parsed.id, parsed.namespace):
+            # a new plain id could be another tenant's: refusing it as taken would say that it is
+            suggested = qualified_id(parsed.namespace, parsed.id)
+            raise DefinitionInvalid(
+                f"Invalid provider definition: provider.id of a new provider a member defines names its "
+                f"namespace: use {suggested!r}, not {parsed.id!r}.",
+                details={"field": "provider.id", "suggested": suggested})
     store.resolve_definition(parsed)
     return parsed
 

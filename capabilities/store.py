@@ -92,6 +92,11 @@ def providers(slugs, readable: Q) -> dict[str, Provider]:
     return found
 
 
+def provider_in(slug: str, namespace: str) -> bool:
+    """Whether provider `slug` exists in `namespace` (and not merely in another)."""
+    return Provider.objects.filter(slug=slug, namespace__slug=namespace).exists()
+
+
 def readable_provider_slugs(readable: Q) -> list[str]:
     return list(Provider.objects.filter(namespace__in=Namespace.objects.filter(readable))
                 .order_by("slug").values_list("slug", flat=True))

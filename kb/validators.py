@@ -1,4 +1,4 @@
-"""Django field validators for namespace slugs, capability ids, URLs and per-kind source options,
+"""Django field validators for namespace slugs, provider and capability ids, URLs and per-kind source options,
 checked against the vocabulary of `kb/vocabulary.py`."""
 
 from __future__ import annotations
@@ -25,6 +25,15 @@ def validate_capability_id(value: str) -> None:
         raise ValidationError(
             f"{value!r} is not a canonical capability id; use 'provider/name', lowercase.",
             code="invalid_capability_id",
+        )
+
+
+def validate_provider_id(value: str) -> None:
+    if not CAPABILITY_ID_RE.match(f"{value or ''}/x"):
+        raise ValidationError(
+            f"{value!r} is not a provider id. Use lowercase letters, digits, '.', '_' and '-', e.g. 'billing' "
+            "or, for a namespace's own provider, the namespace with '.' for ':' and a name: 'tenant.acme.billing'.",
+            code="invalid_provider_id",
         )
 
 

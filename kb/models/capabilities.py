@@ -9,11 +9,14 @@ from pgvector.django import VectorField
 
 from kb.models.access import Namespace
 from kb.models.content import Document, Source
-from kb.validators import validate_capability_id
+from kb.validators import validate_capability_id, validate_provider_id
 
 
 class Provider(models.Model):
-    slug = models.SlugField(max_length=100, unique=True)
+    slug = models.CharField(
+        max_length=200, unique=True, validators=[validate_provider_id],
+        help_text="The provider id. One a namespace's member defines names its namespace: 'tenant.acme.billing' "
+                  "for namespace 'tenant:acme' (capabilities.definitions.namespace_of_id).")
     title = models.CharField(max_length=200, blank=True)
     namespace = models.ForeignKey(
         Namespace, on_delete=models.PROTECT, related_name="providers", null=True, blank=True

@@ -5,6 +5,7 @@ showing the request does work where it may."""
 
 from __future__ import annotations
 
+import json
 import re
 import socket
 import time
@@ -22,7 +23,7 @@ from ingest.ssrf import resolve_target
 from kb import querylog
 from kb.auth import issue_token
 from kb.conf import kb_settings
-from kb.models import ApiToken, Namespace, NamespaceMembership, QueryLog, Source
+from kb.models import ApiToken, Namespace, NamespaceMembership, Provider, QueryLog, Source
 
 pytestmark = pytest.mark.django_db
 
@@ -182,3 +183,49 @@ def test_an_address_written_in_the_url_is_still_refused_at_save(tenants, interna
                          content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
     assert port.status_code == 400 and "port 8080" in port.json()["message"]  # decided without DNS
     assert internal_dns == []
+
+
+def _define_provider(client: Client, provider_id: str, namespace: str):
+    return client.post("/admin/kb/provider/add/", {
+        "slug": provider_id, "definition": json.dumps({"namespace": namespace, "capabilities": []}),
+        "capabilities-TOTAL_FORMS": "0", "capabilities-INITIAL_FORMS": "0",
+        "revisions-TOTAL_FORMS": "0", "revisions-INITIAL_FORMS": "0"})
+
+
+def _form_errors(response) -> str:
+    form = response.context["adminform"].form
+    return json.dumps(form.errors.get_json_data(), sort_keys=True)
+
+
+@pytest.mark.parametrize("taken, free", [
+    ("billing", "payroll"),
+    ("tenant.theirs.billing", "tenant.theirs.payroll"),
+], ids=["plain", "named-after-their-namespace"])
+def test_a_provider_id_another_tenant_took_is_refused_like_a_free_one(tenants, taken, free):
+    ours, theirs = tenants
+    Provider.objects.create(slug=taken, namespace=theirs)
+    client = _member(ours)
+    refused_taken, refused_free = _define_provider(client, taken, ours.slug), _define_provider(client, free, ours.slug)
+    assert refused_taken.status_code == refused_free.status_code == 200  # the form again, with its errors
+    def said(response, provider_id):  # the refusal, with the id and its name part left out
+        return _form_errors(response).replace(provider_id, "<id>").replace(provider_id.rsplit(".", 1)[-1], "<name>")
+
+    assert said(refused_taken, taken) == said(refused_free, free)
+    assert "already exists" not in _form_errors(refused_taken)
+    assert set(Provider.objects.values_list("slug", flat=True)) == {taken}
+
+
+def test_a_member_defines_a_provider_named_after_their_namespace(tenants):
+    ours, theirs = tenants
+    Provider.objects.create(slug="billing", namespace=theirs)
+    client = _member(ours)
+    refused = _define_provider(client, "billing", ours.slug)
+    assert "use 'tenant.ours.billing'" in _form_errors(refused)  # the refusal says which id to use
+    assert _define_provider(client, "tenant.ours.billing", ours.slug).status_code == 302
+    assert Provider.objects.get(slug="tenant.ours.billing").namespace == ours
+    mine = Provider.objects.create(slug="cooking", namespace=ours)  # a plain id from before stays editable
+    changed = client.post(f"/admin/kb/provider/{mine.pk}/change/", {
+        "slug": "cooking", "definition": json.dumps({"namespace": ours.slug, "title": "Cooking", "capabilities": []}),
+        "capabilities-TOTAL_FORMS": "0", "capabilities-INITIAL_FORMS": "0",
+        "revisions-TOTAL_FORMS": "0", "revisions-INITIAL_FORMS": "0"})
+    assert changed.status_code == 302, _form_errors(changed)
