@@ -442,12 +442,24 @@ class StrongMatch:
     not read, or the words channel asked alone), its words carry at least FULL_WEIGHT_IDF_SHARE of
     the query's IDF mass, as a passage holding the rarer half of the query's words once does, or
     the query names its document whole (a names-channel coverage of 1: a token of the query is the
-    document's whole name key)."""
+    document's whole name key).
+
+    Meaning alone never makes a strong match for a query none of whose words occurs in the
+    namespace (the words channel ran and `query_idf` is 0, as the ranker's "no word of the query
+    occurs" note says): that is mostly a query misspelt throughout, whose best cosine still passes
+    the floor on the letters it shares with the passages (docs/searching.md#strong-matches
+    measures it), and a strong match would hide its "did you mean". Only its name can then
+    make one."""
     cosine: float
     query_idf: float | None
 
+    @property
+    def no_word_known(self) -> bool:
+        """The words channel ran and no word of the query occurs in the namespace."""
+        return self.query_idf is not None and self.query_idf <= 0
+
     def holds(self, details: ScoreDetails) -> bool:
-        if details.cosine is not None:
+        if details.cosine is not None and not self.no_word_known:
             return details.cosine >= self.cosine
         words, name = details.channels.get(LEXICAL), details.channels.get(NAMES)
         return ((bool(self.query_idf) and words is not None and words.raw >= FULL_WEIGHT_IDF_SHARE * self.query_idf)

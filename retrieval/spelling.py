@@ -7,15 +7,22 @@ nearest to that stem by edit distance (a swap counts one; at most 1 for words of
 letters, 2 for longer ones; same first
 letter, which bounds the candidates to one index range of `kb_chunk_term`), the five most
 frequent on ties; or the longest of the namespace's lexemes that begins that stem (`shorter_stems`: a word
-typed without its accents can keep a suffix the stemmer strips only accented). Each is shown as
-the word the namespace's own text spells that way, and the one nearest to what was typed, accents
-aside, is offered. The page offers the corrected query only when searching it finds a strong
-result (retrieval/views.py).
+typed without its accents can keep a suffix the stemmer strips only accented). When neither
+finds one, the stems of the spellings one edit from the typed word itself (`one_edit`): a typo
+can change how the stemmer cuts a word ("extenions" stems to `extenion`, three edits from
+`extens`, the stem of "extensions", one letter away). Each is shown as the word the namespace's
+own text spells that way (a word of its passages that stems to it: "policy" for `polici`), and
+the one nearest to what was typed, accents aside, is offered. The page offers the corrected query
+only when searching it finds a strong result (retrieval/views.py).
 
-`edit_distance`, `closest` and `shorter_stems` are pure; `correct_query` reads the namespace's postings.
+`edit_distance`, `closest`, `shorter_stems`, `one_edit` and `surface_form` are pure;
+`correct_query` reads the namespace's postings.
 """
 
 from __future__ import annotations
+
+import string
+from collections.abc import Collection, Mapping
 
 from kb.languages import SEGMENTED
 from kb.lookalikes import plain_letters
@@ -73,19 +80,65 @@ def shorter_stems(stem: str) -> list[str]:
     return [stem[:end] for end in range(len(stem) - 1, max(4, (len(stem) + 1) // 2) - 1, -1)]
 
 
+def one_edit(word: str) -> list[str]:
+    """The spellings one edit from `word`, its first letter kept (as corrections keep it): a
+    letter deleted, two neighbours swapped, one replaced or one inserted, from the Latin letters
+    when the word is written in them, and the word's own letters."""
+    letters = sorted(set(word) | (set(string.ascii_lowercase) if all(c <= "\u024f" for c in word) else set()))
+    head, tail = word[0], word[1:]
+    found = {head + tail[:i] + tail[i + 1:] for i in range(len(tail))}
+    found |= {head + tail[:i] + tail[i + 1] + tail[i] + tail[i + 2:] for i in range(len(tail) - 1)}
+    found |= {head + tail[:i] + c + tail[i + 1:] for i in range(len(tail)) for c in letters}
+    found |= {head + tail[:i] + c + tail[i:] for i in range(len(tail) + 1) for c in letters}
+    found.discard(word)
+    return sorted(found)
+
+
 def _apart(typed: str, word: str) -> tuple[int, int]:
     """How far a correction is from what was typed: accents aside first, then as written."""
     return edit_distance(plain_letters(typed), plain_letters(word), 99), edit_distance(typed, word, 99)
 
 
-def surface_form(lexeme: str, typed: str, text: str) -> str:
-    """The word of `text` that stems to `lexeme` (it starts with it, accents aside: Romance
-    lexemes are unaccented) nearest to what was typed."""
+def surface_form(lexeme: str, typed: str, text: str, stems: Mapping[str, Collection[str]] | None = None) -> str:
+    """The word of `text` of `lexeme`'s family nearest to what was typed: one that stems to it
+    (`stems`: each word's lexemes as the namespace lexes it, `_stems_of`; the stemmer may change a
+    word's end, so "policy" is `polici`) or one that starts with it, accents aside (Romance
+    lexemes are unaccented); the lexeme itself when no word is either."""
+    words = {w.lower() for w in WORD_RE.findall(text)}
     stem = plain_letters(lexeme)
-    words = {w.lower() for w in WORD_RE.findall(text) if plain_letters(w.lower()).startswith(stem)}
-    if not words:
+    spelt = {w for w in words if lexeme in (stems or {}).get(w, ()) or plain_letters(w).startswith(stem)}
+    if not spelt:
         return lexeme
-    return min(words, key=lambda w: (*_apart(typed, w), len(w), w))
+    return min(spelt, key=lambda w: (*_apart(typed, w), len(w), w))
+
+
+def _stems_of(cursor, texts: Mapping[str, str], configs: list[str]) -> dict[str, set[str]]:
+    """The lexemes of each word of `texts` that may stem to the lexeme it is keyed by (it shares
+    the lexeme's first letters but two, accents aside), in each of `configs`. One statement."""
+    words: set[str] = set()
+    for lexeme, text in texts.items():
+        start = plain_letters(lexeme)[:max(2, len(lexeme) - 2)]
+        words |= {w.lower() for w in WORD_RE.findall(text) if plain_letters(w.lower()).startswith(start)}
+    if not words:
+        return {}
+    cursor.execute("SELECT w, tsvector_to_array(kb_lex(c, w)) FROM unnest(%s::text[]) AS q(w), "
+                   "unnest(%s::text[]) AS k(c)", [sorted(words), configs])
+    stems: dict[str, set[str]] = {}
+    for word, lexemes in cursor.fetchall():
+        stems.setdefault(word, set()).update(lexemes)
+    return stems
+
+
+def _known_near(cursor, namespace_id: int, word: str, configs: list[str]) -> list[str]:
+    """The namespace's lexemes that spellings one edit from `word` stem to, the NEAR_KEPT held by
+    the most passages first (counted up to MAX_CANDIDATES postings). Two statements."""
+    cursor.execute("SELECT DISTINCT l FROM unnest(%s::text[]) AS q(w), unnest(%s::text[]) AS k(c), "
+                   "unnest(tsvector_to_array(kb_lex(c, w))) AS l", [one_edit(word), configs])
+    stems = [row[0] for row in cursor.fetchall()]
+    cursor.execute("SELECT lexeme, count(*) FROM (SELECT lexeme FROM kb_chunk_term WHERE namespace_id = %s "
+                   "AND lexeme = ANY(%s) LIMIT %s) t GROUP BY lexeme ORDER BY count(*) DESC, lexeme LIMIT %s",
+                   [namespace_id, stems, MAX_CANDIDATES, NEAR_KEPT])
+    return [row[0] for row in cursor.fetchall()]
 
 
 def correct_query(namespace_id: int, query: str) -> str | None:
@@ -127,8 +180,14 @@ def correct_query(namespace_id: int, query: str) -> str | None:
                            "ORDER BY b.n LIMIT 1", [shorter_stems(stem), namespace_id])  # one probe a beginning
             begins = cursor.fetchone()
             lexemes = list(dict.fromkeys(found for found in (*near, begins and begins[0]) if found))
+            respelt = not lexemes
+            if respelt:
+                lexemes = _known_near(cursor, namespace_id, word, configs)
             texts = passages_holding(namespace_id, lexemes, SURFACE_FROM) if lexemes else {}
-            surfaces = [surface_form(lexeme, word, texts.get(lexeme) or lexeme) for lexeme in lexemes]
+            stems_of = _stems_of(cursor, texts, configs)
+            surfaces = [surface_form(lexeme, word, texts.get(lexeme) or lexeme, stems_of) for lexeme in lexemes]
+            if respelt:  # a stem one edit away can be another word's ("neurlaation": `neural`)
+                surfaces = [surface for surface in surfaces if _apart(word, surface)[0] <= allowed_distance(word)]
             if surfaces:
                 replacements[word] = min(surfaces, key=lambda surface: _apart(word, surface))
     if not replacements:
