@@ -123,7 +123,7 @@ def _without_heading_ids(text: str) -> str:
 def without_title(text: str, title: str) -> str:
     """The passage without a first `# heading` that only repeats the document's title, which the
     document view already shows above its passages."""
-    first, newline, rest = text.lstrip("\n").partition("\n")
+    first, _, rest = text.lstrip("\n").partition("\n")
     wanted = " ".join(title.split()).casefold()
     if wanted and first.startswith("# ") and " ".join(strip_heading_id(first[2:]).split()).casefold() == wanted:
         return rest
