@@ -46,7 +46,7 @@ import logging
 import os
 import signal
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -227,19 +227,22 @@ def ensure_watchdog_schedule() -> None:
 
 @dataclass(frozen=True)
 class ClusterEntry:
-    """A qcluster's main process as it recorded itself."""
+    """A qcluster as its main process recorded itself: with `family`, the processes it had forked
+    (pid to start time), since its sentinel and workers outlive a main process killed alone."""
 
     machine: str
     pid: int
     started: datetime
     renewed: datetime
+    family: dict[int, float] = field(default_factory=dict)
 
     @property
     def key(self) -> str:
         return f"{self.machine}:{self.pid}"
 
     def as_dict(self) -> dict:  # what the cache keeps: plain values, readable by any version
-        return {"machine": self.machine, "pid": self.pid, "started": self.started, "renewed": self.renewed}
+        return {"machine": self.machine, "pid": self.pid, "started": self.started, "renewed": self.renewed,
+                "family": self.family}
 
 
 def cluster_lease() -> timedelta:
@@ -248,12 +251,12 @@ def cluster_lease() -> timedelta:
     return timedelta(seconds=max(120, 4 * kb_settings().watchdog_seconds))
 
 
-def register_cluster(started: datetime | None = None) -> datetime:
+def register_cluster(started: datetime | None = None, family: dict[int, float] | None = None) -> datetime:
     """Record this process as a live cluster started at `started` (now, before it claims
-    anything, when it starts), or renew its entry; entries of dead clusters are dropped. Returns
-    the start time to renew with."""
+    anything, when it starts), or renew its entry with the processes it forked (`family`);
+    entries of dead clusters are dropped. Returns the start time to renew with."""
     now = timezone.now()
-    me = ClusterEntry(machine(), os.getpid(), started or now, now)
+    me = ClusterEntry(machine(), os.getpid(), started or now, now, dict(family or {}))
     with transaction.atomic():
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s, 0)", [LOCK_CLASS])
@@ -278,9 +281,25 @@ def _recorded() -> list[ClusterEntry] | None:
 
 
 def _alive(entry: ClusterEntry, now: datetime) -> bool:
+    """On this machine: while its main process or any process it forked runs. Elsewhere: while
+    it renews its entry."""
     if entry.machine == machine():
-        return not worker_gone(entry.key, entry.started)
+        return not worker_gone(entry.key, entry.started) or any(
+            _runs(int(pid), created) for pid, created in entry.family.items())
     return now - entry.renewed < cluster_lease()
+
+
+def _runs(pid: int, created: float) -> bool:
+    """Whether process `pid`, started at `created`, still runs (not a zombie, not a reused pid)."""
+    import psutil
+
+    try:
+        process = psutil.Process(pid)
+        return process.status() != psutil.STATUS_ZOMBIE and abs(process.create_time() - created) < 1
+    except psutil.NoSuchProcess:
+        return False
+    except psutil.Error:  # not ours to look at: it may be the cluster's
+        return True
 
 
 def _holder_may_live(claimed: datetime, clusters: list[ClusterEntry]) -> bool:

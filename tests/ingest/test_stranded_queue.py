@@ -120,6 +120,22 @@ def test_a_cluster_is_dead_when_its_process_is_gone_or_its_lease_expired(source,
     assert release_orphaned_tasks() == [entry.pk]
 
 
+def test_a_cluster_whose_main_process_was_killed_alone_lives_on_in_its_workers(source, dead_pid):
+    """kill -9 of a qcluster's main process leaves its sentinel and workers running, with the tasks
+    they claimed: the cluster counts as alive while any process it recorded runs as recorded."""
+    worker = subprocess.Popen(["sleep", "60"])
+    try:
+        born = psutil.Process(worker.pid).create_time()
+        _record(ClusterEntry(machine(), dead_pid, timezone.now() - HOUR, timezone.now(), {worker.pid: born}))
+        _, entry = _queued(source)
+        assert len(live_clusters()) == 1 and release_orphaned_tasks() == []
+        _record(ClusterEntry(machine(), dead_pid, timezone.now() - HOUR, timezone.now(), {worker.pid: born - 60}))
+        assert live_clusters() == [] and release_orphaned_tasks() == [entry.pk]  # that pid is another process now
+    finally:
+        worker.kill()
+        worker.wait()
+
+
 def test_without_any_record_of_clusters_nothing_is_released(source):
     """A cluster that never recorded itself (the cache emptied) may hold anything: left alone."""
     cache.delete(CLUSTERS_KEY)
@@ -143,9 +159,9 @@ def test_the_entry_of_a_run_that_beats_is_never_released(source, dead_pid):
 def test_a_cluster_renews_its_record_and_drops_the_dead(dead_pid):
     _record(ClusterEntry(machine(), dead_pid, timezone.now() - HOUR, timezone.now()))
     started = register_cluster()
-    assert register_cluster(started) == started
+    assert register_cluster(started, family={dead_pid: 0.0}) == started
     [me] = live_clusters()
-    assert (me.pid, me.started) == (os.getpid(), started)
+    assert (me.pid, me.started, me.family) == (os.getpid(), started, {dead_pid: 0.0})
     assert [entry["pid"] for entry in cache.get(CLUSTERS_KEY)] == [os.getpid()]
 
 

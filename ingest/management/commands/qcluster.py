@@ -7,7 +7,8 @@ watchdog therefore keeps working when every worker hangs, which a django-q2 sche
 worker) cannot. It starts after the sentinel has forked: this process forks nothing afterwards.
 Before that, the process records itself as a live cluster and releases the queue entries of
 clusters that no longer run (`register_cluster`, `release_orphaned_tasks`), then closes its
-database connection so the sentinel does not inherit it; each pass renews the record.
+database connection so the sentinel does not inherit it; each pass renews the record, with the
+processes the cluster forked.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ class Command(DjangoQCommand):
             cluster.stop()
             return
         interval = kb_settings().watchdog_seconds
+        _watch(started)  # records the processes just forked at once
         while cluster.sentinel is not None and cluster.sentinel.is_alive():
             cluster.sentinel.join(timeout=interval)
             if cluster.sentinel.is_alive():
@@ -53,15 +55,15 @@ class Command(DjangoQCommand):
 def _watch(started) -> None:
     """One watchdog pass; a database that is away now is tried again at the next pass."""
     try:
-        register_cluster(started)
-        fail_stuck_runs()
-        release_orphaned_tasks()
         own = {}
         for child in psutil.Process().children(recursive=True):
             try:
                 own[child.pid] = child.create_time()
             except psutil.NoSuchProcess:
                 continue
+        register_cluster(started, family=own)
+        fail_stuck_runs()
+        release_orphaned_tasks()
         stop_abandoned_workers(own)
     except DatabaseError as exc:
         logger.warning("watchdog pass skipped: %s", exc)
