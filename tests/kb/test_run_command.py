@@ -17,11 +17,11 @@ from kb.models import Chunk, Document, IngestRun, Source
 from tests.pgserver import REPO, current_database_url, free_port
 
 
-def _start_kb_run(port: int, log_path):
+def _start_kb_run(port: int, log_path, **env: str):
     log = open(log_path, "w")
     return subprocess.Popen(
         [sys.executable, "manage.py", "kb_run", "--port", str(port), "--no-demo"], cwd=REPO,
-        env={**os.environ, "DATABASE_URL": current_database_url()},
+        env={**os.environ, "DATABASE_URL": current_database_url(), **env},
         stdout=log, stderr=subprocess.STDOUT, text=True, start_new_session=True,
     ), log
 
@@ -153,6 +153,78 @@ def test_a_worker_that_keeps_dying_stops_the_product_with_the_reason(transaction
             in output)
     children = subprocess.run(["pgrep", "-f", f"runserver --noreload 127.0.0.1:{port}"], capture_output=True)
     assert children.returncode == 1, "the web server outlived the stop"
+
+
+SLOW_PAGES = 400
+
+
+def _slow_site(web) -> None:
+    """A site whose crawl takes minutes: a home page linking to pages that answer in a second each."""
+    from tests.webserver import Route
+
+    def slow(handler):
+        time.sleep(1)
+        return Route(f"<main><h1>{handler.path}</h1><p>A page of the slow site.</p></main>".encode())
+
+    links = "".join(f"<a href='/p{i}.html'>page {i}</a> " for i in range(SLOW_PAGES))
+    web.page("/", f"<main><h1>Home</h1><p>Every page below is slow.</p>{links}</main>")
+    for i in range(SLOW_PAGES):
+        web.routes[f"/p{i}.html"] = slow
+
+
+@pytest.mark.timeout(720)  # two starts of the product, each loading the model
+def test_a_run_queued_behind_a_long_one_finishes_after_a_restart(transactional_db, namespace, web, tmp_path):
+    """Issue 57, B2, as the operator met it: a run waits behind a long crawl, the product is stopped
+    with Ctrl-C and started again. The stopped worker had claimed the waiting run's task (django-q2
+    locks it for KB_TASK_RETRY, an hour); the new kb_run hands it out again, so it finishes within
+    minutes, while the crawl, whose worker went down with the product, fails as abandoned."""
+    from django.utils import timezone
+    from django_q.models import OrmQ
+
+    from ingest.service import start_ingest
+
+    def queue_entry(task_id: str) -> OrmQ | None:  # django-q2's row of the task
+        return next((row for row in OrmQ.objects.all() if row.task_id() == task_id), None)
+
+    _slow_site(web)
+    crawl = Source.objects.create(namespace=namespace, name="slow site", kind="crawl", location=web.url("/"),
+                                  options={"use_llms_txt": False, "respect_robots": False, "max_depth": 1})
+    notes = Source.objects.create(namespace=namespace, name="notes", kind="text",
+                                  text="# Notes\n\nQueued behind the crawl, finished after the restart.")
+    port, allow = free_port(), {"KB_FETCH_ALLOWED_PRIVATE": "127.0.0.0/8:*"}
+    first_log, second_log = tmp_path / "kb_run-1.log", tmp_path / "kb_run-2.log"
+    proc, log = _start_kb_run(port, first_log, **allow)
+    try:
+        assert _wait_for(lambda: "Knowledge base running at" in first_log.read_text() or proc.poll() is not None,
+                         180) and proc.poll() is None, first_log.read_text()
+        long, queued = start_ingest(crawl), start_ingest(notes)
+
+        def waiting_claimed() -> bool:  # the crawl runs, and the worker's cluster has taken the next task
+            entry = queue_entry(queued.task_id)
+            return (IngestRun.objects.get(pk=long.pk).items_done >= 3 and entry is not None
+                    and entry.lock > timezone.now())
+
+        assert _wait_for(waiting_claimed, 180), (IngestRun.objects.get(pk=long.pk).status, first_log.read_text())
+    finally:
+        output = _stop(proc, log, first_log)
+    assert proc.returncode == 0, output
+    assert IngestRun.objects.get(pk=queued.pk).status == "queued"
+    assert queue_entry(queued.task_id).lock > timezone.now()  # still claimed by the stopped worker
+
+    started = time.monotonic()
+    proc, log = _start_kb_run(port, second_log, **allow)
+    try:
+        assert _wait_for(lambda: IngestRun.objects.get(pk=queued.pk).status not in ("queued", "running"), 180), \
+            (IngestRun.objects.get(pk=queued.pk).status, second_log.read_text())
+        finished_after = time.monotonic() - started
+    finally:
+        output = _stop(proc, log, second_log)
+    queued.refresh_from_db(), long.refresh_from_db()
+    assert queued.status == "succeeded", (queued.error, output)
+    assert long.status == "failed" and long.error.startswith("INGEST_RUN_ABANDONED"), long.error
+    assert "queued tasks of the stopped worker handed out again" in output
+    assert long.attempts == 1  # its task, handed out again too, left the failed run alone
+    print(f"the queued run finished {finished_after:.0f} s after kb_run started again")
 
 
 ORPHAN = """
