@@ -12,10 +12,10 @@ class IngestConfig(AppConfig):
 
     def ready(self):
         from ingest import checks  # noqa: F401  (registers the embedder's system check)
-        from ingest.upload_temp import ensure_upload_folder
+        from ingest.upload_temp import prepare_upload_folder
 
         post_migrate.connect(_schedule_watchdog, sender=self)
-        ensure_upload_folder()  # FILE_UPLOAD_TEMP_DIR must exist before Django's system checks run
+        prepare_upload_folder()  # before Django's checks, which require FILE_UPLOAD_TEMP_DIR to exist
         _warm_model()
 
 

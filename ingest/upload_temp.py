@@ -7,7 +7,7 @@ a gunicorn worker timeout): then the file stays for good. So uploads go to FILE_
 a folder of the product's own (KB_DATA_DIR/upload-tmp), and each file is held under an exclusive
 `flock` by the process writing it. The kernel drops that lock when the process dies, so a file
 nobody holds locked is one no live request will read again: `sweep_stale_uploads` removes those,
-when the product starts (`kb_run`) and with every watchdog tick, and never touches a live upload.
+when any process of the product starts and with every watchdog tick, and never a live upload's.
 """
 
 from __future__ import annotations
@@ -21,6 +21,14 @@ from django.conf import settings
 from django.core.files.uploadhandler import TemporaryFileUploadHandler
 
 logger = logging.getLogger(__name__)
+
+
+def prepare_upload_folder() -> None:
+    """When a process of the product starts (the ingest app is ready: kb_run, runserver, qcluster,
+    a gunicorn worker): the folder exists, as Django's checks require, and what a server killed
+    mid-upload left in it is gone."""
+    ensure_upload_folder()
+    sweep_stale_uploads()
 
 
 def ensure_upload_folder() -> None:

@@ -51,10 +51,10 @@ def _server(data_dir: Path, how: str) -> tuple[subprocess.Popen, Path]:
 
 
 def test_a_killed_servers_upload_file_is_swept_and_a_live_uploads_file_is_kept(data_dir):
-    killed, stale = _server(data_dir, "killed")
+    live, in_flight = _server(data_dir, "live")
+    killed, stale = _server(data_dir, "killed")  # started after the live one, whose file it leaves
     assert killed.wait(timeout=60) == -signal.SIGKILL
     assert stale.is_file()  # what a killed server leaves: Django never got to delete it
-    live, in_flight = _server(data_dir, "live")
     try:
         assert sweep_stale_uploads() == 1
         assert not stale.exists()
@@ -116,6 +116,25 @@ def test_an_upload_through_the_api_waits_locked_in_the_products_folder_and_is_go
 
 def test_a_missing_folder_is_nothing_to_sweep(data_dir):
     assert sweep_stale_uploads() == 0
+
+
+def test_a_process_start_sweeps_what_a_killed_server_left_and_keeps_a_live_upload(data_dir):
+    """Any process of the product starting (here `manage.py check`; kb_run, runserver, qcluster and
+    gunicorn's workers alike) removes a killed server's upload file, and leaves a live one's."""
+    live, in_flight = _server(data_dir, "live")
+    killed, stale = _server(data_dir, "killed")
+    killed.wait(timeout=60)
+    try:
+        assert stale.is_file()
+        env = {**os.environ, "KB_DATA_DIR": str(data_dir)}
+        env.pop("KB_WARM_MODEL", None)
+        done = subprocess.run([sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert not stale.exists()
+        assert in_flight.is_file()
+    finally:
+        live.communicate("", timeout=60)
 
 
 def test_a_fresh_data_folder_passes_djangos_checks(tmp_path):

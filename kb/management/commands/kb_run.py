@@ -49,11 +49,9 @@ class Command(BaseCommand):
         self.stdout.write("==> migrating the database")
         call_command("migrate", interactive=False, verbosity=0)
         login = ensure_admin_user()
-        from ingest.upload_temp import sweep_stale_uploads
         from ingest.watchdog import fail_stuck_runs, release_orphaned_tasks
 
         stuck = fail_stuck_runs(service_restarted=True)  # runs whose worker went down with the product
-        sweep_stale_uploads()  # upload files a web server killed mid-request left behind
         if stuck:
             self.stdout.write(f"==> failed {len(stuck)} stuck ingest runs (retry them from the admin)")
         released = release_orphaned_tasks()  # what the stopped worker had taken from the queue, unstarted
