@@ -14,3 +14,26 @@ def embedding_dimension_check(app_configs, **kwargs):
     except KBError as exc:
         return [checks.Error(exc.message, id=f"kb.{exc.code}")]
     return []
+
+
+@checks.register("kb")
+def parser_reads_no_data_check(app_configs, **kwargs):
+    """The folders the parser child may read (`sandbox.readable_roots`) must not hold the data
+    folder or the media folder: a data folder placed inside site-packages, say, would be readable
+    by an exploited parser."""
+    from pathlib import Path
+
+    from django.conf import settings
+
+    from ingest.extract.sandbox import readable_roots
+
+    found = []
+    for name in ("KB_DATA_DIR", "MEDIA_ROOT"):
+        folder = Path(getattr(settings, name)).resolve()
+        for root in readable_roots():
+            if folder == Path(root) or Path(root) in folder.parents:
+                found.append(checks.Warning(
+                    f"{name} ({str(folder)!r}) lies inside {root!r}, which the parser child may read: a parser "
+                    f"exploited by a hostile file could read it. Move {name} elsewhere.",
+                    id="kb.W_PARSER_READS_DATA"))
+    return found

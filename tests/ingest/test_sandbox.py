@@ -390,3 +390,12 @@ def _traversable_by_everyone(folder: Path):
     finally:
         for parent, mode in changed:
             os.chmod(parent, mode & 0o7777)
+
+
+def test_a_data_folder_the_parser_child_may_read_is_a_start_up_warning(settings):
+    from ingest.checks import parser_reads_no_data_check
+
+    assert parser_reads_no_data_check(None) == []
+    settings.MEDIA_ROOT = str(Path(sandbox.readable_roots()[0]) / "media")
+    [warning] = parser_reads_no_data_check(None)
+    assert warning.id == "kb.W_PARSER_READS_DATA" and "MEDIA_ROOT" in warning.msg
