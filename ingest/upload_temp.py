@@ -42,8 +42,9 @@ class LockedTemporaryFileUploadHandler(TemporaryFileUploadHandler):
     def new_file(self, *args, **kwargs):
         ensure_upload_folder()  # removed since start-up (a cleaned data folder) is no failed upload
         super().new_file(*args, **kwargs)
-        # released with the file (the request's end) or the process (however it ends); blocking,
-        # so a sweep that opened the new file this instant is waited for, never mistaken
+        # released with the file (the request's end) or the process (however it ends). A sweep that
+        # took the file in the instant between its creation and this lock has unlinked it: the
+        # open file is still written and read through, and Django's close allows the missing name
         fcntl.flock(self.file.fileno(), fcntl.LOCK_EX)
 
 
