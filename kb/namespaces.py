@@ -13,6 +13,9 @@ from kb.models import Document, IngestRun, NamespaceStats, Source
 MAX_SOURCES = 500
 
 
+UNDETERMINED = "und"
+
+
 def namespace_summaries(principal: Principal) -> list[dict]:
     namespaces = list(principal.readable_namespaces().order_by("slug"))
     ids = [n.pk for n in namespaces]
@@ -26,7 +29,16 @@ def namespace_summaries(principal: Principal) -> list[dict]:
              "access": principal.access(n),
              "sources": sources.get(n.pk, 0), "documents": documents.get(n.pk, 0), "chunks": chunks.get(n.pk, 0),
              "last_success_at": fresh.get(n.pk), "language": n.language,
-             "document_languages": n.document_languages} for n in namespaces]
+             "document_languages": _named(n.document_languages)} for n in namespaces]
+
+
+def _named(document_languages: dict[str, int]) -> dict[str, int]:
+    """Documents per language, those whose language was not detected (too short, unsure) under
+    "und", ISO 639's code for undetermined, rather than an empty key."""
+    named = {language or UNDETERMINED: 0 for language in document_languages}
+    for language, count in document_languages.items():
+        named[language or UNDETERMINED] += count
+    return named
 
 
 def source_summaries(principal: Principal, namespaces: list[str] | None = None) -> list[dict]:

@@ -285,7 +285,7 @@ class NamespaceOut(Schema):
     chunks: int
     last_success_at: datetime | None  # when a source of it last finished an ingest run without errors
     language: str  # the setting: "auto" (each document's detected language) or a text search configuration
-    document_languages: dict[str, int]  # documents per detected language (ISO 639-1; "" not named)
+    document_languages: dict[str, int]  # documents per detected language (ISO 639-1; "und": not detected)
 
 
 class NamespaceListOut(Schema):

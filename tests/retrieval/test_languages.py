@@ -1033,3 +1033,14 @@ def test_passages_another_model_embedded_are_found_by_words_until_they_are_embed
     whole = search(question, namespace.slug, log=False)
     assert not whole.summary.channel_notes and whole.hits[0].document_ref == "user-space.en-US.html"
     assert "vector" in whole.hits[0].details.channels
+
+
+def test_the_namespace_list_names_undetected_documents_und_not_an_empty_language(client):
+    """A document too short to place in a language is counted under ISO 639's "und" in
+    /api/namespaces, where an empty key read like a bug."""
+    namespace = Namespace.objects.create(slug="languages-und", title="und", is_public=True)
+    source = Source.objects.create(namespace=namespace, name="notes", kind=Source.Kind.TEXT, text="x")
+    run = IngestRun.objects.create(source=source)
+    IngestPipeline(run).execute(iter([LoadedItem(ref="short", body=b"42", media_type="text/plain", path="short")]))
+    [listed] = [n for n in client.get("/api/namespaces").json()["namespaces"] if n["slug"] == "languages-und"]
+    assert listed["document_languages"] == {"und": 1}
