@@ -140,11 +140,13 @@ def _read_capped(handle: BinaryIO, limit: int, name: str) -> bytes:
 
 
 def safe_member_path(path: str) -> str:
-    """A relative POSIX path without `..`, drive letters or empty segments, in Unicode NFC, each
+    """A relative POSIX path without `..` (anywhere in it), drive letters or empty segments, in Unicode NFC, each
     segment at most MAX_SEGMENT_BYTES of UTF-8 (its extension kept), MAX_PATH_CHARS in all; ""
     when unsafe."""
     path = unicodedata.normalize("NFC", path.replace("\\", "/"))
     if path.startswith("/") or (len(path) > 1 and path[1] == ":") or "\x00" in path:
+        return ""
+    if ".." in path.split("/"):  # `bundle/../evil.txt` too: a name that climbs is skipped, not normalised
         return ""
     normal = normpath(path)
     if normal in (".", "") or normal.startswith("../") or normal == ".." or "/../" in f"/{normal}/":

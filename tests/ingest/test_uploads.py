@@ -57,6 +57,7 @@ def test_a_zip_becomes_one_document_per_member_with_its_path_as_ref(namespace):
         "data/table.csv": b"name,value\nalpha,1\nbeta,2\n",
         "mail/digest.eml": (REAL / "msg_02.eml").read_bytes(),
         "../../etc/evil.md": b"# no",
+        "bundle/../evil.txt": b"climbs out of its folder",
         "inner.zip": _zip({"a.md": b"# A"}),
         "picture.gif": b"GIF89a",  # images other than PNG, JPEG, TIFF and WebP are not read
     })
@@ -64,7 +65,8 @@ def test_a_zip_becomes_one_document_per_member_with_its_path_as_ref(namespace):
     assert sorted(report.added) == ["data/table.csv", "mail/digest.eml", "manuals/cad.pdf", "notes/readme.md",
                                     "office/manual.odt", "office/sheet.xlsx", "office/styles.docx", "office/sums.ods",
                                     "slides/charts.pptx"]
-    assert {s["path"] for s in report.skipped} == {"../../etc/evil.md", "inner.zip", "picture.gif"}
+    assert {s["path"] for s in report.skipped} == {"../../etc/evil.md", "bundle/../evil.txt", "inner.zip",
+                                                  "picture.gif"}
     run = start_ingest(source, sync=True)
     assert run.status == "succeeded", list(run.items.values_list("ref", "error_code", "error_message"))
     documents = {d.ref: d for d in Document.objects.filter(source=source)}
@@ -99,6 +101,7 @@ def test_zip_bombs_and_too_many_members_are_refused(namespace, settings):
 @pytest.mark.parametrize("path, safe", [
     ("docs/a.md", "docs/a.md"), ("./docs//a.md", "docs/a.md"), ("../a.md", ""), ("docs/../../a.md", ""),
     ("/etc/passwd", ""), ("C:/Windows/x.md", ""), ("a\\..\\..\\b.md", ""), ("a\x00.md", ""),
+    ("bundle/../evil.txt", ""), ("a/b/../c.md", ""),  # a name that climbs is skipped, even back inside
 ])
 def test_member_paths_never_leave_the_source(path, safe):
     assert safe_member_path(path) == safe
