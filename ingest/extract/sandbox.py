@@ -36,6 +36,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import json
+import mimetypes
 import os
 import platform
 import shutil
@@ -53,7 +54,8 @@ PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
 CLONE_NEWUSER, CLONE_NEWNET = 0x10000000, 0x40000000
 # What a parser reads besides Python and the product's packages; each is skipped where absent.
 SYSTEM_READABLE = ("/usr/lib", "/usr/lib64", "/lib", "/lib64", "/usr/share/tesseract-ocr", "/usr/share/fonts",
-                   "/etc/fonts", "/etc/ld.so.cache", "/etc/localtime", "/usr/share/zoneinfo", "/dev/urandom")
+                   "/etc/fonts", "/etc/ld.so.cache", "/etc/localtime", "/usr/share/zoneinfo", "/dev/urandom",
+                   *mimetypes.knownfiles)  # Python's mimetypes reads every one of these that exists
 OWN_PACKAGES = ("ingest", "kb")  # the packages the child's code is imported from
 
 # Landlock (include/uapi/linux/landlock.h); its syscall numbers are the same on every architecture.
