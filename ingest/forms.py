@@ -15,6 +15,7 @@ from ingest.uploads import read_upload
 from kb import models
 from kb.errors import KBError
 from kb.http import sent_file_name
+from kb.validators import GLOBS, glob_hint, regex_like
 from kb.vocabulary import SOURCE_KINDS, SOURCE_OPTIONS, URL_KINDS
 
 KIND_HELP = {  # what each kind ingests, shown when choosing one and on its form
@@ -27,6 +28,20 @@ KIND_HELP = {  # what each kind ingests, shown when choosing one and on its form
     "text": "Text typed here (markdown).",
 }
 LOCATION_LABELS = {"url": "Page URL", "sitemap": "Sitemap URL", "crawl": "Start URL", "llms": "llms.txt URL"}
+LOCATION_HELP = {  # the model's help is for every kind at once ("URL for web kinds; empty for files and text")
+    "url": "The page's http(s) address, e.g. https://docs.example.com/guide/install.html.",
+    "sitemap": "The address of the sitemap.xml (or sitemap index), e.g. https://docs.example.com/sitemap.xml.",
+    "crawl": "The page the crawl starts from, e.g. https://docs.example.com/; links are followed on its host "
+             "(and the allowed domains below).",
+    "llms": "The address of the llms.txt file, e.g. https://docs.example.com/llms.txt.",
+}
+REFRESH_HELP = {
+    "web": "Fetch it again this often, e.g. 1 00:00:00 for daily or 06:00:00 for every six hours (empty: only "
+           "when you choose Ingest now). Pages that did not change cost a fetch and no extraction.",
+    "file": "Uploaded files change only when you upload again, and saving an upload ingests them: leave empty. "
+            "(Set, the same files are read again this often, and nothing changes.)",
+    "text": "The text changes only when you edit it here, and saving an edit ingests it: leave empty.",
+}
 OPTION_HELP = {
     "max_depth": "How many links away from the start page the crawl goes (0: the start page only).",
     "max_pages": "At most this many pages are taken per run.",
@@ -110,6 +125,9 @@ class SourceForm(forms.ModelForm):
         if "location" in self.fields:
             self.fields["location"].required = True
             self.fields["location"].label = LOCATION_LABELS[self.kind]
+            self.fields["location"].help_text = LOCATION_HELP[self.kind]
+        if "refresh_interval" in self.fields:
+            self.fields["refresh_interval"].help_text = REFRESH_HELP.get(self.kind, REFRESH_HELP["web"])
         if "text" in self.fields:
             self.fields["text"].required = True
 
@@ -142,6 +160,11 @@ class SourceForm(forms.ModelForm):
             value = cleaned.get(name)
             if SOURCE_OPTIONS[name][1] is list:
                 value = [line.strip() for line in (value or "").splitlines() if line.strip()] or None
+                if name in ("include", "exclude") and (hints := [glob_hint(v) for v in value or () if regex_like(v)]):
+                    # the field's error, not the model's about "options", and stored as it was
+                    self.add_error(name, ValidationError(f"These are {GLOBS}, not regular expressions: "
+                                                         f"{'; '.join(hints)}.", code="invalid_options"))
+                    continue
             if value is None or (value == OPTION_DEFAULTS.get(name) and name not in options):
                 options.pop(name, None)  # the default, left unstated so it follows the product's
             else:

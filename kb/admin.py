@@ -153,6 +153,17 @@ class ApiTokenAdmin(SuperuserOnly):
     def namespace_list(self, obj):
         return ", ".join(obj.namespaces.values_list("slug", flat=True))
 
+    def get_exclude(self, request, obj=None):
+        """A new token is not revoked: its form asks only what it may do."""
+        return ["revoked_at"] if obj is None else []
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change=change, **kwargs)
+        if "revoked_at" in form.base_fields:
+            form.base_fields["revoked_at"].help_text = (
+                "When the token stopped working (the Revoke action on the list sets it to now); empty: it works.")
+        return form
+
     def save_model(self, request, obj, form, change):
         if change:
             return super().save_model(request, obj, form, change)

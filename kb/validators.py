@@ -3,6 +3,7 @@ checked against the vocabulary of `kb/vocabulary.py`."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -74,7 +75,35 @@ def validate_source_options(kind: str, options: dict[str, Any]) -> None:
         ):
             errors.append(f"option {name!r} takes at most {MAX_PATTERNS} patterns of at most "
                           f"{MAX_PATTERN_CHARS} characters")
+        elif name in ("include", "exclude") and (hints := [glob_hint(v) for v in value if regex_like(v)]):
+            errors.append(f"option {name!r} takes {GLOBS}, not regular expressions: {'; '.join(hints)}")
         elif typ is int and not low <= value <= high:
             errors.append(f"option {name!r} must be between {low} and {high}, got {value!r}")
     if errors:
         raise ValidationError({"options": "; ".join(errors)}, code="invalid_options")
+
+
+GLOBS = "globs (* is any run of characters, ? one character, matched against the whole path)"
+# what only a regular expression would hold: ^ or $ anchors, .* or .+, a backslash escape, (?, |,
+# a character class [a-z] or a repeat {2,3}; a path's own ( ) + . stay globs
+_REGEX_SIGNS = re.compile(r"^\^|\$$|\.[*+]|\\.|\(\?|\||\[[^\]]+\]|\{\d+(,\d*)?\}")
+
+
+def regex_like(pattern: str) -> bool:
+    """Whether an include or exclude pattern reads as a regular expression: it would match
+    nothing as a glob (`ingest.scope.glob_match`), silently."""
+    return bool(_REGEX_SIGNS.search(pattern))
+
+
+def glob_hint(pattern: str) -> str:
+    """What to write instead of a regex-looking pattern: the glob it means, when one says it."""
+    glob = pattern.removeprefix("^").removesuffix("$")
+    glob = re.sub(r"\.[*+]", "*", glob)
+    glob = re.sub(r"\\([./?*+()\-])", r"\1", glob)
+    if not pattern.endswith("$") and not glob.endswith("*"):
+        glob += "*"  # a regular expression matches anywhere; a glob matches the whole path
+    if not pattern.startswith("^") and not glob.startswith(("/", "*")):
+        glob = "*" + glob
+    if regex_like(glob):
+        return f"{pattern!r} (write it as one glob per line)"
+    return f"{pattern!r} (write {glob!r})"
