@@ -12,10 +12,12 @@ class IngestConfig(AppConfig):
 
     def ready(self):
         from ingest import checks  # noqa: F401  (registers the embedder's system check)
+        from ingest.extract.isolated import sweep_scratch
         from ingest.upload_temp import prepare_upload_folder
 
         post_migrate.connect(_schedule_watchdog, sender=self)
         prepare_upload_folder()  # before Django's checks, which require FILE_UPLOAD_TEMP_DIR to exist
+        sweep_scratch()  # parser folders of a worker killed mid-parse
         _warm_model()
 
 

@@ -4,6 +4,7 @@ delivery changes nothing once the work it names has run."""
 
 from django_q.models import Schedule
 
+from ingest.extract.isolated import sweep_scratch
 from ingest.service import REFRESH_SCHEDULE, execute_run
 from ingest.upload_temp import sweep_stale_uploads
 from ingest.watchdog import fail_stuck_runs
@@ -37,5 +38,6 @@ def refresh_source(source_id: int) -> str:
 def watchdog() -> str:
     forget_old_windows()  # rate-limit counters of past minutes
     sweep_stale_uploads()  # upload files left by a web server killed mid-request
+    sweep_scratch()  # parser folders left by a worker killed mid-parse
     failed = fail_stuck_runs()
     return f"failed stuck runs: {failed}" if failed else "no stuck runs"

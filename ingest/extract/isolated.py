@@ -21,12 +21,15 @@ it (`PR_SET_PDEATHSIG`): a worker killed mid-parse leaves no parser running on.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import fcntl
 import json
 import logging
 import os
 import resource
 import selectors
+import shutil
 import signal
 import subprocess
 import sys
@@ -48,6 +51,8 @@ TRUNCATED = "\n\n[… truncated: the first {kept:,} of {total:,} characters were
 LIBXML2_LIMITS = ("Memory allocation failed", "Resource limit exceeded")
 READ_SIZE = 1 << 16
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
+SCRATCH_PREFIX, HELD = "kb-parser-", ".held"  # the child's own folder, and the lock its worker holds there
+SCRATCH_GRACE_SECONDS = 60
 CHILD = ("-m", "ingest.extract.isolated")  # the child's arguments to the Python interpreter
 # All the child inherits of the worker's environment: how to find programs and libraries, the
 # locale, and what tunes the parsers and Tesseract. Never a secret, a database's address or a
@@ -81,7 +86,7 @@ def extract_isolated(body: bytes, media_type: str, *, fallback_title: str = "", 
     """`ocr` lets scans be read, each OCRed page within its own budget (the deadline grows by them)."""
     if ocr and media_type in OCR_TYPES:
         budget = replace(budget, extra_wall_seconds=ocr.document_seconds)
-    with (tempfile.TemporaryDirectory(prefix="kb-parser-") as writable,
+    with (tempfile.TemporaryDirectory(prefix=SCRATCH_PREFIX) as writable, _held(writable),
           tempfile.TemporaryFile() as stdin, tempfile.TemporaryFile() as stderr):
         header = json.dumps({"media_type": media_type, "fallback_title": fallback_title, "charset": charset,
                              "url": url, "max_chars": budget.max_chars,
@@ -109,6 +114,41 @@ def child_environment(writable: str) -> dict[str, str]:
     temporary directory as `TMPDIR` and `HOME`."""
     inherited = {name: os.environ[name] for name in INHERITED if name in os.environ}
     return {**inherited, "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": writable, "HOME": writable}
+
+
+@contextlib.contextmanager
+def _held(folder: str):
+    """A lock on `folder` for as long as this process parses in it: the kernel drops it when the
+    process dies, which is how `sweep_scratch` tells a killed worker's folder from a live one."""
+    with open(os.path.join(folder, HELD), "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        yield
+
+
+def sweep_scratch() -> int:
+    """Remove the parser folders in the system temporary folder that no live process holds (their
+    worker was killed mid-parse, so their child died with it); how many. Safe beside live parses."""
+    removed = 0
+    root = tempfile.gettempdir()
+    try:
+        entries = [entry for entry in os.scandir(root) if entry.name.startswith(SCRATCH_PREFIX) and entry.is_dir()]
+    except OSError:
+        return 0
+    for entry in entries:
+        try:
+            if time.time() - entry.stat().st_mtime < SCRATCH_GRACE_SECONDS:
+                continue  # just made: its worker may not hold it yet
+            with open(os.path.join(entry.path, HELD), "a") as held:
+                fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                shutil.rmtree(entry.path, ignore_errors=True)
+                removed += 1
+        except BlockingIOError:
+            continue  # a live parse
+        except OSError:
+            continue  # gone meanwhile, or not ours to remove
+    if removed:
+        logger.info("removed %d parser folder(s) left by a worker killed mid-parse", removed)
+    return removed
 
 
 def _read_capped(child: subprocess.Popen, budget: ParserBudget) -> bytes:

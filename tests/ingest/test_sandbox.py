@@ -399,3 +399,28 @@ def test_a_data_folder_the_parser_child_may_read_is_a_start_up_warning(settings)
     settings.MEDIA_ROOT = str(Path(sandbox.readable_roots()[0]) / "media")
     [warning] = parser_reads_no_data_check(None)
     assert warning.id == "kb.W_PARSER_READS_DATA" and "MEDIA_ROOT" in warning.msg
+
+
+def test_a_killed_workers_parser_folder_is_swept_and_a_live_parse_keeps_its_own(monkeypatch):
+    """A worker killed mid-parse leaves its child's temporary folder (its child dies with it);
+    `sweep_scratch`, run at start-up and by the watchdog, removes it and never a live one."""
+    import psutil
+
+    worker = subprocess.Popen([sys.executable, "-c", SLOW_PARSE], cwd=REPO)
+    try:
+        deadline = time.monotonic() + 30
+        children = []
+        while not children and time.monotonic() < deadline:
+            children = [c for c in psutil.Process(worker.pid).children() if "isolated.main" in " ".join(c.cmdline())]
+            time.sleep(0.1)
+        (child,) = children
+        folder = Path(child.environ()["TMPDIR"])
+        assert folder.name.startswith(isolated.SCRATCH_PREFIX)
+    finally:
+        worker.kill()
+        worker.wait()
+    monkeypatch.setattr(isolated, "SCRATCH_GRACE_SECONDS", 0)
+    with tempfile.TemporaryDirectory(prefix=isolated.SCRATCH_PREFIX) as live, isolated._held(live):
+        assert folder.exists()
+        assert isolated.sweep_scratch() >= 1
+        assert not folder.exists() and Path(live).exists()
