@@ -3,8 +3,10 @@
 from django import forms
 from django.contrib import admin, messages
 from django.forms.fields import InvalidJSONInput
-from django.urls import reverse
+from django.http import HttpResponseRedirect
+from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
+from django.views.decorators.http import require_POST
 
 from evaluation.errors import EvalFileError
 from evaluation.runner import run_recorded
@@ -103,16 +105,33 @@ class EvalSuiteAdmin(NamespaceScoped):
         run = obj.runs.first()
         return f"{run.passed}/{run.total} passed" if run else "—"
 
+    change_form_template = "admin/kb/evalsuite/change_form.html"  # its Run now button
+
     @admin.action(description="Run now")
     def run_now(self, request, queryset):
         for suite in queryset:
-            run = run_recorded(suite, principal=self._principal(request))
-            regressed = run.regressions()
-            level = messages.SUCCESS if not run.failed else messages.WARNING
-            self.message_user(request, format_html(
-                '{}: <a href="{}">{} of {} passed</a>{}', suite.name,
-                reverse("admin:kb_evalrun_change", args=[run.pk]), run.passed, run.total,
-                f"; regressed since the previous run: {', '.join(regressed)}" if regressed else ""), level)
+            self._run(request, suite)
+
+    def get_urls(self):
+        return [
+            path("<int:suite_id>/run/", self.admin_site.admin_view(require_POST(self.run_view)),
+                 name="kb_evalsuite_run"),
+        ] + super().get_urls()
+
+    def run_view(self, request, suite_id):
+        """"Run now" on the suite's own page (docs/evals.md), back to it with the result."""
+        suite = self.scoped_object(request, suite_id, write=True)
+        self._run(request, suite)
+        return HttpResponseRedirect(reverse("admin:kb_evalsuite_change", args=[suite.pk]))
+
+    def _run(self, request, suite):
+        run = run_recorded(suite, principal=self._principal(request))
+        regressed = run.regressions()
+        level = messages.SUCCESS if not run.failed else messages.WARNING
+        self.message_user(request, format_html(
+            '{}: <a href="{}">{} of {} passed</a>{}', suite.name,
+            reverse("admin:kb_evalrun_change", args=[run.pk]), run.passed, run.total,
+            f"; regressed since the previous run: {', '.join(regressed)}" if regressed else ""), level)
 
 
 @admin.register(models.EvalRun)

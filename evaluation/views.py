@@ -38,5 +38,5 @@ def make_eval_case_page(request):
                                             request.POST.getlist("irrelevant"))
     except KBError as exc:
         return page_error(exc)
-    query = urlencode({"namespace": slug, "days": days, "made": f"{suite.name}: {case_id}"})
+    query = urlencode({"namespace": slug, "days": days, "made": f"{suite.name}: {case_id}", "suite": suite.pk})
     return HttpResponseRedirect(f"{reverse('curator-report')}?{query}")

@@ -159,7 +159,8 @@ def curator_report(request):
     days = bounded_int(request.GET.get("days"), 7, 1, 365)
     context = {"namespaces": namespaces, "namespace": namespace, "days": days, "periods": PERIODS,
                "report": query_report(namespace, days) if namespace else None, "case": None,
-               "made": request.GET.get("made", ""), "retention_days": kb_settings().query_retention_days}
+               "made": request.GET.get("made", ""), "made_suite": bounded_int(request.GET.get("suite"), 0, 0, 2**62),
+               "retention_days": kb_settings().query_retention_days}
     query_id = bounded_int(request.GET.get("query"), 0, 0, 2**62)
     if namespace and query_id:
         log = QueryLog.objects.filter(pk=query_id, namespace=namespace).first()
