@@ -2,8 +2,10 @@
 
 The corpus is ingested through the real pipeline (once: an unchanged corpus costs only its
 hashes), every query runs through the real search service, and the report holds retrieval
-quality for the full ranker (its fusion weight fitted with cross-validation), the default
-weights, each channel alone and plain RRF; search latency with and without query embedding and
+quality for the default ranker as a namespace without judged queries serves it (the headline),
+the ranker with its fusion weight fitted to the qrels (cross-validated; stored on the namespace
+only with `BenchOptions.keep_fit`, so a run leaves the product as it found it), each channel alone
+and plain RRF; search latency with and without query embedding and
 through the API and page; ingest throughput next to the model's raw embedding throughput
 measured in the same run, with the peak memory of a process that embeds through the runtime
 (`evaluation/memory.py`); and, when asked, latency on a scaled
@@ -25,7 +27,7 @@ from dataclasses import dataclass
 from django.db import connection
 
 from evaluation import memory
-from evaluation.fitting import fit_namespace, judged_runs
+from evaluation.fitting import fit_weights, judged_runs, store_calibration
 from evaluation.mcp_bench import mcp_latency
 from evaluation.metrics import BeirCorpus, load_beir, mean_scores, paired_comparison, per_query_ndcg, percentiles
 from evaluation.runner import METHODS
@@ -67,6 +69,7 @@ class BenchOptions:
     admin: bool = False  # also time the curator's changelists
     mcp: bool = False  # also time every MCP tool next to its JSON API twin (evaluation/mcp_bench.py)
     runtime: str = ""  # embed documents through this runtime of the local model, in its own namespace
+    keep_fit: bool = False  # store the fitted fusion weight as the namespace's calibration (it then serves it)
 
 
 def _quiet(*args) -> None:
@@ -190,14 +193,15 @@ class CorpusBenchmark:
         return {qid: embedder.embed_query(text) for qid, text in self.query_items}
 
     def quality_report(self, vectors) -> dict:
-        """The full ranker, the default weights, each channel and RRF, and the per-query
-        comparison of the full ranker with the best other method."""
+        """The default ranker (the headline: top-level `ndcg@10`, `recall@100`, `mrr@10`), the
+        fitted one, each channel and RRF, and the per-query comparison of each ranker with the
+        best other method."""
         report = self.fitted_quality(vectors)
         report["channels"] = {name: self.quality(vectors, METHOD_LABELS[name], **METHODS[name])
                               for name in ("vector", "lexical", "rrf")}
         best = max(report["channels"], key=lambda name: report["channels"][name]["ndcg@10"])
-        report["versus_best"] = {"method": best, **paired_comparison(
-            self.per_query["full ranker"], self.per_query[METHOD_LABELS[best]])}
+        report["fitted_versus_best"] = {"method": best, **paired_comparison(
+            self.per_query["fitted ranker"], self.per_query[METHOD_LABELS[best]])}
         report["default_versus_best"] = {"method": best, **paired_comparison(
             self.per_query["default weights"], self.per_query[METHOD_LABELS[best]])}
         return report
@@ -210,16 +214,20 @@ class CorpusBenchmark:
         return mean_scores(runs, self.qrels)
 
     def fitted_quality(self, vectors) -> dict:
-        """The full ranker as the product runs it here: with the lexical weight fitted to this
-        corpus's judgements (stored as the namespace's calibration), each query scored with the
-        weight fitted on the other folds. The default weights are reported beside it."""
+        """The default ranker as a namespace without judged queries serves it, and the ranker with
+        the lexical weight fitted to this corpus's judgements, each query scored with the weight
+        fitted on the other folds. The fit is stored as the namespace's calibration only with
+        `keep_fit`: otherwise the namespace serves afterwards what it served before."""
         qrels = self.qrels
-        calibration = fit_namespace(
+        calibration = fit_weights(
             self.namespace, dict(self.query_items), qrels, vectors=vectors,
-            progress=lambda done, total: self.progress("fit fusion weight", done, len(WEIGHT_GRID)),
-            fitted_on=f"benchmark {self.corpus.name} qrels, {FOLDS}-fold cross-validated")
+            progress=lambda done, total: self.progress("fit fusion weight", done, len(WEIGHT_GRID)))
+        if self.options.keep_fit:
+            calibration = store_calibration(
+                self.namespace, calibration,
+                fitted_on=f"benchmark {self.corpus.name} qrels, {FOLDS}-fold cross-validated")
         held_out = calibration.held_out_runs()
-        self.per_query["full ranker"] = per_query_ndcg(held_out, qrels)
+        self.per_query["fitted ranker"] = per_query_ndcg(held_out, qrels)
         fit = calibration.fit
         served: dict[tuple[float, tuple[str, ...]], dict[str, str]] = {}  # each query as served without judgements
         texts = dict(self.query_items)
@@ -237,14 +245,17 @@ class CorpusBenchmark:
                                                 params=RankerParams(lexical_weight=weight), channels=channels))
         self.per_query["default weights"] = per_query_ndcg(default_runs, qrels)
         weight, channels = next(iter(served)) if len(served) == 1 else (None, None)  # else per query: `served`
-        return {**mean_scores(held_out, qrels),
-                "default_weights": {**mean_scores(default_runs, qrels), "lexical_weight": weight,
+        default, fitted = mean_scores(default_runs, qrels), mean_scores(held_out, qrels)
+        return {**default, "default_ndcg@10": default["ndcg@10"], "fitted_ndcg@10": fitted["ndcg@10"],
+                "default_weights": {**default, "lexical_weight": weight,
                                     "channels": list(channels) if channels else None,
                                     "served": {f"lexical weight {w}, channels {', '.join(c)}": len(q)
                                                for (w, c), q in served.items()},
                                     "median_excess": _median([v for v in excess.values() if v is not None])},
+                "fitted": fitted,
                 "fusion": {"lexical_weight": fit.weight, "fold_weights": list(fit.fold_weights),
-                           "version": calibration.record.version,
+                           "stored": calibration.record is not None,
+                           "version": calibration.record.version if calibration.record else None,
                            "grid": {str(w): mean_scores(runs, qrels)["ndcg@10"]
                                     for w, runs in calibration.runs.items()}}}
 

@@ -1,14 +1,15 @@
 """Fitting a namespace's fusion weight to judged queries (`retrieval.fusion` reads it back for a search).
 
 `judged_runs` searches every judged query with one lexical weight and returns the documents
-found; `fit_namespace` does so for each weight of `fusion.WEIGHT_GRID`, fits and cross-validates
-(`fusion.fit_weight`), and stores the result as the namespace's `FusionCalibration`, so every
-later search there uses it and says so in its explanation.
+found; `fit_weights` does so for each weight of `fusion.WEIGHT_GRID`, fits and cross-validates
+(`fusion.fit_weight`) and stores nothing; `fit_namespace` also stores the result as the
+namespace's `FusionCalibration`, so every later search there uses it and says so in its
+explanation (a benchmark measures with `fit_weights` and leaves the namespace as it found it).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from django.db.models import F
 from django.utils import timezone
@@ -40,18 +41,17 @@ def judged_runs(namespace: str, queries: dict[str, str], *, params: RankerParams
 class Calibration:
     fit: Fit
     runs: dict[float, dict[str, list[str]]]  # per grid weight, per query: the documents found
-    record: FusionCalibration
+    record: FusionCalibration | None  # None: fitted, not stored
 
     def held_out_runs(self) -> dict[str, list[str]]:
         """Each query's documents under the weight fitted without it: the honest figure."""
         return {q: self.runs[w][q] for q, w in self.fit.chosen_per_query.items()}
 
 
-def fit_namespace(namespace: str, queries: dict[str, str], judgements: dict[str, dict[str, int]], *,
-                  fitted_on: str, vectors: dict | None = None, progress=None) -> Calibration:
-    """Fit the namespace's lexical weight to judged queries (graded gains per document ref) and
-    store it. `progress(done, total)` is called after each grid weight."""
-    ns = Namespace.objects.get(slug=namespace)
+def fit_weights(namespace: str, queries: dict[str, str], judgements: dict[str, dict[str, int]], *,
+                vectors: dict | None = None, progress=None) -> Calibration:
+    """Fit the namespace's lexical weight to judged queries (graded gains per document ref),
+    storing nothing. `progress(done, total)` is called after each grid weight."""
     judged = {q: text for q, text in queries.items() if q in judgements}
     runs, scores = {}, {}
     for done, weight in enumerate(WEIGHT_GRID, start=1):
@@ -59,14 +59,30 @@ def fit_namespace(namespace: str, queries: dict[str, str], judgements: dict[str,
         scores[weight] = per_query_ndcg(runs[weight], {q: judgements[q] for q in judged})
         if progress:
             progress(done, len(WEIGHT_GRID))
-    fit = fit_weight(scores)
-    values = dict(lexical_weight=fit.weight, fitted_on=fitted_on[:200], queries=len(judged),
+    return Calibration(fit=fit_weight(scores), runs=runs, record=None)
+
+
+def store_calibration(namespace: str, calibration: Calibration, *, fitted_on: str) -> Calibration:
+    """Store a fit as the namespace's `FusionCalibration` (a new version when one exists), which
+    every later search there uses."""
+    ns = Namespace.objects.get(slug=namespace)
+    fit = calibration.fit
+    values = dict(lexical_weight=fit.weight, fitted_on=fitted_on[:200], queries=len(calibration.runs[fit.weight]),
                   cross_validated_ndcg=round(fit.cross_validated, 4), default_ndcg=round(fit.default_score, 4),
                   fitted_at=timezone.now())
     updated = FusionCalibration.objects.filter(namespace=ns).update(version=F("version") + 1, **values)
     if not updated:
         FusionCalibration.objects.create(namespace=ns, **values)
-    return Calibration(fit=fit, runs=runs, record=FusionCalibration.objects.get(namespace=ns))
+    return replace(calibration, record=FusionCalibration.objects.get(namespace=ns))
+
+
+def fit_namespace(namespace: str, queries: dict[str, str], judgements: dict[str, dict[str, int]], *,
+                  fitted_on: str, vectors: dict | None = None, progress=None) -> Calibration:
+    """Fit the namespace's lexical weight to judged queries and store it (`fit_weights`, then
+    `store_calibration`)."""
+    Namespace.objects.get(slug=namespace)  # a missing namespace fails before the grid runs
+    calibration = fit_weights(namespace, queries, judgements, vectors=vectors, progress=progress)
+    return store_calibration(namespace, calibration, fitted_on=fitted_on)
 
 
 def suite_judgements(suite) -> tuple[str, dict[str, str], dict[str, dict[str, int]]]:

@@ -70,8 +70,9 @@ def test_kb_bench_runs_end_to_end_and_prints_one_json_object(tmp_path, capsys):
         assert key in report, key
     assert report["ndcg@10"] == 1.0 and report["recall@100"] == 1.0  # each query's one answer ranks first
     assert set(report["channels"]) == {"vector", "lexical", "rrf"}
-    # the full ranker's weight is fitted to the qrels, cross-validated, and stored for the namespace
+    # the ranker's weight is fitted to the qrels and cross-validated, and not stored without --keep-fit
     assert report["fusion"]["lexical_weight"] in WEIGHT_GRID and len(report["fusion"]["fold_weights"]) == 2
+    assert report["fusion"]["stored"] is False and report["fitted_ndcg@10"] == report["fitted"]["ndcg@10"]
     # the default as a namespace without judged queries serves it: English, every channel, and equal
     # weights, as two searches are too few for the search log's estimate
     default = report["default_weights"]
@@ -82,11 +83,10 @@ def test_kb_bench_runs_end_to_end_and_prints_one_json_object(tmp_path, capsys):
     assert report["default_versus_best"]["method"] in report["channels"]
     assert any(line.startswith("default weights as served without judged queries (lexical weight 0.5; the queries' "
                                "best passages a median ") for line in out)
-    calibration = FusionCalibration.objects.get(namespace__slug="bench-tiny")
-    assert calibration.lexical_weight == report["fusion"]["lexical_weight"] and calibration.queries == 2
-    versus = report["versus_best"]
+    assert not FusionCalibration.objects.filter(namespace__slug="bench-tiny").exists()
+    versus = report["fitted_versus_best"]
     assert versus["method"] in report["channels"] and versus["wins"] + versus["losses"] + versus["ties"] == 2
-    assert any(line.startswith(f"full ranker vs {versus['method']}") for line in out)
+    assert any(line.startswith(f"fitted ranker vs {versus['method']}") for line in out)
     assert report["ingest_measured"] == "this run"
     before, after = report["embed_docs_per_s_measured"]  # the model timed on both sides of the ingest
     assert before > 0 and after > 0 and report["embed_docs_per_s"] == round((before + after) / 2, 2)
@@ -97,7 +97,7 @@ def test_kb_bench_runs_end_to_end_and_prints_one_json_object(tmp_path, capsys):
 
     write_beir(tmp_path / "other", header=False)
     call_command("kb_bench", beir=[str(tmp_path / "tiny"), str(tmp_path / "other")], json=True, skip_latency=True,
-                 lexical_agreement=1, admin=True)
+                 lexical_agreement=1, admin=True, keep_fit=True)
     out = capsys.readouterr().out.strip().splitlines()
     again, other = json.loads(out[-1])["corpora"]
     agreement = again["lexical_agreement"]  # the tiny corpus gets packed lists for the comparison only
@@ -115,10 +115,12 @@ def test_kb_bench_runs_end_to_end_and_prints_one_json_object(tmp_path, capsys):
     assert again["ingest_measured"].startswith("run ")  # unchanged corpus: not re-ingested
     assert len(again["embed_docs_per_s_measured"]) == 1  # nothing to bracket: measured once
     assert again["ndcg@10"] == report["ndcg@10"] and other["corpus"] == "other"
-    assert FusionCalibration.objects.get(namespace__slug="bench-tiny").version == 2  # refitted
+    calibration = FusionCalibration.objects.get(namespace__slug="bench-tiny")  # --keep-fit stores the fit
+    assert calibration.lexical_weight == again["fusion"]["lexical_weight"] and calibration.queries == 2
+    assert again["fusion"]["stored"] is True and again["fusion"]["version"] == calibration.version == 1
     table = out[out.index("side by side, nDCG@10 / R@100:") + 1:]
     assert table[0].split() == ["method", "tiny", "other"]
-    assert [row.split()[0] for row in table[1:6]] == ["full", "default", "vector", "lexical", "rrf"]
+    assert [row.split()[0] for row in table[1:6]] == ["default", "fitted", "vector", "lexical", "rrf"]
 
     # a quality run with a slow model: the model is not timed alone, the rest is measured as before
     call_command("kb_bench", beir=[str(tmp_path / "other")], json=True, skip_latency=True, skip_throughput=True)

@@ -1,9 +1,11 @@
-"""python manage.py kb_bench --beir DIR… [--namespace NS] [--runtimes RUNTIME…] [--json]
+"""python manage.py kb_bench --beir DIR… [--namespace NS] [--runtimes RUNTIME…] [--keep-fit] [--json]
 
 Runs the benchmark of `evaluation/benchmark.py` on each BEIR folder and prints what it measured:
-one table per corpus, and with several folders a side-by-side table of every method. With
-`--runtimes`, each corpus is ingested once per document runtime of the local model (each in a
-namespace of its own) and a table compares their ingest speed, peak memory and quality.
+one table per corpus (the default ranker, as served without judged queries, is the headline; the
+ranker fitted to the qrels is stored on the namespace only with `--keep-fit`), and with several
+folders a side-by-side table of every method. With `--runtimes`, each corpus is ingested once
+per document runtime of the local model (each in a namespace of its own) and a table
+compares their ingest speed, peak memory and quality.
 """
 
 from __future__ import annotations
@@ -49,12 +51,15 @@ class Command(BaseCommand):
         parser.add_argument("--runtimes", nargs="+", choices=DOCUMENT_RUNTIMES, default=[],
                             help="Ingest each corpus once per document runtime, each into bench-<corpus>-<runtime>, "
                                  "and compare them (use with --fresh to time every ingest)")
+        parser.add_argument("--keep-fit", action="store_true",
+                            help="Store the fusion weight fitted to the qrels as the namespace's calibration, which "
+                                 "its searches then use; without it the run leaves the namespace as it found it")
         parser.add_argument("--rule-effects", action="store_true",
                             help="Also measure quality with MMR, recency and a stricter threshold turned on")
 
     def handle(self, *args, beir, namespace, json: bool, queries: int, skip_latency: bool, skip_quality: bool,
                skip_throughput: bool, fresh: bool, scale_chunks: int, rule_effects: bool, lexical_agreement: bool,
-               admin: bool, mcp: bool, runtimes: list[str], **options):
+               admin: bool, mcp: bool, runtimes: list[str], keep_fit: bool = False, **options):
         hint = migration_hint()
         if hint:
             raise CommandError(hint)
@@ -67,7 +72,7 @@ class Command(BaseCommand):
         settings = BenchOptions(queries=queries, skip_latency=skip_latency, skip_quality=skip_quality,
                                 skip_throughput=skip_throughput, fresh=fresh,
                                 rule_effects=rule_effects, scale_chunks=scale_chunks,
-                                lexical_agreement=lexical_agreement, admin=admin, mcp=mcp)
+                                lexical_agreement=lexical_agreement, admin=admin, mcp=mcp, keep_fit=keep_fit)
         write = self.stdout.write
         reports = []
         for folder, runtime in [(folder, runtime) for folder in beir for runtime in runtimes or [""]]:
@@ -119,7 +124,7 @@ class ProgressBars:
 
 
 def print_report(write, report: dict) -> None:
-    rows = ([("full ranker", report), ("default weights", report["default_weights"])]
+    rows = ([("default weights", report["default_weights"]), ("fitted ranker", report["fitted"])]
             if "ndcg@10" in report else []) + list(report.get("channels", {}).items())
     rows += [(name, values) for name, values in report.get("rule_effects", {}).items()]
     if rows:
@@ -129,11 +134,12 @@ def print_report(write, report: dict) -> None:
                           f"{values['mrr@10']:>8.4f}")
     if "fusion" in report:
         f = report["fusion"]
-        write(f"fusion weight fitted to the qrels: lexical {f['lexical_weight']} (calibration "
-                          f"v{f['version']}); per fold {f['fold_weights']}; nDCG@10 per grid weight {f['grid']}")
-    if "versus_best" in report:
-        v = report["versus_best"]
-        write(f"full ranker vs {_versus(v)}")
+        stored = (f"stored as the namespace's calibration v{f['version']}" if f["stored"]
+                  else "not stored: --keep-fit stores it")
+        write(f"fusion weight fitted to the qrels: lexical {f['lexical_weight']} ({stored}); per fold "
+              f"{f['fold_weights']}; nDCG@10 per grid weight {f['grid']}")
+    if "fitted_versus_best" in report:
+        write(f"fitted ranker vs {_versus(report['fitted_versus_best'])}")
     if "default_versus_best" in report:
         d = report["default_weights"]
         served = ("; ".join(f"{n} queries {how}" for how, n in d["served"].items()) if len(d.get("served", {})) > 1
@@ -178,7 +184,7 @@ def _stages(report: dict) -> str:
 
 
 def print_side_by_side(write, reports: list[dict]) -> None:
-    methods = [("full ranker", lambda r: r), ("default weights", lambda r: r.get("default_weights")),
+    methods = [("default weights", lambda r: r.get("default_weights")), ("fitted ranker", lambda r: r.get("fitted")),
                ("vector", lambda r: r.get("channels", {}).get("vector")),
                ("lexical", lambda r: r.get("channels", {}).get("lexical")),
                ("rrf", lambda r: r.get("channels", {}).get("rrf"))]
@@ -191,8 +197,9 @@ def print_side_by_side(write, reports: list[dict]) -> None:
             cells.append(f"{values['ndcg@10']:.4f} / {values['recall@100']:.4f}" if values else "-")
         write(f"{label:<20}" + "".join(f"{c:>22}" for c in cells))
     for r in reports:
-        if "versus_best" in r:
-            write(f"{r['corpus']}: full ranker vs {_versus(r['versus_best'])}")
+        for ranker in ("default", "fitted"):
+            if f"{ranker}_versus_best" in r:
+                write(f"{r['corpus']}: {ranker} ranker vs {_versus(r[f'{ranker}_versus_best'])}")
 
 
 def print_runtimes(write, reports: list[dict]) -> None:
