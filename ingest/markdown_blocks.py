@@ -2,8 +2,8 @@
 and the section tree they form, with each heading's anchor. Pure: strings in, dataclasses out.
 
 A heading written `## Title {#id}` (the HTML extractor writes the page's own section ids so)
-gives its sections the anchor `id`; other headings get a GitHub-style slug (on a web page whose
-other headings carry ids: the enclosing section's anchor). Every scan is linear in the input:
+gives its sections the anchor `id`; other headings get a GitHub-style slug (on a web page: the
+enclosing section's anchor, or none). Every scan is linear in the input:
 headings and fences are found with plain string operations, never with backtracking patterns.
 """
 
@@ -133,21 +133,20 @@ def read_sections(content: str, blocks: list[Block], web_page: bool = False) -> 
     sections = [Section(path=(), anchor="")]
     stack: list[tuple[int, str, str]] = []
     seen: dict[str, int] = {}
-    # a page that gives its sections ids: a heading it gives none (an admonition's "Note", a
-    # synopsis) is cited at the enclosing section that has one, not at a slug the site lacks
-    site_ids = web_page and any(b.heading_id for b in blocks if b.kind == "heading")
+    # a web page: a heading it gives no id (an admonition's "Note", a synopsis, a page without
+    # ids at all) is cited at the enclosing section that has one, or at the page's top, never at
+    # a slug the page lacks (the citation would open somewhere else than it says)
     for block in blocks:
         if block.kind == "heading":
             while stack and stack[-1][0] >= block.level:
                 stack.pop()
-            if site_ids and not block.heading_id:
+            if web_page and not block.heading_id:
                 inherited = next((a for _, _, a in reversed(stack) if a), "")
                 stack.append((block.level, block.heading, inherited))
                 sections.append(Section(path=tuple(h for _, h, _ in stack), anchor=inherited))
                 sections[-1].blocks.append(block)
                 continue
-            page_top = web_page and block.level == 1
-            anchor = block.heading_id or ("" if page_top else slugify_heading(block.heading))
+            anchor = block.heading_id or slugify_heading(block.heading)
             stack.append((block.level, block.heading, anchor))
             if block.heading_id or not anchor:
                 seen.setdefault(anchor, 0)

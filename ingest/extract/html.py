@@ -13,7 +13,10 @@
    heading stands beside it; so the sections of a DocBook reference page stay together.
    Everything outside the root is chrome and never read. Pages are parsed with lxml, which
    closes what HTML lets authors leave open (man2html's `<dd>`s and `<p>`s) instead of nesting
-   every following element hundreds deep.
+   every following element hundreds deep; a heading's end tag is first made to match the heading
+   it ends (`close_headings`: browsers end the open heading at any `</hN>`, libxml2 ignores a
+   mismatched one). An inline or unknown element around blocks (`<language-id>` unescaped in a
+   page's text) is read through: its headings, code and lists stay blocks.
 2. **Chrome inside the root** goes too: `nav`, `aside` (but footnotes and asides of prose),
    `footer`, forms, a `header` that holds no heading (some generators put the page's `<h1>` in a
    `<header>` inside the article), and elements whose class names a known piece of chrome (`CHROME_CLASSES`).
@@ -28,7 +31,9 @@
    with an id of its own and a permalink to it (Sphinx's described functions, classes, options
    and glossary terms; Texinfo's definitions) is a heading too, one level below the heading
    it is under and one more per definition it is described in: each described object is a
-   section, cited at its own id (`titled_definitions`).
+   section, cited at its own id (`titled_definitions`). An id the page does not have is
+   never written (a citation must open where it says), and a "heading" longer than
+   `MAX_HEADING_CHARS` is written as the text it holds.
 4. **Links as data.** The text keeps a link's words, never its URL; the outgoing URLs are
    returned in `Extracted.links` (the crawl follows them; the document keeps them).
 5. Code blocks keep their language from `class="language-x"`, `lang-x`, Sphinx's
@@ -40,6 +45,7 @@ module finds the content (points 1 and 2); `html_markdown.py` writes it (points 
 
 from __future__ import annotations
 
+import re
 import warnings
 from dataclasses import dataclass
 from urllib.parse import urljoin
@@ -97,11 +103,12 @@ def html_to_markdown(body: bytes, *, charset: str | None = None, url: str = "",
                      fallback_title: str = "") -> HtmlPage:
     with warnings.catch_warnings():  # XHTML pages are HTML to us: lxml's HTML parser reads them well
         warnings.simplefilter("ignore", XMLParsedAsHTMLWarning)
-        soup = BeautifulSoup(body, "lxml", from_encoding=charset)
+        soup = BeautifulSoup(close_headings(body), "lxml", from_encoding=charset)
     if soup.original_encoding is None and isinstance(body, bytes) and not soup.get_text(strip=True):
         raise EmptyContent("The HTML has no readable text.")
     for comment in soup.find_all(string=lambda s: isinstance(s, Comment)):
         comment.extract()
+    page_ids = frozenset(_page_ids(soup))
     base = url
     base_tag = soup.find("base", href=True)
     if base_tag:
@@ -122,9 +129,57 @@ def html_to_markdown(body: bytes, *, charset: str | None = None, url: str = "",
     code_lines(root)
     h1 = root.find("h1")
     title = _title(page_title, heading_text(h1) if h1 else "") or fallback_title
-    renderer = MarkdownRenderer(base)
+    renderer = MarkdownRenderer(base, page_ids)
     content = renderer.render(root)
     return HtmlPage(title=title, content=normalise_text(content), links=tuple(dict.fromkeys(renderer.links)))
+
+
+def _scanner(kind: type) -> dict[str, object]:
+    text = (lambda value: value.encode()) if kind is bytes else (lambda value: value)
+    return {
+        "tag": re.compile(text(r"<(/?)h([1-6])(?=[\s/>])[^<>]*>|<!--|<(script|style)(?=[\s/>])"), re.I),
+        "script": re.compile(text(r"</script"), re.I), "style": re.compile(text(r"</style"), re.I),
+        "comment_end": text("-->"),
+    }
+
+
+_SCANNERS = {bytes: _scanner(bytes), str: _scanner(str)}
+
+
+def close_headings(body: bytes | str) -> bytes | str:
+    """The markup with each heading's end tag made to match the heading it closes, as a browser
+    reads it: HTML's parsing algorithm ends the open heading at any `</h1>`..`</h6>`, where libxml2
+    ignores a mismatched one (`<h2>Keyword Index</h1>`) and makes the rest of the page one heading.
+    One forward scan, linear in the page; comments, scripts and styles are skipped whole."""
+    scan = _SCANNERS[type(body)]
+    pieces, start, position, open_level = [], 0, 0, None
+    while (match := scan["tag"].search(body, position)) is not None:
+        position = match.end()
+        raw_text = match.group(3)
+        if raw_text:  # a script or style may hold anything up to its end tag
+            found = scan[raw_text.lower() if isinstance(raw_text, str) else raw_text.decode().lower()].search(
+                body, position)
+            position = found.start() if found else len(body)
+        elif match.group(2) is None:  # a comment
+            found = body.find(scan["comment_end"], position)
+            position = found + 3 if found >= 0 else len(body)
+        elif not match.group(1):
+            open_level = match.group(2)
+        elif open_level is not None:
+            if match.group(2) != open_level:
+                pieces += [body[start:match.start(2)], open_level]
+                start = match.end(2)
+            open_level = None
+    return body[:0].join([*pieces, body[start:]]) if pieces else body
+
+
+def _page_ids(soup: BeautifulSoup):
+    """Every fragment the page answers to: element ids and the names of `<a name>` markers."""
+    for tag in soup.find_all(True):
+        if tag.get("id"):
+            yield tag["id"].strip()
+        if tag.name == "a" and tag.get("name"):
+            yield tag["name"].strip()
 
 
 MAX_NESTING = 100  # below this depth an element keeps its text and loses its markup

@@ -163,6 +163,8 @@ def _language_name(name: str) -> str:
 
 
 INLINE_MARKS = {"code", "strong", "b", "em", "i"}
+STRUCTURE = {"h1", "h2", "h3", "h4", "h5", "h6", "pre", "ul", "ol", "table", "blockquote", "hr"}
+MAX_HEADING_CHARS = 300  # a longer "heading" is an unclosed one that swallowed what follows: written as text
 
 
 def _inside_word(tag: Tag) -> bool:
@@ -181,9 +183,10 @@ _WORD_START = re.compile(r"\w")
 class MarkdownRenderer:
     """Recursive HTML-to-markdown writer producing blocks separated by blank lines."""
 
-    def __init__(self, base_url: str):
+    def __init__(self, base_url: str, page_ids: frozenset[str] | None = None):
         self.base_url = base_url
         self.links: list[str] = []
+        self.page_ids = page_ids  # the ids and names the page has; None: every id is taken as it is
 
     def render(self, node) -> str:
         return self.blocks(node).strip() + "\n"
@@ -198,7 +201,12 @@ class MarkdownRenderer:
                 parts.append(text)
             inline.clear()
 
-        for child in node.children:
+        pending = [iter(node.children)]
+        while pending:
+            child = next(pending[-1], None)
+            if child is None:
+                pending.pop()
+                continue
             if isinstance(child, PreformattedString):
                 continue  # doctype, CDATA, processing instructions: not page text
             if isinstance(child, NavigableString):
@@ -207,6 +215,13 @@ class MarkdownRenderer:
             if not isinstance(child, Tag):
                 continue
             name = child.name
+            if name not in BLOCK_TAGS and name not in STRUCTURE and child.find(STRUCTURE | BLOCK_TAGS) is not None:
+                # an inline or unknown element around blocks (`<language-id>` left unclosed in a page's
+                # text wraps the rest of it, as a browser reads it): its blocks stay blocks
+                if name == "a":
+                    self._remember_link(child.get("href") or "")
+                pending.append(iter(child.children))
+                continue
             if name in HEADINGS:
                 flush()
                 parts.append(self.heading(child))
@@ -240,7 +255,11 @@ class MarkdownRenderer:
         text = heading_text(tag).replace("*", "\\*")  # a signature's `*args` is no emphasis
         if not text:
             return ""
+        if len(text) > MAX_HEADING_CHARS:  # no title runs this long: what the element holds is text, kept as such
+            return self.blocks(tag).strip()
         identifier = heading_id(tag)
+        if self.page_ids is not None and identifier not in self.page_ids:
+            identifier = ""  # a fragment the page lacks would open the page's top, not the section
         suffix = f" {{#{identifier}}}" if identifier and not any(c.isspace() or c in "{}" for c in identifier) else ""
         return "#" * HEADINGS[tag.name] + " " + text + suffix
 
