@@ -1,6 +1,7 @@
 """The curator's console for sources, their files, documents, chunks and ingest runs."""
 
 from django.contrib import admin, messages
+from django.contrib.admin.utils import display_for_field, lookup_field
 from django.core.exceptions import PermissionDenied
 from django.db.models import OuterRef, Subquery
 from django.http import HttpResponseRedirect, JsonResponse
@@ -18,10 +19,14 @@ from ingest.uploads import store_upload
 from kb import models
 from kb.admin_access import NamespaceScoped, ScopedInline, capped, count_of
 from kb.conf import kb_settings
+from kb.http import bounded_int
 from kb.vocabulary import SOURCE_KINDS
 
 RECENT_RUNS = 20  # runs shown on a source's page (all of them: the runs list, filtered by source)
 ITEMS_SHOWN = 500  # items shown on a run's page, every failed one among them (the run's counters give the totals)
+# the run page's fields its script keeps live (source, retry of and the bar are links or drawn apart)
+LIVE_FIELDS = ("status", "mode", "task_id", *models.IngestRun.COUNTERS, "error", "queued_at", "started_at",
+               "finished_at", "took", "heartbeat_at", "attempts", "worker")
 
 
 def _parent_id(request) -> int | None:
@@ -219,9 +224,18 @@ class IngestItemInline(ScopedInline, admin.TabularInline):
         return queryset.filter(pk__in=failed + rest)
 
 
-def _run_note(run) -> str:
+def _run_note(run, visible) -> str:
+    """`visible`: the runs the curator may see, named in a queued run's note; others are counted."""
+    behind, ahead = (), 0
+    if run.status == models.IngestRun.Status.QUEUED:
+        running = models.IngestRun.objects.filter(status=models.IngestRun.Status.RUNNING).select_related("source")
+        named = set(visible.filter(pk__in=[r.pk for r in running]).values_list("pk", flat=True))
+        behind = tuple(f"run #{r.pk} ({r.source.name}, {r.items_done}/{r.items_total} items)" if r.pk in named
+                       else "a run of another namespace" for r in running.order_by("started_at", "pk"))
+        ahead = models.IngestRun.objects.filter(status=models.IngestRun.Status.QUEUED, pk__lt=run.pk).count()
     return run_note(run.status, queued_at=run.queued_at, heartbeat_at=run.heartbeat_at, started_at=run.started_at,
-                    now=timezone.now(), stall_seconds=kb_settings().run_stall_seconds)
+                    now=timezone.now(), stall_seconds=kb_settings().run_stall_seconds, behind=behind,
+                    queued_ahead=ahead)
 
 
 @admin.register(models.IngestRun)
@@ -255,9 +269,9 @@ class IngestRunAdmin(NamespaceScoped):
     def render_change_form(self, request, context, *args, **kwargs):
         run = context.get("original")
         if run is not None:
-            context["run_note"] = _run_note(run)
+            context["run_note"] = _run_note(run, self.get_queryset(request))
             context["bar_percent"] = run.progress_percent
-            context["title"] = f"Run #{run.pk} of {run.source.name} ({run.get_status_display().lower()})"
+            context["title"] = self._title(run)
             context["subtitle"] = None  # the title says it already: Django would repeat the run's name
         # every field is read-only: a Save button would only say "changed successfully" of nothing
         context.update(show_save=False, show_save_and_continue=False, show_save_and_add_another=False)
@@ -272,14 +286,34 @@ class IngestRunAdmin(NamespaceScoped):
         ] + super().get_urls()
 
     def progress_view(self, request, run_id):
+        """What the run page's script (static/kb/run_progress.js) shows while the run is live: the
+        header bar, the title, every field as the page shows it, and the items reported since the
+        item `after` (so the table fills as the run goes)."""
         run = self.scoped_object(request, run_id)
+        after = bounded_int(request.GET.get("after"), 0, 0, 2**62)
         return JsonResponse({
             "id": run.pk, "status": run.status, "percent": run.progress_percent,
             "items_total": run.items_total, "items_done": run.items_done,
             "items_failed": run.items_failed, "chunks_total": run.chunks_total,
             "chunks_embedded": run.chunks_embedded, "chunks_written": run.chunks_written,
-            "note": _run_note(run), "error": run.error,
+            "note": _run_note(run, self.get_queryset(request)), "error": run.error,
+            "title": self._title(run),
+            "fields": {name: self._shown(run, name) for name in LIVE_FIELDS},
+            "items": [{"id": item.pk, "label": str(item),
+                       "cells": {name: self._shown(item, name) for name in IngestItemInline.fields}}
+                      for item in run.items.filter(pk__gt=after).order_by("pk")[:ITEMS_SHOWN]],
         })
+
+    @staticmethod
+    def _title(run) -> str:
+        return f"Run #{run.pk} of {run.source.name} ({run.get_status_display().lower()})"
+
+    def _shown(self, obj, name: str) -> str:
+        """A read-only field's text as the change page renders it (Django's own display rules)."""
+        field, _, value = lookup_field(name, obj, self)
+        if field is None:
+            return str(value)
+        return str(display_for_field(value, field, self.get_empty_value_display()))
 
     def retry_view(self, request, run_id):
         run = self.scoped_object(request, run_id, write=True)
@@ -288,6 +322,10 @@ class IngestRunAdmin(NamespaceScoped):
             self.message_user(request, "This run has nothing to retry: it did not fail and none of its items did.",
                               messages.INFO)
             return HttpResponseRedirect(reverse("admin:kb_ingestrun_change", args=[run.pk]))
+        if retry.retry_of_id is None and retry.pk != run.pk:
+            # a failed run is retried as a new run of its mode, which the service starts without the link:
+            # its page keeps "Retry of" pointing back at the run that failed
+            models.IngestRun.objects.filter(pk=retry.pk, retry_of=None).update(retry_of=run)
         what = "the run" if run.status == models.IngestRun.Status.FAILED else "the failed items"
         self.message_user(request, f"Retrying {what} as run #{retry.pk}.", messages.SUCCESS)
         return HttpResponseRedirect(reverse("admin:kb_ingestrun_change", args=[retry.pk]))

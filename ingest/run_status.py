@@ -6,13 +6,20 @@ from datetime import datetime
 
 
 def run_note(status: str, *, queued_at: datetime | None, heartbeat_at: datetime | None,
-             started_at: datetime | None, now: datetime, stall_seconds: int) -> str:
-    """One line on whether a queued or running run is moving; empty for a finished run."""
+             started_at: datetime | None, now: datetime, stall_seconds: int,
+             behind: tuple[str, ...] = (), queued_ahead: int = 0) -> str:
+    """One line on whether a queued or running run is moving; empty for a finished run. A queued
+    run says what it waits behind: `behind`, the runs the workers are busy with (as the curator
+    may see them named), and `queued_ahead`, how many queued runs are to be taken before it."""
     if status == "queued" and queued_at is not None:
         waited = (now - queued_at).total_seconds()
+        place = f"; number {queued_ahead + 1} in the queue" if behind or queued_ahead else ""
+        if behind:  # a worker is busy: waiting is expected, however long the run ahead takes
+            return f"Waiting since {queued_at:%H:%M:%S} UTC ({_ago(waited)}), behind {_joined(behind)}{place}."
         if waited >= stall_seconds:
-            return f"No worker has taken it since {queued_at:%H:%M:%S} UTC ({_ago(waited)}): is a worker running?"
-        return f"Waiting for a worker since {queued_at:%H:%M:%S} UTC."
+            return (f"No worker has taken it since {queued_at:%H:%M:%S} UTC ({_ago(waited)}): is a worker "
+                    f"running?{place.replace(';', ' It is', 1)}{'.' if place else ''}")
+        return f"Waiting for a worker since {queued_at:%H:%M:%S} UTC{place}."
     if status == "running":
         last = heartbeat_at or started_at
         if last is None:
@@ -36,6 +43,10 @@ def run_took(status: str, *, queued_at: datetime | None, started_at: datetime | 
     if status == "queued" and queued_at is not None:
         return f"waiting for {_span((now - queued_at).total_seconds())}"
     return ""
+
+
+def _joined(names: tuple[str, ...]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def _ago(seconds: float) -> str:
