@@ -1,10 +1,12 @@
 """JSON request bodies read strictly, for the API and MCP alike: a body no field could hold is
 refused with a 400 that says what is wrong, before any view sees it.
 
-Python's decoder accepts two things the rest of the product cannot take: a lone surrogate
+Python's decoder accepts three things the rest of the product cannot take: a lone surrogate
 escape (`"\\ud800"`), which is no character, so UTF-8 and PostgreSQL refuse it wherever it is
-stored or searched for; and nesting as deep as its recursion limit, which fails as a
-RecursionError. Both are answered as `BadRequest` (KB_BAD_REQUEST) here instead.
+stored or searched for; a NUL character (`"\\u0000"`), which PostgreSQL text cannot hold (the
+query string's NUL is refused by `kb.middleware.InvalidInputMiddleware`); and nesting as deep as
+its recursion limit, which fails as a RecursionError. All are answered as `BadRequest`
+(KB_BAD_REQUEST) here instead.
 """
 
 from __future__ import annotations
@@ -16,12 +18,12 @@ from typing import Any
 from kb.errors import BadRequest
 
 MAX_DEPTH = 64  # no request of ours nests deeper than a handful of levels
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 def parse(body: bytes | str, what: str = "The request body") -> Any:
     """The decoded body; BadRequest when it is not JSON, nests deeper than MAX_DEPTH, or holds a
-    lone surrogate in a string or a key (`what` names the body in the message)."""
+    lone surrogate or a NUL in a string or a key (`what` names the body in the message)."""
     try:
         data = json.loads(body)
     except RecursionError as exc:
@@ -37,15 +39,15 @@ def parse(body: bytes | str, what: str = "The request body") -> Any:
 
 
 def check(data: Any, what: str = "The request body") -> None:
-    """Raise BadRequest for nesting deeper than MAX_DEPTH or a lone surrogate anywhere in `data`
+    """Raise BadRequest for nesting deeper than MAX_DEPTH, or a lone surrogate or NUL anywhere in `data`
     (`what` names it in the message). Walks with an explicit stack, so a deep value cannot
     exhaust Python's own."""
     pending: list[tuple[Any, str, int]] = [(data, "$", 1)]
     while pending:
         value, where, depth = pending.pop()
         if isinstance(value, str):
-            if _SURROGATE.search(value):
-                raise lone_surrogate(what, where)
+            if found := _UNSTORABLE.search(value):
+                raise unstorable(what, where, found.group())
             continue
         if not isinstance(value, (dict, list)):
             continue
@@ -53,8 +55,8 @@ def check(data: Any, what: str = "The request body") -> None:
             raise too_deep(what)
         if isinstance(value, dict):
             for key, item in value.items():
-                if isinstance(key, str) and _SURROGATE.search(key):
-                    raise lone_surrogate(what, f"{where} (a key)")
+                if isinstance(key, str) and (found := _UNSTORABLE.search(key)):
+                    raise unstorable(what, f"{where} (a key)", found.group())
                 pending.append((item, f"{where}.{key}", depth + 1))
         else:
             pending.extend((item, f"{where}[{index}]", depth + 1) for index, item in enumerate(value))
@@ -65,7 +67,11 @@ def too_deep(what: str) -> BadRequest:
                       "that many.", details={"max_depth": MAX_DEPTH})
 
 
-def lone_surrogate(what: str, where: str) -> BadRequest:
-    return BadRequest(f"{what} holds a lone surrogate (an escape such as \\ud800 without its pair) at "
-                      f"{where[:200]}; it is not a character. Send text as UTF-8, or escape characters "
-                      "outside the BMP as a surrogate pair.", details={"at": where[:200]})
+def unstorable(what: str, where: str, character: str) -> BadRequest:
+    where = where[:200]
+    if character == "\x00":
+        return BadRequest(f"{what} holds a NUL character (\\u0000) at {where}; no text here may contain one.",
+                          details={"at": where})
+    return BadRequest(f"{what} holds a lone surrogate (an escape such as \\ud800 without its pair) at {where}; "
+                      "it is not a character. Send text as UTF-8, or escape characters outside the BMP as a "
+                      "surrogate pair.", details={"at": where})

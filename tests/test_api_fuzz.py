@@ -1,6 +1,10 @@
 """Schemathesis against the project's own OpenAPI document: every operation, with and without a
-token, a bounded number of generated requests each. No response may be a 5xx, break its
-documented schema or content type, or (for errors) leave the one error shape."""
+token, a bounded number of generated requests each, and each of those again made hostile: every
+integer past PostgreSQL's bigint, every string in the body with a lone surrogate, the body nested
+past any request's depth. No response may be a 5xx, break its documented schema or content type,
+or (for errors) leave the one error shape."""
+
+import re
 
 import pytest
 import schemathesis
@@ -8,6 +12,7 @@ from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import content_type_conformance, response_schema_conformance
 
+from kb import jsonbody
 from kb.auth import issue_token
 from kb.models import ApiToken, Namespace
 from tests.corpus import CORPUS, ingest
@@ -49,6 +54,60 @@ def error_shape(ctx, response, case):
 
 CHECKS = [not_a_server_error, response_schema_conformance, content_type_conformance, error_shape]
 
+HUGE = 2**63  # one past PostgreSQL's bigint
+SURROGATE = "\ud800"  # sent as its escape: no character, so nothing can store or search for it
+DEPTH = jsonbody.MAX_DEPTH * 3  # past the limit, and within what the client's encoder can write
+
+
+def _leaves(value, change):
+    """`value` with `change` applied to every leaf inside its dicts and lists."""
+    if isinstance(value, dict):
+        return {key: _leaves(item, change) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_leaves(item, change) for item in value]
+    return change(value)
+
+
+def _huge(leaf):
+    """An integer past bigint for an integer, or for digits (as the query and the path carry them)."""
+    if isinstance(leaf, int) and not isinstance(leaf, bool):
+        return HUGE
+    return str(HUGE) if isinstance(leaf, str) and re.fullmatch(r"-?\d+", leaf) else leaf
+
+
+def _with_surrogate(leaf):
+    return leaf + SURROGATE if isinstance(leaf, str) else leaf
+
+
+def _nested(depth: int):
+    value: list = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+def hostile_variants(case):
+    """The generated case again, made hostile each way the audit found a 500 with. Built with
+    `operation.Case` (explicit data), since schemathesis cannot re-check a lone surrogate itself."""
+
+    def variant(path_parameters=None, query=None, body=None):
+        return case.operation.Case(
+            path_parameters=case.path_parameters if path_parameters is None else path_parameters,
+            query=case.query if query is None else query, headers=case.headers.copy(),
+            body=case.body if body is None else body, media_type=case.media_type)
+
+    yield variant(path_parameters=_leaves(case.path_parameters, _huge), query=_leaves(case.query, _huge),
+                  body=_leaves(case.body, _huge) if isinstance(case.body, (dict, list)) else None)
+    if case.media_type != "application/json":  # a form or upload cannot carry a surrogate: it is UTF-8 text
+        return
+    if isinstance(case.body, dict):
+        yield variant(body=_leaves(case.body, _with_surrogate))
+        yield variant(body={**case.body, next(iter(case.body), "nested"): _nested(DEPTH)})
+    elif isinstance(case.body, list):
+        yield variant(body=_leaves(case.body, _with_surrogate))
+        yield variant(body=[_nested(DEPTH)])
+
+
 def _application():
     from kb.wsgi import application
 
@@ -65,7 +124,10 @@ schema = schemathesis.openapi.from_wsgi("/api/openapi.json", _application())
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                  HealthCheck.filter_too_much])
 def test_api_with_a_write_token(case, write_token):
-    case.call_and_validate(headers={"Authorization": f"Bearer {write_token}"}, checks=CHECKS)
+    headers = {"Authorization": f"Bearer {write_token}"}
+    case.call_and_validate(headers=headers, checks=CHECKS)
+    for variant in hostile_variants(case):
+        variant.call_and_validate(headers=headers, checks=CHECKS)
 
 
 @pytest.mark.slow
@@ -75,3 +137,5 @@ def test_api_with_a_write_token(case, write_token):
                                  HealthCheck.filter_too_much])
 def test_api_without_auth(case):
     case.call_and_validate(checks=CHECKS)
+    for variant in hostile_variants(case):
+        variant.call_and_validate(checks=CHECKS)

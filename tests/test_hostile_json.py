@@ -48,6 +48,18 @@ def test_a_lone_surrogate_in_a_json_body_is_a_400_naming_where(client, public, b
     assert error["details"] == {"at": at}
 
 
+@pytest.mark.parametrize("path, body, at", [
+    ("/api/search", '{"query": "pumpkin\\u0000", "namespace": "public"}', "$.query"),
+    ("/api/capabilities/retrieve", '{"text": "soup", "provider_ids": ["kit\\u0000chen"]}', "$.provider_ids[0]"),
+], ids=["search", "capabilities"])
+def test_a_nul_character_in_a_json_body_is_a_400_naming_where(client, public, path, body, at):
+    """PostgreSQL text cannot hold NUL; the query string's is refused by the middleware, the body's here."""
+    response = post_raw(client, path, body)
+    assert response.status_code == 400, response.content
+    assert response.json() == {"code": "KB_BAD_REQUEST", "details": {"at": at}, "message": (
+        f"The request body holds a NUL character (\\u0000) at {at}; no text here may contain one.")}
+
+
 def test_a_surrogate_pair_is_a_character_and_is_searched_for(client, public):
     response = post_raw(client, "/api/search", '{"query": "pumpkin \\ud83c\\udf83", "namespace": "public"}')
     assert response.status_code == 200, response.content
