@@ -38,7 +38,7 @@ from ingest.errors import (
     FileMissing,
     UnsupportedType,
 )
-from ingest.filetypes import ARCHIVE_SUFFIXES, max_bytes_for, media_type_for
+from ingest.filetypes import ARCHIVE_SUFFIXES, FILE_TYPES, max_bytes_for, media_type_for
 from kb.conf import kb_settings
 from kb.errors import Conflict, KBError
 from kb.models import Source, SourceFile
@@ -82,8 +82,9 @@ def add_files(source: Source, uploads: Iterable[tuple[str, BinaryIO]]) -> Upload
 def read_upload(uploads: Iterable[tuple[str, BinaryIO]]) -> ReadUpload:
     """Read and check every file of an upload, storing nothing: what a form checks before it
     saves. An empty file is skipped (`INGEST_EMPTY_CONTENT`: there is nothing to read in it, and a
-    stored file of that path stays as it was); a refused file raises, its name leading the message
-    and in `details["upload"]`, and then nothing of the upload is stored."""
+    stored file of that path stays as it was); a refused file (too large, a type that is not read,
+    a rejected archive) raises, its name leading the message and in `details["upload"]`, and then
+    nothing of the upload is stored. An archive's members are skipped and reported instead."""
     report = UploadReport()
     accepted: list[tuple[str, bytes]] = []
     for name, handle in uploads:
@@ -93,6 +94,9 @@ def read_upload(uploads: Iterable[tuple[str, BinaryIO]]) -> ReadUpload:
                 members = _archive_members(handle, report)
                 report.archives.append({"name": name, "files": len(members)})
                 accepted.extend(members)
+            elif not media_type_for(name):  # chosen by hand, unlike an archive's strays: refused, not skipped
+                raise UnsupportedType(f"{name!r} is not a type that is read ({', '.join(sorted(FILE_TYPES))}, or "
+                                      "a .zip of them).", details={"path": name})
             else:
                 accepted.append((name, _read_capped(handle, _limit_for(name), name)))
         except KBError as exc:

@@ -12,7 +12,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from ingest.errors import ArchiveRejected
+from ingest.errors import ArchiveRejected, UnsupportedType
 from ingest.service import start_ingest
 from ingest.uploads import add_files, safe_member_path
 from kb.auth import issue_token
@@ -271,7 +271,7 @@ def test_a_refused_file_is_the_forms_error_naming_it_and_an_empty_one_is_skipped
     page = refused.content.decode()
     assert refused.status_code == 200 and "INGEST_ARCHIVE_REJECTED: bomb.zip: " in page
     with pytest.raises(ArchiveRejected) as raised:  # the API says it alike, and which upload
-        add_files(_source(namespace), [("a", io.BytesIO(b"x")), ("e.zip", io.BytesIO(bomb))])
+        add_files(_source(namespace), [("a.txt", io.BytesIO(b"x")), ("e.zip", io.BytesIO(bomb))])
     assert raised.value.message.startswith("e.zip: ") and raised.value.details["upload"] == "e.zip"
     assert "Nothing of this upload was stored." in page and "successfully" not in page
     assert not Source.objects.filter(name="uploads").exists()
@@ -286,6 +286,30 @@ def test_a_refused_file_is_the_forms_error_naming_it_and_an_empty_one_is_skipped
                          headers={"Authorization": f"Bearer {token}"}).json()
     assert answer["skipped"] == [{"path": "empty2.txt", "code": "INGEST_EMPTY_CONTENT",
                                   "message": "the file is empty"}] and answer["added"] == []
+
+
+def test_a_loose_file_of_a_type_not_read_refuses_the_upload_as_the_docs_say(client, namespace):
+    """docs/ingesting.md: "In the console a refused file is the form's error, naming it, and nothing
+    of the upload is saved". A file chosen by hand whose type is not read is refused so (it used to
+    be skipped, the rest saved); a .zip's stray members are still skipped and reported."""
+    staff = get_user_model().objects.create_user("curator", password="pw", is_staff=True, is_superuser=True)
+    client.force_login(staff)
+    form = {"namespace": namespace.pk, "name": "uploads", "kind": "file", "location": "", "text": "",
+            "enabled": "on", "priority": "0", "refresh_interval": "", "files-TOTAL_FORMS": "0",
+            "files-INITIAL_FORMS": "0", "runs-TOTAL_FORMS": "0", "runs-INITIAL_FORMS": "0"}
+    refused = client.post("/admin/kb/source/add/?kind=file", {**form, "files": [
+        SimpleUploadedFile("poem.md", b"# Poem\n\nKept only if all is.\n"),
+        SimpleUploadedFile("setup.exe", b"MZ\x90\x00")]})
+    page = refused.content.decode()
+    assert refused.status_code == 200 and "INGEST_UNSUPPORTED_TYPE: setup.exe: " in page, page[:3000]
+    assert "Nothing of this upload was stored." in page and "successfully" not in page
+    assert not Source.objects.filter(name="uploads").exists()
+    source = _source(namespace)
+    with pytest.raises(UnsupportedType) as raised:  # the API alike
+        add_files(source, [("poem.md", io.BytesIO(b"# Poem")), ("setup.exe", io.BytesIO(b"MZ"))])
+    assert raised.value.details["upload"] == "setup.exe" and not source.files.exists()
+    report = add_files(source, [("bundle.zip", io.BytesIO(_zip({"poem.md": b"# Poem", "setup.exe": b"MZ"})))])
+    assert report.added == ["poem.md"] and [s["path"] for s in report.skipped] == ["setup.exe"]
 
 
 def test_bad_files_are_item_errors_with_their_codes_and_the_run_goes_on(namespace):
