@@ -16,6 +16,9 @@ urlpatterns = [
     path("favicon.ico", views.favicon, name="favicon"),
     # reader accounts: sign-in, sign-out, password reset, as django.contrib.auth does them
     path("accounts/login/", views.ReaderLoginView.as_view(), name="login"),
+    path("accounts/password_reset/", views.ThrottledPasswordResetView.as_view(), name="password_reset"),
+    path("accounts/reset/<uidb64>/<token>/", views.ThrottledPasswordResetConfirmView.as_view(),
+         name="password_reset_confirm"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("curate/", retrieval_views.curator_report, name="curator-report"),
     path("curate/eval-case", evaluation_views.make_eval_case_page, name="curator-eval-case"),

@@ -1,7 +1,10 @@
-"""The project's own views outside the API: health, the throttled admin and reader logins."""
+"""The project's own views outside the API: health, and the forms anyone may post without
+signing in (admin and reader sign-in, password reset), each throttled per client address."""
+
+import hashlib
 
 from django.contrib import admin
-from django.contrib.auth.views import LoginView
+from django.contrib.auth.views import LoginView, PasswordResetConfirmView, PasswordResetView
 from django.contrib.staticfiles import finders
 from django.db import DatabaseError
 from django.http import FileResponse, Http404, JsonResponse
@@ -37,6 +40,8 @@ def healthz(request):
 
 
 LOGIN_ATTEMPTS_PER_MINUTE = 10
+PASSWORD_RESETS_PER_MINUTE = 10  # per client address, as sign-in: each one may send a mail
+RESET_MAILS_PER_RECIPIENT_PER_MINUTE = 3  # per e-mail address, from any number of client addresses
 
 
 def throttled_admin_login(request, extra_context=None):
@@ -50,15 +55,49 @@ def throttled_admin_login(request, extra_context=None):
     return admin.site.login(request, extra_context)
 
 
-class ReaderLoginView(LoginView):
+class ThrottledPost:
+    """A form anyone may post without signing in, at most `throttle_limit` posts a minute per
+    client address (`throttle_key` names the counter); past it, the 429 page sign-in answers."""
+
+    throttle_key = ""
+    throttle_limit = LOGIN_ATTEMPTS_PER_MINUTE
+
+    def post(self, request, *args, **kwargs):
+        try:
+            ratelimit.hit(f"{self.throttle_key}:{client_address(request)}", self.throttle_limit)
+        except KBError as exc:
+            return page_error(exc)
+        return super().post(request, *args, **kwargs)
+
+
+class ReaderLoginView(ThrottledPost, LoginView):
     """The sign-in page for readers (and staff) outside /admin/, throttled like the admin's."""
 
     template_name = "registration/login.html"
     redirect_authenticated_user = False  # a reader may sign in again as another account: no loop back
+    throttle_key = "login"
 
-    def post(self, request, *args, **kwargs):
+
+class ThrottledPasswordResetView(ThrottledPost, PasswordResetView):
+    """Django's password reset, throttled per client address like sign-in, and per recipient, so
+    no one can flood a mailbox from many addresses. A refusal is the same whether or not the
+    address belongs to an account."""
+
+    throttle_key = "password-reset"
+    throttle_limit = PASSWORD_RESETS_PER_MINUTE
+
+    def form_valid(self, form):
+        recipient = hashlib.sha256(form.cleaned_data["email"].strip().lower().encode()).hexdigest()
         try:
-            ratelimit.hit(f"login:{client_address(request)}", LOGIN_ATTEMPTS_PER_MINUTE)
+            ratelimit.hit(f"password-reset-to:{recipient}", RESET_MAILS_PER_RECIPIENT_PER_MINUTE)
         except KBError as exc:
             return page_error(exc)
-        return super().post(request, *args, **kwargs)
+        return super().form_valid(form)
+
+
+class ThrottledPasswordResetConfirmView(ThrottledPost, PasswordResetConfirmView):
+    """Setting a new password from a reset link (each try hashes a password), counted with the
+    resets of the same client address."""
+
+    throttle_key = "password-reset"
+    throttle_limit = PASSWORD_RESETS_PER_MINUTE
