@@ -75,7 +75,7 @@ CONTENT_CLASSES = (
     "content", "post-content", "entry-content", "article-content",
 )
 CHROME_CLASSES = {
-    "headerlink", "sphinxsidebar", "related", "breadcrumb", "breadcrumbs", "wy-breadcrumbs",
+    "headerlink", "sphinxsidebar", "breadcrumb", "breadcrumbs", "wy-breadcrumbs",
     "md-source-file", "md-content__button", "edit-this-page", "theme-edit-this-page",
     "theme-doc-footer", "pagination-nav", "md-footer", "rst-footer-buttons", "linenos",
     "lineno", "toc-drawer", "cookie-banner", "cookie-consent", "skip-link",
@@ -217,7 +217,7 @@ def content_root(soup: BeautifulSoup) -> Tag:
         return isinstance(tag, Tag) and lengths.get(id(tag), 0) >= CONTAINER_SHARE * whole
 
     articles = soup.find_all("article")
-    if len(articles) == 1 and holds_content(articles[0]):
+    if len(articles) == 1 and holds_content(articles[0]) and not _titled_beside(articles[0]):
         return articles[0]
     for candidate in (soup.find(attrs={"role": "main"}), soup.find("main")):
         if holds_content(candidate):
@@ -352,13 +352,40 @@ def _densest(body: Tag, lengths: dict[int, int]) -> Tag:
         best_length = lengths.get(id(best), 0)
         if best_length < DENSITY_SHARE * max(1, lengths.get(id(node), 0)):
             return node
-        siblings = sum(lengths.get(id(c), 0) for c in node.children if isinstance(c, Tag) and c is not best
-                       and lengths.get(id(c), 0) >= SIBLING_MIN_CHARS and not _is_chrome(c))
+        siblings = sum(_reader_length(c, lengths) for c in node.children if isinstance(c, Tag) and c is not best
+                       and not _is_chrome(c))
         if siblings >= SIBLING_SHARE * best_length or _heading_outside(node, best):
             return node
         if best.name == "table" and _data_table(best):
             return node  # a table of data is content to render whole, never a page's frame
         node = best
+
+
+def _reader_length(tag: Tag, lengths: dict[int, int]) -> int:
+    """What a sibling gives a reader: its prose, or a list of links (an index, a directive list)
+    at least SIBLING_MIN_CHARS long; a short line of links (a breadcrumb, a language bar) is not."""
+    own = lengths.get(id(tag), 0)
+    if own >= SIBLING_MIN_CHARS:
+        return own
+    if tag.name in DENSITY_CONTAINERS | {"ul", "ol", "dl"} and tag.find(["li", "dd", "td"]) is not None:
+        whole = len(tag.get_text(strip=True))
+        return whole if whole >= SIBLING_MIN_CHARS else 0
+    return 0
+
+
+def _titled_beside(article: Tag) -> bool:
+    """The page's title (a heading) stands outside its one `<article>`, in what encloses it and
+    is not chrome: the title, summary and see-also beside it are the page's too."""
+    for parent in article.parents:
+        if not isinstance(parent, Tag) or parent.name in ("html", "[document]"):
+            return False
+        for heading in parent.find_all(HEADINGS):
+            if article not in heading.parents and not any(_is_chrome(p) for p in heading.parents if p is not parent
+                                                          and parent in p.parents):
+                return True
+        if parent.name == "body":
+            return False
+    return False
 
 
 def _data_table(table: Tag) -> bool:
@@ -396,6 +423,8 @@ def _footnotes(tag: Tag) -> bool:
 def _is_chrome(tag: Tag) -> bool:
     if tag.name in DROP_IN_CONTENT or tag.name == "header" and not tag.find(HEADINGS):
         return True
+    if tag.get("role") == "navigation":
+        return True
     classes = set(tag.get("class") or ())
     return bool(classes & CHROME_CLASSES) or any(word in (tag.get("id") or "").lower() for word in CHROME_ID_WORDS)
 
@@ -404,6 +433,9 @@ def _drop_chrome(root: Tag) -> None:
     for tag in root.find_all(DROP_IN_CONTENT):
         if not tag.decomposed and not _footnotes(tag) and not _prose_aside(tag):
             tag.decompose()
+    for tag in root.find_all(attrs={"role": "navigation"}):
+        if not tag.decomposed and tag.find(HEADINGS) is None:
+            tag.decompose()  # what the page itself marks as navigation (Sphinx's "related" bars)
     for header in root.find_all("header"):
         if not header.find(HEADINGS):
             header.decompose()

@@ -1,0 +1,46 @@
+"""What a reader reads is kept (issue 63, point 2): link lists, indexes and "related" tables in
+the main content, and the title and summary beside a page's one `<article>`."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ingest.extract import extract
+
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
+
+
+def _content(name: str) -> str:
+    return extract((REAL / name).read_bytes(), "text/html", url=f"https://httpd.example/{name}").content
+
+
+def test_a_page_that_is_mostly_links_is_kept_as_its_list_of_links():
+    """Apache's directive index is a list of 731 links beside a short preamble: all were dropped."""
+    content = _content("apache/directives.html")
+    items = re.findall(r"^- (\S+)", content, re.M)
+    assert len(items) == 731
+    assert {"AcceptFilter", "ProxyPass", "xml2EncAlias"} <= set(items)
+
+
+def test_related_modules_and_directives_tables_are_kept():
+    content = _content("apache/caching.html")
+    assert content.count("Related Modules") == content.count("Related Directives") == 6  # the six tables of the page
+    assert "CacheSocache" in content and "mod_socache_memcache" in content
+
+
+def test_sphinx_related_navigation_is_still_dropped():
+    content = _content("sphinx/runpy.html")
+    assert "previous |" not in content and "modules |" not in content
+
+
+def test_a_lone_article_keeps_the_title_and_summary_beside_it():
+    html = b"""<body><nav><a href='/'>Home</a></nav><div class='page'><h1>mod_example</h1>
+    <p class='summary'>The example module answers every request with an example.</p>
+    <article><h2>Directives</h2><p>""" + b"ExampleDirective sets the example. " * 20 + b"""</p></article>
+    <section><h2>See also</h2><ul><li><a href='/a'>mod_other</a></li><li><a href='/b'>mod_more</a></li></ul>
+    </section></div><footer>Copyright</footer></body>"""
+    content = extract(html, "text/html").content
+    assert "# mod_example" in content and "answers every request" in content
+    assert "mod_other" in content and "ExampleDirective" in content
+    assert "Home" not in content and "Copyright" not in content
