@@ -108,3 +108,17 @@ def test_progress_json_carries_every_field_the_page_shows(curator, source):
     assert [(i["cells"]["ref"], i["cells"]["status"], i["cells"]["error_code"]) for i in live["items"]] == \
         [("a.md", "Changed", "-"), ("b.pdf", "Failed", "INGEST_EMPTY_CONTENT")]
     assert [i["cells"]["ref"] for i in curator.get(url, {"after": first.pk}).json()["items"]] == ["b.pdf"]
+
+
+def test_a_run_of_another_namespace_is_counted_not_named(client, source, namespace):
+    from kb.models import Namespace, NamespaceMembership
+
+    theirs = Namespace.objects.create(slug="tenant:other", title="Other")
+    secret = Source.objects.create(namespace=theirs, name="Secret merger notes", kind="text", text="x")
+    IngestRun.objects.create(source=secret, status="running", started_at=timezone.now(), heartbeat_at=timezone.now())
+    waiting = IngestRun.objects.create(source=source)
+    member = get_user_model().objects.create_user("member", password="pw", is_staff=True)
+    NamespaceMembership.objects.create(user=member, namespace=namespace, can_write=True)
+    client.force_login(member)
+    note = client.get(f"/admin/kb/ingestrun/{waiting.pk}/progress.json").json()["note"]
+    assert "behind a run of another namespace; number 1 in the queue." in note and "Secret" not in note
