@@ -8,8 +8,17 @@ from __future__ import annotations
 import re
 
 from django.conf import settings
+from django.core.exceptions import (
+    BadRequest,
+    DisallowedHost,
+    RequestDataTooBig,
+    SuspiciousOperation,
+    TooManyFieldsSent,
+    TooManyFilesSent,
+)
 from django.db import InterfaceError, OperationalError, connection
 from django.http import Http404, HttpResponse, HttpResponseNotFound, JsonResponse
+from django.http.multipartparser import MultiPartParserError
 from django.urls import Resolver404, resolve
 from django.utils.cache import patch_cache_control
 from django.views.debug import ExceptionReporter, SafeExceptionReporterFilter
@@ -37,12 +46,20 @@ class ApiErrorShapeMiddleware:
     def _as_json(response: HttpResponse) -> JsonResponse:
         status = response.status_code
         details = {"allowed_methods": response["Allow"].split(", ")} if response.has_header("Allow") else {}
-        message = {405: "This method is not allowed here.", 404: "Not found."}.get(status, response.reason_phrase)
+        message = {405: "This method is not allowed here.", 404: "Not found."}.get(status) or _plain_text(response) \
+            or response.reason_phrase
         error = error_for_status(status)(message, details=details)
         shaped = JsonResponse(error.as_dict(), status=status, json_dumps_params={"ensure_ascii": False})
         if response.has_header("Allow"):
             shaped["Allow"] = response["Allow"]
         return shaped
+
+
+def _plain_text(response: HttpResponse) -> str:
+    """The text of a plain-text error of ours (`bad_request_text`, say), to keep as the message."""
+    if response.get("Content-Type", "").startswith("text/plain") and not response.streaming:
+        return response.content.decode("utf-8", errors="replace").strip()[:500]
+    return ""
 
 
 # no inline script anywhere and nothing from another origin; the product's own pages allow no
@@ -95,7 +112,26 @@ def _is_staff(request) -> bool:
     return bool(user is not None and user.is_authenticated and user.is_staff)
 
 
-PLAIN_PAGES = {400: "Bad request.", 404: "Not found.", 500: "Server error."}
+PLAIN_PAGES = {404: "Not found.", 500: "Server error."}
+NUL_REFUSED = "Bad request: the path or a query parameter holds a NUL character (%00), which is never valid."
+
+
+def bad_request_text(exception: BaseException | None) -> str:
+    """What a 400 Django answers by itself (before or around any view of ours) says: what was
+    wrong, in plain words, with DEBUG on or off. No part of the request is repeated."""
+    if isinstance(exception, DisallowedHost):
+        return ("Bad request: this server does not answer for the host name the request was sent to "
+                "(its Host header).")
+    if isinstance(exception, TooManyFieldsSent):
+        return f"Bad request: the form sends more than {settings.DATA_UPLOAD_MAX_NUMBER_FIELDS} fields."
+    if isinstance(exception, TooManyFilesSent):
+        return f"Bad request: the form sends more than {settings.DATA_UPLOAD_MAX_NUMBER_FILES} files at once."
+    if isinstance(exception, RequestDataTooBig):
+        return (f"Bad request: the form's data is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE // 2**20} MB "
+                "(files excepted).")
+    if isinstance(exception, MultiPartParserError):
+        return "Bad request: the multipart form data is malformed and cannot be read."
+    return "Bad request: the request is malformed and cannot be read."
 
 
 class InvalidInputMiddleware:
@@ -108,7 +144,7 @@ class InvalidInputMiddleware:
     def __call__(self, request):
         if "\x00" in request.path or any("\x00" in key or any("\x00" in v for v in values)
                                          for key, values in request.GET.lists()):
-            return HttpResponse(PLAIN_PAGES[400], status=400, content_type="text/plain; charset=utf-8")
+            return HttpResponse(NUL_REFUSED, status=400, content_type="text/plain; charset=utf-8")
         return self.get_response(request)
 
 
@@ -178,13 +214,20 @@ class DebugPagesForStaffMiddleware:
 
 
 class StaffOnlyExceptionReporter(ExceptionReporter):
-    """Django's debug 500 page, shown (with DEBUG on) to signed-in staff only."""
+    """Django's debug 500 page, shown (with DEBUG on) to signed-in staff only. Django answers a
+    malformed request (a bad Host header, too many fields) with this page too, as a 400: everyone
+    else is told what was wrong with it, not that the server failed."""
 
     def _plain(self) -> bool:
         return settings.DEBUG and not _is_staff(self.request)
 
+    def _plain_text(self) -> str:
+        if isinstance(self.exc_value, (BadRequest, SuspiciousOperation)):
+            return bad_request_text(self.exc_value)
+        return PLAIN_PAGES[500]
+
     def get_traceback_html(self):
-        return PLAIN_PAGES[500] if self._plain() else super().get_traceback_html()
+        return self._plain_text() if self._plain() else super().get_traceback_html()
 
     def get_traceback_text(self):
-        return PLAIN_PAGES[500] if self._plain() else super().get_traceback_text()
+        return self._plain_text() if self._plain() else super().get_traceback_text()

@@ -6,6 +6,8 @@ from kb import mcp, views
 from kb.api import api
 from retrieval import views as retrieval_views
 
+handler400 = views.bad_request
+
 urlpatterns = [
     path("admin/login/", views.throttled_admin_login),
     path("admin/", admin.site.urls),

@@ -7,7 +7,7 @@ from django.contrib import admin
 from django.contrib.auth.views import LoginView, PasswordResetConfirmView, PasswordResetView
 from django.contrib.staticfiles import finders
 from django.db import DatabaseError
-from django.http import FileResponse, Http404, JsonResponse
+from django.http import FileResponse, Http404, HttpResponseBadRequest, JsonResponse
 from django.views.decorators.http import require_GET
 
 from kb import ratelimit
@@ -15,6 +15,7 @@ from kb.auth import client_address
 from kb.errors import KBError
 from kb.health import health_report
 from kb.http import page_error
+from kb.middleware import bad_request_text
 
 
 @require_GET
@@ -37,6 +38,11 @@ def healthz(request):
     except DatabaseError:
         superuser = False
     return JsonResponse(report.as_dict(runs_in_detail=superuser), status=200 if report.essential_ok else 503)
+
+
+def bad_request(request, exception=None):
+    """Django's 400 (handler400, with DEBUG off): what was wrong, in plain text, as with DEBUG on."""
+    return HttpResponseBadRequest(bad_request_text(exception), content_type="text/plain; charset=utf-8")
 
 
 LOGIN_ATTEMPTS_PER_MINUTE = 10
