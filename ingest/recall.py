@@ -5,14 +5,17 @@ items, table cells, headings, `<br>` and the line breaks of `<pre>`), without
 
 - lines the site repeats (`chrome`: a line on at least half of the site's pages, computed by
   the caller over the original pages), and
-- lines that are mostly link text (`LINK_SHARE`): navigation bars, tables of contents,
-  breadcrumbs and "Next: ... Previous: ..." lines, whose words a faithful extraction drops, and
 - the numbers of a listing's line-number gutter (a leading number that counts up line by line), and
 - what the page hides (the `hidden` attribute, an inline `display: none`, a class its
   stylesheets hide outright: `hidden_classes`), and
 - lines inside what the page itself marks as navigation: `<nav>`, `<footer>`, `role=navigation`, or an
   element whose class or id names a navigation bar, a sidebar or a footer (`NAV_WORDS`:
   DocBook's `navheader`/`navfooter`, Sphinx's `sphinxsidebar`, ...).
+
+Lines of links count like any other (`Line.linked` is kept for reports): an index, a directive
+list or a "related" table is what a reader reads, and a measure that left them out could not
+see them lost. Navigation is known by its markup or by repeating across the site, or by
+opening with "Next", "Previous" or "Up" (`NAV_LABELS`), never by being links.
 
 Recall is the share of the content lines' words found in the chunks: a line counts whole when
 its words appear in that order in the chunks' text, else by the share of its `SHINGLE`-word
@@ -33,6 +36,7 @@ WORD = re.compile(r"\w+")
 LINK_SHARE = 0.5
 SHINGLE = 6
 NAV_WORDS = ("nav", "sidebar", "footer", "breadcrumb", "menu")
+NAV_LABELS = ("next ", "previous ", "prev ", "up ")  # a line of links that opens so is a page's "Next: ..., Up: ..."
 LOW_RECALL = 0.9  # a page below this is flagged `low_recall` in the run's report
 INVISIBLE = {"script", "style", "noscript", "template", "head", "title", "svg", "button", "select",
              "textarea", "iframe", "object", "canvas"}
@@ -180,7 +184,7 @@ def content_recall(lines: tuple[Line, ...], chunk_texts: list[str], chrome: froz
     haystack = " " + " ".join(" ".join(WORD.findall(t.lower())) for t in chunk_texts) + " "
     total, found, missed = 0, 0.0, []
     for line in lines:
-        if line.linked or line.text in chrome:
+        if line.text in chrome or (line.linked and line.text.startswith(NAV_LABELS)):
             continue
         total += line.words
         if f" {line.text} " in haystack:
