@@ -50,9 +50,10 @@ def test_concurrent_start_shares_one_server_and_data_survives_restart(tmp_path):
     script = textwrap.dedent(
         """
         import sys, psycopg
-        from kb.embedded_db import ensure_server
+        from kb.embedded_db import ensure_database, ensure_server
         server = ensure_server(sys.argv[1])
-        with psycopg.connect(server.conninfo(), autocommit=True) as conn:
+        ensure_database(server, "survivors")  # the product's role writes in its own databases
+        with psycopg.connect(server.conninfo("survivors"), autocommit=True) as conn:
             if sys.argv[2] == "write":
                 conn.execute("CREATE TABLE survivor (v text)")
                 conn.execute("INSERT INTO survivor VALUES ('still here')")
