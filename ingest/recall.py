@@ -206,6 +206,16 @@ def _shingle_share(words: list[str], haystack: str) -> float:
     return hits / len(windows)
 
 
+LOW_RECALL_NOTE = re.compile(r"\blow_recall (\d+(?:\.\d+)?)")
+
+
+def low_recall_of(reason: str) -> str:
+    """The share a report's reason gives (`low_recall 0.42` is "0.42"; "" without), which the
+    document keeps too (as text: a share of 0.00 is still a flag)."""
+    match = LOW_RECALL_NOTE.search(reason or "")
+    return match.group(1) if match else ""
+
+
 class SiteLines:
     """The lines a crawl has seen on at least half of its pages so far (and on three at least):
     the site's repeated chrome, as the run learns it, for recall measured while ingesting."""

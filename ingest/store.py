@@ -18,6 +18,7 @@ from ingest.chunk import ChunkSpec
 from ingest.decisions import PIPELINE_VERSION, StoredDocument
 from ingest.extract import Extracted
 from ingest.loaders import KnownDocument, LoadedItem
+from ingest.recall import low_recall_of
 from kb.languages import DEFAULT_CONFIG, detect, document_config, main_language
 from kb.lexing import count_languages
 from kb.models import Chunk, Document, IngestItem, IngestRun, Source
@@ -216,6 +217,7 @@ def fetched_metadata(p: PendingDocument) -> dict:
         ("boilerplate_dropped", [list(pair) for pair in p.dropped_blocks or ()]),
         ("ocr_pages", [number for number, _ in extracted.ocr_pages]),
         ("ocr_confidence", [confidence for _, confidence in extracted.ocr_pages]),
+        ("low_recall", low_recall_of(p.reason)),  # the page's recall when under the threshold
         ("pipeline", PIPELINE_VERSION),
     ) if value}
 
