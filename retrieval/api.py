@@ -69,7 +69,7 @@ def feedback(request, data: FeedbackIn):
 def context(request, data: ContextIn):
     request.auth.check(data.namespace)
     result = search(data.query, data.namespace, limit=data.limit, caller="api")
-    return presenters.context_payload(result, max_chars=data.max_chars)
+    return presenters.context_payload(result.hits, max_chars=data.max_chars)
 
 
 # the documents and namespaces endpoints keep the operation ids clients were generated with

@@ -13,7 +13,7 @@ from kb.markup import plain_text
 from retrieval.citations import absolute_url
 from retrieval.context import ContextPassage, build_context
 from retrieval.ranker import RankSummary
-from retrieval.service import SearchResult
+from retrieval.service import Hit, SearchResult
 
 INTERNAL_SUMMARY_FIELDS = ("calibration", "lexical_weight")
 
@@ -204,12 +204,12 @@ def search_payload(result: SearchResult, *, explain: bool) -> dict:
     }
 
 
-def context_payload(result: SearchResult, *, max_chars: int, base_url: str = "") -> dict:
-    """The spotlighted context block of a search's passages, with its citations: what
-    /api/context and the MCP `context` tool answer (with `base_url`, citations are absolute)."""
+def context_payload(hits: list[Hit], *, max_chars: int, base_url: str = "") -> dict:
+    """The spotlighted context block of search passages, with its citations: what /api/context
+    and the MCP `context` tool answer (with `base_url`, citations are absolute)."""
     passages = [ContextPassage(h.title, absolute_url(h.citation_url, base_url) if base_url else h.citation_url,
                                " > ".join(h.heading_path), h.text,
-                               location_label(h.page_start, h.page_end, h.page_unit)) for h in result.hits]
+                               location_label(h.page_start, h.page_end, h.page_unit)) for h in hits]
     block = build_context(passages, max_chars=max_chars)
     return {"context": block.text, "delimiter": block.delimiter, "truncated": block.truncated,
             "citations": [{"number": c.number, "url": c.url, "title": c.title, "indices": list(c.indices)}

@@ -5,6 +5,7 @@ from datetime import datetime
 from typing import ClassVar, Literal
 
 from ninja import Field, Schema
+from pydantic import ConfigDict
 
 from retrieval.query import MAX_QUERY_CHARS
 
@@ -334,6 +335,21 @@ class AgentSearchIn(Schema):
     source_ids: list[int] = Field(default_factory=list, max_length=100, description="Only these sources")
     limit: int = Field(5, ge=1, le=20, description="Documents to return, each with its best sections")
     explain: bool = Field(False, description="Add each section's score explanation (larger answers)")
+
+
+class AgentContextIn(Schema):
+    """The MCP `context` tool's input: `namespaces` as `search` takes it. An unknown argument is
+    refused, so a client still sending the old `namespace` is told, not searched everywhere."""
+
+    model_config = ConfigDict(extra="forbid")
+    MCP_ONLY: ClassVar[frozenset[str]] = frozenset({"namespaces"})
+
+    query: str = QUERY
+    namespaces: list[str] = Field(default_factory=list, max_length=MAX_SEARCH_NAMESPACES,
+                                  description="Namespaces to search; empty: every namespace the caller may read "
+                                              "(at most 10)")
+    limit: int = Field(8, ge=1, le=50, description="Passages in the block, best first, namespace by namespace")
+    max_chars: int = Field(12000, ge=500, le=200000)
 
 
 class PassageOut(Schema):

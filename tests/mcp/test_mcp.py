@@ -24,7 +24,7 @@ def test_lists_read_only_tools_and_calls_each_one(world, mode):
         listed = (await client.list_tools()).tools
         results = {
             "search": await client.call_tool("search", {"query": "roast pumpkin soup", "explain": True}),
-            "context": await client.call_tool("context", {"query": "roast pumpkin soup", "namespace": "tenant:a"}),
+            "context": await client.call_tool("context", {"query": "roast pumpkin soup", "namespaces": ["tenant:a"]}),
             "list_namespaces": await client.call_tool("list_namespaces", {}),
             "list_sources": await client.call_tool("list_sources", {}),
             "capability_catalog": await client.call_tool("capability_catalog", {}),
@@ -77,8 +77,8 @@ def test_a_token_for_one_namespace_sees_nothing_of_another_through_any_tool(worl
     foreign_and_missing = {
         "search": ({"query": "secret pumpkin recipe", "namespaces": ["tenant:b"]},
                    {"query": "secret pumpkin recipe", "namespaces": ["tenant:nope"]}),
-        "context": ({"query": "secret pumpkin recipe", "namespace": "tenant:b"},
-                    {"query": "secret pumpkin recipe", "namespace": "tenant:nope"}),
+        "context": ({"query": "secret pumpkin recipe", "namespaces": ["tenant:b"]},
+                    {"query": "secret pumpkin recipe", "namespaces": ["tenant:nope"]}),
         "list_sources": ({"namespaces": ["tenant:b"]}, {"namespaces": ["tenant:nope"]}),
         "fetch": ({"id": f"d{secret.pk}"}, {"id": f"d{missing_id}"}),
         "fetch passage": ({"id": f"c{secret_chunk.pk}"}, {"id": f"c{missing_chunk}"}),
@@ -306,3 +306,16 @@ def test_the_search_log_records_the_caller_kind(world, client):
     client.get("/", {"q": "pumpkin soup", "namespace": "public"})
     querylog.flush()  # the live server's searches are logged by this process's writer, within 0.2 s
     assert sorted(QueryLog.objects.values_list("caller", flat=True)) == ["api", "mcp", "page"]
+
+
+def test_context_takes_namespaces_as_search_does_and_refuses_the_old_argument(world):
+    """`context` and `search` name their namespaces alike (a list; empty: every readable one),
+    and a client still sending `namespace` is told so rather than searched everywhere."""
+    async def script(client):
+        both = await client.call_tool("context", {"query": "roast pumpkin soup"})
+        old = await client.call_tool("context", {"query": "roast pumpkin soup", "namespace": "tenant:a"})
+        return both, old
+
+    both, old = run_agent(world["url"], world["a"], script)
+    assert not both.is_error and both.structured_content["citations"]
+    assert "namespace" in tool_error(old)["message"] + str(tool_error(old)["details"])

@@ -27,7 +27,7 @@ PAIRS = [
     ("search", "ExplanationOut", ["ExplanationOut"]),
     ("fetch", "FetchIn", ["GET /api/documents/{document_id}/text"]),
     ("fetch", "FetchOut", ["DocumentTextOut", "HitOut"]),
-    ("context", "ContextIn", ["ContextIn"]),
+    ("context", "AgentContextIn", ["ContextIn"]),
     ("context", "ContextOut", ["ContextOut"]),
     ("list_namespaces", "NamespaceListOut", ["NamespaceListOut"]),
     ("list_namespaces", "NamespaceOut", ["NamespaceOut"]),
