@@ -3,8 +3,10 @@
 `validate_query` is the one gate every search passes (length, NUL, limit, NFKC normalisation).
 
 Identifiers are long exact tokens (error codes, hashes, dotted, CamelCase or snake_case symbols,
-paths) that must be matched literally; name keys are digit-bearing tokens ("gpt4o", "qwen38")
-and adjacent versioned joins ("Qwen 3.8" -> "qwen38") matched against document names.
+paths) that must be matched literally; name keys are versioned names ("gpt4o", "python3.11"),
+bare versions ("v3.11") and adjacent versioned joins ("Qwen 3.8" -> "qwen38") matched against
+document names. Digits that are part of a name ("POP3", "IPv6", "UTF-8", "BRCA1") make no key:
+a passage is not lifted for naming the protocol a question mentions (`kb.names.is_versioned_name`).
 
 Every pattern runs on one whitespace-separated token at a time, and tokens longer than
 `MAX_TOKEN_CHARS` are passed over, so analysis is linear in the query whatever its content; at
@@ -19,7 +21,7 @@ import unicodedata
 from dataclasses import dataclass
 
 from kb.lookalikes import fold_lookalikes
-from kb.names import normalise_name
+from kb.names import is_abbreviation, is_versioned_name, normalise_name
 from retrieval.errors import EmptyQuery, InvalidLimit, InvalidQuery, QueryTooLong
 
 MAX_QUERY_CHARS = 4000
@@ -43,6 +45,7 @@ IDENTIFIER_PATTERNS = (
     re.compile(r"(?:\.{0,2}/)?[\w.-]+(?:/[\w.-]+){2,}|[\w.-]+/[\w-]+\.[A-Za-z]{1,5}\b"),
 )
 VERSION_TOKEN = re.compile(r"^v?\d+(?:\.\d+)*[a-z]?$", re.I)
+NAME_EDGES = "\"'()[]{}<>«»“”‘’,.;:!?¿¡"  # stripped from a token's ends before it is read as a name
 
 
 @dataclass(frozen=True)
@@ -96,12 +99,16 @@ def find_name_keys(query: str) -> tuple[str, ...]:
     tokens = [token for _, token in _tokens(query)]
     keys: list[str] = []
     for token in tokens:
-        key = normalise_name(token)
-        if len(key) >= 4 and any(ch.isdigit() for ch in key):
-            keys.append(key)
+        for part in token.split("/"):  # "SMTP/POP3", "HTTP/2": each name on its own
+            part = part.strip(NAME_EDGES)
+            key = normalise_name(part)
+            if len(key) >= 4 and any(ch.isdigit() for ch in key) and (
+                    VERSION_TOKEN.match(part) or is_versioned_name(part)):
+                keys.append(key)
     for word, version in zip(tokens, tokens[1:], strict=False):
-        word_key = normalise_name(word)
-        if word_key and not any(ch.isdigit() for ch in word_key) and VERSION_TOKEN.match(version.strip(",.;:!?")):
+        word_key, version = normalise_name(word), version.strip(",.;:!?")
+        if (word_key and not any(ch.isdigit() for ch in word_key) and VERSION_TOKEN.match(version)
+                and ("." in version or not is_abbreviation(word.strip(NAME_EDGES)))):
             joined = word_key + normalise_name(version)
             if len(joined) >= 4:
                 keys.append(joined)
