@@ -99,6 +99,11 @@ def find_name_keys(query: str) -> tuple[str, ...]:
     tokens = [token for _, token in _tokens(query)]
     keys: list[str] = []
     for token in tokens:
+        if not any(ch.isalpha() for ch in token):  # a number or release alone ("1,000", "3.8"): a key as it is
+            key = normalise_name(token)
+            if len(key) >= 4:
+                keys.append(key)
+            continue
         for part in token.split("/"):  # "SMTP/POP3", "HTTP/2": each name on its own
             part = part.strip(NAME_EDGES)
             key = normalise_name(part)

@@ -49,6 +49,7 @@ def test_digits_that_belong_to_the_name_are_no_version(token):
     ("POP 3 or HTTP 2", ()),  # an abbreviation and an integer apart: still the protocol
     ("HTTP 1.1 and (python3.12)", ("python312", "http11")),  # a dotted release is a version whatever precedes it
     ("Qwen/Qwen3-8B", ("qwen38b",)),
+    ("the 1,000 Genomes Project in 2015", ("1000", "2015")),  # numbers alone are keys as before
 ])
 def test_name_keys_leave_out_protocol_and_product_tokens(query, keys):
     assert find_name_keys(query) == keys
