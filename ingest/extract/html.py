@@ -450,9 +450,48 @@ def _drop_chrome(root: Tag) -> None:
     for tag in root.find_all(["div", "table", "p"]):
         if not tag.decomposed and _manual_navigation(tag):
             tag.decompose()
+    _drop_page_repeats(root)
     for anchor in root.find_all("a"):
         if not anchor.decomposed and anchor.find_parent(HEADINGS) is None and _prose_permalink(anchor):
             anchor.decompose()
+
+
+SAMPLE_ITEMS = 50  # items of a list looked up elsewhere on the page: enough to tell, linear in the page
+SAMPLE_DETAILS = 3
+
+
+def _drop_page_repeats(root: Tag) -> None:
+    """What repeats the page itself, by what it holds, not by who generated it: a list of links to
+    the page's own sections and nothing else (a table of contents: its headings follow), and a
+    collapsed `<details>` whose every item is written out again on the page (Haddock's synopsis
+    of the declarations documented below it)."""
+    page_text = None
+    collapsed = [d for d in root.find_all("details") if not d.has_attr("open") and d.find("li") is not None]
+    for details in collapsed[:SAMPLE_DETAILS]:  # a page's synopsis is one: a bound keeps the lookups linear
+        if details.decomposed:
+            continue
+        items = [" ".join(li.get_text(" ").split()) for li in details.find_all("li")[:SAMPLE_ITEMS]]
+        if len(items) < 3 or not all(items):
+            continue
+        if page_text is None:
+            page_text = " ".join(root.get_text(" ").split())
+        if all(page_text.count(item) >= 2 for item in items):
+            details.decompose()
+    for listing in root.find_all(["ul", "ol"]):
+        if not listing.decomposed and listing.find_parent(["ul", "ol"]) is None and _contents_list(listing):
+            listing.decompose()
+
+
+def _contents_list(listing: Tag) -> bool:
+    items = listing.find_all("li")
+    if len(items) < 3:
+        return False
+    for item in items:
+        links = item.find_all("a", recursive=False)
+        own_text = "".join(str(c) for c in item.children if isinstance(c, NavigableString)).strip()
+        if len(links) != 1 or own_text or not (links[0].get("href") or "").startswith("#"):
+            return False
+    return True
 
 
 NAV_LABELS = ("next:", "previous:", "prev:", "up:", "[ < ]", "[ > ]", "[ << ]", "[<]", "[>]")

@@ -44,3 +44,21 @@ def test_a_lone_article_keeps_the_title_and_summary_beside_it():
     assert "# mod_example" in content and "answers every request" in content
     assert "mod_other" in content and "ExampleDirective" in content
     assert "Home" not in content and "Copyright" not in content
+
+
+def test_what_repeats_the_page_itself_is_dropped_and_what_it_repeats_is_kept():
+    """Haddock's collapsed synopsis lists every declaration documented below it, and its
+    contents list every heading: both repeat the page, so they go; the declarations, headings
+    and their anchors stay."""
+    content = _content("haddock/Data-List-Split.html")
+    assert "Synopsis" not in content
+    assert content.count("splitOn :: Eq a => [a] -> [a] -> [[a]]") == 1
+    assert not re.search(r"^- Getting started$", content, re.M)
+    assert "# Getting started {#g:1}" in content and "## Derived combinators {#g:7}" in content
+
+
+def test_a_collapsed_list_that_says_more_than_the_page_is_kept():
+    html = b"""<main><h1>T</h1><p>Intro text for the page.</p><details><summary>More</summary><ul>
+    <li>First hidden fact</li><li>Second hidden fact</li><li>Third hidden fact</li></ul></details></main>"""
+    content = extract(html, "text/html").content
+    assert "Second hidden fact" in content
