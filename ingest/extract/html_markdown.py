@@ -350,7 +350,9 @@ class MarkdownRenderer:
                     inline_parts.append(str(child))
                 elif isinstance(child, Tag):
                     inline_parts.append(self.inline_tag(child))
-            lines.append(f"{indent}{marker} {inline_text(''.join(inline_parts))}".rstrip())
+            text = inline_text("".join(inline_parts))
+            if text or any(part.strip() for part in nested):  # an item left empty (its buttons dropped) is no item
+                lines.append(f"{indent}{marker} {text}".rstrip())
             lines.extend(nested)
         return "\n".join(lines)
 

@@ -62,3 +62,10 @@ def test_a_collapsed_list_that_says_more_than_the_page_is_kept():
     <li>First hidden fact</li><li>Second hidden fact</li><li>Third hidden fact</li></ul></details></main>"""
     content = extract(html, "text/html").content
     assert "Second hidden fact" in content
+
+
+def test_list_items_left_empty_are_not_written_as_bullets():
+    """A menu bar's theme list is buttons only: with the buttons dropped, no empty bullets."""
+    html = b"<main><h1>T</h1><p>Body text here.</p><ul><li><button>Light</button></li>" \
+           b"<li><button>Rust</button></li><li>Kept</li></ul></main>"
+    assert extract(html, "text/html").content == "# T\n\nBody text here.\n\n- Kept\n"
