@@ -373,11 +373,51 @@ class MarkdownRenderer:
                     if inner:
                         parts.append(inner)
             return "\n\n".join(parts)
-        cells = [[inline_text(self.inline(c)).replace("|", "\\|") for c in row] for row in rows]
+        cells = spanned_grid([[(inline_text(self.inline(c)).replace("|", "\\|"), c) for c in row] for row in rows])
         cells = [row for row in cells if any(row)]
         blocks = [title] if title else []
         blocks += table_blocks_by_size(cells)
         return "\n\n".join(blocks)
+
+
+MAX_SPAN = 50  # a colspan or rowspan beyond this is a typo or an attack, not a layout
+
+
+def _span(cell: Tag, name: str) -> int:
+    value = str(cell.get(name) or "1").strip()
+    return max(1, min(MAX_SPAN, int(value))) if value.isdigit() else 1
+
+
+def spanned_grid(rows: list[list[tuple[str, Tag]]]) -> list[list[str]]:
+    """The table's cell texts on a grid, as a browser lays them out: a cell spanning columns takes
+    them all (its text in the first, the rest empty), so the header cells after it stay above their
+    columns; a cell spanning rows is repeated in the rows below, where its text belongs."""
+    grid: list[list[str]] = []
+    below: dict[int, tuple[str, int]] = {}  # column -> (text, rows still spanned)
+    for row in rows:
+        out: list[str] = []
+        spanned_to = max(below) + 1 if below else 0  # columns cells from the rows above reach
+        index = 0
+        while index < len(row) or len(out) < spanned_to:
+            column = len(out)
+            if column in below:
+                text, left = below.pop(column)
+                out.append(text)
+                if left > 1:
+                    below[column] = (text, left - 1)
+                continue
+            if index == len(row):
+                out.append("")
+                continue
+            text, cell = row[index]
+            index += 1
+            width, height = _span(cell, "colspan"), _span(cell, "rowspan")
+            for offset in range(width):
+                if height > 1:
+                    below[column + offset] = (text, height - 1)
+                out.append(text if offset == 0 else "")
+        grid.append(out)
+    return grid
 
 
 def own_rows(table: Tag) -> list[list[Tag]]:

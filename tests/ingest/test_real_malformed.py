@@ -82,3 +82,13 @@ def test_close_headings_reads_bytes_and_text(body):
 def test_close_headings_leaves_comments_and_scripts_alone():
     body = b"<!-- <h2>x</h1> --><script>'<h2></h1>'</script><h3>y</h3>"
     assert close_headings(body) == body
+
+
+def test_header_cells_that_span_columns_keep_the_cells_after_them_above_their_columns():
+    html = b"<main><h1>T</h1><p>Intro.</p><table><tr><th rowspan='2'>Name</th><th colspan='2'>Size</th>" \
+           b"<th>Note</th></tr><tr><th>min</th><th>max</th><th>unit</th></tr>" \
+           b"<tr><td>a</td><td>1</td><td>2</td><td>kB</td></tr></table></main>"
+    rows = [line for line in extract(html, "text/html").content.splitlines() if line.startswith("|")]
+    assert rows[0] == "| Name | Size |  | Note |"
+    assert rows[2] == "| Name | min | max | unit |"
+    assert rows[3] == "| a | 1 | 2 | kB |"
