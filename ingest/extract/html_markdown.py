@@ -167,6 +167,20 @@ STRUCTURE = {"h1", "h2", "h3", "h4", "h5", "h6", "pre", "ul", "ol", "table", "bl
 MAX_HEADING_CHARS = 300  # a longer "heading" is an unclosed one that swallowed what follows: written as text
 
 
+BREAK = "\x00br\x00"  # a line break a literal layout keeps, through inline_text's joining of spaces
+LITERAL_CLASSES = ("literallayout", "line-block", "address")
+
+
+def _keeps_line_breaks(tag) -> bool:
+    """Markup that sets its text line by line: a class naming a literal layout, `<address>`, or
+    an inline `white-space: pre`/`pre-line`/`pre-wrap` style."""
+    if not isinstance(tag, Tag):
+        return False
+    if tag.name == "address" or any(c in LITERAL_CLASSES for c in tag.get("class") or ()):
+        return True
+    return "white-space:pre" in (tag.get("style") or "").replace(" ", "").lower()
+
+
 def _inside_word(tag: Tag) -> bool:
     """An inline element glued to a letter or digit on either side is part of a word: written
     as markdown (`` *`N`*th ``) it would read as two words, to search and to a reader alike."""
@@ -189,7 +203,7 @@ class MarkdownRenderer:
         self.page_ids = page_ids  # the ids and names the page has; None: every id is taken as it is
 
     def render(self, node) -> str:
-        return self.blocks(node).strip() + "\n"
+        return self.blocks(node).replace(BREAK, " ").strip() + "\n"  # a break outside a layout's own block
 
     def blocks(self, node) -> str:
         parts: list[str] = []
@@ -241,6 +255,9 @@ class MarkdownRenderer:
             elif name == "hr":
                 flush()
                 parts.append("---")
+            elif _keeps_line_breaks(child) and child.find(STRUCTURE) is None:
+                flush()
+                parts.append(self.broken_lines(child))
             elif name in BLOCK_TAGS or name in ("li",):
                 flush()
                 inner = self.blocks(child).strip()
@@ -250,6 +267,13 @@ class MarkdownRenderer:
                 inline.append(self.inline_tag(child))
         flush()
         return "\n\n".join(p for p in parts if p.strip())
+
+    def broken_lines(self, tag: Tag) -> str:
+        """A literal layout (an address, a poem, a synopsis set line by line with `<br>`): each
+        line kept, joined by CommonMark's hard break, not run into one line."""
+        text = self.blocks(tag).replace(BREAK, "\n")
+        lines = [inline_text(line) for line in text.split("\n")]
+        return "\\\n".join(line for line in lines if line)
 
     def heading(self, tag: Tag) -> str:
         text = heading_text(tag).replace("*", "\\*")  # a signature's `*args` is no emphasis
@@ -277,7 +301,8 @@ class MarkdownRenderer:
     def inline_tag(self, tag: Tag) -> str:
         name = tag.name
         if name == "br":
-            return "\n"
+            return BREAK if _keeps_line_breaks(tag.parent) or any(
+                _keeps_line_breaks(p) for p in tag.parents) else "\n"
         if name in INLINE_MARKS and _inside_word(tag):
             return tag.get_text()  # `<code>N</code>th`: marks would split the word "Nth" in two
         if name == "code":

@@ -92,3 +92,11 @@ def test_header_cells_that_span_columns_keep_the_cells_after_them_above_their_co
     assert rows[0] == "| Name | Size |  | Note |"
     assert rows[2] == "| Name | min | max | unit |"
     assert rows[3] == "| a | 1 | 2 | kB |"
+
+
+def test_a_literal_layout_keeps_its_lines():
+    html = b"<main><h1>T</h1><p>Intro.</p><div class='literallayout'><p>Alice Example<br>12 Main Street<br>" \
+           b"Springfield<br></p></div><p>One<br>two.</p></main>"
+    content = extract(html, "text/html").content
+    assert "Alice Example\\\n12 Main Street\\\nSpringfield\n" in content
+    assert "One two." in content  # a paragraph's break is still a space
