@@ -17,6 +17,7 @@ import sys
 import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 
 async def ask(url: str, token: str, question: str) -> dict | None:
@@ -34,6 +35,24 @@ async def ask(url: str, token: str, question: str) -> dict | None:
             return {"id": best["id"], "quote": passage.structured_content["text"], "cite": best["citation_url"]}
 
 
+def refusal(exc: BaseException) -> dict | None:
+    """The server's own error body ({code, message, details}) inside what the SDK raised, which
+    wraps it in its task groups' exception groups."""
+    if isinstance(exc, MCPError):
+        return exc.error.data if isinstance(exc.error.data, dict) else {"message": exc.error.message}
+    for inner in getattr(exc, "exceptions", ()):
+        found = refusal(inner)
+        if found:
+            return found
+    return None
+
+
 if __name__ == "__main__":
-    answer = asyncio.run(ask(os.environ["KB_MCP_URL"], os.environ.get("KB_TOKEN", ""), " ".join(sys.argv[1:])))
+    try:
+        answer = asyncio.run(ask(os.environ["KB_MCP_URL"], os.environ.get("KB_TOKEN", ""), " ".join(sys.argv[1:])))
+    except Exception as exc:  # a refused token, an unreachable server: say what the server said
+        body = refusal(exc)
+        if body is None:
+            raise
+        sys.exit(json.dumps(body, ensure_ascii=False))
     print(json.dumps(answer, ensure_ascii=False))
