@@ -131,6 +131,8 @@ def lines_of(root: Tag, hidden: frozenset[str] = frozenset()) -> tuple[Line, ...
             continue
         if child.name in BLOCKS:
             flush()
+        elif child.name == "sup":
+            text.append(" ")  # a superscript is read apart from the word before it, as the extractor writes it
         in_link += child.name == "a"
         in_pre += child.name == "pre"
         stack.append((child, iter(child.children)))

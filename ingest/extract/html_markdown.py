@@ -303,6 +303,12 @@ class MarkdownRenderer:
         if name == "br":
             return BREAK if _keeps_line_breaks(tag.parent) or any(
                 _keeps_line_breaks(p) for p in tag.parents) else "\n"
+        if name == "sup":
+            text = self.inline(tag)
+            before = tag.previous_sibling
+            before = before.get_text() if isinstance(before, Tag) else str(before or "")
+            # `HEX_DIGIT<sup>1..6</sup>` is not the word HEX_DIGIT1: the mark keeps the two apart
+            return f"^{text.strip()}" if text.strip() and _WORD_END.search(before) else text
         if name in INLINE_MARKS and _inside_word(tag):
             return tag.get_text()  # `<code>N</code>th`: marks would split the word "Nth" in two
         if name == "code":

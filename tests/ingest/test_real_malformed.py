@@ -100,3 +100,9 @@ def test_a_literal_layout_keeps_its_lines():
     content = extract(html, "text/html").content
     assert "Alice Example\\\n12 Main Street\\\nSpringfield\n" in content
     assert "One two." in content  # a paragraph's break is still a space
+
+
+def test_a_superscript_is_not_glued_to_the_word_before_it():
+    content = extract(b"<main><h1>T</h1><p>A HEX_DIGIT<sup>1..6</sup> run, x<sup>2</sup>.</p></main>",
+                      "text/html").content
+    assert "HEX_DIGIT^1..6 run, x^2." in content
