@@ -322,10 +322,6 @@ class IngestRunAdmin(NamespaceScoped):
             self.message_user(request, "This run has nothing to retry: it did not fail and none of its items did.",
                               messages.INFO)
             return HttpResponseRedirect(reverse("admin:kb_ingestrun_change", args=[run.pk]))
-        if retry.retry_of_id is None and retry.pk != run.pk:
-            # a failed run is retried as a new run of its mode, which the service starts without the link:
-            # its page keeps "Retry of" pointing back at the run that failed
-            models.IngestRun.objects.filter(pk=retry.pk, retry_of=None).update(retry_of=run)
         what = "the run" if run.status == models.IngestRun.Status.FAILED else "the failed items"
         self.message_user(request, f"Retrying {what} as run #{retry.pk}.", messages.SUCCESS)
         return HttpResponseRedirect(reverse("admin:kb_ingestrun_change", args=[retry.pk]))

@@ -115,7 +115,8 @@ def retry_run(run: IngestRun, *, sync: bool = False) -> IngestRun | None:
         if run.mode == IngestRun.Mode.RETRY and run.retry_of is not None:  # its items again, not the whole source
             return start_ingest(run.source, mode=IngestRun.Mode.RETRY, retry_of=run.retry_of, sync=sync)
         mode = IngestRun.Mode.INGEST if run.mode == IngestRun.Mode.RETRY else run.mode
-        return start_ingest(run.source, mode=mode, sync=sync)
+        # linked back to the run that failed; only a RETRY run reads its retry_of's failed items
+        return start_ingest(run.source, mode=mode, retry_of=run, sync=sync)
     if not run.items.filter(status=IngestItem.Status.FAILED).exists():
         return None
     return start_ingest(run.source, mode=IngestRun.Mode.RETRY, retry_of=run, sync=sync)
