@@ -19,7 +19,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from kb.models import Namespace
-from retrieval.candidates import NO_SHARED_TERM
+from retrieval.ranker import NO_SHARED_TERM
 from retrieval.service import search, spelling_correction
 from retrieval.spelling import WORD_RE, correct_query
 
