@@ -67,8 +67,8 @@ def test_resync_skips_unchanged_reembeds_edits_and_removes_vanished_pages(web, s
     assert set(Chunk.objects.filter(document__source=site_source).values_list("embed_reason", flat=True)) == {"new"}
     usage = Document.objects.get(ref=web.url("/usage"))
     assert usage.title == "Usage" and usage.etag == '"u1"'
-    # no ids on the page: the h2 falls back to a slug; the bare h1 opens its chunk (no heading-only chunk)
-    assert list(usage.chunks.values_list("anchor", flat=True)) == ["search"]
+    # no ids on the page: the h2 is cited at the page top (no invented slug); the bare h1 opens its chunk
+    assert list(usage.chunks.values_list("anchor", flat=True)) == [""]
 
     # a second run of the unchanged source: 304s, zero embedding calls, zero writes
     embedder.texts = 0
