@@ -8,15 +8,22 @@ query-log row, so each search request's overhead (request time minus the search 
 reported too: the MCP overhead over /api/search is the difference of the two overheads' p95.
 The capability tools need a provider: a temporary one is made from the namespace's first
 documents (one capability per document) and deleted afterwards.
+
+Then, as an agent meets it, the same searches through the official MCP SDK's client against a
+live WSGI server on loopback (one server thread in this process, one connection per request),
+beside /api/search posted by the same HTTP client: the client's time, wire and SDK included.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
+from django.core.servers.basehttp import WSGIRequestHandler, WSGIServer
+from django.core.wsgi import get_wsgi_application
 from django.test import Client
 
 from capabilities import service
@@ -90,13 +97,76 @@ def mcp_latency(namespace: str, texts: list[str], progress: Callable[[str, int, 
                     if name.endswith("search"):
                         record(f"{name} overhead", ms - last_search_ms())
                 progress("MCP and API server time", done, len(texts))
+        client_samples = sdk_latency(namespace, secret, texts, progress)
     finally:
         ApiToken.objects.filter(pk=token.pk).delete()
     report = {name: percentiles(values) for name, values in sorted(samples.items())}
     report["mcp_overhead_over_api_search_p95_ms"] = round(
         report["mcp search overhead"]["p95_ms"] - report["api search overhead"]["p95_ms"], 2)
+    report["mcp_search_minus_api_search_p95_ms"] = round(
+        report["mcp search"]["p95_ms"] - report["api search"]["p95_ms"], 2)
+    report["client"] = {name: percentiles(values) for name, values in sorted(client_samples.items())}
     report["queries"] = len(texts)
     return report
+
+
+def sdk_latency(namespace: str, secret: str, texts: list[str], progress: Callable[[str, int, int], None]) -> dict:
+    """Each query's search through the official SDK's client and through /api/search (the same
+    httpx client, token and live server), in alternating order: the times an agent sees."""
+    import anyio
+    import httpx2
+    from mcp import Client as SdkClient
+    from mcp.client.streamable_http import streamable_http_client
+
+    samples: dict[str, list[float]] = {"sdk mcp search": [], "http api search": []}
+    api_body = {"namespace": namespace, "limit": SEARCH_LIMIT, "group": "document"}
+
+    async def main(root: str) -> None:
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {secret}"}, timeout=120) as http:
+            async with SdkClient(streamable_http_client(f"{root}/mcp", http_client=http), mode=PROTOCOL) as client:
+
+                async def mcp_search(text: str) -> None:
+                    result = await client.call_tool("search", {"query": text, "namespaces": [namespace],
+                                                               "limit": SEARCH_LIMIT})
+                    if result.is_error:
+                        raise RuntimeError(f"MCP search failed through the SDK: {result.content!r}")
+
+                async def api_search(text: str) -> None:
+                    (await http.post(f"{root}/api/search", json={"query": text, **api_body})).raise_for_status()
+
+                pair = [("http api search", api_search), ("sdk mcp search", mcp_search)]
+                for _, call in pair:  # warm-up: the SDK lists the tools once, for their output schemas
+                    await call(texts[0])
+                for done, text in enumerate(texts, 1):
+                    for name, call in reversed(pair) if done % 2 == 0 else pair:
+                        started = time.perf_counter()
+                        await call(text)
+                        samples[name].append((time.perf_counter() - started) * 1000)
+                    progress("MCP and API through the SDK client", done, len(texts))
+
+    with live_server() as root:
+        anyio.run(main, root)
+    return samples
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, *args) -> None:  # one line per request would drown the progress bars
+        pass
+
+
+@contextlib.contextmanager
+def live_server() -> Iterator[str]:
+    """The product's WSGI application on a free loopback port, served by one thread."""
+    server = WSGIServer(("127.0.0.1", 0), _QuietHandler, allow_reuse_address=False)
+    server.set_app(get_wsgi_application())
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
 
 
 def _calls(namespace: str, capability_ids: list[str]):
@@ -127,7 +197,7 @@ def _calls(namespace: str, capability_ids: list[str]):
         yield "mcp fetch passage", lambda: s.tool("fetch", {"id": passage()})[0]
         yield "mcp fetch document", lambda: s.tool("fetch", {"id": f"d{document_id()}"})[0]
         yield "api document text", lambda: s.api("get", f"/api/documents/{document_id()}/text", {"max_chars": 8000})[0]
-        yield "mcp context", lambda: s.tool("context", {"query": text, "namespace": namespace})[0]
+        yield "mcp context", lambda: s.tool("context", {"query": text, "namespaces": [namespace]})[0]
         yield "api context", lambda: s.api("post", "/api/context", {"query": text, "namespace": namespace})[0]
         yield "mcp list_namespaces", lambda: s.tool("list_namespaces", {})[0]
         yield "api namespaces", lambda: s.api("get", "/api/namespaces")[0]

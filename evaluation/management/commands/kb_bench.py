@@ -256,7 +256,13 @@ def print_mcp(write, report: dict) -> None:
     """Each MCP tool beside its API twin (server time, ms), then the search overheads."""
     write(f"\nMCP tools and their API twins, server time over {report['queries']} queries (p50 / p95 / p99 ms):")
     for name, t in report.items():
-        if isinstance(t, dict):
+        if isinstance(t, dict) and "p50_ms" in t:
             write(f"  {name:<28} {t['p50_ms']:>8} {t['p95_ms']:>8} {t['p99_ms']:>8}")
+    write(f"MCP search minus /api/search (group=document), server time p95: "
+          f"{report['mcp_search_minus_api_search_p95_ms']} ms")
     write(f"MCP overhead over /api/search (p95 of request time minus the search it ran, MCP minus API): "
           f"{report['mcp_overhead_over_api_search_p95_ms']} ms")
+    write("Through the official MCP SDK's client and the same HTTP client on a live loopback server "
+          "(client time, p50 / p95 / p99 ms):")
+    for name, t in report["client"].items():
+        write(f"  {name:<28} {t['p50_ms']:>8} {t['p95_ms']:>8} {t['p99_ms']:>8}")
