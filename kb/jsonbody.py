@@ -41,25 +41,41 @@ def parse(body: bytes | str, what: str = "The request body") -> Any:
 def check(data: Any, what: str = "The request body") -> None:
     """Raise BadRequest for nesting deeper than MAX_DEPTH, or a lone surrogate or NUL anywhere in `data`
     (`what` names it in the message). Walks with an explicit stack, so a deep value cannot
-    exhaust Python's own."""
-    pending: list[tuple[Any, str, int]] = [(data, "$", 1)]
+    exhaust Python's own; each value keeps only a link to its parent and its own key or index,
+    and a path is spelt out only for the one value refused (spelt for every value, long keys
+    under deep nesting cost a web process gigabytes)."""
+    pending: list[tuple[Any, tuple | None, str | int, int]] = [(data, None, ROOT, 1)]
     while pending:
-        value, where, depth = pending.pop()
+        value, parent, step, depth = pending.pop()
         if isinstance(value, str):
             if found := _UNSTORABLE.search(value):
-                raise unstorable(what, where, found.group())
+                raise unstorable(what, _path(parent, step), found.group())
             continue
         if not isinstance(value, (dict, list)):
             continue
         if depth > MAX_DEPTH:
             raise too_deep(what)
+        node = (parent, step)
         if isinstance(value, dict):
             for key, item in value.items():
                 if isinstance(key, str) and (found := _UNSTORABLE.search(key)):
-                    raise unstorable(what, f"{where} (a key)", found.group())
-                pending.append((item, f"{where}.{key}", depth + 1))
+                    raise unstorable(what, f"{_path(parent, step)} (a key)", found.group())
+                pending.append((item, node, key, depth + 1))
         else:
-            pending.extend((item, f"{where}[{index}]", depth + 1) for index, item in enumerate(value))
+            pending.extend((item, node, index, depth + 1) for index, item in enumerate(value))
+
+
+ROOT = "$"
+
+
+def _path(parent: tuple | None, step: str | int) -> str:
+    """`$.cases[2].question`: the steps from the root to a value, at most 200 characters."""
+    steps = [step]
+    while parent is not None:
+        parent, step = parent
+        steps.append(step)
+    spelt = "".join(ROOT if s is ROOT else f"[{s}]" if isinstance(s, int) else f".{s}" for s in reversed(steps))
+    return spelt[:200]
 
 
 def too_deep(what: str) -> BadRequest:
@@ -68,7 +84,6 @@ def too_deep(what: str) -> BadRequest:
 
 
 def unstorable(what: str, where: str, character: str) -> BadRequest:
-    where = where[:200]
     if character == "\x00":
         return BadRequest(f"{what} holds a NUL character (\\u0000) at {where}; no text here may contain one.",
                           details={"at": where})
