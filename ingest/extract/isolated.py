@@ -127,28 +127,50 @@ def _held(folder: str):
 
 def sweep_scratch() -> int:
     """Remove the parser folders in the system temporary folder that no live process holds (their
-    worker was killed mid-parse, so their child died with it); how many. Safe beside live parses."""
+    worker was killed mid-parse, so their child died with it); how many. Safe beside live parses.
+    A child wrote in its folder, so nothing in it is followed: neither the folder nor its lock
+    may be a symbolic link, the lock is never created, and the folder must be this user's."""
     removed = 0
     root = tempfile.gettempdir()
     try:
-        entries = [entry for entry in os.scandir(root) if entry.name.startswith(SCRATCH_PREFIX) and entry.is_dir()]
+        entries = [entry for entry in os.scandir(root)
+                   if entry.name.startswith(SCRATCH_PREFIX) and entry.is_dir(follow_symlinks=False)]
     except OSError:
         return 0
     for entry in entries:
-        try:
-            if time.time() - entry.stat().st_mtime < SCRATCH_GRACE_SECONDS:
-                continue  # just made: its worker may not hold it yet
-            with open(os.path.join(entry.path, HELD), "a") as held:
-                fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                shutil.rmtree(entry.path, ignore_errors=True)
-                removed += 1
-        except BlockingIOError:
-            continue  # a live parse
-        except OSError:
-            continue  # gone meanwhile, or not ours to remove
+        if _unheld(entry.path):
+            shutil.rmtree(entry.path, ignore_errors=True)  # removes links, never what they point at
+            removed += 1
     if removed:
         logger.info("removed %d parser folder(s) left by a worker killed mid-parse", removed)
     return removed
+
+
+def _unheld(path: str) -> bool:
+    """Whether `path` is this user's parser folder, old enough, that no live worker holds."""
+    try:
+        folder = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return False  # gone meanwhile, or a link
+    try:
+        status = os.fstat(folder)
+        if status.st_uid != os.geteuid() or time.time() - status.st_mtime < SCRATCH_GRACE_SECONDS:
+            return False  # another user's, or just made: its worker may not hold it yet
+        try:
+            held = os.open(HELD, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=folder)
+        except FileNotFoundError:
+            return True  # made by a worker that held nothing
+        except OSError:
+            return True  # a link planted by the child: no worker's lock
+        try:
+            fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            return False  # a live parse
+        finally:
+            os.close(held)
+    finally:
+        os.close(folder)
 
 
 def _read_capped(child: subprocess.Popen, budget: ParserBudget) -> bytes:

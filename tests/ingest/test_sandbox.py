@@ -424,3 +424,18 @@ def test_a_killed_workers_parser_folder_is_swept_and_a_live_parse_keeps_its_own(
         assert folder.exists()
         assert isolated.sweep_scratch() >= 1
         assert not folder.exists() and Path(live).exists()
+
+
+def test_the_sweep_follows_no_link_the_child_planted_in_its_folder(monkeypatch, tmp_path):
+    """A hostile child may replace its folder's lock with a link to any path; the sweep (run as
+    the worker, often root) must neither create nor remove what the link points at."""
+    monkeypatch.setattr(isolated, "SCRATCH_GRACE_SECONDS", 0)
+    target = tmp_path / "standby.signal"
+    kept = tmp_path / "kept.txt"
+    kept.write_text("still here")
+    with tempfile.TemporaryDirectory(prefix=isolated.SCRATCH_PREFIX) as planted:
+        os.symlink(target, Path(planted) / isolated.HELD)
+        os.symlink(kept, Path(planted) / "inside")
+        assert isolated.sweep_scratch() >= 1
+        assert not Path(planted).exists()
+    assert not target.exists() and kept.read_text() == "still here"
