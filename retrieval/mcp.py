@@ -48,6 +48,11 @@ class NoArguments(Schema):
 def readable(principal: Principal, wanted: list[str]) -> list[str]:
     """The namespaces to search: `wanted`, each of which the caller must be able to read (one
     it may not read raises the same error as one that does not exist), or all it may read."""
+    if wanted and principal.kind == "token":  # a token's namespaces came with it: no query, as Principal.check
+        for slug in wanted:
+            if slug not in (principal.namespaces or ()):
+                raise UnknownNamespace(f"No namespace {slug!r}.", details={"namespace": slug})
+        return list(dict.fromkeys(wanted))
     slugs = list(principal.readable_namespaces().order_by("slug").values_list("slug", flat=True))
     if not wanted:
         if len(slugs) > MAX_SEARCH_NAMESPACES:
