@@ -19,8 +19,9 @@ def embedding_dimension_check(app_configs, **kwargs):
 @checks.register("kb")
 def parser_reads_no_data_check(app_configs, **kwargs):
     """The folders the parser child may read (`sandbox.readable_roots`) must not hold the data
-    folder or the media folder: a data folder placed inside site-packages, say, would be readable
-    by an exploited parser."""
+    folder or the media folder: a data folder inside site-packages (the default `BASE_DIR/.kb`
+    of a non-editable install) would be readable by an exploited parser. An error, so no
+    process of the product starts that way."""
     from pathlib import Path
 
     from django.conf import settings
@@ -32,8 +33,8 @@ def parser_reads_no_data_check(app_configs, **kwargs):
         folder = Path(getattr(settings, name)).resolve()
         for root in readable_roots():
             if folder == Path(root) or Path(root) in folder.parents:
-                found.append(checks.Warning(
+                found.append(checks.Error(
                     f"{name} ({str(folder)!r}) lies inside {root!r}, which the parser child may read: a parser "
-                    f"exploited by a hostile file could read it. Move {name} elsewhere.",
-                    id="kb.W_PARSER_READS_DATA"))
+                    f"exploited by a hostile file could read it. Set {name} to a folder outside it.",
+                    id="kb.E_PARSER_READS_DATA"))
     return found

@@ -63,7 +63,7 @@ def secure(pgdata: Path, socket_dir: str, port: int) -> Credentials:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or its process dies
         creds = _load_or_create(credentials_file(pgdata))
         hba = pgdata / "pg_hba.conf"
-        if hba.read_text(errors="replace") == HBA:
+        if hba.read_text(errors="replace") == HBA and not _still_trusting(socket_dir, port):
             return creds
         logger.info("securing the embedded PostgreSQL server in %s: role %r, password logins only", pgdata, ROLE)
         # its password once set; ignored by a server that still trusts everyone
@@ -83,6 +83,16 @@ def credentials(pgdata: Path) -> Credentials:
     return _load_or_create(credentials_file(Path(pgdata)))
 
 
+def _still_trusting(socket_dir: str, port: int) -> bool:
+    """Whether the running server still lets in a login without a password: a process that died
+    after writing pg_hba.conf but before the server reloaded it leaves it so."""
+    try:
+        psycopg.connect(_conninfo(socket_dir, port, SUPERUSER, "postgres", ""), connect_timeout=5).close()
+    except psycopg.OperationalError:
+        return False
+    return True
+
+
 def conninfo(socket_dir: str, port: int, pgdata: Path, dbname: str, *, superuser: bool = False) -> str:
     creds = credentials(pgdata)
     if superuser:
@@ -100,9 +110,14 @@ def _load_or_create(path: Path) -> Credentials:
     except FileNotFoundError:
         pass
     creds = Credentials(role_password=secrets.token_urlsafe(32), superuser_password=secrets.token_urlsafe(32))
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    partial = path.with_name(path.name + ".new")  # renamed whole, so a crash never leaves an empty file
+    partial.unlink(missing_ok=True)
+    descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(descriptor, "w") as out:
         json.dump(creds.__dict__, out)
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(partial, path)
     return creds
 
 

