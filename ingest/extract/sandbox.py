@@ -56,7 +56,12 @@ CLONE_NEWUSER, CLONE_NEWNET = 0x10000000, 0x40000000
 SYSTEM_READABLE = ("/usr/lib", "/usr/lib64", "/lib", "/lib64", "/usr/share/tesseract-ocr", "/usr/share/fonts",
                    "/etc/fonts", "/etc/ld.so.cache", "/etc/localtime", "/usr/share/zoneinfo", "/dev/urandom",
                    *mimetypes.knownfiles)  # Python's mimetypes reads every one of these that exists
-OWN_PACKAGES = ("ingest", "kb")  # the packages the child's code is imported from
+OWN_PACKAGES = ("ingest", "kb")
+# What a kernel whose Landlock is older than each ABI leaves open: said in the layer's state, so
+# /healthz and every document's log show the weaker sandbox.
+LANDLOCK_GAPS = ((4, "no limit on TCP bind and connect (Landlock ABI 4, Linux 6.7)"),
+                 (6, "no limit on signals to the product's processes or their abstract sockets "
+                     "(Landlock ABI 6, Linux 6.12)"))  # the packages the child's code is imported from
 
 # Landlock (include/uapi/linux/landlock.h); its syscall numbers are the same on every architecture.
 SYS_LANDLOCK_CREATE_RULESET, SYS_LANDLOCK_ADD_RULE, SYS_LANDLOCK_RESTRICT_SELF = 444, 445, 446
@@ -88,8 +93,8 @@ def enter(writable: str, layers: tuple[str, ...] = LAYERS) -> dict[str, str]:
         if layer not in layers:
             continue
         try:
-            step(libc)
-            state[layer] = ON
+            missing = step(libc)
+            state[layer] = f"on, but {missing} ({layer})" if missing else ON
         except OSError as exc:
             state[layer] = f"refused by the kernel: {exc.strerror or exc} ({layer})"
         except Unsupported as exc:
@@ -130,7 +135,8 @@ def _network(libc) -> None:
     _check(libc.unshare(CLONE_NEWNET))
 
 
-def _landlock(libc, writable: str) -> None:
+def _landlock(libc, writable: str) -> str:
+    """Enter Landlock; what this kernel's Landlock cannot hold ("" when it holds everything)."""
     abi = libc.syscall(SYS_LANDLOCK_CREATE_RULESET, None, 0, LANDLOCK_CREATE_RULESET_VERSION)
     if abi < 0:
         raise Unsupported(f"Landlock is not available: {os.strerror(ctypes.get_errno())} (landlock)")
@@ -149,6 +155,12 @@ def _landlock(libc, writable: str) -> None:
         _check(libc.syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0))
     finally:
         os.close(ruleset)
+    return landlock_gaps(abi)
+
+
+def landlock_gaps(abi: int) -> str:
+    """What Landlock of ABI `abi` cannot hold, in words ("" for none)."""
+    return "; ".join(gap for need, gap in LANDLOCK_GAPS if abi < need)
 
 
 def readable_roots() -> list[str]:

@@ -439,3 +439,16 @@ def test_the_sweep_follows_no_link_the_child_planted_in_its_folder(monkeypatch, 
         assert isolated.sweep_scratch() >= 1
         assert not Path(planted).exists()
     assert not target.exists() and kept.read_text() == "still here"
+
+
+@pytest.mark.parametrize("abi, says", [
+    (3, ["TCP", "signals"]), (5, ["signals to the product's processes"]), (6, []),
+])
+def test_an_older_landlock_is_reported_with_what_it_cannot_hold(abi, says):
+    """On a kernel before Linux 6.12 the child could signal the web server and the workers: the
+    layer's state says so, and anything but "on" is shown by /healthz and logged per document."""
+    gaps = sandbox.landlock_gaps(abi)
+    assert all(word in gaps for word in says) and bool(gaps) == bool(says)
+    state = {layer: sandbox.ON for layer in sandbox.LAYERS}
+    state["landlock"] = f"on, but {gaps} (landlock)" if gaps else sandbox.ON
+    assert ("landlock" in sandbox.refused(state)) == bool(says)
