@@ -108,8 +108,10 @@ class SecretHidingFilter(SafeExceptionReporterFilter):
 
 
 def _is_staff(request) -> bool:
+    """Who may see Django's technical pages: superusers only. A tenant's curator is staff too,
+    and a traceback's frames may hold another tenant's rows or the database's password."""
     user = getattr(request, "user", None)
-    return bool(user is not None and user.is_authenticated and user.is_staff)
+    return bool(user is not None and user.is_authenticated and user.is_superuser)
 
 
 PLAIN_PAGES = {404: "Not found.", 500: "Server error."}
@@ -193,7 +195,7 @@ class DatabaseAwayMiddleware:
 
 class DebugPagesForStaffMiddleware:
     """With DEBUG on (the default outside production), Django's technical pages (tracebacks,
-    settings, the URL patterns) go to signed-in staff only; everyone else gets a plain page.
+    settings, the URL patterns) go to signed-in superusers only; everyone else gets a plain page.
     Server errors are handled by `StaffOnlyExceptionReporter`, missing pages here."""
 
     def __init__(self, get_response):
@@ -214,7 +216,7 @@ class DebugPagesForStaffMiddleware:
 
 
 class StaffOnlyExceptionReporter(ExceptionReporter):
-    """Django's debug 500 page, shown (with DEBUG on) to signed-in staff only. Django answers a
+    """Django's debug 500 page, shown (with DEBUG on) to signed-in superusers only. Django answers a
     malformed request (a bad Host header, too many fields) with this page too, as a 400: everyone
     else is told what was wrong with it, not that the server failed."""
 
