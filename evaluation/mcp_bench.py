@@ -43,6 +43,7 @@ class Surfaces:
 
     def __init__(self, token: str):
         self.client = Client(HTTP_HOST="localhost", HTTP_AUTHORIZATION=f"Bearer {token}")
+        self.weak = 0  # MCP searches with nothing clearly relevant: each also computed a "did you mean"
 
     def api(self, method: str, path: str, body: dict | None = None) -> tuple[float, dict]:
         started = time.perf_counter()
@@ -90,6 +91,7 @@ def mcp_latency(namespace: str, texts: list[str], progress: Callable[[str, int, 
             calls = _calls(namespace, capability_ids)
             for _, call in calls(surfaces, texts[0]):  # warm-up, and a check every surface answers
                 call()
+            surfaces.weak = 0
             for done, text in enumerate(texts, 1):
                 for name, call in calls(surfaces, text, swap=done % 2 == 0):
                     ms = call()
@@ -105,6 +107,7 @@ def mcp_latency(namespace: str, texts: list[str], progress: Callable[[str, int, 
         report["mcp search overhead"]["p95_ms"] - report["api search overhead"]["p95_ms"], 2)
     report["mcp_search_minus_api_search_p95_ms"] = round(
         report["mcp search"]["p95_ms"] - report["api search"]["p95_ms"], 2)
+    report["mcp_searches_weak"] = surfaces.weak
     report["client"] = {name: percentiles(values) for name, values in sorted(client_samples.items())}
     report["queries"] = len(texts)
     return report
@@ -118,8 +121,8 @@ def sdk_latency(namespace: str, secret: str, texts: list[str], progress: Callabl
     from mcp import Client as SdkClient
     from mcp.client.streamable_http import streamable_http_client
 
-    samples: dict[str, list[float]] = {"sdk mcp search": [], "http api search": []}
-    api_body = {"namespace": namespace, "limit": SEARCH_LIMIT, "group": "document"}
+    samples: dict[str, list[float]] = {"sdk mcp search": [], "http api search": [], "http api search chunks": []}
+    api_body = {"namespace": namespace, "limit": SEARCH_LIMIT}
 
     async def main(root: str) -> None:
         async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {secret}"}, timeout=120) as http:
@@ -131,10 +134,15 @@ def sdk_latency(namespace: str, secret: str, texts: list[str], progress: Callabl
                     if result.is_error:
                         raise RuntimeError(f"MCP search failed through the SDK: {result.content!r}")
 
-                async def api_search(text: str) -> None:
-                    (await http.post(f"{root}/api/search", json={"query": text, **api_body})).raise_for_status()
+                async def api_search(text: str, group: str = "document") -> None:
+                    body = {"query": text, "group": group, **api_body}
+                    (await http.post(f"{root}/api/search", json=body)).raise_for_status()
 
-                pair = [("http api search", api_search), ("sdk mcp search", mcp_search)]
+                async def api_chunks(text: str) -> None:
+                    await api_search(text, "chunk")
+
+                pair = [("http api search", api_search), ("sdk mcp search", mcp_search),
+                        ("http api search chunks", api_chunks)]
                 for _, call in pair:  # warm-up: the SDK lists the tools once, for their output schemas
                     await call(texts[0])
                 for done, text in enumerate(texts, 1):
@@ -177,6 +185,7 @@ def _calls(namespace: str, capability_ids: list[str]):
 
         def mcp_search() -> float:
             ms, found["search"] = s.tool("search", {"query": text, "namespaces": [namespace], "limit": SEARCH_LIMIT})
+            s.weak += bool(found["search"]["weak_titles"] or found["search"]["correction"])
             return ms
 
         def api_search() -> float:
@@ -191,7 +200,10 @@ def _calls(namespace: str, capability_ids: list[str]):
             documents = found["search"]["documents"]
             return documents[0]["document_id"] if documents else 0
 
-        pair = [("api search", api_search), ("mcp search", mcp_search)]
+        def api_chunks() -> float:  # /api/search as a reader calls it (group=chunk), beside the like-for-like
+            return s.api("post", "/api/search", {"query": text, "namespace": namespace, "limit": SEARCH_LIMIT})[0]
+
+        pair = [("api search", api_search), ("mcp search", mcp_search), ("api search chunks", api_chunks)]
         chosen = capability_ids[:1]
         yield from (reversed(pair) if swap else pair)
         yield "mcp fetch passage", lambda: s.tool("fetch", {"id": passage()})[0]

@@ -262,6 +262,8 @@ def print_mcp(write, report: dict) -> None:
           f"{report['mcp_search_minus_api_search_p95_ms']} ms")
     write(f"MCP overhead over /api/search (p95 of request time minus the search it ran, MCP minus API): "
           f"{report['mcp_overhead_over_api_search_p95_ms']} ms")
+    write(f"MCP searches with nothing clearly relevant (each also computed a \"did you mean\"): "
+          f"{report['mcp_searches_weak']} of {report['queries']}")
     write("Through the official MCP SDK's client and the same HTTP client on a live loopback server "
           "(client time, p50 / p95 / p99 ms):")
     for name, t in report["client"].items():
