@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 
 from django.core.servers.basehttp import WSGIRequestHandler, WSGIServer
 from django.core.wsgi import get_wsgi_application
+from django.db import connections
 from django.test import Client
 
 from capabilities import service
@@ -164,10 +165,17 @@ class _QuietHandler(WSGIRequestHandler):
 
 @contextlib.contextmanager
 def live_server() -> Iterator[str]:
-    """The product's WSGI application on a free loopback port, served by one thread."""
+    """The product's WSGI application on a free loopback port, served by one thread (which sees
+    only committed rows: the benchmark's token is committed before the server is asked)."""
     server = WSGIServer(("127.0.0.1", 0), _QuietHandler, allow_reuse_address=False)
     server.set_app(get_wsgi_application())
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    def serve() -> None:
+        try:
+            server.serve_forever()
+        finally:
+            connections.close_all()  # the serving thread's own, which would hold the database open
+
+    thread = threading.Thread(target=serve, daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_port}"

@@ -43,7 +43,7 @@ def test_identifiers_are_capped_and_searched_in_one_statement():
 def test_api_summary_says_when_a_cap_applied(client):
     namespace, _ = ingest("tenant:a", CORPUS)
     Namespace.objects.filter(pk=namespace.pk).update(is_public=True)
-    body = client.get("/api/search", {"query": " ".join(f"a{n:05d}" for n in range(40)),
+    body = client.get("/api/search", {"query": " ".join(f"llama{n:05d}" for n in range(40)),
                                       "namespace": "tenant:a"}).json()
     assert body["summary"]["query_caps"] == [f"identifiers: the first {MAX_IDENTIFIERS} of 40 were used",
                                              "name keys: the first 16 of 40 were used"]

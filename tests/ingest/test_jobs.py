@@ -147,9 +147,11 @@ def test_run_page_shows_progress_items_and_retries_failed(staff_client, namespac
     assert "Retry 1 failed item" in page
     assert "INGEST_HTTP_STATUS" in page and web.url("/bad") in page
     progress = staff_client.get(reverse("admin:kb_ingestrun_progress", args=[run.pk])).json()
+    header = {key: progress.pop(key) for key in ("title", "fields", "items")}  # the live page's fields
     assert progress == {"id": run.pk, "status": "partial", "percent": 100, "items_total": 2,
                         "items_done": 2, "items_failed": 1, "chunks_total": 1, "chunks_embedded": 1,
                         "chunks_written": 1, "note": "", "error": ""}
+    assert header["title"].endswith("(partial)") and len(header["items"]) == 2
     response = staff_client.post(reverse("admin:kb_ingestrun_retry", args=[run.pk]))
     retry = IngestRun.objects.exclude(pk=run.pk).get()
     assert response["Location"] == reverse("admin:kb_ingestrun_change", args=[retry.pk])

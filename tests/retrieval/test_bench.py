@@ -184,7 +184,7 @@ def test_scaled_copies_keep_their_words_and_a_copy_made_by_another_recipe_is_ref
         build_scaled_copy("tenant:scale-base", "tenant:scale-copy", 3 * per_copy)
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)  # its live server thread reads the token from its own connection
 def test_kb_bench_mcp_times_every_tool_beside_its_api_twin(tmp_path, capsys):
     from kb.mcp import TOOLS
     from kb.models import ApiToken, Provider
