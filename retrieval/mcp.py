@@ -76,11 +76,9 @@ def readable(principal: Principal, wanted: list[str]) -> list[str]:
 def search_tool(request, data: AgentSearchIn) -> Answer:
     namespaces = readable(request.auth, data.namespaces)
     query = validate_query(data.query, data.limit)
-    vector = get_embedder().embed_query(query) if len(namespaces) > 1 else None
     found, weak, cited = [], [], False
-    for namespace in namespaces:
-        result = search(query, namespace, limit=data.limit, group="document", query_vector=vector, caller="mcp",
-                        filters=Filters(source_ids=tuple(data.source_ids)))
+    for namespace, result in each_namespace(namespaces, query, limit=data.limit, group="document",
+                                            filters=Filters(source_ids=tuple(data.source_ids))):
         found += [(namespace, group, result.lexemes) for group in result.documents]
         cited = cited or bool(result.cited)
         weak += [title for title in result.weak_titles if title not in weak]
@@ -94,6 +92,13 @@ def search_tool(request, data: AgentSearchIn) -> Answer:
          "sections": [_passage(hit, lexemes, base, data.explain) for hit in group.sections]}
         for rank, (namespace, group, lexemes) in enumerate(found[:data.limit], start=1)]}
     return Answer(payload, render_search(payload))
+
+
+def each_namespace(namespaces: list[str], query: str, **options):
+    """(namespace, its search result) for each namespace in turn, the query embedded once."""
+    vector = get_embedder().embed_query(query) if len(namespaces) > 1 else None
+    for namespace in namespaces:
+        yield namespace, search(query, namespace, query_vector=vector, caller="mcp", **options)
 
 
 def _correction(query: str, namespaces: list[str], filters: Filters) -> str | None:
@@ -180,10 +185,8 @@ def fetch_tool(request, data: FetchIn) -> Answer:
 def context_tool(request, data: AgentContextIn) -> Answer:
     namespaces = readable(request.auth, data.namespaces)
     query = validate_query(data.query, data.limit)
-    vector = get_embedder().embed_query(query) if len(namespaces) > 1 else None
-    hits = []
-    for namespace in namespaces:
-        hits += search(query, namespace, limit=data.limit, query_vector=vector, caller="mcp").hits
+    hits = [hit for _, result in each_namespace(namespaces, query, limit=data.limit) for hit in result.hits]
+    hits.sort(key=lambda hit: (-hit.score, hit.chunk_id))  # merged by score, as search merges documents
     payload = presenters.context_payload(hits[:data.limit], max_chars=data.max_chars, base_url=request.kb_base_url)
     return Answer(payload, payload["context"])
 

@@ -280,6 +280,19 @@ isolated.extract_isolated(b"x" * 100, "application/pdf")
 """
 
 
+def _parser_child_of(worker: subprocess.Popen):
+    """The parser child `worker` (running SLOW_PARSE) started, once it has started."""
+    import psutil
+
+    deadline = time.monotonic() + 30
+    children = []
+    while not children and time.monotonic() < deadline:
+        children = [c for c in psutil.Process(worker.pid).children() if "isolated.main" in " ".join(c.cmdline())]
+        time.sleep(0.1)
+    (child,) = children
+    return child
+
+
 def test_a_parser_child_dies_with_the_worker_that_started_it():
     """The child runs in its own session, so a kill of the worker's process group misses it; when
     the worker dies (killed, out of memory), the child goes with it instead of parsing on."""
@@ -287,12 +300,7 @@ def test_a_parser_child_dies_with_the_worker_that_started_it():
 
     worker = subprocess.Popen([sys.executable, "-c", SLOW_PARSE], cwd=REPO)
     try:
-        deadline = time.monotonic() + 30
-        children = []
-        while not children and time.monotonic() < deadline:
-            children = [c for c in psutil.Process(worker.pid).children() if "isolated.main" in " ".join(c.cmdline())]
-            time.sleep(0.1)
-        (child,) = children
+        child = _parser_child_of(worker)
         time.sleep(2)  # past the sandbox, in the parser
         assert child.is_running() and child.status() != psutil.STATUS_ZOMBIE
     finally:
@@ -404,16 +412,10 @@ def test_a_data_folder_the_parser_child_may_read_stops_the_start(settings):
 def test_a_killed_workers_parser_folder_is_swept_and_a_live_parse_keeps_its_own(monkeypatch):
     """A worker killed mid-parse leaves its child's temporary folder (its child dies with it);
     `sweep_scratch`, run at start-up and by the watchdog, removes it and never a live one."""
-    import psutil
 
     worker = subprocess.Popen([sys.executable, "-c", SLOW_PARSE], cwd=REPO)
     try:
-        deadline = time.monotonic() + 30
-        children = []
-        while not children and time.monotonic() < deadline:
-            children = [c for c in psutil.Process(worker.pid).children() if "isolated.main" in " ".join(c.cmdline())]
-            time.sleep(0.1)
-        (child,) = children
+        child = _parser_child_of(worker)
         folder = Path(child.environ()["TMPDIR"])
         assert folder.name.startswith(isolated.SCRATCH_PREFIX)
     finally:
