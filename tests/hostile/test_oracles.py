@@ -76,7 +76,7 @@ def test_view_on_site_refuses_an_unknown_content_type_like_a_missing_object(tena
     unknown = client.get(f"/admin/r/{MISSING_ID}/{own.pk}/")
     missing = client.get(f"/admin/r/{ContentType.objects.get_for_model(Source).pk}/{own.pk}/")
     assert unknown.status_code == missing.status_code == 404
-    assert b"No page on the site for this object." in unknown.content
+    assert unknown.content == missing.content  # a curator gets the plain page, debug or not
 
 
 def _vote(client: Client, token: str, query_id: int, chunk_id: int):
