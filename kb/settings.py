@@ -28,6 +28,16 @@ if not ALLOWED_HOSTS:
         raise ImproperlyConfigured("DJANGO_ALLOWED_HOSTS must be set when KB_ENV=production.")
     ALLOWED_HOSTS = ["127.0.0.1", "localhost", "testserver"]
 
+# The product's apps, bottom to top: each imports only the ones before it (tests/test_layers.py).
+# Everything that walks the apps reads this tuple: INSTALLED_APPS, LOGGING, kb_error_table, the tests.
+PRODUCT_APPS = (
+    "kb",
+    "ingest",  # before django_q: its qcluster command adds the watchdog to django-q2's
+    "retrieval",
+    "capabilities",
+    "evaluation",
+)
+
 INSTALLED_APPS = [
     "kb.apps.ConsoleAdminConfig",  # django.contrib.admin with a scoped "view on site"
     "django.contrib.auth",
@@ -37,11 +47,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.postgres",
     "ninja",  # serves its own Swagger UI files: /api/docs loads nothing from another origin
-    "kb",
-    "ingest",  # before django_q: its qcluster command adds the watchdog to django-q2's
-    "retrieval",
-    "capabilities",
-    "evaluation",
+    *PRODUCT_APPS,
     "django_q",
 ]
 
@@ -270,7 +276,7 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": os.environ.get("KB_LOG_LEVEL", "WARNING")},
     "loggers": {
         **{app: {"level": os.environ.get("KB_LOG_LEVEL", "INFO"), "propagate": True}
-           for app in ("kb", "ingest", "retrieval", "capabilities")},
+           for app in PRODUCT_APPS},
         # Django's own handler would write each 4xx and 5xx a second time beside the root's (with DEBUG on)
         "django": {"handlers": [], "level": "INFO", "propagate": True},
         "django.server": {"handlers": ["django.server"], "level": "INFO", "propagate": False},

@@ -6,11 +6,12 @@ import re
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 
 from kb.errors import KBError, error_classes, error_status
 
 ERROR_TABLE = Path(__file__).resolve().parent.parent / "docs" / "api.md"
-APPS = ("kb", "ingest", "retrieval", "capabilities", "evaluation")
+APPS = settings.PRODUCT_APPS
 
 
 def all_error_classes() -> list[type[KBError]]:

@@ -17,7 +17,7 @@ from django.core.management.base import BaseCommand
 
 from kb.errors import KBError, error_classes
 
-PACKAGES = ("kb", "ingest", "retrieval", "capabilities", "evaluation")
+PACKAGES = settings.PRODUCT_APPS
 PAGE = Path(settings.BASE_DIR) / "docs" / "api.md"
 HEADER = "| code | HTTP | class | subclass of | what it means |\n|---|---|---|---|---|\n"
 TABLE = re.compile(r"^\| code \| HTTP \|.*?\n(?=\n)", re.S | re.M)
