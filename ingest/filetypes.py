@@ -14,8 +14,10 @@ TEXT_FILE_TYPES = {
     ".html": "text/html", ".htm": "text/html", ".xhtml": "application/xhtml+xml",
 }
 DOCUMENT_FILE_TYPES = {
-    ".pdf": doc.PDF, ".docx": doc.DOCX, ".pptx": doc.PPTX, ".xlsx": doc.XLSX, ".odt": doc.ODT,
-    ".ods": doc.ODS, ".csv": doc.CSV, ".epub": doc.EPUB, ".eml": doc.EML,
+    ".pdf": doc.PDF, ".docx": doc.DOCX, ".pptx": doc.PPTX, ".xlsx": doc.XLSX, ".csv": doc.CSV, ".epub": doc.EPUB,
+    ".eml": doc.EML,
+    ".odt": doc.ODT, ".ods": doc.ODS, ".odp": doc.ODP, ".odg": doc.ODG,
+    ".ott": doc.OTT, ".ots": doc.OTS, ".otp": doc.OTP, ".otg": doc.OTG,
     ".png": ocr.PNG, ".jpg": ocr.JPEG, ".jpeg": ocr.JPEG, ".tif": ocr.TIFF, ".tiff": ocr.TIFF, ".webp": ocr.WEBP,
     ".docm": doc.MACRO_TYPES[0], ".xlsm": doc.MACRO_TYPES[1], ".pptm": doc.MACRO_TYPES[2],
 }

@@ -10,7 +10,7 @@ EPUB and e-mail. Pure: bytes in, `Extracted` out.
 
 A sheet is read to its real extent, not to its `<dimension>` record (read-only openpyxl trusts
 it), up to `MAX_SHEET_CELLS`, past which the content says it was truncated.
-| ODT, ODS | the OpenDocument XML read with defusedxml | headings by outline level; sheets as tables |
+| OpenDocument, templates too | its XML (defusedxml) | headings, sheets as tables, slides (`opendocument.py`) |
 | CSV | csv (stdlib) | rows as tables |
 | EPUB | zipfile + the HTML extractor | chapters in spine order |
 | EML | email (stdlib) | subject as title, sender and date, plain part (or HTML part) |
@@ -44,7 +44,7 @@ from ingest.errors import (
 from ingest.extract import ocr
 from ingest.extract.blocks import MarkdownBuilder, escape_markdown_line, open_zip, sheets_markdown, table_blocks
 from ingest.extract.html import html_to_markdown
-from ingest.extract.opendocument import read_ods, read_odt
+from ingest.extract.opendocument import read_odp, read_ods, read_odt
 from ingest.extract.pdf import read_pdf
 from ingest.extract.result import Extracted
 from ingest.extract.text import decode_text
@@ -57,6 +57,13 @@ PPTX = "application/vnd.openxmlformats-officedocument.presentationml.presentatio
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 ODT = "application/vnd.oasis.opendocument.text"
 ODS = "application/vnd.oasis.opendocument.spreadsheet"
+ODP = "application/vnd.oasis.opendocument.presentation"
+ODG = "application/vnd.oasis.opendocument.graphics"
+OTT = "application/vnd.oasis.opendocument.text-template"
+OTS = "application/vnd.oasis.opendocument.spreadsheet-template"
+OTP = "application/vnd.oasis.opendocument.presentation-template"
+OTG = "application/vnd.oasis.opendocument.graphics-template"
+OPENDOCUMENT_TYPES = (ODT, ODS, ODP, ODG, OTT, OTS, OTP, OTG)
 CSV = "text/csv"
 EPUB = "application/epub+zip"
 EML = "message/rfc822"
@@ -65,7 +72,7 @@ MACRO_TYPES = (
     "application/vnd.ms-excel.sheet.macroenabled.12",
     "application/vnd.ms-powerpoint.presentation.macroenabled.12",
 )
-DOCUMENT_TYPES = (PDF, DOCX, PPTX, XLSX, ODT, ODS, CSV, EPUB, EML) + MACRO_TYPES + ocr.IMAGE_TYPES
+DOCUMENT_TYPES = (PDF, DOCX, PPTX, XLSX, CSV, EPUB, EML) + OPENDOCUMENT_TYPES + MACRO_TYPES + ocr.IMAGE_TYPES
 # every document type is parsed in the budgeted child process (native code, containers, images,
 # and the stdlib's e-mail and CSV parsers, whose cost a crafted header or line can blow up)
 ISOLATED_TYPES = DOCUMENT_TYPES
@@ -83,7 +90,8 @@ def extract_document(body: bytes, media_type: str, *, fallback_title: str = "",
         return read_pdf(body, fallback_title, ocr_options)
     if media_type in MACRO_TYPES:
         raise MacrosRefused("Macro-enabled Office files are not read; save it without macros (.docx, .xlsx, .pptx).")
-    reader = {PDF: read_pdf, DOCX: read_docx, PPTX: _pptx, XLSX: _xlsx, ODT: read_odt, ODS: read_ods, CSV: _csv,
+    reader = {PDF: read_pdf, DOCX: read_docx, PPTX: _pptx, XLSX: _xlsx, ODT: read_odt, OTT: read_odt, ODS: read_ods,
+              OTS: read_ods, ODP: read_odp, OTP: read_odp, ODG: read_odp, OTG: read_odp, CSV: _csv,
               EPUB: _epub, EML: _eml}.get(media_type)
     if reader is None:
         raise UnsupportedType(f"Documents of type {media_type!r} are not read.")

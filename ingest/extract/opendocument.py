@@ -1,5 +1,7 @@
-"""OpenDocument text and spreadsheets (ODT, ODS) to markdown, reading their XML with defusedxml:
-headings by outline level, sheets as tables. Pure: bytes in, `Extracted` out.
+"""OpenDocument text, spreadsheets, presentations and drawings, and their templates (ODT, ODS,
+ODP, ODG; OTT, OTS, OTP, OTG) to markdown, reading their XML with defusedxml: headings by
+outline level, sheets as tables, a section per slide or drawing page. Pure: bytes in,
+`Extracted` out.
 
 Lists are lists: a `text:list` is numbered (`1.`) or bulleted (`-`) as its list style's level
 says (`text:list-level-style-number` or `-bullet`, in content.xml or styles.xml), nested by
@@ -28,8 +30,12 @@ ODF_NS = {
     "table": "urn:oasis:names:tc:opendocument:xmlns:table:1.0",
     "office": "urn:oasis:names:tc:opendocument:xmlns:office:1.0",
     "style": "urn:oasis:names:tc:opendocument:xmlns:style:1.0",
+    "draw": "urn:oasis:names:tc:opendocument:xmlns:drawing:1.0",
+    "presentation": "urn:oasis:names:tc:opendocument:xmlns:presentation:1.0",
 }
 TEXT = f"{{{ODF_NS['text']}}}"
+DRAW = f"{{{ODF_NS['draw']}}}"
+PRESENTATION = f"{{{ODF_NS['presentation']}}}"
 
 
 def _odf_content(body: bytes):
@@ -93,6 +99,12 @@ def _odf_title(archive) -> str:
 def _odf_text(element, notes: Notes | None = None) -> str:
     """An element's text with `text:s`, `text:tab` and `text:line-break` as spaces, and `[^N]`
     where it cites a note (given `notes`, which keeps the note's text)."""
+    return " ".join(_odf_raw_text(element, notes).split())
+
+
+def _odf_raw_text(element, notes: Notes | None) -> str:
+    """`_odf_text` before its spaces are collapsed: a span holding only a line break still
+    parts the words around it."""
     parts = [element.text or ""]
     for child in element:
         tag = child.tag.rsplit("}", 1)[-1]
@@ -103,36 +115,47 @@ def _odf_text(element, notes: Notes | None = None) -> str:
             if note_body is not None:
                 parts.append(notes.cite(" ".join(_odf_text(p) for p in note_body.iter() if p.tag in BODY_TAGS)))
         elif tag not in ("note", "annotation"):
-            parts.append(_odf_text(child, notes))
+            parts.append(_odf_raw_text(child, notes))
         parts.append(child.tail or "")
-    return " ".join("".join(parts).split())
+    return "".join(parts)
 
 
 BODY_TAGS = (f"{TEXT}p", f"{TEXT}h")
 
 
 def read_odt(body: bytes, fallback_title: str) -> Extracted:
+    """A text document or its template (.odt, .ott)."""
     root, title, list_styles = _odf_content(body)
     office_text = root.find(".//office:text", ODF_NS)
     if office_text is None:
         raise DocumentCorrupt("The OpenDocument file has no text body.")
     builder = MarkdownBuilder()
     notes = Notes()
-    done = {id(p) for table in office_text.iter(f"{{{ODF_NS['table']}}}table")
-            for p in table.iter(f"{TEXT}p")}  # read with their table
-    done |= {id(e) for note in office_text.iter(f"{TEXT}note") for e in note.iter()}  # read as notes
+    first_heading = _add_blocks(office_text, builder, list_styles, notes)
+    notes.flush(builder)
+    return builder.result(title or first_heading or fallback_title)
+
+
+def _add_blocks(container, builder: MarkdownBuilder, list_styles, notes: Notes, skip: set[int] | None = None) -> str:
+    """A container's headings, paragraphs, lists and tables, in document order, added to
+    `builder`, the elements of `skip` (and what they hold) left out; returns its first heading."""
+    done = set(skip or ())
+    done |= {id(e) for element in container.iter() if id(element) in done for e in element.iter()}
+    done |= {id(p) for table in container.iter(f"{{{ODF_NS['table']}}}table")
+             for p in table.iter(f"{TEXT}p")}  # read with their table
+    done |= {id(e) for note in container.iter(f"{TEXT}note") for e in note.iter()}  # read as notes
     counters: dict[tuple[str, int], int] = {}
-    for element in office_text.iter():
+    first_heading = ""
+    for element in container.iter():
         if id(element) in done:
             continue
-        tag = element.tag.rsplit("}", 1)[-1]
         if element.tag == f"{TEXT}h":
             notes.flush(builder)  # the notes of the section before
             level = element.get(f"{TEXT}outline-level") or "1"
             text = _odf_text(element, notes)
             if text:
                 builder.add("#" * min(6, int(level) if level.isdigit() else 1) + " " + text)
-                title = title or text
+                first_heading = first_heading or text
         elif element.tag == f"{TEXT}p":
             text = _odf_text(element, notes)
             if text:
@@ -142,11 +165,10 @@ def read_odt(body: bytes, fallback_title: str) -> Extracted:
             if items:
                 builder.add(list_markdown(items))
             done |= {id(e) for e in element.iter()}
-        elif tag == "table" and element.tag == f"{{{ODF_NS['table']}}}table":
+        elif element.tag == f"{{{ODF_NS['table']}}}table":
             for table in table_blocks(_odf_rows(element, notes)):
                 builder.add(table)
-    notes.flush(builder)
-    return builder.result(title or fallback_title)
+    return first_heading
 
 
 def _list_items(lst, styles, counters: dict[tuple[str, int], int], notes: Notes, level: int = 0,
@@ -204,3 +226,39 @@ def read_ods(body: bytes, fallback_title: str) -> Extracted:
     sheets = [(table.get(f"{{{ODF_NS['table']}}}name") or f"Sheet {n}", _odf_rows(table))
               for n, table in enumerate(root.iter(f"{{{ODF_NS['table']}}}table"), start=1)]
     return sheets_markdown(sheets, title or fallback_title)
+
+
+def read_odp(body: bytes, fallback_title: str) -> Extracted:
+    """A presentation or a drawing, or their templates (.odp, .otp, .odg, .otg): one section per
+    slide (`## Slide N: title {#slide-N}`, as PowerPoint's are) or per drawing page
+    (`## Page N`), holding its text frames, shapes, lists and tables in document order, then
+    its speaker notes (`Notes: ...`)."""
+    root, title, list_styles = _odf_content(body)
+    presentation = root.find(".//office:presentation", ODF_NS)
+    drawing = presentation if presentation is not None else root.find(".//office:drawing", ODF_NS)
+    if drawing is None:
+        raise DocumentCorrupt("The OpenDocument file has no presentation or drawing body.")
+    builder = MarkdownBuilder()
+    notes = Notes()
+    for number, page in enumerate(drawing.iter(f"{DRAW}page"), start=1):
+        title_frames = [frame for frame in page.iter(f"{DRAW}frame") if frame.get(f"{PRESENTATION}class") == "title"]
+        slide_title = next((text for frame in title_frames if (text := _odf_text_of(frame))), "")
+        speaker_notes = page.findall(f"{PRESENTATION}notes")
+        if presentation is not None:
+            builder.page(number)
+            heading = f"Slide {number}: {slide_title}" if slide_title else f"Slide {number}"
+            builder.add(f"## {heading} {{#slide-{number}}}")
+        elif _odf_text_of(page):  # a drawing page of shapes alone is no section
+            builder.add(f"## Page {number} {{#page-{number}}}")
+        _add_blocks(page, builder, list_styles, notes, skip={id(e) for e in title_frames + speaker_notes})
+        notes.flush(builder)
+        said = " ".join(text for element in speaker_notes if (text := _odf_text_of(element)))
+        if said:
+            builder.add("Notes: " + said)
+        title = title or (slide_title if number == 1 else "")
+    return builder.result(title or fallback_title, "slide" if presentation is not None else "")
+
+
+def _odf_text_of(element) -> str:
+    """The text of every paragraph and heading inside `element`, joined by spaces."""
+    return " ".join(text for p in element.iter() if p.tag in BODY_TAGS and (text := _odf_text(p)))
