@@ -38,6 +38,7 @@ SCOPE: dict[type[Model], str] = {  # model -> lookup from it to its Namespace ("
     models.Capability: "provider__namespace",
     models.KnowledgeTarget: "capability__provider__namespace",
     models.QueryLog: "namespace",
+    models.AnswerLog: "query_log__namespace",
     models.EvalSuite: "namespace",
     models.EvalRun: "namespace",
     models.FusionCalibration: "namespace",

@@ -12,6 +12,7 @@ from ninja.parser import Parser
 from ninja.security import HttpBearer
 from ninja.utils import check_csrf
 
+from answers.api import router as answers_router
 from capabilities.api import router as capabilities_router
 from evaluation.api import router as evaluation_router
 from ingest.api import router as ingest_router
@@ -64,6 +65,7 @@ api.add_router("/", retrieval_router)
 api.add_router("/", ingest_router)
 api.add_router("/", capabilities_router)
 api.add_router("/", evaluation_router)
+api.add_router("/", answers_router)
 
 
 @api.exception_handler(KBError)

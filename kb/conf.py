@@ -65,6 +65,13 @@ class KBSettings:
     query_retention_days: int  # query log and feedback rows older than this are pruned
     warm_model: str  # which path of the embedder a process loads at start: query, documents or none
     public_base_url: str  # scheme://host[:port][/prefix] readers reach; "": each request's own
+    answer_url: str  # an OpenAI-compatible base URL (…/v1); "": answers are off
+    answer_model: str
+    answer_api_key: str
+    answer_context_tokens: int  # the model's context length: prompt, reads and answer fit in it
+    answer_max_tokens: int  # the longest answer asked for
+    answer_timeouts: tuple[float, float, float]  # seconds: connect, first token, whole answer
+    answer_tools: str  # auto | on | off: whether the server is sent the `read` tool
 
 
 @functools.cache
@@ -114,6 +121,13 @@ def kb_settings() -> KBSettings:
         public_base_url=settings.KB_PUBLIC_BASE_URL,
         default_namespace=settings.KB_DEFAULT_NAMESPACE,
         query_retention_days=settings.KB_QUERY_RETENTION_DAYS,
+        answer_url=settings.KB_ANSWER_URL,
+        answer_model=settings.KB_ANSWER_MODEL,
+        answer_api_key=settings.KB_ANSWER_API_KEY,
+        answer_context_tokens=settings.KB_ANSWER_CONTEXT_TOKENS,
+        answer_max_tokens=settings.KB_ANSWER_MAX_TOKENS,
+        answer_timeouts=_timeouts(settings.KB_ANSWER_TIMEOUT),
+        answer_tools=settings.KB_ANSWER_TOOLS,
     )
     _validate(conf)
     return conf
@@ -144,6 +158,26 @@ def _not_a_cosine(value) -> ConfigurationError:
         "scripts/strong_cosine.py, or leave it empty for the model's own.", details={"setting": "KB_STRONG_COSINE"})
 
 
+def _timeouts(value: str) -> tuple[float, float, float]:
+    """KB_ANSWER_TIMEOUT: "connect,first token,total" in seconds; one number is all three."""
+    parts = [part.strip() for part in str(value).split(",")]
+    try:
+        numbers = [float(part) for part in parts]
+    except ValueError as exc:
+        raise _bad_timeouts(value) from exc
+    if len(numbers) == 1:
+        numbers *= 3
+    if len(numbers) != 3 or not all(0 < number <= 3600 for number in numbers):
+        raise _bad_timeouts(value)
+    return numbers[0], numbers[1], numbers[2]
+
+
+def _bad_timeouts(value) -> ConfigurationError:
+    return ConfigurationError(
+        f"KB_ANSWER_TIMEOUT is three numbers of seconds, connect,first-token,total (e.g. 5,60,180), each above 0 "
+        f"and at most 3600, got {value!r}.", details={"setting": "KB_ANSWER_TIMEOUT"})
+
+
 DOCUMENT_RUNTIMES = ("torch", "onnx", "onnx-int8")  # how the local model may embed documents
 
 MINIMUMS = {  # setting: (KBSettings attribute, least value)
@@ -158,6 +192,8 @@ MINIMUMS = {  # setting: (KBSettings attribute, least value)
     "KB_MAX_CHUNKS_PER_DOCUMENT": ("max_chunks_per_document", 1),
     "KB_PARSER_INLINE_MAX_BYTES": ("parser_inline_max_bytes", 0),
     "KB_QUERY_RETENTION_DAYS": ("query_retention_days", 1),
+    "KB_ANSWER_CONTEXT_TOKENS": ("answer_context_tokens", 512),
+    "KB_ANSWER_MAX_TOKENS": ("answer_max_tokens", 16),
 }
 
 
@@ -201,7 +237,25 @@ def _validate(conf: KBSettings) -> None:
         raise ConfigurationError(
             f"KB_PUBLIC_BASE_URL must be an http(s) URL without query or fragment, e.g. https://kb.example.com, "
             f"got {conf.public_base_url!r}.", details={"setting": "KB_PUBLIC_BASE_URL"})
+    _validate_answers(conf)
     for setting, (attribute, least) in MINIMUMS.items():
         value = getattr(conf, attribute)
         if value < least:
             raise ConfigurationError(f"{setting} must be at least {least}, got {value}.", details={"setting": setting})
+
+
+def _validate_answers(conf: KBSettings) -> None:
+    if conf.answer_tools not in ("auto", "on", "off"):
+        raise ConfigurationError(f"KB_ANSWER_TOOLS must be 'auto', 'on' or 'off', got {conf.answer_tools!r}.",
+                                 details={"setting": "KB_ANSWER_TOOLS"})
+    if conf.answer_url and not re.fullmatch(r"https?://[^/?#\s]+(/[^?#\s]*)?", conf.answer_url):
+        raise ConfigurationError(
+            f"KB_ANSWER_URL must be the http(s) base URL of an OpenAI-compatible API, e.g. http://127.0.0.1:11434/v1, "
+            f"got {conf.answer_url!r}.", details={"setting": "KB_ANSWER_URL"})
+    if conf.answer_url and not conf.answer_model:
+        raise ConfigurationError("KB_ANSWER_URL is set but KB_ANSWER_MODEL is empty: name the model the server "
+                                 "serves (its /v1/models lists them).", details={"setting": "KB_ANSWER_MODEL"})
+    if conf.answer_max_tokens >= conf.answer_context_tokens:
+        raise ConfigurationError(
+            f"KB_ANSWER_MAX_TOKENS ({conf.answer_max_tokens}) must be below KB_ANSWER_CONTEXT_TOKENS "
+            f"({conf.answer_context_tokens}): the prompt needs room too.", details={"setting": "KB_ANSWER_MAX_TOKENS"})

@@ -32,6 +32,7 @@ class HealthReport:
     embedder: dict = field(default_factory=dict)
     replicas: list = field(default_factory=list)
     parser_sandbox: dict = field(default_factory=dict)
+    answers: dict = field(default_factory=dict)  # the answer model: never fails health (answers are optional)
 
     @property
     def essential_ok(self) -> bool:
@@ -79,6 +80,7 @@ def health_report() -> HealthReport:
     report.replicas = replica_report()
     report.embedder = _embedder_status()
     report.parser_sandbox = _parser_sandbox_status()
+    report.answers = _answers_status()
     return report
 
 
@@ -125,6 +127,12 @@ def _embedder_status() -> dict:
     strong, why = strong_floor()
     return {"ok": True, "model": embedder.model_id, "dimension": embedder.dimension,
             "strong_cosine": strong, "strong_cosine_from": why}
+
+
+def _answers_status() -> dict:
+    from answers.service import model_status
+
+    return model_status()
 
 
 @functools.cache  # the kernel's answer does not change while the process lives

@@ -35,6 +35,7 @@ PRODUCT_APPS = (
     "ingest",  # before django_q: its qcluster command adds the watchdog to django-q2's
     "retrieval",
     "capabilities",
+    "answers",
     "evaluation",
 )
 
@@ -263,6 +264,18 @@ KB_VECTOR_INDEX_BUILD_MEMORY_MB = int(os.environ.get("KB_VECTOR_INDEX_BUILD_MEMO
 KB_POSTING_LISTS_MIN_CHUNKS = int(os.environ.get("KB_POSTING_LISTS_MIN_CHUNKS", "20000"))
 KB_REPLICA_MAX_LAG_SECONDS = float(os.environ.get("KB_REPLICA_MAX_LAG_SECONDS", "5"))
 KB_KNOWLEDGE_MAX_BYTES = int(os.environ.get("KB_KNOWLEDGE_MAX_BYTES", str(20 * 1024 * 1024)))
+# grounded answers (docs/answers.md): an OpenAI-compatible chat-completions server the operator
+# runs or rents (http://127.0.0.1:11434/v1); empty: answers are off and search works as ever
+KB_ANSWER_URL = os.environ.get("KB_ANSWER_URL", "").strip().rstrip("/")
+KB_ANSWER_MODEL = os.environ.get("KB_ANSWER_MODEL", "").strip()
+KB_ANSWER_API_KEY = os.environ.get("KB_ANSWER_API_KEY", "")
+# the model's context length in tokens: the prompt, the tool reads and the answer must fit in it
+KB_ANSWER_CONTEXT_TOKENS = int(os.environ.get("KB_ANSWER_CONTEXT_TOKENS", "8192"))
+KB_ANSWER_MAX_TOKENS = int(os.environ.get("KB_ANSWER_MAX_TOKENS", "512"))
+# seconds: to connect, to the first token, for the whole answer
+KB_ANSWER_TIMEOUT = os.environ.get("KB_ANSWER_TIMEOUT", "5,60,180")
+# whether the server takes tool calls (the capped `read` tool): auto tries and falls back, on, off
+KB_ANSWER_TOOLS = os.environ.get("KB_ANSWER_TOOLS", "auto").strip().lower()
 
 LOGGING = {
     "version": 1,

@@ -31,6 +31,7 @@ PUBLIC = {
                   "retrieval.fusion", "retrieval.errors", "retrieval.curation", "retrieval.spelling",
                   "retrieval.evaluate"},
     "capabilities": {"capabilities.service", "capabilities.errors"},
+    "answers": {"answers.service", "answers.citations", "answers.gate", "answers.prompt", "answers.errors"},
     "evaluation": set(),  # no app imports evaluation; only the wiring mounts its surfaces
 }
 SURFACES = (".api", ".views", ".mcp")  # what the wiring mounts: each app's API router, pages and MCP tools
@@ -46,6 +47,7 @@ PURE = {
     "ingest.extract.result", "ingest.extract.ocr", "ingest.extract.sandbox", "ingest.extract.documents",
     "ingest.extract.blocks", "ingest.extract.pdf", "ingest.extract.opendocument", "ingest.extract.word",
     "capabilities.errors", "capabilities.definitions", "capabilities.contracts",
+    "answers.errors", "answers.citations", "answers.prompt",
     "evaluation.errors", "evaluation.suites", "evaluation.metrics", "evaluation.site_bench",
 }
 IMPURE_ROOTS = {"django", "django_q", "ninja", "psycopg", "pgvector"}

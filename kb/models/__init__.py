@@ -4,10 +4,12 @@
 - `content`: sources, files, documents, chunks and the lexical statistics (`SEARCH_CONFIG`);
 - `runs`: ingest runs and their per-document report;
 - `capabilities`: capability providers, revisions, capabilities and knowledge targets;
-- `search`: the query log and reader feedback, eval suites and runs, fusion calibrations.
+- `search`: the query log and reader feedback, eval suites and runs, fusion calibrations;
+- `answers`: the answers asked for, their citations' verdicts and readers' votes.
 """
 
 from kb.models.access import ApiToken, Namespace, NamespaceMembership, RateCounter
+from kb.models.answers import AnswerLog
 from kb.models.capabilities import Capability, KnowledgeTarget, Provider, ProviderRevision
 from kb.models.content import (
     SEARCH_CONFIG,
@@ -25,7 +27,7 @@ from kb.models.runs import IngestItem, IngestRun
 from kb.models.search import EvalRun, EvalSuite, FusionCalibration, MeaningEstimate, QueryFeedback, QueryLog
 
 __all__ = [
-    "SEARCH_CONFIG", "ApiToken", "Capability", "Chunk", "ChunkTerm", "Document", "EvalRun", "EvalSuite",
+    "SEARCH_CONFIG", "AnswerLog", "ApiToken", "Capability", "Chunk", "ChunkTerm", "Document", "EvalRun", "EvalSuite",
     "FusionCalibration", "IngestItem", "IngestRun", "KnowledgeTarget", "Namespace", "NamespaceMembership",
     "NamespaceStats", "PostingList", "PostingListBuild", "PostingListChange", "Provider", "ProviderRevision",
     "MeaningEstimate", "QueryFeedback", "QueryLog", "RateCounter", "Source", "SourceFile",

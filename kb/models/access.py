@@ -33,6 +33,9 @@ class Namespace(models.Model):
         default=False, editable=False,
         help_text="Set from a change of the language setting until its passages are all lexed again: queries "
                   "are lexed in every configuration its passages hold meanwhile.")
+    answers = models.BooleanField(
+        default=True, help_text="Readers may ask for grounded answers here, when the deployment has a model "
+                                "(KB_ANSWER_URL); off: search only.")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -1,0 +1,15 @@
+"""Grounded answers: a question answered by the deployment's own model from the knowledge base's
+passages, with an honesty gate before the model and every citation checked after it (docs/answers.md).
+
+Interfaces other apps and helpers build on:
+- `answers.service.answer_events(request_or_principal, namespaces, question, *, stream, caller="api")`:
+  the question and the caller's rights are checked when it is called (refusals raise); it returns the
+  iterator of events `gate`, `sources`, `delta`, `answer`, `done`, or `error` {code, message} then `done`.
+  `answers.service.final_state(events)`: the non-streamed JSON. `model_status()`: /healthz's line.
+- `answers.citations.check(answer_text, sources) -> Checked` (pure; `Checked.sentences`, `.counts`, `.text`).
+- `answers.gate.decide(result, *, floor=None) -> Gate(answer, rule, reason)`: `floor` is the strong
+  cosine (`kb.embedding.embedders.strong_cosine()`); without it only the strong match opens the gate.
+  `decide_all(results, floor=...)`: one gate over several namespaces' searches.
+- `answers.prompt`: the prompt, its budget (`build`, raising PromptTooLarge) and the read window.
+- `Namespace.answers` (bool, default on): the curator's switch per namespace.
+"""

@@ -1,0 +1,179 @@
+"""Every sentence of an answer cites, and every citation is checked against the source it names. Pure.
+
+A sentence's `[n]` markers name the numbered sources the model was given. A citation holds when the
+sentence's content words are found in source n: at least SUPPORTED_SHARE of its stems (after a
+light suffix stripping, applied alike to both sides), every number it states, and every span it
+quotes ("…", three words or more) verbatim. Lexical overlap is what a reader checks by eye, it
+cannot be talked into agreeing, and it is measured in docs/answers.md#the-checker against labelled
+sentences, wrong ones planted among them.
+
+Verdicts, and what the answer shows:
+- supported: one of its citations holds; shown.
+- unsupported: it cites sources it was given, none of which holds it; shown, marked, so a reader
+  sees what the model claimed and that the knowledge base does not back it.
+- dropped: it cites nothing, or only numbers of sources the model was not given; nothing can be
+  checked, so it is left out of the answer shown (it stays in the log).
+- abstention: the model's own "not covered" sentence; shown, counted in none of the three.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+
+SUPPORTED_SHARE = 0.6  # of a sentence's content stems found in the source (measured: docs/answers.md#the-checker)
+MIN_QUOTE_WORDS = 3
+NOT_COVERED = "The knowledge base does not cover this."
+
+MARKER = re.compile(r"\[\s*(?:sources?\s*)?(\d{1,3}(?:\s*[,;]\s*(?:sources?\s*)?\d{1,3})*)\s*\]", re.I)
+# a sentence ends at . ! ? (and the closing quotes, brackets and citation markers after it) before a
+# space, or at a line break
+SENTENCE_END = re.compile(r"[.!?]+[\"'”’)\]]*(?:\s*\[[^\]\n]{1,40}\])*(?=\s|$)|\n+")
+QUOTE = re.compile(r"[\"“”]([^\"“”]+)[\"“”]")
+WORD = re.compile(r"\w+", re.U)
+NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+STOPWORDS = frozenset("""
+a about above after again against all also am an and any are as at be because been before being below between both
+but by can could did do does doing down during each few for from further had has have having he her here hers herself
+him himself his how i if in into is it its itself just may me might more most must my myself no nor not now of off on
+once only or other our ours ourselves out over own same she should so some such than that the their theirs them
+themselves then there these they this those through to too under until up very was we were what when where which while
+who whom why will with would you your yours yourself yourselves source sources according document documents
+""".split())
+SUFFIXES = ("ational", "ations", "ation", "ities", "ments", "ness", "ment", "ings", "ing", "ied", "ies", "edly",
+            "ed", "ers", "er", "est", "ly", "es", "s")
+
+
+@dataclass(frozen=True)
+class CitationCheck:
+    source: int
+    holds: bool
+    share: float  # of the sentence's content stems found in the source
+    reason: str
+
+
+@dataclass(frozen=True)
+class Sentence:
+    text: str  # as the model wrote it, markers included
+    citations: tuple[int, ...]
+    verdict: str  # supported | unsupported | dropped | abstention
+    reason: str
+    checks: tuple[CitationCheck, ...] = ()
+
+    def as_dict(self) -> dict:
+        return {"text": self.text, "citations": list(self.citations), "verdict": self.verdict, "reason": self.reason,
+                "checks": [{"source": c.source, "holds": c.holds, "share": round(c.share, 3), "reason": c.reason}
+                           for c in self.checks]}
+
+
+@dataclass(frozen=True)
+class Checked:
+    sentences: tuple[Sentence, ...]
+    counts: dict[str, int] = field(default_factory=dict)  # sentences, supported, unsupported, dropped
+
+    @property
+    def text(self) -> str:
+        """The answer as shown: every sentence but the dropped ones."""
+        return " ".join(s.text for s in self.sentences if s.verdict != "dropped")
+
+
+def check(answer_text: str, sources: dict[int, str]) -> Checked:
+    """Split `answer_text` into sentences and check each one's citations against `sources`
+    (number -> the text the model was given under that number: its seeded passage and what it read)."""
+    lexed = {number: _Lexed.of(text) for number, text in sources.items()}
+    sentences = tuple(_verdict(sentence, lexed) for sentence in split_sentences(answer_text))
+    counts = {"sentences": len(sentences)}
+    for verdict in ("supported", "unsupported", "dropped"):
+        counts[verdict] = sum(1 for s in sentences if s.verdict == verdict)
+    return Checked(sentences, counts)
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences in order, each with the citation markers that close it; blank pieces dropped."""
+    pieces, start = [], 0
+    for end in SENTENCE_END.finditer(text):
+        pieces.append(text[start:end.end()])
+        start = end.end()
+    pieces.append(text[start:])
+    return [" ".join(piece.split()) for piece in pieces if piece.strip(" \n\t-*•")]
+
+
+def citations_of(sentence: str) -> tuple[int, ...]:
+    numbers = []
+    for marker in MARKER.finditer(sentence):
+        numbers += [int(n) for n in re.findall(r"\d+", marker.group(1))]
+    return tuple(dict.fromkeys(numbers))
+
+
+def stems(text: str) -> set[str]:
+    """The content words of `text`, lower-cased, accents kept, stop words out, suffixes stripped."""
+    return {_stem(word) for word in WORD.findall(_fold(text)) if word not in STOPWORDS and not word.isdigit()
+            and len(word) > 1}
+
+
+def _verdict(sentence: str, sources: dict[int, _Lexed]) -> Sentence:
+    cited = citations_of(sentence)
+    claim = MARKER.sub(" ", sentence)
+    if not cited:
+        if _fold(NOT_COVERED).rstrip(".") in _fold(claim):
+            return Sentence(sentence, cited, "abstention", "says the knowledge base does not cover the question")
+        return Sentence(sentence, cited, "dropped", "cites no source")
+    given = [n for n in cited if n in sources]
+    if not given:
+        return Sentence(sentence, cited, "dropped",
+                        f"cites {', '.join(f'[{n}]' for n in cited)}, which the answer was not given")
+    checks = tuple(_check(claim, n, sources[n]) for n in given)
+    if any(c.holds for c in checks):
+        return Sentence(sentence, cited, "supported", "found in " + ", ".join(f"[{c.source}]" for c in checks
+                                                                             if c.holds), checks)
+    return Sentence(sentence, cited, "unsupported", "; ".join(f"[{c.source}]: {c.reason}" for c in checks), checks)
+
+
+@dataclass(frozen=True)
+class _Lexed:
+    folded: str  # lower case, accents kept, whitespace collapsed: where quotes are looked for
+    stems: frozenset[str]
+    numbers: frozenset[str]
+
+    @classmethod
+    def of(cls, text: str) -> _Lexed:
+        folded = _fold(text)
+        return cls(folded, frozenset(stems(text)), frozenset(_numbers(folded)))
+
+
+def _check(claim: str, number: int, source: _Lexed) -> CitationCheck:
+    for quote in QUOTE.findall(claim):
+        if len(WORD.findall(quote)) >= MIN_QUOTE_WORDS and _fold(quote) not in source.folded:
+            return CitationCheck(number, False, 0.0, f"the quote {quote[:60]!r} is not in it")
+    words = stems(claim)
+    if not words:
+        return CitationCheck(number, False, 0.0, "the sentence has no content words to check")
+    share = len(words & source.stems) / len(words)
+    missing_numbers = sorted(_numbers(_fold(claim)) - source.numbers)
+    if missing_numbers:
+        return CitationCheck(number, False, share, f"the number {missing_numbers[0]} is not in it")
+    if share < SUPPORTED_SHARE:
+        return CitationCheck(number, False, share, f"{share:.0%} of its words are in it (needs {SUPPORTED_SHARE:.0%})")
+    return CitationCheck(number, True, share, f"{share:.0%} of its words are in it")
+
+
+def _fold(text: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", text).lower().split())
+
+
+def _numbers(folded: str) -> set[str]:
+    """The numbers a text states, thousands separators dropped ("1,000" and "1000" are one number)."""
+    return {n.replace(",", "") for n in NUMBER.findall(folded)}
+
+
+def _stem(word: str) -> str:
+    if word.endswith("'s"):
+        word = word[:-2]
+    for suffix in SUFFIXES:
+        if len(word) - len(suffix) >= 3 and word.endswith(suffix):
+            word = word[: -len(suffix)]
+            break
+    if len(word) > 3 and word[-1] == "e":  # "produce" and "produced" meet at "produc"
+        word = word[:-1]
+    return word

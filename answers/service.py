@@ -1,0 +1,325 @@
+"""`answer_events()`: a question answered from the knowledge base, as a sequence of events.
+
+search (the caller's own read rights) -> gate -> numbered sources -> the model, with the capped
+`read` tool -> the citation check -> the answer log. Every surface (the API, the search page)
+reads these events: `gate`, `sources`, `delta` (streamed text), `answer`, `done`, and `error`
+with a stable code in place of whatever could not be done. The search's own refusals (a namespace
+the caller may not read, a query too long) are raised before the first event, as search raises them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from django.db.models.functions import Length
+
+from answers import citations, gate, prompt
+from answers.errors import AnswerNotFound, AnswersOff, AnswersOffForNamespace, TooManyNamespaces
+from answers.model import Endpoint, ToolsRefused, Turn, chat, models
+from kb import querylog
+from kb.auth import Principal, principal_for
+from kb.conf import kb_settings
+from kb.embedding.embedders import get_embedder, strong_cosine
+from kb.errors import KBError
+from kb.models import AnswerLog, Document, Namespace, QueryLog
+from retrieval.query import validate_query
+from retrieval.service import DocumentGroup, SearchResult, search
+
+logger = logging.getLogger(__name__)
+
+MAX_NAMESPACES = 5
+SOURCES = 5  # documents offered to the model, best first
+CLOSEST = 3  # passages shown when the gate says "not covered"
+FALLBACK_SECTIONS = 3  # without tool calling, each source carries this many of its best sections
+
+
+@dataclass
+class _Run:
+    """One answer's state as it is built, for its events and its log row."""
+
+    question: str
+    namespaces: list[str]
+    caller: str
+    started: float = field(default_factory=time.monotonic)
+    query_log_id: int | None = None
+    gate: gate.Gate | None = None
+    sources: list[dict] = field(default_factory=list)
+    seen: dict[int, str] = field(default_factory=dict)  # source number -> all the model was shown of it
+    text: str = ""
+    checked: citations.Checked | None = None
+    reads: int = 0
+    error: KBError | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    model: str = ""
+
+
+def answer_events(request_or_principal, namespaces: list[str], question: str, *, stream: bool,
+                  caller: str = QueryLog.Caller.API) -> Iterator[dict]:
+    """The events of one answer. `stream=False` leaves out the `delta` events (the text is in `answer`).
+    The question and the caller's right to each namespace are checked here, before the first event:
+    a refusal is raised (an HTTP error), never streamed. No namespace named: every one it may read."""
+    principal = _principal(request_or_principal)
+    question = validate_query(question, 1)
+    namespaces = list(dict.fromkeys(namespaces))
+    if not namespaces:
+        namespaces = list(principal.readable_namespaces().order_by("slug").values_list("slug", flat=True))
+    if len(namespaces) > MAX_NAMESPACES:
+        raise TooManyNamespaces(f"An answer searches at most {MAX_NAMESPACES} namespaces; {len(namespaces)} "
+                                "were asked.", details={"field": "namespaces", "max": MAX_NAMESPACES})
+    for slug in namespaces:
+        principal.check(slug)
+    return _events(_Run(question, namespaces, caller), principal, stream)
+
+
+def _events(run: _Run, principal: Principal, stream: bool) -> Iterator[dict]:
+    try:
+        yield from _answer(run, principal, stream)
+    except KBError as exc:
+        run.error = exc
+        yield {"event": "error", "code": exc.code, "message": exc.message}
+    yield {"event": "done", "answer_id": _log(run)}
+
+
+def _answer(run: _Run, principal: Principal, stream: bool) -> Iterator[dict]:
+    conf = kb_settings()
+    if not conf.answer_url:
+        raise AnswersOff("Answers are off: this deployment has no answer model (KB_ANSWER_URL). Search works as ever.")
+    allowed = set(Namespace.objects.filter(slug__in=run.namespaces, answers=True).values_list("slug", flat=True))
+    searched = [slug for slug in run.namespaces if slug in allowed]
+    if not searched:
+        raise AnswersOffForNamespace("Answers are turned off for " + ", ".join(repr(s) for s in run.namespaces)
+                                     + " by its curators; search works as ever.",
+                                     details={"namespaces": run.namespaces})
+    endpoint = Endpoint(conf.answer_url, conf.answer_model, conf.answer_api_key, conf.answer_timeouts)
+    run.model = endpoint.model
+    results = _search(run, searched)
+    run.timings["retrieval_ms"] = _ms(run.started)
+    prepared = time.monotonic()
+    run.gate = gate.decide_all(results, floor=strong_cosine())
+    yield {"event": "gate", **run.gate.as_dict(), "query_id": run.query_log_id}
+    documents = _documents(results)
+    if not run.gate.answer:
+        run.sources = [_source(n, namespace, group) for n, (namespace, group) in enumerate(documents[:CLOSEST], 1)]
+        yield {"event": "sources", "sources": run.sources, "left_out": 0}
+        run.text = citations.NOT_COVERED
+        run.checked = citations.check(run.text, {})
+        yield _answer_event(run, abstained=True)
+        return
+    tools = conf.answer_tools != "off"
+    try:
+        yield from _generate(run, principal, endpoint, documents, tools=tools, stream=stream, prepared=prepared)
+    except ToolsRefused:
+        if conf.answer_tools == "on":
+            raise
+        logger.info("answer model %s refused the read tool; answering with larger seeded passages instead",
+                    endpoint.model)
+        yield from _generate(run, principal, endpoint, documents, tools=False, stream=stream, prepared=time.monotonic())
+    run.checked = citations.check(run.text, run.seen)
+    yield _answer_event(run, abstained=False)
+
+
+def _generate(run: _Run, principal: Principal, endpoint: Endpoint, documents: list[tuple[str, DocumentGroup]], *,
+              tools: bool, stream: bool, prepared: float) -> Iterator[dict]:
+    conf = kb_settings()
+    lengths = dict(Document.objects.filter(pk__in=[g.document_id for _, g in documents])
+                   .annotate(length=Length("content")).values_list("pk", "length"))
+    candidates = [prompt.SourceText(n, group.title, _seed(group, tools), lengths.get(group.document_id, 0))
+                  for n, (_, group) in enumerate(documents, 1)]
+    built = prompt.build(run.question, candidates, context_tokens=conf.answer_context_tokens,
+                         answer_tokens=conf.answer_max_tokens, tools=tools)
+    placed = documents[:len(built.sources)]
+    run.sources = [_source(n, namespace, group) for n, (namespace, group) in enumerate(placed, 1)]
+    run.seen = {source.number: source.text for source in built.sources}
+    run.text = ""
+    yield {"event": "sources", "sources": run.sources, "left_out": built.left_out, "tools": tools}
+    messages = list(built.messages)
+    used = built.tokens
+    deadline = time.monotonic() + endpoint.timeouts[2]
+    run.timings["before_model_ms"] = _ms(prepared)
+    sent = time.monotonic()
+    offer = [prompt.READ_TOOL] if tools else None
+    while True:
+        turn: Turn = yield from _streamed(chat(endpoint, messages, max_tokens=conf.answer_max_tokens, tools=offer,
+                                                deadline=deadline), stream, run)
+        if "first_token_ms" not in run.timings and turn.first_token_s is not None:
+            run.timings["first_token_ms"] = round(turn.first_token_s * 1000, 2)  # the model's own wait
+        if not turn.tool_calls:
+            break
+        messages.append({"role": "assistant", "content": turn.text or None, "tool_calls": [
+            {"id": call.id or f"call_{i}", "type": "function", "function": {"name": call.name,
+                                                                          "arguments": call.arguments}}
+            for i, call in enumerate(turn.tool_calls)]})
+        for i, call in enumerate(turn.tool_calls):
+            result, cost = _read(run, principal, placed, built, call.name, call.arguments, budget=built.budget - used)
+            used += cost
+            messages.append({"role": "tool", "tool_call_id": call.id or f"call_{i}", "content": result})
+        if run.reads >= prompt.MAX_READS:
+            offer = None  # the last turn answers from what was read
+    run.timings["model_ms"] = _ms(sent)
+
+
+def _streamed(turns, stream: bool, run: _Run):
+    """Pass a turn's text on as `delta` events (when streaming), and return the turn."""
+    while True:
+        try:
+            piece = next(turns)
+        except StopIteration as end:
+            return end.value
+        run.text += piece
+        if stream:
+            yield {"event": "delta", "text": piece}
+
+
+def _read(run: _Run, principal: Principal, placed: list[tuple[str, DocumentGroup]], built: prompt.Prompt,
+          name: str, arguments: str, *, budget: int) -> tuple[str, int]:
+    """The `read` tool: more of a numbered source the model was given, and the tokens it costs.
+    Only a source number comes from the model: the document, its namespace and the caller's right
+    to read it come from this answer's own search, so no text in a source can widen what is read."""
+    run.reads += 1
+    if name != "read":
+        return f"error: there is no tool {name[:40]!r}; the only tool is read(source, offset)", 20
+    if run.reads > prompt.MAX_READS:
+        return f"error: at most {prompt.MAX_READS} reads; answer from what you have", 20
+    try:
+        args = json.loads(arguments or "{}")
+        number, offset = int(args.get("source", 0)), int(args.get("offset", 0) or 0)
+    except (ValueError, TypeError, AttributeError):
+        return "error: read takes {\"source\": <number>, \"offset\": <number>}", 20
+    if not 1 <= number <= len(placed):
+        return f"error: there is no source {number}; the sources are 1 to {len(placed)}", 20
+    chars = min(prompt.READ_CHARS, max(0, (budget - prompt.MESSAGE_TOKENS) * prompt.TOKEN_CHARS - 200))
+    if chars < 200:
+        return "error: the context is full; answer from what you have", 20
+    namespace, group = placed[number - 1]
+    principal.check(namespace)  # the caller's rights, read again at the moment of reading
+    content = Document.objects.filter(pk=group.document_id, namespace__slug=namespace).values_list(
+        "content", flat=True).first() or ""
+    window, _ = prompt.read_window(content, number, offset, chars)
+    run.seen[number] = run.seen.get(number, "") + "\n" + window
+    result = prompt.wrap_read(built.tag, number, window)
+    return result, prompt.tokens(result)
+
+
+def _search(run: _Run, namespaces: list[str]) -> list[SearchResult]:
+    vector = get_embedder().embed_query(run.question) if len(namespaces) > 1 else None
+    results = [search(run.question, slug, limit=SOURCES, group="document", query_vector=vector, caller=run.caller)
+               for slug in namespaces]
+    run.query_log_id = results[0].query_id
+    return results
+
+
+def _documents(results: list[SearchResult]) -> list[tuple[str, DocumentGroup]]:
+    """The documents of every namespace's search, best first by score, at most SOURCES."""
+    found = [(result.namespace, group) for result in results for group in result.documents]
+    found.sort(key=lambda item: (-item[1].score, item[1].document_id))
+    return found[:SOURCES]
+
+
+def _seed(group: DocumentGroup, tools: bool) -> str:
+    """What the model is first shown of a document: its best passage; without the read tool,
+    its best FALLBACK_SECTIONS passages."""
+    sections = group.sections[:1] if tools else group.sections[:FALLBACK_SECTIONS]
+    return "\n…\n".join(section.text for section in sections)
+
+
+def _source(number: int, namespace: str, group: DocumentGroup) -> dict:
+    best = group.sections[0]
+    return {"n": number, "title": group.title, "url": best.citation_url, "document_id": group.document_id,
+            "chunk_id": best.chunk_id, "namespace": namespace}
+
+
+def _answer_event(run: _Run, *, abstained: bool) -> dict:
+    checked = run.checked
+    return {"event": "answer", "abstained": abstained, "text": checked.text if checked else "",
+            "sentences": [s.as_dict() for s in checked.sentences] if checked else [],
+            "counts": checked.counts if checked else {}}
+
+
+def _log(run: _Run) -> int | None:
+    """The answer's row, tied to its search; None when no search was made (answers off)."""
+    if run.query_log_id is None:
+        return None
+    querylog.flush()  # the search's row is written before the answer that names it
+    run.timings["total_ms"] = _ms(run.started)
+    checked = run.checked
+    counts = checked.counts if checked else {}
+    row = AnswerLog.objects.create(
+        query_log_id=run.query_log_id, namespaces=run.namespaces, question=run.question,
+        answered=bool(run.gate and run.gate.answer), gate_rule=run.gate.rule if run.gate else "",
+        gate_reason=run.gate.reason if run.gate else "", model=run.model,
+        text=checked.text if checked else run.text, sources=run.sources,
+        sentences=[s.as_dict() for s in checked.sentences] if checked else [],
+        sentence_count=counts.get("sentences", 0), supported=counts.get("supported", 0),
+        unsupported=counts.get("unsupported", 0), dropped=counts.get("dropped", 0), reads=run.reads,
+        error_code=run.error.code if run.error else "", timings=run.timings)
+    return row.pk
+
+
+def record_feedback(principal: Principal, answer_id: int, helpful: bool) -> AnswerLog:
+    """A reader's vote on an answer; voting again replaces it. Another tenant's answer is not found,
+    exactly as a missing one."""
+    row = AnswerLog.objects.select_related("query_log__namespace").filter(
+        pk=answer_id, query_log__namespace__in=principal.readable_namespaces()).first()
+    if row is None:
+        raise AnswerNotFound(f"No answer {answer_id}.")
+    row.helpful = helpful
+    row.save(update_fields=["helpful"])
+    return row
+
+
+def _principal(request_or_principal) -> Principal:
+    if isinstance(request_or_principal, Principal):
+        return request_or_principal
+    auth = getattr(request_or_principal, "auth", None)
+    return auth if isinstance(auth, Principal) else principal_for(request_or_principal, None)
+
+
+def _ms(start: float) -> float:
+    return round((time.monotonic() - start) * 1000, 2)
+
+
+def final_state(events: Iterator[dict]) -> dict:
+    """What a sequence of answer events adds up to: the non-streamed answer."""
+    state: dict = {"answer_id": None, "query_id": None, "gate": None, "sources": [], "left_out": 0,
+                   "abstained": False, "text": "", "sentences": [], "counts": {}, "error": None}
+    for event in events:
+        kind = event["event"]
+        if kind == "gate":
+            state["gate"] = {key: event[key] for key in ("answer", "rule", "reason")}
+            state["query_id"] = event["query_id"]
+        elif kind == "sources":
+            state["sources"], state["left_out"] = event["sources"], event["left_out"]
+        elif kind == "delta":
+            state["text"] += event["text"]
+        elif kind == "answer":
+            state.update({key: event[key] for key in ("abstained", "text", "sentences", "counts")})
+        elif kind == "error":
+            state["error"] = {"code": event["code"], "message": event["message"]}
+        elif kind == "done":
+            state["answer_id"] = event["answer_id"]
+    return state
+
+
+def model_status() -> dict:
+    """The answer model as /healthz and the start-up check show it: whether answers are on, whether
+    the server answers and lists the configured model. Never its URL or key (/healthz answers anyone)."""
+    conf = kb_settings()
+    if not conf.answer_url:
+        return {"enabled": False, "ok": True, "model": "", "reachable": None}
+    endpoint = Endpoint(conf.answer_url, conf.answer_model, conf.answer_api_key,
+                        (min(conf.answer_timeouts[0], 3.0), *conf.answer_timeouts[1:]))
+    try:
+        served = models(endpoint)
+    except KBError as exc:
+        return {"enabled": True, "ok": False, "model": conf.answer_model, "reachable": False, "code": exc.code,
+                "error": exc.message}
+    if conf.answer_model not in served:
+        return {"enabled": True, "ok": False, "model": conf.answer_model, "reachable": True,
+                "code": "ANSWER_MODEL_FAILED",
+                "error": f"the server does not list the model {conf.answer_model!r} (it lists "
+                         f"{', '.join(repr(m) for m in served[:5]) or 'none'})."}
+    return {"enabled": True, "ok": True, "model": conf.answer_model, "reachable": True}
