@@ -44,6 +44,7 @@ from ingest.errors import (
 from ingest.extract import ocr
 from ingest.extract.blocks import MarkdownBuilder, escape_markdown_line, open_zip, sheets_markdown, table_blocks
 from ingest.extract.html import html_to_markdown
+from ingest.extract.numformat import date_text, format_number
 from ingest.extract.opendocument import read_odp, read_ods, read_odt
 from ingest.extract.pdf import read_pdf
 from ingest.extract.result import Extracted
@@ -179,13 +180,13 @@ def _xlsx(body: bytes, fallback_title: str) -> Extracted:
         if hasattr(sheet, "reset_dimensions"):
             sheet.reset_dimensions()  # read-only mode trusts <dimension>, which may say "A1" of 6,000 cells
         rows = []
-        for row in sheet.iter_rows(values_only=True):
+        for row in sheet.iter_rows():
             cells += len(row)
             if cells > MAX_SHEET_CELLS:
                 rows.append([f"(truncated: the workbook has more than {MAX_SHEET_CELLS:,} cells; "
                              "the rest is not indexed)"])
                 break
-            rows.append([_cell_text(value) for value in row])
+            rows.append([_cell_text(cell.value, getattr(cell, "number_format", "")) for cell in row])
         sheets.append((sheet.title, rows))
         if cells > MAX_SHEET_CELLS:
             logger.warning("workbook %r truncated at %d cells", fallback_title, MAX_SHEET_CELLS)
@@ -194,15 +195,21 @@ def _xlsx(body: bytes, fallback_title: str) -> Extracted:
     return sheets_markdown(sheets, fallback_title)
 
 
-def _cell_text(value) -> str:
+def _cell_text(value, number_format: str = "") -> str:
+    """A cell's value as its number format shows it (`0.000%`, `#,##0.00 €`); dates as ISO
+    dates or times, as much of them as the format shows."""
     if value is None:
         return ""
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    elif isinstance(value, datetime.datetime):
-        value = value.date().isoformat() if value.time() == datetime.time() else value.isoformat(" ", "minutes")
-    elif isinstance(value, (datetime.date, datetime.time)):
-        value = value.isoformat()
+    if isinstance(value, bool):
+        value = "TRUE" if value else "FALSE"
+    elif isinstance(value, (int, float)):
+        shown = format_number(value, number_format)
+        if shown is not None:
+            value = shown
+        elif isinstance(value, float) and value.is_integer():
+            value = int(value)
+    elif isinstance(value, (datetime.date, datetime.time, datetime.timedelta)):
+        value = date_text(value, number_format)
     return " ".join(str(value).split()).replace("|", "\\|")
 
 
