@@ -1,11 +1,14 @@
 """Every sentence of an answer cites, and every citation is checked against the source it names. Pure.
 
-A sentence's `[n]` markers name the numbered sources the model was given. A citation holds when the
-sentence's content words are found in source n: at least SUPPORTED_SHARE of its stems (after a
-light suffix stripping, applied alike to both sides), every number it states, and every span it
-quotes ("…", three words or more) verbatim. Lexical overlap is what a reader checks by eye, it
-cannot be talked into agreeing, and it is measured in docs/answers.md#the-checker against labelled
-sentences, wrong ones planted among them.
+A sentence's `[n]` markers name the numbered sources the model was given. A citation holds when
+source n states it, read lexically: the sentence's content words (stems after a light suffix
+stripping, applied alike to both sides) are found, at least SUPPORTED_SHARE of them, in one
+sentence of the source or two neighbouring ones; every number it states is in the source; every
+span it quotes ("…", three words or more) is there verbatim; it is negated exactly when that
+passage is; and it uses no direction word ("increased", "higher", "inhibits") where the passage
+uses the opposite one. Lexical checks are what a reader checks by eye and cannot be talked into
+agreeing; what they miss (an entity swapped for another of the same passage, a contradiction
+in other words) is measured in docs/answers.md#the-checker.
 
 Verdicts, and what the answer shows:
 - supported: one of its citations holds; shown.
@@ -41,6 +44,21 @@ once only or other our ours ourselves out over own same she should so some such 
 themselves then there these they this those through to too under until up very was we were what when where which while
 who whom why will with would you your yours yourself yourselves source sources according document documents
 """.split())
+NEGATIONS = frozenset("not no never none neither nor without cannot nothing nobody lack lacks lacked absence".split())
+_OPPOSITES = [("increase", "decrease"), ("increased", "decreased"), ("increases", "decreases"),
+              ("increased", "reduced"), ("increase", "reduce"), ("increases", "reduces"), ("higher", "lower"),
+              ("more", "less"), ("more", "fewer"), ("greater", "smaller"), ("superior", "inferior"),
+              ("positive", "negative"), ("upregulation", "downregulation"), ("activates", "inhibits"),
+              ("activation", "inhibition"), ("enhances", "impairs"), ("enhanced", "impaired"),
+              ("promotes", "suppresses"),
+              ("gain", "loss"), ("before", "after"), ("sensitive", "resistant"), ("early", "late"), ("all", "some"),
+              ("high", "low"), ("improves", "worsens"), ("improved", "worsened"), ("benefit", "harm"),
+              ("major", "minor"), ("primary", "secondary"), ("rarely", "often"), ("common", "rare"),
+              ("significant", "insignificant")]
+DIRECTIONS: dict[str, frozenset[str]] = {}  # a word -> the words that say the opposite
+for _a, _b in _OPPOSITES:
+    DIRECTIONS[_a] = DIRECTIONS.get(_a, frozenset()) | {_b}
+    DIRECTIONS[_b] = DIRECTIONS.get(_b, frozenset()) | {_a}
 SUFFIXES = ("ational", "ations", "ation", "ities", "ments", "ness", "ment", "ings", "ing", "ied", "ies", "edly",
             "ed", "ers", "er", "est", "ly", "es", "s")
 
@@ -131,15 +149,32 @@ def _verdict(sentence: str, sources: dict[int, _Lexed]) -> Sentence:
 
 
 @dataclass(frozen=True)
+class _Window:
+    """One or two neighbouring sentences of a source: where a claim is looked for."""
+
+    stems: frozenset[str]
+    negated: bool
+    words: frozenset[str]  # its words, unstemmed, for the direction words
+
+
+@dataclass(frozen=True)
 class _Lexed:
     folded: str  # lower case, accents kept, whitespace collapsed: where quotes are looked for
-    stems: frozenset[str]
     numbers: frozenset[str]
+    windows: tuple[_Window, ...]  # its sentences, then each two neighbours together
 
     @classmethod
     def of(cls, text: str) -> _Lexed:
         folded = _fold(text)
-        return cls(folded, frozenset(stems(text)), frozenset(_numbers(folded)))
+        sentences = [_window(sentence) for sentence in split_sentences(text)] or [_window(text)]
+        pairs = [_Window(a.stems | b.stems, a.negated or b.negated, a.words | b.words)
+                 for a, b in zip(sentences, sentences[1:], strict=False)]
+        return cls(folded, frozenset(_numbers(folded)), tuple(sentences + pairs))
+
+
+def _window(text: str) -> _Window:
+    words = frozenset(WORD.findall(_fold(text)))
+    return _Window(frozenset(stems(text)), bool(words & NEGATIONS) or "n't" in text, words)
 
 
 def _check(claim: str, number: int, source: _Lexed) -> CitationCheck:
@@ -149,13 +184,23 @@ def _check(claim: str, number: int, source: _Lexed) -> CitationCheck:
     words = stems(claim)
     if not words:
         return CitationCheck(number, False, 0.0, "the sentence has no content words to check")
-    share = len(words & source.stems) / len(words)
+    best = max(source.windows, key=lambda w: len(words & w.stems))
+    share = len(words & best.stems) / len(words)
     missing_numbers = sorted(_numbers(_fold(claim)) - source.numbers)
     if missing_numbers:
         return CitationCheck(number, False, share, f"the number {missing_numbers[0]} is not in it")
     if share < SUPPORTED_SHARE:
-        return CitationCheck(number, False, share, f"{share:.0%} of its words are in it (needs {SUPPORTED_SHARE:.0%})")
-    return CitationCheck(number, True, share, f"{share:.0%} of its words are in it")
+        return CitationCheck(number, False, share,
+                             f"{share:.0%} of its words are in its closest sentence (needs {SUPPORTED_SHARE:.0%})")
+    claim_words = frozenset(WORD.findall(_fold(claim)))
+    if (bool(claim_words & NEGATIONS) or "n't" in claim) != best.negated:
+        return CitationCheck(number, False, share, "it negates what its closest sentence states, or the reverse")
+    turned = next((w for w in claim_words & DIRECTIONS.keys() if w not in best.words
+                   and DIRECTIONS[w] & best.words), None)
+    if turned:
+        return CitationCheck(number, False, share, f"it says {turned!r} where its closest sentence says "
+                                                   f"{sorted(DIRECTIONS[turned] & best.words)[0]!r}")
+    return CitationCheck(number, True, share, f"{share:.0%} of its words are in its closest sentence")
 
 
 def _fold(text: str) -> str:
