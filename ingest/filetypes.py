@@ -23,6 +23,13 @@ DOCUMENT_FILE_TYPES = {
 }
 FILE_TYPES = {**TEXT_FILE_TYPES, **DOCUMENT_FILE_TYPES}
 ARCHIVE_SUFFIXES = (".zip",)
+# what a refusal names as read: every suffix above but the macro-enabled ones, which are refused
+READ_SUFFIXES = tuple(sorted(suffix for suffix, media_type in FILE_TYPES.items() if media_type not in doc.MACRO_TYPES))
+
+
+def types_read() -> str:
+    """The file types that are read, for a refusal's message: ".csv, .docx, ... or a .zip of them"."""
+    return f"{', '.join(READ_SUFFIXES)}, or a {' or '.join(ARCHIVE_SUFFIXES)} of them"
 
 
 def media_type_for(name: str) -> str:

@@ -38,7 +38,7 @@ from ingest.errors import (
     FileMissing,
     UnsupportedType,
 )
-from ingest.filetypes import ARCHIVE_SUFFIXES, FILE_TYPES, max_bytes_for, media_type_for
+from ingest.filetypes import ARCHIVE_SUFFIXES, max_bytes_for, media_type_for, types_read
 from kb.conf import kb_settings
 from kb.errors import Conflict, KBError
 from kb.models import Source, SourceFile
@@ -95,8 +95,8 @@ def read_upload(uploads: Iterable[tuple[str, BinaryIO]]) -> ReadUpload:
                 report.archives.append({"name": name, "files": len(members)})
                 accepted.extend(members)
             elif not media_type_for(name):  # chosen by hand, unlike an archive's strays: refused, not skipped
-                raise UnsupportedType(f"{name!r} is not a type that is read ({', '.join(sorted(FILE_TYPES))}, or "
-                                      "a .zip of them).", details={"path": name})
+                raise UnsupportedType(f"{name!r} is not a type that is read. The types read are {types_read()}.",
+                                      details={"path": name})
             else:
                 accepted.append((name, _read_capped(handle, _limit_for(name), name)))
         except KBError as exc:
