@@ -7,6 +7,7 @@ from html import escape
 
 from django.utils.safestring import SafeString, mark_safe
 
+from kb.conf import kb_settings
 from kb.markup import plain_text
 from retrieval.presenters import DOCUMENT_SCORE_RULE, explanation, location_label, snippet
 from retrieval.service import Hit, SearchResult
@@ -139,4 +140,6 @@ def results_page(result: SearchResult, page: int) -> dict:
             "dropped": dropped, "summary": result.summary, "suggested": result.suggested,
             "related": related, "weak_titles": result.weak_titles, "cited": result.cited,
             "grouped": result.grouped, "fusion": result.fusion, "document_score_rule": DOCUMENT_SCORE_RULE,
-            "query_id": result.query_id, "lexical": result.lexical}
+            "query_id": result.query_id, "lexical": result.lexical,
+            # the answer above the results is asked for by static/kb/answer.js; without a model, one line says so
+            "answers_on": bool(kb_settings().answer_url)}
