@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from django.db import connection
 
 from evaluation import memory
+from evaluation import search_parts as evaluate
 from evaluation.fitting import fit_weights, judged_runs, store_calibration
 from evaluation.mcp_bench import mcp_latency
 from evaluation.metrics import BeirCorpus, load_beir, mean_scores, paired_comparison, per_query_ndcg, percentiles
@@ -35,7 +36,6 @@ from evaluation.scale import build_scaled_copy
 from ingest.service import ingest_texts
 from kb.embedding.embedders import get_embedder, local_embedder
 from kb.models import Document, IngestRun, Namespace, Source
-from retrieval import evaluate
 from retrieval.fusion import FOLDS, WEIGHT_GRID
 from retrieval.ranker import CHANNELS, RankerParams
 from retrieval.service import search

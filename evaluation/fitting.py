@@ -16,8 +16,8 @@ from django.utils import timezone
 
 from evaluation.errors import EvalFileError
 from evaluation.metrics import per_query_ndcg
+from evaluation.search_parts import search_variant
 from kb.models import Document, FusionCalibration, Namespace
-from retrieval.evaluate import search_variant
 from retrieval.fusion import WEIGHT_GRID, Fit, fit_weight
 from retrieval.ranker import CHANNELS, RankerParams
 

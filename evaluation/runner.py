@@ -5,11 +5,11 @@ from __future__ import annotations
 import time
 from xml.etree import ElementTree
 
+from evaluation.search_parts import search_variant
 from evaluation.suites import CaseResult, EvalSuite, ResultView, SuiteResult, check_case, parse_suite
 from kb.auth import Principal
 from kb.errors import KBError
 from kb.models import EvalRun
-from retrieval.evaluate import search_variant
 from retrieval.fusion import DEFAULT_LEXICAL_WEIGHT
 from retrieval.ranker import RankerParams
 from retrieval.service import Filters

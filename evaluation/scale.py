@@ -1,7 +1,7 @@
 """Build a large namespace for the latency scaling run: a benchmark corpus copied N times.
 
-Each copy's documents and chunks are written by the writer's bulk path (`ingest.store.copy_documents`,
-so the postings trigger does its real work; the namespace's HNSW index and packed lists are then
+Each copy's documents and chunks are written in bulk (`evaluation.copies.copy_documents`, so the
+postings trigger does its real work; the namespace's HNSW index and packed lists are then
 built as an ingest run builds them), with the text perturbed (a copy marker, and one word in
 every 21 to 27 dropped, the period varying by copy) and each embedding moved by small noise and
 re-normalised, so copies are near neighbours, not exact duplicates. Embedding the copies for
@@ -16,9 +16,9 @@ from typing import Callable
 
 from django.db import connection
 
-from ingest.evaluate import copy_documents
+from evaluation import search_parts as evaluate
+from evaluation.copies import copy_documents
 from kb.models import Namespace, Source
-from retrieval import evaluate
 
 COPIES_SOURCE = "scaled copies, recipe 2"  # named after the recipe, so a copy made by another is never reused
 

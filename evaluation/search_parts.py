@@ -1,9 +1,9 @@
-"""What evaluation may reach of search beyond `search()`: one entry point, each part named here.
+"""The parts of search the lab runs apart from `search()`, each named here.
 
 The benchmark compares the product's ranker with each channel alone and with plain reciprocal
 rank fusion, fits the fusion weight by searching with every weight of a grid, and times the
 lexical channel's two reads and the per-namespace indexes. `search()` carries none of those
-knobs; `evaluation` (and nothing in the product) calls this module for them.
+knobs; only evaluation reads retrieval's internals, and through this module where it can.
 """
 
 from __future__ import annotations

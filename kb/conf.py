@@ -155,7 +155,7 @@ def _strong_cosine(value: str | float | None) -> float | None:
 def _not_a_cosine(value) -> ConfigurationError:
     return ConfigurationError(
         f"KB_STRONG_COSINE is a cosine, between -1 and 1, got {value!r}: measure the model's with "
-        "scripts/strong_cosine.py, or leave it empty for the model's own.", details={"setting": "KB_STRONG_COSINE"})
+        "manage.py kb_strong_cosine, or leave it empty for the model's own.", details={"setting": "KB_STRONG_COSINE"})
 
 
 def _timeouts(value: str) -> tuple[float, float, float]:

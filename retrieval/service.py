@@ -175,7 +175,7 @@ def run_search(query: str, namespace: str, *, filters: Filters = Filters(), limi
                fuse: Callable[[list[Candidate], RankerParams], Ranking] | None = None,
                text_window: tuple[int, int] | None = None) -> SearchResult:
     """`search()` with the parts evaluation varies: which `channels` run, and `fuse`, a function
-    that ranks the candidates instead of the product's ranker. Only `retrieval.evaluate` passes them."""
+    that ranks the candidates instead of the product's ranker. Only `evaluation.search_parts` passes them."""
     started = time.perf_counter()
     query = validate_query(query, limit)
     timings: dict[str, float] = {}

@@ -8,6 +8,8 @@ import pytest
 
 from tests.pgserver import TcpPostgres
 
+pytest_plugins = ["tests.corpus"]  # the `corpus` fixture
+
 
 @pytest.fixture(scope="session")
 def django_db_setup(django_db_setup, django_db_blocker):

@@ -1,6 +1,8 @@
-"""The small corpus most tests search, and the helper that ingests documents through the real
-pipeline. Six one-passage documents: versioned names, an identifier, and two pumpkin texts that
-share words but not meaning."""
+"""The small corpus most tests search, the helper that ingests documents through the real
+pipeline, and the `corpus` fixture (a plugin of tests/conftest.py). Six one-passage documents:
+versioned names, an identifier, and two pumpkin texts that share words but not meaning."""
+
+import pytest
 
 from ingest.loaders import LoadedItem
 from ingest.pipeline import IngestPipeline
@@ -26,3 +28,22 @@ def ingest(namespace_slug, documents, source_name="corpus"):
     run = IngestPipeline(IngestRun.objects.create(source=source)).execute(items)
     assert run.status == "succeeded", run.error
     return namespace, source
+
+
+@pytest.fixture
+def corpus_namespace() -> str:
+    """The namespace `corpus` ingests into; a test module overrides it where its tests name another."""
+    return "tenant:a"
+
+
+@pytest.fixture
+def corpus_documents() -> dict[str, tuple[str, str]]:
+    """What `corpus` ingests; a test module overrides it to add documents of its own."""
+    return CORPUS
+
+
+@pytest.fixture
+def corpus(db, corpus_namespace, corpus_documents) -> Namespace:
+    """The corpus ingested through the real pipeline into one source, "corpus", of its namespace."""
+    namespace, _ = ingest(corpus_namespace, corpus_documents)
+    return namespace

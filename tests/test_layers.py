@@ -2,10 +2,12 @@
 
 - `kb` is the floor: the data model, settings, conf, errors, auth, the embedding models and the
   console's base classes import no app. Only the project wiring (`WIRING`) reaches up into the apps.
-- The apps stand in one order, `APPS`: ingest writes what retrieval reads, capabilities build
-  on both, evaluation measures them all. An app imports only apps below it, and only through
-  their public modules (`PUBLIC`): services, pure vocabularies, errors and the explicit
-  `evaluate` entry points. Everything else in an app is its own business.
+- The apps stand in one order, `APPS` (`settings.PRODUCT_APPS`): ingest writes what retrieval
+  reads, capabilities build on both, evaluation measures them all. An app imports only apps below
+  it, and only through their public modules (`PUBLIC`): services, pure vocabularies and errors.
+  Everything else in an app is its own business, except to the lab (`LAB`, evaluation), which
+  measures the internals of every app below it and which nothing imports.
+- The scripts in `scripts/` are callers from outside: they import only public modules.
 - Pure modules (`PURE`) import neither Django nor a database driver nor any module that does.
 - No import cycle, between apps or between modules, counting imports inside functions too.
 
@@ -22,14 +24,14 @@ from django.conf import settings
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = settings.PRODUCT_APPS  # the floor, then the apps bottom to top
 APPS = PACKAGES[1:]
+LAB = "evaluation"
 WIRING = {"kb.urls", "kb.api", "kb.mcp", "kb.health", "kb.demo", "kb.settings", "kb.wsgi"}  # and kb.management.*
 PUBLIC = {
     "ingest": {"ingest.service", "ingest.uploads", "ingest.watchdog", "ingest.errors", "ingest.filetypes",
                "ingest.decisions", "ingest.recall", "ingest.evaluate", "ingest.extract.sandbox",
                "ingest.markdown_blocks"},
     "retrieval": {"retrieval.service", "retrieval.query", "retrieval.citations", "retrieval.ranker", "retrieval.bm25",
-                  "retrieval.fusion", "retrieval.errors", "retrieval.curation", "retrieval.spelling",
-                  "retrieval.evaluate"},
+                  "retrieval.fusion", "retrieval.errors", "retrieval.curation", "retrieval.spelling"},
     "capabilities": {"capabilities.service", "capabilities.errors"},
     "answers": {"answers.service", "answers.citations", "answers.gate", "answers.prompt", "answers.errors"},
     "evaluation": set(),  # no app imports evaluation; only the wiring mounts its surfaces
@@ -72,7 +74,8 @@ def imports_of(source: str, known: set[str]) -> set[str]:
 
 def project_modules() -> dict[str, str]:
     return {module_name(path): path.read_text(encoding="utf-8")
-            for package in PACKAGES for path in (REPO / package).rglob("*.py") if "migrations" not in path.parts}
+            for package in (*PACKAGES, "scripts") for path in (REPO / package).rglob("*.py")
+            if "migrations" not in path.parts}
 
 
 def import_graph(sources: dict[str, str]) -> dict[str, set[str]]:
@@ -131,7 +134,7 @@ def app_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
     """Package -> the packages it imports, wiring left out (it reaches up by design)."""
     drawn: dict[str, set[str]] = {package: set() for package in PACKAGES}
     for module, imported in graph.items():
-        if _is_wiring(module):
+        if _is_wiring(module) or module.split(".")[0] not in drawn:
             continue
         drawn[module.split(".")[0]].update(i.split(".")[0] for i in imported if i.split(".")[0] != module.split(".")[0])
     return drawn
@@ -157,10 +160,13 @@ def violations(sources: dict[str, str]) -> list[str]:
                     found.append(f"{module} is part of the floor but imports the app module {imported}")
                 elif imported not in PUBLIC.get(root, ()) and not imported.endswith(SURFACES):
                     found.append(f"{module} wires {imported}, which is neither public nor a surface of {root}")
+            elif package not in APPS:  # a script
+                if imported not in PUBLIC.get(root, ()):
+                    found.append(f"{module} is a script but imports {imported}, which is not public")
             elif APPS.index(root) > APPS.index(package):
                 found.append(f"{module} imports {imported}, but {root} stands above {package} "
                              f"(the apps, bottom to top: {', '.join(APPS)})")
-            elif imported not in PUBLIC.get(root, ()) and imported != root:
+            elif package != LAB and imported not in PUBLIC.get(root, ()) and imported != root:
                 found.append(f"{module} reaches into {imported}; {root}'s public modules are "
                              f"{', '.join(sorted(PUBLIC.get(root, ()))) or 'none'}")
     found += [f"import cycle between apps: {' <-> '.join(c)}" for c in cycles(app_graph(graph))]
@@ -193,8 +199,10 @@ def test_a_forbidden_import_is_caught():
         "retrieval.ranker": "def f():\n    from django.db import connection\n",  # a pure module doing I/O
         "kb.api": "from ingest.pipeline import IngestPipeline\n",  # wiring, but not through a public module
         "ingest.report": "def f():\n    from retrieval.service import search\n",  # an app importing one above it
+        "retrieval.curation": "def f():\n    from evaluation import search_parts\n",  # an app importing the lab
+        "scripts.planted": "from retrieval.lexical import lexical_search\n",  # a script reaching into an app
     }
-    found = violations({**sources, **{m: sources[m] + text for m, text in planted.items()}})
+    found = violations({**sources, **{m: sources.get(m, "") + text for m, text in planted.items()}})
     for module in planted:
         assert any(line.startswith(f"{module} ") for line in found), (module, found)
 

@@ -66,7 +66,7 @@ def strong_floor() -> tuple[float, str]:
     if own is not None:
         return own, "the model's own, measured"
     return BUNDLED_STRONG_COSINE, ("assumed: the bundled model's, not measured for this model; measure it "
-                                   "with scripts/strong_cosine.py and set KB_STRONG_COSINE")
+                                   "with manage.py kb_strong_cosine and set KB_STRONG_COSINE")
 
 
 def strong_cosine() -> float:

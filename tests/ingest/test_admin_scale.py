@@ -9,7 +9,7 @@ from django.db import connection
 
 from kb.admin_access import EstimatedCountPaginator
 from kb.models import Chunk, IngestItem, IngestRun
-from tests.corpus import CORPUS, ingest
+from tests.corpus import CORPUS
 
 pytestmark = pytest.mark.django_db
 
@@ -18,11 +18,6 @@ pytestmark = pytest.mark.django_db
 def curator(client):
     client.force_login(get_user_model().objects.create_superuser("curator", "c@example.com", "pw-123456789"))
     return client
-
-
-@pytest.fixture
-def corpus():
-    return ingest("tenant:console", CORPUS)
 
 
 def test_counts_are_exact_when_small_and_the_statistics_estimate_when_unfiltered(corpus, monkeypatch):
@@ -65,7 +60,7 @@ def test_document_and_source_lists_count_per_row(curator, corpus):
 def test_a_source_page_shows_its_latest_runs_and_a_run_page_its_failed_items_first(curator, corpus):
     from ingest import admin as ingest_admin
 
-    _, source = corpus
+    source = corpus.sources.get()
     runs = IngestRun.objects.bulk_create([IngestRun(source=source, status="succeeded") for _ in range(30)])
     page = curator.get(f"/admin/kb/source/{source.pk}/change/").content.decode()
     shown = {int(pk) for pk in re.findall(r'ingestrun/(\d+)/change/', page)}

@@ -23,12 +23,6 @@ def refs(rows):
     return [Chunk.objects.get(pk=row.chunk_id).document.ref for row in rows]
 
 
-@pytest.fixture
-def corpus():
-    namespace, _ = ingest("tenant:a", CORPUS)
-    return namespace
-
-
 def test_vector_channel_orders_by_cosine(corpus):
     from kb.embedding.embedders import get_embedder
 

@@ -109,11 +109,6 @@ def test_malformed_files_name_the_case_and_field(data, message):
     assert message in excinfo.value.message
 
 
-@pytest.fixture
-def corpus(db):
-    ingest("tenant:a", CORPUS)
-
-
 SUITE = {
     "version": 1,
     "defaults": {"topK": 3, "namespace": "tenant:a"},

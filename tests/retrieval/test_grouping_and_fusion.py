@@ -10,7 +10,7 @@ from ingest.pipeline import IngestPipeline
 from kb.models import FusionCalibration, IngestRun, Namespace, Source
 from retrieval.errors import InvalidQuery
 from retrieval.service import search
-from tests.corpus import CORPUS, ingest
+from tests.corpus import ingest
 
 pytestmark = pytest.mark.django_db
 
@@ -32,10 +32,15 @@ def guide(namespace):
 
 
 @pytest.fixture
-def corpus():
-    namespace, _ = ingest("grouped", CORPUS)
-    guide(namespace)
-    return namespace
+def corpus_namespace():
+    return "grouped"
+
+
+@pytest.fixture
+def corpus(corpus):
+    """The shared corpus with the long guide beside it."""
+    guide(corpus)
+    return corpus
 
 
 def test_group_by_document_counts_documents_and_keeps_the_best_sections(corpus):
@@ -142,8 +147,8 @@ def test_a_page_reads_as_far_as_its_first_cited_document():
     rising cosine, ten unrelated notes come before the two about pumpkins."""
     import dataclasses
 
+    from evaluation.search_parts import plain_rrf
     from kb.embedding.embedders import strong_cosine
-    from retrieval.evaluate import plain_rrf
     from retrieval.service import run_search
 
     notes = {f"meeting-{n}": (f"Meeting note {n}", f"Meeting note {n}: the budget review moved to Tuesday at ten.")

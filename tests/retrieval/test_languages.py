@@ -764,8 +764,8 @@ def test_eval_comparisons_run_the_channel_they_name_where_searches_leave_meaning
     """`kb_eval --method vector` in a namespace the model cannot read measures the vector channel
     (poor, but there), and RRF fuses it: neither is the words alone in disguise."""
     from evaluation.runner import METHODS, run_suite
+    from evaluation.search_parts import search_variant
     from evaluation.suites import parse_suite
-    from retrieval.evaluate import search_variant
 
     namespace = _ingest("languages-arabic-eval", "user-space.ar-MA.html", "user-space.fa-IR.html")
     served = search("العمليات", namespace.slug, log=False)

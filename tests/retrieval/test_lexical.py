@@ -25,9 +25,18 @@ QUERIES = ["pumpkin soup with nutmeg", "pumpkin harvest", "roast pumpkin cream",
 
 
 @pytest.fixture
-def corpus():
-    namespace, _ = ingest("tenant:lexical", {**CORPUS, **NOTES})
-    return ch.Scope(namespace.id)
+def corpus_namespace():
+    return "tenant:lexical"
+
+
+@pytest.fixture
+def corpus_documents():
+    return {**CORPUS, **NOTES}
+
+
+@pytest.fixture
+def scope(corpus):
+    return ch.Scope(corpus.id)
 
 
 def both_reads(scope, query, k):
@@ -52,17 +61,17 @@ def table_frequency(namespace_id, lexeme):
         return cursor.fetchone()[0]
 
 
-def test_without_lists_the_table_is_read(corpus):
-    result = lexical.lexical_search(corpus, lexical.query_lexemes("pumpkin soup with nutmeg"), 10)
+def test_without_lists_the_table_is_read(scope):
+    result = lexical.lexical_search(scope, lexical.query_lexemes("pumpkin soup with nutmeg"), 10)
     assert result.report.mode == "table" and result.rows
-    assert posting_lists.read(corpus.namespace_id, ["pumpkin"]) is None
+    assert posting_lists.read(scope.namespace_id, ["pumpkin"]) is None
 
 
 @pytest.mark.parametrize("k", [1, 3, 10, 100])
-def test_packed_lists_give_the_tables_top_k(corpus, k):
-    assert posting_lists.build(corpus.namespace_id) == "built"
+def test_packed_lists_give_the_tables_top_k(scope, k):
+    assert posting_lists.build(scope.namespace_id) == "built"
     for query in QUERIES:
-        packed, table = both_reads(corpus, query, k)
+        packed, table = both_reads(scope, query, k)
         assert table.report.mode == "table"
         assert packed.report.mode == ("packed" if packed.report.terms else "table")  # no known word: nothing read
         assert_same(packed, table, query)
@@ -70,33 +79,33 @@ def test_packed_lists_give_the_tables_top_k(corpus, k):
         assert packed.report.changed_chunks == 0
 
 
-def test_a_common_term_is_only_looked_up_where_it_could_lift_a_chunk_into_the_top_k(corpus):
-    posting_lists.build(corpus.namespace_id)
-    packed, table = both_reads(corpus, "nutmeg pumpkin", 3)
+def test_a_common_term_is_only_looked_up_where_it_could_lift_a_chunk_into_the_top_k(scope):
+    posting_lists.build(scope.namespace_id)
+    packed, table = both_reads(scope, "nutmeg pumpkin", 3)
     assert_same(packed, table)
     # three nutmeg notes outscore any chunk "pumpkin" alone matches: pumpkin's postings are not
     # scored, only looked up for the chunks nutmeg found that could still reach the top 3
     assert packed.report.terms == ("nutmeg", "pumpkin") and packed.report.probed_terms == ("pumpkin",)
-    nutmeg = lexical.term_statistics(corpus, lexical.query_lexemes("nutmeg")).terms[0].document_frequency
+    nutmeg = lexical.term_statistics(scope, lexical.query_lexemes("nutmeg")).terms[0].document_frequency
     assert 3 <= packed.report.candidates <= nutmeg
     # fifty results need the chunks only pumpkin matches: every term is scored
-    packed, table = both_reads(corpus, "nutmeg pumpkin", 50)
+    packed, table = both_reads(scope, "nutmeg pumpkin", 50)
     assert_same(packed, table)
     assert packed.report.probed_terms == () and packed.report.candidates == 0
 
 
-def test_the_lists_stay_exact_under_inserts_updates_and_deletes(corpus):
-    posting_lists.build(corpus.namespace_id)
+def test_the_lists_stay_exact_under_inserts_updates_and_deletes(scope):
+    posting_lists.build(scope.namespace_id)
     # insert: a new document's chunks are newer than the lists
     ingest("tenant:lexical", {"late": ("Late pumpkin", "A late pumpkin soup with nutmeg and more nutmeg.")},
            source_name="late")
     late = Chunk.objects.get(document__ref="late")
-    packed, table = both_reads(corpus, "pumpkin soup with nutmeg", 10)
+    packed, table = both_reads(scope, "pumpkin soup with nutmeg", 10)
     assert_same(packed, table)
     assert late.pk in [r.chunk_id for r in packed.rows]
     # frequencies from the lists plus the newer chunks, as the table counts them
-    statistics = lexical.term_statistics(corpus, lexical.query_lexemes("nutmeg"))
-    assert statistics.terms[0].document_frequency == table_frequency(corpus.namespace_id, "nutmeg")
+    statistics = lexical.term_statistics(scope, lexical.query_lexemes("nutmeg"))
+    assert statistics.terms[0].document_frequency == table_frequency(scope.namespace_id, "nutmeg")
     # update: a chunk the lists hold gets other words; its packed postings must not count
     note = Chunk.objects.get(document__ref="note14")
     Chunk.objects.filter(pk=note.pk).update(text="Nutmeg nutmeg nutmeg, nothing else grew this year.")
@@ -104,39 +113,39 @@ def test_the_lists_stay_exact_under_inserts_updates_and_deletes(corpus):
     Document.objects.filter(ref="note7").delete()
     for query in QUERIES + ["nothing else grew"]:
         for k in (1, 5, 50):
-            packed, table = both_reads(corpus, query, k)
+            packed, table = both_reads(scope, query, k)
             assert packed.report.mode == ("packed" if packed.report.terms else "table")
             assert_same(packed, table, (query, k))
-    packed, _ = both_reads(corpus, "nutmeg", 50)
+    packed, _ = both_reads(scope, "nutmeg", 50)
     assert packed.report.changed_chunks == 2  # the updated chunk and the deleted one
     ids = [r.chunk_id for r in packed.rows]
     assert ids[0] == note.pk and not Chunk.objects.filter(document__ref="note7").exists()
     # with changes recorded, frequencies are counted from the table again
-    statistics = lexical.term_statistics(corpus, lexical.query_lexemes("nutmeg pumpkin"))
+    statistics = lexical.term_statistics(scope, lexical.query_lexemes("nutmeg pumpkin"))
     assert {t.lexeme: t.document_frequency for t in statistics.terms} == {
-        lexeme: table_frequency(corpus.namespace_id, lexeme) for lexeme in ("nutmeg", "pumpkin")}
+        lexeme: table_frequency(scope.namespace_id, lexeme) for lexeme in ("nutmeg", "pumpkin")}
     # a rebuild absorbs the changes
-    assert posting_lists.build(corpus.namespace_id) == "built"
-    packed, table = both_reads(corpus, "nutmeg", 50)
+    assert posting_lists.build(scope.namespace_id) == "built"
+    packed, table = both_reads(scope, "nutmeg", 50)
     assert packed.report.changed_chunks == 0
     assert_same(packed, table)
 
 
-def test_the_lists_keep_the_scope(corpus):
-    posting_lists.build(corpus.namespace_id)
+def test_the_lists_keep_the_scope(scope):
+    posting_lists.build(scope.namespace_id)
     lexemes = lexical.query_lexemes("pumpkin soup with nutmeg")
     for ref in ("note7", "note8", "pumpkin"):
         chunk = Chunk.objects.get(document__ref=ref)
-        scoped = ch.Scope(corpus.namespace_id, document_ids=(chunk.document_id,))
+        scoped = ch.Scope(scope.namespace_id, document_ids=(chunk.document_id,))
         assert [r.chunk_id for r in lexical.lexical_search(scoped, lexemes, 10).rows] == [chunk.pk]
 
 
-def test_a_scope_is_checked_in_growing_batches_until_k_are_found(corpus, monkeypatch):
+def test_a_scope_is_checked_in_growing_batches_until_k_are_found(scope, monkeypatch):
     monkeypatch.setattr(lexical, "FIRST_SCOPE_BATCH", 1)  # one chunk first, then 16, then 256
-    posting_lists.build(corpus.namespace_id)
+    posting_lists.build(scope.namespace_id)
     _, late_source = ingest("tenant:lexical", {f"late{i}": (f"Late {i}", f"Late pumpkin {i} with nutmeg.")
                                                for i in range(20)}, source_name="late")
-    scoped = ch.Scope(corpus.namespace_id, source_ids=(late_source.id,))
+    scoped = ch.Scope(scope.namespace_id, source_ids=(late_source.id,))
     for query in ("pumpkin", "pumpkin harvest", "nutmeg soup"):
         for k in (1, 3, 30):
             packed, table = both_reads(scoped, query, k)
@@ -174,29 +183,29 @@ def test_lists_and_table_agree_on_random_queries_depths_and_writes():
     assert probed >= 20  # the common terms were only looked up on many of the queries
 
 
-def test_ensure_builds_at_the_threshold_and_an_ingest_run_rebuilds_after_a_tenth_changed(corpus):
-    chunks = Chunk.objects.filter(namespace_id=corpus.namespace_id).count()
-    assert posting_lists.ensure(corpus.namespace_id, min_chunks=chunks + 1) == "too-small"
-    assert posting_lists.state(corpus.namespace_id) is None
-    assert posting_lists.ensure(corpus.namespace_id, min_chunks=chunks) == "built"
-    built = posting_lists.state(corpus.namespace_id)
+def test_ensure_builds_at_the_threshold_and_an_ingest_run_rebuilds_after_a_tenth_changed(scope):
+    chunks = Chunk.objects.filter(namespace_id=scope.namespace_id).count()
+    assert posting_lists.ensure(scope.namespace_id, min_chunks=chunks + 1) == "too-small"
+    assert posting_lists.state(scope.namespace_id) is None
+    assert posting_lists.ensure(scope.namespace_id, min_chunks=chunks) == "built"
+    built = posting_lists.state(scope.namespace_id)
     assert built.chunk_count == chunks and built.postings > 0 and built.changed_since == built.newer == 0
     Document.objects.filter(ref="note3").delete()
-    assert posting_lists.ensure(corpus.namespace_id, min_chunks=1) == "current"  # 1 of 30 changed
+    assert posting_lists.ensure(scope.namespace_id, min_chunks=1) == "current"  # 1 of 30 changed
     ingest("tenant:lexical", {"a": ("A", "Alpha pumpkin.")}, source_name="more")  # 2 of 30: the run keeps them
-    assert posting_lists.state(corpus.namespace_id) == posting_lists.BuildState(
-        corpus.namespace_id, chunks, built.postings, built.build_seconds, changed_since=1, newer=1)
+    assert posting_lists.state(scope.namespace_id) == posting_lists.BuildState(
+        scope.namespace_id, chunks, built.postings, built.build_seconds, changed_since=1, newer=1)
     ingest("tenant:lexical", {"b": ("B", "Beta pumpkin.")}, source_name="more")  # 3 of 30: the run rebuilds
-    rebuilt = posting_lists.state(corpus.namespace_id)
+    rebuilt = posting_lists.state(scope.namespace_id)
     assert rebuilt.changed_since == rebuilt.newer == 0 and rebuilt.chunk_count == chunks + 1
 
 
-def test_a_build_holds_each_chunks_length_once_and_each_terms_shortest(corpus):
-    posting_lists.build(corpus.namespace_id)
-    read = posting_lists.read(corpus.namespace_id, ["pumpkin", "nutmeg", "soup"])
+def test_a_build_holds_each_chunks_length_once_and_each_terms_shortest(scope):
+    posting_lists.build(scope.namespace_id)
+    read = posting_lists.read(scope.namespace_id, ["pumpkin", "nutmeg", "soup"])
     with connection.cursor() as cursor:
         cursor.execute("SELECT DISTINCT chunk_id, doc_len FROM kb_chunk_term WHERE namespace_id = %s",
-                       [corpus.namespace_id])
+                       [scope.namespace_id])
         lengths = dict(cursor.fetchall())
     assert len(read.packed) == 3
     for term in read.packed:
@@ -205,20 +214,20 @@ def test_a_build_holds_each_chunks_length_once_and_each_terms_shortest(corpus):
         assert term.min_length == min(lengths[term.base + o] for o in offsets.tolist())
 
 
-def test_a_process_reads_a_builds_lengths_once_and_a_rebuilds_afresh(corpus):
-    posting_lists.build(corpus.namespace_id)
-    first = posting_lists.read(corpus.namespace_id, ["pumpkin", "nutmeg"])
-    again = posting_lists.read(corpus.namespace_id, ["nutmeg"])
+def test_a_process_reads_a_builds_lengths_once_and_a_rebuilds_afresh(scope):
+    posting_lists.build(scope.namespace_id)
+    first = posting_lists.read(scope.namespace_id, ["pumpkin", "nutmeg"])
+    again = posting_lists.read(scope.namespace_id, ["nutmeg"])
     assert again.packed[0].length_of is first.packed[0].length_of  # kept, not sent again
     Chunk.objects.filter(document__ref="note14").update(text="Nutmeg, nothing else grew this year.")
-    assert posting_lists.build(corpus.namespace_id) == "built"
-    rebuilt = posting_lists.read(corpus.namespace_id, ["nutmeg"])
+    assert posting_lists.build(scope.namespace_id) == "built"
+    rebuilt = posting_lists.read(scope.namespace_id, ["nutmeg"])
     assert rebuilt.packed[0].length_of is not first.packed[0].length_of
     note = Chunk.objects.get(document__ref="note14")
     with connection.cursor() as cursor:
         cursor.execute("SELECT doc_len FROM kb_chunk_term WHERE chunk_id = %s LIMIT 1", [note.pk])
         assert rebuilt.packed[0].length_of[note.pk - rebuilt.packed[0].base] == cursor.fetchone()[0]
-    packed, table = both_reads(corpus, "nutmeg", 50)
+    packed, table = both_reads(scope, "nutmeg", 50)
     assert_same(packed, table)
 
 
@@ -236,38 +245,38 @@ def test_the_lengths_kept_stay_within_their_bound():
 
 
 @pytest.mark.parametrize("limit", ["spread", "span"])
-def test_a_namespace_whose_chunks_lie_among_many_others_is_read_from_the_table(corpus, monkeypatch, limit,
+def test_a_namespace_whose_chunks_lie_among_many_others_is_read_from_the_table(scope, monkeypatch, limit,
                                                                                     capsys):
     if limit == "spread":  # more than SPREAD ids a chunk
         monkeypatch.setattr(posting_lists, "SPREAD", 2)
         monkeypatch.setattr(posting_lists, "MIN_SPREAD", 0)
-    assert posting_lists.build(corpus.namespace_id) == "built"
-    chunks = Chunk.objects.filter(namespace_id=corpus.namespace_id).count()
+    assert posting_lists.build(scope.namespace_id) == "built"
+    chunks = Chunk.objects.filter(namespace_id=scope.namespace_id).count()
     ingest("tenant:other", {f"o{i}": (f"Other {i}", f"Other words {i}.") for i in range(2 * chunks)})
     ingest("tenant:lexical", {"late": ("Late pumpkin", "A late pumpkin soup.")}, source_name="late")
     if limit == "span":  # more ids than the kept arrays may hold
         monkeypatch.setattr(posting_lists, "_MAX_SPAN", 2 * chunks)
-    assert posting_lists.build(corpus.namespace_id) == "too-wide"  # its ids now span over twice its chunks
-    assert posting_lists.read(corpus.namespace_id, ["pumpkin"]) is None
+    assert posting_lists.build(scope.namespace_id) == "too-wide"  # its ids now span over twice its chunks
+    assert posting_lists.read(scope.namespace_id, ["pumpkin"]) is None
     call_command("kb_posting_lists")  # and the listing says why
     assert f"tenant:lexical: no posting lists (read from the postings table; its {chunks + 1} chunks span" in (
         capsys.readouterr().out)
-    result = lexical.lexical_search(corpus, lexical.query_lexemes("pumpkin soup"), 10)
+    result = lexical.lexical_search(scope, lexical.query_lexemes("pumpkin soup"), 10)
     assert result.report.mode == "table" and result.rows
 
 
-def test_a_deleted_namespace_takes_its_lists_along(corpus):
+def test_a_deleted_namespace_takes_its_lists_along(scope):
     from tests.kb.test_vector_index import delete_namespace
 
-    posting_lists.build(corpus.namespace_id)
-    delete_namespace(corpus.namespace_id)
+    posting_lists.build(scope.namespace_id)
+    delete_namespace(scope.namespace_id)
     with connection.cursor() as cursor:
         for table in ("kb_posting_list", "kb_posting_list_changed", "kb_posting_list_build"):
-            cursor.execute(f"SELECT count(*) FROM {table} WHERE namespace_id = %s", [corpus.namespace_id])
+            cursor.execute(f"SELECT count(*) FROM {table} WHERE namespace_id = %s", [scope.namespace_id])
             assert cursor.fetchone()[0] == 0, table
 
 
-def test_the_command_lists_ensures_and_rebuilds_the_lists(corpus, capsys):
+def test_the_command_lists_ensures_and_rebuilds_the_lists(scope, capsys):
     from django.core.management.base import CommandError
 
     call_command("kb_posting_lists")

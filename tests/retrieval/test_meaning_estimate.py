@@ -17,16 +17,16 @@ from tests.corpus import CORPUS, ingest
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def corpus():
+@pytest.fixture(autouse=True)
+def no_samples():
+    """Each test reads its namespace's passages afresh (another test's sample may share its id)."""
     meaning_spread.forget_samples()
-    namespace, source = ingest("estimate", CORPUS)
-    yield namespace, source
+    yield
     meaning_spread.forget_samples()
 
 
 def test_the_excess_of_a_small_namespace_is_read_over_every_passage(corpus):
-    namespace, _ = corpus
+    namespace = corpus
     vectors = np.asarray([np.asarray(v, dtype=np.float32) for v in Chunk.objects.filter(
         namespace=namespace).values_list("embedding", flat=True)])
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
@@ -59,7 +59,7 @@ def test_the_first_search_reads_the_sample_on_a_thread_and_logs_no_excess_until_
 
 
 def test_a_filtered_search_logs_no_excess(corpus):
-    namespace, source = corpus
+    namespace, source = corpus, corpus.sources.get()
     meaning_spread.namespace_sample(namespace.pk, Chunk.objects.filter(namespace=namespace).count(), wait=True)
     assert search("pumpkin", namespace.slug, log=False).meaning_excess is not None  # unfiltered, it has one
     result = search("pumpkin", namespace.slug, filters=Filters(source_ids=[source.pk]))
@@ -73,7 +73,7 @@ def _logged(namespace, excess, count, caller=QueryLog.Caller.API):
 
 
 def test_a_namespace_whose_searches_stand_far_beyond_chance_ranks_by_meaning_alone(corpus, client):
-    namespace, _ = corpus
+    namespace = corpus
     _logged(namespace, 2.6, ESTIMATE_MIN_SEARCHES - 1)
     _logged(namespace, None, 30)  # searches without meaning, or filtered: not counted
     assert search("pumpkin soup", namespace.slug, log=False).fusion.source == "default"  # too few to tell
@@ -95,7 +95,7 @@ def test_a_namespace_whose_searches_stand_far_beyond_chance_ranks_by_meaning_alo
 
 
 def test_the_words_stop_weighing_at_two_standard_deviations_beyond_chance(corpus):
-    namespace, _ = corpus
+    namespace = corpus
     _logged(namespace, WORDS_OFF_EXCESS - 0.01, ESTIMATE_MIN_SEARCHES)  # a manual's searches
     assert search("pumpkin soup", namespace.slug, log=False).summary.lexical_weight == pytest.approx(0.5)
     _logged(namespace, WORDS_OFF_EXCESS, ESTIMATE_MIN_SEARCHES + 1)  # the median moves to 2
@@ -106,7 +106,7 @@ def test_the_words_stop_weighing_at_two_standard_deviations_beyond_chance(corpus
 
 
 def test_the_namespace_console_shows_what_the_log_estimates(corpus, client, django_user_model):
-    namespace, _ = corpus
+    namespace = corpus
     client.force_login(django_user_model.objects.create_superuser("root", "root@example.org", "pw"))
     page = client.get(f"/admin/kb/namespace/{namespace.pk}/change/").content.decode()
     assert "default (no judged queries fitted)</div>" in page
@@ -124,7 +124,7 @@ def test_the_namespace_console_shows_what_the_log_estimates(corpus, client, djan
 
 
 def test_the_estimate_reads_the_latest_searches_only(corpus):
-    namespace, _ = corpus
+    namespace = corpus
     _logged(namespace, 2.6, ESTIMATE_MIN_SEARCHES)
     assert MeaningEstimate.objects.get(namespace=namespace).searches == ESTIMATE_MIN_SEARCHES
     _logged(namespace, None, querylog.ESTIMATE_WINDOW)  # the broad searches are no longer among the latest
@@ -144,9 +144,9 @@ def test_the_log_writer_keeps_the_estimate_of_the_namespaces_it_wrote():
 
 
 def test_the_benchmark_serves_each_query_the_estimate_of_the_others_never_its_own(corpus):
-    from retrieval.evaluate import unjudged_defaults
+    from evaluation.search_parts import unjudged_defaults
 
-    namespace, _ = corpus
+    namespace = corpus
     queries = {f"q{i}": "pumpkin soup" for i in range(ESTIMATE_MIN_SEARCHES + 1)}
     excess = {qid: 3.0 for qid in queries} | {"q0": None}  # q0 logged none (a filtered search)
     served = unjudged_defaults(namespace.slug, queries, excess)

@@ -7,15 +7,9 @@ from kb.models import Document, QueryLog, Source
 from retrieval.errors import InvalidQuery, QueryTooLong, UnknownNamespace
 from retrieval.ranker import RankerParams
 from retrieval.service import Filters, search, words_match
-from tests.corpus import CORPUS, ingest
+from tests.corpus import ingest
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def corpus():
-    namespace, _ = ingest("tenant:a", CORPUS)
-    return namespace
 
 
 def test_search_ranks_explains_and_logs(corpus):
@@ -202,7 +196,7 @@ def test_hostile_queries_never_error(corpus, query):
 
 
 def test_plain_rrf_fusion_and_single_channel_through_the_evaluation_entry_point(corpus):
-    from retrieval.evaluate import search_variant
+    from evaluation.search_parts import search_variant
 
     rrf = search_variant("pumpkin soup", "tenant:a", fusion="rrf")
     assert rrf.hits and rrf.hits[0].details.rrf_bonus > 0

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from evaluation.search_parts import search_variant
 from ingest.chunk import chunk_markdown
 from ingest.extract import extract
 from kb.models import Document
 from kb.names import is_versioned_name
-from retrieval.evaluate import search_variant
 from retrieval.query import find_identifiers, find_name_keys
 from retrieval.ranker import IDENTIFIERS, LEXICAL, NAMES
 from tests.corpus import ingest

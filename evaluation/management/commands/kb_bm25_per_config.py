@@ -1,6 +1,6 @@
 """BM25 alone over a namespace of several languages, two ways, without changing the product.
 
-    .venv/bin/python scripts/bm25_per_config.py --namespace bench-mix-en-de --beir ../handbook/mix-en-de
+    .venv/bin/python manage.py kb_bm25_per_config --namespace bench-mix-en-de --beir ../handbook/mix-en-de
 
 The lexical channel scores every passage with the namespace's statistics: its passage count, its
 average length and each lexeme's document frequency over all its passages. The other way treats
@@ -13,38 +13,37 @@ checks the computation. The results are in docs/languages.md ("Statistics").
 
 from __future__ import annotations
 
-import argparse
 import collections
 import math
-import os
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kb.settings")
+from django.core.management.base import BaseCommand
+from django.db import connection
+
+from evaluation.metrics import load_beir, ndcg_at
+from kb.models import Namespace
+from retrieval import bm25, lexical
 
 
 def idf(count: float, frequency: int) -> float:
     return math.log(1 + (count - frequency + 0.5) / (frequency + 0.5))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--namespace", required=True, help="An ingested namespace of the corpus")
-    parser.add_argument("--beir", required=True, help="BEIR folder with queries.jsonl and qrels/test.tsv")
-    args = parser.parse_args()
+class Command(BaseCommand):
+    help = __doc__.splitlines()[0]
 
-    import django
+    def add_arguments(self, parser):
+        parser.add_argument("--namespace", required=True, help="An ingested namespace of the corpus")
+        parser.add_argument("--beir", required=True, help="BEIR folder with queries.jsonl and qrels/test.tsv")
 
-    django.setup()
-    from django.db import connection
+    def handle(self, *, namespace: str, beir: str, **_):
+        for line in graded_lines(namespace, beir):
+            self.stdout.write(line)
 
-    from evaluation.metrics import load_beir, ndcg_at
-    from kb.models import Namespace
-    from retrieval import bm25, lexical
 
-    namespace = Namespace.objects.get(slug=args.namespace)
-    corpus = load_beir(args.beir)
+def graded_lines(slug: str, beir: str):
+    """The passages per configuration, then one line per way, language and mean nDCG@10."""
+    namespace = Namespace.objects.get(slug=slug)
+    corpus = load_beir(beir)
     with connection.cursor() as cursor:
         cursor.execute("SELECT c.id, c.search_config, d.ref FROM kb_chunk c JOIN kb_document d ON d.id = c.document_id"
                        " WHERE c.namespace_id = %s", [namespace.pk])
@@ -59,7 +58,7 @@ def main() -> None:
     average = sum(lengths.values()) / len(lengths)
     config_average = {config: sum(n for chunk, n in lengths.items() if chunks[chunk][0] == config) / count
                       for config, count in per_config.items()}
-    print(f"{args.namespace}: passages per configuration {dict(per_config)}")
+    yield f"{slug}: passages per configuration {dict(per_config)}"
 
     graded = collections.defaultdict(list)
     for qid, text in corpus.queries.items():
@@ -84,8 +83,4 @@ def main() -> None:
             graded[way, "all"].append(graded[way, qid.split(":")[0]][-1])
     for (way, language), scores in sorted(graded.items()):
         mean = sum(scores) / len(scores)
-        print(f"  BM25 nDCG@10, statistics {way:18} {language:4} {mean:.4f} ({len(scores)} queries)")
-
-
-if __name__ == "__main__":
-    main()
+        yield f"  BM25 nDCG@10, statistics {way:18} {language:4} {mean:.4f} ({len(scores)} queries)"

@@ -1,8 +1,8 @@
 """Label-free rules for the words' weight, tried against judged queries without changing the product.
 
-    .venv/bin/python scripts/fusion_rules.py --namespace bench-dbpedia-onnx-int8 --runtime onnx-int8 \
+    .venv/bin/python manage.py kb_fusion_rules --namespace bench-dbpedia-onnx-int8 --runtime onnx-int8 \
         --beir ../shared/bench/dbpedia
-    .venv/bin/python scripts/fusion_rules.py --namespace bench-site-html --suite evals/python-docs.json
+    .venv/bin/python manage.py kb_fusion_rules --namespace bench-site-html --suite evals/python-docs.json
 
 Each query is searched once through the service, and the candidates it hands to the ranker are
 kept (the ranker is wrapped, and still runs); each rule then re-ranks those same candidates with
@@ -13,7 +13,7 @@ space) over the same candidates, and the first line gives the namespace's and th
 pieces per word under the model's own tokenizer. The results are in docs/benchmarks.md
 ("Label-free rules for the unjudged default").
 
-    .venv/bin/python scripts/fusion_rules.py --namespace bench-dbpedia --pseudo described
+    .venv/bin/python manage.py kb_fusion_rules --namespace bench-dbpedia --pseudo described
 
 `--pseudo` grades the weight grid on pseudo-queries written from the namespace's own documents
 instead (no judgements: each query's one relevant document is the one it was written from), the
@@ -29,14 +29,12 @@ import dataclasses
 import hashlib
 import json
 import math
-import os
 import re
 import statistics
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kb.settings")
+from django.core.management.base import BaseCommand
+
 QUESTION_MARKS = ("?", "？", "؟")
 FUSE = None  # the product's own fusion, kept while a row replaces it
 
@@ -166,7 +164,8 @@ def coherence(candidates, channel: str, embeddings, depth: int = 10) -> float | 
 
 def rules(namespace_id: int, chunks: int, pieces, embeddings):
     """name -> function(text, candidates, ranker kwargs) -> the words' weight for that query."""
-    from retrieval import evaluate, lexical
+    from evaluation import search_parts
+    from retrieval import lexical
     from retrieval.ranker import LEXICAL, VECTOR
 
     config = lexical.namespace_configs(namespace_id)[0]
@@ -180,7 +179,7 @@ def rules(namespace_id: int, chunks: int, pieces, embeddings):
         return 0.5 * min(1.0, words / meaning) if words is not None and meaning else 0.5
 
     def specificity(text, candidates, kwargs):
-        terms = len(evaluate.query_lexemes(text, namespace_id)) or 1
+        terms = len(search_parts.query_lexemes(text, namespace_id)) or 1
         return 0.5 * (kwargs.get("query_idf") or 0) / terms / math.log(chunks)
 
     found = {f"w = {w}": (lambda text, candidates, kwargs, w=w: w) for w in (0.0, 0.25, 0.5, 0.75, 1.0)}
@@ -327,21 +326,25 @@ def feedback(candidates, params, kwargs, query_vector, embeddings, weight: float
     return ranker.rank(moved, dataclasses.replace(params, lexical_weight=weight), **kwargs)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--namespace", required=True, help="An ingested namespace of the corpus")
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--beir", help="BEIR folder with queries.jsonl and qrels/test.tsv")
-    source.add_argument("--suite", help="An eval suite (cases with expect.sourceIncludes)")
-    source.add_argument("--pseudo", choices=("title", "sentence", "described"),
-                        help="Pseudo-queries written from the namespace's documents, instead of judged ones")
-    parser.add_argument("--sample", type=int, default=150, help="How many pseudo-queries")
-    parser.add_argument("--runtime", help="The local model's document runtime the namespace was embedded with")
-    args = parser.parse_args()
+class Command(BaseCommand):
+    help = __doc__.splitlines()[0]
 
-    import django
+    def add_arguments(self, parser):
+        parser.add_argument("--namespace", required=True, help="An ingested namespace of the corpus")
+        source = parser.add_mutually_exclusive_group(required=True)
+        source.add_argument("--beir", help="BEIR folder with queries.jsonl and qrels/test.tsv")
+        source.add_argument("--suite", help="An eval suite (cases with expect.sourceIncludes)")
+        source.add_argument("--pseudo", choices=("title", "sentence", "described"),
+                            help="Pseudo-queries written from the namespace's documents, instead of judged ones")
+        parser.add_argument("--sample", type=int, default=150, help="How many pseudo-queries")
+        parser.add_argument("--runtime", help="The local model's document runtime the namespace was embedded with")
 
-    django.setup()
+    def handle(self, **options):
+        run(argparse.Namespace(**options))
+
+
+def run(args: argparse.Namespace) -> None:
+    """Every rule's and fusion's nDCG@10 over the namespace's queries, printed a line each."""
     from evaluation.metrics import ndcg_at
     from kb.embedding.embedders import get_embedder, local_embedder
     from kb.models import Chunk, Document, Namespace
@@ -406,6 +409,3 @@ def main() -> None:
         score = graded(lambda qid, c, p, k, w=w: feedback(c, p, k, vectors[qid], embeddings, w))
         print(f"  {f'embedding feedback (3, 0.3), w = {w}':40} {score:.4f}")
 
-
-if __name__ == "__main__":
-    main()

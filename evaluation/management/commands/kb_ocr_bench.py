@@ -4,23 +4,20 @@ Renders pages of a real PDF (e.g. Debian's r-doc-pdf manuals) to grey images at 
 each image as an image-only PDF, reads it through the product's parser child
 (`extract_isolated` with OCR) and compares the recognised words with the PDF's own text layer.
 
-    .venv/bin/python scripts/ocr_bench.py /usr/share/R/doc/manual/R-intro.pdf --pages 10
+    .venv/bin/python manage.py kb_ocr_bench /usr/share/R/doc/manual/R-intro.pdf --pages 10
 """
 
 from __future__ import annotations
 
-import argparse
 import collections
 import io
 import re
 import statistics
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 import pypdfium2 as pdfium
+from django.core.management.base import BaseCommand
 
 from ingest.extract.documents import PDF
 from ingest.extract.isolated import ParserBudget, extract_isolated
@@ -36,20 +33,30 @@ def recall(truth: str, got: str) -> float:
     return sum(min(n, have[w]) for w, n in want.items()) / max(1, sum(want.values()))
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("pdf", type=Path)
-    parser.add_argument("--pages", type=int, default=10, help="pages sampled evenly from the document")
-    parser.add_argument("--dpi", type=int, nargs="+", default=[200, 300])
-    args = parser.parse_args()
-    document = pdfium.PdfDocument(args.pdf)
-    step = max(1, len(document) // (args.pages + 1))
-    indexes = [i for i in range(step, len(document), step)][: args.pages]
+class Command(BaseCommand):
+    help = __doc__.splitlines()[0]
+
+    def add_arguments(self, parser):
+        parser.add_argument("pdf", type=Path)
+        parser.add_argument("--pages", type=int, default=10, help="pages sampled evenly from the document")
+        parser.add_argument("--dpi", type=int, nargs="+", default=[200, 300])
+
+    def handle(self, *, pdf: Path, pages: int, dpi: list[int], **_):
+        for line in table(pdf, pages, dpi):
+            self.stdout.write(line)
+            self.stdout.flush()
+
+
+def table(pdf: Path, pages: int, resolutions: list[int]):
+    """The pages read, then a table row per resolution."""
+    document = pdfium.PdfDocument(pdf)
+    step = max(1, len(document) // (pages + 1))
+    indexes = [i for i in range(step, len(document), step)][:pages]
     truths = {i: document[i].get_textpage().get_text_range() for i in indexes}
-    print(f"{args.pdf.name}: pages {[i + 1 for i in indexes]}")
-    print("| dpi | pages | word recall (mean) | worst page | seconds/page (mean) | mean confidence |")
-    print("|---|---|---|---|---|---|")
-    for dpi in args.dpi:
+    yield f"{pdf.name}: pages {[i + 1 for i in indexes]}"
+    yield "| dpi | pages | word recall (mean) | worst page | seconds/page (mean) | mean confidence |"
+    yield "|---|---|---|---|---|---|"
+    for dpi in resolutions:
         recalls, seconds, confidences = [], [], []
         for index in indexes:
             image = document[index].render(scale=dpi / 72, grayscale=True).to_pil()
@@ -60,10 +67,5 @@ def main() -> int:
             seconds.append(time.perf_counter() - started)
             recalls.append(recall(truths[index], extracted.content))
             confidences.extend(c for _, c in extracted.ocr_pages)
-        print(f"| {dpi} | {len(indexes)} | {statistics.mean(recalls):.1%} | {min(recalls):.1%} | "
-              f"{statistics.mean(seconds):.1f} | {statistics.mean(confidences):.0f} |", flush=True)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+        yield (f"| {dpi} | {len(indexes)} | {statistics.mean(recalls):.1%} | {min(recalls):.1%} | "
+               f"{statistics.mean(seconds):.1f} | {statistics.mean(confidences):.0f} |")

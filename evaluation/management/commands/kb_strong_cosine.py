@@ -1,9 +1,9 @@
 """Where a model's strong matches start: the best cosine of a namespace's own questions against
 that of questions about other subjects, searched through the service with the deployment's model.
 
-    .venv/bin/python scripts/strong_cosine.py --namespace bench-en --questions ../handbook/en/queries.jsonl \
+    .venv/bin/python manage.py kb_strong_cosine --namespace bench-en --questions ../handbook/en/queries.jsonl \
         --off-topic ../shared/bench/scifact/queries.jsonl
-    KB_EMBEDDER=e5 .venv/bin/python scripts/strong_cosine.py --namespace bench-de-e5 \
+    KB_EMBEDDER=e5 .venv/bin/python manage.py kb_strong_cosine --namespace bench-de-e5 \
         --questions ../handbook/de/queries.jsonl --off-topic ../shared/bench/scifact/queries.jsonl
 
 A strong match is a passage a reader is pointed to (the cited tier; "no strong match" when there is
@@ -16,17 +16,16 @@ are read. The figures are in docs/searching.md#strong-matches.
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kb.settings")
+from django.core.management.base import BaseCommand, CommandError
+
+from kb.embedding.embedders import get_embedder, strong_floor
+from retrieval.service import search
 
 
-def questions(path: str, limit: int) -> list[str]:
+def read_questions(path: str, limit: int) -> list[str]:
     text = Path(path).read_text(encoding="utf-8")
     if path.endswith(".jsonl"):
         found = [json.loads(line)["text"] for line in text.splitlines() if line.strip()]
@@ -38,8 +37,6 @@ def questions(path: str, limit: int) -> list[str]:
 def searched(namespace: str, texts: list[str]) -> list[tuple[float, bool]]:
     """Per question: the best cosine among its results (-1 when meaning was not used), and
     whether the service found a strong match (cited a document)."""
-    from retrieval.service import search
-
     found = []
     for text in texts:
         result = search(text, namespace, limit=10, group="document", log=False)
@@ -53,31 +50,26 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(share * (len(ordered) - 1))))]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--namespace", required=True)
-    parser.add_argument("--questions", required=True, help="The namespace's own questions")
-    parser.add_argument("--off-topic", nargs="+", required=True, help="Questions about other subjects")
-    parser.add_argument("--limit", type=int, default=100, help="Questions read per file")
-    args = parser.parse_args()
+class Command(BaseCommand):
+    help = __doc__.splitlines()[0]
 
-    import django
+    def add_arguments(self, parser):
+        parser.add_argument("--namespace", required=True)
+        parser.add_argument("--questions", required=True, help="The namespace's own questions")
+        parser.add_argument("--off-topic", nargs="+", required=True, help="Questions about other subjects")
+        parser.add_argument("--limit", type=int, default=100, help="Questions read per file")
 
-    django.setup()
-    from kb.embedding.embedders import get_embedder, strong_floor
-
-    floor, why = strong_floor()
-    print(f"{args.namespace}, {get_embedder().model_id}, strong from cosine {floor} ({why})")
-    print("questions | n | best cosine p5 / p50 / p95 | share with a strong match")
-    rows = [("own", args.questions)] + [("off-topic", path) for path in args.off_topic]
-    for label, path in rows:
-        found = searched(args.namespace, questions(path, args.limit))
-        if not found:
-            parser.error(f"{path} holds no questions")
-        best = [cosine for cosine, _ in found]
-        spread = " / ".join(f"{percentile(best, share):.3f}" for share in (0.05, 0.5, 0.95))
-        strong = sum(cited for _, cited in found) / len(found)
-        print(f"{label} ({Path(path).parent.name}/{Path(path).name}) | {len(found)} | {spread} | {strong:.0%}")
-
-if __name__ == "__main__":
-    main()
+    def handle(self, *, namespace, questions: str, off_topic: list[str], limit: int, **_):
+        floor, why = strong_floor()
+        self.stdout.write(f"{namespace}, {get_embedder().model_id}, strong from cosine {floor} ({why})")
+        self.stdout.write("questions | n | best cosine p5 / p50 / p95 | share with a strong match")
+        rows = [("own", questions)] + [("off-topic", path) for path in off_topic]
+        for label, path in rows:
+            found = searched(namespace, read_questions(path, limit))
+            if not found:
+                raise CommandError(f"{path} holds no questions")
+            best = [cosine for cosine, _ in found]
+            spread = " / ".join(f"{percentile(best, share):.3f}" for share in (0.05, 0.5, 0.95))
+            strong = sum(cited for _, cited in found) / len(found)
+            self.stdout.write(f"{label} ({Path(path).parent.name}/{Path(path).name}) | {len(found)} | {spread} | "
+                              f"{strong:.0%}")

@@ -1,15 +1,16 @@
 """Where a search request's time goes, per component, in this tree and optionally in another.
 
-    .venv/bin/python scripts/profile_requests.py --namespace bench-scifact-onnx-int8 \
+    .venv/bin/python manage.py kb_profile_requests --namespace bench-scifact-onnx-int8 \
         --beir ../shared/bench/scifact [--against ../old --against-namespace bench-scifact]
 
 Each tree runs in its own child process with its own settings and database (a clone of an
 earlier commit keeps its own `.kb`), in turns, so both are measured in one run on the same
-machine. A child sends every query of the corpus through Django's whole stack in-process (the
-JSON API with a bearer token, the search page signed in as staff), and wraps a list of named
-functions with a timer: a component's figure is the wall time spent inside it per request, so
-nested components overlap (the search service holds the channels). Functions a tree does not
-have are reported as "-". Wrapping costs about a microsecond per call.
+machine. A child (this file run as a script by that tree's Python) sends every query of the
+corpus through Django's whole stack in-process (the JSON API with a bearer token, the search
+page signed in as staff), and wraps a list of named functions with a timer: a component's
+figure is the wall time spent inside it per request, so nested components overlap (the search
+service holds the channels). Functions a tree does not have are reported as "-". Wrapping costs
+about a microsecond per call.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
 
 # (label, "module:qualname", surfaces it applies to); the first that exists in a tree is timed
 COMPONENTS = [
@@ -52,22 +55,26 @@ COMPONENTS = [
 ]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--namespace", required=True)
-    parser.add_argument("--beir", required=True, help="BEIR folder whose queries.jsonl is sent")
-    parser.add_argument("--queries", type=int, default=300)
-    parser.add_argument("--against", help="Another tree (a clone of an earlier commit) to measure in turn")
-    parser.add_argument("--against-namespace", help="Its namespace (default --namespace)")
-    parser.add_argument("--rounds", type=int, default=2, help="Turns per tree, alternated")
-    parser.add_argument("--json", action="store_true")
-    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    texts = _queries(Path(args.beir), args.queries)
-    if args.child:
-        print(json.dumps(_measure(args.namespace, texts)))
-        return
-    here = Path(__file__).resolve().parent.parent
+class Command(BaseCommand):
+    help = __doc__.split("\n\n")[0]
+
+    def add_arguments(self, parser):
+        parser.add_argument("--namespace", required=True)
+        parser.add_argument("--beir", required=True, help="BEIR folder whose queries.jsonl is sent")
+        parser.add_argument("--queries", type=int, default=300)
+        parser.add_argument("--against", help="Another tree (a clone of an earlier commit) to measure in turn")
+        parser.add_argument("--against-namespace", help="Its namespace (default --namespace)")
+        parser.add_argument("--rounds", type=int, default=2, help="Turns per tree, alternated")
+        parser.add_argument("--json", action="store_true")
+
+    def handle(self, **options):
+        from django.conf import settings
+
+        run(argparse.Namespace(**options), Path(settings.BASE_DIR))
+
+
+def run(args: argparse.Namespace, here: Path) -> None:
+    """Each tree measured `args.rounds` times in turn; the tables (and the JSON) printed."""
     trees = {"this tree": (here, args.namespace)}
     if args.against:
         trees["against"] = (Path(args.against).resolve(), args.against_namespace or args.namespace)
@@ -90,12 +97,12 @@ def _queries(folder: Path, count: int) -> list[str]:
 
 def _child(tree: Path, namespace: str, args) -> dict:
     python = tree / ".venv" / "bin" / "python"
-    command = [str(python), str(Path(__file__).resolve()), "--child", "--namespace", namespace,
+    command = [str(python), str(Path(__file__).resolve()), "--namespace", namespace,
                "--beir", str(Path(args.beir).resolve()), "--queries", str(args.queries)]
     env = {**os.environ, "PYTHONPATH": str(tree), "HF_HUB_OFFLINE": "1", "KB_RATE_LIMIT_STAFF": str(10**6)}
     done = subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        raise SystemExit(f"{tree}: the child failed\n{done.stderr[-3000:]}")
+        raise CommandError(f"{tree}: the child failed\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -240,5 +247,10 @@ class _Timer:
         return timed
 
 
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # the child, in whichever tree's Python runs it
+    child = argparse.ArgumentParser()
+    child.add_argument("--namespace", required=True)
+    child.add_argument("--beir", required=True)
+    child.add_argument("--queries", type=int, required=True)
+    options = child.parse_args()
+    print(json.dumps(_measure(options.namespace, _queries(Path(options.beir), options.queries))))
