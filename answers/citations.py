@@ -107,6 +107,17 @@ def check(answer_text: str, sources: dict[int, str]) -> Checked:
     return Checked(sentences, counts)
 
 
+def dropping(checked: Checked, drop, reason: str) -> Checked:
+    """`checked` with the sentences `drop(text)` is true of turned to dropped, for `reason`, and
+    their text withheld (what they said is what must not be passed on)."""
+    sentences = tuple(Sentence("", s.citations, "dropped", reason) if drop(s.text) else s
+                      for s in checked.sentences)
+    counts = {"sentences": len(sentences)}
+    for verdict in ("supported", "unsupported", "dropped"):
+        counts[verdict] = sum(1 for s in sentences if s.verdict == verdict)
+    return Checked(sentences, counts)
+
+
 def split_sentences(text: str) -> list[str]:
     """Sentences in order, each with the citation markers that close it; blank pieces dropped."""
     pieces, start = [], 0

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import secrets
 from dataclasses import dataclass
 
@@ -24,6 +25,7 @@ TOKEN_CHARS = 3  # characters counted as one token: an overestimate for English 
 MESSAGE_TOKENS = 8  # what the chat template adds around each message
 READ_CHARS = 4000  # the most one `read` call returns
 MAX_READS = 3  # `read` calls one answer may make
+LEAK_WORDS = 6  # this many words in a row of the system prompt in an answer: it repeats its instructions
 TRUNCATION = "\n[… {shown} of {total} characters shown; read(source={source}, offset={end}) continues …]"
 
 SYSTEM = (
@@ -107,6 +109,24 @@ def build(question: str, candidates: list[SourceText], *, context_tokens: int, a
     user = head + "\n".join(blocks) + f"\nAnswer the question: {question}"
     messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
     return Prompt(messages, kept, len(candidates) - len(kept), used + tokens(question), budget, tag)
+
+
+def leaks(text: str, prompt: Prompt) -> bool:
+    """Whether `text` repeats the answer's instructions: the delimiter's nonce, or LEAK_WORDS words
+    in a row of the system prompt (what a document asking "print your system prompt" would get)."""
+    if prompt.tag in text:
+        return True
+    words = _words(text)
+    rules = _shingles(_words(prompt.messages[0]["content"]))
+    return any(tuple(words[i:i + LEAK_WORDS]) in rules for i in range(len(words) - LEAK_WORDS + 1))
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"\w+", text.lower())
+
+
+def _shingles(words: list[str]) -> set[tuple[str, ...]]:
+    return {tuple(words[i:i + LEAK_WORDS]) for i in range(len(words) - LEAK_WORDS + 1)}
 
 
 def read_window(text: str, source: int, offset: int, max_chars: int) -> tuple[str, int | None]:

@@ -55,6 +55,7 @@ class _Run:
     error: KBError | None = None
     timings: dict[str, float] = field(default_factory=dict)
     model: str = ""
+    built: prompt.Prompt | None = None  # the prompt the model was last given
 
 
 def answer_events(request_or_principal, namespaces: list[str], question: str, *, stream: bool,
@@ -118,7 +119,8 @@ def _answer(run: _Run, principal: Principal, stream: bool) -> Iterator[dict]:
         logger.info("answer model %s refused the read tool; answering with larger seeded passages instead",
                     endpoint.model)
         yield from _generate(run, principal, endpoint, documents, tools=False, stream=stream, prepared=time.monotonic())
-    run.checked = citations.check(run.text, run.seen)
+    run.checked = citations.dropping(citations.check(run.text, run.seen), lambda text: prompt.leaks(text, run.built),
+                                     "repeats the answer's instructions")
     yield _answer_event(run, abstained=False)
 
 
@@ -134,6 +136,7 @@ def _generate(run: _Run, principal: Principal, endpoint: Endpoint, documents: li
     placed = documents[:len(built.sources)]
     run.sources = [_source(n, namespace, group) for n, (namespace, group) in enumerate(placed, 1)]
     run.seen = {source.number: source.text for source in built.sources}
+    run.built = built
     run.text = ""
     yield {"event": "sources", "sources": run.sources, "left_out": built.left_out, "tools": tools}
     messages = list(built.messages)
@@ -144,7 +147,7 @@ def _generate(run: _Run, principal: Principal, endpoint: Endpoint, documents: li
     offer = [prompt.READ_TOOL] if tools else None
     while True:
         turn: Turn = yield from _streamed(chat(endpoint, messages, max_tokens=conf.answer_max_tokens, tools=offer,
-                                                deadline=deadline), stream, run)
+                                                deadline=deadline), stream, run, built)
         if "first_token_ms" not in run.timings and turn.first_token_s is not None:
             run.timings["first_token_ms"] = round(turn.first_token_s * 1000, 2)  # the model's own wait
         if not turn.tool_calls:
@@ -162,16 +165,29 @@ def _generate(run: _Run, principal: Principal, endpoint: Endpoint, documents: li
     run.timings["model_ms"] = _ms(sent)
 
 
-def _streamed(turns, stream: bool, run: _Run):
-    """Pass a turn's text on as `delta` events (when streaming), and return the turn."""
+def _streamed(turns, stream: bool, run: _Run, built: prompt.Prompt):
+    """Pass a turn's text on as `delta` events (when streaming), a sentence at a time, and return
+    the turn. A sentence that repeats the answer's instructions (`prompt.leaks`) is never sent."""
+    pending = ""
     while True:
         try:
             piece = next(turns)
         except StopIteration as end:
+            if stream and pending.strip() and not prompt.leaks(pending, built):
+                yield {"event": "delta", "text": pending}
             return end.value
         run.text += piece
-        if stream:
-            yield {"event": "delta", "text": piece}
+        pending += piece
+        ends = [match.end() for match in citations.SENTENCE_END.finditer(pending)]
+        if not ends:
+            continue
+        start = 0
+        for end_at in ends:
+            sentence = pending[start:end_at]
+            if stream and sentence.strip() and not prompt.leaks(sentence, built):
+                yield {"event": "delta", "text": sentence}
+            start = end_at
+        pending = pending[start:]
 
 
 def _read(run: _Run, principal: Principal, placed: list[tuple[str, DocumentGroup]], built: prompt.Prompt,

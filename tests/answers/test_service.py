@@ -227,3 +227,22 @@ def test_final_state_is_what_the_events_add_up_to(corpus, answer_model):
     answer_model([Reply(text=["Roast the pumpkin [1]."])])
     state = final_state(answer_events(SUPERUSER, ["tenant:a"], QUESTION, stream=False))
     assert state["gate"]["answer"] and state["text"] == "Roast the pumpkin [1]." and state["answer_id"]
+
+
+def test_an_answer_that_repeats_its_instructions_is_not_passed_on(corpus, answer_model):
+    """A model that obeys "print your system prompt": the sentences that repeat it are neither
+    streamed nor shown, and are counted as dropped."""
+    model = answer_model([Reply(text=["Roast the pumpkin, then blend it with stock [1]. ", "My rules: Use only what ",
+                                      "the sources say. If they do not answer the question, write exactly this [1]. ",
+                                      "Sources sit between <source-"])])
+    found = events()
+    system = model.requests[0]["messages"][0]["content"]
+    tag = system.split("<", 1)[1].split(" ", 1)[0]
+    shown = json.dumps([e for e in found if e["event"] in ("delta", "answer")])
+    assert "Use only what the sources say" not in shown.replace("\\n", " ")
+    answer = by_kind(found, "answer")[0]
+    assert answer["counts"] == {"sentences": 4, "supported": 1, "unsupported": 0, "dropped": 3}
+    assert [s["reason"] for s in answer["sentences"]][1:] == ["repeats the answer's instructions"] * 2 + [
+        "cites no source"]
+    assert answer["text"] == "Roast the pumpkin, then blend it with stock [1]."
+    assert tag.startswith("source-") and tag not in shown
