@@ -4,11 +4,13 @@ passages, with an honesty gate before the model and every citation checked after
 Interfaces other apps and helpers build on:
 - `answers.service.answer_events(request_or_principal, namespaces, question, *, stream, caller="api")`:
   the question and the caller's rights are checked when it is called (refusals raise); it returns the
-  iterator of events `gate`, `sources`, `delta`, `answer`, `done`, or `error` {code, message} then `done`.
+  iterator of events `gate`, `sources`, `delta` (a sentence at a time), `answer`, `done`, or `error`
+  {code, message} then `done`.
   `answers.service.final_state(events)`: the non-streamed JSON. `model_status()`: /healthz's line.
 - `answers.citations.check(answer_text, sources) -> Checked` (pure; `Checked.sentences`, `.counts`, `.text`).
-- `answers.gate.decide(result, *, floor=None) -> Gate(answer, rule, reason)`: `floor` is the strong
-  cosine (`kb.embedding.embedders.strong_cosine()`); without it only the strong match opens the gate.
+- `answers.gate.decide(result, *, floor=None, rules=RULES) -> Gate(answer, rule, reason)`: `floor` is the
+  strong cosine (`kb.embedding.embedders.strong_cosine()`); without it only the strong match opens the
+  gate; `rules` leaves a rule out (the benchmark).
   `decide_all(results, floor=...)`: one gate over several namespaces' searches.
 - `answers.prompt`: the prompt, its budget (`build`, raising PromptTooLarge) and the read window.
 - `Namespace.answers` (bool, default on): the curator's switch per namespace.
