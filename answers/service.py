@@ -73,6 +73,7 @@ def answer_events(request_or_principal, namespaces: list[str], question: str, *,
                                 "were asked.", details={"field": "namespaces", "max": MAX_NAMESPACES})
     for slug in namespaces:
         principal.check(slug)
+    principal.charge(len(namespaces) - 1)  # each namespace is a search, counted as search counts them
     return _events(_Run(question, namespaces, caller), principal, stream)
 
 
