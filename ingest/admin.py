@@ -90,9 +90,9 @@ class SourceAdmin(NamespaceScoped):
     list_filter = ["kind", "enabled", "namespace", "last_run_status"]
     search_fields = ["name", "location"]
     readonly_fields = ["kind", "last_run_at", "last_run_status", "last_run_summary", "indexed_revision",
-                       "created_at", "updated_at"]
+                       "indexed_commit", "held", "created_at", "updated_at"]
     inlines = [SourceFileInline, IngestRunInline]
-    actions = ["ingest_now", "reembed_all"]
+    actions = ["ingest_now", "reembed_all", "confirm_held_removals"]
     # not the name Django looks up by itself, so an admin that replaces this one does not inherit it
     change_form_template = "admin/kb/source/source_form.html"
 
@@ -112,10 +112,27 @@ class SourceAdmin(NamespaceScoped):
         if option_names(kind):
             fieldsets.append(("Options", {"fields": list(option_names(kind))}))
         fieldsets.append(("Schedule and ranking", {"fields": list(COMMON_FIELDS)}))
+        if obj is not None and obj.held_removals:
+            fieldsets.insert(0, ("Removals held", {"fields": ["held"]}))
         if obj is not None:
+            commit = ["indexed_commit"] if kind == models.Source.Kind.GIT else []
             fieldsets.append(("Last run", {"fields": ["last_run_at", "last_run_status", "last_run_summary",
-                                                      "indexed_revision", "created_at", "updated_at"]}))
+                                                      "indexed_revision", *commit, "created_at", "updated_at"]}))
         return fieldsets
+
+    @admin.display(description="held removals")
+    def held(self, obj):
+        """What a run held back, and how to let it through."""
+        held = obj.held_removals or {}
+        refs = held.get("refs") or []
+        if not refs:
+            return "-"
+        shown = ", ".join(refs[:20]) + (f" and {len(refs) - 20} more" if len(refs) > 20 else "")
+        return format_html(
+            "Run #{} found {} of the source's {} documents gone and removed none of them, in case the source was "
+            "out of reach rather than emptied: {}. If they really are gone, choose \"Confirm held removals\" for "
+            "this source in the sources list; a later run that finds them again lifts the hold.",
+            held.get("run"), len(refs), held.get("stored"), shown)
 
     def get_inlines(self, request, obj=None):
         """A file source lists its files; other kinds have none to list."""
@@ -185,6 +202,14 @@ class SourceAdmin(NamespaceScoped):
     @admin.action(description="Re-embed all documents")
     def reembed_all(self, request, queryset):
         self._start(request, queryset, models.IngestRun.Mode.REEMBED)
+
+    @admin.action(description="Confirm held removals")
+    def confirm_held_removals(self, request, queryset):
+        """Remove the documents a run held back when the source shrank by more than half."""
+        removed = {source.name: ingest_service.confirm_held_removals(source) for source in queryset}
+        done = ", ".join(f"{count} from {name}" for name, count in removed.items() if count)
+        self.message_user(request, f"Removed {done}." if done else "No selected source had removals held.",
+                          messages.SUCCESS if done else messages.WARNING)
 
     def get_queryset(self, request):
         live = models.IngestRun.objects.filter(source=OuterRef("pk"), status__in=LIVE_STATUSES).order_by("-queued_at")

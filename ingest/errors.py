@@ -205,3 +205,26 @@ class FileMissing(IngestError):
 
     code = "INGEST_FILE_MISSING"
     http_status = 422
+
+
+class SourceUnreachable(IngestError):
+    """A folder or repository source that could not be listed at all (missing, unreadable, the
+    remote refused or did not answer): the run fails and nothing is deleted."""
+
+    code = "INGEST_SOURCE_UNREACHABLE"
+    http_status = 502
+
+
+class LocationRefused(IngestError):
+    """A folder outside the operator's KB_FOLDER_ROOTS, or a repository URL whose scheme the
+    operator did not allow (KB_GIT_ALLOW_LOCAL)."""
+
+    code = "INGEST_LOCATION_REFUSED"
+    http_status = 400
+
+
+class SyncBudgetExceeded(IngestError):
+    """A repository whose clone or fetch outgrew KB_GIT_MAX_BYTES or KB_GIT_TIMEOUT."""
+
+    code = "INGEST_SYNC_BUDGET"
+    http_status = 413

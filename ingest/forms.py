@@ -16,7 +16,7 @@ from kb import models
 from kb.errors import KBError
 from kb.http import sent_file_name
 from kb.validators import GLOBS, glob_hint, regex_like
-from kb.vocabulary import SOURCE_KINDS, SOURCE_OPTIONS, URL_KINDS
+from kb.vocabulary import REPOSITORY_KINDS, SOURCE_KINDS, SOURCE_OPTIONS, TEXT_OPTION_MAX_CHARS, URL_KINDS
 
 KIND_HELP = {  # what each kind ingests, shown when choosing one and on its form
     "url": "One web page.",
@@ -26,14 +26,25 @@ KIND_HELP = {  # what each kind ingests, shown when choosing one and on its form
     "file": "Uploaded files (PDF, Word, PowerPoint, Excel, OpenDocument, CSV, EPUB, e-mail, markdown, "
             "text, HTML) or a .zip of them.",
     "text": "Text typed here (markdown).",
+    "folder": "Every file a directory on the server holds (a mounted share), in the types uploads take, "
+              "reStructuredText and notebooks too; files deleted there are removed here. The operator lists "
+              "the directories allowed in KB_FOLDER_ROOTS.",
+    "git": "The documentation files of a git repository's branch (Markdown, reStructuredText, notebooks, text, "
+           "HTML, PDF...): each run fetches what changed since the commit it last indexed, moves renamed files "
+           "and removes deleted ones.",
 }
-LOCATION_LABELS = {"url": "Page URL", "sitemap": "Sitemap URL", "crawl": "Start URL", "llms": "llms.txt URL"}
+LOCATION_LABELS = {"url": "Page URL", "sitemap": "Sitemap URL", "crawl": "Start URL", "llms": "llms.txt URL",
+                   "folder": "Directory", "git": "Repository URL"}
 LOCATION_HELP = {  # the model's help is for every kind at once ("URL for web kinds; empty for files and text")
     "url": "The page's http(s) address, e.g. https://docs.example.com/guide/install.html.",
     "sitemap": "The address of the sitemap.xml (or sitemap index), e.g. https://docs.example.com/sitemap.xml.",
     "crawl": "The page the crawl starts from, e.g. https://docs.example.com/; links are followed on its host "
              "(and the allowed domains below).",
     "llms": "The address of the llms.txt file, e.g. https://docs.example.com/llms.txt.",
+    "folder": "The directory's absolute path on the server, e.g. /srv/shares/handbook; it must lie under one of "
+              "the operator's KB_FOLDER_ROOTS. Symbolic links in it are not followed.",
+    "git": "The repository's https address, e.g. https://github.com/psf/requests.git (ssh:// addresses and local "
+           "paths only where the operator allows them with KB_GIT_ALLOW_LOCAL).",
 }
 REFRESH_HELP = {
     "web": "Fetch it again this often, e.g. 1 00:00:00 for daily or 06:00:00 for every six hours (empty: only "
@@ -41,6 +52,10 @@ REFRESH_HELP = {
     "file": "Uploaded files change only when you upload again, and saving an upload ingests them: leave empty. "
             "(Set, the same files are read again this often, and nothing changes.)",
     "text": "The text changes only when you edit it here, and saving an edit ingests it: leave empty.",
+    "folder": "Look at the folder again this often, e.g. 01:00:00 for hourly. Files whose size and time did not "
+              "change are not even opened.",
+    "git": "Fetch the branch again this often, e.g. 01:00:00 for hourly. A run with no new commit costs one fetch "
+           "and no parse.",
 }
 OPTION_HELP = {
     "max_depth": "How many links away from the start page the crawl goes (0: the start page only).",
@@ -54,10 +69,21 @@ OPTION_HELP = {
     "exclude": "Path patterns, one per line, such as /genindex*: matching pages are left out.",
     "keep_removed": "Keep documents that disappear from the source (otherwise they are removed with their "
                     "chunks).",
+    "branch": "The branch to index, e.g. main (empty: the repository's default branch).",
+    "token": "For a private repository: NAME, where the operator set the token in the server's environment as "
+             "KB_GIT_TOKEN_NAME (the token itself is never stored here).",
+    "web_url": "Where the forge shows a file at a commit, with {commit}, {path} and {line}, e.g. "
+               "https://github.com/psf/requests/blob/{commit}/{path}#L{line}: citations then open the file at its "
+               "line; empty: they open the document view.",
+}
+REPOSITORY_OPTION_HELP = {  # globs over paths inside the folder or repository, not URL paths
+    "include": "File path patterns, one per line, such as docs/* or *.md (* is any run of characters, / "
+               "included): only matching files are taken. Empty: every file of a type that is read.",
+    "exclude": "File path patterns, one per line, such as */_build/* or CHANGELOG.md: matching files are left out.",
 }
 OPTION_DEFAULTS = DEFAULTS  # what a source without the option gets
-OPTION_ORDER = ("max_depth", "max_pages", "allowed_domains", "include", "exclude", "use_llms_txt",
-                "respect_robots", "keep_removed")
+OPTION_ORDER = ("branch", "max_depth", "max_pages", "allowed_domains", "include", "exclude", "use_llms_txt",
+                "respect_robots", "token", "web_url", "keep_removed")
 COMMON_FIELDS = ("enabled", "priority", "refresh_interval")
 
 
@@ -67,22 +93,32 @@ def option_names(kind: str) -> tuple[str, ...]:
 
 def content_fields(kind: str) -> tuple[str, ...]:
     """The fields that say what a source of `kind` holds."""
-    if kind in URL_KINDS:
+    if kind in URL_KINDS + REPOSITORY_KINDS:
         return ("location",)
     return ("files",) if kind == "file" else ("text",)
 
 
-def _option_field(name: str) -> forms.Field:
+def option_help(name: str, kind: str) -> str:
+    if kind in REPOSITORY_KINDS and name in REPOSITORY_OPTION_HELP:
+        return REPOSITORY_OPTION_HELP[name]
+    return OPTION_HELP[name]
+
+
+def _option_field(name: str, kind: str) -> forms.Field:
     _, typ, low, high = SOURCE_OPTIONS[name]
     default = OPTION_DEFAULTS.get(name)
-    label = name.replace("_", " ").capitalize()
+    label = {"web_url": "Web URL of a file"}.get(name, name.replace("_", " ").capitalize())
+    help_text = option_help(name, kind)
     if typ is int:
         return forms.IntegerField(required=False, min_value=low, max_value=high, label=label,
-                                  help_text=f"{OPTION_HELP[name]} From {low} to {high}; empty: {default}.",
+                                  help_text=f"{help_text} From {low} to {high}; empty: {default}.",
                                   widget=forms.NumberInput(attrs={"placeholder": str(default)}))
     if typ is bool:
-        return forms.BooleanField(required=False, label=label, help_text=OPTION_HELP[name])
-    return forms.CharField(required=False, label=label, help_text=OPTION_HELP[name],
+        return forms.BooleanField(required=False, label=label, help_text=help_text)
+    if typ is str:
+        return forms.CharField(required=False, label=label, help_text=help_text, max_length=TEXT_OPTION_MAX_CHARS,
+                               widget=forms.TextInput(attrs={"size": 80}))
+    return forms.CharField(required=False, label=label, help_text=help_text,
                            widget=forms.Textarea(attrs={"rows": 3, "cols": 60}))
 
 
@@ -134,7 +170,20 @@ class SourceForm(forms.ModelForm):
     def _post_clean(self):
         super()._post_clean()  # the model's checks first: a malformed URL is told as such
         if "location" in self.fields and not self.has_error("location"):
-            self._check_fetchable(self.instance.location)
+            if self.kind in REPOSITORY_KINDS:
+                self._check_repository(self.instance.location)
+            else:
+                self._check_fetchable(self.instance.location)
+
+    def _check_repository(self, location: str) -> None:
+        """A folder outside KB_FOLDER_ROOTS, or a repository address the guard refuses, is the
+        form's error with the operator's setting it would need."""
+        try:
+            ingest_service.check_location(self.kind, location)
+        except FetchBlocked:
+            self._check_fetchable(location)  # the web's wording, with the allow-list entry
+        except KBError as exc:
+            self.add_error("location", ValidationError(f"{exc.code}: {exc.message}", code=exc.code))
 
     def _check_fetchable(self, location: str) -> None:
         try:
@@ -158,6 +207,8 @@ class SourceForm(forms.ModelForm):
         options = dict(self.instance.options or {})
         for name in option_names(self.kind):
             value = cleaned.get(name)
+            if SOURCE_OPTIONS[name][1] is str:
+                value = (value or "").strip() or None
             if SOURCE_OPTIONS[name][1] is list:
                 value = [line.strip() for line in (value or "").splitlines() if line.strip()] or None
                 if name in ("include", "exclude") and (hints := [glob_hint(v) for v in value or () if regex_like(v)]):
@@ -190,7 +241,7 @@ def source_form(kind: str) -> type[SourceForm]:
     """The form of a source of `kind`."""
     if kind not in SOURCE_KINDS:
         raise ValueError(f"unknown source kind {kind!r}")
-    fields = {name: _option_field(name) for name in option_names(kind)}
+    fields = {name: _option_field(name, kind) for name in option_names(kind)}
     if kind == "file":
         fields["files"] = MultipleFileField(
             required=False, label="Add files", allow_empty_file=True,  # skipped with its code by read_upload

@@ -5,8 +5,10 @@ extract (in a budgeted child process for documents), drop the site's repeated bl
 text and decide again; a changed document is chunked and queued. Embedding is batched across
 documents for throughput, and each batch is written by `ingest/store.py` in one transaction, so
 a crash leaves every document entirely old or entirely new. Every outcome goes to the run's
-report (`ingest/report.py`); per-item errors are recorded and the run goes on; documents that
-vanished from a completely listed source are removed.
+report (`ingest/report.py`); per-item errors are recorded and the run goes on. The source's
+connector (`ingest/connectors/`) lists and reads it: a renamed item's document is moved, and
+what the connector reports deleted is removed, unless that would take away more than half of
+the source's documents: then the removals are held on the source until a curator confirms them.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from django.db import DatabaseError, DataError, IntegrityError, connection
 from ingest import store
 from ingest.boilerplate import BoilerplateCounter, Dropped, block_keys, settle, split_repeated
 from ingest.chunk import ChunkOptions, ChunkSpec, chunk_markdown, chunk_text
+from ingest.connectors import Connector, connector_class
 from ingest.decisions import (
     BOILERPLATE_LEARNED,
     REEMBED_REQUESTED,
@@ -38,7 +41,7 @@ from ingest.extract.documents import ISOLATED_TYPES
 from ingest.extract.isolated import ParserBudget, capped, extract_isolated, without_nul
 from ingest.extract.ocr import OcrOptions, ocr_reason
 from ingest.fetch import Fetcher
-from ingest.loaders import DEFAULTS, LoadedItem, SourceLoader, SourceSpec
+from ingest.loaders import DEFAULTS, LoadedItem, SourceSpec
 from ingest.recall import LOW_RECALL, SiteLines, content_recall, page_lines
 from ingest.report import Outcome, RunReport
 from ingest.store import PendingDocument
@@ -92,6 +95,9 @@ class IngestPipeline:
         self._site_lines = SiteLines()
         self._run_dropped: set[str] = set()  # pages of this run written without some blocks
         self._chunk_counts: dict[str, int] = {}  # chunks each page written by this run holds
+        self._moved: dict[str, str] = {}  # new ref -> old ref of the documents this run moved
+        self._connector: Connector | None = None
+        self._held: dict | None = None  # removals held by this run (None: the source's hold is left as it is)
 
     # --- the run ------------------------------------------------------------------------------
     def execute(self, items: Iterable[LoadedItem] | None = None) -> IngestRun:
@@ -138,28 +144,28 @@ class IngestPipeline:
         self._stored = store.stored_documents(self.source)
         self._boilerplate = BoilerplateCounter(
             {ref: tuple(doc.metadata.get("block_keys", ())) for ref, doc in self._stored.items()})
-        complete = False
         if self.run.mode == IngestRun.Mode.REEMBED:
             self._reembed_stored()
         else:
-            loader = None if items is not None else self._loader()
-            self._consume(items if items is not None else loader.items(), loader)
-            complete = loader.complete if loader else False
+            connector = self._connector = None if items is not None else self.connector()
+            self._consume(items if items is not None else connector.items(), connector)
         self._flush()
         self._drop_learned_boilerplate()
         keep_removed = self.source.options.get("keep_removed", DEFAULTS["keep_removed"])
-        if complete and not keep_removed and not self.run.items_failed:
-            self._remove_missing()
+        if self._connector is not None and not keep_removed and not self.run.items_failed:
+            self._remove_deleted(self._connector.deletions(set(self._stored), self._seen))
 
-    def _loader(self) -> SourceLoader:
+    def connector(self) -> Connector:
+        """The source's connector, told what the store knows (and, for a retry, the failed refs)."""
         only_refs = None
         if self.run.mode == IngestRun.Mode.RETRY and self.run.retry_of_id and self.source.kind != "text":
             only_refs = store.failed_refs(self.run.retry_of)
         spec = SourceSpec(kind=self.source.kind, location=self.source.location, text=self.source.text,
                           name=self.source.name, options=self.source.options or {},
-                          files=tuple(source_files(self.source)))
-        return SourceLoader(spec, fetcher=self.fetcher or Fetcher(), known=store.known_documents(self.source),
-                            open_file=open_stored_file, only_refs=only_refs)
+                          files=tuple(source_files(self.source)) if self.source.kind == "file" else ())
+        return connector_class(self.source.kind)(
+            spec, fetcher=self.fetcher, open_file=open_stored_file, known=store.known_documents(self.source),
+            only_refs=only_refs, cursor=self.source.indexed_commit)
 
     def _finish(self, failed_with: KBError | None = None) -> None:
         self.report.save(force=True)
@@ -167,6 +173,21 @@ class IngestPipeline:
             with self.report.beating():  # the indexes kept from the chunks are brought up to date
                 namespaces_changed.send(sender=IngestPipeline, namespace_ids=[self.source.namespace_id])
         self.report.finish(failed_with, self.source_revision)
+        self._keep_sync_state()
+
+    def _keep_sync_state(self) -> None:
+        """A succeeded run stores where its connector got to (git: the commit it indexed); a run
+        that listed the whole source replaces the source's held removals with its own."""
+        changes = {}
+        if self._connector is not None and self.run.status == IngestRun.Status.SUCCEEDED \
+                and self._connector.cursor != self.source.indexed_commit:
+            changes["indexed_commit"] = self._connector.cursor[:64]
+        if self._held is not None and self._held != (self.source.held_removals or {}):
+            changes["held_removals"] = self._held
+        if changes:
+            Source.objects.filter(pk=self.source.pk).update(**changes)
+            for name, value in changes.items():
+                setattr(self.source, name, value)
 
     def _fail_after_lost_database(self, exc: DatabaseError) -> None:
         """The database went away (restart, failover, network). Every batch is one transaction,
@@ -190,7 +211,7 @@ class IngestPipeline:
             "before it are complete, the batch in flight was rolled back. Retry the run."))
 
     # --- per item -----------------------------------------------------------------------------
-    def _consume(self, items: Iterable[LoadedItem], loader: SourceLoader | None) -> None:
+    def _consume(self, items: Iterable[LoadedItem], loader: Connector | None) -> None:
         iterator = iter(items)
         while True:
             started = time.monotonic()
@@ -223,6 +244,8 @@ class IngestPipeline:
             self.report.record(Outcome(item.ref, Status.FAILED, error_code=item.error.code,
                                        error_message=message), started)
             return
+        if item.renamed_from:
+            self._move(item)
         stored, body = self._stored.get(item.ref), item.body or b""
         byte_key = "" if item.not_modified else document_byte_key(body)
         decision = decide(stored, self.embedder.model_id, not_modified=item.not_modified, byte_key=byte_key)
@@ -233,6 +256,10 @@ class IngestPipeline:
             if stored is not None and not item.not_modified:
                 store.touch_unchanged(item, stored, None)
             size = 0 if item.not_modified else len(body)
+            if item.ref in self._moved:  # its text stands: the move was the change
+                self.report.record(Outcome(item.ref, Status.CHANGED, reason=self._moved_note(item.ref),
+                                           byte_size=size), started)
+                return
             self.report.record(Outcome(item.ref, Status.UNCHANGED, reason=decision.reason, byte_size=size), started)
             return
         try:
@@ -247,10 +274,26 @@ class IngestPipeline:
         decision = decide(stored, self.embedder.model_id, content_hash=content_hash)
         if decision.action == Action.SKIP:
             store.touch_unchanged(item, stored, extracted, byte_key)
-            self.report.record(Outcome(item.ref, Status.UNCHANGED, reason=decision.reason, byte_size=len(body)),
-                               started)
+            moved = item.ref in self._moved
+            self.report.record(Outcome(item.ref, Status.CHANGED if moved else Status.UNCHANGED,
+                                       reason=self._moved_note(item.ref) if moved else decision.reason,
+                                       byte_size=len(body)), started)
             return
-        self._queue(item, extracted, content_hash, decision.reason, started, byte_key, keys, dropped)
+        reason = f"{self._moved_note(item.ref)}; {decision.reason}" if item.ref in self._moved else decision.reason
+        self._queue(item, extracted, content_hash, reason, started, byte_key, keys, dropped)
+
+    def _move(self, item: LoadedItem) -> None:
+        """A renamed item: its stored document takes the new ref and path, keeping its passages
+        and their vectors (what it says is then decided as for any other item)."""
+        stored = self._stored.get(item.renamed_from)
+        if stored is None or item.ref in self._stored:
+            return
+        store.move_document(stored.doc_id, item.ref, item.path or item.ref, item.url)
+        self._stored[item.ref] = self._stored.pop(item.renamed_from)
+        self._moved[item.ref] = item.renamed_from
+
+    def _moved_note(self, ref: str) -> str:
+        return f"renamed from {self._moved[ref]}"
 
     def _extract(self, item: LoadedItem) -> Extracted:
         """Documents, and HTML or text over KB_PARSER_INLINE_MAX_BYTES, are parsed in a budgeted
@@ -300,6 +343,8 @@ class IngestPipeline:
             self.report.record(Outcome(item.ref, Status.FAILED, error_code=EmptyContent.code,
                                        error_message="No chunks could be made."), started)
             return
+        if item.anchor_of is not None:  # a forge's line anchors (`#L12`), where citations open the file
+            chunks = [replace(chunk, anchor=item.anchor_of(chunk.body)[:300]) for chunk in chunks]
         reason = self._flag_low_recall(item, extracted, chunks, reason)
         if dropped:
             reason = f"{reason}; {len(dropped)} repeated blocks dropped"
@@ -387,11 +432,24 @@ class IngestPipeline:
         fresh = iter(self._embed([text for text, k in zip(texts, kept, strict=True) if k is None]))
         return [next(fresh) if k is None else k.vector for k in kept]
 
-    def _remove_missing(self) -> None:
-        for ref, stored in self._stored.items():
-            if ref not in self._seen:
-                store.remove_document(stored.doc_id)
-                self.report.removed(ref)
+    def _remove_deleted(self, deleted: set[str]) -> None:
+        """Remove the documents the connector reports deleted, unless fewer than half of the
+        source's documents would remain: a share that was not mounted, a branch emptied by
+        mistake. Then nothing is removed; the removals wait on the source for a curator to
+        confirm them in the console, and the run's report says so per document."""
+        deleted = {ref for ref in deleted if ref in self._stored}
+        self._held = {}
+        if deleted and 2 * (len(self._stored) - len(deleted)) < len(self._stored):
+            note = (f"removal held: the source shrank from {len(self._stored)} to "
+                    f"{len(self._stored) - len(deleted)} documents; confirm it on the source's page")
+            self._held = {"run": self.run.pk, "refs": sorted(deleted), "stored": len(self._stored)}
+            for ref in sorted(deleted):
+                self.report.record(Outcome(ref, Status.SKIPPED, reason=note), time.monotonic())
+            self.report.save(force=True)
+            return
+        for ref in sorted(deleted):
+            store.remove_document(self._stored[ref].doc_id)
+            self.report.removed(ref)
         self.report.save(force=True)
 
     # --- embedding and writing ----------------------------------------------------------------

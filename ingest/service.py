@@ -9,10 +9,15 @@ from django.utils import timezone
 from django_q.models import Schedule
 from django_q.tasks import async_task
 
+from ingest.connectors.folder import folder_path
+from ingest.connectors.git import check_remote
 from ingest.fetch import FetchPolicy
 from ingest.ssrf import check_unresolved
 from ingest.watchdog import queue_entry, release_orphaned_tasks
-from kb.models import IngestItem, IngestRun, Source
+from kb.conf import kb_settings
+from kb.models import Document, IngestItem, IngestRun, Source
+from kb.signals import namespaces_changed
+from kb.vocabulary import URL_KINDS
 
 REFRESH_SCHEDULE = "kb-refresh-source-{id}"
 INGESTED_FIELDS = frozenset({"namespace", "location", "text", "options"})  # what a source ingests
@@ -137,8 +142,36 @@ def sync_refresh_schedule(source: Source) -> Schedule | None:
     return schedule
 
 
+def check_location(kind: str, location: str) -> None:
+    """Raise what the worker would refuse about a source's location, at save: a web address the
+    SSRF guard refuses (before any DNS), a folder outside KB_FOLDER_ROOTS, a repository address
+    whose scheme is not allowed or whose host the guard refuses."""
+    if kind in URL_KINDS:
+        check_fetchable(location)
+    elif kind == Source.Kind.FOLDER:
+        folder_path(location, kb_settings().folder_roots)
+    elif kind == Source.Kind.GIT:
+        check_remote(location, allowed=FetchPolicy.from_settings().allowed, allow_local=kb_settings().git_allow_local)
+
+
 def check_fetchable(url: str) -> None:
     """Raise what the SSRF guard decides about `url` before any DNS (FetchBlocked with the allow-list
     entry it would need): taken at save time, by the console and the API alike. A name is resolved
     only when fetched, so saving is no oracle for an internal DNS (`ingest.ssrf.check_unresolved`)."""
     check_unresolved(url, allowed=FetchPolicy.from_settings().allowed)
+
+
+def confirm_held_removals(source: Source) -> int:
+    """Remove the documents a run held back when the source shrank by more than half (the
+    curator confirms the source really lost them); returns how many were removed. Documents that
+    came back since are no longer held: a later complete run replaces the hold."""
+    refs = (source.held_removals or {}).get("refs") or []
+    with transaction.atomic():
+        held = Document.objects.filter(source=source, ref__in=refs)
+        count = held.count()
+        held.delete()
+        Source.objects.filter(pk=source.pk).update(held_removals={})
+    source.held_removals = {}
+    if count:
+        namespaces_changed.send(sender=confirm_held_removals, namespace_ids=[source.namespace_id])
+    return count

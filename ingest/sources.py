@@ -9,7 +9,9 @@ from django.db import IntegrityError, transaction
 
 from ingest.errors import ContentTooLarge
 from ingest.service import (
-    check_fetchable,
+    check_location as check_source_location,
+)
+from ingest.service import (
     ingests_otherwise,
     queue_after_save,
     start_ingest,
@@ -20,7 +22,7 @@ from kb.auth import Principal, require_readable
 from kb.conf import kb_settings
 from kb.errors import Conflict, NotFound, ValidationFailed
 from kb.models import IngestItem, IngestRun, Namespace, Source
-from kb.vocabulary import URL_KINDS
+from kb.vocabulary import REPOSITORY_KINDS, URL_KINDS
 
 
 @dataclass(frozen=True)
@@ -77,8 +79,8 @@ def _save(source: Source, *, check_location: bool) -> None:
             f"{field}: {' '.join(messages)}" for field, messages in exc.message_dict.items()),
             details={"fields": exc.message_dict}) from exc
     # refused at save, as the admin refuses it: a URL the worker would refuse is no source
-    if check_location and source.kind in URL_KINDS:
-        check_fetchable(source.location)
+    if check_location and source.kind in URL_KINDS + REPOSITORY_KINDS:
+        check_source_location(source.kind, source.location)
     try:
         with transaction.atomic():
             source.save()

@@ -241,6 +241,15 @@ def touch_unchanged(item: LoadedItem, stored: StoredDocument, extracted: Extract
                 Chunk.objects.filter(document_id=stored.doc_id).update(title=changes["title"][:500])
 
 
+def move_document(doc_id: int, ref: str, path: str, url: str = "") -> None:
+    """A renamed file: its document takes the new ref, path and web URL (and the name key they
+    give); its passages and their vectors stay as they are."""
+    document = Document.objects.only("title", "metadata").get(pk=doc_id)
+    metadata = {**document.metadata, "url": url} if url else {k: v for k, v in document.metadata.items() if k != "url"}
+    Document.objects.filter(pk=doc_id).update(ref=ref, path=path[:2048], metadata=metadata,
+                                              name_key=document_name_key(document.title, path or ref))
+
+
 def remove_document(doc_id: int) -> None:
     with transaction.atomic():
         Document.objects.filter(pk=doc_id).delete()

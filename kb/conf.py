@@ -65,6 +65,12 @@ class KBSettings:
     query_retention_days: int  # query log and feedback rows older than this are pruned
     warm_model: str  # which path of the embedder a process loads at start: query, documents or none
     public_base_url: str  # scheme://host[:port][/prefix] readers reach; "": each request's own
+    folder_roots: tuple[Path, ...]  # where folder sources may be; empty: folder sources are off
+    git_allow_local: bool  # git sources may name ssh:// URLs and local paths
+    git_max_bytes: int  # most a git source's clone or fetch may bring
+    git_timeout: float  # seconds one git command may take
+    git_cache_dir: Path  # where each git source's bare mirror is kept
+    git_tokens: dict[str, str]  # KB_GIT_TOKEN_<NAME> values by <NAME>
     answer_url: str  # an OpenAI-compatible base URL (…/v1); "": answers are off
     answer_model: str
     answer_api_key: str
@@ -128,6 +134,12 @@ def kb_settings() -> KBSettings:
         answer_max_tokens=settings.KB_ANSWER_MAX_TOKENS,
         answer_timeouts=_timeouts(settings.KB_ANSWER_TIMEOUT),
         answer_tools=settings.KB_ANSWER_TOOLS,
+        folder_roots=tuple(Path(root) for root in settings.KB_FOLDER_ROOTS),
+        git_allow_local=bool(settings.KB_GIT_ALLOW_LOCAL),
+        git_max_bytes=settings.KB_GIT_MAX_BYTES,
+        git_timeout=settings.KB_GIT_TIMEOUT,
+        git_cache_dir=Path(settings.KB_GIT_CACHE_DIR),
+        git_tokens=dict(settings.KB_GIT_TOKENS),
     )
     _validate(conf)
     return conf

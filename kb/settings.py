@@ -199,6 +199,17 @@ KB_MODEL_CACHE_DIR = Path(os.environ.get("KB_MODEL_CACHE_DIR", KB_DATA_DIR / "mo
 KB_FETCH_ALLOWED_PRIVATE = [
     h.strip() for h in os.environ.get("KB_FETCH_ALLOWED_PRIVATE", "").split(",") if h.strip()
 ]
+# folder and git sources (docs/ingesting.md "Folders" and "Git repositories"): the directories a
+# folder source may sit under (comma-separated absolute paths; empty: folder sources are off),
+# whether git sources may name ssh:// URLs and local paths, each run's clone or fetch budget, and
+# the tokens git sources may use: each KB_GIT_TOKEN_<NAME> variable, named by a source as <NAME>
+KB_FOLDER_ROOTS = [p.strip() for p in os.environ.get("KB_FOLDER_ROOTS", "").split(",") if p.strip()]
+KB_GIT_ALLOW_LOCAL = os.environ.get("KB_GIT_ALLOW_LOCAL", "false").strip().lower() in ("1", "true", "yes")
+KB_GIT_MAX_BYTES = int(os.environ.get("KB_GIT_MAX_BYTES", str(500 * 1024 * 1024)))
+KB_GIT_TIMEOUT = float(os.environ.get("KB_GIT_TIMEOUT", "300"))
+KB_GIT_CACHE_DIR = Path(os.environ.get("KB_GIT_CACHE_DIR", KB_DATA_DIR / "git")).resolve()  # the bare mirrors
+KB_GIT_TOKENS = {name.removeprefix("KB_GIT_TOKEN_"): value for name, value in os.environ.items()
+                 if name.startswith("KB_GIT_TOKEN_") and name != "KB_GIT_TOKEN_" and value}
 KB_FETCH_MAX_BYTES = int(os.environ.get("KB_FETCH_MAX_BYTES", str(10 * 1024 * 1024)))
 KB_FETCH_TIMEOUT = float(os.environ.get("KB_FETCH_TIMEOUT", "20"))
 # requests per minute: anonymous callers per client address, staff users per user

@@ -19,7 +19,7 @@ from pgvector.django import VectorField
 from kb.languages import CONFIGS, DEFAULT_CONFIG
 from kb.models.access import Namespace
 from kb.validators import validate_http_url, validate_source_options
-from kb.vocabulary import SOURCE_KINDS, URL_KINDS
+from kb.vocabulary import SOURCE_KINDS, SOURCE_OPTIONS, TEXT_OPTION_MAX_CHARS, URL_KINDS
 
 SEARCH_CONFIG = DEFAULT_CONFIG  # the text search configuration of capability texts (chunks: each its own)
 
@@ -32,12 +32,15 @@ class Source(models.Model):
         LLMS = "llms", "llms.txt"
         FILE = "file", "Uploaded file"
         TEXT = "text", "Inline text"
+        FOLDER = "folder", "Folder on the server"
+        GIT = "git", "Git repository"
 
     namespace = models.ForeignKey(Namespace, on_delete=models.PROTECT, related_name="sources")
     name = models.CharField(max_length=200)
     kind = models.CharField(max_length=16, choices=Kind.choices)
     location = models.CharField(
-        max_length=2048, blank=True, help_text="URL for web kinds; empty for files and text."
+        max_length=2048, blank=True,
+        help_text="URL for web kinds; a directory for folders; the repository's URL for git; empty for files and text."
     )
     text = models.TextField(blank=True, help_text="Content of an inline text source.")
     options = models.JSONField(default=dict, blank=True)
@@ -56,6 +59,13 @@ class Source(models.Model):
         help_text="Revision of the source's configuration and inline content that the last "
                   "successful ingest indexed; differs from the current one while the index is behind.",
     )
+    indexed_commit = models.CharField(
+        max_length=64, blank=True,
+        help_text="Git sources: the commit the last successful ingest indexed; the next run reads what changed since.")
+    held_removals = models.JSONField(
+        default=dict, blank=True,
+        help_text="Removals the last complete run held back because the source shrank by more than half: "
+                  "{run, refs, stored}; a curator confirms them on the source's page.")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -82,7 +92,19 @@ class Source(models.Model):
             raise ValidationError({"text": "An inline text source needs some text."})
         elif self.kind == self.Kind.FILE and self.location:
             raise ValidationError({"location": "A file source holds uploaded files (SourceFile), not a storage key."})
+        elif self.kind == self.Kind.FOLDER and not self.location.startswith("/"):
+            raise ValidationError({"location": f"{self.location!r} is not an absolute directory path on the server, "
+                                               "e.g. '/srv/docs/handbook'."})
+        elif self.kind == self.Kind.GIT and not self.location.strip():
+            raise ValidationError({"location": "A git source needs its repository's URL, e.g. "
+                                               "'https://github.com/psf/requests.git'."})
         validate_source_options(self.kind, self.options or {})
+        bad = [name for name, value in (self.options or {}).items()
+               if SOURCE_OPTIONS.get(name, ((), None))[1] is str
+               and (not isinstance(value, str) or len(value) > TEXT_OPTION_MAX_CHARS)]
+        if bad:
+            raise ValidationError({"options": f"option {bad[0]!r} must be text of at most {TEXT_OPTION_MAX_CHARS} "
+                                              "characters"}, code="invalid_options")
 
 class SourceFile(models.Model):
     """One uploaded file of a file source; its `path` is the document's ref (a zip member's path

@@ -39,7 +39,8 @@ def _post(curator, kind, namespace, **fields):
 
 def test_adding_a_source_first_asks_its_kind(curator):
     page = curator.get("/admin/kb/source/add/").content.decode()
-    assert set(re.findall(r'href="\?kind=(\w+)"', page)) == {"url", "sitemap", "crawl", "llms", "file", "text"}
+    assert set(re.findall(r'href="\?kind=(\w+)"', page)) == {"url", "sitemap", "crawl", "llms", "file", "text",
+                                                                        "folder", "git"}
     assert "Same-origin crawl" in page and "Pages reached breadth-first" in page
 
 
@@ -51,6 +52,8 @@ def test_adding_a_source_first_asks_its_kind(curator):
     ("llms", {"location", "max_pages", "include", "exclude", "keep_removed"}),
     ("file", {"files", "keep_removed"}),
     ("text", {"text", "keep_removed"}),
+    ("folder", {"location", "include", "exclude", "keep_removed"}),
+    ("git", {"location", "branch", "include", "exclude", "token", "web_url", "keep_removed"}),
 ], ids=lambda v: v if isinstance(v, str) else "")
 def test_each_kind_has_only_its_fields_and_no_json_box(curator, kind, expected):
     page = curator.get(f"/admin/kb/source/add/?kind={kind}").content.decode()

@@ -1,0 +1,32 @@
+"""Connectors: one module per source kind, each a `Connector` (`base.py`), found by kind here.
+
+To add a source kind: name it in `kb/vocabulary.py` (and `kb.models.Source.Kind`, with a
+migration), write `ingest/connectors/<kind>.py` with a `Connector` subclass whose `kinds` names
+it (a `ListingConnector` when the source can be listed whole: then only `listing` and `read` are
+yours), add it to `CONNECTORS` below and to the parametrized contract suite
+(tests/ingest/test_connector_contract.py), which checks first sync, no-op resync, change,
+rename, delete, an unreachable source and a source that shrinks by more than half.
+"""
+
+from __future__ import annotations
+
+from ingest.connectors.base import Connector, Entry, ListingConnector
+from ingest.connectors.files import FileConnector
+from ingest.connectors.folder import FolderConnector
+from ingest.connectors.git import GitConnector
+from ingest.connectors.text import TextConnector
+from ingest.connectors.web import WebConnector
+from ingest.errors import UnknownSourceKind
+
+CONNECTORS: tuple[type[Connector], ...] = (WebConnector, FileConnector, TextConnector, FolderConnector,
+                                           GitConnector)
+
+
+def connector_class(kind: str) -> type[Connector]:
+    for connector in CONNECTORS:
+        if kind in connector.kinds:
+            return connector
+    raise UnknownSourceKind(f"Unknown source kind {kind!r}.")
+
+
+__all__ = ["CONNECTORS", "Connector", "Entry", "ListingConnector", "connector_class"]
