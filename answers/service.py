@@ -146,7 +146,7 @@ def _generate(run: _Run, principal: Principal, endpoint: Endpoint, documents: li
     run.timings["before_model_ms"] = _ms(prepared)
     sent = time.monotonic()
     offer = [prompt.READ_TOOL] if tools else None
-    while True:
+    for _ in range(prompt.MAX_READS + 2):  # a model that keeps calling tools when offered none stops here
         turn: Turn = yield from _streamed(chat(endpoint, messages, max_tokens=conf.answer_max_tokens, tools=offer,
                                                 deadline=deadline), stream, run, built)
         if "first_token_ms" not in run.timings and turn.first_token_s is not None:

@@ -246,3 +246,14 @@ def test_an_answer_that_repeats_its_instructions_is_not_passed_on(corpus, answer
         "cites no source"]
     assert answer["text"] == "Roast the pumpkin, then blend it with stock [1]."
     assert tag.startswith("source-") and tag not in shown
+
+
+def test_a_model_that_never_stops_calling_the_tool_is_stopped(corpus, answer_model):
+    from answers.prompt import MAX_READS
+
+    model = answer_model([Reply(tool_calls=[{"name": "read", "arguments": {"source": 1, "offset": 0}}])])
+    found = events()
+    assert [e["event"] for e in found][-2:] == ["answer", "done"]
+    assert len(model.requests) == MAX_READS + 2
+    assert all("tools" not in body for body in model.requests[MAX_READS:])  # no tool offered past the reads
+    assert model.requests[-1]["messages"][-1]["content"].startswith(f"error: at most {MAX_READS} reads")
