@@ -9,6 +9,15 @@ shared prose of that length is content). Each document's block keys are computed
 extraction *before* anything is dropped and kept with the document, so what is recognised
 does not vanish from the counts once it has been removed.
 
+What repeats is counted on the pages as the site serves them, not only on what extraction
+kept: a page's key set also holds a key per short visible line of its whole HTML
+(`recall.page_blocks`: navigation included), and a block that extraction kept whole on
+`MIN_DOCUMENTS` pages at least, all of whose lines the site shows on `MIN_SHARE` of its pages,
+is boilerplate too. A site whose header and menu the extractor keeps on a third of its pages
+(where no content container is found) and leaves out on the rest still shows them on every
+page, so they go from the third that kept them; a section index that lists the pages of the
+site's menu on one page alone is that page's content, and stays.
+
 Evidence before dropping: while a run is under way a block is dropped only once the source
 has `MIN_SAMPLE` documents (a page's install note shared by the first three pages of a crawl is
 not the site's footer); the run ends by settling every page on the whole source's counts
@@ -19,13 +28,21 @@ and text), so a block that stops being repeated is put back, by this run or the 
 from __future__ import annotations
 
 import hashlib
+import re
 from collections import Counter
+
+from ingest.recall import page_blocks
 
 MIN_DOCUMENTS = 3
 MIN_SHARE = 0.5
 MIN_SAMPLE = 50  # documents seen before a block is dropped while the run is still counting
 MAX_CHARS = 400
 KEY_CHARS = 16
+MAX_LINE_CHARS = 200  # a page's lines counted: chrome's are short, and the keys are stored per page
+LINE = "l"  # a line's key starts so; a block's is hex digits alone
+SHARED = "~"  # `repeated()` holds SHARED + a block's key when extraction kept that block on MIN_DOCUMENTS pages
+WORD = re.compile(r"\w+")
+LINK_TARGET = re.compile(r"\]\([^()\s]*\)")
 
 
 def _key(block: str) -> str:
@@ -65,9 +82,39 @@ def blocks(content: str) -> list[str]:
     return out
 
 
-def block_keys(content: str) -> tuple[str, ...]:
-    """Keys of the blocks that could be boilerplate, once each."""
-    return tuple(dict.fromkeys(_key(b) for b in blocks(content) if _candidate(b)))
+def _line_key(words: str) -> str:
+    return LINE + hashlib.blake2b(words.encode("utf-8"), digest_size=KEY_CHARS // 2).hexdigest()
+
+
+def _line_keys(block: str) -> list[str]:
+    """A markdown block's lines as keys of their words (markers, emphasis and link targets left
+    out), comparable with the keys of a page's visible lines; empty for a line without words."""
+    keys = []
+    for line in block.split("\n"):
+        words = " ".join(WORD.findall(LINK_TARGET.sub("]", line).lower()))
+        keys.append(_line_key(words) if words else "")
+    return keys
+
+
+def block_keys(content: str, page: bytes | str | None = None) -> tuple[str, ...]:
+    """Keys of the blocks that could be boilerplate and of their lines, once each; given the
+    page's HTML, with the keys of its short visible lines too (see the module docstring)."""
+    candidates = [b for b in blocks(content) if _candidate(b)]
+    keys = [_key(b) for b in candidates] + [k for b in candidates for k in _line_keys(b) if k]
+    if page:
+        keys += [_line_key(line.text) for line in page_blocks(page) if line.text and len(line.text) <= MAX_LINE_CHARS]
+    return tuple(dict.fromkeys(keys))
+
+
+def _repeated(block: str, repeated: frozenset[str]) -> bool:
+    """A candidate block that repeats across the source: as a whole, or line by line."""
+    if not _candidate(block):
+        return False
+    key = _key(block)
+    if key in repeated:
+        return True
+    lines = [line for line in _line_keys(block) if line]
+    return SHARED + key in repeated and bool(lines) and all(line in repeated for line in lines)
 
 
 class BoilerplateCounter:
@@ -93,7 +140,8 @@ class BoilerplateCounter:
         if not final and len(self._documents) < MIN_SAMPLE:
             return frozenset()
         threshold = max(MIN_DOCUMENTS, MIN_SHARE * len(self._documents))
-        return frozenset(key for key, count in self._counts.items() if count >= threshold)
+        return frozenset(key for key, count in self._counts.items() if count >= threshold) | frozenset(
+            SHARED + key for key, count in self._counts.items() if count >= MIN_DOCUMENTS and not key.startswith(LINE))
 
 
 Dropped = tuple[tuple[int, str], ...]  # (index among the page's blocks, block text)
@@ -111,7 +159,7 @@ def split_repeated(content: str, repeated: frozenset[str]) -> tuple[str, Dropped
         return content, ()
     kept, dropped = [], []
     for index, block in enumerate(blocks(content)):
-        if _candidate(block) and _key(block) in repeated:
+        if _repeated(block, repeated):
             dropped.append((index, block))
         else:
             kept.append(block)

@@ -318,7 +318,7 @@ class IngestPipeline:
         the sample is large enough; the run's end settles every page on the whole source)."""
         if self.source.kind not in MULTI_PAGE_KINDS or not extracted.site_anchors:
             return extracted, (), ()
-        keys = block_keys(extracted.content)
+        keys = block_keys(extracted.content, item.body)
         self._boilerplate.observe(item.ref, keys)
         self._run_block_keys[item.ref] = keys
         content, dropped = split_repeated(extracted.content, self._boilerplate.repeated())

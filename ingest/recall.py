@@ -26,6 +26,7 @@ linear in the page; matching uses substring search over the chunks' words.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -57,8 +58,19 @@ class Line:
 
 def page_lines(html: bytes | str) -> tuple[Line, ...]:
     """The visible text lines of a whole page (see the module docstring)."""
-    soup = BeautifulSoup(html, "html.parser")
-    return lines_of(soup)
+    return lines_of(_soup(html))
+
+
+def page_blocks(html: bytes | str) -> tuple[Line, ...]:
+    """The visible text of a whole page block by block, navigation included and a `<br>` read
+    as a space, as the extractor writes a paragraph: what `ingest.boilerplate` counts across a
+    site's pages."""
+    return lines_of(_soup(html), navigation=True, br_breaks=False)
+
+
+@functools.lru_cache(maxsize=1)  # the page being ingested: read for its boilerplate, then for its recall
+def _soup(html: bytes | str) -> BeautifulSoup:
+    return BeautifulSoup(html, "html.parser")  # never changed by its readers
 
 
 def hidden_classes(css: str) -> frozenset[str]:
@@ -84,9 +96,11 @@ CSS_DISPLAY_NONE = re.compile(r"(?:^|;)\s*display\s*:\s*none\s*(?:!important\s*)
 CSS_CLASS = re.compile(r"\.[A-Za-z_][\w-]*")
 
 
-def lines_of(root: Tag, hidden: frozenset[str] = frozenset()) -> tuple[Line, ...]:
+def lines_of(root: Tag, hidden: frozenset[str] = frozenset(), *, navigation: bool = False,
+             br_breaks: bool = True) -> tuple[Line, ...]:
     """`hidden`: classes the site's stylesheets hide (`hidden_classes`); elements with the
-    `hidden` attribute or an inline `display: none` are not visible either."""
+    `hidden` attribute or an inline `display: none` are not visible either. `navigation`: keep
+    what the page marks as navigation; `br_breaks`: a `<br>` ends a line."""
     lines: list[Line] = []
     text: list[str] = []
     link_chars = [0]
@@ -127,7 +141,11 @@ def lines_of(root: Tag, hidden: frozenset[str] = frozenset()) -> tuple[Line, ...
             if in_link:
                 link_chars[0] += sum(1 for c in value if not c.isspace())
             continue
-        if not isinstance(child, Tag) or child.name in INVISIBLE or _navigation(child) or _hidden(child, hidden):
+        if not isinstance(child, Tag) or child.name in INVISIBLE or _hidden(child, hidden) or (
+                not navigation and _navigation(child)):
+            continue
+        if child.name == "br" and not br_breaks:
+            text.append(" ")
             continue
         if child.name in BLOCKS:
             flush()
@@ -144,7 +162,7 @@ def _without_line_numbers(lines: list[Line]) -> tuple[Line, ...]:
     """A leading number that counts up from one line to the next is a listing's line-number
     gutter (Doxygen's source pages, Pygments' `linenos`): the line's place, not its content,
     and no extraction should index it. A number only one line carries is text."""
-    numbers = [int(w) if (w := line.text.split(" ", 1)[0]).isdigit() and len(w) < 7 else None for line in lines]
+    numbers = [int(w) if (w := line.text.split(" ", 1)[0]).isdecimal() and len(w) < 7 else None for line in lines]
     kept = []
     for i, line in enumerate(lines):
         n = numbers[i]

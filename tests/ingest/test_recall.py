@@ -22,13 +22,14 @@ SITES = ["sphinx", "mkdocs-site", "mkdocs", "docbook", "asciidoc", "asciidoctor"
 def site_fidelity(folder: str) -> Fidelity:
     """Extract, de-boilerplate and chunk every page of a fixture folder; measure the result."""
     root = REAL / folder
-    pages, extracted = {}, {}
+    pages, extracted, keys = {}, {}, {}
     for path in sorted(root.rglob("*.html")):
         ref = str(path.relative_to(root))
         body = path.read_bytes()
         pages[ref] = page_facts(body, lambda href, folder=path.parent: _hidden_by(root, folder, href))
         extracted[ref] = extract(body, "text/html", url=f"http://127.0.0.1/{ref}")
-    repeated = BoilerplateCounter({ref: block_keys(e.content) for ref, e in extracted.items()}).repeated(final=True)
+        keys[ref] = block_keys(extracted[ref].content, body)  # as the pipeline counts them
+    repeated = BoilerplateCounter(keys).repeated(final=True)
     chunks = []
     for ref, page in extracted.items():
         content, _ = drop_repeated(page.content, repeated)
