@@ -1,11 +1,12 @@
-"""Benchmark collections beyond the handbook: real translated documentation from Debian packages,
-each with questions written in its language before any search ran, built into BEIR folders
+"""Benchmark collections beyond the handbook: real documentation from Debian packages, most of it
+translated, each with questions written in its language before any search ran, built into BEIR folders
 (`corpus.jsonl`, `queries.jsonl`, `qrels/test.tsv`) for `kb_bench --beir`.
 
 A collection names a Debian package, the version its questions were written against, the files
 that make its documents and how a file becomes documents:
-- translated man pages (`manpages-de`, `manpages-es`, `manpages-ja`): one page per document,
-  rendered to text by groff as `man` renders it, then read by the product's own extractor;
+- man pages (`manpages-de`, `manpages-es`, `manpages-ja` and the English `manpages`): one page
+  per document, rendered to text by groff as `man` renders it, then read by the product's own
+  extractor;
 - Debian Reference (`debian-reference-fr`): each chapter read by the product's HTML extractor and
   cut at its numbered headings (3.1, 3.1.2), one section per document, kept only when the
   detector reads it in the collection's language (the translation is partial, as the handbook's).
@@ -70,16 +71,17 @@ class CollectionError(Exception):
     """A package or its questions do not make the collection the questions were written for."""
 
 
-def man_pages(language: str, sections: tuple[str, ...]) -> Callable[[Path], Iterator[Document]]:
-    """Every man page of `sections` under usr/share/man/<language>/, symlinks left out (each is an
-    alias of another page), id `name.section` as `man` names it."""
+def man_pages(folder: str, sections: tuple[str, ...]) -> Callable[[Path], Iterator[Document]]:
+    """Every man page of `sections` under `folder` (usr/share/man/<language>), aliases left out (a
+    symlink or a `.so` line names another page), id `name.section` as `man` names it."""
     def documents(root: Path) -> Iterator[Document]:
         for section in sections:
-            for path in sorted((root / "usr/share/man" / language / f"man{section}").glob("*.gz")):
-                if path.is_symlink():
+            for path in sorted((root / folder / f"man{section}").glob("*.gz")):
+                source = b"" if path.is_symlink() else gzip.decompress(path.read_bytes())
+                if not source or source.lstrip().startswith(b".so "):
                     continue
                 page = path.name.removesuffix(".gz")
-                rendered = _render(gzip.decompress(path.read_bytes()))
+                rendered = _render(source)
                 text = _JUSTIFIED.sub(" ", extract(rendered, "text/plain", charset="utf-8").content)
                 name, _, number = page.rpartition(".")
                 yield Document(page, f"{name}({number})", text, str(path.relative_to(root)))
@@ -137,13 +139,16 @@ COLLECTIONS = {c.name: c for c in (
                reference_sections("fr")),
     Collection("manpages-de", "manpages-de", "4.18.1-1", "de",
                "German man pages of sections 5 (files) and 8 (administration), manpages-l10n",
-               man_pages("de", ("5", "8"))),
+               man_pages("usr/share/man/de", ("5", "8"))),
     Collection("manpages-es", "manpages-es", "4.18.1-1", "es",
                "Spanish man pages of every section, manpages-l10n",
-               man_pages("es", ("1", "3", "4", "5", "6", "7", "8"))),
+               man_pages("usr/share/man/es", ("1", "3", "4", "5", "6", "7", "8"))),
     Collection("manpages-ja", "manpages-ja", "0.5.0.0.20221215+dfsg-1", "ja",
                "Japanese man pages of sections 5 and 8, JM Project",
-               man_pages("ja", ("5", "8"))),
+               man_pages("usr/share/man/ja", ("5", "8"))),
+    Collection("manpages-en", "manpages", "6.03-2", "en",
+               "English man pages of the Linux man-pages project as Debian ships them (every section)",
+               man_pages("usr/share/man", ("1", "2", "3", "4", "5", "6", "7", "8"))),
 )}
 
 

@@ -51,6 +51,7 @@ def _subset(name: str, documents: set[str]) -> list[dict]:
     return [q for q in _questions(name) if set(q["judged"]) <= documents]
 
 
+@pytest.mark.slow  # groff renders each page
 def test_man_pages_become_one_document_each_judged_by_the_questions_written_for_them(tmp_path):
     questions = _subset("manpages-de", {"delpart.8", "fsfreeze.8", "wdctl.8"})
     assert [q["id"] for q in questions] == ["q08", "q13", "q19"]
@@ -71,6 +72,7 @@ def test_man_pages_become_one_document_each_judged_by_the_questions_written_for_
     assert (tmp_path / "again" / "manpages-de" / "corpus.jsonl").read_bytes() == first
 
 
+@pytest.mark.slow  # groff renders each page
 def test_japanese_man_pages_are_rendered_in_their_script(tmp_path):
     questions = _subset("manpages-ja", {"findfs.8"})
     build(COLLECTIONS["manpages-ja"], PACKAGES / "manpages-ja", tmp_path, questions)
@@ -79,6 +81,17 @@ def test_japanese_man_pages_are_rendered_in_their_script(tmp_path):
     assert "ラベルや UUID からファイルシステムを見つける" in corpus[0]["text"]
     assert queries == [{"_id": "q14", "text": "UUID やラベルからデバイス名を探す"}]
     assert qrels == [("q14", "findfs.8")]
+
+
+@pytest.mark.slow  # groff renders each page
+def test_an_alias_page_is_left_out(tmp_path):
+    # stpecpy.3 is a one-line `.so man7/string_copying.7`: its text is another page's
+    questions = _subset("manpages-en", {"securetty.5"})
+    build(COLLECTIONS["manpages-en"], PACKAGES / "manpages", tmp_path, questions)
+    corpus, queries, qrels = _built(tmp_path / "manpages-en")
+    assert [row["_id"] for row in corpus] == ["securetty.5"]
+    assert "list of terminals on which root is allowed to login" in corpus[0]["text"]
+    assert qrels == [("q34", "securetty.5")] and [row["_id"] for row in queries] == ["q34"]
 
 
 def test_debian_reference_is_cut_at_its_numbered_sections_in_french_only(tmp_path):
@@ -111,6 +124,7 @@ EXPECTED_REFERENCE_SECTIONS = [
 ]
 
 
+@pytest.mark.slow  # groff renders each page
 def test_a_package_without_a_judged_page_is_refused_by_name(tmp_path):
     with pytest.raises(CollectionError, match=r"judged documents \['btrfs.8', 'coredump.conf.5'.*manpages-de 4.18.1-1"):
         build(COLLECTIONS["manpages-de"], PACKAGES / "manpages-de", tmp_path)
