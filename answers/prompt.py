@@ -88,7 +88,8 @@ def build(question: str, candidates: list[SourceText], *, context_tokens: int, a
     if tools:
         budget -= tokens(json.dumps(READ_TOOL))
     head = f"Question: {question}\n\nSources:\n"
-    used = tokens(system) + tokens(head)
+    tail = f"\nAnswer the question: {question}"
+    used = tokens(system) + tokens(head) + math.ceil(len(tail) / TOKEN_CHARS)
     kept: list[SourceText] = []
     blocks: list[str] = []
     for candidate in candidates:
@@ -106,9 +107,9 @@ def build(question: str, candidates: list[SourceText], *, context_tokens: int, a
         used += cost
         kept.append(SourceText(number, candidate.title, candidate.text, candidate.document_length))
         blocks.append(block)
-    user = head + "\n".join(blocks) + f"\nAnswer the question: {question}"
+    user = head + "\n".join(blocks) + tail
     messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
-    return Prompt(messages, kept, len(candidates) - len(kept), used + tokens(question), budget, tag)
+    return Prompt(messages, kept, len(candidates) - len(kept), used, budget, tag)
 
 
 def leaks(text: str, prompt: Prompt) -> bool:
