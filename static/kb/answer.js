@@ -9,6 +9,7 @@
   var sources = {};  // n -> {n, title, url}
   var answerId = null;
   var finished = false;
+  var deltas = 0;  // pieces of text streamed so far
   var MARKER = /\[\s*(?:sources?\s*)?(\d{1,3}(?:\s*[,;]\s*(?:sources?\s*)?\d{1,3})*)\s*\]/gi;
 
   function el(tag, className, text) {
@@ -105,8 +106,14 @@
       text.appendChild(document.createTextNode(" "));
     }
     var c = event.counts || {};
-    say("");
-    status.hidden = true;
+    if (!text.childNodes.length) {
+      // every sentence was dropped: nothing it said can be checked against a source, so nothing is shown
+      say("The model's answer cited none of the sources, so it is not shown. The search results below stand.",
+          "all-dropped");
+    } else {
+      say("");
+      status.hidden = true;
+    }
     box.insertBefore(text, status.nextSibling);
     var counts = el("p", "answer-counts", (c.sentences || 0) + " sentence" + (c.sentences === 1 ? "" : "s") + ": " +
                     (c.supported || 0) + " supported by their sources, " + (c.unsupported || 0) + " unsupported (marked), " +
@@ -131,8 +138,8 @@
     var form = el("div", "answer-feedback");
     form.setAttribute("role", "group");
     form.setAttribute("aria-label", "Was this answer helpful?");
-    var up = el("button", "vote up", "\uD83D\uDC4D Helpful");
-    var down = el("button", "vote down", "\uD83D\uDC4E Not helpful");
+    var up = el("button", "vote up", "\u2713 Helpful");
+    var down = el("button", "vote down", "\u2717 Not helpful");
     up.type = down.type = "button";
     function vote(helpful) {
       up.disabled = down.disabled = true;
@@ -162,6 +169,8 @@
       for (var i = 0; i < (data.sources || []).length; i++) { sources[data.sources[i].n] = data.sources[i]; }
     } else if (name === "delta") {
       streamed().textContent += data.text || "";
+      deltas += 1;
+      box.setAttribute("data-deltas", String(deltas));
     } else if (name === "answer") {
       showAnswer(data);
     } else if (name === "error") {
