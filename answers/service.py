@@ -153,6 +153,7 @@ def _generate(run: _Run, principal: Principal, endpoint: Endpoint, documents: li
             run.timings["first_token_ms"] = round(turn.first_token_s * 1000, 2)  # the model's own wait
         if not turn.tool_calls:
             break
+        used += prompt.tokens(turn.text) + sum(prompt.tokens(c.name + c.arguments) for c in turn.tool_calls)
         messages.append({"role": "assistant", "content": turn.text or None, "tool_calls": [
             {"id": call.id or f"call_{i}", "type": "function", "function": {"name": call.name,
                                                                           "arguments": call.arguments}}
