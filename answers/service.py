@@ -262,6 +262,7 @@ def _log(run: _Run) -> int | None:
     if run.query_log_id is None:
         return None
     querylog.flush()  # the search's row is written before the answer that names it
+    querylog.wait_for(run.query_log_id)  # ...or is being written by the log's writer thread right now
     run.timings["total_ms"] = _ms(run.started)
     checked = run.checked
     counts = checked.counts if checked else {}
