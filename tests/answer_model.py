@@ -187,10 +187,14 @@ def complete(server: AnswerServer, messages: list[dict], *, max_tokens: int = 32
         return chunks
 
 
+_started: list[AnswerServer] = []  # one server per test session, however many modules import the fixture
+
+
 @pytest.fixture(scope="session")
 def answer_server(tmp_path_factory) -> AnswerServer:
-    """The real model behind `transformers serve` on a loopback port, for the whole session."""
-    log = tmp_path_factory.mktemp("answer-server") / "serve.log"
-    server = start_server(log)
-    yield server
-    stop_server(server)
+    """The real model behind `transformers serve` on a loopback port, for the whole session. Each test
+    module that imports this fixture gets its own session fixture; they share the one server."""
+    if not _started or _started[0].process.poll() is not None:
+        _started[:] = [start_server(tmp_path_factory.mktemp("answer-server") / "serve.log")]
+    yield _started[0]
+    stop_server(_started[0])  # at the session's end; a second call finds it stopped

@@ -1,0 +1,255 @@
+"""What `kb_answer_bench` measures on a BEIR folder of claims (SciFact): the answer path's three checks.
+
+- The honesty gate (`answers.gate`): every claim is searched as the answer service searches it, once
+  in a namespace holding the whole corpus (answerable: its evidence is there) and once in a namespace
+  holding the corpus without any claim's evidence documents (unanswerable). Abstaining is the
+  positive class: precision is the share of abstentions that were on unanswerable claims, recall
+  the share of unanswerable claims abstained on. The same figures with a rule of the gate removed
+  show that they can move.
+- The citation checker (`answers.citations`): its verdicts against hand labels
+  (evaluation/corpora/answer-citation-labels.json, sentences over real abstracts), and how many
+  planted wrong citations it catches (each supported sentence moved to the other source's number).
+- The latency the product adds before the model's first token, beyond retrieval: each answer's
+  own timings (`AnswerLog.timings`: `before_model_ms` runs from the end of retrieval to the request
+  leaving for the model), over claims the gate lets through, against the configured model.
+
+Both namespaces are ingested through the real pipeline (once: a re-run costs only hash checks).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.test.utils import override_settings
+
+from answers import citations, gate
+from answers.service import SOURCES, answer_events
+from evaluation.metrics import BeirCorpus, load_beir, percentiles
+from ingest.service import ingest_texts
+from kb.auth import Principal
+from kb.conf import kb_settings
+from kb.embedding.embedders import get_embedder, strong_cosine
+from kb.models import AnswerLog, Document, Namespace, QueryLog, Source
+from retrieval.service import SearchResult, search
+
+LABELS = Path(__file__).resolve().parent / "corpora" / "answer-citation-labels.json"
+LATENCY_LIMIT_MS = 100  # what the product may add before the model's first token, beyond retrieval (p95)
+
+# the gate as the product runs it, and with one rule or the whole gate taken away
+GATE_VARIANTS: dict[str, Callable[[SearchResult, float], gate.Gate]] = {
+    "gate": lambda result, floor: gate.decide(result, floor=floor),
+    "without lexical-confirmed": lambda result, floor: gate.decide(result, floor=None),
+    "without strong-match": lambda result, floor: _lexical_only(result, floor),
+    "no gate": lambda result, floor: gate.Gate(bool(result.hits), "no-gate", "every search with a hit is answered"),
+}
+
+Progress = Callable[[str, int, int], None]
+
+
+def _quiet(*args) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class AnswerBenchOptions:
+    queries: int = 0  # only the first N claims; 0: all
+    latency_queries: int = 20  # answers timed through the model (claims the gate lets through)
+    answer_tokens: int = 0  # cap the answers' length for the latency run (0: the deployment's KB_ANSWER_MAX_TOKENS)
+    skip_gate: bool = False
+    skip_citations: bool = False
+    skip_latency: bool = False
+    labels: Path = LABELS
+
+
+class AnswerBenchmark:
+    def __init__(self, folder, options: AnswerBenchOptions, *, namespace: str | None = None,
+                 progress: Progress = _quiet, log: Callable[[str], None] = _quiet):
+        self.corpus: BeirCorpus = load_beir(folder)
+        self.options, self.progress, self.log = options, progress, log
+        name = self.corpus.name.lower()
+        self.namespace = namespace or f"bench-{name}"  # the same namespace kb_bench ingests
+        self.without = f"{self.namespace}-no-evidence"
+        self.claims = [(qid, text) for qid, text in self.corpus.queries.items() if self.corpus.qrels.get(qid)]
+        self.claims = self.claims[: options.queries or None]
+        self.evidence = {doc for qrels in self.corpus.qrels.values() for doc, grade in qrels.items() if grade > 0}
+
+    def run(self) -> dict:
+        report: dict = {"corpus": self.corpus.name, "claims": len(self.claims), "namespace": self.namespace,
+                        "namespace_without_evidence": self.without}
+        if not self.options.skip_citations:
+            report["citations"] = citation_agreement(self.options.labels, self.corpus)
+        if self.options.skip_gate and self.options.skip_latency:
+            return report
+        report["ingest"] = self.ingest()
+        if not self.options.skip_gate:
+            report["gate"] = self.gate_report()
+        if not self.options.skip_latency:
+            report["latency"] = self.latency_report()
+        return report
+
+    # --- the two namespaces ---------------------------------------------------------------------
+    def ingest(self) -> dict:
+        everything = [(str(d["_id"]), d.get("title", ""), d.get("text", "")) for d in self.corpus.documents]
+        kept = [row for row in everything if row[0] not in self.evidence]
+        return {self.namespace: self._ingest(self.namespace, everything, f"Benchmark: {self.corpus.name}"),
+                self.without: self._ingest(self.without, kept, f"Benchmark: {self.corpus.name} without the "
+                                                               f"claims' evidence")}
+
+    def _ingest(self, slug: str, documents: list[tuple[str, str, str]], title: str) -> dict:
+        namespace, _ = Namespace.objects.get_or_create(slug=slug, defaults={"title": title})
+        source, _ = Source.objects.get_or_create(namespace=namespace, name=f"beir:{self.corpus.name}",
+                                                 defaults={"kind": Source.Kind.TEXT, "text": self.corpus.name})
+        started = time.perf_counter()
+        run = ingest_texts(source, iter(documents), embedder=get_embedder(),
+                           on_progress=lambda r: self.progress(f"ingest {slug}", r.items_done, len(documents)))
+        self.log(f"{slug}: run {run.pk} {run.status}, {run.items_changed} changed, {run.items_unchanged} unchanged "
+                 f"in {time.perf_counter() - started:.1f}s")
+        return {"documents": len(documents), "run": run.pk, "status": run.status, "changed": run.items_changed}
+
+    # --- the honesty gate -----------------------------------------------------------------------
+    def gate_report(self) -> dict:
+        floor = strong_cosine()
+        decisions: dict[str, dict[str, list[bool]]] = {name: {"answerable": [], "unanswerable": []}
+                                                       for name in GATE_VARIANTS}
+        rules: dict[str, dict[str, int]] = {"answerable": {}, "unanswerable": {}}
+        evidence_found = 0
+        for done, (qid, claim) in enumerate(self.claims, 1):
+            vector = get_embedder().embed_query(claim)
+            for kind, slug in (("answerable", self.namespace), ("unanswerable", self.without)):
+                result = search(claim, slug, limit=SOURCES, group="document", query_vector=vector, log=False)
+                for name, variant in GATE_VARIANTS.items():
+                    decisions[name][kind].append(variant(result, floor).answer)
+                verdict = GATE_VARIANTS["gate"](result, floor)
+                rules[kind][verdict.rule] = rules[kind].get(verdict.rule, 0) + 1
+                if kind == "answerable" and verdict.answer:
+                    evidence_found += bool(set(self.corpus.qrels[qid]) & _refs(result))
+            self.progress("gate", done, len(self.claims))
+        report = {"strong_cosine": round(floor, 4), "rules": rules,
+                  "variants": {name: abstention(d["answerable"], d["unanswerable"]) for name, d in decisions.items()}}
+        answered = sum(decisions["gate"]["answerable"])
+        report["answered_with_evidence_among_sources"] = {"answered": answered, "with_evidence": evidence_found}
+        return report
+
+    # --- latency before the model ---------------------------------------------------------------
+    def latency_report(self) -> dict:
+        conf = kb_settings()
+        if not conf.answer_url:
+            return {"skipped": "no answer model configured (KB_ANSWER_URL)"}
+        staff = Principal("staff")
+        timings: list[dict] = []
+        errors: dict[str, int] = {}
+        first_delta: list[float] = []
+        overrides = {"KB_ANSWER_MAX_TOKENS": self.options.answer_tokens} if self.options.answer_tokens else {}
+        wanted = self.options.latency_queries
+        with override_settings(**overrides), _settings_read_again():
+            for _, claim in self.claims:
+                if len(timings) >= wanted:
+                    break
+                started, delta_at, answer_id, answered = time.perf_counter(), None, None, False
+                for event in answer_events(staff, [self.namespace], claim, stream=True,
+                                           caller=QueryLog.Caller.INTERNAL):
+                    if event["event"] == "gate":
+                        answered = event["answer"]
+                    elif event["event"] == "delta" and delta_at is None:
+                        delta_at = time.perf_counter()
+                    elif event["event"] == "error":
+                        errors[event["code"]] = errors.get(event["code"], 0) + 1
+                    elif event["event"] == "done":
+                        answer_id = event["answer_id"]
+                if not answered or answer_id is None:
+                    continue
+                row = AnswerLog.objects.get(pk=answer_id)
+                if "before_model_ms" in row.timings:
+                    timings.append(row.timings)
+                    if delta_at is not None:
+                        first_delta.append((delta_at - started) * 1000)
+                self.progress("latency", len(timings), wanted)
+
+        def spread(key: str) -> dict:
+            return percentiles([t[key] for t in timings if key in t])
+
+        added = spread("before_model_ms")
+        return {"model": conf.answer_model, "answers": len(timings), "errors": errors,
+                "answer_tokens": self.options.answer_tokens or conf.answer_max_tokens,
+                "before_model": added, "retrieval": spread("retrieval_ms"), "first_token": spread("first_token_ms"),
+                "first_delta_seen": percentiles(first_delta), "limit_ms": LATENCY_LIMIT_MS,
+                "within_limit": bool(timings) and added["p95_ms"] <= LATENCY_LIMIT_MS}
+
+
+@contextlib.contextmanager
+def _settings_read_again():
+    """The product reads its settings once (`kb_settings` is cached): read them again inside and after."""
+    kb_settings.cache_clear()
+    try:
+        yield
+    finally:
+        kb_settings.cache_clear()
+
+
+def _refs(result: SearchResult) -> set[str]:
+    """The corpus ids of a search's documents (each document's `ref` is its BEIR id)."""
+    ids = [group.document_id for group in result.documents]
+    return set(Document.objects.filter(pk__in=ids).values_list("ref", flat=True))
+
+
+def _lexical_only(result: SearchResult, floor: float) -> gate.Gate:
+    """The gate with its strong-match rule taken away: only a lexical hit the cosine confirms opens it."""
+    verdict = gate.decide(result, floor=floor)
+    return verdict if verdict.rule == "lexical-confirmed" else gate.Gate(False, "removed", "strong match not used")
+
+
+def abstention(answerable: list[bool], unanswerable: list[bool]) -> dict:
+    """Abstention as the positive class, from whether the gate answered each claim of each set."""
+    abstained_right = sum(1 for answered in unanswerable if not answered)
+    abstained_wrong = sum(1 for answered in answerable if not answered)
+    abstained = abstained_right + abstained_wrong
+    return {"abstention_precision": round(abstained_right / abstained, 4) if abstained else None,
+            "abstention_recall": round(abstained_right / len(unanswerable), 4) if unanswerable else None,
+            "answered_answerable": round(1 - abstained_wrong / len(answerable), 4) if answerable else None,
+            "abstained": {"answerable": abstained_wrong, "unanswerable": abstained_right},
+            "claims": {"answerable": len(answerable), "unanswerable": len(unanswerable)}}
+
+
+# --- the citation checker -----------------------------------------------------------------------
+def citation_agreement(labels_path: Path, corpus: BeirCorpus) -> dict:
+    """The checker's verdict on every labelled sentence, each checked alone against its case's sources,
+    compared with the hand label; then each supported sentence with its citation moved to the other
+    source (a planted wrong citation), which the checker should call unsupported."""
+    labels = json.loads(Path(labels_path).read_text(encoding="utf-8"))
+    documents = {str(d["_id"]): f"{d.get('title', '')}\n\n{d.get('text', '')}" for d in corpus.documents}
+    rows, planted, split_agrees = [], [], 0
+    for case in labels["cases"]:
+        sources = {int(n): documents[ref] for n, ref in case["sources"].items()}
+        texts = [s["text"] for s in case["sentences"]]
+        split_agrees += citations.split_sentences(" ".join(texts)) == texts
+        for sentence in case["sentences"]:
+            checked = citations.check(sentence["text"], sources).sentences
+            verdict = checked[0].verdict if len(checked) == 1 else "split"
+            said = "supported" if verdict == "supported" else "unsupported"
+            rows.append({"text": sentence["text"], "kind": sentence["kind"], "label": sentence["label"],
+                         "verdict": verdict, "agrees": said == sentence["label"],
+                         "reason": checked[0].reason if checked else ""})
+            cited = citations.citations_of(sentence["text"])
+            if sentence["label"] == "supported" and len(cited) == 1:
+                other = next(n for n in sources if n != cited[0])
+                moved = citations.MARKER.sub(f"[{other}]", sentence["text"])
+                planted.append(citations.check(moved, sources).sentences[0].verdict != "supported")
+    agree = sum(r["agrees"] for r in rows)
+    kinds: dict[str, dict[str, int]] = {}
+    for r in rows:
+        k = kinds.setdefault(r["kind"], {"sentences": 0, "agree": 0})
+        k["sentences"] += 1
+        k["agree"] += r["agrees"]
+    confusion = {f"{label} → {said}": sum(1 for r in rows if r["label"] == label and
+                                           ("supported" if r["verdict"] == "supported" else "unsupported") == said)
+                 for label in ("supported", "unsupported") for said in ("supported", "unsupported")}
+    return {"sentences": len(rows), "agree": agree, "agreement": round(agree / len(rows), 4) if rows else None,
+            "confusion": confusion, "kinds": kinds, "cases": len(labels["cases"]),
+            "split_as_labelled": split_agrees,
+            "planted_wrong_citations": {"planted": len(planted), "caught": sum(planted)},
+            "disagreements": [r for r in rows if not r["agrees"]]}

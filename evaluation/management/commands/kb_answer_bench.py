@@ -1,0 +1,99 @@
+"""python manage.py kb_answer_bench --beir DIR [--queries N] [--latency-queries N] [--answer-tokens N] [--json]
+
+Runs `evaluation/answer_bench.py` on a BEIR folder of claims (SciFact) and prints what it measured: the
+citation checker against the hand labels, the honesty gate's abstention precision and recall on
+answerable and unanswerable claims (and with its rules removed), and the latency the product adds
+before the model's first token, against the model configured in KB_ANSWER_URL (skipped without one).
+"""
+
+from __future__ import annotations
+
+import json as jsonlib
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from evaluation.answer_bench import LABELS, AnswerBenchmark, AnswerBenchOptions
+from evaluation.management.commands.kb_bench import ProgressBars
+from kb.migrated import migration_hint
+
+
+class Command(BaseCommand):
+    help = "Measure grounded answers on a BEIR folder of claims: the honesty gate, the citation checker, latency."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--beir", required=True, help="Folder with corpus.jsonl, queries.jsonl, qrels/test.tsv")
+        parser.add_argument("--namespace", help="Namespace of the whole corpus (default bench-<folder>, as kb_bench); "
+                                                "the corpus less the claims' evidence goes in <namespace>-no-evidence")
+        parser.add_argument("--queries", type=int, default=0, help="Use only the first N claims (quick runs)")
+        parser.add_argument("--latency-queries", type=int, default=20,
+                            help="Answers to time through the configured model (default 20)")
+        parser.add_argument("--answer-tokens", type=int, default=0,
+                            help="Cap each timed answer at this many tokens (default: KB_ANSWER_MAX_TOKENS)")
+        parser.add_argument("--labels", type=Path, default=LABELS,
+                            help="Hand-labelled sentences for the citation checker (default: the SciFact labels)")
+        parser.add_argument("--skip-gate", action="store_true")
+        parser.add_argument("--skip-citations", action="store_true")
+        parser.add_argument("--skip-latency", action="store_true")
+        parser.add_argument("--json", action="store_true", help="Print one JSON object as the last line")
+
+    def handle(self, *args, beir, namespace, queries: int, latency_queries: int, answer_tokens: int, labels: Path,
+               skip_gate: bool, skip_citations: bool, skip_latency: bool, json: bool, **options):
+        hint = migration_hint()
+        if hint:
+            raise CommandError(hint)
+        if not Path(beir, "corpus.jsonl").is_file():
+            raise CommandError(f"--beir {beir!r} holds no corpus.jsonl: give a BEIR folder (corpus.jsonl, "
+                               "queries.jsonl, qrels/test.tsv).")
+        if not skip_citations and not labels.is_file():
+            raise CommandError(f"--labels {str(labels)!r} does not exist.")
+        settings = AnswerBenchOptions(queries=queries, latency_queries=latency_queries, answer_tokens=answer_tokens,
+                                      skip_gate=skip_gate, skip_citations=skip_citations, skip_latency=skip_latency,
+                                      labels=labels)
+        with ProgressBars(self.stderr) as bars:
+            report = AnswerBenchmark(beir, settings, namespace=namespace, progress=bars.update,
+                                     log=self.stderr.write).run()
+        print_report(self.stdout.write, report)
+        if json:
+            self.stdout.write(jsonlib.dumps(report, sort_keys=True, default=str, ensure_ascii=False))
+
+
+def _share(value) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+def print_report(write, report: dict) -> None:
+    write(f"{report['corpus']}: {report['claims']} claims; answerable in {report['namespace']}, unanswerable in "
+          f"{report['namespace_without_evidence']}")
+    c = report.get("citations")
+    if c:
+        write(f"\ncitation checker vs hand labels: {c['agree']} of {c['sentences']} sentences agree "
+              f"({c['agreement']:.1%}); " + ", ".join(f"labelled {k}: {v}" for k, v in c["confusion"].items()))
+        write("  by kind: " + "; ".join(f"{kind} {k['agree']}/{k['sentences']}" for kind, k in c["kinds"].items()))
+        p = c["planted_wrong_citations"]
+        write(f"  planted wrong citations (a supported sentence cited to the other source): {p['caught']} of "
+              f"{p['planted']} caught")
+    g = report.get("gate")
+    if g:
+        write(f"\nhonesty gate (strong cosine {g['strong_cosine']}), abstaining as the positive class:")
+        write(f"{'variant':<28} {'precision':>9} {'recall':>7} {'answered answerable':>20}")
+        for name, v in g["variants"].items():
+            write(f"{name:<28} {_share(v['abstention_precision']):>9} {_share(v['abstention_recall']):>7} "
+                  f"{_share(v['answered_answerable']):>20}")
+        write("  rules that decided: " + "; ".join(f"{kind}: " + ", ".join(f"{rule} {n}" for rule, n in rules.items())
+                                                   for kind, rules in g["rules"].items()))
+        e = g["answered_with_evidence_among_sources"]
+        write(f"  answered answerable claims with a qrels document among the sources: {e['with_evidence']} of "
+              f"{e['answered']}")
+    t = report.get("latency")
+    if t:
+        if "skipped" in t:
+            write(f"\nlatency: skipped, {t['skipped']}")
+        else:
+            b = t["before_model"]
+            verdict = "within" if t["within_limit"] else "OVER"
+            write(f"\nlatency the product adds before the model, beyond retrieval ({t['answers']} answers by "
+                  f"{t['model']}, at most {t['answer_tokens']} tokens each): p50 {b['p50_ms']} ms, p95 {b['p95_ms']} "
+                  f"ms ({verdict} the {t['limit_ms']} ms limit); retrieval p50 {t['retrieval']['p50_ms']} ms, "
+                  f"p95 {t['retrieval']['p95_ms']} ms; the model's first token p50 {t['first_token']['p50_ms']} ms"
+                  + (f"; errors {t['errors']}" if t["errors"] else ""))
