@@ -274,11 +274,12 @@ def _doxygen_root(soup: BeautifulSoup) -> Tag | None:
 
 
 def titled_definitions(root: Tag) -> None:
-    """Each `<dt>` that carries an id and a permalink to it becomes a heading (module
-    docstring, point 3): a level below the last heading before it, plus one per enclosing `<dd>`
-    (a method described inside its class)."""
+    """Each `<dt>` that carries an id and a permalink to it, and each paragraph that opens with
+    an `<a id>` and holds a permalink to it (Haddock's declarations, `p.src`), becomes a
+    heading (module docstring, point 3): a level below the last heading before it, plus one per
+    enclosing `<dd>` (a method described inside its class)."""
     level = 1
-    for tag in root.find_all(["h1", "h2", "h3", "h4", "h5", "h6", "dt"]):
+    for tag in root.find_all(["h1", "h2", "h3", "h4", "h5", "h6", "dt", "p"]):
         if tag.name in HEADINGS:
             level = HEADINGS[tag.name]
         elif _self_linked(tag):
@@ -288,6 +289,9 @@ def titled_definitions(root: Tag) -> None:
 
 def _self_linked(term: Tag) -> bool:
     identifier = (term.get("id") or "").strip()
+    if not identifier and term.name == "p":
+        first = next((child for child in term.children if isinstance(child, Tag)), None)
+        identifier = (first.get("id") or "").strip() if first is not None and first.name == "a" else ""
     return bool(identifier) and any(
         (a.get("href") or "").strip() == f"#{identifier}" and _prose_permalink(a) for a in term.find_all("a"))
 
@@ -452,8 +456,9 @@ def _drop_chrome(root: Tag) -> None:
             tag.decompose()
     _drop_page_repeats(root)
     for anchor in root.find_all("a"):
-        if not anchor.decomposed and anchor.find_parent(HEADINGS) is None and _prose_permalink(anchor):
-            anchor.decompose()
+        if not anchor.decomposed and _prose_permalink(anchor) and (
+                anchor.find_parent(HEADINGS) is None or anchor.get_text(strip=True).lower() in SOURCE_MARKS):
+            anchor.decompose()  # a heading's `#` is read for its fragment later; its "Source" link goes now
 
 
 SAMPLE_ITEMS = 50  # items of a list looked up elsewhere on the page: enough to tell, linear in the page
@@ -520,7 +525,8 @@ def _prose_permalink(anchor: Tag) -> bool:
     classes = set(anchor.get("class") or ())
     if classes & PERMALINK_CLASSES or (href.startswith("#") and text in ("¶", "\u00b6", "§", "#", "🔗")):
         return True
-    return text.lower() in SOURCE_MARKS and ("_modules/" in href or anchor.find(class_="viewcode-link") is not None)
+    return text.lower() in SOURCE_MARKS and (
+        "_modules/" in href or href.startswith("src/") or anchor.find(class_="viewcode-link") is not None)
 
 
 def _title(page_title: str, h1: str) -> str:
