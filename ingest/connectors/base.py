@@ -99,6 +99,7 @@ class ListingConnector(Connector):
         if self.only_refs is not None:
             entries = {ref: entry for ref, entry in entries.items() if ref in self.only_refs}
         self.discovered = len(entries)
+        self.known = {ref: known for ref, known in self.known.items() if known.ref == ref}  # not the URL aliases
         vanished = {ref for ref in self.known if ref not in entries}
         renamed = {new: old for new, old in self.renames(entries, vanished).items() if old in vanished}
         by_version = {}

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
-from ingest.errors import DocumentCorrupt
+from ingest.errors import EmptyContent
 from ingest.extract.notebook import notebook_to_markdown
 from ingest.extract.rst import rst_to_markdown
 from ingest.filetypes import media_type_for
@@ -32,5 +32,6 @@ def as_markdown(body: bytes, media_type: str, path: str) -> tuple[bytes, str, st
     else:
         return body, media_type, ""
     if not text.strip():
-        raise DocumentCorrupt(f"{path!r} holds no text once read as {media_type}.")
+        raise EmptyContent(f"{path!r} holds no text once read as {media_type} (an empty file, or only "
+                           "directives that are not honoured, such as include).")
     return text.encode("utf-8"), "text/markdown", title

@@ -87,8 +87,10 @@ class GitConnector(ListingConnector):
         branch = (self.spec.option("branch") or "").strip()
         if branch and not BRANCH_RE.match(branch):
             raise LocationRefused(f"{branch!r} is not a branch name this server fetches.")
+        token_name = (self.spec.option("token") or "").strip()
         self.git = Git(self.spec.location, conf.git_cache_dir, timeout=conf.git_timeout,
-                       max_bytes=conf.git_max_bytes, token=self._token(conf.git_tokens))
+                       max_bytes=conf.git_max_bytes, token=self._token(conf.git_tokens),
+                       mirror_key=f"{self.spec.location}\0{branch}\0{token_name}")
         self.head = self.git.fetch(branch, allowed=FetchPolicy.from_settings().allowed,
                                    allow_local=conf.git_allow_local)
         include, exclude = self.spec.option("include"), self.spec.option("exclude")
@@ -183,9 +185,12 @@ def _words(text: str) -> list[str]:
 class Git:
     """The git CLI over one bare mirror, run safely (see the module's docstring)."""
 
-    def __init__(self, location: str, cache_dir: Path, *, timeout: float, max_bytes: int, token: str = ""):
+    def __init__(self, location: str, cache_dir: Path, *, timeout: float, max_bytes: int, token: str = "",
+                 mirror_key: str = ""):
         self.location, self.timeout, self.max_bytes, self.token = location, timeout, max_bytes, token
-        key = hashlib.sha256(location.encode()).hexdigest()[:32]
+        # one mirror per repository, branch and token: sources that differ in any never share a ref
+        # or objects fetched with another's credentials
+        key = hashlib.sha256((mirror_key or location).encode()).hexdigest()[:32]
         self.mirror = Path(cache_dir) / key
         self.home = Path(cache_dir) / "home"  # an empty HOME: no ~/.gitconfig, no credentials
         self.protocols = "http:https"  # GIT_ALLOW_PROTOCOL: what git may speak, redirects and helpers included

@@ -4,6 +4,7 @@ reStructuredText reads with its section ids, and held removals are shown and con
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -12,9 +13,10 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from ingest.pipeline import IngestPipeline
+from kb.auth import issue_token
 from kb.conf import kb_settings
 from kb.embedding.embedders import get_embedder
-from kb.models import Document, IngestRun, Source
+from kb.models import ApiToken, Document, IngestRun, Source
 
 pytestmark = pytest.mark.django_db
 REAL = Path(__file__).resolve().parent.parent / "fixtures" / "real"
@@ -114,3 +116,21 @@ def test_held_removals_show_on_the_source_and_the_action_confirms_them(curator, 
     source.refresh_from_db()
     assert source.held_removals == {}
     assert "Removals held" not in curator.get(f"/admin/kb/source/{source.pk}/change/").content.decode()
+
+
+def test_the_api_refuses_a_folder_outside_the_roots_and_a_local_repository(client, namespace, roots, tmp_path):
+    _, token = issue_token("writer", namespaces=[namespace], scope=ApiToken.Scope.WRITE)
+    (roots / "handbook").mkdir()
+
+    def create(**body):
+        response = client.post("/api/sources", data=json.dumps({"namespace": namespace.slug, **body}),
+                               content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+        return response.status_code, response.json()
+
+    status, body = create(name="outside", kind="folder", location=str(tmp_path))
+    assert (status, body["code"]) == (400, "INGEST_LOCATION_REFUSED") and "KB_FOLDER_ROOTS" in body["message"]
+    status, body = create(name="local", kind="git", location=str(tmp_path))
+    assert (status, body["code"]) == (400, "INGEST_LOCATION_REFUSED") and "KB_GIT_ALLOW_LOCAL" in body["message"]
+    status, body = create(name="handbook", kind="folder", location=str(roots / "handbook"))
+    assert status == 201 and body["kind"] == "folder" and body["queued_run"]
+    assert not Source.objects.filter(name__in=["outside", "local"]).exists()

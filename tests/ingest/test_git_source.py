@@ -222,3 +222,17 @@ def test_an_unknown_branch_is_a_clear_error_and_deletes_nothing(namespace, git_s
     run = _sync(source)
     assert run.status == "failed" and run.error.startswith("INGEST_SOURCE_UNREACHABLE: ")
     assert "'no-such-branch'" in run.error and Document.objects.filter(source=source).count() == 1
+
+
+def test_a_renamed_file_whose_forge_url_sorts_before_its_path_still_moves(namespace, git_settings, allow_loopback,
+                                                                          served):
+    """The store knows each document under its forge URL too (its `url`): only paths are renamed from."""
+    source = _source(namespace, served.url("docutils/.git"), include=["notebooks/*"], web_url=FORGE)
+    assert _sync(source).items_changed == 2
+    before = Document.objects.get(source=source, ref="notebooks/test4.ipynb").pk
+    served.repo.git("mv", "notebooks/test4.ipynb", "notebooks/v4.ipynb")
+    served.repo.commit("rename a notebook")
+    run = _sync(source)
+    assert {item.ref: (item.status, item.reason) for item in run.items.exclude(status="unchanged")} == {
+        "notebooks/v4.ipynb": ("changed", "renamed from notebooks/test4.ipynb")}
+    assert Document.objects.get(source=source, ref="notebooks/v4.ipynb").pk == before
