@@ -42,7 +42,7 @@ from ingest.extract.isolated import ParserBudget, capped, extract_isolated, with
 from ingest.extract.ocr import OcrOptions, ocr_reason
 from ingest.fetch import Fetcher
 from ingest.loaders import DEFAULTS, LoadedItem, SourceSpec
-from ingest.recall import LOW_RECALL, SiteLines, content_recall, page_lines
+from ingest.recall import SiteLines, content_recall, page_lines
 from ingest.report import Outcome, RunReport
 from ingest.store import PendingDocument
 from ingest.uploads import current_source_revision, open_stored_file, source_files
@@ -369,7 +369,7 @@ class IngestPipeline:
             return reason
         lines = page_lines(item.body)
         recall = content_recall(lines, [c.body for c in chunks], self._site_lines.observe(lines))
-        if recall.share >= LOW_RECALL:
+        if not recall.low:  # under LOW_RECALL, or a block of it lost whole
             return reason
         return f"{reason}; low_recall {recall.share:.2f}" if reason else f"low_recall {recall.share:.2f}"
 

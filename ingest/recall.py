@@ -39,6 +39,7 @@ SHINGLE = 6
 NAV_WORDS = ("nav", "sidebar", "footer", "breadcrumb", "menu")
 NAV_LABELS = ("next ", "previous ", "prev ", "up ")  # a line of links that opens so is a page's "Next: ..., Up: ..."
 LOW_RECALL = 0.9  # a page below this is flagged `low_recall` in the run's report
+LOST_BLOCK_WORDS, LOST_BLOCK_SHARE = 10, 0.02  # so is a page that lost a block this large whole
 INVISIBLE = {"script", "style", "noscript", "template", "head", "title", "svg", "button", "select",
              "textarea", "iframe", "object", "canvas"}
 BLOCKS = {
@@ -193,29 +194,51 @@ class Recall:
     words: int  # content words of the page
     found: float  # of them, found in the chunks
     missed: tuple[str, ...]  # the longest content lines not found, for a report
+    lost_run: int = 0  # the words of the longest run of consecutive content lines lost whole
 
     @property
     def share(self) -> float:
         return round(self.found / self.words, 4) if self.words else 1.0
+
+    @property
+    def low(self) -> bool:
+        """Flagged: under `LOW_RECALL`, or a block lost whole (a "Related" table, a list) that is
+        a real share of the page, `LOST_BLOCK_SHARE` of its words and `LOST_BLOCK_WORDS` at least,
+        though the rest of the page came through."""
+        return self.share < LOW_RECALL or self.lost_run >= max(LOST_BLOCK_WORDS, LOST_BLOCK_SHARE * self.words)
 
 
 def content_recall(lines: tuple[Line, ...], chunk_texts: list[str], chrome: frozenset[str] = frozenset(),
                    keep_missed: int = 5) -> Recall:
     haystack = " " + " ".join(" ".join(WORD.findall(t.lower())) for t in chunk_texts) + " "
     total, found, missed = 0, 0.0, []
+    # words of consecutive lines lost whole between lines that were kept: a table, a list, a
+    # section inside the content (the page's banner before it and footer after it are not)
+    run = lost_run = 0
+    kept_before = False
     for line in lines:
         if line.text in chrome or (line.linked and line.text.startswith(NAV_LABELS)):
             continue
         total += line.words
         if f" {line.text} " in haystack:
             found += line.words
+            if line.words > 2 or not run:  # a name or two found elsewhere (a link's text) does not end a run
+                lost_run = max(lost_run, run if kept_before else 0)
+                run, kept_before = 0, True
+            else:
+                run += line.words
             continue
         credit = _shingle_share(line.text.split(), haystack)
         found += credit * line.words
+        if credit > 0:
+            lost_run = max(lost_run, run if kept_before else 0)
+            run, kept_before = 0, True
+        else:
+            run += line.words
         if credit < 1:
             missed.append(line.text)
     missed.sort(key=len, reverse=True)
-    return Recall(total, found, tuple(m[:200] for m in missed[:keep_missed]))
+    return Recall(total, found, tuple(m[:200] for m in missed[:keep_missed]), lost_run)
 
 
 def _shingle_share(words: list[str], haystack: str) -> float:
