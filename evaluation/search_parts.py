@@ -35,17 +35,21 @@ def unjudged_defaults(namespace: str, queries: dict[str, str],
     uses when no judged queries fitted its weights (what most users get), whatever is stored now,
     once the namespace's search log holds the other queries: each query's weights are estimated
     from the others' excess over chance (`search_excess`, or `excess` when the caller has it;
-    `retrieval.fusion.estimated_weights`), never its own."""
+    `retrieval.fusion.estimated_weights`), never its own, after the model's agreement with the
+    namespace's words (`retrieval.agreement`) is measured."""
     from kb.models import Namespace
+    from retrieval import meaning_spread
     from retrieval.service import unjudged_weights
 
-    document_languages = Namespace.objects.get(slug=namespace).document_languages
+    row = Namespace.objects.values("id", "document_languages", "passage_configs").get(slug=namespace)
+    document_languages = row["document_languages"]
+    agreed = meaning_spread.namespace_agreement(row["id"], sum(row["passage_configs"].values()), wait=True)
     excess = search_excess(namespace, queries) if excess is None else excess
     served = {}
     for qid, query in queries.items():
         others = [value for other, value in excess.items() if other != qid and value is not None]
         log = (median(others) if others else None, len(others))
-        weights, notes = unjudged_weights(document_languages, query, log)
+        weights, notes = unjudged_weights(document_languages, query, log, agreed)
         off = {note.channel for note in notes if note.state == "off"}
         served[qid] = weights.lexical, tuple(channel for channel in CHANNELS if channel not in off)
     return served

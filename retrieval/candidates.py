@@ -160,6 +160,14 @@ def meaning_unread(share: float, language: str, query_language: str = "") -> Cha
                                       "meaning model does not read, so results are ranked by their words alone.")
 
 
+def meaning_disagrees(agreed: float) -> ChannelNote:
+    """The vector channel left out: searched for the namespace's own headings, meaning and words
+    hardly find the same passages (`retrieval.agreement`), so the model is taken not to read it."""
+    return ChannelNote(VECTOR, "off", f"The search's meaning model does not read this namespace's text: searched for "
+                                      f"its own headings, meaning and words find only {agreed:.0%} of the same "
+                                      "passages, so results are ranked by their words alone.")
+
+
 @dataclass(frozen=True)
 class Ranking:
     kept: list[ScoreDetails]

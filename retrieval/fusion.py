@@ -29,7 +29,7 @@ class FusionWeights:
     """The weights a search used and what set them, as the explanation shows them."""
 
     lexical: float
-    source: str  # default, estimated, fitted, requested; meaning left out (`words_alone`): language, model
+    source: str  # default, agreement, estimated, fitted, requested; meaning left out (`words_alone`): language, model
     reason: str
     fitted_at: datetime | None = None
     version: int = 0
@@ -55,6 +55,26 @@ def meaning_kept(share: float, languages: str, query_language: str) -> FusionWei
     return FusionWeights(DEFAULT_LEXICAL_WEIGHT, "default",
                          f"default: equal weights, as this query is in {query_language}, which the meaning model "
                          f"reads, although {share:.0%} of the documents here are in {languages}")
+
+
+MEANING_UNREAD = 0.105  # agreement (retrieval/agreement.py) under which the model is taken not to read the text
+GRADED_LEXICAL_WEIGHT = 0.75  # over it, in a language the model is not said to read: meaning counts, less than words
+
+
+def graded_weights(agreed: float) -> FusionWeights:
+    """The weights of a namespace without judged queries whose documents are mostly in languages
+    the model is not said to read (`KB_EMBEDDING_LANGUAGES`), from the model's measured agreement
+    with the words on the namespace's own headings (`retrieval.agreement`): words at
+    GRADED_LEXICAL_WEIGHT from MEANING_UNREAD, words alone (lexical 1.0) below it."""
+    measured = (f"searched for this namespace's own headings, meaning and words find {agreed:.0%} of the same "
+                f"passages")
+    if agreed >= MEANING_UNREAD:
+        return FusionWeights(GRADED_LEXICAL_WEIGHT, "agreement", (
+            f"graded: most documents here are in languages the meaning model is not said to read, yet it reads "
+            f"them in part: {measured} ({MEANING_UNREAD:.0%} or more), so words weigh {GRADED_LEXICAL_WEIGHT} "
+            f"and meaning {1 - GRADED_LEXICAL_WEIGHT:g}"))
+    return FusionWeights(1.0, "agreement", (
+        f"words alone: the meaning model does not read this text: {measured} (under {MEANING_UNREAD:.0%})"))
 
 
 def estimated_weights(median_excess: float | None, searches: int) -> FusionWeights | None:

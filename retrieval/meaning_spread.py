@@ -19,12 +19,14 @@ import logging
 import os
 import threading
 from collections import OrderedDict
+from typing import NamedTuple
 
 import numpy as np
 from django.db import connections
 
 from kb.breadth import meaning_excess
 from kb.replicas import on_replica, read_connection
+from retrieval import model_reading
 
 logger = logging.getLogger(__name__)
 
@@ -32,10 +34,20 @@ SAMPLE_SIZE = 1024
 REFRESH_SHARE = 0.1
 CACHED_NAMESPACES = 32
 
-_samples: OrderedDict[int, tuple[int, int, np.ndarray]] = OrderedDict()  # namespace: (passages counted by
-# the search when read, embedded passages, unit rows of the sample)
+_samples: OrderedDict[int, Sample] = OrderedDict()
 _reading: set[int] = set()  # namespaces whose sample a thread is reading
 _lock = threading.Lock()
+
+
+class Sample(NamedTuple):
+    """What is kept of a namespace: the passages its searches counted when it was read, how many
+    are embedded, unit rows of the sampled ones, and the model's agreement with their words
+    (`retrieval.agreement`; None when too few tell)."""
+
+    passages: int
+    embedded: int
+    rows: np.ndarray
+    agreement: float | None
 
 
 def query_excess(namespace_id: int, passages: int, query_vector, top_cosine: float, *,
@@ -46,7 +58,7 @@ def query_excess(namespace_id: int, passages: int, query_vector, top_cosine: flo
     read = namespace_sample(namespace_id, passages, wait=wait)
     if read is None:
         return None
-    embedded, sample = read
+    embedded, sample, _ = read
     query = np.asarray(query_vector, dtype=np.float32)
     norm = float(np.linalg.norm(query))
     if norm == 0 or sample.shape[1] != query.shape[-1]:
@@ -55,15 +67,24 @@ def query_excess(namespace_id: int, passages: int, query_vector, top_cosine: flo
     return meaning_excess(top_cosine, float(cosines.mean()), float(cosines.std()), embedded)
 
 
+def namespace_agreement(namespace_id: int, passages: int, *, wait: bool = False) -> float | None:
+    """How well the meaning model agrees with the words on the namespace's own passages
+    (`retrieval.agreement`), from its kept sample; None while (unless `wait`) it is read, or
+    where too few passages tell."""
+    read = namespace_sample(namespace_id, passages, wait=wait)
+    return read[2] if read is not None else None
+
+
 def namespace_sample(namespace_id: int, passages: int, *,
-                     wait: bool = False) -> tuple[int, np.ndarray] | None:
-    """How many passages of the namespace are embedded, and unit embeddings of up to SAMPLE_SIZE
-    of them, spread over its ids: the kept ones, or (`wait`) read now unless the kept ones are
-    usable; otherwise a thread starts reading them and the kept ones, if any, serve meanwhile.
-    `passages` (the namespace's own count, read with it by every search) says when they are stale."""
+                     wait: bool = False) -> tuple[int, np.ndarray, float | None] | None:
+    """How many passages of the namespace are embedded, unit embeddings of up to SAMPLE_SIZE of
+    them, spread over its ids, and the model's agreement with their words: the kept ones, or
+    (`wait`) read now unless the kept ones are usable; otherwise a thread starts reading them and
+    the kept ones, if any, serve meanwhile. `passages` (the namespace's own count, read with it by
+    every search) says when they are stale."""
     with _lock:
         cached = _samples.get(namespace_id)
-        fresh = cached is not None and abs(cached[0] - passages) <= REFRESH_SHARE * cached[0]
+        fresh = cached is not None and abs(cached.passages - passages) <= REFRESH_SHARE * cached.passages
         if fresh and (not wait or _usable(cached) is not None):
             _samples.move_to_end(namespace_id)
             return _usable(cached)
@@ -82,13 +103,13 @@ def forget_samples() -> None:
         _samples.clear()
 
 
-def _usable(kept: tuple[int, int, np.ndarray]) -> tuple[int, np.ndarray] | None:
-    _, embedded, sample = kept
-    return (embedded, sample) if len(sample) >= 3 else None
+def _usable(kept: Sample) -> tuple[int, np.ndarray, float | None] | None:
+    return (kept.embedded, kept.rows, kept.agreement) if len(kept.rows) >= 3 else None
 
 
-def _keep(namespace_id: int, passages: int, embedded: int, sample: np.ndarray) -> tuple[int, int, np.ndarray]:
-    kept = (passages, embedded, sample)
+def _keep(namespace_id: int, passages: int, embedded: int, sample: np.ndarray,
+          agreed: float | None) -> Sample:
+    kept = Sample(passages, embedded, sample, agreed)
     with _lock:
         _samples[namespace_id] = kept
         _samples.move_to_end(namespace_id)
@@ -118,8 +139,9 @@ def _forget_in_child() -> None:
 os.register_at_fork(after_in_child=_forget_in_child)
 
 
-def _read_sample(namespace_id: int) -> tuple[int, np.ndarray]:
-    """How many of the namespace's passages are embedded, and every step-th of them by id."""
+def _read_sample(namespace_id: int) -> tuple[int, np.ndarray, float | None]:
+    """How many of the namespace's passages are embedded, every step-th of them by id, and the
+    model's agreement with their words (`retrieval.model_reading`)."""
     with read_connection().cursor() as cursor:
         cursor.execute("SELECT count(*) FROM kb_chunk WHERE namespace_id = %s AND embedding IS NOT NULL",
                        [namespace_id])
@@ -130,7 +152,7 @@ def _read_sample(namespace_id: int) -> tuple[int, np.ndarray]:
             " AND id %% %s = 0 LIMIT %s", [namespace_id, step, SAMPLE_SIZE])
         rows = [row[0] for row in cursor.fetchall()]
     if not rows:
-        return embedded, np.zeros((0, 0), dtype=np.float32)
+        return embedded, np.zeros((0, 0), dtype=np.float32), None
     matrix = np.asarray(rows, dtype=np.float32)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    return embedded, matrix / np.where(norms == 0, 1, norms)
+    return embedded, matrix / np.where(norms == 0, 1, norms), model_reading.measure(namespace_id, embedded)

@@ -24,7 +24,13 @@ from kb.models import Namespace, QueryLog
 from kb.replicas import on_replica, read_alias, read_connection
 from retrieval import channels as ch
 from retrieval import lexical, meaning_spread
-from retrieval.candidates import FULL_WEIGHT_IDF_SHARE, ChannelNote, meaning_models, meaning_unread
+from retrieval.candidates import (
+    FULL_WEIGHT_IDF_SHARE,
+    ChannelNote,
+    meaning_disagrees,
+    meaning_models,
+    meaning_unread,
+)
 from retrieval.citations import document_citation_url
 from retrieval.errors import InvalidGroup, UnknownNamespace
 from retrieval.fusion import (
@@ -32,6 +38,7 @@ from retrieval.fusion import (
     WEIGHT_FIELDS,
     FusionWeights,
     estimated_weights,
+    graded_weights,
     meaning_kept,
     weights_from_row,
     words_alone,
@@ -244,7 +251,9 @@ def _plan(query: str, namespace: str, filters: Filters, limit: int, params: Rank
     if params.lexical_weight is not None:
         weights = FusionWeights(params.lexical_weight, "requested", "set by the caller for this search")
     elif weights.source == DEFAULT_WEIGHTS.source:  # judged queries would have fitted it: only the default yields
-        weights, notes = unjudged_weights(ns["document_languages"], query, (ns["median_excess"], ns["excess_searches"]))
+        agreed = meaning_spread.namespace_agreement(ns["id"], sum(ns["passage_configs"].values()))
+        weights, notes = unjudged_weights(ns["document_languages"], query, (ns["median_excess"], ns["excess_searches"]),
+                                          agreed)
     models = meaning_models(foreign_passages(ns["passage_models"], get_embedder().model_id))
     if models is not None and VECTOR not in {note.channel for note in notes}:
         notes = (*notes, models)  # whatever the weights, fitted or asked for: vectors of another model mean nothing
@@ -264,15 +273,22 @@ def _plan(query: str, namespace: str, filters: Filters, limit: int, params: Rank
 
 
 def unjudged_weights(document_languages: dict[str, int], query: str = "",
-                     log: tuple[float | None, int] = (None, 0)) -> tuple[FusionWeights, tuple[ChannelNote, ...]]:
+                     log: tuple[float | None, int] = (None, 0),
+                     agreed: float | None = None) -> tuple[FusionWeights, tuple[ChannelNote, ...]]:
     """The weights of a `query` in a namespace without fitted ones, and the channels they leave
-    out: words alone when the query, or most of the namespace's documents, is in a language the
-    model does not read (`meaning_decision`); else what the namespace's search log estimates
-    (`log`: its latest searches' median excess and how many there were, `estimated_weights`), or
-    equal weights."""
+    out. Where most documents are in languages the model is not said to read (`meaning_decision`),
+    a query the detector places decides (its own language's words alone, or meaning kept);
+    otherwise the model's measured agreement with the namespace's words (`agreed`,
+    `retrieval.agreement`) grades meaning (`graded_weights`: weighing less than words, or left
+    out), and until it is measured, words alone. Elsewhere, what the namespace's search log
+    estimates (`log`: its latest searches' median excess and how many there were,
+    `estimated_weights`), or equal weights."""
     decision = meaning_decision(document_languages, kb_settings().embedding_languages, query)
     asked = language_name(decision.query_language) if decision.query_language else ""
     if not decision.used:
+        if not asked and agreed is not None:
+            graded = graded_weights(agreed)
+            return graded, ((meaning_disagrees(agreed),) if graded.lexical == 1.0 else ())
         note = meaning_unread(decision.share, decision.languages, asked)
         return words_alone(note.reason[0].lower() + note.reason[1:].rstrip(".")), (note,)
     if asked:  # most documents are in languages the model does not read; this query's brings meaning back
