@@ -81,8 +81,10 @@ class NamespaceAdmin(NamespaceScoped):
         words_alone, with_meaning = languages_queries_decide(obj.document_languages, read)
         if leaves_out(share) and not fitted:
             verdict = (f"not used: {share:.0%} of the documents are in {language}, which the "
-                       "embedding model does not read; searches rank by words alone"
-                       + (f", except a query in {_named(with_meaning)}" if with_meaning else ""))
+                       "embedding model is not said to read; searches rank by words alone"
+                       + (f", except a query in {_named(with_meaning)}" if with_meaning else "")
+                       + ", unless the model is measured to read the text in part (a namespace of 30 documents or "
+                         "more: then meaning counts at a quarter, as each search's explanation says)")
         elif share:
             verdict = (f"used; {share:.0%} of the documents are in {language}, which the embedding model does "
                        "not read" + (f"; a query in {_named(words_alone)} is ranked by words alone"
