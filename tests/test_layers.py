@@ -48,6 +48,7 @@ PURE = {
     "ingest.extract", "ingest.extract.html", "ingest.extract.html_markdown", "ingest.extract.text",
     "ingest.extract.result", "ingest.extract.ocr", "ingest.extract.sandbox", "ingest.extract.documents",
     "ingest.extract.blocks", "ingest.extract.pdf", "ingest.extract.opendocument", "ingest.extract.word",
+    "ingest.extract.numformat",
     "capabilities.errors", "capabilities.definitions", "capabilities.contracts",
     "answers.errors", "answers.citations", "answers.prompt",
     "evaluation.errors", "evaluation.suites", "evaluation.metrics", "evaluation.site_bench",
