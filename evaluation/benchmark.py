@@ -28,6 +28,7 @@ from django.db import connection
 
 from evaluation import memory
 from evaluation import search_parts as evaluate
+from evaluation.errors import BenchmarkIngestFailed
 from evaluation.fitting import fit_weights, judged_runs, store_calibration
 from evaluation.mcp_bench import mcp_latency
 from evaluation.metrics import BeirCorpus, load_beir, mean_scores, paired_comparison, per_query_ndcg, percentiles
@@ -159,6 +160,13 @@ class CorpusBenchmark:
         seconds = time.perf_counter() - started
         self.log(f"ingest run {run.pk}: {run.status}, {run.items_changed} changed, "
                  f"{run.items_unchanged} unchanged, {run.chunks_written} chunks in {seconds:.1f}s")
+        if run.status != "succeeded":
+            raise BenchmarkIngestFailed(
+                f"The corpus {corpus.name!r} did not ingest (run {run.pk}: {run.status}"
+                f"{': ' + run.error if run.error else ''}); nothing is measured on part of it.")
+        if run.items_failed:
+            self.log(f"{run.items_failed} documents failed to ingest (the run's page lists them): the figures "
+                     f"below leave them out")
         full = len(corpus.documents) * FULL_INGEST_SHARE
         if run.items_changed >= full:
             return {"ingest_docs_per_s": round(run.items_changed / seconds, 2),

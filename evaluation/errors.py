@@ -15,3 +15,11 @@ class EvalUnknownVersion(EvalFileError):
 
     code = "EVAL_UNKNOWN_VERSION"
     http_status = 422
+
+
+class BenchmarkIngestFailed(KBError):
+    """A benchmark's corpus did not ingest (its run failed part-way): its figures would measure
+    part of the corpus, so nothing is measured."""
+
+    code = "EVAL_BENCHMARK_INGEST_FAILED"
+    http_status = 500

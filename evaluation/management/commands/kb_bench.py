@@ -17,6 +17,7 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from evaluation.benchmark import LATENCY_LIMIT, BenchOptions, CorpusBenchmark
+from evaluation.errors import BenchmarkIngestFailed
 from kb.conf import DOCUMENT_RUNTIMES, kb_settings
 from kb.migrated import migration_hint
 
@@ -79,7 +80,10 @@ class Command(BaseCommand):
             with ProgressBars(self.stderr) as bars:
                 benchmark = CorpusBenchmark(folder, namespace, replace(settings, runtime=runtime),
                                             progress=bars.update, log=self.stderr.write)
-                report = benchmark.run(on_report=lambda r: print_report(write, r))
+                try:
+                    report = benchmark.run(on_report=lambda r: print_report(write, r))
+                except BenchmarkIngestFailed as exc:
+                    raise CommandError(str(exc)) from exc
             if "scale" in report:
                 print_report(write, {"scale": report["scale"]})
             for pages in (report.get("admin"), report.get("scale", {}).get("admin")):
