@@ -281,8 +281,9 @@ def _log(run: _Run) -> int | None:
 def record_feedback(principal: Principal, answer_id: int, helpful: bool) -> AnswerLog:
     """A reader's vote on an answer; voting again replaces it. Another tenant's answer is not found,
     exactly as a missing one."""
+    readable = sorted(principal.readable_namespaces().values_list("slug", flat=True))
     row = AnswerLog.objects.select_related("query_log__namespace").filter(
-        pk=answer_id, query_log__namespace__in=principal.readable_namespaces()).first()
+        pk=answer_id, query_log__namespace__slug__in=readable, namespaces__contained_by=readable).first()
     if row is None:
         raise AnswerNotFound(f"No answer {answer_id}.")
     row.helpful = helpful

@@ -4,7 +4,8 @@ One rule, applied by construction: a staff user who is not a superuser sees only
 namespaces they are a member of (`NamespaceMembership`) and writes only to those their membership
 may change. `SCOPE` says how every model reaches its namespace; querysets, foreign-key and
 many-to-many choices, list filters, inlines, raw-id labels and actions all go through it, and a
-model missing from `SCOPE` offers a member nothing at all.
+model missing from `SCOPE` offers a member nothing at all. An object drawing on several namespaces
+(an answer over several, `SPANS`) is seen only by a member of every one of them.
 """
 
 import json
@@ -43,6 +44,9 @@ SCOPE: dict[type[Model], str] = {  # model -> lookup from it to its Namespace ("
     models.EvalRun: "namespace",
     models.FusionCalibration: "namespace",
 }
+SPANS: dict[type[Model], str] = {  # model -> its array field of every namespace one object draws on
+    models.AnswerLog: "namespaces",  # an answer searched them all: readable only by a reader of each
+}
 
 
 def scoped(queryset: QuerySet, slugs: frozenset[str] | None) -> QuerySet:
@@ -53,7 +57,10 @@ def scoped(queryset: QuerySet, slugs: frozenset[str] | None) -> QuerySet:
     if queryset.model not in SCOPE:
         return queryset.none()
     lookup = SCOPE[queryset.model]
-    return queryset.filter(**{f"{lookup}__slug__in" if lookup else "slug__in": sorted(slugs)})
+    queryset = queryset.filter(**{f"{lookup}__slug__in" if lookup else "slug__in": sorted(slugs)})
+    if queryset.model in SPANS:
+        queryset = queryset.filter(**{f"{SPANS[queryset.model]}__contained_by": sorted(slugs)})
+    return queryset
 
 
 def namespace_of(obj: Model) -> str | None:
@@ -64,6 +71,12 @@ def namespace_of(obj: Model) -> str | None:
         if value is None:
             return None
     return value.slug
+
+
+def namespaces_of(obj: Model) -> set[str | None]:
+    """Every namespace `obj` draws on: its own and, for a model in SPANS, each one it names.
+    Reading it needs all of them."""
+    return {namespace_of(obj), *getattr(obj, SPANS[type(obj)], ())} if type(obj) in SPANS else {namespace_of(obj)}
 
 
 def _readable(principal: Principal) -> frozenset[str] | None:
@@ -180,7 +193,7 @@ class NamespaceScoped(ScopedFields, admin.ModelAdmin):
             return True
         if obj is None:
             return bool(allowed)
-        return namespace_of(obj) in allowed
+        return namespaces_of(obj) <= allowed
 
     # Membership is the permission: a staff user reads what a membership lets them read and writes
     # what a writing one lets them write, with no Django model permissions to tick besides

@@ -43,3 +43,22 @@ def test_a_curator_turns_answers_off_for_its_namespace(client):
     assert response.status_code == 302, response.content[:2000]
     namespace.refresh_from_db()
     assert namespace.answers is False  # an unticked box: off
+
+
+def test_an_answer_over_several_namespaces_is_seen_only_by_a_curator_of_every_one(client):
+    """The answer's log row names its first namespace's search; a curator of that namespace alone
+    must not read what the other namespace's documents answered."""
+    both = answer("tenant:b", "what does the merger memo say")
+    both.namespaces = ["tenant:b", "tenant:a"]
+    both.text = "The merger closes in May [1]."
+    both.sources = [{"n": 1, "title": "Merger memo", "namespace": "tenant:a"}]
+    both.save()
+    Namespace.objects.get_or_create(slug="tenant:a")
+    curator(client, "tenant:b")
+    listing = client.get("/admin/kb/answerlog/")
+    assert listing.status_code == 200 and b"merger" not in listing.content
+    assert client.get(f"/admin/kb/answerlog/{both.pk}/change/").status_code in (302, 404)
+    user = get_user_model().objects.get(username="curator")
+    NamespaceMembership.objects.create(user=user, namespace=Namespace.objects.get(slug="tenant:a"))
+    assert b"merger" in client.get("/admin/kb/answerlog/").content
+    assert client.get(f"/admin/kb/answerlog/{both.pk}/change/").status_code == 200
