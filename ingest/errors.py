@@ -223,6 +223,14 @@ class LocationRefused(IngestError):
     http_status = 400
 
 
+class GitTokenRefused(LocationRefused):
+    """A git source names an operator token for a URL the token is not for: not https, or a host
+    other than those the operator wrote before the token (KB_GIT_TOKEN_<NAME>=host=token)."""
+
+    code = "INGEST_GIT_TOKEN_REFUSED"
+    http_status = 400
+
+
 class SyncBudgetExceeded(IngestError):
     """A repository whose clone or fetch outgrew KB_GIT_MAX_BYTES or KB_GIT_TIMEOUT."""
 

@@ -70,7 +70,7 @@ class KBSettings:
     git_max_bytes: int  # most a git source's clone or fetch may bring
     git_timeout: float  # seconds one git command may take
     git_cache_dir: Path  # where each git source's bare mirror is kept
-    git_tokens: dict[str, str]  # KB_GIT_TOKEN_<NAME> values by <NAME>
+    git_tokens: dict[str, str]  # KB_GIT_TOKEN_<NAME> values (`host[,host]=token`) by <NAME>
     answer_url: str  # an OpenAI-compatible base URL (…/v1); "": answers are off
     answer_model: str
     answer_api_key: str

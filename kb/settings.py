@@ -202,7 +202,8 @@ KB_FETCH_ALLOWED_PRIVATE = [
 # folder and git sources (docs/ingesting.md "Folders" and "Git repositories"): the directories a
 # folder source may sit under (comma-separated absolute paths; empty: folder sources are off),
 # whether git sources may name ssh:// URLs and local paths, each run's clone or fetch budget, and
-# the tokens git sources may use: each KB_GIT_TOKEN_<NAME> variable, named by a source as <NAME>
+# the tokens git sources may use: each KB_GIT_TOKEN_<NAME> variable, named by a source as <NAME>,
+# written <host>[,<host>…]=<token> (sent over https to those hosts only)
 KB_FOLDER_ROOTS = [p.strip() for p in os.environ.get("KB_FOLDER_ROOTS", "").split(",") if p.strip()]
 KB_GIT_ALLOW_LOCAL = os.environ.get("KB_GIT_ALLOW_LOCAL", "false").strip().lower() in ("1", "true", "yes")
 KB_GIT_MAX_BYTES = int(os.environ.get("KB_GIT_MAX_BYTES", str(500 * 1024 * 1024)))

@@ -30,11 +30,11 @@ from urllib.parse import quote, urlsplit
 
 from ingest.connectors.base import Entry, ListingConnector, path_selected
 from ingest.connectors.formats import as_markdown, source_media_type
-from ingest.errors import ContentTooLarge, LocationRefused, SourceUnreachable, SyncBudgetExceeded
+from ingest.errors import ContentTooLarge, GitTokenRefused, LocationRefused, SourceUnreachable, SyncBudgetExceeded
 from ingest.fetch import FetchPolicy
 from ingest.filetypes import max_bytes_for
 from ingest.loaders import LoadedItem
-from ingest.ssrf import AllowRule, check_unresolved, resolve_target
+from ingest.ssrf import AllowRule, Resolver, check_unresolved, resolve_target, system_resolver
 from kb.conf import kb_settings
 
 HEAD_REF = "refs/kb/head"
@@ -50,9 +50,9 @@ MAX_FILES_TO_LIST = 100_000  # a tree larger than this is no documentation tree
 
 
 def check_remote(location: str, *, allowed: Iterable[AllowRule] = (), allow_local: bool = False,
-                 resolve: bool = False) -> tuple[str, str]:
-    """What the worker decides about a repository address: ("http(s)", curl's resolve entry
-    `host:port:address`, "" before DNS) for a remote, ("local", "") for an ssh:// URL or a path
+                 resolve: bool = False, resolver: Resolver = system_resolver) -> tuple[str, tuple[str, ...]]:
+    """What the worker decides about a repository address: ("http(s)", curl's resolve entries
+    `host:port:address`, () before DNS) for a remote, ("local", ()) for an ssh:// URL or a path
     the operator allows; else LocationRefused or the guard's FetchBlocked. `resolve`: ask DNS
     and check the address (the run); without, only what can be told without DNS (a save)."""
     parts = urlsplit(location)
@@ -63,14 +63,17 @@ def check_remote(location: str, *, allowed: Iterable[AllowRule] = (), allow_loca
                                   "'token', the operator's KB_GIT_TOKEN_<NAME>).")
         if not resolve:
             check_unresolved(location, allowed=allowed)
-            return scheme, ""
-        target = resolve_target(location, allowed=allowed)
+            return scheme, ()
+        target = resolve_target(location, allowed=allowed, resolver=resolver)
         address = f"[{target.address}]" if ":" in target.address else target.address
-        return scheme, f"{target.host}:{target.port}:{address}"
+        # the guard reads `docs.example.` as `docs.example`; curl looks the name up as written, so
+        # both spellings are pinned: a pin curl does not match would let it ask DNS itself
+        hosts = dict.fromkeys((parts.hostname or "", target.host))
+        return scheme, tuple(f"{host}:{target.port}:{address}" for host in hosts if host)
     scp_like = re.match(r"^[\w.-]+@[\w.-]+:", location)  # git@host:group/repo.git
     local = scheme in ("ssh", "file") or (not scheme and location.startswith("/")) or bool(scp_like)
     if local and allow_local:
-        return "local", ""
+        return "local", ()
     if local:
         raise LocationRefused(f"{location!r} is an ssh or local repository; this server takes https ones only "
                               "(the operator allows the others with KB_GIT_ALLOW_LOCAL).",
@@ -89,7 +92,7 @@ class GitConnector(ListingConnector):
             raise LocationRefused(f"{branch!r} is not a branch name this server fetches.")
         token_name = (self.spec.option("token") or "").strip()
         self.git = Git(self.spec.location, conf.git_cache_dir, timeout=conf.git_timeout,
-                       max_bytes=conf.git_max_bytes, token=self._token(conf.git_tokens),
+                       max_bytes=conf.git_max_bytes, token=token_for(self.spec.location, token_name, conf.git_tokens),
                        mirror_key=f"{self.spec.location}\0{branch}\0{token_name}")
         self.head = self.git.fetch(branch, allowed=FetchPolicy.from_settings().allowed,
                                    allow_local=conf.git_allow_local)
@@ -102,15 +105,6 @@ class GitConnector(ListingConnector):
                 self.sizes[path] = size
         self.previous, self.cursor = self.cursor, self.head
         return entries
-
-    def _token(self, tokens: dict[str, str]) -> str:
-        name = (self.spec.option("token") or "").strip()
-        if not name:
-            return ""
-        if not TOKEN_NAME_RE.match(name) or name not in tokens:
-            raise LocationRefused(f"No token named {name!r}: the operator sets it as KB_GIT_TOKEN_{name} in the "
-                                  "server's environment.", details={"setting": f"KB_GIT_TOKEN_{name}"})
-        return tokens[name]
 
     def renames(self, entries: dict[str, Entry], vanished: set[str]) -> dict[str, str]:
         """Git's own rename detection (`diff -M`, edited files too) from the indexed commit."""
@@ -140,6 +134,30 @@ class GitConnector(ListingConnector):
     def url_of(self, entry: Entry) -> str:
         pattern = (self.spec.option("web_url") or "").strip()
         return forge_citation(pattern, self.head, entry.path, b"")[0] if pattern else ""
+
+
+def token_for(location: str, name: str, tokens: dict[str, str]) -> str:
+    """The operator's token a source names ("" for none), once `location` is an https URL of a
+    host the operator wrote before it (`KB_GIT_TOKEN_<NAME>=git.example.com,git2.example.com=token`):
+    any curator may name a token, so it is sent only where the operator said, never in clear."""
+    if not name:
+        return ""
+    if not TOKEN_NAME_RE.match(name) or name not in tokens:
+        raise LocationRefused(f"No token named {name!r}: the operator sets it as KB_GIT_TOKEN_{name} in the "
+                              "server's environment.", details={"setting": f"KB_GIT_TOKEN_{name}"})
+    hosts, _, token = tokens[name].partition("=")
+    allowed = {host.strip().lower() for host in hosts.split(",") if host.strip()}
+    setting = {"setting": f"KB_GIT_TOKEN_{name}"}
+    if not token or not allowed:
+        raise GitTokenRefused(f"The token {name!r} names no host: the operator writes KB_GIT_TOKEN_{name} as "
+                              "'<host>=<token>' (e.g. 'git.example.com=…'), and it is sent to that host only.",
+                              details=setting)
+    parts = urlsplit(location)
+    host = parts.hostname or ""
+    if parts.scheme.lower() != "https" or host not in allowed:
+        raise GitTokenRefused(f"The token {name!r} is not sent to {location!r}: it is for https://"
+                              f"{', https://'.join(sorted(allowed))} only (KB_GIT_TOKEN_{name}).", details=setting)
+    return token
 
 
 def forge_citation(pattern: str, commit: str, path: str, source: bytes) -> tuple[str, Callable[[str], str] | None]:
@@ -195,26 +213,28 @@ class Git:
         self.home = Path(cache_dir) / "home"  # an empty HOME: no ~/.gitconfig, no credentials
         self.protocols = "http:https"  # GIT_ALLOW_PROTOCOL: what git may speak, redirects and helpers included
 
-    def fetch(self, branch: str, *, allowed, allow_local: bool) -> str:
+    def fetch(self, branch: str, *, allowed, allow_local: bool, resolver: Resolver = system_resolver) -> str:
         """Fetch the branch's tip (the remote's default branch when "") and return its commit."""
-        kind, pin = check_remote(self.location, allowed=allowed, allow_local=allow_local, resolve=True)
+        kind, pins = check_remote(self.location, allowed=allowed, allow_local=allow_local, resolve=True,
+                                  resolver=resolver)
         if not (self.mirror / "HEAD").exists():
             shutil.rmtree(self.mirror, ignore_errors=True)
             self.mirror.mkdir(parents=True)
             self._run(["init", "--bare", "--quiet"], check=True)
-        extra = []
-        if pin:
+        extra, secret = [], {}
+        for pin in pins:
             extra += ["-c", f"http.curloptResolve={pin}"]
         if kind == "local":
             extra += ["-c", "protocol.file.allow=always"]
             self.protocols = "ssh:file"
-        if self.token:
+        if self.token:  # through the environment: a command line is readable by every user (ps, /proc)
             basic = base64.b64encode(f"x-access-token:{self.token}".encode()).decode()
-            extra += ["-c", f"http.extraHeader=Authorization: Basic {basic}"]
+            secret = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "http.extraHeader",
+                      "GIT_CONFIG_VALUE_0": f"Authorization: Basic {basic}"}
         source = f"refs/heads/{branch}" if branch else "HEAD"
         result = self._run([*extra, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--depth", "1",
                             "--no-recurse-submodules", "--", self.location, f"+{source}:{HEAD_REF}"],
-                           budget=True)
+                           budget=True, env=secret)
         if _size(self.mirror) > self.max_bytes:  # a fetch quicker than the watch's first look
             shutil.rmtree(self.mirror, ignore_errors=True)
             raise SyncBudgetExceeded(f"Fetching {self.location!r} brought more than {self.max_bytes} bytes "
@@ -272,10 +292,12 @@ class Git:
                 "GIT_ALLOW_PROTOCOL": self.protocols, "GIT_NO_REPLACE_OBJECTS": "1",
                 "GIT_SSH_COMMAND": "ssh -o BatchMode=yes -o StrictHostKeyChecking=yes"}
 
-    def _run(self, args: list[str], *, check: bool = False, text: bool = True, budget: bool = False):
+    def _run(self, args: list[str], *, check: bool = False, text: bool = True, budget: bool = False,
+             env: dict[str, str] | None = None):
         command = ["git", *[part for pair in SAFE_CONFIG for part in ("-c", pair)], "-C", str(self.mirror), *args]
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-            process = subprocess.Popen(command, stdout=out, stderr=err, env=self._env(), stdin=subprocess.DEVNULL,
+            process = subprocess.Popen(command, stdout=out, stderr=err, env={**self._env(), **(env or {})},
+                                       stdin=subprocess.DEVNULL,
                                        start_new_session=True)
             self._wait(process, budget)
             out.seek(0)
