@@ -55,6 +55,13 @@ class PromptTooLarge(KBError):
     http_status = 413
 
 
+class AnswerFailed(KBError):
+    """Something unforeseen broke the answer after its search; the traceback is in the server log."""
+
+    code = "ANSWER_FAILED"
+    http_status = 500
+
+
 class AnswerNotFound(NotFound):
     """No answer of that id that this caller may see (another tenant's answers exactly like a missing one)."""
 

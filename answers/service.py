@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from django.db.models.functions import Length
 
 from answers import citations, gate, prompt
-from answers.errors import AnswerNotFound, AnswersOff, AnswersOffForNamespace, TooManyNamespaces
+from answers.errors import AnswerFailed, AnswerNotFound, AnswersOff, AnswersOffForNamespace, TooManyNamespaces
 from answers.model import Endpoint, ToolsRefused, Turn, chat, models
 from kb import querylog
 from kb.auth import Principal, principal_for
@@ -83,6 +83,11 @@ def _events(run: _Run, principal: Principal, stream: bool) -> Iterator[dict]:
     except KBError as exc:
         run.error = exc
         yield {"event": "error", "code": exc.code, "message": exc.message}
+    except Exception:  # logged with its traceback; the reader gets a stable code and `done`, never a broken stream
+        logger.exception("answer to %r over %s failed", run.question[:80], run.namespaces)
+        run.error = AnswerFailed("The answer failed on the server's side; the search results above stay valid. "
+                                 "The error is in the server log.")
+        yield {"event": "error", "code": run.error.code, "message": run.error.message}
     yield {"event": "done", "answer_id": _log(run)}
 
 
@@ -202,11 +207,10 @@ def _read(run: _Run, principal: Principal, placed: list[tuple[str, DocumentGroup
         return f"error: there is no tool {name[:40]!r}; the only tool is read(source, offset)", 20
     if run.reads > prompt.MAX_READS:
         return f"error: at most {prompt.MAX_READS} reads; answer from what you have", 20
-    try:
-        args = json.loads(arguments or "{}")
-        number, offset = int(args.get("source", 0)), int(args.get("offset", 0) or 0)
-    except (ValueError, TypeError, AttributeError):
-        return "error: read takes {\"source\": <number>, \"offset\": <number>}", 20
+    args = read_arguments(arguments)
+    if args is None:
+        return "error: read takes {\"source\": <number>, \"offset\": <number>}, whole numbers and nothing else", 20
+    number, offset = args
     if not 1 <= number <= len(placed):
         return f"error: there is no source {number}; the sources are 1 to {len(placed)}", 20
     chars = min(prompt.READ_CHARS, max(0, (budget - prompt.MESSAGE_TOKENS) * prompt.TOKEN_CHARS - 200))
@@ -220,6 +224,35 @@ def _read(run: _Run, principal: Principal, placed: list[tuple[str, DocumentGroup
     run.seen[number] = run.seen.get(number, "") + "\n" + window
     result = prompt.wrap_read(built.tag, number, window)
     return result, prompt.tokens(result)
+
+
+def read_arguments(arguments: str) -> tuple[int, int] | None:
+    """The `read` tool's (source, offset) from the model's JSON, or None unless it is exactly an object
+    of whole numbers: `source` required, `offset` optional, 0 to MAX_OFFSET, no other key. Anything else
+    (NaN, 1e400, a 5,000-digit number, a string, a list, nesting past the parser's depth) reads nothing."""
+    try:
+        args = json.loads(arguments or "{}", parse_constant=_no_constant, parse_float=_no_float)
+    except (ValueError, RecursionError):  # not JSON, NaN/Infinity, a fraction, an integer past Python's digits
+        return None
+    if not isinstance(args, dict) or not {"source"} <= set(args) <= {"source", "offset"}:
+        return None
+    number, offset = args["source"], args.get("offset", 0)
+    if offset is None:
+        offset = 0
+    if not all(type(value) is int and 0 <= value <= MAX_OFFSET for value in (number, offset)):
+        return None
+    return number, offset
+
+
+MAX_OFFSET = 10**9  # past any document's length; a larger number is not a position
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a number read takes")
+
+
+def _no_float(text: str):
+    raise ValueError(f"{text} is not a whole number")
 
 
 def _search(run: _Run, namespaces: list[str]) -> list[SearchResult]:

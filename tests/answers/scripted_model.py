@@ -18,7 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 @dataclass
 class Reply:
     text: list[str] = field(default_factory=list)  # content pieces, each its own chunk
-    tool_calls: list[dict] = field(default_factory=list)  # {"name": ..., "arguments": {...}}
+    tool_calls: list[dict] = field(default_factory=list)  # {"name": ..., "arguments": {...} or raw JSON text}
     delay: float = 0.0  # seconds before the first byte of the stream
     status: int = 200
     error_body: str = ""
@@ -98,7 +98,7 @@ def _chunks(reply: Reply, model: str):
     for piece in reply.text:
         yield chunk({"content": piece})
     for index, call in enumerate(reply.tool_calls):
-        arguments = json.dumps(call["arguments"])
+        arguments = call["arguments"] if isinstance(call["arguments"], str) else json.dumps(call["arguments"])
         yield chunk({"tool_calls": [{"index": index, "id": f"call_{index}", "type": "function",
                                      "function": {"name": call["name"], "arguments": arguments[:5]}}]})
         yield chunk({"tool_calls": [{"index": index, "function": {"arguments": arguments[5:]}}]})

@@ -257,3 +257,48 @@ def test_a_model_that_never_stops_calling_the_tool_is_stopped(corpus, answer_mod
     assert len(model.requests) == MAX_READS + 2
     assert all("tools" not in body for body in model.requests[MAX_READS:])  # no tool offered past the reads
     assert model.requests[-1]["messages"][-1]["content"].startswith(f"error: at most {MAX_READS} reads")
+
+
+@pytest.mark.parametrize("arguments", [
+    '{"source": 1e400}', '{"source": 1, "offset": 1e400}', '{"source": Infinity}', '{"source": 1, "offset": NaN}',
+    '{"source": 1, "offset": -Infinity}', '{"source": 1, "offset": ' + "9" * 400 + "}",
+    '{"source": 1, "offset": ' + "9" * 5000 + "}", '{"source": "1"}', '{"source": [1]}', '{"source": true}',
+    '{"source": 1.5}', '{"source": 1, "offset": {"a": 1}}', '[1, 0]', '"1"', "null", "[" * 100_000,
+    '{"source": 1, "document": 7}',
+], ids=["source-1e400", "offset-1e400", "infinity", "nan", "minus-infinity", "400-digits", "5000-digits",
+        "string", "list", "bool", "fraction", "object", "array", "json-string", "null", "deep", "extra-key"])
+def test_a_read_with_arguments_that_are_not_whole_numbers_reads_nothing_and_the_answer_goes_on(
+        corpus, answer_model, arguments):
+    model = answer_model([Reply(tool_calls=[{"name": "read", "arguments": arguments}]),
+                          Reply(text=["Roast the pumpkin [1]."])])
+    found = events()
+    assert [e["event"] for e in found][-2:] == ["answer", "done"], found[-3:]
+    assert model.requests[1]["messages"][-1]["content"].startswith("error: read takes")
+    assert AnswerLog.objects.get(pk=found[-1]["answer_id"]).error_code == ""
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["streamed", "whole"])
+def test_an_unforeseen_failure_ends_with_an_error_event_done_and_a_log_row(corpus, answer_model, client,
+                                                                             monkeypatch, stream):
+    """Whatever breaks after the search, the reader gets a stable code and `done`, never a 500 or a
+    stream cut short, and the answer is logged."""
+    from answers import citations
+
+    def broken(*args, **kwargs):
+        raise OverflowError("cannot convert float infinity to integer")
+
+    answer_model([Reply(text=["Roast the pumpkin [1]."])])
+    monkeypatch.setattr(citations, "check", broken)
+    Namespace.objects.filter(slug="tenant:a").update(is_public=True)
+    response = client.post("/api/answer", {"q": QUESTION, "namespaces": ["tenant:a"], "stream": stream},
+                           content_type="application/json")
+    assert response.status_code == 200
+    if stream:
+        body = b"".join(response.streaming_content).decode()
+        found = [json.loads(line[len("data: "):]) for line in body.splitlines() if line.startswith("data: ")]
+    else:
+        payload = response.json()
+        found = [{"event": "error", **payload["error"]}, {"event": "done", "answer_id": payload["answer_id"]}]
+    assert [e["event"] for e in found][-2:] == ["error", "done"]
+    assert found[-2]["code"] == "ANSWER_FAILED" and "infinity" not in found[-2]["message"]
+    assert AnswerLog.objects.get(pk=found[-1]["answer_id"]).error_code == "ANSWER_FAILED"
