@@ -231,6 +231,14 @@ class GitTokenRefused(LocationRefused):
     http_status = 400
 
 
+class FolderEntryRefused(IngestError):
+    """A file of a folder source that is not read: no longer a regular file (a link, a FIFO, a
+    device), reached through a directory swapped for a link since the listing, or hard-linked."""
+
+    code = "INGEST_FOLDER_ENTRY_REFUSED"
+    http_status = 400
+
+
 class SyncBudgetExceeded(IngestError):
     """A repository whose clone or fetch outgrew KB_GIT_MAX_BYTES or KB_GIT_TIMEOUT."""
 

@@ -1,21 +1,26 @@
 """Folder sources: a directory on the server (an operator's mount) under one of KB_FOLDER_ROOTS.
 
 Every run walks the folder without following a symbolic link (a link, to a file or a directory,
-is left out: it could lead out of the root), takes the files the upload readers read and the
-include/exclude globs select, and compares each file's size and modification time with the
-stored document's: an untouched file is not even opened. A touched one is read and hashed; the
-same bytes cost no parse. A file whose bytes are those of a vanished file is that file moved.
+is left out: it could lead out of the root), and reads a file by opening each directory on its
+path from the folder down without following a link (`openat` with O_NOFOLLOW), so a directory
+swapped for a link since the listing leads nowhere; only a regular file with one link is read
+(a hard link could be another place's file, a FIFO would block the run). It takes the files
+the upload readers read and the include/exclude globs select, and compares each file's size and
+modification time with the stored document's: an untouched file is not even opened. A touched
+one is read and hashed; the same bytes cost no parse. A file whose bytes are those of a vanished
+file is that file moved.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
 
 from ingest.connectors.base import Entry, ListingConnector, path_selected
 from ingest.connectors.formats import as_markdown, source_media_type
-from ingest.errors import ContentTooLarge, FileMissing, LocationRefused, SourceUnreachable
+from ingest.errors import ContentTooLarge, FileMissing, FolderEntryRefused, LocationRefused, SourceUnreachable
 from ingest.filetypes import max_bytes_for
 from ingest.loaders import LoadedItem
 from kb.conf import kb_settings
@@ -64,13 +69,8 @@ class FolderConnector(ListingConnector):
         conf = kb_settings()
         limit = max_bytes_for(source_media_type(entry.path), text_limit=conf.fetch_max_bytes,
                               document_limit=conf.document_max_bytes)
-        try:  # O_NOFOLLOW: a file swapped for a link since the walk is not followed
-            fd = os.open(self.folder / entry.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-        except OSError as exc:
-            raise FileMissing(f"{entry.path!r} could not be opened: {exc.strerror}.") from exc
+        fd = open_beneath(self.folder, entry.path)
         with os.fdopen(fd, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                raise FileMissing(f"{entry.path!r} is no longer a regular file.")
             body = handle.read(limit + 1)
         if len(body) > limit:
             raise ContentTooLarge(f"{entry.path!r} is larger than {limit} bytes (KB_FETCH_MAX_BYTES, "
@@ -84,17 +84,72 @@ class FolderConnector(ListingConnector):
         return item
 
 
+DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def open_beneath(folder: Path, relative: str) -> int:
+    """A read descriptor of the regular file at `relative` under `folder`, each directory on the
+    way opened from its parent without following a link; else FileMissing (gone) or
+    FolderEntryRefused (a link on the way, not a regular file, more than one hard link)."""
+    names = relative.split("/")
+    if any(name in ("", ".", "..") for name in names):
+        raise FolderEntryRefused(f"{relative!r} is not a plain path under the folder.")
+    fd = os.open(folder, DIRECTORY_FLAGS)
+    try:
+        for index, name in enumerate(names):
+            last = index == len(names) - 1
+            try:
+                child = os.open(name, FILE_FLAGS if last else DIRECTORY_FLAGS, dir_fd=fd)
+            except OSError as exc:
+                os.close(fd)
+                fd = -1
+                where = "/".join(names[: index + 1])
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise FolderEntryRefused(f"{relative!r} was not read: {where!r} is now a symbolic link or not "
+                                             "a directory (links are never followed).") from exc
+                raise FileMissing(f"{relative!r} could not be opened: {exc.strerror}.") from exc
+            os.close(fd)
+            fd = child
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise FolderEntryRefused(f"{relative!r} is no longer a regular file (a FIFO, device or socket is not "
+                                     "read).")
+        if info.st_nlink > 1:  # its bytes may be a file outside the folder the share's user could not copy
+            raise FolderEntryRefused(f"{relative!r} has {info.st_nlink} hard links; a hard-linked file is not read "
+                                     "(copy it into the folder instead).")
+        os.set_blocking(fd, True)
+        opened, fd = fd, -1
+        return opened
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
 def _walk(folder: Path):
     """(relative path, stat) of every regular file under `folder`, symbolic links and hidden
-    entries (`.git`, `.DS_Store`) left out."""
-    pending = [folder]
-    while pending:
-        directory = pending.pop()
-        with os.scandir(directory) as scan:
-            for entry in scan:
-                if entry.name.startswith(".") or entry.is_symlink():
-                    continue
-                if entry.is_dir(follow_symlinks=False):
-                    pending.append(Path(entry.path))
-                elif entry.is_file(follow_symlinks=False):
-                    yield Path(entry.path).relative_to(folder).as_posix(), entry.stat(follow_symlinks=False)
+    entries (`.git`, `.DS_Store`) left out; each directory is opened from its parent without
+    following a link, so one swapped for a link during the walk is not entered."""
+    pending = [("", os.open(folder, DIRECTORY_FLAGS))]
+    try:
+        while pending:
+            prefix, fd = pending.pop()
+            try:
+                with os.scandir(fd) as scan:
+                    for entry in scan:
+                        if entry.name.startswith(".") or entry.is_symlink():
+                            continue
+                        relative = f"{prefix}{entry.name}"
+                        if entry.is_dir(follow_symlinks=False):
+                            try:
+                                pending.append((relative + "/", os.open(entry.name, DIRECTORY_FLAGS, dir_fd=fd)))
+                            except OSError as exc:
+                                if exc.errno not in (errno.ELOOP, errno.ENOTDIR, errno.ENOENT):
+                                    raise
+                        elif entry.is_file(follow_symlinks=False):
+                            yield relative, entry.stat(follow_symlinks=False)
+            finally:
+                os.close(fd)
+    finally:
+        for _, fd in pending:
+            os.close(fd)
