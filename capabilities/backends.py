@@ -27,8 +27,9 @@ from kb.conf import kb_settings
 from kb.embedding.embedders import get_embedder
 from kb.errors import ConfigurationError
 from retrieval import bm25
+from retrieval.lookups import query_terms
 from retrieval.ranker import LEXICAL, VECTOR, Candidate, ChannelHit, RankerParams, rank
-from retrieval.service import Filters, query_terms, search
+from retrieval.service import Filters, search
 
 
 class CapabilityRetriever(Protocol):

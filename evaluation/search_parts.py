@@ -39,7 +39,7 @@ def unjudged_defaults(namespace: str, queries: dict[str, str],
     namespace's words (`retrieval.agreement`) is measured."""
     from kb.models import Namespace
     from retrieval import meaning_spread
-    from retrieval.service import unjudged_weights
+    from retrieval.planning import unjudged_weights
 
     row = Namespace.objects.values("id", "document_languages", "passage_configs").get(slug=namespace)
     document_languages = row["document_languages"]

@@ -8,7 +8,7 @@ from kb import models
 from kb.admin_access import LargeTableAdmin, NamespaceScoped, ReadOnlyInConsole, ScopedInline, capped, count_of
 from kb.languages import NAMES as LANGUAGE_NAMES
 from kb.languages import name as language_name
-from retrieval.service import matching_chunk_ids
+from retrieval.lookups import matching_chunk_ids
 
 STORED_MEDIA_TYPES = ("text/markdown", "text/plain")  # what extraction stores (ingest/extract)
 MAX_SEARCHED_NAMESPACES = 20  # an unfiltered chunk search looks in the first 20 namespaces the curator may read

@@ -9,6 +9,7 @@ from kb.errors import ValidationFailed
 from kb.replicas import on_replica
 from retrieval import documents, presenters
 from retrieval.curation import record_feedback
+from retrieval.lookups import spelling_correction
 from retrieval.schemas import (
     ContextIn,
     ContextOut,
@@ -23,7 +24,7 @@ from retrieval.schemas import (
     SpellingIn,
     SpellingOut,
 )
-from retrieval.service import Filters, search, spelling_correction
+from retrieval.service import Filters, search
 
 MAX_PAGE_SIZE = 100
 MAX_PAGE = 1_000_000  # far past any namespace's end, and its offset stays inside PostgreSQL's bigint

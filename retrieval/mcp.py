@@ -22,6 +22,7 @@ from kb.toolsets import Answer, Toolset
 from retrieval import documents, presenters
 from retrieval.citations import absolute_url, document_citation_url
 from retrieval.errors import UnknownNamespace
+from retrieval.lookups import spelling_correction
 from retrieval.query import validate_query
 from retrieval.schemas import (
     MAX_SEARCH_NAMESPACES,
@@ -35,7 +36,7 @@ from retrieval.schemas import (
     SourceListIn,
     SourceListOut,
 )
-from retrieval.service import Filters, Hit, search, spelling_correction
+from retrieval.service import Filters, Hit, search
 
 tools = Toolset()
 MARK = re.compile(r"</?mark>")

@@ -7,43 +7,24 @@ same ranking and the same explanations. Each call writes one QueryLog row (unles
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass
 
 from kb import querylog
-from kb.conf import kb_settings
-from kb.embedding.compared import foreign_passages
 from kb.embedding.embedders import get_embedder, strong_cosine
-from kb.languages import meaning_decision
-from kb.languages import name as language_name
-from kb.models import Namespace, QueryLog
-from kb.replicas import on_replica, read_alias, read_connection
+from kb.models import QueryLog
+from kb.replicas import on_replica, read_alias
 from retrieval import channels as ch
 from retrieval import lexical, meaning_spread
 from retrieval.candidates import (
     FULL_WEIGHT_IDF_SHARE,
-    ChannelNote,
-    meaning_disagrees,
-    meaning_models,
-    meaning_unread,
 )
 from retrieval.citations import document_citation_url
-from retrieval.errors import InvalidGroup, UnknownNamespace
-from retrieval.fusion import (
-    DEFAULT_WEIGHTS,
-    WEIGHT_FIELDS,
-    FusionWeights,
-    estimated_weights,
-    graded_weights,
-    meaning_kept,
-    weights_from_row,
-    words_alone,
-)
-from retrieval.query import MAX_LIMIT, MAX_QUERY_CHARS, QueryFeatures, analyse, validate_query
+from retrieval.planning import Plan
+from retrieval.planning import plan as make_plan
+from retrieval.query import MAX_QUERY_CHARS, QueryFeatures, validate_query
 from retrieval.ranker import (
     CHANNELS,
     IDENTIFIERS,
@@ -54,111 +35,14 @@ from retrieval.ranker import (
     ChannelHit,
     RankerParams,
     Ranking,
-    RankSummary,
     ScoreDetails,
     rank,
 )
-from retrieval.spelling import correct_query
+from retrieval.results import DocumentGroup, Filters, Hit, SearchResult, group_by_document
 
 SUGGESTED_DOCUMENTS = 3
 RELATED_DOCUMENTS = 5
 SECTIONS_PER_DOCUMENT = 3
-SECTIONS_PER_GROUPED_DOCUMENT = 4  # chunks ranked per document asked for when grouping
-GROUPINGS = ("chunk", "document")
-LOOKUP_LIMIT = 200  # chunks per namespace a word lookup returns
-
-
-@dataclass(frozen=True)
-class Filters:
-    source_ids: tuple[int, ...] = ()
-    document_ids: tuple[int, ...] = ()
-
-
-@dataclass(frozen=True)
-class Hit:
-    rank: int
-    chunk_id: int
-    document_id: int
-    document_ref: str
-    source_id: int
-    title: str
-    heading_path: tuple[str, ...]
-    anchor: str
-    text: str
-    start_byte: int
-    end_byte: int
-    citation_url: str
-    source_name: str
-    created_at: datetime | None
-    score: float
-    relevance: float
-    cosine: float | None
-    details: ScoreDetails
-    page_start: int | None = None  # documents: the pages, slides or sheets the passage spans
-    page_end: int | None = None
-    page_unit: str = ""
-    scanned: bool = False  # "text recognised from a scan": the passage's page was OCRed
-    embedded_by: str = ""  # the model and runtime that computed the passage's vector
-
-
-@dataclass(frozen=True)
-class DocumentGroup:
-    """One document of a result list with its best sections. Its score is its best section's
-    score (as documentation search ranks pages by their best match; a sum would favour long
-    pages), so grouping never reorders documents against the chunk ranking."""
-
-    rank: int
-    document_id: int
-    title: str
-    citation_url: str  # the document itself (its best section's citation without the fragment)
-    score: float
-    sections: tuple[Hit, ...]  # best first, at most SECTIONS_PER_DOCUMENT
-
-    @property
-    def best_cosine(self) -> float | None:
-        """The cosine of the document's best section."""
-        return self.sections[0].cosine
-
-
-def group_by_document(hits: list[Hit], sections: int) -> list[DocumentGroup]:
-    """Hits in rank order -> documents in order of their best hit, each with its best sections.
-    A passage that shares text with a better one of its document (neighbours overlap, so each
-    reads alone) is that same place again, and is not listed as another section."""
-    order: dict[int, list[Hit]] = {}
-    for hit in hits:
-        found = order.setdefault(hit.document_id, [])
-        if not any(hit.start_byte < other.end_byte and other.start_byte < hit.end_byte for other in found):
-            found.append(hit)
-    groups = []
-    for position, found in enumerate(order.values(), start=1):
-        best = found[0]
-        groups.append(DocumentGroup(position, best.document_id, best.title, document_link(best.citation_url),
-                                    best.score, tuple(found[:sections])))
-    return groups
-
-
-@dataclass(frozen=True)
-class SearchResult:
-    query: str
-    namespace: str
-    hits: list[Hit]
-    suggested: list[DocumentGroup]  # the document tiers, read from `documents`
-    cited: list[DocumentGroup]
-    related: list[DocumentGroup]
-    weak_titles: list[str]
-    summary: RankSummary
-    dropped: list[ScoreDetails]
-    features: QueryFeatures
-    lexemes: list[str]  # the query's, and the stems its words typed without accents were read as: snippets mark them
-    timings: dict[str, float] = field(default_factory=dict)
-    fusion: FusionWeights = DEFAULT_WEIGHTS  # the namespace's weights; summary.lexical_weight: this query's
-    documents: list[DocumentGroup] = field(default_factory=list)  # every document of `hits`, best first
-    grouped: bool = False  # `limit` counted documents (group="document")
-    database: str = "default"  # the database alias that answered: a read replica or the primary
-    lexical: lexical.LexicalReport | None = None  # how the lexical channel found its hits
-    query_id: int | None = None  # the query log row, which reader feedback names
-    document_count: int = 0  # documents found (grouped), of which a page's search holds those up to its end
-    meaning_excess: float | None = None  # the best passage beyond chance (retrieval.meaning_spread); logged
 
 
 def search(query: str, namespace: str, *, filters: Filters = Filters(), limit: int = 10,
@@ -187,9 +71,9 @@ def run_search(query: str, namespace: str, *, filters: Filters = Filters(), limi
     query = validate_query(query, limit)
     timings: dict[str, float] = {}
 
-    def read() -> tuple[_Plan, SearchResult]:
+    def read() -> tuple[Plan, SearchResult]:
         timings.clear()  # a read retried on the primary reports its own times
-        plan = _plan(query, namespace, filters, limit, params, group)
+        plan = make_plan(query, namespace, filters, limit, params, group)
         left_out = {note.channel for note in plan.notes if note.state == "off"}
         found = _gather(plan, tuple(c for c in channels if c not in left_out), query_vector, timings)
         t = time.perf_counter()
@@ -218,105 +102,6 @@ def run_search(query: str, namespace: str, *, filters: Filters = Filters(), limi
     return result
 
 
-@dataclass(frozen=True)
-class _Plan:
-    """What one search asks of the channels and the ranker."""
-
-    query: str
-    namespace: str
-    scope: ch.Scope
-    params: RankerParams  # limit: chunks to rank; lexical_weight: the weight this search uses
-    weights: FusionWeights
-    depth: int  # candidates read per channel
-    features: QueryFeatures
-    documents_wanted: int | None  # group="document": documents to return
-    configs: tuple[str, ...] = ()  # the text search configurations the query is lexed with
-    notes: tuple[ChannelNote, ...] = ()  # channels left out for this namespace, and why
-    passages: int = 0  # the namespace's passages
-    model: str = ""  # set when only some passages are this model's: meaning compares with those alone
-
-
-def _plan(query: str, namespace: str, filters: Filters, limit: int, params: RankerParams | None,
-          group: str) -> _Plan:
-    if group not in GROUPINGS:
-        raise InvalidGroup(f"group must be one of {', '.join(GROUPINGS)}, got {group!r}.")
-    documents_wanted = limit if group == "document" else None
-    if documents_wanted:
-        limit = min(MAX_LIMIT, limit * SECTIONS_PER_GROUPED_DOCUMENT)
-    ns = _namespace_row(namespace)
-    if ns is None:
-        raise UnknownNamespace(f"No namespace {namespace!r}.", details={"namespace": namespace})
-    params = params or RankerParams()
-    weights, notes = weights_from_row(ns), ()
-    if params.lexical_weight is not None:
-        weights = FusionWeights(params.lexical_weight, "requested", "set by the caller for this search")
-    elif weights.source == DEFAULT_WEIGHTS.source:  # judged queries would have fitted it: only the default yields
-        agreed = meaning_spread.namespace_agreement(ns["id"], sum(ns["passage_configs"].values()))
-        weights, notes = unjudged_weights(ns["document_languages"], query, (ns["median_excess"], ns["excess_searches"]),
-                                          agreed)
-    models = meaning_models(foreign_passages(ns["passage_models"], get_embedder().model_id))
-    if models is not None and VECTOR not in {note.channel for note in notes}:
-        notes = (*notes, models)  # whatever the weights, fitted or asked for: vectors of another model mean nothing
-        if models.state == "off":
-            weights = words_alone(models.reason[0].lower() + models.reason[1:].rstrip("."), "model")
-    features = analyse(query)
-    return _Plan(
-        query=query, namespace=namespace, weights=weights, features=features, documents_wanted=documents_wanted,
-        scope=ch.Scope(ns["id"], tuple(filters.source_ids), tuple(filters.document_ids)),
-        params=RankerParams(**{**params.__dict__, "limit": limit, "lexical_weight": weights.lexical}),
-        depth=min(1000, max(100, 2 * (documents_wanted or limit))),  # grouped: sections come from the same pool
-        configs=lexical.lexing_configs(ns["language"], ns["passage_configs"], ns["document_languages"], query,
-                                       ns["relexing"], features.identifiers),
-        notes=notes, passages=sum(ns["passage_configs"].values()),
-        model=get_embedder().model_id if models is not None and models.state == "partial" else "",
-    )
-
-
-def unjudged_weights(document_languages: dict[str, int], query: str = "",
-                     log: tuple[float | None, int] = (None, 0),
-                     agreed: float | None = None) -> tuple[FusionWeights, tuple[ChannelNote, ...]]:
-    """The weights of a `query` in a namespace without fitted ones, and the channels they leave
-    out. Where most documents are in languages the model is not said to read (`meaning_decision`),
-    a query the detector places decides (its own language's words alone, or meaning kept);
-    otherwise the model's measured agreement with the namespace's words (`agreed`,
-    `retrieval.agreement`) grades meaning (`graded_weights`: weighing less than words, or left
-    out), and until it is measured, words alone. Elsewhere, what the namespace's search log
-    estimates (`log`: its latest searches' median excess and how many there were,
-    `estimated_weights`), or equal weights."""
-    decision = meaning_decision(document_languages, kb_settings().embedding_languages, query)
-    asked = language_name(decision.query_language) if decision.query_language else ""
-    if not decision.used:
-        if not asked and agreed is not None:
-            graded = graded_weights(agreed)
-            return graded, ((meaning_disagrees(agreed),) if graded.lexical == 1.0 else ())
-        note = meaning_unread(decision.share, decision.languages, asked)
-        return words_alone(note.reason[0].lower() + note.reason[1:].rstrip(".")), (note,)
-    if asked:  # most documents are in languages the model does not read; this query's brings meaning back
-        return meaning_kept(decision.share, decision.languages, asked), ()
-    return estimated_weights(*log) or DEFAULT_WEIGHTS, ()
-
-
-def _namespace_row(slug: str) -> dict | None:
-    """The namespace's id, what its queries are lexed with, its fusion weights (`WEIGHT_FIELDS`)
-    and its search log's estimate (`MeaningEstimate`), in one statement: every search starts
-    here, and the ORM's version of this read cost a millisecond more at p50."""
-    with read_connection().cursor() as cursor:
-        cursor.execute(
-            "SELECT n.id, n.language, n.document_languages::text, n.passage_configs::text, n.relexing,"
-            " n.passage_models::text,"
-            " e.median_excess, coalesce(e.searches, 0),"
-            " f.lexical_weight, f.version, f.fitted_at, f.fitted_on, f.queries, f.cross_validated_ndcg, f.default_ndcg"
-            " FROM kb_namespace n LEFT JOIN kb_fusioncalibration f ON f.namespace_id = n.id"
-            " LEFT JOIN kb_meaningestimate e ON e.namespace_id = n.id WHERE n.slug = %s",
-            [slug])
-        row = cursor.fetchone()
-    if row is None:
-        return None
-    return {"id": row[0], "language": row[1], "document_languages": json.loads(row[2]),
-            "passage_configs": json.loads(row[3]), "relexing": row[4], "passage_models": json.loads(row[5]),
-            "median_excess": row[6], "excess_searches": row[7], **dict(zip(WEIGHT_FIELDS, row[8:], strict=True))}
-
-
 @dataclass
 class _Found:
     """What the channels found: each channel's list, the candidates' rows and their cosines."""
@@ -336,7 +121,7 @@ class _Found:
         return self.statistics.query_idf if self.statistics else None
 
 
-def _gather(plan: _Plan, channels: tuple[str, ...], query_vector, timings: dict[str, float]) -> _Found:
+def _gather(plan: Plan, channels: tuple[str, ...], query_vector, timings: dict[str, float]) -> _Found:
     """Run the channels. The model runs on its own thread (torch releases the GIL) while the SQL
     that does not need the query vector runs here: the other channels and their candidates' rows."""
     scope, depth, features = plan.scope, plan.depth, plan.features
@@ -384,7 +169,7 @@ def _gather(plan: _Plan, channels: tuple[str, ...], query_vector, timings: dict[
                   excess)
 
 
-def _result(plan: _Plan, ranking, found: _Found, timings: dict[str, float],
+def _result(plan: Plan, ranking, found: _Found, timings: dict[str, float],
             text_window: tuple[int, int] | None) -> SearchResult:
     """The kept passages as hits, grouped by document, with the suggested, cited and related tiers."""
     weak_pool = sorted((d for d in ranking.dropped if d.dropped_by == "threshold"), key=lambda d: -d.relevance)[:10]
@@ -499,48 +284,6 @@ def _texts_shown(kept: list[ScoreDetails], order: list[tuple[int, ScoreDetails]]
     return [best.key for _, best in order[start:stop]]
 
 
-def matching_chunk_ids(namespace_ids, text: str, limit: int = LOOKUP_LIMIT) -> list[int]:
-    """The chunks whose words match `text` best in each namespace, by the lexical channel: a
-    lookup (the admin's chunk search)."""
-    found: list[int] = []
-    for namespace_id in namespace_ids:
-        configs = lexical.namespace_configs(int(namespace_id), text)
-        rows = lexical.lexical_search(ch.Scope(int(namespace_id)), lexical.query_lexemes(text, configs), limit,
-                                      configurations=configs, query=text).rows
-        found += [row.chunk_id for row in rows]
-    return found
-
-
-def words_match(text: str, namespace_id: int, filters: Filters = Filters()) -> bool:
-    """Whether the lexical channel finds any passage holding `text`'s words within `filters`."""
-    scope = ch.Scope(int(namespace_id), tuple(filters.source_ids), tuple(filters.document_ids))
-    configs = lexical.namespace_configs(scope.namespace_id, text)
-    return bool(lexical.lexical_search(scope, lexical.query_lexemes(text, configs), 1, configurations=configs,
-                                       query=text).rows)
-
-
-def spelling_correction(query: str, namespace: str, filters: Filters = Filters()) -> str | None:
-    """"Did you mean": the query respelt from the namespace's vocabulary (`retrieval.spelling`),
-    offered only when the keyword channel finds passages its words match within the same
-    filters, a correction that helps. The check is the lexical channel alone, not a second whole
-    search: it answers the same question at a tenth of the cost. The caller checks access; the
-    query and the namespace are refused as search refuses them (`validate_query`, `UnknownNamespace`)."""
-    query = validate_query(query, 1)
-    namespace_id = Namespace.objects.filter(slug=namespace).values_list("pk", flat=True).first()
-    if namespace_id is None:
-        raise UnknownNamespace(f"No namespace {namespace!r}.", details={"namespace": namespace})
-    corrected = correct_query(namespace_id, query)
-    if not corrected or corrected.lower() == query.lower():
-        return None
-    return corrected if words_match(corrected, namespace_id, filters) else None
-
-
-def query_terms(text: str) -> list[tuple[str, int]]:
-    """The text's lexemes and counts as the lexical channel parses a query: for other BM25
-    indexes (the capability index) that must match words exactly as search does."""
-    return lexical.query_lexemes(text)
-
-
 def _embed(query: str):
     started = time.perf_counter()
     return get_embedder().embed_query(query), _ms(started)
@@ -596,12 +339,6 @@ def _hit(details: ScoreDetails, row: ch.ChunkRow, namespace: str) -> Hit:
 def embedded_by(model: str, runtime: str) -> str:
     """"st:all-MiniLM-L6-v2 (onnx-int8)"; the model alone when no runtime was recorded."""
     return f"{model} ({runtime})" if model and runtime else model
-
-
-def document_link(citation: str) -> str:
-    """A citation without its fragment, and a PDF's `original` without the page: the document."""
-    base = citation.split("#")[0]
-    return base[: -len("original")] if base.startswith("/documents/") and base.endswith("/original") else base
 
 
 def _tiers(documents: list[DocumentGroup], pool: list[ScoreDetails], rows: dict[int, ch.ChunkRow],

@@ -19,9 +19,10 @@ from kb.models import Namespace, QueryLog, Source
 from kb.replicas import on_replica
 from retrieval.curation import PERIODS, query_report, query_results, record_feedback
 from retrieval.documents import document_view, original_file
+from retrieval.lookups import spelling_correction
 from retrieval.page import PAGE_SIZE, results_page
 from retrieval.query import MAX_QUERY_CHARS
-from retrieval.service import Filters, search, spelling_correction
+from retrieval.service import Filters, search
 
 MAX_PAGES = 5
 

@@ -30,8 +30,9 @@ PUBLIC = {
     "ingest": {"ingest.service", "ingest.uploads", "ingest.watchdog", "ingest.errors", "ingest.filetypes",
                "ingest.decisions", "ingest.recall", "ingest.evaluate", "ingest.extract.sandbox",
                "ingest.markdown_blocks"},
-    "retrieval": {"retrieval.service", "retrieval.query", "retrieval.citations", "retrieval.ranker", "retrieval.bm25",
-                  "retrieval.fusion", "retrieval.errors", "retrieval.curation", "retrieval.spelling"},
+    "retrieval": {"retrieval.service", "retrieval.results", "retrieval.lookups", "retrieval.query",
+                  "retrieval.citations", "retrieval.ranker", "retrieval.bm25", "retrieval.fusion", "retrieval.errors",
+                  "retrieval.curation", "retrieval.spelling"},
     "capabilities": {"capabilities.service", "capabilities.errors"},
     "answers": {"answers.service", "answers.citations", "answers.gate", "answers.prompt", "answers.errors"},
     "evaluation": set(),  # no app imports evaluation; only the wiring mounts its surfaces

@@ -144,7 +144,7 @@ def test_builtin_capability_retriever_ranks_by_title_and_summary(world):
 def test_capability_texts_are_folded_as_queries_are(world):
     from capabilities.store import capability_lexemes
     from kb.models import Capability
-    from retrieval.service import query_terms
+    from retrieval.lookups import query_terms
 
     refund = Capability.objects.get(canonical_id="billing/refund")
     # fullwidth letters and a soft hyphen

@@ -42,7 +42,7 @@ def test_the_agreement_grades_how_much_meaning_weighs(agreed, lexical):
 
 
 def test_the_agreement_grades_only_namespaces_in_languages_the_model_is_not_said_to_read():
-    from retrieval.service import unjudged_weights
+    from retrieval.planning import unjudged_weights
 
     german = {"de": 300}
     weights, notes = unjudged_weights(german, "Festplatte einhängen", agreed=MEANING_UNREAD + 0.05)

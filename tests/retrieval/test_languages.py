@@ -29,9 +29,10 @@ from kb.models import Chunk, Document, IngestRun, Namespace, QueryLog, Source
 from retrieval import lexical
 from retrieval.candidates import LEXICAL, NAMES, ChannelScore, ScoreDetails
 from retrieval.channels import Scope
+from retrieval.lookups import matching_chunk_ids
 from retrieval.query import normalise_query
 from retrieval.ranker import RankerParams
-from retrieval.service import StrongMatch, matching_chunk_ids, search
+from retrieval.service import StrongMatch, search
 from retrieval.spelling import correct_query
 from tests.retrieval.test_channels import _recomputed_stats
 

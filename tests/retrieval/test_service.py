@@ -5,8 +5,9 @@ import pytest
 from kb.embedding.embedders import strong_cosine
 from kb.models import Document, QueryLog, Source
 from retrieval.errors import InvalidQuery, QueryTooLong, UnknownNamespace
+from retrieval.lookups import words_match
 from retrieval.ranker import RankerParams
-from retrieval.service import Filters, search, words_match
+from retrieval.service import Filters, search
 from tests.corpus import ingest
 
 pytestmark = pytest.mark.django_db

@@ -7,7 +7,8 @@ import pytest
 from kb.embedding.embedders import strong_cosine
 from kb.models import Namespace
 from retrieval.candidates import NO_SHARED_TERM
-from retrieval.service import search, spelling_correction
+from retrieval.lookups import spelling_correction
+from retrieval.service import search
 from retrieval.spelling import correct_query, one_edit, surface_form
 from tests.corpus import ingest
 

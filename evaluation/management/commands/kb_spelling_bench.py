@@ -19,8 +19,9 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from kb.models import Namespace
+from retrieval.lookups import spelling_correction
 from retrieval.ranker import NO_SHARED_TERM
-from retrieval.service import search, spelling_correction
+from retrieval.service import search
 from retrieval.spelling import WORD_RE, correct_query
 
 OPERATIONS = ("delete", "swap", "substitute", "insert")

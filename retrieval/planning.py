@@ -1,0 +1,142 @@
+"""What one search asks of the channels and the ranker, decided before any channel runs: the
+namespace's row (read in one statement), the fusion weights and what set them, and the
+channels left out, each with its note for the reader."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from kb.conf import kb_settings
+from kb.embedding.compared import foreign_passages
+from kb.embedding.embedders import get_embedder
+from kb.languages import meaning_decision
+from kb.languages import name as language_name
+from kb.replicas import read_connection
+from retrieval import channels as ch
+from retrieval import lexical, meaning_spread
+from retrieval.candidates import (
+    ChannelNote,
+    meaning_disagrees,
+    meaning_models,
+    meaning_unread,
+)
+from retrieval.errors import InvalidGroup, UnknownNamespace
+from retrieval.fusion import (
+    DEFAULT_WEIGHTS,
+    WEIGHT_FIELDS,
+    FusionWeights,
+    estimated_weights,
+    graded_weights,
+    meaning_kept,
+    weights_from_row,
+    words_alone,
+)
+from retrieval.query import MAX_LIMIT, QueryFeatures, analyse
+from retrieval.ranker import (
+    VECTOR,
+    RankerParams,
+)
+from retrieval.results import Filters
+
+GROUPINGS = ("chunk", "document")
+SECTIONS_PER_GROUPED_DOCUMENT = 4  # chunks ranked per document asked for when grouping
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one search asks of the channels and the ranker."""
+
+    query: str
+    namespace: str
+    scope: ch.Scope
+    params: RankerParams  # limit: chunks to rank; lexical_weight: the weight this search uses
+    weights: FusionWeights
+    depth: int  # candidates read per channel
+    features: QueryFeatures
+    documents_wanted: int | None  # group="document": documents to return
+    configs: tuple[str, ...] = ()  # the text search configurations the query is lexed with
+    notes: tuple[ChannelNote, ...] = ()  # channels left out for this namespace, and why
+    passages: int = 0  # the namespace's passages
+    model: str = ""  # set when only some passages are this model's: meaning compares with those alone
+
+
+def plan(query: str, namespace: str, filters: Filters, limit: int, params: RankerParams | None,
+          group: str) -> Plan:
+    if group not in GROUPINGS:
+        raise InvalidGroup(f"group must be one of {', '.join(GROUPINGS)}, got {group!r}.")
+    documents_wanted = limit if group == "document" else None
+    if documents_wanted:
+        limit = min(MAX_LIMIT, limit * SECTIONS_PER_GROUPED_DOCUMENT)
+    ns = namespace_row(namespace)
+    if ns is None:
+        raise UnknownNamespace(f"No namespace {namespace!r}.", details={"namespace": namespace})
+    params = params or RankerParams()
+    weights, notes = weights_from_row(ns), ()
+    if params.lexical_weight is not None:
+        weights = FusionWeights(params.lexical_weight, "requested", "set by the caller for this search")
+    elif weights.source == DEFAULT_WEIGHTS.source:  # judged queries would have fitted it: only the default yields
+        agreed = meaning_spread.namespace_agreement(ns["id"], sum(ns["passage_configs"].values()))
+        weights, notes = unjudged_weights(ns["document_languages"], query, (ns["median_excess"], ns["excess_searches"]),
+                                          agreed)
+    models = meaning_models(foreign_passages(ns["passage_models"], get_embedder().model_id))
+    if models is not None and VECTOR not in {note.channel for note in notes}:
+        notes = (*notes, models)  # whatever the weights, fitted or asked for: vectors of another model mean nothing
+        if models.state == "off":
+            weights = words_alone(models.reason[0].lower() + models.reason[1:].rstrip("."), "model")
+    features = analyse(query)
+    return Plan(
+        query=query, namespace=namespace, weights=weights, features=features, documents_wanted=documents_wanted,
+        scope=ch.Scope(ns["id"], tuple(filters.source_ids), tuple(filters.document_ids)),
+        params=RankerParams(**{**params.__dict__, "limit": limit, "lexical_weight": weights.lexical}),
+        depth=min(1000, max(100, 2 * (documents_wanted or limit))),  # grouped: sections come from the same pool
+        configs=lexical.lexing_configs(ns["language"], ns["passage_configs"], ns["document_languages"], query,
+                                       ns["relexing"], features.identifiers),
+        notes=notes, passages=sum(ns["passage_configs"].values()),
+        model=get_embedder().model_id if models is not None and models.state == "partial" else "",
+    )
+
+
+def unjudged_weights(document_languages: dict[str, int], query: str = "",
+                     log: tuple[float | None, int] = (None, 0),
+                     agreed: float | None = None) -> tuple[FusionWeights, tuple[ChannelNote, ...]]:
+    """The weights of a `query` in a namespace without fitted ones, and the channels they leave
+    out. Where most documents are in languages the model is not said to read (`meaning_decision`),
+    a query the detector places decides (its own language's words alone, or meaning kept);
+    otherwise the model's measured agreement with the namespace's words (`agreed`,
+    `retrieval.agreement`) grades meaning (`graded_weights`: weighing less than words, or left
+    out), and until it is measured, words alone. Elsewhere, what the namespace's search log
+    estimates (`log`: its latest searches' median excess and how many there were,
+    `estimated_weights`), or equal weights."""
+    decision = meaning_decision(document_languages, kb_settings().embedding_languages, query)
+    asked = language_name(decision.query_language) if decision.query_language else ""
+    if not decision.used:
+        if not asked and agreed is not None:
+            graded = graded_weights(agreed)
+            return graded, ((meaning_disagrees(agreed),) if graded.lexical == 1.0 else ())
+        note = meaning_unread(decision.share, decision.languages, asked)
+        return words_alone(note.reason[0].lower() + note.reason[1:].rstrip(".")), (note,)
+    if asked:  # most documents are in languages the model does not read; this query's brings meaning back
+        return meaning_kept(decision.share, decision.languages, asked), ()
+    return estimated_weights(*log) or DEFAULT_WEIGHTS, ()
+
+
+def namespace_row(slug: str) -> dict | None:
+    """The namespace's id, what its queries are lexed with, its fusion weights (`WEIGHT_FIELDS`)
+    and its search log's estimate (`MeaningEstimate`), in one statement: every search starts
+    here, and the ORM's version of this read cost a millisecond more at p50."""
+    with read_connection().cursor() as cursor:
+        cursor.execute(
+            "SELECT n.id, n.language, n.document_languages::text, n.passage_configs::text, n.relexing,"
+            " n.passage_models::text,"
+            " e.median_excess, coalesce(e.searches, 0),"
+            " f.lexical_weight, f.version, f.fitted_at, f.fitted_on, f.queries, f.cross_validated_ndcg, f.default_ndcg"
+            " FROM kb_namespace n LEFT JOIN kb_fusioncalibration f ON f.namespace_id = n.id"
+            " LEFT JOIN kb_meaningestimate e ON e.namespace_id = n.id WHERE n.slug = %s",
+            [slug])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    return {"id": row[0], "language": row[1], "document_languages": json.loads(row[2]),
+            "passage_configs": json.loads(row[3]), "relexing": row[4], "passage_models": json.loads(row[5]),
+            "median_excess": row[6], "excess_searches": row[7], **dict(zip(WEIGHT_FIELDS, row[8:], strict=True))}
