@@ -17,10 +17,18 @@ import errno
 import os
 import stat
 from pathlib import Path
+from typing import Iterator
 
 from ingest.connectors.base import Entry, ListingConnector, path_selected
 from ingest.connectors.formats import as_markdown, source_media_type
-from ingest.errors import ContentTooLarge, FileMissing, FolderEntryRefused, LocationRefused, SourceUnreachable
+from ingest.errors import (
+    ContentTooLarge,
+    FileMissing,
+    FolderEntryRefused,
+    LocationRefused,
+    SourceUnreachable,
+    SyncBudgetExceeded,
+)
 from ingest.filetypes import max_bytes_for
 from ingest.loaders import LoadedItem
 from kb.conf import kb_settings
@@ -63,7 +71,19 @@ class FolderConnector(ListingConnector):
         except OSError as exc:
             raise SourceUnreachable(f"The folder {self.spec.location!r} could not be listed: {exc.strerror}; "
                                     "nothing was removed.") from exc
-        return sorted(entries, key=lambda e: e.ref)[: conf.archive_max_files]
+        entries.sort(key=lambda e: e.ref)
+        self.left_out = entries[conf.archive_max_files:][:1]
+        if self.left_out:  # the files not listed are not "deleted"
+            self.complete = False
+        return entries[: conf.archive_max_files]
+
+    def items(self) -> Iterator[LoadedItem]:
+        yield from super().items()
+        for entry in self.left_out:  # the run's report says the listing was cut, on the first file left out
+            yield LoadedItem(ref=entry.ref, path=entry.path, error=SyncBudgetExceeded(
+                f"The folder holds more than {kb_settings().archive_max_files} files (KB_ARCHIVE_MAX_FILES); "
+                f"{entry.ref!r} and the files after it were not read, and nothing was removed. Narrow the source "
+                "with include patterns, or split it."))
 
     def read(self, entry: Entry) -> bytes:
         conf = kb_settings()

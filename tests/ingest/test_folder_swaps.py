@@ -91,3 +91,22 @@ def test_a_refused_file_fails_alone_and_the_run_goes_on(namespace, share, tmp_pa
     assert failed == {"docs/linked.md": "INGEST_FOLDER_ENTRY_REFUSED"}
     assert list(source.documents.values_list("ref", flat=True)) == ["docs/guide.md"]
     assert "secret" not in source.documents.get().content.lower()
+
+
+@pytest.mark.django_db
+def test_a_listing_cut_at_the_file_limit_removes_nothing_and_says_so(namespace, share, settings):
+    for number in range(3):
+        (share / "docs" / f"page{number}.md").write_text(f"# Page {number}\n\nThe text of page {number}.\n")
+    source = Source.objects.create(namespace=namespace, name="handbook", kind="folder", location=str(share))
+    first = IngestRun.objects.create(source=source)
+    IngestPipeline(first, embedder=get_embedder()).execute()
+    assert source.documents.count() == 4
+    settings.KB_ARCHIVE_MAX_FILES = 3
+    kb_settings.cache_clear()
+    run = IngestRun.objects.create(source=source)
+    IngestPipeline(run, embedder=get_embedder()).execute()
+    run.refresh_from_db()
+    assert run.items_removed == 0 and source.documents.count() == 4
+    cut = run.items.get(status="failed")
+    assert (cut.ref, cut.error_code) == ("docs/page2.md", "INGEST_SYNC_BUDGET")
+    assert "more than 3 files (KB_ARCHIVE_MAX_FILES)" in cut.error_message
