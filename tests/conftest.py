@@ -4,11 +4,138 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+import shlex
+import sys
+from pathlib import Path
+
 import pytest
 
 from tests.pgserver import TcpPostgres
 
 pytest_plugins = ["tests.corpus"]  # the `corpus` fixture
+
+# What a test needs, read from where it is and what it uses, so a new test is classified without
+# being marked by hand. `scripts/test` runs the fast tier, `-m "not slow"`: every test that needs
+# no extra process, browser or second database; `scripts/test --all` runs them all. A fast-tier
+# test that starts a process all the same fails and names it (`_watch_processes`).
+SLOW_DIRECTORIES = {"e2e"}  # the product's own processes, driven from outside
+SERVER_FIXTURES = {"live_server"}  # a server on a real port (and a committed, transactional database)
+BROWSER_FIXTURES = {"browser"}
+SECOND_DATABASE_FIXTURES = {"tcp_postgres", "replica_server"}
+PROCESS_MODULES = {"subprocess", "multiprocessing"}  # a test that uses them starts a process itself
+PROCESS_HELPERS = {"tests.cluster", "tests.e2e.processes", "tests.pgcopy"}  # modules whose helpers start processes
+PROCESS_FUNCTIONS = {"run_manage", "current_database_url", "StreamingReplica", "TcpPostgres", "chromium"}
+# commands that start processes when a test calls them: kb_bench times a fresh process's memory and
+# serves MCP on a live server, kb_run starts the web server and the worker
+PROCESS_COMMANDS = {"kb_bench", "kb_run"}
+PROCESS_NAMES = PROCESS_MODULES | PROCESS_HELPERS | PROCESS_FUNCTIONS | PROCESS_COMMANDS
+# started by the code under test in the fast tier: the parser's child, the sandbox probe, OCR, git,
+# and the embedded server of the test database itself
+FAST_TIER_COMMANDS = {"tesseract", "git"}
+FAST_TIER_MODULES = ("ingest.extract.",)
+
+
+def needs_of(item) -> set[str]:
+    """The markers a test's place, fixtures and helpers imply: browser, second_database, and slow
+    for both and for every test that starts a server or a process."""
+    fixtures = set(getattr(item, "fixturenames", ()))
+    helpers = _process_helpers(item)
+    needs = set()
+    if fixtures & BROWSER_FIXTURES or "chromium" in helpers:
+        needs.add("browser")
+    if fixtures & SECOND_DATABASE_FIXTURES:
+        needs.add("second_database")
+    if needs or helpers or fixtures & SERVER_FIXTURES or SLOW_DIRECTORIES & set(Path(item.path).parts):
+        needs.add("slow")
+    return needs
+
+
+def _process_helpers(item) -> set[str]:
+    """What starts processes among the names the test, the fixtures it uses (those of tests/) and
+    the test helpers they call read: `subprocess` or `multiprocessing`, or a process helper."""
+    definitions = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {}).values()
+    stack = [getattr(item, "function", None), *(d.func for defs in definitions for d in defs)]
+    seen, found = set(), set()
+    while stack:
+        function = stack.pop()
+        if function in seen or not (getattr(function, "__module__", None) or "").startswith("tests."):
+            continue
+        seen.add(function)
+        for name in _names(getattr(function, "__code__", None)):
+            value = getattr(function, "__globals__", {}).get(name)
+            origin = getattr(value, "__module__", None) or getattr(value, "__name__", "") or ""
+            if (name in PROCESS_NAMES  # by name too: imported inside the test
+                    or origin in PROCESS_HELPERS or origin.split(".")[0] in PROCESS_MODULES):
+                found.add(name)
+            elif callable(value) and origin.startswith("tests."):
+                stack.append(value)  # a helper of the tests: what it calls counts too
+    return found
+
+
+def _names(code) -> set[str]:
+    """The global names a code object and the functions, lambdas and comprehensions in it read,
+    and the names of the process-starting commands it calls (`call_command("kb_bench", ...)`)."""
+    if code is None:
+        return set()
+    commands = {c for c in code.co_consts if isinstance(c, str) and c in PROCESS_COMMANDS}
+    return set(code.co_names) | commands | set().union(*(_names(c) for c in code.co_consts if hasattr(c, "co_names")))
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        for marker in sorted(needs_of(item) - {m.name for m in item.iter_markers()}):
+            item.add_marker(marker)
+
+
+_WATCHED: list = []  # the fast-tier test running now, watched for processes it starts
+
+
+def _allowed_in_fast_tier(argv: list[str]) -> bool:
+    if argv and argv[0] == sys.executable and len(argv) > 2 and argv[1] == "-m":
+        return argv[2].startswith(FAST_TIER_MODULES)
+    from django.conf import settings
+
+    primary = settings.DATABASES["default"].get("EMBEDDED_PGDATA")  # the test database's own server
+    return bool(argv) and (Path(argv[0]).name in FAST_TIER_COMMANDS or bool(primary and primary in argv))
+
+
+def _watch_processes(event: str, args: tuple) -> None:
+    if not _WATCHED or not event.startswith(("subprocess.Popen", "os.posix_spawn", "os.exec", "os.fork",
+                                             "os.system")):
+        return
+    if event == "subprocess.Popen":
+        argv = [str(a) for a in (args[1] if isinstance(args[1], (list, tuple)) else [args[1]])]
+    elif event in ("os.posix_spawn", "os.exec"):
+        argv = [str(a) for a in args[1]]
+    else:
+        argv = [event, *map(str, args)]
+    if not _allowed_in_fast_tier(argv):
+        _WATCHED[0].user_properties.append(("started", shlex.join(argv)[:300]))
+
+
+sys.addaudithook(_watch_processes)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    if item.get_closest_marker("slow") is None:
+        _WATCHED.append(item)
+    try:
+        return (yield)
+    finally:
+        _WATCHED.clear()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    started = [command for key, command in item.user_properties if key == "started"]
+    if started and report.when == "teardown" and item.get_closest_marker("slow") is None:
+        report.outcome = "failed"
+        report.longrepr = (f"{item.nodeid} is in the fast tier (not marked slow) but started "
+                           f"{len(started)} process(es), first: {started[0]}\nUse a fixture or helper that "
+                           "implies `slow` (tests/conftest.py), or mark the test slow.")
+    return report
 
 
 @pytest.fixture(scope="session")
