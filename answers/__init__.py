@@ -5,7 +5,8 @@ Interfaces other apps and helpers build on:
 - `answers.service.answer_events(request_or_principal, namespaces, question, *, stream, caller="api")`:
   the question and the caller's rights are checked when it is called (refusals raise); it returns the
   iterator of events `gate`, `sources`, `delta` (a sentence at a time), `answer`, `done`, or `error`
-  {code, message} then `done`.
+  {code, message} then `done`. While answers are on, the iterator holds one of the process's
+  KB_ANSWER_CONCURRENCY slots until it ends or is closed (`close()`), so read it out or close it.
   `answers.service.final_state(events)`: the non-streamed JSON. `model_status()`: /healthz's line.
 - `answers.citations.check(answer_text, sources) -> Checked` (pure; `Checked.sentences`, `.counts`, `.text`).
 - `answers.gate.decide(result, *, floor=None, rules=RULES) -> Gate(answer, rule, reason)`: `floor` is the

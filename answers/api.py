@@ -6,7 +6,7 @@ from django.http import StreamingHttpResponse
 from ninja import Router
 
 from answers.schemas import AnswerFeedbackIn, AnswerFeedbackOut, AnswerIn, AnswerOut
-from answers.service import answer_events, final_state, record_feedback
+from answers.service import Held, answer_events, final_state, record_feedback
 
 router = Router(tags=["answers"])
 
@@ -21,7 +21,9 @@ def answer(request, data: AnswerIn):
     events = answer_events(request, data.namespaces, data.q, stream=data.stream)
     if not data.stream:
         return final_state(events)
-    response = StreamingHttpResponse((_sse(event) for event in events), content_type="text/event-stream")
+    # the iterator's own close() releases the answer's slot, even if the stream never begins
+    rendered = events.rendered(_sse) if isinstance(events, Held) else (_sse(event) for event in events)
+    response = StreamingHttpResponse(rendered, content_type="text/event-stream")
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"  # nginx passes each event on at once
     return response

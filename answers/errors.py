@@ -62,6 +62,13 @@ class AnswerFailed(KBError):
     http_status = 500
 
 
+class AnswersBusy(KBError):
+    """This process already has KB_ANSWER_CONCURRENCY answers under way; retry in a few seconds."""
+
+    code = "ANSWER_BUSY"
+    http_status = 429
+
+
 class AnswerNotFound(NotFound):
     """No answer of that id that this caller may see (another tenant's answers exactly like a missing one)."""
 

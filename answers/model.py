@@ -81,10 +81,12 @@ def chat(endpoint: Endpoint, messages: list[dict], *, max_tokens: int, tools: li
                               headers=endpoint.headers()) as response:
             if response.status_code >= 400:
                 detail = response.read()[:300].decode("utf-8", "replace")
+                # the server's own words stay in the server log: they may carry its internals
+                logger.warning("answer model %s answered HTTP %s: %r", endpoint.model, response.status_code, detail)
                 if tools and response.status_code in TOOL_REFUSALS:
                     raise ToolsRefused(detail)
-                raise ModelFailed(f"The answer model's server answered HTTP {response.status_code}: {detail}",
-                                  details={"status": response.status_code})
+                raise ModelFailed(f"The answer model's server answered HTTP {response.status_code}; "
+                                  "its message is in the server log.", details={"status": response.status_code})
             for event in _events(response):
                 if time.monotonic() > deadline:
                     raise _total_timeout(endpoint)
@@ -102,7 +104,8 @@ def chat(endpoint: Endpoint, messages: list[dict], *, max_tokens: int, tools: li
         raise ModelTimeout(f"The answer model stopped sending for {first_token} s mid-answer (KB_ANSWER_TIMEOUT).",
                            details={"deadline": "first_token", "seconds": first_token}) from exc
     except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
-        raise ModelMalformed(f"The answer model's server broke the connection: {exc}.") from exc
+        logger.warning("answer model %s broke the connection: %s", endpoint.model, exc)
+        raise ModelMalformed("The answer model's server broke the connection.") from exc
     if not turn.finish_reason and not turn.text and not turn.tool_calls:
         raise ModelMalformed("The answer model's stream ended without a choice: not a chat-completions stream.")
     return turn
@@ -139,11 +142,13 @@ def _events(response: httpx.Response) -> Iterator[dict]:
         try:
             event = json.loads(data)
         except ValueError as exc:
-            raise ModelMalformed(f"The answer model's stream holds a line that is not JSON: {data[:80]!r}.") from exc
+            logger.warning("answer model stream line is not JSON: %r", data[:300])
+            raise ModelMalformed("The answer model's stream holds a line that is not JSON.") from exc
         if not isinstance(event, dict):
             raise ModelMalformed(f"The answer model's stream holds {type(event).__name__}, not a chunk object.")
         if "error" in event:
-            raise ModelFailed(f"The answer model reported an error: {str(event['error'])[:300]}")
+            logger.warning("answer model reported an error mid-stream: %s", str(event["error"])[:300])
+            raise ModelFailed("The answer model reported an error mid-answer; its message is in the server log.")
         yield event
 
 

@@ -11,14 +11,22 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from django.db.models.functions import Length
 
 from answers import citations, gate, prompt
-from answers.errors import AnswerFailed, AnswerNotFound, AnswersOff, AnswersOffForNamespace, TooManyNamespaces
+from answers.errors import (
+    AnswerFailed,
+    AnswerNotFound,
+    AnswersBusy,
+    AnswersOff,
+    AnswersOffForNamespace,
+    TooManyNamespaces,
+)
 from answers.model import Endpoint, ToolsRefused, Turn, chat, models
 from kb import querylog
 from kb.auth import Principal, principal_for
@@ -35,6 +43,14 @@ MAX_NAMESPACES = 5
 SOURCES = 5  # documents offered to the model, best first
 CLOSEST = 3  # passages shown when the gate says "not covered"
 FALLBACK_SECTIONS = 3  # without tool calling, each source carries this many of its best sections
+# What an answer costs against the caller's rate limit, in searches, besides the searches it makes:
+# a search holds a worker for well under a second, an answer for the model's whole reply (seconds,
+# up to KB_ANSWER_TIMEOUT). Ten keeps a reader of the search page (a search and its answer, 11)
+# far inside the anonymous 300 a minute, and a script asking answers in a loop to 27 a minute.
+ANSWER_SEARCHES = 10
+BUSY_RETRY_AFTER_S = 5  # an answer usually ends within seconds
+_slots: dict[int, threading.BoundedSemaphore] = {}  # KB_ANSWER_CONCURRENCY -> this process's slots
+_slots_made = threading.Lock()
 
 
 @dataclass
@@ -73,8 +89,60 @@ def answer_events(request_or_principal, namespaces: list[str], question: str, *,
                                 "were asked.", details={"field": "namespaces", "max": MAX_NAMESPACES})
     for slug in namespaces:
         principal.check(slug)
-    principal.charge(len(namespaces) - 1)  # each namespace is a search, counted as search counts them
-    return _events(_Run(question, namespaces, caller), principal, stream)
+    if not kb_settings().answer_url:  # answers off: nothing to hold, nothing past a request to charge
+        return _events(_Run(question, namespaces, caller), principal, stream)
+    slot = _slot()
+    if not slot.acquire(blocking=False):
+        raise AnswersBusy(f"{kb_settings().answer_concurrency} answers are under way on this server "
+                          f"(KB_ANSWER_CONCURRENCY); retry in {BUSY_RETRY_AFTER_S} s. Search works meanwhile.",
+                          details={"retry_after_s": BUSY_RETRY_AFTER_S})
+    try:
+        # each namespace is a search, counted as search counts them, and the answer ANSWER_SEARCHES more
+        principal.charge(len(namespaces) - 1 + ANSWER_SEARCHES)
+    except BaseException:
+        slot.release()
+        raise
+    return Held(_events(_Run(question, namespaces, caller), principal, stream), slot)
+
+
+def _slot() -> threading.BoundedSemaphore:
+    """This process's answer slots for the configured concurrency (made once per value)."""
+    limit = kb_settings().answer_concurrency
+    with _slots_made:
+        return _slots.setdefault(limit, threading.BoundedSemaphore(limit))
+
+
+class Held:
+    """An answer's events holding one of the process's answer slots until they end or are closed.
+    A generator's `finally` does not run when it is closed before its first event (a client gone
+    before the stream began), so the slot is released here. `rendered(f)` maps each event (SSE)."""
+
+    def __init__(self, events: Iterator[dict], slot: threading.BoundedSemaphore):
+        self._events, self._slot, self._render = events, slot, None
+
+    def rendered(self, render: Callable[[dict], str]) -> Held:
+        self._render = render
+        return self
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        try:
+            event = next(self._events)
+        except BaseException:
+            self.close()
+            raise
+        return self._render(event) if self._render else event
+
+    def close(self) -> None:
+        slot, self._slot = self._slot, None
+        if slot is not None:
+            slot.release()
+            self._events.close()
+
+    def __del__(self):
+        self.close()
 
 
 def _events(run: _Run, principal: Principal, stream: bool) -> Iterator[dict]:
@@ -370,9 +438,10 @@ def model_status() -> dict:
     except KBError as exc:
         return {"enabled": True, "ok": False, "model": conf.answer_model, "reachable": False, "code": exc.code,
                 "error": exc.message}
-    if conf.answer_model not in served:
+    if conf.answer_model not in served:  # what the server lists is its own business: the server log has it
+        logger.warning("answer model %r is not among those its server lists: %s", conf.answer_model,
+                       ", ".join(repr(m) for m in served[:20]) or "none")
         return {"enabled": True, "ok": False, "model": conf.answer_model, "reachable": True,
                 "code": "ANSWER_MODEL_FAILED",
-                "error": f"the server does not list the model {conf.answer_model!r} (it lists "
-                         f"{', '.join(repr(m) for m in served[:5]) or 'none'})."}
+                "error": f"the server does not list the model {conf.answer_model!r} (the server log has its list)."}
     return {"enabled": True, "ok": True, "model": conf.answer_model, "reachable": True}

@@ -78,6 +78,7 @@ class KBSettings:
     answer_max_tokens: int  # the longest answer asked for
     answer_timeouts: tuple[float, float, float]  # seconds: connect, first token, whole answer
     answer_tools: str  # auto | on | off: whether the server is sent the `read` tool
+    answer_concurrency: int  # answers under way at once in one process; more are refused (ANSWER_BUSY)
 
 
 @functools.cache
@@ -134,6 +135,7 @@ def kb_settings() -> KBSettings:
         answer_max_tokens=settings.KB_ANSWER_MAX_TOKENS,
         answer_timeouts=_timeouts(settings.KB_ANSWER_TIMEOUT),
         answer_tools=settings.KB_ANSWER_TOOLS,
+        answer_concurrency=settings.KB_ANSWER_CONCURRENCY,
         folder_roots=tuple(Path(root) for root in settings.KB_FOLDER_ROOTS),
         git_allow_local=bool(settings.KB_GIT_ALLOW_LOCAL),
         git_max_bytes=settings.KB_GIT_MAX_BYTES,
@@ -206,6 +208,7 @@ MINIMUMS = {  # setting: (KBSettings attribute, least value)
     "KB_QUERY_RETENTION_DAYS": ("query_retention_days", 1),
     "KB_ANSWER_CONTEXT_TOKENS": ("answer_context_tokens", 512),
     "KB_ANSWER_MAX_TOKENS": ("answer_max_tokens", 16),
+    "KB_ANSWER_CONCURRENCY": ("answer_concurrency", 1),
 }
 
 

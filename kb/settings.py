@@ -288,6 +288,9 @@ KB_ANSWER_MAX_TOKENS = int(os.environ.get("KB_ANSWER_MAX_TOKENS", "512"))
 KB_ANSWER_TIMEOUT = os.environ.get("KB_ANSWER_TIMEOUT", "5,60,180")
 # whether the server takes tool calls (the capped `read` tool): auto tries and falls back, on, off
 KB_ANSWER_TOOLS = os.environ.get("KB_ANSWER_TOOLS", "auto").strip().lower()
+# answers under way at once in one process (each holds a worker and a database connection while
+# the model writes); past it an answer is refused with ANSWER_BUSY (429)
+KB_ANSWER_CONCURRENCY = int(os.environ.get("KB_ANSWER_CONCURRENCY", "4"))
 
 LOGGING = {
     "version": 1,

@@ -302,3 +302,51 @@ def test_an_unforeseen_failure_ends_with_an_error_event_done_and_a_log_row(corpu
     assert [e["event"] for e in found][-2:] == ["error", "done"]
     assert found[-2]["code"] == "ANSWER_FAILED" and "infinity" not in found[-2]["message"]
     assert AnswerLog.objects.get(pk=found[-1]["answer_id"]).error_code == "ANSWER_FAILED"
+
+
+def test_answers_past_the_concurrency_limit_are_refused_busy_with_retry_after(corpus, answer_model, client, settings):
+    """KB_ANSWER_CONCURRENCY answers at once per process: one more is refused (429) before anything is
+    searched, and the slot comes back when the held answer ends, even one closed before it began."""
+    answer_model([Reply(text=["Roast the pumpkin [1]."])])
+    settings.KB_ANSWER_CONCURRENCY = 1
+    kb_settings.cache_clear()
+    Namespace.objects.filter(slug="tenant:a").update(is_public=True)
+    ask = {"q": QUESTION, "namespaces": ["tenant:a"], "stream": True}
+    held = client.post("/api/answer", ask, content_type="application/json")  # streaming, not yet read
+    refused = client.post("/api/answer", {**ask, "stream": False}, content_type="application/json")
+    assert refused.status_code == 429 and refused.json()["code"] == "ANSWER_BUSY"
+    assert refused["Retry-After"] == "5"
+    assert b"event: done" in b"".join(held.streaming_content)  # read to its end: the slot is free again
+    assert client.post("/api/answer", {**ask, "stream": False}, content_type="application/json").status_code == 200
+    unstarted = answer_events(SUPERUSER, ["tenant:a"], QUESTION, stream=True)
+    unstarted.close()  # a client gone before the first event
+    assert by_kind(events(), "done")
+
+
+def test_an_answer_is_charged_as_eleven_searches_against_the_rate_limit(corpus, answer_model, client):
+    from answers.service import ANSWER_SEARCHES
+
+    answer_model([Reply(text=["Roast the pumpkin [1]."])])
+    token, plaintext = issue_token("reader", namespaces=[Namespace.objects.get(slug="tenant:a")],
+                                   rate_limit_per_minute=15)
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {plaintext}"}
+    ask = {"q": QUESTION, "namespaces": ["tenant:a"]}
+    assert ANSWER_SEARCHES == 10
+    assert client.post("/api/answer", ask, content_type="application/json", **auth).status_code == 200
+    second = client.post("/api/answer", ask, content_type="application/json", **auth)
+    assert second.status_code == 429 and second.json()["code"] == "KB_RATE_LIMITED"
+
+
+@pytest.mark.parametrize("reply", [
+    Reply(status=500, error_body="Traceback: /srv/llm/secret-internal-path.py, key sk-live-1234"),
+    Reply(raw=['data: {"error": {"message": "Traceback: /srv/llm/secret-internal-path.py, key sk-live-1234"}}']),
+    Reply(raw=["data: Traceback: /srv/llm/secret-internal-path.py, key sk-live-1234"]),
+], ids=["error-status", "error-mid-stream", "not-json"])
+def test_the_model_servers_own_words_stay_in_the_server_log(corpus, answer_model, caplog, reply):
+    answer_model([reply], tools="off")
+    with caplog.at_level("WARNING", logger="answers.model"):
+        found = events()
+    error = by_kind(found, "error")[0]
+    assert error["code"] in ("ANSWER_MODEL_FAILED", "ANSWER_MODEL_MALFORMED")
+    assert "secret-internal-path" not in json.dumps(found) and "sk-live" not in json.dumps(found)
+    assert "secret-internal-path" in caplog.text

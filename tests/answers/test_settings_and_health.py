@@ -1,6 +1,8 @@
 """The answer settings, read once and refused with a message when wrong; /healthz and the
 start-up check showing the model without failing on it."""
 
+import json
+
 import pytest
 
 from answers.startup import answer_model_check
@@ -36,8 +38,9 @@ def test_the_defaults_leave_answers_off(answer_settings):
     ({"KB_ANSWER_URL": "http://127.0.0.1:1/v1", "KB_ANSWER_MODEL": ""}, "KB_ANSWER_MODEL"),
     ({"KB_ANSWER_MAX_TOKENS": 9000}, "KB_ANSWER_MAX_TOKENS"),
     ({"KB_ANSWER_CONTEXT_TOKENS": 100, "KB_ANSWER_MAX_TOKENS": 50}, "KB_ANSWER_CONTEXT_TOKENS"),
+    ({"KB_ANSWER_CONCURRENCY": 0}, "KB_ANSWER_CONCURRENCY"),
 ], ids=["timeout-not-a-number", "timeout-two-values", "timeout-zero", "tools", "url-scheme", "model-missing",
-        "answer-larger-than-context", "context-too-small"])
+        "answer-larger-than-context", "context-too-small", "no-concurrency"])
 def test_a_wrong_answer_setting_is_refused_by_name(answer_settings, values, setting):
     with pytest.raises(ConfigurationError) as caught:
         answer_settings(**values)
@@ -59,6 +62,7 @@ def test_healthz_shows_the_model_and_never_fails_on_it(client, answer_settings):
         wrong = client.get("/healthz").json()
     assert ready["answers"] == {"enabled": True, "ok": True, "model": "scripted", "reachable": True}
     assert wrong["answers"]["ok"] is False and "'another'" in wrong["answers"]["error"]
+    assert "scripted" not in json.dumps(wrong["answers"])  # what the server lists is not the public's
     assert ready["status"] == wrong["status"] == off["status"]  # answers never move health
 
 
