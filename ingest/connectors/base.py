@@ -15,15 +15,19 @@ with what the store knows; the web, file and text kinds wrap today's `SourceLoad
 from __future__ import annotations
 
 import hashlib
+import logging
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import ClassVar, Iterator
 
+from ingest.errors import IngestInternalError
 from ingest.fetch import Fetcher
 from ingest.loaders import FileOpener, KnownDocument, LoadedItem, SourceSpec
 from ingest.scope import glob_match
 from kb.errors import KBError
+
+logger = logging.getLogger(__name__)
 
 
 class Connector(ABC):
@@ -127,6 +131,12 @@ class ListingConnector(Connector):
                 item = self.make_item(entry, body, version)
             except KBError as exc:
                 yield LoadedItem(ref=entry.ref, path=entry.path, error=exc)
+                continue
+            except Exception as exc:  # a reader's bug fails this item, not the run (the pipeline's own rule)
+                logger.exception("unexpected error reading %s", entry.ref)
+                error = IngestInternalError(f"{entry.ref!r} could not be read: {type(exc).__name__}: {exc}")
+                error.__cause__ = exc
+                yield LoadedItem(ref=entry.ref, path=entry.path, error=error)
                 continue
             item.renamed_from = old
             yield item

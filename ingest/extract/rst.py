@@ -16,6 +16,8 @@ from docutils.core import publish_doctree
 from docutils.parsers.rst import Directive, directives, roles
 from docutils.parsers.rst.directives.body import CodeBlock
 
+from ingest.errors import DocumentCorrupt
+
 SETTINGS = {
     "file_insertion_enabled": False, "raw_enabled": False, "report_level": 5, "halt_level": 5,
     "doctitle_xform": False, "sectsubtitle_xform": False, "auto_id_prefix": "id", "syntax_highlight": "none",
@@ -84,9 +86,13 @@ def rst_to_markdown(body: bytes, source_path: str = "") -> tuple[str, str]:
     """(title, markdown) of a reStructuredText document: its first section's title, and its text
     with a heading per section, each with the section's id."""
     text = body.decode("utf-8-sig", errors="replace")
-    document = publish_doctree(text, source_path=source_path or None, settings_overrides=dict(SETTINGS))
     writer = _Writer()
-    writer.blocks(document, 0)
+    try:  # docutils and the writer recurse once per nested list, quote or directive
+        document = publish_doctree(text, source_path=source_path or None, settings_overrides=dict(SETTINGS))
+        writer.blocks(document, 0)
+    except RecursionError as exc:
+        raise DocumentCorrupt(f"{source_path or 'The document'!r} nests its lists, quotes or directives too deeply "
+                              "to be read (Python's recursion limit).") from exc
     title = next((section.next_node(nodes.title).astext() for section in document.findall(nodes.section)), "")
     return title, "\n\n".join(block for block in writer.out if block.strip()) + "\n"
 
