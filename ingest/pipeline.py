@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Sequence
 
 import numpy as np
-from django.db import DatabaseError, DataError, IntegrityError, connection
+from django.db import DatabaseError, connection
 
 from ingest import store
 from ingest.boilerplate import BoilerplateCounter, Dropped, block_keys, settle, split_repeated
@@ -49,6 +49,7 @@ from ingest.uploads import current_source_revision, open_stored_file, source_fil
 from kb.conf import kb_settings
 from kb.embedding.embedders import Embedder, check_embedder_dimension, get_embedder
 from kb.errors import DatabaseUnavailable, KBError
+from kb.middleware import database_away
 from kb.models import IngestItem, IngestRun, Source
 from kb.signals import namespaces_changed
 from kb.vocabulary import MULTI_PAGE_KINDS
@@ -499,12 +500,16 @@ class IngestPipeline:
         return restored
 
     def _store_each_if_refused(self, pending: list[PendingDocument], vectors) -> list[PendingDocument]:
-        """Store the batch; when the database refuses a value in it (not when it went away),
-        store its documents one by one and fail only those it refuses. Returns those stored."""
+        """Store the batch; when the database refuses something in it (not when it went away),
+        store its documents one by one and fail only those it refuses. Returns those stored.
+        Refusals are not only DataError and IntegrityError: a lexeme PostgreSQL cannot read back
+        is a syntax error (ProgrammingError), a word or vector too long a limit (OperationalError)."""
         try:
             self._store(pending, vectors)
             return pending
-        except (DataError, IntegrityError) as exc:
+        except DatabaseError as exc:
+            if database_away(exc):
+                raise
             logger.warning("batch of run %s refused (%s); storing its %d documents one by one",
                            self.run.pk, exc, len(pending))
         stored, offset = [], 0
@@ -514,7 +519,9 @@ class IngestPipeline:
             try:
                 self._store([p], own)
                 stored.append(p)
-            except (DataError, IntegrityError) as exc:
+            except DatabaseError as exc:
+                if database_away(exc):
+                    raise
                 self.report.record(Outcome(p.item.ref, Status.FAILED, error_code=DocumentNotStored.code,
                                            error_message=f"The database refused this document: {exc}"[:500]),
                                    p.started)

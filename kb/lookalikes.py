@@ -93,7 +93,8 @@ def unaccented(text: str) -> str:
     """`text` with its accented Latin letters as their plain letters (é -> e, Ü -> U), one character
     for one, so a position in the result is the same position in `text`: what lets a lexeme the
     database folded (Romance languages, kb migration 0035; German Snowball's umlauts) mark the
-    accented word. Ligatures stay (`LIGATURES`)."""
+    accented word. Ligatures stay (`LIGATURES`), and so does a combining mark: the database keeps a
+    lexeme of marks only as written too, where folding would leave it empty (kb migration 0045)."""
     return text.translate(UNACCENTED)
 
 
