@@ -90,6 +90,7 @@ class GitConnector(ListingConnector):
         branch = (self.spec.option("branch") or "").strip()
         if branch and not BRANCH_RE.match(branch):
             raise LocationRefused(f"{branch!r} is not a branch name this server fetches.")
+        check_web_url(self.spec.option("web_url") or "")
         token_name = (self.spec.option("token") or "").strip()
         self.git = Git(self.spec.location, conf.git_cache_dir, timeout=conf.git_timeout,
                        max_bytes=conf.git_max_bytes, token=token_for(self.spec.location, token_name, conf.git_tokens),
@@ -158,6 +159,19 @@ def token_for(location: str, name: str, tokens: dict[str, str]) -> str:
         raise GitTokenRefused(f"The token {name!r} is not sent to {location!r}: it is for https://"
                               f"{', https://'.join(sorted(allowed))} only (KB_GIT_TOKEN_{name}).", details=setting)
     return token
+
+
+def check_web_url(pattern: str) -> None:
+    """Refuse a `web_url` pattern that is not an http(s) URL with a host: it becomes every
+    document's citation link, which readers open (a `javascript:` one would run in their page)."""
+    pattern = pattern.strip()
+    if not pattern:
+        return
+    parts = urlsplit(pattern.replace("{commit}", "0").replace("{path}", "p").replace("{line}", "1"))
+    if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
+        raise LocationRefused(f"The option web_url {pattern!r} is no http(s) URL: write the forge's address of a "
+                              "file, e.g. 'https://github.com/psf/requests/blob/{commit}/{path}#L{line}'.",
+                              details={"option": "web_url"})
 
 
 def forge_citation(pattern: str, commit: str, path: str, source: bytes) -> tuple[str, Callable[[str], str] | None]:

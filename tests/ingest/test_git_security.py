@@ -118,3 +118,15 @@ def test_curl_connects_to_the_vetted_address_of_a_name_written_with_a_trailing_d
     head = git.fetch("", allowed=FetchPolicy.from_settings().allowed, allow_local=False,
                      resolver=lambda host, port: ["127.0.0.1"])
     assert len(head) == 40 and served.requests
+
+
+@pytest.mark.parametrize("pattern", [
+    pytest.param("javascript:alert(document.cookie)//{path}", id="javascript"),
+    pytest.param("data:text/html,<script>x</script>{path}", id="data"),
+    pytest.param("//forge.example/{path}", id="no-scheme"),
+])
+def test_a_web_url_that_is_not_http_is_refused_before_anything_is_fetched(namespace, git_settings, allow_loopback,
+                                                                          served, pattern):
+    run = _sync(_source(namespace, served.url("docutils/.git"), web_url=pattern))
+    assert run.status == "failed" and run.error.startswith("INGEST_LOCATION_REFUSED: ")
+    assert "web_url" in run.error and served.requests == [] and Document.objects.count() == 0
