@@ -156,8 +156,9 @@ def token_for(location: str, name: str, tokens: dict[str, str]) -> str:
     parts = urlsplit(location)
     host = parts.hostname or ""
     if parts.scheme.lower() != "https" or host not in allowed:
-        raise GitTokenRefused(f"The token {name!r} is not sent to {location!r}: it is for https://"
-                              f"{', https://'.join(sorted(allowed))} only (KB_GIT_TOKEN_{name}).", details=setting)
+        # the hosts are not echoed: a value written without its host would show part of the token
+        raise GitTokenRefused(f"The token {name!r} is not sent to {location!r}: it goes only over https to the "
+                              f"host(s) the operator wrote before it in KB_GIT_TOKEN_{name}.", details=setting)
     return token
 
 
