@@ -31,7 +31,7 @@ def answer(request, data: AnswerIn):
 
 @router.post("/answer/feedback", response=AnswerFeedbackOut, summary="A reader's thumbs up or down on an answer")
 def feedback(request, data: AnswerFeedbackIn):
-    row = record_feedback(request.auth, data.answer_id, data.helpful)
+    row = record_feedback(request, data.answer_id, data.helpful)
     return {"answer_id": row.pk, "helpful": row.helpful}
 
 

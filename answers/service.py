@@ -9,6 +9,7 @@ the caller may not read, a query too long) are raised before the first event, as
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import threading
@@ -60,6 +61,7 @@ class _Run:
     question: str
     namespaces: list[str]
     caller: str
+    asker: str  # who may vote on it (`asker()`)
     started: float = field(default_factory=time.monotonic)
     query_log_id: int | None = None
     gate: gate.Gate | None = None
@@ -90,7 +92,7 @@ def answer_events(request_or_principal, namespaces: list[str], question: str, *,
     for slug in namespaces:
         principal.check(slug)
     if not kb_settings().answer_url:  # answers off: nothing to hold, nothing past a request to charge
-        return _events(_Run(question, namespaces, caller), principal, stream)
+        return _events(_Run(question, namespaces, caller, asker=""), principal, stream)
     slot = _slot()
     if not slot.acquire(blocking=False):
         raise AnswersBusy(f"{kb_settings().answer_concurrency} answers are under way on this server "
@@ -102,7 +104,8 @@ def answer_events(request_or_principal, namespaces: list[str], question: str, *,
     except BaseException:
         slot.release()
         raise
-    return Held(_events(_Run(question, namespaces, caller), principal, stream), slot)
+    run = _Run(question, namespaces, caller, asker=asker(request_or_principal, principal, create=True))
+    return Held(_events(run, principal, stream), slot)
 
 
 def _slot() -> threading.BoundedSemaphore:
@@ -375,21 +378,44 @@ def _log(run: _Run) -> int | None:
         sentences=[s.as_dict() for s in checked.sentences] if checked else [],
         sentence_count=counts.get("sentences", 0), supported=counts.get("supported", 0),
         unsupported=counts.get("unsupported", 0), dropped=counts.get("dropped", 0), reads=run.reads,
-        error_code=run.error.code if run.error else "", timings=run.timings)
+        error_code=run.error.code if run.error else "", timings=run.timings, asker=run.asker)
     return row.pk
 
 
-def record_feedback(principal: Principal, answer_id: int, helpful: bool) -> AnswerLog:
-    """A reader's vote on an answer; voting again replaces it. Another tenant's answer is not found,
-    exactly as a missing one."""
+def record_feedback(request_or_principal, answer_id: int, helpful: bool) -> AnswerLog:
+    """The asker's vote on an answer; voting again replaces it. Anyone else's answer (another
+    reader's, another tenant's) is not found, exactly as a missing one."""
+    principal = _principal(request_or_principal)
+    who = asker(request_or_principal, principal, create=False)
     readable = sorted(principal.readable_namespaces().values_list("slug", flat=True))
     row = AnswerLog.objects.select_related("query_log__namespace").filter(
         pk=answer_id, query_log__namespace__slug__in=readable, namespaces__contained_by=readable).first()
-    if row is None:
+    if row is None or not who or row.asker != who:
         raise AnswerNotFound(f"No answer {answer_id}.")
     row.helpful = helpful
     row.save(update_fields=["helpful"])
     return row
+
+
+def asker(request_or_principal, principal: Principal, *, create: bool) -> str:
+    """Who is asking, as far as a vote goes: the token, the signed-in user, or an anonymous reader's
+    session (its key hashed; `create` starts a session for one who has none). "" when there is
+    no telling (a principal without its request): nobody may vote then."""
+    if principal.kind == "token":
+        return f"token:{principal.token_id}"
+    if isinstance(request_or_principal, Principal):
+        return ""
+    user = getattr(request_or_principal, "user", None)
+    if principal.kind in ("staff", "member") and user is not None and user.is_authenticated:
+        return f"user:{user.pk}"
+    session = getattr(request_or_principal, "session", None)
+    if session is None:
+        return ""
+    if session.session_key is None and create:
+        session["asked_answers"] = True  # a non-empty, modified session: saved, and its cookie sent
+        session.save()
+    key = session.session_key
+    return f"session:{hashlib.sha256(key.encode()).hexdigest()[:64]}" if key else ""
 
 
 def _principal(request_or_principal) -> Principal:

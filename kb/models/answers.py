@@ -32,6 +32,9 @@ class AnswerLog(models.Model):
     error_code = models.CharField(max_length=64, blank=True)
     timings = models.JSONField(default=dict, blank=True)
     helpful = models.BooleanField(null=True, blank=True, help_text="The reader's vote on the answer.")
+    asker = models.CharField(max_length=80, blank=True, editable=False,
+                             help_text="Who asked, the only caller who may vote: token:<id>, user:<id>, or "
+                                       "session:<hash> of an anonymous reader's session; empty: nobody.")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -350,3 +350,46 @@ def test_the_model_servers_own_words_stay_in_the_server_log(corpus, answer_model
     assert error["code"] in ("ANSWER_MODEL_FAILED", "ANSWER_MODEL_MALFORMED")
     assert "secret-internal-path" not in json.dumps(found) and "sk-live" not in json.dumps(found)
     assert "secret-internal-path" in caplog.text
+
+
+def test_only_the_caller_who_asked_may_vote_on_an_answer(corpus, answer_model, client):
+    """Answer ids are sequential: another reader of the same namespace (a token, a signed-in user, an
+    anonymous reader's session) gets ANSWER_NOT_FOUND, exactly as for a missing answer."""
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    from kb.models import NamespaceMembership
+
+    answer_model([Reply(text=["Roast the pumpkin [1]."])])
+    namespace = Namespace.objects.get(slug="tenant:a")
+    namespace.is_public = True
+    namespace.save()
+    ask = {"q": QUESTION, "namespaces": ["tenant:a"]}
+
+    def vote(who, answer_id, **auth):
+        return who.post("/api/answer/feedback", {"answer_id": answer_id, "helpful": False},
+                        content_type="application/json", **auth)
+
+    tokens = [{"HTTP_AUTHORIZATION": f"Bearer {issue_token(name, namespaces=[namespace])[1]}"} for name in "ab"]
+    by_token = client.post("/api/answer", ask, content_type="application/json", **tokens[0]).json()["answer_id"]
+    refused = vote(client, by_token, **tokens[1])
+    assert refused.status_code == 404 and refused.json()["code"] == "ANSWER_NOT_FOUND"
+    assert vote(Client(), by_token).status_code == 404  # nor anonymous
+    assert vote(client, by_token, **tokens[0]).status_code == 200
+
+    anonymous, stranger = Client(), Client()
+    by_session = anonymous.post("/api/answer", ask, content_type="application/json").json()["answer_id"]
+    stranger.post("/api/answer", ask, content_type="application/json")  # a session of its own
+    assert vote(stranger, by_session).status_code == 404
+    assert vote(anonymous, by_session).status_code == 200
+
+    users = [get_user_model().objects.create_user(name, f"{name}@example.org", "pw-reader-123") for name in "xy"]
+    for user in users:
+        NamespaceMembership.objects.create(user=user, namespace=namespace)
+    asking, other = Client(), Client()
+    asking.force_login(users[0])
+    other.force_login(users[1])
+    by_user = asking.post("/api/answer", ask, content_type="application/json").json()["answer_id"]
+    assert vote(other, by_user).status_code == 404
+    assert vote(asking, by_user).status_code == 200
+    assert AnswerLog.objects.get(pk=by_user).helpful is False
