@@ -25,14 +25,14 @@ SECOND_DATABASE_FIXTURES = {"tcp_postgres", "replica_server"}
 PROCESS_MODULES = {"subprocess", "multiprocessing"}  # a test that uses them starts a process itself
 PROCESS_HELPERS = {"tests.cluster", "tests.e2e.processes", "tests.pgcopy"}  # modules whose helpers start processes
 PROCESS_FUNCTIONS = {"run_manage", "current_database_url", "StreamingReplica", "TcpPostgres", "chromium"}
-# commands that start processes when a test calls them: kb_bench times a fresh process's memory and
-# serves MCP on a live server, kb_run starts the web server and the worker
-PROCESS_COMMANDS = {"kb_bench", "kb_run"}
+# commands that start processes when a test calls them: kb_bench and kb_site_bench time a fresh
+# process's memory (kb_bench also serves MCP on a live server), kb_run starts the web server and worker
+PROCESS_COMMANDS = {"kb_bench", "kb_site_bench", "kb_run"}
 PROCESS_NAMES = PROCESS_MODULES | PROCESS_HELPERS | PROCESS_FUNCTIONS | PROCESS_COMMANDS
 # started by the code under test in the fast tier: the parser's child, the sandbox probe, OCR, git,
 # and the embedded server of the test database itself
 FAST_TIER_COMMANDS = {"tesseract", "git"}
-FAST_TIER_MODULES = ("ingest.extract.",)
+FAST_TIER_MODULES = ("ingest.extract.", "tests.ingest.hostile_parser")  # the last: a parser child the test plants
 
 
 def needs_of(item) -> set[str]:
