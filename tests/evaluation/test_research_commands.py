@@ -12,7 +12,7 @@ from django.core.management import call_command, get_commands
 from django.core.management.base import CommandError
 
 from kb.conf import _not_a_cosine
-from kb.embedding.embedders import strong_floor
+from kb.embedding.embedders import get_embedder, strong_floor
 from tests.corpus import CORPUS
 from tests.pgserver import current_database_url
 
@@ -51,7 +51,8 @@ def test_strong_cosine_reads_the_best_cosine_of_own_and_off_topic_questions(corp
     off = tmp_path / "suite.json"
     off.write_text(json.dumps({"cases": [{"question": "the tax rules for a sole trader in Norway"}]}))
     lines = command("kb_strong_cosine", namespace="tenant:a", questions=str(own), off_topic=[str(off)])
-    assert lines[0].startswith(f"tenant:a, st:all-MiniLM-L6-v2, strong from cosine {strong_floor()[0]}")
+    assert lines[0] == f"tenant:a, {get_embedder().model_id}, strong from cosine 0.35 (the model's own, measured)"
+    assert strong_floor() == (0.35, "the model's own, measured")
     rows = {line.split(" (")[0]: line.split(" | ") for line in lines[2:]}
     assert set(rows) == {"own", "off-topic"} and rows["own"][1] == "2" and rows["off-topic"][1] == "1"
     own_median = float(rows["own"][2].split(" / ")[1])

@@ -214,7 +214,7 @@ def corroboration(inputs, depth: int) -> tuple[int, int, float]:
     return b, c, p
 
 
-def min_max_fuse(candidate, stats, lexical_weight, lexical_cap=None):
+def min_max_fuse(candidate, stats, lexical_weight, lexical_cap=None, unknown_cosine=None):
     """Bruch et al. 2023's TM2C2 in place of z-scores: the cosine min-max scaled from its
     theoretical minimum (-1) to the list's best, BM25 from 0 to the list's best, then the convex
     combination, in cosine units."""
@@ -231,12 +231,12 @@ def min_max_fuse(candidate, stats, lexical_weight, lexical_cap=None):
     return Fused(None, None, fused * vector[0])
 
 
-def words_only_add(candidate, stats, lexical_weight, lexical_cap=None):
+def words_only_add(candidate, stats, lexical_weight, lexical_cap=None, unknown_cosine=None):
     """The z-score fusion with the lexical z floored at 0: words can lift a passage but their
     absence never lowers it (a relevant passage may say it in other words)."""
     from retrieval.ranker import VECTOR, Fused
 
-    fused = FUSE(candidate, stats, lexical_weight, lexical_cap)
+    fused = FUSE(candidate, stats, lexical_weight, lexical_cap, unknown_cosine)
     if fused is None or fused.lexical_z is None:
         return fused
     _, mean, spread = stats[VECTOR]
@@ -282,7 +282,7 @@ def relevant_share(model, value: float) -> float | None:
 MIXTURES = {}  # per query, the two lists' fitted mixtures (set before each ranking)
 
 
-def mixture_fuse(candidate, stats, lexical_weight, lexical_cap=None):
+def mixture_fuse(candidate, stats, lexical_weight, lexical_cap=None, unknown_cosine=None):
     """Fusion of calibrated scores without labels: each channel's score read as the posterior that
     it belongs to its list's high component, the posteriors combined convexly, in cosine units."""
     from retrieval.ranker import LEXICAL, VECTOR, Fused
