@@ -47,6 +47,13 @@ def validate_http_url(value: str, field: str = "location") -> None:
         )
 
 
+def is_http_pattern(pattern: str) -> bool:
+    """Whether a URL pattern with {commit}, {path} and {line} places (a git source's `web_url`)
+    is an http(s) URL with a host once they are filled: it becomes every citation's link."""
+    parts = urlsplit(pattern.strip().replace("{commit}", "0").replace("{path}", "p").replace("{line}", "1"))
+    return parts.scheme.lower() in ("http", "https") and bool(parts.netloc)
+
+
 def validate_source_options(kind: str, options: dict[str, Any]) -> None:
     """Reject unknown options, options of another kind, and out-of-range values."""
     if not isinstance(options, dict):
@@ -77,6 +84,11 @@ def validate_source_options(kind: str, options: dict[str, Any]) -> None:
                           f"{MAX_PATTERN_CHARS} characters")
         elif name in ("include", "exclude") and (hints := [glob_hint(v) for v in value if regex_like(v)]):
             errors.append(f"option {name!r} takes {GLOBS}, not regular expressions: {'; '.join(hints)}")
+        elif typ is str and not isinstance(value, str):
+            errors.append(f"option {name!r} must be text, got {value!r}")
+        elif name == "web_url" and value.strip() and not is_http_pattern(value):
+            errors.append(f"option 'web_url' must be an http(s) URL with a host, e.g. "
+                          f"'https://github.com/psf/requests/blob/{{commit}}/{{path}}#L{{line}}', got {value!r}")
         elif typ is int and not low <= value <= high:
             errors.append(f"option {name!r} must be between {low} and {high}, got {value!r}")
     if errors:

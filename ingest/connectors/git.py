@@ -36,6 +36,7 @@ from ingest.filetypes import max_bytes_for
 from ingest.loaders import LoadedItem
 from ingest.ssrf import AllowRule, Resolver, check_unresolved, resolve_target, system_resolver
 from kb.conf import kb_settings
+from kb.validators import is_http_pattern
 
 HEAD_REF = "refs/kb/head"
 BRANCH_RE = re.compile(r"^(?!-)(?!.*\.\.)[A-Za-z0-9._/-]{1,200}$")
@@ -166,10 +167,7 @@ def check_web_url(pattern: str) -> None:
     """Refuse a `web_url` pattern that is not an http(s) URL with a host: it becomes every
     document's citation link, which readers open (a `javascript:` one would run in their page)."""
     pattern = pattern.strip()
-    if not pattern:
-        return
-    parts = urlsplit(pattern.replace("{commit}", "0").replace("{path}", "p").replace("{line}", "1"))
-    if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
+    if pattern and not is_http_pattern(pattern):
         raise LocationRefused(f"The option web_url {pattern!r} is no http(s) URL: write the forge's address of a "
                               "file, e.g. 'https://github.com/psf/requests/blob/{commit}/{path}#L{line}'.",
                               details={"option": "web_url"})

@@ -134,3 +134,20 @@ def test_the_api_refuses_a_folder_outside_the_roots_and_a_local_repository(clien
     status, body = create(name="handbook", kind="folder", location=str(roots / "handbook"))
     assert status == 201 and body["kind"] == "folder" and body["queued_run"]
     assert not Source.objects.filter(name__in=["outside", "local"]).exists()
+
+
+@pytest.mark.parametrize("pattern", [
+    pytest.param("javascript:alert(document.cookie)//{path}", id="javascript"),
+    pytest.param("data:text/html,<script>x</script>{path}", id="data"),
+    pytest.param("//forge.example/{path}", id="no-scheme"),
+])
+def test_the_api_refuses_a_web_url_that_is_not_http_when_the_source_is_saved(client, namespace, pattern):
+    """A git source's `web_url` becomes every citation's link: refused at save, not only at its first run."""
+    _, token = issue_token("writer", namespaces=[namespace], scope=ApiToken.Scope.WRITE)
+    response = client.post("/api/sources", data=json.dumps({
+        "namespace": namespace.slug, "name": "forge", "kind": "git", "location": "https://git.example.com/docs.git",
+        "options": {"web_url": pattern}}), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+    body = response.json()
+    assert (response.status_code, body["code"]) == (422, "KB_INVALID_INPUT"), body
+    assert "web_url" in body["message"] and "http(s) URL with a host" in body["message"]
+    assert not Source.objects.filter(name="forge").exists()
