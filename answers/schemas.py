@@ -21,7 +21,7 @@ class GateOut(Schema):
     reason: str
 
 
-class SourceOut(Schema):
+class AnswerSourceOut(Schema):
     n: int
     title: str
     url: str  # where the citation opens: the passage's anchor, or the PDF page
@@ -57,7 +57,7 @@ class AnswerOut(Schema):
     answer_id: int | None
     query_id: int | None
     gate: GateOut | None
-    sources: list[SourceOut]
+    sources: list[AnswerSourceOut]
     left_out: int = 0  # sources found that did not fit in the model's context
     abstained: bool = False
     text: str = ""  # every sentence but the dropped ones; never HTML

@@ -17,8 +17,12 @@ def announce() -> None:
 
 def answer_model_check(app_configs, **kwargs):
     from answers.service import model_status
+    from kb.errors import ConfigurationError
 
-    status = model_status()
+    try:
+        status = model_status()
+    except ConfigurationError:  # the settings' own check (kb.KB_CONFIG_INVALID) names what is wrong
+        return []
     if not status["enabled"]:
         return []
     if status["ok"]:
