@@ -499,7 +499,8 @@ def _contents_list(listing: Tag) -> bool:
     return True
 
 
-NAV_LABELS = ("next:", "previous:", "prev:", "up:", "[ < ]", "[ > ]", "[ << ]", "[<]", "[>]")
+NAV_LABELS = ("next:", "previous:", "prev:", "up:", "[ < ]", "[ > ]", "[ << ]", "[<]", "[>]",
+              "[ contents ]", "[ index ]")  # a node without Next, Previous or Up: `[Contents][Index]` alone
 SOURCE_MARKS = {"[source]", "source", "[src]"}
 
 

@@ -83,3 +83,16 @@ def test_makeinfo_page_keeps_its_text_and_headings():
     assert headings[0] == "### 10.2 Retrieving random numbers {#Retrieving-random-numbers-1}"
     assert sum("Function:" in h and "gcry_" in h for h in headings) == 4
     assert "This is commonly called a nonce" in re.sub(r"\s+", " ", content)
+
+
+BASH_NODE = "makeinfo-bash/bashref-internationalized-scripts.html"
+
+
+def test_a_node_header_holding_only_contents_and_index_is_not_stored():
+    """makeinfo writes a node without Next, Previous or Up as `[Contents][Index]` alone (the Bash
+    reference's "Creating Internationalized Scripts"): navigation all the same, however it opens."""
+    assert re.search(r'<div class="header">\s*<p>\s*&nbsp; \[<a [^>]*rel="contents">Contents</a>\]\[<a [^>]*'
+                     r'rel="index">Index</a>\]</p>', _raw(BASH_NODE))
+    content = _content(BASH_NODE)
+    assert not _navigation_lines(content)
+    assert "Creating Internationalized Scripts" in content and "you create a gettext" in content
