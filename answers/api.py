@@ -16,7 +16,12 @@ router = Router(tags=["answers"])
                          "strong enough (else says the knowledge base does not cover it, with the closest passages), "
                          "and checks every sentence's citation. `stream: true` answers `text/event-stream`: events "
                          "`gate`, `sources`, `delta` (text as it comes), `answer` (sentences with verdicts and "
-                         "counts), `done` (the answer's id), or `error` with a stable code. Text is never HTML.")
+                         "counts), `done` (the answer's id), or `error` with a stable code. Text is never HTML.",
+             openapi_extra={"responses": {200: {"content": {"text/event-stream": {"schema": {
+                 "type": "object", "required": ["event"], "properties": {"event": {"type": "string", "enum": [
+                     "gate", "sources", "delta", "answer", "done", "error"]}},
+                 "description": "Each server-sent event's data: a JSON object naming its `event`, with that "
+                                "event's fields."}}}}}})
 def answer(request, data: AnswerIn):
     events = answer_events(request, data.namespaces, data.q, stream=data.stream)
     if not data.stream:
