@@ -5,6 +5,7 @@ channels left out, each with its note for the reader."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kb.conf import kb_settings
@@ -76,7 +77,9 @@ def plan(query: str, namespace: str, filters: Filters, limit: int, params: Ranke
     if params.lexical_weight is not None:
         weights = FusionWeights(params.lexical_weight, "requested", "set by the caller for this search")
     elif weights.source == DEFAULT_WEIGHTS.source:  # judged queries would have fitted it: only the default yields
-        agreed = meaning_spread.namespace_agreement(ns["id"], sum(ns["passage_configs"].values()))
+        def agreed() -> float | None:  # read (and its measure started) only where it decides
+            return meaning_spread.namespace_agreement(ns["id"], sum(ns["passage_configs"].values()))
+
         weights, notes = unjudged_weights(ns["document_languages"], query, (ns["median_excess"], ns["excess_searches"]),
                                           agreed)
     models = meaning_models(foreign_passages(ns["passage_models"], get_embedder().model_id))
@@ -99,21 +102,23 @@ def plan(query: str, namespace: str, filters: Filters, limit: int, params: Ranke
 
 def unjudged_weights(document_languages: dict[str, int], query: str = "",
                      log: tuple[float | None, int] = (None, 0),
-                     agreed: float | None = None) -> tuple[FusionWeights, tuple[ChannelNote, ...]]:
+                     agreed: float | Callable[[], float | None] | None = None,
+                     ) -> tuple[FusionWeights, tuple[ChannelNote, ...]]:
     """The weights of a `query` in a namespace without fitted ones, and the channels they leave
     out. Where most documents are in languages the model is not said to read (`meaning_decision`),
     a query the detector places decides (its own language's words alone, or meaning kept);
-    otherwise the model's measured agreement with the namespace's words (`agreed`,
-    `retrieval.agreement`) grades meaning (`graded_weights`: weighing less than words, or left
-    out), and until it is measured, words alone. Elsewhere, what the namespace's search log
-    estimates (`log`: its latest searches' median excess and how many there were,
-    `estimated_weights`), or equal weights."""
+    otherwise the model's measured agreement with the namespace's words (`agreed`, or a function
+    reading it, called only here; `retrieval.agreement`) grades meaning (`graded_weights`:
+    weighing less than words, or left out), and until it is measured, words alone. Elsewhere,
+    what the namespace's search log estimates (`log`: its latest searches' median excess and how
+    many there were, `estimated_weights`), or equal weights."""
     decision = meaning_decision(document_languages, kb_settings().embedding_languages, query)
     asked = language_name(decision.query_language) if decision.query_language else ""
     if not decision.used:
-        if not asked and agreed is not None:
-            graded = graded_weights(agreed)
-            return graded, ((meaning_disagrees(agreed),) if graded.lexical == 1.0 else ())
+        measured = agreed() if callable(agreed) else agreed
+        if not asked and measured is not None:
+            graded = graded_weights(measured)
+            return graded, ((meaning_disagrees(measured),) if graded.lexical == 1.0 else ())
         note = meaning_unread(decision.share, decision.languages, asked)
         return words_alone(note.reason[0].lower() + note.reason[1:].rstrip(".")), (note,)
     if asked:  # most documents are in languages the model does not read; this query's brings meaning back

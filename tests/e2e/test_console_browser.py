@@ -84,7 +84,7 @@ def test_per_kind_form_and_the_save_time_refusal(live_server, browser, web, allo
     _sign_in(browser, live_server)
     browser.get(f"{live_server.url}/admin/kb/source/add/")
     kinds = [a.get_attribute("data-kind") for a in browser.find_elements(By.CSS_SELECTOR, "a.kb-kind")]
-    assert kinds == ["url", "sitemap", "crawl", "llms", "file", "text"]
+    assert kinds == ["url", "sitemap", "crawl", "llms", "file", "text", "folder", "git"]
     _shot(browser, "console-choose-kind.png")
     browser.find_element(By.CSS_SELECTOR, "a.kb-kind[data-kind=crawl]").click()
 

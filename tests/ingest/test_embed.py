@@ -173,6 +173,7 @@ def test_a_document_graph_that_disagrees_falls_back_to_pytorch(model, tmp_path):
     assert np.abs(vectors - expected).max() < 1e-5
 
 
+@pytest.mark.slow  # starts a child process
 def test_a_child_forked_after_the_warm_up_embeds_documents_with_its_own_session(model, tmp_path):
     embedder = SentenceTransformerEmbedder(bundled_model_path(), document_runtime="onnx-int8", cache_dir=tmp_path)
     embedder._model = model

@@ -176,6 +176,7 @@ def test_a_layer_the_kernel_refuses_leaves_the_others_on_and_is_logged(monkeypat
     assert "'network': 'refused by the kernel: Operation not permitted (network)'" in record.getMessage()
 
 
+@pytest.mark.slow  # starts a child process
 def test_a_child_that_reports_no_sandbox_is_logged_as_running_without_any(monkeypatch, caplog):
     monkeypatch.setattr(isolated, "CHILD", ("-c", "import sys, json; sys.stdin.buffer.read(); "
                                                   "print(json.dumps({'extracted': dict(title='t', content='c', "
@@ -202,6 +203,7 @@ def _load() -> str:
     return Path("/proc/loadavg").read_text().split(" ", 1)[0]
 
 
+@pytest.mark.slow  # starts a child process
 def test_the_sandbox_adds_little_to_a_small_document(monkeypatch):
     """Side by side: the real child with and without its sandbox, interleaved, on a small text."""
     body = ("word " * 2000).encode()
