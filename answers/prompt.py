@@ -118,7 +118,8 @@ def leaks(text: str, prompt: Prompt) -> bool:
     if prompt.tag in text:
         return True
     words = _words(text)
-    rules = _shingles(_words(prompt.messages[0]["content"]))
+    # the abstention the instructions ask for is the one sentence of them an answer may repeat
+    rules = _shingles(_words(prompt.messages[0]["content"].replace(NOT_COVERED, "\n")))
     return any(tuple(words[i:i + LEAK_WORDS]) in rules for i in range(len(words) - LEAK_WORDS + 1))
 
 

@@ -13,6 +13,13 @@ Format, version 1:
 case-insensitively against each result's citation URL and source name; `anchor` against the
 chunks' anchors; `minScore` against the top result's base score (meaning and words fused, in
 cosine units; see retrieval/ranker.py). `relevant` document refs turn on recall@k and MRR for the case.
+
+Answer cases ask the question through the real answer path (answers/service.py) instead:
+`"expect": {"mustCite": "pumpkin"}` passes when a sentence whose citation the checker found
+supported cites a source matching it (as `sourceIncludes` matches: citation URL, source name
+or document ref); `"expect": {"mustAbstain": true}` passes when the
+answer says the knowledge base does not cover the question (the gate, or the model itself).
+An answer that fails (answers off, the model dead or too slow) is the case's error.
 """
 
 from __future__ import annotations
@@ -27,7 +34,8 @@ from kb.errors import BadRequest
 
 SUPPORTED_VERSIONS = (1,)
 CASE_KEYS = {"id", "question", "topK", "minScore", "filter", "namespace", "expect"}
-EXPECT_KEYS = {"sourceIncludes", "notSourceIncludes", "anchor", "minScore", "relevant"}
+EXPECT_KEYS = {"sourceIncludes", "notSourceIncludes", "anchor", "minScore", "relevant", "mustCite", "mustAbstain"}
+ANSWER_KEYS = {"mustCite", "mustAbstain"}
 FILTER_KEYS = {"sourceIds", "documentIds"}
 
 
@@ -38,6 +46,19 @@ class Expect:
     anchor: str | None = None
     min_score: float | None = None
     relevant: tuple[str, ...] = ()
+    must_cite: tuple[str, ...] = ()
+    must_abstain: bool = False
+
+    @property
+    def answers(self) -> bool:
+        """Whether the case asks for an answer (and so runs through the answer path)."""
+        return bool(self.must_cite) or self.must_abstain
+
+    @property
+    def searches(self) -> bool:
+        """Whether the case checks the search's own results."""
+        return bool(self.source_includes or self.not_source_includes or self.anchor is not None
+                    or self.min_score is not None or self.relevant)
 
 
 @dataclass(frozen=True)
@@ -69,6 +90,17 @@ class ResultView:
 
 
 @dataclass(frozen=True)
+class AnswerView:
+    """What an answer check needs to know about one answer: whether it abstained, and which
+    sources its supported sentences cite (each source as a ResultView, to match as results are)."""
+
+    abstained: bool
+    supported_sources: tuple[ResultView, ...]
+    cited: tuple[tuple[ResultView, str], ...]  # every citation: the source and the sentence's verdict
+    summary: str  # the answer in a line, for a failed check's detail
+
+
+@dataclass(frozen=True)
 class CheckResult:
     name: str
     passed: bool
@@ -86,6 +118,7 @@ class CaseResult:
     mrr: float | None = None
     duration_ms: float = 0.0
     top: list[str] = field(default_factory=list)
+    answer: dict | None = None  # an answer case's answer: id, gate rule, abstained, counts
 
 
 @dataclass
@@ -112,7 +145,8 @@ class SuiteResult:
             "cases": [
                 {"id": c.id, "question": c.question, "passed": c.passed, "error": c.error,
                  "checks": [{"name": k.name, "passed": k.passed, "detail": k.detail} for k in c.checks],
-                 "recall": c.recall, "mrr": c.mrr, "duration_ms": round(c.duration_ms, 1), "top": c.top}
+                 "recall": c.recall, "mrr": c.mrr, "duration_ms": round(c.duration_ms, 1), "top": c.top,
+                 **({"answer": c.answer} if c.answer is not None else {})}
                 for c in self.cases
             ],
         }
@@ -216,6 +250,12 @@ def _case(case: Any, index: int, defaults: dict, namespace_override: str | None)
     anchor = expect.get("anchor")
     if anchor is not None and not isinstance(anchor, str):
         raise _fail(case_id, "expect.anchor", "must be a string")
+    must_abstain = expect.get("mustAbstain", False)
+    if must_abstain is not True and must_abstain is not False:
+        raise _fail(case_id, "expect.mustAbstain", f"must be true or false, got {must_abstain!r}")
+    if must_abstain and "mustCite" in expect:
+        raise _fail(case_id, "expect.mustAbstain", "an answer that abstains cites nothing: ask for mustCite or "
+                                                   "mustAbstain, not both")
     return EvalCase(
         id=case_id, question=question, top_k=top_k, namespace=namespace,
         source_ids=ids["sourceIds"], document_ids=ids["documentIds"],
@@ -224,6 +264,7 @@ def _case(case: Any, index: int, defaults: dict, namespace_override: str | None)
             not_source_includes=_strings(expect, "notSourceIncludes", case_id),
             anchor=anchor, min_score=float(min_score) if min_score is not None else None,
             relevant=_strings(expect, "relevant", case_id),
+            must_cite=_strings(expect, "mustCite", case_id), must_abstain=must_abstain,
         ),
     )
 
@@ -244,12 +285,6 @@ def check_case(case: EvalCase, results: list[ResultView]) -> tuple[list[CheckRes
     top = results[: case.top_k]
     checks: list[CheckResult] = []
     expect = case.expect
-
-    def matches(result: ResultView, needle: str) -> bool:
-        """sourceIncludes / notSourceIncludes: the citation URL, the source's name or the
-        document's own ref (file key, page URL, benchmark id), so one document can be named."""
-        needle = needle.lower()
-        return any(needle in value.lower() for value in (result.citation_url, result.source, result.document_ref))
 
     if expect.source_includes:
         hit = next(((i, n) for i, r in enumerate(top, 1) for n in expect.source_includes if matches(r, n)), None)
@@ -289,3 +324,34 @@ def check_case(case: EvalCase, results: list[ResultView]) -> tuple[list[CheckRes
         recall = len(relevant & set(refs)) / len(relevant)
         mrr = next((1.0 / i for i, ref in enumerate(refs, 1) if ref in relevant), 0.0)
     return checks, recall, mrr
+
+
+def matches(result: ResultView, needle: str) -> bool:
+    """sourceIncludes / notSourceIncludes / mustCite: the citation URL, the source's name or the
+    document's own ref (file key, page URL, benchmark id), so one document can be named."""
+    needle = needle.lower()
+    return any(needle in value.lower() for value in (result.citation_url, result.source, result.document_ref))
+
+
+def check_answer(case: EvalCase, answer: AnswerView) -> list[CheckResult]:
+    """The answer checks the case asks for (`mustCite`, `mustAbstain`) against its answer."""
+    expect = case.expect
+    checks: list[CheckResult] = []
+    if expect.must_abstain:
+        checks.append(CheckResult("mustAbstain", answer.abstained,
+                                  "the answer abstained" if answer.abstained else f"it answered: {answer.summary}"))
+    if expect.must_cite:
+        shown = " or ".join(repr(n) for n in expect.must_cite)
+        hit = next(((r, n) for r in answer.supported_sources for n in expect.must_cite if matches(r, n)), None)
+        if hit:
+            detail = f"a supported sentence cites {hit[0].document_ref!r}, matching {hit[1]!r}"
+        elif answer.abstained:
+            detail = f"the answer abstained; nothing cites {shown}"
+        else:
+            unchecked = [f"{r.document_ref!r} ({verdict})" for r, verdict in answer.cited
+                         if any(matches(r, n) for n in expect.must_cite)]
+            detail = (f"no supported sentence cites {shown}"
+                      + (f"; cited without support: {', '.join(unchecked)}" if unchecked else "")
+                      + f"; {answer.summary}")
+        checks.append(CheckResult("mustCite", hit is not None, detail))
+    return checks

@@ -11,7 +11,7 @@ from answers.service import answer_events, final_state, model_status
 from kb.auth import Principal, issue_token
 from kb.conf import kb_settings
 from kb.models import AnswerLog, Namespace
-from tests.answers.scripted_model import Reply, ScriptedModel
+from tests.answers.scripted_model import Reply
 from tests.corpus import CORPUS, ingest
 
 pytestmark = pytest.mark.django_db
@@ -24,25 +24,6 @@ QUESTION = "how long should I roast pumpkin for soup"
 def corpus():
     namespace, _ = ingest("tenant:a", CORPUS)
     return namespace
-
-
-@pytest.fixture
-def answer_model(settings):
-    """Point the product at a scripted server: `answer_model(replies)` starts it."""
-    servers = []
-
-    def start(replies, timeout="2,2,5", tools="auto"):
-        server = ScriptedModel(replies).__enter__()
-        servers.append(server)
-        settings.KB_ANSWER_URL, settings.KB_ANSWER_MODEL = server.url, server.model
-        settings.KB_ANSWER_TIMEOUT, settings.KB_ANSWER_TOOLS = timeout, tools
-        kb_settings.cache_clear()
-        return server
-
-    yield start
-    for server in servers:
-        server.__exit__()
-    kb_settings.cache_clear()
 
 
 def events(question=QUESTION, namespaces=("tenant:a",), principal=SUPERUSER, stream=True):

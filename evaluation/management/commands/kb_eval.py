@@ -1,6 +1,7 @@
 """python manage.py kb_eval FILE [--namespace NS] [--json] [--junit PATH]
 
-Exit status 0 only when every case passes; 1 when a case fails; 2 when the file is unusable."""
+Exit status 0 only when every case passes; 1 when a case fails (an answer case whose answer
+failed too: its error names the answer's code); 2 when the file is unusable."""
 
 import json as jsonlib
 import sys
@@ -53,6 +54,9 @@ class Command(BaseCommand):
                     self.stdout.write(f"      {case.error}")
                 for check in case.checks:
                     self.stdout.write(f"      {'ok ' if check.passed else 'bad'} {check.name}: {check.detail}")
+                if case.answer is not None:
+                    self.stdout.write(f"      answer #{case.answer['answer_id']} (gate: {case.answer['rule'] or '-'}): "
+                                      f"{case.answer['text'][:200]!r}")
                 if case.recall is not None:
                     self.stdout.write(f"      recall@k {case.recall:.2f}, MRR {case.mrr:.2f}")
             self.stdout.write(f"{result.passed} passed, {result.failed} failed")
