@@ -1,8 +1,10 @@
-"""The answers log in the console: what was asked, the gate's rule, the counts, the reader's vote."""
+"""The answers log in the console: what was asked, the gate's rule, the counts, the reader's vote,
+and, for a curator who may change one of its namespaces, a link that makes it an eval case."""
 
 from django.contrib import admin
 
 from kb.admin_access import NamespaceScoped
+from kb.errors import KBError
 from kb.models import AnswerLog
 
 
@@ -19,3 +21,14 @@ class AnswerLogAdmin(NamespaceScoped):
 
     def has_change_permission(self, request, obj=None):
         return False
+
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        context["may_make_case"] = obj is not None and any(self._may_write(request, slug) for slug in obj.namespaces)
+        return super().render_change_form(request, context, add, change, form_url, obj)
+
+    def _may_write(self, request, slug: str) -> bool:
+        try:
+            self._principal(request).check(slug, write=True)
+        except KBError:
+            return False
+        return True

@@ -2,19 +2,22 @@
 
 from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.forms.fields import InvalidJSONInput
 from django.http import HttpResponseRedirect
+from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.views.decorators.http import require_POST
 
+from evaluation.cases import answer_case_targets, make_answer_case
 from evaluation.errors import EvalFileError
 from evaluation.runner import run_recorded
 from evaluation.suites import check_own_namespace, parse_suite
 from kb import jsonbody, models
 from kb.admin_access import NamespaceScoped, ScopedInline
 from kb.datafiles import read_data
-from kb.errors import BadRequest
+from kb.errors import BadRequest, Forbidden, KBError
 
 
 class DefinitionField(forms.JSONField):
@@ -69,6 +72,29 @@ class EvalSuiteForm(forms.ModelForm):
         return super().save(commit)
 
 
+class AnswerCaseForm(forms.Form):
+    """A logged answer made into an answer case: which suite, and what the answer must do."""
+
+    suite = forms.ChoiceField(help_text="A suite of the answer's namespaces that you may change.")
+    expect = forms.ChoiceField(widget=forms.RadioSelect, initial="cite", choices=[
+        ("cite", "must cite a document (a sentence the citation checker finds supported cites it)"),
+        ("abstain", "must abstain (say the knowledge base does not cover the question)")])
+    document = forms.ChoiceField(required=False, help_text="One of the sources the answer was given…")
+    ref = forms.CharField(required=False, max_length=2000, label="or a document's ref",
+                          help_text="…or any document of the suite's namespace, by its ref (a file key or page URL).")
+
+    def __init__(self, *args, targets: list[tuple[str, str]], documents: list[tuple[str, str]], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["suite"].choices = targets
+        self.fields["document"].choices = [("", "—")] + documents
+
+    def clean(self):
+        data = super().clean()
+        if data.get("expect") == "cite" and not (data.get("ref", "").strip() or data.get("document")):
+            raise forms.ValidationError("Pick the document the answer must cite, or ask it to abstain.")
+        return data
+
+
 class EvalRunInline(ScopedInline, admin.TabularInline):
     model = models.EvalRun
     fields = ["run_link", "passed", "failed", "total", "regressed", "created_at"]
@@ -116,7 +142,45 @@ class EvalSuiteAdmin(NamespaceScoped):
         return [
             path("<int:suite_id>/run/", self.admin_site.admin_view(require_POST(self.run_view)),
                  name="kb_evalsuite_run"),
+            path("from-answer/<int:answer_id>/", self.admin_site.admin_view(self.from_answer_view),
+                 name="kb_evalsuite_from_answer"),
         ] + super().get_urls()
+
+    def from_answer_view(self, request, answer_id):
+        """A bad answer of the answer log made into an answer case (docs/answers.md): the curator
+        picks the suite and what the answer must do. Reading the answer needs reading each of its
+        namespaces (404 otherwise); making the case, changing the suite's namespace (403)."""
+        answer = self.admin_site.get_model_admin(models.AnswerLog).scoped_object(request, answer_id)
+        principal = self._principal(request)
+        targets = answer_case_targets(principal, answer)
+        if not targets:
+            raise PermissionDenied("Making an eval case needs a membership that may change one of the answer's "
+                                   "namespaces.")
+        refs = dict(models.Document.objects.filter(pk__in=[s.get("document_id") for s in answer.sources])
+                    .values_list("pk", "ref"))
+        documents = [(refs[s["document_id"]], f"[{s['n']}] {s['title']} ({s['namespace']})")
+                     for s in answer.sources if s.get("document_id") in refs]
+        form = AnswerCaseForm(request.POST or None, targets=targets, documents=documents)
+        if request.method == "POST" and form.is_valid():
+            data = form.cleaned_data
+            try:
+                suite, case_id = make_answer_case(principal, answer, data["suite"],
+                                                  must_abstain=data["expect"] == "abstain",
+                                                  cite=data["ref"].strip() or data["document"])
+            except Forbidden as exc:
+                raise PermissionDenied(exc.message) from exc
+            except KBError as exc:
+                form.add_error(None, exc.message)
+            else:
+                self.message_user(request, format_html('Case {} added to <a href="{}">{}</a>; run the suite to see it '
+                                                       "pass or fail.", case_id,
+                                                       reverse("admin:kb_evalsuite_change", args=[suite.pk]),
+                                                       suite.name), messages.SUCCESS)
+                return HttpResponseRedirect(reverse("admin:kb_evalsuite_change", args=[suite.pk]))
+        return TemplateResponse(request, "admin/kb/evalsuite/from_answer.html", {
+            **self.admin_site.each_context(request), "title": "Make an eval case from an answer", "form": form,
+            "answer": answer, "opts": self.model._meta,
+            "answer_url": reverse("admin:kb_answerlog_change", args=[answer.pk])})
 
     def run_view(self, request, suite_id):
         """"Run now" on the suite's own page (docs/evals.md), back to it with the result."""

@@ -1,5 +1,6 @@
 """Judged eval cases made from what readers searched: the curator's report turns a logged
-search (and its votes) into a case of the namespace's curated suite."""
+search (and its votes) into a case of the namespace's curated suite, and the answer log turns a
+bad answer into an answer case (must abstain, or must cite a document) of a suite the curator picks."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ import re
 
 from django.db import transaction
 
-from evaluation.suites import parse_suite
-from kb.errors import NotFound
-from kb.models import Document, EvalSuite, Namespace, QueryLog
+from evaluation.suites import check_own_namespace, parse_suite
+from kb.auth import Principal
+from kb.errors import KBError, NotFound, ValidationFailed
+from kb.models import AnswerLog, Document, EvalSuite, Namespace, QueryLog
 from retrieval.curation import judged_from_feedback, query_results
 from retrieval.errors import FeedbackNotAResult
 
@@ -61,3 +63,73 @@ def case_from_logged_search(namespace: Namespace, log_id: int) -> tuple[EvalSuit
     if not relevant:
         return None
     return make_eval_case(namespace, log.query[:MAX_QUESTION_CHARS], relevant, irrelevant)
+
+
+def answer_suite_name(namespace: str) -> str:
+    return f"{namespace} · answer cases"
+
+
+def answer_case_targets(principal: Principal, answer: AnswerLog) -> list[tuple[str, str]]:
+    """Where `principal` may put a case made from `answer`, as (value, label): every suite of the
+    answer's namespaces it may write (`suite:<id>`), and a new answer-cases suite for each such
+    namespace that has none yet (`new:<slug>`). Empty: the curator may write none of them."""
+    slugs = [slug for slug in answer.namespaces if _may_write(principal, slug)]
+    suites = list(EvalSuite.objects.filter(namespace__slug__in=slugs).select_related("namespace")
+                  .order_by("namespace__slug", "name"))
+    targets = [(f"suite:{suite.pk}", f"{suite.name} ({suite.namespace.slug})") for suite in suites]
+    named = {(suite.namespace.slug, suite.name) for suite in suites}
+    return targets + [(f"new:{slug}", f"{answer_suite_name(slug)} ({slug}, new)") for slug in slugs
+                      if (slug, answer_suite_name(slug)) not in named]
+
+
+def _may_write(principal: Principal, slug: str) -> bool:
+    try:
+        principal.check(slug, write=True)
+    except KBError:
+        return False
+    return True
+
+
+def make_answer_case(principal: Principal, answer: AnswerLog, target: str, *, must_abstain: bool,
+                     cite: str = "") -> tuple[EvalSuite, str]:
+    """Add an answer case made from a logged answer to the suite `target` names (a value of
+    `answer_case_targets`): its question must abstain, or must cite the document whose ref is
+    `cite`, which must be in the suite's namespace. Writing needs the right to change that
+    namespace; the same question again replaces its case."""
+    kind, _, value = target.partition(":")
+    if kind not in ("suite", "new") or not value:
+        raise ValidationFailed(f"Choose a suite; {target!r} is not one.", details={"field": "suite"})
+    slug = value if kind == "new" else EvalSuite.objects.filter(pk=int(value) if value.isdigit() else 0).values_list(
+        "namespace__slug", flat=True).first()
+    if slug is None or slug not in answer.namespaces:
+        raise NotFound("No such suite among those of the answer's namespaces.", details={"field": "suite"})
+    principal.check(slug, write=True)
+    namespace = Namespace.objects.get(slug=slug)
+    if must_abstain:
+        expect: dict = {"mustAbstain": True}
+    else:
+        ref = cite.strip()
+        if not ref:
+            raise ValidationFailed("Pick the document the answer must cite, or ask it to abstain.",
+                                   details={"field": "document"})
+        if not Document.objects.filter(namespace=namespace, ref=ref).exists():
+            raise NotFound(f"No document {ref!r} in {slug!r}: an answer case cites a document of its suite's "
+                           "namespace.", details={"field": "document"})
+        expect = {"mustCite": ref}
+    question = answer.question[:MAX_QUESTION_CHARS]
+    case_id = "answer-" + (re.sub(r"[^a-z0-9]+", "-", question.lower()).strip("-")[:60] or "question")
+    case = {"id": case_id, "question": question, "expect": expect}
+    with transaction.atomic():
+        if kind == "new":
+            suite, _ = EvalSuite.objects.select_for_update().get_or_create(
+                namespace=namespace, name=answer_suite_name(slug),
+                defaults={"definition": {"version": 1, "defaults": {"namespace": slug}, "cases": []}})
+        else:
+            suite = EvalSuite.objects.select_for_update().get(pk=int(value))
+        definition = dict(suite.definition)
+        definition["cases"] = [c for c in definition.get("cases", []) if c.get("id") != case_id] + [case]
+        parse_suite(definition, namespace=slug)  # the suite stays runnable
+        check_own_namespace(definition, slug)
+        suite.definition = definition
+        suite.save(update_fields=["definition"])
+    return suite, case_id
