@@ -15,6 +15,15 @@ class AnswerIn(Schema):
                                             "false: the answer's final state as one JSON object")
 
 
+class AnswerToolIn(Schema):
+    """The MCP `answer` tool's arguments: /api/answer's, without `stream` (a tool answers whole)."""
+
+    q: str = Field(..., description=f"The question: at most {MAX_QUERY_CHARS} characters once normalised (NFKC)")
+    namespaces: list[str] = Field(default_factory=list, max_length=MAX_NAMESPACES,
+                                  description="The namespaces to answer from; none: every one the caller reads "
+                                              f"(at most {MAX_NAMESPACES})")
+
+
 class GateOut(Schema):
     answer: bool
     rule: str

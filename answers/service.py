@@ -77,10 +77,12 @@ class _Run:
 
 
 def answer_events(request_or_principal, namespaces: list[str], question: str, *, stream: bool,
-                  caller: str = QueryLog.Caller.API) -> Iterator[dict]:
+                  caller: str = QueryLog.Caller.API, raise_off: bool = False) -> Iterator[dict]:
     """The events of one answer. `stream=False` leaves out the `delta` events (the text is in `answer`).
     The question and the caller's right to each namespace are checked here, before the first event:
-    a refusal is raised (an HTTP error), never streamed. No namespace named: every one it may read."""
+    a refusal is raised (an HTTP error), never streamed. No namespace named: every one it may read.
+    `raise_off`: answers off (for the deployment, or for every namespace asked) are raised by the
+    iterator instead of coming as an `error` event, for a surface with no answer to carry them (MCP)."""
     principal = _principal(request_or_principal)
     question = validate_query(question, 1)
     namespaces = list(dict.fromkeys(namespaces))
@@ -92,7 +94,7 @@ def answer_events(request_or_principal, namespaces: list[str], question: str, *,
     for slug in namespaces:
         principal.check(slug)
     if not kb_settings().answer_url:  # answers off: nothing to hold, nothing past a request to charge
-        return _events(_Run(question, namespaces, caller, asker=""), principal, stream)
+        return _events(_Run(question, namespaces, caller, asker=""), principal, stream, raise_off)
     slot = _slot()
     if not slot.acquire(blocking=False):
         raise AnswersBusy(f"{kb_settings().answer_concurrency} answers are under way on this server "
@@ -105,7 +107,7 @@ def answer_events(request_or_principal, namespaces: list[str], question: str, *,
         slot.release()
         raise
     run = _Run(question, namespaces, caller, asker=asker(request_or_principal, principal, create=True))
-    return Held(_events(run, principal, stream), slot)
+    return Held(_events(run, principal, stream, raise_off), slot)
 
 
 def _slot() -> threading.BoundedSemaphore:
@@ -148,10 +150,12 @@ class Held:
         self.close()
 
 
-def _events(run: _Run, principal: Principal, stream: bool) -> Iterator[dict]:
+def _events(run: _Run, principal: Principal, stream: bool, raise_off: bool = False) -> Iterator[dict]:
     try:
         yield from _answer(run, principal, stream)
     except KBError as exc:
+        if raise_off and isinstance(exc, (AnswersOff, AnswersOffForNamespace)):
+            raise  # nothing was searched: there is no answer to log
         run.error = exc
         yield {"event": "error", "code": exc.code, "message": exc.message}
     except Exception:  # logged with its traceback; the reader gets a stable code and `done`, never a broken stream

@@ -22,6 +22,7 @@ from django_mcpz.jsonrpc import error_response as jsonrpc_error
 from django_mcpz.server import MCPServer, ToolError
 from pydantic import ValidationError
 
+from answers.mcp import tools as answer_tools
 from capabilities.mcp import tools as capability_tools
 from kb import jsonbody
 from kb.auth import principal_for
@@ -145,7 +146,7 @@ def serve(tool: Tool):
     return run
 
 
-TOOLS: list[Tool] = retrieval_tools.tools + capability_tools.tools
+TOOLS: list[Tool] = retrieval_tools.tools + capability_tools.tools + answer_tools.tools
 
 server = KnowledgeBaseServer(name="kb", title="Knowledge base", version="1", instructions=INSTRUCTIONS,
                              auth=authenticate)

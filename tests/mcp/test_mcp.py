@@ -15,7 +15,7 @@ from tests.mcp.conftest import LEGACY, MODERN, run_agent, tool_error
 pytestmark = pytest.mark.slow
 
 TOOLS = {"search", "fetch", "context", "list_namespaces", "list_sources", "capability_catalog",
-         "retrieve_capabilities", "retrieve_knowledge"}
+         "retrieve_capabilities", "retrieve_knowledge", "answer"}
 
 
 @pytest.mark.parametrize("mode", [MODERN, LEGACY], ids=["2026-07-28", "2025-handshake"])

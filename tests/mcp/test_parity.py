@@ -38,6 +38,9 @@ PAIRS = [
     ("retrieve_capabilities", "CapabilitiesOut", ["CapabilitiesOut"]),
     ("retrieve_knowledge", "KnowledgeIn", ["KnowledgeIn"]),
     ("retrieve_knowledge", "KnowledgeOut", ["KnowledgeOut"]),
+    ("answer", "AnswerToolIn", ["AnswerIn"]),
+    ("answer", "AnswerOut", ["AnswerOut"]),
+    ("answer", "SentenceOut", ["SentenceOut"]),
 ]
 
 
