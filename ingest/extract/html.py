@@ -7,10 +7,13 @@
    `div.body`, MkDocs Material `.md-content`, Docusaurus `.theme-doc-markdown`, Read the Docs
    `.rst-content`, GitHub `.markdown-body`, ...) is the root, if it holds at least
    `CONTAINER_SHARE` of the page's non-link text (AsciiDoc puts class `content` on every listing
-   block: the first one is no container). Without any, the root is found by text density: from
-   `<body>`, step into the child that holds most of the non-link text while it holds at least
-   `DENSITY_SHARE` of it, no sibling holds content comparable to it (`SIBLING_SHARE`) and no
-   heading stands beside it; so the sections of a DocBook reference page stay together.
+   block: the first one is no container), not counting the text of what the page marks as its
+   frame beside it (navigation, sidebars, footers): on a short page the site's footer must not
+   outweigh the page's own `role=main`, or the whole body, menu bars and all, is read. Without
+   any, the root is found by text density: from `<body>`, step into the child that holds most of
+   the non-link text while it holds at least `DENSITY_SHARE` of it, no sibling holds content
+   comparable to it (`SIBLING_SHARE`) and no heading stands beside it; so the sections of a
+   DocBook reference page stay together.
    Everything outside the root is chrome and never read. Pages are parsed with lxml, which
    closes what HTML lets authors leave open (man2html's `<dd>`s and `<p>`s) instead of nesting
    every following element hundreds deep; a heading's end tag is first made to match the heading
@@ -86,7 +89,7 @@ TITLE_SEPARATORS = (" — ", " – ", " - ", " | ", " · ", " :: ")
 DENSITY_SHARE = 0.6
 SIBLING_SHARE = 0.1  # siblings holding this much of the densest child's text are content too
 SIBLING_MIN_CHARS = 200
-CONTAINER_SHARE = 0.3  # a named container holds at least this share of the page's non-link text
+CONTAINER_SHARE = 0.3  # a named container holds at least this share of the page's non-link text outside its frame
 CONTENT_IDS = ("apicontent", "main-content", "maincontent", "doc-content", "page-content", "main", "content")
 CHROME_ID_WORDS = ("nav", "menu", "sidebar", "footer", "breadcrumb", "toc", "header")
 DENSITY_CONTAINERS = {"div", "section", "article", "main", "table", "tbody", "tr", "td", "center", "body", "html"}
@@ -211,10 +214,16 @@ def content_root(soup: BeautifulSoup) -> Tag:
     """The element that holds the page's main content (see the module docstring, point 1)."""
     body = soup.find("body") or soup
     lengths = _text_lengths(body)
-    whole = max(1, lengths.get(id(body), 0))
+    whole = lengths.get(id(body), 0)
+    chrome = _outer_chrome(body)
 
     def holds_content(tag) -> bool:
-        return isinstance(tag, Tag) and lengths.get(id(tag), 0) >= CONTAINER_SHARE * whole
+        if not isinstance(tag, Tag):
+            return False
+        around = set(map(id, tag.parents))  # chrome that encloses the candidate is not beside it
+        beside = sum(lengths.get(id(c), 0) for c in chrome
+                     if id(c) not in around and not any(p is tag for p in c.parents))
+        return lengths.get(id(tag), 0) >= CONTAINER_SHARE * max(1, whole - beside)
 
     articles = soup.find_all("article")
     if len(articles) == 1 and holds_content(articles[0]) and not _titled_beside(articles[0]):
@@ -234,6 +243,26 @@ def content_root(soup: BeautifulSoup) -> Tag:
         if holds_content(found) and found.name not in ("body", "html"):
             return found
     return _densest(body, lengths)
+
+
+def _outer_chrome(body: Tag) -> list[Tag]:
+    """The outermost elements the page marks as its frame (`_is_chrome`, or a footer by its
+    ARIA role or class), in one walk that does not enter them."""
+    found, stack = [], [body]
+    while stack:
+        node = stack.pop()
+        for child in node.children:
+            if not isinstance(child, Tag):
+                continue
+            if _is_chrome(child) or _footer(child):
+                found.append(child)
+            else:
+                stack.append(child)
+    return found
+
+
+def _footer(tag: Tag) -> bool:
+    return tag.get("role") == "contentinfo" or "footer" in (tag.get("class") or ())
 
 
 def _generator_root(soup: BeautifulSoup) -> Tag | None:
