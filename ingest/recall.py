@@ -10,7 +10,12 @@ items, table cells, headings, `<br>` and the line breaks of `<pre>`), without
   stylesheets hide outright: `hidden_classes`), and
 - lines inside what the page itself marks as navigation: `<nav>`, `<footer>`, `role=navigation`, or an
   element whose class or id names a navigation bar, a sidebar or a footer (`NAV_WORDS`:
-  DocBook's `navheader`/`navfooter`, Sphinx's `sphinxsidebar`, ...).
+  DocBook's `navheader`/`navfooter`, Sphinx's `sphinxsidebar`, ...), and
+- the page's contents: a line whose every word is the text of a link to one of the page's own
+  fragments (`href="#..."`), most of them named as a heading of the page is ("Macros | Typedefs"
+  above a Doxygen page): its headings hold those words, and count. A line with a word of its
+  own, a link to another page, or links that are not the headings' names (the entries of a
+  one-page manual's index: `alias`, `Bash Builtins`) counts.
 
 Lines of links count like any other (`Line.linked` is kept for reports): an index, a directive
 list or a "related" table is what a reader reads, and a measure that left them out could not
@@ -40,6 +45,7 @@ NAV_WORDS = ("nav", "sidebar", "footer", "breadcrumb", "menu")
 NAV_LABELS = ("next ", "previous ", "prev ", "up ")  # a line of links that opens so is a page's "Next: ..., Up: ..."
 LOW_RECALL = 0.9  # a page below this is flagged `low_recall` in the run's report
 LOST_BLOCK_WORDS, LOST_BLOCK_SHARE = 10, 0.02  # so is a page that lost a block this large whole
+HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 INVISIBLE = {"script", "style", "noscript", "template", "head", "title", "svg", "button", "select",
              "textarea", "iframe", "object", "canvas"}
 BLOCKS = {
@@ -101,22 +107,34 @@ def lines_of(root: Tag, hidden: frozenset[str] = frozenset(), *, navigation: boo
              br_breaks: bool = True) -> tuple[Line, ...]:
     """`hidden`: classes the site's stylesheets hide (`hidden_classes`); elements with the
     `hidden` attribute or an inline `display: none` are not visible either. `navigation`: keep
-    what the page marks as navigation; `br_breaks`: a `<br>` ends a line."""
+    what the page marks as navigation, and its lines of links to its own sections; `br_breaks`:
+    a `<br>` ends a line."""
     lines: list[Line] = []
     text: list[str] = []
     link_chars = [0]
+    headings = frozenset() if navigation else frozenset(_words(h.get_text()) for h in root.find_all(HEADINGS))
+    own_links: list[str] = []  # the text of each link to the page's own fragments on this line
+    own_open: list[str] = []  # of the one being read
 
     def flush():
         joined = "".join(text)
         text.clear()
         linked_chars, link_chars[0] = link_chars[0], 0
+        if own_open:
+            own_links.append("".join(own_open))
+            own_open.clear()
+        names = [_words(name) for name in own_links]
+        own_links.clear()
         words = WORD.findall(joined.lower())
+        if words and names and sum(map(len, words)) == sum(len(name) - name.count(" ") for name in names) \
+                and 2 * sum(name in headings for name in names) > len(names):
+            return  # the page's contents: links to its own sections by their headings' names
         if words:
             letters = sum(1 for c in joined if not c.isspace())
             lines.append(Line(" ".join(words), len(words), letters > 0 and linked_chars >= LINK_SHARE * letters))
 
     stack: list[tuple[Tag, object]] = [(root, iter(root.children))]
-    in_link = in_pre = 0
+    in_link = in_own_link = in_pre = 0
     while stack:
         node, children = stack[-1]
         child = next(children, None)  # type: ignore[call-overload]
@@ -125,6 +143,11 @@ def lines_of(root: Tag, hidden: frozenset[str] = frozenset(), *, navigation: boo
             if node.name in BLOCKS:
                 flush()
             in_link -= node.name == "a"
+            if in_own_link and _own_link(node):
+                in_own_link -= 1
+                if own_open:
+                    own_links.append("".join(own_open))
+                    own_open.clear()
             in_pre -= node.name == "pre"
             continue
         if isinstance(child, PreformattedString):
@@ -141,6 +164,8 @@ def lines_of(root: Tag, hidden: frozenset[str] = frozenset(), *, navigation: boo
                 text.append(value)
             if in_link:
                 link_chars[0] += sum(1 for c in value if not c.isspace())
+            if in_own_link:
+                own_open.append(value)
             continue
         if not isinstance(child, Tag) or child.name in INVISIBLE or _hidden(child, hidden) or (
                 not navigation and _navigation(child)):
@@ -153,6 +178,7 @@ def lines_of(root: Tag, hidden: frozenset[str] = frozenset(), *, navigation: boo
         elif child.name == "sup":
             text.append(" ")  # a superscript is read apart from the word before it, as the extractor writes it
         in_link += child.name == "a"
+        in_own_link += not navigation and _own_link(child)
         in_pre += child.name == "pre"
         stack.append((child, iter(child.children)))
     flush()
@@ -174,6 +200,14 @@ def _without_line_numbers(lines: list[Line]) -> tuple[Line, ...]:
         elif line.words > 1:
             kept.append(Line(line.text.split(" ", 1)[1], line.words - 1, line.linked))
     return tuple(kept)
+
+
+def _own_link(tag: Tag) -> bool:
+    return tag.name == "a" and (tag.get("href") or "").strip().startswith("#")
+
+
+def _words(text: str) -> str:
+    return " ".join(WORD.findall(text.lower()))
 
 
 def _hidden(tag: Tag, hidden: frozenset[str]) -> bool:

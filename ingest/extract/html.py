@@ -284,7 +284,8 @@ def _generator_root(soup: BeautifulSoup) -> Tag | None:
 def _doxygen_root(soup: BeautifulSoup) -> Tag | None:
     """Doxygen puts the page's title in `div.header` (as `div.headertitle > div.title`, no
     heading element) and the rest in the `div.contents` after it: the root holds both, the
-    title as the page's heading and the header's links to the page's own parts left out."""
+    title as the page's heading, the groups the page belongs to (`div.ingroups`, inside the
+    title) as a line under it, and the header's links to the page's own parts left out."""
     contents = soup.find("div", class_="contents")
     header = contents.find_previous_sibling("div", class_="header") if isinstance(contents, Tag) else None
     if not isinstance(header, Tag) or header.find(class_="headertitle") is None:
@@ -292,6 +293,9 @@ def _doxygen_root(soup: BeautifulSoup) -> Tag | None:
     title = header.find(class_="title")
     if isinstance(title, Tag) and title.find(HEADINGS) is None:
         title.name = "h1"
+        for line in reversed(title.find_all("div")):  # the groups the page belongs to: a line under the title
+            line.name = "p"
+            title.insert_after(line.extract())
     for part in header.find_all("div"):
         if not part.decomposed and part is not title and part not in title.parents and _link_dense(part):
             part.decompose()

@@ -192,7 +192,7 @@ def test_doxygen_page_title_and_intro_are_kept_beside_the_contents():
     files = _content("doxygen/files.html")
     assert files.startswith("# File List\n") and "Here is a list of all documented files" in files
     group = _content("doxygen/group__mdb__put.html")
-    assert group.startswith("# Write Flags\n")  # the "LMDB API" breadcrumb inside the title is left out
+    assert group.startswith("# Write Flags\n\nLMDB API\n")  # the group it is in: a line under the title, not in it
 
 
 def test_inline_marks_inside_a_word_do_not_split_it():

@@ -57,3 +57,49 @@ def test_pages_kept_whole_raise_no_flag(name):
     body = (REAL / name).read_bytes()
     page = extract(body, "text/html")
     assert not content_recall(page_lines(body), _chunks(page.content, page.title)).low
+
+
+def test_a_line_of_links_to_the_pages_own_headings_is_its_contents_not_content():
+    """Doxygen's "Modules | Macros | Enumerator | Variables" above a group page links to the
+    page's own sections by their headings' names (one of them dangling): the headings count,
+    their contents line does not. A line with words of its own, or links to another page, counts."""
+    page = b"""<h1>Write Flags</h1><div><a href="#groups">Modules</a> | <a href="#define-members">Macros</a> |
+    <a href="#enumval-members">Enumerator</a></div><p>See <a href="#define-members">Macros</a> below.</p>
+    <p><a href="other.html#groups">Modules</a></p><h2><a name="groups"></a>Modules</h2><p>Copy Flags</p>
+    <h2><a name="define-members"></a>Macros</h2><p>MDB_NOOVERWRITE 0x10</p>"""
+    assert [line.text for line in page_lines(page)] == [
+        "write flags", "see macros below", "modules", "modules", "copy flags", "macros", "mdb_nooverwrite 0x10"]
+
+
+def test_a_one_page_manuals_index_links_to_the_page_and_is_content():
+    """The entries of the Bash reference's builtin index link to anchors of the same page (it is
+    one page), by names that are not headings: they are content, and losing them is seen."""
+    body = (REAL / "makeinfo-index/bashref-builtin-index.html").read_bytes()
+    texts = [line.text for line in page_lines(body)]
+    assert {"alias", "bash builtins", "bg", "job control builtins"} <= set(texts)
+    page = extract(body, "text/html")
+    assert content_recall(page_lines(body), _chunks(page.content, page.title)).share == 1.0
+    soup = BeautifulSoup(body, "html.parser")
+    soup.find("table", class_="index-bt").decompose()
+    lost = extract(str(soup).encode(), "text/html")
+    recall = content_recall(page_lines(body), _chunks(lost.content, lost.title))
+    assert recall.share < LOW_RECALL and recall.low, recall.share
+
+
+def test_an_index_of_links_to_other_pages_lost_is_flagged():
+    """Python's index for the letter Y, its 19 entries links to other pages, extracted without them."""
+    body = (REAL / "sphinx-short/genindex-Y.html").read_bytes()
+    page = extract(body, "text/html")
+    assert not content_recall(page_lines(body), _chunks(page.content, page.title)).low
+    lost = re.sub(r"^ *- .*\n?", "", page.content, flags=re.M)
+    assert content_recall(page_lines(body), _chunks(lost, page.title)).share < LOW_RECALL
+
+
+@pytest.mark.parametrize("name", ["doxygen/group__mdb__put.html", "doxygen/group__idls.html"])
+def test_a_doxygen_group_page_is_kept_whole_with_the_group_it_belongs_to(name):
+    """The group it belongs to ("LMDB API", "LMDB Internals", inside the title block) is a line
+    under the title; its contents line is not counted; nothing else is lost."""
+    body = (REAL / name).read_bytes()
+    page = extract(body, "text/html")
+    assert re.match(r"# [\w ]+\n\nLMDB (API|Internals)\n\n## ", page.content), page.content[:80]
+    assert content_recall(page_lines(body), _chunks(page.content, page.title)).share == 1.0
