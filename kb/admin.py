@@ -16,6 +16,7 @@ from kb.breadth import ESTIMATE_MIN_SEARCHES, WORDS_OFF_EXCESS, broad, log_summa
 from kb.conf import kb_settings
 from kb.embedding.compared import foreign_passages
 from kb.embedding.embedders import get_embedder
+from kb.identity import admin as identity_admin  # noqa: F401  (registers single sign-on's models)
 from kb.languages import languages_queries_decide, leaves_out, unread_share
 from kb.languages import name as language_name
 from kb.lexing import passages_by_config

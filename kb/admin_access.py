@@ -43,6 +43,7 @@ SCOPE: dict[type[Model], str] = {  # model -> lookup from it to its Namespace ("
     models.EvalSuite: "namespace",
     models.EvalRun: "namespace",
     models.FusionCalibration: "namespace",
+    models.GroupRule: "namespace",
 }
 SPANS: dict[type[Model], str] = {  # model -> its array field of every namespace one object draws on
     models.AnswerLog: "namespaces",  # an answer searched them all: readable only by a reader of each

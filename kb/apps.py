@@ -19,11 +19,13 @@ class KbConfig(AppConfig):
         from django.contrib import admin
 
         from kb.admin import lock_down_unscoped
+        from kb.identity import signins
         from kb.lexing import Relexed, count_languages
         from kb.passage_models import count_models
         from kb.signals import keep_counted
 
         lock_down_unscoped(admin.site)
+        signins.connect()  # the sign-in log
         # a relex counts the languages itself, and moves no vector
         keep_counted(count_languages, "languages", uid="kb.lexing", unless_sent_by=Relexed)
         keep_counted(count_models, "embedding models", uid="kb.passage_models", unless_sent_by=Relexed)

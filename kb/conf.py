@@ -8,12 +8,34 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.conf import settings
 
 from kb.errors import ConfigurationError
+
+
+@dataclass(frozen=True)
+class IdentitySettings:
+    """Single sign-on (docs/identity.md): each provider is on when its first setting is set."""
+
+    oidc_issuer: str  # "": OpenID Connect is off
+    oidc_client_id: str
+    oidc_client_secret: str = field(repr=False)  # from the environment only; never in a log line
+    oidc_scopes: str
+    oidc_groups_claim: str
+    oidc_name: str  # what the sign-in page's button calls the provider
+    ldap_url: str  # "": LDAP is off
+    ldap_start_tls: bool
+    ldap_bind_dn: str
+    ldap_bind_password: str = field(repr=False)
+    ldap_user_base: str
+    ldap_user_filter: str
+    ldap_group_base: str
+    ldap_group_type: str  # groupOfNames | groupOfUniqueNames | posixGroup | activeDirectory
+    resync_seconds: int  # an SSO session's groups are read again when older than this
+    sign_in_log_days: int  # sign-in log rows older than this are deleted
 
 
 @dataclass(frozen=True)
@@ -79,6 +101,7 @@ class KBSettings:
     answer_timeouts: tuple[float, float, float]  # seconds: connect, first token, whole answer
     answer_tools: str  # auto | on | off: whether the server is sent the `read` tool
     answer_concurrency: int  # answers under way at once in one process; more are refused (ANSWER_BUSY)
+    identity: IdentitySettings
 
 
 @functools.cache
@@ -142,6 +165,15 @@ def kb_settings() -> KBSettings:
         git_timeout=settings.KB_GIT_TIMEOUT,
         git_cache_dir=Path(settings.KB_GIT_CACHE_DIR),
         git_tokens=dict(settings.KB_GIT_TOKENS),
+        identity=IdentitySettings(
+            oidc_issuer=settings.KB_OIDC_ISSUER, oidc_client_id=settings.KB_OIDC_CLIENT_ID,
+            oidc_client_secret=settings.KB_OIDC_CLIENT_SECRET, oidc_scopes=settings.KB_OIDC_SCOPES,
+            oidc_groups_claim=settings.KB_OIDC_GROUPS_CLAIM, oidc_name=settings.KB_OIDC_NAME,
+            ldap_url=settings.KB_LDAP_URL, ldap_start_tls=settings.KB_LDAP_START_TLS,
+            ldap_bind_dn=settings.KB_LDAP_BIND_DN, ldap_bind_password=settings.KB_LDAP_BIND_PASSWORD,
+            ldap_user_base=settings.KB_LDAP_USER_BASE, ldap_user_filter=settings.KB_LDAP_USER_FILTER,
+            ldap_group_base=settings.KB_LDAP_GROUP_BASE, ldap_group_type=settings.KB_LDAP_GROUP_TYPE,
+            resync_seconds=settings.KB_IDENTITY_RESYNC_SECONDS, sign_in_log_days=settings.KB_SIGN_IN_LOG_DAYS),
     )
     _validate(conf)
     return conf
@@ -253,10 +285,50 @@ def _validate(conf: KBSettings) -> None:
             f"KB_PUBLIC_BASE_URL must be an http(s) URL without query or fragment, e.g. https://kb.example.com, "
             f"got {conf.public_base_url!r}.", details={"setting": "KB_PUBLIC_BASE_URL"})
     _validate_answers(conf)
+    _validate_identity(conf.identity)
     for setting, (attribute, least) in MINIMUMS.items():
         value = getattr(conf, attribute)
         if value < least:
             raise ConfigurationError(f"{setting} must be at least {least}, got {value}.", details={"setting": setting})
+
+
+LDAP_GROUP_TYPES = ("groupOfNames", "groupOfUniqueNames", "posixGroup", "activeDirectory")
+
+
+def _validate_identity(conf: IdentitySettings) -> None:
+    """Each provider that is on has what it needs; a half-configured one fails at start-up, not
+    at a person's first sign-in."""
+    if conf.oidc_issuer:
+        if not re.fullmatch(r"https?://[^/?#\s]+(/[^?#\s]*)?", conf.oidc_issuer):
+            raise ConfigurationError(f"KB_OIDC_ISSUER must be the provider's http(s) issuer URL (its "
+                                     f"/.well-known/openid-configuration is read), got {conf.oidc_issuer!r}.",
+                                     details={"setting": "KB_OIDC_ISSUER"})
+        for setting, value in (("KB_OIDC_CLIENT_ID", conf.oidc_client_id),
+                               ("KB_OIDC_CLIENT_SECRET", conf.oidc_client_secret)):
+            if not value:
+                raise ConfigurationError(f"KB_OIDC_ISSUER is set but {setting} is empty: register this knowledge "
+                                         "base as a client at the provider and set both.", details={"setting": setting})
+        if "openid" not in conf.oidc_scopes.split():
+            raise ConfigurationError(f"KB_OIDC_SCOPES must include 'openid', got {conf.oidc_scopes!r}.",
+                                     details={"setting": "KB_OIDC_SCOPES"})
+    if conf.ldap_url:
+        if not re.fullmatch(r"ldaps?://\S+", conf.ldap_url):
+            raise ConfigurationError(f"KB_LDAP_URL must be an ldap:// or ldaps:// URL, got {conf.ldap_url!r}.",
+                                     details={"setting": "KB_LDAP_URL"})
+        for setting, value in (("KB_LDAP_USER_BASE", conf.ldap_user_base),
+                               ("KB_LDAP_GROUP_BASE", conf.ldap_group_base)):
+            if not value:
+                raise ConfigurationError(f"KB_LDAP_URL is set but {setting} is empty: name the DN under which "
+                                         "people (or groups) are searched.", details={"setting": setting})
+        if "%(user)s" not in conf.ldap_user_filter:
+            raise ConfigurationError(f"KB_LDAP_USER_FILTER must contain %(user)s, got {conf.ldap_user_filter!r}.",
+                                     details={"setting": "KB_LDAP_USER_FILTER"})
+        if conf.ldap_group_type not in LDAP_GROUP_TYPES:
+            raise ConfigurationError(f"KB_LDAP_GROUP_TYPE must be one of {', '.join(LDAP_GROUP_TYPES)}, got "
+                                     f"{conf.ldap_group_type!r}.", details={"setting": "KB_LDAP_GROUP_TYPE"})
+    if conf.resync_seconds < 1 or conf.sign_in_log_days < 1:
+        setting = "KB_IDENTITY_RESYNC_SECONDS" if conf.resync_seconds < 1 else "KB_SIGN_IN_LOG_DAYS"
+        raise ConfigurationError(f"{setting} must be at least 1.", details={"setting": setting})
 
 
 def _validate_answers(conf: KBSettings) -> None:

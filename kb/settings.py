@@ -66,6 +66,7 @@ MIDDLEWARE = [
     "kb.middleware.InvalidInputMiddleware",
     "kb.middleware.DebugPagesForStaffMiddleware",
     "kb.middleware.DatabaseAwayMiddleware",
+    "kb.identity.middleware.IdentityResyncMiddleware",  # an SSO session's groups read again when due
 ]
 # debug pages and error reports hide every setting and environment variable whose name says
 # secret, and with DEBUG on reach signed-in staff only
@@ -227,6 +228,31 @@ KB_QUERY_RETENTION_DAYS = int(os.environ.get("KB_QUERY_RETENTION_DAYS", "90"))
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/"
+# single sign-on (docs/identity.md): OpenID Connect when KB_OIDC_ISSUER is set, LDAP or Active
+# Directory when KB_LDAP_URL is set; both off by default. Secrets are read here only, never stored.
+KB_OIDC_ISSUER = os.environ.get("KB_OIDC_ISSUER", "").strip().rstrip("/")
+KB_OIDC_CLIENT_ID = os.environ.get("KB_OIDC_CLIENT_ID", "").strip()
+KB_OIDC_CLIENT_SECRET = os.environ.get("KB_OIDC_CLIENT_SECRET", "")
+KB_OIDC_SCOPES = os.environ.get("KB_OIDC_SCOPES", "openid email profile")
+KB_OIDC_GROUPS_CLAIM = os.environ.get("KB_OIDC_GROUPS_CLAIM", "groups").strip()
+KB_OIDC_NAME = os.environ.get("KB_OIDC_NAME", "single sign-on").strip()
+KB_LDAP_URL = os.environ.get("KB_LDAP_URL", "").strip()
+KB_LDAP_START_TLS = os.environ.get("KB_LDAP_START_TLS", "false").strip().lower() in ("1", "true", "yes")
+KB_LDAP_BIND_DN = os.environ.get("KB_LDAP_BIND_DN", "")
+KB_LDAP_BIND_PASSWORD = os.environ.get("KB_LDAP_BIND_PASSWORD", "")
+KB_LDAP_USER_BASE = os.environ.get("KB_LDAP_USER_BASE", "").strip()
+KB_LDAP_USER_FILTER = os.environ.get("KB_LDAP_USER_FILTER", "(uid=%(user)s)").strip()
+KB_LDAP_GROUP_BASE = os.environ.get("KB_LDAP_GROUP_BASE", "").strip()
+KB_LDAP_GROUP_TYPE = os.environ.get("KB_LDAP_GROUP_TYPE", "groupOfNames").strip()
+# a signed-in SSO session's groups are read again when its last reading is older than this
+KB_IDENTITY_RESYNC_SECONDS = int(os.environ.get("KB_IDENTITY_RESYNC_SECONDS", "900"))
+# days the sign-in log is kept (older rows are deleted as new ones are written)
+KB_SIGN_IN_LOG_DAYS = int(os.environ.get("KB_SIGN_IN_LOG_DAYS", "365"))
+AUTHENTICATION_BACKENDS = [
+    "django.contrib.auth.backends.ModelBackend",  # local accounts, always
+    *(["kb.identity.ldap.LdapBackend"] if KB_LDAP_URL else []),
+    *(["kb.identity.oidc.OidcBackend"] if KB_OIDC_ISSUER else []),
+]
 # password reset mails: configure a real backend with EMAIL_* in production; the default prints them
 EMAIL_BACKEND = os.environ.get("KB_EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = os.environ.get("KB_DEFAULT_FROM_EMAIL", "kb@localhost")

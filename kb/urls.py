@@ -21,6 +21,7 @@ urlpatterns = [
     path("accounts/password_reset/", views.ThrottledPasswordResetView.as_view(), name="password_reset"),
     path("accounts/reset/<uidb64>/<token>/", views.ThrottledPasswordResetConfirmView.as_view(),
          name="password_reset_confirm"),
+    path("accounts/oidc/", include("kb.identity.urls")),  # single sign-on (docs/identity.md)
     path("accounts/", include("django.contrib.auth.urls")),
     path("curate/", retrieval_views.curator_report, name="curator-report"),
     path("curate/eval-case", evaluation_views.make_eval_case_page, name="curator-eval-case"),

@@ -83,6 +83,11 @@ class ReaderLoginView(ThrottledPost, LoginView):
     redirect_authenticated_user = False  # a reader may sign in again as another account: no loop back
     throttle_key = "login"
 
+    def get_context_data(self, **kwargs):
+        from kb.identity.oidc import sign_in_offer
+
+        return {**super().get_context_data(**kwargs), "sso": sign_in_offer()}
+
 
 class ThrottledPasswordResetView(ThrottledPost, PasswordResetView):
     """Django's password reset, throttled per client address like sign-in, and per recipient, so

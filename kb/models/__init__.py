@@ -5,7 +5,8 @@
 - `runs`: ingest runs and their per-document report;
 - `capabilities`: capability providers, revisions, capabilities and knowledge targets;
 - `search`: the query log and reader feedback, eval suites and runs, fusion calibrations;
-- `answers`: the answers asked for, their citations' verdicts and readers' votes.
+- `answers`: the answers asked for, their citations' verdicts and readers' votes;
+- `identity`: single sign-on's group rules, accounts at identity providers, the sign-in log.
 """
 
 from kb.models.access import ApiToken, Namespace, NamespaceMembership, RateCounter
@@ -23,6 +24,7 @@ from kb.models.content import (
     Source,
     SourceFile,
 )
+from kb.models.identity import ExternalIdentity, GroupRule, IdentityProvider, SignIn
 from kb.models.runs import IngestItem, IngestRun
 from kb.models.search import EvalRun, EvalSuite, FusionCalibration, MeaningEstimate, QueryFeedback, QueryLog
 
@@ -31,4 +33,5 @@ __all__ = [
     "FusionCalibration", "IngestItem", "IngestRun", "KnowledgeTarget", "Namespace", "NamespaceMembership",
     "NamespaceStats", "PostingList", "PostingListBuild", "PostingListChange", "Provider", "ProviderRevision",
     "MeaningEstimate", "QueryFeedback", "QueryLog", "RateCounter", "Source", "SourceFile",
+    "ExternalIdentity", "GroupRule", "IdentityProvider", "SignIn",
 ]

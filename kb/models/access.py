@@ -71,6 +71,10 @@ class NamespaceMembership(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="kb_memberships")
     namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE, related_name="memberships")
     can_write = models.BooleanField(default=False)
+    granted_by = models.CharField(
+        max_length=8, blank=True, editable=False,
+        help_text="The identity provider whose group rules made it (kb.identity keeps it in line with them); "
+                  "empty: made by hand, and left alone by single sign-on.")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["user", "namespace"], name="membership_unique")]

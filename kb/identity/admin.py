@@ -1,0 +1,76 @@
+"""Single sign-on in the console: group rules (a curator writes them for the namespaces they
+curate), the accounts made by sign-in, and the sign-in log with its CSV export (superusers)."""
+
+from django.contrib import admin, messages
+from django.http import HttpResponse
+from django.utils import timezone
+
+from kb import models
+from kb.admin_access import NamespaceScoped, SuperuserOnly
+from kb.identity.accounts import apply_rules
+from kb.identity.signins import as_csv
+
+
+@admin.register(models.GroupRule)
+class GroupRuleAdmin(NamespaceScoped):
+    """Changing a rule changes the memberships of every account of its provider at once, from the
+    groups each last brought; a group left at the provider counts at the next reading."""
+
+    list_display = ["group", "provider", "namespace", "role", "created_at"]
+    list_filter = ["provider", "role", "namespace"]
+    search_fields = ["group", "namespace__slug"]
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        self._applied(request, {obj.provider, form.initial.get("provider", "")})  # a rule moved: both
+
+    def delete_model(self, request, obj):
+        super().delete_model(request, obj)
+        self._applied(request, {obj.provider})
+
+    def delete_queryset(self, request, queryset):
+        providers = set(queryset.values_list("provider", flat=True))
+        super().delete_queryset(request, queryset)
+        self._applied(request, providers)
+
+    def _applied(self, request, providers) -> None:
+        accounts = sum(apply_rules(provider) for provider in sorted(p for p in providers if p))
+        self.message_user(request, f"Memberships of {accounts} single sign-on account(s) brought in line with "
+                                   "the rules.", messages.INFO)
+
+
+class ReadOnly(SuperuserOnly):
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(models.ExternalIdentity)
+class ExternalIdentityAdmin(ReadOnly):
+    list_display = ["user", "provider", "subject", "groups", "synced_at"]
+    list_filter = ["provider"]
+    search_fields = ["user__username", "subject"]
+
+
+@admin.register(models.SignIn)
+class SignInAdmin(ReadOnly):
+    """Kept KB_SIGN_IN_LOG_DAYS days; "Export as CSV" gives the selected rows (select all to export the filter)."""
+
+    list_display = ["at", "method", "username", "user", "succeeded", "reason", "address"]
+    list_filter = ["succeeded", "method", "at"]
+    search_fields = ["username", "address"]
+    date_hierarchy = "at"
+    actions = ["export_csv"]
+
+    @admin.action(description="Export selected sign-ins as CSV")
+    def export_csv(self, request, queryset):
+        response = HttpResponse(as_csv(queryset), content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="sign-ins-{timezone.now():%Y%m%d-%H%M%S}.csv"'
+        return response
+
+    export_csv.allowed_permissions = ("view",)
