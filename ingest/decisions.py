@@ -18,7 +18,7 @@ from ingest.extract.result import Extracted
 # rules re-read bytes that did not change) and recorded on each document (new chunking rules
 # re-chunk stored text; only passages whose text changed are embedded again); raise it when
 # either changes what a document becomes
-PIPELINE_VERSION = "7"
+PIPELINE_VERSION = "8"
 NEW, CONTENT_CHANGED, MODEL_CHANGED, PIPELINE_UPGRADED = "new", "content changed", "model changed", "pipeline upgraded"
 REEMBED_REQUESTED = "re-embed requested"  # a run in re-embed mode
 BOILERPLATE_LEARNED = "site boilerplate learned"  # blocks found to repeat across the site after the page was written
