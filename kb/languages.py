@@ -231,6 +231,15 @@ def unread_share(document_languages: dict[str, int], read: tuple[str, ...]) -> t
     return sum(unread.values()) / total, " and ".join([", ".join(shown[:-1]), shown[-1]] if len(shown) > 1 else shown)
 
 
+def unread_languages(document_languages: dict[str, int], read: tuple[str, ...]) -> frozenset[str]:
+    """The languages, not among those the model reads (`read`), of a namespace whose documents are
+    mostly in such languages (`leaves_out`); empty elsewhere."""
+    share, _ = unread_share(document_languages, read)
+    if not leaves_out(share):
+        return frozenset()
+    return frozenset(language for language in document_languages if language and language not in read)
+
+
 @dataclass(frozen=True)
 class MeaningDecision:
     """Whether a search without fitted weights uses meaning, and what decided it: the share of

@@ -57,7 +57,7 @@ def meaning_kept(share: float, languages: str, query_language: str) -> FusionWei
                          f"reads, although {share:.0%} of the documents here are in {languages}")
 
 
-MEANING_UNREAD = 0.105  # agreement (retrieval/agreement.py) under which the model is taken not to read the text
+MEANING_UNREAD = 0.115  # agreement (retrieval/agreement.py) under which the model is taken not to read the text
 GRADED_LEXICAL_WEIGHT = 0.75  # over it, in a language the model is not said to read: meaning counts, less than words
 
 

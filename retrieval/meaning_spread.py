@@ -41,8 +41,9 @@ _lock = threading.Lock()
 
 class Sample(NamedTuple):
     """What is kept of a namespace: the passages its searches counted when it was read, how many
-    are embedded, unit rows of the sampled ones, and the model's agreement with their words
-    (`retrieval.agreement`; None when too few tell)."""
+    are embedded, unit rows of the sampled ones, and how well the model reads the namespace,
+    measured on its headings (`retrieval.model_reading`; None where that decides nothing or too
+    few tell)."""
 
     passages: int
     embedded: int
@@ -68,9 +69,8 @@ def query_excess(namespace_id: int, passages: int, query_vector, top_cosine: flo
 
 
 def namespace_agreement(namespace_id: int, passages: int, *, wait: bool = False) -> float | None:
-    """How well the meaning model agrees with the words on the namespace's own passages
-    (`retrieval.agreement`), from its kept sample; None while (unless `wait`) it is read, or
-    where too few passages tell."""
+    """How well the meaning model reads the namespace (`retrieval.model_reading`), kept with its
+    sample; None while (unless `wait`) it is read, or where it decides nothing or too few tell."""
     read = namespace_sample(namespace_id, passages, wait=wait)
     return read[2] if read is not None else None
 
@@ -78,7 +78,7 @@ def namespace_agreement(namespace_id: int, passages: int, *, wait: bool = False)
 def namespace_sample(namespace_id: int, passages: int, *,
                      wait: bool = False) -> tuple[int, np.ndarray, float | None] | None:
     """How many passages of the namespace are embedded, unit embeddings of up to SAMPLE_SIZE of
-    them, spread over its ids, and the model's agreement with their words: the kept ones, or
+    them, spread over its ids, and how well the model reads it: the kept ones, or
     (`wait`) read now unless the kept ones are usable; otherwise a thread starts reading them and
     the kept ones, if any, serve meanwhile. `passages` (the namespace's own count, read with it by
     every search) says when they are stale."""
@@ -140,8 +140,8 @@ os.register_at_fork(after_in_child=_forget_in_child)
 
 
 def _read_sample(namespace_id: int) -> tuple[int, np.ndarray, float | None]:
-    """How many of the namespace's passages are embedded, every step-th of them by id, and the
-    model's agreement with their words (`retrieval.model_reading`)."""
+    """How many of the namespace's passages are embedded, every step-th of them by id, and how
+    well the model reads the namespace (`retrieval.model_reading`)."""
     with read_connection().cursor() as cursor:
         cursor.execute("SELECT count(*) FROM kb_chunk WHERE namespace_id = %s AND embedding IS NOT NULL",
                        [namespace_id])

@@ -3,6 +3,7 @@ grades (retrieval/fusion.py `graded_weights`). Pure: no database."""
 
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -62,26 +63,41 @@ def test_the_agreement_grades_only_namespaces_in_languages_the_model_is_not_said
 HANDBOOK_DE = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "languages" / "handbook-de-sections.jsonl"
 
 
+def _ingest_german_manual(slug: str, heading=None):
+    """The 40 German handbook sections as a namespace; `heading` gives each section a heading in
+    place of its own headings, which become lines of text."""
+    from ingest.loaders import LoadedItem
+    from ingest.pipeline import IngestPipeline
+    from kb.models import IngestRun, Namespace, Source
+
+    namespace = Namespace.objects.create(slug=slug, title="Handbuch", is_public=True)
+    source = Source.objects.create(namespace=namespace, name="handbook", kind=Source.Kind.TEXT, text="x")
+    run = IngestRun.objects.create(source=source)
+    sections = [json.loads(line) for line in HANDBOOK_DE.read_text().splitlines()]
+
+    def body(section):
+        if heading is None:
+            return f"# {section['title']}\n\n{section['text']}"
+        text = re.sub(r"^#+ (.*?)(?: \{#[^}]*\})?$", r"\1", section["text"], flags=re.MULTILINE)
+        return f"# {heading(section)}\n\n{text}"
+
+    IngestPipeline(run).execute(iter(
+        LoadedItem(ref=s["id"], body=body(s).encode(), media_type="text/markdown", charset="utf-8", path=s["id"])
+        for s in sections))
+    namespace.refresh_from_db()
+    assert namespace.document_languages["de"] >= 0.8 * len(sections)
+    return namespace
+
+
 @pytest.mark.django_db
 def test_a_german_manual_is_searched_by_words_with_meaning_weighing_less_once_the_agreement_is_measured():
     """40 sections of The Debian Administrator's Handbook in German (the bundled model is said to
     read English only): words alone until the model's agreement with the words is measured on the
     namespace's own headings, then meaning counts at the graded weight, and the reason says why."""
-    from ingest.loaders import LoadedItem
-    from ingest.pipeline import IngestPipeline
-    from kb.models import IngestRun, Namespace, Source
     from retrieval import meaning_spread
     from retrieval.service import search
 
-    namespace = Namespace.objects.create(slug="agreement-handbook-de", title="Handbuch", is_public=True)
-    source = Source.objects.create(namespace=namespace, name="handbook", kind=Source.Kind.TEXT, text="x")
-    run = IngestRun.objects.create(source=source)
-    sections = [json.loads(line) for line in HANDBOOK_DE.read_text().splitlines()]
-    IngestPipeline(run).execute(iter(
-        LoadedItem(ref=s["id"], body=f"# {s['title']}\n\n{s['text']}".encode(), media_type="text/markdown",
-                   charset="utf-8", path=s["id"]) for s in sections))
-    namespace.refresh_from_db()
-    assert namespace.document_languages["de"] >= 0.8 * len(sections)
+    namespace = _ingest_german_manual("agreement-handbook-de")
     question = "Wie richte ich ein Software-RAID ein?"
     meaning_spread.forget_samples()
     assert search(question, namespace.slug, log=False).fusion.source == "language"  # not measured yet
@@ -91,3 +107,35 @@ def test_a_german_manual_is_searched_by_words_with_meaning_weighing_less_once_th
     assert (served.fusion.lexical, served.fusion.source) == (GRADED_LEXICAL_WEIGHT, "agreement")
     assert f"meaning and words find {agreed:.0%} of the same passages" in served.fusion.reason
     assert any("vector" in hit.details.channels for hit in served.hits)
+
+
+@pytest.mark.django_db
+def test_headings_that_are_names_do_not_measure_how_the_model_reads_the_namespaces_language(settings):
+    """The same German sections headed by names, as man pages are (`apt(8)`): a name is read in any
+    language, so the agreement is not measured on it; with no heading in German the namespace is
+    not measured and stays words alone. Where the model is said to read German too, nothing is
+    measured: the agreement would decide nothing."""
+    from kb.languages import query_language
+    from retrieval import meaning_spread, model_reading
+    from retrieval.service import search
+
+    namespace = _ingest_german_manual("agreement-man-pages-de", heading=lambda section: f"{section['id']}(8)")
+    passages = sum(namespace.passage_configs.values())
+    assert not any(query_language(heading) == "de" for heading, _ in model_reading._headings(namespace.pk, passages))
+    assert model_reading.measure(namespace.pk, passages) is None
+    meaning_spread.forget_samples()
+    assert meaning_spread.namespace_agreement(namespace.pk, passages, wait=True) is None
+    served = search("Wie richte ich ein Software-RAID ein?", namespace.slug, log=False)
+    assert (served.fusion.lexical, served.fusion.source) == (1.0, "language")
+
+    german = _ingest_german_manual("agreement-handbook-de-read")
+    passages = sum(german.passage_configs.values())
+    assert model_reading.measure(german.pk, passages) is not None  # its German headings measure it
+    from kb.conf import kb_settings
+
+    settings.KB_EMBEDDING_LANGUAGES = "en,de"
+    kb_settings.cache_clear()
+    try:
+        assert model_reading.measure(german.pk, passages) is None
+    finally:
+        kb_settings.cache_clear()
