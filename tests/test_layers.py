@@ -41,7 +41,7 @@ SURFACES = (".api", ".views", ".mcp")  # what the wiring mounts: each app's API 
 PURE = {
     "kb.errors", "kb.revisions", "kb.datafiles", "kb.names", "kb.markup", "kb.vocabulary", "kb.lookalikes",
     "kb.languages", "kb.breadth", "kb.jsonbody",
-    "kb.embedding.errors", "kb.embedding.compared",
+    "kb.embedding.errors", "kb.embedding.compared", "kb.identity.rules",
     "retrieval.errors", "retrieval.candidates", "retrieval.ranker", "retrieval.bm25", "retrieval.fusion",
     "retrieval.query", "retrieval.citations", "retrieval.context", "retrieval.diversity",
     "ingest.errors", "ingest.chunk", "ingest.markdown_blocks", "ingest.boilerplate", "ingest.scope",

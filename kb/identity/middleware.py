@@ -8,6 +8,7 @@ import logging
 import time
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.contrib.auth import logout
 from django.http import HttpResponseRedirect
 from django.urls import reverse
@@ -28,7 +29,9 @@ class IdentityResyncMiddleware:
 
     def __call__(self, request):
         session = getattr(request, "session", None)
-        mark = session.get(signins.SESSION_KEY) if session is not None else None
+        # without a session cookie there is no session to read (and reading one would add Vary: Cookie)
+        signed = session is not None and settings.SESSION_COOKIE_NAME in request.COOKIES
+        mark = session.get(signins.SESSION_KEY) if signed else None
         if mark and time.time() - float(mark.get("synced", 0)) > kb_settings().identity.resync_seconds:
             response = self._read_again(request, mark.get("provider"))
             if response is not None:

@@ -19,7 +19,11 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET
 
+from kb import ratelimit
+from kb.auth import client_address
 from kb.conf import kb_settings
+from kb.errors import KBError
+from kb.http import page_error
 from kb.identity import signins
 from kb.identity.accounts import AccountRefused, oidc_account
 from kb.models import SignIn
@@ -28,6 +32,7 @@ logger = logging.getLogger(__name__)
 
 BACKEND = "kb.identity.oidc.OidcBackend"
 NEXT_KEY = "kb_oidc_next"
+STARTS_PER_MINUTE = 30  # per client address: each start writes a session row, so a loop of them is refused
 
 
 class OidcBackend(ModelBackend):
@@ -72,6 +77,10 @@ def start(request):
     """Send the browser to the provider, remembering where to come back to."""
     if not kb_settings().identity.oidc_issuer:
         raise Http404("OpenID Connect is not configured.")
+    try:
+        ratelimit.hit(f"oidc-login:{client_address(request)}", STARTS_PER_MINUTE)
+    except KBError as exc:
+        return page_error(exc)
     request.session[NEXT_KEY] = _safe_next(request, request.GET.get("next"))
     try:
         return _client().authorize_redirect(request, _callback_url(request))

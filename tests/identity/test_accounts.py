@@ -182,3 +182,23 @@ def test_a_half_configured_provider_fails_at_start_up_with_the_setting_named(set
             kb_settings()
     finally:
         kb_settings.cache_clear()
+
+
+def test_an_unreachable_provider_is_a_logged_failure_and_starts_are_throttled(settings):
+    from kb.identity import oidc
+
+    for name, value in {"KB_OIDC_ISSUER": "http://127.0.0.1:9", "KB_OIDC_CLIENT_ID": "c",
+                        "KB_OIDC_CLIENT_SECRET": "client-secret-value"}.items():
+        setattr(settings, name, value)
+    kb_settings.cache_clear()
+    oidc._client.cache_clear()
+    try:
+        client = Client()
+        answers = [client.get("/accounts/oidc/login/?next=/x").status_code for _ in range(oidc.STARTS_PER_MINUTE + 1)]
+        assert answers == [502] * oidc.STARTS_PER_MINUTE + [429]
+        assert b"Sign in with single sign-on" in client.get("/accounts/login/").content
+    finally:
+        kb_settings.cache_clear()
+        oidc._client.cache_clear()
+    reasons = set(SignIn.objects.values_list("method", "succeeded", "reason"))
+    assert reasons == {("oidc", False, "the provider could not be reached (ConnectionError)")}, reasons
