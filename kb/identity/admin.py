@@ -21,22 +21,27 @@ class GroupRuleAdmin(NamespaceScoped):
     search_fields = ["group", "namespace__slug"]
 
     def save_model(self, request, obj, form, change):
+        before = (form.initial.get("provider"), form.initial.get("group")) if change else None
         super().save_model(request, obj, form, change)
-        self._applied(request, {obj.provider, form.initial.get("provider", "")})  # a rule moved: both
+        self._applied(request, [(obj.provider, obj.group), *([before] if before else [])])  # a rule moved: both
 
     def delete_model(self, request, obj):
         super().delete_model(request, obj)
-        self._applied(request, {obj.provider})
+        self._applied(request, [(obj.provider, obj.group)])
 
     def delete_queryset(self, request, queryset):
-        providers = set(queryset.values_list("provider", flat=True))
+        rules = list(queryset.values_list("provider", "group"))
         super().delete_queryset(request, queryset)
-        self._applied(request, providers)
+        self._applied(request, rules)
 
-    def _applied(self, request, providers) -> None:
-        accounts = sum(apply_rules(provider) for provider in sorted(p for p in providers if p))
-        self.message_user(request, f"Memberships of {accounts} single sign-on account(s) brought in line with "
-                                   "the rules.", messages.INFO)
+    def _applied(self, request, rules) -> None:
+        by_provider: dict[str, set[str]] = {}
+        for provider, group in rules:
+            if provider and group:
+                by_provider.setdefault(provider, set()).add(group)
+        accounts = sum(apply_rules(provider, groups) for provider, groups in sorted(by_provider.items()))
+        self.message_user(request, f"Memberships of {accounts} single sign-on account(s) in these groups brought in "
+                                   "line with the rules.", messages.INFO)
 
 
 class ReadOnly(SuperuserOnly):

@@ -29,9 +29,9 @@ METHOD_OF_BACKEND = {"kb.identity.oidc.OidcBackend": SignIn.Method.OIDC,
 def record(request, *, method: str, username: str, succeeded: bool, user=None, reason: str = "") -> None:
     SignIn.objects.create(method=method, username=(username or "")[:255], user=user, succeeded=succeeded,
                           reason=reason[:300], address=client_address(request)[:64] if request is not None else "")
-    if succeeded:  # the log is pruned as it grows: no scheduled job to forget
-        cutoff = timezone.now() - timedelta(days=kb_settings().identity.sign_in_log_days)
-        SignIn.objects.filter(at__lt=cutoff).delete()
+    # pruned as it grows, failures too (a flood of them is throttled): no scheduled job to forget
+    cutoff = timezone.now() - timedelta(days=kb_settings().identity.sign_in_log_days)
+    SignIn.objects.filter(at__lt=cutoff).delete()
 
 
 def refuse(request, reason: str) -> None:

@@ -116,6 +116,20 @@ def test_a_rule_removed_in_the_console_takes_the_membership_away_at_once(spaces)
     assert _held(person) == set()
 
 
+def test_a_rule_change_touches_only_the_accounts_in_its_groups(spaces):
+    def account(name, groups):
+        user = User.objects.create_user(name)
+        ExternalIdentity.objects.create(user=user, provider="ldap", subject=f"uid={name}", groups=groups,
+                                        synced_at=timezone.now())
+        return user
+
+    ada, bo = account("ada", ["cn=Staff,ou=groups,dc=example,dc=org", "Staff"]), account("bo", ["other"])
+    GroupRule.objects.create(provider="ldap", group="staff", namespace=spaces["team-a"])
+    assert accounts.apply_rules("ldap", {"STAFF"}) == 1
+    assert accounts.apply_rules("oidc", {"staff"}) == 0  # another provider's accounts are not its
+    assert _held(ada) == {("team-a", False, "ldap")} and _held(bo) == set()
+
+
 def test_sign_ins_are_logged_exported_as_csv_and_pruned(spaces, settings):
     User.objects.create_user("ada", password="ada-pw-12345")
     assert Client().post("/accounts/login/", {"username": "=HYPERLINK(1)", "password": "x"}).status_code == 200
