@@ -8,7 +8,8 @@ Interfaces other apps and helpers build on:
   {code, message} then `done`. While answers are on, the iterator holds one of the process's
   KB_ANSWER_CONCURRENCY slots until it ends or is closed (`close()`), so read it out or close it.
   `answers.service.final_state(events)`: the non-streamed JSON. `model_status()`: /healthz's line.
-- `answers.citations.check(answer_text, sources) -> Checked` (pure; `Checked.sentences`, `.counts`, `.text`).
+- `answers.citations.check(answer_text, sources, *, share=SUPPORTED_SHARE) -> Checked` (pure; `Checked.sentences`,
+  `.counts`, `.text`; `share` is the benchmark's, to choose the threshold).
 - `answers.gate.decide(result, *, floor=None, rules=RULES) -> Gate(answer, rule, reason)`: `floor` is the
   strong cosine (`kb.embedding.embedders.strong_cosine()`); without it only the strong match opens the
   gate; `rules` leaves a rule out (the benchmark).

@@ -220,29 +220,78 @@ def abstention(answerable: list[bool], unanswerable: list[bool]) -> dict:
 
 
 # --- the citation checker -----------------------------------------------------------------------
+SHARES = tuple(round(0.4 + 0.05 * step, 2) for step in range(10))  # thresholds tried on the tuning half: 0.40-0.85
+
+
 def citation_agreement(labels_path: Path, corpus: BeirCorpus) -> dict:
     """The checker's verdict on every labelled sentence, each checked alone against its case's sources,
-    compared with the hand label; then each supported sentence with its citation moved to the other
-    source (a planted wrong citation), which the checker should call unsupported."""
+    compared with the hand label, over all the labels and over each split ("tuning": what the rules
+    and threshold were chosen on; "held-out": what scores them). The threshold is chosen here on the
+    tuning half alone (`choose_share`) and the held-out agreement reported at it. Then each supported
+    sentence with its citation moved to the other source (a planted wrong citation), which the
+    checker should call unsupported."""
     labels = json.loads(Path(labels_path).read_text(encoding="utf-8"))
     documents = {str(d["_id"]): f"{d.get('title', '')}\n\n{d.get('text', '')}" for d in corpus.documents}
-    rows, planted, split_agrees = [], [], 0
-    for case in labels["cases"]:
-        sources = {int(n): documents[ref] for n, ref in case["sources"].items()}
+    cases = [(case.get("split", "held-out"), {int(n): documents[ref] for n, ref in case["sources"].items()}, case)
+             for case in labels["cases"]]
+    rows = _verdicts(cases, citations.SUPPORTED_SHARE)
+    tuned = any(split == "tuning" for split, _, _ in cases)
+    sweep = {share: sum(r["agrees"] for r in _verdicts(cases, share) if r["split"] == "tuning")
+             for share in (SHARES if tuned else ())}
+    chosen = choose_share(sweep) if tuned else None
+    at_chosen = _verdicts(cases, chosen) if tuned else []
+    planted, split_agrees = [], 0
+    for _, sources, case in cases:
         texts = [s["text"] for s in case["sentences"]]
         split_agrees += citations.split_sentences(" ".join(texts)) == texts
         for sentence in case["sentences"]:
-            checked = citations.check(sentence["text"], sources).sentences
-            verdict = checked[0].verdict if len(checked) == 1 else "split"
-            said = "supported" if verdict == "supported" else "unsupported"
-            rows.append({"text": sentence["text"], "kind": sentence["kind"], "label": sentence["label"],
-                         "verdict": verdict, "agrees": said == sentence["label"],
-                         "reason": checked[0].reason if checked else ""})
             cited = citations.citations_of(sentence["text"])
             if sentence["label"] == "supported" and len(cited) == 1:
                 other = next(n for n in sources if n != cited[0])
                 moved = citations.MARKER.sub(f"[{other}]", sentence["text"])
                 planted.append(citations.check(moved, sources).sentences[0].verdict != "supported")
+    return {**_agreement(rows), "cases": len(cases), "split_as_labelled": split_agrees,
+            "splits": {split: _agreement([r for r in rows if r["split"] == split]) for split in ("tuning", "held-out")
+                       if any(r["split"] == split for r in rows)},
+            "threshold": {"product": citations.SUPPORTED_SHARE, "chosen_on_tuning": chosen,
+                          "tuning_agree_by_share": sweep,
+                          "held_out_at_chosen": _agreement([r for r in at_chosen if r["split"] == "held-out"])
+                          if tuned else None},
+            "planted_wrong_citations": {"planted": len(planted), "caught": sum(planted)},
+            "disagreements": [r for r in rows if not r["agrees"]]}
+
+
+def choose_share(agree_by_share: dict[float, int]) -> float:
+    """The threshold with the most agreement; among equals, the middle of the longest run of them
+    (a plateau's middle is the choice least tied to one label)."""
+    shares = sorted(agree_by_share)
+    best = max(agree_by_share.values())
+    runs, run = [], []
+    for share in shares:
+        if agree_by_share[share] == best:
+            run.append(share)
+        elif run:
+            runs.append(run)
+            run = []
+    runs.append(run)
+    longest = max((r for r in runs if r), key=len)
+    return longest[(len(longest) - 1) // 2]
+
+
+def _verdicts(cases: list[tuple[str, dict[int, str], dict]], share: float) -> list[dict]:
+    rows = []
+    for split, sources, case in cases:
+        for sentence in case["sentences"]:
+            checked = citations.check(sentence["text"], sources, share=share).sentences
+            verdict = checked[0].verdict if len(checked) == 1 else "split"
+            said = "supported" if verdict == "supported" else "unsupported"
+            rows.append({"text": sentence["text"], "kind": sentence["kind"], "label": sentence["label"],
+                         "split": split, "verdict": verdict, "agrees": said == sentence["label"],
+                         "reason": checked[0].reason if checked else ""})
+    return rows
+
+
+def _agreement(rows: list[dict]) -> dict:
     agree = sum(r["agrees"] for r in rows)
     kinds: dict[str, dict[str, int]] = {}
     for r in rows:
@@ -253,7 +302,4 @@ def citation_agreement(labels_path: Path, corpus: BeirCorpus) -> dict:
                                            ("supported" if r["verdict"] == "supported" else "unsupported") == said)
                  for label in ("supported", "unsupported") for said in ("supported", "unsupported")}
     return {"sentences": len(rows), "agree": agree, "agreement": round(agree / len(rows), 4) if rows else None,
-            "confusion": confusion, "kinds": kinds, "cases": len(labels["cases"]),
-            "split_as_labelled": split_agrees,
-            "planted_wrong_citations": {"planted": len(planted), "caught": sum(planted)},
-            "disagreements": [r for r in rows if not r["agrees"]]}
+            "confusion": confusion, "kinds": kinds}

@@ -57,3 +57,34 @@ def test_sentences_and_markers_are_read_as_models_write_them():
     assert split_sentences("One [1]. Two! [2] Three?\n- Four [3]") == ["One [1].", "Two! [2]", "Three?", "- Four [3]"]
     assert citations_of("x [1, 2] y [Source 3] z [2]") == (1, 2, 3)
     assert citations_of("no markers, [a] or [12345]") == ()
+
+
+ABSTRACT = {1: ("LDL and the heart\n\n"
+                "One-fourth of all deaths result from coronary heart disease. "
+                "Lowering LDL should be the primary goal. "
+                "We followed 250 subjects for two years. "
+                "MDSC regulation is widely variable in most eukaryotic cells. "
+                "The tau protein binds deacetylated microtubules. "
+                "Samples were collected under quiet and then active conditions. "
+                "We studied 7610 women and controls without the disease, studying twelve polymorphisms. "
+                "Drug A did not increase survival at 12 weeks. "
+                "Drug B increased survival at 52 weeks.")}
+
+
+@pytest.mark.parametrize("text, verdict", [
+    ("Two hundred fifty subjects were followed for two years [1].", "supported"),  # a number in words
+    ("One-third of all deaths result from coronary heart disease [1].", "unsupported"),  # another fraction
+    ("We followed 250 subjects for nine years [1].", "unsupported"),  # a number word it does not state
+    ("Lowering HDL should be the primary goal [1].", "unsupported"),  # a name it does not name
+    ("Lowering LDL should be the primary goal for the heart [1].", "supported"),  # the title is context
+    ("The tau protein binds acetylated microtubules [1].", "unsupported"),  # the prefix turned around
+    ("Samples were collected only under active conditions [1].", "unsupported"),  # an absolute it does not say
+    ("MDSC regulation is uniform in most eukaryotic cells [1].", "unsupported"),  # an opposite word
+    ("We studied 7610 women and twelve polymorphisms [1].", "supported"),  # a negation elsewhere in the clause
+    ("Drug A increased survival at 12 weeks [1].", "unsupported"),  # the negation it drops
+    ("The tau protein binds deacetylated microtubules in 7610 cells [1].", "unsupported"),  # another sentence's number
+    ("Drug B did not increase survival at 52 weeks [1].", "unsupported"),  # a negation it adds
+], ids=["number-words", "fraction", "number-word-wrong", "name", "title", "prefix", "absolute", "opposite",
+        "negation-out-of-scope", "negation-dropped", "number-elsewhere", "negation-added"])
+def test_numbers_names_negations_and_absolutes_are_read_in_the_closest_window(text, verdict):
+    assert check(text, ABSTRACT).sentences[0].verdict == verdict, check(text, ABSTRACT).sentences[0].reason

@@ -9,7 +9,7 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from evaluation.answer_bench import LABELS, abstention
+from evaluation.answer_bench import LABELS, abstention, choose_share
 from kb.conf import kb_settings
 from kb.models import AnswerLog, Document
 from tests.answers.scripted_model import Reply, ScriptedModel
@@ -97,8 +97,18 @@ def test_the_bench_on_a_tiny_corpus(tmp_path, settings):
     assert AnswerLog.objects.filter(answered=True).count() == 2
 
     assert "citation checker vs hand labels: 4 of 4 sentences agree" in text
+    assert "held-out half: 4 of 4 (100.0%)" in text  # a case without a split is held out
     assert "planted wrong citations (a supported sentence cited to the other source): 2 of 2 caught" in text
     assert "latency the product adds before the model" in text
+
+
+@pytest.mark.parametrize("agree, chosen", [
+    ({0.5: 3, 0.55: 5, 0.6: 4}, 0.55),
+    ({0.5: 5, 0.55: 5, 0.6: 5, 0.65: 4}, 0.55),  # a plateau's middle
+    ({0.5: 5, 0.55: 5, 0.6: 4, 0.65: 5, 0.7: 5, 0.75: 5}, 0.7),  # the longest plateau's
+], ids=["peak", "plateau", "longest-plateau"])
+def test_the_threshold_is_chosen_from_the_tuning_agreement_alone(agree, chosen):
+    assert choose_share(agree) == chosen
 
 
 def test_a_folder_without_a_corpus_is_refused(tmp_path):
@@ -114,3 +124,6 @@ def test_the_shipped_labels_name_real_scifact_documents_and_hold_100_sentences_o
     assert {"partly-wrong", "wrong", "wrong-source"} <= {s["kind"] for s in sentences}  # wrong on purpose
     for case in labels["cases"]:
         assert set(case["sources"]) == {"1", "2"} and all(ref.isdigit() for ref in case["sources"].values())
+    halves = {split: sum(len(c["sentences"]) for c in labels["cases"] if c["split"] == split)
+              for split in ("tuning", "held-out")}
+    assert min(halves.values()) >= 50 and {c["split"] for c in labels["cases"]} == set(halves)
