@@ -125,5 +125,5 @@ def test_the_shipped_labels_name_real_scifact_documents_and_hold_100_sentences_o
     for case in labels["cases"]:
         assert set(case["sources"]) == {"1", "2"} and all(ref.isdigit() for ref in case["sources"].values())
     halves = {split: sum(len(c["sentences"]) for c in labels["cases"] if c["split"] == split)
-              for split in ("tuning", "held-out")}
+              for split in ("tuning", "held-out", "fresh")}
     assert min(halves.values()) >= 50 and {c["split"] for c in labels["cases"]} == set(halves)
