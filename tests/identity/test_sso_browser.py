@@ -14,10 +14,11 @@ import urllib.parse
 
 import pytest
 
-from tests.e2e.processes import Process, chromium, free_port, manage_shell, product_env, wait_for
+from tests.e2e.processes import REPO, Process, chromium, free_port, manage_shell, product_env, wait_for
 from tests.identity.servers import OidcProvider, Slapd
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
+ARTIFACTS = REPO / "test-artifacts"
 
 SETUP = """
 from kb.models import GroupRule, Namespace, Source
@@ -106,6 +107,9 @@ def test_a_reader_signs_in_through_the_provider_and_the_directory_and_group_chan
         directory.group("readers", bob)
 
         browser = chromium()
+        browser.get(f"{base}/accounts/login/")
+        ARTIFACTS.mkdir(exist_ok=True)
+        assert browser.save_screenshot(str(ARTIFACTS / "sso-sign-in.png"))
         _oidc_sign_in(browser, base, "alice", "alice-pw-1")
         assert _collections(browser) == {"team-a"}
         assert any("zebrafinch" in title for title in _search(browser, base, "team-a", "zebrafinch ledger"))
