@@ -225,17 +225,18 @@ SHARES = tuple(round(0.4 + 0.05 * step, 2) for step in range(10))  # thresholds 
 
 def citation_agreement(labels_path: Path, corpus: BeirCorpus) -> dict:
     """The checker's verdict on every labelled sentence, each checked alone against its case's sources,
-    compared with the hand label, over all the labels and over each split ("tuning": what the rules
-    and threshold were chosen on; "held-out": what scores them). The threshold is chosen here on the
-    tuning half alone (`choose_share`) and the held-out agreement reported at it. Then each supported
-    sentence with its citation moved to the other source (a planted wrong citation), which the
-    checker should call unsupported."""
+    compared with the hand label, over all the labels and over each split of them ("tuning": what the
+    rules and threshold were chosen on; "held-out" and "fresh": what scores them, see the labels'
+    `splits`). The threshold is chosen here on the tuning split alone (`choose_share`) and every
+    other split's agreement reported at it. Then each supported sentence with its citation moved to
+    the other source (a planted wrong citation), which the checker should call unsupported."""
     labels = json.loads(Path(labels_path).read_text(encoding="utf-8"))
     documents = {str(d["_id"]): f"{d.get('title', '')}\n\n{d.get('text', '')}" for d in corpus.documents}
     cases = [(case.get("split", "held-out"), {int(n): documents[ref] for n, ref in case["sources"].items()}, case)
              for case in labels["cases"]]
+    splits = list(dict.fromkeys(split for split, _, _ in cases))
     rows = _verdicts(cases, citations.SUPPORTED_SHARE)
-    tuned = any(split == "tuning" for split, _, _ in cases)
+    tuned = "tuning" in splits
     sweep = {share: sum(r["agrees"] for r in _verdicts(cases, share) if r["split"] == "tuning")
              for share in (SHARES if tuned else ())}
     chosen = choose_share(sweep) if tuned else None
@@ -251,12 +252,11 @@ def citation_agreement(labels_path: Path, corpus: BeirCorpus) -> dict:
                 moved = citations.MARKER.sub(f"[{other}]", sentence["text"])
                 planted.append(citations.check(moved, sources).sentences[0].verdict != "supported")
     return {**_agreement(rows), "cases": len(cases), "split_as_labelled": split_agrees,
-            "splits": {split: _agreement([r for r in rows if r["split"] == split]) for split in ("tuning", "held-out")
-                       if any(r["split"] == split for r in rows)},
+            "splits": {split: _agreement([r for r in rows if r["split"] == split]) for split in splits},
             "threshold": {"product": citations.SUPPORTED_SHARE, "chosen_on_tuning": chosen,
                           "tuning_agree_by_share": sweep,
-                          "held_out_at_chosen": _agreement([r for r in at_chosen if r["split"] == "held-out"])
-                          if tuned else None},
+                          "at_chosen": {split: _agreement([r for r in at_chosen if r["split"] == split])
+                                        for split in splits if split != "tuning" and tuned}},
             "planted_wrong_citations": {"planted": len(planted), "caught": sum(planted)},
             "disagreements": [r for r in rows if not r["agrees"]]}
 

@@ -82,7 +82,7 @@ class LoadedItem:
     skipped: str = ""  # why the source's scope leaves this URL out (nothing was fetched)
     linked_from: tuple[str, ...] = ()  # crawls: the first pages that linked here (a broken link's report)
     renamed_from: str = ""  # the ref this item had before a rename or move (its document is moved, not re-read)
-    anchor_of: Callable[[str], str] | None = None  # a passage's text -> its citation anchor (a forge's #L12)
+    anchor_of: Callable[..., str] | None = None  # a passage (a ChunkSpec) -> its citation anchor (a forge's #L12)
 
 
 FileOpener = Callable[[str, str], tuple[bytes, str]]  # (key, media type) -> (bytes, display name)

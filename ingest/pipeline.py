@@ -345,7 +345,7 @@ class IngestPipeline:
                                        error_message="No chunks could be made."), started)
             return
         if item.anchor_of is not None:  # a forge's line anchors (`#L12`), where citations open the file
-            chunks = [replace(chunk, anchor=item.anchor_of(chunk.body)[:300]) for chunk in chunks]
+            chunks = [replace(chunk, anchor=item.anchor_of(chunk)[:300]) for chunk in chunks]
         reason = self._flag_low_recall(item, extracted, chunks, reason)
         if dropped:
             reason = f"{reason}; {len(dropped)} repeated blocks dropped"

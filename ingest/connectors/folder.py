@@ -99,8 +99,9 @@ class FolderConnector(ListingConnector):
 
     def make_item(self, entry: Entry, body: bytes, version: str) -> LoadedItem:
         item = super().make_item(entry, body, version)
-        item.body, item.media_type, title = as_markdown(body, source_media_type(entry.path), entry.path)
-        item.title_hint = title or item.title_hint
+        converted = as_markdown(body, source_media_type(entry.path), entry.path)
+        item.body, item.media_type = converted.body, converted.media_type
+        item.title_hint = converted.title or item.title_hint
         return item
 
 

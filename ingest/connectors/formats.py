@@ -1,20 +1,40 @@
 """What a file of a folder or repository is read as: the upload readers' types
 (`ingest.filetypes`), plus reStructuredText and Jupyter notebooks, which are turned into the
-product's markdown here (by `ingest.extract.rst` and `ingest.extract.notebook`) so they get
-its sections and anchors."""
+product's markdown here (by `ingest.extract.rst` and `ingest.extract.notebook`) so they get its
+sections and anchors.
+
+Each read also says where each section's heading is in the file (`heading_lines`), from the
+reader's own source positions: docutils' title lines, and for Markdown the product's own
+block reader (`ingest.markdown_blocks`, the reader that makes its sections) over the file as it
+is. Forge citations open the file there."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from ingest.errors import EmptyContent
+from ingest.errors import BinaryContent, EmptyContent
 from ingest.extract.notebook import notebook_to_markdown
 from ingest.extract.rst import rst_to_markdown
+from ingest.extract.text import decode_text
 from ingest.filetypes import media_type_for
+from ingest.markdown_blocks import read_blocks, read_sections
 
 RST = "text/x-rst"
 NOTEBOOK = "application/x-ipynb+json"
+MARKDOWN = "text/markdown"
 SOURCE_TYPES = {".rst": RST, ".rest": RST, ".ipynb": NOTEBOOK}
+
+
+@dataclass
+class Converted:
+    """A file as the pipeline gets it: its bytes and type (markdown for the formats converted
+    here), the title its reader found, and each section anchor's heading line in the file."""
+
+    body: bytes
+    media_type: str
+    title: str = ""
+    heading_lines: dict[str, int] = field(default_factory=dict)
 
 
 def source_media_type(path: str) -> str:
@@ -22,16 +42,30 @@ def source_media_type(path: str) -> str:
     return SOURCE_TYPES.get(PurePosixPath(path).suffix.lower()) or media_type_for(path)
 
 
-def as_markdown(body: bytes, media_type: str, path: str) -> tuple[bytes, str, str]:
-    """(bytes, media type, title) to hand the pipeline: reStructuredText and notebooks as markdown
-    with their section ids as anchors; every other type as it is."""
+def as_markdown(body: bytes, media_type: str, path: str) -> Converted:
+    """reStructuredText and notebooks as markdown with their section ids as anchors;
+    every other type as it is (Markdown with its headings' lines)."""
+    lines: dict[str, int] = {}
     if media_type == RST:
-        title, text = rst_to_markdown(body, source_path=path)
+        title, text = rst_to_markdown(body, source_path=path, heading_lines=lines)
     elif media_type == NOTEBOOK:
         title, text = notebook_to_markdown(body)
     else:
-        return body, media_type, ""
+        lines = markdown_heading_lines(body) if media_type == MARKDOWN else {}
+        return Converted(body, media_type, heading_lines=lines)
     if not text.strip():
         raise EmptyContent(f"{path!r} holds no text once read as {media_type} (an empty file, or only "
                            "directives that are not honoured, such as include).")
-    return text.encode("utf-8"), "text/markdown", title
+    return Converted(text.encode("utf-8"), "text/markdown", title, lines)
+
+
+def markdown_heading_lines(body: bytes) -> dict[str, int]:
+    """Each section anchor of a Markdown file and its heading's line, as the product's reader
+    makes them (the same headings, slugs and numbering of repeated slugs as its chunks get)."""
+    try:
+        text = decode_text(body, None).replace("\r\n", "\n").replace("\r", "\n")
+    except BinaryContent:  # the pipeline's extraction says so for the file
+        return {}
+    sections = read_sections(text, read_blocks(text))
+    return {section.anchor: text.count("\n", 0, section.blocks[0].start) + 1
+            for section in sections if section.path and section.blocks and section.blocks[0].kind == "heading"}

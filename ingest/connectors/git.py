@@ -28,12 +28,14 @@ from pathlib import Path
 from typing import Callable, Iterable
 from urllib.parse import quote, urlsplit
 
+from ingest.chunk import ChunkSpec
 from ingest.connectors.base import Entry, ListingConnector, path_selected
 from ingest.connectors.formats import as_markdown, source_media_type
 from ingest.errors import ContentTooLarge, GitTokenRefused, LocationRefused, SourceUnreachable, SyncBudgetExceeded
 from ingest.fetch import FetchPolicy
 from ingest.filetypes import max_bytes_for
 from ingest.loaders import LoadedItem
+from ingest.markdown_blocks import parse_atx_heading
 from ingest.ssrf import AllowRule, Resolver, check_unresolved, resolve_target, system_resolver
 from kb.conf import kb_settings
 from kb.validators import is_http_pattern
@@ -126,11 +128,12 @@ class GitConnector(ListingConnector):
 
     def make_item(self, entry: Entry, body: bytes, version: str) -> LoadedItem:
         item = super().make_item(entry, body, version)
-        item.body, item.media_type, title = as_markdown(body, source_media_type(entry.path), entry.path)
-        item.title_hint = title or item.title_hint
+        converted = as_markdown(body, source_media_type(entry.path), entry.path)
+        item.body, item.media_type = converted.body, converted.media_type
+        item.title_hint = converted.title or item.title_hint
         pattern = (self.spec.option("web_url") or "").strip()
         if pattern:
-            item.url, item.anchor_of = forge_citation(pattern, self.head, entry.path, body)
+            item.url, item.anchor_of = forge_citation(pattern, self.head, entry.path, body, converted.heading_lines)
         return item
 
     def url_of(self, entry: Entry) -> str:
@@ -173,26 +176,45 @@ def check_web_url(pattern: str) -> None:
                               details={"option": "web_url"})
 
 
-def forge_citation(pattern: str, commit: str, path: str, source: bytes) -> tuple[str, Callable[[str], str] | None]:
+def forge_citation(pattern: str, commit: str, path: str, source: bytes, heading_lines: dict[str, int] | None = None
+                   ) -> tuple[str, Callable[[ChunkSpec], str] | None]:
     """The document's URL on the forge (the pattern up to its `#`) and, when the pattern's fragment
-    names {line}, how a passage's anchor is made: the fragment at the line the passage starts on."""
+    names {line}, how a passage's anchor is made: the fragment at the passage's line (`passage_line`)."""
     base, _, fragment = pattern.partition("#")
     url = base.replace("{commit}", commit).replace("{path}", quote(path))
     if "{line}" not in fragment:
         return url + (f"#{fragment}" if fragment else ""), None
     lines = source.decode("utf-8", errors="replace").splitlines()
+    starts = sorted(set((heading_lines or {}).values()))
 
-    def anchor_of(passage: str) -> str:
-        return fragment.replace("{line}", str(line_of(passage, lines)))
+    def anchor_of(chunk: ChunkSpec) -> str:
+        return fragment.replace("{line}", str(passage_line(chunk.body, chunk.anchor, heading_lines or {}, starts,
+                                                           lines)))
 
     return url, anchor_of
 
 
-def line_of(passage: str, lines: list[str]) -> int:
-    """The line of the source file a passage starts on: the first source line holding the first
+def passage_line(passage: str, anchor: str, heading_lines: dict[str, int], starts: list[int], lines: list[str]) -> int:
+    """The line of the source file a passage starts on. Where its reader gave its section's
+    heading line (`heading_lines`, the parser's own source position): that line for a passage
+    that opens with the heading; for one that starts inside the section, the line its first
+    words are on within the section's lines, else the heading's. Without a position (a
+    notebook), the first words anywhere in the file (`line_of`)."""
+    start = heading_lines.get(anchor)
+    if start is None:
+        return line_of(passage, lines)
+    if parse_atx_heading(passage.lstrip("\n").split("\n", 1)[0]):
+        return start
+    end = next((line for line in starts if line > start), len(lines) + 1)
+    found = line_of(passage, lines[start - 1:end - 1], default=0)
+    return start - 1 + found if found else start
+
+
+def line_of(passage: str, lines: list[str], default: int = 1) -> int:
+    """The line of `lines` a passage starts on, by its words: the first line holding the first
     words of the passage's first line of prose (its heading's if it has no other), compared as
     lowercase letters and digits only, so markup written differently (a link, `code`, a field
-    list) still matches; 1 when nothing matches (a table, a notebook's output)."""
+    list) still matches; `default` when nothing matches (a table, a notebook's output)."""
     candidates = []
     for raw in passage.splitlines():
         text = re.sub(r"\s*\{#[^}]*\}\s*$", "", raw)
@@ -206,7 +228,7 @@ def line_of(passage: str, lines: list[str]) -> int:
         for number, line in enumerate(normalised, start=1):
             if probe in line:
                 return number
-    return 1
+    return default
 
 
 def _words(text: str) -> list[str]:

@@ -82,11 +82,13 @@ for _name in CONTENT_DIRECTIVES:
     directives.register_directive(f"py:{_name}", _Content)
 
 
-def rst_to_markdown(body: bytes, source_path: str = "") -> tuple[str, str]:
+def rst_to_markdown(body: bytes, source_path: str = "", heading_lines: dict[str, int] | None = None
+                    ) -> tuple[str, str]:
     """(title, markdown) of a reStructuredText document: its first section's title, and its text
-    with a heading per section, each with the section's id."""
+    with a heading per section, each with the section's id; `heading_lines`, when given, gets
+    each section id's title line in the file (docutils' own position of the title)."""
     text = body.decode("utf-8-sig", errors="replace")
-    writer = _Writer()
+    writer = _Writer(heading_lines if heading_lines is not None else {})
     try:  # docutils and the writer recurse once per nested list, quote or directive
         document = publish_doctree(text, source_path=source_path or None, settings_overrides=dict(SETTINGS))
         writer.blocks(document, 0)
@@ -98,8 +100,9 @@ def rst_to_markdown(body: bytes, source_path: str = "") -> tuple[str, str]:
 
 
 class _Writer:
-    def __init__(self):
+    def __init__(self, heading_lines: dict[str, int]):
         self.out: list[str] = []
+        self.heading_lines = heading_lines
 
     def blocks(self, node: nodes.Node, depth: int, indent: str = "") -> None:
         for child in node.children:
@@ -113,6 +116,8 @@ class _Writer:
             ids = node.get("ids") or []
             anchor = f" {{#{ids[0]}}}" if ids else ""
             title = node.next_node(nodes.title)
+            if ids and title is not None and title.line:  # docutils counts the underline's line
+                self.heading_lines[ids[0]] = max(1, title.line - 1)
             self.out.append(f"{'#' * min(depth + 1, 6)} {_inline(title) if title else ''}{anchor}")
             self.blocks(node, depth + 1, indent)
         elif isinstance(node, nodes.title):

@@ -97,7 +97,7 @@ def test_the_bench_on_a_tiny_corpus(tmp_path, settings):
     assert AnswerLog.objects.filter(answered=True).count() == 2
 
     assert "citation checker vs hand labels: 4 of 4 sentences agree" in text
-    assert "held-out half: 4 of 4 (100.0%)" in text  # a case without a split is held out
+    assert "held-out labels: 4 of 4 (100.0%)" in text  # a case without a split is held out
     assert "planted wrong citations (a supported sentence cited to the other source): 2 of 2 caught" in text
     assert "latency the product adds before the model" in text
 

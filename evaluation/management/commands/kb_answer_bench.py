@@ -70,14 +70,14 @@ def print_report(write, report: dict) -> None:
         write(f"\ncitation checker vs hand labels: {c['agree']} of {c['sentences']} sentences agree "
               f"({c['agreement']:.1%}); " + ", ".join(f"labelled {k}: {v}" for k, v in c["confusion"].items()))
         write("  by kind: " + "; ".join(f"{kind} {k['agree']}/{k['sentences']}" for kind, k in c["kinds"].items()))
-        for split, half in c["splits"].items():
-            write(f"  {split} half: {half['agree']} of {half['sentences']} ({half['agreement']:.1%}); "
-                  + ", ".join(f"labelled {k}: {v}" for k, v in half["confusion"].items()))
+        for split, part in c["splits"].items():
+            write(f"  {split} labels: {part['agree']} of {part['sentences']} ({part['agreement']:.1%}); "
+                  + ", ".join(f"labelled {k}: {v}" for k, v in part["confusion"].items()))
         t = c["threshold"]
-        held = t["held_out_at_chosen"]
-        if held and held["sentences"]:
-            write(f"  threshold chosen on the tuning half: {t['chosen_on_tuning']} (the product's: {t['product']}); "
-                  f"held-out half at it: {held['agree']} of {held['sentences']} ({held['agreement']:.1%})")
+        if t["chosen_on_tuning"] is not None:
+            write(f"  threshold chosen on the tuning labels: {t['chosen_on_tuning']} (the product's: {t['product']}); "
+                  "at it: " + "; ".join(f"{split} {part['agree']} of {part['sentences']} ({part['agreement']:.1%})"
+                                        for split, part in t["at_chosen"].items()))
         p = c["planted_wrong_citations"]
         write(f"  planted wrong citations (a supported sentence cited to the other source): {p['caught']} of "
               f"{p['planted']} caught")
