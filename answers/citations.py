@@ -300,7 +300,7 @@ def _prefixed(a: str, b: str) -> bool:
     return len(short) >= 4 and any(long == prefix + short or long == prefix + "-" + short for prefix in PREFIXES)
 
 
-NAME = re.compile(r"[A-Za-z0-9]+(?:[-./+][A-Za-z0-9]+)*")
+NAME = re.compile(r"[^\W_]+(?:[-./+][^\W_]+)*")  # letters of any script: "IL-1β" is not "IL-1α"
 
 
 def names(text: str) -> list[str]:

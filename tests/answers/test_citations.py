@@ -88,3 +88,11 @@ ABSTRACT = {1: ("LDL and the heart\n\n"
         "negation-out-of-scope", "negation-dropped", "number-elsewhere", "negation-added"])
 def test_numbers_names_negations_and_absolutes_are_read_in_the_closest_window(text, verdict):
     assert check(text, ABSTRACT).sentences[0].verdict == verdict, check(text, ABSTRACT).sentences[0].reason
+
+
+@pytest.mark.parametrize("text, verdict", [
+    ("IL-1β levels rose in the dmc1Δ mutants [1].", "supported"),
+    ("IL-1α levels rose in the dmc1Δ mutants [1].", "unsupported"),
+], ids=["same-name", "another-greek-letter"])
+def test_a_name_is_read_with_its_letters_of_any_script(text, verdict):
+    assert check(text, {1: "IL-1β levels rose in the dmc1Δ mutants."}).sentences[0].verdict == verdict
