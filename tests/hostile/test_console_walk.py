@@ -27,6 +27,7 @@ from kb.models import (
     EvalRun,
     EvalSuite,
     FusionCalibration,
+    GroupRule,
     IngestItem,
     IngestRun,
     Namespace,
@@ -61,6 +62,7 @@ def _tenant(slug: str, word: str) -> Namespace:
     FusionCalibration.objects.create(namespace=namespace, lexical_weight=0.4, fitted_on=f"{word} bench",
                                      queries=3, cross_validated_ndcg=0.5, default_ndcg=0.4, fitted_at=timezone.now())
     issue_token(f"{word}-token", namespaces=[namespace])
+    GroupRule.objects.create(provider="oidc", group=f"{word}-group", namespace=namespace)
     owner = get_user_model().objects.create_user(f"{word}-owner", password="pw", is_staff=True)
     NamespaceMembership.objects.create(user=owner, namespace=namespace, can_write=True)
     assert text_source.pk and Document.objects.filter(namespace=namespace).exists()
