@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import logging
 
+from authlib.common.errors import AuthlibBaseError
 from authlib.integrations.base_client import OAuthError
 from authlib.integrations.django_client import OAuth
 from django.contrib.auth import login
@@ -18,6 +19,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET
+from joserfc.errors import JoseError
 
 from kb import ratelimit
 from kb.auth import client_address
@@ -107,8 +109,8 @@ def callback(request):
             if extra.get("sub") != claims["sub"]:  # OpenID Connect Core 5.3.2
                 raise OAuthError(error="userinfo_mismatch", description="userinfo names another subject")
             claims = {**extra, **claims}
-    except OAuthError as exc:
-        return _refused(request, "", f"{exc.error}: {exc.description or ''}".strip(": "))
+    except (AuthlibBaseError, JoseError) as exc:  # the flow (state, code) or the ID token (signature, claims)
+        return _refused(request, "", f"{exc.error or type(exc).__name__}: {exc.description or ''}".strip(": "))
     except OSError as exc:
         logger.warning("OpenID Connect provider unreachable: %s", exc)
         return _refused(request, "", f"the provider could not be reached ({type(exc).__name__})", status=502)

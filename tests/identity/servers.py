@@ -160,6 +160,7 @@ class OidcProvider:
     port: int = field(default_factory=free_port)
     client_id: str = "kb-test-client"
     client_secret: str = "provider-client-secret"
+    id_token_seconds: int = 600  # how long its ID tokens live (negative: expired when issued)
     process: subprocess.Popen | None = None
 
     @property
@@ -168,7 +169,8 @@ class OidcProvider:
 
     def _env(self) -> dict[str, str]:
         env = {key: value for key, value in os.environ.items() if not key.startswith(("KB_", "DJANGO_", "OP_"))}
-        env.update(OP_DB=str(self.root / "provider.sqlite3"), OP_ISSUER=self.issuer, PYTHONUNBUFFERED="1")
+        env.update(OP_DB=str(self.root / "provider.sqlite3"), OP_ISSUER=self.issuer, PYTHONUNBUFFERED="1",
+                   OP_IDTOKEN_EXPIRE=str(self.id_token_seconds))
         return env
 
     def _run(self, *arguments: str) -> None:

@@ -17,6 +17,7 @@ from django.contrib.auth import get_user_model
 
 from kb.identity import signins
 from kb.models import GroupRule, Namespace, NamespaceMembership, SignIn
+from tests.identity.servers import OidcProvider
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -109,6 +110,20 @@ def test_a_forged_state_and_a_replayed_callback_are_refused(live_server, oidc_pr
     assert all(reason.startswith("mismatching_state") for _, reason in failures), failures
     assert not _signed_in(attacker)
     assert oidc_provider.client_secret not in " ".join(reason for _, reason in failures)
+
+
+def test_an_expired_id_token_is_refused(live_server, tmp_path, identity_settings):
+    provider = OidcProvider(tmp_path / "stale-provider", live_server.url, id_token_seconds=-3600).start()
+    try:
+        identity_settings(provider.settings())
+        provider.person("alice", "alice-pw-1", "staff")
+        browser, landed = _sign_in(live_server, "alice", "alice-pw-1")
+    finally:
+        provider.stop()
+    assert landed.startswith(f"{live_server.url}/accounts/oidc/callback/") and not _signed_in(browser)
+    assert not get_user_model().objects.exists()
+    assert list(SignIn.objects.values_list("method", "succeeded", "reason")) == [
+        ("oidc", False, "expired_token: The token is expired")]
 
 
 def test_a_live_session_past_the_resync_time_goes_back_through_the_provider(live_server, oidc_provider, spaces):

@@ -43,6 +43,7 @@ def configure() -> None:
         OIDC_USERINFO=f"{__name__}.userinfo",
         OIDC_EXTRA_SCOPE_CLAIMS=f"{__name__}.GroupScopeClaims",
         OIDC_IDTOKEN_INCLUDE_CLAIMS=False,  # the groups come from the userinfo endpoint, as many providers do
+        OIDC_IDTOKEN_EXPIRE=int(os.environ.get("OP_IDTOKEN_EXPIRE", "600")),  # negative: born expired
     )
     django.setup()
 
