@@ -101,6 +101,14 @@ class ParserBudgetExceeded(ContentRejected):
     http_status = 422
 
 
+class ConverterMissing(IngestError):
+    """A file whose reader is an external program the server lacks (Asciidoctor for AsciiDoc):
+    that file fails, the run goes on; the operator installs it (scripts/asciidoctor.sh)."""
+
+    code = "INGEST_CONVERTER_MISSING"
+    http_status = 501
+
+
 class DocumentNotStored(ContentRejected):
     """The database refused one document's rows (a value it cannot hold); the rest of the batch is stored."""
 

@@ -1,12 +1,12 @@
 """What a file of a folder or repository is read as: the upload readers' types
-(`ingest.filetypes`), plus reStructuredText and Jupyter notebooks, which are turned into the
-product's markdown here (by `ingest.extract.rst` and `ingest.extract.notebook`) so they get its
-sections and anchors.
+(`ingest.filetypes`), plus reStructuredText, AsciiDoc and Jupyter notebooks, which are turned
+into the product's markdown here (by `ingest.extract.rst`, `ingest.extract.asciidoc` in the
+parser child, and `ingest.extract.notebook`) so they get its sections and anchors.
 
 Each read also says where each section's heading is in the file (`heading_lines`), from the
-reader's own source positions: docutils' title lines, and for Markdown the product's own
-block reader (`ingest.markdown_blocks`, the reader that makes its sections) over the file as it
-is. Forge citations open the file there."""
+reader's own source positions: docutils' title lines, Asciidoctor's sourcemap, and for
+Markdown the product's own block reader (`ingest.markdown_blocks`, the reader that makes its
+sections) over the file as it is. Forge citations open the file there."""
 
 from __future__ import annotations
 
@@ -14,16 +14,20 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from ingest.errors import BinaryContent, EmptyContent
+from ingest.extract.asciidoc import ASCIIDOC
+from ingest.extract.isolated import ParserBudget, extract_isolated
 from ingest.extract.notebook import notebook_to_markdown
 from ingest.extract.rst import rst_to_markdown
 from ingest.extract.text import decode_text
 from ingest.filetypes import media_type_for
 from ingest.markdown_blocks import read_blocks, read_sections
+from kb.conf import kb_settings
 
 RST = "text/x-rst"
 NOTEBOOK = "application/x-ipynb+json"
 MARKDOWN = "text/markdown"
-SOURCE_TYPES = {".rst": RST, ".rest": RST, ".ipynb": NOTEBOOK}
+# not ".asc", which Asciidoctor also reads but which in a repository is mostly a PGP signature or key
+SOURCE_TYPES = {".rst": RST, ".rest": RST, ".ipynb": NOTEBOOK, ".adoc": ASCIIDOC, ".asciidoc": ASCIIDOC}
 
 
 @dataclass
@@ -43,11 +47,16 @@ def source_media_type(path: str) -> str:
 
 
 def as_markdown(body: bytes, media_type: str, path: str) -> Converted:
-    """reStructuredText and notebooks as markdown with their section ids as anchors;
+    """reStructuredText, AsciiDoc and notebooks as markdown with their section ids as anchors;
     every other type as it is (Markdown with its headings' lines)."""
     lines: dict[str, int] = {}
     if media_type == RST:
         title, text = rst_to_markdown(body, source_path=path, heading_lines=lines)
+    elif media_type == ASCIIDOC:
+        conf = kb_settings()
+        budget = ParserBudget(conf.parser_cpu_seconds, conf.parser_memory_mb * 1024 * 1024, conf.extract_max_chars)
+        extracted = extract_isolated(body, ASCIIDOC, fallback_title=PurePosixPath(path).stem, budget=budget)
+        title, text, lines = extracted.title, extracted.content, dict(extracted.heading_lines)
     elif media_type == NOTEBOOK:
         title, text = notebook_to_markdown(body)
     else:

@@ -1,7 +1,8 @@
 """Run a parser over untrusted bytes in a child process that cannot escape its budget.
 
-Every document parser (PDFium, the zip-based Office and OpenDocument readers, EPUB, CSV, e-mail)
-and the HTML and text extractors for large bodies run in a fresh `python -m
+Every document parser (PDFium, the zip-based Office and OpenDocument readers, EPUB, CSV, e-mail),
+Asciidoctor for AsciiDoc (`asciidoc.py`, only ever run here) and the HTML and text extractors for
+large bodies run in a fresh `python -m
 ingest.extract.isolated` with `RLIMIT_CPU` (seconds of CPU) and `RLIMIT_AS` (address space) set
 before it starts, and a wall-clock deadline the parent enforces with a kill of the child's
 process group. The child's output is capped too: it keeps at most `max_chars` characters of
@@ -40,6 +41,7 @@ from dataclasses import asdict, dataclass, replace
 from ingest import errors
 from ingest.errors import DocumentCorrupt, IngestError, ParserBudgetExceeded
 from ingest.extract import sandbox
+from ingest.extract.asciidoc import ASCIIDOC, asciidoc_to_extracted
 from ingest.extract.ocr import OCR_TYPES, OcrOptions
 from ingest.extract.result import Extracted
 
@@ -230,6 +232,7 @@ def _answer(returncode: int, output: bytes, stderr: bytes, budget: ParserBudget)
     data["pages"] = tuple(tuple(p) for p in data["pages"])
     data["ocr_pages"] = tuple(tuple(p) for p in data["ocr_pages"])
     data["cut"] = tuple(data["cut"]) if data.get("cut") else None
+    data["heading_lines"] = tuple(tuple(h) for h in data.get("heading_lines", ()))
     return Extracted(**data)
 
 
@@ -301,8 +304,11 @@ def main() -> int:
     try:
         ocr = request.get("ocr")
         options = OcrOptions(**{**ocr, "languages": tuple(ocr["languages"])}) if ocr else None
-        extracted = extract(body, request["media_type"], charset=request["charset"], url=request["url"],
-                            fallback_title=request["fallback_title"], ocr_options=options)
+        if request["media_type"] == ASCIIDOC:  # an external program, run only here, in the sandbox
+            extracted = asciidoc_to_extracted(body, fallback_title=request["fallback_title"])
+        else:
+            extracted = extract(body, request["media_type"], charset=request["charset"], url=request["url"],
+                                fallback_title=request["fallback_title"], ocr_options=options)
         answer = {"extracted": asdict(capped(extracted, request["max_chars"]))}
     except IngestError as exc:
         answer = {"error": {"code": exc.code, "message": exc.message}}

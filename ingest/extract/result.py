@@ -24,3 +24,5 @@ class Extracted:
     # what the file holds that `content` does not, in words for the run report ("3 of 40 e-mail
     # parts not read"): a document that lost parts says so where a curator looks
     left_out: str = ""
+    # (section anchor, its heading's line in the source file) where the reader knows it (AsciiDoc)
+    heading_lines: tuple[tuple[str, int], ...] = ()

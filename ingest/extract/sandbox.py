@@ -9,8 +9,9 @@ the sandbox before it reads the untrusted bytes, in this order:
   no address outside the child can be reached, by any protocol.
 - `landlock`: reads only of what parsing needs (`readable_roots`: the interpreter and its
   libraries, the product's own packages, the system's shared libraries, fonts and Tesseract's
-  language data) and of the child's own temporary directory; writes only there (and to
-  `/dev/null`); exec only of `tesseract` (and its ELF interpreter), which OCR needs; no TCP bind
+  language data, Asciidoctor's Ruby library) and of the child's own temporary directory; writes
+  only there (and to `/dev/null`); exec only of `tesseract`, which OCR needs, and `ruby`, which
+  runs Asciidoctor for AsciiDoc (each with its ELF interpreter); no TCP bind
   or connect (ABI 4); no signals to, or abstract sockets of, processes outside the child (ABI 6).
   The data folder, uploaded originals, `$HOME`, `/proc` and `/etc` are not readable.
 - `seccomp`: `socket()` of every family fails with EACCES (a parser needs no socket, and a Unix
@@ -35,6 +36,8 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import functools
+import glob
 import json
 import mimetypes
 import os
@@ -57,6 +60,9 @@ SYSTEM_READABLE = ("/usr/lib", "/usr/lib64", "/lib", "/lib64", "/usr/share/tesse
                    "/etc/fonts", "/etc/ld.so.cache", "/etc/localtime", "/usr/share/zoneinfo", "/dev/urandom",
                    *mimetypes.knownfiles)  # Python's mimetypes reads every one of these that exists
 OWN_PACKAGES = ("ingest", "kb")
+# where Debian (and `gem install`) put Asciidoctor's library, which `ruby` runs for AsciiDoc
+ASCIIDOCTOR_LIBRARIES = ("/usr/share/rubygems-integration/all/gems/asciidoctor-*/lib",
+                         "/var/lib/gems/*/gems/asciidoctor-*/lib", "/usr/lib/ruby/vendor_ruby")
 # What a kernel whose Landlock is older than each ABI leaves open: said in the layer's state, so
 # /healthz and every document's log show the weaker sandbox.
 LANDLOCK_GAPS = ((4, "no limit on TCP bind and connect (Landlock ABI 4, Linux 6.7)"),
@@ -150,7 +156,7 @@ def _landlock(libc, writable: str) -> str:
         _allow(libc, ruleset, os.devnull, FS_READ_FILE | FS_WRITE_FILE | (FS_TRUNCATE if abi >= 3 else 0))
         for root in readable_roots():
             _allow(libc, ruleset, root, FS_READS if os.path.isdir(root) else FS_READ_FILE)
-        for program in _ocr_programs():
+        for program in _ocr_programs() + _asciidoc_programs():
             _allow(libc, ruleset, program, FS_EXECUTE | FS_READ_FILE)
         _check(libc.syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0))
     finally:
@@ -173,12 +179,31 @@ def readable_roots() -> list[str]:
     for package in OWN_PACKAGES:
         spec = find_spec(package)
         roots += list(spec.submodule_search_locations or []) if spec else []
+    roots += _asciidoc_library()
     found = []
     for root in roots:
         real = os.path.realpath(root)
         if os.path.exists(real) and real not in found:
             found.append(real)
     return found
+
+
+@functools.cache
+def asciidoctor_paths() -> tuple[str, str]:
+    """(ruby, Asciidoctor's library folder), resolved, or ("", "") when either is missing.
+    Cached: the sandbox asks first, before it takes away the listing of these folders."""
+    ruby = shutil.which("ruby")
+    for pattern in ASCIIDOCTOR_LIBRARIES:
+        for library in sorted(glob.glob(pattern), reverse=True):
+            if ruby and os.path.isfile(os.path.join(library, "asciidoctor.rb")):
+                return os.path.realpath(ruby), os.path.realpath(library)
+    return "", ""
+
+
+def _asciidoc_library() -> list[str]:
+    """Asciidoctor's Ruby library, where Debian keeps it outside /usr/lib (rubygems-integration)."""
+    _, library = asciidoctor_paths()
+    return [library] if library else []
 
 
 def _allow(libc, ruleset: int, path: str, access: int) -> None:
@@ -198,6 +223,13 @@ def _ocr_programs() -> list[str]:
     program = os.path.realpath(found)
     interpreter = _elf_interpreter(program)
     return [program] + ([os.path.realpath(interpreter)] if interpreter else [])
+
+
+def _asciidoc_programs() -> list[str]:
+    """Ruby and its ELF interpreter, which run Asciidoctor for AsciiDoc files (`asciidoc.py`)."""
+    ruby, _ = asciidoctor_paths()
+    interpreter = _elf_interpreter(ruby) if ruby else ""
+    return ([ruby] if ruby else []) + ([os.path.realpath(interpreter)] if interpreter else [])
 
 
 def _elf_interpreter(path: str) -> str:
