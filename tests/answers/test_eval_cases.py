@@ -3,6 +3,7 @@ path: real PostgreSQL, the real search and gate, a scripted model server on loop
 citation checker, and `kb_eval`'s exit status, which is what CI gates on."""
 
 import json
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -10,6 +11,7 @@ from django.core.management import call_command
 from evaluation.errors import EvalFileError
 from evaluation.runner import run_suite
 from evaluation.suites import parse_suite
+from kb.conf import kb_settings
 from kb.models import AnswerLog
 from tests.answers.scripted_model import Reply
 
@@ -114,3 +116,23 @@ def test_malformed_answer_checks_name_the_case_and_field(expect, message):
     with pytest.raises(EvalFileError) as excinfo:
         parse_suite(suite({"id": "a", "question": "q", "expect": expect}))
     assert message in excinfo.value.message
+
+
+@pytest.mark.slow  # the demo corpus is every page of docs/, ingested through the real pipeline
+def test_the_shipped_answer_suite_abstains_on_the_demo_corpus(transactional_db, settings, answer_model, tmp_path):
+    """evals/demo-answers.json gates the honesty gate: questions off the product's subjects are not
+    answered, whatever the model (the scripted one is never asked)."""
+    from kb.demo import ensure_demo_sources
+
+    settings.MEDIA_ROOT = str(tmp_path)
+    kb_settings.cache_clear()
+    ensure_demo_sources(sync=True)
+    model = answer_model([Reply(text=["Tungsten boils at 5,555 degrees [1]."])])
+    shipped = Path(__file__).resolve().parents[2] / "evals" / "demo-answers.json"
+    status, output = kb_eval(tmp_path, json.loads(shipped.read_text()))
+    assert status == 0, output
+    assert model.requests == []
+    on_topic = {"version": 1, "defaults": {"namespace": "demo"}, "cases": [
+        {"id": "run-tests", "question": "How do I run the test suite?", "expect": {"mustAbstain": True}}]}
+    status, output = kb_eval(tmp_path, on_topic)  # the same check fails where the knowledge base does cover it
+    assert status == 1 and "mustAbstain: it answered" in output and len(model.requests) == 1
