@@ -59,10 +59,14 @@ class LdapBackend(LDAPBackend):
 
     def get_or_build_user(self, username, ldap_user):
         user, built = super().get_or_build_user(username, ldap_user)
-        if not built:
+        if not built:  # found by name, which two entries may share up to case (`alıce`, `alice`)
             identity = ExternalIdentity.objects.filter(user=user).first()
             if identity is None or identity.provider != IdentityProvider.LDAP:
                 reason = f"{username!r} is an account of this knowledge base not made by the directory"
+                signins.refuse(ldap_user._request, reason)
+                raise ldap_user.AuthenticationFailed(reason)
+            if not same_entry(identity.subject, ldap_user.dn):
+                reason = f"{username!r} ({ldap_user.dn}) is not the directory entry its account was made from"
                 signins.refuse(ldap_user._request, reason)
                 raise ldap_user.AuthenticationFailed(reason)
         return user, built
@@ -80,14 +84,28 @@ class LdapBackend(LDAPBackend):
         """Read the person's entry and groups again with the service account (no password needed):
         the re-reading of a live session. None: the directory no longer knows them, or cannot be read."""
         user = super().populate_user(username)
-        if user is not None:
-            self._follow(user, user.ldap_user)
+        if user is None:
+            return None
+        identity = ExternalIdentity.objects.filter(user=user, provider=IdentityProvider.LDAP).first()
+        if identity is None or not same_entry(identity.subject, user.ldap_user.dn):
+            return None  # another entry holds the name now: the session ends
+        self._follow(user, user.ldap_user)
         return user
 
     @staticmethod
     def _follow(user, ldap_user) -> None:
-        groups = [*ldap_user.group_dns, *ldap_user.group_names]  # a rule may name a group by DN or by cn
-        follow_groups(user, IdentityProvider.LDAP, ldap_user.dn, groups)
+        # a rule may name a group by DN or by cn; a cn holding "=" could pose as another group's DN
+        names = [name for name in ldap_user.group_names if "=" not in name]
+        follow_groups(user, IdentityProvider.LDAP, ldap_user.dn, [*ldap_user.group_dns, *names])
+
+
+def same_entry(stored: str, dn: str) -> bool:
+    """Whether two DNs name one directory entry: compared as parsed, attribute types and values
+    lowercased (Python's lowercasing keeps `alıce` apart from `alice`, as the directory does)."""
+    try:
+        return ldap.dn.str2dn(stored.lower()) == ldap.dn.str2dn(dn.lower())
+    except ldap.DECODING_ERROR:
+        return False
 
 
 def _directory_error(sender, context, user=None, request=None, exception=None, **kwargs) -> None:

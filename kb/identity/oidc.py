@@ -97,6 +97,10 @@ def callback(request):
     memberships synced, session started (a new session key), then back where the person was."""
     if not kb_settings().identity.oidc_issuer:
         raise Http404("OpenID Connect is not configured.")
+    try:  # each answer writes a sign-in log row: as throttled as the starts that should precede it
+        ratelimit.hit(f"oidc-callback:{client_address(request)}", STARTS_PER_MINUTE)
+    except KBError as exc:
+        return page_error(exc)
     client = _client()
     try:
         token = client.authorize_access_token(request)
@@ -110,7 +114,7 @@ def callback(request):
                 raise OAuthError(error="userinfo_mismatch", description="userinfo names another subject")
             claims = {**extra, **claims}
     except (AuthlibBaseError, JoseError) as exc:  # the flow (state, code) or the ID token (signature, claims)
-        return _refused(request, "", f"{exc.error or type(exc).__name__}: {exc.description or ''}".strip(": "))
+        return _refused(request, "", _error_reason(request, exc))
     except OSError as exc:
         logger.warning("OpenID Connect provider unreachable: %s", exc)
         return _refused(request, "", f"the provider could not be reached ({type(exc).__name__})", status=502)
@@ -126,6 +130,18 @@ def callback(request):
     target = _safe_next(request, request.session.pop(NEXT_KEY, None))
     login(request, user, backend=BACKEND)  # records the sign-in and marks the session (kb.identity.signins)
     return HttpResponseRedirect(target)
+
+
+def _error_reason(request, exc: Exception) -> str:
+    """What the sign-in log keeps of a failed callback: the OAuth error code (letters, digits and
+    underscores, RFC 6749 5.2; else the exception's class) and, for a check failed here, the
+    library's description. An error the URL itself carries (`?error=…&error_description=…`) keeps
+    its code alone: anyone can write that description."""
+    error = str(getattr(exc, "error", "") or "")
+    if not (error and all(c.isascii() and (c.isalnum() or c == "_") for c in error)):
+        error = type(exc).__name__
+    description = "" if "error" in request.GET else str(getattr(exc, "description", "") or "")
+    return f"{error[:64]}: {description[:200]}" if description else error[:64]
 
 
 def _refused(request, username: str, reason: str, status: int = 400):

@@ -10,10 +10,11 @@ import time
 import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
+from ldap.dn import escape_dn_chars
 
 from kb.identity import signins
 from kb.models import ExternalIdentity, GroupRule, Namespace, NamespaceMembership, SignIn
-from tests.identity.servers import GROUPS
+from tests.identity.servers import GROUPS, PEOPLE
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]
 
@@ -133,6 +134,53 @@ def test_a_live_session_reads_its_groups_again_once_due_and_ends_when_the_person
     response = client.get("/api/namespaces")
     assert "_auth_user_id" not in client.session and response.json()["namespaces"] == []
     assert _memberships("alice") == set()
+
+
+def test_another_entry_with_the_accounts_name_up_to_case_is_refused_and_cannot_inherit_a_live_session(
+        directory, namespaces):
+    """The account is found by name, which PostgreSQL compares ignoring case: `alıce` (dotless i)
+    is `alice` to it, yet another person to the directory. Signing in as that entry, or as a new
+    entry given the name of one deleted, must not open the account the first entry made."""
+    alice = directory.person("alice", "alice-pw")
+    directory.group("staff", alice)
+    GroupRule.objects.create(provider="ldap", group="staff", namespace=namespaces["team-a"])
+    client = Client()
+    assert _sign_in(client, "alice", "alice-pw") == 302
+    directory._add(f"ou=contractors,{PEOPLE}", objectClass=["organizationalUnit"],
+                   ou=["contractors"])
+    mallory = f"uid=alıce,ou=contractors,{PEOPLE}"
+    directory._add(mallory, objectClass=["inetOrgPerson"], uid=["alıce"], cn=["m"], sn=["m"],
+                   userPassword=["mallory-pw"])
+    intruder = Client()
+    assert _sign_in(intruder, "alıce", "mallory-pw") == 200
+    assert "_auth_user_id" not in intruder.session
+    assert ExternalIdentity.objects.get(user__username="alice").subject == alice  # not overwritten
+    assert "is not the directory entry its account was made from" in SignIn.objects.latest("at").reason
+
+    directory.remove(alice)  # the name given to someone else
+    directory._add(f"ou=staff,{PEOPLE}", objectClass=["organizationalUnit"], ou=["staff"])
+    directory._add(f"uid=alice,ou=staff,{PEOPLE}", objectClass=["inetOrgPerson"],
+                   uid=["alice"], cn=["other"], sn=["other"], userPassword=["new-pw"])
+    assert _sign_in(Client(), "alice", "new-pw") == 200
+    _age(client)  # the first alice's live session, re-read: the name now leads to another entry
+    assert client.get("/api/namespaces").json()["namespaces"] == []
+    assert "_auth_user_id" not in client.session
+
+
+def test_a_group_named_like_another_groups_dn_does_not_take_its_rule(directory, namespaces):
+    boss = directory.person("boss", "boss-pw")
+    directory.group("admins", boss)
+    GroupRule.objects.create(provider="ldap", group=f"cn=admins,{GROUPS}", namespace=namespaces["team-a"],
+                             role="curator")
+    mallory = directory.person("mallory", "m-pw")
+    directory._add(f"ou=projects,{GROUPS}", objectClass=["organizationalUnit"], ou=["projects"])
+    posing = f"cn=admins,{GROUPS}"
+    directory._add(f"cn={escape_dn_chars(posing)},ou=projects,{GROUPS}", objectClass=["groupOfNames"],
+                   cn=[posing], member=[mallory])
+    assert _sign_in(Client(), "mallory", "m-pw") == 302
+    assert _memberships("mallory") == set()
+    assert _sign_in(Client(), "boss", "boss-pw") == 302
+    assert _memberships("boss") == {("team-a", True)}
 
 
 def test_a_directory_that_does_not_answer_fails_the_sign_in_in_seconds_and_says_why(directory, namespaces):

@@ -112,6 +112,21 @@ def test_a_forged_state_and_a_replayed_callback_are_refused(live_server, oidc_pr
     assert oidc_provider.client_secret not in " ".join(reason for _, reason in failures)
 
 
+def test_error_callbacks_are_throttled_and_their_wording_is_not_logged(live_server, oidc_provider, spaces):
+    """The callback URL carries the provider's error when a sign-in fails, and anyone can call it:
+    each call writes a sign-in log row, so calls are throttled as starts are, and the log keeps
+    the error's code, never the description the caller wrote."""
+    from kb.identity.oidc import STARTS_PER_MINUTE
+
+    browser = requests.Session()
+    forged = urlencode({"error": "access_denied", "error_description": "=HYPERLINK(\"x\") wrong password for alice"})
+    codes = [browser.get(f"{live_server.url}/accounts/oidc/callback/?{forged}", timeout=30).status_code
+             for _ in range(STARTS_PER_MINUTE + 5)]
+    assert codes.count(400) == STARTS_PER_MINUTE and codes[-1] == 429
+    reasons = set(SignIn.objects.values_list("reason", flat=True))
+    assert reasons == {"access_denied"} and SignIn.objects.count() == STARTS_PER_MINUTE
+
+
 def test_an_expired_id_token_is_refused(live_server, tmp_path, identity_settings):
     provider = OidcProvider(tmp_path / "stale-provider", live_server.url, id_token_seconds=-3600).start()
     try:
