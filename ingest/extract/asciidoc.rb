@@ -2,13 +2,14 @@
 # Run by ingest/extract/asciidoc.py inside the parser child's sandbox. Asciidoctor's secure mode
 # (no include, no file or URI read); the attributes below are locked, so a document cannot turn
 # on what reads files or the network (data-uri, allow-uri-read, docinfo) or runs a program (a
-# source highlighter such as pygments). `sourcemap` gives each section its heading's line.
+# source highlighter such as pygments), nor add a table of contents to the text (`toc`: the
+# site's navigation, not the document's). `sourcemap` gives each section its heading's line.
 require 'json'
 require 'asciidoctor'
 
 LOCKED = {
   'allow-uri-read' => nil, 'data-uri' => nil, 'docinfo' => nil, 'source-highlighter' => nil,
-  'kroki-fetch-diagram' => nil, 'linkcss' => '', 'showtitle' => '', 'max-include-depth' => '0',
+  'kroki-fetch-diagram' => nil, 'toc' => nil, 'linkcss' => '', 'showtitle' => '', 'max-include-depth' => '0',
   'skip-front-matter' => '',
 }.freeze
 

@@ -47,7 +47,7 @@ def served(tmp_path):
     shutil.copytree(REAL / "freeradius", repo.path / "freeradius")
     repo.write(PATCHES, (REAL / "git/Documentation/SubmittingPatches.txt").read_bytes())
     repo.write("hostile.adoc", "= Hostile\n:source-highlighter: pygments\n:allow-uri-read:\n:data-uri:\n"
-                               ":docinfo: shared\n\n== Reads\n\ninclude::/etc/passwd[]\n\n"
+                               ":toc: preamble\n:docinfo: shared\n\n== Reads\n\ninclude::/etc/passwd[]\n\n"
                                "include::../TOPSECRET.txt[]\n\n"
                                "image::https://example.com/tracker.png[]\n\n[source,python]\n----\nprint(1)\n----\n\n"
                                "Visible text.\n")
@@ -117,7 +117,7 @@ def test_real_asciidoc_trees_become_sections_with_asciidoctors_ids_cited_at_thei
     assert "Visible text." in hostile.content and "print(1)" in hostile.content
     # secure mode writes an include as a link to its target, never the target's bytes
     assert "root:x:0" not in hostile.content and "the server's own file" not in hostile.content
-    assert "data:image" not in hostile.content
+    assert "data:image" not in hostile.content and "Table of Contents" not in hostile.content
 
 
 @pytest.mark.slow
