@@ -41,7 +41,8 @@ class IdentityResyncMiddleware:
     def _read_again(self, request, provider: str | None):
         """LDAP: the directory is asked with the service account. OpenID Connect: the provider is
         asked through a new sign-in (which passes without a prompt while the person's session there
-        lives); a page request is sent there and brought back, any other request goes on signed out."""
+        lives); a page the browser navigates to is sent there and brought back, any other request
+        (the API, a form post, a page's own fetch) goes on signed out."""
         user = request.user
         if not user.is_authenticated:
             request.session.pop(signins.SESSION_KEY, None)
@@ -58,6 +59,8 @@ class IdentityResyncMiddleware:
             forget_memberships(user, provider)  # no sign-in will sync them soon: none of its rules stays
         logout(request)
         if (provider == IdentityProvider.OIDC and oidc_on and request.method == "GET"
-                and not request.path.startswith(MACHINE_PATHS)):
+                and not request.path.startswith(MACHINE_PATHS)
+                # a page's own fetch (suggestions, feedback) is not sent across sites: only a navigation
+                and request.headers.get("Sec-Fetch-Mode", "navigate") == "navigate"):
             return HttpResponseRedirect(f"{reverse('oidc-login')}?{urlencode({'next': request.get_full_path()})}")
         return None

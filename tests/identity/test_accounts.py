@@ -216,3 +216,32 @@ def test_an_unreachable_provider_is_a_logged_failure_and_starts_are_throttled(se
         oidc._client.cache_clear()
     reasons = set(SignIn.objects.values_list("method", "succeeded", "reason"))
     assert reasons == {("oidc", False, "the provider could not be reached (ConnectionError)")}, reasons
+
+
+def test_a_stale_oidc_session_sends_only_a_navigation_back_through_the_provider(settings):
+    from kb.identity import oidc, signins
+
+    for name, value in {"KB_OIDC_ISSUER": "http://127.0.0.1:9", "KB_OIDC_CLIENT_ID": "c",
+                        "KB_OIDC_CLIENT_SECRET": "s"}.items():
+        setattr(settings, name, value)
+    settings.AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend", oidc.BACKEND]
+    kb_settings.cache_clear()
+    user = User.objects.create_user("ada")
+    try:
+        answers = {}
+        for case, path, headers in (("navigation", "/?q=x", {"HTTP_SEC_FETCH_MODE": "navigate"}),
+                                    ("old browser", "/?q=x", {}),
+                                    ("fetch", "/suggest?q=x", {"HTTP_SEC_FETCH_MODE": "cors"}),
+                                    ("api", "/api/namespaces", {})):
+            client = Client()
+            client.force_login(user, backend=oidc.BACKEND)
+            session = client.session
+            session[signins.SESSION_KEY] = {"provider": "oidc", "synced": 0}
+            session.save()
+            response = client.get(path, **headers)
+            answers[case] = (response.status_code, response.headers.get("Location"), "_auth_user_id" in client.session)
+    finally:
+        kb_settings.cache_clear()
+    back = "/accounts/oidc/login/?next=%2F%3Fq%3Dx"
+    assert answers == {"navigation": (302, back, False), "old browser": (302, back, False),
+                       "fetch": (200, None, False), "api": (200, None, False)}, answers  # both signed out
