@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from statistics import median
 
-from retrieval import channels, lexical, posting_lists
+from retrieval import channels, lexical, posting_lists, query_words, term_counts
 from retrieval.ranker import CHANNELS, Candidate, RankerParams, Ranking, RankSummary, ScoreDetails
 from retrieval.service import Filters, SearchResult, run_search
 from retrieval.vector_index import ensure_namespace_index, index_name
@@ -83,12 +83,12 @@ def plain_rrf(candidates: list[Candidate], params: RankerParams) -> Ranking:
 
 def clear_document_frequencies() -> None:
     """Empty the lexical channel's cache of document frequencies, so the next read counts them."""
-    lexical.DOCUMENT_FREQUENCIES.clear()
+    term_counts.DOCUMENT_FREQUENCIES.clear()
 
 
 def query_lexemes(text: str, namespace_id: int) -> list[tuple[str, int]]:
     """The query's lexemes as the lexical channel reads them in that namespace."""
-    return lexical.query_lexemes(text, lexical.namespace_configs(namespace_id, text))
+    return query_words.query_lexemes(text, query_words.namespace_configs(namespace_id, text))
 
 
 def lexical_read(namespace_id: int, lexemes: list[tuple[str, int]], depth: int, *,

@@ -150,14 +150,21 @@ NO_SHARED_TERM = ChannelNote(LEXICAL, "empty", "No word of the query occurs in t
                              "are not searched), so the results are ranked by meaning alone.")
 
 
+WORDS_ALONE = "so results are ranked by their words alone"
+
+
 def meaning_unread(share: float, language: str, query_language: str = "") -> ChannelNote:
     """The vector channel left out: the query (`query_language`, named) or most of the namespace
     is in a language the model does not read."""
+    return ChannelNote(VECTOR, "off", f"{unread_clause(share, language, query_language, 'This')}, {WORDS_ALONE}.")
+
+
+def unread_clause(share: float, language: str, query_language: str = "", this: str = "this") -> str:
+    """Why `meaning_unread` leaves meaning out, as a clause (the weights give it as their reason),
+    `this` its first word where the query's language decided."""
     if query_language:
-        return ChannelNote(VECTOR, "off", f"This query is in {query_language}, which the search's meaning model "
-                                          "does not read, so results are ranked by their words alone.")
-    return ChannelNote(VECTOR, "off", f"{share:.0%} of the documents here are in {language}, which the search's "
-                                      "meaning model does not read, so results are ranked by their words alone.")
+        return f"{this} query is in {query_language}, which the search's meaning model does not read"
+    return f"{share:.0%} of the documents here are in {language}, which the search's meaning model does not read"
 
 
 def meaning_disagrees(agreed: float) -> ChannelNote:

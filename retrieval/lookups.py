@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from kb.models import Namespace
 from retrieval import channels as ch
-from retrieval import lexical
+from retrieval import lexical, query_words
 from retrieval.errors import UnknownNamespace
 from retrieval.query import validate_query
 from retrieval.results import Filters
@@ -20,8 +20,8 @@ def matching_chunk_ids(namespace_ids, text: str, limit: int = LOOKUP_LIMIT) -> l
     lookup (the admin's chunk search)."""
     found: list[int] = []
     for namespace_id in namespace_ids:
-        configs = lexical.namespace_configs(int(namespace_id), text)
-        rows = lexical.lexical_search(ch.Scope(int(namespace_id)), lexical.query_lexemes(text, configs), limit,
+        configs = query_words.namespace_configs(int(namespace_id), text)
+        rows = lexical.lexical_search(ch.Scope(int(namespace_id)), query_words.query_lexemes(text, configs), limit,
                                       configurations=configs, query=text).rows
         found += [row.chunk_id for row in rows]
     return found
@@ -30,8 +30,8 @@ def matching_chunk_ids(namespace_ids, text: str, limit: int = LOOKUP_LIMIT) -> l
 def words_match(text: str, namespace_id: int, filters: Filters = Filters()) -> bool:
     """Whether the lexical channel finds any passage holding `text`'s words within `filters`."""
     scope = ch.Scope(int(namespace_id), tuple(filters.source_ids), tuple(filters.document_ids))
-    configs = lexical.namespace_configs(scope.namespace_id, text)
-    return bool(lexical.lexical_search(scope, lexical.query_lexemes(text, configs), 1, configurations=configs,
+    configs = query_words.namespace_configs(scope.namespace_id, text)
+    return bool(lexical.lexical_search(scope, query_words.query_lexemes(text, configs), 1, configurations=configs,
                                        query=text).rows)
 
 
@@ -54,4 +54,4 @@ def spelling_correction(query: str, namespace: str, filters: Filters = Filters()
 def query_terms(text: str) -> list[tuple[str, int]]:
     """The text's lexemes and counts as the lexical channel parses a query: for other BM25
     indexes (the capability index) that must match words exactly as search does."""
-    return lexical.query_lexemes(text)
+    return query_words.query_lexemes(text)

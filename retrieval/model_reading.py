@@ -19,7 +19,7 @@ from kb.conf import kb_settings
 from kb.embedding.embedders import get_embedder
 from kb.languages import query_language, unread_languages
 from kb.replicas import read_connection
-from retrieval import lexical
+from retrieval import lexical, query_words
 from retrieval.agreement import NEAREST, agreement
 from retrieval.channels import Scope, vector_channel
 
@@ -46,8 +46,8 @@ def measure(namespace_id: int, passages: int) -> float | None:
     scope, embedder = Scope(namespace_id), get_embedder()
     found = []
     for heading, document_id in headings:
-        configs = lexical.namespace_configs(namespace_id, heading)
-        by_words = lexical.lexical_channel(scope, lexical.query_lexemes(heading, configs), DEPTH)
+        configs = query_words.namespace_configs(namespace_id, heading)
+        by_words = lexical.lexical_channel(scope, query_words.query_lexemes(heading, configs), DEPTH)
         by_meaning = vector_channel(scope, embedder.embed_query(heading), DEPTH)
         found.append((document_id, by_meaning, by_words))
     documents = _documents([row.chunk_id for _, *lists in found for rows in lists for row in rows])

@@ -15,12 +15,14 @@ from kb.languages import meaning_decision
 from kb.languages import name as language_name
 from kb.replicas import read_connection
 from retrieval import channels as ch
-from retrieval import lexical, meaning_spread
+from retrieval import meaning_spread, query_words
 from retrieval.candidates import (
+    WORDS_ALONE,
     ChannelNote,
     meaning_disagrees,
     meaning_models,
     meaning_unread,
+    unread_clause,
 )
 from retrieval.errors import InvalidGroup, UnknownNamespace
 from retrieval.fusion import (
@@ -82,18 +84,19 @@ def plan(query: str, namespace: str, filters: Filters, limit: int, params: Ranke
 
         weights, notes = unjudged_weights(ns["document_languages"], query, (ns["median_excess"], ns["excess_searches"]),
                                           agreed)
-    models = meaning_models(foreign_passages(ns["passage_models"], get_embedder().model_id))
+    foreign = foreign_passages(ns["passage_models"], get_embedder().model_id)
+    models = meaning_models(foreign)
     if models is not None and VECTOR not in {note.channel for note in notes}:
         notes = (*notes, models)  # whatever the weights, fitted or asked for: vectors of another model mean nothing
-        if models.state == "off":
-            weights = words_alone(models.reason[0].lower() + models.reason[1:].rstrip("."), "model")
+        if foreign.whole:
+            weights = words_alone(foreign.clause(), "model")
     features = analyse(query)
     return Plan(
         query=query, namespace=namespace, weights=weights, features=features, documents_wanted=documents_wanted,
         scope=ch.Scope(ns["id"], tuple(filters.source_ids), tuple(filters.document_ids)),
         params=RankerParams(**{**params.__dict__, "limit": limit, "lexical_weight": weights.lexical}),
         depth=min(1000, max(100, 2 * (documents_wanted or limit))),  # grouped: sections come from the same pool
-        configs=lexical.lexing_configs(ns["language"], ns["passage_configs"], ns["document_languages"], query,
+        configs=query_words.lexing_configs(ns["language"], ns["passage_configs"], ns["document_languages"], query,
                                        ns["relexing"], features.identifiers),
         notes=notes, passages=sum(ns["passage_configs"].values()),
         model=get_embedder().model_id if models is not None and models.state == "partial" else "",
@@ -119,8 +122,8 @@ def unjudged_weights(document_languages: dict[str, int], query: str = "",
         if not asked and measured is not None:
             graded = graded_weights(measured)
             return graded, ((meaning_disagrees(measured),) if graded.lexical == 1.0 else ())
-        note = meaning_unread(decision.share, decision.languages, asked)
-        return words_alone(note.reason[0].lower() + note.reason[1:].rstrip(".")), (note,)
+        clause = unread_clause(decision.share, decision.languages, asked)
+        return words_alone(f"{clause}, {WORDS_ALONE}"), (meaning_unread(decision.share, decision.languages, asked),)
     if asked:  # most documents are in languages the model does not read; this query's brings meaning back
         return meaning_kept(decision.share, decision.languages, asked), ()
     return estimated_weights(*log) or DEFAULT_WEIGHTS, ()

@@ -17,7 +17,7 @@ from kb.embedding.embedders import get_embedder, strong_cosine
 from kb.models import QueryLog
 from kb.replicas import on_replica, read_alias
 from retrieval import channels as ch
-from retrieval import lexical, meaning_spread
+from retrieval import lexical, meaning_spread, query_words
 from retrieval.candidates import (
     FULL_WEIGHT_IDF_SHARE,
 )
@@ -131,7 +131,7 @@ def _gather(plan: Plan, channels: tuple[str, ...], query_vector, timings: dict[s
         if VECTOR in channels and query_vector is None:
             embedding = pool.submit(_embed, plan.query)
         t = time.perf_counter()
-        lexemes = lexical.query_lexemes(plan.query, plan.configs)
+        lexemes = query_words.query_lexemes(plan.query, plan.configs)
         statistics, words = None, None
         if LEXICAL in channels:
             # a query naming an identifier wants it exactly: its words are not respelt

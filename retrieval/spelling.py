@@ -28,8 +28,8 @@ from collections.abc import Collection, Mapping
 from kb.languages import SEGMENTED
 from kb.lookalikes import plain_letters
 from kb.replicas import read_connection
-from retrieval.lexical import namespace_configs, passages_holding
 from retrieval.query import WORD_RE
+from retrieval.query_words import namespace_configs, passages_holding
 
 MAX_WORDS = 12  # a longer query is not corrected: it is prose, not a mistyped search
 MAX_CANDIDATES = 20000

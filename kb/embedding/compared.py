@@ -25,11 +25,16 @@ class Foreign:
 
     def said(self) -> str:
         """What a reader is told, in the search's note and on the namespace's console page."""
+        return f"{self.clause('The')}."
+
+    def clause(self, the: str = "the") -> str:
+        """`said` as a clause (a search's weights give it as their reason), `the` its first word
+        where the passages are all another model's."""
         if self.whole:
-            return (f"The passages here were embedded by another model ({self.models}) than the one that reads "
-                    f"queries, so results are ranked by their words alone until they are embedded again ({REEMBED}).")
+            return (f"{the} passages here were embedded by another model ({self.models}) than the one that reads "
+                    f"queries, so results are ranked by their words alone until they are embedded again ({REEMBED})")
         return (f"{self.passages:,} of the {self.embedded:,} passages here were embedded by another model "
-                f"({self.models}): they are found by their words alone until they are embedded again ({REEMBED}).")
+                f"({self.models}): they are found by their words alone until they are embedded again ({REEMBED})")
 
 
 def foreign_passages(passage_models: dict[str, int], model_id: str) -> Foreign | None:

@@ -8,7 +8,7 @@ import pytest
 from django.db import connection, transaction
 
 from kb.models import Chunk, Document
-from retrieval import bm25, lexical
+from retrieval import bm25, lexical, query_words, term_counts
 from retrieval import channels as ch
 from retrieval.query import analyse
 from tests.corpus import CORPUS, ingest
@@ -41,7 +41,7 @@ def test_vector_channel_skips_chunks_without_embeddings(corpus):
 
 
 def test_lexical_channel_is_bm25_over_or_of_lexemes(corpus):
-    lexemes = lexical.query_lexemes("roast pumpkins in the garden")
+    lexemes = query_words.query_lexemes("roast pumpkins in the garden")
     assert [lexeme for lexeme, _ in lexemes] == ["roast", "pumpkin", "garden"]
     rows = lexical.lexical_channel(scope(corpus), lexemes, 10)
     # OR semantics: documents with any lexeme match; "roast" is rarer than "pumpkin" (IDF)
@@ -52,21 +52,21 @@ def test_lexical_channel_is_bm25_over_or_of_lexemes(corpus):
 @pytest.mark.parametrize("query", ["the and of", "!!! ((( &&& ||| :* <->", "'\\' \" ;--", ""],
                          ids=["stopwords", "tsquery-syntax", "sql-quotes", "empty"])
 def test_queries_with_no_lexemes_return_nothing_and_never_error(corpus, query):
-    lexemes = lexical.query_lexemes(query)
+    lexemes = query_words.query_lexemes(query)
     assert lexical.lexical_channel(scope(corpus), lexemes, 10) == []
 
 
 def test_very_long_query_is_capped_and_still_works(corpus):
     query = " ".join(f"word{i}" for i in range(3000)) + " pumpkin"
-    lexemes = lexical.query_lexemes(query)
-    assert len(lexemes) == lexical.MAX_QUERY_LEXEMES
+    lexemes = query_words.query_lexemes(query)
+    assert len(lexemes) == query_words.MAX_QUERY_LEXEMES
     lexical.lexical_channel(scope(corpus), lexemes, 10)
 
 
 def test_dotted_tokens_stay_whole(corpus):
-    lexemes = [lexeme for lexeme, _ in lexical.query_lexemes("compile llama.cpp for Qwen 3.8")]
+    lexemes = [lexeme for lexeme, _ in query_words.query_lexemes("compile llama.cpp for Qwen 3.8")]
     assert "llama.cpp" in lexemes and "3.8" in lexemes
-    rows = lexical.lexical_channel(scope(corpus), lexical.query_lexemes("llama.cpp"), 10)
+    rows = lexical.lexical_channel(scope(corpus), query_words.query_lexemes("llama.cpp"), 10)
     assert refs(rows) == ["llama"]
 
 
@@ -153,7 +153,7 @@ def test_namespace_isolation_in_every_channel(corpus):
     vector = get_embedder().embed_query("pumpkin recipe")
     for rows in (
         ch.vector_channel(scope(corpus), vector, 50),
-        lexical.lexical_channel(scope(corpus), lexical.query_lexemes("secret pumpkin recipe"), 50),
+        lexical.lexical_channel(scope(corpus), query_words.query_lexemes("secret pumpkin recipe"), 50),
         ch.names_channel(scope(corpus), ("pumpkin",)),
     ):
         assert "secret" not in refs(rows)
@@ -161,7 +161,7 @@ def test_namespace_isolation_in_every_channel(corpus):
     assert ch.hydrate(scope(corpus), foreign) == {} and ch.candidate_rows(scope(corpus), foreign) == {}
     found = ch.vector_candidates(scope(corpus), vector, 50, known_ids=foreign)
     assert not set(foreign) & (set(found.candidates) | set(found.cosines))
-    assert refs(lexical.lexical_channel(scope(other), lexical.query_lexemes("secret"), 5)) == ["secret"]
+    assert refs(lexical.lexical_channel(scope(other), query_words.query_lexemes("secret"), 5)) == ["secret"]
 
 
 def test_vector_candidates_complete_the_rows_other_channels_found(corpus):
@@ -170,7 +170,7 @@ def test_vector_candidates_complete_the_rows_other_channels_found(corpus):
     from kb.embedding.embedders import get_embedder
 
     vector = get_embedder().embed_query("pumpkin soup with cream")
-    words = lexical.lexical_channel(scope(corpus), lexical.query_lexemes("roast pumpkins in the garden"), 10)
+    words = lexical.lexical_channel(scope(corpus), query_words.query_lexemes("roast pumpkins in the garden"), 10)
     known = [row.chunk_id for row in words]
     found = ch.vector_candidates(scope(corpus), vector, 3, known_ids=known)
     reference = ch.candidate_rows(scope(corpus), list({*known, *(r.chunk_id for r in found.rows)}))
@@ -190,7 +190,7 @@ def test_vector_candidates_complete_the_rows_other_channels_found(corpus):
 
 def test_source_and_document_filters(corpus):
     _, second = ingest("tenant:a", {"pie": ("Pumpkin pie", "Bake the pumpkin pie for an hour.")}, "second")
-    lexemes = lexical.query_lexemes("pumpkin")
+    lexemes = query_words.query_lexemes("pumpkin")
     assert refs(lexical.lexical_channel(scope(corpus, source_ids=(second.id,)), lexemes, 10)) == ["pie"]
     garden = Document.objects.get(ref="garden")
     assert refs(lexical.lexical_channel(scope(corpus, document_ids=(garden.id,)), lexemes, 10)) == ["garden"]
@@ -221,7 +221,7 @@ def _python_bm25(namespace, query, k1=bm25.K1, b=bm25.B):
         df[lexeme] = df.get(lexeme, 0) + 1
     avgdl = total / n
     scores = {}
-    for lexeme, qtf in lexical.query_lexemes(query):
+    for lexeme, qtf in query_words.query_lexemes(query):
         if lexeme not in df:
             continue
         idf = math.log(1 + (n - df[lexeme] + 0.5) / (df[lexeme] + 0.5))
@@ -238,7 +238,7 @@ def test_bm25_statistics_stay_correct_after_reingest_and_deletion(corpus):
         assert maintained == postings
         assert stats[0] == truth[0] and stats[1] == pytest.approx(truth[1])
         for query in ("pumpkin soup", "qwen model release", "roast stock cream"):
-            found = lexical.lexical_channel(scope(corpus), lexical.query_lexemes(query), 50)
+            found = lexical.lexical_channel(scope(corpus), query_words.query_lexemes(query), 50)
             sql = [(r.chunk_id, round(r.raw, 6)) for r in found]
             python = [(cid, round(score, 6)) for cid, score in _python_bm25(corpus, query)]
             assert sql == python
@@ -265,9 +265,9 @@ def _generation(namespace):
 
 
 def test_document_frequencies_are_cached_per_generation_of_the_postings(corpus):
-    words = [lexeme for lexeme, _ in lexical.query_lexemes("pumpkin soup cream")]
-    lexical.lexical_channel(scope(corpus), lexical.query_lexemes("pumpkin soup cream"), 10)
-    generation, cached = lexical.DOCUMENT_FREQUENCIES.lookup(corpus.id, words)
+    words = [lexeme for lexeme, _ in query_words.query_lexemes("pumpkin soup cream")]
+    lexical.lexical_channel(scope(corpus), query_words.query_lexemes("pumpkin soup cream"), 10)
+    generation, cached = term_counts.DOCUMENT_FREQUENCIES.lookup(corpus.id, words)
     postings, *_ = _recomputed_stats(corpus)
     truth = {word: sum(1 for (_, lexeme) in postings if lexeme == word) for word in words}
     assert generation == _generation(corpus) and cached == truth and truth["pumpkin"] == 2

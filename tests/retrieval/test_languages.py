@@ -26,7 +26,7 @@ from ingest.pipeline import IngestPipeline
 from kb.languages import ACCENTS, accented_spellings, compound_splits, config_for, detect, query_configs
 from kb.lexing import apply_language, passages_by_config
 from kb.models import Chunk, Document, IngestRun, Namespace, QueryLog, Source
-from retrieval import lexical
+from retrieval import lexical, query_words
 from retrieval.candidates import LEXICAL, NAMES, ChannelScore, ScoreDetails
 from retrieval.channels import Scope
 from retrieval.lookups import matching_chunk_ids
@@ -55,8 +55,8 @@ def _ingest(slug: str, *pages: str, language: str = "auto") -> Namespace:
 
 
 def _lexical_refs(namespace: Namespace, query: str) -> list[str]:
-    configs = lexical.namespace_configs(namespace.pk, query)
-    rows = lexical.lexical_search(Scope(namespace.pk), lexical.query_lexemes(query, configs), 10,
+    configs = query_words.namespace_configs(namespace.pk, query)
+    rows = lexical.lexical_search(Scope(namespace.pk), query_words.query_lexemes(query, configs), 10,
                                   configurations=configs, query=query).rows
     refs = dict(Chunk.objects.filter(id__in=[r.chunk_id for r in rows]).values_list("id", "document__ref"))
     return list(dict.fromkeys(refs[r.chunk_id] for r in rows))  # each page once, best first
@@ -71,7 +71,7 @@ def test_each_page_is_lexed_in_its_detected_language():
     configs = dict(Chunk.objects.filter(namespace=namespace).values_list("document__ref", "search_config"))
     assert configs == {"user-space.en-US.html": "english", "user-space.de-DE.html": "german",
                        "reference-appendix.zh-cn.html": "cjk", "user-space.ar-MA.html": "arabic"}
-    queried = lexical.namespace_configs(namespace.pk)
+    queried = query_words.namespace_configs(namespace.pk)
     assert set(queried) == {"arabic", "cjk", "english", "german"}
     counts = passages_by_config(namespace.pk)
     assert [counts[config] for config in queried] == sorted(counts.values(), reverse=True)  # most first
@@ -85,7 +85,7 @@ def test_a_german_query_finds_other_inflections_of_its_words():
     for query in ("Beendigungen", "Speichers"):
         assert _lexical_refs(namespace, query) == ["user-space.de-DE.html"], query
         # English stemming keeps endings the page's words do not have: it would find nothing
-        english = [lexeme for lexeme, _ in lexical.query_lexemes(query, ["english"])]
+        english = [lexeme for lexeme, _ in query_words.query_lexemes(query, ["english"])]
         assert english and not _has_lexeme(namespace, english[0]), english
 
 
@@ -126,12 +126,12 @@ def test_a_word_typed_without_accents_is_read_as_the_stem_of_its_accented_spelli
             ("extremites", "extremit", "extremités", "extrem", "extrémités"),
             ("particuliere", "particulier", "particulière", "particuli", "particulière"),
             ("redirigee", "redirige", "redirigée", "redirig", "redirigée")):
-        assert lexical.query_lexemes(query, ["french"]) == [(typed, 1)]
+        assert query_words.query_lexemes(query, ["french"]) == [(typed, 1)]
         assert not _has_lexeme(namespace, typed) and _has_lexeme(namespace, held), query
         result = search(query, namespace.slug, log=False)
         assert [hit.document_ref for hit in result.hits][:1] == ["user-space.fr-FR.html"], query
         assert result.lexical.terms == (held,), query
-        assert result.lexical.accents_restored == (lexical.RestoredWord(query, typed, spelling, held, written),)
+        assert result.lexical.accents_restored == (query_words.RestoredWord(query, typed, spelling, held, written),)
     api = client.get("/api/search", {"query": "extremites", "namespace": namespace.slug}).json()
     assert api["summary"]["lexical"]["accents_restored"] == [
         {"typed": "extremites", "typed_lexeme": "extremit", "spelling": "extremités", "lexeme": "extrem",
@@ -143,9 +143,9 @@ def test_a_word_typed_without_accents_is_read_as_the_stem_of_its_accented_spelli
     # a word the namespace holds as typed is read as typed; a word typed with accents is never respelt
     statistics = lexical.term_statistics(Scope(namespace.pk), [("reseau", 1)], "reseau", ("french",))
     assert [term.lexeme for term in statistics.terms] == ["reseau"] and statistics.restored == ()
-    assert lexical.restore_accents(namespace.pk, "extrémités", ("french",), {"extremit"}) == ()
+    assert query_words.restore_accents(namespace.pk, "extrémités", ("french",), {"extremit"}) == ()
     # nor in a configuration whose stems keep their accents
-    assert lexical.restore_accents(namespace.pk, "extremites", ("english",), {"extremit"}) == ()
+    assert query_words.restore_accents(namespace.pk, "extremites", ("english",), {"extremit"}) == ()
 
 
 def test_a_german_compound_the_text_holds_only_in_parts_is_read_as_those_parts(client):
@@ -153,7 +153,7 @@ def test_a_german_compound_the_text_holds_only_in_parts_is_read_as_those_parts(c
     namespace = _ingest("languages-german-compounds", "user-space.de-DE.html", "user-space.en-US.html")
     # the German page writes "Prozess" and "Beendigung", "System" and "Speicher", never the compounds
     for query, parts in (("Prozessbeendigung", ("prozess", "beendigung")), ("Systemspeicher", ("system", "speicher"))):
-        (typed, _), = lexical.query_lexemes(query, ["german"])
+        (typed, _), = query_words.query_lexemes(query, ["german"])
         assert not _has_lexeme(namespace, typed), query
         assert _lexical_refs(namespace, query)[:1] == ["user-space.de-DE.html"], query  # holds both parts
         result = search(query, namespace.slug, log=False)
@@ -173,21 +173,21 @@ def test_a_german_compound_the_text_holds_only_in_parts_is_read_as_those_parts(c
     # one word to the namespace, one reading: a second inflection of the same stem is not split again
     assert len(search("Prozessbeendigung Prozessbeendigungen", namespace.slug, log=False).lexical.compounds_split) == 1
     # a compound the text holds is read as written, though its parts are held too
-    (held, _), = lexical.query_lexemes("Standardsystem", ["german"])
+    (held, _), = query_words.query_lexemes("Standardsystem", ["german"])
     assert _has_lexeme(namespace, held)
-    assert lexical.split_compounds(namespace.pk, "Standardsystem", ("german",), {held})[0].parts == (
+    assert query_words.split_compounds(namespace.pk, "Standardsystem", ("german",), {held})[0].parts == (
         "standard", "system")  # what it would be read as, were no passage to hold it
     assert search("Standardsystem", namespace.slug, log=False).lexical.compounds_split == ()
     assert search("Quxbazfoo", namespace.slug, log=False).lexical.compounds_split == ()
     # nor in a language that writes its compounds apart, nor a word one configuration holds
-    assert lexical.split_compounds(namespace.pk, "Prozessbeendigung", ("english",), {"prozessbeendigung"}) == ()
-    (german, _), (english, _) = (lexical.query_lexemes("Prozessbeendigung", [config])[0]
+    assert query_words.split_compounds(namespace.pk, "Prozessbeendigung", ("english",), {"prozessbeendigung"}) == ()
+    (german, _), (english, _) = (query_words.query_lexemes("Prozessbeendigung", [config])[0]
                                  for config in ("german", "english"))
     assert german != english
     both = ("german", "english")
-    assert lexical.split_compounds(namespace.pk, "Prozessbeendigung", both, {german, english})[0].parts == (
+    assert query_words.split_compounds(namespace.pk, "Prozessbeendigung", both, {german, english})[0].parts == (
         "prozess", "beendigung")
-    assert lexical.split_compounds(namespace.pk, "Prozessbeendigung", both, {german}) == ()  # English holds it
+    assert query_words.split_compounds(namespace.pk, "Prozessbeendigung", both, {german}) == ()  # English holds it
 
 
 def test_splitting_is_bounded_however_long_the_words():
@@ -196,13 +196,13 @@ def test_splitting_is_bounded_however_long_the_words():
     words = ["prozessdaten", "systemspeicher", "prozessbeendigung", "datenliste", "kernelspeicher", "programmliste",
              "signalliste", "befehlsliste", "dateiliste"]  # each of two words the page holds, none held whole
     query = " ".join([long_word, *words])
-    unknown = {lexeme for lexeme, _ in lexical.query_lexemes(query, ["german"])}
+    unknown = {lexeme for lexeme, _ in query_words.query_lexemes(query, ["german"])}
     with CaptureQueriesContext(connection) as captured:
-        split = lexical.split_compounds(namespace.pk, query, ("german",), unknown)
+        split = query_words.split_compounds(namespace.pk, query, ("german",), unknown)
     assert len(captured.captured_queries) == 3
-    assert [word.typed for word in split] == words[:lexical.MAX_SPLIT_WORDS]  # the long one is not cut
+    assert [word.typed for word in split] == words[:query_words.MAX_SPLIT_WORDS]  # the long one is not cut
     parts = re.findall(r"'\{([^}]*)\}'", [q["sql"] for q in captured.captured_queries][1])[0].split(",")
-    assert len(parts) < 2 * (len(compound_splits(words[-1], "german")) + 2) * lexical.MAX_SPLIT_WORDS
+    assert len(parts) < 2 * (len(compound_splits(words[-1], "german")) + 2) * query_words.MAX_SPLIT_WORDS
 
 
 def test_of_several_cuts_the_one_whose_parts_most_passages_hold_is_read():
@@ -210,10 +210,11 @@ def test_of_several_cuts_the_one_whose_parts_most_passages_hold_is_read():
     options = [(("system", "protokollmeldungen"), ("system", "protokollmeld"), "german"),
                (("systemprotokoll", "meldungen"), ("systemprotokoll", "meldung"), "german"),
                (("sys", "temprotokollmeldungen"), ("sys", None), "german")]
-    assert lexical.choose_split(options, frequency)[0] == ("system", "protokollmeldungen")  # sqrt(288·4) > sqrt(2·23)
-    assert lexical.choose_split(options[1:], frequency)[0] == ("systemprotokoll", "meldungen")
-    assert lexical.choose_split(options[2:], frequency) is None  # a part that is a stopword, or no passage's word
-    assert lexical.choose_split([(("uhr", "zeit"), ("uhr", "zeit"), "german")], {"uhr": 3}) is None
+    # sqrt(288·4) > sqrt(2·23)
+    assert query_words.choose_split(options, frequency)[0] == ("system", "protokollmeldungen")
+    assert query_words.choose_split(options[1:], frequency)[0] == ("systemprotokoll", "meldungen")
+    assert query_words.choose_split(options[2:], frequency) is None  # a part that is a stopword, or no passage's word
+    assert query_words.choose_split([(("uhr", "zeit"), ("uhr", "zeit"), "german")], {"uhr": 3}) is None
 
 
 def test_compound_splits_cut_a_word_in_two_with_or_without_a_linking_letter():
@@ -229,7 +230,7 @@ def test_compound_splits_cut_a_word_in_two_with_or_without_a_linking_letter():
 def test_a_respelt_word_counts_once_and_an_identifier_query_is_read_as_typed():
     namespace = _ingest("languages-french-restored-once", "user-space.fr-FR.html")
     both = "extrémités extremites"  # the stem read for the plain word is the accented word's own
-    lexemes = lexical.query_lexemes(both, ["french"])
+    lexemes = query_words.query_lexemes(both, ["french"])
     assert lexemes == [("extrem", 1), ("extremit", 1)]
     statistics = lexical.term_statistics(Scope(namespace.pk), lexemes, both, ("french",))
     assert [(term.lexeme, term.query_tf) for term in statistics.terms] == [("extrem", 1)]
@@ -242,13 +243,13 @@ def test_respelling_is_bounded_however_long_the_query():
     namespace = _ingest("languages-french-restored-bound", "user-space.fr-FR.html")
     words = [f"zor{a}{b}ation" for a in "bcdfg" for b in "aeiou"]  # 25 plain words no passage holds
     query = " ".join(words)
-    lexemes = lexical.query_lexemes(query, ["french"])
+    lexemes = query_words.query_lexemes(query, ["french"])
     with CaptureQueriesContext(connection) as captured:
-        lexical.restore_accents(namespace.pk, query, ("french",), {lexeme for lexeme, _ in lexemes})
+        query_words.restore_accents(namespace.pk, query, ("french",), {lexeme for lexeme, _ in lexemes})
     lexing = [q["sql"] for q in captured.captured_queries if "t(word, config, n)" in q["sql"]]
     assert len(lexing) == 2  # the typed words, then their spellings
     lexed = re.findall(r"'\{([^}]*)\}'", lexing[1])[0].split(",")  # the spellings lexed
-    first = words[:lexical.MAX_RESTORED_WORDS]
+    first = words[:query_words.MAX_RESTORED_WORDS]
     assert lexed == [spelling for word in first for _, spelling in accented_spellings(word, "french")]
     assert len(lexed) < sum(len(accented_spellings(word, "french")) for word in words) / 3
 
@@ -319,7 +320,7 @@ def test_a_chinese_query_finds_the_few_chinese_passages_of_a_mostly_english_name
     counts = passages_by_config(namespace.pk)
     # the Chinese passages under the share that lexes every query, as among thousands of English ones
     monkeypatch.setattr("kb.languages.QUERY_SHARE", (counts["cjk"] + 1) / sum(counts.values()))
-    assert "cjk" not in lexical.namespace_configs(namespace.pk)
+    assert "cjk" not in query_words.namespace_configs(namespace.pk)
     found = search("使用手册", namespace.slug, log=False)
     assert found.hits[0].document_ref == "reference-appendix.zh-cn.html"
     assert "lexical" in found.hits[0].details.channels
@@ -353,7 +354,7 @@ def test_a_chinese_query_finds_the_few_chinese_passages_of_a_mostly_english_name
 def test_a_snippet_marks_the_words_a_query_matched_in_their_script(query, config, text, marked):
     from retrieval.presenters import snippet
 
-    lexemes = [lexeme for lexeme, _ in lexical.query_lexemes(query, [config])]
+    lexemes = [lexeme for lexeme, _ in query_words.query_lexemes(query, [config])]
     assert snippet(text, lexemes).endswith(marked)
 
 
@@ -417,7 +418,7 @@ def test_a_page_too_short_to_name_is_lexed_in_the_namespaces_main_language():
     assert stub.language == ""  # too short to name
     assert set(Chunk.objects.filter(document=stub).values_list("search_config", flat=True)) == {"german"}
     namespace.refresh_from_db()
-    assert lexical.namespace_configs(namespace.pk) == ("german",)  # no English lexemes for German stopwords
+    assert query_words.namespace_configs(namespace.pk) == ("german",)  # no English lexemes for German stopwords
     assert apply_language(namespace.pk).passages == 0  # lexing again agrees
 
 
@@ -451,7 +452,7 @@ def test_a_query_pasted_from_a_passage_finds_it(config, text):
                                                  charset="utf-8", path="note.txt")]))
     # every word of the passage, typed (or pasted) as the query, is found through the words channel
     for word in text.split():
-        if lexical.query_lexemes(normalise_query(word), lexical.namespace_configs(namespace.pk)):
+        if query_words.query_lexemes(normalise_query(word), query_words.namespace_configs(namespace.pk)):
             assert _lexical_refs(namespace, normalise_query(word)) == ["note.txt"], word
 
 
@@ -480,7 +481,7 @@ def test_a_language_of_a_few_passages_does_not_lex_every_query():
 def test_queries_meet_the_passages_lexemes_while_a_new_setting_waits_and_after_a_source_goes(
         django_capture_on_commit_callbacks):
     namespace = _ingest("languages-pending", "user-space.de-DE.html", "user-space.en-US.html")
-    assert lexical.namespace_configs(namespace.pk) == ("english", "german")
+    assert query_words.namespace_configs(namespace.pk) == ("english", "german")
     namespace.language = "simple"
     namespace.save()  # the console enqueues the relex; until a worker runs it, passages keep theirs
     assert _lexical_refs(namespace, "Beendigungen")[:1] == ["user-space.de-DE.html"]  # stemmed: german
@@ -490,7 +491,7 @@ def test_queries_meet_the_passages_lexemes_while_a_new_setting_waits_and_after_a
         Source.objects.get(namespace=namespace).delete()
     namespace.refresh_from_db()
     assert namespace.passage_configs == {} and namespace.document_languages == {} and namespace.passage_models == {}
-    assert lexical.namespace_configs(namespace.pk) == ("simple",)
+    assert query_words.namespace_configs(namespace.pk) == ("simple",)
 
 
 def _relex_killed_after(monkeypatch, namespace: Namespace, moved: str) -> None:
@@ -523,7 +524,7 @@ def test_a_relex_stopped_part_way_leaves_every_passage_findable(monkeypatch):
     # announced before the first batch: every passage was counted under the configuration it moves to
     assert Namespace.objects.get(pk=namespace.pk).passage_configs == {"simple": sum(configs.values()),
                                                                       "german": sum(configs.values())}
-    assert set(lexical.namespace_configs(namespace.pk)) == {"simple", "german"}
+    assert set(query_words.namespace_configs(namespace.pk)) == {"simple", "german"}
     assert "user-space.de-DE.html" in _lexical_refs(namespace, "Beendigung")  # in either configuration
     assert apply_language(namespace.pk).configs == ("german",)  # run again, it finishes
 
@@ -540,29 +541,30 @@ def test_an_ingest_counting_passages_mid_relex_keeps_the_configuration_they_move
                         " ON d.id = c.document_id WHERE d.namespace_id = %s AND d.language = 'de'")
     lexing.count_languages(namespace.pk)  # an ingest run or a deleted source counts what is stored
     assert Namespace.objects.get(pk=namespace.pk).passage_configs == {"simple": passages - 1, "german": 1}
-    assert "german" in lexical.namespace_configs(namespace.pk)  # the half-moved page keeps meeting its lexemes
+    assert "german" in query_words.namespace_configs(namespace.pk)  # the half-moved page keeps meeting its lexemes
     # stopped part-way, the relex stays announced: a German question is not lexed in German alone
     assert Namespace.objects.get(pk=namespace.pk).relexing
-    assert set(lexical.namespace_configs(namespace.pk, "Wie konfiguriere ich den Speicher?")) >= {"simple", "german"}
+    configs = query_words.namespace_configs(namespace.pk, "Wie konfiguriere ich den Speicher?")
+    assert set(configs) >= {"simple", "german"}
     monkeypatch.setattr(lexing, "_relex", relex)
     assert set(lexing.apply_language(namespace.pk).configs) == {"english", "german"}  # run again, it finishes
     assert not Namespace.objects.get(pk=namespace.pk).relexing
 
 
 def _lexical_refs_with(namespace: Namespace, query: str, configs: tuple[str, ...]) -> list[str]:
-    rows = lexical.lexical_search(Scope(namespace.pk), lexical.query_lexemes(query, configs), 10).rows
+    rows = lexical.lexical_search(Scope(namespace.pk), query_words.query_lexemes(query, configs), 10).rows
     refs = dict(Chunk.objects.filter(id__in=[r.chunk_id for r in rows]).values_list("id", "document__ref"))
     return list(dict.fromkeys(refs[r.chunk_id] for r in rows))
 
 
 def test_in_a_namespace_of_two_languages_a_query_is_lexed_in_its_own(client):
     namespace = _ingest("languages-two", "user-space.en-US.html", "user-space.de-DE.html")
-    assert lexical.namespace_configs(namespace.pk) == ("english", "german")
+    assert query_words.namespace_configs(namespace.pk) == ("english", "german")
     english = "How do daemon processes start before the user opens a session?"
-    assert lexical.namespace_configs(namespace.pk, english) == ("english",)
+    assert query_words.namespace_configs(namespace.pk, english) == ("english",)
     assert _lexical_refs(namespace, english)[0] == "user-space.en-US.html"
     german = "Was ist ein Daemon?"
-    assert lexical.namespace_configs(namespace.pk, german) == ("german",)
+    assert query_words.namespace_configs(namespace.pk, german) == ("german",)
     assert _lexical_refs(namespace, german)[0] == "user-space.de-DE.html"
     assert search(german, namespace.slug, log=False).hits[0].document_ref == "user-space.de-DE.html"
     summary = client.get("/api/search", {"query": german, "namespace": namespace.slug}).json()["summary"]
@@ -570,7 +572,7 @@ def test_in_a_namespace_of_two_languages_a_query_is_lexed_in_its_own(client):
     # lexed in both, "was", "ist" and "ein" are English lexemes too, rare on the German page
     assert _lexical_refs_with(namespace, german, ("english", "german"))[0] == "user-space.en-US.html"
     # too short to name among the two: lexed in both, so a name meets either page
-    assert lexical.namespace_configs(namespace.pk, "LVM") == ("english", "german")
+    assert query_words.namespace_configs(namespace.pk, "LVM") == ("english", "german")
 
 
 def test_a_query_naming_an_identifier_meets_it_in_every_language_of_the_namespace():
@@ -587,9 +589,9 @@ def test_a_query_naming_an_identifier_meets_it_in_every_language_of_the_namespac
         ref="server.txt", body=note.encode(), media_type="text/plain", path="server.txt")]))
     assert run.status == "succeeded", run.error
     question = "Wie setze ich max_connections richtig für den Server?"
-    assert lexical.namespace_configs(namespace.pk, question.replace("max_connections", "Verbindungen")) == (
+    assert query_words.namespace_configs(namespace.pk, question.replace("max_connections", "Verbindungen")) == (
         "german",)  # the same question without the identifier is placed
-    assert lexical.namespace_configs(namespace.pk, question) == ("english", "german")
+    assert query_words.namespace_configs(namespace.pk, question) == ("english", "german")
     hit = search(question, namespace.slug, log=False).hits[0]
     assert hit.document_ref == "server.txt" and "identifiers" in hit.details.channels
 
@@ -944,7 +946,7 @@ def test_a_setting_saved_in_the_console_keeps_queries_in_every_configuration_unt
         client, django_user_model):
     namespace = _ingest("languages-console", "user-space.en-US.html", "user-space.de-DE.html")
     german = "Was ist ein Daemon?"
-    assert lexical.namespace_configs(namespace.pk, german) == ("german",)
+    assert query_words.namespace_configs(namespace.pk, german) == ("german",)
     client.force_login(django_user_model.objects.create_superuser("root", "root@example.org", "pw"))
     response = client.post(f"/admin/kb/namespace/{namespace.pk}/change/", {
         "slug": namespace.slug, "title": namespace.title, "description": "", "is_public": "on", "language": "german"})
@@ -954,10 +956,10 @@ def test_a_setting_saved_in_the_console_keeps_queries_in_every_configuration_unt
     assert "being lexed again as the setting says" in page  # the console says why queries are not placed
     namespace.language = "auto"
     namespace.save()  # changed back before a worker ran: still announced until one does
-    assert set(lexical.namespace_configs(namespace.pk, german)) == {"english", "german"}
+    assert set(query_words.namespace_configs(namespace.pk, german)) == {"english", "german"}
     apply_language(namespace.pk)
     assert not Namespace.objects.get(pk=namespace.pk).relexing
-    assert lexical.namespace_configs(namespace.pk, german) == ("german",)
+    assert query_words.namespace_configs(namespace.pk, german) == ("german",)
     assert "being lexed again" not in client.get(f"/admin/kb/namespace/{namespace.pk}/change/").content.decode()
 
 
@@ -984,7 +986,7 @@ def test_a_restored_word_is_shown_as_the_text_writes_it_or_by_its_stem(client):
     assert not re.search(accent_blind("extrem"), "extrémités")  # a whole word, not its beginning
     namespace = _ingest("languages-french-written", "user-space.fr-FR.html")
     # no passage writes "extremite" (the page has "extrémités"): the stem is named, not a made-up word
-    restored = lexical.restore_accents(namespace.pk, "extremite", ("french",), {"extremit"})
+    restored = query_words.restore_accents(namespace.pk, "extremite", ("french",), {"extremit"})
     assert [(word.lexeme, word.written) for word in restored] == [("extrem", "")]
     assert search("extremite", namespace.slug, log=False).lexical.accents_restored == restored
     page = client.get("/", {"q": "extremite", "namespace": namespace.slug}).content.decode()

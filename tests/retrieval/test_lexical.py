@@ -11,7 +11,7 @@ from django.db import connection
 
 from kb.models import Chunk, Document
 from retrieval import channels as ch
-from retrieval import lexical, posting_lists
+from retrieval import lexical, posting_lists, query_words, term_counts
 from tests.corpus import CORPUS, ingest
 
 pytestmark = pytest.mark.django_db
@@ -41,10 +41,10 @@ def scope(corpus):
 
 def both_reads(scope, query, k):
     """(packed, table) results of one query; the document frequencies counted afresh for each."""
-    lexemes = lexical.query_lexemes(query)
-    lexical.DOCUMENT_FREQUENCIES.clear()
+    lexemes = query_words.query_lexemes(query)
+    term_counts.DOCUMENT_FREQUENCIES.clear()
     packed = lexical.lexical_search(scope, lexemes, k)
-    lexical.DOCUMENT_FREQUENCIES.clear()
+    term_counts.DOCUMENT_FREQUENCIES.clear()
     table = lexical.lexical_search(scope, lexemes, k, packed=False)
     return packed, table
 
@@ -62,7 +62,7 @@ def table_frequency(namespace_id, lexeme):
 
 
 def test_without_lists_the_table_is_read(scope):
-    result = lexical.lexical_search(scope, lexical.query_lexemes("pumpkin soup with nutmeg"), 10)
+    result = lexical.lexical_search(scope, query_words.query_lexemes("pumpkin soup with nutmeg"), 10)
     assert result.report.mode == "table" and result.rows
     assert posting_lists.read(scope.namespace_id, ["pumpkin"]) is None
 
@@ -86,7 +86,7 @@ def test_a_common_term_is_only_looked_up_where_it_could_lift_a_chunk_into_the_to
     # three nutmeg notes outscore any chunk "pumpkin" alone matches: pumpkin's postings are not
     # scored, only looked up for the chunks nutmeg found that could still reach the top 3
     assert packed.report.terms == ("nutmeg", "pumpkin") and packed.report.probed_terms == ("pumpkin",)
-    nutmeg = lexical.term_statistics(scope, lexical.query_lexemes("nutmeg")).terms[0].document_frequency
+    nutmeg = lexical.term_statistics(scope, query_words.query_lexemes("nutmeg")).terms[0].document_frequency
     assert 3 <= packed.report.candidates <= nutmeg
     # fifty results need the chunks only pumpkin matches: every term is scored
     packed, table = both_reads(scope, "nutmeg pumpkin", 50)
@@ -104,7 +104,7 @@ def test_the_lists_stay_exact_under_inserts_updates_and_deletes(scope):
     assert_same(packed, table)
     assert late.pk in [r.chunk_id for r in packed.rows]
     # frequencies from the lists plus the newer chunks, as the table counts them
-    statistics = lexical.term_statistics(scope, lexical.query_lexemes("nutmeg"))
+    statistics = lexical.term_statistics(scope, query_words.query_lexemes("nutmeg"))
     assert statistics.terms[0].document_frequency == table_frequency(scope.namespace_id, "nutmeg")
     # update: a chunk the lists hold gets other words; its packed postings must not count
     note = Chunk.objects.get(document__ref="note14")
@@ -121,7 +121,7 @@ def test_the_lists_stay_exact_under_inserts_updates_and_deletes(scope):
     ids = [r.chunk_id for r in packed.rows]
     assert ids[0] == note.pk and not Chunk.objects.filter(document__ref="note7").exists()
     # with changes recorded, frequencies are counted from the table again
-    statistics = lexical.term_statistics(scope, lexical.query_lexemes("nutmeg pumpkin"))
+    statistics = lexical.term_statistics(scope, query_words.query_lexemes("nutmeg pumpkin"))
     assert {t.lexeme: t.document_frequency for t in statistics.terms} == {
         lexeme: table_frequency(scope.namespace_id, lexeme) for lexeme in ("nutmeg", "pumpkin")}
     # a rebuild absorbs the changes
@@ -133,7 +133,7 @@ def test_the_lists_stay_exact_under_inserts_updates_and_deletes(scope):
 
 def test_the_lists_keep_the_scope(scope):
     posting_lists.build(scope.namespace_id)
-    lexemes = lexical.query_lexemes("pumpkin soup with nutmeg")
+    lexemes = query_words.query_lexemes("pumpkin soup with nutmeg")
     for ref in ("note7", "note8", "pumpkin"):
         chunk = Chunk.objects.get(document__ref=ref)
         scoped = ch.Scope(scope.namespace_id, document_ids=(chunk.document_id,))
@@ -261,7 +261,7 @@ def test_a_namespace_whose_chunks_lie_among_many_others_is_read_from_the_table(s
     call_command("kb_posting_lists")  # and the listing says why
     assert f"tenant:lexical: no posting lists (read from the postings table; its {chunks + 1} chunks span" in (
         capsys.readouterr().out)
-    result = lexical.lexical_search(scope, lexical.query_lexemes("pumpkin soup"), 10)
+    result = lexical.lexical_search(scope, query_words.query_lexemes("pumpkin soup"), 10)
     assert result.report.mode == "table" and result.rows
 
 

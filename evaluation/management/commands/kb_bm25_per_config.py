@@ -21,7 +21,7 @@ from django.db import connection
 
 from evaluation.metrics import load_beir, ndcg_at
 from kb.models import Namespace
-from retrieval import bm25, lexical
+from retrieval import bm25, query_words
 
 
 def idf(count: float, frequency: int) -> float:
@@ -64,7 +64,7 @@ def graded_lines(slug: str, beir: str):
     for qid, text in corpus.queries.items():
         if qid not in corpus.qrels:
             continue
-        terms = lexical.query_lexemes(text, lexical.namespace_configs(namespace.pk, text))
+        terms = query_words.query_lexemes(text, query_words.namespace_configs(namespace.pk, text))
         for way in ("namespace", "per configuration"):
             scores = collections.defaultdict(float)
             for lexeme, query_tf in terms:

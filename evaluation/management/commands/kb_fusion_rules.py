@@ -165,10 +165,10 @@ def coherence(candidates, channel: str, embeddings, depth: int = 10) -> float | 
 def rules(namespace_id: int, chunks: int, pieces, embeddings):
     """name -> function(text, candidates, ranker kwargs) -> the words' weight for that query."""
     from evaluation import search_parts
-    from retrieval import lexical
+    from retrieval import query_words
     from retrieval.ranker import LEXICAL, VECTOR
 
-    config = lexical.namespace_configs(namespace_id)[0]
+    config = query_words.namespace_configs(namespace_id)[0]
 
     def coheres(text, candidates, kwargs):
         words, meaning = coherence(candidates, LEXICAL, embeddings), coherence(candidates, VECTOR, embeddings)
