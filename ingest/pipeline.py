@@ -3,8 +3,8 @@
 Per document: decide (`ingest/decisions.py`) whether it can be skipped before extraction; else
 extract (in a budgeted child process for documents), drop the site's repeated blocks, hash the
 text and decide again; a changed document is chunked and queued. Embedding is batched across
-documents for throughput, and each batch is written by `ingest/store.py` in one transaction, so
-a crash leaves every document entirely old or entirely new. Every outcome goes to the run's
+documents for throughput (`ingest/batcher.py`), and each batch is written by `ingest/store.py` in
+one transaction, so a crash leaves every document entirely old or entirely new. Every outcome goes to the run's
 report (`ingest/report.py`); per-item errors are recorded and the run goes on. The source's
 connector (`ingest/connectors/`) lists and reads it: a renamed item's document is moved, and
 what the connector reports deleted is removed, unless that would take away more than half of
@@ -16,12 +16,12 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field, replace
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable
 
-import numpy as np
 from django.db import DatabaseError, connection
 
 from ingest import store
+from ingest.batcher import Batcher
 from ingest.boilerplate import BoilerplateCounter, Dropped, block_keys, settle, split_repeated
 from ingest.chunk import ChunkOptions, ChunkSpec, chunk_markdown, chunk_text
 from ingest.connectors import Connector, connector_class
@@ -35,11 +35,11 @@ from ingest.decisions import (
     stored_extraction,
     text_hash,
 )
-from ingest.errors import DocumentNotStored, EmptyContent, IngestInternalError
+from ingest.errors import EmptyContent, IngestInternalError
 from ingest.extract import Extracted, extract
 from ingest.extract.documents import ISOLATED_TYPES
 from ingest.extract.isolated import ParserBudget, capped, extract_isolated, without_nul
-from ingest.extract.ocr import OcrOptions, ocr_reason
+from ingest.extract.ocr import OcrOptions
 from ingest.fetch import Fetcher
 from ingest.loaders import DEFAULTS, LoadedItem, SourceSpec
 from ingest.recall import SiteLines, content_recall, page_lines
@@ -49,7 +49,6 @@ from ingest.uploads import current_source_revision, open_stored_file, source_fil
 from kb.conf import kb_settings
 from kb.embedding.embedders import Embedder, check_embedder_dimension, get_embedder
 from kb.errors import DatabaseUnavailable, KBError
-from kb.middleware import database_away
 from kb.models import IngestItem, IngestRun, Source
 from kb.signals import namespaces_changed
 from kb.vocabulary import MULTI_PAGE_KINDS
@@ -57,21 +56,7 @@ from kb.vocabulary import MULTI_PAGE_KINDS
 logger = logging.getLogger(__name__)
 
 DB_RECONNECT_ATTEMPTS = 8  # about 15 s of waiting for a restarting database
-EMBED_BATCH_CHUNKS = 128  # chunks gathered across documents before one embedding call
-EMBED_BATCH_MAX_WAIT_S = 5.0  # ...or seconds the oldest waiting document may wait for them
-EMBED_PROGRESS_CHUNKS = 64  # chunks per embedding call: each call is reported (and is one model batch)
 Status = IngestItem.Status
-
-
-def _own_start(document: PendingDocument, batch: list[PendingDocument], batch_started: float) -> float:
-    """When `document` would have started had it been done alone, for its report line's duration:
-    its own fetch, extraction and chunking, plus its share (by chunks) of the batch's embedding and
-    writing, not the time it waited in the batch nor the other documents' share (a 178-byte file
-    embedded beside a manual took milliseconds, not the manual's 24 s)."""
-    now = time.monotonic()
-    total = sum(len(p.chunks) for p in batch) or 1
-    share = (now - batch_started) * len(document.chunks) / total
-    return now - (document.queued_at - document.started) - share
 
 
 @dataclass
@@ -89,16 +74,15 @@ class IngestPipeline:
         self.chunk_options = self.chunk_options or ChunkOptions(max_tokens=kb_settings().chunk_tokens)
         self.report = RunReport(self.run, self.on_progress)
         self._stored: dict[str, StoredDocument] = {}
-        self._pending: list[PendingDocument] = []
         self._seen: set[str] = set()
         self._boilerplate = BoilerplateCounter()
         self._run_block_keys: dict[str, tuple[str, ...]] = {}  # pages this run extracted
         self._site_lines = SiteLines()
         self._run_dropped: set[str] = set()  # pages of this run written without some blocks
-        self._chunk_counts: dict[str, int] = {}  # chunks each page written by this run holds
         self._moved: dict[str, str] = {}  # new ref -> old ref of the documents this run moved
         self._connector: Connector | None = None
         self._held: dict | None = None  # removals held by this run (None: the source's hold is left as it is)
+        self._batches = Batcher(self.run, self.embedder, self.report, self._stored)
 
     # --- the run ------------------------------------------------------------------------------
     def execute(self, items: Iterable[LoadedItem] | None = None) -> IngestRun:
@@ -134,7 +118,7 @@ class IngestPipeline:
             return self.run
         except Exception as exc:  # a bug must end the run as failed, never leave it running
             logger.exception("unexpected error in ingest run %s", self.run.pk)
-            self._pending.clear()
+            self._batches.drop()
             self._finish(failed_with=IngestInternalError(f"{type(exc).__name__}: {exc}"))
             return self.run
         self._finish()
@@ -142,7 +126,7 @@ class IngestPipeline:
 
     def _ingest(self, items: Iterable[LoadedItem] | None) -> None:
         check_embedder_dimension(self.embedder, store.embedding_column_dimension())
-        self._stored = store.stored_documents(self.source)
+        self._stored = self._batches.stored = store.stored_documents(self.source)
         self._boilerplate = BoilerplateCounter(
             {ref: tuple(doc.metadata.get("block_keys", ())) for ref, doc in self._stored.items()})
         if self.run.mode == IngestRun.Mode.REEMBED:
@@ -150,7 +134,7 @@ class IngestPipeline:
         else:
             connector = self._connector = None if items is not None else self.connector()
             self._consume(items if items is not None else connector.items(), connector)
-        self._flush()
+        self._batches.flush()
         self._drop_learned_boilerplate()
         keep_removed = self.source.options.get("keep_removed", DEFAULTS["keep_removed"])
         if self._connector is not None and not keep_removed and not self.run.items_failed:
@@ -196,7 +180,7 @@ class IngestPipeline:
         record the run as failed with a stable code, so it can be retried instead of hanging in
         "running". If the server stays away, the error propagates (nothing can be recorded)."""
         logger.warning("database error during ingest run %s: %s", self.run.pk, exc)
-        self._pending.clear()
+        self._batches.drop()
         for attempt in range(DB_RECONNECT_ATTEMPTS):
             try:
                 connection.close()
@@ -230,7 +214,7 @@ class IngestPipeline:
                 logger.exception("unexpected error ingesting %s", item.ref)
                 self.report.record(Outcome(item.ref, Status.FAILED, error_code=IngestInternalError.code,
                                            error_message=f"{type(exc).__name__}: {exc}"), started)
-            self._flush_if_full()
+            self._batches.flush_if_full()
 
     def _handle(self, item: LoadedItem, started: float) -> None:
         if item.skipped:
@@ -352,7 +336,7 @@ class IngestPipeline:
         stored = self._stored.get(item.ref)
         pending = PendingDocument(item, extracted, content_hash, chunks, reason, started, byte_key, tuple(keys),
                                   dropped, kept=self._kept([stored.doc_id], chunks) if stored is not None else ())
-        self._pending.append(pending)
+        self._batches.add(pending)
         self.report.chunked(pending.to_embed)
 
     def _kept(self, document_ids: list[int], chunks: list[ChunkSpec]) -> tuple[store.KeptVector | None, ...]:
@@ -381,7 +365,7 @@ class IngestPipeline:
             self._seen.add(ref)
             self._queue(LoadedItem(ref=ref), stored_extraction(stored), stored.content_hash, REEMBED_REQUESTED,
                         started)
-            self._flush_if_full()
+            self._batches.flush_if_full()
 
     def _drop_learned_boilerplate(self) -> None:
         """Settle every page on the whole source's counts, now that the run has seen the site:
@@ -416,22 +400,12 @@ class IngestPipeline:
                 p.kept, offset = kept[offset:offset + len(p.chunks)], offset + len(p.chunks)
             self.report.chunked(sum(p.to_embed for p in pending))
             try:
-                vectors = self._vectors(pending)
+                vectors = self._batches.vectors(pending)
             except KBError as exc:  # those pages stay as written, whole; the next run cleans them
                 logger.warning("boilerplate not settled on %d pages of run %s: %s", len(pending), self.run.pk, exc)
                 return
-            self._store(pending, vectors)
+            self._batches.store(pending, vectors)
             self.report.rewritten({p.item.ref: len(p.chunks) for p in pending})
-
-    def _vectors(self, pending: list[PendingDocument]) -> Sequence:
-        """Every chunk's vector, in order: the kept ones as stored, the rest embedded now (as the
-        embedder gives them: a deferred embedding's are NULL)."""
-        kept = [k for p in pending for k in p.kept_per_chunk()]
-        texts = [chunk.text for p in pending for chunk in p.chunks]
-        if not any(kept):
-            return self._embed(texts)
-        fresh = iter(self._embed([text for text, k in zip(texts, kept, strict=True) if k is None]))
-        return [next(fresh) if k is None else k.vector for k in kept]
 
     def _remove_deleted(self, deleted: set[str]) -> None:
         """Remove the documents the connector reports deleted, unless fewer than half of the
@@ -452,88 +426,6 @@ class IngestPipeline:
             store.remove_document(self._stored[ref].doc_id)
             self.report.removed(ref)
         self.report.save(force=True)
-
-    # --- embedding and writing ----------------------------------------------------------------
-    def _flush_if_full(self) -> None:
-        """Flush when the batch is big enough to embed efficiently, or when its oldest document
-        has waited long enough (a slow crawl shows its documents, and a crash loses little)."""
-        if not self._pending:
-            return
-        full = sum(len(p.chunks) for p in self._pending) >= EMBED_BATCH_CHUNKS
-        if full or time.monotonic() - self._pending[0].queued_at >= EMBED_BATCH_MAX_WAIT_S:
-            self._flush()
-
-    def _flush(self) -> None:
-        if not self._pending:
-            return
-        pending, self._pending = self._pending, []
-        batch_started = time.monotonic()
-        try:
-            vectors = self._vectors(pending)
-        except KBError as exc:
-            for p in pending:
-                self.report.record(Outcome(p.item.ref, Status.FAILED, error_code=exc.code, error_message=exc.message),
-                                   _own_start(p, pending, batch_started))
-            return
-        stored = self._store_each_if_refused(pending, vectors)
-        for p in stored:
-            self.report.record(Outcome(p.item.ref, Status.CHANGED, reason=ocr_reason(p.reason, p.extracted),
-                                       byte_size=len(p.item.body or p.extracted.content.encode("utf-8")),
-                                       chunks=len(p.chunks)),
-                               _own_start(p, pending, batch_started))
-
-    def _embed(self, texts: list[str]) -> np.ndarray:
-        """Embed in slices, each one reported: the run page moves and the heartbeat beats per
-        slice, so a curator (and the watchdog) can tell a long batch from a hung worker. The
-        slices are cut from the texts in order of length, so each model batch pads little."""
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        parts = []
-        for start in range(0, len(order), EMBED_PROGRESS_CHUNKS):
-            part = [texts[i] for i in order[start:start + EMBED_PROGRESS_CHUNKS]]
-            parts.append(self.embedder.embed_documents(part))
-            self.report.embedded(len(part))
-        if not parts:
-            return np.zeros((0, self.embedder.dimension), dtype=np.float32)
-        vectors = np.concatenate(parts)
-        restored = np.empty_like(vectors)
-        restored[order] = vectors
-        return restored
-
-    def _store_each_if_refused(self, pending: list[PendingDocument], vectors) -> list[PendingDocument]:
-        """Store the batch; when the database refuses something in it (not when it went away),
-        store its documents one by one and fail only those it refuses. Returns those stored.
-        Refusals are not only DataError and IntegrityError: a lexeme PostgreSQL cannot read back
-        is a syntax error (ProgrammingError), a word or vector too long a limit (OperationalError)."""
-        try:
-            self._store(pending, vectors)
-            return pending
-        except DatabaseError as exc:
-            if database_away(exc):
-                raise
-            logger.warning("batch of run %s refused (%s); storing its %d documents one by one",
-                           self.run.pk, exc, len(pending))
-        stored, offset = [], 0
-        for p in pending:
-            own = vectors[offset: offset + len(p.chunks)]
-            offset += len(p.chunks)
-            try:
-                self._store([p], own)
-                stored.append(p)
-            except DatabaseError as exc:
-                if database_away(exc):
-                    raise
-                self.report.record(Outcome(p.item.ref, Status.FAILED, error_code=DocumentNotStored.code,
-                                           error_message=f"The database refused this document: {exc}"[:500]),
-                                   p.started)
-        return stored
-
-    def _store(self, pending: list[PendingDocument], vectors) -> None:
-        store.write_batch(self.source, pending, vectors, self.embedder.model_id, self._stored,
-                          runtime=getattr(self.embedder, "document_runtime_in_use", ""))
-        # the chunks the run's pages now hold: a page written again (its boilerplate settled)
-        # replaces its count instead of adding to it
-        self.report.chunks_stored(sum(len(p.chunks) - self._chunk_counts.get(p.item.ref, 0) for p in pending))
-        self._chunk_counts.update({p.item.ref: len(p.chunks) for p in pending})
 
 
 def cut_notes(reason: str, cut: tuple[int, int] | None, chunks: int, max_chunks: int) -> str:

@@ -41,7 +41,7 @@ class RecordingEmbedder:
 
 
 def test_each_chunk_keeps_its_own_vector_when_batches_are_cut_by_length(monkeypatch):
-    monkeypatch.setattr("ingest.pipeline.EMBED_PROGRESS_CHUNKS", 4)  # several model calls in one flush
+    monkeypatch.setattr("ingest.batcher.EMBED_PROGRESS_CHUNKS", 4)  # several model calls in one flush
     source = _source("runtime-order")
     embedder = RecordingEmbedder(get_embedder())
     run = ingest_texts(source, DOCUMENTS, embedder=embedder)

@@ -215,16 +215,16 @@ def test_embedder_failing_midway_leaves_each_document_entirely_old_or_new(namesp
                 raise EmbeddingFailed("model crashed")
             return super().embed_documents(texts)
 
-    from ingest import pipeline
+    from ingest import batcher
 
     edited = [LoadedItem(ref=f"d{i}", body=f"Document {i} version two.".encode(), media_type="text/plain")
               for i in range(3)]
-    original = pipeline.EMBED_BATCH_CHUNKS
-    pipeline.EMBED_BATCH_CHUNKS = 1  # one document per embedding call
+    original = batcher.EMBED_BATCH_CHUNKS
+    batcher.EMBED_BATCH_CHUNKS = 1  # one document per embedding call
     try:
         run = IngestPipeline(IngestRun.objects.create(source=source), embedder=FailsOnSecondCall()).execute(edited)
     finally:
-        pipeline.EMBED_BATCH_CHUNKS = original
+        batcher.EMBED_BATCH_CHUNKS = original
     assert run.status == "partial"
     texts = dict(Document.objects.filter(source=source).values_list("ref", "content"))
     chunks = dict(Chunk.objects.filter(document__source=source).values_list("document__ref", "text"))
