@@ -9,9 +9,10 @@ import json
 import re
 from dataclasses import dataclass
 
-from kb.languages import ACCENTS, COMPOUND_LINKS, DEFAULT_CONFIG, accented_spellings, compound_splits, query_configs
+from kb.languages import DEFAULT_CONFIG, query_configs
 from kb.lookalikes import accent_blind
 from kb.replicas import read_connection
+from kb.spellings import ACCENTS, COMPOUND_LINKS, accented_spellings, compound_splits
 from retrieval import term_counts
 from retrieval.query import WORD_RE, find_identifiers
 
@@ -80,7 +81,7 @@ MAX_COMPOUND_LETTERS = 64  # a longer run of letters is not cut: bounds the part
 def split_compounds(namespace_id: int, query: str, configs: tuple[str, ...],
                     unknown: set[str]) -> tuple[SplitWord, ...]:
     """The query's compounds, in a configuration whose language writes compounds as one word
-    (`kb.languages.COMPOUND_LINKS`), each read as the two parts (`compound_splits`) that passages
+    (`kb.spellings.COMPOUND_LINKS`), each read as the two parts (`compound_splits`) that passages
     hold; where several cuts qualify, the one whose parts the most passages hold (`choose_split`).
     German "Uhrzeit" in a manual that writes "Uhr" and "Zeit" but never "Uhrzeit" is read as both.
     Only the query is split, and only a word whose stem in every one of `configs` is `unknown` to
@@ -152,7 +153,7 @@ MAX_RESTORED_WORDS = 8  # words respelt per query: bounds the spellings lexed (a
 def restore_accents(namespace_id: int, query: str, configs: tuple[str, ...],
                     unknown: set[str]) -> tuple[RestoredWord, ...]:
     """The query's words typed without accents, in a configuration whose stems lose theirs
-    (`kb.languages.ACCENTS`), whose stem is `unknown` to the namespace, each read as the stem of
+    (`kb.spellings.ACCENTS`), whose stem is `unknown` to the namespace, each read as the stem of
     its accented spelling (`accented_spellings`) that puts back the fewest accents and that the
     most passages hold. Spanish "distribucion" stems to `distribucion`, which no passage holds,
     where "distribución" stems to `distribu`. Four statements: the typed words' stems (the first

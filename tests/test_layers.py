@@ -40,7 +40,7 @@ PUBLIC = {
 SURFACES = (".api", ".views", ".mcp")  # what the wiring mounts: each app's API router, pages and MCP tools
 PURE = {
     "kb.errors", "kb.revisions", "kb.datafiles", "kb.names", "kb.markup", "kb.vocabulary", "kb.lookalikes",
-    "kb.languages", "kb.breadth", "kb.jsonbody",
+    "kb.languages", "kb.spellings", "kb.breadth", "kb.jsonbody",
     "kb.embedding.errors", "kb.embedding.compared", "kb.identity.rules",
     "retrieval.errors", "retrieval.candidates", "retrieval.ranker", "retrieval.bm25", "retrieval.fusion",
     "retrieval.query", "retrieval.citations", "retrieval.context", "retrieval.diversity",

@@ -23,9 +23,10 @@ from django.test.utils import CaptureQueriesContext
 
 from ingest.loaders import LoadedItem
 from ingest.pipeline import IngestPipeline
-from kb.languages import ACCENTS, accented_spellings, compound_splits, config_for, detect, query_configs
+from kb.languages import config_for, detect, query_configs
 from kb.lexing import apply_language, passages_by_config
 from kb.models import Chunk, Document, IngestRun, Namespace, QueryLog, Source
+from kb.spellings import ACCENTS, accented_spellings, compound_splits
 from retrieval import lexical, query_words
 from retrieval.candidates import LEXICAL, NAMES, ChannelScore, ScoreDetails
 from retrieval.channels import Scope
