@@ -198,3 +198,19 @@ def _age(client: Client) -> None:
     session = client.session
     session[signins.SESSION_KEY] = {**session[signins.SESSION_KEY], "synced": time.time() - 3600}
     session.save()
+
+
+@pytest.mark.parametrize(("group_type", "entry"), [
+    pytest.param("groupOfUniqueNames", lambda cn, dn, uid: {"objectClass": ["groupOfUniqueNames"], "cn": [cn],
+                                                            "uniqueMember": [dn]}, id="groupOfUniqueNames"),
+    pytest.param("posixGroup", lambda cn, dn, uid: {"objectClass": ["posixGroup"], "cn": [cn], "gidNumber": ["5001"],
+                                                    "memberUid": [uid]}, id="posixGroup"),
+])
+def test_other_kinds_of_group_map_as_groupofnames_does(slapd, identity_settings, namespaces, group_type, entry):
+    identity_settings({**slapd.settings(), "KB_LDAP_GROUP_TYPE": group_type})
+    alice = slapd.person("alice", "alice-pw")
+    slapd._add(f"cn=staff,{GROUPS}", **entry("staff", alice, "alice"))
+    GroupRule.objects.create(provider="ldap", group="staff", namespace=namespaces["team-a"])
+    GroupRule.objects.create(provider="ldap", group=f"cn=staff,{GROUPS}", namespace=namespaces["team-b"])
+    assert _sign_in(Client(), "alice", "alice-pw") == 302
+    assert _memberships("alice") == {("team-a", False), ("team-b", False)}
