@@ -11,5 +11,7 @@ if ! dpkg -s $KB_LDAP_PACKAGES >/dev/null 2>&1; then
     export DEBIAN_FRONTEND=noninteractive
     $SUDO apt-get update -qq >/dev/null
     # slapd's package starts a system directory of its own where it can; the tests use their own
-    $SUDO apt-get install -y -qq --no-install-recommends $KB_LDAP_PACKAGES >/dev/null
+    $SUDO apt-get install -y -qq --no-install-recommends $KB_LDAP_PACKAGES >/dev/null \
+        || echo "==> $KB_LDAP_PACKAGES could not be installed: pip cannot build python-ldap without" \
+                "libldap2-dev and libsasl2-dev (install them, then run this again)" >&2
 fi
