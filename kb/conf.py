@@ -48,7 +48,7 @@ class KBSettings:
     embedding_dim: int
     embedding_batch: int
     embeddings_url: str
-    embeddings_api_key: str
+    embeddings_api_key: str = field(repr=False)
     embedding_languages: tuple[str, ...]  # the languages the model reads; empty: any
     strong_cosine: float | None  # a passage this close in meaning is a strong match; None: the model's own
     fetch_allowed_private: tuple[str, ...]
@@ -92,10 +92,10 @@ class KBSettings:
     git_max_bytes: int  # most a git source's clone or fetch may bring
     git_timeout: float  # seconds one git command may take
     git_cache_dir: Path  # where each git source's bare mirror is kept
-    git_tokens: dict[str, str]  # KB_GIT_TOKEN_<NAME> values (`host[,host]=token`) by <NAME>
+    git_tokens: dict[str, str] = field(repr=False)  # KB_GIT_TOKEN_<NAME> values (`host[,host]=token`) by <NAME>
     answer_url: str  # an OpenAI-compatible base URL (…/v1); "": answers are off
     answer_model: str
-    answer_api_key: str
+    answer_api_key: str = field(repr=False)
     answer_context_tokens: int  # the model's context length: prompt, reads and answer fit in it
     answer_max_tokens: int  # the longest answer asked for
     answer_timeouts: tuple[float, float, float]  # seconds: connect, first token, whole answer
