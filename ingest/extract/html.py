@@ -215,15 +215,20 @@ def content_root(soup: BeautifulSoup) -> Tag:
     body = soup.find("body") or soup
     lengths = _text_lengths(body)
     whole = lengths.get(id(body), 0)
-    chrome = _outer_chrome(body)
+    frame: list[list[Tag]] = []  # found once, and only for a candidate that falls short of the whole page
 
     def holds_content(tag) -> bool:
         if not isinstance(tag, Tag):
             return False
+        own = lengths.get(id(tag), 0)
+        if own >= CONTAINER_SHARE * max(1, whole):
+            return True
+        if not frame:
+            frame.append(_outer_chrome(body))
         around = set(map(id, tag.parents))  # chrome that encloses the candidate is not beside it
-        beside = sum(lengths.get(id(c), 0) for c in chrome
+        beside = sum(lengths.get(id(c), 0) for c in frame[0]
                      if id(c) not in around and not any(p is tag for p in c.parents))
-        return lengths.get(id(tag), 0) >= CONTAINER_SHARE * max(1, whole - beside)
+        return own >= CONTAINER_SHARE * max(1, whole - beside)
 
     articles = soup.find_all("article")
     if len(articles) == 1 and holds_content(articles[0]) and not _titled_beside(articles[0]):
