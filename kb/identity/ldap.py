@@ -17,6 +17,7 @@ from django_auth_ldap.config import (
 from kb.conf import kb_settings
 from kb.identity import signins
 from kb.identity.accounts import follow_groups
+from kb.identity.rules import ASCII_LOWER
 from kb.models import ExternalIdentity, IdentityProvider
 
 # KB_LDAP_GROUP_TYPE: how a group names its members, and which entries under the group base are groups
@@ -100,10 +101,10 @@ class LdapBackend(LDAPBackend):
 
 
 def same_entry(stored: str, dn: str) -> bool:
-    """Whether two DNs name one directory entry: compared as parsed, attribute types and values
-    lowercased (Python's lowercasing keeps `alıce` apart from `alice`, as the directory does)."""
+    """Whether two DNs name one directory entry: compared as parsed, ASCII letters without case and
+    every other letter as written (`alıce` is not `alice`)."""
     try:
-        return ldap.dn.str2dn(stored.lower()) == ldap.dn.str2dn(dn.lower())
+        return ldap.dn.str2dn(stored.translate(ASCII_LOWER)) == ldap.dn.str2dn(dn.translate(ASCII_LOWER))
     except ldap.DECODING_ERROR:
         return False
 

@@ -15,9 +15,15 @@ class Rule:
     role: str  # reader | curator
 
 
+ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
 def group_key(group: str) -> str:
-    """Groups are compared without case or surrounding space (LDAP DNs and AD names are case-insensitive)."""
-    return " ".join(group.split()).casefold()
+    """Groups are compared without surrounding space and without the case of ASCII letters (LDAP
+    DNs and AD names are case-insensitive); other letters as written, so a look-alike group at a
+    provider where people make their own (`ſtaff` with a long s, the Kelvin sign's `K`) is not
+    the group a rule names."""
+    return " ".join(group.split()).translate(ASCII_LOWER)
 
 
 def roles_for(rules: Iterable[Rule], groups: Iterable[str]) -> dict[int, bool]:

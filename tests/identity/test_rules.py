@@ -16,6 +16,7 @@ RULES = [Rule("Staff", 1, "reader"), Rule("cn=Editors,ou=groups,dc=example,dc=or
     pytest.param(["staff", "cn=editors,ou=groups,dc=example,dc=org"], {1: False, 2: True}, id="curator-wins"),
     pytest.param(["everyone", "leads"], {3: True}, id="curator-wins-either-order"),
     pytest.param(["  staff  ", ""], {1: False, 2: False}, id="spaces-and-empty-groups"),
+    pytest.param(["ſtaff", "STAFF\u0130", "\u212aeads", "Leads\u0131"], {}, id="look-alike-letters-are-other-groups"),
 ])
 def test_roles_for(groups, expected):
     assert roles_for(RULES, groups) == expected
