@@ -10,9 +10,9 @@ Interfaces other apps and helpers build on:
   `answers.service.final_state(events)`: the non-streamed JSON. `model_status()`: /healthz's line.
 - `answers.citations.check(answer_text, sources, *, share=SUPPORTED_SHARE) -> Checked` (pure; `Checked.sentences`,
   `.counts`, `.text`; `share` is the benchmark's, to choose the threshold).
-- `answers.gate.decide(result, *, floor=None, rules=RULES) -> Gate(answer, rule, reason)`: `floor` is the
-  strong cosine (`kb.embedding.embedders.strong_cosine()`); without it only the strong match opens the
-  gate; `rules` leaves a rule out (the benchmark).
+- `answers.gate.decide(result, *, floor=None, rules=RULES, words_share=WORDS_SHARE) -> Gate(answer, rule,
+  reason)`: `floor` is the strong cosine (`kb.embedding.embedders.strong_cosine()`); without it only the
+  strong match opens the gate; `rules` leaves a rule out, `words_share=None` the words check (the benchmark).
   `decide_all(results, floor=...)`: one gate over several namespaces' searches.
 - `answers.prompt`: the prompt, its budget (`build`, raising PromptTooLarge) and the read window.
 - `Namespace.answers` (bool, default on): the curator's switch per namespace.

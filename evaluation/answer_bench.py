@@ -5,7 +5,9 @@
   holding the corpus without any claim's evidence documents (unanswerable). Abstaining is the
   positive class: precision is the share of abstentions that were on unanswerable claims, recall
   the share of unanswerable claims abstained on. The same figures with a rule of the gate removed
-  show that they can move.
+  show that they can move. The claims are split in two halves by id (a fixed seed): the share of
+  the question's words the gate asks for is chosen on the tuning half (`choose_words_share`) and
+  every figure is reported on each half, the held-out one being the figure to read.
 - The citation checker (`answers.citations`): its verdicts against hand labels
   (evaluation/corpora/answer-citation-labels.json, sentences over real abstracts), and how many
   planted wrong citations it catches (each supported sentence moved to the other source's number).
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,13 +43,17 @@ from retrieval.service import SearchResult, search
 LABELS = Path(__file__).resolve().parent / "corpora" / "answer-citation-labels.json"
 LATENCY_LIMIT_MS = 100  # what the product may add before the model's first token, beyond retrieval (p95)
 
-# the gate as the product runs it, and with one rule or the whole gate taken away
+# the gate as the product runs it, and with one of its parts or the whole gate taken away
 GATE_VARIANTS: dict[str, Callable[[SearchResult, float], gate.Gate]] = {
     "gate": lambda result, floor: gate.decide(result, floor=floor),
-    "without lexical-confirmed": lambda result, floor: gate.decide(result, floor=None),
-    "without strong-match": lambda result, floor: _lexical_only(result, floor),
+    "without the words check": lambda result, floor: gate.decide(result, floor=floor, words_share=None),
+    "without lexical-confirmed": lambda result, floor: gate.decide(result, floor=floor, rules=("strong-match",)),
+    "without strong-match": lambda result, floor: gate.decide(result, floor=floor, rules=("lexical-confirmed",)),
     "no gate": lambda result, floor: gate.Gate(bool(result.hits), "no-gate", "every search with a hit is answered"),
 }
+GATE_SEED = 60  # the claims' split into a tuning and a held-out half
+WORDS_SHARES = tuple(round(0.3 + 0.05 * step, 2) for step in range(12))  # tried on the tuning half: 0.30-0.85
+ANSWERED_AT_LEAST = 0.9  # the share of answerable claims the chosen gate must still answer (tuning half)
 
 Progress = Callable[[str, int, int], None]
 
@@ -118,25 +125,44 @@ class AnswerBenchmark:
     # --- the honesty gate -----------------------------------------------------------------------
     def gate_report(self) -> dict:
         floor = strong_cosine()
-        decisions: dict[str, dict[str, list[bool]]] = {name: {"answerable": [], "unanswerable": []}
-                                                       for name in GATE_VARIANTS}
-        rules: dict[str, dict[str, int]] = {"answerable": {}, "unanswerable": {}}
-        evidence_found = 0
+        # per claim id, per kind: whether each variant and each share tried answered, and the product's rule
+        rows: dict[str, dict[str, dict]] = {}
         for done, (qid, claim) in enumerate(self.claims, 1):
             vector = get_embedder().embed_query(claim)
             for kind, slug in (("answerable", self.namespace), ("unanswerable", self.without)):
                 result = search(claim, slug, limit=SOURCES, group="document", query_vector=vector, log=False)
-                for name, variant in GATE_VARIANTS.items():
-                    decisions[name][kind].append(variant(result, floor).answer)
                 verdict = GATE_VARIANTS["gate"](result, floor)
-                rules[kind][verdict.rule] = rules[kind].get(verdict.rule, 0) + 1
-                if kind == "answerable" and verdict.answer:
-                    evidence_found += bool(set(self.corpus.qrels[qid]) & _refs(result))
+                rows.setdefault(qid, {})[kind] = {
+                    "variants": {name: variant(result, floor).answer for name, variant in GATE_VARIANTS.items()},
+                    "shares": {share: gate.decide(result, floor=floor, words_share=share).answer
+                               for share in WORDS_SHARES},
+                    "rule": verdict.rule,
+                    "evidence": kind == "answerable" and bool(set(self.corpus.qrels[qid]) & _refs(result)),
+                }
             self.progress("gate", done, len(self.claims))
-        report = {"strong_cosine": round(floor, 4), "rules": rules,
-                  "variants": {name: abstention(d["answerable"], d["unanswerable"]) for name, d in decisions.items()}}
-        answered = sum(decisions["gate"]["answerable"])
-        report["answered_with_evidence_among_sources"] = {"answered": answered, "with_evidence": evidence_found}
+        tuning, held_out = split_claims(list(rows), GATE_SEED)
+        by_share = {share: _abstention_of(rows, tuning, lambda row, s=share: row["shares"][s])
+                    for share in WORDS_SHARES}
+        chosen = choose_words_share(by_share)
+        halves = {"tuning": tuning, "held-out": held_out, "all": list(rows)}
+        report: dict = {"strong_cosine": round(floor, 4), "words_share": gate.WORDS_SHARE,
+                        "split": {"seed": GATE_SEED, "tuning": len(tuning), "held_out": len(held_out)},
+                        "rules": {kind: _count(row[kind]["rule"] for row in rows.values())
+                                  for kind in ("answerable", "unanswerable")}}
+        by_half = {half: {name: _abstention_of(rows, ids, lambda row, n=name: row["variants"][n])
+                          for name in GATE_VARIANTS} for half, ids in halves.items()}
+        report["variants"], report["halves"] = by_half.pop("all"), by_half
+        report["words_share_chosen_on_tuning"] = {
+            "answered_at_least": ANSWERED_AT_LEAST, "chosen": chosen,
+            "tuning_by_share": {share: {k: figures[k] for k in ("answered_answerable", "abstention_recall")}
+                                for share, figures in by_share.items()},
+            "at_chosen": {half: _abstention_of(rows, ids, lambda row: row["shares"][chosen])
+                          for half, ids in halves.items() if half != "all"} if chosen is not None else None}
+        answered = [row["answerable"] for row in rows.values() if row["answerable"]["variants"]["gate"]]
+        report["answered_with_evidence_among_sources"] = {"answered": len(answered),
+                                                          "with_evidence": sum(r["evidence"] for r in answered),
+                                                          "evidence_among_sources": sum(
+                                                              row["answerable"]["evidence"] for row in rows.values())}
         return report
 
     # --- latency before the model ---------------------------------------------------------------
@@ -201,10 +227,31 @@ def _refs(result: SearchResult) -> set[str]:
     return set(Document.objects.filter(pk__in=ids).values_list("ref", flat=True))
 
 
-def _lexical_only(result: SearchResult, floor: float) -> gate.Gate:
-    """The gate with its strong-match rule taken away: only a lexical hit the cosine confirms opens it."""
-    verdict = gate.decide(result, floor=floor)
-    return verdict if verdict.rule == "lexical-confirmed" else gate.Gate(False, "removed", "strong match not used")
+def split_claims(ids: list[str], seed: int) -> tuple[list[str], list[str]]:
+    """The claims in two halves, by id and a fixed seed: what a rule is chosen on, and what scores it."""
+    ordered = sorted(ids, key=lambda qid: (len(qid), qid))
+    tuning = set(random.Random(seed).sample(ordered, len(ordered) // 2))
+    return [q for q in ordered if q in tuning], [q for q in ordered if q not in tuning]
+
+
+def choose_words_share(by_share: dict[float, dict]) -> float | None:
+    """The highest share of the question's words that still answers ANSWERED_AT_LEAST of the
+    answerable claims (figures of the tuning half); None when no share does."""
+    kept = [share for share, figures in by_share.items()
+            if (figures["answered_answerable"] or 0) >= ANSWERED_AT_LEAST]
+    return max(kept, default=None)
+
+
+def _abstention_of(rows: dict[str, dict[str, dict]], ids: list[str], answered: Callable[[dict], bool]) -> dict:
+    return abstention([answered(rows[qid]["answerable"]) for qid in ids],
+                      [answered(rows[qid]["unanswerable"]) for qid in ids])
+
+
+def _count(values) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for value in values:
+        counts[value] = counts.get(value, 0) + 1
+    return counts
 
 
 def abstention(answerable: list[bool], unanswerable: list[bool]) -> dict:
@@ -212,8 +259,10 @@ def abstention(answerable: list[bool], unanswerable: list[bool]) -> dict:
     abstained_right = sum(1 for answered in unanswerable if not answered)
     abstained_wrong = sum(1 for answered in answerable if not answered)
     abstained = abstained_right + abstained_wrong
+    answered_right, answered = len(answerable) - abstained_wrong, len(answerable) + len(unanswerable) - abstained
     return {"abstention_precision": round(abstained_right / abstained, 4) if abstained else None,
             "abstention_recall": round(abstained_right / len(unanswerable), 4) if unanswerable else None,
+            "answer_precision": round(answered_right / answered, 4) if answered else None,
             "answered_answerable": round(1 - abstained_wrong / len(answerable), 4) if answerable else None,
             "abstained": {"answerable": abstained_wrong, "unanswerable": abstained_right},
             "claims": {"answerable": len(answerable), "unanswerable": len(unanswerable)}}

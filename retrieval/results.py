@@ -109,6 +109,7 @@ class SearchResult:
     query_id: int | None = None  # the query log row, which reader feedback names
     document_count: int = 0  # documents found (grouped), of which a page's search holds those up to its end
     meaning_excess: float | None = None  # the best passage beyond chance (retrieval.meaning_spread); logged
+    query_idf: float | None = None  # the query's IDF mass in the namespace (None: the words channel did not run)
 
 
 def document_link(citation: str) -> str:

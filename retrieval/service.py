@@ -201,7 +201,7 @@ def _result(plan: Plan, ranking, found: _Found, timings: dict[str, float],
         lexemes=[lexeme for lexeme, _ in found.lexemes] + read_as, timings=timings,
         fusion=plan.weights, documents=documents, grouped=grouped, database=read_alias(),
         lexical=found.lexical, document_count=len(documents) if document_count is None else document_count,
-        meaning_excess=found.meaning_excess,
+        meaning_excess=found.meaning_excess, query_idf=found.query_idf,
     )
 
 

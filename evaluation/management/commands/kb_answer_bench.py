@@ -83,16 +83,30 @@ def print_report(write, report: dict) -> None:
               f"{p['planted']} caught")
     g = report.get("gate")
     if g:
-        write(f"\nhonesty gate (strong cosine {g['strong_cosine']}), abstaining as the positive class:")
-        write(f"{'variant':<28} {'precision':>9} {'recall':>7} {'answered answerable':>20}")
-        for name, v in g["variants"].items():
-            write(f"{name:<28} {_share(v['abstention_precision']):>9} {_share(v['abstention_recall']):>7} "
-                  f"{_share(v['answered_answerable']):>20}")
+        write(f"\nhonesty gate (strong cosine {g['strong_cosine']}, words share {g['words_share']}), abstaining "
+              f"as the positive class; claims split by id (seed {g['split']['seed']}): {g['split']['tuning']} "
+              f"tuning, {g['split']['held_out']} held out")
+        write(f"{'half':<9} {'variant':<26} {'abstention precision':>20} {'recall':>7} {'answer precision':>16} "
+              f"{'answered answerable':>19}")
+        for half, variants in (("all", g["variants"]), *g["halves"].items()):
+            for name, v in variants.items():
+                write(f"{half:<9} {name:<26} {_share(v['abstention_precision']):>20} "
+                      f"{_share(v['abstention_recall']):>7} {_share(v['answer_precision']):>16} "
+                      f"{_share(v['answered_answerable']):>19}")
+        w = g["words_share_chosen_on_tuning"]
+        write(f"  words share chosen on the tuning half (the highest answering at least "
+              f"{w['answered_at_least']:.0%} of its answerable claims): {w['chosen']}; tried: "
+              + ", ".join(f"{share} ({_share(v['answered_answerable'])} answered, "
+                          f"{_share(v['abstention_recall'])} abstained)" for share, v in w["tuning_by_share"].items()))
+        for half, v in (w["at_chosen"] or {}).items():
+            write(f"  at {w['chosen']}, {half}: abstention precision {_share(v['abstention_precision'])}, recall "
+                  f"{_share(v['abstention_recall'])}; answer precision {_share(v['answer_precision'])}, answered "
+                  f"answerable {_share(v['answered_answerable'])}")
         write("  rules that decided: " + "; ".join(f"{kind}: " + ", ".join(f"{rule} {n}" for rule, n in rules.items())
                                                    for kind, rules in g["rules"].items()))
         e = g["answered_with_evidence_among_sources"]
         write(f"  answered answerable claims with a qrels document among the sources: {e['with_evidence']} of "
-              f"{e['answered']}")
+              f"{e['answered']} (of {e['evidence_among_sources']} claims whose evidence is among the sources)")
     t = report.get("latency")
     if t:
         if "skipped" in t:
