@@ -4,14 +4,8 @@
 # Debian's slapd and ldap-utils, the directory the sign-in tests start on a loopback port.
 KB_LDAP_PACKAGES="gcc libldap2-dev libsasl2-dev"
 if [ "${KB_LDAP_SERVERS:-0}" = "1" ]; then KB_LDAP_PACKAGES="$KB_LDAP_PACKAGES slapd ldap-utils"; fi
-if ! dpkg -s $KB_LDAP_PACKAGES >/dev/null 2>&1; then
-    echo "==> installing Debian's OpenLDAP packages: $KB_LDAP_PACKAGES"
-    SUDO=""
-    if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-    export DEBIAN_FRONTEND=noninteractive
-    $SUDO apt-get update -qq >/dev/null
-    # slapd's package starts a system directory of its own where it can; the tests use their own
-    $SUDO apt-get install -y -qq --no-install-recommends $KB_LDAP_PACKAGES >/dev/null \
-        || echo "==> $KB_LDAP_PACKAGES could not be installed: pip cannot build python-ldap without" \
-                "libldap2-dev and libsasl2-dev (install them, then run this again)" >&2
-fi
+source "$(dirname "${BASH_SOURCE[0]}")/debian.sh"
+# slapd's package starts a system directory of its own where it can; the tests use their own
+debian_install "OpenLDAP packages" $KB_LDAP_PACKAGES \
+    || echo "==> $KB_LDAP_PACKAGES could not be installed: pip cannot build python-ldap without" \
+            "libldap2-dev and libsasl2-dev (install them, then run this again)" >&2
