@@ -23,19 +23,16 @@ from retrieval import documents, presenters
 from retrieval.citations import absolute_url, document_citation_url
 from retrieval.errors import UnknownNamespace
 from retrieval.lookups import spelling_correction
-from retrieval.query import validate_query
-from retrieval.schemas import (
+from retrieval.mcp_schemas import (
     MAX_SEARCH_NAMESPACES,
     AgentContextIn,
     AgentSearchIn,
     AgentSearchOut,
-    ContextOut,
     FetchIn,
     FetchOut,
-    NamespaceListOut,
-    SourceListIn,
-    SourceListOut,
 )
+from retrieval.query import validate_query
+from retrieval.schemas import ContextOut, NamespaceListOut, SourceListIn, SourceListOut
 from retrieval.service import Filters, Hit, search
 
 tools = Toolset()
