@@ -7,7 +7,7 @@ import io
 import zipfile
 
 from ingest.errors import DocumentCorrupt, EmptyContent
-from ingest.extract.html_markdown import markdown_table
+from ingest.extract.html_tables import markdown_table
 from ingest.extract.result import Extracted
 from ingest.extract.text import normalise_text
 

@@ -1,5 +1,14 @@
-"""The main content of a page, as markdown: headings with the site's own ids, code blocks with
-their language, tables, lists and links as data (see `ingest/extract/html.py`, points 3-5). Pure."""
+"""The main content as markdown: blocks separated by blank lines, headings, lists, tables, code,
+quotes and layouts that keep their lines. Pure.
+
+A heading is written `## Text {#id}` with the id the page gives its section (`html_headings.py`).
+An id the page does not have is never written (a citation must open where it says), and a
+"heading" longer than `MAX_HEADING_CHARS` is written as the text it holds. **Links as data:** the
+text keeps a link's words, never its URL; the outgoing URLs are returned in `Extracted.links`
+(the crawl follows them; the document keeps them). An inline or unknown element around blocks
+(`<language-id>` unescaped in a page's text) is read through: its headings, code and lists stay
+blocks.
+"""
 
 from __future__ import annotations
 
@@ -9,164 +18,20 @@ from urllib.parse import urldefrag, urljoin, urlsplit
 from bs4 import NavigableString, Tag
 from bs4.element import PreformattedString
 
+from ingest.extract.html_code import code_block
+from ingest.extract.html_headings import HEADINGS, heading_id, heading_text, inline_text
+from ingest.extract.html_tables import is_layout_table, own_rows, spanned_grid, table_blocks_by_size
+
 NOT_LINKS = ("javascript:", "data:", "vbscript:", "mailto:")  # hrefs that are not pages to link to
-# documentation generators' content containers, most specific first
-HEADINGS = {f"h{n}": n for n in range(1, 7)}
 BLOCK_TAGS = {
     "p", "div", "section", "article", "main", "body", "html", "figure", "figcaption", "dl",
     "dd", "dt", "details", "summary", "address", "center", "header",
 }
-PERMALINK_CLASSES = {"headerlink", "anchor", "hash-link", "anchorjs-link", "heading-anchor",
-                     "anchor-link", "permalink", "header-anchor", "toclink"}
-PERMALINK_MARKS = {"", "¶", "#", "§", "🔗", "link", "permalink", "\u200b"}
 ITEM_BLOCKS = {"p", "pre", "ul", "ol", "table", "dl", "blockquote", "h1", "h2", "h3", "h4", "h5", "h6",
                "div", "section", "figure", "details"}
-LANGUAGE_PREFIXES = ("language-", "lang-", "highlight-source-", "highlight-")
-PLAIN_LANGUAGES = {"none", "text", "default-text", "plain", "nohighlight"}
-
-
-def inline_text(text: str) -> str:
-    return " ".join(text.split())
-
-
-def permalinks(heading: Tag) -> list[Tag]:
-    found = []
-    for anchor in heading.find_all("a"):
-        classes = set(anchor.get("class") or ())
-        text = anchor.get_text(strip=True)
-        href = (anchor.get("href") or "").strip()
-        if classes & PERMALINK_CLASSES or (href.startswith("#") and text in PERMALINK_MARKS):
-            found.append(anchor)
-        elif anchor.get("aria-hidden") == "true" and text in PERMALINK_MARKS:
-            found.append(anchor)
-    return found
-
-
-def heading_text(heading: Tag) -> str:
-    parts = []
-    marks = {id(a) for a in permalinks(heading)}
-    for node in heading.descendants:
-        if isinstance(node, Tag) and node.name == "br":
-            parts.append(" ")  # Javadoc: <h2>Uses of Class<br>net.example.Foo</h2>
-        elif isinstance(node, NavigableString) and not isinstance(node, PreformattedString):
-            if not any(id(parent) in marks for parent in node.parents if parent is not heading):
-                parts.append(str(node))
-    return inline_text("".join(parts))
-
-
-def heading_id(heading: Tag) -> str:
-    """The id the page gives this heading's section (module docstring, point 3)."""
-    if heading.get("id"):
-        return heading["id"].strip()
-    for anchor in permalinks(heading):
-        fragment = (anchor.get("href") or "").strip()
-        if fragment.startswith("#") and len(fragment) > 1:
-            return fragment[1:]
-        if anchor.get("id"):
-            return anchor["id"].strip()
-    wrapper = heading.parent
-    if isinstance(wrapper, Tag) and wrapper.name != "section" and "heading" in " ".join(wrapper.get("class") or ()):
-        for anchor in wrapper.find_all("a", recursive=False):  # GitHub: <div class="markdown-heading">
-            fragment = (anchor.get("href") or "").strip()
-            if fragment.startswith("#") and len(fragment) > 1:
-                return fragment[1:]
-    for marker in heading.find_all(["a", "span"]):  # DocBook: <h2><a id="x"></a>Title</h2>
-        if not marker.get_text(strip=True) and _target(marker):
-            return _target(marker)
-    return _enclosing_id(heading)
-
-
-ANCESTOR_LEVELS = 8  # how far up a wrapper's id or a preceding <a name> is looked for
-
-
-def _target(tag: Tag) -> str:
-    value = tag.get("id") or (tag.get("name") if tag.name == "a" else "") or ""
-    return value.strip()
-
-
-def _enclosing_id(heading: Tag) -> str:
-    """The id of the element the heading opens: going up while the heading is the first
-    heading and the first text of each wrapper, a wrapper's own id (a DocBook `div.refsect1`, a
-    `<section>`), or an empty marker just before it (`<a name>` of texi2html, man2html, Javadoc)."""
-    node = heading
-    for _ in range(ANCESTOR_LEVELS):
-        marker = _marker_before(node)
-        if marker:
-            return marker
-        parent = node.parent
-        if not isinstance(parent, Tag) or parent.name in ("body", "html", "[document]"):
-            return ""
-        if parent.find(HEADINGS) is not heading or _text_before(parent, heading):
-            return ""
-        if parent.get("id") and parent.name not in ("main", "article"):
-            return parent["id"].strip()
-        node = parent
-    return ""
-
-
-def _marker_before(node: Tag) -> str:
-    """An empty `<a name>`/`<a id>`/`<span id>` right before the node, with nothing but
-    whitespace between (it may close an unclosed paragraph, as man2html's do)."""
-    for steps, element in enumerate(node.previous_elements):
-        if steps > 12:
-            return ""
-        if isinstance(element, NavigableString):
-            if element.strip() and not (isinstance(element.parent, Tag) and element.parent.name in ("a", "span")
-                                        and not element.parent.get_text(strip=True)):
-                return ""
-            continue
-        if isinstance(element, Tag):
-            if element.name in ("a", "span") and _target(element) and not element.get_text(strip=True):
-                return _target(element)
-            if element.name in ("a", "span") and not element.get_text(strip=True):
-                continue
-            if element.get_text(strip=True) or element.name in HEADINGS:
-                return ""
-    return ""
-
-
-def _text_before(parent: Tag, heading: Tag) -> bool:
-    for text in parent.find_all(string=True):
-        if heading in text.parents:
-            return False
-        if text.strip() and not isinstance(text, PreformattedString):
-            return True
-    return False
-
-
-def code_language(pre: Tag) -> str:
-    """The language a generator wrote on the block, on `<code>`, `<pre>` or a wrapping div."""
-    candidates = [pre.find("code"), pre]
-    candidates += [parent for _, parent in zip(range(3), pre.parents, strict=False)]
-    for candidate in candidates:
-        if not isinstance(candidate, Tag):
-            continue
-        if candidate.get("data-lang"):
-            return _language_name(candidate["data-lang"])
-        for cls in candidate.get("class") or ():
-            for prefix in LANGUAGE_PREFIXES:
-                if cls.startswith(prefix) and len(cls) > len(prefix):
-                    return _language_name(cls[len(prefix):])
-        classes = candidate.get("class") or ()
-        if "sourceCode" in classes and len(classes) > 1:  # pandoc
-            return _language_name([c for c in classes if c != "sourceCode"][0])
-    return ""
-
-
-def _language_name(name: str) -> str:
-    name = name.strip().lower()
-    if name in PLAIN_LANGUAGES:
-        return ""
-    if name in ("default", "python3", "py"):
-        return "python"  # Sphinx's "default" highlighter is Python 3
-    return "".join(c for c in name if c.isalnum() or c in "+#.-_")
-
-
 INLINE_MARKS = {"code", "strong", "b", "em", "i"}
 STRUCTURE = {"h1", "h2", "h3", "h4", "h5", "h6", "pre", "ul", "ol", "table", "blockquote", "hr"}
 MAX_HEADING_CHARS = 300  # a longer "heading" is an unclosed one that swallowed what follows: written as text
-
-
 BREAK = "\x00br\x00"  # a line break a literal layout keeps, through inline_text's joining of spaces
 LITERAL_CLASSES = ("literallayout", "line-block", "address")
 
@@ -241,7 +106,7 @@ class MarkdownRenderer:
                 parts.append(self.heading(child))
             elif name == "pre":
                 flush()
-                parts.append(self.code_block(child))
+                parts.append(code_block(child))
             elif name in ("ul", "ol"):
                 flush()
                 parts.append(self.list_block(child))
@@ -342,13 +207,6 @@ class MarkdownRenderer:
         except ValueError:  # `http://HOST[:PORT]/` is prose that looks like a link, not a link
             return
 
-    def code_block(self, pre: Tag) -> str:
-        language = code_language(pre)
-        text = pre.get_text().strip("\n")
-        longest = _longest_backtick_run(text)
-        fence = "`" * max(3, longest + 1)
-        return f"{fence}{language}\n{text}\n{fence}"
-
     def list_block(self, node: Tag, indent: str = "") -> str:
         """A list, nested lists indented under their item's text (two spaces under `- `, three
         under `1. `, as CommonMark needs to nest them); an ordered list keeps its `start`; an
@@ -409,111 +267,3 @@ class MarkdownRenderer:
         blocks = [title] if title else []
         blocks += table_blocks_by_size(cells)
         return "\n\n".join(blocks)
-
-
-MAX_SPAN = 50  # a colspan or rowspan beyond this is a typo or an attack, not a layout
-
-
-def _span(cell: Tag, name: str) -> int:
-    value = str(cell.get(name) or "1").strip()
-    return max(1, min(MAX_SPAN, int(value))) if value.isdigit() else 1
-
-
-def spanned_grid(rows: list[list[tuple[str, Tag]]]) -> list[list[str]]:
-    """The table's cell texts on a grid, as a browser lays them out: a cell spanning columns takes
-    them all (its text in the first, the rest empty), so the header cells after it stay above their
-    columns; a cell spanning rows is repeated in the rows below, where its text belongs."""
-    grid: list[list[str]] = []
-    below: dict[int, tuple[str, int]] = {}  # column -> (text, rows still spanned)
-    for row in rows:
-        out: list[str] = []
-        spanned_to = max(below) + 1 if below else 0  # columns cells from the rows above reach
-        index = 0
-        while index < len(row) or len(out) < spanned_to:
-            column = len(out)
-            if column in below:
-                text, left = below.pop(column)
-                out.append(text)
-                if left > 1:
-                    below[column] = (text, left - 1)
-                continue
-            if index == len(row):
-                out.append("")
-                continue
-            text, cell = row[index]
-            index += 1
-            width, height = _span(cell, "colspan"), _span(cell, "rowspan")
-            for offset in range(width):
-                if height > 1:
-                    below[column + offset] = (text, height - 1)
-                out.append(text if offset == 0 else "")
-        grid.append(out)
-    return grid
-
-
-def own_rows(table: Tag) -> list[list[Tag]]:
-    rows = []
-    for part in [table, *table.find_all(["thead", "tbody", "tfoot"], recursive=False)]:
-        for tr in part.find_all("tr", recursive=False):
-            cells = tr.find_all(["th", "td"], recursive=False)
-            if cells:
-                rows.append(cells)
-    return rows
-
-
-LAYOUT_MARKS = ["h1", "h2", "h3", "h4", "h5", "h6", "pre", "table", "ul", "ol", "dl", "blockquote"]
-
-
-def is_layout_table(rows: list[list[Tag]]) -> bool:
-    if not rows:
-        return True
-    if max(len(row) for row in rows) == 1:
-        return True
-    return any(cell.find(LAYOUT_MARKS) is not None for row in rows for cell in row)
-
-
-TABLE_BLOCK_TOKENS = 250  # a table block stays well inside one chunk; each repeats the header
-
-
-def table_blocks_by_size(rows: list[list[str]]) -> list[str]:
-    """A table as markdown tables of about TABLE_BLOCK_TOKENS each, cut between rows, each
-    repeating the header row, so a chunk of a long table still says what its columns are."""
-    if not rows:
-        return []
-    header, body = rows[0], rows[1:]
-    if not body:
-        return [markdown_table([header])]
-    header_size = _size(header)
-    blocks, current, size = [], [], header_size
-    for row in body:
-        row_size = _size(row)
-        if current and size + row_size > TABLE_BLOCK_TOKENS:
-            blocks.append(markdown_table([header] + current))
-            current, size = [], header_size
-        current.append(row)
-        size += row_size
-    blocks.append(markdown_table([header] + current))
-    return blocks
-
-
-def _size(row: list[str]) -> int:
-    return sum(len(cell.split()) + 2 for cell in row)
-
-
-def markdown_table(rows: list[list[str]]) -> str:
-    """Rows of cell texts as a markdown table, the first row as its header."""
-    if not rows:
-        return ""
-    width = max(len(r) for r in rows)
-    rows = [r + [""] * (width - len(r)) for r in rows]
-    lines = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * width]
-    lines += ["| " + " | ".join(r) + " |" for r in rows[1:]]
-    return "\n".join(lines)
-
-
-def _longest_backtick_run(text: str) -> int:
-    longest = run = 0
-    for char in text:
-        run = run + 1 if char == "`" else 0
-        longest = max(longest, run)
-    return longest
