@@ -82,6 +82,10 @@ WSGI_APPLICATION = "kb.wsgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
+        # Each app keeps the templates it renders in its own templates/ (APP_DIRS). The project's
+        # templates/ holds only those named as django.contrib.admin's own (admin/base_site.html,
+        # registration/logged_out.html, registration/password_reset_*.html): the admin app comes
+        # before kb in INSTALLED_APPS, so only DIRS, searched before every app, lets them win.
         "DIRS": [BASE_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
