@@ -18,12 +18,14 @@ measured is in docs/ingesting.md ("Why Asciidoctor").
 from __future__ import annotations
 
 import json
+import os
 import resource
 import subprocess
 from html import escape
 from pathlib import Path
 
 from ingest.errors import ConverterMissing, DocumentCorrupt, ParserBudgetExceeded
+from ingest.extract import sandbox
 from ingest.extract.html import html_to_markdown
 from ingest.extract.result import Extracted
 from ingest.extract.sandbox import asciidoctor_paths
@@ -41,8 +43,10 @@ def asciidoc_to_extracted(body: bytes, *, fallback_title: str = "") -> Extracted
         raise ConverterMissing("AsciiDoc is read by Asciidoctor, which is not installed on this server: the "
                                "operator installs Debian's 'asciidoctor' package (scripts/asciidoctor.sh).")
     try:  # no gems: the library is named, so rubygems reads none of its folders
+        parent = os.getpid()  # ruby dies with this child, as the child dies with its worker
         done = subprocess.run([ruby, "--disable-gems", "-E", "UTF-8:UTF-8", "-I", library, str(SCRIPT)],
-                              input=body, capture_output=True, timeout=timeout, check=False)
+                              input=body, capture_output=True, timeout=timeout, check=False,
+                              preexec_fn=lambda: sandbox.die_with_parent(parent))
     except subprocess.TimeoutExpired as exc:
         raise ParserBudgetExceeded(f"Asciidoctor took longer than {timeout:.0f} s (KB_PARSER_CPU_SECONDS).") from exc
     if done.returncode < 0:  # killed by its CPU or memory limit

@@ -23,7 +23,6 @@ it (`PR_SET_PDEATHSIG`): a worker killed mid-parse leaves no parser running on.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import fcntl
 import json
 import logging
@@ -52,7 +51,6 @@ OUT_OF_MEMORY_MARKS = (b"MemoryError", b"failed to map segment", b"bad_alloc", b
 TRUNCATED = "\n\n[… truncated: the first {kept:,} of {total:,} characters were kept (KB_EXTRACT_MAX_CHARS) …]\n"
 LIBXML2_LIMITS = ("Memory allocation failed", "Resource limit exceeded")
 READ_SIZE = 1 << 16
-PR_SET_PDEATHSIG = 1  # linux/prctl.h
 SCRATCH_PREFIX, HELD = "kb-parser-", ".held"  # the child's own folder, and the lock its worker holds there
 SCRATCH_GRACE_SECONDS = 60
 CHILD = ("-m", "ingest.extract.isolated")  # the child's arguments to the Python interpreter
@@ -271,16 +269,6 @@ def without_nul(extracted: Extracted) -> Extracted:
                    content=extracted.content.replace("\x00", ""))
 
 
-def _die_with_parent(parent: int) -> None:
-    """SIGKILL this child when the process that started it dies. Its own session keeps it out of
-    the worker's process group, so a kill of the worker's group (kb_run restarting it, a stop)
-    does not reach it, and it would parse on, up to its CPU limit, for nobody. Linux only."""
-    if sys.platform.startswith("linux"):
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != parent:  # it died before the request took effect
-        os._exit(1)
-
-
 def _out_of_memory(exc: Exception, memory_bytes: int) -> bool:
     """Whether a parser's error means it ran out of its memory: libxml2 (under lxml) reports a
     failed allocation as "unknown error" or "Memory allocation failed" rather than a MemoryError,
@@ -300,7 +288,7 @@ def main() -> int:
     del raw
     request = json.loads(header)
     state = sandbox.enter(request["writable"])  # before a byte of the document is parsed
-    _die_with_parent(request["parent"])  # after the sandbox: a change of credentials clears it
+    sandbox.die_with_parent(request["parent"])  # after the sandbox: a change of credentials clears it
     try:
         ocr = request.get("ocr")
         options = OcrOptions(**{**ocr, "languages": tuple(ocr["languages"])}) if ocr else None

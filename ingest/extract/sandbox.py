@@ -43,6 +43,7 @@ import mimetypes
 import os
 import platform
 import shutil
+import signal
 import site
 import struct
 import sys
@@ -84,6 +85,19 @@ ARCHES = {"x86_64": (0xC000003E, 41, 425), "aarch64": (0xC00000B7, 198, 425)}  #
 X32_SYSCALL_BIT = 0x40000000
 SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO, SECCOMP_RET_KILL_PROCESS = 0x7FFF0000, 0x00050000, 0x80000000
 BPF_LD_W_ABS, BPF_JEQ_K, BPF_JGE_K, BPF_RET_K = 0x20, 0x15, 0x35, 0x06
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def die_with_parent(parent: int) -> None:
+    """SIGKILL this process when the process that started it (`parent`) dies. The parser child's
+    own session keeps it and what it starts (Asciidoctor's ruby) out of the worker's process
+    group, so a kill of the worker's group (kb_run restarting it, a stop) does not reach them, and
+    they would parse on, up to their CPU limit, for nobody. Linux only."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # it died before the request took effect
+        os._exit(1)
 
 
 def enter(writable: str, layers: tuple[str, ...] = LAYERS) -> dict[str, str]:

@@ -314,6 +314,43 @@ def test_a_parser_child_dies_with_the_worker_that_started_it():
     assert not psutil.pid_exists(child.pid) or child.status() == psutil.STATUS_ZOMBIE, "the parser outlived its worker"
 
 
+SLOW_ASCIIDOC = """
+from ingest.extract.asciidoc import ASCIIDOC
+from ingest.extract.isolated import ParserBudget, extract_isolated
+table = "= T\\n\\n|===\\n" + ("|a" * 1000 + "\\n") * 2000 + "|===\\n"  # ruby parses it for a minute or more
+extract_isolated(table.encode(), ASCIIDOC, budget=ParserBudget(cpu_seconds=120, memory_bytes=3 * 1024 ** 3))
+"""
+
+
+@pytest.mark.slow  # starts a worker, its parser child and Asciidoctor's ruby
+@pytest.mark.skipif(shutil.which("asciidoctor") is None, reason="Debian's asciidoctor is not installed")
+def test_asciidoctors_ruby_dies_with_the_worker_too():
+    """The parser child starts ruby for an AsciiDoc file; when the worker dies mid-parse, ruby goes
+    with the child instead of parsing on for nobody, re-parented to init, up to its CPU limit."""
+    import psutil
+
+    worker = subprocess.Popen([sys.executable, "-c", SLOW_ASCIIDOC], cwd=REPO)
+    ruby, deadline = [], time.monotonic() + 60
+    try:
+        while not ruby and time.monotonic() < deadline:
+            ruby = [p for p in psutil.Process(worker.pid).children(recursive=True)
+                    if "asciidoc.rb" in " ".join(p.cmdline())]
+            time.sleep(0.2)
+        assert ruby, "the parser child never started ruby"
+        time.sleep(1)
+        assert ruby[0].is_running() and ruby[0].status() != psutil.STATUS_ZOMBIE
+    finally:
+        worker.kill()
+        worker.wait()
+    gone = time.monotonic() + 10
+    while time.monotonic() < gone and psutil.pid_exists(ruby[0].pid) and ruby[0].status() != psutil.STATUS_ZOMBIE:
+        time.sleep(0.1)
+    alive = psutil.pid_exists(ruby[0].pid) and ruby[0].status() != psutil.STATUS_ZOMBIE
+    if alive:
+        ruby[0].kill()
+    assert not alive, "Asciidoctor's ruby outlived its worker"
+
+
 AS_ORDINARY_USER = textwrap.dedent("""
     import json, os, socket, sys
     from pathlib import Path
