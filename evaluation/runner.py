@@ -126,11 +126,14 @@ def junit_xml(result: SuiteResult, suite_name: str = "kb-eval") -> str:
     return ElementTree.tostring(ElementTree.ElementTree(suite).getroot(), encoding="unicode", xml_declaration=True)
 
 
-def run_recorded(suite_record, *, principal: Principal):
+def run_recorded(suite_record, *, principal: Principal, max_cases: int | None = None):
     """Run a stored suite in its namespace with the rights of `principal` (the curator who asked)
-    and keep the result in its history (the admin's regression view); returns the new EvalRun."""
+    and keep the result in its history (the admin's regression view); returns the new EvalRun.
+    Each case is charged to the principal's rate limit as a search (an answer case's answer is
+    charged more as it runs); a suite of more than `max_cases` is refused before any runs."""
     namespace = suite_record.namespace
-    suite = parse_suite(suite_record.definition, namespace=namespace.slug if namespace else None)
+    suite = parse_suite(suite_record.definition, namespace=namespace.slug if namespace else None, max_cases=max_cases)
+    principal.charge(len(suite.cases))
     result = run_suite(suite, principal=principal)
     return EvalRun.objects.create(suite=suite_record, namespace=namespace, passed=result.passed, failed=result.failed,
                                   total=result.total, duration_ms=result.duration_ms, results=result.as_dict())

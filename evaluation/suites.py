@@ -161,6 +161,9 @@ def read_suite(text: str, name: str, *, namespace: str | None = None) -> EvalSui
     return parse_suite(data, namespace=namespace)
 
 
+MAX_CASES_PER_REQUEST = 200  # a suite run inside one web request (the API's, the console's Run now); kb_eval runs more
+
+
 def parse_suite(data: Any, *, namespace: str | None = None, max_cases: int | None = None) -> EvalSuite:
     """Validate a decoded suite; every error names the case and the field."""
     if not isinstance(data, dict):

@@ -111,3 +111,33 @@ def test_a_case_the_suite_could_not_run_is_refused_with_the_reason(corpus, answe
     response = make_case(client, answer_id, **{"suite": "new:tenant:a", **fields})
     assert response.status_code == 200 and message in response.content.decode()
     assert not EvalSuite.objects.exists()
+
+
+def test_run_now_is_counted_against_the_curators_rate_limit_and_capped_as_the_api_is(corpus, answer_model, client,
+                                                                                   settings):
+    """Each answer case asks the model: a curator's Run now is charged as the API charges a
+    session (a search a case, an answer more), so a suite the rate limit does not allow asks the
+    model nothing; and a suite over MAX_CASES_PER_REQUEST is refused for kb_eval to run."""
+    from evaluation.suites import MAX_CASES_PER_REQUEST
+    from kb.conf import kb_settings
+
+    model = answer_model([WRONG] * 5)
+    member(client, "tenant:a", write=True)
+    namespace = Namespace.objects.get(slug="tenant:a")
+    many = [{"id": f"m{i}", "question": f"{QUESTION} {i}", "expect": {"mustAbstain": True}}
+            for i in range(MAX_CASES_PER_REQUEST + 1)]
+    huge = EvalSuite.objects.create(namespace=namespace, name="huge", definition={"version": 1, "cases": many})
+    page = client.post(f"/admin/kb/evalsuite/{huge.pk}/run/", follow=True)
+    assert f"at most {MAX_CASES_PER_REQUEST} run in one request" in page.content.decode()
+    assert not model.requests and not EvalRun.objects.exists()
+
+    cases = [{"id": f"c{i}", "question": f"{QUESTION} {i}", "expect": {"mustAbstain": True}} for i in range(60)]
+    suite = EvalSuite.objects.create(namespace=namespace, name="big", definition={"version": 1, "cases": cases})
+    settings.KB_RATE_LIMIT_STAFF = 50
+    kb_settings.cache_clear()
+    try:
+        page = client.post(f"/admin/kb/evalsuite/{suite.pk}/run/", follow=True)
+    finally:
+        kb_settings.cache_clear()
+    assert "Rate limit of 50 requests per minute exceeded" in page.content.decode()
+    assert not model.requests and not EvalRun.objects.exists()
