@@ -31,12 +31,14 @@ from capabilities import service
 from evaluation.metrics import percentiles
 from kb import querylog
 from kb.auth import issue_token
+from kb.conf import kb_settings
 from kb.models import ApiToken, Document, Namespace, Provider, QueryLog
 
 PROTOCOL = "2026-07-28"
 SEARCH_LIMIT = 10  # documents, as the MCP search tool counts them; /api/search is asked with group=document
 PROVIDER = "kb-bench-mcp"
 PROVIDER_DOCUMENTS = 10
+NO_ANSWER_MODEL = "answers are off here (KB_ANSWER_URL unset): the answer tool's time is its model's"
 
 
 class Surfaces:
@@ -104,6 +106,8 @@ def mcp_latency(namespace: str, texts: list[str], progress: Callable[[str, int, 
     finally:
         ApiToken.objects.filter(pk=token.pk).delete()
     report = {name: percentiles(values) for name, values in sorted(samples.items())}
+    if "mcp answer" not in report:
+        report["mcp answer"] = {"not_measured": NO_ANSWER_MODEL}
     report["mcp_overhead_over_api_search_p95_ms"] = round(
         report["mcp search overhead"]["p95_ms"] - report["api search overhead"]["p95_ms"], 2)
     report["mcp_search_minus_api_search_p95_ms"] = round(
@@ -231,6 +235,10 @@ def _calls(namespace: str, capability_ids: list[str]):
         knowledge = {"selected": chosen, "text": text}
         yield "mcp retrieve_knowledge", lambda: s.tool("retrieve_knowledge", knowledge)[0]
         yield "api knowledge retrieve", lambda: s.api("post", "/api/knowledge/retrieve", knowledge)[0]
+        if kb_settings().answer_url:  # an answer's time is mostly the model's: timed only where one answers
+            question = {"q": text, "namespaces": [namespace]}
+            yield "mcp answer", lambda: s.tool("answer", question)[0]
+            yield "api answer", lambda: s.api("post", "/api/answer", {**question, "stream": False})[0]
 
     return calls
 

@@ -193,8 +193,11 @@ def test_kb_bench_mcp_times_every_tool_beside_its_api_twin(tmp_path, capsys):
     call_command("kb_bench", beir=[str(tmp_path / "tiny")], json=True, skip_quality=True, skip_latency=True, mcp=True)
     out = capsys.readouterr().out.strip().splitlines()
     report = json.loads(out[-1])["mcp"]
+    from evaluation.mcp_bench import NO_ANSWER_MODEL
+
     for tool in TOOLS:  # every tool measured (fetch twice: a passage and a document)
         assert any(name.startswith(f"mcp {tool.name}") for name in report), tool.name
+    assert report["mcp answer"] == {"not_measured": NO_ANSWER_MODEL}  # no model here: said, not timed
     for name in ("api search", "mcp search", "api context", "api knowledge retrieve"):
         assert report[name]["p95_ms"] > 0, name
     assert report["mcp_overhead_over_api_search_p95_ms"] == round(

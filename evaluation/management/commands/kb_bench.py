@@ -262,6 +262,8 @@ def print_mcp(write, report: dict) -> None:
     for name, t in report.items():
         if isinstance(t, dict) and "p50_ms" in t:
             write(f"  {name:<28} {t['p50_ms']:>8} {t['p95_ms']:>8} {t['p99_ms']:>8}")
+        elif isinstance(t, dict) and "not_measured" in t:
+            write(f"  {name:<28} not measured: {t['not_measured']}")
     write(f"MCP search minus /api/search (group=document), server time p95: "
           f"{report['mcp_search_minus_api_search_p95_ms']} ms")
     write(f"MCP overhead over /api/search (p95 of request time minus the search it ran, MCP minus API): "
