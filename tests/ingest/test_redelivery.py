@@ -15,7 +15,7 @@ from django_q.models import OrmQ, Schedule
 from django_q.scheduler import scheduler
 
 from ingest import pipeline
-from ingest.pipeline import IngestPipeline
+from ingest.batcher import Batcher
 from ingest.service import start_ingest, sync_refresh_schedule
 from ingest.tasks import refresh_source, run_ingest
 from ingest.watchdog import fail_stuck_runs
@@ -52,7 +52,7 @@ def _killed_mid_run(monkeypatch, deliver) -> None:
         raise SystemExit("worker killed")
 
     with monkeypatch.context() as patch:
-        patch.setattr(IngestPipeline, "_embed", die)
+        patch.setattr(Batcher, "_embed", die)
         with pytest.raises(SystemExit):
             deliver()
 
