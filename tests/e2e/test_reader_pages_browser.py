@@ -77,6 +77,14 @@ def _shot(browser, name):
     return path
 
 
+def _signed_in(browser) -> None:
+    """Wait until the sign-in form's post has led to the next page: read sooner, an element of the
+    sign-in page goes stale under the reader as the browser navigates (seen on a loaded machine)."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(browser, 30).until(lambda b: "/accounts/login/" not in b.current_url)
+
+
 def test_document_view_on_a_phone_highlights_the_cited_passage(live_server, browser):
     from selenium.webdriver.common.by import By
 
@@ -195,6 +203,7 @@ def test_reader_signs_in_and_sees_only_their_namespace(live_server, browser):
     browser.find_element(By.ID, "id_password").send_keys("reader-pass-123")
     _shot(browser, "reader-sign-in.png")
     browser.find_element(By.CSS_SELECTOR, ".account-form button").click()
+    _signed_in(browser)
 
     results = browser.find_elements(By.CSS_SELECTOR, "ol.results > li.result h3")
     assert results and results[0].text == "Pumpkin soup"
@@ -237,6 +246,7 @@ def test_a_signed_in_member_of_another_namespace_reads_a_public_one(live_server,
     browser.find_element(By.ID, "id_username").send_keys("reader")
     browser.find_element(By.ID, "id_password").send_keys("reader-pass-123")
     browser.find_element(By.CSS_SELECTOR, ".account-form button").click()
+    _signed_in(browser)
     assert "reader" in browser.find_element(By.CSS_SELECTOR, "header.top").text
 
     groups = {g.get_attribute("label"): [o.text for o in g.find_elements(By.TAG_NAME, "option")]
@@ -285,6 +295,7 @@ def test_feedback_reaches_the_curator_report_and_becomes_an_eval_case(live_serve
     browser.find_element(By.ID, "id_username").send_keys("curator")
     browser.find_element(By.ID, "id_password").send_keys("curator-pass-123")
     browser.find_element(By.CSS_SELECTOR, ".account-form button").click()
+    _signed_in(browser)
     top = browser.find_elements(By.CSS_SELECTOR, "table#top tbody tr")
     rows = {r.find_element(By.CSS_SELECTOR, "td.q").text: [c.text for c in r.find_elements(By.CSS_SELECTOR, "td.n")]
             for r in top}
