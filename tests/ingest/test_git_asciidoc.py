@@ -33,14 +33,6 @@ needs_asciidoctor = pytest.mark.skipif(shutil.which("asciidoctor") is None,
 
 
 @pytest.fixture
-def git_settings(settings, tmp_path):
-    settings.KB_GIT_CACHE_DIR = str(tmp_path / "git-cache")
-    kb_settings.cache_clear()
-    yield settings
-    kb_settings.cache_clear()
-
-
-@pytest.fixture
 def served(tmp_path):
     repo = WorkRepo(tmp_path / "served" / "docs")
     shutil.copytree(REAL / "git-lfs", repo.path / "lfs")

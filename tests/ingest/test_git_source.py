@@ -29,14 +29,6 @@ FORGE = "https://forge.example/docutils/blob/{commit}/{path}#L{line}"
 
 
 @pytest.fixture
-def git_settings(settings, tmp_path):
-    settings.KB_GIT_CACHE_DIR = str(tmp_path / "git-cache")
-    kb_settings.cache_clear()
-    yield settings
-    kb_settings.cache_clear()
-
-
-@pytest.fixture
 def served(tmp_path):
     repo = WorkRepo(tmp_path / "served" / "docutils")
     shutil.copytree(REAL / "docutils-docs", repo.path, dirs_exist_ok=True)
