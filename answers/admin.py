@@ -10,8 +10,18 @@ from kb.models import AnswerLog
 
 @admin.register(AnswerLog)
 class AnswerLogAdmin(NamespaceScoped):
-    list_display = ["question", "answered", "gate_rule", "sentence_count", "supported", "unsupported", "dropped",
-                    "error_code", "helpful", "created_at"]
+    list_display = [
+        "question",
+        "answered",
+        "gate_rule",
+        "sentence_count",
+        "supported",
+        "unsupported",
+        "dropped",
+        "error_code",
+        "helpful",
+        "created_at",
+    ]
     list_filter = ["answered", "gate_rule", "helpful", "error_code"]
     search_fields = ["question"]
     readonly_fields = [f.name for f in AnswerLog._meta.fields]
@@ -23,7 +33,9 @@ class AnswerLogAdmin(NamespaceScoped):
         return False
 
     def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
-        context["may_make_case"] = obj is not None and any(self._may_write(request, slug) for slug in obj.namespaces)
+        context["may_make_case"] = obj is not None and any(
+            self._may_write(request, slug) for slug in obj.namespaces
+        )
         return super().render_change_form(request, context, add, change, form_url, obj)
 
     def _may_write(self, request, slug: str) -> bool:

@@ -37,51 +37,133 @@ SUPPORTED_SHARE = 0.6
 MIN_QUOTE_WORDS = 3
 NOT_COVERED = "The knowledge base does not cover this."
 
-MARKER = re.compile(r"\[\s*(?:sources?\s*)?(\d{1,3}(?:\s*[,;]\s*(?:sources?\s*)?\d{1,3})*)\s*\]", re.I)
+MARKER = re.compile(
+    r"\[\s*(?:sources?\s*)?(\d{1,3}(?:\s*[,;]\s*(?:sources?\s*)?\d{1,3})*)\s*\]", re.I
+)
 # a sentence ends at . ! ? (and the closing quotes, brackets and citation markers after it) before a
 # space, or at a line break
 SENTENCE_END = re.compile(r"[.!?]+[\"'”’)\]]*(?:\s*\[[^\]\n]{1,40}\])*(?=\s|$)|\n+")
 QUOTE = re.compile(r"[\"“”]([^\"“”]+)[\"“”]")
 WORD = re.compile(r"\w+", re.U)
 NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
-STOPWORDS = frozenset("""
+STOPWORDS = frozenset(
+    """
 a about above after again against all also am an and any are as at be because been before being below between both
 but by can could did do does doing down during each few for from further had has have having he her here hers herself
 him himself his how i if in into is it its itself just may me might more most must my myself no nor not now of off on
 once only or other our ours ourselves out over own same she should so some such than that the their theirs them
 themselves then there these they this those through to too under until up very was we were what when where which while
 who whom why will with would you your yours yourself yourselves source sources according document documents
-""".split())
-NEGATIONS = frozenset("not no never none neither nor without cannot nothing nobody lack lacks lacked absence".split())
-_OPPOSITES = [("increase", "decrease"), ("increased", "decreased"), ("increases", "decreases"),
-              ("increased", "reduced"), ("increase", "reduce"), ("increases", "reduces"), ("higher", "lower"),
-              ("more", "less"), ("more", "fewer"), ("greater", "smaller"), ("superior", "inferior"),
-              ("positive", "negative"), ("upregulation", "downregulation"), ("activates", "inhibits"),
-              ("activation", "inhibition"), ("enhances", "impairs"), ("enhanced", "impaired"),
-              ("promotes", "suppresses"),
-              ("gain", "loss"), ("before", "after"), ("sensitive", "resistant"), ("early", "late"), ("all", "some"),
-              ("high", "low"), ("improves", "worsens"), ("improved", "worsened"), ("benefit", "harm"),
-              ("major", "minor"), ("primary", "secondary"), ("rarely", "often"), ("common", "rare"),
-              ("significant", "insignificant"), ("sensitive", "resistance"), ("sensitivity", "resistance"),
-              ("sensitive", "resistant"), ("uniform", "variable"), ("presence", "absence"), ("present", "absent"),
-              ("benign", "malignant"), ("agonist", "antagonist"), ("inhibitor", "activator"),
-              ("maximum", "minimum"), ("strong", "weak"), ("stronger", "weaker"), ("longer", "shorter"),
-              ("larger", "smaller"), ("faster", "slower"), ("upregulated", "downregulated"),
-              ("increased", "lowered"), ("induces", "prevents"), ("promotes", "inhibits"), ("all", "most")]
+""".split()
+)
+NEGATIONS = frozenset(
+    "not no never none neither nor without cannot nothing nobody lack lacks lacked absence".split()
+)
+_OPPOSITES = [
+    ("increase", "decrease"),
+    ("increased", "decreased"),
+    ("increases", "decreases"),
+    ("increased", "reduced"),
+    ("increase", "reduce"),
+    ("increases", "reduces"),
+    ("higher", "lower"),
+    ("more", "less"),
+    ("more", "fewer"),
+    ("greater", "smaller"),
+    ("superior", "inferior"),
+    ("positive", "negative"),
+    ("upregulation", "downregulation"),
+    ("activates", "inhibits"),
+    ("activation", "inhibition"),
+    ("enhances", "impairs"),
+    ("enhanced", "impaired"),
+    ("promotes", "suppresses"),
+    ("gain", "loss"),
+    ("before", "after"),
+    ("sensitive", "resistant"),
+    ("early", "late"),
+    ("all", "some"),
+    ("high", "low"),
+    ("improves", "worsens"),
+    ("improved", "worsened"),
+    ("benefit", "harm"),
+    ("major", "minor"),
+    ("primary", "secondary"),
+    ("rarely", "often"),
+    ("common", "rare"),
+    ("significant", "insignificant"),
+    ("sensitive", "resistance"),
+    ("sensitivity", "resistance"),
+    ("sensitive", "resistant"),
+    ("uniform", "variable"),
+    ("presence", "absence"),
+    ("present", "absent"),
+    ("benign", "malignant"),
+    ("agonist", "antagonist"),
+    ("inhibitor", "activator"),
+    ("maximum", "minimum"),
+    ("strong", "weak"),
+    ("stronger", "weaker"),
+    ("longer", "shorter"),
+    ("larger", "smaller"),
+    ("faster", "slower"),
+    ("upregulated", "downregulated"),
+    ("increased", "lowered"),
+    ("induces", "prevents"),
+    ("promotes", "inhibits"),
+    ("all", "most"),
+]
 DIRECTIONS: dict[str, frozenset[str]] = {}  # a word -> the words that say the opposite
 for _a, _b in _OPPOSITES:
     DIRECTIONS[_a] = DIRECTIONS.get(_a, frozenset()) | {_b}
     DIRECTIONS[_b] = DIRECTIONS.get(_b, frozenset()) | {_a}
 # numbers written as words: cardinals combine ("two hundred fifty" is 250); fractions and ordinals
 # stand as themselves ("one-third" and "one-fourth" differ in "third")
-UNITS = {w: n for n, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve thirteen "
-                                    "fourteen fifteen sixteen seventeen eighteen nineteen".split())}
-TENS = {w: 10 * n for n, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split(), 2)}
+UNITS = {
+    w: n
+    for n, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen "
+        "fourteen fifteen sixteen seventeen eighteen nineteen".split()
+    )
+}
+TENS = {
+    w: 10 * n
+    for n, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split(), 2)
+}
 SCALES = {"hundred": 100, "thousand": 1000}
-FRACTIONS = {"half": "1/2", "halves": "1/2", "third": "1/3", "thirds": "1/3", "quarter": "1/4", "quarters": "1/4",
-             "fourth": "1/4", "fourths": "1/4", "fifth": "1/5", "fifths": "1/5"}
-SUFFIXES = ("ational", "ations", "ation", "ities", "ments", "ness", "ment", "ings", "ing", "ied", "ies", "edly",
-            "ed", "ers", "er", "est", "ly", "es", "s")
+FRACTIONS = {
+    "half": "1/2",
+    "halves": "1/2",
+    "third": "1/3",
+    "thirds": "1/3",
+    "quarter": "1/4",
+    "quarters": "1/4",
+    "fourth": "1/4",
+    "fourths": "1/4",
+    "fifth": "1/5",
+    "fifths": "1/5",
+}
+SUFFIXES = (
+    "ational",
+    "ations",
+    "ation",
+    "ities",
+    "ments",
+    "ness",
+    "ment",
+    "ings",
+    "ing",
+    "ied",
+    "ies",
+    "edly",
+    "ed",
+    "ers",
+    "er",
+    "est",
+    "ly",
+    "es",
+    "s",
+)
 
 
 @dataclass(frozen=True)
@@ -101,15 +183,29 @@ class Sentence:
     checks: tuple[CitationCheck, ...] = ()
 
     def as_dict(self) -> dict:
-        return {"text": self.text, "citations": list(self.citations), "verdict": self.verdict, "reason": self.reason,
-                "checks": [{"source": c.source, "holds": c.holds, "share": round(c.share, 3), "reason": c.reason}
-                           for c in self.checks]}
+        return {
+            "text": self.text,
+            "citations": list(self.citations),
+            "verdict": self.verdict,
+            "reason": self.reason,
+            "checks": [
+                {
+                    "source": c.source,
+                    "holds": c.holds,
+                    "share": round(c.share, 3),
+                    "reason": c.reason,
+                }
+                for c in self.checks
+            ],
+        }
 
 
 @dataclass(frozen=True)
 class Checked:
     sentences: tuple[Sentence, ...]
-    counts: dict[str, int] = field(default_factory=dict)  # sentences, supported, unsupported, dropped
+    counts: dict[str, int] = field(
+        default_factory=dict
+    )  # sentences, supported, unsupported, dropped
 
     @property
     def text(self) -> str:
@@ -131,8 +227,10 @@ def check(answer_text: str, sources: dict[int, str], *, share: float = SUPPORTED
 def dropping(checked: Checked, drop, reason: str) -> Checked:
     """`checked` with the sentences `drop(text)` is true of turned to dropped, for `reason`, and
     their text withheld (what they said is what must not be passed on)."""
-    sentences = tuple(Sentence("", s.citations, "dropped", reason) if drop(s.text) else s
-                      for s in checked.sentences)
+    sentences = tuple(
+        Sentence("", s.citations, "dropped", reason) if drop(s.text) else s
+        for s in checked.sentences
+    )
     counts = {"sentences": len(sentences)}
     for verdict in ("supported", "unsupported", "dropped"):
         counts[verdict] = sum(1 for s in sentences if s.verdict == verdict)
@@ -143,7 +241,7 @@ def split_sentences(text: str) -> list[str]:
     """Sentences in order, each with the citation markers that close it; blank pieces dropped."""
     pieces, start = [], 0
     for end in SENTENCE_END.finditer(text):
-        pieces.append(text[start:end.end()])
+        pieces.append(text[start : end.end()])
         start = end.end()
     pieces.append(text[start:])
     return [" ".join(piece.split()) for piece in pieces if piece.strip(" \n\t-*•")]
@@ -158,8 +256,11 @@ def citations_of(sentence: str) -> tuple[int, ...]:
 
 def stems(text: str) -> set[str]:
     """The content words of `text`, lower-cased, accents kept, stop words out, suffixes stripped."""
-    return {_stem(word) for word in WORD.findall(_fold(text)) if word not in STOPWORDS and not word.isdigit()
-            and len(word) > 1}
+    return {
+        _stem(word)
+        for word in WORD.findall(_fold(text))
+        if word not in STOPWORDS and not word.isdigit() and len(word) > 1
+    }
 
 
 def _verdict(sentence: str, sources: dict[int, _Lexed], needed: float) -> Sentence:
@@ -167,17 +268,34 @@ def _verdict(sentence: str, sources: dict[int, _Lexed], needed: float) -> Senten
     claim = MARKER.sub(" ", sentence)
     if not cited:
         if _fold(NOT_COVERED).rstrip(".") in _fold(claim):
-            return Sentence(sentence, cited, "abstention", "says the knowledge base does not cover the question")
+            return Sentence(
+                sentence, cited, "abstention", "says the knowledge base does not cover the question"
+            )
         return Sentence(sentence, cited, "dropped", "cites no source")
     given = [n for n in cited if n in sources]
     if not given:
-        return Sentence(sentence, cited, "dropped",
-                        f"cites {', '.join(f'[{n}]' for n in cited)}, which the answer was not given")
+        return Sentence(
+            sentence,
+            cited,
+            "dropped",
+            f"cites {', '.join(f'[{n}]' for n in cited)}, which the answer was not given",
+        )
     checks = tuple(_check(claim, n, sources[n], needed) for n in given)
     if any(c.holds for c in checks):
-        return Sentence(sentence, cited, "supported", "found in " + ", ".join(f"[{c.source}]" for c in checks
-                                                                             if c.holds), checks)
-    return Sentence(sentence, cited, "unsupported", "; ".join(f"[{c.source}]: {c.reason}" for c in checks), checks)
+        return Sentence(
+            sentence,
+            cited,
+            "supported",
+            "found in " + ", ".join(f"[{c.source}]" for c in checks if c.holds),
+            checks,
+        )
+    return Sentence(
+        sentence,
+        cited,
+        "unsupported",
+        "; ".join(f"[{c.source}]: {c.reason}" for c in checks),
+        checks,
+    )
 
 
 @dataclass(frozen=True)
@@ -195,7 +313,9 @@ class _Window:
 class _Lexed:
     folded: str  # lower case, accents kept, whitespace collapsed: where quotes are looked for
     numbers: frozenset[str]
-    windows: tuple[_Window, ...]  # its sentences, each two neighbours together, the first with each other
+    windows: tuple[
+        _Window, ...
+    ]  # its sentences, each two neighbours together, the first with each other
 
     @classmethod
     def of(cls, text: str) -> _Lexed:
@@ -208,14 +328,24 @@ class _Lexed:
 
 
 def _joined(a: _Window, b: _Window) -> _Window:
-    return _Window(a.stems | b.stems, a.words | b.words, a.text + " " + b.text, a.denied | b.denied,
-                   a.numbers | b.numbers)
+    return _Window(
+        a.stems | b.stems,
+        a.words | b.words,
+        a.text + " " + b.text,
+        a.denied | b.denied,
+        a.numbers | b.numbers,
+    )
 
 
 def _window(text: str) -> _Window:
     folded = _fold(text)
-    return _Window(frozenset(stems(text)), frozenset(WORD.findall(folded)), folded, _denied(text),
-                   frozenset(_numbers(folded)))
+    return _Window(
+        frozenset(stems(text)),
+        frozenset(WORD.findall(folded)),
+        folded,
+        _denied(text),
+        frozenset(_numbers(folded)),
+    )
 
 
 NEGATION_SCOPE = 3  # content words after a negation, within its clause, that it governs
@@ -247,14 +377,19 @@ def _check(claim: str, number: int, source: _Lexed, needed: float) -> CitationCh
     stated = _numbers(_fold(claim))
     best = max(source.windows, key=lambda w: len(words & w.stems) + len(stated & w.numbers))
     share = len(words & best.stems) / len(words)
-    problem = _unstated(claim, stated, source, best, share, needed) or _contradicted(claim, words, best)
+    problem = _unstated(claim, stated, source, best, share, needed) or _contradicted(
+        claim, words, best
+    )
     if problem:
         return CitationCheck(number, False, share, problem)
-    return CitationCheck(number, True, share, f"{share:.0%} of its words are in its closest sentence")
+    return CitationCheck(
+        number, True, share, f"{share:.0%} of its words are in its closest sentence"
+    )
 
 
-def _unstated(claim: str, stated: set[str], source: _Lexed, best: _Window, share: float,
-              needed: float) -> str | None:
+def _unstated(
+    claim: str, stated: set[str], source: _Lexed, best: _Window, share: float, needed: float
+) -> str | None:
     """What the claim says that its closest window does not: a number, too few of its words, a name."""
     missing = sorted(stated - source.numbers)
     if missing:
@@ -264,7 +399,14 @@ def _unstated(claim: str, stated: set[str], source: _Lexed, best: _Window, share
         return f"its closest sentence does not state the number {elsewhere[0]}"
     if share < needed:
         return f"{share:.0%} of its words are in its closest sentence (needs {needed:.0%})"
-    name = next((n for n in names(claim) if not re.search(r"(?<!\w)" + re.escape(n) + r"(?!\w)", best.text)), None)
+    name = next(
+        (
+            n
+            for n in names(claim)
+            if not re.search(r"(?<!\w)" + re.escape(n) + r"(?!\w)", best.text)
+        ),
+        None,
+    )
     if name:
         return f"its closest sentence does not name {name!r}"
     return None
@@ -277,14 +419,22 @@ def _contradicted(claim: str, words: set[str], best: _Window) -> str | None:
     denied = _denied(claim)
     if (denied & best.stems) - best.denied or (best.denied & words) - denied:
         return "it negates what its closest sentence states, or the reverse"
-    flipped = next(((w, v) for w in words - best.stems for v in best.stems if _prefixed(w, v)), None)
+    flipped = next(
+        ((w, v) for w in words - best.stems for v in best.stems if _prefixed(w, v)), None
+    )
     if flipped:
         return f"it says {flipped[0]!r} where its closest sentence says {flipped[1]!r}"
     absolute = next((w for w in sorted(claim_words & ABSOLUTES) if w not in best.words), None)
     if absolute:
         return f"it says {absolute!r}, which its closest sentence does not"
-    turned = next((w for w in sorted(claim_words & DIRECTIONS.keys()) if w not in best.words
-                   and DIRECTIONS[w] & best.words), None)
+    turned = next(
+        (
+            w
+            for w in sorted(claim_words & DIRECTIONS.keys())
+            if w not in best.words and DIRECTIONS[w] & best.words
+        ),
+        None,
+    )
     if turned:
         return f"it says {turned!r} where its closest sentence says {sorted(DIRECTIONS[turned] & best.words)[0]!r}"
     return None
@@ -297,7 +447,9 @@ ABSOLUTES = frozenset("only solely exclusively always all every entirely complet
 def _prefixed(a: str, b: str) -> bool:
     """Whether one stem is the other with a negating prefix ("acetylat", "deacetylat")."""
     short, long = sorted((a, b), key=len)
-    return len(short) >= 4 and any(long == prefix + short or long == prefix + "-" + short for prefix in PREFIXES)
+    return len(short) >= 4 and any(
+        long == prefix + short or long == prefix + "-" + short for prefix in PREFIXES
+    )
 
 
 NAME = re.compile(r"[^\W_]+(?:[-./+][^\W_]+)*")  # letters of any script: "IL-1β" is not "IL-1α"
@@ -310,7 +462,9 @@ def names(text: str) -> list[str]:
     found = []
     for token in NAME.findall(text):
         letters = sum(ch.isalpha() for ch in token)
-        if letters and (any(ch.isdigit() for ch in token) or sum(ch.isupper() for ch in token) >= 2):
+        if letters and (
+            any(ch.isdigit() for ch in token) or sum(ch.isupper() for ch in token) >= 2
+        ):
             found.append(_fold(token))
     return found
 

@@ -7,21 +7,36 @@ from retrieval.query import MAX_QUERY_CHARS
 
 
 class AnswerIn(Schema):
-    q: str = Field(..., description=f"The question: at most {MAX_QUERY_CHARS} characters once normalised (NFKC)")
-    namespaces: list[str] = Field(default_factory=list, max_length=MAX_NAMESPACES,
-                                  description="The namespaces to answer from; none: every one the caller reads "
-                                              f"(at most {MAX_NAMESPACES})")
-    stream: bool = Field(False, description="true: text/event-stream, one server-sent event per answer event; "
-                                            "false: the answer's final state as one JSON object")
+    q: str = Field(
+        ...,
+        description=f"The question: at most {MAX_QUERY_CHARS} characters once normalised (NFKC)",
+    )
+    namespaces: list[str] = Field(
+        default_factory=list,
+        max_length=MAX_NAMESPACES,
+        description="The namespaces to answer from; none: every one the caller reads "
+        f"(at most {MAX_NAMESPACES})",
+    )
+    stream: bool = Field(
+        False,
+        description="true: text/event-stream, one server-sent event per answer event; "
+        "false: the answer's final state as one JSON object",
+    )
 
 
 class AnswerToolIn(Schema):
     """The MCP `answer` tool's arguments: /api/answer's, without `stream` (a tool answers whole)."""
 
-    q: str = Field(..., description=f"The question: at most {MAX_QUERY_CHARS} characters once normalised (NFKC)")
-    namespaces: list[str] = Field(default_factory=list, max_length=MAX_NAMESPACES,
-                                  description="The namespaces to answer from; none: every one the caller reads "
-                                              f"(at most {MAX_NAMESPACES})")
+    q: str = Field(
+        ...,
+        description=f"The question: at most {MAX_QUERY_CHARS} characters once normalised (NFKC)",
+    )
+    namespaces: list[str] = Field(
+        default_factory=list,
+        max_length=MAX_NAMESPACES,
+        description="The namespaces to answer from; none: every one the caller reads "
+        f"(at most {MAX_NAMESPACES})",
+    )
 
 
 class GateOut(Schema):

@@ -66,7 +66,9 @@ class _Run:
     query_log_id: int | None = None
     gate: gate.Gate | None = None
     sources: list[dict] = field(default_factory=list)
-    seen: dict[int, str] = field(default_factory=dict)  # source number -> all the model was shown of it
+    seen: dict[int, str] = field(
+        default_factory=dict
+    )  # source number -> all the model was shown of it
     text: str = ""
     checked: citations.Checked | None = None
     reads: int = 0
@@ -76,8 +78,15 @@ class _Run:
     built: prompt.Prompt | None = None  # the prompt the model was last given
 
 
-def answer_events(request_or_principal, namespaces: list[str], question: str, *, stream: bool,
-                  caller: str = QueryLog.Caller.API, raise_off: bool = False) -> Iterator[dict]:
+def answer_events(
+    request_or_principal,
+    namespaces: list[str],
+    question: str,
+    *,
+    stream: bool,
+    caller: str = QueryLog.Caller.API,
+    raise_off: bool = False,
+) -> Iterator[dict]:
     """The events of one answer. `stream=False` leaves out the `delta` events (the text is in `answer`).
     The question and the caller's right to each namespace are checked here, before the first event:
     a refusal is raised (an HTTP error), never streamed. No namespace named: every one it may read.
@@ -87,26 +96,37 @@ def answer_events(request_or_principal, namespaces: list[str], question: str, *,
     question = validate_query(question, 1)
     namespaces = list(dict.fromkeys(namespaces))
     if not namespaces:
-        namespaces = list(principal.readable_namespaces().order_by("slug").values_list("slug", flat=True))
+        namespaces = list(
+            principal.readable_namespaces().order_by("slug").values_list("slug", flat=True)
+        )
     if len(namespaces) > MAX_NAMESPACES:
-        raise TooManyNamespaces(f"An answer searches at most {MAX_NAMESPACES} namespaces; {len(namespaces)} "
-                                "were asked.", details={"field": "namespaces", "max": MAX_NAMESPACES})
+        raise TooManyNamespaces(
+            f"An answer searches at most {MAX_NAMESPACES} namespaces; {len(namespaces)} "
+            "were asked.",
+            details={"field": "namespaces", "max": MAX_NAMESPACES},
+        )
     for slug in namespaces:
         principal.check(slug)
-    if not kb_settings().answer_url:  # answers off: nothing to hold, nothing past a request to charge
+    if (
+        not kb_settings().answer_url
+    ):  # answers off: nothing to hold, nothing past a request to charge
         return _events(_Run(question, namespaces, caller, asker=""), principal, stream, raise_off)
     slot = _slot()
     if not slot.acquire(blocking=False):
-        raise AnswersBusy(f"{kb_settings().answer_concurrency} answers are under way on this server "
-                          f"(KB_ANSWER_CONCURRENCY); retry in {BUSY_RETRY_AFTER_S} s. Search works meanwhile.",
-                          details={"retry_after_s": BUSY_RETRY_AFTER_S})
+        raise AnswersBusy(
+            f"{kb_settings().answer_concurrency} answers are under way on this server "
+            f"(KB_ANSWER_CONCURRENCY); retry in {BUSY_RETRY_AFTER_S} s. Search works meanwhile.",
+            details={"retry_after_s": BUSY_RETRY_AFTER_S},
+        )
     try:
         # each namespace is a search, counted as search counts them, and the answer ANSWER_SEARCHES more
         principal.charge(len(namespaces) - 1 + ANSWER_SEARCHES)
     except BaseException:
         slot.release()
         raise
-    run = _Run(question, namespaces, caller, asker=asker(request_or_principal, principal, create=True))
+    run = _Run(
+        question, namespaces, caller, asker=asker(request_or_principal, principal, create=True)
+    )
     return Held(_events(run, principal, stream, raise_off), slot)
 
 
@@ -150,7 +170,9 @@ class Held:
         self.close()
 
 
-def _events(run: _Run, principal: Principal, stream: bool, raise_off: bool = False) -> Iterator[dict]:
+def _events(
+    run: _Run, principal: Principal, stream: bool, raise_off: bool = False
+) -> Iterator[dict]:
     try:
         yield from _answer(run, principal, stream)
     except KBError as exc:
@@ -158,10 +180,14 @@ def _events(run: _Run, principal: Principal, stream: bool, raise_off: bool = Fal
             raise  # nothing was searched: there is no answer to log
         run.error = exc
         yield {"event": "error", "code": exc.code, "message": exc.message}
-    except Exception:  # logged with its traceback; the reader gets a stable code and `done`, never a broken stream
+    except (
+        Exception
+    ):  # logged with its traceback; the reader gets a stable code and `done`, never a broken stream
         logger.exception("answer to %r over %s failed", run.question[:80], run.namespaces)
-        run.error = AnswerFailed("The answer failed on the server's side; the search results above stay valid. "
-                                 "The error is in the server log.")
+        run.error = AnswerFailed(
+            "The answer failed on the server's side; the search results above stay valid. "
+            "The error is in the server log."
+        )
         yield {"event": "error", "code": run.error.code, "message": run.error.message}
     yield {"event": "done", "answer_id": _log(run)}
 
@@ -169,14 +195,25 @@ def _events(run: _Run, principal: Principal, stream: bool, raise_off: bool = Fal
 def _answer(run: _Run, principal: Principal, stream: bool) -> Iterator[dict]:
     conf = kb_settings()
     if not conf.answer_url:
-        raise AnswersOff("Answers are off: this deployment has no answer model (KB_ANSWER_URL). Search works as ever.")
-    allowed = set(Namespace.objects.filter(slug__in=run.namespaces, answers=True).values_list("slug", flat=True))
+        raise AnswersOff(
+            "Answers are off: this deployment has no answer model (KB_ANSWER_URL). Search works as ever."
+        )
+    allowed = set(
+        Namespace.objects.filter(slug__in=run.namespaces, answers=True).values_list(
+            "slug", flat=True
+        )
+    )
     searched = [slug for slug in run.namespaces if slug in allowed]
     if not searched:
-        raise AnswersOffForNamespace("Answers are turned off for " + ", ".join(repr(s) for s in run.namespaces)
-                                     + " by its curators; search works as ever.",
-                                     details={"namespaces": run.namespaces})
-    endpoint = Endpoint(conf.answer_url, conf.answer_model, conf.answer_api_key, conf.answer_timeouts)
+        raise AnswersOffForNamespace(
+            "Answers are turned off for "
+            + ", ".join(repr(s) for s in run.namespaces)
+            + " by its curators; search works as ever.",
+            details={"namespaces": run.namespaces},
+        )
+    endpoint = Endpoint(
+        conf.answer_url, conf.answer_model, conf.answer_api_key, conf.answer_timeouts
+    )
     run.model = endpoint.model
     results = _search(run, searched)
     run.timings["retrieval_ms"] = _ms(run.started)
@@ -185,7 +222,10 @@ def _answer(run: _Run, principal: Principal, stream: bool) -> Iterator[dict]:
     yield {"event": "gate", **run.gate.as_dict(), "query_id": run.query_log_id}
     documents = _documents(results)
     if not run.gate.answer:
-        run.sources = [_source(n, namespace, group) for n, (namespace, group) in enumerate(documents[:CLOSEST], 1)]
+        run.sources = [
+            _source(n, namespace, group)
+            for n, (namespace, group) in enumerate(documents[:CLOSEST], 1)
+        ]
         yield {"event": "sources", "sources": run.sources, "left_out": 0}
         run.text = citations.NOT_COVERED
         run.checked = citations.check(run.text, {})
@@ -193,28 +233,61 @@ def _answer(run: _Run, principal: Principal, stream: bool) -> Iterator[dict]:
         return
     tools = conf.answer_tools != "off"
     try:
-        yield from _generate(run, principal, endpoint, documents, tools=tools, stream=stream, prepared=prepared)
+        yield from _generate(
+            run, principal, endpoint, documents, tools=tools, stream=stream, prepared=prepared
+        )
     except ToolsRefused:
         if conf.answer_tools == "on":
             raise
-        logger.info("answer model %s refused the read tool; answering with larger seeded passages instead",
-                    endpoint.model)
-        yield from _generate(run, principal, endpoint, documents, tools=False, stream=stream, prepared=time.monotonic())
-    run.checked = citations.dropping(citations.check(run.text, run.seen), lambda text: prompt.leaks(text, run.built),
-                                     "repeats the answer's instructions")
+        logger.info(
+            "answer model %s refused the read tool; answering with larger seeded passages instead",
+            endpoint.model,
+        )
+        yield from _generate(
+            run,
+            principal,
+            endpoint,
+            documents,
+            tools=False,
+            stream=stream,
+            prepared=time.monotonic(),
+        )
+    run.checked = citations.dropping(
+        citations.check(run.text, run.seen),
+        lambda text: prompt.leaks(text, run.built),
+        "repeats the answer's instructions",
+    )
     yield _answer_event(run, abstained=False)
 
 
-def _generate(run: _Run, principal: Principal, endpoint: Endpoint, documents: list[tuple[str, DocumentGroup]], *,
-              tools: bool, stream: bool, prepared: float) -> Iterator[dict]:
+def _generate(
+    run: _Run,
+    principal: Principal,
+    endpoint: Endpoint,
+    documents: list[tuple[str, DocumentGroup]],
+    *,
+    tools: bool,
+    stream: bool,
+    prepared: float,
+) -> Iterator[dict]:
     conf = kb_settings()
-    lengths = dict(Document.objects.filter(pk__in=[g.document_id for _, g in documents])
-                   .annotate(length=Length("content")).values_list("pk", "length"))
-    candidates = [prompt.SourceText(n, group.title, _seed(group, tools), lengths.get(group.document_id, 0))
-                  for n, (_, group) in enumerate(documents, 1)]
-    built = prompt.build(run.question, candidates, context_tokens=conf.answer_context_tokens,
-                         answer_tokens=conf.answer_max_tokens, tools=tools)
-    placed = documents[:len(built.sources)]
+    lengths = dict(
+        Document.objects.filter(pk__in=[g.document_id for _, g in documents])
+        .annotate(length=Length("content"))
+        .values_list("pk", "length")
+    )
+    candidates = [
+        prompt.SourceText(n, group.title, _seed(group, tools), lengths.get(group.document_id, 0))
+        for n, (_, group) in enumerate(documents, 1)
+    ]
+    built = prompt.build(
+        run.question,
+        candidates,
+        context_tokens=conf.answer_context_tokens,
+        answer_tokens=conf.answer_max_tokens,
+        tools=tools,
+    )
+    placed = documents[: len(built.sources)]
     run.sources = [_source(n, namespace, group) for n, (namespace, group) in enumerate(placed, 1)]
     run.seen = {source.number: source.text for source in built.sources}
     run.built = built
@@ -226,22 +299,52 @@ def _generate(run: _Run, principal: Principal, endpoint: Endpoint, documents: li
     run.timings["before_model_ms"] = _ms(prepared)
     sent = time.monotonic()
     offer = [prompt.READ_TOOL] if tools else None
-    for _ in range(prompt.MAX_READS + 2):  # a model that keeps calling tools when offered none stops here
-        turn: Turn = yield from _streamed(chat(endpoint, messages, max_tokens=conf.answer_max_tokens, tools=offer,
-                                                deadline=deadline), stream, run, built)
+    for _ in range(
+        prompt.MAX_READS + 2
+    ):  # a model that keeps calling tools when offered none stops here
+        turn: Turn = yield from _streamed(
+            chat(
+                endpoint,
+                messages,
+                max_tokens=conf.answer_max_tokens,
+                tools=offer,
+                deadline=deadline,
+            ),
+            stream,
+            run,
+            built,
+        )
         if "first_token_ms" not in run.timings and turn.first_token_s is not None:
-            run.timings["first_token_ms"] = round(turn.first_token_s * 1000, 2)  # the model's own wait
+            run.timings["first_token_ms"] = round(
+                turn.first_token_s * 1000, 2
+            )  # the model's own wait
         if not turn.tool_calls:
             break
-        used += prompt.tokens(turn.text) + sum(prompt.tokens(c.name + c.arguments) for c in turn.tool_calls)
-        messages.append({"role": "assistant", "content": turn.text or None, "tool_calls": [
-            {"id": call.id or f"call_{i}", "type": "function", "function": {"name": call.name,
-                                                                          "arguments": call.arguments}}
-            for i, call in enumerate(turn.tool_calls)]})
+        used += prompt.tokens(turn.text) + sum(
+            prompt.tokens(c.name + c.arguments) for c in turn.tool_calls
+        )
+        messages.append(
+            {
+                "role": "assistant",
+                "content": turn.text or None,
+                "tool_calls": [
+                    {
+                        "id": call.id or f"call_{i}",
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": call.arguments},
+                    }
+                    for i, call in enumerate(turn.tool_calls)
+                ],
+            }
+        )
         for i, call in enumerate(turn.tool_calls):
-            result, cost = _read(run, principal, placed, built, call.name, call.arguments, budget=built.budget - used)
+            result, cost = _read(
+                run, principal, placed, built, call.name, call.arguments, budget=built.budget - used
+            )
             used += cost
-            messages.append({"role": "tool", "tool_call_id": call.id or f"call_{i}", "content": result})
+            messages.append(
+                {"role": "tool", "tool_call_id": call.id or f"call_{i}", "content": result}
+            )
         if run.reads >= prompt.MAX_READS:
             offer = None  # the last turn answers from what was read
     run.timings["model_ms"] = _ms(sent)
@@ -272,8 +375,16 @@ def _streamed(turns, stream: bool, run: _Run, built: prompt.Prompt):
         pending = pending[start:]
 
 
-def _read(run: _Run, principal: Principal, placed: list[tuple[str, DocumentGroup]], built: prompt.Prompt,
-          name: str, arguments: str, *, budget: int) -> tuple[str, int]:
+def _read(
+    run: _Run,
+    principal: Principal,
+    placed: list[tuple[str, DocumentGroup]],
+    built: prompt.Prompt,
+    name: str,
+    arguments: str,
+    *,
+    budget: int,
+) -> tuple[str, int]:
     """The `read` tool: more of a numbered source the model was given, and the tokens it costs.
     Only a source number comes from the model: the document, its namespace and the caller's right
     to read it come from this answer's own search, so no text in a source can widen what is read."""
@@ -284,17 +395,26 @@ def _read(run: _Run, principal: Principal, placed: list[tuple[str, DocumentGroup
         return f"error: at most {prompt.MAX_READS} reads; answer from what you have", 20
     args = read_arguments(arguments)
     if args is None:
-        return "error: read takes {\"source\": <number>, \"offset\": <number>}, whole numbers and nothing else", 20
+        return (
+            'error: read takes {"source": <number>, "offset": <number>}, whole numbers and nothing else',
+            20,
+        )
     number, offset = args
     if not 1 <= number <= len(placed):
         return f"error: there is no source {number}; the sources are 1 to {len(placed)}", 20
-    chars = min(prompt.READ_CHARS, max(0, (budget - prompt.MESSAGE_TOKENS) * prompt.TOKEN_CHARS - 200))
+    chars = min(
+        prompt.READ_CHARS, max(0, (budget - prompt.MESSAGE_TOKENS) * prompt.TOKEN_CHARS - 200)
+    )
     if chars < 200:
         return "error: the context is full; answer from what you have", 20
     namespace, group = placed[number - 1]
     principal.check(namespace)  # the caller's rights, read again at the moment of reading
-    content = Document.objects.filter(pk=group.document_id, namespace__slug=namespace).values_list(
-        "content", flat=True).first() or ""
+    content = (
+        Document.objects.filter(pk=group.document_id, namespace__slug=namespace)
+        .values_list("content", flat=True)
+        .first()
+        or ""
+    )
     window, _ = prompt.read_window(content, number, offset, chars)
     run.seen[number] = run.seen.get(number, "") + "\n" + window
     result = prompt.wrap_read(built.tag, number, window)
@@ -307,7 +427,10 @@ def read_arguments(arguments: str) -> tuple[int, int] | None:
     (NaN, 1e400, a 5,000-digit number, a string, a list, nesting past the parser's depth) reads nothing."""
     try:
         args = json.loads(arguments or "{}", parse_constant=_no_constant, parse_float=_no_float)
-    except (ValueError, RecursionError):  # not JSON, NaN/Infinity, a fraction, an integer past Python's digits
+    except (
+        ValueError,
+        RecursionError,
+    ):  # not JSON, NaN/Infinity, a fraction, an integer past Python's digits
         return None
     if not isinstance(args, dict) or not {"source"} <= set(args) <= {"source", "offset"}:
         return None
@@ -332,8 +455,17 @@ def _no_float(text: str):
 
 def _search(run: _Run, namespaces: list[str]) -> list[SearchResult]:
     vector = get_embedder().embed_query(run.question) if len(namespaces) > 1 else None
-    results = [search(run.question, slug, limit=SOURCES, group="document", query_vector=vector, caller=run.caller)
-               for slug in namespaces]
+    results = [
+        search(
+            run.question,
+            slug,
+            limit=SOURCES,
+            group="document",
+            query_vector=vector,
+            caller=run.caller,
+        )
+        for slug in namespaces
+    ]
     run.query_log_id = results[0].query_id
     return results
 
@@ -354,15 +486,25 @@ def _seed(group: DocumentGroup, tools: bool) -> str:
 
 def _source(number: int, namespace: str, group: DocumentGroup) -> dict:
     best = group.sections[0]
-    return {"n": number, "title": group.title, "url": best.citation_url, "document_id": group.document_id,
-            "chunk_id": best.chunk_id, "namespace": namespace}
+    return {
+        "n": number,
+        "title": group.title,
+        "url": best.citation_url,
+        "document_id": group.document_id,
+        "chunk_id": best.chunk_id,
+        "namespace": namespace,
+    }
 
 
 def _answer_event(run: _Run, *, abstained: bool) -> dict:
     checked = run.checked
-    return {"event": "answer", "abstained": abstained, "text": checked.text if checked else "",
-            "sentences": [s.as_dict() for s in checked.sentences] if checked else [],
-            "counts": checked.counts if checked else {}}
+    return {
+        "event": "answer",
+        "abstained": abstained,
+        "text": checked.text if checked else "",
+        "sentences": [s.as_dict() for s in checked.sentences] if checked else [],
+        "counts": checked.counts if checked else {},
+    }
 
 
 def _log(run: _Run) -> int | None:
@@ -370,19 +512,32 @@ def _log(run: _Run) -> int | None:
     if run.query_log_id is None:
         return None
     querylog.flush()  # the search's row is written before the answer that names it
-    querylog.wait_for(run.query_log_id)  # ...or is being written by the log's writer thread right now
+    querylog.wait_for(
+        run.query_log_id
+    )  # ...or is being written by the log's writer thread right now
     run.timings["total_ms"] = _ms(run.started)
     checked = run.checked
     counts = checked.counts if checked else {}
     row = AnswerLog.objects.create(
-        query_log_id=run.query_log_id, namespaces=run.namespaces, question=run.question,
-        answered=bool(run.gate and run.gate.answer), gate_rule=run.gate.rule if run.gate else "",
-        gate_reason=run.gate.reason if run.gate else "", model=run.model,
-        text=checked.text if checked else run.text, sources=run.sources,
+        query_log_id=run.query_log_id,
+        namespaces=run.namespaces,
+        question=run.question,
+        answered=bool(run.gate and run.gate.answer),
+        gate_rule=run.gate.rule if run.gate else "",
+        gate_reason=run.gate.reason if run.gate else "",
+        model=run.model,
+        text=checked.text if checked else run.text,
+        sources=run.sources,
         sentences=[s.as_dict() for s in checked.sentences] if checked else [],
-        sentence_count=counts.get("sentences", 0), supported=counts.get("supported", 0),
-        unsupported=counts.get("unsupported", 0), dropped=counts.get("dropped", 0), reads=run.reads,
-        error_code=run.error.code if run.error else "", timings=run.timings, asker=run.asker)
+        sentence_count=counts.get("sentences", 0),
+        supported=counts.get("supported", 0),
+        unsupported=counts.get("unsupported", 0),
+        dropped=counts.get("dropped", 0),
+        reads=run.reads,
+        error_code=run.error.code if run.error else "",
+        timings=run.timings,
+        asker=run.asker,
+    )
     return row.pk
 
 
@@ -392,8 +547,13 @@ def record_feedback(request_or_principal, answer_id: int, helpful: bool) -> Answ
     principal = _principal(request_or_principal)
     who = asker(request_or_principal, principal, create=False)
     readable = sorted(principal.readable_namespaces().values_list("slug", flat=True))
-    row = AnswerLog.objects.select_related("query_log__namespace").filter(
-        pk=answer_id, query_log__namespace__slug__in=readable, namespaces__contained_by=readable).first()
+    row = (
+        AnswerLog.objects.select_related("query_log__namespace")
+        .filter(
+            pk=answer_id, query_log__namespace__slug__in=readable, namespaces__contained_by=readable
+        )
+        .first()
+    )
     if row is None or not who or row.asker != who:
         raise AnswerNotFound(f"No answer {answer_id}.")
     row.helpful = helpful
@@ -435,8 +595,18 @@ def _ms(start: float) -> float:
 
 def final_state(events: Iterator[dict]) -> dict:
     """What a sequence of answer events adds up to: the non-streamed answer."""
-    state: dict = {"answer_id": None, "query_id": None, "gate": None, "sources": [], "left_out": 0,
-                   "abstained": False, "text": "", "sentences": [], "counts": {}, "error": None}
+    state: dict = {
+        "answer_id": None,
+        "query_id": None,
+        "gate": None,
+        "sources": [],
+        "left_out": 0,
+        "abstained": False,
+        "text": "",
+        "sentences": [],
+        "counts": {},
+        "error": None,
+    }
     for event in events:
         kind = event["event"]
         if kind == "gate":
@@ -461,17 +631,37 @@ def model_status() -> dict:
     conf = kb_settings()
     if not conf.answer_url:
         return {"enabled": False, "ok": True, "model": "", "reachable": None}
-    endpoint = Endpoint(conf.answer_url, conf.answer_model, conf.answer_api_key,
-                        (min(conf.answer_timeouts[0], 3.0), *conf.answer_timeouts[1:]))
+    endpoint = Endpoint(
+        conf.answer_url,
+        conf.answer_model,
+        conf.answer_api_key,
+        (min(conf.answer_timeouts[0], 3.0), *conf.answer_timeouts[1:]),
+    )
     try:
         served = models(endpoint)
     except KBError as exc:
-        return {"enabled": True, "ok": False, "model": conf.answer_model, "reachable": False, "code": exc.code,
-                "error": exc.message}
-    if conf.answer_model not in served:  # what the server lists is its own business: the server log has it
-        logger.warning("answer model %r is not among those its server lists: %s", conf.answer_model,
-                       ", ".join(repr(m) for m in served[:20]) or "none")
-        return {"enabled": True, "ok": False, "model": conf.answer_model, "reachable": True,
-                "code": "ANSWER_MODEL_FAILED",
-                "error": f"the server does not list the model {conf.answer_model!r} (the server log has its list)."}
+        return {
+            "enabled": True,
+            "ok": False,
+            "model": conf.answer_model,
+            "reachable": False,
+            "code": exc.code,
+            "error": exc.message,
+        }
+    if (
+        conf.answer_model not in served
+    ):  # what the server lists is its own business: the server log has it
+        logger.warning(
+            "answer model %r is not among those its server lists: %s",
+            conf.answer_model,
+            ", ".join(repr(m) for m in served[:20]) or "none",
+        )
+        return {
+            "enabled": True,
+            "ok": False,
+            "model": conf.answer_model,
+            "reachable": True,
+            "code": "ANSWER_MODEL_FAILED",
+            "error": f"the server does not list the model {conf.answer_model!r} (the server log has its list).",
+        }
     return {"enabled": True, "ok": True, "model": conf.answer_model, "reachable": True}

@@ -28,5 +28,10 @@ def answer_model_check(app_configs, **kwargs):
     if status["ok"]:
         logger.info("answers: model %r ready at its server", status["model"])
         return []
-    return [checks.Warning(f"Answers: {status['error']} Search works; answers report {status['code']} until it does.",
-                           hint="See docs/answers.md#configure.", id="answers.W001")]
+    return [
+        checks.Warning(
+            f"Answers: {status['error']} Search works; answers report {status['code']} until it does.",
+            hint="See docs/answers.md#configure.",
+            id="answers.W001",
+        )
+    ]

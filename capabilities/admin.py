@@ -31,12 +31,15 @@ class CapabilityInline(ScopedInline, admin.TabularInline):
 
 class ProviderForm(forms.ModelForm):
     writer = None  # the curator's Principal, bound by ProviderAdmin.get_form
+
     class Meta:
         model = models.Provider
         fields = ["slug", "definition"]
-        help_texts = {"definition": "The provider definition (JSON): title, namespace and capabilities with "
-                                    "their knowledge targets. Saving applies it and records a new revision "
-                                    "when it changed."}
+        help_texts = {
+            "definition": "The provider definition (JSON): title, namespace and capabilities with "
+            "their knowledge targets. Saving applies it and records a new revision "
+            "when it changed."
+        }
 
     def validate_unique(self):
         """The id is checked for uniqueness only once the definition is valid: the rules it passed
@@ -48,7 +51,9 @@ class ProviderForm(forms.ModelForm):
     def clean(self):
         data = super().clean()
         try:  # the definition's namespace must be one the curator may change, before anything is looked up
-            self.parsed = service.check_provider(data.get("definition"), data.get("slug"), writer=self.writer)
+            self.parsed = service.check_provider(
+                data.get("definition"), data.get("slug"), writer=self.writer
+            )
         except KBError as exc:
             raise forms.ValidationError(f"{exc.code}: {exc.message}") from exc
         return data
@@ -57,14 +62,24 @@ class ProviderForm(forms.ModelForm):
 @admin.register(models.Provider)
 class ProviderAdmin(NamespaceScoped):
     form = ProviderForm
-    list_display = ["slug", "title", "namespace", "current_revision", "capability_count", "index_state", "updated_at"]
+    list_display = [
+        "slug",
+        "title",
+        "namespace",
+        "current_revision",
+        "capability_count",
+        "index_state",
+        "updated_at",
+    ]
     search_fields = ["slug", "title"]
     readonly_fields = ["title", "namespace", "index_state"]
     inlines = [CapabilityInline, RevisionInline]
     actions = ["reindex_capabilities"]
 
     def get_queryset(self, request):
-        return super().get_queryset(request).annotate(_caps=Count("capabilities")).order_by("slug")  # GROUP BY: reorder
+        return (
+            super().get_queryset(request).annotate(_caps=Count("capabilities")).order_by("slug")
+        )  # GROUP BY: reorder
 
     def get_form(self, request, obj=None, **kwargs):
         form = super().get_form(request, obj, **kwargs)
@@ -74,8 +89,11 @@ class ProviderAdmin(NamespaceScoped):
         report = service.apply_provider(form.parsed, index=service.INDEX_QUEUE)
         obj.pk = Provider.objects.get(slug=report["provider"]).pk
         obj.refresh_from_db()
-        messages.info(request, f"{'New revision recorded' if report['changed'] else 'Definition unchanged'}; "
-                               "the capabilities are indexed in the background.")
+        messages.info(
+            request,
+            f"{'New revision recorded' if report['changed'] else 'Definition unchanged'}; "
+            "the capabilities are indexed in the background.",
+        )
 
     def save_related(self, request, form, formsets, change):
         # capabilities and targets come from the definition, not from the read-only inlines
@@ -101,7 +119,11 @@ class ProviderAdmin(NamespaceScoped):
         if not obj.pk:
             return "—"
         status = service.index_status(obj)
-        return "current" if status["current"] else f"behind: {status['indexed']}/{status['capabilities']} indexed"
+        return (
+            "current"
+            if status["current"]
+            else f"behind: {status['indexed']}/{status['capabilities']} indexed"
+        )
 
 
 class KnowledgeTargetInline(ScopedInline, admin.TabularInline):
@@ -116,7 +138,14 @@ class CapabilityAdmin(NamespaceScoped):
     """Capabilities come from their provider's definition; here their knowledge targets can be
     adjusted, within the provider's namespace."""
 
-    readonly_fields = ["provider", "canonical_id", "title", "summary", "indexed_revision", "indexed_text"]
+    readonly_fields = [
+        "provider",
+        "canonical_id",
+        "title",
+        "summary",
+        "indexed_revision",
+        "indexed_text",
+    ]
     exclude = ["indexed_embedding"]
     list_display = ["canonical_id", "title", "provider"]
     list_filter = ["provider"]
@@ -125,4 +154,3 @@ class CapabilityAdmin(NamespaceScoped):
 
     def has_add_permission(self, request):
         return False
-

@@ -41,23 +41,30 @@ class KnowledgeRetriever(Protocol):
 
 
 def capability_retriever() -> CapabilityRetriever:
-    return _load(kb_settings().capability_retriever, BuiltinCapabilityRetriever, "KB_CAPABILITY_RETRIEVER")
+    return _load(
+        kb_settings().capability_retriever, BuiltinCapabilityRetriever, "KB_CAPABILITY_RETRIEVER"
+    )
 
 
 def knowledge_retriever() -> KnowledgeRetriever:
-    return _load(kb_settings().knowledge_retriever, BuiltinKnowledgeRetriever, "KB_KNOWLEDGE_RETRIEVER")
+    return _load(
+        kb_settings().knowledge_retriever, BuiltinKnowledgeRetriever, "KB_KNOWLEDGE_RETRIEVER"
+    )
 
 
 def _load(setting: str, builtin, name: str):
     if setting in ("", "none"):
-        raise RetrieverUnconfigured(f"No retriever is configured ({name} is {setting!r}).",
-                                    details={"setting": name})
+        raise RetrieverUnconfigured(
+            f"No retriever is configured ({name} is {setting!r}).", details={"setting": name}
+        )
     if setting == "builtin":
         return builtin()
     try:
         return import_string(setting)()
     except ImportError as exc:
-        raise ConfigurationError(f"{name}={setting!r} cannot be imported: {exc}", details={"setting": name}) from exc
+        raise ConfigurationError(
+            f"{name}={setting!r} cannot be imported: {exc}", details={"setting": name}
+        ) from exc
 
 
 class TargetAccess:
@@ -79,8 +86,10 @@ class TargetAccess:
             raise AccessClosed("This access object was valid only during the retrieval call.")
         target = self._targets.get(target_id)
         if target is None:
-            raise AccessDenied(f"Target {target_id!r} was not selected for this query.",
-                               details={"target": target_id})
+            raise AccessDenied(
+                f"Target {target_id!r} was not selected for this query.",
+                details={"target": target_id},
+            )
         return target
 
     def document_ids(self, target_id: str) -> tuple[int, ...]:
@@ -89,8 +98,10 @@ class TargetAccess:
     def read(self, target_id: str, document_id: int) -> bytes:
         """The stored UTF-8 text of one document of a selected target."""
         if document_id not in self._target(target_id).document_ids:
-            raise AccessDenied(f"Document {document_id} is not part of target {target_id!r}.",
-                               details={"target": target_id, "document": document_id})
+            raise AccessDenied(
+                f"Document {document_id} is not part of target {target_id!r}.",
+                details={"target": target_id, "document": document_id},
+            )
         return store.document_bytes([document_id]).get(document_id, b"")
 
     def search(self, text: str, target_ids: tuple[str, ...] | None = None, limit: int = 10):
@@ -109,8 +120,13 @@ class TargetAccess:
             by_namespace.setdefault(document.namespace.slug, []).append(document_id)
         pairs = []
         for namespace, document_ids in sorted(by_namespace.items()):
-            result = search(text, namespace, filters=Filters(document_ids=tuple(sorted(document_ids))),
-                            limit=limit, log=False)
+            result = search(
+                text,
+                namespace,
+                filters=Filters(document_ids=tuple(sorted(document_ids))),
+                limit=limit,
+                log=False,
+            )
             pairs.extend((owner[hit.document_id], hit) for hit in result.hits)
         pairs.sort(key=lambda pair: (-pair[1].score, pair[1].chunk_id))
         return pairs[:limit]
@@ -139,12 +155,24 @@ class BuiltinKnowledgeRetriever:
         hits = []
         for target_id, hit in access.search(request.text, limit=request.limit):
             data = access.read(target_id, hit.document_id)
-            hits.append(KnowledgeHit(target_id=target_id, document_id=hit.document_id, start_byte=hit.start_byte,
-                                     end_byte=hit.end_byte,
-                                     snippet=data[hit.start_byte:hit.end_byte].decode("utf-8"), score=hit.score))
+            hits.append(
+                KnowledgeHit(
+                    target_id=target_id,
+                    document_id=hit.document_id,
+                    start_byte=hit.start_byte,
+                    end_byte=hit.end_byte,
+                    snippet=data[hit.start_byte : hit.end_byte].decode("utf-8"),
+                    score=hit.score,
+                )
+            )
         evidence = access.evidence()
-        return KnowledgeAnswer(hits=hits, static_revision_by_provider=dict(request.static_revision_by_provider),
-                               mapping_revision=request.mapping_revision, observed_at=timezone.now(), **evidence)
+        return KnowledgeAnswer(
+            hits=hits,
+            static_revision_by_provider=dict(request.static_revision_by_provider),
+            mapping_revision=request.mapping_revision,
+            observed_at=timezone.now(),
+            **evidence,
+        )
 
 
 class BuiltinCapabilityRetriever:
@@ -165,13 +193,26 @@ class BuiltinCapabilityRetriever:
             hits.setdefault(pk, {})[VECTOR] = ChannelHit(position, cosines[pk])
         for position, pk in enumerate(by_bm25, start=1):
             hits.setdefault(pk, {})[LEXICAL] = ChannelHit(position, bm25_scores[pk])
-        candidates = [Candidate(key=canonical_id, kind="capability", group=canonical_id, path=canonical_id,
-                                text=f"{canonical_id}\n{text}", cosine=cosines[pk], hits=hits[pk])
-                      for pk, canonical_id, text, _, _ in rows]
+        candidates = [
+            Candidate(
+                key=canonical_id,
+                kind="capability",
+                group=canonical_id,
+                path=canonical_id,
+                text=f"{canonical_id}\n{text}",
+                cosine=cosines[pk],
+                hits=hits[pk],
+            )
+            for pk, canonical_id, text, _, _ in rows
+        ]
         ranking = rank(candidates, RankerParams(limit=query.limit))
         revision = {canonical_id: revision for _, canonical_id, _, _, revision in rows}
-        return [CapabilityCandidate(id=d.key, score=round(d.score, 6), source_static_revision=revision[d.key])
-                for d in ranking.kept]
+        return [
+            CapabilityCandidate(
+                id=d.key, score=round(d.score, 6), source_static_revision=revision[d.key]
+            )
+            for d in ranking.kept
+        ]
 
 
 def index_capabilities(provider, force: bool = False) -> int:

@@ -16,6 +16,7 @@ from kb.revisions import canonical_hash
 
 # --- capability retrieval ----------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class CapabilityQuery:
     text: str
@@ -48,32 +49,55 @@ class CheckedCandidate:
     provider: str
 
 
-def check_candidates(candidates, requested: tuple[str, ...], provider_of: Mapping[str, str],
-                     current_revision: Mapping[str, str]) -> tuple[list[CheckedCandidate], list[ContractWarning]]:
+def check_candidates(
+    candidates,
+    requested: tuple[str, ...],
+    provider_of: Mapping[str, str],
+    current_revision: Mapping[str, str],
+) -> tuple[list[CheckedCandidate], list[ContractWarning]]:
     """Keep the candidates whose provider is in scope, whose capability exists and whose index
     revision is the provider's current one; each rejected candidate leaves a gap and a warning.
     Nothing is re-sorted and no score is re-normalised."""
     if not isinstance(candidates, (list, tuple)):
-        raise RetrieverFailed("The capability retriever did not return a list of candidates.",
-                              details={"returned": type(candidates).__name__})
+        raise RetrieverFailed(
+            "The capability retriever did not return a list of candidates.",
+            details={"returned": type(candidates).__name__},
+        )
     kept, warnings, seen = [], [], set()
     for rank, candidate in enumerate(candidates, start=1):
         if not isinstance(candidate, CapabilityCandidate) or not isinstance(candidate.id, str):
-            raise RetrieverFailed(f"Candidate {rank} is not a CapabilityCandidate.", details={"rank": rank})
+            raise RetrieverFailed(
+                f"Candidate {rank} is not a CapabilityCandidate.", details={"rank": rank}
+            )
         cid = candidate.id
         provider = cid.split("/", 1)[0] if "/" in cid else ""
         if provider not in requested:
-            warnings.append(ContractWarning("CG_OUT_OF_SCOPE", f"{cid!r} belongs to provider {provider!r}, "
-                                            "which the request did not include.", cid, rank))
+            warnings.append(
+                ContractWarning(
+                    "CG_OUT_OF_SCOPE",
+                    f"{cid!r} belongs to provider {provider!r}, which the request did not include.",
+                    cid,
+                    rank,
+                )
+            )
         elif cid not in provider_of:
-            warnings.append(ContractWarning("CG_UNKNOWN_CAPABILITY", f"{cid!r} does not exist.", cid, rank))
+            warnings.append(
+                ContractWarning("CG_UNKNOWN_CAPABILITY", f"{cid!r} does not exist.", cid, rank)
+            )
         elif candidate.source_static_revision != current_revision.get(provider):
-            warnings.append(ContractWarning(
-                "CG_REVISION_MISMATCH", f"{cid!r} was indexed from revision "
-                f"{candidate.source_static_revision!r}, the current one is {current_revision.get(provider)!r}.",
-                cid, rank))
+            warnings.append(
+                ContractWarning(
+                    "CG_REVISION_MISMATCH",
+                    f"{cid!r} was indexed from revision "
+                    f"{candidate.source_static_revision!r}, the current one is {current_revision.get(provider)!r}.",
+                    cid,
+                    rank,
+                )
+            )
         elif cid in seen:
-            warnings.append(ContractWarning("CG_DUPLICATE_CANDIDATE", f"{cid!r} is listed twice.", cid, rank))
+            warnings.append(
+                ContractWarning("CG_DUPLICATE_CANDIDATE", f"{cid!r} is listed twice.", cid, rank)
+            )
         else:
             seen.add(cid)
             kept.append(CheckedCandidate(cid, rank, candidate.score, provider))
@@ -81,6 +105,7 @@ def check_candidates(candidates, requested: tuple[str, ...], provider_of: Mappin
 
 
 # --- knowledge retrieval -----------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Target:
@@ -99,7 +124,9 @@ class Target:
 def mapping_revision(targets: list[Target] | tuple[Target, ...]) -> str:
     """A hash of which targets were selected, for which capabilities, with which role and
     locale: a backend answering for another mapping is answering another question."""
-    return canonical_hash(sorted([t.id, t.role, t.locale, sorted(t.capability_ids)] for t in targets))
+    return canonical_hash(
+        sorted([t.id, t.role, t.locale, sorted(t.capability_ids)] for t in targets)
+    )
 
 
 @dataclass(frozen=True)
@@ -124,7 +151,9 @@ class KnowledgeHit:
 @dataclass(frozen=True)
 class KnowledgeAnswer:
     hits: list[KnowledgeHit]
-    content_ids: dict[str, str | None]  # per target: the content the index holds (None: never indexed)
+    content_ids: dict[
+        str, str | None
+    ]  # per target: the content the index holds (None: never indexed)
     static_revision_by_provider: dict[str, str]
     mapping_revision: str
     source_revisions: dict[int, str]  # per source: the source revision the index was built from
@@ -147,46 +176,77 @@ def verify_evidence(answer, request: KnowledgeRequest, current: CurrentRecords) 
     """Raise unless the answer's evidence is complete and current. Revisions the core cannot
     match are CG_REVISION_MISMATCH; an index behind the content is CG_INDEX_STALE."""
     if not isinstance(answer, KnowledgeAnswer):
-        raise RetrieverFailed("The knowledge retriever did not return a KnowledgeAnswer.",
-                              details={"returned": type(answer).__name__})
+        raise RetrieverFailed(
+            "The knowledge retriever did not return a KnowledgeAnswer.",
+            details={"returned": type(answer).__name__},
+        )
     expected_providers = set(request.static_revision_by_provider)
     if set(answer.static_revision_by_provider) != expected_providers:
         raise RevisionMismatch(
             "The evidence must name a static revision for exactly the targets' providers.",
-            details={"expected": sorted(expected_providers), "got": sorted(answer.static_revision_by_provider)})
+            details={
+                "expected": sorted(expected_providers),
+                "got": sorted(answer.static_revision_by_provider),
+            },
+        )
     for provider, revision in answer.static_revision_by_provider.items():
         if revision != current.static_revision_by_provider.get(provider):
-            raise RevisionMismatch(f"The answer was built for revision {revision!r} of provider {provider!r}; "
-                                   "the current one differs.",
-                                   details={"provider": provider, "got": revision,
-                                            "current": current.static_revision_by_provider.get(provider)})
+            raise RevisionMismatch(
+                f"The answer was built for revision {revision!r} of provider {provider!r}; "
+                "the current one differs.",
+                details={
+                    "provider": provider,
+                    "got": revision,
+                    "current": current.static_revision_by_provider.get(provider),
+                },
+            )
     if answer.mapping_revision != request.mapping_revision:
-        raise RevisionMismatch("The answer was built for another mapping of capabilities to targets.",
-                               details={"got": answer.mapping_revision, "expected": request.mapping_revision})
+        raise RevisionMismatch(
+            "The answer was built for another mapping of capabilities to targets.",
+            details={"got": answer.mapping_revision, "expected": request.mapping_revision},
+        )
     if answer.indexed_config_revision != current.config_revision:
-        raise IndexStale("The index was built with another configuration (embedding model).",
-                         details={"indexed": answer.indexed_config_revision, "current": current.config_revision})
+        raise IndexStale(
+            "The index was built with another configuration (embedding model).",
+            details={"indexed": answer.indexed_config_revision, "current": current.config_revision},
+        )
     for target in request.targets:
         if target.id not in answer.content_ids:
-            raise RevisionMismatch(f"The evidence has no content id for target {target.id!r}.",
-                                   details={"target": target.id})
+            raise RevisionMismatch(
+                f"The evidence has no content id for target {target.id!r}.",
+                details={"target": target.id},
+            )
         if answer.content_ids[target.id] != current.content_ids.get(target.id):
-            raise IndexStale(f"The index holds other content for target {target.id!r} than the store does.",
-                             details={"target": target.id, "indexed": answer.content_ids[target.id],
-                                      "current": current.content_ids.get(target.id)})
+            raise IndexStale(
+                f"The index holds other content for target {target.id!r} than the store does.",
+                details={
+                    "target": target.id,
+                    "indexed": answer.content_ids[target.id],
+                    "current": current.content_ids.get(target.id),
+                },
+            )
         if not target.document_ids and answer.content_ids[target.id] is None:
             continue  # never indexed: the evidence says so ("not_indexed"), which is not stale data
         source_id = target.source_id
         if source_id not in answer.source_revisions:
-            raise RevisionMismatch(f"The evidence has no source revision for source {source_id}.",
-                                   details={"source": source_id})
+            raise RevisionMismatch(
+                f"The evidence has no source revision for source {source_id}.",
+                details={"source": source_id},
+            )
         if answer.source_revisions[source_id] != current.source_revisions.get(source_id):
-            raise IndexStale(f"Source {source_id} changed after it was indexed; re-ingest it first.",
-                             details={"source": source_id, "indexed": answer.source_revisions[source_id],
-                                      "current": current.source_revisions.get(source_id)})
+            raise IndexStale(
+                f"Source {source_id} changed after it was indexed; re-ingest it first.",
+                details={
+                    "source": source_id,
+                    "indexed": answer.source_revisions[source_id],
+                    "current": current.source_revisions.get(source_id),
+                },
+            )
 
 
-def check_hit(hit, targets: Mapping[str, Target], document_bytes: Mapping[int, bytes]) -> str | None:
+def check_hit(
+    hit, targets: Mapping[str, Target], document_bytes: Mapping[int, bytes]
+) -> str | None:
     """Why a hit is refused, or None: it must name a selected target, a document of that
     target, a byte range inside the document, and a snippet equal to exactly those bytes."""
     if not isinstance(hit, KnowledgeHit):
@@ -199,11 +259,14 @@ def check_hit(hit, targets: Mapping[str, Target], document_bytes: Mapping[int, b
     data = document_bytes.get(hit.document_id)
     if data is None:
         return f"document {hit.document_id} does not exist"
-    if not (isinstance(hit.start_byte, int) and isinstance(hit.end_byte, int)
-            and 0 <= hit.start_byte < hit.end_byte <= len(data)):
+    if not (
+        isinstance(hit.start_byte, int)
+        and isinstance(hit.end_byte, int)
+        and 0 <= hit.start_byte < hit.end_byte <= len(data)
+    ):
         return f"byte range [{hit.start_byte}, {hit.end_byte}) is outside the document's {len(data)} bytes"
     try:
-        actual = data[hit.start_byte:hit.end_byte].decode("utf-8")
+        actual = data[hit.start_byte : hit.end_byte].decode("utf-8")
     except UnicodeDecodeError:
         return "the byte range cuts a UTF-8 character"
     if hit.snippet != actual:

@@ -66,11 +66,24 @@ class ProviderDefinition:
     def as_dict(self) -> dict:
         """The normalised definition: what is stored and what the revision hashes."""
         return {
-            "id": self.id, "title": self.title, "namespace": self.namespace,
+            "id": self.id,
+            "title": self.title,
+            "namespace": self.namespace,
             "capabilities": [
-                {"name": c.name, "title": c.title, "summary": c.summary,
-                 "knowledge": [{"source": t.source, "document": t.document, "role": t.role, "locale": t.locale}
-                               for t in sorted(set(c.knowledge), key=_target_key)]}
+                {
+                    "name": c.name,
+                    "title": c.title,
+                    "summary": c.summary,
+                    "knowledge": [
+                        {
+                            "source": t.source,
+                            "document": t.document,
+                            "role": t.role,
+                            "locale": t.locale,
+                        }
+                        for t in sorted(set(c.knowledge), key=_target_key)
+                    ],
+                }
                 for c in sorted(self.capabilities, key=lambda c: c.name)
             ],
         }
@@ -122,9 +135,12 @@ def parse_provider(data, where: str = "provider") -> ProviderDefinition:
         raise _invalid(f"{where}.id", "use lowercase letters, digits, '.', '_' or '-'")
     namespace = _text(data, "namespace", where, required=True)
     if "." in provider_id and namespace_of_id(provider_id) != namespace:
-        raise _invalid(f"{where}.id", f"an id with a '.' names its namespace: this one names "
-                                      f"{namespace_of_id(provider_id)!r}; in {namespace!r} use "
-                                      f"'{qualified_id(namespace, provider_id.rsplit('.', 1)[1])}'")
+        raise _invalid(
+            f"{where}.id",
+            f"an id with a '.' names its namespace: this one names "
+            f"{namespace_of_id(provider_id)!r}; in {namespace!r} use "
+            f"'{qualified_id(namespace, provider_id.rsplit('.', 1)[1])}'",
+        )
     capabilities = []
     for at, item in _objects(data, "capabilities", where):
         name = _text(item, "name", at, required=True)
@@ -132,17 +148,27 @@ def parse_provider(data, where: str = "provider") -> ProviderDefinition:
             raise _invalid(f"{at}.name", "use lowercase letters, digits, '.', '_' or '-'")
         targets = [
             TargetDefinition(
-                source=_text(target, "source", tat, required=True), document=_text(target, "document", tat),
-                role=_text(target, "role", tat) or "reference", locale=_text(target, "locale", tat))
+                source=_text(target, "source", tat, required=True),
+                document=_text(target, "document", tat),
+                role=_text(target, "role", tat) or "reference",
+                locale=_text(target, "locale", tat),
+            )
             for tat, target in _objects(item, "knowledge", at)
         ]
-        capabilities.append(CapabilityDefinition(
-            name=name, title=_text(item, "title", at, required=True), summary=_text(item, "summary", at),
-            knowledge=tuple(targets)))
+        capabilities.append(
+            CapabilityDefinition(
+                name=name,
+                title=_text(item, "title", at, required=True),
+                summary=_text(item, "summary", at),
+                knowledge=tuple(targets),
+            )
+        )
     names = [c.name for c in capabilities]
     if len(set(names)) != len(names):
         raise _invalid(f"{where}.capabilities", "a capability name appears twice")
-    return ProviderDefinition(provider_id, _text(data, "title", where), namespace, tuple(capabilities))
+    return ProviderDefinition(
+        provider_id, _text(data, "title", where), namespace, tuple(capabilities)
+    )
 
 
 def _objects(data: dict, key: str, where: str) -> Iterator[tuple[str, dict]]:
@@ -171,5 +197,6 @@ def _text(data: dict, key: str, where: str, required: bool = False) -> str:
 
 
 def _invalid(field: str, problem: str) -> ValidationFailed:
-    return DefinitionInvalid(f"Invalid provider definition: {field} {problem}.",
-                            details={"field": field})
+    return DefinitionInvalid(
+        f"Invalid provider definition: {field} {problem}.", details={"field": field}
+    )

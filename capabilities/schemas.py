@@ -7,7 +7,9 @@ from ninja import Field, Schema
 
 class CatalogIn(Schema):
     provider_ids: list[str] | None = None
-    page: int = Field(1, ge=1, le=1_000_000)  # capabilities.service.MAX_PAGE: an offset PostgreSQL can take
+    page: int = Field(
+        1, ge=1, le=1_000_000
+    )  # capabilities.service.MAX_PAGE: an offset PostgreSQL can take
     page_size: int = Field(50, ge=1, le=200)
 
 

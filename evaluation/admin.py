@@ -45,7 +45,9 @@ class DefinitionField(forms.JSONField):
 
 class EvalSuiteForm(forms.ModelForm):
     definition = DefinitionField()
-    upload = forms.FileField(required=False, help_text="A JSON or YAML eval file; replaces the definition.")
+    upload = forms.FileField(
+        required=False, help_text="A JSON or YAML eval file; replaces the definition."
+    )
 
     class Meta:
         model = models.EvalSuite
@@ -77,22 +79,42 @@ class AnswerCaseForm(forms.Form):
     """A logged answer made into an answer case: which suite, and what the answer must do."""
 
     suite = forms.ChoiceField(help_text="A suite of the answer's namespaces that you may change.")
-    expect = forms.ChoiceField(widget=forms.RadioSelect, initial="cite", choices=[
-        ("cite", "must cite a document (a sentence the citation checker finds supported cites it)"),
-        ("abstain", "must abstain (say the knowledge base does not cover the question)")])
-    document = forms.ChoiceField(required=False, help_text="One of the sources the answer was given…")
-    ref = forms.CharField(required=False, max_length=2000, label="or a document's ref",
-                          help_text="…or any document of the suite's namespace, by its ref (a file key or page URL).")
+    expect = forms.ChoiceField(
+        widget=forms.RadioSelect,
+        initial="cite",
+        choices=[
+            (
+                "cite",
+                "must cite a document (a sentence the citation checker finds supported cites it)",
+            ),
+            ("abstain", "must abstain (say the knowledge base does not cover the question)"),
+        ],
+    )
+    document = forms.ChoiceField(
+        required=False, help_text="One of the sources the answer was given…"
+    )
+    ref = forms.CharField(
+        required=False,
+        max_length=2000,
+        label="or a document's ref",
+        help_text="…or any document of the suite's namespace, by its ref (a file key or page URL).",
+    )
 
-    def __init__(self, *args, targets: list[tuple[str, str]], documents: list[tuple[str, str]], **kwargs):
+    def __init__(
+        self, *args, targets: list[tuple[str, str]], documents: list[tuple[str, str]], **kwargs
+    ):
         super().__init__(*args, **kwargs)
         self.fields["suite"].choices = targets
         self.fields["document"].choices = [("", "—")] + documents
 
     def clean(self):
         data = super().clean()
-        if data.get("expect") == "cite" and not (data.get("ref", "").strip() or data.get("document")):
-            raise forms.ValidationError("Pick the document the answer must cite, or ask it to abstain.")
+        if data.get("expect") == "cite" and not (
+            data.get("ref", "").strip() or data.get("document")
+        ):
+            raise forms.ValidationError(
+                "Pick the document the answer must cite, or ask it to abstain."
+            )
         return data
 
 
@@ -106,7 +128,9 @@ class EvalRunInline(ScopedInline, admin.TabularInline):
 
     @admin.display(description="run")
     def run_link(self, obj):
-        return format_html('<a href="{}">#{}</a>', reverse("admin:kb_evalrun_change", args=[obj.pk]), obj.pk)
+        return format_html(
+            '<a href="{}">#{}</a>', reverse("admin:kb_evalrun_change", args=[obj.pk]), obj.pk
+        )
 
     @admin.display(description="regressed")
     def regressed(self, obj):
@@ -141,10 +165,16 @@ class EvalSuiteAdmin(NamespaceScoped):
 
     def get_urls(self):
         return [
-            path("<int:suite_id>/run/", self.admin_site.admin_view(require_POST(self.run_view)),
-                 name="kb_evalsuite_run"),
-            path("from-answer/<int:answer_id>/", self.admin_site.admin_view(self.from_answer_view),
-                 name="kb_evalsuite_from_answer"),
+            path(
+                "<int:suite_id>/run/",
+                self.admin_site.admin_view(require_POST(self.run_view)),
+                name="kb_evalsuite_run",
+            ),
+            path(
+                "from-answer/<int:answer_id>/",
+                self.admin_site.admin_view(self.from_answer_view),
+                name="kb_evalsuite_from_answer",
+            ),
         ] + super().get_urls()
 
     def from_answer_view(self, request, answer_id):
@@ -155,59 +185,105 @@ class EvalSuiteAdmin(NamespaceScoped):
         principal = self._principal(request)
         targets = answer_case_targets(principal, answer)
         if not targets:
-            raise PermissionDenied("Making an eval case needs a membership that may change one of the answer's "
-                                   "namespaces.")
-        refs = dict(models.Document.objects.filter(pk__in=[s.get("document_id") for s in answer.sources])
-                    .values_list("pk", "ref"))
-        documents = [(refs[s["document_id"]], f"[{s['n']}] {s['title']} ({s['namespace']})")
-                     for s in answer.sources if s.get("document_id") in refs]
+            raise PermissionDenied(
+                "Making an eval case needs a membership that may change one of the answer's "
+                "namespaces."
+            )
+        refs = dict(
+            models.Document.objects.filter(
+                pk__in=[s.get("document_id") for s in answer.sources]
+            ).values_list("pk", "ref")
+        )
+        documents = [
+            (refs[s["document_id"]], f"[{s['n']}] {s['title']} ({s['namespace']})")
+            for s in answer.sources
+            if s.get("document_id") in refs
+        ]
         form = AnswerCaseForm(request.POST or None, targets=targets, documents=documents)
         if request.method == "POST" and form.is_valid():
             data = form.cleaned_data
             try:
-                suite, case_id = make_answer_case(principal, answer, data["suite"],
-                                                  must_abstain=data["expect"] == "abstain",
-                                                  cite=data["ref"].strip() or data["document"])
+                suite, case_id = make_answer_case(
+                    principal,
+                    answer,
+                    data["suite"],
+                    must_abstain=data["expect"] == "abstain",
+                    cite=data["ref"].strip() or data["document"],
+                )
             except Forbidden as exc:
                 raise PermissionDenied(exc.message) from exc
             except KBError as exc:
                 form.add_error(None, exc.message)
             else:
-                self.message_user(request, format_html('Case {} added to <a href="{}">{}</a>; run the suite to see it '
-                                                       "pass or fail.", case_id,
-                                                       reverse("admin:kb_evalsuite_change", args=[suite.pk]),
-                                                       suite.name), messages.SUCCESS)
+                self.message_user(
+                    request,
+                    format_html(
+                        'Case {} added to <a href="{}">{}</a>; run the suite to see it '
+                        "pass or fail.",
+                        case_id,
+                        reverse("admin:kb_evalsuite_change", args=[suite.pk]),
+                        suite.name,
+                    ),
+                    messages.SUCCESS,
+                )
                 return HttpResponseRedirect(reverse("admin:kb_evalsuite_change", args=[suite.pk]))
-        return TemplateResponse(request, "admin/kb/evalsuite/from_answer.html", {
-            **self.admin_site.each_context(request), "title": "Make an eval case from an answer", "form": form,
-            "answer": answer, "opts": self.model._meta,
-            "answer_url": reverse("admin:kb_answerlog_change", args=[answer.pk])})
+        return TemplateResponse(
+            request,
+            "admin/kb/evalsuite/from_answer.html",
+            {
+                **self.admin_site.each_context(request),
+                "title": "Make an eval case from an answer",
+                "form": form,
+                "answer": answer,
+                "opts": self.model._meta,
+                "answer_url": reverse("admin:kb_answerlog_change", args=[answer.pk]),
+            },
+        )
 
     def run_view(self, request, suite_id):
-        """"Run now" on the suite's own page (docs/evals.md), back to it with the result."""
+        """ "Run now" on the suite's own page (docs/evals.md), back to it with the result."""
         suite = self.scoped_object(request, suite_id, write=True)
         self._run(request, suite)
         return HttpResponseRedirect(reverse("admin:kb_evalsuite_change", args=[suite.pk]))
 
     def _run(self, request, suite):
         try:  # the console's rights, counted as the API counts a session
-            run = run_recorded(suite, principal=principal_for(request, None), max_cases=MAX_CASES_PER_REQUEST)
+            run = run_recorded(
+                suite, principal=principal_for(request, None), max_cases=MAX_CASES_PER_REQUEST
+            )
         except KBError as exc:  # too many cases for one request, or the rate limit
             self.message_user(request, f"{suite.name}: {exc.message}", messages.ERROR)
             return
         regressed = run.regressions()
         level = messages.SUCCESS if not run.failed else messages.WARNING
-        self.message_user(request, format_html(
-            '{}: <a href="{}">{} of {} passed</a>{}', suite.name,
-            reverse("admin:kb_evalrun_change", args=[run.pk]), run.passed, run.total,
-            f"; regressed since the previous run: {', '.join(regressed)}" if regressed else ""), level)
+        self.message_user(
+            request,
+            format_html(
+                '{}: <a href="{}">{} of {} passed</a>{}',
+                suite.name,
+                reverse("admin:kb_evalrun_change", args=[run.pk]),
+                run.passed,
+                run.total,
+                f"; regressed since the previous run: {', '.join(regressed)}" if regressed else "",
+            ),
+            level,
+        )
 
 
 @admin.register(models.EvalRun)
 class EvalRunAdmin(NamespaceScoped):
     list_display = ["__str__", "suite", "passed", "failed", "total", "created_at"]
     list_filter = ["suite"]
-    readonly_fields = ["suite", "namespace", "passed", "failed", "total", "duration_ms", "created_at", "case_table"]
+    readonly_fields = [
+        "suite",
+        "namespace",
+        "passed",
+        "failed",
+        "total",
+        "duration_ms",
+        "created_at",
+        "case_table",
+    ]
     exclude = ["results"]
 
     def has_add_permission(self, request):
@@ -217,13 +293,22 @@ class EvalRunAdmin(NamespaceScoped):
     def case_table(self, obj):
         regressed = set(obj.regressions())
         rows = format_html_join(
-            "", '<tr class="{}"><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>',
-            (("kb-regressed" if c["id"] in regressed else "", c["id"],
-              "REGRESSED" if c["id"] in regressed else ("pass" if c["passed"] else "fail"),
-              c.get("error") or "; ".join(f"{k['name']}: {k['detail']}" for k in c["checks"]),
-              f"{c['duration_ms']:.0f} ms") for c in obj.results.get("cases", [])),
+            "",
+            '<tr class="{}"><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>',
+            (
+                (
+                    "kb-regressed" if c["id"] in regressed else "",
+                    c["id"],
+                    "REGRESSED" if c["id"] in regressed else ("pass" if c["passed"] else "fail"),
+                    c.get("error") or "; ".join(f"{k['name']}: {k['detail']}" for k in c["checks"]),
+                    f"{c['duration_ms']:.0f} ms",
+                )
+                for c in obj.results.get("cases", [])
+            ),
         )
         return format_html(
-            '<style>.kb-regressed td {{ background: #fde2e1; font-weight: bold; }}</style>'
-            '<table><thead><tr><th>case</th><th>result</th><th>checks</th><th>time</th></tr></thead>'
-            "<tbody>{}</tbody></table>", rows)
+            "<style>.kb-regressed td {{ background: #fde2e1; font-weight: bold; }}</style>"
+            "<table><thead><tr><th>case</th><th>result</th><th>checks</th><th>time</th></tr></thead>"
+            "<tbody>{}</tbody></table>",
+            rows,
+        )

@@ -31,7 +31,14 @@ from evaluation import search_parts as evaluate
 from evaluation.errors import BenchmarkIngestFailed
 from evaluation.fitting import fit_weights, judged_runs, store_calibration
 from evaluation.mcp_bench import mcp_latency
-from evaluation.metrics import BeirCorpus, load_beir, mean_scores, paired_comparison, per_query_ndcg, percentiles
+from evaluation.metrics import (
+    BeirCorpus,
+    load_beir,
+    mean_scores,
+    paired_comparison,
+    per_query_ndcg,
+    percentiles,
+)
 from evaluation.runner import METHODS
 from evaluation.scale import build_scaled_copy
 from ingest.service import ingest_texts
@@ -49,8 +56,10 @@ FULL_INGEST_SHARE = 0.9  # a run that changed this share of the corpus measured 
 ADMIN_ROUNDS = 5
 AGREEMENT_DEPTH = 100  # the ranker reads the lexical channel this deep
 RULE_VARIANTS = {  # recency in spreads of the query's list: 1.5 is about 0.1 of the bundled model's cosine
-    "mmr_lambda=0.9": RankerParams(mmr_lambda=0.9), "mmr_lambda=0.7": RankerParams(mmr_lambda=0.7),
-    "recency_weight=1.5": RankerParams(recency_weight=1.5), "floor=0.5": RankerParams(floor=0.5),
+    "mmr_lambda=0.9": RankerParams(mmr_lambda=0.9),
+    "mmr_lambda=0.7": RankerParams(mmr_lambda=0.7),
+    "recency_weight=1.5": RankerParams(recency_weight=1.5),
+    "floor=0.5": RankerParams(floor=0.5),
     "rrf_weight=1": RankerParams(rrf_weight=1.0),
 }
 
@@ -62,15 +71,25 @@ class BenchOptions:
     queries: int = 0  # only the first N queries (quick runs); 0: all
     skip_latency: bool = False
     skip_quality: bool = False
-    skip_throughput: bool = False  # do not time the model alone (raw embedding rate, the embedding process's memory)
+    skip_throughput: bool = (
+        False  # do not time the model alone (raw embedding rate, the embedding process's memory)
+    )
     fresh: bool = False  # delete the namespace's documents first, so ingest throughput is measured
     rule_effects: bool = False
     scale_chunks: int = 0
-    lexical_agreement: bool = False  # compare the lexical channel's packed read with the postings table's
+    lexical_agreement: bool = (
+        False  # compare the lexical channel's packed read with the postings table's
+    )
     admin: bool = False  # also time the curator's changelists
-    mcp: bool = False  # also time every MCP tool next to its JSON API twin (evaluation/mcp_bench.py)
-    runtime: str = ""  # embed documents through this runtime of the local model, in its own namespace
-    keep_fit: bool = False  # store the fitted fusion weight as the namespace's calibration (it then serves it)
+    mcp: bool = (
+        False  # also time every MCP tool next to its JSON API twin (evaluation/mcp_bench.py)
+    )
+    runtime: str = (
+        ""  # embed documents through this runtime of the local model, in its own namespace
+    )
+    keep_fit: bool = (
+        False  # store the fitted fusion weight as the namespace's calibration (it then serves it)
+    )
 
 
 def _quiet(*args) -> None:
@@ -80,8 +99,15 @@ def _quiet(*args) -> None:
 class CorpusBenchmark:
     """One corpus's benchmark; `run()` returns its report as a dict of plain values."""
 
-    def __init__(self, folder, namespace: str | None, options: BenchOptions, *,
-                 progress: Progress = _quiet, log: Callable[[str], None] = _quiet):
+    def __init__(
+        self,
+        folder,
+        namespace: str | None,
+        options: BenchOptions,
+        *,
+        progress: Progress = _quiet,
+        log: Callable[[str], None] = _quiet,
+    ):
         self.corpus: BeirCorpus = load_beir(folder)
         suffix = f"-{options.runtime}" if options.runtime else ""
         self.namespace = namespace or f"bench-{self.corpus.name.lower()}{suffix}"
@@ -95,7 +121,9 @@ class CorpusBenchmark:
         """Measure; `on_report` sees the main report before a scaling run starts, so a long
         scaling run never loses it."""
         corpus, options = self.corpus, self.options
-        self.log(f"{corpus.name}: {len(corpus.documents)} documents, {len(self.query_items)} queries")
+        self.log(
+            f"{corpus.name}: {len(corpus.documents)} documents, {len(self.query_items)} queries"
+        )
         if options.fresh:
             Source.objects.filter(namespace__slug=self.namespace).delete()
         # the model's speed drifts with the machine's load over a several-minute ingest: a full
@@ -109,14 +137,21 @@ class CorpusBenchmark:
         if ingest.get("ingest_measured") == "this run":
             settle()
         vectors = self.query_vectors()
-        report: dict = {"corpus": corpus.name, "namespace": self.namespace, "queries": len(self.query_items),
-                        "channels": {}, "label": f"{corpus.name} {options.runtime}".strip(),
-                        "runtime": getattr(self.embedder, "document_runtime_in_use", "")}
+        report: dict = {
+            "corpus": corpus.name,
+            "namespace": self.namespace,
+            "queries": len(self.query_items),
+            "channels": {},
+            "label": f"{corpus.name} {options.runtime}".strip(),
+            "runtime": getattr(self.embedder, "document_runtime_in_use", ""),
+        }
         if not options.skip_quality:
             report.update(self.quality_report(vectors))
         if options.rule_effects:
-            report["rule_effects"] = {name: self.quality(vectors, name, params=params)
-                                      for name, params in RULE_VARIANTS.items()}
+            report["rule_effects"] = {
+                name: self.quality(vectors, name, params=params)
+                for name, params in RULE_VARIANTS.items()
+            }
         if not options.skip_latency:
             report.update(self.latency(self.namespace))
             report["server_time"] = self.surface_latency()
@@ -127,16 +162,22 @@ class CorpusBenchmark:
         if full_ingest_expected and timed:
             runtime = options.runtime or getattr(self.embedder, "document_runtime", "")
             if runtime:
-                report["embedding_process_mb"] = memory.embedding_process_peak(runtime, self.raw_sample())
+                report["embedding_process_mb"] = memory.embedding_process_peak(
+                    runtime, self.raw_sample()
+                )
         if ingest.get("ingest_docs_per_s") and report.get("embed_docs_per_s"):
-            report["ingest_vs_embed"] = round(ingest["ingest_docs_per_s"] / report["embed_docs_per_s"], 3)
+            report["ingest_vs_embed"] = round(
+                ingest["ingest_docs_per_s"] / report["embed_docs_per_s"], 3
+            )
         on_report(report)
         if options.lexical_agreement:
             report["lexical_agreement"] = lexical_agreement(self.namespace, self.query_items)
         if options.admin:
             report["admin"] = admin_latency(self.namespace)
         if options.mcp:
-            report["mcp"] = mcp_latency(self.namespace, [text for _, text in self.query_items], self.progress)
+            report["mcp"] = mcp_latency(
+                self.namespace, [text for _, text in self.query_items], self.progress
+            )
         if options.scale_chunks:
             report["scale"] = self.scale(options.scale_chunks)
             scaled = report["scale"]["namespace"]
@@ -149,39 +190,67 @@ class CorpusBenchmark:
     # --- ingest ---------------------------------------------------------------------------------
     def ingest(self) -> dict:
         corpus = self.corpus
-        ns, _ = Namespace.objects.get_or_create(slug=self.namespace, defaults={"title": f"Benchmark: {corpus.name}"})
-        source, _ = Source.objects.get_or_create(
-            namespace=ns, name=f"beir:{corpus.name}", defaults={"kind": Source.Kind.TEXT, "text": corpus.name}
+        ns, _ = Namespace.objects.get_or_create(
+            slug=self.namespace, defaults={"title": f"Benchmark: {corpus.name}"}
         )
-        documents = ((str(doc["_id"]), doc.get("title", ""), doc.get("text", "")) for doc in corpus.documents)
+        source, _ = Source.objects.get_or_create(
+            namespace=ns,
+            name=f"beir:{corpus.name}",
+            defaults={"kind": Source.Kind.TEXT, "text": corpus.name},
+        )
+        documents = (
+            (str(doc["_id"]), doc.get("title", ""), doc.get("text", "")) for doc in corpus.documents
+        )
         started = time.perf_counter()
-        run = ingest_texts(source, documents, embedder=self.embedder,
-                           on_progress=lambda r: self.progress("ingest", r.items_done, len(corpus.documents)))
+        run = ingest_texts(
+            source,
+            documents,
+            embedder=self.embedder,
+            on_progress=lambda r: self.progress("ingest", r.items_done, len(corpus.documents)),
+        )
         seconds = time.perf_counter() - started
-        self.log(f"ingest run {run.pk}: {run.status}, {run.items_changed} changed, "
-                 f"{run.items_unchanged} unchanged, {run.chunks_written} chunks in {seconds:.1f}s")
+        self.log(
+            f"ingest run {run.pk}: {run.status}, {run.items_changed} changed, "
+            f"{run.items_unchanged} unchanged, {run.chunks_written} chunks in {seconds:.1f}s"
+        )
         if run.status != "succeeded":
             raise BenchmarkIngestFailed(
                 f"The corpus {corpus.name!r} did not ingest (run {run.pk}: {run.status}"
-                f"{': ' + run.error if run.error else ''}); nothing is measured on part of it.")
+                f"{': ' + run.error if run.error else ''}); nothing is measured on part of it."
+            )
         if run.items_failed:
-            self.log(f"{run.items_failed} documents failed to ingest (the run's page lists them): the figures "
-                     f"below leave them out")
+            self.log(
+                f"{run.items_failed} documents failed to ingest (the run's page lists them): the figures "
+                f"below leave them out"
+            )
         full = len(corpus.documents) * FULL_INGEST_SHARE
         if run.items_changed >= full:
-            return {"ingest_docs_per_s": round(run.items_changed / seconds, 2),
-                    "ingest_chunks_per_s": round(run.chunks_written / seconds, 2),
-                    "ingest_run": run.pk, "ingest_measured": "this run"}
-        previous = (IngestRun.objects.filter(source=source, items_changed__gte=full)
-                    .exclude(started_at=None).exclude(finished_at=None).order_by("-pk").first())
+            return {
+                "ingest_docs_per_s": round(run.items_changed / seconds, 2),
+                "ingest_chunks_per_s": round(run.chunks_written / seconds, 2),
+                "ingest_run": run.pk,
+                "ingest_measured": "this run",
+            }
+        previous = (
+            IngestRun.objects.filter(source=source, items_changed__gte=full)
+            .exclude(started_at=None)
+            .exclude(finished_at=None)
+            .order_by("-pk")
+            .first()
+        )
         if previous is None:
-            return {"ingest_docs_per_s": None, "ingest_measured": "corpus unchanged; no full ingest on record"}
+            return {
+                "ingest_docs_per_s": None,
+                "ingest_measured": "corpus unchanged; no full ingest on record",
+            }
         seconds = (previous.finished_at - previous.started_at).total_seconds()
-        return {"ingest_docs_per_s": round(previous.items_changed / seconds, 2),
-                "ingest_chunks_per_s": round(previous.chunks_written / seconds, 2),
-                "ingest_run": previous.pk,
-                "ingest_measured": f"run {previous.pk} (the corpus was unchanged this time; re-ingest cost "
-                                   f"{run.items_unchanged} hash checks and no embedding)"}
+        return {
+            "ingest_docs_per_s": round(previous.items_changed / seconds, 2),
+            "ingest_chunks_per_s": round(previous.chunks_written / seconds, 2),
+            "ingest_run": previous.pk,
+            "ingest_measured": f"run {previous.pk} (the corpus was unchanged this time; re-ingest cost "
+            f"{run.items_unchanged} hash checks and no embedding)",
+        }
 
     def raw_embedding_rate(self) -> float:
         """The model alone on the same documents (title + text), batched as the pipeline batches."""
@@ -193,7 +262,10 @@ class CorpusBenchmark:
         return round(len(sample) / (time.perf_counter() - started), 2)
 
     def raw_sample(self) -> list[str]:
-        return [f"{d.get('title', '')}\n\n{d.get('text', '')}" for d in self.corpus.documents[:RAW_EMBED_SAMPLE]]
+        return [
+            f"{d.get('title', '')}\n\n{d.get('text', '')}"
+            for d in self.corpus.documents[:RAW_EMBED_SAMPLE]
+        ]
 
     # --- quality --------------------------------------------------------------------------------
     def query_vectors(self) -> dict:
@@ -205,19 +277,34 @@ class CorpusBenchmark:
         fitted one, each channel and RRF, and the per-query comparison of each ranker with the
         best other method."""
         report = self.fitted_quality(vectors)
-        report["channels"] = {name: self.quality(vectors, METHOD_LABELS[name], **METHODS[name])
-                              for name in ("vector", "lexical", "rrf")}
+        report["channels"] = {
+            name: self.quality(vectors, METHOD_LABELS[name], **METHODS[name])
+            for name in ("vector", "lexical", "rrf")
+        }
         best = max(report["channels"], key=lambda name: report["channels"][name]["ndcg@10"])
-        report["fitted_versus_best"] = {"method": best, **paired_comparison(
-            self.per_query["fitted ranker"], self.per_query[METHOD_LABELS[best]])}
-        report["default_versus_best"] = {"method": best, **paired_comparison(
-            self.per_query["default weights"], self.per_query[METHOD_LABELS[best]])}
+        report["fitted_versus_best"] = {
+            "method": best,
+            **paired_comparison(
+                self.per_query["fitted ranker"], self.per_query[METHOD_LABELS[best]]
+            ),
+        }
+        report["default_versus_best"] = {
+            "method": best,
+            **paired_comparison(
+                self.per_query["default weights"], self.per_query[METHOD_LABELS[best]]
+            ),
+        }
         return report
 
     def quality(self, vectors, label: str, **kwargs) -> dict:
         self.log(f"{label} ...")
-        runs = judged_runs(self.namespace, dict(self.query_items), vectors=vectors, depth=QUALITY_DOCUMENTS,
-                           **kwargs)
+        runs = judged_runs(
+            self.namespace,
+            dict(self.query_items),
+            vectors=vectors,
+            depth=QUALITY_DOCUMENTS,
+            **kwargs,
+        )
         self.per_query[label] = per_query_ndcg(runs, self.qrels)
         return mean_scores(runs, self.qrels)
 
@@ -228,16 +315,24 @@ class CorpusBenchmark:
         `keep_fit`: otherwise the namespace serves afterwards what it served before."""
         qrels = self.qrels
         calibration = fit_weights(
-            self.namespace, dict(self.query_items), qrels, vectors=vectors,
-            progress=lambda done, total: self.progress("fit fusion weight", done, len(WEIGHT_GRID)))
+            self.namespace,
+            dict(self.query_items),
+            qrels,
+            vectors=vectors,
+            progress=lambda done, total: self.progress("fit fusion weight", done, len(WEIGHT_GRID)),
+        )
         if self.options.keep_fit:
             calibration = store_calibration(
-                self.namespace, calibration,
-                fitted_on=f"benchmark {self.corpus.name} qrels, {FOLDS}-fold cross-validated")
+                self.namespace,
+                calibration,
+                fitted_on=f"benchmark {self.corpus.name} qrels, {FOLDS}-fold cross-validated",
+            )
         held_out = calibration.held_out_runs()
         self.per_query["fitted ranker"] = per_query_ndcg(held_out, qrels)
         fit = calibration.fit
-        served: dict[tuple[float, tuple[str, ...]], dict[str, str]] = {}  # each query as served without judgements
+        served: dict[
+            tuple[float, tuple[str, ...]], dict[str, str]
+        ] = {}  # each query as served without judgements
         texts = dict(self.query_items)
         excess = evaluate.search_excess(self.namespace, texts, vectors)
         for qid, how in evaluate.unjudged_defaults(self.namespace, texts, excess).items():
@@ -247,25 +342,50 @@ class CorpusBenchmark:
             if weight in calibration.runs and channels == CHANNELS:  # a grid weight: already run
                 default_runs.update({qid: calibration.runs[weight][qid] for qid in queries})
             else:  # another weight or fewer channels than any grid run
-                self.log(f"default as served to {len(queries)} queries: lexical weight {weight}, "
-                         f"channels {', '.join(channels)} ...")
-                default_runs.update(judged_runs(self.namespace, queries, vectors=vectors,
-                                                params=RankerParams(lexical_weight=weight), channels=channels))
+                self.log(
+                    f"default as served to {len(queries)} queries: lexical weight {weight}, "
+                    f"channels {', '.join(channels)} ..."
+                )
+                default_runs.update(
+                    judged_runs(
+                        self.namespace,
+                        queries,
+                        vectors=vectors,
+                        params=RankerParams(lexical_weight=weight),
+                        channels=channels,
+                    )
+                )
         self.per_query["default weights"] = per_query_ndcg(default_runs, qrels)
-        weight, channels = next(iter(served)) if len(served) == 1 else (None, None)  # else per query: `served`
+        weight, channels = (
+            next(iter(served)) if len(served) == 1 else (None, None)
+        )  # else per query: `served`
         default, fitted = mean_scores(default_runs, qrels), mean_scores(held_out, qrels)
-        return {**default, "default_ndcg@10": default["ndcg@10"], "fitted_ndcg@10": fitted["ndcg@10"],
-                "default_weights": {**default, "lexical_weight": weight,
-                                    "channels": list(channels) if channels else None,
-                                    "served": {f"lexical weight {w}, channels {', '.join(c)}": len(q)
-                                               for (w, c), q in served.items()},
-                                    "median_excess": _median([v for v in excess.values() if v is not None])},
-                "fitted": fitted,
-                "fusion": {"lexical_weight": fit.weight, "fold_weights": list(fit.fold_weights),
-                           "stored": calibration.record is not None,
-                           "version": calibration.record.version if calibration.record else None,
-                           "grid": {str(w): mean_scores(runs, qrels)["ndcg@10"]
-                                    for w, runs in calibration.runs.items()}}}
+        return {
+            **default,
+            "default_ndcg@10": default["ndcg@10"],
+            "fitted_ndcg@10": fitted["ndcg@10"],
+            "default_weights": {
+                **default,
+                "lexical_weight": weight,
+                "channels": list(channels) if channels else None,
+                "served": {
+                    f"lexical weight {w}, channels {', '.join(c)}": len(q)
+                    for (w, c), q in served.items()
+                },
+                "median_excess": _median([v for v in excess.values() if v is not None]),
+            },
+            "fitted": fitted,
+            "fusion": {
+                "lexical_weight": fit.weight,
+                "fold_weights": list(fit.fold_weights),
+                "stored": calibration.record is not None,
+                "version": calibration.record.version if calibration.record else None,
+                "grid": {
+                    str(w): mean_scores(runs, qrels)["ndcg@10"]
+                    for w, runs in calibration.runs.items()
+                },
+            },
+        }
 
     # --- latency --------------------------------------------------------------------------------
     def latency(self, namespace: str) -> dict:
@@ -290,7 +410,9 @@ class CorpusBenchmark:
             without_embedding.append((time.perf_counter() - started) * 1000)
         report = percentiles(with_embedding)
         report["without_embedding"] = percentiles(without_embedding)
-        report["stages"] = {stage: percentiles(samples) for stage, samples in sorted(stages.items())}
+        report["stages"] = {
+            stage: percentiles(samples) for stage, samples in sorted(stages.items())
+        }
         report["queries_per_s"] = round(len(texts) / (sum(with_embedding) / 1000), 2)
         return report
 
@@ -302,9 +424,13 @@ class CorpusBenchmark:
         is left out, so the figures compare with the service latency above.
         """
         texts = [text for _, text in self.query_items]
-        surfaces = {"api": ("/api/search", lambda text: {"query": text, "namespace": self.namespace,
-                                                         "limit": LATENCY_LIMIT}),
-                    "page": ("/", lambda text: {"q": text, "namespace": self.namespace})}
+        surfaces = {
+            "api": (
+                "/api/search",
+                lambda text: {"query": text, "namespace": self.namespace, "limit": LATENCY_LIMIT},
+            ),
+            "page": ("/", lambda text: {"q": text, "namespace": self.namespace}),
+        }
         report = {}
         with signed_in_client() as client:
             for name, (url, query) in surfaces.items():
@@ -322,14 +448,26 @@ class CorpusBenchmark:
         building or reusing it (the document-frequency cache empty) and a second pass (cache
         warm), with index sizes and build times."""
         scaled = f"{self.namespace}-scale-{target_chunks}"
-        built = build_scaled_copy(self.namespace, scaled, target_chunks,
-                                  lambda done, total: self.progress("scale copies", done, total))
+        built = build_scaled_copy(
+            self.namespace,
+            scaled,
+            target_chunks,
+            lambda done, total: self.progress("scale copies", done, total),
+        )
         evaluate.clear_document_frequencies()
         first = self.latency(scaled)
-        return {**self.latency(scaled), "first_pass": first, "chunks": built.chunks, "namespace": scaled,
-                "copies_built_s": built.copies_seconds, "vector_index_built_s": built.index_seconds,
-                "vector_index": built.index_state, "posting_lists_built_s": built.lists_seconds,
-                "posting_lists": built.lists_state, "sizes": index_sizes(scaled)}
+        return {
+            **self.latency(scaled),
+            "first_pass": first,
+            "chunks": built.chunks,
+            "namespace": scaled,
+            "copies_built_s": built.copies_seconds,
+            "vector_index_built_s": built.index_seconds,
+            "vector_index": built.index_state,
+            "posting_lists_built_s": built.lists_seconds,
+            "posting_lists": built.lists_state,
+            "sizes": index_sizes(scaled),
+        }
 
 
 def index_sizes(namespace: str) -> dict[str, int]:
@@ -342,9 +480,20 @@ def index_sizes(namespace: str) -> dict[str, int]:
                                        THEN pg_total_relation_size(c.oid) ELSE pg_relation_size(c.oid) END
                  FROM pg_class c
                WHERE c.relname = ANY(%s) OR c.relname = %s""",
-            [["kb_chunk", "kb_chunk_term", "kb_chunk_term_pkey", "kb_chunk_term_chunk", "kb_posting_list",
-              "kb_posting_list_build", "chunk_search_vector_gin", "kb_document"],
-             evaluate.vector_index_name(ns.pk)])
+            [
+                [
+                    "kb_chunk",
+                    "kb_chunk_term",
+                    "kb_chunk_term_pkey",
+                    "kb_chunk_term_chunk",
+                    "kb_posting_list",
+                    "kb_posting_list_build",
+                    "chunk_search_vector_gin",
+                    "kb_document",
+                ],
+                evaluate.vector_index_name(ns.pk),
+            ],
+        )
         own = evaluate.vector_index_name(ns.pk)
         return {name if name != own else "vector_index": size for name, size in cursor.fetchall()}
 
@@ -358,18 +507,23 @@ def admin_latency(namespace: str, rounds: int = ADMIN_ROUNDS) -> dict:
     ns = Namespace.objects.get(slug=namespace)
     source = Source.objects.filter(namespace=ns).order_by("pk").first()
     pages = {
-        "chunks": "/admin/kb/chunk/", "chunks in namespace": f"/admin/kb/chunk/?namespace__id__exact={ns.pk}",
+        "chunks": "/admin/kb/chunk/",
+        "chunks in namespace": f"/admin/kb/chunk/?namespace__id__exact={ns.pk}",
         "chunk search": f"/admin/kb/chunk/?namespace__id__exact={ns.pk}&q=gene+expression",
         "documents": "/admin/kb/document/",
         "documents in namespace": f"/admin/kb/document/?namespace__id__exact={ns.pk}",
         "document search": f"/admin/kb/document/?namespace__id__exact={ns.pk}&q=protein",
-        "runs": "/admin/kb/ingestrun/", "source page": f"/admin/kb/source/{source.pk}/change/",
+        "runs": "/admin/kb/ingestrun/",
+        "source page": f"/admin/kb/source/{source.pk}/change/",
     }
     report: dict = {"namespace": namespace}
     with signed_in_client() as client:
         for name, url in pages.items():
             samples = sorted(timed_get(client, url) for _ in range(rounds))
-            report[name] = {"median_ms": round(samples[len(samples) // 2], 1), "max_ms": round(samples[-1], 1)}
+            report[name] = {
+                "median_ms": round(samples[len(samples) // 2], 1),
+                "max_ms": round(samples[-1], 1),
+            }
     return report
 
 
@@ -379,7 +533,9 @@ def signed_in_client():
     from django.contrib.auth import get_user_model
     from django.test import Client
 
-    user = get_user_model().objects.create_user(f"kb-bench-{time.time_ns()}", is_staff=True, is_superuser=True)
+    user = get_user_model().objects.create_user(
+        f"kb-bench-{time.time_ns()}", is_staff=True, is_superuser=True
+    )
     try:
         client = Client(HTTP_HOST="localhost")
         client.force_login(user)
@@ -406,11 +562,17 @@ def lexical_agreement(namespace: str, query_items, depth: int = AGREEMENT_DEPTH)
     embedding), with a cold and a warm document-frequency cache. A namespace below the lists'
     threshold gets them for the comparison only."""
     ns = Namespace.objects.get(slug=namespace)
-    temporary = not evaluate.posting_lists_in_force(ns.id) and evaluate.build_posting_lists(ns.id) == "built"
+    temporary = (
+        not evaluate.posting_lists_in_force(ns.id)
+        and evaluate.build_posting_lists(ns.id) == "built"
+    )
     texts = [text for _, text in query_items]
     lexemes = {text: evaluate.query_lexemes(text, ns.id) for text in texts}
-    report: dict = {"namespace": namespace, "depth": depth,
-                    "posting_lists": "built for this comparison" if temporary else "in force"}
+    report: dict = {
+        "namespace": namespace,
+        "depth": depth,
+        "posting_lists": "built for this comparison" if temporary else "in force",
+    }
     for cache in ("cold", "warm"):
         timings: dict[str, list[float]] = {"table": [], "packed": []}
         overlaps, packed_queries, read, largest_difference = [], 0, [], 0.0
@@ -427,16 +589,25 @@ def lexical_agreement(namespace: str, query_items, depth: int = AGREEMENT_DEPTH)
             timings["packed"].append((time.perf_counter() - started) * 1000)
             truth = {row.chunk_id: row.raw for row in table.rows}
             if truth:
-                overlaps.append(len(truth.keys() & {row.chunk_id for row in packed.rows}) / len(truth))
-            largest_difference = max([largest_difference] + [abs(row.raw - truth[row.chunk_id])
-                                                             for row in packed.rows if row.chunk_id in truth])
+                overlaps.append(
+                    len(truth.keys() & {row.chunk_id for row in packed.rows}) / len(truth)
+                )
+            largest_difference = max(
+                [largest_difference]
+                + [
+                    abs(row.raw - truth[row.chunk_id])
+                    for row in packed.rows
+                    if row.chunk_id in truth
+                ]
+            )
             packed_queries += packed.report.mode == "packed"
             read.append(table.report.postings_read)
         report[cache] = {
             "overlap_mean": round(sum(overlaps) / max(len(overlaps), 1), 5),
             "overlap_min": round(min(overlaps, default=1), 4),
             "largest_score_difference": largest_difference,
-            "queries_packed": packed_queries, "queries": len(texts),
+            "queries_packed": packed_queries,
+            "queries": len(texts),
             "postings_read": _quantiles(read),
             "latency_ms": {mode: percentiles(samples) for mode, samples in timings.items()},
         }
@@ -452,7 +623,10 @@ def _median(values: list[float]) -> float | None:
 
 def _quantiles(counts: list[int]) -> dict[str, int]:
     ordered = sorted(counts) or [0]
-    return {f"p{p}": ordered[min(len(ordered) - 1, max(0, -(-p * len(ordered) // 100) - 1))] for p in (50, 95, 99)}
+    return {
+        f"p{p}": ordered[min(len(ordered) - 1, max(0, -(-p * len(ordered) // 100) - 1))]
+        for p in (50, 95, 99)
+    }
 
 
 def settle() -> None:
@@ -461,7 +635,9 @@ def settle() -> None:
     (index-only scans of the postings need the visibility map)."""
     from django.db import connection
 
-    command = "ANALYZE" if connection.in_atomic_block else "VACUUM (ANALYZE)"  # VACUUM needs autocommit
+    command = (
+        "ANALYZE" if connection.in_atomic_block else "VACUUM (ANALYZE)"
+    )  # VACUUM needs autocommit
     with connection.cursor() as cursor:
         for table in ("kb_chunk_term", "kb_chunk", "kb_document"):
             cursor.execute(f"{command} {table}")

@@ -74,6 +74,7 @@ class CollectionError(Exception):
 def man_pages(folder: str, sections: tuple[str, ...]) -> Callable[[Path], Iterator[Document]]:
     """Every man page of `sections` under `folder` (usr/share/man/<language>), aliases left out (a
     symlink or a `.so` line names another page), id `name.section` as `man` names it."""
+
     def documents(root: Path) -> Iterator[Document]:
         for section in sections:
             for path in sorted((root / folder / f"man{section}").glob("*.gz")):
@@ -85,32 +86,45 @@ def man_pages(folder: str, sections: tuple[str, ...]) -> Callable[[Path], Iterat
                 text = _JUSTIFIED.sub(" ", extract(rendered, "text/plain", charset="utf-8").content)
                 name, _, number = page.rpartition(".")
                 yield Document(page, f"{name}({number})", text, str(path.relative_to(root)))
+
     return documents
 
 
 def _render(source: bytes) -> bytes:
     """The page as `man` prints it, without bold, underline, hyphenation or page breaks, in
     lines wide enough that few sentences are cut."""
-    return subprocess.run(["groff", "-k", "-man", "-Tutf8", "-rLL=200n", "-rHY=0", "-rcR=1", "-P-cbou"],
-                          input=source, capture_output=True, check=True).stdout
+    return subprocess.run(
+        ["groff", "-k", "-man", "-Tutf8", "-rLL=200n", "-rHY=0", "-rcR=1", "-P-cbou"],
+        input=source,
+        capture_output=True,
+        check=True,
+    ).stdout
 
 
-_JUSTIFIED = re.compile(r"(?<=\S) {2,}(?=\S)")  # spaces groff adds to justify a line, or to align a header
+_JUSTIFIED = re.compile(
+    r"(?<=\S) {2,}(?=\S)"
+)  # spaces groff adds to justify a line, or to align a header
 
 
-_NUMBERED = re.compile(r"^#{2,4} (?:[A-Z]|\d+)(?:\.\d+)+\. (?P<title>.+?)(?: \{#(?P<anchor>[^}]+)\})?$")
+_NUMBERED = re.compile(
+    r"^#{2,4} (?:[A-Z]|\d+)(?:\.\d+)+\. (?P<title>.+?)(?: \{#(?P<anchor>[^}]+)\})?$"
+)
 
 
 def reference_sections(language: str) -> Callable[[Path], Iterator[Document]]:
     """Debian Reference's numbered sections in `language`, id the section's anchor (the same in
     every translation), each holding its text up to the next numbered heading."""
+
     def documents(root: Path) -> Iterator[Document]:
         folder = root / "usr/share/debian-reference"
-        for path in sorted(folder.glob(f"ch*.{language}.html")) + sorted(folder.glob(f"ap*.{language}.html")):
+        for path in sorted(folder.glob(f"ch*.{language}.html")) + sorted(
+            folder.glob(f"ap*.{language}.html")
+        ):
             content = extract(path.read_bytes(), "text/html", charset="utf-8").content
             for anchor, title, text in _sections(content):
                 if len(text) >= MIN_CHARS and detect(text) == language:
                     yield Document(anchor, title, text, str(path.relative_to(root)))
+
     return documents
 
 
@@ -133,23 +147,51 @@ def _sections(markdown: str) -> Iterator[tuple[str, str, str]]:
         yield current[0], current[1], "\n".join(lines).strip()
 
 
-COLLECTIONS = {c.name: c for c in (
-    Collection("debian-reference-fr", "debian-reference-fr", "2.100", "fr",
-               "Debian Reference (Osamu Aoki), French translation: one numbered section a document",
-               reference_sections("fr")),
-    Collection("manpages-de", "manpages-de", "4.18.1-1", "de",
-               "German man pages of sections 5 (files) and 8 (administration), manpages-l10n",
-               man_pages("usr/share/man/de", ("5", "8"))),
-    Collection("manpages-es", "manpages-es", "4.18.1-1", "es",
-               "Spanish man pages of every section, manpages-l10n",
-               man_pages("usr/share/man/es", ("1", "3", "4", "5", "6", "7", "8"))),
-    Collection("manpages-ja", "manpages-ja", "0.5.0.0.20221215+dfsg-1", "ja",
-               "Japanese man pages of sections 5 and 8, JM Project",
-               man_pages("usr/share/man/ja", ("5", "8"))),
-    Collection("manpages-en", "manpages", "6.03-2", "en",
-               "English man pages of the Linux man-pages project as Debian ships them (every section)",
-               man_pages("usr/share/man", ("1", "2", "3", "4", "5", "6", "7", "8"))),
-)}
+COLLECTIONS = {
+    c.name: c
+    for c in (
+        Collection(
+            "debian-reference-fr",
+            "debian-reference-fr",
+            "2.100",
+            "fr",
+            "Debian Reference (Osamu Aoki), French translation: one numbered section a document",
+            reference_sections("fr"),
+        ),
+        Collection(
+            "manpages-de",
+            "manpages-de",
+            "4.18.1-1",
+            "de",
+            "German man pages of sections 5 (files) and 8 (administration), manpages-l10n",
+            man_pages("usr/share/man/de", ("5", "8")),
+        ),
+        Collection(
+            "manpages-es",
+            "manpages-es",
+            "4.18.1-1",
+            "es",
+            "Spanish man pages of every section, manpages-l10n",
+            man_pages("usr/share/man/es", ("1", "3", "4", "5", "6", "7", "8")),
+        ),
+        Collection(
+            "manpages-ja",
+            "manpages-ja",
+            "0.5.0.0.20221215+dfsg-1",
+            "ja",
+            "Japanese man pages of sections 5 and 8, JM Project",
+            man_pages("usr/share/man/ja", ("5", "8")),
+        ),
+        Collection(
+            "manpages-en",
+            "manpages",
+            "6.03-2",
+            "en",
+            "English man pages of the Linux man-pages project as Debian ships them (every section)",
+            man_pages("usr/share/man", ("1", "2", "3", "4", "5", "6", "7", "8")),
+        ),
+    )
+}
 
 
 def package_version(root: Path, package: str) -> str:
@@ -163,15 +205,19 @@ def package_version(root: Path, package: str) -> str:
     return ""
 
 
-def build(collection: Collection, root: Path, out: Path, questions: list[dict] | None = None) -> Built:
+def build(
+    collection: Collection, root: Path, out: Path, questions: list[dict] | None = None
+) -> Built:
     """Write `out/<name>/` from the package unpacked at `root` (`dpkg -x`) with `questions` (default:
     the collection's). A question whose judged document is not in the corpus is an error: the
     package is not the one it was written against."""
     found = package_version(root, collection.package)
     if found and found != collection.version:
-        raise CollectionError(f"{collection.name}: {root} holds {collection.package} {found}, but the questions were "
-                              f"written against {collection.version}; unpack that version (apt-get download "
-                              f"{collection.package}={collection.version}).")
+        raise CollectionError(
+            f"{collection.name}: {root} holds {collection.package} {found}, but the questions were "
+            f"written against {collection.version}; unpack that version (apt-get download "
+            f"{collection.package}={collection.version})."
+        )
     if questions is None:
         questions = json.loads(collection.questions.read_text(encoding="utf-8"))["questions"]
     corpus = list(collection.documents(root))
@@ -181,12 +227,17 @@ def build(collection: Collection, root: Path, out: Path, questions: list[dict] |
     kept = set(ids)
     missing = sorted({doc for q in questions for doc in q["judged"]} - kept)
     if missing:
-        raise CollectionError(f"{collection.name}: judged documents {missing[:5]!r} are not in the corpus read from "
-                              f"{root}; the questions were written against {collection.package} {collection.version}.")
+        raise CollectionError(
+            f"{collection.name}: judged documents {missing[:5]!r} are not in the corpus read from "
+            f"{root}; the questions were written against {collection.package} {collection.version}."
+        )
     folder = out / collection.name
-    write_beir(folder, [{"_id": d.id, "title": d.title, "text": d.text} for d in corpus],
-               [{"_id": q["id"], "text": q["text"]} for q in questions],
-               [(q["id"], doc) for q in questions for doc in q["judged"]])
+    write_beir(
+        folder,
+        [{"_id": d.id, "title": d.title, "text": d.text} for d in corpus],
+        [{"_id": q["id"], "text": q["text"]} for q in questions],
+        [(q["id"], doc) for q in questions for doc in q["judged"]],
+    )
     return Built(collection.name, collection.language, len(corpus), len(questions), folder)
 
 
@@ -196,16 +247,22 @@ HANDBOOK = "debian-handbook"
 def build_handbook(root: Path, out: Path, languages: list[str]) -> list[Built]:
     """Write `out/debian-handbook/<language>/` from the unpacked `debian-handbook` package."""
     folder = out / HANDBOOK
-    return [Built(f"{HANDBOOK}/{b.language}", b.language, b.translated, b.queries, folder / b.language)
-            for b in handbook.build(root / "usr/share/doc/debian-handbook/html", folder, languages)]
+    return [
+        Built(f"{HANDBOOK}/{b.language}", b.language, b.translated, b.queries, folder / b.language)
+        for b in handbook.build(root / "usr/share/doc/debian-handbook/html", folder, languages)
+    ]
 
 
-def write_beir(folder: Path, corpus: list[dict], queries: list[dict], qrels: list[tuple[str, str]]) -> None:
+def write_beir(
+    folder: Path, corpus: list[dict], queries: list[dict], qrels: list[tuple[str, str]]
+) -> None:
     (folder / "qrels").mkdir(parents=True, exist_ok=True)
     _jsonl(folder / "corpus.jsonl", corpus)
     _jsonl(folder / "queries.jsonl", queries)
     (folder / "qrels" / "test.tsv").write_text(
-        "query-id\tcorpus-id\tscore\n" + "".join(f"{query}\t{doc}\t1\n" for query, doc in qrels), encoding="utf-8")
+        "query-id\tcorpus-id\tscore\n" + "".join(f"{query}\t{doc}\t1\n" for query, doc in qrels),
+        encoding="utf-8",
+    )
 
 
 def unpack(package: str, into: Path) -> Path:
@@ -220,10 +277,14 @@ def unpack(package: str, into: Path) -> Path:
         [deb] = into.glob(f"{package}_*.deb")
         subprocess.run(["dpkg", "-x", str(deb), str(root)], check=True, capture_output=True)
     except (OSError, subprocess.CalledProcessError, ValueError) as error:
-        raise CollectionError(f"Could not fetch and unpack the Debian package {package!r} ({error}); "
-                              f"unpack it yourself with dpkg -x into {root}.") from error
+        raise CollectionError(
+            f"Could not fetch and unpack the Debian package {package!r} ({error}); "
+            f"unpack it yourself with dpkg -x into {root}."
+        ) from error
     return root
 
 
 def _jsonl(path: Path, rows: list[dict]) -> None:
-    path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
+    path.write_text(
+        "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8"
+    )

@@ -10,8 +10,14 @@ from django.db import connection, transaction
 from kb.lexing import count_languages
 
 
-def copy_documents(source_id: int, base_namespace_id: int, target_namespace_id: int, *, marker: int,
-                   drop_every: int) -> None:
+def copy_documents(
+    source_id: int,
+    base_namespace_id: int,
+    target_namespace_id: int,
+    *,
+    marker: int,
+    drop_every: int,
+) -> None:
     """Copy every document and chunk of one namespace into `source_id` of another in two
     statements (the postings trigger does its real work), each document's ref suffixed `~marker`.
     The copies are perturbed so they are near neighbours, not duplicates: each chunk drops the
@@ -44,6 +50,15 @@ def copy_documents(source_id: int, base_namespace_id: int, target_namespace_id: 
                JOIN kb_document od ON od.id = c.document_id
                JOIN kb_document nd ON nd.namespace_id = %s AND nd.ref = od.ref || '~' || %s
                WHERE c.namespace_id = %s""",
-            [target_namespace_id, drop_every, marker, marker, marker, target_namespace_id, marker, base_namespace_id],
+            [
+                target_namespace_id,
+                drop_every,
+                marker,
+                marker,
+                marker,
+                target_namespace_id,
+                marker,
+                base_namespace_id,
+            ],
         )
     count_languages(target_namespace_id)

@@ -24,15 +24,29 @@ from retrieval.ranker import CHANNELS, RankerParams
 RANKED_DOCUMENTS = 100
 
 
-def judged_runs(namespace: str, queries: dict[str, str], *, params: RankerParams | None = None,
-                vectors: dict | None = None, channels=None, fusion: str = "ranker",
-                depth: int = RANKED_DOCUMENTS) -> dict[str, list[str]]:
+def judged_runs(
+    namespace: str,
+    queries: dict[str, str],
+    *,
+    params: RankerParams | None = None,
+    vectors: dict | None = None,
+    channels=None,
+    fusion: str = "ranker",
+    depth: int = RANKED_DOCUMENTS,
+) -> dict[str, list[str]]:
     """Per query id, the refs of the documents found, best first (at most `depth`)."""
     refs = dict(Document.objects.filter(namespace__slug=namespace).values_list("id", "ref"))
     runs = {}
     for qid, text in queries.items():
-        result = search_variant(text, namespace, limit=3 * depth, params=params, fusion=fusion,
-                                channels=channels or CHANNELS, query_vector=(vectors or {}).get(qid))
+        result = search_variant(
+            text,
+            namespace,
+            limit=3 * depth,
+            params=params,
+            fusion=fusion,
+            channels=channels or CHANNELS,
+            query_vector=(vectors or {}).get(qid),
+        )
         runs[qid] = list(dict.fromkeys(refs[hit.document_id] for hit in result.hits))[:depth]
     return runs
 
@@ -48,14 +62,22 @@ class Calibration:
         return {q: self.runs[w][q] for q, w in self.fit.chosen_per_query.items()}
 
 
-def fit_weights(namespace: str, queries: dict[str, str], judgements: dict[str, dict[str, int]], *,
-                vectors: dict | None = None, progress=None) -> Calibration:
+def fit_weights(
+    namespace: str,
+    queries: dict[str, str],
+    judgements: dict[str, dict[str, int]],
+    *,
+    vectors: dict | None = None,
+    progress=None,
+) -> Calibration:
     """Fit the namespace's lexical weight to judged queries (graded gains per document ref),
     storing nothing. `progress(done, total)` is called after each grid weight."""
     judged = {q: text for q, text in queries.items() if q in judgements}
     runs, scores = {}, {}
     for done, weight in enumerate(WEIGHT_GRID, start=1):
-        runs[weight] = judged_runs(namespace, judged, params=RankerParams(lexical_weight=weight), vectors=vectors)
+        runs[weight] = judged_runs(
+            namespace, judged, params=RankerParams(lexical_weight=weight), vectors=vectors
+        )
         scores[weight] = per_query_ndcg(runs[weight], {q: judgements[q] for q in judged})
         if progress:
             progress(done, len(WEIGHT_GRID))
@@ -67,17 +89,31 @@ def store_calibration(namespace: str, calibration: Calibration, *, fitted_on: st
     every later search there uses."""
     ns = Namespace.objects.get(slug=namespace)
     fit = calibration.fit
-    values = dict(lexical_weight=fit.weight, fitted_on=fitted_on[:200], queries=len(calibration.runs[fit.weight]),
-                  cross_validated_ndcg=round(fit.cross_validated, 4), default_ndcg=round(fit.default_score, 4),
-                  fitted_at=timezone.now())
-    updated = FusionCalibration.objects.filter(namespace=ns).update(version=F("version") + 1, **values)
+    values = dict(
+        lexical_weight=fit.weight,
+        fitted_on=fitted_on[:200],
+        queries=len(calibration.runs[fit.weight]),
+        cross_validated_ndcg=round(fit.cross_validated, 4),
+        default_ndcg=round(fit.default_score, 4),
+        fitted_at=timezone.now(),
+    )
+    updated = FusionCalibration.objects.filter(namespace=ns).update(
+        version=F("version") + 1, **values
+    )
     if not updated:
         FusionCalibration.objects.create(namespace=ns, **values)
     return replace(calibration, record=FusionCalibration.objects.get(namespace=ns))
 
 
-def fit_namespace(namespace: str, queries: dict[str, str], judgements: dict[str, dict[str, int]], *,
-                  fitted_on: str, vectors: dict | None = None, progress=None) -> Calibration:
+def fit_namespace(
+    namespace: str,
+    queries: dict[str, str],
+    judgements: dict[str, dict[str, int]],
+    *,
+    fitted_on: str,
+    vectors: dict | None = None,
+    progress=None,
+) -> Calibration:
     """Fit the namespace's lexical weight to judged queries and store it (`fit_weights`, then
     `store_calibration`)."""
     Namespace.objects.get(slug=namespace)  # a missing namespace fails before the grid runs
@@ -91,9 +127,16 @@ def suite_judgements(suite) -> tuple[str, dict[str, str], dict[str, dict[str, in
     judged = [case for case in suite.cases if case.expect.relevant]
     namespaces = {case.namespace for case in judged}
     if not judged:
-        raise EvalFileError("No case names `relevant` documents: there is nothing to fit the weights to.")
+        raise EvalFileError(
+            "No case names `relevant` documents: there is nothing to fit the weights to."
+        )
     if len(namespaces) > 1:
-        raise EvalFileError(f"The judged cases search {len(namespaces)} namespaces; a fit is per namespace.",
-                            details={"namespaces": sorted(namespaces)})
-    return (namespaces.pop(), {case.id: case.question for case in judged},
-            {case.id: {ref: 1 for ref in case.expect.relevant} for case in judged})
+        raise EvalFileError(
+            f"The judged cases search {len(namespaces)} namespaces; a fit is per namespace.",
+            details={"namespaces": sorted(namespaces)},
+        )
+    return (
+        namespaces.pop(),
+        {case.id: case.question for case in judged},
+        {case.id: {ref: 1 for ref in case.expect.relevant} for case in judged},
+    )

@@ -11,10 +11,16 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_AUTHOR_NAME": "Test",
-           "GIT_AUTHOR_EMAIL": "test@example.org", "GIT_COMMITTER_NAME": "Test",
-           "GIT_COMMITTER_EMAIL": "test@example.org", "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
-           "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"}
+GIT_ENV = {
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_AUTHOR_NAME": "Test",
+    "GIT_AUTHOR_EMAIL": "test@example.org",
+    "GIT_COMMITTER_NAME": "Test",
+    "GIT_COMMITTER_EMAIL": "test@example.org",
+    "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
+    "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
+}
 
 
 class GitHttpServer:
@@ -48,12 +54,23 @@ class GitHttpServer:
             def _cgi(self, body: bytes):
                 server.requests.append((self.path, {k.lower(): v for k, v in self.headers.items()}))
                 path, _, query = self.path.partition("?")
-                env = {"PATH": os.environ["PATH"], "GIT_PROJECT_ROOT": str(server.root), "GIT_HTTP_EXPORT_ALL": "1",
-                       "REQUEST_METHOD": self.command, "PATH_INFO": path, "QUERY_STRING": query,
-                       "CONTENT_TYPE": self.headers.get("Content-Type", ""), "CONTENT_LENGTH": str(len(body)),
-                       "REMOTE_ADDR": "127.0.0.1", "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(server.root),
-                       "HTTP_GIT_PROTOCOL": self.headers.get("Git-Protocol", "")}
-                result = subprocess.run(["git", "http-backend"], input=body, env=env, capture_output=True)
+                env = {
+                    "PATH": os.environ["PATH"],
+                    "GIT_PROJECT_ROOT": str(server.root),
+                    "GIT_HTTP_EXPORT_ALL": "1",
+                    "REQUEST_METHOD": self.command,
+                    "PATH_INFO": path,
+                    "QUERY_STRING": query,
+                    "CONTENT_TYPE": self.headers.get("Content-Type", ""),
+                    "CONTENT_LENGTH": str(len(body)),
+                    "REMOTE_ADDR": "127.0.0.1",
+                    "GIT_CONFIG_NOSYSTEM": "1",
+                    "HOME": str(server.root),
+                    "HTTP_GIT_PROTOCOL": self.headers.get("Git-Protocol", ""),
+                }
+                result = subprocess.run(
+                    ["git", "http-backend"], input=body, env=env, capture_output=True
+                )
                 head, _, payload = result.stdout.partition(b"\r\n\r\n")
                 if not _:
                     head, _, payload = result.stdout.partition(b"\n\n")
@@ -100,8 +117,13 @@ class WorkRepo:
         self.git("init", "--quiet", "--initial-branch=main")
 
     def git(self, *args: str) -> str:
-        return subprocess.run(["git", "-C", str(self.path), *args], env={**os.environ, **GIT_ENV}, check=True,
-                              capture_output=True, text=True).stdout.strip()
+        return subprocess.run(
+            ["git", "-C", str(self.path), *args],
+            env={**os.environ, **GIT_ENV},
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
 
     def write(self, relative: str, data: str | bytes) -> None:
         target = self.path / relative

@@ -35,10 +35,14 @@ from kb.conf import kb_settings
 from kb.models import ApiToken, Document, Namespace, Provider, QueryLog
 
 PROTOCOL = "2026-07-28"
-SEARCH_LIMIT = 10  # documents, as the MCP search tool counts them; /api/search is asked with group=document
+SEARCH_LIMIT = (
+    10  # documents, as the MCP search tool counts them; /api/search is asked with group=document
+)
 PROVIDER = "kb-bench-mcp"
 PROVIDER_DOCUMENTS = 10
-NO_ANSWER_MODEL = "answers are off here (KB_ANSWER_URL unset): the answer tool's time is its model's"
+NO_ANSWER_MODEL = (
+    "answers are off here (KB_ANSWER_URL unset): the answer tool's time is its model's"
+)
 
 
 class Surfaces:
@@ -46,7 +50,9 @@ class Surfaces:
 
     def __init__(self, token: str):
         self.client = Client(HTTP_HOST="localhost", HTTP_AUTHORIZATION=f"Bearer {token}")
-        self.weak = 0  # MCP searches with nothing clearly relevant: each also computed a "did you mean"
+        self.weak = (
+            0  # MCP searches with nothing clearly relevant: each also computed a "did you mean"
+        )
 
     def api(self, method: str, path: str, body: dict | None = None) -> tuple[float, dict]:
         started = time.perf_counter()
@@ -56,21 +62,40 @@ class Surfaces:
             response = self.client.post(path, json.dumps(body), content_type="application/json")
         elapsed = (time.perf_counter() - started) * 1000
         if response.status_code != 200:
-            raise RuntimeError(f"{method.upper()} {path} answered {response.status_code}: {response.content[:300]!r}")
+            raise RuntimeError(
+                f"{method.upper()} {path} answered {response.status_code}: {response.content[:300]!r}"
+            )
         return elapsed, response.json()
 
     def tool(self, name: str, arguments: dict) -> tuple[float, dict]:
-        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-            "name": name, "arguments": arguments, "_meta": {"io.modelcontextprotocol/protocolVersion": PROTOCOL,
-                                                            "io.modelcontextprotocol/clientCapabilities": {}}}}
+        body = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {
+                "name": name,
+                "arguments": arguments,
+                "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": PROTOCOL,
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                },
+            },
+        }
         started = time.perf_counter()
-        response = self.client.post("/mcp", json.dumps(body), content_type="application/json",
-                                    HTTP_MCP_PROTOCOL_VERSION=PROTOCOL, HTTP_MCP_METHOD="tools/call",
-                                    HTTP_MCP_NAME=name)
+        response = self.client.post(
+            "/mcp",
+            json.dumps(body),
+            content_type="application/json",
+            HTTP_MCP_PROTOCOL_VERSION=PROTOCOL,
+            HTTP_MCP_METHOD="tools/call",
+            HTTP_MCP_NAME=name,
+        )
         elapsed = (time.perf_counter() - started) * 1000
         result = response.json().get("result", {}) if response.status_code == 200 else {}
         if result.get("isError", True):
-            raise RuntimeError(f"MCP tool {name} failed: {response.status_code} {response.content[:300]!r}")
+            raise RuntimeError(
+                f"MCP tool {name} failed: {response.status_code} {response.content[:300]!r}"
+            )
         return elapsed, result["structuredContent"]
 
 
@@ -79,10 +104,12 @@ def last_search_ms() -> float:
     return QueryLog.objects.order_by("-id").values_list("timings", flat=True).first()["total_ms"]
 
 
-def mcp_latency(namespace: str, texts: list[str], progress: Callable[[str, int, int], None]) -> dict:
+def mcp_latency(
+    namespace: str, texts: list[str], progress: Callable[[str, int, int], None]
+) -> dict:
     """p50/p95/p99 of every MCP tool and of its API twin, and each search request's overhead."""
     ns = Namespace.objects.get(slug=namespace)
-    token, secret = issue_token("kb_bench --mcp", namespaces=[ns], rate_limit_per_minute=10 ** 9)
+    token, secret = issue_token("kb_bench --mcp", namespaces=[ns], rate_limit_per_minute=10**9)
     samples: dict[str, list[float]] = {}
 
     def record(name: str, ms: float) -> None:
@@ -109,16 +136,22 @@ def mcp_latency(namespace: str, texts: list[str], progress: Callable[[str, int, 
     if "mcp answer" not in report:
         report["mcp answer"] = {"not_measured": NO_ANSWER_MODEL}
     report["mcp_overhead_over_api_search_p95_ms"] = round(
-        report["mcp search overhead"]["p95_ms"] - report["api search overhead"]["p95_ms"], 2)
+        report["mcp search overhead"]["p95_ms"] - report["api search overhead"]["p95_ms"], 2
+    )
     report["mcp_search_minus_api_search_p95_ms"] = round(
-        report["mcp search"]["p95_ms"] - report["api search"]["p95_ms"], 2)
+        report["mcp search"]["p95_ms"] - report["api search"]["p95_ms"], 2
+    )
     report["mcp_searches_weak"] = surfaces.weak
-    report["client"] = {name: percentiles(values) for name, values in sorted(client_samples.items())}
+    report["client"] = {
+        name: percentiles(values) for name, values in sorted(client_samples.items())
+    }
     report["queries"] = len(texts)
     return report
 
 
-def sdk_latency(namespace: str, secret: str, texts: list[str], progress: Callable[[str, int, int], None]) -> dict:
+def sdk_latency(
+    namespace: str, secret: str, texts: list[str], progress: Callable[[str, int, int], None]
+) -> dict:
     """Each query's search through the official SDK's client and through /api/search (the same
     httpx client, token and live server), in alternating order: the times an agent sees."""
     import anyio
@@ -126,16 +159,25 @@ def sdk_latency(namespace: str, secret: str, texts: list[str], progress: Callabl
     from mcp import Client as SdkClient
     from mcp.client.streamable_http import streamable_http_client
 
-    samples: dict[str, list[float]] = {"sdk mcp search": [], "http api search": [], "http api search chunks": []}
+    samples: dict[str, list[float]] = {
+        "sdk mcp search": [],
+        "http api search": [],
+        "http api search chunks": [],
+    }
     api_body = {"namespace": namespace, "limit": SEARCH_LIMIT}
 
     async def main(root: str) -> None:
-        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {secret}"}, timeout=120) as http:
-            async with SdkClient(streamable_http_client(f"{root}/mcp", http_client=http), mode=PROTOCOL) as client:
+        async with httpx2.AsyncClient(
+            headers={"Authorization": f"Bearer {secret}"}, timeout=120
+        ) as http:
+            async with SdkClient(
+                streamable_http_client(f"{root}/mcp", http_client=http), mode=PROTOCOL
+            ) as client:
 
                 async def mcp_search(text: str) -> None:
-                    result = await client.call_tool("search", {"query": text, "namespaces": [namespace],
-                                                               "limit": SEARCH_LIMIT})
+                    result = await client.call_tool(
+                        "search", {"query": text, "namespaces": [namespace], "limit": SEARCH_LIMIT}
+                    )
                     if result.is_error:
                         raise RuntimeError(f"MCP search failed through the SDK: {result.content!r}")
 
@@ -146,9 +188,15 @@ def sdk_latency(namespace: str, secret: str, texts: list[str], progress: Callabl
                 async def api_chunks(text: str) -> None:
                     await api_search(text, "chunk")
 
-                pair = [("http api search", api_search), ("sdk mcp search", mcp_search),
-                        ("http api search chunks", api_chunks)]
-                for _, call in pair:  # warm-up: the SDK lists the tools once, for their output schemas
+                pair = [
+                    ("http api search", api_search),
+                    ("sdk mcp search", mcp_search),
+                    ("http api search chunks", api_chunks),
+                ]
+                for (
+                    _,
+                    call,
+                ) in pair:  # warm-up: the SDK lists the tools once, for their output schemas
                     await call(texts[0])
                 for done, text in enumerate(texts, 1):
                     for name, call in reversed(pair) if done % 2 == 0 else pair:
@@ -173,6 +221,7 @@ def live_server() -> Iterator[str]:
     only committed rows: the benchmark's token is committed before the server is asked)."""
     server = WSGIServer(("127.0.0.1", 0), _QuietHandler, allow_reuse_address=False)
     server.set_app(get_wsgi_application())
+
     def serve() -> None:
         try:
             server.serve_forever()
@@ -196,13 +245,18 @@ def _calls(namespace: str, capability_ids: list[str]):
         found: dict = {}
 
         def mcp_search() -> float:
-            ms, found["search"] = s.tool("search", {"query": text, "namespaces": [namespace], "limit": SEARCH_LIMIT})
+            ms, found["search"] = s.tool(
+                "search", {"query": text, "namespaces": [namespace], "limit": SEARCH_LIMIT}
+            )
             s.weak += bool(found["search"]["weak_titles"] or found["search"]["correction"])
             return ms
 
         def api_search() -> float:
-            return s.api("post", "/api/search", {"query": text, "namespace": namespace, "limit": SEARCH_LIMIT,
-                                                 "group": "document"})[0]
+            return s.api(
+                "post",
+                "/api/search",
+                {"query": text, "namespace": namespace, "limit": SEARCH_LIMIT, "group": "document"},
+            )[0]
 
         def passage() -> str:
             documents = found["search"]["documents"]
@@ -212,17 +266,36 @@ def _calls(namespace: str, capability_ids: list[str]):
             documents = found["search"]["documents"]
             return documents[0]["document_id"] if documents else 0
 
-        def api_chunks() -> float:  # /api/search as a reader calls it (group=chunk), beside the like-for-like
-            return s.api("post", "/api/search", {"query": text, "namespace": namespace, "limit": SEARCH_LIMIT})[0]
+        def api_chunks() -> (
+            float
+        ):  # /api/search as a reader calls it (group=chunk), beside the like-for-like
+            return s.api(
+                "post",
+                "/api/search",
+                {"query": text, "namespace": namespace, "limit": SEARCH_LIMIT},
+            )[0]
 
-        pair = [("api search", api_search), ("mcp search", mcp_search), ("api search chunks", api_chunks)]
+        pair = [
+            ("api search", api_search),
+            ("mcp search", mcp_search),
+            ("api search chunks", api_chunks),
+        ]
         chosen = capability_ids[:1]
         yield from (reversed(pair) if swap else pair)
         yield "mcp fetch passage", lambda: s.tool("fetch", {"id": passage()})[0]
         yield "mcp fetch document", lambda: s.tool("fetch", {"id": f"d{document_id()}"})[0]
-        yield "api document text", lambda: s.api("get", f"/api/documents/{document_id()}/text", {"max_chars": 8000})[0]
-        yield "mcp context", lambda: s.tool("context", {"query": text, "namespaces": [namespace]})[0]
-        yield "api context", lambda: s.api("post", "/api/context", {"query": text, "namespace": namespace})[0]
+        yield (
+            "api document text",
+            lambda: s.api("get", f"/api/documents/{document_id()}/text", {"max_chars": 8000})[0],
+        )
+        yield (
+            "mcp context",
+            lambda: s.tool("context", {"query": text, "namespaces": [namespace]})[0],
+        )
+        yield (
+            "api context",
+            lambda: s.api("post", "/api/context", {"query": text, "namespace": namespace})[0],
+        )
         yield "mcp list_namespaces", lambda: s.tool("list_namespaces", {})[0]
         yield "api namespaces", lambda: s.api("get", "/api/namespaces")[0]
         yield "mcp list_sources", lambda: s.tool("list_sources", {})[0]
@@ -231,14 +304,25 @@ def _calls(namespace: str, capability_ids: list[str]):
         yield "api capability catalog", lambda: s.api("get", "/api/capabilities/catalog")[0]
         capabilities = {"text": text, "provider_ids": [PROVIDER]}
         yield "mcp retrieve_capabilities", lambda: s.tool("retrieve_capabilities", capabilities)[0]
-        yield "api capabilities retrieve", lambda: s.api("post", "/api/capabilities/retrieve", capabilities)[0]
+        yield (
+            "api capabilities retrieve",
+            lambda: s.api("post", "/api/capabilities/retrieve", capabilities)[0],
+        )
         knowledge = {"selected": chosen, "text": text}
         yield "mcp retrieve_knowledge", lambda: s.tool("retrieve_knowledge", knowledge)[0]
-        yield "api knowledge retrieve", lambda: s.api("post", "/api/knowledge/retrieve", knowledge)[0]
-        if kb_settings().answer_url:  # an answer's time is mostly the model's: timed only where one answers
+        yield (
+            "api knowledge retrieve",
+            lambda: s.api("post", "/api/knowledge/retrieve", knowledge)[0],
+        )
+        if (
+            kb_settings().answer_url
+        ):  # an answer's time is mostly the model's: timed only where one answers
             question = {"q": text, "namespaces": [namespace]}
             yield "mcp answer", lambda: s.tool("answer", question)[0]
-            yield "api answer", lambda: s.api("post", "/api/answer", {**question, "stream": False})[0]
+            yield (
+                "api answer",
+                lambda: s.api("post", "/api/answer", {**question, "stream": False})[0],
+            )
 
     return calls
 
@@ -246,12 +330,32 @@ def _calls(namespace: str, capability_ids: list[str]):
 @contextlib.contextmanager
 def temporary_provider(namespace: Namespace):
     """A provider with one capability per document of the namespace's first few, deleted after."""
-    documents = list(Document.objects.filter(namespace=namespace).select_related("source")
-                     .order_by("id")[:PROVIDER_DOCUMENTS])
-    definition = {"id": PROVIDER, "title": "Benchmark provider", "namespace": namespace.slug, "capabilities": [
-        {"name": f"doc-{d.pk}", "title": (d.title or d.ref)[:200], "summary": d.content[:300] or d.ref,
-         "knowledge": [{"source": d.source.name, "document": d.ref, "role": "reference", "locale": "en"}]}
-        for d in documents]}
+    documents = list(
+        Document.objects.filter(namespace=namespace)
+        .select_related("source")
+        .order_by("id")[:PROVIDER_DOCUMENTS]
+    )
+    definition = {
+        "id": PROVIDER,
+        "title": "Benchmark provider",
+        "namespace": namespace.slug,
+        "capabilities": [
+            {
+                "name": f"doc-{d.pk}",
+                "title": (d.title or d.ref)[:200],
+                "summary": d.content[:300] or d.ref,
+                "knowledge": [
+                    {
+                        "source": d.source.name,
+                        "document": d.ref,
+                        "role": "reference",
+                        "locale": "en",
+                    }
+                ],
+            }
+            for d in documents
+        ],
+    }
     try:
         service.load_definitions(definition)
         yield [f"{PROVIDER}/doc-{d.pk}" for d in documents]

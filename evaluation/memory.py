@@ -45,8 +45,14 @@ def embedding_process_peak(runtime: str, texts: list[str]) -> dict:
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-c", _EMBED_IN_CHILD, runtime], input=json.dumps(texts), text=True,
-                          capture_output=True, cwd=Path(__file__).resolve().parents[1], timeout=3600)
+    done = subprocess.run(
+        [sys.executable, "-c", _EMBED_IN_CHILD, runtime],
+        input=json.dumps(texts),
+        text=True,
+        capture_output=True,
+        cwd=Path(__file__).resolve().parents[1],
+        timeout=3600,
+    )
     if done.returncode != 0:
         raise RuntimeError(f"the {runtime} embedding process failed: {done.stderr.strip()[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])

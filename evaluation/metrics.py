@@ -30,7 +30,11 @@ class BeirCorpus:
 
 def load_beir(folder: str | Path, split: str = "test") -> BeirCorpus:
     folder = Path(folder)
-    documents = [json.loads(line) for line in (folder / "corpus.jsonl").open(encoding="utf-8") if line.strip()]
+    documents = [
+        json.loads(line)
+        for line in (folder / "corpus.jsonl").open(encoding="utf-8")
+        if line.strip()
+    ]
     queries = {}
     for line in (folder / "queries.jsonl").open(encoding="utf-8"):
         if line.strip():
@@ -49,7 +53,11 @@ def load_beir(folder: str | Path, split: str = "test") -> BeirCorpus:
 
 
 def ndcg_at(ranked: list[str], gains: dict[str, int], k: int = 10) -> float:
-    dcg = sum(gains.get(doc, 0) / math.log2(i + 2) for i, doc in enumerate(ranked[:k]) if gains.get(doc, 0) > 0)
+    dcg = sum(
+        gains.get(doc, 0) / math.log2(i + 2)
+        for i, doc in enumerate(ranked[:k])
+        if gains.get(doc, 0) > 0
+    )
     ideal = sorted((g for g in gains.values() if g > 0), reverse=True)[:k]
     idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
     return dcg / idcg if idcg else 0.0
@@ -70,18 +78,25 @@ def mrr_at(ranked: list[str], gains: dict[str, int], k: int = 10) -> float:
 def mean_scores(runs: dict[str, list[str]], qrels: dict[str, dict[str, int]]) -> dict[str, float]:
     queries = list(qrels)
     return {
-        "ndcg@10": round(sum(ndcg_at(runs.get(q, []), qrels[q]) for q in queries) / len(queries), 4),
-        "recall@100": round(sum(recall_at(runs.get(q, []), qrels[q]) for q in queries) / len(queries), 4),
+        "ndcg@10": round(
+            sum(ndcg_at(runs.get(q, []), qrels[q]) for q in queries) / len(queries), 4
+        ),
+        "recall@100": round(
+            sum(recall_at(runs.get(q, []), qrels[q]) for q in queries) / len(queries), 4
+        ),
         "mrr@10": round(sum(mrr_at(runs.get(q, []), qrels[q]) for q in queries) / len(queries), 4),
     }
 
 
-def per_query_ndcg(runs: dict[str, list[str]], qrels: dict[str, dict[str, int]]) -> dict[str, float]:
+def per_query_ndcg(
+    runs: dict[str, list[str]], qrels: dict[str, dict[str, int]]
+) -> dict[str, float]:
     return {q: ndcg_at(runs.get(q, []), qrels[q]) for q in qrels}
 
 
-def paired_comparison(a: dict[str, float], b: dict[str, float], *, rounds: int = 10_000,
-                      seed: int = 0) -> dict[str, float | int]:
+def paired_comparison(
+    a: dict[str, float], b: dict[str, float], *, rounds: int = 10_000, seed: int = 0
+) -> dict[str, float | int]:
     """Method a against method b over the same queries: wins, losses and ties of a (differences
     within 1e-9 tie), the mean difference, and the randomisation test's two-sided p-value."""
     differences = [a[q] - b[q] for q in a if q in b]
@@ -92,12 +107,17 @@ def paired_comparison(a: dict[str, float], b: dict[str, float], *, rounds: int =
     observed = abs(sum(differences))
     generator = random.Random(seed)
     extreme = sum(
-        1 for _ in range(rounds)
+        1
+        for _ in range(rounds)
         if abs(sum(d if generator.random() < 0.5 else -d for d in differences)) >= observed - 1e-12
     )
-    return {"wins": wins, "losses": losses, "ties": len(differences) - wins - losses,
-            "mean_difference": round(sum(differences) / len(differences), 4),
-            "p_value": round((extreme + 1) / (rounds + 1), 4)}
+    return {
+        "wins": wins,
+        "losses": losses,
+        "ties": len(differences) - wins - losses,
+        "mean_difference": round(sum(differences) / len(differences), 4),
+        "p_value": round((extreme + 1) / (rounds + 1), 4),
+    }
 
 
 def percentiles(samples_ms: list[float]) -> dict[str, float]:

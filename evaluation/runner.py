@@ -39,7 +39,9 @@ METHODS = {
 }
 
 
-def run_suite(suite: EvalSuite, *, principal: Principal | None = None, method: str = "ranker") -> SuiteResult:
+def run_suite(
+    suite: EvalSuite, *, principal: Principal | None = None, method: str = "ranker"
+) -> SuiteResult:
     """Every case in input order; a search error (or an answer's) is recorded on its case and the
     suite goes on. `method` searches with one channel alone or plain RRF instead of the full ranker;
     an answer case's answer is the product's whatever the method. Without `principal` (kb_eval,
@@ -53,10 +55,19 @@ def run_suite(suite: EvalSuite, *, principal: Principal | None = None, method: s
             if principal is not None:
                 principal.check(case.namespace)
             if case.expect.searches or not case.expect.answers:
-                found = search_variant(case.question, case.namespace, limit=case.top_k,
-                                       filters=Filters(case.source_ids, case.document_ids), **METHODS[method])
-                views = [ResultView(h.citation_url, h.source_name, h.anchor, h.details.base, h.document_ref)
-                         for h in found.hits]
+                found = search_variant(
+                    case.question,
+                    case.namespace,
+                    limit=case.top_k,
+                    filters=Filters(case.source_ids, case.document_ids),
+                    **METHODS[method],
+                )
+                views = [
+                    ResultView(
+                        h.citation_url, h.source_name, h.anchor, h.details.base, h.document_ref
+                    )
+                    for h in found.hits
+                ]
                 outcome.checks, outcome.recall, outcome.mrr = check_case(case, views)
                 outcome.top = [v.citation_url for v in views[:3]]
             if case.expect.answers:
@@ -69,17 +80,31 @@ def run_suite(suite: EvalSuite, *, principal: Principal | None = None, method: s
     return SuiteResult(cases=results, duration_ms=(time.perf_counter() - started) * 1000)
 
 
-OPERATOR = Principal("staff", can_write=True)  # kb_eval's caller: the operator, who reads every namespace
+OPERATOR = Principal(
+    "staff", can_write=True
+)  # kb_eval's caller: the operator, who reads every namespace
 
 
 def answer_checks(case: EvalCase, principal: Principal, outcome: CaseResult) -> list[CheckResult]:
     """Ask the case's question through the real answer path (the gate, the model, the citation
     checker) in the case's namespace with the caller's rights, and check what came back. An answer
     that failed (answers off, the model dead or too slow) is the case's error, with the answer's code."""
-    state = final_state(answer_events(principal, [case.namespace], case.question, stream=False,
-                                      caller=QueryLog.Caller.INTERNAL))
-    outcome.answer = {"answer_id": state["answer_id"], "rule": (state["gate"] or {}).get("rule", ""),
-                      "abstained": state["abstained"], "counts": state["counts"], "text": state["text"][:500]}
+    state = final_state(
+        answer_events(
+            principal,
+            [case.namespace],
+            case.question,
+            stream=False,
+            caller=QueryLog.Caller.INTERNAL,
+        )
+    )
+    outcome.answer = {
+        "answer_id": state["answer_id"],
+        "rule": (state["gate"] or {}).get("rule", ""),
+        "abstained": state["abstained"],
+        "counts": state["counts"],
+        "text": state["text"][:500],
+    }
     if state["error"]:
         outcome.error = f"{state['error']['code']}: {state['error']['message']}"
         return []
@@ -91,39 +116,69 @@ def answer_checks(case: EvalCase, principal: Principal, outcome: CaseResult) -> 
 def answer_view(state: dict) -> AnswerView:
     """An answer's final state (`final_state`) as the answer checks read it: each cited source
     named as a search result is (its URL, its source's name, its document's ref)."""
-    documents = {pk: (ref, source) for pk, ref, source in Document.objects.filter(
-        pk__in=[s["document_id"] for s in state["sources"]]).values_list("pk", "ref", "source__name")}
+    documents = {
+        pk: (ref, source)
+        for pk, ref, source in Document.objects.filter(
+            pk__in=[s["document_id"] for s in state["sources"]]
+        ).values_list("pk", "ref", "source__name")
+    }
     views = {}
     for source in state["sources"]:
         ref, source_name = documents.get(source["document_id"], ("", ""))
         views[source["n"]] = ResultView(source["url"], source_name, "", 0.0, ref)
     shown = [s for s in state["sentences"] if s["verdict"] != "dropped"]
-    abstained = state["abstained"] or bool(shown) and all(s["verdict"] == "abstention" for s in shown)
-    cited = [(views[n], s["verdict"]) for s in state["sentences"] for n in s["citations"] if n in views]
-    supported = [views[c["source"]] for s in state["sentences"] if s["verdict"] == "supported"
-                 for c in s["checks"] if c["holds"] and c["source"] in views]
+    abstained = (
+        state["abstained"] or bool(shown) and all(s["verdict"] == "abstention" for s in shown)
+    )
+    cited = [
+        (views[n], s["verdict"]) for s in state["sentences"] for n in s["citations"] if n in views
+    ]
+    supported = [
+        views[c["source"]]
+        for s in state["sentences"]
+        if s["verdict"] == "supported"
+        for c in s["checks"]
+        if c["holds"] and c["source"] in views
+    ]
     counts = state["counts"]
-    summary = ("abstained" if abstained else
-               f"{counts.get('sentences', 0)} sentence(s), {counts.get('supported', 0)} supported, "
-               f"{counts.get('unsupported', 0)} unsupported, {counts.get('dropped', 0)} dropped")
-    return AnswerView(abstained=abstained, supported_sources=tuple(supported), cited=tuple(cited), summary=summary)
+    summary = (
+        "abstained"
+        if abstained
+        else f"{counts.get('sentences', 0)} sentence(s), {counts.get('supported', 0)} supported, "
+        f"{counts.get('unsupported', 0)} unsupported, {counts.get('dropped', 0)} dropped"
+    )
+    return AnswerView(
+        abstained=abstained, supported_sources=tuple(supported), cited=tuple(cited), summary=summary
+    )
 
 
 def junit_xml(result: SuiteResult, suite_name: str = "kb-eval") -> str:
-    suite = ElementTree.Element("testsuite", name=suite_name, tests=str(result.total),
-                                failures=str(sum(1 for c in result.cases if not c.passed and not c.error)),
-                                errors=str(sum(1 for c in result.cases if c.error)),
-                                time=f"{result.duration_ms / 1000:.3f}")
+    suite = ElementTree.Element(
+        "testsuite",
+        name=suite_name,
+        tests=str(result.total),
+        failures=str(sum(1 for c in result.cases if not c.passed and not c.error)),
+        errors=str(sum(1 for c in result.cases if c.error)),
+        time=f"{result.duration_ms / 1000:.3f}",
+    )
     for case in result.cases:
-        element = ElementTree.SubElement(suite, "testcase", classname=suite_name, name=case.id,
-                                         time=f"{case.duration_ms / 1000:.3f}")
+        element = ElementTree.SubElement(
+            suite,
+            "testcase",
+            classname=suite_name,
+            name=case.id,
+            time=f"{case.duration_ms / 1000:.3f}",
+        )
         if case.error:
             ElementTree.SubElement(element, "error", message=case.error).text = case.question
         elif not case.passed:
             failed = [c for c in case.checks if not c.passed]
-            ElementTree.SubElement(element, "failure", message="; ".join(c.detail for c in failed)).text = "\n".join(
-                f"{c.name}: {c.detail}" for c in case.checks)
-    return ElementTree.tostring(ElementTree.ElementTree(suite).getroot(), encoding="unicode", xml_declaration=True)
+            ElementTree.SubElement(
+                element, "failure", message="; ".join(c.detail for c in failed)
+            ).text = "\n".join(f"{c.name}: {c.detail}" for c in case.checks)
+    return ElementTree.tostring(
+        ElementTree.ElementTree(suite).getroot(), encoding="unicode", xml_declaration=True
+    )
 
 
 def run_recorded(suite_record, *, principal: Principal, max_cases: int | None = None):
@@ -132,8 +187,19 @@ def run_recorded(suite_record, *, principal: Principal, max_cases: int | None = 
     Each case is charged to the principal's rate limit as a search (an answer case's answer is
     charged more as it runs); a suite of more than `max_cases` is refused before any runs."""
     namespace = suite_record.namespace
-    suite = parse_suite(suite_record.definition, namespace=namespace.slug if namespace else None, max_cases=max_cases)
+    suite = parse_suite(
+        suite_record.definition,
+        namespace=namespace.slug if namespace else None,
+        max_cases=max_cases,
+    )
     principal.charge(len(suite.cases))
     result = run_suite(suite, principal=principal)
-    return EvalRun.objects.create(suite=suite_record, namespace=namespace, passed=result.passed, failed=result.failed,
-                                  total=result.total, duration_ms=result.duration_ms, results=result.as_dict())
+    return EvalRun.objects.create(
+        suite=suite_record,
+        namespace=namespace,
+        passed=result.passed,
+        failed=result.failed,
+        total=result.total,
+        duration_ms=result.duration_ms,
+        results=result.as_dict(),
+    )

@@ -18,19 +18,38 @@ from retrieval.vector_index import ensure_namespace_index, index_name
 FUSIONS = ("ranker", "rrf")
 
 
-def search_variant(query: str, namespace: str, *, limit: int = 10, filters: Filters = Filters(),
-                   params: RankerParams | None = None, channels: tuple[str, ...] = CHANNELS, fusion: str = "ranker",
-                   query_vector=None, log: bool = False) -> SearchResult:
+def search_variant(
+    query: str,
+    namespace: str,
+    *,
+    limit: int = 10,
+    filters: Filters = Filters(),
+    params: RankerParams | None = None,
+    channels: tuple[str, ...] = CHANNELS,
+    fusion: str = "ranker",
+    query_vector=None,
+    log: bool = False,
+) -> SearchResult:
     """A search with only `channels` running, ranked by the product's ranker (`fusion="ranker"`)
     or by plain reciprocal rank fusion (`"rrf"`); not logged unless asked."""
     if fusion not in FUSIONS:
         raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}, got {fusion!r}")
-    return run_search(query, namespace, limit=limit, filters=filters, params=params, log=log,
-                      query_vector=query_vector, channels=channels, fuse=plain_rrf if fusion == "rrf" else None)
+    return run_search(
+        query,
+        namespace,
+        limit=limit,
+        filters=filters,
+        params=params,
+        log=log,
+        query_vector=query_vector,
+        channels=channels,
+        fuse=plain_rrf if fusion == "rrf" else None,
+    )
 
 
-def unjudged_defaults(namespace: str, queries: dict[str, str],
-                      excess: dict[str, float | None] | None = None) -> dict[str, tuple[float, tuple[str, ...]]]:
+def unjudged_defaults(
+    namespace: str, queries: dict[str, str], excess: dict[str, float | None] | None = None
+) -> dict[str, tuple[float, tuple[str, ...]]]:
     """Per query id: the lexical weight and the channels a search of that query in `namespace`
     uses when no judged queries fitted its weights (what most users get), whatever is stored now,
     once the namespace's search log holds the other queries: each query's weights are estimated
@@ -41,9 +60,13 @@ def unjudged_defaults(namespace: str, queries: dict[str, str],
     from retrieval import meaning_spread
     from retrieval.planning import unjudged_weights
 
-    row = Namespace.objects.values("id", "document_languages", "passage_configs").get(slug=namespace)
+    row = Namespace.objects.values("id", "document_languages", "passage_configs").get(
+        slug=namespace
+    )
     document_languages = row["document_languages"]
-    agreed = meaning_spread.namespace_agreement(row["id"], sum(row["passage_configs"].values()), wait=True)
+    agreed = meaning_spread.namespace_agreement(
+        row["id"], sum(row["passage_configs"].values()), wait=True
+    )
     excess = search_excess(namespace, queries) if excess is None else excess
     served = {}
     for qid, query in queries.items():
@@ -55,7 +78,9 @@ def unjudged_defaults(namespace: str, queries: dict[str, str],
     return served
 
 
-def search_excess(namespace: str, queries: dict[str, str], vectors: dict | None = None) -> dict[str, float | None]:
+def search_excess(
+    namespace: str, queries: dict[str, str], vectors: dict | None = None
+) -> dict[str, float | None]:
     """Per query id: how far its best passage stands beyond chance in `namespace`, as its search
     would log it (`kb.breadth.meaning_excess`), the namespace's sample read first."""
     from kb.models import Namespace
@@ -63,8 +88,12 @@ def search_excess(namespace: str, queries: dict[str, str], vectors: dict | None 
 
     row = Namespace.objects.values("id", "passage_configs").get(slug=namespace)
     meaning_spread.namespace_sample(row["id"], sum(row["passage_configs"].values()), wait=True)
-    return {qid: search_variant(query, namespace, limit=1, query_vector=(vectors or {}).get(qid)).meaning_excess
-            for qid, query in queries.items()}
+    return {
+        qid: search_variant(
+            query, namespace, limit=1, query_vector=(vectors or {}).get(qid)
+        ).meaning_excess
+        for qid, query in queries.items()
+    }
 
 
 def plain_rrf(candidates: list[Candidate], params: RankerParams) -> Ranking:
@@ -72,12 +101,33 @@ def plain_rrf(candidates: list[Candidate], params: RankerParams) -> Ranking:
     scored = []
     for c in candidates:
         value = sum(1.0 / (params.rrf_k + h.rank) for h in c.hits.values())
-        scored.append(ScoreDetails(key=c.key, kind=c.kind, channels={}, rrf_bonus=value, relevance=value,
-                                   score=value, cosine=c.cosine))
+        scored.append(
+            ScoreDetails(
+                key=c.key,
+                kind=c.kind,
+                channels={},
+                rrf_bonus=value,
+                relevance=value,
+                score=value,
+                cosine=c.cosine,
+            )
+        )
     scored.sort(key=lambda d: (-d.score, -(d.cosine or -2), str(d.key)))
-    kept = [ScoreDetails(**{**d.__dict__, "kept": True, "rank": i}) for i, d in enumerate(scored[: params.limit], 1)]
-    summary = RankSummary(len(candidates), {}, len(kept), 0, 0, 0, max(0, len(scored) - params.limit),
-                          kept[0].relevance if kept else 0.0, 0.0)
+    kept = [
+        ScoreDetails(**{**d.__dict__, "kept": True, "rank": i})
+        for i, d in enumerate(scored[: params.limit], 1)
+    ]
+    summary = RankSummary(
+        len(candidates),
+        {},
+        len(kept),
+        0,
+        0,
+        0,
+        max(0, len(scored) - params.limit),
+        kept[0].relevance if kept else 0.0,
+        0.0,
+    )
     return Ranking(kept=kept, dropped=[], summary=summary)
 
 
@@ -91,8 +141,9 @@ def query_lexemes(text: str, namespace_id: int) -> list[tuple[str, int]]:
     return query_words.query_lexemes(text, query_words.namespace_configs(namespace_id, text))
 
 
-def lexical_read(namespace_id: int, lexemes: list[tuple[str, int]], depth: int, *,
-                 packed: bool = True) -> lexical.LexicalResult:
+def lexical_read(
+    namespace_id: int, lexemes: list[tuple[str, int]], depth: int, *, packed: bool = True
+) -> lexical.LexicalResult:
     """The lexical channel's top `depth` for `lexemes`, from the packed posting lists (when the
     namespace has them) or from the postings table (`packed=False`)."""
     return lexical.lexical_search(channels.Scope(namespace_id), lexemes, depth, packed=packed)

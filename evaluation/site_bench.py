@@ -30,8 +30,12 @@ from ingest.recall import LOW_RECALL, Line, content_recall, hidden_classes, line
 
 SITE_WIDE_SHARE = 0.5
 INLINE_CODE = re.compile(r"`[^`\n]*`")
-PROSE_MARK = re.compile(r"¶[ \t]*$|\[source\]", re.M)  # a mark that ends a line; prose *about* ¶ is text
-LINK = re.compile(r"\[[^\]\n]*\]\([^()\s]+\)")  # `[text](url)`; `server[Symbol.asyncDispose]()` is a name
+PROSE_MARK = re.compile(
+    r"¶[ \t]*$|\[source\]", re.M
+)  # a mark that ends a line; prose *about* ¶ is text
+LINK = re.compile(
+    r"\[[^\]\n]*\]\([^()\s]+\)"
+)  # `[text](url)`; `server[Symbol.asyncDispose]()` is a name
 
 
 @dataclass(frozen=True)
@@ -94,7 +98,9 @@ def site_wide_lines(pages: dict[str, PageFacts]) -> frozenset[str]:
 
 
 def site_wide_content_lines(pages: dict[str, PageFacts]) -> frozenset[str]:
-    counts = Counter(text for facts in pages.values() for text in {line.text for line in facts.content})
+    counts = Counter(
+        text for facts in pages.values() for text in {line.text for line in facts.content}
+    )
     threshold = max(2, SITE_WIDE_SHARE * len(pages))
     return frozenset(text for text, count in counts.items() if count >= threshold)
 
@@ -104,7 +110,10 @@ def recall_by_page(pages: dict[str, PageFacts], chunks: list[ChunkFacts]) -> dic
     texts: dict[str, list[str]] = {}
     for chunk in chunks:
         texts.setdefault(chunk.page, []).append(chunk.body)
-    return {ref: content_recall(facts.content, texts.get(ref, []), chrome).share for ref, facts in pages.items()}
+    return {
+        ref: content_recall(facts.content, texts.get(ref, []), chrome).share
+        for ref, facts in pages.items()
+    }
 
 
 def _prose(body: str) -> str:
@@ -139,10 +148,18 @@ def fidelity(pages: dict[str, PageFacts], chunks: list[ChunkFacts]) -> Fidelity:
     worst = min(recall, key=recall.get) if recall else ""
     return Fidelity(
         recall_mean=round(sum(recall.values()) / len(recall), 4) if recall else 1.0,
-        recall_worst=recall.get(worst, 1.0), worst_page=worst,
-        low_recall_pages=tuple(sorted(((ref, share) for ref, share in recall.items() if share < LOW_RECALL),
-                                      key=lambda pair: pair[1])),
-        pages=len(pages), chunks=len(chunks), chrome_share=round(chrome_words / words, 4) if words else 0.0,
-        permalink_chunks=permalinks, anchors_checked=checked,
+        recall_worst=recall.get(worst, 1.0),
+        worst_page=worst,
+        low_recall_pages=tuple(
+            sorted(
+                ((ref, share) for ref, share in recall.items() if share < LOW_RECALL),
+                key=lambda pair: pair[1],
+            )
+        ),
+        pages=len(pages),
+        chunks=len(chunks),
+        chrome_share=round(chrome_words / words, 4) if words else 0.0,
+        permalink_chunks=permalinks,
+        anchors_checked=checked,
         anchors_resolved_share=round(resolved / checked, 4) if checked else 1.0,
     )

@@ -19,7 +19,9 @@ EDIT = "\n\nA paragraph the sync benchmark added to this file.\n"
 @dataclass
 class RunFacts:
     seconds: float
-    git_requests: int  # HTTP requests git made (a fetch is the ref advertisement and one pack request)
+    git_requests: (
+        int  # HTTP requests git made (a fetch is the ref advertisement and one pack request)
+    )
     changed: int
     unchanged: int
     removed: int
@@ -41,14 +43,25 @@ class SyncBench:
 
 
 def run_facts(run: IngestRun, seconds: float, requests: int) -> RunFacts:
-    outcomes = {item.ref: f"{item.status}: {item.reason}"
-                for item in run.items.exclude(status=IngestItem.Status.UNCHANGED).order_by("ref")}
-    return RunFacts(round(seconds, 3), requests, run.items_changed, run.items_unchanged, run.items_removed,
-                    run.items_failed, run.chunks_total, outcomes if len(outcomes) <= 20 else {})
+    outcomes = {
+        item.ref: f"{item.status}: {item.reason}"
+        for item in run.items.exclude(status=IngestItem.Status.UNCHANGED).order_by("ref")
+    }
+    return RunFacts(
+        round(seconds, 3),
+        requests,
+        run.items_changed,
+        run.items_unchanged,
+        run.items_removed,
+        run.items_failed,
+        run.chunks_total,
+        outcomes if len(outcomes) <= 20 else {},
+    )
 
 
-def sync_bench(directory: Path, work: Path, *, include: list[str], exclude: list[str] = (),
-               embedder=None) -> SyncBench:
+def sync_bench(
+    directory: Path, work: Path, *, include: list[str], exclude: list[str] = (), embedder=None
+) -> SyncBench:
     """Commit `directory` as a repository under `work`, serve it on loopback, and time the runs."""
     repo = WorkRepo(work / "served" / "docs")
     shutil.copytree(directory, repo.path, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".git"))
@@ -56,12 +69,21 @@ def sync_bench(directory: Path, work: Path, *, include: list[str], exclude: list
     files = len(repo.git("ls-files", "-z").split("\0")) - 1
     namespace_slug = "bench-sync"
     Source.objects.filter(namespace__slug=namespace_slug).delete()
-    namespace, _ = Namespace.objects.get_or_create(slug=namespace_slug, defaults={"title": "Sync benchmark"})
+    namespace, _ = Namespace.objects.get_or_create(
+        slug=namespace_slug, defaults={"title": "Sync benchmark"}
+    )
     with GitHttpServer(work / "served") as server:
-        source = Source.objects.create(namespace=namespace, name="docs", kind="git",
-                                       location=server.url("docs/.git"),
-                                       options={key: list(value) for key, value in
-                                                (("include", include), ("exclude", exclude)) if value})
+        source = Source.objects.create(
+            namespace=namespace,
+            name="docs",
+            kind="git",
+            location=server.url("docs/.git"),
+            options={
+                key: list(value)
+                for key, value in (("include", include), ("exclude", exclude))
+                if value
+            },
+        )
 
         def timed() -> RunFacts:
             before, started = len(server.requests), time.perf_counter()
@@ -74,7 +96,9 @@ def sync_bench(directory: Path, work: Path, *, include: list[str], exclude: list
         noop = timed()
         refs = sorted(source.documents.values_list("ref", flat=True))
         if len(refs) < 3:
-            raise RuntimeError(f"the first sync wrote {len(refs)} documents; the benchmark changes three")
+            raise RuntimeError(
+                f"the first sync wrote {len(refs)} documents; the benchmark changes three"
+            )
         edited, renamed, deleted = refs[0], refs[1], refs[2]
         target = str(Path(renamed).with_name("renamed-" + Path(renamed).name))
         with open(repo.path / edited, "a", encoding="utf-8") as handle:

@@ -34,9 +34,15 @@ def make_eval_case_page(request):
             suite, case_id = made
         else:
             question = request.POST.get("question", "").strip()[:MAX_QUESTION_CHARS]
-            suite, case_id = make_eval_case(namespace, question, request.POST.getlist("relevant"),
-                                            request.POST.getlist("irrelevant"))
+            suite, case_id = make_eval_case(
+                namespace,
+                question,
+                request.POST.getlist("relevant"),
+                request.POST.getlist("irrelevant"),
+            )
     except KBError as exc:
         return page_error(exc)
-    query = urlencode({"namespace": slug, "days": days, "made": f"{suite.name}: {case_id}", "suite": suite.pk})
+    query = urlencode(
+        {"namespace": slug, "days": days, "made": f"{suite.name}: {case_id}", "suite": suite.pk}
+    )
     return HttpResponseRedirect(f"{reverse('curator-report')}?{query}")

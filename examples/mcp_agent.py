@@ -26,20 +26,28 @@ async def ask(url: str, token: str, question: str) -> dict | None:
         async with Client(streamable_http_client(url, http_client=http)) as kb:
             found = await kb.call_tool("search", {"query": question, "limit": 3})
             if found.is_error:
-                raise SystemExit(found.content[0].text)  # {"code": ..., "message": ..., "details": ...}
+                raise SystemExit(
+                    found.content[0].text
+                )  # {"code": ..., "message": ..., "details": ...}
             documents = found.structured_content["documents"]
             if not documents:
                 return None
             best = documents[0]["sections"][0]
             passage = await kb.call_tool("fetch", {"id": best["id"]})
-            return {"id": best["id"], "quote": passage.structured_content["text"], "cite": best["citation_url"]}
+            return {
+                "id": best["id"],
+                "quote": passage.structured_content["text"],
+                "cite": best["citation_url"],
+            }
 
 
 def refusal(exc: BaseException) -> dict | None:
     """The server's own error body ({code, message, details}) inside what the SDK raised, which
     wraps it in its task groups' exception groups."""
     if isinstance(exc, MCPError):
-        return exc.error.data if isinstance(exc.error.data, dict) else {"message": exc.error.message}
+        return (
+            exc.error.data if isinstance(exc.error.data, dict) else {"message": exc.error.message}
+        )
     for inner in getattr(exc, "exceptions", ()):
         found = refusal(inner)
         if found:
@@ -49,7 +57,9 @@ def refusal(exc: BaseException) -> dict | None:
 
 if __name__ == "__main__":
     try:
-        answer = asyncio.run(ask(os.environ["KB_MCP_URL"], os.environ.get("KB_TOKEN", ""), " ".join(sys.argv[1:])))
+        answer = asyncio.run(
+            ask(os.environ["KB_MCP_URL"], os.environ.get("KB_TOKEN", ""), " ".join(sys.argv[1:]))
+        )
     except Exception as exc:  # a refused token, an unreachable server: say what the server said
         body = refusal(exc)
         if body is None:

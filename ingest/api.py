@@ -18,7 +18,9 @@ def list_sources(request, namespace: str | None = None):
     if namespace:
         request.auth.check(namespace)
     visible = request.auth.readable_namespaces()
-    queryset = Source.objects.filter(namespace__in=visible).select_related("namespace").order_by("id")
+    queryset = (
+        Source.objects.filter(namespace__in=visible).select_related("namespace").order_by("id")
+    )
     if namespace:
         queryset = queryset.filter(namespace__slug=namespace)
     return [sources.source_out(s) for s in queryset[:500]]
@@ -31,7 +33,9 @@ def create_source(request, data: SourceIn):
 
 @router.patch("/sources/{source_id}", response=SourceOut)
 def update_source(request, source_id: int, data: SourcePatch):
-    return sources.saved_out(sources.update_source(request.auth, source_id, data.dict(exclude_unset=True)))
+    return sources.saved_out(
+        sources.update_source(request.auth, source_id, data.dict(exclude_unset=True))
+    )
 
 
 @router.delete("/sources/{source_id}", response={204: None})
@@ -46,9 +50,22 @@ def ingest_source(request, source_id: int):
     return Status(202, sources.run_out(start_ingest(source)))
 
 
-UPLOAD_SCHEMA = {"requestBody": {"required": True, "content": {"multipart/form-data": {"schema": {
-    "type": "object", "required": ["files"],
-    "properties": {"files": {"type": "array", "items": {"type": "string", "format": "binary"}}}}}}}}
+UPLOAD_SCHEMA = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "required": ["files"],
+                    "properties": {
+                        "files": {"type": "array", "items": {"type": "string", "format": "binary"}}
+                    },
+                }
+            }
+        },
+    }
+}
 
 
 @router.post("/sources/{source_id}/files", response={201: UploadOut}, openapi_extra=UPLOAD_SCHEMA)
@@ -60,7 +77,10 @@ def upload_files(request, source_id: int):
     files = request.FILES.getlist("files")
     if not files:
         raise ValidationFailed("No files: send them as multipart/form-data in the field 'files'.")
-    return Status(201, sources.upload_to_source(request.auth, source.pk, [(sent_file_name(f), f) for f in files]))
+    return Status(
+        201,
+        sources.upload_to_source(request.auth, source.pk, [(sent_file_name(f), f) for f in files]),
+    )
 
 
 @router.get("/runs/{run_id}", response=RunOut)

@@ -28,7 +28,9 @@ logger = logging.getLogger(__name__)
 
 EMBED_BATCH_CHUNKS = 128  # chunks gathered across documents before one embedding call
 EMBED_BATCH_MAX_WAIT_S = 5.0  # ...or seconds the oldest waiting document may wait for them
-EMBED_PROGRESS_CHUNKS = 64  # chunks per embedding call: each call is reported (and is one model batch)
+EMBED_PROGRESS_CHUNKS = (
+    64  # chunks per embedding call: each call is reported (and is one model batch)
+)
 Status = IngestItem.Status
 
 
@@ -39,9 +41,13 @@ class Batcher:
     run: IngestRun
     embedder: Embedder
     report: RunReport
-    stored: dict[str, StoredDocument]  # the source's documents by ref, the pipeline's: writing updates it
+    stored: dict[
+        str, StoredDocument
+    ]  # the source's documents by ref, the pipeline's: writing updates it
     pending: list[PendingDocument] = field(default_factory=list)
-    chunk_counts: dict[str, int] = field(default_factory=dict)  # chunks each page written by this run holds
+    chunk_counts: dict[str, int] = field(
+        default_factory=dict
+    )  # chunks each page written by this run holds
 
     def add(self, document: PendingDocument) -> None:
         self.pending.append(document)
@@ -68,14 +74,24 @@ class Batcher:
             vectors = self.vectors(pending)
         except KBError as exc:
             for p in pending:
-                self.report.record(Outcome(p.item.ref, Status.FAILED, error_code=exc.code, error_message=exc.message),
-                                   own_start(p, pending, batch_started))
+                self.report.record(
+                    Outcome(
+                        p.item.ref, Status.FAILED, error_code=exc.code, error_message=exc.message
+                    ),
+                    own_start(p, pending, batch_started),
+                )
             return
         for p in self._store_each_if_refused(pending, vectors):
-            self.report.record(Outcome(p.item.ref, Status.CHANGED, reason=ocr_reason(p.reason, p.extracted),
-                                       byte_size=len(p.item.body or p.extracted.content.encode("utf-8")),
-                                       chunks=len(p.chunks)),
-                               own_start(p, pending, batch_started))
+            self.report.record(
+                Outcome(
+                    p.item.ref,
+                    Status.CHANGED,
+                    reason=ocr_reason(p.reason, p.extracted),
+                    byte_size=len(p.item.body or p.extracted.content.encode("utf-8")),
+                    chunks=len(p.chunks),
+                ),
+                own_start(p, pending, batch_started),
+            )
 
     def vectors(self, pending: list[PendingDocument]) -> Sequence:
         """Every chunk's vector, in order: the kept ones as stored, the rest embedded now (as the
@@ -88,11 +104,19 @@ class Batcher:
         return [next(fresh) if k is None else k.vector for k in kept]
 
     def store(self, pending: list[PendingDocument], vectors) -> None:
-        store.write_batch(self.run.source, pending, vectors, self.embedder.model_id, self.stored,
-                          runtime=getattr(self.embedder, "document_runtime_in_use", ""))
+        store.write_batch(
+            self.run.source,
+            pending,
+            vectors,
+            self.embedder.model_id,
+            self.stored,
+            runtime=getattr(self.embedder, "document_runtime_in_use", ""),
+        )
         # the chunks the run's pages now hold: a page written again (its boilerplate settled)
         # replaces its count instead of adding to it
-        self.report.chunks_stored(sum(len(p.chunks) - self.chunk_counts.get(p.item.ref, 0) for p in pending))
+        self.report.chunks_stored(
+            sum(len(p.chunks) - self.chunk_counts.get(p.item.ref, 0) for p in pending)
+        )
         self.chunk_counts.update({p.item.ref: len(p.chunks) for p in pending})
 
     def _embed(self, texts: list[str]) -> np.ndarray:
@@ -102,7 +126,7 @@ class Batcher:
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         parts = []
         for start in range(0, len(order), EMBED_PROGRESS_CHUNKS):
-            part = [texts[i] for i in order[start:start + EMBED_PROGRESS_CHUNKS]]
+            part = [texts[i] for i in order[start : start + EMBED_PROGRESS_CHUNKS]]
             parts.append(self.embedder.embed_documents(part))
             self.report.embedded(len(part))
         if not parts:
@@ -112,7 +136,9 @@ class Batcher:
         restored[order] = vectors
         return restored
 
-    def _store_each_if_refused(self, pending: list[PendingDocument], vectors) -> list[PendingDocument]:
+    def _store_each_if_refused(
+        self, pending: list[PendingDocument], vectors
+    ) -> list[PendingDocument]:
         """Store the batch; when the database refuses something in it (not when it went away),
         store its documents one by one and fail only those it refuses. Returns those stored.
         Refusals are not only DataError and IntegrityError: a lexeme PostgreSQL cannot read back
@@ -123,11 +149,15 @@ class Batcher:
         except DatabaseError as exc:
             if database_away(exc):
                 raise
-            logger.warning("batch of run %s refused (%s); storing its %d documents one by one",
-                           self.run.pk, exc, len(pending))
+            logger.warning(
+                "batch of run %s refused (%s); storing its %d documents one by one",
+                self.run.pk,
+                exc,
+                len(pending),
+            )
         stored, offset = [], 0
         for p in pending:
-            own = vectors[offset: offset + len(p.chunks)]
+            own = vectors[offset : offset + len(p.chunks)]
             offset += len(p.chunks)
             try:
                 self.store([p], own)
@@ -135,13 +165,21 @@ class Batcher:
             except DatabaseError as exc:
                 if database_away(exc):
                     raise
-                self.report.record(Outcome(p.item.ref, Status.FAILED, error_code=DocumentNotStored.code,
-                                           error_message=f"The database refused this document: {exc}"[:500]),
-                                   p.started)
+                self.report.record(
+                    Outcome(
+                        p.item.ref,
+                        Status.FAILED,
+                        error_code=DocumentNotStored.code,
+                        error_message=f"The database refused this document: {exc}"[:500],
+                    ),
+                    p.started,
+                )
         return stored
 
 
-def own_start(document: PendingDocument, batch: list[PendingDocument], batch_started: float) -> float:
+def own_start(
+    document: PendingDocument, batch: list[PendingDocument], batch_started: float
+) -> float:
     """When `document` would have started had it been done alone, for its report line's duration:
     its own fetch, extraction and chunking, plus its share (by chunks) of the batch's embedding and
     writing, not the time it waited in the batch nor the other documents' share (a 178-byte file

@@ -52,7 +52,11 @@ def _key(block: str) -> str:
 
 def _candidate(block: str) -> bool:
     stripped = block.lstrip()
-    return bool(stripped) and len(block) <= MAX_CHARS and not stripped.startswith(("#", "```", "~~~", "|"))
+    return (
+        bool(stripped)
+        and len(block) <= MAX_CHARS
+        and not stripped.startswith(("#", "```", "~~~", "|"))
+    )
 
 
 def blocks(content: str) -> list[str]:
@@ -102,7 +106,11 @@ def block_keys(content: str, page: bytes | str | None = None) -> tuple[str, ...]
     candidates = [b for b in blocks(content) if _candidate(b)]
     keys = [_key(b) for b in candidates] + [k for b in candidates for k in _line_keys(b) if k]
     if page:
-        keys += [_line_key(line.text) for line in page_blocks(page) if line.text and len(line.text) <= MAX_LINE_CHARS]
+        keys += [
+            _line_key(line.text)
+            for line in page_blocks(page)
+            if line.text and len(line.text) <= MAX_LINE_CHARS
+        ]
     return tuple(dict.fromkeys(keys))
 
 
@@ -140,8 +148,13 @@ class BoilerplateCounter:
         if not final and len(self._documents) < MIN_SAMPLE:
             return frozenset()
         threshold = max(MIN_DOCUMENTS, MIN_SHARE * len(self._documents))
-        return frozenset(key for key, count in self._counts.items() if count >= threshold) | frozenset(
-            SHARED + key for key, count in self._counts.items() if count >= MIN_DOCUMENTS and not key.startswith(LINE))
+        return frozenset(
+            key for key, count in self._counts.items() if count >= threshold
+        ) | frozenset(
+            SHARED + key
+            for key, count in self._counts.items()
+            if count >= MIN_DOCUMENTS and not key.startswith(LINE)
+        )
 
 
 Dropped = tuple[tuple[int, str], ...]  # (index among the page's blocks, block text)

@@ -66,8 +66,13 @@ class _Unit:
     partial_code: bool = False
 
 
-def chunk_markdown(content: str, title: str = "", options: ChunkOptions = ChunkOptions(),
-                   pages: tuple[tuple[int, int], ...] = (), web_page: bool = False) -> list[ChunkSpec]:
+def chunk_markdown(
+    content: str,
+    title: str = "",
+    options: ChunkOptions = ChunkOptions(),
+    pages: tuple[tuple[int, int], ...] = (),
+    web_page: bool = False,
+) -> list[ChunkSpec]:
     """`web_page`: the content is a web page's, whose level-1 heading without an id is the page
     itself, so its section gets no anchor (the citation opens the page) instead of a slug; on a
     page whose headings carry ids, one without is cited at its enclosing section's anchor."""
@@ -77,21 +82,35 @@ def chunk_markdown(content: str, title: str = "", options: ChunkOptions = ChunkO
         units: list[_Unit] = []
         for index, block in enumerate(section.blocks):
             budget = options.max_tokens
-            if index == 1 and section.blocks[0].kind == "heading":  # a heading and the start of what it
-                budget = max(budget - units[0].tokens, budget // 2)  # heads fit one chunk: never a bare heading
+            if (
+                index == 1 and section.blocks[0].kind == "heading"
+            ):  # a heading and the start of what it
+                budget = max(
+                    budget - units[0].tokens, budget // 2
+                )  # heads fit one chunk: never a bare heading
             units.extend(_split_block(content, block, budget))
-        if pieces and _tiny(section, units, options) and \
-                sum(u.tokens for u in pieces[-1][1]) + sum(u.tokens for u in units) <= options.max_tokens:
-            pieces[-1] = (pieces[-1][0], pieces[-1][1] + units)  # a heading with (almost) nothing under it
+        if (
+            pieces
+            and _tiny(section, units, options)
+            and sum(u.tokens for u in pieces[-1][1]) + sum(u.tokens for u in units)
+            <= options.max_tokens
+        ):
+            pieces[-1] = (
+                pieces[-1][0],
+                pieces[-1][1] + units,
+            )  # a heading with (almost) nothing under it
             continue
         for group in _pack(units, options):
             pieces.append((section, group))
-    pieces = _open_onto_subsections(_merge_bare_headings(pieces, options.max_tokens), options.max_tokens)
+    pieces = _open_onto_subsections(
+        _merge_bare_headings(pieces, options.max_tokens), options.max_tokens
+    )
     return _finish(content, title, pieces, pages)
 
 
-def _merge_bare_headings(pieces: list[tuple[Section, list[_Unit]]],
-                         max_tokens: int) -> list[tuple[Section, list[_Unit]]]:
+def _merge_bare_headings(
+    pieces: list[tuple[Section, list[_Unit]]], max_tokens: int
+) -> list[tuple[Section, list[_Unit]]]:
     """A section that is only its heading ("1. Introduction" straight before "1.1 Scope") is no
     passage to return: its heading opens the next chunk (the last one's, at the end). A heading
     with an id of its own (a slide, a cited anchor) is left to `_open_onto_subsections`, and
@@ -120,8 +139,9 @@ def _merge_bare_headings(pieces: list[tuple[Section, list[_Unit]]],
     return merged
 
 
-def _open_onto_subsections(pieces: list[tuple[Section, list[_Unit]]],
-                           max_tokens: int) -> list[tuple[Section, list[_Unit]]]:
+def _open_onto_subsections(
+    pieces: list[tuple[Section, list[_Unit]]], max_tokens: int
+) -> list[tuple[Section, list[_Unit]]]:
     """A heading with an id and no text of its own, straight before its first subsection
     (DocBook's "Usage", Javadoc's "Method Detail", a release's version heading), is no passage
     to return either: it opens the chunk of that subsection, which keeps the subsection's anchor
@@ -131,8 +151,11 @@ def _open_onto_subsections(pieces: list[tuple[Section, list[_Unit]]],
     merged: list[tuple[Section, list[_Unit]]] = []
     opening = False  # whether merged[-1] is still anchored headings only
     for section, group in pieces:
-        if opening and _under(section, merged[-1][0]) and \
-                sum(u.tokens for u in merged[-1][1]) + sum(u.tokens for u in group) <= max_tokens:
+        if (
+            opening
+            and _under(section, merged[-1][0])
+            and sum(u.tokens for u in merged[-1][1]) + sum(u.tokens for u in group) <= max_tokens
+        ):
             merged[-1] = (section, merged[-1][1] + group)
             opening = _anchored_heading_alone(section)
             continue
@@ -150,7 +173,7 @@ def _anchored_heading_alone(section: Section) -> bool:
 
 
 def _under(section: Section, parent: Section) -> bool:
-    return len(section.path) > len(parent.path) and section.path[:len(parent.path)] == parent.path
+    return len(section.path) > len(parent.path) and section.path[: len(parent.path)] == parent.path
 
 
 def _bare_heading(section: Section) -> bool:
@@ -168,8 +191,12 @@ def _tiny(section: Section, units: list[_Unit], options: ChunkOptions) -> bool:
     return sum(u.tokens for u in units) < options.min_section_tokens
 
 
-def chunk_text(content: str, title: str = "", options: ChunkOptions = ChunkOptions(),
-               pages: tuple[tuple[int, int], ...] = ()) -> list[ChunkSpec]:
+def chunk_text(
+    content: str,
+    title: str = "",
+    options: ChunkOptions = ChunkOptions(),
+    pages: tuple[tuple[int, int], ...] = (),
+) -> list[ChunkSpec]:
     """Plain text: paragraphs, then sentences, then a hard cut; overlap between chunks."""
     units: list[_Unit] = []
     for start, end in _paragraphs(content):
@@ -198,7 +225,7 @@ def _paragraphs(content: str) -> list[tuple[int, int]]:
 
 
 def _split_block(content: str, block: Block, budget: int) -> list[_Unit]:
-    text = content[block.start:block.end]
+    text = content[block.start : block.end]
     tokens = estimate_tokens(text)
     if tokens <= budget:
         return [_Unit(block.start, block.end, tokens)]
@@ -222,10 +249,14 @@ def _split_lines(content: str, block: Block, budget: int) -> list[_Unit]:
     start = block.start
     tokens = 0
     position = block.start
-    for line in content[block.start:block.end].splitlines(keepends=True):
+    for line in content[block.start : block.end].splitlines(keepends=True):
         line_tokens = estimate_tokens(line)
         if tokens and tokens + line_tokens > budget:
-            units.append(_Unit(start, position - 1 if content[position - 1] == "\n" else position, tokens, True))
+            units.append(
+                _Unit(
+                    start, position - 1 if content[position - 1] == "\n" else position, tokens, True
+                )
+            )
             start, tokens = position, 0
         if line_tokens > budget:
             for unit in _hard_cut(content, position, position + len(line.rstrip("\n")), budget):
@@ -303,7 +334,10 @@ def _pack(units: list[_Unit], options: ChunkOptions) -> list[list[_Unit]]:
             overlap: list[_Unit] = []
             overlap_tokens = 0
             for previous in reversed(current[1:]):
-                if previous.partial_code or overlap_tokens + previous.tokens > options.overlap_tokens:
+                if (
+                    previous.partial_code
+                    or overlap_tokens + previous.tokens > options.overlap_tokens
+                ):
                     break
                 if overlap_tokens + previous.tokens + unit.tokens > options.max_tokens:
                     break
@@ -317,8 +351,12 @@ def _pack(units: list[_Unit], options: ChunkOptions) -> list[list[_Unit]]:
     return groups
 
 
-def _finish(content: str, title: str, pieces: list[tuple[Section, list[_Unit]]],
-            pages: tuple[tuple[int, int], ...] = ()) -> list[ChunkSpec]:
+def _finish(
+    content: str,
+    title: str,
+    pieces: list[tuple[Section, list[_Unit]]],
+    pages: tuple[tuple[int, int], ...] = (),
+) -> list[ChunkSpec]:
     spans = [(group[0].start, group[-1].end) for _, group in pieces]
     byte_at = _byte_offsets(content, sorted({o for span in spans for o in span}))
     page_offsets = [offset for offset, _ in pages]
@@ -335,12 +373,21 @@ def _finish(content: str, title: str, pieces: list[tuple[Section, list[_Unit]]],
         if pages:
             page_start = pages[max(0, bisect_right(page_offsets, start) - 1)][1]
             page_end = pages[max(0, bisect_right(page_offsets, max(start, end - 1)) - 1)][1]
-        chunks.append(ChunkSpec(
-            position=position, text=text, body=body, heading_path=section.path,
-            anchor=section.anchor, start_byte=byte_at[start], end_byte=byte_at[end],
-            token_estimate=estimate_tokens(text),
-            partial_code=any(u.partial_code for u in group), page_start=page_start, page_end=page_end,
-        ))
+        chunks.append(
+            ChunkSpec(
+                position=position,
+                text=text,
+                body=body,
+                heading_path=section.path,
+                anchor=section.anchor,
+                start_byte=byte_at[start],
+                end_byte=byte_at[end],
+                token_estimate=estimate_tokens(text),
+                partial_code=any(u.partial_code for u in group),
+                page_start=page_start,
+                page_end=page_end,
+            )
+        )
     return chunks
 
 

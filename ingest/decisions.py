@@ -19,10 +19,24 @@ from ingest.extract.result import Extracted
 # re-chunk stored text; only passages whose text changed are embedded again); raise it when
 # either changes what a document becomes
 PIPELINE_VERSION = "8"
-NEW, CONTENT_CHANGED, MODEL_CHANGED, PIPELINE_UPGRADED = "new", "content changed", "model changed", "pipeline upgraded"
+NEW, CONTENT_CHANGED, MODEL_CHANGED, PIPELINE_UPGRADED = (
+    "new",
+    "content changed",
+    "model changed",
+    "pipeline upgraded",
+)
 REEMBED_REQUESTED = "re-embed requested"  # a run in re-embed mode
-BOILERPLATE_LEARNED = "site boilerplate learned"  # blocks found to repeat across the site after the page was written
-EMBED_REASONS = (NEW, CONTENT_CHANGED, MODEL_CHANGED, PIPELINE_UPGRADED, REEMBED_REQUESTED, BOILERPLATE_LEARNED)
+BOILERPLATE_LEARNED = (
+    "site boilerplate learned"  # blocks found to repeat across the site after the page was written
+)
+EMBED_REASONS = (
+    NEW,
+    CONTENT_CHANGED,
+    MODEL_CHANGED,
+    PIPELINE_UPGRADED,
+    REEMBED_REQUESTED,
+    BOILERPLATE_LEARNED,
+)
 
 
 @dataclass(frozen=True)
@@ -54,19 +68,30 @@ class Decision:
     reason: str  # shown on the run's item report
 
 
-def decide(stored: StoredDocument | None, model_id: str, *, not_modified: bool = False, byte_key: str = "",
-           content_hash: str | None = None) -> Decision:
+def decide(
+    stored: StoredDocument | None,
+    model_id: str,
+    *,
+    not_modified: bool = False,
+    byte_key: str = "",
+    content_hash: str | None = None,
+) -> Decision:
     """Before extraction (`content_hash` None): skip a document the server reports not modified or
     whose bytes are the stored ones, unless its chunks are out of date; else extract. After
     extraction: write when the text, the model or the pipeline changed; else skip."""
     if content_hash is not None:
         reason = change_reason(stored, content_hash, model_id)
-        return Decision(Action.WRITE, reason) if reason else Decision(Action.SKIP, "same content hash")
+        return (
+            Decision(Action.WRITE, reason) if reason else Decision(Action.SKIP, "same content hash")
+        )
     if not_modified:
         reason = change_reason(stored, stored.content_hash, model_id) if stored else ""
         return Decision(Action.REEMBED, reason) if reason else Decision(Action.SKIP, "not modified")
-    if stored is not None and stored.metadata.get("byte_key") == byte_key \
-            and not change_reason(stored, stored.content_hash, model_id):
+    if (
+        stored is not None
+        and stored.metadata.get("byte_key") == byte_key
+        and not change_reason(stored, stored.content_hash, model_id)
+    ):
         return Decision(Action.SKIP, "same bytes")
     return Decision(Action.EXTRACT, "")
 
@@ -97,7 +122,12 @@ def stored_extraction(stored: StoredDocument) -> Extracted:
     """A stored document as an extraction, pages included, for re-embedding without a fetch."""
     pages = tuple((int(offset), int(number)) for offset, number in stored.metadata.get("pages", ()))
     cut = stored.metadata.get("cut")
-    return Extracted(stored.title, stored.content, stored.media_type, pages=pages,
-                     page_unit=stored.metadata.get("page_unit", ""),
-                     site_anchors=bool(stored.metadata.get("site_anchors")),
-                     cut=(int(cut[0]), int(cut[1])) if cut else None)
+    return Extracted(
+        stored.title,
+        stored.content,
+        stored.media_type,
+        pages=pages,
+        page_unit=stored.metadata.get("page_unit", ""),
+        site_anchors=bool(stored.metadata.get("site_anchors")),
+        cut=(int(cut[0]), int(cut[1])) if cut else None,
+    )

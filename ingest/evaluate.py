@@ -27,4 +27,3 @@ def ingest_now(source: Source, embedder: Embedder | None = None) -> IngestRun:
     IngestPipeline(run, embedder=embedder).execute()
     run.refresh_from_db()
     return run
-

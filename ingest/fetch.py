@@ -32,14 +32,25 @@ from ingest.errors import (
 )
 from ingest.extract.documents import DOCUMENT_TYPES, MACRO_TYPES
 from ingest.scope import iri_to_uri
-from ingest.ssrf import AllowRule, Resolver, Target, parse_allow_rules, resolve_target, system_resolver
+from ingest.ssrf import (
+    AllowRule,
+    Resolver,
+    Target,
+    parse_allow_rules,
+    resolve_target,
+    system_resolver,
+)
 from kb.errors import ConfigurationError
 
 USER_AGENT = "kb-ingest/0.1 (self-hosted knowledge base; +robots.txt honoured)"
 REDIRECT_STATUSES = (301, 302, 303, 307, 308)
 RETRY_STATUSES = (429, 500, 502, 503, 504)
 TEXT_TYPES = (
-    "text/html", "application/xhtml+xml", "text/plain", "text/markdown", "text/x-markdown",
+    "text/html",
+    "application/xhtml+xml",
+    "text/plain",
+    "text/markdown",
+    "text/x-markdown",
 )
 # what a page of a web source may be: text, or a document (PDF, Office, ...) linked from a site
 PAGE_TYPES = TEXT_TYPES + tuple(t for t in DOCUMENT_TYPES if t not in MACRO_TYPES)
@@ -65,8 +76,10 @@ class FetchPolicy:
 
         conf = kb_settings()
         values = dict(
-            timeout=conf.fetch_timeout, total_timeout=conf.fetch_timeout * 3,
-            max_bytes=conf.fetch_max_bytes, document_max_bytes=conf.document_max_bytes,
+            timeout=conf.fetch_timeout,
+            total_timeout=conf.fetch_timeout * 3,
+            max_bytes=conf.fetch_max_bytes,
+            document_max_bytes=conf.document_max_bytes,
             allowed=allow_rules_from_settings(conf.fetch_allowed_private),
         )
         values.update(overrides)
@@ -77,8 +90,9 @@ def allow_rules_from_settings(entries) -> tuple[AllowRule, ...]:
     try:
         return parse_allow_rules(entries)
     except ValueError as exc:
-        raise ConfigurationError(f"KB_FETCH_ALLOWED_PRIVATE: {exc}.",
-                                 details={"setting": "KB_FETCH_ALLOWED_PRIVATE"}) from exc
+        raise ConfigurationError(
+            f"KB_FETCH_ALLOWED_PRIVATE: {exc}.", details={"setting": "KB_FETCH_ALLOWED_PRIVATE"}
+        ) from exc
 
 
 @dataclass(frozen=True)
@@ -121,8 +135,10 @@ class _DeadlineStream(httpcore.NetworkStream):
         self._inner.close()
 
     def start_tls(self, ssl_context, server_hostname=None, timeout=None):
-        return _DeadlineStream(self._inner.start_tls(ssl_context, server_hostname, self._timeout(timeout)),
-                               self._deadline)
+        return _DeadlineStream(
+            self._inner.start_tls(ssl_context, server_hostname, self._timeout(timeout)),
+            self._deadline,
+        )
 
     def get_extra_info(self, info: str):
         return self._inner.get_extra_info(info)
@@ -138,13 +154,18 @@ class _PinnedBackend(httpcore.NetworkBackend):
         self._inner = httpcore.SyncBackend()
 
     def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
-        if host.lower().rstrip(".").strip("[]") != self._target.host.strip("[]") or port != self._target.port:
+        if (
+            host.lower().rstrip(".").strip("[]") != self._target.host.strip("[]")
+            or port != self._target.port
+        ):
             raise httpcore.ConnectError(f"unexpected connection to {host}:{port}")
         remaining = self._deadline - time.monotonic()
         if remaining <= 0:
             raise httpcore.ConnectTimeout("the fetch's total deadline passed")
         timeout = remaining if timeout is None else min(timeout, remaining)
-        stream = self._inner.connect_tcp(self._target.address, port, timeout, local_address, socket_options)
+        stream = self._inner.connect_tcp(
+            self._target.address, port, timeout, local_address, socket_options
+        )
         return _DeadlineStream(stream, self._deadline)
 
     def connect_unix_socket(self, path, timeout=None, socket_options=None):
@@ -179,7 +200,11 @@ class Fetcher:
         self._ssl = ssl.create_default_context()
 
     def fetch(
-        self, url: str, *, accept: Iterable[str] = TEXT_TYPES, etag: str = "",
+        self,
+        url: str,
+        *,
+        accept: Iterable[str] = TEXT_TYPES,
+        etag: str = "",
         last_modified: str = "",
     ) -> FetchResult:
         accept = tuple(accept)
@@ -188,12 +213,18 @@ class Fetcher:
         hops: list[str] = []
         for _ in range(self.policy.max_redirects + 1):
             target = self._resolve(current)
-            headers = {"user-agent": USER_AGENT, "accept-encoding": "gzip, deflate", "accept": "*/*"}
+            headers = {
+                "user-agent": USER_AGENT,
+                "accept-encoding": "gzip, deflate",
+                "accept": "*/*",
+            }
             if etag and _is_header_value(etag):
                 headers["if-none-match"] = etag
             if last_modified and _is_header_value(last_modified):
                 headers["if-modified-since"] = last_modified
-            status, response_headers, body = self._request_with_retry(target, headers, accept, deadline)
+            status, response_headers, body = self._request_with_retry(
+                target, headers, accept, deadline
+            )
             if status in REDIRECT_STATUSES:
                 location = response_headers.get("location")
                 if not location:
@@ -202,22 +233,31 @@ class Fetcher:
                 current = iri_to_uri(urldefrag(urljoin(current, location))[0])
                 if current in hops:
                     raise RedirectLoop(
-                        f"Redirect loop: {current!r} redirects back to itself.", details={"chain": hops + [current]},
+                        f"Redirect loop: {current!r} redirects back to itself.",
+                        details={"chain": hops + [current]},
                     )
                 continue
             media_type, charset = _content_type(response_headers)
             return FetchResult(
-                url=current, status=status, body=body, media_type=media_type, charset=charset,
+                url=current,
+                status=status,
+                body=body,
+                media_type=media_type,
+                charset=charset,
                 etag=_validator(response_headers.get("etag", "")),
-                last_modified=_validator(response_headers.get("last-modified", "")), redirects=tuple(hops),
+                last_modified=_validator(response_headers.get("last-modified", "")),
+                redirects=tuple(hops),
             )
         raise TooManyRedirects(
-            f"Too many redirects (more than {self.policy.max_redirects}) starting at {url!r}.", details={"chain": hops},
+            f"Too many redirects (more than {self.policy.max_redirects}) starting at {url!r}.",
+            details={"chain": hops},
         )
 
     def _resolve(self, url: str) -> Target:
         return resolve_target(
-            url, allowed=self.policy.allowed, resolver=self.policy.resolver,
+            url,
+            allowed=self.policy.allowed,
+            resolver=self.policy.resolver,
         )
 
     def _request_with_retry(self, target, headers, accept, deadline):
@@ -236,25 +276,43 @@ class Fetcher:
                 if status not in RETRY_STATUSES or attempt >= self.policy.retries:
                     if status >= 400 and status not in REDIRECT_STATUSES:
                         raise HttpStatusError(
-                            f"{target.url!r} answered HTTP {status}.", details={"url": target.url, "status": status},
+                            f"{target.url!r} answered HTTP {status}.",
+                            details={"url": target.url, "status": status},
                         )
                     return status, response_headers, body
-                delay = _retry_after(response_headers.get("retry-after")) or self.policy.backoff * 2**attempt
+                delay = (
+                    _retry_after(response_headers.get("retry-after"))
+                    or self.policy.backoff * 2**attempt
+                )
             attempt += 1
             if time.monotonic() + delay > deadline:
                 raise FetchTimeout(f"Gave up on {target.url!r}: out of time for retries.")
             self.policy.sleep(delay)
 
     def _request(self, target: Target, headers: dict, accept: tuple, deadline: float):
-        timeouts = {"connect": self.policy.timeout, "read": self.policy.timeout,
-                    "write": self.policy.timeout, "pool": self.policy.timeout}
+        timeouts = {
+            "connect": self.policy.timeout,
+            "read": self.policy.timeout,
+            "write": self.policy.timeout,
+            "pool": self.policy.timeout,
+        }
         try:
-            with httpcore.ConnectionPool(
-                ssl_context=self._ssl, network_backend=_PinnedBackend(target, deadline), max_connections=1
-            ) as pool, pool.stream(
-                "GET", target.url, headers=list(headers.items()), extensions={"timeout": timeouts}
-            ) as response:
-                response_headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in response.headers}
+            with (
+                httpcore.ConnectionPool(
+                    ssl_context=self._ssl,
+                    network_backend=_PinnedBackend(target, deadline),
+                    max_connections=1,
+                ) as pool,
+                pool.stream(
+                    "GET",
+                    target.url,
+                    headers=list(headers.items()),
+                    extensions={"timeout": timeouts},
+                ) as response,
+            ):
+                response_headers = {
+                    k.decode("latin-1").lower(): v.decode("latin-1") for k, v in response.headers
+                }
                 status = response.status
                 if status != 200:
                     return status, response_headers, b""
@@ -262,9 +320,14 @@ class Fetcher:
                 if media_type and accept and media_type not in accept:
                     raise UnsupportedType(
                         f"{target.url!r} is {media_type!r}, which is not ingested "
-                        f"(accepted: {', '.join(accept)}).", details={"media_type": media_type},
+                        f"(accepted: {', '.join(accept)}).",
+                        details={"media_type": media_type},
                     )
-                cap = self.policy.document_max_bytes if media_type in DOCUMENT_TYPES else self.policy.max_bytes
+                cap = (
+                    self.policy.document_max_bytes
+                    if media_type in DOCUMENT_TYPES
+                    else self.policy.max_bytes
+                )
                 declared = response_headers.get("content-length", "")
                 if declared.isdigit() and int(declared) > cap:
                     raise self._too_large(target.url, int(declared), cap)
@@ -302,9 +365,14 @@ class Fetcher:
 
     def _too_large(self, url: str, size: int | None, cap: int) -> ContentRejected:
         shown = f"{size} bytes" if size else "more than the limit"
-        setting = "KB_DOCUMENT_MAX_BYTES" if cap == self.policy.document_max_bytes else "KB_FETCH_MAX_BYTES"
+        setting = (
+            "KB_DOCUMENT_MAX_BYTES"
+            if cap == self.policy.document_max_bytes
+            else "KB_FETCH_MAX_BYTES"
+        )
         return ContentTooLarge(
-            f"{url!r} is too large ({shown}; {setting} is {cap}).", details={"url": url, "max_bytes": cap},
+            f"{url!r} is too large ({shown}; {setting} is {cap}).",
+            details={"url": url, "max_bytes": cap},
         )
 
 

@@ -9,22 +9,48 @@ from ingest.extract import documents as doc
 from ingest.extract import ocr
 
 TEXT_FILE_TYPES = {
-    ".md": "text/markdown", ".markdown": "text/markdown", ".mdx": "text/markdown",
-    ".txt": "text/plain", ".text": "text/plain", ".rst": "text/plain",
-    ".html": "text/html", ".htm": "text/html", ".xhtml": "application/xhtml+xml",
+    ".md": "text/markdown",
+    ".markdown": "text/markdown",
+    ".mdx": "text/markdown",
+    ".txt": "text/plain",
+    ".text": "text/plain",
+    ".rst": "text/plain",
+    ".html": "text/html",
+    ".htm": "text/html",
+    ".xhtml": "application/xhtml+xml",
 }
 DOCUMENT_FILE_TYPES = {
-    ".pdf": doc.PDF, ".docx": doc.DOCX, ".pptx": doc.PPTX, ".xlsx": doc.XLSX, ".csv": doc.CSV, ".epub": doc.EPUB,
+    ".pdf": doc.PDF,
+    ".docx": doc.DOCX,
+    ".pptx": doc.PPTX,
+    ".xlsx": doc.XLSX,
+    ".csv": doc.CSV,
+    ".epub": doc.EPUB,
     ".eml": doc.EML,
-    ".odt": doc.ODT, ".ods": doc.ODS, ".odp": doc.ODP, ".odg": doc.ODG,
-    ".ott": doc.OTT, ".ots": doc.OTS, ".otp": doc.OTP, ".otg": doc.OTG,
-    ".png": ocr.PNG, ".jpg": ocr.JPEG, ".jpeg": ocr.JPEG, ".tif": ocr.TIFF, ".tiff": ocr.TIFF, ".webp": ocr.WEBP,
-    ".docm": doc.MACRO_TYPES[0], ".xlsm": doc.MACRO_TYPES[1], ".pptm": doc.MACRO_TYPES[2],
+    ".odt": doc.ODT,
+    ".ods": doc.ODS,
+    ".odp": doc.ODP,
+    ".odg": doc.ODG,
+    ".ott": doc.OTT,
+    ".ots": doc.OTS,
+    ".otp": doc.OTP,
+    ".otg": doc.OTG,
+    ".png": ocr.PNG,
+    ".jpg": ocr.JPEG,
+    ".jpeg": ocr.JPEG,
+    ".tif": ocr.TIFF,
+    ".tiff": ocr.TIFF,
+    ".webp": ocr.WEBP,
+    ".docm": doc.MACRO_TYPES[0],
+    ".xlsm": doc.MACRO_TYPES[1],
+    ".pptm": doc.MACRO_TYPES[2],
 }
 FILE_TYPES = {**TEXT_FILE_TYPES, **DOCUMENT_FILE_TYPES}
 ARCHIVE_SUFFIXES = (".zip",)
 # what a refusal names as read: every suffix above but the macro-enabled ones, which are refused
-READ_SUFFIXES = tuple(sorted(suffix for suffix, media_type in FILE_TYPES.items() if media_type not in doc.MACRO_TYPES))
+READ_SUFFIXES = tuple(
+    sorted(suffix for suffix, media_type in FILE_TYPES.items() if media_type not in doc.MACRO_TYPES)
+)
 
 
 def types_read() -> str:

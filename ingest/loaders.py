@@ -22,7 +22,13 @@ from defusedxml import ElementTree as SafeXML
 from defusedxml.common import DefusedXmlException
 from protego import Protego
 
-from ingest.errors import BadSitemap, FetchFailed, IngestError, IngestInternalError, UnknownSourceKind
+from ingest.errors import (
+    BadSitemap,
+    FetchFailed,
+    IngestError,
+    IngestInternalError,
+    UnknownSourceKind,
+)
 from ingest.fetch import PAGE_TYPES, TEXT_TYPES, USER_AGENT, XML_TYPES, Fetcher
 from ingest.filetypes import media_type_for
 from ingest.scope import UrlScope, canonical_url
@@ -32,11 +38,37 @@ from kb.markup import markdown_links
 logger = logging.getLogger(__name__)
 MAX_SITEMAP_FETCHES = 50  # sitemap documents one run reads, indexes included
 SKIP_EXTENSIONS = (
-    ".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".ico", ".pdf", ".zip", ".gz", ".tar",
-    ".mp4", ".mp3", ".woff", ".woff2", ".ttf", ".css", ".js", ".json", ".xml", ".exe", ".dmg",
+    ".png",
+    ".jpg",
+    ".jpeg",
+    ".gif",
+    ".svg",
+    ".webp",
+    ".ico",
+    ".pdf",
+    ".zip",
+    ".gz",
+    ".tar",
+    ".mp4",
+    ".mp3",
+    ".woff",
+    ".woff2",
+    ".ttf",
+    ".css",
+    ".js",
+    ".json",
+    ".xml",
+    ".exe",
+    ".dmg",
 )
 MAX_REFERRERS = 3  # pages remembered as linking to a crawled URL, for the report of a broken link
-DEFAULTS = {"max_depth": 2, "max_pages": 500, "use_llms_txt": True, "respect_robots": True, "keep_removed": False}
+DEFAULTS = {
+    "max_depth": 2,
+    "max_pages": 500,
+    "use_llms_txt": True,
+    "respect_robots": True,
+    "keep_removed": False,
+}
 
 
 @dataclass(frozen=True)
@@ -80,18 +112,30 @@ class LoadedItem:
     created_at: datetime | None = None
     links: tuple[str, ...] = ()
     skipped: str = ""  # why the source's scope leaves this URL out (nothing was fetched)
-    linked_from: tuple[str, ...] = ()  # crawls: the first pages that linked here (a broken link's report)
-    renamed_from: str = ""  # the ref this item had before a rename or move (its document is moved, not re-read)
-    anchor_of: Callable[..., str] | None = None  # a passage (a ChunkSpec) -> its citation anchor (a forge's #L12)
+    linked_from: tuple[
+        str, ...
+    ] = ()  # crawls: the first pages that linked here (a broken link's report)
+    renamed_from: str = (
+        ""  # the ref this item had before a rename or move (its document is moved, not re-read)
+    )
+    anchor_of: Callable[..., str] | None = (
+        None  # a passage (a ChunkSpec) -> its citation anchor (a forge's #L12)
+    )
 
 
 FileOpener = Callable[[str, str], tuple[bytes, str]]  # (key, media type) -> (bytes, display name)
 
 
 class SourceLoader:
-    def __init__(self, spec: SourceSpec, *, fetcher: Fetcher | None = None,
-                 known: dict[str, KnownDocument] | None = None,
-                 open_file: FileOpener | None = None, only_refs: set[str] | None = None):
+    def __init__(
+        self,
+        spec: SourceSpec,
+        *,
+        fetcher: Fetcher | None = None,
+        known: dict[str, KnownDocument] | None = None,
+        open_file: FileOpener | None = None,
+        only_refs: set[str] | None = None,
+    ):
         self.spec = spec
         self.fetcher = fetcher
         self.known = known or {}
@@ -109,11 +153,15 @@ class SourceLoader:
         elif kind == "file":
             yield from self._file_items()
         elif self.only_refs is not None:
-            yield from self._counted(self._fetch_each([(ref, "", "") for ref in sorted(self.only_refs)]))
+            yield from self._counted(
+                self._fetch_each([(ref, "", "") for ref in sorted(self.only_refs)])
+            )
         elif kind == "url":
             yield from self._counted([self._page(self.spec.location)])
         elif kind == "llms":
-            yield from self._counted(self._fetch_each(self._llms_links(self.spec.location, required=True)))
+            yield from self._counted(
+                self._fetch_each(self._llms_links(self.spec.location, required=True))
+            )
         elif kind == "sitemap":
             yield from self._counted(self._sitemap())
         elif kind == "crawl":
@@ -128,8 +176,14 @@ class SourceLoader:
 
     # --- inline text and files --------------------------------------------------------------
     def _text_item(self) -> LoadedItem:
-        return LoadedItem(ref="inline", body=self.spec.text.encode("utf-8"), media_type="text/markdown",
-                          charset="utf-8", title_hint=self.spec.name, path=self.spec.name)
+        return LoadedItem(
+            ref="inline",
+            body=self.spec.text.encode("utf-8"),
+            media_type="text/markdown",
+            charset="utf-8",
+            title_hint=self.spec.name,
+            path=self.spec.name,
+        )
 
     def _file_items(self) -> Iterator[LoadedItem]:
         self.discovered = len(self.spec.files)
@@ -144,30 +198,51 @@ class SourceLoader:
                 yield LoadedItem(ref=path, path=path, error=exc)
                 continue
             stem = PurePosixPath(path).stem.replace("-", " ").replace("_", " ")
-            yield LoadedItem(ref=path, body=body, media_type=media_type_for(path), title_hint=stem, path=path)
+            yield LoadedItem(
+                ref=path, body=body, media_type=media_type_for(path), title_hint=stem, path=path
+            )
 
     # --- the web ------------------------------------------------------------------------------
     def _page(self, url: str, title_hint: str = "", lastmod: str = "") -> LoadedItem:
         known = self.known.get(url)
         if known and lastmod and known.lastmod == lastmod:
-            return LoadedItem(ref=url, url=url, not_modified=True, lastmod=lastmod, links=known.links)
+            return LoadedItem(
+                ref=url, url=url, not_modified=True, lastmod=lastmod, links=known.links
+            )
         try:
             result = self.fetcher.fetch(
-                url, accept=PAGE_TYPES, etag=known.etag if known else "",
+                url,
+                accept=PAGE_TYPES,
+                etag=known.etag if known else "",
                 last_modified=known.last_modified if known else "",
             )
         except KBError as exc:
             return LoadedItem(ref=url, url=url, error=exc)
         except Exception as exc:  # a client bug on one page must not stop the source
             logger.exception("unexpected error fetching %s", url)
-            return LoadedItem(ref=url, url=url, error=IngestInternalError(f"{type(exc).__name__}: {exc}"))
+            return LoadedItem(
+                ref=url, url=url, error=IngestInternalError(f"{type(exc).__name__}: {exc}")
+            )
         if result.not_modified:
-            return LoadedItem(ref=url, url=url, not_modified=True, lastmod=lastmod,
-                              etag=known.etag if known else "", links=known.links if known else ())
+            return LoadedItem(
+                ref=url,
+                url=url,
+                not_modified=True,
+                lastmod=lastmod,
+                etag=known.etag if known else "",
+                links=known.links if known else (),
+            )
         return LoadedItem(
-            ref=url, url=result.url, body=result.body, media_type=result.media_type,
-            charset=result.charset, title_hint=title_hint, path=urlsplit(result.url).path,
-            etag=result.etag, last_modified=result.last_modified, lastmod=lastmod,
+            ref=url,
+            url=result.url,
+            body=result.body,
+            media_type=result.media_type,
+            charset=result.charset,
+            title_hint=title_hint,
+            path=urlsplit(result.url).path,
+            etag=result.etag,
+            last_modified=result.last_modified,
+            lastmod=lastmod,
         )
 
     def _fetch_each(self, links) -> Iterator[LoadedItem]:
@@ -215,8 +290,10 @@ class SourceLoader:
     def _sitemap_links(self, url: str, depth: int) -> list[tuple[str, str, str]]:
         self._sitemap_fetches += 1
         if self._sitemap_fetches > MAX_SITEMAP_FETCHES:
-            raise BadSitemap(f"The sitemap index lists more than {MAX_SITEMAP_FETCHES} sitemaps; "
-                                  "point the source at one of them.")
+            raise BadSitemap(
+                f"The sitemap index lists more than {MAX_SITEMAP_FETCHES} sitemaps; "
+                "point the source at one of them."
+            )
         result = self.fetcher.fetch(url, accept=XML_TYPES + ("text/plain", ""))
         tag, entries = parse_sitemap(result.body, url)
         links: list[tuple[str, str, str]] = []
@@ -229,7 +306,9 @@ class SourceLoader:
                 if len(links) >= self.spec.option("max_pages"):
                     break
         elif tag == "urlset":
-            links = [(urljoin(url, e["loc"]), "", e.get("lastmod", "")) for e in entries if e.get("loc")]
+            links = [
+                (urljoin(url, e["loc"]), "", e.get("lastmod", "")) for e in entries if e.get("loc")
+            ]
         else:
             raise BadSitemap(f"{url!r} is XML but not a sitemap (<{tag}>).")
         return links
@@ -265,18 +344,30 @@ class SourceLoader:
                 except Exception as exc:  # a parser bug on one page must not stop the crawl
                     logger.exception("unexpected error reading the links of %s", url)
                     links, canonical = [], ""
-                    item = LoadedItem(ref=url, url=url, error=IngestInternalError(
-                        f"The page's links could not be read: {type(exc).__name__}: {exc}"))
+                    item = LoadedItem(
+                        ref=url,
+                        url=url,
+                        error=IngestInternalError(
+                            f"The page's links could not be read: {type(exc).__name__}: {exc}"
+                        ),
+                    )
                 item.links = tuple(links)
                 if canonical and canonical != url and urlsplit(canonical).netloc.lower() == origin:
                     if canonical in ingested:
-                        item = LoadedItem(ref=url, url=url, skipped=f"a duplicate of {canonical}", links=item.links)
+                        item = LoadedItem(
+                            ref=url,
+                            url=url,
+                            skipped=f"a duplicate of {canonical}",
+                            links=item.links,
+                        )
                     else:
                         item.ref = canonical
             if not item.skipped and item.ref in ingested:
                 # an earlier page named this one as its canonical URL (Javadoc's overview-summary
                 # redirects to index.html): it is ingested once, under that name
-                item = LoadedItem(ref=url, url=url, skipped=f"a duplicate of {item.ref}", links=item.links)
+                item = LoadedItem(
+                    ref=url, url=url, skipped=f"a duplicate of {item.ref}", links=item.links
+                )
             if item.error is not None:
                 self.complete = False  # what lies behind a failed page was not listed
             if not item.skipped:
@@ -287,7 +378,11 @@ class SourceLoader:
             for link in item.links:
                 link = canonical_url(link)
                 host = urlsplit(link).netloc.lower()
-                if link in referrers and url not in referrers[link] and len(referrers[link]) < MAX_REFERRERS:
+                if (
+                    link in referrers
+                    and url not in referrers[link]
+                    and len(referrers[link]) < MAX_REFERRERS
+                ):
                     referrers[link].append(url)
                 if not link or link in seen or not (host == origin or host in allowed):
                     continue
@@ -313,12 +408,11 @@ def parse_sitemap(body: bytes, url: str) -> tuple[str, list[dict[str, str]]]:
     try:
         root = SafeXML.fromstring(body)
     except (DefusedXmlException, SafeXML.ParseError) as exc:
-        raise BadSitemap(
-            f"The sitemap at {url!r} is not valid, safe XML: {exc}"
-        ) from exc
+        raise BadSitemap(f"The sitemap at {url!r} is not valid, safe XML: {exc}") from exc
     entries = [
         {c.tag.rsplit("}", 1)[-1]: (c.text or "").strip() for c in node}
-        for node in root if node.tag.rsplit("}", 1)[-1] in ("url", "sitemap")
+        for node in root
+        if node.tag.rsplit("}", 1)[-1] in ("url", "sitemap")
     ]
     return root.tag.rsplit("}", 1)[-1], entries
 

@@ -67,7 +67,7 @@ def _fence_open(line: str) -> str:
     if not rest or rest[0] not in "`~":
         return ""
     marker = rest[: len(rest) - len(rest.lstrip(rest[0]))]
-    if len(marker) < 3 or (rest[0] == "`" and "`" in rest[len(marker):]):
+    if len(marker) < 3 or (rest[0] == "`" and "`" in rest[len(marker) :]):
         return ""
     return marker
 
@@ -116,7 +116,9 @@ def read_blocks(content: str) -> list[Block]:
         if heading:
             close_para()
             text, identifier = split_heading_id(heading[1])
-            blocks.append(Block("heading", offset, line_end, heading[0], plain_text(text).strip(), identifier))
+            blocks.append(
+                Block("heading", offset, line_end, heading[0], plain_text(text).strip(), identifier)
+            )
         elif stripped.strip():
             if para_start is None:
                 para_start = offset + (len(stripped) - len(stripped.lstrip()))

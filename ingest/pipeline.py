@@ -71,7 +71,9 @@ class IngestPipeline:
         self.source: Source = self.run.source
         # what this run indexes; recorded on the source only when the run succeeds
         self.source_revision = current_source_revision(self.source)
-        self.chunk_options = self.chunk_options or ChunkOptions(max_tokens=kb_settings().chunk_tokens)
+        self.chunk_options = self.chunk_options or ChunkOptions(
+            max_tokens=kb_settings().chunk_tokens
+        )
         self.report = RunReport(self.run, self.on_progress)
         self._stored: dict[str, StoredDocument] = {}
         self._seen: set[str] = set()
@@ -81,7 +83,9 @@ class IngestPipeline:
         self._run_dropped: set[str] = set()  # pages of this run written without some blocks
         self._moved: dict[str, str] = {}  # new ref -> old ref of the documents this run moved
         self._connector: Connector | None = None
-        self._held: dict | None = None  # removals held by this run (None: the source's hold is left as it is)
+        self._held: dict | None = (
+            None  # removals held by this run (None: the source's hold is left as it is)
+        )
         self._batches = Batcher(self.run, self.embedder, self.report, self._stored)
 
     # --- the run ------------------------------------------------------------------------------
@@ -105,7 +109,9 @@ class IngestPipeline:
         try:
             release()
         except Exception:
-            logger.warning("could not release the embedder's memory after run %s", self.run.pk, exc_info=True)
+            logger.warning(
+                "could not release the embedder's memory after run %s", self.run.pk, exc_info=True
+            )
 
     def _execute(self, items: Iterable[LoadedItem] | None) -> IngestRun:
         try:
@@ -128,7 +134,8 @@ class IngestPipeline:
         check_embedder_dimension(self.embedder, store.embedding_column_dimension())
         self._stored = self._batches.stored = store.stored_documents(self.source)
         self._boilerplate = BoilerplateCounter(
-            {ref: tuple(doc.metadata.get("block_keys", ())) for ref, doc in self._stored.items()})
+            {ref: tuple(doc.metadata.get("block_keys", ())) for ref, doc in self._stored.items()}
+        )
         if self.run.mode == IngestRun.Mode.REEMBED:
             self._reembed_stored()
         else:
@@ -143,20 +150,36 @@ class IngestPipeline:
     def connector(self) -> Connector:
         """The source's connector, told what the store knows (and, for a retry, the failed refs)."""
         only_refs = None
-        if self.run.mode == IngestRun.Mode.RETRY and self.run.retry_of_id and self.source.kind != "text":
+        if (
+            self.run.mode == IngestRun.Mode.RETRY
+            and self.run.retry_of_id
+            and self.source.kind != "text"
+        ):
             only_refs = store.failed_refs(self.run.retry_of)
-        spec = SourceSpec(kind=self.source.kind, location=self.source.location, text=self.source.text,
-                          name=self.source.name, options=self.source.options or {},
-                          files=tuple(source_files(self.source)) if self.source.kind == "file" else ())
+        spec = SourceSpec(
+            kind=self.source.kind,
+            location=self.source.location,
+            text=self.source.text,
+            name=self.source.name,
+            options=self.source.options or {},
+            files=tuple(source_files(self.source)) if self.source.kind == "file" else (),
+        )
         return connector_class(self.source.kind)(
-            spec, fetcher=self.fetcher, open_file=open_stored_file, known=store.known_documents(self.source),
-            only_refs=only_refs, cursor=self.source.indexed_commit)
+            spec,
+            fetcher=self.fetcher,
+            open_file=open_stored_file,
+            known=store.known_documents(self.source),
+            only_refs=only_refs,
+            cursor=self.source.indexed_commit,
+        )
 
     def _finish(self, failed_with: KBError | None = None) -> None:
         self.report.save(force=True)
         if failed_with is None:
             with self.report.beating():  # the indexes kept from the chunks are brought up to date
-                namespaces_changed.send(sender=IngestPipeline, namespace_ids=[self.source.namespace_id])
+                namespaces_changed.send(
+                    sender=IngestPipeline, namespace_ids=[self.source.namespace_id]
+                )
         self.report.finish(failed_with, self.source_revision)
         self._keep_sync_state()
 
@@ -164,8 +187,11 @@ class IngestPipeline:
         """A succeeded run stores where its connector got to (git: the commit it indexed); a run
         that listed the whole source replaces the source's held removals with its own."""
         changes = {}
-        if self._connector is not None and self.run.status == IngestRun.Status.SUCCEEDED \
-                and self._connector.cursor != self.source.indexed_commit:
+        if (
+            self._connector is not None
+            and self.run.status == IngestRun.Status.SUCCEEDED
+            and self._connector.cursor != self.source.indexed_commit
+        ):
             changes["indexed_commit"] = self._connector.cursor[:64]
         if self._held is not None and self._held != (self.source.held_removals or {}):
             changes["held_removals"] = self._held
@@ -187,13 +213,16 @@ class IngestPipeline:
                 connection.ensure_connection()
                 break
             except DatabaseError:
-                time.sleep(min(0.25 * 2 ** attempt, 4.0))
+                time.sleep(min(0.25 * 2**attempt, 4.0))
         else:
             raise exc
         self.report.forget_unsaved()
-        self._finish(failed_with=DatabaseUnavailable(
-            f"The database connection was lost during the ingest ({type(exc).__name__}); documents written "
-            "before it are complete, the batch in flight was rolled back. Retry the run."))
+        self._finish(
+            failed_with=DatabaseUnavailable(
+                f"The database connection was lost during the ingest ({type(exc).__name__}); documents written "
+                "before it are complete, the batch in flight was rolled back. Retry the run."
+            )
+        )
 
     # --- per item -----------------------------------------------------------------------------
     def _consume(self, items: Iterable[LoadedItem], loader: Connector | None) -> None:
@@ -212,8 +241,15 @@ class IngestPipeline:
                 raise
             except Exception as exc:  # an extractor bug must not abort the run
                 logger.exception("unexpected error ingesting %s", item.ref)
-                self.report.record(Outcome(item.ref, Status.FAILED, error_code=IngestInternalError.code,
-                                           error_message=f"{type(exc).__name__}: {exc}"), started)
+                self.report.record(
+                    Outcome(
+                        item.ref,
+                        Status.FAILED,
+                        error_code=IngestInternalError.code,
+                        error_message=f"{type(exc).__name__}: {exc}",
+                    ),
+                    started,
+                )
             self._batches.flush_if_full()
 
     def _handle(self, item: LoadedItem, started: float) -> None:
@@ -226,45 +262,75 @@ class IngestPipeline:
             if item.linked_from:
                 message = message + ("" if message.endswith((".", "!", "?")) else ".")
                 message += f" Linked from {', '.join(item.linked_from)}."
-            self.report.record(Outcome(item.ref, Status.FAILED, error_code=item.error.code,
-                                       error_message=message), started)
+            self.report.record(
+                Outcome(item.ref, Status.FAILED, error_code=item.error.code, error_message=message),
+                started,
+            )
             return
         if item.renamed_from:
             self._move(item)
         stored, body = self._stored.get(item.ref), item.body or b""
         byte_key = "" if item.not_modified else document_byte_key(body)
-        decision = decide(stored, self.embedder.model_id, not_modified=item.not_modified, byte_key=byte_key)
+        decision = decide(
+            stored, self.embedder.model_id, not_modified=item.not_modified, byte_key=byte_key
+        )
         if decision.action == Action.REEMBED:
-            self._queue(item, stored_extraction(stored), stored.content_hash, decision.reason, started)
+            self._queue(
+                item, stored_extraction(stored), stored.content_hash, decision.reason, started
+            )
             return
         if decision.action == Action.SKIP:
             if stored is not None and not item.not_modified:
                 store.touch_unchanged(item, stored, None)
             size = 0 if item.not_modified else len(body)
             if item.ref in self._moved:  # its text stands: the move was the change
-                self.report.record(Outcome(item.ref, Status.CHANGED, reason=self._moved_note(item.ref),
-                                           byte_size=size), started)
+                self.report.record(
+                    Outcome(
+                        item.ref, Status.CHANGED, reason=self._moved_note(item.ref), byte_size=size
+                    ),
+                    started,
+                )
                 return
-            self.report.record(Outcome(item.ref, Status.UNCHANGED, reason=decision.reason, byte_size=size), started)
+            self.report.record(
+                Outcome(item.ref, Status.UNCHANGED, reason=decision.reason, byte_size=size), started
+            )
             return
         try:
             extracted, keys, dropped = self._drop_boilerplate(item, self._extract(item))
             if not extracted.content.strip():
                 raise EmptyContent("No text left after extraction.")
         except KBError as exc:
-            self.report.record(Outcome(item.ref, Status.FAILED, error_code=exc.code, error_message=exc.message,
-                                       byte_size=len(body)), started)
+            self.report.record(
+                Outcome(
+                    item.ref,
+                    Status.FAILED,
+                    error_code=exc.code,
+                    error_message=exc.message,
+                    byte_size=len(body),
+                ),
+                started,
+            )
             return
         content_hash = text_hash(extracted.content)
         decision = decide(stored, self.embedder.model_id, content_hash=content_hash)
         if decision.action == Action.SKIP:
             store.touch_unchanged(item, stored, extracted, byte_key)
             moved = item.ref in self._moved
-            self.report.record(Outcome(item.ref, Status.CHANGED if moved else Status.UNCHANGED,
-                                       reason=self._moved_note(item.ref) if moved else decision.reason,
-                                       byte_size=len(body)), started)
+            self.report.record(
+                Outcome(
+                    item.ref,
+                    Status.CHANGED if moved else Status.UNCHANGED,
+                    reason=self._moved_note(item.ref) if moved else decision.reason,
+                    byte_size=len(body),
+                ),
+                started,
+            )
             return
-        reason = f"{self._moved_note(item.ref)}; {decision.reason}" if item.ref in self._moved else decision.reason
+        reason = (
+            f"{self._moved_note(item.ref)}; {decision.reason}"
+            if item.ref in self._moved
+            else decision.reason
+        )
         self._queue(item, extracted, content_hash, reason, started, byte_key, keys, dropped)
 
     def _move(self, item: LoadedItem) -> None:
@@ -287,18 +353,36 @@ class IngestPipeline:
         conf = kb_settings()
         body = item.body or b""
         if item.media_type in ISOLATED_TYPES or len(body) > conf.parser_inline_max_bytes:
-            budget = ParserBudget(conf.parser_cpu_seconds, conf.parser_memory_mb * 1024 * 1024,
-                                  conf.extract_max_chars)
+            budget = ParserBudget(
+                conf.parser_cpu_seconds, conf.parser_memory_mb * 1024 * 1024, conf.extract_max_chars
+            )
             ocr = OcrOptions(conf.ocr_languages, conf.ocr_page_seconds, conf.ocr_max_pages)
             with self.report.beating():  # the child has its own deadline
-                extracted = extract_isolated(body, item.media_type, fallback_title=item.title_hint,
-                                             charset=item.charset, url=item.url, budget=budget, ocr=ocr)
+                extracted = extract_isolated(
+                    body,
+                    item.media_type,
+                    fallback_title=item.title_hint,
+                    charset=item.charset,
+                    url=item.url,
+                    budget=budget,
+                    ocr=ocr,
+                )
         else:
-            extracted = capped(extract(body, item.media_type, charset=item.charset, url=item.url,
-                                       fallback_title=item.title_hint), conf.extract_max_chars)
+            extracted = capped(
+                extract(
+                    body,
+                    item.media_type,
+                    charset=item.charset,
+                    url=item.url,
+                    fallback_title=item.title_hint,
+                ),
+                conf.extract_max_chars,
+            )
         return without_nul(extracted)
 
-    def _drop_boilerplate(self, item: LoadedItem, extracted: Extracted) -> tuple[Extracted, tuple[str, ...], Dropped]:
+    def _drop_boilerplate(
+        self, item: LoadedItem, extracted: Extracted
+    ) -> tuple[Extracted, tuple[str, ...], Dropped]:
         """Web pages of a multi-page source lose the blocks that repeat across the source (once
         the sample is large enough; the run's end settles every page on the whole source)."""
         if self.source.kind not in MULTI_PAGE_KINDS or not extracted.site_anchors:
@@ -313,11 +397,18 @@ class IngestPipeline:
 
     def _chunks(self, extracted: Extracted) -> list[ChunkSpec]:
         if extracted.media_type == "text/markdown":
-            return chunk_markdown(extracted.content, extracted.title, self.chunk_options, extracted.pages,
-                                  web_page=extracted.site_anchors)
+            return chunk_markdown(
+                extracted.content,
+                extracted.title,
+                self.chunk_options,
+                extracted.pages,
+                web_page=extracted.site_anchors,
+            )
         return chunk_text(extracted.content, extracted.title, self.chunk_options, extracted.pages)
 
-    def _queue(self, item, extracted, content_hash, reason, started, byte_key="", keys=(), dropped=None) -> None:
+    def _queue(
+        self, item, extracted, content_hash, reason, started, byte_key="", keys=(), dropped=None
+    ) -> None:
         chunks = self._chunks(extracted)
         max_chunks = kb_settings().max_chunks_per_document
         if extracted.left_out:  # before the limits' notes: the report's reason keeps 200 characters
@@ -325,21 +416,42 @@ class IngestPipeline:
         reason = cut_notes(reason, extracted.cut, len(chunks), max_chunks)
         chunks = chunks[:max_chunks]
         if not chunks:
-            self.report.record(Outcome(item.ref, Status.FAILED, error_code=EmptyContent.code,
-                                       error_message="No chunks could be made."), started)
+            self.report.record(
+                Outcome(
+                    item.ref,
+                    Status.FAILED,
+                    error_code=EmptyContent.code,
+                    error_message="No chunks could be made.",
+                ),
+                started,
+            )
             return
-        if item.anchor_of is not None:  # a forge's line anchors (`#L12`), where citations open the file
+        if (
+            item.anchor_of is not None
+        ):  # a forge's line anchors (`#L12`), where citations open the file
             chunks = [replace(chunk, anchor=item.anchor_of(chunk)[:300]) for chunk in chunks]
         reason = self._flag_low_recall(item, extracted, chunks, reason)
         if dropped:
             reason = f"{reason}; {len(dropped)} repeated blocks dropped"
         stored = self._stored.get(item.ref)
-        pending = PendingDocument(item, extracted, content_hash, chunks, reason, started, byte_key, tuple(keys),
-                                  dropped, kept=self._kept([stored.doc_id], chunks) if stored is not None else ())
+        pending = PendingDocument(
+            item,
+            extracted,
+            content_hash,
+            chunks,
+            reason,
+            started,
+            byte_key,
+            tuple(keys),
+            dropped,
+            kept=self._kept([stored.doc_id], chunks) if stored is not None else (),
+        )
         self._batches.add(pending)
         self.report.chunked(pending.to_embed)
 
-    def _kept(self, document_ids: list[int], chunks: list[ChunkSpec]) -> tuple[store.KeptVector | None, ...]:
+    def _kept(
+        self, document_ids: list[int], chunks: list[ChunkSpec]
+    ) -> tuple[store.KeptVector | None, ...]:
         """Per chunk, the stored vector of a chunk with the same text, which it keeps; none in a
         run asked to embed everything again."""
         if self.run.mode == IngestRun.Mode.REEMBED:
@@ -347,7 +459,9 @@ class IngestPipeline:
         known = store.stored_vectors(self.source, document_ids, self.embedder.model_id)
         return tuple(known.get(chunk.text) for chunk in chunks) if known else ()
 
-    def _flag_low_recall(self, item: LoadedItem, extracted: Extracted, chunks: list[ChunkSpec], reason: str) -> str:
+    def _flag_low_recall(
+        self, item: LoadedItem, extracted: Extracted, chunks: list[ChunkSpec], reason: str
+    ) -> str:
         """A web page whose chunks hold too little of its own text says so in the report
         (`low_recall 0.42`), so a curator sees a bad extraction instead of trusting it."""
         if not extracted.site_anchors or not item.body:
@@ -356,15 +470,24 @@ class IngestPipeline:
         recall = content_recall(lines, [c.body for c in chunks], self._site_lines.observe(lines))
         if not recall.low:  # under LOW_RECALL, or a block of it lost whole
             return reason
-        return f"{reason}; low_recall {recall.share:.2f}" if reason else f"low_recall {recall.share:.2f}"
+        return (
+            f"{reason}; low_recall {recall.share:.2f}"
+            if reason
+            else f"low_recall {recall.share:.2f}"
+        )
 
     def _reembed_stored(self) -> None:
         self.report.expect(len(self._stored))
         for ref, stored in self._stored.items():
             started = time.monotonic()
             self._seen.add(ref)
-            self._queue(LoadedItem(ref=ref), stored_extraction(stored), stored.content_hash, REEMBED_REQUESTED,
-                        started)
+            self._queue(
+                LoadedItem(ref=ref),
+                stored_extraction(stored),
+                stored.content_hash,
+                REEMBED_REQUESTED,
+                started,
+            )
             self._batches.flush_if_full()
 
     def _drop_learned_boilerplate(self) -> None:
@@ -375,7 +498,11 @@ class IngestPipeline:
         repeated = self._boilerplate.repeated(final=True)
         refs = [ref for ref, keys in self._run_block_keys.items() if repeated.intersection(keys)]
         refs += sorted(self._run_dropped)
-        refs += [ref for ref, stored in self._stored.items() if stored.metadata.get("boilerplate_dropped")]
+        refs += [
+            ref
+            for ref, stored in self._stored.items()
+            if stored.metadata.get("boilerplate_dropped")
+        ]
         if not refs:
             return
         pending = []
@@ -389,20 +516,37 @@ class IngestPipeline:
             extracted = replace(stored_extraction(stored), content=content)
             chunks = self._chunks(extracted)
             if chunks:
-                pending.append(PendingDocument(LoadedItem(ref=ref), extracted, text_hash(content), chunks,
-                                               BOILERPLATE_LEARNED, time.monotonic(),
-                                               stored.metadata.get("byte_key", ""),
-                                               tuple(stored.metadata.get("block_keys", ())), dropped))
+                pending.append(
+                    PendingDocument(
+                        LoadedItem(ref=ref),
+                        extracted,
+                        text_hash(content),
+                        chunks,
+                        BOILERPLATE_LEARNED,
+                        time.monotonic(),
+                        stored.metadata.get("byte_key", ""),
+                        tuple(stored.metadata.get("block_keys", ())),
+                        dropped,
+                    )
+                )
         if pending:
-            kept = self._kept([settling[p.item.ref].doc_id for p in pending], [c for p in pending for c in p.chunks])
+            kept = self._kept(
+                [settling[p.item.ref].doc_id for p in pending],
+                [c for p in pending for c in p.chunks],
+            )
             offset = 0
             for p in pending:
-                p.kept, offset = kept[offset:offset + len(p.chunks)], offset + len(p.chunks)
+                p.kept, offset = kept[offset : offset + len(p.chunks)], offset + len(p.chunks)
             self.report.chunked(sum(p.to_embed for p in pending))
             try:
                 vectors = self._batches.vectors(pending)
             except KBError as exc:  # those pages stay as written, whole; the next run cleans them
-                logger.warning("boilerplate not settled on %d pages of run %s: %s", len(pending), self.run.pk, exc)
+                logger.warning(
+                    "boilerplate not settled on %d pages of run %s: %s",
+                    len(pending),
+                    self.run.pk,
+                    exc,
+                )
                 return
             self._batches.store(pending, vectors)
             self.report.rewritten({p.item.ref: len(p.chunks) for p in pending})
@@ -415,8 +559,10 @@ class IngestPipeline:
         deleted = {ref for ref in deleted if ref in self._stored}
         self._held = {}
         if deleted and 2 * (len(self._stored) - len(deleted)) < len(self._stored):
-            note = (f"removal held: the source shrank from {len(self._stored)} to "
-                    f"{len(self._stored) - len(deleted)} documents; confirm it on the source's page")
+            note = (
+                f"removal held: the source shrank from {len(self._stored)} to "
+                f"{len(self._stored) - len(deleted)} documents; confirm it on the source's page"
+            )
             self._held = {"run": self.run.pk, "refs": sorted(deleted), "stored": len(self._stored)}
             for ref in sorted(deleted):
                 self.report.record(Outcome(ref, Status.SKIPPED, reason=note), time.monotonic())
@@ -432,7 +578,9 @@ def cut_notes(reason: str, cut: tuple[int, int] | None, chunks: int, max_chunks:
     """The item's reason, with what a limit cut from the document said in the run report (the
     stored text's own marker says it too, where few would look). `cut`: `Extracted.cut`."""
     if cut:
-        reason += f"; text cut to its first {cut[0]:,} of {cut[1]:,} characters (KB_EXTRACT_MAX_CHARS)"
+        reason += (
+            f"; text cut to its first {cut[0]:,} of {cut[1]:,} characters (KB_EXTRACT_MAX_CHARS)"
+        )
     if chunks > max_chunks:
         reason += f"; only its first {max_chunks:,} of {chunks:,} passages kept (KB_MAX_CHUNKS_PER_DOCUMENT)"
     return reason

@@ -42,17 +42,76 @@ WORD = re.compile(r"\w+")
 LINK_SHARE = 0.5
 SHINGLE = 6
 NAV_WORDS = ("nav", "sidebar", "footer", "breadcrumb", "menu")
-NAV_LABELS = ("next ", "previous ", "prev ", "up ")  # a line of links that opens so is a page's "Next: ..., Up: ..."
+NAV_LABELS = (
+    "next ",
+    "previous ",
+    "prev ",
+    "up ",
+)  # a line of links that opens so is a page's "Next: ..., Up: ..."
 LOW_RECALL = 0.9  # a page below this is flagged `low_recall` in the run's report
 LOST_BLOCK_WORDS, LOST_BLOCK_SHARE = 10, 0.02  # so is a page that lost a block this large whole
 HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
-INVISIBLE = {"script", "style", "noscript", "template", "head", "title", "svg", "button", "select",
-             "textarea", "iframe", "object", "canvas"}
+INVISIBLE = {
+    "script",
+    "style",
+    "noscript",
+    "template",
+    "head",
+    "title",
+    "svg",
+    "button",
+    "select",
+    "textarea",
+    "iframe",
+    "object",
+    "canvas",
+}
 BLOCKS = {
-    "address", "article", "aside", "blockquote", "body", "caption", "center", "dd", "details", "dialog",
-    "div", "dl", "dt", "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2", "h3", "h4",
-    "h5", "h6", "header", "hr", "html", "li", "main", "menu", "nav", "ol", "p", "pre", "section",
-    "summary", "table", "tbody", "td", "tfoot", "th", "thead", "tr", "ul", "br",
+    "address",
+    "article",
+    "aside",
+    "blockquote",
+    "body",
+    "caption",
+    "center",
+    "dd",
+    "details",
+    "dialog",
+    "div",
+    "dl",
+    "dt",
+    "fieldset",
+    "figcaption",
+    "figure",
+    "footer",
+    "form",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "header",
+    "hr",
+    "html",
+    "li",
+    "main",
+    "menu",
+    "nav",
+    "ol",
+    "p",
+    "pre",
+    "section",
+    "summary",
+    "table",
+    "tbody",
+    "td",
+    "tfoot",
+    "th",
+    "thead",
+    "tr",
+    "ul",
+    "br",
 }
 
 
@@ -75,7 +134,9 @@ def page_blocks(html: bytes | str) -> tuple[Line, ...]:
     return lines_of(_soup(html), navigation=True, br_breaks=False)
 
 
-@functools.lru_cache(maxsize=1)  # the page being ingested: read for its boilerplate, then for its recall
+@functools.lru_cache(
+    maxsize=1
+)  # the page being ingested: read for its boilerplate, then for its recall
 def _soup(html: bytes | str) -> BeautifulSoup:
     return BeautifulSoup(html, "html.parser")  # never changed by its readers
 
@@ -103,8 +164,13 @@ CSS_DISPLAY_NONE = re.compile(r"(?:^|;)\s*display\s*:\s*none\s*(?:!important\s*)
 CSS_CLASS = re.compile(r"\.[A-Za-z_][\w-]*")
 
 
-def lines_of(root: Tag, hidden: frozenset[str] = frozenset(), *, navigation: bool = False,
-             br_breaks: bool = True) -> tuple[Line, ...]:
+def lines_of(
+    root: Tag,
+    hidden: frozenset[str] = frozenset(),
+    *,
+    navigation: bool = False,
+    br_breaks: bool = True,
+) -> tuple[Line, ...]:
     """`hidden`: classes the site's stylesheets hide (`hidden_classes`); elements with the
     `hidden` attribute or an inline `display: none` are not visible either. `navigation`: keep
     what the page marks as navigation, and its lines of links to its own sections; `br_breaks`:
@@ -112,7 +178,11 @@ def lines_of(root: Tag, hidden: frozenset[str] = frozenset(), *, navigation: boo
     lines: list[Line] = []
     text: list[str] = []
     link_chars = [0]
-    headings = frozenset() if navigation else frozenset(_words(h.get_text()) for h in root.find_all(HEADINGS))
+    headings = (
+        frozenset()
+        if navigation
+        else frozenset(_words(h.get_text()) for h in root.find_all(HEADINGS))
+    )
     own_links: list[str] = []  # the text of each link to the page's own fragments on this line
     own_open: list[str] = []  # of the one being read
 
@@ -126,12 +196,22 @@ def lines_of(root: Tag, hidden: frozenset[str] = frozenset(), *, navigation: boo
         names = [_words(name) for name in own_links]
         own_links.clear()
         words = WORD.findall(joined.lower())
-        if words and names and sum(map(len, words)) == sum(len(name) - name.count(" ") for name in names) \
-                and 2 * sum(name in headings for name in names) > len(names):
+        if (
+            words
+            and names
+            and sum(map(len, words)) == sum(len(name) - name.count(" ") for name in names)
+            and 2 * sum(name in headings for name in names) > len(names)
+        ):
             return  # the page's contents: links to its own sections by their headings' names
         if words:
             letters = sum(1 for c in joined if not c.isspace())
-            lines.append(Line(" ".join(words), len(words), letters > 0 and linked_chars >= LINK_SHARE * letters))
+            lines.append(
+                Line(
+                    " ".join(words),
+                    len(words),
+                    letters > 0 and linked_chars >= LINK_SHARE * letters,
+                )
+            )
 
     stack: list[tuple[Tag, object]] = [(root, iter(root.children))]
     in_link = in_own_link = in_pre = 0
@@ -167,8 +247,12 @@ def lines_of(root: Tag, hidden: frozenset[str] = frozenset(), *, navigation: boo
             if in_own_link:
                 own_open.append(value)
             continue
-        if not isinstance(child, Tag) or child.name in INVISIBLE or _hidden(child, hidden) or (
-                not navigation and _navigation(child)):
+        if (
+            not isinstance(child, Tag)
+            or child.name in INVISIBLE
+            or _hidden(child, hidden)
+            or (not navigation and _navigation(child))
+        ):
             continue
         if child.name == "br" and not br_breaks:
             text.append(" ")
@@ -176,7 +260,9 @@ def lines_of(root: Tag, hidden: frozenset[str] = frozenset(), *, navigation: boo
         if child.name in BLOCKS:
             flush()
         elif child.name == "sup":
-            text.append(" ")  # a superscript is read apart from the word before it, as the extractor writes it
+            text.append(
+                " "
+            )  # a superscript is read apart from the word before it, as the extractor writes it
         in_link += child.name == "a"
         in_own_link += not navigation and _own_link(child)
         in_pre += child.name == "pre"
@@ -189,12 +275,16 @@ def _without_line_numbers(lines: list[Line]) -> tuple[Line, ...]:
     """A leading number that counts up from one line to the next is a listing's line-number
     gutter (Doxygen's source pages, Pygments' `linenos`): the line's place, not its content,
     and no extraction should index it. A number only one line carries is text."""
-    numbers = [int(w) if (w := line.text.split(" ", 1)[0]).isdecimal() and len(w) < 7 else None for line in lines]
+    numbers = [
+        int(w) if (w := line.text.split(" ", 1)[0]).isdecimal() and len(w) < 7 else None
+        for line in lines
+    ]
     kept = []
     for i, line in enumerate(lines):
         n = numbers[i]
-        counted = n is not None and ((i > 0 and numbers[i - 1] == n - 1)
-                                     or (i + 1 < len(lines) and numbers[i + 1] == n + 1))
+        counted = n is not None and (
+            (i > 0 and numbers[i - 1] == n - 1) or (i + 1 < len(lines) and numbers[i + 1] == n + 1)
+        )
         if not counted:
             kept.append(line)
         elif line.words > 1:
@@ -239,11 +329,17 @@ class Recall:
         """Flagged: under `LOW_RECALL`, or a block lost whole (a "Related" table, a list) that is
         a real share of the page, `LOST_BLOCK_SHARE` of its words and `LOST_BLOCK_WORDS` at least,
         though the rest of the page came through."""
-        return self.share < LOW_RECALL or self.lost_run >= max(LOST_BLOCK_WORDS, LOST_BLOCK_SHARE * self.words)
+        return self.share < LOW_RECALL or self.lost_run >= max(
+            LOST_BLOCK_WORDS, LOST_BLOCK_SHARE * self.words
+        )
 
 
-def content_recall(lines: tuple[Line, ...], chunk_texts: list[str], chrome: frozenset[str] = frozenset(),
-                   keep_missed: int = 5) -> Recall:
+def content_recall(
+    lines: tuple[Line, ...],
+    chunk_texts: list[str],
+    chrome: frozenset[str] = frozenset(),
+    keep_missed: int = 5,
+) -> Recall:
     haystack = " " + " ".join(" ".join(WORD.findall(t.lower())) for t in chunk_texts) + " "
     total, found, missed = 0, 0.0, []
     # words of consecutive lines lost whole between lines that were kept: a table, a list, a
@@ -256,7 +352,9 @@ def content_recall(lines: tuple[Line, ...], chunk_texts: list[str], chrome: froz
         total += line.words
         if f" {line.text} " in haystack:
             found += line.words
-            if line.words > 2 or not run:  # a name or two found elsewhere (a link's text) does not end a run
+            if (
+                line.words > 2 or not run
+            ):  # a name or two found elsewhere (a link's text) does not end a run
                 lost_run = max(lost_run, run if kept_before else 0)
                 run, kept_before = 0, True
             else:
@@ -279,7 +377,7 @@ def _shingle_share(words: list[str], haystack: str) -> float:
     if len(words) <= SHINGLE:
         return 0.0
     windows = range(0, len(words) - SHINGLE + 1, SHINGLE)  # disjoint windows: linear in the line
-    hits = sum(1 for i in windows if f" {' '.join(words[i:i + SHINGLE])} " in haystack)
+    hits = sum(1 for i in windows if f" {' '.join(words[i : i + SHINGLE])} " in haystack)
     return hits / len(windows)
 
 
@@ -306,4 +404,6 @@ class SiteLines:
         for text in {line.text for line in lines}:
             self._counts[text] = self._counts.get(text, 0) + 1
         threshold = max(3, self._pages / 2)
-        return frozenset(text for text in {line.text for line in lines} if self._counts[text] >= threshold)
+        return frozenset(
+            text for text in {line.text for line in lines} if self._counts[text] >= threshold
+        )

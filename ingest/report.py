@@ -24,8 +24,11 @@ from kb.models import IngestItem, IngestRun, Source
 SAVE_INTERVAL_S = 0.5
 BEAT_WHILE_WAITING_S = 5.0  # heartbeat period while the run waits on a bounded step
 REWRITE_BATCH = 500  # report lines corrected per UPDATE when pages are written again
-STATUS_COUNTERS = {IngestItem.Status.FAILED: "items_failed", IngestItem.Status.CHANGED: "items_changed",
-                   IngestItem.Status.UNCHANGED: "items_unchanged"}
+STATUS_COUNTERS = {
+    IngestItem.Status.FAILED: "items_failed",
+    IngestItem.Status.CHANGED: "items_changed",
+    IngestItem.Status.UNCHANGED: "items_unchanged",
+}
 
 
 @dataclass
@@ -55,11 +58,31 @@ class RunReport:
         read it is not brought back to life (django-q2 redelivers a killed worker's task late)."""
         run = self.run
         now = timezone.now()
-        claimed = IngestRun.objects.filter(pk=run.pk).exclude(status__in=IngestRun.FINISHED).update(
-            status=IngestRun.Status.RUNNING, started_at=now, heartbeat_at=now, attempts=F("attempts") + 1,
-            worker=worker_identity(), error="", **dict.fromkeys(IngestRun.COUNTERS, 0))
-        run.refresh_from_db(fields=["status", "started_at", "heartbeat_at", "attempts", "worker", "error",
-                                    "finished_at", *IngestRun.COUNTERS])
+        claimed = (
+            IngestRun.objects.filter(pk=run.pk)
+            .exclude(status__in=IngestRun.FINISHED)
+            .update(
+                status=IngestRun.Status.RUNNING,
+                started_at=now,
+                heartbeat_at=now,
+                attempts=F("attempts") + 1,
+                worker=worker_identity(),
+                error="",
+                **dict.fromkeys(IngestRun.COUNTERS, 0),
+            )
+        )
+        run.refresh_from_db(
+            fields=[
+                "status",
+                "started_at",
+                "heartbeat_at",
+                "attempts",
+                "worker",
+                "error",
+                "finished_at",
+                *IngestRun.COUNTERS,
+            ]
+        )
         if claimed:
             run.items.all().delete()
         return bool(claimed)
@@ -99,7 +122,9 @@ class RunReport:
             finally:
                 connections.close_all()  # this thread's connection
 
-        thread = threading.Thread(target=beat, name=f"ingest-run-{self.run.pk}-heartbeat", daemon=True)
+        thread = threading.Thread(
+            target=beat, name=f"ingest-run-{self.run.pk}-heartbeat", daemon=True
+        )
         thread.start()
         try:
             yield
@@ -121,7 +146,9 @@ class RunReport:
 
     def removed(self, ref: str) -> None:
         self.run.items_removed += 1
-        self._outcomes.append(Outcome(ref, IngestItem.Status.REMOVED, reason="gone from the source"))
+        self._outcomes.append(
+            Outcome(ref, IngestItem.Status.REMOVED, reason="gone from the source")
+        )
 
     def chunks_stored(self, count: int) -> None:
         self.run.chunks_written += count
@@ -137,9 +164,15 @@ class RunReport:
         self.save(force=True)
         refs = [(ref[:2048], count) for ref, count in chunks.items()]
         for start in range(0, len(refs), REWRITE_BATCH):
-            part = refs[start:start + REWRITE_BATCH]
-            IngestItem.objects.filter(run=self.run, status__in=written, ref__in=[ref for ref, _ in part]).update(
-                chunks=Case(*(When(ref=ref, then=Value(count)) for ref, count in part), output_field=IntegerField()))
+            part = refs[start : start + REWRITE_BATCH]
+            IngestItem.objects.filter(
+                run=self.run, status__in=written, ref__in=[ref for ref, _ in part]
+            ).update(
+                chunks=Case(
+                    *(When(ref=ref, then=Value(count)) for ref, count in part),
+                    output_field=IntegerField(),
+                )
+            )
 
     def forget_unsaved(self) -> None:
         """After a rolled-back batch: its outcomes were never written; the counters go back to
@@ -153,12 +186,22 @@ class RunReport:
         if not force and now - self._last_save < SAVE_INTERVAL_S:
             return
         self._last_save = now
-        IngestItem.objects.bulk_create([
-            IngestItem(run=self.run, ref=o.ref[:2048], status=o.status, reason=o.reason[:200],
-                       error_code=o.error_code[:64], error_message=o.error_message[:4000],
-                       byte_size=o.byte_size, chunks=o.chunks, duration_ms=o.duration_ms)
-            for o in self._outcomes
-        ])
+        IngestItem.objects.bulk_create(
+            [
+                IngestItem(
+                    run=self.run,
+                    ref=o.ref[:2048],
+                    status=o.status,
+                    reason=o.reason[:200],
+                    error_code=o.error_code[:64],
+                    error_message=o.error_message[:4000],
+                    byte_size=o.byte_size,
+                    chunks=o.chunks,
+                    duration_ms=o.duration_ms,
+                )
+                for o in self._outcomes
+            ]
+        )
         self._outcomes.clear()
         self.run.heartbeat_at = timezone.now()
         self.run.save(update_fields=[*IngestRun.COUNTERS, "heartbeat_at"])
@@ -170,7 +213,10 @@ class RunReport:
         did, else succeeded; the source remembers the run, and a succeeded run's revision."""
         run = self.run
         if failed_with is not None:
-            run.status, run.error = IngestRun.Status.FAILED, f"{failed_with.code}: {failed_with.message}"
+            run.status, run.error = (
+                IngestRun.Status.FAILED,
+                f"{failed_with.code}: {failed_with.message}",
+            )
         elif run.items_failed and run.items_failed == run.items_done:
             run.status = IngestRun.Status.FAILED
             run.error = "every item failed; see the per-item report"
@@ -181,10 +227,21 @@ class RunReport:
         run.finished_at = timezone.now()
         run.save()
         summary = {
-            "run": run.pk, "changed": run.items_changed, "unchanged": run.items_unchanged,
-            "failed": run.items_failed, "removed": run.items_removed, "chunks": run.chunks_written,
+            "run": run.pk,
+            "changed": run.items_changed,
+            "unchanged": run.items_unchanged,
+            "failed": run.items_failed,
+            "removed": run.items_removed,
+            "chunks": run.chunks_written,
         }
-        indexed = {"indexed_revision": indexed_revision} if run.status == IngestRun.Status.SUCCEEDED else {}
+        indexed = (
+            {"indexed_revision": indexed_revision}
+            if run.status == IngestRun.Status.SUCCEEDED
+            else {}
+        )
         Source.objects.filter(pk=run.source_id).update(
-            last_run_at=run.finished_at, last_run_status=run.status, last_run_summary=summary, **indexed
+            last_run_at=run.finished_at,
+            last_run_status=run.status,
+            last_run_summary=summary,
+            **indexed,
         )

@@ -18,7 +18,17 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from ingest.errors import InvalidUrl
 
-TRACKING_PARAMETERS = {"gclid", "fbclid", "msclkid", "yclid", "mc_cid", "mc_eid", "_ga", "_gl", "ref_src"}
+TRACKING_PARAMETERS = {
+    "gclid",
+    "fbclid",
+    "msclkid",
+    "yclid",
+    "mc_cid",
+    "mc_eid",
+    "_ga",
+    "_gl",
+    "ref_src",
+}
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
@@ -35,7 +45,9 @@ def iri_to_uri(url: str) -> str:
     try:
         ascii_host = host.encode("idna").decode("ascii") if host and not host.isascii() else host
     except UnicodeError as exc:
-        raise InvalidUrl(f"The host of {url!r} is not a valid international domain name: {exc}") from exc
+        raise InvalidUrl(
+            f"The host of {url!r} is not a valid international domain name: {exc}"
+        ) from exc
     if ":" in ascii_host:
         ascii_host = f"[{ascii_host}]"
     netloc = ascii_host
@@ -46,8 +58,15 @@ def iri_to_uri(url: str) -> str:
         raise InvalidUrl(f"Malformed URL {url!r}: {exc}") from exc
     if parts.username:
         netloc = f"{quote(parts.username, safe='')}@{netloc}"
-    return urlunsplit((parts.scheme, netloc, quote(parts.path, safe=URI_SAFE), quote(parts.query, safe=URI_SAFE + "?"),
-                       quote(parts.fragment, safe=URI_SAFE)))
+    return urlunsplit(
+        (
+            parts.scheme,
+            netloc,
+            quote(parts.path, safe=URI_SAFE),
+            quote(parts.query, safe=URI_SAFE + "?"),
+            quote(parts.fragment, safe=URI_SAFE),
+        )
+    )
 
 
 def canonical_url(url: str) -> str:
@@ -67,8 +86,11 @@ def canonical_url(url: str) -> str:
     netloc = host if port is None or DEFAULT_PORTS.get(scheme) == port else f"{host}:{port}"
     if parts.username:
         netloc = f"{parts.username}@{netloc}"
-    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
-             if not k.lower().startswith("utm_") and k.lower() not in TRACKING_PARAMETERS]
+    query = [
+        (k, v)
+        for k, v in parse_qsl(parts.query, keep_blank_values=True)
+        if not k.lower().startswith("utm_") and k.lower() not in TRACKING_PARAMETERS
+    ]
     return urlunsplit((scheme, netloc, parts.path or "/", urlencode(query), ""))
 
 

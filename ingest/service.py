@@ -38,9 +38,14 @@ def queue_after_save(source: Source) -> IngestRun | None:
     return start_ingest(source)
 
 
-def start_ingest(source: Source, *, mode: str = IngestRun.Mode.INGEST,
-                 retry_of: IngestRun | None = None, sync: bool = False,
-                 on_progress=None) -> IngestRun:
+def start_ingest(
+    source: Source,
+    *,
+    mode: str = IngestRun.Mode.INGEST,
+    retry_of: IngestRun | None = None,
+    sync: bool = False,
+    on_progress=None,
+) -> IngestRun:
     """Create a run and hand it to the background worker (or run it here with `sync`). A source
     has at most one queued run of each mode: asking again while one waits returns that one, so
     clicking "Ingest now" a thousand times queues one run, not a thousand; if no worker can reach
@@ -50,9 +55,18 @@ def start_ingest(source: Source, *, mode: str = IngestRun.Mode.INGEST,
         # its namespace) and FOR NO KEY UPDATE: a worker's open write batch holds the namespace FOR SHARE
         # and the source FOR KEY SHARE (its documents' foreign key) until it commits, and neither may
         # make this wait
-        Source.objects.select_for_update(no_key=True, of=("self",)).filter(pk=source.pk).order_by("pk").first()
-        waiting = None if sync or retry_of is not None else IngestRun.objects.filter(
-            source=source, mode=mode, status=IngestRun.Status.QUEUED, started_at=None).order_by("pk").first()
+        Source.objects.select_for_update(no_key=True, of=("self",)).filter(pk=source.pk).order_by(
+            "pk"
+        ).first()
+        waiting = (
+            None
+            if sync or retry_of is not None
+            else IngestRun.objects.filter(
+                source=source, mode=mode, status=IngestRun.Status.QUEUED, started_at=None
+            )
+            .order_by("pk")
+            .first()
+        )
         if waiting is not None:
             _requeue_if_stranded(waiting)
             return waiting
@@ -66,8 +80,12 @@ def start_ingest(source: Source, *, mode: str = IngestRun.Mode.INGEST,
 
 
 def _enqueue(run: IngestRun) -> None:
-    run.task_id = async_task("ingest.tasks.run_ingest", run.pk, task_name=f"ingest-run-{run.pk}",
-                             group=f"source-{run.source_id}")
+    run.task_id = async_task(
+        "ingest.tasks.run_ingest",
+        run.pk,
+        task_name=f"ingest-run-{run.pk}",
+        group=f"source-{run.source_id}",
+    )
     run.save(update_fields=["task_id"])
 
 
@@ -83,8 +101,9 @@ def _requeue_if_stranded(run: IngestRun) -> None:
         release_orphaned_tasks()
 
 
-def ingest_texts(source: Source, documents: Iterable[tuple[str, str, str]], on_progress=None,
-                 embedder=None) -> IngestRun:
+def ingest_texts(
+    source: Source, documents: Iterable[tuple[str, str, str]], on_progress=None, embedder=None
+) -> IngestRun:
     """Ingest documents the caller already holds, as (ref, title, text), into `source` as one
     run here and now (a benchmark's corpus): the same pipeline, change detection and report as
     any other run, without a loader; `embedder` replaces the configured one (a benchmark
@@ -93,8 +112,17 @@ def ingest_texts(source: Source, documents: Iterable[tuple[str, str, str]], on_p
     from ingest.pipeline import IngestPipeline
 
     run = IngestRun.objects.create(source=source)
-    items = (LoadedItem(ref=ref, body=text.encode("utf-8"), media_type="text/plain", charset="utf-8",
-                        title_hint=title, path=ref) for ref, title, text in documents)
+    items = (
+        LoadedItem(
+            ref=ref,
+            body=text.encode("utf-8"),
+            media_type="text/plain",
+            charset="utf-8",
+            title_hint=title,
+            path=ref,
+        )
+        for ref, title, text in documents
+    )
     chosen = {"embedder": embedder} if embedder is not None else {}
     IngestPipeline(run, on_progress=on_progress, **chosen).execute(items)
     run.refresh_from_db()
@@ -117,8 +145,12 @@ def retry_run(run: IngestRun, *, sync: bool = False) -> IngestRun | None:
     document it had already written unchanged; a run that ended with failed items fetches only
     those again. None when there is nothing to retry."""
     if run.status == IngestRun.Status.FAILED:
-        if run.mode == IngestRun.Mode.RETRY and run.retry_of is not None:  # its items again, not the whole source
-            return start_ingest(run.source, mode=IngestRun.Mode.RETRY, retry_of=run.retry_of, sync=sync)
+        if (
+            run.mode == IngestRun.Mode.RETRY and run.retry_of is not None
+        ):  # its items again, not the whole source
+            return start_ingest(
+                run.source, mode=IngestRun.Mode.RETRY, retry_of=run.retry_of, sync=sync
+            )
         mode = IngestRun.Mode.INGEST if run.mode == IngestRun.Mode.RETRY else run.mode
         # linked back to the run that failed; only a RETRY run reads its retry_of's failed items
         return start_ingest(run.source, mode=mode, retry_of=run, sync=sync)
@@ -136,8 +168,13 @@ def sync_refresh_schedule(source: Source) -> Schedule | None:
     minutes = max(1, int(source.refresh_interval.total_seconds() // 60))
     schedule, _ = Schedule.objects.update_or_create(
         name=name,
-        defaults=dict(func="ingest.tasks.refresh_source", args=str(source.pk),
-                      schedule_type=Schedule.MINUTES, minutes=minutes, repeats=-1),
+        defaults=dict(
+            func="ingest.tasks.refresh_source",
+            args=str(source.pk),
+            schedule_type=Schedule.MINUTES,
+            minutes=minutes,
+            repeats=-1,
+        ),
     )
     return schedule
 
@@ -151,7 +188,11 @@ def check_location(kind: str, location: str) -> None:
     elif kind == Source.Kind.FOLDER:
         folder_path(location, kb_settings().folder_roots)
     elif kind == Source.Kind.GIT:
-        check_remote(location, allowed=FetchPolicy.from_settings().allowed, allow_local=kb_settings().git_allow_local)
+        check_remote(
+            location,
+            allowed=FetchPolicy.from_settings().allowed,
+            allow_local=kb_settings().git_allow_local,
+        )
 
 
 def check_fetchable(url: str) -> None:

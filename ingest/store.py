@@ -23,11 +23,42 @@ from kb.languages import DEFAULT_CONFIG, detect, document_config, main_language
 from kb.models import Chunk, Document, IngestItem, IngestRun, Source
 from kb.names import document_name_key, duplicate_key
 
-DOCUMENT_FIELDS = ("namespace", "title", "path", "name_key", "content", "content_hash", "media_type",
-                   "byte_size", "indexed_at", "embedding_model", "etag", "last_modified", "metadata", "language")
-CHUNK_FIELDS = ("title", "text", "heading_path", "anchor", "start_byte", "end_byte", "token_estimate",
-                "is_partial_code", "page_start", "page_end", "embedding", "embedding_model", "embed_reason",
-                "embedding_runtime", "namespace", "text_key", "body_key", "search_config")
+DOCUMENT_FIELDS = (
+    "namespace",
+    "title",
+    "path",
+    "name_key",
+    "content",
+    "content_hash",
+    "media_type",
+    "byte_size",
+    "indexed_at",
+    "embedding_model",
+    "etag",
+    "last_modified",
+    "metadata",
+    "language",
+)
+CHUNK_FIELDS = (
+    "title",
+    "text",
+    "heading_path",
+    "anchor",
+    "start_byte",
+    "end_byte",
+    "token_estimate",
+    "is_partial_code",
+    "page_start",
+    "page_end",
+    "embedding",
+    "embedding_model",
+    "embed_reason",
+    "embedding_runtime",
+    "namespace",
+    "text_key",
+    "body_key",
+    "search_config",
+)
 
 
 @dataclass
@@ -42,9 +73,13 @@ class PendingDocument:
     started: float
     byte_key: str = ""
     block_keys: tuple[str, ...] = ()  # the page's blocks before boilerplate was dropped
-    dropped_blocks: tuple[tuple[int, str], ...] | None = None  # boilerplate taken out (None: as stored)
+    dropped_blocks: tuple[tuple[int, str], ...] | None = (
+        None  # boilerplate taken out (None: as stored)
+    )
     queued_at: float = field(default_factory=time.monotonic)
-    kept: tuple[KeptVector | None, ...] = ()  # per chunk, the stored vector its unchanged text keeps
+    kept: tuple[
+        KeptVector | None, ...
+    ] = ()  # per chunk, the stored vector its unchanged text keeps
 
     def kept_per_chunk(self) -> tuple[KeptVector | None, ...]:
         """`kept`, one entry per chunk (None where the chunk is to be embedded)."""
@@ -67,10 +102,13 @@ class KeptVector:
 
 # --- reads ------------------------------------------------------------------------------------
 
+
 def embedding_column_dimension() -> int:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT atttypmod FROM pg_attribute WHERE attrelid = 'kb_chunk'::regclass "
-                       "AND attname = 'embedding'")
+        cursor.execute(
+            "SELECT atttypmod FROM pg_attribute WHERE attrelid = 'kb_chunk'::regclass "
+            "AND attname = 'embedding'"
+        )
         return cursor.fetchone()[0]
 
 
@@ -78,8 +116,19 @@ def stored_documents(source: Source, refs: list[str] | None = None) -> dict[str,
     documents = Document.objects.filter(source=source)
     if refs is not None:
         documents = documents.filter(ref__in=refs)
-    rows = documents.values_list("ref", "id", "content_hash", "embedding_model", "title", "content", "media_type",
-                                 "path", "etag", "last_modified", "metadata")
+    rows = documents.values_list(
+        "ref",
+        "id",
+        "content_hash",
+        "embedding_model",
+        "title",
+        "content",
+        "media_type",
+        "path",
+        "etag",
+        "last_modified",
+        "metadata",
+    )
     return {ref: StoredDocument(*rest) for ref, *rest in rows}
 
 
@@ -87,9 +136,12 @@ def stored_vectors(source: Source, document_ids: list[int], model_id: str) -> di
     """The vectors `model_id` computed for these documents of `source`, by chunk text: a document
     chunked again keeps them for every chunk whose text did not change (same text, same model,
     same vector), so only what changed is embedded."""
-    rows = Chunk.objects.filter(namespace_id=source.namespace_id, document__source=source,
-                                document_id__in=document_ids, embedding_model=model_id).values_list(
-        "text", "embedding", "embed_reason", "embedding_runtime")
+    rows = Chunk.objects.filter(
+        namespace_id=source.namespace_id,
+        document__source=source,
+        document_id__in=document_ids,
+        embedding_model=model_id,
+    ).values_list("text", "embedding", "embed_reason", "embedding_runtime")
     return {text: KeptVector(vector, reason, runtime) for text, vector, reason, runtime in rows}
 
 
@@ -97,11 +149,16 @@ def known_documents(source: Source) -> dict[str, KnownDocument]:
     """What the loader may skip fetching: each document's validators and links, under its ref and
     under the URL it was fetched as. Documents of an older pipeline are fetched whole again."""
     known = {}
-    for d in Document.objects.filter(source=source).only("ref", "etag", "last_modified", "metadata"):
+    for d in Document.objects.filter(source=source).only(
+        "ref", "etag", "last_modified", "metadata"
+    ):
         current = d.metadata.get("pipeline") == PIPELINE_VERSION
         document = KnownDocument(
-            ref=d.ref, etag=d.etag if current else "", last_modified=d.last_modified if current else "",
-            lastmod=d.metadata.get("lastmod", "") if current else "", links=tuple(d.metadata.get("links", ())),
+            ref=d.ref,
+            etag=d.etag if current else "",
+            last_modified=d.last_modified if current else "",
+            lastmod=d.metadata.get("lastmod", "") if current else "",
+            links=tuple(d.metadata.get("links", ())),
         )
         known[d.ref] = document
         fetched_as = d.metadata.get("url", "")
@@ -116,27 +173,53 @@ def failed_refs(run: IngestRun) -> set[str]:
 
 # --- writes -----------------------------------------------------------------------------------
 
-def write_batch(source: Source, pending: list[PendingDocument], vectors, model_id: str,
-                stored: dict[str, StoredDocument], runtime: str = "") -> int:
+
+def write_batch(
+    source: Source,
+    pending: list[PendingDocument],
+    vectors,
+    model_id: str,
+    stored: dict[str, StoredDocument],
+    runtime: str = "",
+) -> int:
     """Upsert a batch of documents and their chunks and delete their orphaned tails, in one
     transaction; returns the number of chunks written. `runtime` is what computed the vectors
     (the local model's `document_runtime_in_use`), kept with each chunk."""
     now = timezone.now()
     documents = [document_row(source, p, stored.get(p.item.ref), now, model_id) for p in pending]
     with transaction.atomic():
-        written = Document.objects.bulk_create(documents, update_conflicts=True, unique_fields=["source", "ref"],
-                                               update_fields=list(DOCUMENT_FIELDS))
+        written = Document.objects.bulk_create(
+            documents,
+            update_conflicts=True,
+            unique_fields=["source", "ref"],
+            update_fields=list(DOCUMENT_FIELDS),
+        )
         rows, offset = [], 0
         language, main = language_setting(source.namespace_id)
         for p, document in zip(pending, written, strict=True):
             config = document_config(language, document.language, main)
-            for chunk, vector, old in zip(p.chunks, vectors[offset: offset + len(p.chunks)], p.kept_per_chunk(),
-                                          strict=True):
-                rows.append(chunk_row(source, document, chunk, vector, model_id, old.reason if old else p.reason,
-                                      old.runtime if old else runtime, config))
+            for chunk, vector, old in zip(
+                p.chunks, vectors[offset : offset + len(p.chunks)], p.kept_per_chunk(), strict=True
+            ):
+                rows.append(
+                    chunk_row(
+                        source,
+                        document,
+                        chunk,
+                        vector,
+                        model_id,
+                        old.reason if old else p.reason,
+                        old.runtime if old else runtime,
+                        config,
+                    )
+                )
             offset += len(p.chunks)
-        Chunk.objects.bulk_create(rows, update_conflicts=True, unique_fields=["document", "position"],
-                                  update_fields=list(CHUNK_FIELDS))
+        Chunk.objects.bulk_create(
+            rows,
+            update_conflicts=True,
+            unique_fields=["document", "position"],
+            update_fields=list(CHUNK_FIELDS),
+        )
         with connection.cursor() as cursor:
             cursor.execute(
                 "DELETE FROM kb_chunk c USING unnest(%s::bigint[], %s::int[]) AS t(document_id, n) "
@@ -153,21 +236,44 @@ def language_setting(namespace_id: int) -> tuple[str, str]:
     passages stored; without the lock they could commit after the relex listed the documents and
     keep the old configuration."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT language, document_languages::text FROM kb_namespace WHERE id = %s FOR SHARE",
-                       [namespace_id])
+        cursor.execute(
+            "SELECT language, document_languages::text FROM kb_namespace WHERE id = %s FOR SHARE",
+            [namespace_id],
+        )
         language, languages = cursor.fetchone()
     return language, main_language(json.loads(languages))
 
 
-def chunk_row(source: Source, document: Document, chunk: ChunkSpec, vector, model_id: str, reason: str,
-              runtime: str = "", search_config: str = DEFAULT_CONFIG) -> Chunk:
+def chunk_row(
+    source: Source,
+    document: Document,
+    chunk: ChunkSpec,
+    vector,
+    model_id: str,
+    reason: str,
+    runtime: str = "",
+    search_config: str = DEFAULT_CONFIG,
+) -> Chunk:
     return Chunk(
-        document_id=document.pk, namespace_id=source.namespace_id, position=chunk.position, title=document.title,
-        text=chunk.text, heading_path=list(chunk.heading_path), anchor=chunk.anchor[:300],
-        start_byte=chunk.start_byte, end_byte=chunk.end_byte, token_estimate=chunk.token_estimate,
-        is_partial_code=chunk.partial_code, page_start=chunk.page_start, page_end=chunk.page_end,
-        embedding=vector, embedding_model=model_id, embed_reason=embed_reason(reason),
-        embedding_runtime=runtime, text_key=duplicate_key(chunk.text), body_key=duplicate_key(chunk.body),
+        document_id=document.pk,
+        namespace_id=source.namespace_id,
+        position=chunk.position,
+        title=document.title,
+        text=chunk.text,
+        heading_path=list(chunk.heading_path),
+        anchor=chunk.anchor[:300],
+        start_byte=chunk.start_byte,
+        end_byte=chunk.end_byte,
+        token_estimate=chunk.token_estimate,
+        is_partial_code=chunk.partial_code,
+        page_start=chunk.page_start,
+        page_end=chunk.page_end,
+        embedding=vector,
+        embedding_model=model_id,
+        embed_reason=embed_reason(reason),
+        embedding_runtime=runtime,
+        text_key=duplicate_key(chunk.text),
+        body_key=duplicate_key(chunk.body),
         search_config=search_config,
     )
 
@@ -175,10 +281,12 @@ def chunk_row(source: Source, document: Document, chunk: ChunkSpec, vector, mode
 def embed_reason(reason: str) -> str:
     """Why the chunk was embedded: the decision that opens the item's report text, without what
     the report adds after it ("new; low_recall 0.42; 3 repeated blocks dropped" is "new")."""
-    return reason.split(";", 1)[0].strip()[:Chunk._meta.get_field("embed_reason").max_length]
+    return reason.split(";", 1)[0].strip()[: Chunk._meta.get_field("embed_reason").max_length]
 
 
-def document_row(source: Source, p: PendingDocument, stored: StoredDocument | None, now, model_id: str) -> Document:
+def document_row(
+    source: Source, p: PendingDocument, stored: StoredDocument | None, now, model_id: str
+) -> Document:
     """The document as it will be stored. Re-embedding stored content (nothing was fetched)
     keeps the stored path, validators and metadata."""
     item, extracted = p.item, p.extracted
@@ -194,11 +302,22 @@ def document_row(source: Source, p: PendingDocument, stored: StoredDocument | No
         path, etag, last_modified = item.path[:2048], item.etag[:300], item.last_modified[:100]
         metadata = fetched_metadata(p)
     return Document(
-        source=source, ref=item.ref, namespace_id=source.namespace_id, title=title,
-        path=path, name_key=document_name_key(title, path or item.ref), content=extracted.content,
-        content_hash=p.content_hash, media_type=extracted.media_type,
-        byte_size=len(extracted.content.encode("utf-8")), created_at=item.created_at, indexed_at=now,
-        embedding_model=model_id, etag=etag, last_modified=last_modified, metadata=metadata,
+        source=source,
+        ref=item.ref,
+        namespace_id=source.namespace_id,
+        title=title,
+        path=path,
+        name_key=document_name_key(title, path or item.ref),
+        content=extracted.content,
+        content_hash=p.content_hash,
+        media_type=extracted.media_type,
+        byte_size=len(extracted.content.encode("utf-8")),
+        created_at=item.created_at,
+        indexed_at=now,
+        embedding_model=model_id,
+        etag=etag,
+        last_modified=last_modified,
+        metadata=metadata,
         language=detect(extracted.content),
     )
 
@@ -207,22 +326,37 @@ def fetched_metadata(p: PendingDocument) -> dict:
     """What a freshly read document keeps beside its text (empty values left out)."""
     item, extracted = p.item, p.extracted
     links = list(item.links or extracted.links)
-    return {key: value for key, value in (
-        ("lastmod", item.lastmod), ("links", links), ("url", item.url), ("byte_key", p.byte_key),
-        ("original_type", item.media_type if extracted.page_unit or item.media_type != extracted.media_type else ""),
-        ("page_unit", extracted.page_unit), ("pages", [list(page) for page in extracted.pages]),
-        ("site_anchors", extracted.site_anchors), ("block_keys", list(p.block_keys)),
-        ("cut", list(extracted.cut or ())),
-        ("boilerplate_dropped", [list(pair) for pair in p.dropped_blocks or ()]),
-        ("ocr_pages", [number for number, _ in extracted.ocr_pages]),
-        ("ocr_confidence", [confidence for _, confidence in extracted.ocr_pages]),
-        ("low_recall", low_recall_of(p.reason)),  # the page's recall when under the threshold
-        ("pipeline", PIPELINE_VERSION),
-    ) if value}
+    return {
+        key: value
+        for key, value in (
+            ("lastmod", item.lastmod),
+            ("links", links),
+            ("url", item.url),
+            ("byte_key", p.byte_key),
+            (
+                "original_type",
+                item.media_type
+                if extracted.page_unit or item.media_type != extracted.media_type
+                else "",
+            ),
+            ("page_unit", extracted.page_unit),
+            ("pages", [list(page) for page in extracted.pages]),
+            ("site_anchors", extracted.site_anchors),
+            ("block_keys", list(p.block_keys)),
+            ("cut", list(extracted.cut or ())),
+            ("boilerplate_dropped", [list(pair) for pair in p.dropped_blocks or ()]),
+            ("ocr_pages", [number for number, _ in extracted.ocr_pages]),
+            ("ocr_confidence", [confidence for _, confidence in extracted.ocr_pages]),
+            ("low_recall", low_recall_of(p.reason)),  # the page's recall when under the threshold
+            ("pipeline", PIPELINE_VERSION),
+        )
+        if value
+    }
 
 
-def touch_unchanged(item: LoadedItem, stored: StoredDocument, extracted: Extracted | None,
-                    byte_key: str = "") -> None:
+def touch_unchanged(
+    item: LoadedItem, stored: StoredDocument, extracted: Extracted | None, byte_key: str = ""
+) -> None:
     """Same text: keep validators (and the byte key) current, cheaply; re-embed nothing."""
     changes = {}
     if item.etag or item.last_modified:
@@ -245,9 +379,17 @@ def move_document(doc_id: int, ref: str, path: str, url: str = "") -> None:
     """A renamed file: its document takes the new ref, path and web URL (and the name key they
     give); its passages and their vectors stay as they are."""
     document = Document.objects.only("title", "metadata").get(pk=doc_id)
-    metadata = {**document.metadata, "url": url} if url else {k: v for k, v in document.metadata.items() if k != "url"}
-    Document.objects.filter(pk=doc_id).update(ref=ref, path=path[:2048], metadata=metadata,
-                                              name_key=document_name_key(document.title, path or ref))
+    metadata = (
+        {**document.metadata, "url": url}
+        if url
+        else {k: v for k, v in document.metadata.items() if k != "url"}
+    )
+    Document.objects.filter(pk=doc_id).update(
+        ref=ref,
+        path=path[:2048],
+        metadata=metadata,
+        name_key=document_name_key(document.title, path or ref),
+    )
 
 
 def remove_document(doc_id: int) -> None:

@@ -24,7 +24,11 @@ def refresh_source(source_id: int) -> str:
     source = Source.objects.filter(pk=source_id, enabled=True).first()
     if source is None:
         return f"source {source_id}: gone or disabled"
-    tick = Schedule.objects.filter(name=REFRESH_SCHEDULE.format(id=source_id)).values_list("task", flat=True).first()
+    tick = (
+        Schedule.objects.filter(name=REFRESH_SCHEDULE.format(id=source_id))
+        .values_list("task", flat=True)
+        .first()
+    )
     if tick:
         earlier = IngestRun.objects.filter(source=source, task_id=tick).order_by("pk").first()
         if earlier is not None:

@@ -62,7 +62,9 @@ def sweep_stale_uploads() -> int:
             continue
         try:
             with open(entry.path, "rb") as handle:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)  # fails while its writer lives
+                fcntl.flock(
+                    handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB
+                )  # fails while its writer lives
                 os.unlink(entry.path)
         except BlockingIOError:
             continue
@@ -70,5 +72,7 @@ def sweep_stale_uploads() -> int:
             continue
         removed += 1
     if removed:
-        logger.warning("removed %d upload files left in %s by a server killed mid-upload", removed, folder)
+        logger.warning(
+            "removed %d upload files left in %s by a server killed mid-upload", removed, folder
+        )
     return removed

@@ -49,20 +49,28 @@ MAX_PATH_CHARS = 1024  # SourceFile.path
 EOCD_SIGNATURE, EOCD_SIZE = b"PK\x05\x06", 22
 ZIP64_LOCATOR_SIGNATURE, ZIP64_EOCD_SIGNATURE = b"PK\x06\x07", b"PK\x06\x06"
 
+
 @dataclass
 class UploadReport:
     added: list[str] = field(default_factory=list)
     replaced: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     skipped: list[dict] = field(default_factory=list)  # {"path", "code", "message"}
-    archives: list[dict] = field(default_factory=list)  # {"name", "files"}: each .zip and how many it gave
+    archives: list[dict] = field(
+        default_factory=list
+    )  # {"name", "files"}: each .zip and how many it gave
 
     def skip(self, path: str, code: str, message: str) -> None:
         self.skipped.append({"path": path, "code": code, "message": message})
 
     def as_dict(self) -> dict:
-        return {"added": self.added, "replaced": self.replaced, "unchanged": self.unchanged,
-                "skipped": self.skipped, "archives": self.archives}
+        return {
+            "added": self.added,
+            "replaced": self.replaced,
+            "unchanged": self.unchanged,
+            "skipped": self.skipped,
+            "archives": self.archives,
+        }
 
 
 @dataclass
@@ -94,14 +102,20 @@ def read_upload(uploads: Iterable[tuple[str, BinaryIO]]) -> ReadUpload:
                 members = _archive_members(handle, report)
                 report.archives.append({"name": name, "files": len(members)})
                 accepted.extend(members)
-            elif not media_type_for(name):  # chosen by hand, unlike an archive's strays: refused, not skipped
-                raise UnsupportedType(f"{name!r} is not a type that is read. The types read are {types_read()}.",
-                                      details={"path": name})
+            elif not media_type_for(
+                name
+            ):  # chosen by hand, unlike an archive's strays: refused, not skipped
+                raise UnsupportedType(
+                    f"{name!r} is not a type that is read. The types read are {types_read()}.",
+                    details={"path": name},
+                )
             else:
                 accepted.append((name, _read_capped(handle, _limit_for(name), name)))
         except KBError as exc:
-            raise type(exc)(f"{name}: {exc.message} Nothing of this upload was stored.",
-                            details={**exc.details, "upload": name}) from exc
+            raise type(exc)(
+                f"{name}: {exc.message} Nothing of this upload was stored.",
+                details={**exc.details, "upload": name},
+            ) from exc
     kept = []
     for path, data in accepted:
         if data:
@@ -131,15 +145,20 @@ def _once_each(files: list[tuple[str, bytes]], report: UploadReport) -> list[tup
 
 def _limit_for(name: str) -> int:
     conf = kb_settings()
-    return max_bytes_for(media_type_for(name), text_limit=conf.fetch_max_bytes,
-                         document_limit=conf.document_max_bytes)
+    return max_bytes_for(
+        media_type_for(name),
+        text_limit=conf.fetch_max_bytes,
+        document_limit=conf.document_max_bytes,
+    )
 
 
 def _read_capped(handle: BinaryIO, limit: int, name: str) -> bytes:
     data = handle.read(limit + 1)
     if len(data) > limit:
-        raise ContentTooLarge(f"{name!r} is larger than its limit of {limit} bytes.",
-                              details={"path": name, "max_bytes": limit})
+        raise ContentTooLarge(
+            f"{name!r} is larger than its limit of {limit} bytes.",
+            details={"path": name, "max_bytes": limit},
+        )
     return data
 
 
@@ -150,7 +169,9 @@ def safe_member_path(path: str) -> str:
     path = unicodedata.normalize("NFC", path.replace("\\", "/"))
     if path.startswith("/") or (len(path) > 1 and path[1] == ":") or "\x00" in path:
         return ""
-    if ".." in path.split("/"):  # `bundle/../evil.txt` too: a name that climbs is skipped, not normalised
+    if ".." in path.split(
+        "/"
+    ):  # `bundle/../evil.txt` too: a name that climbs is skipped, not normalised
         return ""
     normal = normpath(path)
     if normal in (".", "") or normal.startswith("../") or normal == ".." or "/../" in f"/{normal}/":
@@ -164,7 +185,9 @@ def _shortened(segment: str) -> str:
     stem, dot, extension = segment.rpartition(".")
     if not dot or len(extension) > 16:
         stem, extension = segment, ""
-    suffix = f"~{hashlib.sha256(segment.encode()).hexdigest()[:8]}" + (f".{extension}" if extension else "")
+    suffix = f"~{hashlib.sha256(segment.encode()).hexdigest()[:8]}" + (
+        f".{extension}" if extension else ""
+    )
     room = MAX_SEGMENT_BYTES - len(suffix.encode("utf-8"))
     return stem.encode("utf-8")[:room].decode("utf-8", "ignore") + suffix
 
@@ -176,12 +199,14 @@ def declared_member_count(raw: bytes) -> int:
     tail_start = max(0, len(raw) - EOCD_SIZE - 65535)
     at = raw.rfind(EOCD_SIGNATURE, tail_start)
     if at < 0 or len(raw) - at < EOCD_SIZE:
-        raise ArchiveRejected("The upload is not a readable .zip file: it has no end-of-central-directory record.")
-    total = int.from_bytes(raw[at + 10:at + 12], "little")
-    if total == 0xFFFF and raw[at - 20:at - 16] == ZIP64_LOCATOR_SIGNATURE:
-        offset = int.from_bytes(raw[at - 12:at - 4], "little")
-        if raw[offset:offset + 4] == ZIP64_EOCD_SIGNATURE:
-            total = int.from_bytes(raw[offset + 32:offset + 40], "little")
+        raise ArchiveRejected(
+            "The upload is not a readable .zip file: it has no end-of-central-directory record."
+        )
+    total = int.from_bytes(raw[at + 10 : at + 12], "little")
+    if total == 0xFFFF and raw[at - 20 : at - 16] == ZIP64_LOCATOR_SIGNATURE:
+        offset = int.from_bytes(raw[at - 12 : at - 4], "little")
+        if raw[offset : offset + 4] == ZIP64_EOCD_SIGNATURE:
+            total = int.from_bytes(raw[offset + 32 : offset + 40], "little")
     return total
 
 
@@ -192,8 +217,10 @@ def _archive_members(handle: BinaryIO, report: UploadReport) -> list[tuple[str, 
     raw = _read_capped(handle, conf.archive_max_bytes, "archive")
     declared = declared_member_count(raw)
     if declared > conf.archive_max_files:
-        raise ArchiveRejected(f"The archive declares {declared} entries; the limit (KB_ARCHIVE_MAX_FILES) "
-                              f"is {conf.archive_max_files}.")
+        raise ArchiveRejected(
+            f"The archive declares {declared} entries; the limit (KB_ARCHIVE_MAX_FILES) "
+            f"is {conf.archive_max_files}."
+        )
     try:
         archive = zipfile.ZipFile(io.BytesIO(raw))
     except (zipfile.BadZipFile, UnicodeDecodeError, ValueError, EOFError) as exc:
@@ -201,12 +228,16 @@ def _archive_members(handle: BinaryIO, report: UploadReport) -> list[tuple[str, 
     with archive:
         members = [info for info in archive.infolist() if not info.is_dir()]
         if len(members) > conf.archive_max_files:
-            raise ArchiveRejected(f"The archive holds {len(members)} files; the limit (KB_ARCHIVE_MAX_FILES) "
-                                  f"is {conf.archive_max_files}.")
+            raise ArchiveRejected(
+                f"The archive holds {len(members)} files; the limit (KB_ARCHIVE_MAX_FILES) "
+                f"is {conf.archive_max_files}."
+            )
         declared_bytes = sum(info.file_size for info in members)
         if declared_bytes > conf.archive_max_bytes:
-            raise ArchiveRejected(f"The archive unpacks to {declared_bytes} bytes; the limit "
-                                  f"(KB_ARCHIVE_MAX_BYTES) is {conf.archive_max_bytes}.")
+            raise ArchiveRejected(
+                f"The archive unpacks to {declared_bytes} bytes; the limit "
+                f"(KB_ARCHIVE_MAX_BYTES) is {conf.archive_max_bytes}."
+            )
         accepted, unpacked = [], 0
         for info in members:
             path = _member_path(info, report)
@@ -226,7 +257,9 @@ def _member_path(info: zipfile.ZipInfo, report: UploadReport) -> str:
     """The member's safe path, or "" (and a skip in the report) when it is not to be stored."""
     path = safe_member_path(info.filename)
     if not path:
-        report.skip(info.filename[:300], ArchiveRejected.code, "unsafe path (absolute, or with '..')")
+        report.skip(
+            info.filename[:300], ArchiveRejected.code, "unsafe path (absolute, or with '..')"
+        )
     elif stat.S_ISLNK(info.external_attr >> 16):
         report.skip(path, ArchiveRejected.code, "a link")
     elif path.lower().endswith(ARCHIVE_SUFFIXES + (".tar", ".gz", ".tgz", ".7z", ".rar")):
@@ -245,10 +278,20 @@ def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, path: str, lim
         with archive.open(info) as member:
             return member.read(limit + 1)
     except NotImplementedError as exc:  # Deflate64, LZMA variants zipfile cannot read
-        raise ArchiveRejected(f"The archive member {path!r} uses a compression that is not read: {exc}",
-                              details={"path": path}) from exc
-    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError) as exc:  # bad CRC, lying size, corrupt
-        raise ArchiveRejected(f"The archive member {path!r} cannot be read: {exc}", details={"path": path}) from exc
+        raise ArchiveRejected(
+            f"The archive member {path!r} uses a compression that is not read: {exc}",
+            details={"path": path},
+        ) from exc
+    except (
+        zipfile.BadZipFile,
+        zlib.error,
+        EOFError,
+        OSError,
+        ValueError,
+    ) as exc:  # bad CRC, lying size, corrupt
+        raise ArchiveRejected(
+            f"The archive member {path!r} cannot be read: {exc}", details={"path": path}
+        ) from exc
 
 
 def _store_all(source: Source, files: list[tuple[str, bytes]], report: UploadReport) -> None:
@@ -265,7 +308,9 @@ def _store_all(source: Source, files: list[tuple[str, bytes]], report: UploadRep
         raise
 
 
-def _store(source: Source, path: str, data: bytes, report: UploadReport, written: list[str]) -> None:
+def _store(
+    source: Source, path: str, data: bytes, report: UploadReport, written: list[str]
+) -> None:
     if not media_type_for(path):
         report.skip(path, UnsupportedType.code, "not a type that is read")
         return
@@ -274,7 +319,9 @@ def _store(source: Source, path: str, data: bytes, report: UploadReport, written
     if existing is not None and existing.sha256 == digest and default_storage.exists(existing.key):
         report.unchanged.append(path)
         return
-    key = default_storage.save(f"sources/{source.pk}/{digest[:16]}/{path.rsplit('/', 1)[-1]}", ContentFile(data))
+    key = default_storage.save(
+        f"sources/{source.pk}/{digest[:16]}/{path.rsplit('/', 1)[-1]}", ContentFile(data)
+    )
     written.append(key)
     if existing is not None:
         old_key = existing.key
@@ -284,7 +331,9 @@ def _store(source: Source, path: str, data: bytes, report: UploadReport, written
             transaction.on_commit(lambda: default_storage.delete(old_key))
         report.replaced.append(path)
     else:
-        SourceFile.objects.create(source=source, path=path, key=key, sha256=digest, byte_size=len(data))
+        SourceFile.objects.create(
+            source=source, path=path, key=key, sha256=digest, byte_size=len(data)
+        )
         report.added.append(path)
 
 
@@ -302,11 +351,15 @@ def current_source_revision(source: Source) -> str:
 def open_stored_file(key: str, media_type: str = "") -> tuple[bytes, str]:
     """Read an uploaded file from Django storage, refusing traversal and oversized files."""
     conf = kb_settings()
-    max_bytes = max_bytes_for(media_type, text_limit=conf.fetch_max_bytes, document_limit=conf.document_max_bytes)
+    max_bytes = max_bytes_for(
+        media_type, text_limit=conf.fetch_max_bytes, document_limit=conf.document_max_bytes
+    )
     try:
         size = default_storage.size(key)
         if size > max_bytes:
-            raise ContentTooLarge(f"The file {key!r} is {size} bytes; the limit for its type is {max_bytes}.")
+            raise ContentTooLarge(
+                f"The file {key!r} is {size} bytes; the limit for its type is {max_bytes}."
+            )
         with default_storage.open(key, "rb") as handle:
             return handle.read(max_bytes + 1), key
     except SuspiciousFileOperation as exc:

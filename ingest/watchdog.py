@@ -109,9 +109,17 @@ def stalled_runs(now: datetime | None = None) -> list[StuckRun]:
     cutoff = now - _stall()
     stale = Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff)
     runs = IngestRun.objects.filter(stale, status=IngestRun.Status.RUNNING).only(
-        "pk", "heartbeat_at", "started_at", "queued_at", "worker")
-    return [StuckRun(run.pk, _last_sign(run), f"run {run.pk} has made no progress since {_last_sign(run):%H:%M:%S} "
-                     f"UTC (worker {run.worker or 'unknown'})") for run in runs]
+        "pk", "heartbeat_at", "started_at", "queued_at", "worker"
+    )
+    return [
+        StuckRun(
+            run.pk,
+            _last_sign(run),
+            f"run {run.pk} has made no progress since {_last_sign(run):%H:%M:%S} "
+            f"UTC (worker {run.worker or 'unknown'})",
+        )
+        for run in runs
+    ]
 
 
 def waiting_runs(now: datetime | None = None) -> list[StuckRun]:
@@ -119,12 +127,22 @@ def waiting_runs(now: datetime | None = None) -> list[StuckRun]:
     (behind a run that progresses, a queued run is only waiting its turn)."""
     now = now or timezone.now()
     cutoff = now - _stall()
-    progressing = IngestRun.objects.filter(status=IngestRun.Status.RUNNING, heartbeat_at__gte=cutoff).exists()
+    progressing = IngestRun.objects.filter(
+        status=IngestRun.Status.RUNNING, heartbeat_at__gte=cutoff
+    ).exists()
     if progressing:
         return []
-    runs = IngestRun.objects.filter(status=IngestRun.Status.QUEUED, queued_at__lt=cutoff).only("pk", "queued_at")
-    return [StuckRun(run.pk, run.queued_at, f"run {run.pk} is queued and no worker has taken it since "
-                     f"{run.queued_at:%H:%M:%S} UTC") for run in runs]
+    runs = IngestRun.objects.filter(status=IngestRun.Status.QUEUED, queued_at__lt=cutoff).only(
+        "pk", "queued_at"
+    )
+    return [
+        StuckRun(
+            run.pk,
+            run.queued_at,
+            f"run {run.pk} is queued and no worker has taken it since {run.queued_at:%H:%M:%S} UTC",
+        )
+        for run in runs
+    ]
 
 
 def worker_gone(worker: str, started_at: datetime | None) -> bool:
@@ -156,9 +174,14 @@ def fail_stuck_runs(now: datetime | None = None, *, service_restarted: bool = Fa
     running = IngestRun.objects.filter(status=IngestRun.Status.RUNNING)
     failed = []
     for run in running.exclude(worker="") if service_restarted else ():
-        if worker_gone(run.worker, run.started_at) and _fail(run, RunAbandoned(
+        if worker_gone(run.worker, run.started_at) and _fail(
+            run,
+            RunAbandoned(
                 f"The worker running this ingest ({run.worker}) is no longer running: it was killed, or the "
-                "service stopped. Documents written before then are complete. Retry the run."), now):
+                "service stopped. Documents written before then are complete. Retry the run."
+            ),
+            now,
+        ):
             failed.append(run.pk)
     running = running.exclude(pk__in=failed)
     stale = Q(heartbeat_at__lt=abandoned) | Q(heartbeat_at__isnull=True, started_at__lt=abandoned)
@@ -167,12 +190,19 @@ def fail_stuck_runs(now: datetime | None = None, *, service_restarted: bool = Fa
         error = RunAbandoned(
             f"The worker running this ingest ({run.worker or 'unknown'}) made no progress since "
             f"{since:%Y-%m-%d %H:%M:%S} UTC: it died, hung or was stopped, and its machine's qcluster stops "
-            "it so a fresh worker takes the queue. Documents written before then are complete. Retry the run.")
+            "it so a fresh worker takes the queue. Documents written before then are complete. Retry the run."
+        )
         if _fail(run, error, now):
             failed.append(run.pk)
     for run in running.filter(started_at__lt=now - timeout).exclude(pk__in=failed):
-        if _fail(run, RunTimedOut(f"The run was still running {settings.Q_CLUSTER['timeout']} s after it started "
-                                  "(KB_TASK_TIMEOUT); its worker was stopped. Retry it."), now):
+        if _fail(
+            run,
+            RunTimedOut(
+                f"The run was still running {settings.Q_CLUSTER['timeout']} s after it started "
+                "(KB_TASK_TIMEOUT); its worker was stopped. Retry it."
+            ),
+            now,
+        ):
             failed.append(run.pk)
     if failed:
         logger.warning("watchdog failed stuck ingest runs %s", failed)
@@ -181,12 +211,15 @@ def fail_stuck_runs(now: datetime | None = None, *, service_restarted: bool = Fa
 
 def _fail(run: IngestRun, error: IngestError, now: datetime) -> bool:
     """Fail the run unless it finished or beat in the meantime (a conditional update)."""
-    updated = IngestRun.objects.filter(pk=run.pk, status=IngestRun.Status.RUNNING,
-                                       heartbeat_at=run.heartbeat_at).update(
-        status=IngestRun.Status.FAILED, error=f"{error.code}: {error.message}", finished_at=now)
+    updated = IngestRun.objects.filter(
+        pk=run.pk, status=IngestRun.Status.RUNNING, heartbeat_at=run.heartbeat_at
+    ).update(
+        status=IngestRun.Status.FAILED, error=f"{error.code}: {error.message}", finished_at=now
+    )
     if updated:  # the source's last run, unless a newer one was started meanwhile
         Source.objects.filter(pk=run.source_id).exclude(runs__pk__gt=run.pk).update(
-            last_run_at=now, last_run_status=IngestRun.Status.FAILED)
+            last_run_at=now, last_run_status=IngestRun.Status.FAILED
+        )
     return bool(updated)
 
 
@@ -197,8 +230,10 @@ def stop_abandoned_workers(own: dict[int, float], now: datetime | None = None) -
     only one started before the run was failed (never a reused pid) are touched."""
     now = now or timezone.now()
     failed = IngestRun.objects.filter(
-        status=IngestRun.Status.FAILED, error__startswith=RunAbandoned.code,
-        finished_at__gte=now - STOPPED_WORKERS_LOOKBACK, worker__startswith=f"{machine()}:",
+        status=IngestRun.Status.FAILED,
+        error__startswith=RunAbandoned.code,
+        finished_at__gte=now - STOPPED_WORKERS_LOOKBACK,
+        worker__startswith=f"{machine()}:",
     ).values_list("worker", "finished_at")
     stopped = []
     for worker, finished_at in failed:
@@ -208,7 +243,9 @@ def stop_abandoned_workers(own: dict[int, float], now: datetime | None = None) -
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 continue
-            logger.warning("stopped worker %s: its ingest run made no progress (INGEST_RUN_ABANDONED)", worker)
+            logger.warning(
+                "stopped worker %s: its ingest run made no progress (INGEST_RUN_ABANDONED)", worker
+            )
             stopped.append(pid)
     return stopped
 
@@ -218,7 +255,9 @@ def ensure_watchdog_schedule() -> None:
 
     Schedule.objects.update_or_create(
         name=WATCHDOG_SCHEDULE,
-        defaults=dict(func="ingest.tasks.watchdog", schedule_type=Schedule.MINUTES, minutes=1, repeats=-1),
+        defaults=dict(
+            func="ingest.tasks.watchdog", schedule_type=Schedule.MINUTES, minutes=1, repeats=-1
+        ),
     )
 
 
@@ -241,8 +280,13 @@ class ClusterEntry:
         return f"{self.machine}:{self.pid}"
 
     def as_dict(self) -> dict:  # what the cache keeps: plain values, readable by any version
-        return {"machine": self.machine, "pid": self.pid, "started": self.started, "renewed": self.renewed,
-                "family": self.family}
+        return {
+            "machine": self.machine,
+            "pid": self.pid,
+            "started": self.started,
+            "renewed": self.renewed,
+            "family": self.family,
+        }
 
 
 def cluster_lease() -> timedelta:
@@ -251,7 +295,9 @@ def cluster_lease() -> timedelta:
     return timedelta(seconds=max(120, 4 * kb_settings().watchdog_seconds))
 
 
-def register_cluster(started: datetime | None = None, family: dict[int, float] | None = None) -> datetime:
+def register_cluster(
+    started: datetime | None = None, family: dict[int, float] | None = None
+) -> datetime:
     """Record this process as a live cluster started at `started` (now, before it claims
     anything, when it starts), or renew its entry with the processes it forked (`family`);
     entries of dead clusters are dropped. Returns the start time to renew with."""
@@ -285,7 +331,8 @@ def _alive(entry: ClusterEntry, now: datetime) -> bool:
     it renews its entry."""
     if entry.machine == machine():
         return not worker_gone(entry.key, entry.started) or any(
-            _runs(int(pid), created) for pid, created in entry.family.items())
+            _runs(int(pid), created) for pid, created in entry.family.items()
+        )
     return now - entry.renewed < cluster_lease()
 
 
@@ -313,23 +360,38 @@ def release_orphaned_tasks(now: datetime | None = None) -> list[int]:
     if clusters is None:
         return []
     retry = timedelta(seconds=Conf.RETRY)
-    claimed = [row for row in OrmQ.objects.filter(lock__gt=now).only("pk", "lock", "payload")
-               if not _holder_may_live(row.lock - retry, clusters)]
-    beating = set(IngestRun.objects.filter(
-        task_id__in=[row.task_id() for row in claimed], status=IngestRun.Status.RUNNING,
-        heartbeat_at__gte=now - _stall(),
-    ).values_list("task_id", flat=True))
+    claimed = [
+        row
+        for row in OrmQ.objects.filter(lock__gt=now).only("pk", "lock", "payload")
+        if not _holder_may_live(row.lock - retry, clusters)
+    ]
+    beating = set(
+        IngestRun.objects.filter(
+            task_id__in=[row.task_id() for row in claimed],
+            status=IngestRun.Status.RUNNING,
+            heartbeat_at__gte=now - _stall(),
+        ).values_list("task_id", flat=True)
+    )
     released = []
     for row in claimed:
-        if row.task_id() in beating:  # its worker works: the record of clusters is wrong, not the worker
+        if (
+            row.task_id() in beating
+        ):  # its worker works: the record of clusters is wrong, not the worker
             continue
-        if OrmQ.objects.filter(pk=row.pk, lock=row.lock).update(lock=now):  # unless claimed again meanwhile
+        if OrmQ.objects.filter(pk=row.pk, lock=row.lock).update(
+            lock=now
+        ):  # unless claimed again meanwhile
             released.append(row.pk)
     if released:
-        logger.warning("released queue entries %s: the clusters that had claimed them no longer run", released)
+        logger.warning(
+            "released queue entries %s: the clusters that had claimed them no longer run", released
+        )
     return released
 
 
 def queue_entry(task_id: str) -> OrmQ | None:
     """The queue's row of the task `task_id`, claimed or not; None once it ended (or was lost)."""
-    return next((row for row in OrmQ.objects.only("pk", "lock", "payload") if row.task_id() == task_id), None)
+    return next(
+        (row for row in OrmQ.objects.only("pk", "lock", "payload") if row.task_id() == task_id),
+        None,
+    )

@@ -40,7 +40,15 @@ def _named(languages: tuple[str, ...]) -> str:
 class NamespaceAdmin(NamespaceScoped):
     """Members see and edit their namespaces; creating or deleting a tenant is a superuser's."""
 
-    list_display = ["slug", "title", "is_public", "language", "source_count", "fusion_weights", "created_at"]
+    list_display = [
+        "slug",
+        "title",
+        "is_public",
+        "language",
+        "source_count",
+        "fusion_weights",
+        "created_at",
+    ]
     list_filter = ["is_public", "language"]
     search_fields = ["slug", "title"]
     readonly_fields = ["fusion_weights", "text_search", "meaning_channel"]
@@ -64,15 +72,25 @@ class NamespaceAdmin(NamespaceScoped):
 
     def _lex_again(self, request, namespaces):
         for namespace in namespaces:
-            async_task("kb.lexing.apply_language_task", namespace.pk, task_name=f"lex-namespace-{namespace.pk}")
-            self.message_user(request, f"Namespace {namespace}: its passages are being lexed again in the background "
-                                       "(\"text search\" on its page shows the progress).", messages.INFO)
+            async_task(
+                "kb.lexing.apply_language_task",
+                namespace.pk,
+                task_name=f"lex-namespace-{namespace.pk}",
+            )
+            self.message_user(
+                request,
+                f"Namespace {namespace}: its passages are being lexed again in the background "
+                '("text search" on its page shows the progress).',
+                messages.INFO,
+            )
 
     @admin.display(description="meaning (vector) channel")
     def meaning_channel(self, obj):
         foreign = foreign_passages(obj.passage_models, get_embedder().model_id)
-        languages = ", ".join(f"{language_name(code) if code else 'not named'}: {n:,}"
-                              for code, n in sorted(obj.document_languages.items(), key=lambda item: -item[1]))
+        languages = ", ".join(
+            f"{language_name(code) if code else 'not named'}: {n:,}"
+            for code, n in sorted(obj.document_languages.items(), key=lambda item: -item[1])
+        )
         if foreign is not None and foreign.whole:
             return f"not used. {foreign.said()} (documents by language: {languages or 'none yet'})"
         models = f"{foreign.said()} " if foreign is not None else ""
@@ -81,15 +99,23 @@ class NamespaceAdmin(NamespaceScoped):
         fitted = getattr(obj, "fusion", None) is not None
         words_alone, with_meaning = languages_queries_decide(obj.document_languages, read)
         if leaves_out(share) and not fitted:
-            verdict = (f"not used: {share:.0%} of the documents are in {language}, which the "
-                       "embedding model is not said to read; searches rank by words alone"
-                       + (f", except a query in {_named(with_meaning)}" if with_meaning else "")
-                       + ", unless the model is measured to read the text in part (a namespace of 30 documents or "
-                         "more: then meaning counts at a quarter, as each search's explanation says)")
+            verdict = (
+                f"not used: {share:.0%} of the documents are in {language}, which the "
+                "embedding model is not said to read; searches rank by words alone"
+                + (f", except a query in {_named(with_meaning)}" if with_meaning else "")
+                + ", unless the model is measured to read the text in part (a namespace of 30 documents or "
+                "more: then meaning counts at a quarter, as each search's explanation says)"
+            )
         elif share:
-            verdict = (f"used; {share:.0%} of the documents are in {language}, which the embedding model does "
-                       "not read" + (f"; a query in {_named(words_alone)} is ranked by words alone"
-                                     if words_alone and not fitted else ""))
+            verdict = (
+                f"used; {share:.0%} of the documents are in {language}, which the embedding model does "
+                "not read"
+                + (
+                    f"; a query in {_named(words_alone)} is ranked by words alone"
+                    if words_alone and not fitted
+                    else ""
+                )
+            )
         else:
             verdict = "used"
         return f"{models}{verdict} (documents by language: {languages or 'none yet'})"
@@ -101,15 +127,21 @@ class NamespaceAdmin(NamespaceScoped):
         counts = passages_by_config(obj.pk)
         found = ", ".join(f"{config}: {n:,}" for config, n in counts.items()) or "no passages yet"
         if obj.relexing:  # set by a change of setting, cleared only by a relex that finished
-            found += ("; being lexed again as the setting says (queries meet every configuration until it "
-                      "finishes; if no worker is running it, use the action \"Lex stored passages again\")")
+            found += (
+                "; being lexed again as the setting says (queries meet every configuration until it "
+                'finishes; if no worker is running it, use the action "Lex stored passages again")'
+            )
         return found
 
     def get_queryset(self, request):
         # a GROUP BY drops Meta.ordering: ordered again, so pages (the autocomplete's too) are stable
-        return (super().get_queryset(request).annotate(_sources=Count("sources"))
-                .select_related("fusion", "meaning_estimate")
-                .order_by("slug"))
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(_sources=Count("sources"))
+            .select_related("fusion", "meaning_estimate")
+            .order_by("slug")
+        )
 
     def has_add_permission(self, request):
         return request.user.is_superuser
@@ -121,9 +153,13 @@ class NamespaceAdmin(NamespaceScoped):
     def fusion_weights(self, obj):
         calibration = getattr(obj, "fusion", None) if obj.pk else None
         if calibration is None:
-            return self._unjudged_weights(getattr(obj, "meaning_estimate", None) if obj.pk else None)
-        return (f"{1 - calibration.lexical_weight:g} / {calibration.lexical_weight:g} (fitted "
-                f"{calibration.fitted_at:%Y-%m-%d} to {calibration.fitted_on}, v{calibration.version})")
+            return self._unjudged_weights(
+                getattr(obj, "meaning_estimate", None) if obj.pk else None
+            )
+        return (
+            f"{1 - calibration.lexical_weight:g} / {calibration.lexical_weight:g} (fitted "
+            f"{calibration.fitted_at:%Y-%m-%d} to {calibration.fitted_on}, v{calibration.version})"
+        )
 
     @staticmethod
     def _unjudged_weights(estimate) -> str:
@@ -133,8 +169,11 @@ class NamespaceAdmin(NamespaceScoped):
         found = log_summary(estimate.median_excess, estimate.searches)
         if broad(estimate.median_excess, estimate.searches):
             return f"1 / 0, estimated from the search log ({found}: a broad collection; no judged queries fitted)"
-        why = (f"fewer than the {ESTIMATE_MIN_SEARCHES} a median needs" if estimate.searches < ESTIMATE_MIN_SEARCHES
-               else f"below the {WORDS_OFF_EXCESS:g} from which words stop weighing")
+        why = (
+            f"fewer than the {ESTIMATE_MIN_SEARCHES} a median needs"
+            if estimate.searches < ESTIMATE_MIN_SEARCHES
+            else f"below the {WORDS_OFF_EXCESS:g} from which words stop weighing"
+        )
         return f"default (no judged queries fitted; {found}, {why})"
 
     @admin.display(description="sources", ordering="_sources")
@@ -144,8 +183,16 @@ class NamespaceAdmin(NamespaceScoped):
 
 @admin.register(models.ApiToken)
 class ApiTokenAdmin(SuperuserOnly):
-    list_display = ["name", "prefix", "scope", "namespace_list", "rate_limit_per_minute", "created_at",
-                    "last_used_at", "revoked_at"]
+    list_display = [
+        "name",
+        "prefix",
+        "scope",
+        "namespace_list",
+        "rate_limit_per_minute",
+        "created_at",
+        "last_used_at",
+        "revoked_at",
+    ]
     list_filter = ["scope", "revoked_at"]
     search_fields = ["name", "prefix"]
     readonly_fields = ["prefix", "created_at", "last_used_at"]
@@ -164,7 +211,9 @@ class ApiTokenAdmin(SuperuserOnly):
         form = super().get_form(request, obj, change=change, **kwargs)
         if "revoked_at" in form.base_fields:
             form.base_fields["revoked_at"].help_text = (
-                "When the token stopped working (the Revoke action on the list sets it to now); empty: it works.")
+                "When the token stopped working (the Revoke action on the list sets it to now); "
+                "empty: it works."
+            )
         return form
 
     def save_model(self, request, obj, form, change):
@@ -172,17 +221,21 @@ class ApiTokenAdmin(SuperuserOnly):
             return super().save_model(request, obj, form, change)
         secret = issue_secret(obj)
         super().save_model(request, obj, form, change)
-        self.message_user(request, format_html(
-            "Token created. Copy it now; it is stored only as a hash and will not be shown again: "
-            '<code class="kb-token" id="kb-new-token">{}</code>'
-            '<button type="button" class="button kb-copy" data-copy="kb-new-token">Copy</button>',
-            secret), messages.WARNING)
+        self.message_user(
+            request,
+            format_html(
+                "Token created. Copy it now; it is stored only as a hash and will not be shown again: "
+                '<code class="kb-token" id="kb-new-token">{}</code>'
+                '<button type="button" class="button kb-copy" data-copy="kb-new-token">Copy</button>',
+                secret,
+            ),
+            messages.WARNING,
+        )
 
     @admin.action(description="Revoke selected tokens")
     def revoke(self, request, queryset):
         count = revoke_tokens(queryset)
         self.message_user(request, f"Revoked {count} token(s).", messages.SUCCESS)
-
 
 
 def lock_down_unscoped(site: admin.AdminSite) -> None:

@@ -14,7 +14,12 @@ from django.contrib import admin
 from django.contrib.admin.widgets import ForeignKeyRawIdWidget
 from django.contrib.contenttypes import views as contenttype_views
 from django.contrib.contenttypes.models import ContentType
-from django.core.exceptions import EmptyResultSet, ImproperlyConfigured, PermissionDenied, ValidationError
+from django.core.exceptions import (
+    EmptyResultSet,
+    ImproperlyConfigured,
+    PermissionDenied,
+    ValidationError,
+)
 from django.core.paginator import Paginator
 from django.db import connections
 from django.db.models import Model, QuerySet
@@ -77,7 +82,11 @@ def namespace_of(obj: Model) -> str | None:
 def namespaces_of(obj: Model) -> set[str | None]:
     """Every namespace `obj` draws on: its own and, for a model in SPANS, each one it names.
     Reading it needs all of them."""
-    return {namespace_of(obj), *getattr(obj, SPANS[type(obj)], ())} if type(obj) in SPANS else {namespace_of(obj)}
+    return (
+        {namespace_of(obj), *getattr(obj, SPANS[type(obj)], ())}
+        if type(obj) in SPANS
+        else {namespace_of(obj)}
+    )
 
 
 def _readable(principal: Principal) -> frozenset[str] | None:
@@ -95,9 +104,15 @@ class ConsoleSite(admin.AdminSite):
     `kb.apps.ConsoleAdminConfig`."""
 
     def get_urls(self):
-        shortcut = path("r/<int:content_type_id>/<path:object_id>/", self.admin_view(self.view_on_site),
-                        name="view_on_site")
-        return [shortcut if getattr(url, "name", None) == "view_on_site" else url for url in super().get_urls()]
+        shortcut = path(
+            "r/<int:content_type_id>/<path:object_id>/",
+            self.admin_view(self.view_on_site),
+            name="view_on_site",
+        )
+        return [
+            shortcut if getattr(url, "name", None) == "view_on_site" else url
+            for url in super().get_urls()
+        ]
 
     def view_on_site(self, request, content_type_id, object_id):
         """Django's shortcut for an object the curator may read; one answer for every other id,
@@ -114,7 +129,11 @@ class ConsoleSite(admin.AdminSite):
             obj = model_admin.get_queryset(request).filter(pk=object_id).first()
         except (ValueError, ValidationError):
             raise nowhere from None
-        if obj is None or not model_admin.has_view_permission(request, obj) or not hasattr(obj, "get_absolute_url"):
+        if (
+            obj is None
+            or not model_admin.has_view_permission(request, obj)
+            or not hasattr(obj, "get_absolute_url")
+        ):
             raise nowhere
         return contenttype_views.shortcut(request, content_type_id, object_id)
 
@@ -149,13 +168,20 @@ class ScopedFields:
         kwargs.setdefault("queryset", choices)
         if db_field.name in self.raw_id_fields and "widget" not in kwargs:
             kwargs["widget"] = ScopedRawIdWidget(
-                db_field.remote_field, self.admin_site, using=kwargs.get("using"),
-                queryset=scoped(db_field.related_model._default_manager.all(), _readable(principal)))
+                db_field.remote_field,
+                self.admin_site,
+                using=kwargs.get("using"),
+                queryset=scoped(
+                    db_field.related_model._default_manager.all(), _readable(principal)
+                ),
+            )
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
     def formfield_for_manytomany(self, db_field, request, **kwargs):
         principal = self._principal(request)
-        kwargs.setdefault("queryset", scoped(db_field.related_model._default_manager.all(), _writable(principal)))
+        kwargs.setdefault(
+            "queryset", scoped(db_field.related_model._default_manager.all(), _writable(principal))
+        )
         return super().formfield_for_manytomany(db_field, request, **kwargs)
 
 
@@ -171,8 +197,9 @@ class ScopedRelatedFilter(admin.RelatedFieldListFilter):
 
     def field_choices(self, field, request, model_admin):
         ordering = self.field_admin_ordering(field, request, model_admin)
-        related = scoped(field.related_model._default_manager.all(),
-                         _readable(staff_principal(request.user)))
+        related = scoped(
+            field.related_model._default_manager.all(), _readable(staff_principal(request.user))
+        )
         if ordering:
             related = related.order_by(*ordering)
         return [(obj.pk, str(obj)) for obj in related]
@@ -250,8 +277,10 @@ class NamespaceScoped(ScopedFields, admin.ModelAdmin):
         inlines = super().get_inline_instances(request, obj)
         for inline in inlines:
             if not isinstance(inline, ScopedInline):
-                raise ImproperlyConfigured(f"{type(inline).__name__} is an inline of the scoped {type(self).__name__}; "
-                                           "base it on kb.admin_access.ScopedInline.")
+                raise ImproperlyConfigured(
+                    f"{type(inline).__name__} is an inline of the scoped {type(self).__name__}; "
+                    "base it on kb.admin_access.ScopedInline."
+                )
         return inlines
 
     def get_action(self, action):
@@ -263,7 +292,10 @@ class NamespaceScoped(ScopedFields, admin.ModelAdmin):
 
         def guarded(modeladmin, request, queryset):
             allowed = _writable(modeladmin._principal(request))
-            if allowed is not None and queryset.exclude(pk__in=scoped(queryset, allowed).values("pk")).exists():
+            if (
+                allowed is not None
+                and queryset.exclude(pk__in=scoped(queryset, allowed).values("pk")).exists()
+            ):
                 raise PermissionDenied
             return func(modeladmin, request, queryset)
 
@@ -302,7 +334,6 @@ class SuperuserOnly(admin.ModelAdmin):
         return super().history_view(request, object_id, extra_context)
 
 
-
 class EstimatedCountPaginator(Paginator):
     """Pages that never count a big table row by row. An unfiltered list takes the table's row
     estimate from the statistics (`pg_class.reltuples`); a filtered one the planner's estimate,
@@ -324,8 +355,10 @@ def _planner_estimate(queryset) -> int:
     """Rows the statistics (unfiltered) or the planner (filtered) expect the queryset to hold."""
     if not queryset.query.where:
         with connections[queryset.db].cursor() as cursor:
-            cursor.execute("SELECT reltuples::bigint FROM pg_class WHERE oid = %s::regclass",
-                           [queryset.model._meta.db_table])
+            cursor.execute(
+                "SELECT reltuples::bigint FROM pg_class WHERE oid = %s::regclass",
+                [queryset.model._meta.db_table],
+            )
             row = cursor.fetchone()
         if row and row[0] > 0:
             return int(row[0])
@@ -355,8 +388,11 @@ def count_of(model, field: str, parent):
     """How many `model` rows point at each listed row, counted for the rows of the page only and
     at most to COUNT_CAP + 1 (a source of a million documents is "10,000+", not a second's count)."""
     child, column = model._meta.db_table, model._meta.get_field(field).column
-    return RawSQL(f"SELECT count(*) FROM (SELECT 1 FROM {child} x WHERE x.{column} = {parent._meta.db_table}.id "
-                  f"LIMIT {COUNT_CAP + 1}) capped", ())
+    return RawSQL(
+        f"SELECT count(*) FROM (SELECT 1 FROM {child} x WHERE x.{column} = {parent._meta.db_table}.id "
+        f"LIMIT {COUNT_CAP + 1}) capped",
+        (),
+    )
 
 
 def capped(count: int) -> str:

@@ -41,10 +41,15 @@ class TokenOrSession(HttpBearer):
         if header and scheme.lower() == "bearer" and value.strip():
             return self.authenticate(request, value.strip())
         principal = principal_for(request, None)
-        if principal.kind in ("staff", "member") and request.method not in ("GET", "HEAD", "OPTIONS") \
-                and check_csrf(request):
-            raise CsrfFailed("CSRF check failed for a session-authenticated write; send the CSRF token "
-                            "or use an API token.")
+        if (
+            principal.kind in ("staff", "member")
+            and request.method not in ("GET", "HEAD", "OPTIONS")
+            and check_csrf(request)
+        ):
+            raise CsrfFailed(
+                "CSRF check failed for a session-authenticated write; send the CSRF token "
+                "or use an API token."
+            )
         return principal
 
     def authenticate(self, request, token):
@@ -59,8 +64,13 @@ class StrictJsonParser(Parser):
         return jsonbody.parse(request.body)
 
 
-api = NinjaAPI(title="Knowledge base API", version="1", urls_namespace="api", auth=TokenOrSession(),
-               parser=StrictJsonParser())
+api = NinjaAPI(
+    title="Knowledge base API",
+    version="1",
+    urls_namespace="api",
+    auth=TokenOrSession(),
+    parser=StrictJsonParser(),
+)
 api.add_router("/", retrieval_router)
 api.add_router("/", ingest_router)
 api.add_router("/", capabilities_router)
@@ -88,7 +98,9 @@ def database_error(request, exc):
 
 @api.exception_handler(ValidationError)
 def validation_error(request, exc: ValidationError):
-    return kb_error(request, ValidationFailed("The request is not valid.", details={"errors": exc.errors}))
+    return kb_error(
+        request, ValidationFailed("The request is not valid.", details={"errors": exc.errors})
+    )
 
 
 @api.exception_handler(AuthenticationError)

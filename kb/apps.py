@@ -28,4 +28,6 @@ class KbConfig(AppConfig):
         signins.connect()  # the sign-in log
         # a relex counts the languages itself, and moves no vector
         keep_counted(count_languages, "languages", uid="kb.lexing", unless_sent_by=Relexed)
-        keep_counted(count_models, "embedding models", uid="kb.passage_models", unless_sent_by=Relexed)
+        keep_counted(
+            count_models, "embedding models", uid="kb.passage_models", unless_sent_by=Relexed
+        )

@@ -30,7 +30,9 @@ TOKEN_START = "kb_"
 class Principal:
     kind: str  # token | staff (a superuser) | member (other staff) | anonymous
     token_id: int | None = None
-    namespaces: frozenset[str] | None = None  # a token's or a member's own namespaces; None: every one
+    namespaces: frozenset[str] | None = (
+        None  # a token's or a member's own namespaces; None: every one
+    )
     can_write: bool = False
     writable: frozenset[str] = frozenset()  # members: the namespaces they may change
     rate_key: str = ""  # the counter its requests are charged to (`charge`)
@@ -88,11 +90,15 @@ class Principal:
             if write or not Namespace.objects.filter(slug=namespace, is_public=True).exists():
                 raise AuthenticationRequired(
                     "Authentication required: sign in at /accounts/login/, or send "
-                    "'Authorization: Bearer <token>'.", details={"sign_in": "/accounts/login/"})
+                    "'Authorization: Bearer <token>'.",
+                    details={"sign_in": "/accounts/login/"},
+                )
             return
         if namespace not in (self.namespaces or ()):
-            raise Forbidden(f"This token may not use namespace {namespace!r}, or there is none of that name.",
-                            details={"namespace": namespace})  # one answer for both: names do not leak
+            raise Forbidden(
+                f"This token may not use namespace {namespace!r}, or there is none of that name.",
+                details={"namespace": namespace},
+            )  # one answer for both: names do not leak
         if write and not self.can_write:
             raise Forbidden("This token is read-only; writing needs a token with the write scope.")
 
@@ -100,11 +106,16 @@ class Principal:
         """A member outside its memberships: a public namespace is read as by anyone; changing it,
         or reading a private one (or one that does not exist: one answer for both), is refused."""
         if not Namespace.objects.filter(slug=namespace, is_public=True).exists():
-            raise Forbidden(f"You are not a member of namespace {namespace!r}, or there is none of that name.",
-                            details={"namespace": namespace})
+            raise Forbidden(
+                f"You are not a member of namespace {namespace!r}, or there is none of that name.",
+                details={"namespace": namespace},
+            )
         if write:
-            raise Forbidden(f"Namespace {namespace!r} is public: you may read it, but changing it needs a "
-                            "membership with write rights; ask its curators.", details={"namespace": namespace})
+            raise Forbidden(
+                f"Namespace {namespace!r} is public: you may read it, but changing it needs a "
+                "membership with write rights; ask its curators.",
+                details={"namespace": namespace},
+            )
 
 
 def _digest(secret: str) -> str:
@@ -119,8 +130,13 @@ def issue_secret(token: ApiToken) -> str:
     return plaintext
 
 
-def issue_token(name: str, *, namespaces: list[Namespace], scope: str = ApiToken.Scope.READ,
-                rate_limit_per_minute: int = 120) -> tuple[ApiToken, str]:
+def issue_token(
+    name: str,
+    *,
+    namespaces: list[Namespace],
+    scope: str = ApiToken.Scope.READ,
+    rate_limit_per_minute: int = 120,
+) -> tuple[ApiToken, str]:
     """Create a token and return it with its plaintext, which is never stored or shown again."""
     token = ApiToken(name=name, scope=scope, rate_limit_per_minute=rate_limit_per_minute)
     plaintext = issue_secret(token)
@@ -157,10 +173,15 @@ def staff_principal(user) -> Principal:
     member's."""
     if user.is_superuser:
         return Principal("staff", can_write=True)
-    memberships = list(NamespaceMembership.objects.filter(user=user).values_list("namespace__slug", "can_write"))
-    return Principal("member", namespaces=frozenset(slug for slug, _ in memberships),
-                     can_write=any(write for _, write in memberships),
-                     writable=frozenset(slug for slug, write in memberships if write))
+    memberships = list(
+        NamespaceMembership.objects.filter(user=user).values_list("namespace__slug", "can_write")
+    )
+    return Principal(
+        "member",
+        namespaces=frozenset(slug for slug, _ in memberships),
+        can_write=any(write for _, write in memberships),
+        writable=frozenset(slug for slug, write in memberships if write),
+    )
 
 
 def client_address(request) -> str:
@@ -181,21 +202,31 @@ def client_address(request) -> str:
 
 def _token_principal(bearer: str, request=None) -> Principal:
     # the token and its namespaces in one round trip: every API request starts here
-    token = (ApiToken.objects.filter(key_hash=_digest(bearer.strip()))
-             .annotate(slugs=ArrayAgg("namespaces__slug", default=[])).first())
+    token = (
+        ApiToken.objects.filter(key_hash=_digest(bearer.strip()))
+        .annotate(slugs=ArrayAgg("namespaces__slug", default=[]))
+        .first()
+    )
     if token is None or not token.is_active:
         # guessing tokens costs the guesser's address its anonymous limit
-        ratelimit.hit(f"bad-token:{client_address(request) if request is not None else 'unknown'}",
-                      kb_settings().rate_limit_anonymous)
+        ratelimit.hit(
+            f"bad-token:{client_address(request) if request is not None else 'unknown'}",
+            kb_settings().rate_limit_anonymous,
+        )
         raise TokenInvalid("The API token is unknown or revoked.")
     _rate_limit(token)
     now = timezone.now()
     if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
     namespaces = frozenset(slug for slug in token.slugs if slug is not None)
-    return Principal("token", token_id=token.pk, namespaces=namespaces,
-                     can_write=token.scope == ApiToken.Scope.WRITE, rate_key=f"token:{token.pk}",
-                     rate_limit=token.rate_limit_per_minute)
+    return Principal(
+        "token",
+        token_id=token.pk,
+        namespaces=namespaces,
+        can_write=token.scope == ApiToken.Scope.WRITE,
+        rate_key=f"token:{token.pk}",
+        rate_limit=token.rate_limit_per_minute,
+    )
 
 
 def _rate_limit(token: ApiToken) -> None:

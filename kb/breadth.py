@@ -34,7 +34,11 @@ def meaning_excess(top: float, mean: float, spread: float, passages: int) -> flo
     """How many standard deviations a query's best cosine stands above the cosines of every
     passage of its namespace (their `mean` and `spread` for this query), beyond what chance gives
     the best of that many passages. None without a finite spread to count in."""
-    if not (math.isfinite(top) and math.isfinite(mean) and math.isfinite(spread)) or spread <= 0 or passages < 3:
+    if (
+        not (math.isfinite(top) and math.isfinite(mean) and math.isfinite(spread))
+        or spread <= 0
+        or passages < 3
+    ):
         return None
     return (top - mean) / spread - chance_maximum(passages)
 
@@ -47,5 +51,9 @@ def log_summary(median_excess: float, searches: int) -> str:
 def broad(median_excess: float | None, searches: int) -> bool:
     """Whether a namespace whose latest `searches` searches with an excess stood a median
     `median_excess` beyond chance is a broad collection."""
-    return (median_excess is not None and math.isfinite(median_excess) and searches >= ESTIMATE_MIN_SEARCHES
-            and median_excess >= WORDS_OFF_EXCESS)
+    return (
+        median_excess is not None
+        and math.isfinite(median_excess)
+        and searches >= ESTIMATE_MIN_SEARCHES
+        and median_excess >= WORDS_OFF_EXCESS
+    )

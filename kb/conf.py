@@ -50,7 +50,9 @@ class KBSettings:
     embeddings_url: str
     embeddings_api_key: str = field(repr=False)
     embedding_languages: tuple[str, ...]  # the languages the model reads; empty: any
-    strong_cosine: float | None  # a passage this close in meaning is a strong match; None: the model's own
+    strong_cosine: (
+        float | None
+    )  # a passage this close in meaning is a strong match; None: the model's own
     fetch_allowed_private: tuple[str, ...]
     fetch_max_bytes: int
     fetch_timeout: float
@@ -78,7 +80,9 @@ class KBSettings:
     knowledge_max_bytes: int
     vector_index_min_chunks: int
     vector_index_build_memory_mb: int  # most maintenance_work_mem a vector index build takes
-    posting_lists_min_chunks: int  # a namespace this large gets packed lists (retrieval/posting_lists.py)
+    posting_lists_min_chunks: (
+        int  # a namespace this large gets packed lists (retrieval/posting_lists.py)
+    )
     replica_max_lag_seconds: float  # a read replica further behind than this is not read from
     embedding_query_runtime: str
     embedding_document_runtime: str
@@ -92,7 +96,9 @@ class KBSettings:
     git_max_bytes: int  # most a git source's clone or fetch may bring
     git_timeout: float  # seconds one git command may take
     git_cache_dir: Path  # where each git source's bare mirror is kept
-    git_tokens: dict[str, str] = field(repr=False)  # KB_GIT_TOKEN_<NAME> values (`host[,host]=token`) by <NAME>
+    git_tokens: dict[str, str] = field(
+        repr=False
+    )  # KB_GIT_TOKEN_<NAME> values (`host[,host]=token`) by <NAME>
     answer_url: str  # an OpenAI-compatible base URL (…/v1); "": answers are off
     answer_model: str
     answer_api_key: str = field(repr=False)
@@ -100,7 +106,9 @@ class KBSettings:
     answer_max_tokens: int  # the longest answer asked for
     answer_timeouts: tuple[float, float, float]  # seconds: connect, first token, whole answer
     answer_tools: str  # auto | on | off: whether the server is sent the `read` tool
-    answer_concurrency: int  # answers under way at once in one process; more are refused (ANSWER_BUSY)
+    answer_concurrency: (
+        int  # answers under way at once in one process; more are refused (ANSWER_BUSY)
+    )
     identity: IdentitySettings
 
 
@@ -166,14 +174,23 @@ def kb_settings() -> KBSettings:
         git_cache_dir=Path(settings.KB_GIT_CACHE_DIR),
         git_tokens=dict(settings.KB_GIT_TOKENS),
         identity=IdentitySettings(
-            oidc_issuer=settings.KB_OIDC_ISSUER, oidc_client_id=settings.KB_OIDC_CLIENT_ID,
-            oidc_client_secret=settings.KB_OIDC_CLIENT_SECRET, oidc_scopes=settings.KB_OIDC_SCOPES,
-            oidc_groups_claim=settings.KB_OIDC_GROUPS_CLAIM, oidc_name=settings.KB_OIDC_NAME,
-            ldap_url=settings.KB_LDAP_URL, ldap_start_tls=settings.KB_LDAP_START_TLS,
-            ldap_bind_dn=settings.KB_LDAP_BIND_DN, ldap_bind_password=settings.KB_LDAP_BIND_PASSWORD,
-            ldap_user_base=settings.KB_LDAP_USER_BASE, ldap_user_filter=settings.KB_LDAP_USER_FILTER,
-            ldap_group_base=settings.KB_LDAP_GROUP_BASE, ldap_group_type=settings.KB_LDAP_GROUP_TYPE,
-            resync_seconds=settings.KB_IDENTITY_RESYNC_SECONDS, sign_in_log_days=settings.KB_SIGN_IN_LOG_DAYS),
+            oidc_issuer=settings.KB_OIDC_ISSUER,
+            oidc_client_id=settings.KB_OIDC_CLIENT_ID,
+            oidc_client_secret=settings.KB_OIDC_CLIENT_SECRET,
+            oidc_scopes=settings.KB_OIDC_SCOPES,
+            oidc_groups_claim=settings.KB_OIDC_GROUPS_CLAIM,
+            oidc_name=settings.KB_OIDC_NAME,
+            ldap_url=settings.KB_LDAP_URL,
+            ldap_start_tls=settings.KB_LDAP_START_TLS,
+            ldap_bind_dn=settings.KB_LDAP_BIND_DN,
+            ldap_bind_password=settings.KB_LDAP_BIND_PASSWORD,
+            ldap_user_base=settings.KB_LDAP_USER_BASE,
+            ldap_user_filter=settings.KB_LDAP_USER_FILTER,
+            ldap_group_base=settings.KB_LDAP_GROUP_BASE,
+            ldap_group_type=settings.KB_LDAP_GROUP_TYPE,
+            resync_seconds=settings.KB_IDENTITY_RESYNC_SECONDS,
+            sign_in_log_days=settings.KB_SIGN_IN_LOG_DAYS,
+        ),
     )
     _validate(conf)
     return conf
@@ -201,7 +218,9 @@ def _strong_cosine(value: str | float | None) -> float | None:
 def _not_a_cosine(value) -> ConfigurationError:
     return ConfigurationError(
         f"KB_STRONG_COSINE is a cosine, between -1 and 1, got {value!r}: measure the model's with "
-        "manage.py kb_strong_cosine, or leave it empty for the model's own.", details={"setting": "KB_STRONG_COSINE"})
+        "manage.py kb_strong_cosine, or leave it empty for the model's own.",
+        details={"setting": "KB_STRONG_COSINE"},
+    )
 
 
 def _timeouts(value: str) -> tuple[float, float, float]:
@@ -221,7 +240,9 @@ def _timeouts(value: str) -> tuple[float, float, float]:
 def _bad_timeouts(value) -> ConfigurationError:
     return ConfigurationError(
         f"KB_ANSWER_TIMEOUT is three numbers of seconds, connect,first-token,total (e.g. 5,60,180), each above 0 "
-        f"and at most 3600, got {value!r}.", details={"setting": "KB_ANSWER_TIMEOUT"})
+        f"and at most 3600, got {value!r}.",
+        details={"setting": "KB_ANSWER_TIMEOUT"},
+    )
 
 
 DOCUMENT_RUNTIMES = ("torch", "onnx", "onnx-int8")  # how the local model may embed documents
@@ -249,7 +270,8 @@ def _validate(conf: KBSettings) -> None:
     if odd:
         raise ConfigurationError(
             f"KB_EMBEDDING_LANGUAGES takes ISO 639-1 codes (en,de) or *, got {', '.join(odd)}.",
-            details={"setting": "KB_EMBEDDING_LANGUAGES"})
+            details={"setting": "KB_EMBEDDING_LANGUAGES"},
+        )
     if conf.embedder not in ("local", "e5", "http") and "." not in conf.embedder:
         raise ConfigurationError(
             f"KB_EMBEDDER must be 'local', 'e5', 'http' or a dotted path to a factory, got {conf.embedder!r}.",
@@ -273,23 +295,30 @@ def _validate(conf: KBSettings) -> None:
     if conf.embedding_document_runtime not in DOCUMENT_RUNTIMES:
         raise ConfigurationError(
             f"KB_EMBEDDING_DOCUMENT_RUNTIME must be one of {', '.join(DOCUMENT_RUNTIMES)}, got "
-            f"{conf.embedding_document_runtime!r}.", details={"setting": "KB_EMBEDDING_DOCUMENT_RUNTIME"},
+            f"{conf.embedding_document_runtime!r}.",
+            details={"setting": "KB_EMBEDDING_DOCUMENT_RUNTIME"},
         )
     if conf.warm_model not in ("", "query", "documents"):
         raise ConfigurationError(
             f"KB_WARM_MODEL must be 'query', 'documents' or empty, got {conf.warm_model!r}.",
             details={"setting": "KB_WARM_MODEL"},
         )
-    if conf.public_base_url and not re.fullmatch(r"https?://[^/?#\s]+(/[^?#\s]*)?", conf.public_base_url):
+    if conf.public_base_url and not re.fullmatch(
+        r"https?://[^/?#\s]+(/[^?#\s]*)?", conf.public_base_url
+    ):
         raise ConfigurationError(
             f"KB_PUBLIC_BASE_URL must be an http(s) URL without query or fragment, e.g. https://kb.example.com, "
-            f"got {conf.public_base_url!r}.", details={"setting": "KB_PUBLIC_BASE_URL"})
+            f"got {conf.public_base_url!r}.",
+            details={"setting": "KB_PUBLIC_BASE_URL"},
+        )
     _validate_answers(conf)
     _validate_identity(conf.identity)
     for setting, (attribute, least) in MINIMUMS.items():
         value = getattr(conf, attribute)
         if value < least:
-            raise ConfigurationError(f"{setting} must be at least {least}, got {value}.", details={"setting": setting})
+            raise ConfigurationError(
+                f"{setting} must be at least {least}, got {value}.", details={"setting": setting}
+            )
 
 
 LDAP_GROUP_TYPES = ("groupOfNames", "groupOfUniqueNames", "posixGroup", "activeDirectory")
@@ -300,32 +329,53 @@ def _validate_identity(conf: IdentitySettings) -> None:
     at a person's first sign-in."""
     if conf.oidc_issuer:
         if not re.fullmatch(r"https?://[^/?#\s]+(/[^?#\s]*)?", conf.oidc_issuer):
-            raise ConfigurationError(f"KB_OIDC_ISSUER must be the provider's http(s) issuer URL (its "
-                                     f"/.well-known/openid-configuration is read), got {conf.oidc_issuer!r}.",
-                                     details={"setting": "KB_OIDC_ISSUER"})
-        for setting, value in (("KB_OIDC_CLIENT_ID", conf.oidc_client_id),
-                               ("KB_OIDC_CLIENT_SECRET", conf.oidc_client_secret)):
+            raise ConfigurationError(
+                f"KB_OIDC_ISSUER must be the provider's http(s) issuer URL (its "
+                f"/.well-known/openid-configuration is read), got {conf.oidc_issuer!r}.",
+                details={"setting": "KB_OIDC_ISSUER"},
+            )
+        for setting, value in (
+            ("KB_OIDC_CLIENT_ID", conf.oidc_client_id),
+            ("KB_OIDC_CLIENT_SECRET", conf.oidc_client_secret),
+        ):
             if not value:
-                raise ConfigurationError(f"KB_OIDC_ISSUER is set but {setting} is empty: register this knowledge "
-                                         "base as a client at the provider and set both.", details={"setting": setting})
+                raise ConfigurationError(
+                    f"KB_OIDC_ISSUER is set but {setting} is empty: register this knowledge "
+                    "base as a client at the provider and set both.",
+                    details={"setting": setting},
+                )
         if "openid" not in conf.oidc_scopes.split():
-            raise ConfigurationError(f"KB_OIDC_SCOPES must include 'openid', got {conf.oidc_scopes!r}.",
-                                     details={"setting": "KB_OIDC_SCOPES"})
+            raise ConfigurationError(
+                f"KB_OIDC_SCOPES must include 'openid', got {conf.oidc_scopes!r}.",
+                details={"setting": "KB_OIDC_SCOPES"},
+            )
     if conf.ldap_url:
         if not re.fullmatch(r"ldaps?://\S+", conf.ldap_url):
-            raise ConfigurationError(f"KB_LDAP_URL must be an ldap:// or ldaps:// URL, got {conf.ldap_url!r}.",
-                                     details={"setting": "KB_LDAP_URL"})
-        for setting, value in (("KB_LDAP_USER_BASE", conf.ldap_user_base),
-                               ("KB_LDAP_GROUP_BASE", conf.ldap_group_base)):
+            raise ConfigurationError(
+                f"KB_LDAP_URL must be an ldap:// or ldaps:// URL, got {conf.ldap_url!r}.",
+                details={"setting": "KB_LDAP_URL"},
+            )
+        for setting, value in (
+            ("KB_LDAP_USER_BASE", conf.ldap_user_base),
+            ("KB_LDAP_GROUP_BASE", conf.ldap_group_base),
+        ):
             if not value:
-                raise ConfigurationError(f"KB_LDAP_URL is set but {setting} is empty: name the DN under which "
-                                         "people (or groups) are searched.", details={"setting": setting})
+                raise ConfigurationError(
+                    f"KB_LDAP_URL is set but {setting} is empty: name the DN under which "
+                    "people (or groups) are searched.",
+                    details={"setting": setting},
+                )
         if "%(user)s" not in conf.ldap_user_filter:
-            raise ConfigurationError(f"KB_LDAP_USER_FILTER must contain %(user)s, got {conf.ldap_user_filter!r}.",
-                                     details={"setting": "KB_LDAP_USER_FILTER"})
+            raise ConfigurationError(
+                f"KB_LDAP_USER_FILTER must contain %(user)s, got {conf.ldap_user_filter!r}.",
+                details={"setting": "KB_LDAP_USER_FILTER"},
+            )
         if conf.ldap_group_type not in LDAP_GROUP_TYPES:
-            raise ConfigurationError(f"KB_LDAP_GROUP_TYPE must be one of {', '.join(LDAP_GROUP_TYPES)}, got "
-                                     f"{conf.ldap_group_type!r}.", details={"setting": "KB_LDAP_GROUP_TYPE"})
+            raise ConfigurationError(
+                f"KB_LDAP_GROUP_TYPE must be one of {', '.join(LDAP_GROUP_TYPES)}, got "
+                f"{conf.ldap_group_type!r}.",
+                details={"setting": "KB_LDAP_GROUP_TYPE"},
+            )
     if conf.resync_seconds < 1 or conf.sign_in_log_days < 1:
         setting = "KB_IDENTITY_RESYNC_SECONDS" if conf.resync_seconds < 1 else "KB_SIGN_IN_LOG_DAYS"
         raise ConfigurationError(f"{setting} must be at least 1.", details={"setting": setting})
@@ -333,16 +383,25 @@ def _validate_identity(conf: IdentitySettings) -> None:
 
 def _validate_answers(conf: KBSettings) -> None:
     if conf.answer_tools not in ("auto", "on", "off"):
-        raise ConfigurationError(f"KB_ANSWER_TOOLS must be 'auto', 'on' or 'off', got {conf.answer_tools!r}.",
-                                 details={"setting": "KB_ANSWER_TOOLS"})
+        raise ConfigurationError(
+            f"KB_ANSWER_TOOLS must be 'auto', 'on' or 'off', got {conf.answer_tools!r}.",
+            details={"setting": "KB_ANSWER_TOOLS"},
+        )
     if conf.answer_url and not re.fullmatch(r"https?://[^/?#\s]+(/[^?#\s]*)?", conf.answer_url):
         raise ConfigurationError(
             f"KB_ANSWER_URL must be the http(s) base URL of an OpenAI-compatible API, e.g. http://127.0.0.1:11434/v1, "
-            f"got {conf.answer_url!r}.", details={"setting": "KB_ANSWER_URL"})
+            f"got {conf.answer_url!r}.",
+            details={"setting": "KB_ANSWER_URL"},
+        )
     if conf.answer_url and not conf.answer_model:
-        raise ConfigurationError("KB_ANSWER_URL is set but KB_ANSWER_MODEL is empty: name the model the server "
-                                 "serves (its /v1/models lists them).", details={"setting": "KB_ANSWER_MODEL"})
+        raise ConfigurationError(
+            "KB_ANSWER_URL is set but KB_ANSWER_MODEL is empty: name the model the server "
+            "serves (its /v1/models lists them).",
+            details={"setting": "KB_ANSWER_MODEL"},
+        )
     if conf.answer_max_tokens >= conf.answer_context_tokens:
         raise ConfigurationError(
             f"KB_ANSWER_MAX_TOKENS ({conf.answer_max_tokens}) must be below KB_ANSWER_CONTEXT_TOKENS "
-            f"({conf.answer_context_tokens}): the prompt needs room too.", details={"setting": "KB_ANSWER_MAX_TOKENS"})
+            f"({conf.answer_context_tokens}): the prompt needs room too.",
+            details={"setting": "KB_ANSWER_MAX_TOKENS"},
+        )

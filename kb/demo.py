@@ -26,11 +26,17 @@ def ensure_demo_sources(*, sync: bool = False) -> list[int]:
     run_ids = []
     for path in sorted(kb_settings().demo_docs_dir.glob("*.md")):
         source, _ = Source.objects.get_or_create(
-            namespace=namespace, name=f"docs/{path.name}", defaults={"kind": Source.Kind.FILE},
+            namespace=namespace,
+            name=f"docs/{path.name}",
+            defaults={"kind": Source.Kind.FILE},
         )
         with path.open("rb") as handle:
             report = add_files(source, [(path.name, handle)])  # the same bytes again change nothing
-        if report.added or report.replaced or _stale(source, get_embedder().model_id, PIPELINE_VERSION):
+        if (
+            report.added
+            or report.replaced
+            or _stale(source, get_embedder().model_id, PIPELINE_VERSION)
+        ):
             run_ids.append(start_ingest(source, sync=sync).pk)
     return run_ids
 
@@ -40,8 +46,10 @@ def _stale(source: Source, model_id: str, pipeline: str) -> bool:
     (the embedder is built, not loaded: its model id costs nothing)."""
     if source.last_run_status != "succeeded" or not source.documents.exists():
         return True
-    return source.documents.exclude(embedding_model=model_id).exists() or \
-        source.documents.exclude(metadata__pipeline=pipeline).exists()
+    return (
+        source.documents.exclude(embedding_model=model_id).exists()
+        or source.documents.exclude(metadata__pipeline=pipeline).exists()
+    )
 
 
 def ensure_demo_providers(*, queue: bool = False) -> list[dict]:
@@ -52,4 +60,6 @@ def ensure_demo_providers(*, queue: bool = False) -> list[dict]:
 
     from capabilities.service import INDEX_QUEUE, load_definition_file
 
-    return load_definition_file(settings.BASE_DIR / DEMO_PROVIDERS, index=INDEX_QUEUE if queue else None)
+    return load_definition_file(
+        settings.BASE_DIR / DEMO_PROVIDERS, index=INDEX_QUEUE if queue else None
+    )

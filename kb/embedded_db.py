@@ -33,7 +33,9 @@ class EmbeddedServer:
 
     def conninfo(self, dbname: str = "postgres", *, superuser: bool = False) -> str:
         """How to log in as the product's role (or, for `embedded_auth` and tests, the superuser)."""
-        return embedded_auth.conninfo(self.socket_dir, self.port, self.pgdata, dbname, superuser=superuser)
+        return embedded_auth.conninfo(
+            self.socket_dir, self.port, self.pgdata, dbname, superuser=superuser
+        )
 
     @property
     def role(self) -> str:

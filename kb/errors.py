@@ -167,7 +167,17 @@ def error_for_status(status: int) -> type[KBError]:
     """The class of an error answer Django or ninja produced without our code (an unknown path, a
     wrong method, an oversized body), so it is shaped with the same codes the API uses; a status
     no class has gets the base code, KB_ERROR."""
-    by_status = {cls.http_status: cls for cls in (BadRequest, AuthenticationRequired, Forbidden, NotFound,
-                                                  MethodNotAllowed, PayloadTooLarge, ValidationFailed,
-                                                  InternalError)}
+    by_status = {
+        cls.http_status: cls
+        for cls in (
+            BadRequest,
+            AuthenticationRequired,
+            Forbidden,
+            NotFound,
+            MethodNotAllowed,
+            PayloadTooLarge,
+            ValidationFailed,
+            InternalError,
+        )
+    }
     return by_status.get(status, KBError)

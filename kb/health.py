@@ -32,7 +32,9 @@ class HealthReport:
     embedder: dict = field(default_factory=dict)
     replicas: list = field(default_factory=list)
     parser_sandbox: dict = field(default_factory=dict)
-    answers: dict = field(default_factory=dict)  # the answer model: never fails health (answers are optional)
+    answers: dict = field(
+        default_factory=dict
+    )  # the answer model: never fails health (answers are optional)
 
     @property
     def essential_ok(self) -> bool:
@@ -42,8 +44,11 @@ class HealthReport:
     def status(self) -> str:
         if not self.essential_ok:
             return "down"
-        healthy = (self.worker.get("ok") and self.runs.get("ok", True)
-                   and all(replica["ok"] for replica in self.replicas))
+        healthy = (
+            self.worker.get("ok")
+            and self.runs.get("ok", True)
+            and all(replica["ok"] for replica in self.replicas)
+        )
         return "ok" if healthy else "degraded"
 
     def as_dict(self, runs_in_detail: bool = False) -> dict:
@@ -52,8 +57,10 @@ class HealthReport:
         /healthz answers anyone."""
         report = {"status": self.status, **asdict(self)}
         if not runs_in_detail:
-            report["runs"] = {key: len(value) if isinstance(value, list) else value
-                              for key, value in report["runs"].items()}
+            report["runs"] = {
+                key: len(value) if isinstance(value, list) else value
+                for key, value in report["runs"].items()
+            }
         return report
 
 
@@ -66,7 +73,8 @@ def health_report() -> HealthReport:
             cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
             row = cursor.fetchone()
         report.pgvector = (
-            {"ok": True, "version": row[0]} if row
+            {"ok": True, "version": row[0]}
+            if row
             else {"ok": False, "error": "the vector extension is not installed; run migrate"}
         )
     except (DatabaseError, KBError) as exc:
@@ -111,8 +119,13 @@ def _runs_status() -> dict:
         return {"ok": False, "error": _first_line(exc)}
     return {
         "ok": not stalled and not waiting,
-        "stalled": [{"run": run.run_id, "no_progress_since": run.since, "reason": run.reason} for run in stalled],
-        "waiting": [{"run": run.run_id, "queued_at": run.since, "reason": run.reason} for run in waiting],
+        "stalled": [
+            {"run": run.run_id, "no_progress_since": run.since, "reason": run.reason}
+            for run in stalled
+        ],
+        "waiting": [
+            {"run": run.run_id, "queued_at": run.since, "reason": run.reason} for run in waiting
+        ],
     }
 
 
@@ -125,8 +138,13 @@ def _embedder_status() -> dict:
     except KBError as exc:
         return {"ok": False, "code": exc.code, "error": exc.message}
     strong, why = strong_floor()
-    return {"ok": True, "model": embedder.model_id, "dimension": embedder.dimension,
-            "strong_cosine": strong, "strong_cosine_from": why}
+    return {
+        "ok": True,
+        "model": embedder.model_id,
+        "dimension": embedder.dimension,
+        "strong_cosine": strong,
+        "strong_cosine_from": why,
+    }
 
 
 def _answers_status() -> dict:
@@ -140,7 +158,10 @@ def _parser_sandbox_status() -> dict:
     from ingest.extract.sandbox import LAYERS, probe, refused
 
     layers = probe()
-    return {"ok": not refused(layers), "layers": {layer: layers.get(layer, "not entered") for layer in LAYERS}}
+    return {
+        "ok": not refused(layers),
+        "layers": {layer: layers.get(layer, "not entered") for layer in LAYERS},
+    }
 
 
 def _first_line(exc: Exception) -> str:

@@ -29,11 +29,15 @@ def parse(body: bytes | str, what: str = "The request body") -> Any:
     except RecursionError as exc:
         raise too_deep(what) from exc
     except UnicodeDecodeError as exc:
-        raise BadRequest(f"{what} is not UTF-8 (byte {exc.start}); send JSON encoded as UTF-8.",
-                         details={"position": exc.start}) from exc
+        raise BadRequest(
+            f"{what} is not UTF-8 (byte {exc.start}); send JSON encoded as UTF-8.",
+            details={"position": exc.start},
+        ) from exc
     except json.JSONDecodeError as exc:
-        raise BadRequest(f"{what} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}.",
-                         details={"line": exc.lineno, "column": exc.colno}) from exc
+        raise BadRequest(
+            f"{what} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}.",
+            details={"line": exc.lineno, "column": exc.colno},
+        ) from exc
     check(data, what)
     return data
 
@@ -74,19 +78,29 @@ def _path(parent: tuple | None, step: str | int) -> str:
     while parent is not None:
         parent, step = parent
         steps.append(step)
-    spelt = "".join(ROOT if s is ROOT else f"[{s}]" if isinstance(s, int) else f".{s}" for s in reversed(steps))
+    spelt = "".join(
+        ROOT if s is ROOT else f"[{s}]" if isinstance(s, int) else f".{s}" for s in reversed(steps)
+    )
     return spelt[:200]
 
 
 def too_deep(what: str) -> BadRequest:
-    return BadRequest(f"{what} nests objects or lists more than {MAX_DEPTH} levels deep; no request needs "
-                      "that many.", details={"max_depth": MAX_DEPTH})
+    return BadRequest(
+        f"{what} nests objects or lists more than {MAX_DEPTH} levels deep; no request needs "
+        "that many.",
+        details={"max_depth": MAX_DEPTH},
+    )
 
 
 def unstorable(what: str, where: str, character: str) -> BadRequest:
     if character == "\x00":
-        return BadRequest(f"{what} holds a NUL character (\\u0000) at {where}; no text here may contain one.",
-                          details={"at": where})
-    return BadRequest(f"{what} holds a lone surrogate (an escape such as \\ud800 without its pair) at {where}; "
-                      "it is not a character. Send text as UTF-8, or escape characters outside the BMP as a "
-                      "surrogate pair.", details={"at": where})
+        return BadRequest(
+            f"{what} holds a NUL character (\\u0000) at {where}; no text here may contain one.",
+            details={"at": where},
+        )
+    return BadRequest(
+        f"{what} holds a lone surrogate (an escape such as \\ud800 without its pair) at {where}; "
+        "it is not a character. Send text as UTF-8, or escape characters outside the BMP as a "
+        "surrogate pair.",
+        details={"at": where},
+    )

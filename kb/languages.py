@@ -25,21 +25,48 @@ import threading
 from dataclasses import dataclass
 
 AUTO = "auto"
-DEFAULT_CONFIG = "english"  # a namespace with no named language yet; passages stored without a language
+DEFAULT_CONFIG = (
+    "english"  # a namespace with no named language yet; passages stored without a language
+)
 SEGMENTED = "cjk"
 SIMPLE = "simple"
 
 # ISO 639-1 code -> the Snowball configuration every supported PostgreSQL ships (14 and later)
 SNOWBALL = {
-    "ar": "arabic", "da": "danish", "nl": "dutch", "en": "english", "fi": "finnish", "fr": "french",
-    "de": "german", "el": "greek", "hu": "hungarian", "id": "indonesian", "ga": "irish", "it": "italian",
-    "lt": "lithuanian", "ne": "nepali", "nb": "norwegian", "nn": "norwegian", "no": "norwegian",
-    "pt": "portuguese", "ro": "romanian", "ru": "russian", "es": "spanish", "sv": "swedish", "ta": "tamil",
+    "ar": "arabic",
+    "da": "danish",
+    "nl": "dutch",
+    "en": "english",
+    "fi": "finnish",
+    "fr": "french",
+    "de": "german",
+    "el": "greek",
+    "hu": "hungarian",
+    "id": "indonesian",
+    "ga": "irish",
+    "it": "italian",
+    "lt": "lithuanian",
+    "ne": "nepali",
+    "nb": "norwegian",
+    "nn": "norwegian",
+    "no": "norwegian",
+    "pt": "portuguese",
+    "ro": "romanian",
+    "ru": "russian",
+    "es": "spanish",
+    "sv": "swedish",
+    "ta": "tamil",
     "tr": "turkish",
 }
 SEGMENTED_LANGUAGES = frozenset({"zh", "ja", "ko"})
 # the configurations that stem a script other than Latin (`_SCRIPTS`' names); every other Snowball one stems Latin
-STEMMED_SCRIPTS = {"arabic": "arabic", "greek": "greek", "russian": "cyrillic", "nepali": "indic", "tamil": "indic"}
+STEMMED_SCRIPTS = {
+    "arabic": "arabic",
+    "greek": "greek",
+    "russian": "cyrillic",
+    "nepali": "indic",
+    "tamil": "indic",
+}
 CONFIGS = tuple(sorted({*SNOWBALL.values(), SEGMENTED, SIMPLE}))
 # Han, kana and Hangul: the characters written without spaces between words (a regex class's body)
 CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f"
@@ -51,23 +78,80 @@ def has_cjk(text: str) -> bool:
     return _CJK.search(text) is not None
 
 
-LANGUAGE_CHOICES = [(AUTO, "Detect each document's language"), (SIMPLE, "None: words as written, no stemming")] + \
-    sorted(((config, {SEGMENTED: "Chinese, Japanese, Korean (character pairs)"}.get(config, config.capitalize()))
-            for config in CONFIGS if config != SIMPLE), key=lambda choice: choice[1])
+LANGUAGE_CHOICES = [
+    (AUTO, "Detect each document's language"),
+    (SIMPLE, "None: words as written, no stemming"),
+] + sorted(
+    (
+        (
+            config,
+            {SEGMENTED: "Chinese, Japanese, Korean (character pairs)"}.get(
+                config, config.capitalize()
+            ),
+        )
+        for config in CONFIGS
+        if config != SIMPLE
+    ),
+    key=lambda choice: choice[1],
+)
 
 NAMES = {  # the languages a reader may see named (the detector knows 140; others show their code)
-    "af": "Afrikaans", "ar": "Arabic", "bg": "Bulgarian", "bn": "Bengali", "ca": "Catalan", "cs": "Czech",
-    "da": "Danish", "de": "German", "el": "Greek", "en": "English", "es": "Spanish", "et": "Estonian",
-    "eu": "Basque", "fa": "Persian", "fi": "Finnish", "fr": "French", "ga": "Irish", "gl": "Galician",
-    "he": "Hebrew", "hi": "Hindi", "hr": "Croatian", "hu": "Hungarian", "hy": "Armenian", "id": "Indonesian",
-    "it": "Italian", "ja": "Japanese", "ka": "Georgian", "ko": "Korean", "lt": "Lithuanian", "lv": "Latvian",
-    "ms": "Malay", "nb": "Norwegian", "ne": "Nepali", "nl": "Dutch", "nn": "Norwegian", "no": "Norwegian",
-    "pl": "Polish", "pt": "Portuguese", "ro": "Romanian", "ru": "Russian", "sk": "Slovak", "sl": "Slovenian",
-    "sr": "Serbian", "sv": "Swedish", "ta": "Tamil", "th": "Thai", "tr": "Turkish", "uk": "Ukrainian",
-    "ur": "Urdu", "vi": "Vietnamese", "zh": "Chinese",
+    "af": "Afrikaans",
+    "ar": "Arabic",
+    "bg": "Bulgarian",
+    "bn": "Bengali",
+    "ca": "Catalan",
+    "cs": "Czech",
+    "da": "Danish",
+    "de": "German",
+    "el": "Greek",
+    "en": "English",
+    "es": "Spanish",
+    "et": "Estonian",
+    "eu": "Basque",
+    "fa": "Persian",
+    "fi": "Finnish",
+    "fr": "French",
+    "ga": "Irish",
+    "gl": "Galician",
+    "he": "Hebrew",
+    "hi": "Hindi",
+    "hr": "Croatian",
+    "hu": "Hungarian",
+    "hy": "Armenian",
+    "id": "Indonesian",
+    "it": "Italian",
+    "ja": "Japanese",
+    "ka": "Georgian",
+    "ko": "Korean",
+    "lt": "Lithuanian",
+    "lv": "Latvian",
+    "ms": "Malay",
+    "nb": "Norwegian",
+    "ne": "Nepali",
+    "nl": "Dutch",
+    "nn": "Norwegian",
+    "no": "Norwegian",
+    "pl": "Polish",
+    "pt": "Portuguese",
+    "ro": "Romanian",
+    "ru": "Russian",
+    "sk": "Slovak",
+    "sl": "Slovenian",
+    "sr": "Serbian",
+    "sv": "Swedish",
+    "ta": "Tamil",
+    "th": "Thai",
+    "tr": "Turkish",
+    "uk": "Ukrainian",
+    "ur": "Urdu",
+    "vi": "Vietnamese",
+    "zh": "Chinese",
 }
 QUERY_SHARE = 0.02  # a configuration lexes queries when it lexes this share of the passages
-UNREAD_SHARE = 0.5  # above this share of documents in languages the model does not read, meaning is not used
+UNREAD_SHARE = (
+    0.5  # above this share of documents in languages the model does not read, meaning is not used
+)
 
 DETECTED_PREFIX = 20_000  # characters read to name a document's language: linear, bounded
 MIN_LETTERS = 40  # fewer letters than this name no language: the namespace's default applies
@@ -101,9 +185,14 @@ def main_language(document_languages: dict[str, int]) -> str:
     return max(named, key=lambda language: (named[language], language)) if named else ""
 
 
-def query_configs(namespace_language: str, passage_configs: dict[str, int],
-                  document_languages: dict[str, int] | None = None, query: str = "",
-                  relexing: bool = False, placeable: bool = True) -> tuple[str, ...]:
+def query_configs(
+    namespace_language: str,
+    passage_configs: dict[str, int],
+    document_languages: dict[str, int] | None = None,
+    query: str = "",
+    relexing: bool = False,
+    placeable: bool = True,
+) -> tuple[str, ...]:
     """The configurations a namespace's queries are lexed with, most passages first: those that
     lex at least QUERY_SHARE of its passages (the largest when none does; the setting's while it
     has none), and those the setting is moving passages to that hold any yet.
@@ -140,14 +229,32 @@ def query_configs(namespace_language: str, passage_configs: dict[str, int],
     if query and SEGMENTED in shares and has_cjk(query):
         targets.add(SEGMENTED)
     script = query_script(query) if query else ""
-    if script and script != "latin" and not any(_reads_script(config, script) for config in ranked
-                                                if shares[config] / total >= QUERY_SHARE):
+    if (
+        script
+        and script != "latin"
+        and not any(
+            _reads_script(config, script)
+            for config in ranked
+            if shares[config] / total >= QUERY_SHARE
+        )
+    ):
         targets.update(config for config in shares if STEMMED_SCRIPTS.get(config) == script)
-    configs = tuple(config for config in ranked
-                    if shares[config] / total >= QUERY_SHARE or config in targets) or ranked[:1]
-    settled = not relexing and documents_say.issuperset(configs)  # passages where their documents' languages put them
-    own = (own_config(query, configs) if placeable and settled and namespace_language == AUTO and len(configs) > 1
-           else None)
+    configs = (
+        tuple(
+            config
+            for config in ranked
+            if shares[config] / total >= QUERY_SHARE or config in targets
+        )
+        or ranked[:1]
+    )
+    settled = not relexing and documents_say.issuperset(
+        configs
+    )  # passages where their documents' languages put them
+    own = (
+        own_config(query, configs)
+        if placeable and settled and namespace_language == AUTO and len(configs) > 1
+        else None
+    )
     return (own,) if own else configs
 
 
@@ -190,8 +297,11 @@ def _target_configs(namespace_language: str, document_languages: dict[str, int])
         return {namespace_language}
     documents = sum(document_languages.values())
     main = main_language(document_languages)
-    return {document_config(AUTO, language, main) for language, count in document_languages.items()
-            if documents and count / documents >= QUERY_SHARE}
+    return {
+        document_config(AUTO, language, main)
+        for language, count in document_languages.items()
+        if documents and count / documents >= QUERY_SHARE
+    }
 
 
 def name(language: str) -> str:
@@ -206,12 +316,23 @@ def unread_share(document_languages: dict[str, int], read: tuple[str, ...]) -> t
     total = sum(document_languages.values())
     if not read or not total:
         return 0.0, ""
-    unread = {language: n for language, n in document_languages.items() if language and language not in read}
+    unread = {
+        language: n
+        for language, n in document_languages.items()
+        if language and language not in read
+    }
     if not unread:
         return 0.0, ""
-    names = [name(language) for language in sorted(unread, key=lambda language: (-unread[language], language))]
-    shown = names if len(names) <= 4 else names[:3] + ["other languages"]  # "other" is never just one
-    return sum(unread.values()) / total, " and ".join([", ".join(shown[:-1]), shown[-1]] if len(shown) > 1 else shown)
+    names = [
+        name(language)
+        for language in sorted(unread, key=lambda language: (-unread[language], language))
+    ]
+    shown = (
+        names if len(names) <= 4 else names[:3] + ["other languages"]
+    )  # "other" is never just one
+    return sum(unread.values()) / total, " and ".join(
+        [", ".join(shown[:-1]), shown[-1]] if len(shown) > 1 else shown
+    )
 
 
 def unread_languages(document_languages: dict[str, int], read: tuple[str, ...]) -> frozenset[str]:
@@ -220,7 +341,9 @@ def unread_languages(document_languages: dict[str, int], read: tuple[str, ...]) 
     share, _ = unread_share(document_languages, read)
     if not leaves_out(share):
         return frozenset()
-    return frozenset(language for language in document_languages if language and language not in read)
+    return frozenset(
+        language for language in document_languages if language and language not in read
+    )
 
 
 @dataclass(frozen=True)
@@ -235,7 +358,9 @@ class MeaningDecision:
     query_language: str = ""
 
 
-def meaning_decision(document_languages: dict[str, int], read: tuple[str, ...], query: str = "") -> MeaningDecision:
+def meaning_decision(
+    document_languages: dict[str, int], read: tuple[str, ...], query: str = ""
+) -> MeaningDecision:
     """In a namespace holding documents the model does not read (`read`), the detector names the
     `query`'s language: when it is sure and QUERY_SHARE of the documents are in that language,
     the query's language decides (a German question in an English and German manual is ranked
@@ -252,8 +377,9 @@ def meaning_decision(document_languages: dict[str, int], read: tuple[str, ...], 
     return MeaningDecision(not leaves_out(share), share, languages)
 
 
-def languages_queries_decide(document_languages: dict[str, int],
-                             read: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def languages_queries_decide(
+    document_languages: dict[str, int], read: tuple[str, ...]
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(ranked by words alone, ranked with meaning): the languages, each of at least QUERY_SHARE of
     the documents, in which a query the detector places is served otherwise than the namespace's
     share says (`meaning_decision`), most documents first. Both empty when no query's language
@@ -262,8 +388,14 @@ def languages_queries_decide(document_languages: dict[str, int],
     if not share:
         return (), ()
     total = sum(document_languages.values())
-    held = sorted((language for language, n in document_languages.items() if language and n >= QUERY_SHARE * total),
-                  key=lambda language: (-document_languages[language], language))
+    held = sorted(
+        (
+            language
+            for language, n in document_languages.items()
+            if language and n >= QUERY_SHARE * total
+        ),
+        key=lambda language: (-document_languages[language], language),
+    )
     if leaves_out(share):
         return (), tuple(language for language in held if language in read)
     return tuple(language for language in held if language not in read), ()
@@ -296,12 +428,36 @@ def detect(text: str, min_letters: int = MIN_LETTERS) -> str:
 
 MIN_SCRIPT_SHARE = 0.2
 _SCRIPTS = (  # (first code point, script) in order; a Han or kana character counts as three letters (a word)
-    (0x0000, "latin", 1), (0x0250, "other", 1), (0x0370, "greek", 1), (0x0400, "cyrillic", 1), (0x0530, "other", 1),
-    (0x0590, "hebrew", 1), (0x0600, "arabic", 1), (0x0780, "other", 1), (0x0900, "indic", 1), (0x0E00, "other", 1),
-    (0x1100, "hangul", 1), (0x1200, "other", 1), (0x1E00, "latin", 1), (0x1F00, "greek", 1), (0x2000, "other", 1),
-    (0x3040, "cjk", 3), (0xA000, "other", 1), (0xAC00, "hangul", 1), (0xD7B0, "other", 1), (0xF900, "cjk", 3),
-    (0xFB00, "other", 1), (0xFB50, "arabic", 1), (0xFF00, "other", 1), (0xFF21, "latin", 1), (0xFF3B, "other", 1),
-    (0xFF41, "latin", 1), (0xFF5B, "other", 1), (0xFF66, "cjk", 3), (0xFFA0, "other", 1), (0x20000, "cjk", 3),
+    (0x0000, "latin", 1),
+    (0x0250, "other", 1),
+    (0x0370, "greek", 1),
+    (0x0400, "cyrillic", 1),
+    (0x0530, "other", 1),
+    (0x0590, "hebrew", 1),
+    (0x0600, "arabic", 1),
+    (0x0780, "other", 1),
+    (0x0900, "indic", 1),
+    (0x0E00, "other", 1),
+    (0x1100, "hangul", 1),
+    (0x1200, "other", 1),
+    (0x1E00, "latin", 1),
+    (0x1F00, "greek", 1),
+    (0x2000, "other", 1),
+    (0x3040, "cjk", 3),
+    (0xA000, "other", 1),
+    (0xAC00, "hangul", 1),
+    (0xD7B0, "other", 1),
+    (0xF900, "cjk", 3),
+    (0xFB00, "other", 1),
+    (0xFB50, "arabic", 1),
+    (0xFF00, "other", 1),
+    (0xFF21, "latin", 1),
+    (0xFF3B, "other", 1),
+    (0xFF41, "latin", 1),
+    (0xFF5B, "other", 1),
+    (0xFF66, "cjk", 3),
+    (0xFFA0, "other", 1),
+    (0x20000, "cjk", 3),
     (0x32400, "other", 1),
 )
 _STARTS = [start for start, _, _ in _SCRIPTS]
@@ -337,5 +493,6 @@ def _identifier():
     with _lock:
         if _loaded is None:
             from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
             _loaded = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
         return _loaded

@@ -29,7 +29,9 @@ RELEX_DOCUMENTS = 200  # documents lexed again per transaction (a few thousand p
 class Relexed:
     detected: int  # documents whose language was named now
     passages: int  # passages lexed with another configuration
-    configs: tuple[str, ...]  # the configurations its passages are lexed with afterwards, most passages first
+    configs: tuple[
+        str, ...
+    ]  # the configurations its passages are lexed with afterwards, most passages first
 
 
 def apply_language(namespace_id: int) -> Relexed:
@@ -42,8 +44,12 @@ def apply_language(namespace_id: int) -> Relexed:
     try:
         detected = passages = 0
         applied = None
-        Namespace.objects.filter(pk=namespace_id).update(relexing=True)  # a direct call announces it too
-        while (language := Namespace.objects.values_list("language", flat=True).get(pk=namespace_id)) != applied:
+        Namespace.objects.filter(pk=namespace_id).update(
+            relexing=True
+        )  # a direct call announces it too
+        while (
+            language := Namespace.objects.values_list("language", flat=True).get(pk=namespace_id)
+        ) != applied:
             detected += _detect_missing(namespace_id) if language == AUTO else 0
             targets = _targets(namespace_id, language)
             _announce(namespace_id, targets)
@@ -69,7 +75,9 @@ def _targets(namespace_id: int, language: str) -> dict[str | None, str]:
         return {None: language}
     main = main_language(count_languages(namespace_id))
     with connection.cursor() as cursor:
-        cursor.execute("SELECT DISTINCT language FROM kb_document WHERE namespace_id = %s", [namespace_id])
+        cursor.execute(
+            "SELECT DISTINCT language FROM kb_document WHERE namespace_id = %s", [namespace_id]
+        )
         return {named: document_config(AUTO, named, main) for (named,) in cursor.fetchall()}
 
 
@@ -79,7 +87,9 @@ def _relex(namespace_id: int, targets: dict[str | None, str]) -> int:
     transaction in one walk: a large namespace is never locked by one long statement, and each
     batch's postings and statistics change together (the trigger). Returns the passages changed."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT id FROM kb_document WHERE namespace_id = %s ORDER BY id", [namespace_id])
+        cursor.execute(
+            "SELECT id FROM kb_document WHERE namespace_id = %s ORDER BY id", [namespace_id]
+        )
         documents = [row[0] for row in cursor.fetchall()]
     languages = {language: config for language, config in targets.items() if language is not None}
     changed = 0
@@ -89,8 +99,12 @@ def _relex(namespace_id: int, targets: dict[str | None, str]) -> int:
                 "UPDATE kb_chunk c SET search_config = t.config FROM kb_document d,"
                 " LATERAL (SELECT coalesce(%(languages)s::jsonb ->> d.language, %(all)s) AS config) t"
                 " WHERE d.id = c.document_id AND c.document_id = ANY(%(documents)s) AND c.search_config <> t.config",
-                {"languages": json.dumps(languages), "all": targets.get(None),
-                 "documents": documents[start:start + RELEX_DOCUMENTS]})
+                {
+                    "languages": json.dumps(languages),
+                    "all": targets.get(None),
+                    "documents": documents[start : start + RELEX_DOCUMENTS],
+                },
+            )
             changed += cursor.rowcount
     return changed
 
@@ -98,15 +112,21 @@ def _relex(namespace_id: int, targets: dict[str | None, str]) -> int:
 def apply_language_task(namespace_id: int) -> str:
     """The django-q2 entry point of `apply_language`."""
     done = apply_language(namespace_id)
-    return (f"namespace {namespace_id}: {done.detected} documents' languages named, {done.passages} passages "
-            f"lexed again; configurations {', '.join(done.configs) or 'none'}")
+    return (
+        f"namespace {namespace_id}: {done.detected} documents' languages named, {done.passages} passages "
+        f"lexed again; configurations {', '.join(done.configs) or 'none'}"
+    )
 
 
 def _detect_missing(namespace_id: int) -> int:
     """Name the language of each of the namespace's documents that has none yet; returns how many
     were named (a text too short or unclear stays unnamed, and is lexed in the default)."""
     named = 0
-    pending = Document.objects.filter(namespace_id=namespace_id, language="").only("id", "content").order_by("id")
+    pending = (
+        Document.objects.filter(namespace_id=namespace_id, language="")
+        .only("id", "content")
+        .order_by("id")
+    )
     last = 0
     while True:
         batch = list(pending.filter(id__gt=last)[:DETECT_BATCH])
@@ -137,7 +157,8 @@ def _count(namespace_id: int) -> tuple[dict[str, int], dict[str, int]]:
             " '{}'::jsonb), passage_configs = coalesce((SELECT jsonb_object_agg(search_config, n) FROM"
             " (SELECT search_config, count(*) AS n FROM kb_chunk WHERE namespace_id = %(ns)s GROUP BY 1) counted),"
             " '{}'::jsonb) WHERE id = %(ns)s RETURNING document_languages::text, passage_configs::text",
-            {"ns": namespace_id})
+            {"ns": namespace_id},
+        )
         row = cursor.fetchone()
     return (json.loads(row[0]), json.loads(row[1])) if row else ({}, {})
 
@@ -147,7 +168,9 @@ def _announce(namespace_id: int, targets: dict[str | None, str]) -> None:
     passage keeps meeting its own lexemes whichever batch has reached it (and if the task stops
     part-way); the count after the last batch drops the configurations no passage has left."""
     languages = {language: config for language, config in targets.items() if language is not None}
-    with connection.cursor() as cursor:  # one walk over the passages, as `_relex` chooses their configurations
+    with (
+        connection.cursor() as cursor
+    ):  # one walk over the passages, as `_relex` chooses their configurations
         cursor.execute(
             "UPDATE kb_namespace n SET passage_configs = n.passage_configs || coalesce((SELECT"
             " jsonb_object_agg(moving.config, coalesce((n.passage_configs->>moving.config)::int, 0) + moving.n)"
@@ -155,12 +178,16 @@ def _announce(namespace_id: int, targets: dict[str | None, str]) -> None:
             " LATERAL (SELECT coalesce(%(languages)s::jsonb ->> d.language, %(all)s) AS config) t"
             " WHERE c.namespace_id = %(ns)s AND c.search_config <> t.config GROUP BY 1) moving), '{}'::jsonb)"
             " WHERE n.id = %(ns)s",
-            {"ns": namespace_id, "languages": json.dumps(languages), "all": targets.get(None)})
+            {"ns": namespace_id, "languages": json.dumps(languages), "all": targets.get(None)},
+        )
 
 
 def passages_by_config(namespace_id: int) -> dict[str, int]:
     """How many of the namespace's passages each configuration lexes (the admin shows it)."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT search_config, count(*) FROM kb_chunk WHERE namespace_id = %s "
-                       "GROUP BY 1 ORDER BY 2 DESC", [namespace_id])
+        cursor.execute(
+            "SELECT search_config, count(*) FROM kb_chunk WHERE namespace_id = %s "
+            "GROUP BY 1 ORDER BY 2 DESC",
+            [namespace_id],
+        )
         return dict(cursor.fetchall())

@@ -13,7 +13,11 @@ MAX_MESSAGE_CHARS = 1000
 
 
 def _cut(text: str) -> str:
-    return text if len(text) <= MAX_MESSAGE_CHARS else f"{text[:MAX_MESSAGE_CHARS]}… [{len(text)} characters]"
+    return (
+        text
+        if len(text) <= MAX_MESSAGE_CHARS
+        else f"{text[:MAX_MESSAGE_CHARS]}… [{len(text)} characters]"
+    )
 
 
 class ShortFormatter(logging.Formatter):

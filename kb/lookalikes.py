@@ -15,26 +15,28 @@ from __future__ import annotations
 import re
 import unicodedata
 
-LOOKALIKES = str.maketrans({
-    "\u2212": "-",  # MINUS SIGN
-    "\u2010": "-",  # HYPHEN
-    "\u2011": "-",  # NON-BREAKING HYPHEN
-    "\u2043": "-",  # HYPHEN BULLET
-    "\ufe63": "-",  # SMALL HYPHEN-MINUS
-    "\uff0d": "-",  # FULLWIDTH HYPHEN-MINUS
-    "\u02dc": "~",  # SMALL TILDE
-    "\u223c": "~",  # TILDE OPERATOR
-    "\uff5e": "~",  # FULLWIDTH TILDE
-    "\u2215": "/",  # DIVISION SLASH
-    "\u2044": "/",  # FRACTION SLASH
-    "\u2217": "*",  # ASTERISK OPERATOR
-    "\u02c6": "^",  # MODIFIER LETTER CIRCUMFLEX ACCENT
-    "\ufb01": "fi",  # ligatures
-    "\ufb02": "fl",
-    "\ufb00": "ff",
-    "\ufb03": "ffi",
-    "\ufb04": "ffl",
-})
+LOOKALIKES = str.maketrans(
+    {
+        "\u2212": "-",  # MINUS SIGN
+        "\u2010": "-",  # HYPHEN
+        "\u2011": "-",  # NON-BREAKING HYPHEN
+        "\u2043": "-",  # HYPHEN BULLET
+        "\ufe63": "-",  # SMALL HYPHEN-MINUS
+        "\uff0d": "-",  # FULLWIDTH HYPHEN-MINUS
+        "\u02dc": "~",  # SMALL TILDE
+        "\u223c": "~",  # TILDE OPERATOR
+        "\uff5e": "~",  # FULLWIDTH TILDE
+        "\u2215": "/",  # DIVISION SLASH
+        "\u2044": "/",  # FRACTION SLASH
+        "\u2217": "*",  # ASTERISK OPERATOR
+        "\u02c6": "^",  # MODIFIER LETTER CIRCUMFLEX ACCENT
+        "\ufb01": "fi",  # ligatures
+        "\ufb02": "fl",
+        "\ufb00": "ff",
+        "\ufb03": "ffi",
+        "\ufb04": "ffl",
+    }
+)
 HYPHENATION_MARKS = ("\ufffe", "\u00ad")  # PDFium's line-end hyphenation mark, SOFT HYPHEN
 
 
@@ -57,7 +59,11 @@ def _unaccented_table() -> dict[int, str]:
     table = {ord(letter): plain for letter, plain in zip("ØøŁłĐđĦħŦŧı", "OoLlDdHhTti", strict=True)}
     for code in (*range(0xC0, 0x250), *range(0x1E00, 0x1F00)):
         parts = unicodedata.normalize("NFD", chr(code))
-        if len(parts) > 1 and parts[0].isascii() and all(unicodedata.combining(mark) for mark in parts[1:]):
+        if (
+            len(parts) > 1
+            and parts[0].isascii()
+            and all(unicodedata.combining(mark) for mark in parts[1:])
+        ):
             table[code] = parts[0]
     return table
 
@@ -80,8 +86,13 @@ def accent_blind(word: str) -> str:
     """A regular expression matching `word` as a whole word with any of its letters accented or
     not ("extremites" matches "extrémités"): searched in the text itself, where unaccenting a long
     text first costs far more."""
-    return r"\b" + "".join(f"[{re.escape(_WITH_ACCENTS[c])}]" if c in _WITH_ACCENTS else re.escape(c)
-                            for c in word) + r"\b"
+    return (
+        r"\b"
+        + "".join(
+            f"[{re.escape(_WITH_ACCENTS[c])}]" if c in _WITH_ACCENTS else re.escape(c) for c in word
+        )
+        + r"\b"
+    )
 
 
 # letters `unaccent` spells out as two (a folded stem holds the two: French `oeuvr` for "œuvre")

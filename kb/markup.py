@@ -49,14 +49,16 @@ def markdown_links(text: str) -> list[Link]:
         if close_paren < 0:
             position = close_bracket + 1
             continue
-        target = text[close_bracket + 2:close_paren].strip()
+        target = text[close_bracket + 2 : close_paren].strip()
         url = target.split(None, 1)[0].strip("<>") if target else ""
         if not url or "\n" in target:
             position = close_bracket + 1
             continue
         image = open_bracket > 0 and text[open_bracket - 1] == "!"
         start = open_bracket - 1 if image else open_bracket
-        links.append(Link(start, close_paren + 1, text[open_bracket + 1:close_bracket], url, image))
+        links.append(
+            Link(start, close_paren + 1, text[open_bracket + 1 : close_bracket], url, image)
+        )
         position = close_paren + 1
 
 
@@ -92,7 +94,7 @@ def _strip_links(text: str) -> str:
     out: list[str] = []
     cursor = 0
     for link in links:
-        out.append(text[cursor:link.start])
+        out.append(text[cursor : link.start])
         out.append(link.label)
         cursor = link.end
     out.append(text[cursor:])
@@ -146,8 +148,10 @@ def plain_text(text: str) -> str:
 def _plain_inline(line: str) -> str:
     """A line without its emphasis marks and code ticks; what is between ticks stays as written."""
     parts = line.split("`")
-    return "".join(part if index % 2 else _without_emphasis(part.replace("**", ""))
-                   for index, part in enumerate(parts))
+    return "".join(
+        part if index % 2 else _without_emphasis(part.replace("**", ""))
+        for index, part in enumerate(parts)
+    )
 
 
 def _without_emphasis(text: str) -> str:
@@ -156,7 +160,7 @@ def _without_emphasis(text: str) -> str:
     and an escaped one (`f(\\*args)`) is a plain asterisk."""
     out = []
     for i, char in enumerate(text):
-        if char == "\\" and text[i + 1:i + 2] == "*":
+        if char == "\\" and text[i + 1 : i + 2] == "*":
             continue
         if char == "*":
             if i and text[i - 1] == "\\":
@@ -164,7 +168,9 @@ def _without_emphasis(text: str) -> str:
                 continue
             before = text[i - 1] if i else " "
             after = text[i + 1] if i + 1 < len(text) else " "
-            if (not after.isspace() and not before.isalnum()) or (not before.isspace() and not after.isalnum()):
+            if (not after.isspace() and not before.isalnum()) or (
+                not before.isspace() and not after.isalnum()
+            ):
                 continue
         out.append(char)
     return "".join(out)
@@ -202,7 +208,7 @@ def split_heading_id(heading: str) -> tuple[str, str]:
     open_brace = heading.rfind("{#")
     if open_brace < 0 or (open_brace > 0 and heading[open_brace - 1] not in " \t"):
         return heading, ""
-    identifier = heading[open_brace + 2:-1]
+    identifier = heading[open_brace + 2 : -1]
     if not identifier or any(c.isspace() or c in "{}" for c in identifier):
         return heading, ""
     return heading[:open_brace].rstrip(), identifier

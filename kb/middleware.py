@@ -37,19 +37,31 @@ class ApiErrorShapeMiddleware:
 
     def __call__(self, request):
         response = self.get_response(request)
-        if (request.path.startswith(API_PREFIX) and response.status_code >= 400
-                and not response.get("Content-Type", "").startswith("application/json")):
+        if (
+            request.path.startswith(API_PREFIX)
+            and response.status_code >= 400
+            and not response.get("Content-Type", "").startswith("application/json")
+        ):
             return self._as_json(response)
         return response
 
     @staticmethod
     def _as_json(response: HttpResponse) -> JsonResponse:
         status = response.status_code
-        details = {"allowed_methods": response["Allow"].split(", ")} if response.has_header("Allow") else {}
-        message = {405: "This method is not allowed here.", 404: "Not found."}.get(status) or _plain_text(response) \
+        details = (
+            {"allowed_methods": response["Allow"].split(", ")}
+            if response.has_header("Allow")
+            else {}
+        )
+        message = (
+            {405: "This method is not allowed here.", 404: "Not found."}.get(status)
+            or _plain_text(response)
             or response.reason_phrase
+        )
         error = error_for_status(status)(message, details=details)
-        shaped = JsonResponse(error.as_dict(), status=status, json_dumps_params={"ensure_ascii": False})
+        shaped = JsonResponse(
+            error.as_dict(), status=status, json_dumps_params={"ensure_ascii": False}
+        )
         if response.has_header("Allow"):
             shaped["Allow"] = response["Allow"]
         return shaped
@@ -65,9 +77,11 @@ def _plain_text(response: HttpResponse) -> str:
 # no inline script anywhere and nothing from another origin; the product's own pages allow no
 # inline style either (the explanation bars use classes). Django's admin and Swagger UI set
 # inline styles of their own, so those two paths allow inline style, never inline script.
-STRICT_POLICY = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-                 "font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; "
-                 "frame-ancestors 'none'; form-action 'self'")
+STRICT_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; "
+    "frame-ancestors 'none'; form-action 'self'"
+)
 THIRD_PARTY_UI = ("/admin/", "/api/docs")
 
 
@@ -104,7 +118,9 @@ class PrivateResponsesMiddleware:
 class SecretHidingFilter(SafeExceptionReporterFilter):
     """Django hides API|TOKEN|KEY|SECRET|PASS|SIGNATURE; connection URLs carry passwords too."""
 
-    hidden_settings = re.compile("API|TOKEN|KEY|SECRET|PASS|SIGNATURE|AUTH|COOKIE|URL|DSN|DATABASE", flags=re.I)
+    hidden_settings = re.compile(
+        "API|TOKEN|KEY|SECRET|PASS|SIGNATURE|AUTH|COOKIE|URL|DSN|DATABASE", flags=re.I
+    )
 
 
 def _is_staff(request) -> bool:
@@ -115,22 +131,28 @@ def _is_staff(request) -> bool:
 
 
 PLAIN_PAGES = {404: "Not found.", 500: "Server error."}
-NUL_REFUSED = "Bad request: the path or a query parameter holds a NUL character (%00), which is never valid."
+NUL_REFUSED = (
+    "Bad request: the path or a query parameter holds a NUL character (%00), which is never valid."
+)
 
 
 def bad_request_text(exception: BaseException | None) -> str:
     """What a 400 Django answers by itself (before or around any view of ours) says: what was
     wrong, in plain words, with DEBUG on or off. No part of the request is repeated."""
     if isinstance(exception, DisallowedHost):
-        return ("Bad request: this server does not answer for the host name the request was sent to "
-                "(its Host header).")
+        return (
+            "Bad request: this server does not answer for the host name the request was sent to "
+            "(its Host header)."
+        )
     if isinstance(exception, TooManyFieldsSent):
         return f"Bad request: the form sends more than {settings.DATA_UPLOAD_MAX_NUMBER_FIELDS} fields."
     if isinstance(exception, TooManyFilesSent):
         return f"Bad request: the form sends more than {settings.DATA_UPLOAD_MAX_NUMBER_FILES} files at once."
     if isinstance(exception, RequestDataTooBig):
-        return (f"Bad request: the form's data is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE // 2**20} MB "
-                "(files excepted).")
+        return (
+            f"Bad request: the form's data is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE // 2**20} MB "
+            "(files excepted)."
+        )
     if isinstance(exception, MultiPartParserError):
         return "Bad request: the multipart form data is malformed and cannot be read."
     return "Bad request: the request is malformed and cannot be read."
@@ -144,8 +166,9 @@ class InvalidInputMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        if "\x00" in request.path or any("\x00" in key or any("\x00" in v for v in values)
-                                         for key, values in request.GET.lists()):
+        if "\x00" in request.path or any(
+            "\x00" in key or any("\x00" in v for v in values) for key, values in request.GET.lists()
+        ):
             return HttpResponse(NUL_REFUSED, status=400, content_type="text/plain; charset=utf-8")
         return self.get_response(request)
 
@@ -170,8 +193,10 @@ def database_away(exception: BaseException) -> bool:
 def database_away_error() -> DatabaseUnavailable:
     """What a request that lost the database answers (503, Retry-After), on the API and the pages."""
     connection.close()  # so the next request connects afresh
-    return DatabaseUnavailable("The database cannot be reached just now; try again shortly.",
-                               details={"retry_after_s": DATABASE_RETRY_AFTER_S})
+    return DatabaseUnavailable(
+        "The database cannot be reached just now; try again shortly.",
+        details={"retry_after_s": DATABASE_RETRY_AFTER_S},
+    )
 
 
 class DatabaseAwayMiddleware:
@@ -188,7 +213,9 @@ class DatabaseAwayMiddleware:
     def process_exception(self, request, exception):
         if not database_away(exception):
             return None
-        from kb.http import page_error  # not at import: the exception reporter below loads this module early
+        from kb.http import (
+            page_error,
+        )  # not at import: the exception reporter below loads this module early
 
         return page_error(database_away_error())
 
@@ -206,7 +233,9 @@ class DebugPagesForStaffMiddleware:
             try:
                 resolve(request.path_info, getattr(request, "urlconf", None))
             except Resolver404:
-                return HttpResponseNotFound(PLAIN_PAGES[404], content_type="text/plain; charset=utf-8")
+                return HttpResponseNotFound(
+                    PLAIN_PAGES[404], content_type="text/plain; charset=utf-8"
+                )
         return self.get_response(request)
 
     def process_exception(self, request, exception):

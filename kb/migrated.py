@@ -13,9 +13,11 @@ def unapplied_migrations() -> list[str]:
 
 
 def migration_hint() -> str:
-    """"" when migrated, else the sentence a command prints instead of running."""
+    """ "" when migrated, else the sentence a command prints instead of running."""
     pending = unapplied_migrations()
     if not pending:
         return ""
-    return (f"The database is not migrated ({len(pending)} migrations pending, first {pending[0]}): "
-            "run `python manage.py migrate` (scripts/run does it) and try again.")
+    return (
+        f"The database is not migrated ({len(pending)} migrations pending, first {pending[0]}): "
+        "run `python manage.py migrate` (scripts/run does it) and try again."
+    )

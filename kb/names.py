@@ -15,7 +15,9 @@ def normalise_name(text: str) -> str:
 # in capitals ("POP3", "HTTP2", "UTF-8", "BRCA1", "IPv6": capitals then a "v" for version, as in
 # "IPv"), after one or two letters ("MP3", "p53", "x86", "V8"), or inside the word ("PI3K", "k8s").
 # A dotted release ("HTTP 1.1", "TLS1.3") is a version whatever precedes it.
-VERSIONED_NAME = re.compile(r"(?P<stem>[^\W\d_]{3,})[-_]?(?P<version>v?\d+(?:\.\d+)*[^\W\d_]?)(?:-[^\W_]+)*")
+VERSIONED_NAME = re.compile(
+    r"(?P<stem>[^\W\d_]{3,})[-_]?(?P<version>v?\d+(?:\.\d+)*[^\W\d_]?)(?:-[^\W_]+)*"
+)
 
 
 def is_abbreviation(word: str) -> bool:
@@ -45,4 +47,6 @@ def duplicate_key(text: str) -> str:
     """Identity of a text for duplicate collapse: whitespace runs collapsed, case folded, hashed."""
     import hashlib
 
-    return hashlib.md5(" ".join(text.split()).lower().encode("utf-8"), usedforsecurity=False).hexdigest()
+    return hashlib.md5(
+        " ".join(text.split()).lower().encode("utf-8"), usedforsecurity=False
+    ).hexdigest()

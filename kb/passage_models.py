@@ -13,13 +13,15 @@ from django.db import connection
 COUNT_SQL = (
     "UPDATE kb_namespace n SET passage_models = coalesce((SELECT jsonb_object_agg(embedding_model, passages) FROM"
     " (SELECT embedding_model, count(*) AS passages FROM kb_chunk c WHERE c.namespace_id = n.id"
-    " AND c.embedding IS NOT NULL GROUP BY 1) counted), '{}'::jsonb)")
+    " AND c.embedding IS NOT NULL GROUP BY 1) counted), '{}'::jsonb)"
+)
 
 
 def count_models(namespace_id: int) -> dict[str, int]:
     """Count the namespace's embedded passages per model; returns the counts."""
     with connection.cursor() as cursor:
-        cursor.execute(COUNT_SQL + " WHERE n.id = %s RETURNING passage_models::text", [namespace_id])
+        cursor.execute(
+            COUNT_SQL + " WHERE n.id = %s RETURNING passage_models::text", [namespace_id]
+        )
         row = cursor.fetchone()
     return json.loads(row[0]) if row else {}
-

@@ -25,7 +25,14 @@ import os
 import threading
 import time
 
-from django.db import DEFAULT_DB_ALIAS, DatabaseError, InterfaceError, OperationalError, connections, transaction
+from django.db import (
+    DEFAULT_DB_ALIAS,
+    DatabaseError,
+    InterfaceError,
+    OperationalError,
+    connections,
+    transaction,
+)
 from django.db.models import QuerySet
 
 from kb.models import MeaningEstimate, Namespace, QueryLog
@@ -37,7 +44,9 @@ FLUSH_SECONDS = 0.2  # a queued row waits at most about this long
 MAX_QUEUED = 20_000  # rows kept while the database refuses them; the oldest go first past this
 RETRY_SECONDS = 5.0  # between attempts while the database refuses the rows
 ESTIMATE_WINDOW = 200  # a namespace's latest searches its MeaningEstimate reads
-REFRESH_SECONDS = 10.0  # a namespace's MeaningEstimate is recounted at most this often by a process's writer
+REFRESH_SECONDS = (
+    10.0  # a namespace's MeaningEstimate is recounted at most this often by a process's writer
+)
 
 _lock = threading.Lock()
 _ids: list[int] = []
@@ -45,7 +54,9 @@ _queue: list[QueryLog] = []
 _wake = threading.Event()
 _stopping = threading.Event()
 _writer: threading.Thread | None = None
-_refreshed: dict[int, float] = {}  # namespace: when this process last recounted its estimate (monotonic)
+_refreshed: dict[
+    int, float
+] = {}  # namespace: when this process last recounted its estimate (monotonic)
 
 
 def record(**fields) -> int:
@@ -79,7 +90,7 @@ def flush() -> int:
     except (OperationalError, InterfaceError) as exc:  # the database is away: keep them for later
         with _lock:
             _queue[:0] = rows
-            del _queue[:max(0, len(_queue) - MAX_QUEUED)]
+            del _queue[: max(0, len(_queue) - MAX_QUEUED)]
         logger.warning("query log: %d rows wait for the database: %s", len(rows), exc)
         return 0
     except DatabaseError:  # a row it refuses (its namespace deleted since): the others still go in
@@ -100,7 +111,10 @@ def refresh_estimates(namespace_ids: set[int], *, every: float = 0.0) -> None:
                 continue
             _refreshed[namespace_id] = now
         try:  # a savepoint when the caller is in a transaction, so a refusal does not end it
-            with transaction.atomic(using=DEFAULT_DB_ALIAS), connections[DEFAULT_DB_ALIAS].cursor() as cursor:
+            with (
+                transaction.atomic(using=DEFAULT_DB_ALIAS),
+                connections[DEFAULT_DB_ALIAS].cursor() as cursor,
+            ):
                 cursor.execute(
                     f"INSERT INTO {MeaningEstimate._meta.db_table} (namespace_id, median_excess, searches, updated_at)"
                     " SELECT %s, percentile_cont(0.5) WITHIN GROUP (ORDER BY l.meaning_excess), count(*), now()"
@@ -108,9 +122,12 @@ def refresh_estimates(namespace_ids: set[int], *, every: float = 0.0) -> None:
                     "       AND caller <> %s ORDER BY created_at DESC LIMIT %s) l WHERE l.meaning_excess IS NOT NULL"
                     " ON CONFLICT (namespace_id) DO UPDATE SET median_excess = EXCLUDED.median_excess,"
                     " searches = EXCLUDED.searches, updated_at = EXCLUDED.updated_at",
-                    [namespace_id, namespace_id, QueryLog.Caller.INTERNAL, ESTIMATE_WINDOW])
+                    [namespace_id, namespace_id, QueryLog.Caller.INTERNAL, ESTIMATE_WINDOW],
+                )
         except DatabaseError as exc:
-            logger.warning("query log: namespace %s's estimate not refreshed: %s", namespace_id, exc)
+            logger.warning(
+                "query log: namespace %s's estimate not refreshed: %s", namespace_id, exc
+            )
 
 
 def _write_alone(row: QueryLog) -> bool:
@@ -144,8 +161,10 @@ def wait_for(query_id: int, *, namespaces: QuerySet[Namespace] | None = None) ->
 
 def _reserve(count: int) -> list[int]:
     with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
-        cursor.execute("SELECT nextval(pg_get_serial_sequence('kb_querylog', 'id')) FROM generate_series(1, %s)",
-                       [count])
+        cursor.execute(
+            "SELECT nextval(pg_get_serial_sequence('kb_querylog', 'id')) FROM generate_series(1, %s)",
+            [count],
+        )
         return [row[0] for row in cursor.fetchall()]
 
 

@@ -37,12 +37,16 @@ def hit(key: str, limit: int, *, now: float | None = None, cost: int = 1) -> Non
     estimate = current + (previous or 0) * (1 - elapsed)
     if estimate > limit:
         retry_after = max(1, math.ceil((1 - elapsed) * WINDOW_SECONDS))
-        raise RateLimited(f"Rate limit of {limit} requests per minute exceeded; retry in {retry_after} s.",
-                          details={"limit_per_minute": limit, "retry_after_s": retry_after})
+        raise RateLimited(
+            f"Rate limit of {limit} requests per minute exceeded; retry in {retry_after} s.",
+            details={"limit_per_minute": limit, "retry_after_s": retry_after},
+        )
 
 
 def forget_old_windows(now: float | None = None) -> int:
     now = time.time() if now is None else now
     with connection.cursor() as cursor:
-        cursor.execute('DELETE FROM kb_ratecounter WHERE "window" < %s', [int(now // WINDOW_SECONDS) - 1])
+        cursor.execute(
+            'DELETE FROM kb_ratecounter WHERE "window" < %s', [int(now // WINDOW_SECONDS) - 1]
+        )
         return cursor.rowcount

@@ -68,7 +68,9 @@ def _note_line(state, start_line: int, end_line: int, silent: bool) -> bool:
     """`[^N]: text` on a line of its own: the note, one paragraph."""
     if state.sCount[start_line] - state.blkIndent >= 4:
         return False  # indented code
-    match = NOTE_LINE.match(state.src, state.bMarks[start_line] + state.tShift[start_line], state.eMarks[start_line])
+    match = NOTE_LINE.match(
+        state.src, state.bMarks[start_line] + state.tShift[start_line], state.eMarks[start_line]
+    )
     if match is None:
         return False
     if silent:
@@ -76,8 +78,11 @@ def _note_line(state, start_line: int, end_line: int, silent: bool) -> bool:
     opening = state.push("note_open", "p", 1)
     opening.meta, opening.map = {"label": match.group(1)}, [start_line, start_line + 1]
     inline = state.push("inline", "", 0)
-    inline.content, inline.map, inline.children = state.src[match.end():state.eMarks[start_line]].strip(), \
-        [start_line, start_line + 1], []
+    inline.content, inline.map, inline.children = (
+        state.src[match.end() : state.eMarks[start_line]].strip(),
+        [start_line, start_line + 1],
+        [],
+    )
     state.push("note_close", "p", -1)
     state.line = start_line + 1
     return True
@@ -90,7 +95,9 @@ def _render_citation(renderer, tokens, idx, options, env) -> str:
 
 def _render_note_open(renderer, tokens, idx, options, env) -> str:
     label = tokens[idx].meta["label"]
-    return f'<p class="note" id="fn-{label}"><a class="note-back" href="#fnref-{label}">{label}</a> '
+    return (
+        f'<p class="note" id="fn-{label}"><a class="note-back" href="#fnref-{label}">{label}</a> '
+    )
 
 
 @cache
@@ -125,7 +132,11 @@ def without_title(text: str, title: str) -> str:
     document view already shows above its passages."""
     first, _, rest = text.lstrip("\n").partition("\n")
     wanted = " ".join(title.split()).casefold()
-    if wanted and first.startswith("# ") and " ".join(strip_heading_id(first[2:]).split()).casefold() == wanted:
+    if (
+        wanted
+        and first.startswith("# ")
+        and " ".join(strip_heading_id(first[2:]).split()).casefold() == wanted
+    ):
         return rest
     return text
 

@@ -30,7 +30,13 @@ logger = logging.getLogger(__name__)
 REPLICA_PREFIX = "replica_"
 REPLICA_RETRY_SECONDS = 30.0  # a replica that failed is not tried again before this
 LAG_CHECK_SECONDS = 1.0  # a replica's lag is measured at most this often per process
-PRIMARY_ONLY_MODELS = {"ratecounter", "querylog", "apitoken", "ingestrun", "ingestitem"}  # of app `kb`
+PRIMARY_ONLY_MODELS = {
+    "ratecounter",
+    "querylog",
+    "apitoken",
+    "ingestrun",
+    "ingestitem",
+}  # of app `kb`
 LAG_SQL = """
     SELECT CASE
         WHEN NOT pg_is_in_recovery() THEN 0.0
@@ -40,7 +46,9 @@ LAG_SQL = """
     END"""
 
 T = TypeVar("T")
-_reading: contextvars.ContextVar[str | None] = contextvars.ContextVar("kb_replica_alias", default=None)
+_reading: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "kb_replica_alias", default=None
+)
 _turn = itertools.count()
 _lock = threading.Lock()
 _down_until: dict[str, float] = {}
@@ -130,7 +138,9 @@ def replica_report() -> list[dict]:
             _lag_checked.pop(alias, None)
         lag = replica_lag(alias)
         if lag is None:
-            report.append({"alias": alias, "ok": False, "error": "unreachable: reads go to the primary"})
+            report.append(
+                {"alias": alias, "ok": False, "error": "unreachable: reads go to the primary"}
+            )
         elif lag == float("inf"):
             report.append({"alias": alias, "ok": False, "error": "not streaming from the primary"})
         else:
@@ -172,7 +182,11 @@ class ReplicaRouter:
 
     def db_for_read(self, model, **hints):
         alias = _reading.get()
-        if alias and model._meta.app_label == "kb" and model._meta.model_name not in PRIMARY_ONLY_MODELS:
+        if (
+            alias
+            and model._meta.app_label == "kb"
+            and model._meta.model_name not in PRIMARY_ONLY_MODELS
+        ):
             return alias
         return DEFAULT_DB_ALIAS
 

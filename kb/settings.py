@@ -119,9 +119,14 @@ else:
     }
 # DATABASE_REPLICA_URLS: streaming replicas of that server, comma-separated; searches, documents
 # and pages read from them (kb/replicas.py), everything else from `default`.
-for _number, _url in enumerate([u.strip() for u in os.environ.get("DATABASE_REPLICA_URLS", "").split(",") if u.strip()],
-                               start=1):
-    DATABASES[f"replica_{_number}"] = {**dj_database_url.parse(_url, conn_max_age=60), "TEST": {"MIRROR": "default"}}
+for _number, _url in enumerate(
+    [u.strip() for u in os.environ.get("DATABASE_REPLICA_URLS", "").split(",") if u.strip()],
+    start=1,
+):
+    DATABASES[f"replica_{_number}"] = {
+        **dj_database_url.parse(_url, conn_max_age=60),
+        "TEST": {"MIRROR": "default"},
+    }
 DATABASE_ROUTERS = ["kb.replicas.ReplicaRouter"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -151,8 +156,11 @@ MEDIA_ROOT = Path(os.environ.get("KB_MEDIA_DIR", KB_DATA_DIR / "media")).resolve
 MEDIA_URL = "media/"
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"
-                    if PRODUCTION else "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    "staticfiles": {
+        "BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"
+        if PRODUCTION
+        else "django.contrib.staticfiles.storage.StaticFilesStorage"
+    },
 }
 
 if PRODUCTION:
@@ -171,7 +179,9 @@ Q_CLUSTER = {
     "workers": int(os.environ.get("KB_WORKERS", "1")),
     "timeout": int(os.environ.get("KB_TASK_TIMEOUT", "3600")),
     # a task whose worker died is handed out again after this many seconds (must exceed timeout)
-    "retry": int(os.environ.get("KB_TASK_RETRY", str(int(os.environ.get("KB_TASK_TIMEOUT", "3600")) + 60))),
+    "retry": int(
+        os.environ.get("KB_TASK_RETRY", str(int(os.environ.get("KB_TASK_TIMEOUT", "3600")) + 60))
+    ),
     "max_attempts": 3,
     "ack_failures": True,
     "catch_up": False,
@@ -188,7 +198,8 @@ KB_EMBEDDINGS_URL = os.environ.get("KB_EMBEDDINGS_URL", "")
 # the languages the embedding model reads (ISO 639-1, comma-separated; "*" for any): the bundled
 # model reads English; any other model is trusted with every language unless this says otherwise
 KB_EMBEDDING_LANGUAGES = os.environ.get(
-    "KB_EMBEDDING_LANGUAGES", "en" if KB_EMBEDDER == "local" and not KB_EMBEDDING_MODEL else "*")
+    "KB_EMBEDDING_LANGUAGES", "en" if KB_EMBEDDER == "local" and not KB_EMBEDDING_MODEL else "*"
+)
 KB_EMBEDDINGS_API_KEY = os.environ.get("KB_EMBEDDINGS_API_KEY", "")
 # the cosine from which a passage is a strong match, one a reader is pointed to: empty for the
 # model's own (kb/embedding/embedders.py:strong_cosine); set it for a model the product has not measured
@@ -199,7 +210,9 @@ KB_EMBEDDING_QUERY_RUNTIME = os.environ.get("KB_EMBEDDING_QUERY_RUNTIME", "onnx"
 # the local model embeds documents through PyTorch ("torch") or an ONNX Runtime export of itself,
 # fp32 ("onnx") or with int8 MatMul weights ("onnx-int8"); verified against PyTorch at load
 KB_EMBEDDING_DOCUMENT_RUNTIME = os.environ.get("KB_EMBEDDING_DOCUMENT_RUNTIME", "onnx-int8")
-KB_WARM_MODEL = os.environ.get("KB_WARM_MODEL", "")  # query | documents | "" (see kb/embedding/embedders.py: warm_up)
+KB_WARM_MODEL = os.environ.get(
+    "KB_WARM_MODEL", ""
+)  # query | documents | "" (see kb/embedding/embedders.py: warm_up)
 KB_MODEL_CACHE_DIR = Path(os.environ.get("KB_MODEL_CACHE_DIR", KB_DATA_DIR / "models")).resolve()
 KB_FETCH_ALLOWED_PRIVATE = [
     h.strip() for h in os.environ.get("KB_FETCH_ALLOWED_PRIVATE", "").split(",") if h.strip()
@@ -210,12 +223,21 @@ KB_FETCH_ALLOWED_PRIVATE = [
 # the tokens git sources may use: each KB_GIT_TOKEN_<NAME> variable, named by a source as <NAME>,
 # written <host>[,<host>…]=<token> (sent over https to those hosts only)
 KB_FOLDER_ROOTS = [p.strip() for p in os.environ.get("KB_FOLDER_ROOTS", "").split(",") if p.strip()]
-KB_GIT_ALLOW_LOCAL = os.environ.get("KB_GIT_ALLOW_LOCAL", "false").strip().lower() in ("1", "true", "yes")
+KB_GIT_ALLOW_LOCAL = os.environ.get("KB_GIT_ALLOW_LOCAL", "false").strip().lower() in (
+    "1",
+    "true",
+    "yes",
+)
 KB_GIT_MAX_BYTES = int(os.environ.get("KB_GIT_MAX_BYTES", str(500 * 1024 * 1024)))
 KB_GIT_TIMEOUT = float(os.environ.get("KB_GIT_TIMEOUT", "300"))
-KB_GIT_CACHE_DIR = Path(os.environ.get("KB_GIT_CACHE_DIR", KB_DATA_DIR / "git")).resolve()  # the bare mirrors
-KB_GIT_TOKENS = {name.removeprefix("KB_GIT_TOKEN_"): value for name, value in os.environ.items()
-                 if name.startswith("KB_GIT_TOKEN_") and name != "KB_GIT_TOKEN_" and value}
+KB_GIT_CACHE_DIR = Path(
+    os.environ.get("KB_GIT_CACHE_DIR", KB_DATA_DIR / "git")
+).resolve()  # the bare mirrors
+KB_GIT_TOKENS = {
+    name.removeprefix("KB_GIT_TOKEN_"): value
+    for name, value in os.environ.items()
+    if name.startswith("KB_GIT_TOKEN_") and name != "KB_GIT_TOKEN_" and value
+}
 KB_FETCH_MAX_BYTES = int(os.environ.get("KB_FETCH_MAX_BYTES", str(10 * 1024 * 1024)))
 KB_FETCH_TIMEOUT = float(os.environ.get("KB_FETCH_TIMEOUT", "20"))
 # requests per minute: anonymous callers per client address, staff users per user
@@ -241,7 +263,11 @@ KB_OIDC_SCOPES = os.environ.get("KB_OIDC_SCOPES", "openid email profile")
 KB_OIDC_GROUPS_CLAIM = os.environ.get("KB_OIDC_GROUPS_CLAIM", "groups").strip()
 KB_OIDC_NAME = os.environ.get("KB_OIDC_NAME", "single sign-on").strip()
 KB_LDAP_URL = os.environ.get("KB_LDAP_URL", "").strip()
-KB_LDAP_START_TLS = os.environ.get("KB_LDAP_START_TLS", "false").strip().lower() in ("1", "true", "yes")
+KB_LDAP_START_TLS = os.environ.get("KB_LDAP_START_TLS", "false").strip().lower() in (
+    "1",
+    "true",
+    "yes",
+)
 KB_LDAP_BIND_DN = os.environ.get("KB_LDAP_BIND_DN", "")
 KB_LDAP_BIND_PASSWORD = os.environ.get("KB_LDAP_BIND_PASSWORD", "")
 KB_LDAP_USER_BASE = os.environ.get("KB_LDAP_USER_BASE", "").strip()
@@ -269,8 +295,11 @@ KB_PARSER_CPU_SECONDS = int(os.environ.get("KB_PARSER_CPU_SECONDS", "60"))
 KB_PARSER_MEMORY_MB = int(os.environ.get("KB_PARSER_MEMORY_MB", "2048"))
 # OCR of scans (docs/ingesting.md "Scans (OCR)"): Tesseract languages joined by "+" or ",",
 # the wall-clock budget of one page, and how many pages of one document are OCRed at most
-KB_OCR_LANGUAGES = [code for code in os.environ.get("KB_OCR_LANGUAGES", "eng").replace(",", "+").split("+")
-                    if code.strip()]
+KB_OCR_LANGUAGES = [
+    code
+    for code in os.environ.get("KB_OCR_LANGUAGES", "eng").replace(",", "+").split("+")
+    if code.strip()
+]
 KB_OCR_PAGE_SECONDS = int(os.environ.get("KB_OCR_PAGE_SECONDS", "60"))
 KB_OCR_MAX_PAGES = int(os.environ.get("KB_OCR_MAX_PAGES", "100"))
 # a running ingest whose heartbeat is older than this is reported as stalled (/healthz, run page);
@@ -289,8 +318,10 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 # a larger upload waits in a file of the product's own folder, locked by its server; what a killed
 # server left there is removed at start-up and by the watchdog (ingest/upload_temp.py)
 FILE_UPLOAD_TEMP_DIR = str(KB_DATA_DIR / "upload-tmp")
-FILE_UPLOAD_HANDLERS = ["django.core.files.uploadhandler.MemoryFileUploadHandler",
-                        "ingest.upload_temp.LockedTemporaryFileUploadHandler"]
+FILE_UPLOAD_HANDLERS = [
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "ingest.upload_temp.LockedTemporaryFileUploadHandler",
+]
 KB_CHUNK_TOKENS = int(os.environ.get("KB_CHUNK_TOKENS", "400"))
 KB_DEMO_DOCS_DIR = BASE_DIR / "docs"
 # Capability and knowledge retriever backends: "builtin", a dotted path to a class, or "none".
@@ -325,16 +356,25 @@ KB_ANSWER_CONCURRENCY = int(os.environ.get("KB_ANSWER_CONCURRENCY", "4"))
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"short": {"()": "kb.log_filters.ShortFormatter"},
-                   "django.server": {"()": "kb.log_filters.ShortServerFormatter", "format": "[{server_time}] {message}",
-                                     "style": "{"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "short"},
-                 # the development server's request lines, as Django writes them, cut when a query is long
-                 "django.server": {"class": "logging.StreamHandler", "formatter": "django.server"}},
+    "formatters": {
+        "short": {"()": "kb.log_filters.ShortFormatter"},
+        "django.server": {
+            "()": "kb.log_filters.ShortServerFormatter",
+            "format": "[{server_time}] {message}",
+            "style": "{",
+        },
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "short"},
+        # the development server's request lines, as Django writes them, cut when a query is long
+        "django.server": {"class": "logging.StreamHandler", "formatter": "django.server"},
+    },
     "root": {"handlers": ["console"], "level": os.environ.get("KB_LOG_LEVEL", "WARNING")},
     "loggers": {
-        **{app: {"level": os.environ.get("KB_LOG_LEVEL", "INFO"), "propagate": True}
-           for app in PRODUCT_APPS},
+        **{
+            app: {"level": os.environ.get("KB_LOG_LEVEL", "INFO"), "propagate": True}
+            for app in PRODUCT_APPS
+        },
         # Django's own handler would write each 4xx and 5xx a second time beside the root's (with DEBUG on)
         "django": {"handlers": [], "level": "INFO", "propagate": True},
         "django.server": {"handlers": ["django.server"], "level": "INFO", "propagate": False},

@@ -22,7 +22,9 @@ logger = logging.getLogger(__name__)
 namespaces_changed = Signal()
 
 
-def keep_counted(count: Callable[[int], object], what: str, *, uid: str, unless_sent_by: object = None) -> None:
+def keep_counted(
+    count: Callable[[int], object], what: str, *, uid: str, unless_sent_by: object = None
+) -> None:
     """Run `count(namespace_id)` after each finished run (unless `unless_sent_by` sent it, which
     counted already), and once a deleted source's documents and passages are gone (the deletion
     committed). A count that fails is logged: the next run or deletion counts again."""
@@ -39,7 +41,11 @@ def keep_counted(count: Callable[[int], object], what: str, *, uid: str, unless_
 
     def deleted(sender, instance, **kwargs) -> None:
         namespace_id = instance.namespace_id
-        transaction.on_commit(lambda: Namespace.objects.filter(pk=namespace_id).exists() and count(namespace_id))
+        transaction.on_commit(
+            lambda: Namespace.objects.filter(pk=namespace_id).exists() and count(namespace_id)
+        )
 
-    namespaces_changed.connect(changed, dispatch_uid=uid, weak=False)  # closures: held here, never collected
+    namespaces_changed.connect(
+        changed, dispatch_uid=uid, weak=False
+    )  # closures: held here, never collected
     post_delete.connect(deleted, sender=Source, dispatch_uid=f"{uid}.source", weak=False)

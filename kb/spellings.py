@@ -9,17 +9,26 @@ from itertools import combinations, product
 
 # the configurations whose stems lose their accents (kb 0035) and the accented letters each language writes
 ACCENTS = {
-    "french": "àâçéèêëîïôùûüÿ", "italian": "àèéìíòóù", "portuguese": "àáâãçéêíóôõú", "romanian": "ăâîşșţț",
+    "french": "àâçéèêëîïôùûüÿ",
+    "italian": "àèéìíòóù",
+    "portuguese": "àáâãçéêíóôõú",
+    "romanian": "ăâîşșţț",
     "spanish": "áéíñóúü",
 }
-ACCENTED_TAIL = 6  # the letters at a word's end where accents are put back: where stemmers cut suffixes
+ACCENTED_TAIL = (
+    6  # the letters at a word's end where accents are put back: where stemmers cut suffixes
+)
 MOST_ACCENTS = 2  # Portuguese "-ção" carries two
 # the configurations of languages that write compounds as one word, with the letters their grammars
 # end a first part with ("Arbeit-s-platz", "Sonne-n-schein", "Tag-es-zeit"; Swedish "kyrk-o-gård",
 # where the "a" of "kyrka" becomes "o": the part without it stems alike)
 COMPOUND_LINKS = {
-    "danish": ("s", "e"), "dutch": ("s", "e", "en"), "finnish": (),
-    "german": ("s", "es", "n", "en", "e", "er", "ens"), "norwegian": ("s", "e"), "swedish": ("s", "a", "u", "o", "e"),
+    "danish": ("s", "e"),
+    "dutch": ("s", "e", "en"),
+    "finnish": (),
+    "german": ("s", "es", "n", "en", "e", "er", "ens"),
+    "norwegian": ("s", "e"),
+    "swedish": ("s", "a", "u", "o", "e"),
 }
 MIN_COMPOUND_PART = 3  # "Uhr" + "zeit": a shorter part is a prefix or a linking letter, not a word
 
@@ -70,5 +79,5 @@ def compound_splits(word: str, config: str) -> list[tuple[str, str]]:
         head, tail = word[:cut], word[cut:]
         for link in ("", *links):
             if head.endswith(link) and len(head) - len(link) >= MIN_COMPOUND_PART:
-                splits[(head[:len(head) - len(link)], tail)] = None
+                splits[(head[: len(head) - len(link)], tail)] = None
     return list(splits)

@@ -40,8 +40,16 @@ class Toolset:
 
     tools: list[Tool] = field(default_factory=list)
 
-    def tool(self, *, name: str, title: str, description: str, input: type[Schema], output: type[Schema],
-             cost: str) -> Callable[[Callable[[Any, Any], Answer]], Callable[[Any, Any], Answer]]:
+    def tool(
+        self,
+        *,
+        name: str,
+        title: str,
+        description: str,
+        input: type[Schema],
+        output: type[Schema],
+        cost: str,
+    ) -> Callable[[Callable[[Any, Any], Answer]], Callable[[Any, Any], Answer]]:
         def register(func: Callable[[Any, Any], Answer]) -> Callable[[Any, Any], Answer]:
             self.tools.append(Tool(name, title, description, input, output, func, cost))
             return func

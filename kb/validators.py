@@ -9,7 +9,13 @@ from urllib.parse import urlsplit
 
 from django.core.exceptions import ValidationError
 
-from kb.vocabulary import CAPABILITY_ID_RE, MAX_PATTERN_CHARS, MAX_PATTERNS, NAMESPACE_RE, SOURCE_OPTIONS
+from kb.vocabulary import (
+    CAPABILITY_ID_RE,
+    MAX_PATTERN_CHARS,
+    MAX_PATTERNS,
+    NAMESPACE_RE,
+    SOURCE_OPTIONS,
+)
 
 
 def validate_namespace_slug(value: str) -> None:
@@ -42,7 +48,9 @@ def validate_http_url(value: str, field: str = "location") -> None:
     parts = urlsplit(value or "")
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValidationError(
-            {field: f"{value!r} is not an http(s) URL with a host, e.g. 'https://docs.example.com/'."},
+            {
+                field: f"{value!r} is not an http(s) URL with a host, e.g. 'https://docs.example.com/'."
+            },
             code="invalid_url",
         )
 
@@ -50,7 +58,9 @@ def validate_http_url(value: str, field: str = "location") -> None:
 def is_http_pattern(pattern: str) -> bool:
     """Whether a URL pattern with {commit}, {path} and {line} places (a git source's `web_url`)
     is an http(s) URL with a host once they are filled: it becomes every citation's link."""
-    parts = urlsplit(pattern.strip().replace("{commit}", "0").replace("{path}", "p").replace("{line}", "1"))
+    parts = urlsplit(
+        pattern.strip().replace("{commit}", "0").replace("{path}", "p").replace("{line}", "1")
+    )
     return parts.scheme.lower() in ("http", "https") and bool(parts.netloc)
 
 
@@ -75,20 +85,32 @@ def validate_source_options(kind: str, options: dict[str, Any]) -> None:
         elif typ is list and not (
             isinstance(value, list) and all(isinstance(v, str) and v for v in value)
         ):
-            what = "domain names" if name == "allowed_domains" else "URL path patterns such as '/docs/*'"
+            what = (
+                "domain names"
+                if name == "allowed_domains"
+                else "URL path patterns such as '/docs/*'"
+            )
             errors.append(f"option {name!r} must be a list of {what}, got {value!r}")
         elif name in ("include", "exclude") and (
             len(value) > MAX_PATTERNS or any(len(v) > MAX_PATTERN_CHARS for v in value)
         ):
-            errors.append(f"option {name!r} takes at most {MAX_PATTERNS} patterns of at most "
-                          f"{MAX_PATTERN_CHARS} characters")
-        elif name in ("include", "exclude") and (hints := [glob_hint(v) for v in value if regex_like(v)]):
-            errors.append(f"option {name!r} takes {GLOBS}, not regular expressions: {'; '.join(hints)}")
+            errors.append(
+                f"option {name!r} takes at most {MAX_PATTERNS} patterns of at most "
+                f"{MAX_PATTERN_CHARS} characters"
+            )
+        elif name in ("include", "exclude") and (
+            hints := [glob_hint(v) for v in value if regex_like(v)]
+        ):
+            errors.append(
+                f"option {name!r} takes {GLOBS}, not regular expressions: {'; '.join(hints)}"
+            )
         elif typ is str and not isinstance(value, str):
             errors.append(f"option {name!r} must be text, got {value!r}")
         elif name == "web_url" and value.strip() and not is_http_pattern(value):
-            errors.append(f"option 'web_url' must be an http(s) URL with a host, e.g. "
-                          f"'https://github.com/psf/requests/blob/{{commit}}/{{path}}#L{{line}}', got {value!r}")
+            errors.append(
+                f"option 'web_url' must be an http(s) URL with a host, e.g. "
+                f"'https://github.com/psf/requests/blob/{{commit}}/{{path}}#L{{line}}', got {value!r}"
+            )
         elif typ is int and not low <= value <= high:
             errors.append(f"option {name!r} must be between {low} and {high}, got {value!r}")
     if errors:

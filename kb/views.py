@@ -34,15 +34,21 @@ def healthz(request):
     """Anyone may ask (load balancers, monitors); only a superuser sees which runs are stuck."""
     report = health_report()
     try:  # reading the signed-in user needs the database, which may be what is down
-        superuser = bool(report.database.get("ok")) and request.user.is_active and request.user.is_superuser
+        superuser = (
+            bool(report.database.get("ok")) and request.user.is_active and request.user.is_superuser
+        )
     except DatabaseError:
         superuser = False
-    return JsonResponse(report.as_dict(runs_in_detail=superuser), status=200 if report.essential_ok else 503)
+    return JsonResponse(
+        report.as_dict(runs_in_detail=superuser), status=200 if report.essential_ok else 503
+    )
 
 
 def bad_request(request, exception=None):
     """Django's 400 (handler400, with DEBUG off): what was wrong, in plain text, as with DEBUG on."""
-    return HttpResponseBadRequest(bad_request_text(exception), content_type="text/plain; charset=utf-8")
+    return HttpResponseBadRequest(
+        bad_request_text(exception), content_type="text/plain; charset=utf-8"
+    )
 
 
 LOGIN_ATTEMPTS_PER_MINUTE = 10
@@ -80,7 +86,9 @@ class ReaderLoginView(ThrottledPost, LoginView):
     """The sign-in page for readers (and staff) outside /admin/, throttled like the admin's."""
 
     template_name = "registration/login.html"
-    redirect_authenticated_user = False  # a reader may sign in again as another account: no loop back
+    redirect_authenticated_user = (
+        False  # a reader may sign in again as another account: no loop back
+    )
     throttle_key = "login"
 
     def get_context_data(self, **kwargs):

@@ -12,7 +12,11 @@ CAPABILITY_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]*/[a-z0-9][a-z0-9_.-]*$")
 
 # The source kinds, stated here once (kb.models.Source.Kind gives them their labels)
 URL_KINDS = ("url", "sitemap", "crawl", "llms")  # fetched from a location
-MULTI_PAGE_KINDS = ("crawl", "sitemap", "llms")  # many pages of one site: they share its boilerplate
+MULTI_PAGE_KINDS = (
+    "crawl",
+    "sitemap",
+    "llms",
+)  # many pages of one site: they share its boilerplate
 REPOSITORY_KINDS = ("folder", "git")  # listed whole from a path or repository: files with paths
 SOURCE_KINDS = URL_KINDS + ("file", "text") + REPOSITORY_KINDS
 

@@ -5,13 +5,22 @@ from django.contrib import admin
 
 from ingest.decisions import EMBED_REASONS
 from kb import models
-from kb.admin_access import LargeTableAdmin, NamespaceScoped, ReadOnlyInConsole, ScopedInline, capped, count_of
+from kb.admin_access import (
+    LargeTableAdmin,
+    NamespaceScoped,
+    ReadOnlyInConsole,
+    ScopedInline,
+    capped,
+    count_of,
+)
 from kb.languages import NAMES as LANGUAGE_NAMES
 from kb.languages import name as language_name
 from retrieval.lookups import matching_chunk_ids
 
 STORED_MEDIA_TYPES = ("text/markdown", "text/plain")  # what extraction stores (ingest/extract)
-MAX_SEARCHED_NAMESPACES = 20  # an unfiltered chunk search looks in the first 20 namespaces the curator may read
+MAX_SEARCHED_NAMESPACES = (
+    20  # an unfiltered chunk search looks in the first 20 namespaces the curator may read
+)
 
 
 @admin.register(models.FusionCalibration)
@@ -19,8 +28,16 @@ class FusionCalibrationAdmin(NamespaceScoped):
     """Fitted by `kb_bench` or `kb_eval --fit`, never typed in; deleting one returns the
     namespace to the default weights."""
 
-    list_display = ["namespace", "lexical_weight", "fitted_on", "queries", "cross_validated_ndcg",
-                    "default_ndcg", "version", "fitted_at"]
+    list_display = [
+        "namespace",
+        "lexical_weight",
+        "fitted_on",
+        "queries",
+        "cross_validated_ndcg",
+        "default_ndcg",
+        "version",
+        "fitted_at",
+    ]
     readonly_fields = list_display
 
     def has_add_permission(self, request):
@@ -58,7 +75,15 @@ def _matching_chunks(model_admin, request, term: str) -> list[int]:
 
 class ChunkInline(ScopedInline, admin.TabularInline):
     model = models.Chunk
-    fields = ["position", "anchor", "heading_path", "start_byte", "end_byte", "token_estimate", "has_embedding"]
+    fields = [
+        "position",
+        "anchor",
+        "heading_path",
+        "start_byte",
+        "end_byte",
+        "token_estimate",
+        "has_embedding",
+    ]
     readonly_fields = fields
     extra = 0
     max_num = 0
@@ -71,14 +96,18 @@ class ChunkInline(ScopedInline, admin.TabularInline):
 
 def fixed_choices_filter(field: str, title: str, choices: tuple[str, ...]):
     """A list filter offering fixed values: listing the distinct values of a million rows would scan them."""
+
     def lookups(self, request, model_admin):
         return [(value, value) for value in choices]
 
     def queryset(self, request, queryset):
         return queryset.filter(**{field: self.value()}) if self.value() else queryset
 
-    return type(f"{field.title().replace('_', '')}Filter", (admin.SimpleListFilter,),
-                {"title": title, "parameter_name": field, "lookups": lookups, "queryset": queryset})
+    return type(
+        f"{field.title().replace('_', '')}Filter",
+        (admin.SimpleListFilter,),
+        {"title": title, "parameter_name": field, "lookups": lookups, "queryset": queryset},
+    )
 
 
 # what extraction stores (a document's original type is in its metadata), why a chunk was embedded
@@ -96,14 +125,18 @@ class LanguageFilter(admin.SimpleListFilter):
     NOT_NAMED = "not named"
 
     def lookups(self, request, model_admin):
-        return [(named, named) for named in sorted(set(LANGUAGE_NAMES.values()))] + [(self.NOT_NAMED, "not named")]
+        return [(named, named) for named in sorted(set(LANGUAGE_NAMES.values()))] + [
+            (self.NOT_NAMED, "not named")
+        ]
 
     def queryset(self, request, queryset):
         if not self.value():
             return queryset
         if self.value() == self.NOT_NAMED:
             return queryset.filter(language="")
-        return queryset.filter(language__in=[code for code, named in LANGUAGE_NAMES.items() if named == self.value()])
+        return queryset.filter(
+            language__in=[code for code, named in LANGUAGE_NAMES.items() if named == self.value()]
+        )
 
 
 @admin.register(models.Document)
@@ -112,11 +145,26 @@ class DocumentAdmin(ReadOnlyInConsole, LargeTableAdmin, NamespaceScoped):
     finds documents by the words of their chunks (the lexical channel) or by their exact ref,
     never by a scan of every title."""
 
-    list_display = ["__str__", "source", "namespace", "type_read", "language_named", "byte_size", "chunk_count",
-                    "indexed_at"]
+    list_display = [
+        "__str__",
+        "source",
+        "namespace",
+        "type_read",
+        "language_named",
+        "byte_size",
+        "chunk_count",
+        "indexed_at",
+    ]
     list_filter = ["namespace", "source", MediaTypeFilter, LanguageFilter]
     search_fields = ["title"]  # shows the search box; get_search_results does the searching
-    readonly_fields = ["content_hash", "byte_size", "indexed_at", "embedding_model", "etag", "last_modified"]
+    readonly_fields = [
+        "content_hash",
+        "byte_size",
+        "indexed_at",
+        "embedding_model",
+        "etag",
+        "last_modified",
+    ]
     list_select_related = ["source", "namespace"]
     inlines = [ChunkInline]
 
@@ -124,13 +172,20 @@ class DocumentAdmin(ReadOnlyInConsole, LargeTableAdmin, NamespaceScoped):
         term = search_term.strip()
         if not term:
             return queryset, False
-        by_words = models.Chunk.objects.filter(pk__in=_matching_chunks(self, request, term)).values_list("document_id",
-                                                                                                     flat=True)
-        by_ref = models.Document.objects.filter(ref=term).values_list("pk", flat=True)  # skip scan of (source, ref)
+        by_words = models.Chunk.objects.filter(
+            pk__in=_matching_chunks(self, request, term)
+        ).values_list("document_id", flat=True)
+        by_ref = models.Document.objects.filter(ref=term).values_list(
+            "pk", flat=True
+        )  # skip scan of (source, ref)
         return queryset.filter(pk__in={*by_words, *by_ref}), False
 
     def get_queryset(self, request):
-        return super().get_queryset(request).annotate(_chunks=count_of(models.Chunk, "document", models.Document))
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(_chunks=count_of(models.Chunk, "document", models.Document))
+        )
 
     @admin.display(description="chunks", ordering="_chunks")
     def chunk_count(self, obj):
@@ -151,12 +206,26 @@ class ChunkAdmin(ReadOnlyInConsole, LargeTableAdmin, NamespaceScoped):
     """Written only by the pipeline. Searching finds chunks by their words through the lexical
     channel (`matching_chunk_ids`), never by a scan of every text."""
 
-    list_display = ["__str__", "document", "anchor", "start_byte", "end_byte", "token_estimate", "embed_reason"]
+    list_display = [
+        "__str__",
+        "document",
+        "anchor",
+        "start_byte",
+        "end_byte",
+        "token_estimate",
+        "embed_reason",
+    ]
     list_filter = ["namespace", "is_summary", EmbedReasonFilter]
     search_fields = ["text"]  # shows the search box; get_search_results does the searching
     exclude = ["embedding"]
-    readonly_fields = ["document", "namespace", "search_vector", "embedding_model", "embedding_runtime",
-                       "embed_reason"]
+    readonly_fields = [
+        "document",
+        "namespace",
+        "search_vector",
+        "embedding_model",
+        "embedding_runtime",
+        "embed_reason",
+    ]
     list_select_related = ["document"]
 
     def get_search_results(self, request, queryset, search_term):

@@ -20,8 +20,11 @@ def agreement(lists: list[tuple[list[int], list[int]]]) -> float | None:
     """The mean share of the NEAREST first results that each heading's meaning list (first of a
     pair) and words list (second) hold in common, over the headings both channels found
     something for; None with fewer than MIN_HEADINGS of them."""
-    shares = [len(set(by_meaning[:NEAREST]) & set(by_words[:NEAREST])) / NEAREST
-              for by_meaning, by_words in lists if by_meaning and by_words]
+    shares = [
+        len(set(by_meaning[:NEAREST]) & set(by_words[:NEAREST])) / NEAREST
+        for by_meaning, by_words in lists
+        if by_meaning and by_words
+    ]
     if len(shares) < MIN_HEADINGS:
         return None
     return sum(shares) / len(shares)

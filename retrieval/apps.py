@@ -13,4 +13,6 @@ class RetrievalConfig(AppConfig):
         from retrieval.indexes import on_namespace_deleted, on_namespaces_changed
 
         namespaces_changed.connect(on_namespaces_changed, dispatch_uid="retrieval.indexes")
-        post_delete.connect(on_namespace_deleted, sender=Namespace, dispatch_uid="retrieval.drop_vector_index")
+        post_delete.connect(
+            on_namespace_deleted, sender=Namespace, dispatch_uid="retrieval.drop_vector_index"
+        )

@@ -75,8 +75,9 @@ class DocumentFrequencyCache:
             self._entries[namespace_id] = (generation, merged)
 
 
-def score_postings(packed, current, changed_ids: np.ndarray, weights: dict[str, float],
-                   avgdl: float) -> tuple[np.ndarray, np.ndarray]:
+def score_postings(
+    packed, current, changed_ids: np.ndarray, weights: dict[str, float], avgdl: float
+) -> tuple[np.ndarray, np.ndarray]:
     """Every matched chunk's BM25 score from postings held as arrays (retrieval/posting_lists.py):
     (chunk ids, scores), unordered. `packed` postings of chunks in `changed_ids` are ignored;
     `current` holds those chunks' postings as they are now, and those of newer chunks."""
@@ -89,7 +90,7 @@ def _impacts(tfs: np.ndarray, lengths: np.ndarray, weight: float, avgdl: float) 
     """weight · tf·(k1+1) / (tf + k1·(1 − b) + k1·b·len/avglen) for each posting, in float64,
     with two new arrays (the postings of a common term are millions: passes over memory count)."""
     denominator = lengths.astype(np.float64)  # native float64 first: arithmetic on the
-    denominator *= K1 * B / avgdl                         # big-endian views themselves is slower
+    denominator *= K1 * B / avgdl  # big-endian views themselves is slower
     denominator += K1 * (1 - B)
     impacts = tfs.astype(np.float64)
     denominator += impacts
@@ -98,24 +99,31 @@ def _impacts(tfs: np.ndarray, lengths: np.ndarray, weight: float, avgdl: float) 
     return impacts
 
 
-def _summed(postings, weights: dict[str, float], avgdl: float,
-            excluded: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def _summed(
+    postings, weights: dict[str, float], avgdl: float, excluded: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Sum each chunk's weighted impacts over the terms: (distinct chunk ids, their sums), the
     chunks in `excluded` left out. The terms' postings share one id base."""
     if not postings:
         return np.empty(0, np.int64), np.empty(0, np.float64)
     base = postings[0].base
     ids = np.concatenate([p.chunk_ids for p in postings]).astype(np.int64)
-    scores = np.concatenate([_impacts(p.tfs, p.lengths_at(), weights[p.lexeme], avgdl) for p in postings])
+    scores = np.concatenate(
+        [_impacts(p.tfs, p.lengths_at(), weights[p.lexeme], avgdl) for p in postings]
+    )
     if not len(ids):
         return ids, scores
     low, high = int(ids.min()), int(ids.max())
-    if high - low <= 4 * len(ids) + 1024:  # dense ids (a namespace ingested in bulk): sum into one array
+    if (
+        high - low <= 4 * len(ids) + 1024
+    ):  # dense ids (a namespace ingested in bulk): sum into one array
         sums = np.bincount(ids - low, weights=scores, minlength=high - low + 1)
         if excluded is not None and len(excluded):
             inside = excluded - base - low
             sums[inside[(inside >= 0) & (inside < len(sums))]] = 0
-        found = np.flatnonzero(sums > 0)  # every impact is positive (IDF and frequencies are), so sum > 0: matched
+        found = np.flatnonzero(
+            sums > 0
+        )  # every impact is positive (IDF and frequencies are), so sum > 0: matched
         return found + (low + base), sums[found]
     found, where = np.unique(ids, return_inverse=True)
     sums = np.bincount(where, weights=scores, minlength=len(found))
@@ -134,11 +142,14 @@ class PackedTopK:
     candidates: int  # chunks completed with the probed terms
 
 
-PROBE_COST_IN_POSTINGS = 3  # measured: a binary search for one chunk in one list costs about three postings scored
+PROBE_COST_IN_POSTINGS = (
+    3  # measured: a binary search for one chunk in one list costs about three postings scored
+)
 
 
-def top_k_packed(packed, current, changed_ids: np.ndarray, weights: dict[str, float], avgdl: float,
-                 k: int) -> PackedTopK:
+def top_k_packed(
+    packed, current, changed_ids: np.ndarray, weights: dict[str, float], avgdl: float, k: int
+) -> PackedTopK:
     """Exact BM25's k best over packed postings, without scoring every posting (MaxScore over
     whole terms). A term adds at most its bound to any chunk: its weight times the impact of its
     largest frequency at its shortest length. Terms are scored whole, the highest bound first.
@@ -158,16 +169,26 @@ def top_k_packed(packed, current, changed_ids: np.ndarray, weights: dict[str, fl
         ids, scores = score_postings(packed, current, changed_ids, weights, avgdl)
         top_ids, top_scores = best_first(ids, scores, k)
         return PackedTopK(top_ids[:k], top_scores[:k], tuple(p.lexeme for p in packed), (), 0)
-    bound = {p.lexeme: weights[p.lexeme] * impact(float(p.tfs.max()), p.shortest(), avgdl) for p in terms}
+    bound = {
+        p.lexeme: weights[p.lexeme] * impact(float(p.tfs.max()), p.shortest(), avgdl) for p in terms
+    }
     terms.sort(key=lambda p: (-bound[p.lexeme], p.lexeme))
     excluded = changed_ids - base
     excluded = excluded[(excluded >= 0) & (excluded < span)]
     universe = None
-    if span > 32 * sum(len(p.chunk_ids) for p in terms) + 1024:  # ids spread thin: number the chunks matched
+    if (
+        span > 32 * sum(len(p.chunk_ids) for p in terms) + 1024
+    ):  # ids spread thin: number the chunks matched
         universe = np.unique(np.concatenate([p.chunk_ids for p in terms]).astype(np.int64))
-        terms = [dataclasses.replace(p, chunk_ids=np.searchsorted(universe, p.chunk_ids.astype(np.int64)),
-                                     lengths=p.lengths_at(), length_of=None)  # few postings: align their lengths
-                 for p in terms]
+        terms = [
+            dataclasses.replace(
+                p,
+                chunk_ids=np.searchsorted(universe, p.chunk_ids.astype(np.int64)),
+                lengths=p.lengths_at(),
+                length_of=None,
+            )  # few postings: align their lengths
+            for p in terms
+        ]
         where = np.minimum(np.searchsorted(universe, excluded), len(universe) - 1)
         excluded, span = where[universe[where] == excluded], len(universe)
     partial = np.zeros(span)
@@ -181,16 +202,24 @@ def top_k_packed(packed, current, changed_ids: np.ndarray, weights: dict[str, fl
         remaining = terms[scored:]
         if not remaining:
             break
-        best = _best_partial(partial, np.concatenate([best, offsets]), k)  # k distinct chunks, the best known
-        known = np.concatenate([_completed_above(partial, best, remaining, weights, avgdl, bound)[1], fresh_scores])
+        best = _best_partial(
+            partial, np.concatenate([best, offsets]), k
+        )  # k distinct chunks, the best known
+        known = np.concatenate(
+            [_completed_above(partial, best, remaining, weights, avgdl, bound)[1], fresh_scores]
+        )
         if len(known) < k:
             continue
-        theta = float(np.partition(known, len(known) - k)[len(known) - k])  # k chunks reach it: a floor
+        theta = float(
+            np.partition(known, len(known) - k)[len(known) - k]
+        )  # k chunks reach it: a floor
         if rest >= theta - 1e-6:
             continue  # a chunk only the other terms match could still reach the top k
         touched = _touched(partial)
         reachable = touched[partial[touched] + rest >= theta - 1e-6]
-        if len(reachable) * len(remaining) * PROBE_COST_IN_POSTINGS <= sum(len(t.chunk_ids) for t in remaining):
+        if len(reachable) * len(remaining) * PROBE_COST_IN_POSTINGS <= sum(
+            len(t.chunk_ids) for t in remaining
+        ):
             candidates = reachable
             break
     probed = terms[scored:] if candidates is not None else []
@@ -198,16 +227,32 @@ def top_k_packed(packed, current, changed_ids: np.ndarray, weights: dict[str, fl
         candidates, completed = _touched(partial), None
     else:
         looked_up = len(candidates)
-        candidates, completed = _completed_above(partial, candidates, probed, weights, avgdl, bound, theta)
+        candidates, completed = _completed_above(
+            partial, candidates, probed, weights, avgdl, bound, theta
+        )
     scores = np.concatenate([partial[candidates] if completed is None else completed, fresh_scores])
-    ids = np.concatenate([(candidates if universe is None else universe[candidates]) + base, fresh_ids])
+    ids = np.concatenate(
+        [(candidates if universe is None else universe[candidates]) + base, fresh_ids]
+    )
     top_ids, top_scores = best_first(ids, scores, k)
-    return PackedTopK(top_ids[:k], top_scores[:k], tuple(t.lexeme for t in terms[:len(terms) - len(probed)]),
-                      tuple(t.lexeme for t in probed), looked_up if probed else 0)
+    return PackedTopK(
+        top_ids[:k],
+        top_scores[:k],
+        tuple(t.lexeme for t in terms[: len(terms) - len(probed)]),
+        tuple(t.lexeme for t in probed),
+        looked_up if probed else 0,
+    )
 
 
-def _completed_above(partial: np.ndarray, candidates: np.ndarray, terms, weights: dict[str, float], avgdl: float,
-                     bound: dict[str, float], theta: float = -np.inf) -> tuple[np.ndarray, np.ndarray]:
+def _completed_above(
+    partial: np.ndarray,
+    candidates: np.ndarray,
+    terms,
+    weights: dict[str, float],
+    avgdl: float,
+    bound: dict[str, float],
+    theta: float = -np.inf,
+) -> tuple[np.ndarray, np.ndarray]:
     """The candidates' partial scores plus their postings in `terms` (highest bound first), found
     by binary search in the lists (sorted by chunk), dropping after each term those whose score
     so far plus the bounds of the terms left falls below θ: (offsets, scores)."""
@@ -215,11 +260,15 @@ def _completed_above(partial: np.ndarray, candidates: np.ndarray, terms, weights
     rest = sum(bound[t.lexeme] for t in terms)
     for term in terms:
         rest -= bound[term.lexeme]
-        lists = term.chunk_ids.astype(np.int32) if len(candidates) > 1000 else term.chunk_ids  # native: faster search
+        lists = (
+            term.chunk_ids.astype(np.int32) if len(candidates) > 1000 else term.chunk_ids
+        )  # native: faster search
         where = np.minimum(np.searchsorted(lists, candidates.astype(lists.dtype)), len(lists) - 1)
         hit = np.flatnonzero(lists[where] == candidates)
         if len(hit):
-            scores[hit] += _impacts(term.tfs[where[hit]], term.lengths_at(where[hit]), weights[term.lexeme], avgdl)
+            scores[hit] += _impacts(
+                term.tfs[where[hit]], term.lengths_at(where[hit]), weights[term.lexeme], avgdl
+            )
         keep = scores + rest >= theta - 1e-6
         candidates, scores = candidates[keep], scores[keep]
     return candidates, scores
@@ -234,7 +283,7 @@ def _touched(partial: np.ndarray) -> np.ndarray:
 def _best_partial(partial: np.ndarray, offsets: np.ndarray, k: int) -> np.ndarray:
     """Up to k distinct chunks among `offsets` (which may repeat one) with the best partial scores."""
     if len(offsets) > 2 * k:  # a chunk is at most twice in the best 2k: they hold k distinct ones
-        offsets = offsets[np.argpartition(-partial[offsets], 2 * k - 1)[:2 * k]]
+        offsets = offsets[np.argpartition(-partial[offsets], 2 * k - 1)[: 2 * k]]
     offsets = np.unique(offsets)
     offsets = offsets[partial[offsets] > 0]
     if len(offsets) > k:

@@ -13,7 +13,9 @@ CHANNELS = (VECTOR, LEXICAL, NAMES, IDENTIFIERS)
 FUSED = "fused"  # the base from meaning and words together (see `fuse`)
 BASES = (FUSED, *CHANNELS)
 CALIBRATION_DEPTH = 100  # a channel's distribution is read from its first 100 hits
-FULL_WEIGHT_IDF_SHARE = 0.5  # a best lexical hit reaching half the query's IDF mass keeps the full weight
+FULL_WEIGHT_IDF_SHARE = (
+    0.5  # a best lexical hit reaching half the query's IDF mass keeps the full weight
+)
 
 
 @dataclass(frozen=True)
@@ -66,7 +68,13 @@ class RankerParams:
             problems.append(f"limit must be positive, got {self.limit}")
         if self.rrf_k <= 0:
             problems.append(f"rrf_k must be positive, got {self.rrf_k}")
-        for name in ("rrf_weight", "recency_weight", "priority_weight", "floor", "recency_half_life_days"):
+        for name in (
+            "rrf_weight",
+            "recency_weight",
+            "priority_weight",
+            "floor",
+            "recency_half_life_days",
+        ):
             if getattr(self, name) < 0:
                 problems.append(f"{name} must not be negative, got {getattr(self, name)}")
         if self.recency_half_life_days == 0 and self.recency_weight > 0:
@@ -78,14 +86,18 @@ class RankerParams:
         if not 0 <= self.seed_ratio <= 1:
             problems.append(f"seed_ratio must be within [0, 1], got {self.seed_ratio}")
         if self.floor > 1:
-            problems.append(f"floor is a fraction of the top relevance, at most 1, got {self.floor}")
+            problems.append(
+                f"floor is a fraction of the top relevance, at most 1, got {self.floor}"
+            )
         if self.mmr_depth < 1:
             problems.append(f"mmr_depth must be at least 1, got {self.mmr_depth}")
         if self.bypass_channels < 1 or self.bypass_rank < 1:
             problems.append("bypass_channels and bypass_rank must be at least 1")
         if problems:
-            raise InvalidRankerParams("Invalid ranker parameters: " + "; ".join(problems) + ".",
-                                      details={"problems": problems})
+            raise InvalidRankerParams(
+                "Invalid ranker parameters: " + "; ".join(problems) + ".",
+                details={"problems": problems},
+            )
 
 
 @dataclass(frozen=True)
@@ -131,9 +143,13 @@ class RankSummary:
     beyond_limit: int
     top_relevance: float
     floor: float  # the absolute relevance floor used
-    calibration: dict[str, tuple[float, float, float]] = field(default_factory=dict)  # top, mean, std
+    calibration: dict[str, tuple[float, float, float]] = field(
+        default_factory=dict
+    )  # top, mean, std
     lexical_weight: float = 0.0  # the weight words had in this query's fused base (`words_weight`)
-    channel_notes: tuple["ChannelNote", ...] = ()  # channels that could not help this query, and why
+    channel_notes: tuple[
+        "ChannelNote", ...
+    ] = ()  # channels that could not help this query, and why
 
 
 @dataclass(frozen=True)
@@ -146,8 +162,12 @@ class ChannelNote:
     reason: str
 
 
-NO_SHARED_TERM = ChannelNote(LEXICAL, "empty", "No word of the query occurs in this namespace (common words "
-                             "are not searched), so the results are ranked by meaning alone.")
+NO_SHARED_TERM = ChannelNote(
+    LEXICAL,
+    "empty",
+    "No word of the query occurs in this namespace (common words "
+    "are not searched), so the results are ranked by meaning alone.",
+)
 
 
 WORDS_ALONE = "so results are ranked by their words alone"
@@ -156,23 +176,31 @@ WORDS_ALONE = "so results are ranked by their words alone"
 def meaning_unread(share: float, language: str, query_language: str = "") -> ChannelNote:
     """The vector channel left out: the query (`query_language`, named) or most of the namespace
     is in a language the model does not read."""
-    return ChannelNote(VECTOR, "off", f"{unread_clause(share, language, query_language, 'This')}, {WORDS_ALONE}.")
+    return ChannelNote(
+        VECTOR, "off", f"{unread_clause(share, language, query_language, 'This')}, {WORDS_ALONE}."
+    )
 
 
 def unread_clause(share: float, language: str, query_language: str = "", this: str = "this") -> str:
     """Why `meaning_unread` leaves meaning out, as a clause (the weights give it as their reason),
     `this` its first word where the query's language decided."""
     if query_language:
-        return f"{this} query is in {query_language}, which the search's meaning model does not read"
+        return (
+            f"{this} query is in {query_language}, which the search's meaning model does not read"
+        )
     return f"{share:.0%} of the documents here are in {language}, which the search's meaning model does not read"
 
 
 def meaning_disagrees(agreed: float) -> ChannelNote:
     """The vector channel left out: searched for the namespace's own headings, meaning and words
     hardly find the same passages (`retrieval.agreement`), so the model is taken not to read it."""
-    return ChannelNote(VECTOR, "off", f"The search's meaning model does not read this namespace's text: searched for "
-                                      f"its own headings, meaning and words find only {agreed:.0%} of the same "
-                                      "passages, so results are ranked by their words alone.")
+    return ChannelNote(
+        VECTOR,
+        "off",
+        f"The search's meaning model does not read this namespace's text: searched for "
+        f"its own headings, meaning and words find only {agreed:.0%} of the same "
+        "passages, so results are ranked by their words alone.",
+    )
 
 
 @dataclass(frozen=True)
@@ -183,7 +211,6 @@ class Ranking:
 
     def details(self) -> dict[int | str, ScoreDetails]:
         return {d.key: d for d in self.kept + self.dropped}
-
 
 
 def meaning_models(foreign: Foreign | None) -> ChannelNote | None:

@@ -33,7 +33,9 @@ class Scope:
             sql.append(f"{chunk_alias}.document_id = ANY(%s)")
             params.append(list(self.document_ids))
         if self.source_ids:
-            sql.append(f"{chunk_alias}.document_id IN (SELECT id FROM kb_document WHERE source_id = ANY(%s))")
+            sql.append(
+                f"{chunk_alias}.document_id IN (SELECT id FROM kb_document WHERE source_id = ANY(%s))"
+            )
             params.append(list(self.source_ids))
         return " AND ".join(sql), params
 
@@ -68,7 +70,9 @@ def vector_channel(scope: Scope, query_vector, k: int) -> list[ChannelRow]:
 @dataclass(frozen=True)
 class VectorCandidates:
     rows: list[ChannelRow]  # the vector channel, best first
-    candidates: dict[int, "CandidateRow"]  # the ranker's view of each nearest chunk not in `known_ids`
+    candidates: dict[
+        int, "CandidateRow"
+    ]  # the ranker's view of each nearest chunk not in `known_ids`
     cosines: dict[int, float]  # the cosine of every id in `known_ids` that has an embedding
 
 
@@ -76,8 +80,14 @@ DEFAULT_SCAN_TUPLES = 20_000  # pgvector's own bound on an iterative HNSW scan
 FILTERED_SCAN_TUPLES = 2_000_000  # past the largest namespace measured (a million chunks)
 
 
-def vector_candidates(scope: Scope, query_vector, k: int, known_ids: list[int] = (),
-                      with_embeddings: bool = False, model: str = "") -> VectorCandidates:
+def vector_candidates(
+    scope: Scope,
+    query_vector,
+    k: int,
+    known_ids: list[int] = (),
+    with_embeddings: bool = False,
+    model: str = "",
+) -> VectorCandidates:
     """The vector channel and what the ranker needs about its hits, in one statement, so the
     search does one round trip after its query embedding is ready: the nearest k chunks through
     the namespace's HNSW index (an exact scan for a namespace too small to have one,
@@ -114,9 +124,11 @@ def vector_candidates(scope: Scope, query_vector, k: int, known_ids: list[int] =
           AND c.id NOT IN (SELECT id FROM nearest)"""
     ef_search = str(min(1000, max(k, 40)))
     with transaction.atomic(using=read_alias()), read_connection().cursor() as cursor:
-        cursor.execute("SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', "
-                       "'relaxed_order', true), set_config('hnsw.max_scan_tuples', %s, true)",
-                       [ef_search, str(FILTERED_SCAN_TUPLES if model else DEFAULT_SCAN_TUPLES)])
+        cursor.execute(
+            "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', "
+            "'relaxed_order', true), set_config('hnsw.max_scan_tuples', %s, true)",
+            [ef_search, str(FILTERED_SCAN_TUPLES if model else DEFAULT_SCAN_TUPLES)],
+        )
         cursor.execute(sql, {"q": vector_literal(query_vector), "k": k, "known": known, **params})
         fetched = cursor.fetchall()
     nearest, candidates, cosines = [], {}, {}
@@ -173,13 +185,18 @@ def names_search(scope: Scope, name_keys: tuple[str, ...], cap: int = 10) -> Nam
                  CROSS JOIN LATERAL (SELECT d.id, d.name_key FROM kb_document d
                                       WHERE d.name_key LIKE k.pattern AND {where}
                                       LIMIT {NAMES_READ_PER_KEY + 1}) d""",
-            [[f"%{key}%" for key in name_keys], *params],  # keys are alphanumeric: no LIKE wildcards
+            [
+                [f"%{key}%" for key in name_keys],
+                *params,
+            ],  # keys are alphanumeric: no LIKE wildcards
         )
         matched = cursor.fetchall()
         per_key: dict[int, list[tuple[int, str]]] = {}
         for n, document_id, name_key in matched:
             per_key.setdefault(n - 1, []).append((document_id, name_key))
-        common = tuple(name_keys[i] for i, found in sorted(per_key.items()) if len(found) > NAMES_READ_PER_KEY)
+        common = tuple(
+            name_keys[i] for i, found in sorted(per_key.items()) if len(found) > NAMES_READ_PER_KEY
+        )
         keys = [key for key in name_keys if key not in common]
         coverage: dict[int, float] = {}
         for i, found in per_key.items():
@@ -187,27 +204,37 @@ def names_search(scope: Scope, name_keys: tuple[str, ...], cap: int = 10) -> Nam
                 continue
             for document_id, name_key in found:
                 if document_id not in coverage:
-                    coverage[document_id] = min(1.0, max(len(key) / max(len(name_key), 1)
-                                                         for key in keys if key in name_key))
+                    coverage[document_id] = min(
+                        1.0,
+                        max(len(key) / max(len(name_key), 1) for key in keys if key in name_key),
+                    )
         ranked = sorted(coverage, key=lambda document_id: -coverage[document_id])
         scored: list[ChannelRow] = []
         start = 0
-        while start < len(ranked) and len(scored) < cap:  # a document without chunks gives way to the next
+        while (
+            start < len(ranked) and len(scored) < cap
+        ):  # a document without chunks gives way to the next
             end = min(start + cap, len(ranked))
             while end < len(ranked) and coverage[ranked[end]] == coverage[ranked[end - 1]]:
                 end += 1
             cursor.execute(
                 f"""SELECT DISTINCT ON (c.document_id) c.document_id, c.id FROM kb_chunk c
                      WHERE c.document_id = ANY(%s) AND c.namespace_id = {int(scope.namespace_id)}
-                     ORDER BY c.document_id, c.position""", [ranked[start:end]])
-            scored += [ChannelRow(chunk_id, coverage[document_id]) for document_id, chunk_id in cursor.fetchall()]
+                     ORDER BY c.document_id, c.position""",
+                [ranked[start:end]],
+            )
+            scored += [
+                ChannelRow(chunk_id, coverage[document_id])
+                for document_id, chunk_id in cursor.fetchall()
+            ]
             start = end
     scored.sort(key=lambda r: (-r.raw, r.chunk_id))
     return NamesResult(scored[:cap], common)
 
 
-def identifier_channel(scope: Scope, identifiers: tuple[str, ...], configs: tuple[str, ...] = (),
-                       cap: int = 20) -> list[ChannelRow]:
+def identifier_channel(
+    scope: Scope, identifiers: tuple[str, ...], configs: tuple[str, ...] = (), cap: int = 20
+) -> list[ChannelRow]:
     """Chunks containing an identifier exactly (case-insensitive): the GIN index narrows them by
     the identifier's lexemes in any of the namespace's text search configurations, then the text
     is checked literally."""
@@ -244,7 +271,9 @@ class CandidateRow:
     path: str
     is_summary: bool
     priority: float
-    dated_epoch: float | None  # the document's date (created, else indexed) in seconds since the epoch
+    dated_epoch: (
+        float | None
+    )  # the document's date (created, else indexed) in seconds since the epoch
     cosine: float | None
     text_key: str
     body_key: str
@@ -282,9 +311,13 @@ class ChunkRow:
 
 _CANDIDATE_COLUMNS = """c.document_id, c.position, coalesce(nullif(d.path, ''), d.ref), c.is_summary, s.priority,
     extract(epoch FROM coalesce(d.created_at, d.indexed_at))::float8, c.text_key, c.body_key, {embedding}"""
-_NO_CANDIDATE_COLUMNS = ("NULL::bigint, NULL::int, NULL::text, NULL::bool, NULL::float8, NULL::float8, NULL::text, "
-                         "NULL::text, NULL::vector")
-_CANDIDATE_JOINS = "JOIN kb_document d ON d.id = c.document_id JOIN kb_source s ON s.id = d.source_id"
+_NO_CANDIDATE_COLUMNS = (
+    "NULL::bigint, NULL::int, NULL::text, NULL::bool, NULL::float8, NULL::float8, NULL::text, "
+    "NULL::text, NULL::vector"
+)
+_CANDIDATE_JOINS = (
+    "JOIN kb_document d ON d.id = c.document_id JOIN kb_source s ON s.id = d.source_id"
+)
 
 
 def _embedding_sql(with_embeddings: bool) -> str:
@@ -294,16 +327,37 @@ def _embedding_sql(with_embeddings: bool) -> str:
 def _candidate_row(chunk_id: int, cosine: float | None, columns) -> CandidateRow:
     """A CandidateRow from `_CANDIDATE_COLUMNS`. The date travels as epoch seconds: parsing a
     timestamptz per candidate cost more than the rest of the query."""
-    document_id, position, path, is_summary, priority, dated_epoch, text_key, body_key, embedding = columns
+    (
+        document_id,
+        position,
+        path,
+        is_summary,
+        priority,
+        dated_epoch,
+        text_key,
+        body_key,
+        embedding,
+    ) = columns
     if embedding is not None and not isinstance(embedding, (list, tuple, np.ndarray)):
         embedding = [float(x) for x in str(embedding).strip("[]").split(",")]
     return CandidateRow(
-        chunk_id, document_id, position, path, is_summary, float(priority), dated_epoch, cosine, text_key,
-        body_key, tuple(float(x) for x in embedding) if embedding is not None else None,
+        chunk_id,
+        document_id,
+        position,
+        path,
+        is_summary,
+        float(priority),
+        dated_epoch,
+        cosine,
+        text_key,
+        body_key,
+        tuple(float(x) for x in embedding) if embedding is not None else None,
     )
 
 
-def candidate_rows(scope: Scope, chunk_ids: list[int], with_embeddings: bool = False) -> dict[int, CandidateRow]:
+def candidate_rows(
+    scope: Scope, chunk_ids: list[int], with_embeddings: bool = False
+) -> dict[int, CandidateRow]:
     """The ranker's view of the candidates, in one query, without their cosine (that comes with
     the vector channel, `vector_candidates`); the namespace condition is repeated so a foreign id
     can never be read."""
@@ -324,14 +378,20 @@ def candidate_rows(scope: Scope, chunk_ids: list[int], with_embeddings: bool = F
 LEAD_CHARS = 400  # of a passage a page lists but does not show: its breadcrumb and first words
 
 
-def hydrate(scope: Scope, chunk_ids: list[int], text_ids: list[int] | None = None) -> dict[int, ChunkRow]:
+def hydrate(
+    scope: Scope, chunk_ids: list[int], text_ids: list[int] | None = None
+) -> dict[int, ChunkRow]:
     """Full rows for the results that are shown; with `text_ids`, only those chunks carry their
     whole text, the others its first LEAD_CHARS (a page lists them by their breadcrumbs, and by
     their first words where two would read alike)."""
     if not chunk_ids:
         return {}
     where, params = scope.where("c")
-    text = "c.text" if text_ids is None else f"CASE WHEN c.id = ANY(%s) THEN c.text ELSE left(c.text, {LEAD_CHARS}) END"
+    text = (
+        "c.text"
+        if text_ids is None
+        else f"CASE WHEN c.id = ANY(%s) THEN c.text ELSE left(c.text, {LEAD_CHARS}) END"
+    )
     with read_connection().cursor() as cursor:
         cursor.execute(
             f"""SELECT c.id, c.document_id, d.source_id, c.position, {text}, c.heading_path, c.anchor,
@@ -346,4 +406,6 @@ def hydrate(scope: Scope, chunk_ids: list[int], text_ids: list[int] | None = Non
                 WHERE c.id = ANY(%s) AND {where}""",
             [*([list(text_ids)] if text_ids is not None else []), list(chunk_ids), *params],
         )
-        return {row[0]: ChunkRow(*row[:5], tuple(row[5] or ()), *row[6:]) for row in cursor.fetchall()}
+        return {
+            row[0]: ChunkRow(*row[:5], tuple(row[5] or ()), *row[6:]) for row in cursor.fetchall()
+        }

@@ -5,8 +5,17 @@ from __future__ import annotations
 from kb.markup import passage_anchor
 
 
-def document_citation_url(*, url: str, ref: str, anchor: str, namespace: str, document_id: int,
-                          page: int | None = None, page_unit: str = "", chunk_id: int | None = None) -> str:
+def document_citation_url(
+    *,
+    url: str,
+    ref: str,
+    anchor: str,
+    namespace: str,
+    document_id: int,
+    page: int | None = None,
+    page_unit: str = "",
+    chunk_id: int | None = None,
+) -> str:
     """Where a citation opens. Web documents: `url#anchor` (a PDF on the web: `url#page=N`).
     Stored files and text: this server's document view at the cited passage's own anchor,
     `/documents/ID/#passage-<chunk id>` (which the view scrolls to and highlights), or

@@ -42,7 +42,9 @@ class ContextBlock:
     truncated: bool
 
 
-def build_context(passages: list[ContextPassage], *, max_chars: int = 12000, nonce: str | None = None) -> ContextBlock:
+def build_context(
+    passages: list[ContextPassage], *, max_chars: int = 12000, nonce: str | None = None
+) -> ContextBlock:
     nonce = nonce or secrets.token_hex(8)
     tag = f"kb-passage-{nonce}"
     while any(tag in p.text or tag in p.title for p in passages):
@@ -62,8 +64,10 @@ def build_context(passages: list[ContextPassage], *, max_chars: int = 12000, non
     for index, passage in enumerate(passages, start=1):
         key = passage.url or f"#{index}"
         number = numbers.setdefault(key, len(numbers) + 1)
-        attrs = (f'cite="{number}" title="{_attr(passage.title)}" url="{_attr(passage.url)}" '
-                 f'section="{_attr(passage.heading)}"')
+        attrs = (
+            f'cite="{number}" title="{_attr(passage.title)}" url="{_attr(passage.url)}" '
+            f'section="{_attr(passage.heading)}"'
+        )
         if passage.location:
             attrs += f' location="{_attr(passage.location)}"'
         piece = f"<{tag} {attrs}>\n{passage.text}\n</{tag}>\n"
@@ -75,11 +79,17 @@ def build_context(passages: list[ContextPassage], *, max_chars: int = 12000, non
         indices.setdefault(key, []).append(index)
         titles.setdefault(key, passage.title)
     citations = tuple(
-        Citation(number=numbers[key], url=key if not key.startswith("#") else "", title=titles[key],
-                 indices=tuple(positions))
+        Citation(
+            number=numbers[key],
+            url=key if not key.startswith("#") else "",
+            title=titles[key],
+            indices=tuple(positions),
+        )
         for key, positions in indices.items()
     )
-    return ContextBlock(text="".join(parts), delimiter=tag, citations=citations, truncated=truncated)
+    return ContextBlock(
+        text="".join(parts), delimiter=tag, citations=citations, truncated=truncated
+    )
 
 
 def _attr(value: str) -> str:

@@ -27,7 +27,9 @@ REPORT_ROWS = 20
 PERIODS = (1, 7, 30, 90)
 
 
-def record_feedback(principal: Principal, query_id: int, chunk_id: int, helpful: bool) -> QueryFeedback:
+def record_feedback(
+    principal: Principal, query_id: int, chunk_id: int, helpful: bool
+) -> QueryFeedback:
     """One reader's vote on one result of a logged search; voting again changes it. A search
     the caller may not read answers like one that does not exist."""
     missing = NotFound(f"No logged search {query_id}.")
@@ -39,11 +41,16 @@ def record_feedback(principal: Principal, query_id: int, chunk_id: int, helpful:
         raise missing
     require_readable(principal, log.namespace.slug, missing)
     if chunk_id not in log.result_ids:
-        raise FeedbackNotAResult(f"Result {chunk_id} is not one of search {query_id}'s results.",
-                                 details={"query_id": query_id, "chunk_id": chunk_id})
-    document_id = Chunk.objects.filter(pk=chunk_id).values_list("document_id", flat=True).first() or 0
+        raise FeedbackNotAResult(
+            f"Result {chunk_id} is not one of search {query_id}'s results.",
+            details={"query_id": query_id, "chunk_id": chunk_id},
+        )
+    document_id = (
+        Chunk.objects.filter(pk=chunk_id).values_list("document_id", flat=True).first() or 0
+    )
     feedback, _ = QueryFeedback.objects.update_or_create(
-        query_log=log, chunk_id=chunk_id, defaults={"helpful": helpful, "document_id": document_id})
+        query_log=log, chunk_id=chunk_id, defaults={"helpful": helpful, "document_id": document_id}
+    )
     return feedback
 
 
@@ -72,24 +79,53 @@ def query_report(namespace: Namespace, days: int, *, now: datetime | None = None
     now = now or timezone.now()
     start, previous_start = now - timedelta(days=days), now - timedelta(days=2 * days)
     logs = QueryLog.objects.filter(namespace=namespace).annotate(normalised=Lower(Trim("query")))
-    current = (logs.filter(created_at__gte=start).values("normalised").annotate(
-        count=Count("id", distinct=True),
-        zero=Count("id", filter=Q(result_ids=[]), distinct=True),
-        weak=Count("id", distinct=True, filter=(
-            Q(strong=False) | Q(result_ids=[])
-            | Q(strong=None, top_cosine__lt=strong_cosine()))),  # logged before `strong` was recorded
-        helpful=Count("feedback", filter=Q(feedback__helpful=True), distinct=True),
-        unhelpful=Count("feedback", filter=Q(feedback__helpful=False), distinct=True),
-        latest_id=Max("id")))
-    before = dict(logs.filter(created_at__gte=previous_start, created_at__lt=start).values("normalised")
-                  .annotate(count=Count("id")).values_list("normalised", "count"))
-    rows = [QueryRow(r["normalised"], r["count"], before.get(r["normalised"], 0), r["zero"], r["weak"],
-                     r["helpful"], r["unhelpful"], r["latest_id"]) for r in current]
+    current = (
+        logs.filter(created_at__gte=start)
+        .values("normalised")
+        .annotate(
+            count=Count("id", distinct=True),
+            zero=Count("id", filter=Q(result_ids=[]), distinct=True),
+            weak=Count(
+                "id",
+                distinct=True,
+                filter=(
+                    Q(strong=False)
+                    | Q(result_ids=[])
+                    | Q(strong=None, top_cosine__lt=strong_cosine())
+                ),
+            ),  # logged before `strong` was recorded
+            helpful=Count("feedback", filter=Q(feedback__helpful=True), distinct=True),
+            unhelpful=Count("feedback", filter=Q(feedback__helpful=False), distinct=True),
+            latest_id=Max("id"),
+        )
+    )
+    before = dict(
+        logs.filter(created_at__gte=previous_start, created_at__lt=start)
+        .values("normalised")
+        .annotate(count=Count("id"))
+        .values_list("normalised", "count")
+    )
+    rows = [
+        QueryRow(
+            r["normalised"],
+            r["count"],
+            before.get(r["normalised"], 0),
+            r["zero"],
+            r["weak"],
+            r["helpful"],
+            r["unhelpful"],
+            r["latest_id"],
+        )
+        for r in current
+    ]
     rows.sort(key=lambda r: (-r.count, r.query))
     searches = logs.filter(created_at__gte=start).count()
     return {
-        "days": days, "searches": searches,
-        "previous_searches": logs.filter(created_at__gte=previous_start, created_at__lt=start).count(),
+        "days": days,
+        "searches": searches,
+        "previous_searches": logs.filter(
+            created_at__gte=previous_start, created_at__lt=start
+        ).count(),
         "top": rows[:REPORT_ROWS],
         "zero": [r for r in rows if r.zero][:REPORT_ROWS],
         "weak": [r for r in rows if r.weak and not r.zero][:REPORT_ROWS],
@@ -100,17 +136,28 @@ def query_report(namespace: Namespace, days: int, *, now: datetime | None = None
 def query_results(log: QueryLog) -> list[dict]:
     """The documents a logged search returned, in order, with the votes they got."""
     votes = {f.chunk_id: f.helpful for f in log.feedback.all()}
-    chunks = {c.pk: c for c in Chunk.objects.filter(pk__in=log.result_ids).select_related("document")}
+    chunks = {
+        c.pk: c for c in Chunk.objects.filter(pk__in=log.result_ids).select_related("document")
+    }
     seen, results = set(), []
     for chunk_id in log.result_ids:
         chunk = chunks.get(chunk_id)
         if chunk is None or chunk.document_id in seen:
             continue
         seen.add(chunk.document_id)
-        document_votes = [votes[c] for c in log.result_ids if c in votes and c in chunks
-                          and chunks[c].document_id == chunk.document_id]
-        results.append({"ref": chunk.document.ref, "title": chunk.document.title or chunk.document.ref,
-                        "helpful": any(document_votes), "unhelpful": bool(document_votes) and not any(document_votes)})
+        document_votes = [
+            votes[c]
+            for c in log.result_ids
+            if c in votes and c in chunks and chunks[c].document_id == chunk.document_id
+        ]
+        results.append(
+            {
+                "ref": chunk.document.ref,
+                "title": chunk.document.title or chunk.document.ref,
+                "helpful": any(document_votes),
+                "unhelpful": bool(document_votes) and not any(document_votes),
+            }
+        )
     return results
 
 

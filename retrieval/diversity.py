@@ -13,7 +13,9 @@ def normalise_text(text: str) -> str:
     return " ".join(text.split()).lower()
 
 
-def first_of_each(pool: Sequence[Any], key_of: Callable[[Any], str]) -> tuple[list[Any], list[tuple[Any, Hashable]]]:
+def first_of_each(
+    pool: Sequence[Any], key_of: Callable[[Any], str]
+) -> tuple[list[Any], list[tuple[Any, Hashable]]]:
     """Items in order, keeping the first of each group of equal (non-empty) keys; the others come
     back with the key of the item they repeat."""
     seen: dict[str, Hashable] = {}
@@ -29,8 +31,14 @@ def first_of_each(pool: Sequence[Any], key_of: Callable[[Any], str]) -> tuple[li
     return kept, repeats
 
 
-def mmr_order(pool: Sequence[Any], embeddings: dict[Hashable, Sequence[float] | None], *, lam: float, depth: int,
-              seed_ratio: float) -> list[tuple[Any, float, float]]:
+def mmr_order(
+    pool: Sequence[Any],
+    embeddings: dict[Hashable, Sequence[float] | None],
+    *,
+    lam: float,
+    depth: int,
+    seed_ratio: float,
+) -> list[tuple[Any, float, float]]:
     """(item, score, similarity penalty) in MMR order. The first `depth` items are reordered,
     seeded with the best item of each kind whose relevance reaches `seed_ratio` of the top; the
     rest keep their relevance order after them, scored no higher than the head's lowest."""
@@ -50,7 +58,9 @@ def mmr_order(pool: Sequence[Any], embeddings: dict[Hashable, Sequence[float] | 
     while remaining:
         best, best_value, best_penalty = None, -math.inf, 0.0
         for item in remaining:
-            similarity = max((_dot(unit[item.key], unit[chosen.key]) for chosen, _, _ in selected), default=0.0)
+            similarity = max(
+                (_dot(unit[item.key], unit[chosen.key]) for chosen, _, _ in selected), default=0.0
+            )
             value = lam * item.relevance - (1 - lam) * similarity
             if value > best_value + 1e-12:
                 best, best_value, best_penalty = item, value, (1 - lam) * similarity

@@ -20,8 +20,9 @@ from kb.markup import passage_anchor
 from kb.models import Chunk, Document, SourceFile
 from kb.render import render_markdown, without_title
 
-TRUNCATION_MARKER = ("\n\n[… truncated: characters {start}–{end} of {total} shown; "
-                     "continue with offset={end} …]")
+TRUNCATION_MARKER = (
+    "\n\n[… truncated: characters {start}–{end} of {total} shown; continue with offset={end} …]"
+)
 
 
 def visible_documents(principal: Principal, namespace: str | None = None) -> QuerySet[Document]:
@@ -59,14 +60,24 @@ def section_text(document: Document, anchor: str) -> tuple[str, int, int]:
     inherited by headings it gives none), with its UTF-8 byte range: an exact slice of the stored
     text. Any heading's anchor is found, whether or not a chunk is cited at it."""
     content = document.content
-    sections = read_sections(content, read_blocks(content), bool(document.metadata.get("site_anchors")))
-    span = section_range([(section.anchor, _heading_level(section), section.blocks[0].start)
-                          for section in sections], anchor, len(content))
+    sections = read_sections(
+        content, read_blocks(content), bool(document.metadata.get("site_anchors"))
+    )
+    span = section_range(
+        [
+            (section.anchor, _heading_level(section), section.blocks[0].start)
+            for section in sections
+        ],
+        anchor,
+        len(content),
+    )
     if span is None:
-        raise NotFound(f"Document {document.pk} has no section {anchor!r}.",
-                       details={"document_id": document.pk, "anchor": anchor})
-    start = len(content[:span[0]].encode("utf-8"))
-    text = content[span[0]:span[1]]
+        raise NotFound(
+            f"Document {document.pk} has no section {anchor!r}.",
+            details={"document_id": document.pk, "anchor": anchor},
+        )
+    start = len(content[: span[0]].encode("utf-8"))
+    text = content[span[0] : span[1]]
     return text, start, start + len(text.encode("utf-8"))
 
 
@@ -75,7 +86,9 @@ def _heading_level(section) -> int:
     return first.level if first.kind == "heading" else 0
 
 
-def section_range(sections: list[tuple[str, int, int]], anchor: str, length: int) -> tuple[int, int] | None:
+def section_range(
+    sections: list[tuple[str, int, int]], anchor: str, length: int
+) -> tuple[int, int] | None:
     """The character range of `anchor`'s section among a document's sections (anchor, level of
     the heading it opens with or 0, start offset; in order): from the first section with the
     anchor to the next that opens with a heading of its level or above (a sibling, even one of
@@ -84,7 +97,9 @@ def section_range(sections: list[tuple[str, int, int]], anchor: str, length: int
     if first is None:
         return None
     _, level, start = sections[first]
-    end = next((at for _, other, at in sections[first + 1:] if 0 < other <= level or not level), length)
+    end = next(
+        (at for _, other, at in sections[first + 1 :] if 0 < other <= level or not level), length
+    )
     return start, end
 
 
@@ -98,15 +113,23 @@ def text_window(text: str, max_chars: int, offset: int = 0) -> dict:
     the exact slice, so pieces read one after the other add up to the whole text."""
     total = len(text)
     if not 0 <= offset <= total:
-        raise ValidationFailed(f"offset must be between 0 and {total} (the text's length), got {offset}.",
-                               details={"field": "offset", "total_chars": total})
+        raise ValidationFailed(
+            f"offset must be between 0 and {total} (the text's length), got {offset}.",
+            details={"field": "offset", "total_chars": total},
+        )
     end = min(total, offset + max_chars)
     window = text[offset:end]
     truncated = end < total
     if truncated:
         window += TRUNCATION_MARKER.format(start=offset, end=end, total=total)
-    return {"text": window, "offset": offset, "total_chars": total, "returned_chars": end - offset,
-            "truncated": truncated, "next_offset": end if truncated else None}
+    return {
+        "text": window,
+        "offset": offset,
+        "total_chars": total,
+        "returned_chars": end - offset,
+        "truncated": truncated,
+        "next_offset": end if truncated else None,
+    }
 
 
 @dataclass(frozen=True)
@@ -116,7 +139,9 @@ class Section:
     html: str  # the passage's markdown rendered safe (kb/render.py)
     location: tuple[int | None, int | None]
     passage: str = ""  # this passage's own anchor, `passage-<chunk id>`, which citations target
-    inner_anchors: tuple[str, ...] = ()  # ids of headings inside it that head no passage of their own
+    inner_anchors: tuple[
+        str, ...
+    ] = ()  # ids of headings inside it that head no passage of their own
 
 
 @dataclass(frozen=True)
@@ -134,27 +159,46 @@ def document_view(principal: Principal, document_id: int) -> DocumentView:
     document = get_document(principal, document_id)
     content = document.content.encode("utf-8")
     sections: list[Section] = []
-    chunks = list(Chunk.objects.filter(document=document, is_summary=False).order_by("position").only(
-        "anchor", "heading_path", "start_byte", "end_byte", "page_start", "page_end"))
-    anchored = {chunk.anchor for chunk in chunks}  # ids a passage carries; each on its first passage only
+    chunks = list(
+        Chunk.objects.filter(document=document, is_summary=False)
+        .order_by("position")
+        .only("anchor", "heading_path", "start_byte", "end_byte", "page_start", "page_end")
+    )
+    anchored = {
+        chunk.anchor for chunk in chunks
+    }  # ids a passage carries; each on its first passage only
     placed: set[str] = set()
     shown = 0  # bytes of the document already shown: a chunk's overlap with the one before is not shown twice
     for chunk in chunks:
-        text = content[max(chunk.start_byte, shown):chunk.end_byte].decode("utf-8", "replace")
+        text = content[max(chunk.start_byte, shown) : chunk.end_byte].decode("utf-8", "replace")
         shown = max(shown, chunk.end_byte)
         anchor = chunk.anchor if chunk.anchor not in placed else ""
         placed.add(chunk.anchor)
-        inner = tuple(dict.fromkeys(block.heading_id for block in read_blocks(text)
-                                    if block.heading_id and block.heading_id not in anchored
-                                    and block.heading_id not in placed))
+        inner = tuple(
+            dict.fromkeys(
+                block.heading_id
+                for block in read_blocks(text)
+                if block.heading_id
+                and block.heading_id not in anchored
+                and block.heading_id not in placed
+            )
+        )
         placed.update(inner)
         # the page shows the title above the passages: neither a first heading nor the breadcrumbs repeat it
         path = tuple(chunk.heading_path)
         path = path[1:] if path[:1] == (document.title,) else path
         if not sections:
             text = without_title(text, document.title)
-        sections.append(Section(anchor, path, render_markdown(text),
-                                (chunk.page_start, chunk.page_end), passage_anchor(chunk.pk), inner))
+        sections.append(
+            Section(
+                anchor,
+                path,
+                render_markdown(text),
+                (chunk.page_start, chunk.page_end),
+                passage_anchor(chunk.pk),
+                inner,
+            )
+        )
     return DocumentView(document, sections, _stored_file(document) is not None)
 
 
@@ -175,4 +219,8 @@ def original_file(principal: Principal, document_id: int) -> tuple[bytes, str, s
         raise NotFound(f"Document {document_id} has no stored original.")
     with default_storage.open(stored.key, "rb") as handle:
         data = handle.read()
-    return data, stored.path.rsplit("/", 1)[-1], media_type_for(stored.path) or "application/octet-stream"
+    return (
+        data,
+        stored.path.rsplit("/", 1)[-1],
+        media_type_for(stored.path) or "application/octet-stream",
+    )

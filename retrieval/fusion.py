@@ -39,8 +39,11 @@ class FusionWeights:
         return round(1.0 - self.lexical, 6)
 
 
-DEFAULT_WEIGHTS = FusionWeights(DEFAULT_LEXICAL_WEIGHT, "default",
-                                "default: equal weights, no judged queries fitted for this namespace")
+DEFAULT_WEIGHTS = FusionWeights(
+    DEFAULT_LEXICAL_WEIGHT,
+    "default",
+    "default: equal weights, no judged queries fitted for this namespace",
+)
 
 
 def words_alone(reason: str, source: str = "language") -> FusionWeights:
@@ -52,13 +55,20 @@ def words_alone(reason: str, source: str = "language") -> FusionWeights:
 def meaning_kept(share: float, languages: str, query_language: str) -> FusionWeights:
     """The default weights where most documents are in languages the model does not read, and the
     query is in one it reads (`kb.languages.meaning_decision`)."""
-    return FusionWeights(DEFAULT_LEXICAL_WEIGHT, "default",
-                         f"default: equal weights, as this query is in {query_language}, which the meaning model "
-                         f"reads, although {share:.0%} of the documents here are in {languages}")
+    return FusionWeights(
+        DEFAULT_LEXICAL_WEIGHT,
+        "default",
+        f"default: equal weights, as this query is in {query_language}, which the meaning model "
+        f"reads, although {share:.0%} of the documents here are in {languages}",
+    )
 
 
-MEANING_UNREAD = 0.115  # agreement (retrieval/agreement.py) under which the model is taken not to read the text
-GRADED_LEXICAL_WEIGHT = 0.75  # over it, in a language the model is not said to read: meaning counts, less than words
+MEANING_UNREAD = (
+    0.115  # agreement (retrieval/agreement.py) under which the model is taken not to read the text
+)
+GRADED_LEXICAL_WEIGHT = (
+    0.75  # over it, in a language the model is not said to read: meaning counts, less than words
+)
 
 
 def graded_weights(agreed: float) -> FusionWeights:
@@ -66,15 +76,27 @@ def graded_weights(agreed: float) -> FusionWeights:
     the model is not said to read (`KB_EMBEDDING_LANGUAGES`), from the model's measured agreement
     with the words on the namespace's own headings (`retrieval.agreement`): words at
     GRADED_LEXICAL_WEIGHT from MEANING_UNREAD, words alone (lexical 1.0) below it."""
-    measured = (f"searched for this namespace's own headings, meaning and words find {agreed:.0%} of the same "
-                f"passages")
+    measured = (
+        f"searched for this namespace's own headings, meaning and words find {agreed:.0%} of the same "
+        f"passages"
+    )
     if agreed >= MEANING_UNREAD:
-        return FusionWeights(GRADED_LEXICAL_WEIGHT, "agreement", (
-            f"graded: most documents here are in languages the meaning model is not said to read, yet it reads "
-            f"them in part: {measured} ({MEANING_UNREAD:.0%} or more), so words weigh {GRADED_LEXICAL_WEIGHT} "
-            f"and meaning {1 - GRADED_LEXICAL_WEIGHT:g}"))
-    return FusionWeights(1.0, "agreement", (
-        f"words alone: the meaning model does not read this text: {measured} (under {MEANING_UNREAD:.0%})"))
+        return FusionWeights(
+            GRADED_LEXICAL_WEIGHT,
+            "agreement",
+            (
+                f"graded: most documents here are in languages the meaning model is not said to read, yet it reads "
+                f"them in part: {measured} ({MEANING_UNREAD:.0%} or more), so words weigh {GRADED_LEXICAL_WEIGHT} "
+                f"and meaning {1 - GRADED_LEXICAL_WEIGHT:g}"
+            ),
+        )
+    return FusionWeights(
+        1.0,
+        "agreement",
+        (
+            f"words alone: the meaning model does not read this text: {measured} (under {MEANING_UNREAD:.0%})"
+        ),
+    )
 
 
 def estimated_weights(median_excess: float | None, searches: int) -> FusionWeights | None:
@@ -83,10 +105,15 @@ def estimated_weights(median_excess: float | None, searches: int) -> FusionWeigh
     cosine alone is the base; the words still bring their candidates and their rank bonus."""
     if not broad(median_excess, searches):
         return None
-    return FusionWeights(0.0, "estimated", (
-        f"estimated from this namespace's search log: {log_summary(median_excess, searches)} (a broad "
-        f"collection, where a question's words also match other subjects), so words do not weigh in the score; "
-        f"judged queries would fit the weight"))
+    return FusionWeights(
+        0.0,
+        "estimated",
+        (
+            f"estimated from this namespace's search log: {log_summary(median_excess, searches)} (a broad "
+            f"collection, where a question's words also match other subjects), so words do not weigh in the score; "
+            f"judged queries would fit the weight"
+        ),
+    )
 
 
 @dataclass(frozen=True)
@@ -113,27 +140,42 @@ def fit_weight(scores: dict[float, dict[str, float]], folds: int = FOLDS) -> Fit
     for fold in range(folds):
         test = set(queries[fold::folds])
         training = [q for q in queries if q not in test]
-        weight = _best(scores, training) if training else DEFAULT_LEXICAL_WEIGHT  # never its own fit
+        weight = (
+            _best(scores, training) if training else DEFAULT_LEXICAL_WEIGHT
+        )  # never its own fit
         fold_weights.append(weight)
         held_out.update({q: weight for q in test})
     return Fit(
         weight=_best(scores, queries),
         cross_validated=sum(scores[held_out[q]][q] for q in queries) / len(queries),
         default_score=sum(scores[DEFAULT_LEXICAL_WEIGHT][q] for q in queries) / len(queries),
-        fold_weights=tuple(fold_weights), chosen_per_query=held_out,
+        fold_weights=tuple(fold_weights),
+        chosen_per_query=held_out,
     )
 
 
 def _best(scores: dict[float, dict[str, float]], queries: list[str]) -> float:
-    return max(scores, key=lambda w: (round(sum(scores[w][q] for q in queries), 9),
-                                      -abs(w - DEFAULT_LEXICAL_WEIGHT)))
+    return max(
+        scores,
+        key=lambda w: (
+            round(sum(scores[w][q] for q in queries), 9),
+            -abs(w - DEFAULT_LEXICAL_WEIGHT),
+        ),
+    )
 
 
-def fitted_reason(fitted_on: str, queries: int, cross_validated: float, default_score: float,
-                  fitted_at: datetime | None) -> str:
+def fitted_reason(
+    fitted_on: str,
+    queries: int,
+    cross_validated: float,
+    default_score: float,
+    fitted_at: datetime | None,
+) -> str:
     date = f" on {fitted_at:%Y-%m-%d}" if fitted_at else ""
-    return (f"fitted{date} to {queries} judged queries ({fitted_on}): nDCG@10 {cross_validated:.3f} "
-            f"cross-validated, against {default_score:.3f} with the default {DEFAULT_LEXICAL_WEIGHT}")
+    return (
+        f"fitted{date} to {queries} judged queries ({fitted_on}): nDCG@10 {cross_validated:.3f} "
+        f"cross-validated, against {default_score:.3f} with the default {DEFAULT_LEXICAL_WEIGHT}"
+    )
 
 
 def weights_from_row(row: dict) -> FusionWeights:
@@ -141,13 +183,26 @@ def weights_from_row(row: dict) -> FusionWeights:
     if row.get("fusion__lexical_weight") is None:
         return DEFAULT_WEIGHTS
     return FusionWeights(
-        lexical=row["fusion__lexical_weight"], source="fitted", version=row["fusion__version"],
+        lexical=row["fusion__lexical_weight"],
+        source="fitted",
+        version=row["fusion__version"],
         fitted_at=row["fusion__fitted_at"],
-        reason=fitted_reason(row["fusion__fitted_on"], row["fusion__queries"],
-                             row["fusion__cross_validated_ndcg"], row["fusion__default_ndcg"],
-                             row["fusion__fitted_at"]),
+        reason=fitted_reason(
+            row["fusion__fitted_on"],
+            row["fusion__queries"],
+            row["fusion__cross_validated_ndcg"],
+            row["fusion__default_ndcg"],
+            row["fusion__fitted_at"],
+        ),
     )
 
 
-WEIGHT_FIELDS = ("fusion__lexical_weight", "fusion__version", "fusion__fitted_at", "fusion__fitted_on",
-                 "fusion__queries", "fusion__cross_validated_ndcg", "fusion__default_ndcg")
+WEIGHT_FIELDS = (
+    "fusion__lexical_weight",
+    "fusion__version",
+    "fusion__fitted_at",
+    "fusion__fitted_on",
+    "fusion__queries",
+    "fusion__cross_validated_ndcg",
+    "fusion__default_ndcg",
+)

@@ -27,7 +27,9 @@ from retrieval import bm25, posting_lists, term_counts
 from retrieval.channels import ChannelRow, Scope, named_where
 from retrieval.query_words import RestoredWord, SplitWord, restore_accents, split_compounds
 
-FIRST_SCOPE_BATCH = 1000  # packed and scoped: best chunks checked against the scope first, then 16x more
+FIRST_SCOPE_BATCH = (
+    1000  # packed and scoped: best chunks checked against the scope first, then 16x more
+)
 SCORE_ORDER = "round(score * 1e6) DESC, chunk_id"  # sums in another order differ in the last bits
 
 
@@ -38,11 +40,17 @@ class LexicalReport:
     mode: str  # "packed" | "table"
     postings_read: int
     terms: tuple[str, ...]  # the query's lexemes the namespace holds
-    changed_chunks: int = 0  # packed: chunks changed since the lists were built, read from the table
-    probed_terms: tuple[str, ...] = ()  # packed: terms whose postings were only looked up for candidates
+    changed_chunks: int = (
+        0  # packed: chunks changed since the lists were built, read from the table
+    )
+    probed_terms: tuple[
+        str, ...
+    ] = ()  # packed: terms whose postings were only looked up for candidates
     candidates: int = 0  # packed, with probed terms: chunks completed by those lookups
     configurations: tuple[str, ...] = ()  # the text search configurations the query was lexed with
-    accents_restored: tuple[RestoredWord, ...] = ()  # words typed without accents, read as the text spells them
+    accents_restored: tuple[
+        RestoredWord, ...
+    ] = ()  # words typed without accents, read as the text spells them
     compounds_split: tuple[SplitWord, ...] = ()  # compounds no passage holds, read as their parts
 
 
@@ -52,14 +60,22 @@ class LexicalResult:
     report: LexicalReport
 
 
-def lexical_channel(scope: Scope, lexemes: list[tuple[str, int]], k: int,
-                    statistics: "TermStatistics | None" = None) -> list[ChannelRow]:
+def lexical_channel(
+    scope: Scope, lexemes: list[tuple[str, int]], k: int, statistics: "TermStatistics | None" = None
+) -> list[ChannelRow]:
     return lexical_search(scope, lexemes, k, statistics).rows
 
 
-def lexical_search(scope: Scope, lexemes: list[tuple[str, int]], k: int,
-                   statistics: "TermStatistics | None" = None, packed: bool = True, *,
-                   configurations: tuple[str, ...] = (), query: str = "") -> LexicalResult:
+def lexical_search(
+    scope: Scope,
+    lexemes: list[tuple[str, int]],
+    k: int,
+    statistics: "TermStatistics | None" = None,
+    packed: bool = True,
+    *,
+    configurations: tuple[str, ...] = (),
+    query: str = "",
+) -> LexicalResult:
     """The BM25 top k: IDF from the namespace's document frequencies, TF saturation k1, length
     normalisation b; the query is an OR over its lexemes. `packed=False` reads the table even
     where packed lists exist (the benchmark's reference). `configurations`, those the lexemes
@@ -67,13 +83,24 @@ def lexical_search(scope: Scope, lexemes: list[tuple[str, int]], k: int,
     without accents are read as the namespace spells them (`term_statistics`)."""
     statistics = statistics or term_statistics(scope, lexemes, query, tuple(configurations))
     found = _search(scope, lexemes, k, statistics, packed)
-    return LexicalResult(found.rows, dataclasses.replace(found.report, configurations=tuple(configurations),
-                                                         accents_restored=statistics.restored,
-                                                         compounds_split=statistics.split))
+    return LexicalResult(
+        found.rows,
+        dataclasses.replace(
+            found.report,
+            configurations=tuple(configurations),
+            accents_restored=statistics.restored,
+            compounds_split=statistics.split,
+        ),
+    )
 
 
-def _search(scope: Scope, lexemes: list[tuple[str, int]], k: int, statistics: "TermStatistics | None",
-            packed: bool) -> LexicalResult:
+def _search(
+    scope: Scope,
+    lexemes: list[tuple[str, int]],
+    k: int,
+    statistics: "TermStatistics | None",
+    packed: bool,
+) -> LexicalResult:
     if not lexemes or k <= 0:
         return LexicalResult([], LexicalReport("table", 0, ()))
     statistics = statistics or term_statistics(scope, lexemes)
@@ -82,18 +109,32 @@ def _search(scope: Scope, lexemes: list[tuple[str, int]], k: int, statistics: "T
         return LexicalResult([], LexicalReport("table", 0, ()))
     read = posting_lists.read(scope.namespace_id, list(terms)) if packed else None
     if read is None:
-        return LexicalResult(_table(scope, statistics, k),
-                             LexicalReport("table", sum(t.document_frequency for t in statistics.terms), terms))
+        return LexicalResult(
+            _table(scope, statistics, k),
+            LexicalReport("table", sum(t.document_frequency for t in statistics.terms), terms),
+        )
     weights = {t.lexeme: t.weight(statistics.chunk_count) for t in statistics.terms}
     if scope.source_ids or scope.document_ids:
-        ids, scores = bm25.score_postings(read.packed, read.current, read.changed_ids, weights,
-                                          statistics.average_length)
-        return LexicalResult(_best_in_scope(scope, ids, scores, k),
-                             LexicalReport("packed", read.postings, terms, len(read.changed_ids)))
-    top = bm25.top_k_packed(read.packed, read.current, read.changed_ids, weights, statistics.average_length, k)
-    rows = [ChannelRow(int(i), float(s)) for i, s in zip(top.ids.tolist(), top.scores.tolist(), strict=True)]
-    return LexicalResult(rows, LexicalReport("packed", read.postings, terms, len(read.changed_ids),
-                                             top.probed_terms, top.candidates))
+        ids, scores = bm25.score_postings(
+            read.packed, read.current, read.changed_ids, weights, statistics.average_length
+        )
+        return LexicalResult(
+            _best_in_scope(scope, ids, scores, k),
+            LexicalReport("packed", read.postings, terms, len(read.changed_ids)),
+        )
+    top = bm25.top_k_packed(
+        read.packed, read.current, read.changed_ids, weights, statistics.average_length, k
+    )
+    rows = [
+        ChannelRow(int(i), float(s))
+        for i, s in zip(top.ids.tolist(), top.scores.tolist(), strict=True)
+    ]
+    return LexicalResult(
+        rows,
+        LexicalReport(
+            "packed", read.postings, terms, len(read.changed_ids), top.probed_terms, top.candidates
+        ),
+    )
 
 
 def _best_in_scope(scope: Scope, ids, scores, k: int) -> list[ChannelRow]:
@@ -104,7 +145,11 @@ def _best_in_scope(scope: Scope, ids, scores, k: int) -> list[ChannelRow]:
     while True:
         best_ids, best_scores = bm25.best_first(ids, scores, n)
         inside = _in_scope(scope, best_ids.tolist())
-        kept = [(i, s) for i, s in zip(best_ids.tolist(), best_scores.tolist(), strict=True) if i in inside]
+        kept = [
+            (i, s)
+            for i, s in zip(best_ids.tolist(), best_scores.tolist(), strict=True)
+            if i in inside
+        ]
         if len(kept) >= k or len(best_ids) >= len(ids):
             return [ChannelRow(int(i), float(s)) for i, s in kept[:k]]
         n *= 16
@@ -113,11 +158,15 @@ def _best_in_scope(scope: Scope, ids, scores, k: int) -> list[ChannelRow]:
 def _in_scope(scope: Scope, chunk_ids: list[int]) -> set[int]:
     where, params = scope.where("c")
     with read_connection().cursor() as cursor:
-        cursor.execute(f"SELECT c.id FROM kb_chunk c WHERE c.id = ANY(%s) AND {where}", [chunk_ids, *params])
+        cursor.execute(
+            f"SELECT c.id FROM kb_chunk c WHERE c.id = ANY(%s) AND {where}", [chunk_ids, *params]
+        )
         return {row[0] for row in cursor.fetchall()}
 
 
-_IMPACT = f"t.tf * {bm25.K1 + 1} / (t.tf + {bm25.K1} * (1 - {bm25.B} + {bm25.B} * t.doc_len / %(avgdl)s))"
+_IMPACT = (
+    f"t.tf * {bm25.K1 + 1} / (t.tf + {bm25.K1} * (1 - {bm25.B} + {bm25.B} * t.doc_len / %(avgdl)s))"
+)
 
 
 def _table(scope: Scope, statistics: "TermStatistics", k: int) -> list[ChannelRow]:
@@ -136,8 +185,14 @@ def _table(scope: Scope, statistics: "TermStatistics", k: int) -> list[ChannelRo
             GROUP BY t.chunk_id) scored
         ORDER BY {SCORE_ORDER}
         LIMIT %(k)s"""
-    params = {"lexemes": [t.lexeme for t in terms], "weights": [t.weight(statistics.chunk_count) for t in terms],
-              "avgdl": statistics.average_length, "ns": scope.namespace_id, "k": k, **scope_params}
+    params = {
+        "lexemes": [t.lexeme for t in terms],
+        "weights": [t.weight(statistics.chunk_count) for t in terms],
+        "avgdl": statistics.average_length,
+        "ns": scope.namespace_id,
+        "k": k,
+        **scope_params,
+    }
     with read_connection().cursor() as cursor:
         cursor.execute(sql, params)
         return [ChannelRow(chunk_id, float(score)) for chunk_id, score in cursor.fetchall()]
@@ -156,13 +211,18 @@ class TermStatistics:
     chunk_count: float
     average_length: float
     terms: list[bm25.Term]  # the query's lexemes the namespace holds, with their frequencies
-    restored: tuple[RestoredWord, ...] = ()  # words typed without accents, read as their accented spelling
+    restored: tuple[
+        RestoredWord, ...
+    ] = ()  # words typed without accents, read as their accented spelling
     split: tuple[SplitWord, ...] = ()  # compounds no passage holds, read as their parts
 
     @property
     def read_as(self) -> tuple[str, ...]:
         """The lexemes the query's words were read as, where the namespace lacks their own."""
-        return (*(word.lexeme for word in self.restored), *(part for word in self.split for part in word.lexemes))
+        return (
+            *(word.lexeme for word in self.restored),
+            *(part for word in self.split for part in word.lexemes),
+        )
 
     @property
     def query_idf(self) -> float:
@@ -171,24 +231,34 @@ class TermStatistics:
         return sum(term.weight(self.chunk_count) for term in self.terms)
 
 
-def term_statistics(scope: Scope, lexemes: list[tuple[str, int]], query: str = "",
-                    configs: tuple[str, ...] = ()) -> TermStatistics:
+def term_statistics(
+    scope: Scope, lexemes: list[tuple[str, int]], query: str = "", configs: tuple[str, ...] = ()
+) -> TermStatistics:
     """The namespace's statistics for the query's lexemes. With the `query` and the `configs` it was
     lexed with, a word typed without accents whose stem the namespace lacks is read as the stem
     of its accented spelling, where the namespace holds that (`restore_accents`), and a compound
     whose stem it lacks as the two parts it holds (`split_compounds`); a stem read so that the
     query holds already counts once, as two configurations' alike lexemes do."""
-    chunk_count, avgdl, terms = term_counts.term_statistics(scope.namespace_id, lexemes) if lexemes else (0.0, 1.0, [])
+    chunk_count, avgdl, terms = (
+        term_counts.term_statistics(scope.namespace_id, lexemes) if lexemes else (0.0, 1.0, [])
+    )
     unknown = {t.lexeme for t in terms if t.document_frequency == 0}
-    restored = restore_accents(scope.namespace_id, query, configs, unknown) if unknown and query else ()
+    restored = (
+        restore_accents(scope.namespace_id, query, configs, unknown) if unknown and query else ()
+    )
     unread = unknown - {word.typed_lexeme for word in restored}
     split = split_compounds(scope.namespace_id, query, configs, unread) if unread and query else ()
     if restored or split:
-        readings = {word.typed_lexeme: (word.lexeme,) for word in restored} | \
-            {word.typed_lexeme: word.lexemes for word in split}
+        readings = {word.typed_lexeme: (word.lexeme,) for word in restored} | {
+            word.typed_lexeme: word.lexemes for word in split
+        }
         merged: dict[str, int] = {}
         for lexeme, count in lexemes:
             for read in readings.get(lexeme, (lexeme,)):
                 merged[read] = max(merged.get(read, 0), count)
-        chunk_count, avgdl, terms = term_counts.term_statistics(scope.namespace_id, list(merged.items()))
-    return TermStatistics(chunk_count, avgdl, [t for t in terms if t.document_frequency > 0], restored, split)
+        chunk_count, avgdl, terms = term_counts.term_statistics(
+            scope.namespace_id, list(merged.items())
+        )
+    return TermStatistics(
+        chunk_count, avgdl, [t for t in terms if t.document_frequency > 0], restored, split
+    )

@@ -21,8 +21,13 @@ def matching_chunk_ids(namespace_ids, text: str, limit: int = LOOKUP_LIMIT) -> l
     found: list[int] = []
     for namespace_id in namespace_ids:
         configs = query_words.namespace_configs(int(namespace_id), text)
-        rows = lexical.lexical_search(ch.Scope(int(namespace_id)), query_words.query_lexemes(text, configs), limit,
-                                      configurations=configs, query=text).rows
+        rows = lexical.lexical_search(
+            ch.Scope(int(namespace_id)),
+            query_words.query_lexemes(text, configs),
+            limit,
+            configurations=configs,
+            query=text,
+        ).rows
         found += [row.chunk_id for row in rows]
     return found
 
@@ -31,12 +36,15 @@ def words_match(text: str, namespace_id: int, filters: Filters = Filters()) -> b
     """Whether the lexical channel finds any passage holding `text`'s words within `filters`."""
     scope = ch.Scope(int(namespace_id), tuple(filters.source_ids), tuple(filters.document_ids))
     configs = query_words.namespace_configs(scope.namespace_id, text)
-    return bool(lexical.lexical_search(scope, query_words.query_lexemes(text, configs), 1, configurations=configs,
-                                       query=text).rows)
+    return bool(
+        lexical.lexical_search(
+            scope, query_words.query_lexemes(text, configs), 1, configurations=configs, query=text
+        ).rows
+    )
 
 
 def spelling_correction(query: str, namespace: str, filters: Filters = Filters()) -> str | None:
-    """"Did you mean": the query respelt from the namespace's vocabulary (`retrieval.spelling`),
+    """ "Did you mean": the query respelt from the namespace's vocabulary (`retrieval.spelling`),
     offered only when the keyword channel finds passages its words match within the same
     filters, a correction that helps. The check is the lexical channel alone, not a second whole
     search: it answers the same question at a tenth of the cost. The caller checks access; the

@@ -15,12 +15,20 @@ class AgentSearchIn(Schema):
     MCP_ONLY: ClassVar[frozenset[str]] = frozenset({"namespaces"})
 
     query: str = QUERY
-    namespaces: list[str] = Field(default_factory=list, max_length=MAX_SEARCH_NAMESPACES,
-                                  description="Namespaces to search; empty: every namespace the caller may read "
-                                              "(at most 10)")
-    source_ids: list[int] = Field(default_factory=list, max_length=100, description="Only these sources")
-    limit: int = Field(5, ge=1, le=20, description="Documents to return, each with its best sections")
-    explain: bool = Field(False, description="Add each section's score explanation (larger answers)")
+    namespaces: list[str] = Field(
+        default_factory=list,
+        max_length=MAX_SEARCH_NAMESPACES,
+        description="Namespaces to search; empty: every namespace the caller may read (at most 10)",
+    )
+    source_ids: list[int] = Field(
+        default_factory=list, max_length=100, description="Only these sources"
+    )
+    limit: int = Field(
+        5, ge=1, le=20, description="Documents to return, each with its best sections"
+    )
+    explain: bool = Field(
+        False, description="Add each section's score explanation (larger answers)"
+    )
 
 
 class AgentContextIn(Schema):
@@ -31,10 +39,14 @@ class AgentContextIn(Schema):
     MCP_ONLY: ClassVar[frozenset[str]] = frozenset({"namespaces"})
 
     query: str = QUERY
-    namespaces: list[str] = Field(default_factory=list, max_length=MAX_SEARCH_NAMESPACES,
-                                  description="Namespaces to search; empty: every namespace the caller may read "
-                                              "(at most 10)")
-    limit: int = Field(8, ge=1, le=50, description="Passages in the block, best first, namespace by namespace")
+    namespaces: list[str] = Field(
+        default_factory=list,
+        max_length=MAX_SEARCH_NAMESPACES,
+        description="Namespaces to search; empty: every namespace the caller may read (at most 10)",
+    )
+    limit: int = Field(
+        8, ge=1, le=50, description="Passages in the block, best first, namespace by namespace"
+    )
     max_chars: int = Field(12000, ge=500, le=200000)
 
 
@@ -78,17 +90,27 @@ class AgentSearchOut(Schema):
     namespaces: list[str]  # what was searched
     documents: list[AgentDocumentOut]
     weak_titles: list[str]  # with no cited document: titles of the nearest misses
-    correction: str | None = None  # with no cited document: "did you mean", as /api/spelling answers
+    correction: str | None = (
+        None  # with no cited document: "did you mean", as /api/spelling answers
+    )
 
 
 class FetchIn(Schema):
     MCP_ONLY: ClassVar[frozenset[str]] = frozenset({"id", "anchor"})
 
-    id: str = Field(..., pattern=r"^[cd][0-9]{1,18}$",
-                    description="A passage id (c123) or document id (d45) from search")
-    anchor: str = Field("", max_length=300,
-                        description="With a document id: read only the section of this anchor (with its subsections)")
-    offset: int = Field(0, ge=0, description="Character to start at: the next_offset of the previous piece")
+    id: str = Field(
+        ...,
+        pattern=r"^[cd][0-9]{1,18}$",
+        description="A passage id (c123) or document id (d45) from search",
+    )
+    anchor: str = Field(
+        "",
+        max_length=300,
+        description="With a document id: read only the section of this anchor (with its subsections)",
+    )
+    offset: int = Field(
+        0, ge=0, description="Character to start at: the next_offset of the previous piece"
+    )
     max_chars: int = Field(8000, ge=200, le=100000, description="Most characters to return")
 
 

@@ -51,8 +51,9 @@ class Sample(NamedTuple):
     agreement: float | None
 
 
-def query_excess(namespace_id: int, passages: int, query_vector, top_cosine: float, *,
-                 wait: bool = False) -> float | None:
+def query_excess(
+    namespace_id: int, passages: int, query_vector, top_cosine: float, *, wait: bool = False
+) -> float | None:
     """The excess over chance of a query's best cosine in its namespace (`passages`: the count a
     search reads with the namespace, which says when the sample is stale); None when the
     namespace has too few embedded passages to tell, or (unless `wait`) while its sample is read."""
@@ -75,8 +76,9 @@ def namespace_agreement(namespace_id: int, passages: int, *, wait: bool = False)
     return read[2] if read is not None else None
 
 
-def namespace_sample(namespace_id: int, passages: int, *,
-                     wait: bool = False) -> tuple[int, np.ndarray, float | None] | None:
+def namespace_sample(
+    namespace_id: int, passages: int, *, wait: bool = False
+) -> tuple[int, np.ndarray, float | None] | None:
     """How many passages of the namespace are embedded, unit embeddings of up to SAMPLE_SIZE of
     them, spread over its ids, and how well the model reads it: the kept ones, or
     (`wait`) read now unless the kept ones are usable; otherwise a thread starts reading them and
@@ -84,15 +86,22 @@ def namespace_sample(namespace_id: int, passages: int, *,
     every search) says when they are stale."""
     with _lock:
         cached = _samples.get(namespace_id)
-        fresh = cached is not None and abs(cached.passages - passages) <= REFRESH_SHARE * cached.passages
+        fresh = (
+            cached is not None
+            and abs(cached.passages - passages) <= REFRESH_SHARE * cached.passages
+        )
         if fresh and (not wait or _usable(cached) is not None):
             _samples.move_to_end(namespace_id)
             return _usable(cached)
         if not wait:
             if namespace_id not in _reading:
                 _reading.add(namespace_id)
-                threading.Thread(target=_read_in_background, args=(namespace_id, passages), daemon=True,
-                                 name=f"kb-meaning-sample-{namespace_id}").start()
+                threading.Thread(
+                    target=_read_in_background,
+                    args=(namespace_id, passages),
+                    daemon=True,
+                    name=f"kb-meaning-sample-{namespace_id}",
+                ).start()
             return _usable(cached) if cached is not None else None
     return _usable(_keep(namespace_id, passages, *_read_sample(namespace_id)))
 
@@ -107,8 +116,9 @@ def _usable(kept: Sample) -> tuple[int, np.ndarray, float | None] | None:
     return (kept.embedded, kept.rows, kept.agreement) if len(kept.rows) >= 3 else None
 
 
-def _keep(namespace_id: int, passages: int, embedded: int, sample: np.ndarray,
-          agreed: float | None) -> Sample:
+def _keep(
+    namespace_id: int, passages: int, embedded: int, sample: np.ndarray, agreed: float | None
+) -> Sample:
     kept = Sample(passages, embedded, sample, agreed)
     with _lock:
         _samples[namespace_id] = kept
@@ -121,7 +131,9 @@ def _keep(namespace_id: int, passages: int, embedded: int, sample: np.ndarray,
 def _read_in_background(namespace_id: int, passages: int) -> None:
     try:
         _keep(namespace_id, passages, *on_replica(lambda: _read_sample(namespace_id)))
-    except Exception as exc:  # a thread's failure is logged, whatever it is; the next search tries again
+    except (
+        Exception
+    ) as exc:  # a thread's failure is logged, whatever it is; the next search tries again
         logger.warning("namespace %s: its passages' sample was not read: %s", namespace_id, exc)
     finally:
         with _lock:
@@ -143,16 +155,26 @@ def _read_sample(namespace_id: int) -> tuple[int, np.ndarray, float | None]:
     """How many of the namespace's passages are embedded, every step-th of them by id, and how
     well the model reads the namespace (`retrieval.model_reading`)."""
     with read_connection().cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM kb_chunk WHERE namespace_id = %s AND embedding IS NOT NULL",
-                       [namespace_id])
+        cursor.execute(
+            "SELECT count(*) FROM kb_chunk WHERE namespace_id = %s AND embedding IS NOT NULL",
+            [namespace_id],
+        )
         embedded = cursor.fetchone()[0]
-        step = max(1, -(-embedded // SAMPLE_SIZE))  # at most SAMPLE_SIZE, spread over the namespace's ids
+        step = max(
+            1, -(-embedded // SAMPLE_SIZE)
+        )  # at most SAMPLE_SIZE, spread over the namespace's ids
         cursor.execute(
             "SELECT embedding::real[] FROM kb_chunk WHERE namespace_id = %s AND embedding IS NOT NULL"
-            " AND id %% %s = 0 LIMIT %s", [namespace_id, step, SAMPLE_SIZE])
+            " AND id %% %s = 0 LIMIT %s",
+            [namespace_id, step, SAMPLE_SIZE],
+        )
         rows = [row[0] for row in cursor.fetchall()]
     if not rows:
         return embedded, np.zeros((0, 0), dtype=np.float32), None
     matrix = np.asarray(rows, dtype=np.float32)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    return embedded, matrix / np.where(norms == 0, 1, norms), model_reading.measure(namespace_id, embedded)
+    return (
+        embedded,
+        matrix / np.where(norms == 0, 1, norms),
+        model_reading.measure(namespace_id, embedded),
+    )

@@ -25,7 +25,9 @@ from retrieval.channels import Scope, vector_channel
 
 HEADINGS = 40
 CANDIDATES = 8 * HEADINGS  # distinct headings read to find HEADINGS in the languages measured
-MIN_DOCUMENTS = 30  # in fewer, a heading's own document left out leaves too little on its subject to tell
+MIN_DOCUMENTS = (
+    30  # in fewer, a heading's own document left out leaves too little on its subject to tell
+)
 MIN_CHARS = 4  # shorter headings ("API", "2.1") are names or numbers, not something a reader asks
 DEPTH = 3 * NEAREST  # room for the heading's own document's passages, which are left out
 
@@ -39,20 +41,32 @@ def measure(namespace_id: int, passages: int) -> float | None:
     languages = unread_languages(document_languages, kb_settings().embedding_languages)
     if not languages or document_count < MIN_DOCUMENTS:
         return None
-    headings = [(heading, document_id) for heading, document_id in _headings(namespace_id, passages)
-                if query_language(heading) in languages][:HEADINGS]
+    headings = [
+        (heading, document_id)
+        for heading, document_id in _headings(namespace_id, passages)
+        if query_language(heading) in languages
+    ][:HEADINGS]
     if not headings:
         return None
     scope, embedder = Scope(namespace_id), get_embedder()
     found = []
     for heading, document_id in headings:
         configs = query_words.namespace_configs(namespace_id, heading)
-        by_words = lexical.lexical_channel(scope, query_words.query_lexemes(heading, configs), DEPTH)
+        by_words = lexical.lexical_channel(
+            scope, query_words.query_lexemes(heading, configs), DEPTH
+        )
         by_meaning = vector_channel(scope, embedder.embed_query(heading), DEPTH)
         found.append((document_id, by_meaning, by_words))
     documents = _documents([row.chunk_id for _, *lists in found for rows in lists for row in rows])
-    return agreement([tuple([row.chunk_id for row in rows if documents.get(row.chunk_id) != document_id]
-                            for rows in lists) for document_id, *lists in found])
+    return agreement(
+        [
+            tuple(
+                [row.chunk_id for row in rows if documents.get(row.chunk_id) != document_id]
+                for rows in lists
+            )
+            for document_id, *lists in found
+        ]
+    )
 
 
 def _headings(namespace_id: int, passages: int) -> list[tuple[str, int]]:
@@ -65,15 +79,19 @@ def _headings(namespace_id: int, passages: int) -> list[tuple[str, int]]:
             " (SELECT coalesce(nullif(heading_path[cardinality(heading_path)], ''), title) AS heading, document_id, id"
             "  FROM kb_chunk WHERE namespace_id = %s AND id %% %s = 0) AS passage"
             " WHERE char_length(heading) >= %s ORDER BY heading, id) AS distinct_heading ORDER BY id LIMIT %s",
-            [namespace_id, step, MIN_CHARS, CANDIDATES])
+            [namespace_id, step, MIN_CHARS, CANDIDATES],
+        )
         return cursor.fetchall()
 
 
 def _namespace(namespace_id: int) -> tuple[int, dict[str, int]]:
     """The namespace's document count and its documents' languages."""
     with read_connection().cursor() as cursor:
-        cursor.execute("SELECT (SELECT count(*) FROM kb_document WHERE namespace_id = n.id), n.document_languages::text"
-                       " FROM kb_namespace n WHERE n.id = %s", [namespace_id])
+        cursor.execute(
+            "SELECT (SELECT count(*) FROM kb_document WHERE namespace_id = n.id), n.document_languages::text"
+            " FROM kb_namespace n WHERE n.id = %s",
+            [namespace_id],
+        )
         row = cursor.fetchone()
     return (row[0], json.loads(row[1] or "{}")) if row else (0, {})
 

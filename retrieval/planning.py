@@ -61,11 +61,19 @@ class Plan:
     configs: tuple[str, ...] = ()  # the text search configurations the query is lexed with
     notes: tuple[ChannelNote, ...] = ()  # channels left out for this namespace, and why
     passages: int = 0  # the namespace's passages
-    model: str = ""  # set when only some passages are this model's: meaning compares with those alone
+    model: str = (
+        ""  # set when only some passages are this model's: meaning compares with those alone
+    )
 
 
-def plan(query: str, namespace: str, filters: Filters, limit: int, params: RankerParams | None,
-          group: str) -> Plan:
+def plan(
+    query: str,
+    namespace: str,
+    filters: Filters,
+    limit: int,
+    params: RankerParams | None,
+    group: str,
+) -> Plan:
     if group not in GROUPINGS:
         raise InvalidGroup(f"group must be one of {', '.join(GROUPINGS)}, got {group!r}.")
     documents_wanted = limit if group == "document" else None
@@ -77,36 +85,62 @@ def plan(query: str, namespace: str, filters: Filters, limit: int, params: Ranke
     params = params or RankerParams()
     weights, notes = weights_from_row(ns), ()
     if params.lexical_weight is not None:
-        weights = FusionWeights(params.lexical_weight, "requested", "set by the caller for this search")
-    elif weights.source == DEFAULT_WEIGHTS.source:  # judged queries would have fitted it: only the default yields
+        weights = FusionWeights(
+            params.lexical_weight, "requested", "set by the caller for this search"
+        )
+    elif (
+        weights.source == DEFAULT_WEIGHTS.source
+    ):  # judged queries would have fitted it: only the default yields
+
         def agreed() -> float | None:  # read (and its measure started) only where it decides
             return meaning_spread.namespace_agreement(ns["id"], sum(ns["passage_configs"].values()))
 
-        weights, notes = unjudged_weights(ns["document_languages"], query, (ns["median_excess"], ns["excess_searches"]),
-                                          agreed)
+        weights, notes = unjudged_weights(
+            ns["document_languages"], query, (ns["median_excess"], ns["excess_searches"]), agreed
+        )
     foreign = foreign_passages(ns["passage_models"], get_embedder().model_id)
     models = meaning_models(foreign)
     if models is not None and VECTOR not in {note.channel for note in notes}:
-        notes = (*notes, models)  # whatever the weights, fitted or asked for: vectors of another model mean nothing
+        notes = (
+            *notes,
+            models,
+        )  # whatever the weights, fitted or asked for: vectors of another model mean nothing
         if foreign.whole:
             weights = words_alone(foreign.clause(), "model")
     features = analyse(query)
     return Plan(
-        query=query, namespace=namespace, weights=weights, features=features, documents_wanted=documents_wanted,
+        query=query,
+        namespace=namespace,
+        weights=weights,
+        features=features,
+        documents_wanted=documents_wanted,
         scope=ch.Scope(ns["id"], tuple(filters.source_ids), tuple(filters.document_ids)),
-        params=RankerParams(**{**params.__dict__, "limit": limit, "lexical_weight": weights.lexical}),
-        depth=min(1000, max(100, 2 * (documents_wanted or limit))),  # grouped: sections come from the same pool
-        configs=query_words.lexing_configs(ns["language"], ns["passage_configs"], ns["document_languages"], query,
-                                       ns["relexing"], features.identifiers),
-        notes=notes, passages=sum(ns["passage_configs"].values()),
+        params=RankerParams(
+            **{**params.__dict__, "limit": limit, "lexical_weight": weights.lexical}
+        ),
+        depth=min(
+            1000, max(100, 2 * (documents_wanted or limit))
+        ),  # grouped: sections come from the same pool
+        configs=query_words.lexing_configs(
+            ns["language"],
+            ns["passage_configs"],
+            ns["document_languages"],
+            query,
+            ns["relexing"],
+            features.identifiers,
+        ),
+        notes=notes,
+        passages=sum(ns["passage_configs"].values()),
         model=get_embedder().model_id if models is not None and models.state == "partial" else "",
     )
 
 
-def unjudged_weights(document_languages: dict[str, int], query: str = "",
-                     log: tuple[float | None, int] = (None, 0),
-                     agreed: float | Callable[[], float | None] | None = None,
-                     ) -> tuple[FusionWeights, tuple[ChannelNote, ...]]:
+def unjudged_weights(
+    document_languages: dict[str, int],
+    query: str = "",
+    log: tuple[float | None, int] = (None, 0),
+    agreed: float | Callable[[], float | None] | None = None,
+) -> tuple[FusionWeights, tuple[ChannelNote, ...]]:
     """The weights of a `query` in a namespace without fitted ones, and the channels they leave
     out. Where most documents are in languages the model is not said to read (`meaning_decision`),
     a query the detector places decides (its own language's words alone, or meaning kept);
@@ -123,8 +157,12 @@ def unjudged_weights(document_languages: dict[str, int], query: str = "",
             graded = graded_weights(measured)
             return graded, ((meaning_disagrees(measured),) if graded.lexical == 1.0 else ())
         clause = unread_clause(decision.share, decision.languages, asked)
-        return words_alone(f"{clause}, {WORDS_ALONE}"), (meaning_unread(decision.share, decision.languages, asked),)
-    if asked:  # most documents are in languages the model does not read; this query's brings meaning back
+        return words_alone(f"{clause}, {WORDS_ALONE}"), (
+            meaning_unread(decision.share, decision.languages, asked),
+        )
+    if (
+        asked
+    ):  # most documents are in languages the model does not read; this query's brings meaning back
         return meaning_kept(decision.share, decision.languages, asked), ()
     return estimated_weights(*log) or DEFAULT_WEIGHTS, ()
 
@@ -141,10 +179,19 @@ def namespace_row(slug: str) -> dict | None:
             " f.lexical_weight, f.version, f.fitted_at, f.fitted_on, f.queries, f.cross_validated_ndcg, f.default_ndcg"
             " FROM kb_namespace n LEFT JOIN kb_fusioncalibration f ON f.namespace_id = n.id"
             " LEFT JOIN kb_meaningestimate e ON e.namespace_id = n.id WHERE n.slug = %s",
-            [slug])
+            [slug],
+        )
         row = cursor.fetchone()
     if row is None:
         return None
-    return {"id": row[0], "language": row[1], "document_languages": json.loads(row[2]),
-            "passage_configs": json.loads(row[3]), "relexing": row[4], "passage_models": json.loads(row[5]),
-            "median_excess": row[6], "excess_searches": row[7], **dict(zip(WEIGHT_FIELDS, row[8:], strict=True))}
+    return {
+        "id": row[0],
+        "language": row[1],
+        "document_languages": json.loads(row[2]),
+        "passage_configs": json.loads(row[3]),
+        "relexing": row[4],
+        "passage_models": json.loads(row[5]),
+        "median_excess": row[6],
+        "excess_searches": row[7],
+        **dict(zip(WEIGHT_FIELDS, row[8:], strict=True)),
+    }

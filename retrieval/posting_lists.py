@@ -32,10 +32,14 @@ from kb.replicas import read_connection
 
 logger = logging.getLogger(__name__)
 
-REBUILD_SHARE = 0.1  # rebuild when the chunks changed since the build reach this share of the namespace
+REBUILD_SHARE = (
+    0.1  # rebuild when the chunks changed since the build reach this share of the namespace
+)
 _LOCK_CLASS = 0x6B70  # advisory lock class ("kp") serialising builds of one namespace's lists
 LENGTHS_CACHE_BYTES = 256 * 2**20  # each process keeps the lengths arrays it read up to this size
-_MAX_SPAN = LENGTHS_CACHE_BYTES // 4  # chunk ids a build may span: its lengths array (4 bytes an id) fits the cache
+_MAX_SPAN = (
+    LENGTHS_CACHE_BYTES // 4
+)  # chunk ids a build may span: its lengths array (4 bytes an id) fits the cache
 SPREAD = 32  # nor more than this many ids per chunk (plus MIN_SPREAD): ids interleaved with other namespaces'
 MIN_SPREAD = 2**20
 
@@ -89,7 +93,11 @@ class _LengthsCache:
             return  # used for this read only: the next one reads it again
         with self._lock:
             self._entries.pop(namespace_id, None)
-            while self._entries and sum(a.nbytes for _, a in self._entries.values()) + lengths.nbytes > self.max_bytes:
+            while (
+                self._entries
+                and sum(a.nbytes for _, a in self._entries.values()) + lengths.nbytes
+                > self.max_bytes
+            ):
                 del self._entries[next(iter(self._entries))]  # the least recently used first
             self._entries[namespace_id] = (key, lengths)
 
@@ -159,7 +167,9 @@ def read(namespace_id: int, lexemes: list[str]) -> PackedRead | None:
                  WHERE p.namespace_id = {namespace} AND p.lexeme = q.lexeme AND p.chunk_id = ANY(changed.ids)) t
          GROUP BY t.lexeme"""
     database = read_connection()
-    with database.wrap_database_errors:  # Django's exceptions, so a replica's failure falls back as any read's
+    with (
+        database.wrap_database_errors
+    ):  # Django's exceptions, so a replica's failure falls back as any read's
         database.ensure_connection()
         # binary results: the arrays arrive as bytes, not as hex text twice their size
         with psycopg.Cursor(database.connection) as cursor:
@@ -175,7 +185,9 @@ def read(namespace_id: int, lexemes: list[str]) -> PackedRead | None:
     if sent is None:
         length_of = cached[1]
     else:
-        length_of = np.frombuffer(sent, ">f4").astype(np.float32)  # native: looked up once per posting scored
+        length_of = np.frombuffer(sent, ">f4").astype(
+            np.float32
+        )  # native: looked up once per posting scored
         length_of.flags.writeable = False  # shared by the process's threads
         _lengths.put(namespace, key, length_of)
     arrays: dict[str, list] = {}
@@ -184,11 +196,26 @@ def read(namespace_id: int, lexemes: list[str]) -> PackedRead | None:
         for i, value in enumerate((ids, tfs, min_length)):
             if value is not None:
                 term[i] = value
-    packed = [TermPostings(lexeme, np.frombuffer(ids, ">i4"), np.frombuffer(tfs, ">i2"), base=base,
-                           length_of=length_of, min_length=float(min_length))
-              for lexeme, (ids, tfs, min_length) in arrays.items()]
-    current = [TermPostings(lexeme, np.frombuffer(ids, ">i8"), np.frombuffer(tfs, ">i2"), np.frombuffer(lengths, ">f4"))
-               for lexeme, ids, tfs, lengths, _ in parts[3]]
+    packed = [
+        TermPostings(
+            lexeme,
+            np.frombuffer(ids, ">i4"),
+            np.frombuffer(tfs, ">i2"),
+            base=base,
+            length_of=length_of,
+            min_length=float(min_length),
+        )
+        for lexeme, (ids, tfs, min_length) in arrays.items()
+    ]
+    current = [
+        TermPostings(
+            lexeme,
+            np.frombuffer(ids, ">i8"),
+            np.frombuffer(tfs, ">i2"),
+            np.frombuffer(lengths, ">f4"),
+        )
+        for lexeme, ids, tfs, lengths, _ in parts[3]
+    ]
     changed = parts[2][0][1] if parts[2] else None
     return PackedRead(packed, current, np.frombuffer(changed or b"", ">i8").astype(np.int64))
 
@@ -206,7 +233,9 @@ def build(namespace_id: int) -> str:
         if not cursor.fetchone()[0]:
             return "busy"
         # writers to the namespace update this row in the postings trigger: they wait for the build
-        cursor.execute(f"SELECT chunk_count FROM kb_namespace_stats WHERE namespace_id = {namespace} FOR UPDATE")
+        cursor.execute(
+            f"SELECT chunk_count FROM kb_namespace_stats WHERE namespace_id = {namespace} FOR UPDATE"
+        )
         if cursor.fetchone() is None:
             return "empty"
         base, top, chunks = _id_range(cursor, namespace)
@@ -216,10 +245,17 @@ def build(namespace_id: int) -> str:
         span = top - base + 1
         if too_wide(span, chunks):
             drop(namespace)
-            logger.warning("namespace %s gets no posting lists: its %s chunks span %s ids (too wide); "
-                           "its lexical channel reads the postings table", namespace, chunks, span)
+            logger.warning(
+                "namespace %s gets no posting lists: its %s chunks span %s ids (too wide); "
+                "its lexical channel reads the postings table",
+                namespace,
+                chunks,
+                span,
+            )
             return "too-wide"
-        cursor.execute(f"DELETE FROM kb_posting_list_build WHERE namespace_id = {namespace}")  # cascades
+        cursor.execute(
+            f"DELETE FROM kb_posting_list_build WHERE namespace_id = {namespace}"
+        )  # cascades
         cursor.execute("SET LOCAL work_mem = '256MB'")
         # each chunk's length as its postings carry it (the table read's and min_length's source), 0 for an
         # id that holds none: one probe of the postings' chunk index per id (another namespace's chunk
@@ -231,20 +267,26 @@ def build(namespace_id: int) -> str:
                        string_agg(float4send(coalesce(p.doc_len, 0)), ''::bytea ORDER BY o.id)
                   FROM generate_series({int(base)}::bigint, {int(top)}::bigint) AS o(id)
                   LEFT JOIN LATERAL (SELECT t.doc_len FROM kb_chunk_term t WHERE t.chunk_id = o.id LIMIT 1) p
-                    ON true""")
+                    ON true"""
+        )
         cursor.execute(
             f"""INSERT INTO kb_posting_list (namespace_id, lexeme, postings, chunk_offsets, tfs, min_length)
                 SELECT namespace_id, lexeme, count(*),
                        string_agg(int4send((chunk_id - {int(base)})::int4), ''::bytea ORDER BY chunk_id),
                        string_agg(int2send(tf::int2), ''::bytea ORDER BY chunk_id), min(doc_len)
                   FROM kb_chunk_term WHERE namespace_id = {namespace} AND chunk_id <= {int(top)}
-                 GROUP BY namespace_id, lexeme""")
+                 GROUP BY namespace_id, lexeme"""
+        )
         cursor.execute(
             f"""UPDATE kb_posting_list_build SET build_seconds = %s,
                        postings = (SELECT coalesce(sum(postings), 0) FROM kb_posting_list
                                     WHERE namespace_id = {namespace})
-                 WHERE namespace_id = {namespace}""", [round(time.monotonic() - started, 3)])
-    logger.info("posting lists of namespace %s built in %.1f s", namespace, time.monotonic() - started)
+                 WHERE namespace_id = {namespace}""",
+            [round(time.monotonic() - started, 3)],
+        )
+    logger.info(
+        "posting lists of namespace %s built in %.1f s", namespace, time.monotonic() - started
+    )
     return "built"
 
 
@@ -263,13 +305,17 @@ def id_span(namespace_id: int) -> tuple[int, int]:
 
 def _id_range(cursor, namespace: int) -> tuple[int | None, int | None, int]:
     """The namespace's lowest and highest chunk id and its chunk count (None, None, 0 when empty)."""
-    cursor.execute("SELECT min(id), max(id), count(*) FROM kb_chunk WHERE namespace_id = %s", [namespace])
+    cursor.execute(
+        "SELECT min(id), max(id), count(*) FROM kb_chunk WHERE namespace_id = %s", [namespace]
+    )
     return cursor.fetchone()
 
 
 def drop(namespace_id: int) -> None:
     with connection.cursor() as cursor:
-        cursor.execute("DELETE FROM kb_posting_list_build WHERE namespace_id = %s", [int(namespace_id)])
+        cursor.execute(
+            "DELETE FROM kb_posting_list_build WHERE namespace_id = %s", [int(namespace_id)]
+        )
 
 
 def state(namespace_id: int) -> BuildState | None:
@@ -279,7 +325,8 @@ def state(namespace_id: int) -> BuildState | None:
             f"""SELECT b.chunk_count, b.postings, b.build_seconds,
                        (SELECT count(*) FROM kb_posting_list_changed WHERE namespace_id = {namespace}),
                        (SELECT count(*) FROM kb_chunk c WHERE c.namespace_id = {namespace} AND c.id > b.max_chunk_id)
-                  FROM kb_posting_list_build b WHERE b.namespace_id = {namespace}""")
+                  FROM kb_posting_list_build b WHERE b.namespace_id = {namespace}"""
+        )
         row = cursor.fetchone()
     if row is None:
         return None
@@ -298,7 +345,10 @@ def ensure(namespace_id: int, min_chunks: int | None = None) -> str:
     current = state(namespace_id)
     if current is None:
         with connection.cursor() as cursor:
-            cursor.execute("SELECT chunk_count FROM kb_namespace_stats WHERE namespace_id = %s", [int(namespace_id)])
+            cursor.execute(
+                "SELECT chunk_count FROM kb_namespace_stats WHERE namespace_id = %s",
+                [int(namespace_id)],
+            )
             row = cursor.fetchone()
         if row is None or row[0] < min_chunks:
             return "too-small"

@@ -33,20 +33,37 @@ def snippet(text: str, lexemes: list[str], width: int = SNIPPET_CHARS) -> str:
     entity) and may overlap, as a word's pairs do: overlapping and adjacent ones are marked as one."""
     body = text.split("\n\n", 1)[1] if "\n\n" in text else text
     body = " ".join(plain_text(body).split())
-    stems = sorted((lexeme for lexeme in lexemes if len(lexeme) >= 2 and re.fullmatch(r"[\w.]+", lexeme)),
-                   key=len, reverse=True)  # the longest alternative first where two start alike
+    stems = sorted(
+        (lexeme for lexeme in lexemes if len(lexeme) >= 2 and re.fullmatch(r"[\w.]+", lexeme)),
+        key=len,
+        reverse=True,
+    )  # the longest alternative first where two start alike
     # each pattern with the text it reads: plain stems the unaccented text (same positions), the rest the text
-    readings = [(pattern, read) for pattern, read in (
-        (_pattern([stem for stem in stems if unaccented(stem) == stem], spelt_out=True), unaccented(body)),
-        (_pattern([stem for stem in stems if unaccented(stem) != stem]), body)) if pattern]
+    readings = [
+        (pattern, read)
+        for pattern, read in (
+            (
+                _pattern([stem for stem in stems if unaccented(stem) == stem], spelt_out=True),
+                unaccented(body),
+            ),
+            (_pattern([stem for stem in stems if unaccented(stem) != stem]), body),
+        )
+        if pattern
+    ]
     firsts = [found.start() for pattern, read in readings if (found := pattern.search(read))]
     start, end = _whole_words(body, max(0, min(firsts) - width // 4) if firsts else 0, width)
     prefix = "…" if start > 0 else ""
     suffix = "…" if end < len(body) else ""
-    return prefix + _marked(body[start:end], [(pattern, read[start:end]) for pattern, read in readings]) + suffix
+    return (
+        prefix
+        + _marked(body[start:end], [(pattern, read[start:end]) for pattern, read in readings])
+        + suffix
+    )
 
 
-WORD_SLACK = 24  # characters a window's ends move to fall between words (less than a quarter window)
+WORD_SLACK = (
+    24  # characters a window's ends move to fall between words (less than a quarter window)
+)
 
 
 def _whole_words(body: str, start: int, width: int) -> tuple[int, int]:
@@ -76,7 +93,11 @@ def _pattern(stems: list[str], spelt_out: bool = False) -> re.Pattern | None:
 def _marked(window: str, readings: list[tuple[re.Pattern, str]]) -> str:
     """`window` escaped, the union of each pattern's matches in its reading of the window (the
     same positions) in <mark>."""
-    found = sorted((match.start(1), match.end(1)) for pattern, read in readings for match in pattern.finditer(read))
+    found = sorted(
+        (match.start(1), match.end(1))
+        for pattern, read in readings
+        for match in pattern.finditer(read)
+    )
     spans: list[list[int]] = []
     for begin, end in found:
         if spans and begin <= spans[-1][1]:
@@ -85,7 +106,12 @@ def _marked(window: str, readings: list[tuple[re.Pattern, str]]) -> str:
             spans.append([begin, end])
     pieces, last = [], 0
     for begin, end in spans:
-        pieces += [html.escape(window[last:begin]), "<mark>", html.escape(window[begin:end]), "</mark>"]
+        pieces += [
+            html.escape(window[last:begin]),
+            "<mark>",
+            html.escape(window[begin:end]),
+            "</mark>",
+        ]
         last = end
     return "".join(pieces) + html.escape(window[last:])
 
@@ -111,14 +137,21 @@ def explanation(hit) -> dict:
     """How a hit was scored (its `ScoreDetails`) and what embedded its passage."""
     details = hit.details
     return {
-        "channels": {name: {"rank": s.rank, "raw": round(s.raw, 6), "score": round(s.score, 6)}
-                     for name, s in details.channels.items()},
-        "base": round(details.base, 6), "base_channel": details.base_channel,
-        "rrf_bonus": round(details.rrf_bonus, 6), "recency_boost": round(details.recency_boost, 6),
-        "priority_boost": round(details.priority_boost, 6), "mmr_penalty": round(details.mmr_penalty, 6),
-        "relevance": round(details.relevance, 6), "bypassed_threshold": details.bypassed_threshold,
+        "channels": {
+            name: {"rank": s.rank, "raw": round(s.raw, 6), "score": round(s.score, 6)}
+            for name, s in details.channels.items()
+        },
+        "base": round(details.base, 6),
+        "base_channel": details.base_channel,
+        "rrf_bonus": round(details.rrf_bonus, 6),
+        "recency_boost": round(details.recency_boost, 6),
+        "priority_boost": round(details.priority_boost, 6),
+        "mmr_penalty": round(details.mmr_penalty, 6),
+        "relevance": round(details.relevance, 6),
+        "bypassed_threshold": details.bypassed_threshold,
         "eligible": details.eligible,
-        "vector_z": _rounded(details.vector_z), "lexical_z": _rounded(details.lexical_z),
+        "vector_z": _rounded(details.vector_z),
+        "lexical_z": _rounded(details.lexical_z),
         "embedded_by": hit.embedded_by,
     }
 
@@ -133,9 +166,15 @@ DOCUMENT_SCORE_RULE = "the document's score is its best section's score"
 def fusion_payload(result: SearchResult) -> dict:
     """The weights this search fused meaning and words with, and what set them."""
     weights = result.fusion
-    return {"vector": weights.vector, "lexical": weights.lexical, "source": weights.source,
-            "reason": weights.reason, "fitted_at": weights.fitted_at, "version": weights.version,
-            "lexical_this_query": round(result.summary.lexical_weight, 6)}
+    return {
+        "vector": weights.vector,
+        "lexical": weights.lexical,
+        "source": weights.source,
+        "reason": weights.reason,
+        "fitted_at": weights.fitted_at,
+        "version": weights.version,
+        "lexical_this_query": round(result.summary.lexical_weight, 6),
+    }
 
 
 def _doc(ref) -> dict:
@@ -143,7 +182,7 @@ def _doc(ref) -> dict:
 
 
 def location_label(start: int | None, end: int | None, unit: str) -> str:
-    """"p. 12", "pp. 12-13", "slide 3", "sheet 2"; "" for a passage without pages."""
+    """ "p. 12", "pp. 12-13", "slide 3", "sheet 2"; "" for a passage without pages."""
     if not start or not unit:
         return ""
     if unit == "page":
@@ -153,13 +192,24 @@ def location_label(start: int | None, end: int | None, unit: str) -> str:
 
 def _result(h, result: SearchResult, explain: bool) -> dict:
     return {
-        "rank": h.rank, "chunk_id": h.chunk_id, "document_id": h.document_id, "title": h.title,
-        "heading_path": list(h.heading_path), "anchor": h.anchor, "text": h.text,
-        "snippet": snippet(h.text, result.lexemes), "start_byte": h.start_byte,
-        "end_byte": h.end_byte, "citation_url": h.citation_url, "source": h.source_name,
+        "rank": h.rank,
+        "chunk_id": h.chunk_id,
+        "document_id": h.document_id,
+        "title": h.title,
+        "heading_path": list(h.heading_path),
+        "anchor": h.anchor,
+        "text": h.text,
+        "snippet": snippet(h.text, result.lexemes),
+        "start_byte": h.start_byte,
+        "end_byte": h.end_byte,
+        "citation_url": h.citation_url,
+        "source": h.source_name,
         "location": location_label(h.page_start, h.page_end, h.page_unit),
-        "page_start": h.page_start, "page_end": h.page_end, "scanned": h.scanned,
-        "date": h.created_at, "score": round(h.score, 6),
+        "page_start": h.page_start,
+        "page_end": h.page_end,
+        "scanned": h.scanned,
+        "date": h.created_at,
+        "score": round(h.score, 6),
         "cosine": round(h.cosine, 6) if h.cosine is not None else None,
         "explanation": explanation(h) if explain else None,
     }
@@ -183,22 +233,41 @@ def search_payload(result: SearchResult, *, explain: bool) -> dict:
         "grouped": result.grouped,
         "results": [_result(h, result, explain) for h in result.hits],
         "documents": [
-            {"rank": d.rank, "document_id": d.document_id, "title": d.title, "citation_url": d.citation_url,
-             "score": round(d.score, 6), "score_rule": DOCUMENT_SCORE_RULE,
-             "sections": [_result(h, result, explain) for h in d.sections]}
+            {
+                "rank": d.rank,
+                "document_id": d.document_id,
+                "title": d.title,
+                "citation_url": d.citation_url,
+                "score": round(d.score, 6),
+                "score_rule": DOCUMENT_SCORE_RULE,
+                "sections": [_result(h, result, explain) for h in d.sections],
+            }
             for d in result.documents
-        ] if result.grouped else None,
+        ]
+        if result.grouped
+        else None,
         "suggested": [_doc(d) for d in result.suggested],
         "cited": [_doc(d) for d in result.cited],
         "related": [_doc(d) for d in result.related],
         "weak_titles": result.weak_titles,
-        "summary": {**summary_counts(result.summary), "query_caps": list(result.features.capped),
-                    "fusion": fusion_payload(result),
-                    "lexical": dataclasses.asdict(result.lexical) if result.lexical else None},
+        "summary": {
+            **summary_counts(result.summary),
+            "query_caps": list(result.features.capped),
+            "fusion": fusion_payload(result),
+            "lexical": dataclasses.asdict(result.lexical) if result.lexical else None,
+        },
         "dropped": [
-            {"chunk_id": d.key, "dropped_by": d.dropped_by, "reason": d.reason, "relevance": round(d.relevance, 6)}
-            for d in result.dropped if d.dropped_by != "limit"
-        ] if explain else None,
+            {
+                "chunk_id": d.key,
+                "dropped_by": d.dropped_by,
+                "reason": d.reason,
+                "relevance": round(d.relevance, 6),
+            }
+            for d in result.dropped
+            if d.dropped_by != "limit"
+        ]
+        if explain
+        else None,
         "timings_ms": result.timings,
         "query_id": result.query_id,
     }
@@ -207,10 +276,23 @@ def search_payload(result: SearchResult, *, explain: bool) -> dict:
 def context_payload(hits: list[Hit], *, max_chars: int, base_url: str = "") -> dict:
     """The spotlighted context block of search passages, with its citations: what /api/context
     and the MCP `context` tool answer (with `base_url`, citations are absolute)."""
-    passages = [ContextPassage(h.title, absolute_url(h.citation_url, base_url) if base_url else h.citation_url,
-                               " > ".join(h.heading_path), h.text,
-                               location_label(h.page_start, h.page_end, h.page_unit)) for h in hits]
+    passages = [
+        ContextPassage(
+            h.title,
+            absolute_url(h.citation_url, base_url) if base_url else h.citation_url,
+            " > ".join(h.heading_path),
+            h.text,
+            location_label(h.page_start, h.page_end, h.page_unit),
+        )
+        for h in hits
+    ]
     block = build_context(passages, max_chars=max_chars)
-    return {"context": block.text, "delimiter": block.delimiter, "truncated": block.truncated,
-            "citations": [{"number": c.number, "url": c.url, "title": c.title, "indices": list(c.indices)}
-                          for c in block.citations]}
+    return {
+        "context": block.text,
+        "delimiter": block.delimiter,
+        "truncated": block.truncated,
+        "citations": [
+            {"number": c.number, "url": c.url, "title": c.title, "indices": list(c.indices)}
+            for c in block.citations
+        ],
+    }

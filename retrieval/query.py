@@ -33,14 +33,14 @@ MAX_IDENTIFIERS = 16
 MAX_NAME_KEYS = 16
 WORD_RE = re.compile(r"[^\W\d_]{3,}")  # a word worth respelling: three or more letters, no digits
 IDENTIFIER_PATTERNS = (
-    re.compile(r"\b[A-Z]{2,}-\d{4}-\d{3,}\b"),                      # CVE-2024-12345
-    re.compile(r"\b[A-Za-z]{1,8}[-_]?\d{3,}\b"),                     # E1234, HTTP-404, ORA-00942
+    re.compile(r"\b[A-Z]{2,}-\d{4}-\d{3,}\b"),  # CVE-2024-12345
+    re.compile(r"\b[A-Za-z]{1,8}[-_]?\d{3,}\b"),  # E1234, HTTP-404, ORA-00942
     re.compile(r"\b(?:0x)?(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{7,}\b"),  # hashes
-    re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b"),        # snake_case, ERR_CODE
+    re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b"),  # snake_case, ERR_CODE
     # camelCase with two or more humps (getUserById), PascalCase with three or more
     # (HttpClientError): "iTregs", "JavaScript" or "AlphaBeta" are words, not symbols
     re.compile(r"\b[a-z][a-z0-9]*(?:[A-Z][a-z0-9]+){2,}\b|\b(?:[A-Z][a-z0-9]+){3,}\b"),
-    re.compile(r"\b[A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)+(?:\(\))?"),    # os.path.join, llama.cpp
+    re.compile(r"\b[A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)+(?:\(\))?"),  # os.path.join, llama.cpp
     # paths need two separators or a file extension: "and/or", "TCP/IP", "1/2000" are not paths
     re.compile(r"(?:\.{0,2}/)?[\w.-]+(?:/[\w.-]+){2,}|[\w.-]+/[\w-]+\.[A-Za-z]{1,5}\b"),
 )
@@ -62,8 +62,11 @@ def analyse(query: str) -> QueryFeatures:
         capped.append(f"identifiers: the first {MAX_IDENTIFIERS} of {len(identifiers)} were used")
     if len(name_keys) > MAX_NAME_KEYS:
         capped.append(f"name keys: the first {MAX_NAME_KEYS} of {len(name_keys)} were used")
-    return QueryFeatures(identifiers=identifiers[:MAX_IDENTIFIERS], name_keys=name_keys[:MAX_NAME_KEYS],
-                         capped=tuple(capped))
+    return QueryFeatures(
+        identifiers=identifiers[:MAX_IDENTIFIERS],
+        name_keys=name_keys[:MAX_NAME_KEYS],
+        capped=tuple(capped),
+    )
 
 
 def _tokens(query: str):
@@ -99,7 +102,9 @@ def find_name_keys(query: str) -> tuple[str, ...]:
     tokens = [token for _, token in _tokens(query)]
     keys: list[str] = []
     for token in tokens:
-        if not any(ch.isalpha() for ch in token):  # a number or release alone ("1,000", "3.8"): a key as it is
+        if not any(
+            ch.isalpha() for ch in token
+        ):  # a number or release alone ("1,000", "3.8"): a key as it is
             key = normalise_name(token)
             if len(key) >= 4:
                 keys.append(key)
@@ -107,13 +112,20 @@ def find_name_keys(query: str) -> tuple[str, ...]:
         for part in token.split("/"):  # "SMTP/POP3", "HTTP/2": each name on its own
             part = part.strip(NAME_EDGES)
             key = normalise_name(part)
-            if len(key) >= 4 and any(ch.isdigit() for ch in key) and (
-                    VERSION_TOKEN.match(part) or is_versioned_name(part)):
+            if (
+                len(key) >= 4
+                and any(ch.isdigit() for ch in key)
+                and (VERSION_TOKEN.match(part) or is_versioned_name(part))
+            ):
                 keys.append(key)
     for word, version in zip(tokens, tokens[1:], strict=False):
         word_key, version = normalise_name(word), version.strip(",.;:!?")
-        if (word_key and not any(ch.isdigit() for ch in word_key) and VERSION_TOKEN.match(version)
-                and ("." in version or not is_abbreviation(word.strip(NAME_EDGES)))):
+        if (
+            word_key
+            and not any(ch.isdigit() for ch in word_key)
+            and VERSION_TOKEN.match(version)
+            and ("." in version or not is_abbreviation(word.strip(NAME_EDGES)))
+        ):
             joined = word_key + normalise_name(version)
             if len(joined) >= 4:
                 keys.append(joined)
@@ -126,8 +138,10 @@ def validate_query(query: str, limit: int) -> str:
     if not isinstance(query, str) or not query.strip():
         raise EmptyQuery("The query is empty; type a few words to search for.")
     if len(query) > MAX_QUERY_CHARS * 18:  # NFKC grows a character at most 18-fold
-        raise QueryTooLong(f"The query is {len(query)} characters long; the limit is {MAX_QUERY_CHARS}.",
-                           details={"length": len(query), "max": MAX_QUERY_CHARS})
+        raise QueryTooLong(
+            f"The query is {len(query)} characters long; the limit is {MAX_QUERY_CHARS}.",
+            details={"length": len(query), "max": MAX_QUERY_CHARS},
+        )
     if "\x00" in query:
         raise InvalidQuery("The query contains a NUL character.")
     if not 1 <= limit <= MAX_LIMIT:
@@ -136,8 +150,11 @@ def validate_query(query: str, limit: int) -> str:
     if not normalised:
         raise EmptyQuery("The query is empty; type a few words to search for.")
     if len(normalised) > MAX_QUERY_CHARS:  # measured after normalisation: what the search pays for
-        raise QueryTooLong(f"The query is {len(normalised)} characters long once normalised (NFKC); the limit "
-                           f"is {MAX_QUERY_CHARS}.", details={"length": len(normalised), "max": MAX_QUERY_CHARS})
+        raise QueryTooLong(
+            f"The query is {len(normalised)} characters long once normalised (NFKC); the limit "
+            f"is {MAX_QUERY_CHARS}.",
+            details={"length": len(normalised), "max": MAX_QUERY_CHARS},
+        )
     return normalised
 
 

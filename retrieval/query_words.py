@@ -38,18 +38,33 @@ def query_lexemes(text: str, configs: tuple[str, ...] | list[str] = ()) -> list[
 def namespace_configs(namespace_id: int, query: str = "") -> tuple[str, ...]:
     """The text search configurations a namespace's queries (this `query`) are lexed with (`query_configs`)."""
     with read_connection().cursor() as cursor:
-        cursor.execute("SELECT language, passage_configs::text, document_languages::text, relexing FROM kb_namespace"
-                       " WHERE id = %s", [namespace_id])
+        cursor.execute(
+            "SELECT language, passage_configs::text, document_languages::text, relexing FROM kb_namespace"
+            " WHERE id = %s",
+            [namespace_id],
+        )
         row = cursor.fetchone()
-    return lexing_configs(row[0], json.loads(row[1]), json.loads(row[2]), query, row[3]) if row else (DEFAULT_CONFIG,)
+    return (
+        lexing_configs(row[0], json.loads(row[1]), json.loads(row[2]), query, row[3])
+        if row
+        else (DEFAULT_CONFIG,)
+    )
 
 
-def lexing_configs(language: str, passage_configs: dict[str, int], document_languages: dict[str, int], query: str,
-                   relexing: bool, identifiers: tuple[str, ...] | None = None) -> tuple[str, ...]:
+def lexing_configs(
+    language: str,
+    passage_configs: dict[str, int],
+    document_languages: dict[str, int],
+    query: str,
+    relexing: bool,
+    identifiers: tuple[str, ...] | None = None,
+) -> tuple[str, ...]:
     """`query_configs` for a query as search reads it: one naming an identifier is not placed in one
     language. `identifiers`: the query's, when the caller has found them already."""
     named = find_identifiers(query) if identifiers is None else identifiers
-    return query_configs(language, passage_configs, document_languages, query, relexing, placeable=not named)
+    return query_configs(
+        language, passage_configs, document_languages, query, relexing, placeable=not named
+    )
 
 
 @dataclass(frozen=True)
@@ -75,11 +90,14 @@ class SplitWord:
 
 
 MAX_SPLIT_WORDS = 8  # compounds split per query
-MAX_COMPOUND_LETTERS = 64  # a longer run of letters is not cut: bounds the parts lexed (about 2 a letter)
+MAX_COMPOUND_LETTERS = (
+    64  # a longer run of letters is not cut: bounds the parts lexed (about 2 a letter)
+)
 
 
-def split_compounds(namespace_id: int, query: str, configs: tuple[str, ...],
-                    unknown: set[str]) -> tuple[SplitWord, ...]:
+def split_compounds(
+    namespace_id: int, query: str, configs: tuple[str, ...], unknown: set[str]
+) -> tuple[SplitWord, ...]:
     """The query's compounds, in a configuration whose language writes compounds as one word
     (`kb.spellings.COMPOUND_LINKS`), each read as the two parts (`compound_splits`) that passages
     hold; where several cuts qualify, the one whose parts the most passages hold (`choose_split`).
@@ -97,28 +115,52 @@ def split_compounds(namespace_id: int, query: str, configs: tuple[str, ...],
     pairs = [(word, config) for word in words for config in configs]
     stem_of = dict(zip(pairs, _stems(pairs), strict=True))
     # no passage holds the word in any configuration, nor is it a stopword in one
-    compounds = [word for word in words if all(stem_of[(word, config)] in unknown for config in configs)]
+    compounds = [
+        word for word in words if all(stem_of[(word, config)] in unknown for config in configs)
+    ]
     compounds = compounds[:MAX_SPLIT_WORDS]
-    options = {(word, config): compound_splits(word, config) for word in compounds for config in splitting}
-    parts = list(dict.fromkeys((part, config) for (_, config), splits in options.items()
-                               for split in splits for part in split))
+    options = {
+        (word, config): compound_splits(word, config) for word in compounds for config in splitting
+    }
+    parts = list(
+        dict.fromkeys(
+            (part, config)
+            for (_, config), splits in options.items()
+            for split in splits
+            for part in split
+        )
+    )
     if not parts:
         return ()
     part_lexeme = dict(zip(parts, _stems(parts), strict=True))
-    counted = term_counts.count_terms(namespace_id, sorted({lexeme for lexeme in part_lexeme.values() if lexeme}))
+    counted = term_counts.count_terms(
+        namespace_id, sorted({lexeme for lexeme in part_lexeme.values() if lexeme})
+    )
     frequency = counted[3] if counted else {}
-    read: dict[str, SplitWord] = {}  # per typed stem: "uhrzeit" and "uhrzeiten" are one word to the namespace
+    read: dict[
+        str, SplitWord
+    ] = {}  # per typed stem: "uhrzeit" and "uhrzeiten" are one word to the namespace
     for word in compounds:
-        chosen = choose_split([(split, (part_lexeme[(split[0], config)], part_lexeme[(split[1], config)]), config)
-                               for config in splitting for split in options[(word, config)]], frequency)
+        chosen = choose_split(
+            [
+                (split, (part_lexeme[(split[0], config)], part_lexeme[(split[1], config)]), config)
+                for config in splitting
+                for split in options[(word, config)]
+            ],
+            frequency,
+        )
         if chosen:
             split, lexemes, config = chosen
-            read.setdefault(stem_of[(word, config)], SplitWord(word, stem_of[(word, config)], split, lexemes))
+            read.setdefault(
+                stem_of[(word, config)], SplitWord(word, stem_of[(word, config)], split, lexemes)
+            )
     return tuple(read.values())
 
 
-def choose_split(options: list[tuple[tuple[str, str], tuple[str | None, str | None], str]],
-                 frequency: dict[str, int]) -> tuple[tuple[str, str], tuple[str, str], str] | None:
+def choose_split(
+    options: list[tuple[tuple[str, str], tuple[str | None, str | None], str]],
+    frequency: dict[str, int],
+) -> tuple[tuple[str, str], tuple[str, str], str] | None:
     """Of a word's cuts ((head, tail), their lexemes, the configuration), the one whose two parts
     the most passages hold: the greatest geometric mean of their document frequencies (Koehn and
     Knight 2003), the first on a tie; None when no cut has both parts in a passage. Pure."""
@@ -135,23 +177,30 @@ def choose_split(options: list[tuple[tuple[str, str], tuple[str | None, str | No
 def _compoundable(word: str) -> bool:
     """Letters of the Latin script only (the languages that write compounds as one word write in
     it), and few enough of them to cut."""
-    return word.isalpha() and len(word) <= MAX_COMPOUND_LETTERS and all(letter <= "\u024f" for letter in word)
+    return (
+        word.isalpha()
+        and len(word) <= MAX_COMPOUND_LETTERS
+        and all(letter <= "\u024f" for letter in word)
+    )
 
 
 def _stems(pairs: list[tuple[str, str]]) -> list[str | None]:
     """Each (word, configuration)'s first lexeme as `kb_lex` reads it (None for a stopword), in order. One statement."""
     with read_connection().cursor() as cursor:
-        cursor.execute("SELECT (tsvector_to_array(kb_lex(t.config, t.word)))[1] "
-                       "FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS t(word, config, n) ORDER BY t.n",
-                       [[word for word, _ in pairs], [config for _, config in pairs]])
+        cursor.execute(
+            "SELECT (tsvector_to_array(kb_lex(t.config, t.word)))[1] "
+            "FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS t(word, config, n) ORDER BY t.n",
+            [[word for word, _ in pairs], [config for _, config in pairs]],
+        )
         return [row[0] for row in cursor.fetchall()]
 
 
 MAX_RESTORED_WORDS = 8  # words respelt per query: bounds the spellings lexed (at most 264 a word)
 
 
-def restore_accents(namespace_id: int, query: str, configs: tuple[str, ...],
-                    unknown: set[str]) -> tuple[RestoredWord, ...]:
+def restore_accents(
+    namespace_id: int, query: str, configs: tuple[str, ...], unknown: set[str]
+) -> tuple[RestoredWord, ...]:
     """The query's words typed without accents, in a configuration whose stems lose theirs
     (`kb.spellings.ACCENTS`), whose stem is `unknown` to the namespace, each read as the stem of
     its accented spelling (`accented_spellings`) that puts back the fewest accents and that the
@@ -161,19 +210,30 @@ def restore_accents(namespace_id: int, query: str, configs: tuple[str, ...],
     the document frequencies of the stems those give, and a few passages holding each stem read,
     for the word as the text writes it (`_written`)."""
     folding = [config for config in configs if config in ACCENTS]
-    words = [word for word in dict.fromkeys(WORD_RE.findall(query.lower())) if word.isascii()][:MAX_QUERY_LEXEMES]
+    words = [word for word in dict.fromkeys(WORD_RE.findall(query.lower())) if word.isascii()][
+        :MAX_QUERY_LEXEMES
+    ]
     if not folding or not words or not unknown:
         return ()
     pairs = [(word, config) for config in folding for word in words]
-    respelt = [(word, config, stem) for (word, config), stem in zip(pairs, _stems(pairs), strict=True)
-               if stem in unknown][:MAX_RESTORED_WORDS]
-    spellings = [(index, accents, spelt) for index, (word, config, _) in enumerate(respelt)
-                 for accents, spelt in accented_spellings(word, config)]
+    respelt = [
+        (word, config, stem)
+        for (word, config), stem in zip(pairs, _stems(pairs), strict=True)
+        if stem in unknown
+    ][:MAX_RESTORED_WORDS]
+    spellings = [
+        (index, accents, spelt)
+        for index, (word, config, _) in enumerate(respelt)
+        for accents, spelt in accented_spellings(word, config)
+    ]
     if not spellings:
         return ()
     read = _stems([(spelt, respelt[index][1]) for index, _, spelt in spellings])
-    options = [(index, accents, spelt, lexeme) for (index, accents, spelt), lexeme in zip(spellings, read, strict=True)
-               if lexeme and lexeme != respelt[index][2]]
+    options = [
+        (index, accents, spelt, lexeme)
+        for (index, accents, spelt), lexeme in zip(spellings, read, strict=True)
+        if lexeme and lexeme != respelt[index][2]
+    ]
     if not options:
         return ()
     lexemes = [(lexeme, 1) for lexeme in dict.fromkeys(option[3] for option in options)]
@@ -186,9 +246,16 @@ def restore_accents(namespace_id: int, query: str, configs: tuple[str, ...],
         if frequency.get(lexeme) and (stem not in best or key < best[stem]):
             best[stem] = key
     written = _written(namespace_id, {choice[2]: choice[4] for choice in best.values()})
-    return tuple(RestoredWord(typed=choice[4], typed_lexeme=stem, spelling=choice[3], lexeme=choice[2],
-                              written=written.get(choice[2], ""))
-                 for stem, choice in best.items())
+    return tuple(
+        RestoredWord(
+            typed=choice[4],
+            typed_lexeme=stem,
+            spelling=choice[3],
+            lexeme=choice[2],
+            written=written.get(choice[2], ""),
+        )
+        for stem, choice in best.items()
+    )
 
 
 WRITTEN_FROM = 20  # passages read per restored word for the word as the text writes it
@@ -213,8 +280,10 @@ def passages_holding(namespace_id: int, lexemes: list[str], limit: int) -> dict[
     space (a lexeme no passage holds is absent): where a stem's words are read as the text writes
     them. One statement."""
     with read_connection().cursor() as cursor:
-        cursor.execute("SELECT r.lexeme, string_agg(c.text, ' ') FROM unnest(%s::text[]) AS r(lexeme) "
-                       "CROSS JOIN LATERAL (SELECT c.text FROM kb_chunk_term t JOIN kb_chunk c ON c.id = t.chunk_id "
-                       "WHERE t.namespace_id = %s AND t.lexeme = r.lexeme LIMIT %s) c GROUP BY r.lexeme",
-                       [lexemes, int(namespace_id), limit])
+        cursor.execute(
+            "SELECT r.lexeme, string_agg(c.text, ' ') FROM unnest(%s::text[]) AS r(lexeme) "
+            "CROSS JOIN LATERAL (SELECT c.text FROM kb_chunk_term t JOIN kb_chunk c ON c.id = t.chunk_id "
+            "WHERE t.namespace_id = %s AND t.lexeme = r.lexeme LIMIT %s) c GROUP BY r.lexeme",
+            [lexemes, int(namespace_id), limit],
+        )
         return dict(cursor.fetchall())

@@ -66,13 +66,34 @@ from retrieval.fusion import DEFAULT_LEXICAL_WEIGHT
 
 # the ranker's vocabulary lives in retrieval/candidates.py; what takes part in a ranking is named here too
 __all__ = [
-    "BASES", "CHANNELS", "FUSED", "IDENTIFIERS", "LEXICAL", "NAMES", "NO_SHARED_TERM", "VECTOR", "Candidate",
-    "ChannelHit", "ChannelNote", "ChannelScore", "Ranking", "RankerParams", "RankSummary", "ScoreDetails", "rank",
+    "BASES",
+    "CHANNELS",
+    "FUSED",
+    "IDENTIFIERS",
+    "LEXICAL",
+    "NAMES",
+    "NO_SHARED_TERM",
+    "VECTOR",
+    "Candidate",
+    "ChannelHit",
+    "ChannelNote",
+    "ChannelScore",
+    "Ranking",
+    "RankerParams",
+    "RankSummary",
+    "ScoreDetails",
+    "rank",
 ]
 
-def rank(candidates: Sequence[Candidate], params: RankerParams = RankerParams(), *,
-         identifier_query: bool = False, query_idf: float | None = None,
-         notes: tuple[ChannelNote, ...] = ()) -> Ranking:
+
+def rank(
+    candidates: Sequence[Candidate],
+    params: RankerParams = RankerParams(),
+    *,
+    identifier_query: bool = False,
+    query_idf: float | None = None,
+    notes: tuple[ChannelNote, ...] = (),
+) -> Ranking:
     """`query_idf`: the sum of the query terms' IDF weights (what a passage holding every term
     once, at average length, scores in BM25); with it, words weigh in proportion to how much of
     the query the best lexical hit covers (`words_weight`). `notes`: channels the search left
@@ -88,8 +109,11 @@ def rank(candidates: Sequence[Candidate], params: RankerParams = RankerParams(),
     elif VECTOR not in stats and LEXICAL in stats:
         weight = 1.0  # no meaning to fuse with: words alone, whatever the namespace's weight
     else:
-        weight = words_weight(DEFAULT_LEXICAL_WEIGHT if params.lexical_weight is None else params.lexical_weight,
-                              stats, query_idf)
+        weight = words_weight(
+            DEFAULT_LEXICAL_WEIGHT if params.lexical_weight is None else params.lexical_weight,
+            stats,
+            query_idf,
+        )
     unit = boost_unit(stats)
     # a passage whose vector the query's cannot be compared with counts as the least similar one found
     unknown = min((c.cosine for c in candidates if c.cosine is not None), default=None)
@@ -99,13 +123,21 @@ def rank(candidates: Sequence[Candidate], params: RankerParams = RankerParams(),
     pool = []
     for details in scored:
         if identifier_query and not _confirmed(by_key[details.key]):
-            dropped.append(_updated(details, eligible=False, dropped_by="eligibility",
-                                   reason="the query names an exact identifier; found by meaning alone"))
+            dropped.append(
+                _updated(
+                    details,
+                    eligible=False,
+                    dropped_by="eligibility",
+                    reason="the query names an exact identifier; found by meaning alone",
+                )
+            )
         else:
             pool.append(details)
 
     pool = _order(pool, by_key)
-    pool, duplicates = _collapse(pool, by_key, lambda c: c.text_key or normalise_text(c.text), "same text as")
+    pool, duplicates = _collapse(
+        pool, by_key, lambda c: c.text_key or normalise_text(c.text), "same text as"
+    )
     # stage two compares bodies; only candidates that passed stage one are normalised
     dropped += duplicates
 
@@ -118,32 +150,50 @@ def rank(candidates: Sequence[Candidate], params: RankerParams = RankerParams(),
         elif _strong_multichannel(details, params):
             passed.append(_updated(details, bypassed_threshold=True))
         else:
-            dropped.append(_updated(details, dropped_by="threshold",
-                                   reason=f"relevance {details.relevance:.3f} < floor {floor:.3f}"))
+            dropped.append(
+                _updated(
+                    details,
+                    dropped_by="threshold",
+                    reason=f"relevance {details.relevance:.3f} < floor {floor:.3f}",
+                )
+            )
 
-    passed, duplicates = _collapse(passed, by_key, lambda c: c.body_key or normalise_text(c.body or c.text),
-                                   "same body as")
+    passed, duplicates = _collapse(
+        passed, by_key, lambda c: c.body_key or normalise_text(c.body or c.text), "same body as"
+    )
     dropped += duplicates
 
-    ordered = _mmr(passed, by_key, params) if params.mmr_lambda < 1 else passed  # score == relevance
+    ordered = (
+        _mmr(passed, by_key, params) if params.mmr_lambda < 1 else passed
+    )  # score == relevance
     kept = [_updated(d, kept=True, rank=i) for i, d in enumerate(ordered[: params.limit], start=1)]
-    beyond = [_updated(d, dropped_by="limit", reason=f"beyond the first {params.limit}")
-              for d in ordered[params.limit:]]
+    beyond = [
+        _updated(d, dropped_by="limit", reason=f"beyond the first {params.limit}")
+        for d in ordered[params.limit :]
+    ]
     dropped += beyond
 
     per_channel = {name: sum(1 for c in candidates if name in c.hits) for name in CHANNELS}
     summary = RankSummary(
-        candidates=len(candidates), per_channel=per_channel, kept=len(kept),
+        candidates=len(candidates),
+        per_channel=per_channel,
+        kept=len(kept),
         dropped_eligibility=sum(1 for d in dropped if d.dropped_by == "eligibility"),
         dropped_duplicate=sum(1 for d in dropped if d.dropped_by == "duplicate"),
         dropped_threshold=sum(1 for d in dropped if d.dropped_by == "threshold"),
-        beyond_limit=len(beyond), top_relevance=top, floor=floor, calibration=stats, lexical_weight=weight,
+        beyond_limit=len(beyond),
+        top_relevance=top,
+        floor=floor,
+        calibration=stats,
+        lexical_weight=weight,
         channel_notes=notes,
     )
     return Ranking(kept=kept, dropped=dropped, summary=summary)
 
 
-def channel_notes(stats: dict[str, tuple[float, float, float]], query_idf: float | None) -> tuple[ChannelNote, ...]:
+def channel_notes(
+    stats: dict[str, tuple[float, float, float]], query_idf: float | None
+) -> tuple[ChannelNote, ...]:
     """The channels that ran and could not help: the lexical channel, when it ran (`query_idf`
     is given) and no query term occurs in the namespace while meaning found passages. The fused
     base then rests on the vector z-score alone (`fuse`), and the summary says so."""
@@ -170,8 +220,9 @@ def channel_stats(candidates: Sequence[Candidate]) -> dict[str, tuple[float, flo
     return stats
 
 
-def pooled_when_flat(stats: dict[str, tuple[float, float, float]],
-                     candidates: Sequence[Candidate]) -> dict[str, tuple[float, float, float]]:
+def pooled_when_flat(
+    stats: dict[str, tuple[float, float, float]], candidates: Sequence[Candidate]
+) -> dict[str, tuple[float, float, float]]:
     """A lexical list without spread (one hit, or all hits equal) is calibrated over the whole
     candidate pool instead, where every candidate outside it scores BM25 0: a word found in one
     passage stands out (up to the cap in `fuse`), a word found equally in a third of them says
@@ -185,8 +236,9 @@ def pooled_when_flat(stats: dict[str, tuple[float, float, float]],
     return {**stats, LEXICAL: (lexical[0], mean, std)}
 
 
-def channel_score(name: str, hit: ChannelHit, stats: dict[str, tuple[float, float, float]],
-                  params: RankerParams) -> float:
+def channel_score(
+    name: str, hit: ChannelHit, stats: dict[str, tuple[float, float, float]], params: RankerParams
+) -> float:
     """A channel's own signal mapped into (0, 1], shown per channel in the explanation: cosine for
     vector, the fixed strong value for identifiers, relative to the channel's best otherwise."""
     if name == VECTOR:
@@ -203,13 +255,19 @@ def channel_score(name: str, hit: ChannelHit, stats: dict[str, tuple[float, floa
 class Fused:
     """The meaning-and-words score of one candidate: each channel's z-score, the weights, and
     the result in cosine units (the vector channel's mean plus the fused z times its spread)."""
+
     vector_z: float | None
     lexical_z: float | None
     score: float
 
 
-def fuse(candidate: Candidate, stats: dict[str, tuple[float, float, float]], lexical_weight: float,
-         lexical_cap: float | None = None, unknown_cosine: float | None = None) -> Fused | None:
+def fuse(
+    candidate: Candidate,
+    stats: dict[str, tuple[float, float, float]],
+    lexical_weight: float,
+    lexical_cap: float | None = None,
+    unknown_cosine: float | None = None,
+) -> Fused | None:
     """Convex combination of the vector and lexical z-scores, in cosine units.
 
     Both z-scores are read from this query's lists (their first 100 hits), so neither channel wins
@@ -229,7 +287,11 @@ def fuse(candidate: Candidate, stats: dict[str, tuple[float, float, float]], lex
     vector = stats.get(VECTOR)
     if vector is None:
         return None
-    cosine = candidate.cosine if candidate.cosine is not None else getattr(candidate.hits.get(VECTOR), "raw", None)
+    cosine = (
+        candidate.cosine
+        if candidate.cosine is not None
+        else getattr(candidate.hits.get(VECTOR), "raw", None)
+    )
     known = cosine is not None
     _, vector_mean, vector_std = vector
     if not known:
@@ -244,8 +306,14 @@ def fuse(candidate: Candidate, stats: dict[str, tuple[float, float, float]], lex
         lexical_z = ((hit.raw if hit else 0.0) - lexical[1]) / lexical[2]
         if lexical_cap is not None:
             lexical_z = min(lexical_z, lexical_cap)
-    fused_z = vector_z if lexical_z is None else (1 - lexical_weight) * vector_z + lexical_weight * lexical_z
-    return Fused(vector_z if known else None, lexical_z, max(vector_mean + fused_z * vector_std, 1e-6))
+    fused_z = (
+        vector_z
+        if lexical_z is None
+        else (1 - lexical_weight) * vector_z + lexical_weight * lexical_z
+    )
+    return Fused(
+        vector_z if known else None, lexical_z, max(vector_mean + fused_z * vector_std, 1e-6)
+    )
 
 
 def _updated(details: ScoreDetails, **changes) -> ScoreDetails:
@@ -257,7 +325,9 @@ def _updated(details: ScoreDetails, **changes) -> ScoreDetails:
     return clone
 
 
-def words_weight(lexical_weight: float, stats: dict[str, tuple[float, float, float]], query_idf: float | None) -> float:
+def words_weight(
+    lexical_weight: float, stats: dict[str, tuple[float, float, float]], query_idf: float | None
+) -> float:
     """The lexical weight for this query: the namespace's weight, scaled down in proportion when
     the best lexical hit reaches less than `FULL_WEIGHT_IDF_SHARE` of the query's IDF mass. When
     no passage holds the query's rare words, the lexical list is a list of common-word matches:
@@ -273,8 +343,14 @@ def _vector_top_z(stats: dict[str, tuple[float, float, float]]) -> float | None:
     return (top - mean) / std if std > 0 else None
 
 
-_BASE_PREFERENCE = {name: -index for index, name in enumerate(BASES)}  # on equal scores, the earlier base
-_NOT_BASES_WHEN_FUSED = (VECTOR, LEXICAL, NAMES)  # fused into the base (names only add rank evidence)
+_BASE_PREFERENCE = {
+    name: -index for index, name in enumerate(BASES)
+}  # on equal scores, the earlier base
+_NOT_BASES_WHEN_FUSED = (
+    VECTOR,
+    LEXICAL,
+    NAMES,
+)  # fused into the base (names only add rank evidence)
 
 
 def boost_unit(stats: dict[str, tuple[float, float, float]]) -> float:
@@ -292,8 +368,15 @@ def boost_unit(stats: dict[str, tuple[float, float, float]]) -> float:
     return 0.0
 
 
-def _score(candidate: Candidate, params: RankerParams, stats, lexical_weight: float,
-           lexical_cap: float | None, unit: float, unknown_cosine: float | None = None) -> ScoreDetails:
+def _score(
+    candidate: Candidate,
+    params: RankerParams,
+    stats,
+    lexical_weight: float,
+    lexical_cap: float | None,
+    unit: float,
+    unknown_cosine: float | None = None,
+) -> ScoreDetails:
     """One candidate's explained score. Runs once per candidate (about 170 a search), so it
     walks the channels once, in CHANNELS order, for their scores, the base and the RRF sum."""
     fused = fuse(candidate, stats, lexical_weight, lexical_cap, unknown_cosine)
@@ -315,15 +398,28 @@ def _score(candidate: Candidate, params: RankerParams, stats, lexical_weight: fl
     rrf = params.rrf_weight * inverse_ranks
     recency = priority = 0.0
     if unit > 0 and params.recency_weight > 0 and candidate.age_days is not None:
-        recency = params.recency_weight * unit * math.exp(-max(candidate.age_days, 0.0) / params.recency_half_life_days)
+        recency = (
+            params.recency_weight
+            * unit
+            * math.exp(-max(candidate.age_days, 0.0) / params.recency_half_life_days)
+        )
     if unit > 0 and candidate.priority:
         priority = params.priority_weight * unit * candidate.priority
     relevance = base + rrf + recency + priority
     return ScoreDetails(
-        key=candidate.key, kind=candidate.kind, channels=channels, base=base, base_channel=base_channel,
-        vector_z=fused.vector_z if fused else None, lexical_z=fused.lexical_z if fused else None,
-        rrf_bonus=rrf, recency_boost=recency, priority_boost=priority, relevance=relevance,
-        score=relevance, cosine=candidate.cosine,
+        key=candidate.key,
+        kind=candidate.kind,
+        channels=channels,
+        base=base,
+        base_channel=base_channel,
+        vector_z=fused.vector_z if fused else None,
+        lexical_z=fused.lexical_z if fused else None,
+        rrf_bonus=rrf,
+        recency_boost=recency,
+        priority_boost=priority,
+        relevance=relevance,
+        score=relevance,
+        cosine=candidate.cosine,
     )
 
 
@@ -356,12 +452,21 @@ def _order(pool: list[ScoreDetails], by_key: dict) -> list[ScoreDetails]:
 def _collapse(pool: list[ScoreDetails], by_key: dict, keyfunc, label: str):
     """Keep the first (best-ordered) of each group of equal keys; the rest are duplicates."""
     kept, duplicates = first_of_each(pool, lambda details: keyfunc(by_key[details.key]))
-    return kept, [_updated(details, dropped_by="duplicate", duplicate_of=first, reason=f"{label} {first}")
-                  for details, first in duplicates]
+    return kept, [
+        _updated(details, dropped_by="duplicate", duplicate_of=first, reason=f"{label} {first}")
+        for details, first in duplicates
+    ]
 
 
 def _mmr(pool: list[ScoreDetails], by_key: dict, params: RankerParams) -> list[ScoreDetails]:
     embeddings = {d.key: by_key[d.key].embedding for d in pool[: params.mmr_depth]}
-    ordered = mmr_order(pool, embeddings, lam=params.mmr_lambda, depth=params.mmr_depth,
-                        seed_ratio=params.seed_ratio)
-    return [_updated(details, score=score, mmr_penalty=penalty) for details, score, penalty in ordered]
+    ordered = mmr_order(
+        pool,
+        embeddings,
+        lam=params.mmr_lambda,
+        depth=params.mmr_depth,
+        seed_ratio=params.seed_ratio,
+    )
+    return [
+        _updated(details, score=score, mmr_penalty=penalty) for details, score, penalty in ordered
+    ]

@@ -77,13 +77,23 @@ def group_by_document(hits: list[Hit], sections: int) -> list[DocumentGroup]:
     order: dict[int, list[Hit]] = {}
     for hit in hits:
         found = order.setdefault(hit.document_id, [])
-        if not any(hit.start_byte < other.end_byte and other.start_byte < hit.end_byte for other in found):
+        if not any(
+            hit.start_byte < other.end_byte and other.start_byte < hit.end_byte for other in found
+        ):
             found.append(hit)
     groups = []
     for position, found in enumerate(order.values(), start=1):
         best = found[0]
-        groups.append(DocumentGroup(position, best.document_id, best.title, document_link(best.citation_url),
-                                    best.score, tuple(found[:sections])))
+        groups.append(
+            DocumentGroup(
+                position,
+                best.document_id,
+                best.title,
+                document_link(best.citation_url),
+                best.score,
+                tuple(found[:sections]),
+            )
+        )
     return groups
 
 
@@ -99,20 +109,36 @@ class SearchResult:
     summary: RankSummary
     dropped: list[ScoreDetails]
     features: QueryFeatures
-    lexemes: list[str]  # the query's, and the stems its words typed without accents were read as: snippets mark them
+    lexemes: list[
+        str
+    ]  # the query's, and the stems its words typed without accents were read as: snippets mark them
     timings: dict[str, float] = field(default_factory=dict)
-    fusion: FusionWeights = DEFAULT_WEIGHTS  # the namespace's weights; summary.lexical_weight: this query's
-    documents: list[DocumentGroup] = field(default_factory=list)  # every document of `hits`, best first
+    fusion: FusionWeights = (
+        DEFAULT_WEIGHTS  # the namespace's weights; summary.lexical_weight: this query's
+    )
+    documents: list[DocumentGroup] = field(
+        default_factory=list
+    )  # every document of `hits`, best first
     grouped: bool = False  # `limit` counted documents (group="document")
     database: str = "default"  # the database alias that answered: a read replica or the primary
     lexical: lexical.LexicalReport | None = None  # how the lexical channel found its hits
     query_id: int | None = None  # the query log row, which reader feedback names
-    document_count: int = 0  # documents found (grouped), of which a page's search holds those up to its end
-    meaning_excess: float | None = None  # the best passage beyond chance (retrieval.meaning_spread); logged
-    query_idf: float | None = None  # the query's IDF mass in the namespace (None: the words channel did not run)
+    document_count: int = (
+        0  # documents found (grouped), of which a page's search holds those up to its end
+    )
+    meaning_excess: float | None = (
+        None  # the best passage beyond chance (retrieval.meaning_spread); logged
+    )
+    query_idf: float | None = (
+        None  # the query's IDF mass in the namespace (None: the words channel did not run)
+    )
 
 
 def document_link(citation: str) -> str:
     """A citation without its fragment, and a PDF's `original` without the page: the document."""
     base = citation.split("#")[0]
-    return base[: -len("original")] if base.startswith("/documents/") and base.endswith("/original") else base
+    return (
+        base[: -len("original")]
+        if base.startswith("/documents/") and base.endswith("/original")
+        else base
+    )

@@ -10,7 +10,10 @@ from retrieval.query import MAX_QUERY_CHARS
 
 # the search service's one gate (`retrieval.query.validate_query`) measures it, so an empty or long query
 # gets the same code on every surface (SEARCH_EMPTY_QUERY, SEARCH_QUERY_TOO_LONG)
-QUERY = Field(..., description=f"What to search for: at most {MAX_QUERY_CHARS} characters once normalised (NFKC)")
+QUERY = Field(
+    ...,
+    description=f"What to search for: at most {MAX_QUERY_CHARS} characters once normalised (NFKC)",
+)
 
 
 class SearchIn(Schema):
@@ -21,7 +24,9 @@ class SearchIn(Schema):
     document_ids: list[int] = Field(default_factory=list, max_length=100)
     explain: bool = False
     group: Literal["chunk", "document"] = Field(
-        "chunk", description="document: one result per document with its best sections; limit counts documents")
+        "chunk",
+        description="document: one result per document with its best sections; limit counts documents",
+    )
 
 
 class SpellingIn(Schema):
@@ -32,7 +37,7 @@ class SpellingIn(Schema):
 
 
 class SpellingOut(Schema):
-    """"Did you mean": the query respelt from the namespace's own words, or null."""
+    """ "Did you mean": the query respelt from the namespace's own words, or null."""
 
     correction: str | None  # offered only when its words find passages within the same sources
 
@@ -119,10 +124,16 @@ class LexicalOut(Schema):
     postings_read: int
     terms: list[str]  # the query's lexemes the namespace holds
     changed_chunks: int  # packed: chunks changed since the lists were built, read from the table
-    probed_terms: list[str]  # packed: terms whose postings were only looked up for the candidates (MaxScore)
+    probed_terms: list[
+        str
+    ]  # packed: terms whose postings were only looked up for the candidates (MaxScore)
     candidates: int  # packed, with probed terms: chunks completed by those lookups
-    configurations: list[str]  # the text search configurations the query was lexed with (docs/languages.md)
-    accents_restored: list[RestoredWordOut]  # words typed without accents, read as the text spells them
+    configurations: list[
+        str
+    ]  # the text search configurations the query was lexed with (docs/languages.md)
+    accents_restored: list[
+        RestoredWordOut
+    ]  # words typed without accents, read as the text spells them
     compounds_split: list[SplitWordOut]  # compounds no passage holds, read as their parts
 
 
@@ -227,6 +238,7 @@ class ContextOut(Schema):
 
 # --- documents, namespaces and sources: what a caller may read ----------------------------------
 
+
 class DocumentOut(Schema):
     id: int
     source_id: int
@@ -236,7 +248,9 @@ class DocumentOut(Schema):
     media_type: str  # the stored text's type (text/markdown for a PDF or a web page)
     original_type: str  # what was read: application/pdf, text/html, ...
     byte_size: int
-    language: str  # detected in its text (ISO 639-1); "" when too short or unsure (docs/languages.md)
+    language: (
+        str  # detected in its text (ISO 639-1); "" when too short or unsure (docs/languages.md)
+    )
     created_at: datetime | None
     indexed_at: datetime | None
 
@@ -265,7 +279,9 @@ class DocumentPageOut(Schema):
 
 class DocumentTextOut(Schema):
     id: int
-    text: str  # text[:returned_chars] is the document's text from `offset`; a cut ends with a marker
+    text: (
+        str  # text[:returned_chars] is the document's text from `offset`; a cut ends with a marker
+    )
     offset: int = 0  # characters
     total_chars: int
     returned_chars: int
@@ -283,9 +299,13 @@ class NamespaceOut(Schema):
     sources: int
     documents: int
     chunks: int
-    last_success_at: datetime | None  # when a source of it last finished an ingest run without errors
+    last_success_at: (
+        datetime | None
+    )  # when a source of it last finished an ingest run without errors
     language: str  # the setting: "auto" (each document's detected language) or a text search configuration
-    document_languages: dict[str, int]  # documents per detected language (ISO 639-1; "und": not detected)
+    document_languages: dict[
+        str, int
+    ]  # documents per detected language (ISO 639-1; "und": not detected)
 
 
 class NamespaceListOut(Schema):
@@ -310,8 +330,11 @@ class SourceSummaryOut(Schema):
 
 
 class SourceListIn(Schema):
-    namespaces: list[str] = Field(default_factory=list, max_length=20,
-                                  description="Only these namespaces; empty: every namespace the caller may read")
+    namespaces: list[str] = Field(
+        default_factory=list,
+        max_length=20,
+        description="Only these namespaces; empty: every namespace the caller may read",
+    )
 
 
 class SourceListOut(Schema):

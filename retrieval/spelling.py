@@ -68,8 +68,11 @@ def closest(stem: str, candidates: list[tuple[str, int]], keep: int = 1) -> list
     that one distance, most frequent first: stems near alike ("engn" is one edit from both `eng`
     and `engin`) are told apart by how the text writes them, against what was typed."""
     limit = allowed_distance(stem)
-    scored = sorted((distance, -frequency, lexeme) for lexeme, frequency in candidates
-                    if 0 < (distance := edit_distance(stem, lexeme, limit)) <= limit)
+    scored = sorted(
+        (distance, -frequency, lexeme)
+        for lexeme, frequency in candidates
+        if 0 < (distance := edit_distance(stem, lexeme, limit)) <= limit
+    )
     return [lexeme for distance, _, lexeme in scored if distance == scored[0][0]][:keep]
 
 
@@ -85,11 +88,13 @@ def one_edit(word: str) -> list[str]:
     """The spellings one edit from `word`, its first letter kept (as corrections keep it): a
     letter deleted, two neighbours swapped, one replaced or one inserted, from the Latin letters
     when the word is written in them, and the word's own letters."""
-    letters = sorted(set(word) | (set(string.ascii_lowercase) if all(c <= "\u024f" for c in word) else set()))
+    letters = sorted(
+        set(word) | (set(string.ascii_lowercase) if all(c <= "\u024f" for c in word) else set())
+    )
     head, tail = word[0], word[1:]
-    found = {head + tail[:i] + tail[i + 1:] for i in range(len(tail))}
-    found |= {head + tail[:i] + tail[i + 1] + tail[i] + tail[i + 2:] for i in range(len(tail) - 1)}
-    found |= {head + tail[:i] + c + tail[i + 1:] for i in range(len(tail)) for c in letters}
+    found = {head + tail[:i] + tail[i + 1 :] for i in range(len(tail))}
+    found |= {head + tail[:i] + tail[i + 1] + tail[i] + tail[i + 2 :] for i in range(len(tail) - 1)}
+    found |= {head + tail[:i] + c + tail[i + 1 :] for i in range(len(tail)) for c in letters}
     found |= {head + tail[:i] + c + tail[i:] for i in range(len(tail) + 1) for c in letters}
     found.discard(word)
     return sorted(found)
@@ -97,17 +102,23 @@ def one_edit(word: str) -> list[str]:
 
 def _apart(typed: str, word: str) -> tuple[int, int]:
     """How far a correction is from what was typed: accents aside first, then as written."""
-    return edit_distance(plain_letters(typed), plain_letters(word), 99), edit_distance(typed, word, 99)
+    return edit_distance(plain_letters(typed), plain_letters(word), 99), edit_distance(
+        typed, word, 99
+    )
 
 
-def surface_form(lexeme: str, typed: str, text: str, stems: Mapping[str, Collection[str]] | None = None) -> str:
+def surface_form(
+    lexeme: str, typed: str, text: str, stems: Mapping[str, Collection[str]] | None = None
+) -> str:
     """The word of `text` of `lexeme`'s family nearest to what was typed: one that stems to it
     (`stems`: each word's lexemes as the namespace lexes it, `_stems_of`; the stemmer may change a
     word's end, so "policy" is `polici`) or one that starts with it, accents aside (Romance
     lexemes are unaccented); the lexeme itself when no word is either."""
     words = {w.lower() for w in WORD_RE.findall(text)}
     stem = plain_letters(lexeme)
-    spelt = {w for w in words if lexeme in (stems or {}).get(w, ()) or plain_letters(w).startswith(stem)}
+    spelt = {
+        w for w in words if lexeme in (stems or {}).get(w, ()) or plain_letters(w).startswith(stem)
+    }
     if not spelt:
         return lexeme
     return min(spelt, key=lambda w: (*_apart(typed, w), len(w), w))
@@ -118,12 +129,17 @@ def _stems_of(cursor, texts: Mapping[str, str], configs: list[str]) -> dict[str,
     the lexeme's first letters but two, accents aside), in each of `configs`. One statement."""
     words: set[str] = set()
     for lexeme, text in texts.items():
-        start = plain_letters(lexeme)[:max(2, len(lexeme) - 2)]
-        words |= {w.lower() for w in WORD_RE.findall(text) if plain_letters(w.lower()).startswith(start)}
+        start = plain_letters(lexeme)[: max(2, len(lexeme) - 2)]
+        words |= {
+            w.lower() for w in WORD_RE.findall(text) if plain_letters(w.lower()).startswith(start)
+        }
     if not words:
         return {}
-    cursor.execute("SELECT w, tsvector_to_array(kb_lex(c, w)) FROM unnest(%s::text[]) AS q(w), "
-                   "unnest(%s::text[]) AS k(c)", [sorted(words), configs])
+    cursor.execute(
+        "SELECT w, tsvector_to_array(kb_lex(c, w)) FROM unnest(%s::text[]) AS q(w), "
+        "unnest(%s::text[]) AS k(c)",
+        [sorted(words), configs],
+    )
     stems: dict[str, set[str]] = {}
     for word, lexemes in cursor.fetchall():
         stems.setdefault(word, set()).update(lexemes)
@@ -133,12 +149,17 @@ def _stems_of(cursor, texts: Mapping[str, str], configs: list[str]) -> dict[str,
 def _known_near(cursor, namespace_id: int, word: str, configs: list[str]) -> list[str]:
     """The namespace's lexemes that spellings one edit from `word` stem to, the NEAR_KEPT held by
     the most passages first (counted up to MAX_CANDIDATES postings). Two statements."""
-    cursor.execute("SELECT DISTINCT l FROM unnest(%s::text[]) AS q(w), unnest(%s::text[]) AS k(c), "
-                   "unnest(tsvector_to_array(kb_lex(c, w))) AS l", [one_edit(word), configs])
+    cursor.execute(
+        "SELECT DISTINCT l FROM unnest(%s::text[]) AS q(w), unnest(%s::text[]) AS k(c), "
+        "unnest(tsvector_to_array(kb_lex(c, w))) AS l",
+        [one_edit(word), configs],
+    )
     stems = [row[0] for row in cursor.fetchall()]
-    cursor.execute("SELECT lexeme, count(*) FROM (SELECT lexeme FROM kb_chunk_term WHERE namespace_id = %s "
-                   "AND lexeme = ANY(%s) LIMIT %s) t GROUP BY lexeme ORDER BY count(*) DESC, lexeme LIMIT %s",
-                   [namespace_id, stems, MAX_CANDIDATES, NEAR_KEPT])
+    cursor.execute(
+        "SELECT lexeme, count(*) FROM (SELECT lexeme FROM kb_chunk_term WHERE namespace_id = %s "
+        "AND lexeme = ANY(%s) LIMIT %s) t GROUP BY lexeme ORDER BY count(*) DESC, lexeme LIMIT %s",
+        [namespace_id, stems, MAX_CANDIDATES, NEAR_KEPT],
+    )
     return [row[0] for row in cursor.fetchall()]
 
 
@@ -148,21 +169,29 @@ def correct_query(namespace_id: int, query: str) -> str | None:
     words = WORD_RE.findall(query)
     if not words or len(words) > MAX_WORDS:
         return None
-    configs = [c for c in namespace_configs(namespace_id, query) if c != SEGMENTED]  # as the channel lexes it
+    configs = [
+        c for c in namespace_configs(namespace_id, query) if c != SEGMENTED
+    ]  # as the channel lexes it
     if not configs:
         return None
     with read_connection().cursor() as cursor:
-        cursor.execute("SELECT w, tsvector_to_array(kb_lex(c, w)) FROM unnest(%s::text[]) WITH ORDINALITY AS q(w, n), "
-                       "unnest(%s::text[]) WITH ORDINALITY AS k(c, m) ORDER BY n, m",
-                       [[w.lower() for w in words], configs])
-        stems: dict[str, list[str]] = {}  # each word's stem per configuration, the one of most passages first
+        cursor.execute(
+            "SELECT w, tsvector_to_array(kb_lex(c, w)) FROM unnest(%s::text[]) WITH ORDINALITY AS q(w, n), "
+            "unnest(%s::text[]) WITH ORDINALITY AS k(c, m) ORDER BY n, m",
+            [[w.lower() for w in words], configs],
+        )
+        stems: dict[
+            str, list[str]
+        ] = {}  # each word's stem per configuration, the one of most passages first
         for word, lexemes in cursor.fetchall():
             if lexemes:
                 stems.setdefault(word, []).append(lexemes[0])
         if not stems:
             return None
-        cursor.execute("SELECT DISTINCT lexeme FROM kb_chunk_term WHERE namespace_id = %s AND lexeme = ANY(%s)",
-                       [namespace_id, list({stem for found in stems.values() for stem in found})])
+        cursor.execute(
+            "SELECT DISTINCT lexeme FROM kb_chunk_term WHERE namespace_id = %s AND lexeme = ANY(%s)",
+            [namespace_id, list({stem for found in stems.values() for stem in found})],
+        )
         known = {row[0] for row in cursor.fetchall()}
         replacements: dict[str, str] = {}
         for word, found in stems.items():
@@ -174,11 +203,15 @@ def correct_query(namespace_id: int, query: str) -> str | None:
             cursor.execute(
                 "SELECT lexeme, count(*) FROM (SELECT lexeme FROM kb_chunk_term WHERE namespace_id = %s "
                 "AND lexeme >= %s AND lexeme < %s AND length(lexeme) BETWEEN %s AND %s LIMIT %s) t GROUP BY lexeme",
-                [namespace_id, first, after, len(stem) - limit, len(stem) + limit, MAX_CANDIDATES])
+                [namespace_id, first, after, len(stem) - limit, len(stem) + limit, MAX_CANDIDATES],
+            )
             near = closest(stem, cursor.fetchall(), NEAR_KEPT)
-            cursor.execute("SELECT b.lexeme FROM unnest(%s::text[]) WITH ORDINALITY AS b(lexeme, n) WHERE EXISTS "
-                           "(SELECT 1 FROM kb_chunk_term t WHERE t.namespace_id = %s AND t.lexeme = b.lexeme) "
-                           "ORDER BY b.n LIMIT 1", [shorter_stems(stem), namespace_id])  # one probe a beginning
+            cursor.execute(
+                "SELECT b.lexeme FROM unnest(%s::text[]) WITH ORDINALITY AS b(lexeme, n) WHERE EXISTS "
+                "(SELECT 1 FROM kb_chunk_term t WHERE t.namespace_id = %s AND t.lexeme = b.lexeme) "
+                "ORDER BY b.n LIMIT 1",
+                [shorter_stems(stem), namespace_id],
+            )  # one probe a beginning
             begins = cursor.fetchone()
             lexemes = list(dict.fromkeys(found for found in (*near, begins and begins[0]) if found))
             respelt = not lexemes
@@ -186,9 +219,16 @@ def correct_query(namespace_id: int, query: str) -> str | None:
                 lexemes = _known_near(cursor, namespace_id, word, configs)
             texts = passages_holding(namespace_id, lexemes, SURFACE_FROM) if lexemes else {}
             stems_of = _stems_of(cursor, texts, configs)
-            surfaces = [surface_form(lexeme, word, texts.get(lexeme) or lexeme, stems_of) for lexeme in lexemes]
+            surfaces = [
+                surface_form(lexeme, word, texts.get(lexeme) or lexeme, stems_of)
+                for lexeme in lexemes
+            ]
             if respelt:  # a stem one edit away can be another word's ("neurlaation": `neural`)
-                surfaces = [surface for surface in surfaces if _apart(word, surface)[0] <= allowed_distance(word)]
+                surfaces = [
+                    surface
+                    for surface in surfaces
+                    if _apart(word, surface)[0] <= allowed_distance(word)
+                ]
             if surfaces:
                 replacements[word] = min(surfaces, key=lambda surface: _apart(word, surface))
     if not replacements:

@@ -10,7 +10,9 @@ from retrieval import bm25
 DOCUMENT_FREQUENCIES = bm25.DocumentFrequencyCache()
 
 
-def term_statistics(namespace_id: int, lexemes: list[tuple[str, int]]) -> tuple[float, float, list[bm25.Term]]:
+def term_statistics(
+    namespace_id: int, lexemes: list[tuple[str, int]]
+) -> tuple[float, float, list[bm25.Term]]:
     """The namespace's chunk count and average length, and each lexeme's document frequency.
 
     Frequencies are counted from the postings' primary key (so no counter row is shared between
@@ -28,10 +30,16 @@ def term_statistics(namespace_id: int, lexemes: list[tuple[str, int]]) -> tuple[
     chunk_count, avgdl, generation, counted = statistics
     DOCUMENT_FREQUENCIES.store(namespace_id, generation, counted)
     frequencies = {**known, **counted}
-    return chunk_count, avgdl, [bm25.Term(lexeme, qtf, frequencies[lexeme]) for lexeme, qtf in lexemes]
+    return (
+        chunk_count,
+        avgdl,
+        [bm25.Term(lexeme, qtf, frequencies[lexeme]) for lexeme, qtf in lexemes],
+    )
 
 
-def count_terms(namespace_id: int, words: list[str]) -> tuple[float, float, int, dict[str, int]] | None:
+def count_terms(
+    namespace_id: int, words: list[str]
+) -> tuple[float, float, int, dict[str, int]] | None:
     """(chunk count, average length, generation, {word: document frequency}) of a namespace in
     one statement, or None when it has never held a chunk. Where the namespace's packed lists
     hold every change (none recorded since the build), a frequency is the list's length plus the
@@ -56,4 +64,9 @@ def count_terms(namespace_id: int, words: list[str]) -> tuple[float, float, int,
     if row is None:
         return None
     chunk_count, avgdl, generation, counts = row
-    return float(chunk_count), float(avgdl), int(generation), dict(zip(words, map(int, counts), strict=False))
+    return (
+        float(chunk_count),
+        float(avgdl),
+        int(generation),
+        dict(zip(words, map(int, counts), strict=False)),
+    )

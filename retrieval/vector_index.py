@@ -28,7 +28,9 @@ logger = logging.getLogger(__name__)
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 64
 BUILD_MEMORY_MIN_MB = 512  # least maintenance_work_mem for a build: a 200k-chunk graph fits
-GRAPH_BYTES_PER_CHUNK = 1024  # an HNSW element's neighbour lists and header at m = 16, besides its vector
+GRAPH_BYTES_PER_CHUNK = (
+    1024  # an HNSW element's neighbour lists and header at m = 16, besides its vector
+)
 NAME_PREFIX = "kb_chunk_embedding_ns"
 _NAME_PATTERN = re.compile(rf"^{NAME_PREFIX}(\d+)$")
 _LOCK_CLASS = 0x6B62  # advisory lock class ("kb") serialising builds of one namespace's index
@@ -61,7 +63,9 @@ def namespace_indexes() -> dict[int, NamespaceIndex]:
     for name, valid, size in rows:
         match = _NAME_PATTERN.match(name)
         if match:
-            found[int(match.group(1))] = NamespaceIndex(int(match.group(1)), name, bool(valid), int(size))
+            found[int(match.group(1))] = NamespaceIndex(
+                int(match.group(1)), name, bool(valid), int(size)
+            )
     return found
 
 
@@ -82,7 +86,9 @@ def ensure_namespace_index(namespace_id: int, min_chunks: int | None = None) -> 
     if not _try_lock(namespace_id):
         return "busy"
     try:
-        existing = namespace_indexes().get(namespace_id)  # another process may have built it meanwhile
+        existing = namespace_indexes().get(
+            namespace_id
+        )  # another process may have built it meanwhile
         if existing is not None and existing.valid:
             return "exists"
         name = index_name(namespace_id)
@@ -135,14 +141,19 @@ def build_memory_mb(chunks: int) -> int:
 def raise_build_memory(megabytes: int) -> None:
     """Raise this session's maintenance_work_mem to `megabytes` for a build, never below the
     server's own value (RESET afterwards). Bytes travel as bigint: 2 GB and more overflow int."""
-    _execute("SELECT set_config('maintenance_work_mem', greatest(pg_size_bytes(current_setting("
-             "'maintenance_work_mem')), %s::bigint) / 1024 || 'kB', false)", [int(megabytes) * 1024 * 1024])
+    _execute(
+        "SELECT set_config('maintenance_work_mem', greatest(pg_size_bytes(current_setting("
+        "'maintenance_work_mem')), %s::bigint) / 1024 || 'kB', false)",
+        [int(megabytes) * 1024 * 1024],
+    )
 
 
 def _chunk_count(namespace_id: int) -> int:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT coalesce((SELECT chunk_count FROM kb_namespace_stats WHERE namespace_id = %s), 0)",
-                       [int(namespace_id)])
+        cursor.execute(
+            "SELECT coalesce((SELECT chunk_count FROM kb_namespace_stats WHERE namespace_id = %s), 0)",
+            [int(namespace_id)],
+        )
         return int(cursor.fetchone()[0])
 
 
@@ -198,8 +209,15 @@ def index_report() -> list[dict]:
                GROUP BY n.id, n.slug ORDER BY n.slug"""
         )
         rows = cursor.fetchall()
-    return [{"namespace_id": nid, "namespace": slug, "embedded_chunks": int(count), "index": indexes.get(nid)}
-            for nid, slug, count in rows]
+    return [
+        {
+            "namespace_id": nid,
+            "namespace": slug,
+            "embedded_chunks": int(count),
+            "index": indexes.get(nid),
+        }
+        for nid, slug, count in rows
+    ]
 
 
 def ensure_all() -> dict[str, str]:

@@ -52,8 +52,11 @@ def collection_groups(principal, namespaces: list[Namespace]) -> list[tuple[str,
         return [("", namespaces)]
     own = [ns for ns in namespaces if principal.access(ns) == "member"]
     public = [ns for ns in namespaces if principal.access(ns) == "public"]
-    return [(label, group) for label, group in (("Your collections", own), ("Public collections", public))
-            if group]
+    return [
+        (label, group)
+        for label, group in (("Your collections", own), ("Public collections", public))
+        if group
+    ]
 
 
 def _page(request, principal):
@@ -62,37 +65,70 @@ def _page(request, principal):
     query = request.GET.get("q", "").strip()
     # a member opens on its own collections before the public ones
     namespace = request.GET.get("namespace") or (default_namespace(groups[0][1]) if groups else "")
-    sources = list(Source.objects.filter(namespace__slug=namespace, namespace__in=namespaces).order_by("name"))
+    sources = list(
+        Source.objects.filter(namespace__slug=namespace, namespace__in=namespaces).order_by("name")
+    )
     source_id = request.GET.get("source", "")
     if source_id and source_id not in {str(s.pk) for s in sources}:
         source_id = ""  # a source of another namespace: the filter follows the namespace
     page = bounded_int(request.GET.get("page"), 1, 1, MAX_PAGES)
     group = "chunk" if request.GET.get("group") == "chunk" else "document"  # documents by default
-    context = {"query": query, "namespaces": namespaces, "groups": groups, "namespace": namespace,
-               "source_id": source_id, "group": group, "sources": sources, "error": None, "results": None,
-               "correction": None, "sign_in": False, "voted": request.GET.get("voted", "")}
+    context = {
+        "query": query,
+        "namespaces": namespaces,
+        "groups": groups,
+        "namespace": namespace,
+        "source_id": source_id,
+        "group": group,
+        "sources": sources,
+        "error": None,
+        "results": None,
+        "correction": None,
+        "sign_in": False,
+        "voted": request.GET.get("voted", ""),
+    }
     status = 200
     if query:
         try:
             principal.check(namespace)
             filters = Filters(source_ids=(int(source_id),)) if source_id else Filters()
             # back from a vote: the same search again, not logged twice; its votes name the first
-            voted_on = bounded_int(request.GET.get("query_id"), 0, 0, 2**62) if context["voted"] else 0
+            voted_on = (
+                bounded_int(request.GET.get("query_id"), 0, 0, 2**62) if context["voted"] else 0
+            )
             start = (page - 1) * PAGE_SIZE
-            result = search(query, namespace, limit=PAGE_SIZE * MAX_PAGES, filters=filters, group=group,
-                            log=not voted_on, caller="page", text_window=(start, start + PAGE_SIZE))
+            result = search(
+                query,
+                namespace,
+                limit=PAGE_SIZE * MAX_PAGES,
+                filters=filters,
+                group=group,
+                log=not voted_on,
+                caller="page",
+                text_window=(start, start + PAGE_SIZE),
+            )
             context["results"] = results_page(result, page)
             # each result's feedback form posts here and comes back: worked out once, not per row
-            context["feedback_url"], context["this_page"] = reverse("feedback"), request.get_full_path()
+            context["feedback_url"], context["this_page"] = (
+                reverse("feedback"),
+                request.get_full_path(),
+            )
             if voted_on:
                 context["results"]["query_id"] = voted_on
             if not result.cited and not context["results"]["rows"]:
-                context["correction"] = spelling_correction(query, namespace, filters)  # nothing else to show
+                context["correction"] = spelling_correction(
+                    query, namespace, filters
+                )  # nothing else to show
                 # passages of Chinese, Japanese or Korean are lexed in character pairs (docs/languages.md)
                 context["lone_character"] = len(query.strip()) == 1 and has_cjk(query)
-            elif not result.cited:  # weak results are shown at once; page.js asks for the correction
-                context["suggest_url"] = reverse("suggest") + "?" + urlencode(
-                    {"q": query, "namespace": namespace, "source": source_id})
+            elif (
+                not result.cited
+            ):  # weak results are shown at once; page.js asks for the correction
+                context["suggest_url"] = (
+                    reverse("suggest")
+                    + "?"
+                    + urlencode({"q": query, "namespace": namespace, "source": source_id})
+                )
         except AuthenticationRequired as exc:
             context["error"], context["sign_in"] = exc, True
             status = error_status(exc)
@@ -115,7 +151,11 @@ def spelling_suggestion(request):
     query = request.GET.get("q", "").strip()
     namespace = request.GET.get("namespace", "")
     source_id = request.GET.get("source", "")
-    filters = Filters(source_ids=(int(source_id),)) if source_id.isdigit() and len(source_id) < 19 else Filters()
+    filters = (
+        Filters(source_ids=(int(source_id),))
+        if source_id.isdigit() and len(source_id) < 19
+        else Filters()
+    )
 
     def read() -> str | None:
         try:
@@ -135,16 +175,24 @@ def page_feedback(request):
     try:
         principal = principal_for(request, None)
         helpful = request.POST.get("helpful") == "1"
-        record_feedback(principal, bounded_int(request.POST.get("query_id"), 0, 0, 2**62),
-                        bounded_int(request.POST.get("chunk_id"), 0, 0, 2**62), helpful)
+        record_feedback(
+            principal,
+            bounded_int(request.POST.get("query_id"), 0, 0, 2**62),
+            bounded_int(request.POST.get("chunk_id"), 0, 0, 2**62),
+            helpful,
+        )
     except KBError as exc:
         return page_error(exc)
     back = request.POST.get("next", "/")
-    if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}) or not back.startswith("/"):
+    if not url_has_allowed_host_and_scheme(
+        back, allowed_hosts={request.get_host()}
+    ) or not back.startswith("/"):
         back = "/"
     back = back.split("&voted=")[0]
     joiner = "&" if "?" in back else "?"
-    marker = urlencode({"voted": request.POST.get("chunk_id", ""), "query_id": request.POST.get("query_id", "")})
+    marker = urlencode(
+        {"voted": request.POST.get("chunk_id", ""), "query_id": request.POST.get("query_id", "")}
+    )
     return HttpResponseRedirect(f"{back}{joiner}{marker}")
 
 
@@ -154,14 +202,23 @@ def curator_report(request):
     """Per namespace and period: top, zero-result and weak queries with counts, trend and votes;
     with `?query=ID`, one logged search with its results, ready to become an eval case."""
     principal = staff_principal(request.user)
-    namespaces = list(principal.member_namespaces().order_by("slug"))  # not the public ones it merely reads
+    namespaces = list(
+        principal.member_namespaces().order_by("slug")
+    )  # not the public ones it merely reads
     slug = request.GET.get("namespace") or default_namespace(namespaces)
     namespace = next((ns for ns in namespaces if ns.slug == slug), None)
     days = bounded_int(request.GET.get("days"), 7, 1, 365)
-    context = {"namespaces": namespaces, "namespace": namespace, "days": days, "periods": PERIODS,
-               "report": query_report(namespace, days) if namespace else None, "case": None,
-               "made": request.GET.get("made", ""), "made_suite": bounded_int(request.GET.get("suite"), 0, 0, 2**62),
-               "retention_days": kb_settings().query_retention_days}
+    context = {
+        "namespaces": namespaces,
+        "namespace": namespace,
+        "days": days,
+        "periods": PERIODS,
+        "report": query_report(namespace, days) if namespace else None,
+        "case": None,
+        "made": request.GET.get("made", ""),
+        "made_suite": bounded_int(request.GET.get("suite"), 0, 0, 2**62),
+        "retention_days": kb_settings().query_retention_days,
+    }
     query_id = bounded_int(request.GET.get("query"), 0, 0, 2**62)
     if namespace and query_id:
         log = QueryLog.objects.filter(pk=query_id, namespace=namespace).first()
@@ -171,12 +228,18 @@ def curator_report(request):
 
 
 # served inline: a browser shows them and runs nothing; everything else is a download
-INLINE_TYPES = {"application/pdf": "application/pdf", "text/plain": "text/plain; charset=utf-8",
-                "text/markdown": "text/plain; charset=utf-8", "text/csv": "text/plain; charset=utf-8"}
+INLINE_TYPES = {
+    "application/pdf": "application/pdf",
+    "text/plain": "text/plain; charset=utf-8",
+    "text/markdown": "text/plain; charset=utf-8",
+    "text/csv": "text/plain; charset=utf-8",
+}
 
 
 # every stored file but a PDF: a sandbox (an origin of its own, no scripts, no forms) loading nothing
-STORED_FILE_POLICY = "sandbox; default-src 'none'; frame-ancestors 'none'; form-action 'none'; base-uri 'none'"
+STORED_FILE_POLICY = (
+    "sandbox; default-src 'none'; frame-ancestors 'none'; form-action 'none'; base-uri 'none'"
+)
 # a PDF is shown by the browser's own viewer, which Chromium refuses to start in any sandbox
 # (crbug.com/413851: "This page has been blocked"); so the tightest policy its viewer allows:
 # nothing loaded, no framing by other sites, no forms or base URL
@@ -212,9 +275,15 @@ def document_original(request, document_id: int):
 def _original(principal, document_id: int) -> HttpResponse:
     data, name, media_type = original_file(principal, document_id)
     inline = media_type in INLINE_TYPES
-    response = HttpResponse(data, content_type=INLINE_TYPES.get(media_type, "application/octet-stream"))
+    response = HttpResponse(
+        data, content_type=INLINE_TYPES.get(media_type, "application/octet-stream")
+    )
     response["X-Content-Type-Options"] = "nosniff"
-    response["Content-Disposition"] = f"{'inline' if inline else 'attachment'}; filename*=UTF-8''{quote(name)}"
-    response["Content-Security-Policy"] = PDF_POLICY if media_type == "application/pdf" else STORED_FILE_POLICY
+    response["Content-Disposition"] = (
+        f"{'inline' if inline else 'attachment'}; filename*=UTF-8''{quote(name)}"
+    )
+    response["Content-Security-Policy"] = (
+        PDF_POLICY if media_type == "application/pdf" else STORED_FILE_POLICY
+    )
     response["Cross-Origin-Resource-Policy"] = "same-origin"
     return response

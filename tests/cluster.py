@@ -18,13 +18,25 @@ REPO = Path(__file__).resolve().parent.parent
 class Cluster:
     def __init__(self, database_url: str, **env: str):
         self.url = database_url
-        self.env = {**os.environ, "DATABASE_URL": database_url, "KB_FETCH_ALLOWED_PRIVATE": "127.0.0.0/8:*",
-                    "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", **env}
+        self.env = {
+            **os.environ,
+            "DATABASE_URL": database_url,
+            "KB_FETCH_ALLOWED_PRIVATE": "127.0.0.0/8:*",
+            "HF_HUB_OFFLINE": "1",
+            "TOKENIZERS_PARALLELISM": "false",
+            **env,
+        }
         self.processes: list[subprocess.Popen] = []
 
     def manage(self, *args: str, timeout: int = 300) -> subprocess.CompletedProcess:
-        result = subprocess.run([sys.executable, "manage.py", *args], cwd=REPO, env=self.env,
-                                capture_output=True, text=True, timeout=timeout)
+        result = subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=REPO,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
         return result
 
     def shell(self, code: str) -> str:
@@ -38,8 +50,14 @@ class Cluster:
 
     def start_command(self, command: list[str], log: Path | None = None) -> subprocess.Popen:
         out = open(log, "wb") if log else subprocess.DEVNULL
-        process = subprocess.Popen(command, cwd=REPO, env=self.env, stdout=out, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
+        process = subprocess.Popen(
+            command,
+            cwd=REPO,
+            env=self.env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         self.processes.append(process)
         return process
 

@@ -19,12 +19,24 @@ pytest_plugins = ["tests.corpus"]  # the `corpus` fixture
 # no extra process, browser or second database; `scripts/test --all` runs them all. A fast-tier
 # test that starts a process all the same fails and names it (`_watch_processes`).
 SLOW_DIRECTORIES = {"e2e"}  # the product's own processes, driven from outside
-SERVER_FIXTURES = {"live_server"}  # a server on a real port (and a committed, transactional database)
+SERVER_FIXTURES = {
+    "live_server"
+}  # a server on a real port (and a committed, transactional database)
 BROWSER_FIXTURES = {"browser"}
 SECOND_DATABASE_FIXTURES = {"tcp_postgres", "replica_server"}
 PROCESS_MODULES = {"subprocess", "multiprocessing"}  # a test that uses them starts a process itself
-PROCESS_HELPERS = {"tests.cluster", "tests.e2e.processes", "tests.pgcopy"}  # modules whose helpers start processes
-PROCESS_FUNCTIONS = {"run_manage", "current_database_url", "StreamingReplica", "TcpPostgres", "chromium"}
+PROCESS_HELPERS = {
+    "tests.cluster",
+    "tests.e2e.processes",
+    "tests.pgcopy",
+}  # modules whose helpers start processes
+PROCESS_FUNCTIONS = {
+    "run_manage",
+    "current_database_url",
+    "StreamingReplica",
+    "TcpPostgres",
+    "chromium",
+}
 # commands that start processes when a test calls them: kb_bench and kb_site_bench time a fresh
 # process's memory (kb_bench also serves MCP on a live server), kb_run starts the web server and worker
 PROCESS_COMMANDS = {"kb_bench", "kb_site_bench", "kb_run"}
@@ -32,7 +44,10 @@ PROCESS_NAMES = PROCESS_MODULES | PROCESS_HELPERS | PROCESS_FUNCTIONS | PROCESS_
 # started by the code under test in the fast tier: the parser's child, the sandbox probe, OCR, git,
 # and the embedded server of the test database itself
 FAST_TIER_COMMANDS = {"tesseract", "git"}
-FAST_TIER_MODULES = ("ingest.extract.", "tests.ingest.hostile_parser")  # the last: a parser child the test plants
+FAST_TIER_MODULES = (
+    "ingest.extract.",
+    "tests.ingest.hostile_parser",
+)  # the last: a parser child the test plants
 
 
 def needs_of(item) -> set[str]:
@@ -45,7 +60,12 @@ def needs_of(item) -> set[str]:
         needs.add("browser")
     if fixtures & SECOND_DATABASE_FIXTURES:
         needs.add("second_database")
-    if needs or helpers or fixtures & SERVER_FIXTURES or SLOW_DIRECTORIES & set(Path(item.path).parts):
+    if (
+        needs
+        or helpers
+        or fixtures & SERVER_FIXTURES
+        or SLOW_DIRECTORIES & set(Path(item.path).parts)
+    ):
         needs.add("slow")
     return needs
 
@@ -58,14 +78,19 @@ def _process_helpers(item) -> set[str]:
     seen, found = set(), set()
     while stack:
         function = stack.pop()
-        if function in seen or not (getattr(function, "__module__", None) or "").startswith("tests."):
+        if function in seen or not (getattr(function, "__module__", None) or "").startswith(
+            "tests."
+        ):
             continue
         seen.add(function)
         for name in _names(getattr(function, "__code__", None)):
             value = getattr(function, "__globals__", {}).get(name)
             origin = getattr(value, "__module__", None) or getattr(value, "__name__", "") or ""
-            if (name in PROCESS_NAMES  # by name too: imported inside the test
-                    or origin in PROCESS_HELPERS or origin.split(".")[0] in PROCESS_MODULES):
+            if (
+                name in PROCESS_NAMES  # by name too: imported inside the test
+                or origin in PROCESS_HELPERS
+                or origin.split(".")[0] in PROCESS_MODULES
+            ):
                 found.add(name)
             elif callable(value) and origin.startswith("tests."):
                 stack.append(value)  # a helper of the tests: what it calls counts too
@@ -78,7 +103,11 @@ def _names(code) -> set[str]:
     if code is None:
         return set()
     commands = {c for c in code.co_consts if isinstance(c, str) and c in PROCESS_COMMANDS}
-    return set(code.co_names) | commands | set().union(*(_names(c) for c in code.co_consts if hasattr(c, "co_names")))
+    return (
+        set(code.co_names)
+        | commands
+        | set().union(*(_names(c) for c in code.co_consts if hasattr(c, "co_names")))
+    )
 
 
 def pytest_collection_modifyitems(items):
@@ -96,12 +125,15 @@ def _allowed_in_fast_tier(argv: list[str]) -> bool:
     from django.conf import settings
 
     primary = settings.DATABASES["default"].get("EMBEDDED_PGDATA")  # the test database's own server
-    return bool(argv) and (Path(argv[0]).name in FAST_TIER_COMMANDS or bool(primary and primary in argv))
+    return bool(argv) and (
+        Path(argv[0]).name in FAST_TIER_COMMANDS or bool(primary and primary in argv)
+    )
 
 
 def _watch_processes(event: str, args: tuple) -> None:
-    if not _WATCHED or not event.startswith(("subprocess.Popen", "os.posix_spawn", "os.exec", "os.fork",
-                                             "os.system")):
+    if not _WATCHED or not event.startswith(
+        ("subprocess.Popen", "os.posix_spawn", "os.exec", "os.fork", "os.system")
+    ):
         return
     if event == "subprocess.Popen":
         argv = [str(a) for a in (args[1] if isinstance(args[1], (list, tuple)) else [args[1]])]
@@ -132,9 +164,11 @@ def pytest_runtest_makereport(item, call):
     started = [command for key, command in item.user_properties if key == "started"]
     if started and report.when == "teardown" and item.get_closest_marker("slow") is None:
         report.outcome = "failed"
-        report.longrepr = (f"{item.nodeid} is in the fast tier (not marked slow) but started "
-                           f"{len(started)} process(es), first: {started[0]}\nUse a fixture or helper that "
-                           "implies `slow` (tests/conftest.py), or mark the test slow.")
+        report.longrepr = (
+            f"{item.nodeid} is in the fast tier (not marked slow) but started "
+            f"{len(started)} process(es), first: {started[0]}\nUse a fixture or helper that "
+            "implies `slow` (tests/conftest.py), or mark the test slow."
+        )
     return report
 
 
@@ -155,8 +189,11 @@ def _query_log_written_before_flush(request):
     one's) writes the searches it queued first: the query-log writer thread inserting them while
     TRUNCATE takes its locks is a deadlock, which fails the teardown."""
     marker = request.node.get_closest_marker("django_db")
-    if not ("live_server" in request.fixturenames or "transactional_db" in request.fixturenames
-            or (marker is not None and marker.kwargs.get("transaction"))):
+    if not (
+        "live_server" in request.fixturenames
+        or "transactional_db" in request.fixturenames
+        or (marker is not None and marker.kwargs.get("transaction"))
+    ):
         yield
         return
     request.getfixturevalue("transactional_db")  # set up first, so emptied after this writes

@@ -20,16 +20,25 @@ def pg_bin(name: str) -> str:
 def client_env() -> dict[str, str]:
     """libpq's environment for the test database's server."""
     params = connection.get_connection_params()
-    env = {**os.environ, "PGHOST": str(params.get("host") or ""), "PGPORT": str(params.get("port") or 5432),
-           "PGUSER": str(params.get("user") or "")}
+    env = {
+        **os.environ,
+        "PGHOST": str(params.get("host") or ""),
+        "PGPORT": str(params.get("port") or 5432),
+        "PGUSER": str(params.get("user") or ""),
+    }
     if params.get("password"):
         env["PGPASSWORD"] = str(params["password"])
     return env
 
 
 def psql(env, database: str, *args: str) -> str:
-    done = subprocess.run([pg_bin("psql"), "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-d", database, *args],
-                          env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [pg_bin("psql"), "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-d", database, *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
 
@@ -41,8 +50,13 @@ def restored_copy(tmp_path: Path, prefix: str):
     dump = tmp_path / "kb.sql"
     # --no-comments: the extensions' comments belong to the server's superuser, which the
     # product's role restoring the dump is not (docs/deployment.md, Backups)
-    done = subprocess.run([pg_bin("pg_dump"), "--no-owner", "--no-comments", "-f", str(dump), database], env=env,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [pg_bin("pg_dump"), "--no-owner", "--no-comments", "-f", str(dump), database],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     copy = f"{prefix}_{uuid.uuid4().hex[:8]}"
     psql(env, database, "-c", f'CREATE DATABASE "{copy}"')

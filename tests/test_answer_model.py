@@ -36,8 +36,13 @@ def test_the_server_answers_offline_plain_and_streamed(answer_server):  # noqa: 
         listed = [model["id"] for model in json.loads(response.read())["data"]]
     assert answer_server.model in listed
 
-    messages = [{"role": "system", "content": "Answer in one short sentence."},
-                {"role": "user", "content": "Sources:\n[1] Pumpkins need sun and rich soil.\n\nWhat do pumpkins need?"}]
+    messages = [
+        {"role": "system", "content": "Answer in one short sentence."},
+        {
+            "role": "user",
+            "content": "Sources:\n[1] Pumpkins need sun and rich soil.\n\nWhat do pumpkins need?",
+        },
+    ]
     started = time.monotonic()
     body = complete(answer_server, messages, max_tokens=24)
     seconds = time.monotonic() - started
@@ -49,7 +54,9 @@ def test_the_server_answers_offline_plain_and_streamed(answer_server):  # noqa: 
 
     chunks = complete(answer_server, messages, max_tokens=12, stream=True)
     assert chunks and {chunk["object"] for chunk in chunks} == {"chat.completion.chunk"}
-    text = "".join(chunk["choices"][0]["delta"].get("content") or "" for chunk in chunks if chunk["choices"])
+    text = "".join(
+        chunk["choices"][0]["delta"].get("content") or "" for chunk in chunks if chunk["choices"]
+    )
     assert text.strip()
     assert chunks[-1]["choices"][0]["finish_reason"] in ("stop", "length")
 
@@ -58,10 +65,19 @@ def test_the_product_sees_the_server_and_its_model(answer_server, settings):  # 
     settings.KB_ANSWER_URL, settings.KB_ANSWER_MODEL = answer_server.base_url, answer_server.model
     kb_settings.cache_clear()
     try:
-        assert model_status() == {"enabled": True, "ok": True, "model": answer_server.model, "reachable": True}
+        assert model_status() == {
+            "enabled": True,
+            "ok": True,
+            "model": answer_server.model,
+            "reachable": True,
+        }
         settings.KB_ANSWER_MODEL = "no-such-model"
         kb_settings.cache_clear()
         status = model_status()
-        assert status["ok"] is False and status["reachable"] is True and "no-such-model" in status["error"]
+        assert (
+            status["ok"] is False
+            and status["reachable"] is True
+            and "no-such-model" in status["error"]
+        )
     finally:
         kb_settings.cache_clear()

@@ -37,16 +37,23 @@ def world(db):
 
 @pytest.fixture
 def write_token(db):
-    _, secret = issue_token("fuzz", namespaces=list(Namespace.objects.all()), scope=ApiToken.Scope.WRITE,
-                            rate_limit_per_minute=10**6)
+    _, secret = issue_token(
+        "fuzz",
+        namespaces=list(Namespace.objects.all()),
+        scope=ApiToken.Scope.WRITE,
+        rate_limit_per_minute=10**6,
+    )
     return secret
 
 
 def error_shape(ctx, response, case):
     """Every 4xx answer is the documented error object with a stable code."""
     if 400 <= response.status_code < 500:
-        assert response.headers.get("content-type", [""])[0].startswith("application/json"), \
-            (response.status_code, response.headers, response.text[:300])
+        assert response.headers.get("content-type", [""])[0].startswith("application/json"), (
+            response.status_code,
+            response.headers,
+            response.text[:300],
+        )
         body = response.json()
         assert set(body) == {"code", "message", "details"}, body
         assert isinstance(body["code"], str) and body["code"].isupper(), body
@@ -93,12 +100,20 @@ def hostile_variants(case):
     def variant(path_parameters=None, query=None, body=None):
         return case.operation.Case(
             path_parameters=case.path_parameters if path_parameters is None else path_parameters,
-            query=case.query if query is None else query, headers=case.headers.copy(),
-            body=case.body if body is None else body, media_type=case.media_type)
+            query=case.query if query is None else query,
+            headers=case.headers.copy(),
+            body=case.body if body is None else body,
+            media_type=case.media_type,
+        )
 
-    yield variant(path_parameters=_leaves(case.path_parameters, _huge), query=_leaves(case.query, _huge),
-                  body=_leaves(case.body, _huge) if isinstance(case.body, (dict, list)) else None)
-    if case.media_type != "application/json":  # a form or upload cannot carry a surrogate: it is UTF-8 text
+    yield variant(
+        path_parameters=_leaves(case.path_parameters, _huge),
+        query=_leaves(case.query, _huge),
+        body=_leaves(case.body, _huge) if isinstance(case.body, (dict, list)) else None,
+    )
+    if (
+        case.media_type != "application/json"
+    ):  # a form or upload cannot carry a surrogate: it is UTF-8 text
         return
     if isinstance(case.body, dict):
         yield variant(body=_leaves(case.body, _with_surrogate))
@@ -120,9 +135,17 @@ schema = schemathesis.openapi.from_wsgi("/api/openapi.json", _application())
 
 @pytest.mark.slow
 @schema.parametrize()
-@settings(max_examples=MAX_EXAMPLES, deadline=None, derandomize=True, database=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
-                                 HealthCheck.filter_too_much])
+@settings(
+    max_examples=MAX_EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+        HealthCheck.filter_too_much,
+    ],
+)
 def test_api_with_a_write_token(case, write_token):
     headers = {"Authorization": f"Bearer {write_token}"}
     case.call_and_validate(headers=headers, checks=CHECKS)
@@ -132,9 +155,17 @@ def test_api_with_a_write_token(case, write_token):
 
 @pytest.mark.slow
 @schema.parametrize()
-@settings(max_examples=MAX_EXAMPLES, deadline=None, derandomize=True, database=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
-                                 HealthCheck.filter_too_much])
+@settings(
+    max_examples=MAX_EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+        HealthCheck.filter_too_much,
+    ],
+)
 def test_api_without_auth(case):
     case.call_and_validate(checks=CHECKS)
     for variant in hostile_variants(case):

@@ -12,17 +12,32 @@ BAD_HOST = "Bad request: this server does not answer for the host name the reque
 CASES = {
     "bad-host": (lambda c: c.get("/", HTTP_HOST="evil.example"), BAD_HOST),
     "bad-host-api": (lambda c: c.get("/api/namespaces", HTTP_HOST="evil.example"), BAD_HOST),
-    "too-many-fields": (lambda c: c.post("/accounts/login/", data=TOO_MANY_FIELDS,
-                                         content_type="application/x-www-form-urlencoded"),
-                        "Bad request: the form sends more than 1000 fields."),
-    "too-large": (lambda c: c.post("/accounts/login/", data=b"a=" + b"x" * (10 * 2**20 + 1),
-                                   content_type="application/x-www-form-urlencoded"),
-                  "Bad request: the form's data is larger than 10 MB (files excepted)."),
-    "malformed-multipart": (lambda c: c.post("/accounts/login/", data=b"--x\r\nbroken",
-                                             content_type="multipart/form-data; boundary="),
-                            "Bad request: the multipart form data is malformed and cannot be read."),
-    "nul-in-query": (lambda c: c.get("/?q=pumpkin%00"),
-                     "Bad request: the path or a query parameter holds a NUL character (%00), which is never valid."),
+    "too-many-fields": (
+        lambda c: c.post(
+            "/accounts/login/",
+            data=TOO_MANY_FIELDS,
+            content_type="application/x-www-form-urlencoded",
+        ),
+        "Bad request: the form sends more than 1000 fields.",
+    ),
+    "too-large": (
+        lambda c: c.post(
+            "/accounts/login/",
+            data=b"a=" + b"x" * (10 * 2**20 + 1),
+            content_type="application/x-www-form-urlencoded",
+        ),
+        "Bad request: the form's data is larger than 10 MB (files excepted).",
+    ),
+    "malformed-multipart": (
+        lambda c: c.post(
+            "/accounts/login/", data=b"--x\r\nbroken", content_type="multipart/form-data; boundary="
+        ),
+        "Bad request: the multipart form data is malformed and cannot be read.",
+    ),
+    "nul-in-query": (
+        lambda c: c.get("/?q=pumpkin%00"),
+        "Bad request: the path or a query parameter holds a NUL character (%00), which is never valid.",
+    ),
 }
 
 
@@ -39,12 +54,18 @@ def test_a_400_says_what_was_wrong(client, settings, name, debug):
 def test_a_nul_in_an_api_query_keeps_its_text_in_the_error_shape(client):
     response = client.get("/api/search?query=pumpkin%00&namespace=public")
     assert response.status_code == 400
-    assert response.json() == {"code": "KB_BAD_REQUEST", "details": {}, "message": (
-        "Bad request: the path or a query parameter holds a NUL character (%00), which is never valid.")}
+    assert response.json() == {
+        "code": "KB_BAD_REQUEST",
+        "details": {},
+        "message": (
+            "Bad request: the path or a query parameter holds a NUL character (%00), which is never valid."
+        ),
+    }
 
 
 def test_staff_still_get_the_debug_page_for_a_bad_request(admin_client, settings):
     settings.DEBUG = True
-    response = admin_client.post("/accounts/login/", data=TOO_MANY_FIELDS,
-                                 content_type="application/x-www-form-urlencoded")
+    response = admin_client.post(
+        "/accounts/login/", data=TOO_MANY_FIELDS, content_type="application/x-www-form-urlencoded"
+    )
     assert response.status_code == 400 and b"TooManyFieldsSent" in response.content

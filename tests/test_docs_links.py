@@ -31,12 +31,19 @@ def links(page: Path):
 
 @pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(REPO)) for p in PAGES])
 def test_every_link_reaches_its_page_and_heading(page):
-    broken = [f"{target.relative_to(REPO)}#{anchor}" for target, anchor in links(page)
-              if not target.exists() or (anchor and anchor not in anchors(target))]
+    broken = [
+        f"{target.relative_to(REPO)}#{anchor}"
+        for target, anchor in links(page)
+        if not target.exists() or (anchor and anchor not in anchors(target))
+    ]
     assert broken == []
 
 
 def test_the_anchor_rule_is_githubs():
     page = REPO / "docs" / "benchmarks.md"
-    assert {"the-default-without-judged-queries", "a-million-chunks", "document-runtimes"} <= anchors(page)
+    assert {
+        "the-default-without-judged-queries",
+        "a-million-chunks",
+        "document-runtimes",
+    } <= anchors(page)
     assert "search-quality" in anchors(page) and "Search quality" not in anchors(page)

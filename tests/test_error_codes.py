@@ -26,7 +26,9 @@ def all_error_classes() -> list[type[KBError]]:
 
 def documented_codes() -> dict[str, list[tuple[int, str]]]:
     listed: dict[str, list[tuple[int, str]]] = {}
-    rows = re.findall(r"^\| `([A-Z][A-Z0-9_]+)` \| (\d{3}) \| `([\w.]+)` \|", ERROR_TABLE.read_text(), re.M)
+    rows = re.findall(
+        r"^\| `([A-Z][A-Z0-9_]+)` \| (\d{3}) \| `([\w.]+)` \|", ERROR_TABLE.read_text(), re.M
+    )
     for code, status, path in rows:
         listed.setdefault(code, []).append((int(status), path))
     return listed
@@ -41,7 +43,9 @@ def test_every_code_is_listed_once_in_the_api_docs_with_its_status():
     listed = documented_codes()
     for cls in all_error_classes():
         expected = [(cls.http_status, f"{cls.__module__}.{cls.__name__}")]
-        assert listed.get(cls.code) == expected, f"{cls.__name__} ({cls.code}): {listed.get(cls.code)}"
+        assert listed.get(cls.code) == expected, (
+            f"{cls.__name__} ({cls.code}): {listed.get(cls.code)}"
+        )
     documented = {cls.code for cls in all_error_classes()}
     assert set(listed) - documented == set(), "docs/api.md lists codes no class has"
 
@@ -50,7 +54,9 @@ def test_the_docs_table_is_the_one_the_classes_make():
     """docs/api.md's table is generated (`manage.py kb_error_table --write`) and stays so."""
     from kb.management.commands.kb_error_table import error_table
 
-    assert error_table() in ERROR_TABLE.read_text(), "docs/api.md is stale: run manage.py kb_error_table --write"
+    assert error_table() in ERROR_TABLE.read_text(), (
+        "docs/api.md is stale: run manage.py kb_error_table --write"
+    )
 
 
 def test_the_table_moves_when_a_class_changes(monkeypatch):

@@ -19,8 +19,12 @@ def test_hanging_embedder_times_out_and_writes_nothing(web, namespace):
         return Route(b"{}", 200, {"Content-Type": "application/json"})
 
     web.post_routes["/v1/embeddings"] = hang
-    source = Source.objects.create(namespace=namespace, name="t", kind="text", text="# A\n\nSome body text.")
-    embedder = HttpEmbedder(web.url("/v1/embeddings"), model="m", dimension=384, timeout=0.5, retries=0)
+    source = Source.objects.create(
+        namespace=namespace, name="t", kind="text", text="# A\n\nSome body text."
+    )
+    embedder = HttpEmbedder(
+        web.url("/v1/embeddings"), model="m", dimension=384, timeout=0.5, retries=0
+    )
     started = time.monotonic()
     run = IngestPipeline(IngestRun.objects.create(source=source), embedder=embedder).execute()
     assert time.monotonic() - started < 3  # the timeout, not the hang, ended it
@@ -31,11 +35,16 @@ def test_hanging_embedder_times_out_and_writes_nothing(web, namespace):
 
 def _site(web, pages: int, version: str, delay: float = 0.0):
     urls = "".join(f"<url><loc>{web.url(f'/p{i}')}</loc></url>" for i in range(pages))
-    web.routes["/sitemap.xml"] = Route(f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{urls}'
-                                       "</urlset>".encode(), 200, {"Content-Type": "application/xml"})
+    web.routes["/sitemap.xml"] = Route(
+        f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{urls}</urlset>'.encode(),
+        200,
+        {"Content-Type": "application/xml"},
+    )
     for i in range(pages):
-        html = (f"<title>Page {i}</title><h1>Page {i}</h1><p>Page {i} text, {version}. "
-                f"Unique word zq{i}{version.replace(' ', '')}.</p>").encode()
+        html = (
+            f"<title>Page {i}</title><h1>Page {i}</h1><p>Page {i} text, {version}. "
+            f"Unique word zq{i}{version.replace(' ', '')}.</p>"
+        ).encode()
 
         def page(handler, html=html):
             time.sleep(delay)
@@ -52,21 +61,28 @@ def _cluster(tcp_postgres, **env) -> Cluster:
 
 
 def _create_source(cluster: Cluster, location: str, name: str = "site") -> int:
-    return int(cluster.shell(
-        "from kb.models import Namespace, Source; "
-        "ns, _ = Namespace.objects.get_or_create(slug='ops', defaults={'is_public': True}); "
-        f"print(Source.objects.create(namespace=ns, name={name!r}, kind='sitemap', location={location!r}).pk)"))
+    return int(
+        cluster.shell(
+            "from kb.models import Namespace, Source; "
+            "ns, _ = Namespace.objects.get_or_create(slug='ops', defaults={'is_public': True}); "
+            f"print(Source.objects.create(namespace=ns, name={name!r}, kind='sitemap', location={location!r}).pk)"
+        )
+    )
 
 
 def _documents(cluster: Cluster, source_id: int) -> dict[str, tuple[str, list[str]]]:
-    rows = cluster.sql("SELECT d.ref, d.content, array_agg(c.text ORDER BY c.position) FROM kb_document d "
-                       "LEFT JOIN kb_chunk c ON c.document_id = d.id WHERE d.source_id = %s GROUP BY d.id",
-                       [source_id])
+    rows = cluster.sql(
+        "SELECT d.ref, d.content, array_agg(c.text ORDER BY c.position) FROM kb_document d "
+        "LEFT JOIN kb_chunk c ON c.document_id = d.id WHERE d.source_id = %s GROUP BY d.id",
+        [source_id],
+    )
     return {ref: (content, [t for t in texts if t is not None]) for ref, content, texts in rows}
 
 
 @pytest.mark.slow
-def test_database_restarted_mid_ingest_fails_cleanly_then_a_retry_completes(web, tcp_postgres, tmp_path):
+def test_database_restarted_mid_ingest_fails_cleanly_then_a_retry_completes(
+    web, tcp_postgres, tmp_path
+):
     cluster = _cluster(tcp_postgres)
     _site(web, 12, "version one")
     source_id = _create_source(cluster, web.url("/sitemap.xml"))
@@ -77,19 +93,25 @@ def test_database_restarted_mid_ingest_fails_cleanly_then_a_retry_completes(web,
     ingest = cluster.start("kb_ingest", str(source_id), "--sync", log=tmp_path / "ingest.log")
     deadline = time.monotonic() + 120
     while sum(web.hits[f"/p{i}"] for i in range(12)) < 12 + 6:  # half of the second run fetched
-        assert time.monotonic() < deadline and ingest.poll() is None, (tmp_path / "ingest.log").read_text()
+        assert time.monotonic() < deadline and ingest.poll() is None, (
+            tmp_path / "ingest.log"
+        ).read_text()
         time.sleep(0.05)
     tcp_postgres.restart()
     assert ingest.wait(timeout=120) != 0, (tmp_path / "ingest.log").read_text()[-3000:]
 
-    status, error = cluster.sql("SELECT status, error FROM kb_ingestrun WHERE source_id = %s "
-                                "ORDER BY id DESC LIMIT 1", [source_id])[0]
+    status, error = cluster.sql(
+        "SELECT status, error FROM kb_ingestrun WHERE source_id = %s ORDER BY id DESC LIMIT 1",
+        [source_id],
+    )[0]
     assert status == "failed" and error.startswith("KB_DB_UNAVAILABLE"), (status, error)
     documents = _documents(cluster, source_id)
     assert len(documents) == 12
     for ref, (content, chunks) in documents.items():
         version = "version two" if "version two" in content else "version one"
-        assert chunks and all(version in text for text in chunks), ref  # entirely old or entirely new
+        assert chunks and all(version in text for text in chunks), (
+            ref
+        )  # entirely old or entirely new
 
     retry = cluster.manage("kb_ingest", str(source_id), "--sync")
     assert retry.returncode == 0, retry.stderr[-3000:]
@@ -101,37 +123,70 @@ def test_worker_killed_mid_task_is_retried_and_writes_nothing_twice(web, tcp_pos
     cluster = _cluster(tcp_postgres, KB_TASK_TIMEOUT="40", KB_TASK_RETRY="45")
     _site(web, 12, "version one", delay=0.6)
     source_id = _create_source(cluster, web.url("/sitemap.xml"))
-    run_id = int(cluster.shell(
-        "from ingest.service import start_ingest; from kb.models import Source; "
-        f"print(start_ingest(Source.objects.get(pk={source_id})).pk)"))
+    run_id = int(
+        cluster.shell(
+            "from ingest.service import start_ingest; from kb.models import Source; "
+            f"print(start_ingest(Source.objects.get(pk={source_id})).pk)"
+        )
+    )
     first_worker = cluster.start("qcluster", log=tmp_path / "worker-1.log")
     # a slow source flushes its first documents after EMBED_BATCH_MAX_WAIT_S; kill the worker then
-    cluster.wait_for("SELECT count(*) FROM kb_chunk c JOIN kb_document d ON d.id = c.document_id "
-                     "WHERE d.source_id = %s", lambda rows: rows[0][0] >= 1, params=[source_id])
+    cluster.wait_for(
+        "SELECT count(*) FROM kb_chunk c JOIN kb_document d ON d.id = c.document_id "
+        "WHERE d.source_id = %s",
+        lambda rows: rows[0][0] >= 1,
+        params=[source_id],
+    )
     cluster.kill(first_worker)
     assert cluster.sql("SELECT status FROM kb_ingestrun WHERE id = %s", [run_id])[0][0] == "running"
-    before = dict(cluster.sql("SELECT c.id, d.ref FROM kb_chunk c JOIN kb_document d ON d.id = c.document_id "
-                              "WHERE d.source_id = %s", [source_id]))
+    before = dict(
+        cluster.sql(
+            "SELECT c.id, d.ref FROM kb_chunk c JOIN kb_document d ON d.id = c.document_id "
+            "WHERE d.source_id = %s",
+            [source_id],
+        )
+    )
 
-    cluster.start("qcluster", log=tmp_path / "worker-2.log")  # picks the task up once its lease expires
+    cluster.start(
+        "qcluster", log=tmp_path / "worker-2.log"
+    )  # picks the task up once its lease expires
     try:
-        cluster.wait_for("SELECT status FROM kb_ingestrun WHERE id = %s", lambda rows: rows[0][0] != "running",
-                         timeout=150, params=[run_id])
+        cluster.wait_for(
+            "SELECT status FROM kb_ingestrun WHERE id = %s",
+            lambda rows: rows[0][0] != "running",
+            timeout=150,
+            params=[run_id],
+        )
     finally:
         cluster.stop_all()
-    assert cluster.sql("SELECT status FROM kb_ingestrun WHERE id = %s", [run_id])[0][0] == "succeeded"
-    refs = [ref for (ref,) in cluster.sql("SELECT ref FROM kb_ingestitem WHERE run_id = %s", [run_id])]
+    assert (
+        cluster.sql("SELECT status FROM kb_ingestrun WHERE id = %s", [run_id])[0][0] == "succeeded"
+    )
+    refs = [
+        ref for (ref,) in cluster.sql("SELECT ref FROM kb_ingestitem WHERE run_id = %s", [run_id])
+    ]
     assert sorted(refs) == sorted(set(refs)) and len(refs) == 12  # each item reported once
     documents = _documents(cluster, source_id)
     assert len(documents) == 12 and all(chunks for _, chunks in documents.values())
-    after = dict(cluster.sql("SELECT c.id, d.ref FROM kb_chunk c JOIN kb_document d ON d.id = c.document_id "
-                             "WHERE d.source_id = %s", [source_id]))
-    assert before and before.items() <= after.items()  # chunks written before the kill were not rewritten
+    after = dict(
+        cluster.sql(
+            "SELECT c.id, d.ref FROM kb_chunk c JOIN kb_document d ON d.id = c.document_id "
+            "WHERE d.source_id = %s",
+            [source_id],
+        )
+    )
+    assert (
+        before and before.items() <= after.items()
+    )  # chunks written before the kill were not rewritten
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize("debug", [False, True])  # scripts/run runs with DEBUG on, where ninja answers for itself
-def test_a_request_that_loses_the_database_answers_503_and_the_next_one_reconnects(client, settings, debug):
+@pytest.mark.parametrize(
+    "debug", [False, True]
+)  # scripts/run runs with DEBUG on, where ninja answers for itself
+def test_a_request_that_loses_the_database_answers_503_and_the_next_one_reconnects(
+    client, settings, debug
+):
     """The server ends the connection under a request (as when PostgreSQL stops or restarts): the
     API and the pages say KB_DB_UNAVAILABLE with a Retry-After, not an internal error."""
     settings.DEBUG = debug
@@ -146,7 +201,9 @@ def test_a_request_that_loses_the_database_answers_503_and_the_next_one_reconnec
     def lose_the_connection():
         connection.ensure_connection()
         with psycopg.connect(current_database_url(), autocommit=True) as admin:
-            admin.execute("SELECT pg_terminate_backend(%s)", [connection.connection.info.backend_pid])
+            admin.execute(
+                "SELECT pg_terminate_backend(%s)", [connection.connection.info.backend_pid]
+            )
 
     lose_the_connection()
     response = client.get("/api/search", {"q": "tide tables", "namespace": "harbour"})
@@ -170,7 +227,9 @@ def test_only_a_lost_connection_is_the_database_away_not_a_deadlock():
         return error
 
     assert database_away(wrapped(psycopg.errors.AdminShutdown("terminating connection")))  # 57P01
-    assert database_away(wrapped(psycopg.OperationalError("connection refused")))  # no SQLSTATE: client side
+    assert database_away(
+        wrapped(psycopg.OperationalError("connection refused"))
+    )  # no SQLSTATE: client side
     assert database_away(InterfaceError("connection already closed"))
     assert not database_away(wrapped(psycopg.errors.DeadlockDetected("deadlock detected")))  # 40P01
     assert not database_away(wrapped(psycopg.errors.LockNotAvailable("lock timeout")))  # 55P03

@@ -25,36 +25,116 @@ REPO = Path(__file__).resolve().parent.parent
 PACKAGES = settings.PRODUCT_APPS  # the floor, then the apps bottom to top
 APPS = PACKAGES[1:]
 LAB = "evaluation"
-WIRING = {"kb.urls", "kb.api", "kb.mcp", "kb.health", "kb.demo", "kb.settings", "kb.wsgi"}  # and kb.management.*
+WIRING = {
+    "kb.urls",
+    "kb.api",
+    "kb.mcp",
+    "kb.health",
+    "kb.demo",
+    "kb.settings",
+    "kb.wsgi",
+}  # and kb.management.*
 PUBLIC = {
-    "ingest": {"ingest.service", "ingest.uploads", "ingest.watchdog", "ingest.errors", "ingest.filetypes",
-               "ingest.decisions", "ingest.recall", "ingest.evaluate", "ingest.extract.sandbox",
-               "ingest.markdown_blocks"},
-    "retrieval": {"retrieval.service", "retrieval.results", "retrieval.lookups", "retrieval.query",
-                  "retrieval.citations", "retrieval.ranker", "retrieval.bm25", "retrieval.fusion", "retrieval.errors",
-                  "retrieval.curation", "retrieval.spelling"},
+    "ingest": {
+        "ingest.service",
+        "ingest.uploads",
+        "ingest.watchdog",
+        "ingest.errors",
+        "ingest.filetypes",
+        "ingest.decisions",
+        "ingest.recall",
+        "ingest.evaluate",
+        "ingest.extract.sandbox",
+        "ingest.markdown_blocks",
+    },
+    "retrieval": {
+        "retrieval.service",
+        "retrieval.results",
+        "retrieval.lookups",
+        "retrieval.query",
+        "retrieval.citations",
+        "retrieval.ranker",
+        "retrieval.bm25",
+        "retrieval.fusion",
+        "retrieval.errors",
+        "retrieval.curation",
+        "retrieval.spelling",
+    },
     "capabilities": {"capabilities.service", "capabilities.errors"},
-    "answers": {"answers.service", "answers.citations", "answers.gate", "answers.prompt", "answers.errors"},
+    "answers": {
+        "answers.service",
+        "answers.citations",
+        "answers.gate",
+        "answers.prompt",
+        "answers.errors",
+    },
     "evaluation": set(),  # no app imports evaluation; only the wiring mounts its surfaces
 }
-SURFACES = (".api", ".views", ".mcp")  # what the wiring mounts: each app's API router, pages and MCP tools
+SURFACES = (
+    ".api",
+    ".views",
+    ".mcp",
+)  # what the wiring mounts: each app's API router, pages and MCP tools
 PURE = {
-    "kb.errors", "kb.revisions", "kb.datafiles", "kb.names", "kb.markup", "kb.vocabulary", "kb.lookalikes",
-    "kb.languages", "kb.spellings", "kb.breadth", "kb.jsonbody",
-    "kb.embedding.errors", "kb.embedding.compared", "kb.identity.rules",
-    "retrieval.errors", "retrieval.candidates", "retrieval.ranker", "retrieval.bm25", "retrieval.fusion",
-    "retrieval.query", "retrieval.citations", "retrieval.context", "retrieval.diversity",
-    "ingest.errors", "ingest.chunk", "ingest.markdown_blocks", "ingest.boilerplate", "ingest.scope",
-    "ingest.decisions", "ingest.run_status", "ingest.recall",
-    "ingest.extract", "ingest.extract.html", "ingest.extract.html_main_content", "ingest.extract.html_chrome",
-    "ingest.extract.html_headings", "ingest.extract.html_writer", "ingest.extract.html_tables",
-    "ingest.extract.html_code", "ingest.extract.text",
-    "ingest.extract.result", "ingest.extract.ocr", "ingest.extract.sandbox", "ingest.extract.documents",
-    "ingest.extract.blocks", "ingest.extract.pdf", "ingest.extract.opendocument", "ingest.extract.word",
+    "kb.errors",
+    "kb.revisions",
+    "kb.datafiles",
+    "kb.names",
+    "kb.markup",
+    "kb.vocabulary",
+    "kb.lookalikes",
+    "kb.languages",
+    "kb.spellings",
+    "kb.breadth",
+    "kb.jsonbody",
+    "kb.embedding.errors",
+    "kb.embedding.compared",
+    "kb.identity.rules",
+    "retrieval.errors",
+    "retrieval.candidates",
+    "retrieval.ranker",
+    "retrieval.bm25",
+    "retrieval.fusion",
+    "retrieval.query",
+    "retrieval.citations",
+    "retrieval.context",
+    "retrieval.diversity",
+    "ingest.errors",
+    "ingest.chunk",
+    "ingest.markdown_blocks",
+    "ingest.boilerplate",
+    "ingest.scope",
+    "ingest.decisions",
+    "ingest.run_status",
+    "ingest.recall",
+    "ingest.extract",
+    "ingest.extract.html",
+    "ingest.extract.html_main_content",
+    "ingest.extract.html_chrome",
+    "ingest.extract.html_headings",
+    "ingest.extract.html_writer",
+    "ingest.extract.html_tables",
+    "ingest.extract.html_code",
+    "ingest.extract.text",
+    "ingest.extract.result",
+    "ingest.extract.ocr",
+    "ingest.extract.sandbox",
+    "ingest.extract.documents",
+    "ingest.extract.blocks",
+    "ingest.extract.pdf",
+    "ingest.extract.opendocument",
+    "ingest.extract.word",
     "ingest.extract.numformat",
-    "capabilities.errors", "capabilities.definitions", "capabilities.contracts",
-    "answers.errors", "answers.citations", "answers.prompt",
-    "evaluation.errors", "evaluation.suites", "evaluation.metrics", "evaluation.site_bench",
+    "capabilities.errors",
+    "capabilities.definitions",
+    "capabilities.contracts",
+    "answers.errors",
+    "answers.citations",
+    "answers.prompt",
+    "evaluation.errors",
+    "evaluation.suites",
+    "evaluation.metrics",
+    "evaluation.site_bench",
 }
 IMPURE_ROOTS = {"django", "django_q", "ninja", "psycopg", "pgvector"}
 
@@ -77,15 +157,20 @@ def imports_of(source: str, known: set[str]) -> set[str]:
 
 
 def project_modules() -> dict[str, str]:
-    return {module_name(path): path.read_text(encoding="utf-8")
-            for package in (*PACKAGES, "scripts") for path in (REPO / package).rglob("*.py")
-            if "migrations" not in path.parts}
+    return {
+        module_name(path): path.read_text(encoding="utf-8")
+        for package in (*PACKAGES, "scripts")
+        for path in (REPO / package).rglob("*.py")
+        if "migrations" not in path.parts
+    }
 
 
 def import_graph(sources: dict[str, str]) -> dict[str, set[str]]:
     """Each project module -> the project modules it imports."""
     known = set(sources)
-    return {module: (imports_of(source, known) & known) - {module} for module, source in sources.items()}
+    return {
+        module: (imports_of(source, known) & known) - {module} for module, source in sources.items()
+    }
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -140,7 +225,9 @@ def app_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
     for module, imported in graph.items():
         if _is_wiring(module) or module.split(".")[0] not in drawn:
             continue
-        drawn[module.split(".")[0]].update(i.split(".")[0] for i in imported if i.split(".")[0] != module.split(".")[0])
+        drawn[module.split(".")[0]].update(
+            i.split(".")[0] for i in imported if i.split(".")[0] != module.split(".")[0]
+        )
     return drawn
 
 
@@ -155,24 +242,36 @@ def violations(sources: dict[str, str]) -> list[str]:
         package = module.split(".")[0]
         for imported in sorted(imports_of(sources[module], set(sources))):
             root = imported.split(".")[0]
-            if module in PURE and (root in IMPURE_ROOTS or (imported in graph and imported not in PURE)):
+            if module in PURE and (
+                root in IMPURE_ROOTS or (imported in graph and imported not in PURE)
+            ):
                 found.append(f"{module} is pure but imports {imported}")
             if root not in APPS or root == package:
                 continue
             if package == "kb":
                 if not _is_wiring(module):
-                    found.append(f"{module} is part of the floor but imports the app module {imported}")
+                    found.append(
+                        f"{module} is part of the floor but imports the app module {imported}"
+                    )
                 elif imported not in PUBLIC.get(root, ()) and not imported.endswith(SURFACES):
-                    found.append(f"{module} wires {imported}, which is neither public nor a surface of {root}")
+                    found.append(
+                        f"{module} wires {imported}, which is neither public nor a surface of {root}"
+                    )
             elif package not in APPS:  # a script
                 if imported not in PUBLIC.get(root, ()):
-                    found.append(f"{module} is a script but imports {imported}, which is not public")
+                    found.append(
+                        f"{module} is a script but imports {imported}, which is not public"
+                    )
             elif APPS.index(root) > APPS.index(package):
-                found.append(f"{module} imports {imported}, but {root} stands above {package} "
-                             f"(the apps, bottom to top: {', '.join(APPS)})")
+                found.append(
+                    f"{module} imports {imported}, but {root} stands above {package} "
+                    f"(the apps, bottom to top: {', '.join(APPS)})"
+                )
             elif package != LAB and imported not in PUBLIC.get(root, ()) and imported != root:
-                found.append(f"{module} reaches into {imported}; {root}'s public modules are "
-                             f"{', '.join(sorted(PUBLIC.get(root, ()))) or 'none'}")
+                found.append(
+                    f"{module} reaches into {imported}; {root}'s public modules are "
+                    f"{', '.join(sorted(PUBLIC.get(root, ()))) or 'none'}"
+                )
     found += [f"import cycle between apps: {' <-> '.join(c)}" for c in cycles(app_graph(graph))]
     found += [f"import cycle between modules: {' <-> '.join(c)}" for c in cycles(graph)]
     return found
@@ -180,10 +279,17 @@ def violations(sources: dict[str, str]) -> list[str]:
 
 def test_the_tree_keeps_the_layers():
     sources = project_modules()
-    assert {"kb.models", "ingest.pipeline", "retrieval.service", "capabilities.service",
-            "evaluation.benchmark"} <= set(sources)
+    assert {
+        "kb.models",
+        "ingest.pipeline",
+        "retrieval.service",
+        "capabilities.service",
+        "evaluation.benchmark",
+    } <= set(sources)
     assert PURE <= set(sources), sorted(PURE - set(sources))  # the lists name real modules
-    assert set().union(*PUBLIC.values()) <= set(sources), sorted(set().union(*PUBLIC.values()) - set(sources))
+    assert set().union(*PUBLIC.values()) <= set(sources), sorted(
+        set().union(*PUBLIC.values()) - set(sources)
+    )
     assert violations(sources) == []
 
 
@@ -214,16 +320,29 @@ def test_a_forbidden_import_is_caught():
 def test_an_import_cycle_is_caught_even_inside_a_function():
     sources = project_modules()
     # ingest.pipeline imports ingest.store; the store importing the pipeline back closes a cycle
-    planted = {**sources, "ingest.store": sources["ingest.store"] + "def f():\n    from ingest import pipeline\n"}
+    planted = {
+        **sources,
+        "ingest.store": sources["ingest.store"] + "def f():\n    from ingest import pipeline\n",
+    }
     found = violations(planted)
-    assert any(line.startswith("import cycle between modules:") and "ingest.pipeline" in line
-               and "ingest.store" in line for line in found), found
+    assert any(
+        line.startswith("import cycle between modules:")
+        and "ingest.pipeline" in line
+        and "ingest.store" in line
+        for line in found
+    ), found
     # and one between apps, through public modules only: retrieval's service importing evaluation's
     # nothing-public module would also be an upward import, so plant ingest's service using retrieval's
-    upward = {**sources, "ingest.service": sources["ingest.service"] + "def f():\n    from retrieval import service\n"}
+    upward = {
+        **sources,
+        "ingest.service": sources["ingest.service"]
+        + "def f():\n    from retrieval import service\n",
+    }
     found = violations(upward)
-    assert any(line.startswith("import cycle between apps:") and "ingest" in line and "retrieval" in line
-               for line in found), found
+    assert any(
+        line.startswith("import cycle between apps:") and "ingest" in line and "retrieval" in line
+        for line in found
+    ), found
 
 
 def test_the_cycle_finder_finds_every_cycle_of_a_small_graph():

@@ -44,8 +44,12 @@ def replica_server(django_db_setup, django_db_blocker, tmp_path_factory):
         primary = connections["default"]
         primary.ensure_connection()
         superuser = credentials(Path(primary.settings_dict["EMBEDDED_PGDATA"])).superuser_password
-        server = StreamingReplica(primary.settings_dict["HOST"], int(primary.settings_dict["PORT"]),
-                                  tmp_path_factory.mktemp("replica") / "data", superuser)
+        server = StreamingReplica(
+            primary.settings_dict["HOST"],
+            int(primary.settings_dict["PORT"]),
+            tmp_path_factory.mktemp("replica") / "data",
+            superuser,
+        )
         server.start()
         connections.settings[ALIAS] = server.django_settings(primary.settings_dict)
     try:
@@ -64,9 +68,16 @@ def replica(replica_server, settings):
     an hour behind (the tests lower the bound where they need to)."""
     ingest(NAMESPACE, CORPUS)
     dbname = connections["default"].settings_dict["NAME"]
-    wait_for(lambda: replica_server.execute(f"SELECT count(*) FROM kb_document d JOIN kb_namespace n "
-                                            f"ON n.id = d.namespace_id WHERE n.slug = '{NAMESPACE}'", dbname)[0][0]
-             == len(CORPUS))
+    wait_for(
+        lambda: (
+            replica_server.execute(
+                f"SELECT count(*) FROM kb_document d JOIN kb_namespace n "
+                f"ON n.id = d.namespace_id WHERE n.slug = '{NAMESPACE}'",
+                dbname,
+            )[0][0]
+            == len(CORPUS)
+        )
+    )
     settings.KB_REPLICA_MAX_LAG_SECONDS = 3600
     kb_settings.cache_clear()
     forget_replica_state()
@@ -75,7 +86,9 @@ def replica(replica_server, settings):
     kb_settings.cache_clear()
 
 
-def test_reads_go_to_the_replica_and_a_lagging_replica_is_left_for_the_primary(replica, client, settings):
+def test_reads_go_to_the_replica_and_a_lagging_replica_is_left_for_the_primary(
+    replica, client, settings
+):
     dbname = connections["default"].settings_dict["NAME"]
     first = search("how do I make pumpkin soup", NAMESPACE)
     assert first.database == ALIAS and first.hits[0].document_ref == "pumpkin"
@@ -91,14 +104,24 @@ def test_reads_go_to_the_replica_and_a_lagging_replica_is_left_for_the_primary(r
 
     # with replay paused, what the primary gains is invisible to the replica: reads prove where they go
     replica.execute("SELECT pg_wal_replay_pause()", dbname)
-    ingest(NAMESPACE, {"marmalade": ("Seville marmalade", "Boil bitter Seville oranges with sugar for marmalade.")},
-           source_name="late")
+    ingest(
+        NAMESPACE,
+        {
+            "marmalade": (
+                "Seville marmalade",
+                "Boil bitter Seville oranges with sugar for marmalade.",
+            )
+        },
+        source_name="late",
+    )
     stale = search("bitter orange marmalade", NAMESPACE)
     assert stale.database == ALIAS and "marmalade" not in [h.document_ref for h in stale.hits]
     client.force_login(get_user_model().objects.create_superuser("reader", password="pw-123456789"))
     listing = client.get("/api/documents", {"namespace": NAMESPACE}).json()
     assert listing["count"] == len(CORPUS)  # the replica's count, one document behind
-    page = client.get("/", {"q": "bitter orange marmalade", "namespace": NAMESPACE}).content.decode()
+    page = client.get(
+        "/", {"q": "bitter orange marmalade", "namespace": NAMESPACE}
+    ).content.decode()
     assert "Seville marmalade" not in page
 
     # past the lag bound the primary answers, and sees the new document
@@ -112,7 +135,11 @@ def test_reads_go_to_the_replica_and_a_lagging_replica_is_left_for_the_primary(r
 
     # replay resumed: the replica catches up and answers again
     replica.execute("SELECT pg_wal_replay_resume()", dbname)
-    wait_for(lambda: replica.execute("SELECT count(*) FROM kb_document WHERE ref = 'marmalade'", dbname)[0][0])
+    wait_for(
+        lambda: replica.execute("SELECT count(*) FROM kb_document WHERE ref = 'marmalade'", dbname)[
+            0
+        ][0]
+    )
     forget_replica_state()
     time.sleep(0.2)
     caught_up = search("bitter orange marmalade", NAMESPACE)
@@ -120,7 +147,12 @@ def test_reads_go_to_the_replica_and_a_lagging_replica_is_left_for_the_primary(r
 
 
 def test_a_replica_stopped_mid_load_falls_back_to_the_primary_without_errors(replica):
-    queries = ["pumpkin soup recipe", "qwen 3.8 release", "ERR_CONNECTION_REFUSED", "grow pumpkins in the garden"]
+    queries = [
+        "pumpkin soup recipe",
+        "qwen 3.8 release",
+        "ERR_CONNECTION_REFUSED",
+        "grow pumpkins in the garden",
+    ]
     vectors = {q: get_embedder().embed_query(q) for q in queries}
     answered: list[str] = []
     failures: list[BaseException] = []
@@ -153,6 +185,10 @@ def test_a_replica_stopped_mid_load_falls_back_to_the_primary_without_errors(rep
     from kb.health import health_report
 
     report = health_report()
-    assert report.replicas == [{"alias": ALIAS, "ok": False, "error": "unreachable: reads go to the primary"}]
-    assert report.status == "degraded" or not report.worker.get("ok")  # search goes on, from the primary
-    assert set(answered[served + 1:]) == {"default"}  # every search after the crash: the primary
+    assert report.replicas == [
+        {"alias": ALIAS, "ok": False, "error": "unreachable: reads go to the primary"}
+    ]
+    assert report.status == "degraded" or not report.worker.get(
+        "ok"
+    )  # search goes on, from the primary
+    assert set(answered[served + 1 :]) == {"default"}  # every search after the crash: the primary

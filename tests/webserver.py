@@ -13,7 +13,9 @@ from typing import Callable
 class Route:
     body: bytes = b""
     status: int = 200
-    headers: dict[str, str] = field(default_factory=lambda: {"Content-Type": "text/html; charset=utf-8"})
+    headers: dict[str, str] = field(
+        default_factory=lambda: {"Content-Type": "text/html; charset=utf-8"}
+    )
 
 
 class WebServer:
@@ -46,7 +48,11 @@ class WebServer:
             def do_POST(self):
                 server.hits[self.path] += 1
                 handler = server.post_routes.get(self.path)
-                self.send(handler(self) if handler else Route(b"not found", 404, {"Content-Type": "text/plain"}))
+                self.send(
+                    handler(self)
+                    if handler
+                    else Route(b"not found", 404, {"Content-Type": "text/plain"})
+                )
 
             def send(self, route: Route) -> None:
                 self.send_response(route.status)

@@ -18,8 +18,13 @@ from ingest.connectors.text import TextConnector
 from ingest.connectors.web import WebConnector
 from ingest.errors import UnknownSourceKind
 
-CONNECTORS: tuple[type[Connector], ...] = (WebConnector, FileConnector, TextConnector, FolderConnector,
-                                           GitConnector)
+CONNECTORS: tuple[type[Connector], ...] = (
+    WebConnector,
+    FileConnector,
+    TextConnector,
+    FolderConnector,
+    GitConnector,
+)
 
 
 def connector_class(kind: str) -> type[Connector]:

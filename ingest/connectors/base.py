@@ -34,16 +34,27 @@ class Connector(ABC):
     """One source kind's way of listing, reading and deleting. See the module's docstring."""
 
     kinds: ClassVar[tuple[str, ...]] = ()
-    detects_renames: ClassVar[bool] = False  # a renamed item moves its document (else: removed and added)
+    detects_renames: ClassVar[bool] = (
+        False  # a renamed item moves its document (else: removed and added)
+    )
 
-    def __init__(self, spec: SourceSpec, *, known: dict[str, KnownDocument] | None = None,
-                 only_refs: set[str] | None = None, cursor: str = "", fetcher: Fetcher | None = None,
-                 open_file: FileOpener | None = None):
+    def __init__(
+        self,
+        spec: SourceSpec,
+        *,
+        known: dict[str, KnownDocument] | None = None,
+        only_refs: set[str] | None = None,
+        cursor: str = "",
+        fetcher: Fetcher | None = None,
+        open_file: FileOpener | None = None,
+    ):
         self.spec = spec
         self.fetcher, self.open_file = fetcher, open_file  # what web and file sources read through
         self.known = known or {}
         self.only_refs = only_refs  # a retry: only these refs are read, and nothing is deleted
-        self.cursor = cursor  # where the last successful run stopped (git: its commit); updated by items()
+        self.cursor = (
+            cursor  # where the last successful run stopped (git: its commit); updated by items()
+        )
         self.discovered = 0  # items found so far, for the run's progress
         self.complete = only_refs is None  # whether items() listed the whole source
 
@@ -95,33 +106,59 @@ class ListingConnector(Connector):
 
     def make_item(self, entry: Entry, body: bytes, version: str) -> LoadedItem:
         """The item of a read entry (subclasses add media type, title, URL)."""
-        return LoadedItem(ref=entry.ref, path=entry.path, body=body, etag=version, last_modified=entry.stamp,
-                          title_hint=title_from_path(entry.path))
+        return LoadedItem(
+            ref=entry.ref,
+            path=entry.path,
+            body=body,
+            etag=version,
+            last_modified=entry.stamp,
+            title_hint=title_from_path(entry.path),
+        )
 
     def items(self) -> Iterator[LoadedItem]:
         entries = {entry.ref: entry for entry in self.listing()}
         if self.only_refs is not None:
             entries = {ref: entry for ref, entry in entries.items() if ref in self.only_refs}
         self.discovered = len(entries)
-        self.known = {ref: known for ref, known in self.known.items() if known.ref == ref}  # not the URL aliases
+        self.known = {
+            ref: known for ref, known in self.known.items() if known.ref == ref
+        }  # not the URL aliases
         vanished = {ref for ref in self.known if ref not in entries}
-        renamed = {new: old for new, old in self.renames(entries, vanished).items() if old in vanished}
+        renamed = {
+            new: old for new, old in self.renames(entries, vanished).items() if old in vanished
+        }
         by_version = {}
         for ref in sorted(vanished - set(renamed.values())):
             by_version.setdefault(self.known[ref].etag, ref)
         by_version.pop("", None)
         for entry in entries.values():
             known = self.known.get(entry.ref)
-            if known is not None and ((entry.version and entry.version == known.etag)
-                                      or (entry.stamp and entry.stamp == known.last_modified)):
-                yield LoadedItem(ref=entry.ref, path=entry.path, not_modified=True, etag=known.etag,
-                                 last_modified=known.last_modified)
+            if known is not None and (
+                (entry.version and entry.version == known.etag)
+                or (entry.stamp and entry.stamp == known.last_modified)
+            ):
+                yield LoadedItem(
+                    ref=entry.ref,
+                    path=entry.path,
+                    not_modified=True,
+                    etag=known.etag,
+                    last_modified=known.last_modified,
+                )
                 continue
             old = renamed.get(entry.ref, "")
-            if not old and known is None and entry.version in by_version:  # moved as it was: no read
+            if (
+                not old and known is None and entry.version in by_version
+            ):  # moved as it was: no read
                 old = by_version.pop(entry.version)
-                yield LoadedItem(ref=entry.ref, path=entry.path, not_modified=True, etag=entry.version,
-                                 last_modified=entry.stamp, renamed_from=old, url=self.url_of(entry))
+                yield LoadedItem(
+                    ref=entry.ref,
+                    path=entry.path,
+                    not_modified=True,
+                    etag=entry.version,
+                    last_modified=entry.stamp,
+                    renamed_from=old,
+                    url=self.url_of(entry),
+                )
                 continue
             try:
                 body = self.read(entry)
@@ -132,9 +169,13 @@ class ListingConnector(Connector):
             except KBError as exc:
                 yield LoadedItem(ref=entry.ref, path=entry.path, error=exc)
                 continue
-            except Exception as exc:  # a reader's bug fails this item, not the run (the pipeline's own rule)
+            except (
+                Exception
+            ) as exc:  # a reader's bug fails this item, not the run (the pipeline's own rule)
                 logger.exception("unexpected error reading %s", entry.ref)
-                error = IngestInternalError(f"{entry.ref!r} could not be read: {type(exc).__name__}: {exc}")
+                error = IngestInternalError(
+                    f"{entry.ref!r} could not be read: {type(exc).__name__}: {exc}"
+                )
                 error.__cause__ = exc
                 yield LoadedItem(ref=entry.ref, path=entry.path, error=error)
                 continue

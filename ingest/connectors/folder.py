@@ -38,17 +38,25 @@ def folder_path(location: str, roots: tuple[Path, ...]) -> Path:
     """The folder a source names, resolved, once it is known to lie under an allowed root; else
     LocationRefused (folder sources off, a relative path, a path outside every root)."""
     if not roots:
-        raise LocationRefused("Folder sources are off on this server: the operator lists the directories they may "
-                              "read in KB_FOLDER_ROOTS.", details={"setting": "KB_FOLDER_ROOTS"})
+        raise LocationRefused(
+            "Folder sources are off on this server: the operator lists the directories they may "
+            "read in KB_FOLDER_ROOTS.",
+            details={"setting": "KB_FOLDER_ROOTS"},
+        )
     if not location or not os.path.isabs(location):
-        raise LocationRefused(f"A folder source needs an absolute path on the server, not {location!r}.")
+        raise LocationRefused(
+            f"A folder source needs an absolute path on the server, not {location!r}."
+        )
     folder = Path(os.path.realpath(location))
     for root in roots:
         real_root = Path(os.path.realpath(root))
         if folder == real_root or real_root in folder.parents:
             return folder
-    raise LocationRefused(f"{location!r} is not under a directory the operator allows (KB_FOLDER_ROOTS: "
-                          f"{', '.join(str(r) for r in roots)}).", details={"setting": "KB_FOLDER_ROOTS"})
+    raise LocationRefused(
+        f"{location!r} is not under a directory the operator allows (KB_FOLDER_ROOTS: "
+        f"{', '.join(str(r) for r in roots)}).",
+        details={"setting": "KB_FOLDER_ROOTS"},
+    )
 
 
 class FolderConnector(ListingConnector):
@@ -58,43 +66,61 @@ class FolderConnector(ListingConnector):
         conf = kb_settings()
         self.folder = folder_path(self.spec.location, conf.folder_roots)
         if not self.folder.is_dir():
-            raise SourceUnreachable(f"The folder {self.spec.location!r} does not exist or is not a directory "
-                                    "(is the share mounted?); nothing was removed.")
+            raise SourceUnreachable(
+                f"The folder {self.spec.location!r} does not exist or is not a directory "
+                "(is the share mounted?); nothing was removed."
+            )
         include, exclude = self.spec.option("include"), self.spec.option("exclude")
         entries: list[Entry] = []
         try:
             for relative, info in _walk(self.folder):
                 if source_media_type(relative) and path_selected(relative, include, exclude):
-                    entries.append(Entry(relative, relative, stamp=f"{info.st_size}:{info.st_mtime_ns}"))
+                    entries.append(
+                        Entry(relative, relative, stamp=f"{info.st_size}:{info.st_mtime_ns}")
+                    )
                     if len(entries) > conf.archive_max_files:
                         break
         except OSError as exc:
-            raise SourceUnreachable(f"The folder {self.spec.location!r} could not be listed: {exc.strerror}; "
-                                    "nothing was removed.") from exc
+            raise SourceUnreachable(
+                f"The folder {self.spec.location!r} could not be listed: {exc.strerror}; "
+                "nothing was removed."
+            ) from exc
         entries.sort(key=lambda e: e.ref)
-        self.left_out = entries[conf.archive_max_files:][:1]
+        self.left_out = entries[conf.archive_max_files :][:1]
         if self.left_out:  # the files not listed are not "deleted"
             self.complete = False
         return entries[: conf.archive_max_files]
 
     def items(self) -> Iterator[LoadedItem]:
         yield from super().items()
-        for entry in self.left_out:  # the run's report says the listing was cut, on the first file left out
-            yield LoadedItem(ref=entry.ref, path=entry.path, error=SyncBudgetExceeded(
-                f"The folder holds more than {kb_settings().archive_max_files} files (KB_ARCHIVE_MAX_FILES); "
-                f"{entry.ref!r} and the files after it were not read, and nothing was removed. Narrow the source "
-                "with include patterns, or split it."))
+        for (
+            entry
+        ) in self.left_out:  # the run's report says the listing was cut, on the first file left out
+            yield LoadedItem(
+                ref=entry.ref,
+                path=entry.path,
+                error=SyncBudgetExceeded(
+                    f"The folder holds more than {kb_settings().archive_max_files} files (KB_ARCHIVE_MAX_FILES); "
+                    f"{entry.ref!r} and the files after it were not read, and nothing was removed. Narrow the source "
+                    "with include patterns, or split it."
+                ),
+            )
 
     def read(self, entry: Entry) -> bytes:
         conf = kb_settings()
-        limit = max_bytes_for(source_media_type(entry.path), text_limit=conf.fetch_max_bytes,
-                              document_limit=conf.document_max_bytes)
+        limit = max_bytes_for(
+            source_media_type(entry.path),
+            text_limit=conf.fetch_max_bytes,
+            document_limit=conf.document_max_bytes,
+        )
         fd = open_beneath(self.folder, entry.path)
         with os.fdopen(fd, "rb") as handle:
             body = handle.read(limit + 1)
         if len(body) > limit:
-            raise ContentTooLarge(f"{entry.path!r} is larger than {limit} bytes (KB_FETCH_MAX_BYTES, "
-                                  "KB_DOCUMENT_MAX_BYTES).")
+            raise ContentTooLarge(
+                f"{entry.path!r} is larger than {limit} bytes (KB_FETCH_MAX_BYTES, "
+                "KB_DOCUMENT_MAX_BYTES)."
+            )
         return body
 
     def make_item(self, entry: Entry, body: bytes, version: str) -> LoadedItem:
@@ -127,18 +153,25 @@ def open_beneath(folder: Path, relative: str) -> int:
                 fd = -1
                 where = "/".join(names[: index + 1])
                 if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                    raise FolderEntryRefused(f"{relative!r} was not read: {where!r} is now a symbolic link or not "
-                                             "a directory (links are never followed).") from exc
+                    raise FolderEntryRefused(
+                        f"{relative!r} was not read: {where!r} is now a symbolic link or not "
+                        "a directory (links are never followed)."
+                    ) from exc
                 raise FileMissing(f"{relative!r} could not be opened: {exc.strerror}.") from exc
             os.close(fd)
             fd = child
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise FolderEntryRefused(f"{relative!r} is no longer a regular file (a FIFO, device or socket is not "
-                                     "read).")
-        if info.st_nlink > 1:  # its bytes may be a file outside the folder the share's user could not copy
-            raise FolderEntryRefused(f"{relative!r} has {info.st_nlink} hard links; a hard-linked file is not read "
-                                     "(copy it into the folder instead).")
+            raise FolderEntryRefused(
+                f"{relative!r} is no longer a regular file (a FIFO, device or socket is not read)."
+            )
+        if (
+            info.st_nlink > 1
+        ):  # its bytes may be a file outside the folder the share's user could not copy
+            raise FolderEntryRefused(
+                f"{relative!r} has {info.st_nlink} hard links; a hard-linked file is not read "
+                "(copy it into the folder instead)."
+            )
         os.set_blocking(fd, True)
         opened, fd = fd, -1
         return opened
@@ -163,7 +196,12 @@ def _walk(folder: Path):
                         relative = f"{prefix}{entry.name}"
                         if entry.is_dir(follow_symlinks=False):
                             try:
-                                pending.append((relative + "/", os.open(entry.name, DIRECTORY_FLAGS, dir_fd=fd)))
+                                pending.append(
+                                    (
+                                        relative + "/",
+                                        os.open(entry.name, DIRECTORY_FLAGS, dir_fd=fd),
+                                    )
+                                )
                             except OSError as exc:
                                 if exc.errno not in (errno.ELOOP, errno.ENOTDIR, errno.ENOENT):
                                     raise

@@ -27,7 +27,13 @@ RST = "text/x-rst"
 NOTEBOOK = "application/x-ipynb+json"
 MARKDOWN = "text/markdown"
 # not ".asc", which Asciidoctor also reads but which in a repository is mostly a PGP signature or key
-SOURCE_TYPES = {".rst": RST, ".rest": RST, ".ipynb": NOTEBOOK, ".adoc": ASCIIDOC, ".asciidoc": ASCIIDOC}
+SOURCE_TYPES = {
+    ".rst": RST,
+    ".rest": RST,
+    ".ipynb": NOTEBOOK,
+    ".adoc": ASCIIDOC,
+    ".asciidoc": ASCIIDOC,
+}
 
 
 @dataclass
@@ -54,8 +60,12 @@ def as_markdown(body: bytes, media_type: str, path: str) -> Converted:
         title, text = rst_to_markdown(body, source_path=path, heading_lines=lines)
     elif media_type == ASCIIDOC:
         conf = kb_settings()
-        budget = ParserBudget(conf.parser_cpu_seconds, conf.parser_memory_mb * 1024 * 1024, conf.extract_max_chars)
-        extracted = extract_isolated(body, ASCIIDOC, fallback_title=PurePosixPath(path).stem, budget=budget)
+        budget = ParserBudget(
+            conf.parser_cpu_seconds, conf.parser_memory_mb * 1024 * 1024, conf.extract_max_chars
+        )
+        extracted = extract_isolated(
+            body, ASCIIDOC, fallback_title=PurePosixPath(path).stem, budget=budget
+        )
         title, text, lines = extracted.title, extracted.content, dict(extracted.heading_lines)
     elif media_type == NOTEBOOK:
         title, text = notebook_to_markdown(body)
@@ -63,8 +73,10 @@ def as_markdown(body: bytes, media_type: str, path: str) -> Converted:
         lines = markdown_heading_lines(body) if media_type == MARKDOWN else {}
         return Converted(body, media_type, heading_lines=lines)
     if not text.strip():
-        raise EmptyContent(f"{path!r} holds no text once read as {media_type} (an empty file, or only "
-                           "directives that are not honoured, such as include).")
+        raise EmptyContent(
+            f"{path!r} holds no text once read as {media_type} (an empty file, or only "
+            "directives that are not honoured, such as include)."
+        )
     return Converted(text.encode("utf-8"), "text/markdown", title, lines)
 
 
@@ -76,5 +88,8 @@ def markdown_heading_lines(body: bytes) -> dict[str, int]:
     except BinaryContent:  # the pipeline's extraction says so for the file
         return {}
     sections = read_sections(text, read_blocks(text))
-    return {section.anchor: text.count("\n", 0, section.blocks[0].start) + 1
-            for section in sections if section.path and section.blocks and section.blocks[0].kind == "heading"}
+    return {
+        section.anchor: text.count("\n", 0, section.blocks[0].start) + 1
+        for section in sections
+        if section.path and section.blocks and section.blocks[0].kind == "heading"
+    }

@@ -19,8 +19,13 @@ class LoaderConnector(Connector):
 
     def __init__(self, spec, **kwargs):
         super().__init__(spec, **kwargs)
-        self.loader = SourceLoader(spec, fetcher=self.fetcher, known=self.known, open_file=self.open_file,
-                                   only_refs=self.only_refs)
+        self.loader = SourceLoader(
+            spec,
+            fetcher=self.fetcher,
+            known=self.known,
+            open_file=self.open_file,
+            only_refs=self.only_refs,
+        )
 
     def items(self) -> Iterator[LoadedItem]:
         for item in self.loader.items():
@@ -41,4 +46,6 @@ class WebConnector(LoaderConnector):
     kinds = URL_KINDS
 
     def __init__(self, spec, *, fetcher: Fetcher | None = None, **kwargs):
-        super().__init__(spec, fetcher=fetcher or Fetcher(), **kwargs)  # every hop through the SSRF guard
+        super().__init__(
+            spec, fetcher=fetcher or Fetcher(), **kwargs
+        )  # every hop through the SSRF guard

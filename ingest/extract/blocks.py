@@ -43,8 +43,13 @@ class MarkdownBuilder:
         content = "\n\n".join(self.parts) + "\n" if self.parts else ""
         if not content.strip():
             raise EmptyContent("The document has no text.")
-        return Extracted(title=title, content=content, media_type="text/markdown",
-                         pages=tuple(self.pages) if unit else (), page_unit=unit)
+        return Extracted(
+            title=title,
+            content=content,
+            media_type="text/markdown",
+            pages=tuple(self.pages) if unit else (),
+            page_unit=unit,
+        )
 
 
 def open_zip(body: bytes) -> zipfile.ZipFile:
@@ -92,7 +97,10 @@ def table_blocks(rows: list[list[str]]) -> list[str]:
     header, body = rows[0], rows[1:]
     if not body:
         return [markdown_table([header])]
-    return [markdown_table([header] + body[i:i + TABLE_BLOCK_ROWS]) for i in range(0, len(body), TABLE_BLOCK_ROWS)]
+    return [
+        markdown_table([header] + body[i : i + TABLE_BLOCK_ROWS])
+        for i in range(0, len(body), TABLE_BLOCK_ROWS)
+    ]
 
 
 def list_markdown(items: list[tuple[int, str, str]]) -> str:

@@ -42,7 +42,13 @@ from ingest.errors import (
     UnsupportedType,
 )
 from ingest.extract import ocr
-from ingest.extract.blocks import MarkdownBuilder, escape_markdown_line, open_zip, sheets_markdown, table_blocks
+from ingest.extract.blocks import (
+    MarkdownBuilder,
+    escape_markdown_line,
+    open_zip,
+    sheets_markdown,
+    table_blocks,
+)
 from ingest.extract.html import html_to_markdown
 from ingest.extract.numformat import date_text, format_number
 from ingest.extract.opendocument import read_odp, read_ods, read_odt
@@ -73,7 +79,9 @@ MACRO_TYPES = (
     "application/vnd.ms-excel.sheet.macroenabled.12",
     "application/vnd.ms-powerpoint.presentation.macroenabled.12",
 )
-DOCUMENT_TYPES = (PDF, DOCX, PPTX, XLSX, CSV, EPUB, EML) + OPENDOCUMENT_TYPES + MACRO_TYPES + ocr.IMAGE_TYPES
+DOCUMENT_TYPES = (
+    (PDF, DOCX, PPTX, XLSX, CSV, EPUB, EML) + OPENDOCUMENT_TYPES + MACRO_TYPES + ocr.IMAGE_TYPES
+)
 # every document type is parsed in the budgeted child process (native code, containers, images,
 # and the stdlib's e-mail and CSV parsers, whose cost a crafted header or line can blow up)
 ISOLATED_TYPES = DOCUMENT_TYPES
@@ -82,18 +90,39 @@ logger = logging.getLogger(__name__)
 OOXML_MACRO_PART = "vbaProject.bin"
 
 
-def extract_document(body: bytes, media_type: str, *, fallback_title: str = "",
-                     ocr_options: ocr.OcrOptions | None = None) -> Extracted:
+def extract_document(
+    body: bytes,
+    media_type: str,
+    *,
+    fallback_title: str = "",
+    ocr_options: ocr.OcrOptions | None = None,
+) -> Extracted:
     """`ocr_options` (given in the parser child) lets scans be read by OCR (`ocr.py`)."""
     if media_type in ocr.IMAGE_TYPES:
         return ocr.read_image(body, media_type, fallback_title, ocr_options or ocr.OcrOptions())
     if media_type == PDF:
         return read_pdf(body, fallback_title, ocr_options)
     if media_type in MACRO_TYPES:
-        raise MacrosRefused("Macro-enabled Office files are not read; save it without macros (.docx, .xlsx, .pptx).")
-    reader = {PDF: read_pdf, DOCX: read_docx, PPTX: _pptx, XLSX: _xlsx, ODT: read_odt, OTT: read_odt, ODS: read_ods,
-              OTS: read_ods, ODP: read_odp, OTP: read_odp, ODG: read_odp, OTG: read_odp, CSV: _csv,
-              EPUB: _epub, EML: _eml}.get(media_type)
+        raise MacrosRefused(
+            "Macro-enabled Office files are not read; save it without macros (.docx, .xlsx, .pptx)."
+        )
+    reader = {
+        PDF: read_pdf,
+        DOCX: read_docx,
+        PPTX: _pptx,
+        XLSX: _xlsx,
+        ODT: read_odt,
+        OTT: read_odt,
+        ODS: read_ods,
+        OTS: read_ods,
+        ODP: read_odp,
+        OTP: read_odp,
+        ODG: read_odp,
+        OTG: read_odp,
+        CSV: _csv,
+        EPUB: _epub,
+        EML: _eml,
+    }.get(media_type)
     if reader is None:
         raise UnsupportedType(f"Documents of type {media_type!r} are not read.")
     if media_type in (DOCX, PPTX, XLSX):
@@ -134,11 +163,16 @@ def _pptx(body: bytes, fallback_title: str) -> Extracted:
                 for paragraph in shape.text_frame.paragraphs:
                     text = " ".join("".join(run.text for run in paragraph.runs).split())
                     if text:
-                        builder.add(("  " * paragraph.level) + "- " + text if paragraph.level
-                                    else escape_markdown_line(text))
+                        builder.add(
+                            ("  " * paragraph.level) + "- " + text
+                            if paragraph.level
+                            else escape_markdown_line(text)
+                        )
             elif getattr(shape, "has_table", False) and shape.has_table:
-                rows = [[" ".join(cell.text.split()).replace("|", "\\|") for cell in row.cells]
-                        for row in shape.table.rows]
+                rows = [
+                    [" ".join(cell.text.split()).replace("|", "\\|") for cell in row.cells]
+                    for row in shape.table.rows
+                ]
                 for table in table_blocks(rows):
                     builder.add(table)
         if slide.has_notes_slide and slide.notes_slide.notes_text_frame is not None:
@@ -183,10 +217,16 @@ def _xlsx(body: bytes, fallback_title: str) -> Extracted:
         for row in sheet.iter_rows():
             cells += len(row)
             if cells > MAX_SHEET_CELLS:
-                rows.append([f"(truncated: the workbook has more than {MAX_SHEET_CELLS:,} cells; "
-                             "the rest is not indexed)"])
+                rows.append(
+                    [
+                        f"(truncated: the workbook has more than {MAX_SHEET_CELLS:,} cells; "
+                        "the rest is not indexed)"
+                    ]
+                )
                 break
-            rows.append([_cell_text(cell.value, getattr(cell, "number_format", "")) for cell in row])
+            rows.append(
+                [_cell_text(cell.value, getattr(cell, "number_format", "")) for cell in row]
+            )
         sheets.append((sheet.title, rows))
         if cells > MAX_SHEET_CELLS:
             logger.warning("workbook %r truncated at %d cells", fallback_title, MAX_SHEET_CELLS)
@@ -220,8 +260,10 @@ def _csv(body: bytes, fallback_title: str) -> Extracted:
     except csv.Error:
         dialect = csv.excel
     try:
-        rows = [[" ".join(cell.split()).replace("|", "\\|") for cell in row]
-                for row in csv.reader(io.StringIO(text), dialect)]
+        rows = [
+            [" ".join(cell.split()).replace("|", "\\|") for cell in row]
+            for row in csv.reader(io.StringIO(text), dialect)
+        ]
     except csv.Error as exc:
         raise DocumentCorrupt(f"The CSV file cannot be read: {exc}") from exc
     builder = MarkdownBuilder()
@@ -238,14 +280,19 @@ def _epub(body: bytes, fallback_title: str) -> Extracted:
             raise DocumentEncrypted("The EPUB's content is encrypted (DRM).")
         try:
             container = SafeXML.fromstring(archive.read("META-INF/container.xml"))
-            rootfile = next(e.get("full-path") for e in container.iter() if e.tag.endswith("rootfile"))
+            rootfile = next(
+                e.get("full-path") for e in container.iter() if e.tag.endswith("rootfile")
+            )
             package = SafeXML.fromstring(archive.read(rootfile))
         except (KeyError, StopIteration, SafeXML.ParseError) as exc:
             raise DocumentCorrupt(f"The EPUB has no readable package document: {exc}") from exc
         base = dirname(rootfile)
         manifest = {e.get("id"): e.get("href") for e in package.iter() if e.tag.endswith("}item")}
         spine = [e.get("idref") for e in package.iter() if e.tag.endswith("}itemref")]
-        title = next((" ".join((e.text or "").split()) for e in package.iter() if e.tag.endswith("}title")), "")
+        title = next(
+            (" ".join((e.text or "").split()) for e in package.iter() if e.tag.endswith("}title")),
+            "",
+        )
         builder = MarkdownBuilder()
         for idref in spine:
             href = manifest.get(idref)
@@ -273,18 +320,26 @@ def _eml(body: bytes, fallback_title: str) -> Extracted:
     plain = message.get_body(preferencelist=("plain",))
     html = message.get_body(preferencelist=("html",))
     builder = MarkdownBuilder()
-    header = [f"{name}: {' '.join(str(message[name]).split())}" for name in ("From", "To", "Date") if message[name]]
+    header = [
+        f"{name}: {' '.join(str(message[name]).split())}"
+        for name in ("From", "To", "Date")
+        if message[name]
+    ]
     if header:
         builder.add("\n".join(header))
     if plain is not None:
         builder.add(_escape_lines(plain.get_content()))
     elif html is not None:
         builder.add(html_to_markdown(html.get_content().encode("utf-8"), charset="utf-8").content)
-    named = [(part, part.get_filename()) for part in message.iter_attachments() if _may_be_named(part)]
+    named = [
+        (part, part.get_filename()) for part in message.iter_attachments() if _may_be_named(part)
+    ]
     named = [(part, name) for part, name in named if name]
     if named:
         builder.add("Attachments: " + ", ".join(name for _, name in named))
-    unread, total = _unread_parts(message, plain if plain is not None else html, [part for part, _ in named])
+    unread, total = _unread_parts(
+        message, plain if plain is not None else html, [part for part, _ in named]
+    )
     left_out = f"{unread:,} of {total:,} e-mail parts not read" if unread else ""
     return replace(builder.result(subject or fallback_title), left_out=left_out)
 
@@ -292,17 +347,25 @@ def _eml(body: bytes, fallback_title: str) -> Extracted:
 def _may_be_named(part) -> bool:
     """Whether a part's raw headers could give it a file name: parsing every header of an e-mail
     of thousands of parts costs seconds of the parser's budget."""
-    return any(key.lower() in ("content-disposition", "content-type") and "name" in value.lower()
-               for key, value in part.raw_items())
+    return any(
+        key.lower() in ("content-disposition", "content-type") and "name" in value.lower()
+        for key, value in part.raw_items()
+    )
 
 
 def _unread_parts(message, body, named: list) -> tuple[int, int]:
     """(unread, total) leaf parts: unread is neither the body read, another version of it (its
     multipart/alternative siblings), nor inside an attachment named in the text."""
-    read = {id(leaf) for part in ([body] if body is not None else []) + named for leaf in part.walk()}
+    read = {
+        id(leaf) for part in ([body] if body is not None else []) + named for leaf in part.walk()
+    }
     for part in message.walk():
-        if part.is_multipart() and part.get_content_type() == "multipart/alternative" and body is not None \
-                and any(sub is body for sub in part.get_payload()):
+        if (
+            part.is_multipart()
+            and part.get_content_type() == "multipart/alternative"
+            and body is not None
+            and any(sub is body for sub in part.get_payload())
+        ):
             read.update(id(leaf) for leaf in part.walk())
     leaves = [part for part in message.walk() if not part.is_multipart()]
     return sum(1 for leaf in leaves if id(leaf) not in read), len(leaves)

@@ -36,8 +36,22 @@ from ingest.extract.html_writer import MarkdownRenderer
 from ingest.extract.text import normalise_text
 
 DROP_ALWAYS = {
-    "script", "style", "noscript", "template", "svg", "iframe", "button", "input", "select",
-    "textarea", "canvas", "object", "embed", "form", "link", "meta",
+    "script",
+    "style",
+    "noscript",
+    "template",
+    "svg",
+    "iframe",
+    "button",
+    "input",
+    "select",
+    "textarea",
+    "canvas",
+    "object",
+    "embed",
+    "form",
+    "link",
+    "meta",
 }
 TITLE_SEPARATORS = (" — ", " – ", " - ", " | ", " · ", " :: ")
 
@@ -49,9 +63,12 @@ class HtmlPage:
     links: tuple[str, ...]  # absolute http(s) URLs of the content's links, fragments removed
 
 
-def html_to_markdown(body: bytes, *, charset: str | None = None, url: str = "",
-                     fallback_title: str = "") -> HtmlPage:
-    with warnings.catch_warnings():  # XHTML pages are HTML to us: lxml's HTML parser reads them well
+def html_to_markdown(
+    body: bytes, *, charset: str | None = None, url: str = "", fallback_title: str = ""
+) -> HtmlPage:
+    with (
+        warnings.catch_warnings()
+    ):  # XHTML pages are HTML to us: lxml's HTML parser reads them well
         warnings.simplefilter("ignore", XMLParsedAsHTMLWarning)
         soup = BeautifulSoup(close_headings(body), "lxml", from_encoding=charset)
     if soup.original_encoding is None and isinstance(body, bytes) and not soup.get_text(strip=True):
@@ -81,14 +98,19 @@ def html_to_markdown(body: bytes, *, charset: str | None = None, url: str = "",
     title = _title(page_title, heading_text(h1) if h1 else "") or fallback_title
     renderer = MarkdownRenderer(base, page_ids)
     content = renderer.render(root)
-    return HtmlPage(title=title, content=normalise_text(content), links=tuple(dict.fromkeys(renderer.links)))
+    return HtmlPage(
+        title=title, content=normalise_text(content), links=tuple(dict.fromkeys(renderer.links))
+    )
 
 
 def _scanner(kind: type) -> dict[str, object]:
     text = (lambda value: value.encode()) if kind is bytes else (lambda value: value)
     return {
-        "tag": re.compile(text(r"<(/?)h([1-6])(?=[\s/>])[^<>]*>|<!--|<(script|style)(?=[\s/>])"), re.I),
-        "script": re.compile(text(r"</script"), re.I), "style": re.compile(text(r"</style"), re.I),
+        "tag": re.compile(
+            text(r"<(/?)h([1-6])(?=[\s/>])[^<>]*>|<!--|<(script|style)(?=[\s/>])"), re.I
+        ),
+        "script": re.compile(text(r"</script"), re.I),
+        "style": re.compile(text(r"</style"), re.I),
         "comment_end": text("-->"),
     }
 
@@ -107,8 +129,9 @@ def close_headings(body: bytes | str) -> bytes | str:
         position = match.end()
         raw_text = match.group(3)
         if raw_text:  # a script or style may hold anything up to its end tag
-            found = scan[raw_text.lower() if isinstance(raw_text, str) else raw_text.decode().lower()].search(
-                body, position)
+            found = scan[
+                raw_text.lower() if isinstance(raw_text, str) else raw_text.decode().lower()
+            ].search(body, position)
             position = found.start() if found else len(body)
         elif match.group(2) is None:  # a comment
             found = body.find(scan["comment_end"], position)
@@ -117,7 +140,7 @@ def close_headings(body: bytes | str) -> bytes | str:
             open_level = match.group(2)
         elif open_level is not None:
             if match.group(2) != open_level:
-                pieces += [body[start:match.start(2)], open_level]
+                pieces += [body[start : match.start(2)], open_level]
                 start = match.end(2)
             open_level = None
     return body[:0].join([*pieces, body[start:]]) if pieces else body
@@ -159,6 +182,10 @@ def flatten_deep_nesting(soup: BeautifulSoup, max_depth: int = MAX_NESTING) -> N
 
 def _title(page_title: str, h1: str) -> str:
     """The page's `<title>` without the site name that generators append after a separator."""
-    if h1 and page_title.lower().startswith(h1.lower()) and page_title[len(h1):].startswith(TITLE_SEPARATORS):
+    if (
+        h1
+        and page_title.lower().startswith(h1.lower())
+        and page_title[len(h1) :].startswith(TITLE_SEPARATORS)
+    ):
         return h1
     return page_title or h1

@@ -14,11 +14,31 @@ from ingest.extract.html_headings import HEADINGS, PERMALINK_CLASSES, SOURCE_MAR
 
 DROP_IN_CONTENT = {"nav", "aside", "footer"}
 CHROME_CLASSES = {
-    "headerlink", "sphinxsidebar", "breadcrumb", "breadcrumbs", "wy-breadcrumbs",
-    "md-source-file", "md-content__button", "edit-this-page", "theme-edit-this-page",
-    "theme-doc-footer", "pagination-nav", "md-footer", "rst-footer-buttons", "linenos",
-    "lineno", "toc-drawer", "cookie-banner", "cookie-consent", "skip-link",
-    "visually-hidden", "sr-only", "copybutton", "prev-next-area", "viewcode-link", "viewcode-back",
+    "headerlink",
+    "sphinxsidebar",
+    "breadcrumb",
+    "breadcrumbs",
+    "wy-breadcrumbs",
+    "md-source-file",
+    "md-content__button",
+    "edit-this-page",
+    "theme-edit-this-page",
+    "theme-doc-footer",
+    "pagination-nav",
+    "md-footer",
+    "rst-footer-buttons",
+    "linenos",
+    "lineno",
+    "toc-drawer",
+    "cookie-banner",
+    "cookie-consent",
+    "skip-link",
+    "visually-hidden",
+    "sr-only",
+    "copybutton",
+    "prev-next-area",
+    "viewcode-link",
+    "viewcode-back",
     "nav-panel",
 }
 CHROME_ID_WORDS = ("nav", "menu", "sidebar", "footer", "breadcrumb", "toc", "header")
@@ -38,15 +58,20 @@ def _prose_aside(tag: Tag) -> bool:
     """An `<aside>` in the content that holds a paragraph of prose, not links, is the document's
     own (docutils' "topic" and "sidebar" directives: an abstract, a summary); a related-links
     box or a table of contents is mostly links, a label is not a paragraph."""
-    return tag.name == "aside" and not link_dense(tag) and any(
-        len(p.get_text().split()) >= ASIDE_PARAGRAPH_WORDS for p in tag.find_all("p"))
+    return (
+        tag.name == "aside"
+        and not link_dense(tag)
+        and any(len(p.get_text().split()) >= ASIDE_PARAGRAPH_WORDS for p in tag.find_all("p"))
+    )
 
 
 def _footnotes(tag: Tag) -> bool:
     """Footnotes are content, even in an `<aside>` (Sphinx, pandoc, DPUB-ARIA)."""
     if tag.name != "aside":
         return False
-    marks = " ".join([*(tag.get("class") or ()), tag.get("role") or "", tag.get("epub:type") or ""]).lower()
+    marks = " ".join(
+        [*(tag.get("class") or ()), tag.get("role") or "", tag.get("epub:type") or ""]
+    ).lower()
     return "footnote" in marks or "endnote" in marks
 
 
@@ -56,7 +81,9 @@ def is_chrome(tag: Tag) -> bool:
     if tag.get("role") == "navigation":
         return True
     classes = set(tag.get("class") or ())
-    return bool(classes & CHROME_CLASSES) or any(word in (tag.get("id") or "").lower() for word in CHROME_ID_WORDS)
+    return bool(classes & CHROME_CLASSES) or any(
+        word in (tag.get("id") or "").lower() for word in CHROME_ID_WORDS
+    )
 
 
 def drop_chrome(root: Tag) -> None:
@@ -74,7 +101,11 @@ def drop_chrome(root: Tag) -> None:
             continue
         classes = set(tag.get("class") or ())
         if classes & CHROME_CLASSES and tag.name not in HEADINGS:
-            if tag.name == "a" and classes & PERMALINK_CLASSES and tag.find_parent(HEADINGS) is not None:
+            if (
+                tag.name == "a"
+                and classes & PERMALINK_CLASSES
+                and tag.find_parent(HEADINGS) is not None
+            ):
                 continue  # a heading's permalink is read (for its fragment) and removed with the heading
             tag.decompose()
     for tag in root.find_all(["div", "table", "p"]):
@@ -82,12 +113,20 @@ def drop_chrome(root: Tag) -> None:
             tag.decompose()
     _drop_page_repeats(root)
     for anchor in root.find_all("a"):
-        if not anchor.decomposed and prose_permalink(anchor) and (
-                anchor.find_parent(HEADINGS) is None or anchor.get_text(strip=True).lower() in SOURCE_MARKS):
+        if (
+            not anchor.decomposed
+            and prose_permalink(anchor)
+            and (
+                anchor.find_parent(HEADINGS) is None
+                or anchor.get_text(strip=True).lower() in SOURCE_MARKS
+            )
+        ):
             anchor.decompose()  # a heading's `#` is read for its fragment later; its "Source" link goes now
 
 
-SAMPLE_ITEMS = 50  # items of a list looked up elsewhere on the page: enough to tell, linear in the page
+SAMPLE_ITEMS = (
+    50  # items of a list looked up elsewhere on the page: enough to tell, linear in the page
+)
 SAMPLE_DETAILS = 3
 
 
@@ -97,8 +136,12 @@ def _drop_page_repeats(root: Tag) -> None:
     collapsed `<details>` whose every item is written out again on the page (Haddock's synopsis
     of the declarations documented below it)."""
     page_text = None
-    collapsed = [d for d in root.find_all("details") if not d.has_attr("open") and d.find("li") is not None]
-    for details in collapsed[:SAMPLE_DETAILS]:  # a page's synopsis is one: a bound keeps the lookups linear
+    collapsed = [
+        d for d in root.find_all("details") if not d.has_attr("open") and d.find("li") is not None
+    ]
+    for details in collapsed[
+        :SAMPLE_DETAILS
+    ]:  # a page's synopsis is one: a bound keeps the lookups linear
         if details.decomposed:
             continue
         items = [" ".join(li.get_text(" ").split()) for li in details.find_all("li")[:SAMPLE_ITEMS]]
@@ -109,7 +152,11 @@ def _drop_page_repeats(root: Tag) -> None:
         if all(page_text.count(item) >= 2 for item in items):
             details.decompose()
     for listing in root.find_all(["ul", "ol"]):
-        if not listing.decomposed and listing.find_parent(["ul", "ol"]) is None and _contents_list(listing):
+        if (
+            not listing.decomposed
+            and listing.find_parent(["ul", "ol"]) is None
+            and _contents_list(listing)
+        ):
             listing.decompose()
 
 
@@ -125,8 +172,19 @@ def _contents_list(listing: Tag) -> bool:
     return True
 
 
-NAV_LABELS = ("next:", "previous:", "prev:", "up:", "[ < ]", "[ > ]", "[ << ]", "[<]", "[>]",
-              "[ contents ]", "[ index ]")  # a node without Next, Previous or Up: `[Contents][Index]` alone
+NAV_LABELS = (
+    "next:",
+    "previous:",
+    "prev:",
+    "up:",
+    "[ < ]",
+    "[ > ]",
+    "[ << ]",
+    "[<]",
+    "[>]",
+    "[ contents ]",
+    "[ index ]",
+)  # a node without Next, Previous or Up: `[Contents][Index]` alone
 
 
 def _manual_navigation(tag: Tag) -> bool:

@@ -31,7 +31,7 @@ def code_language(pre: Tag) -> str:
         for cls in candidate.get("class") or ():
             for prefix in LANGUAGE_PREFIXES:
                 if cls.startswith(prefix) and len(cls) > len(prefix):
-                    return _language_name(cls[len(prefix):])
+                    return _language_name(cls[len(prefix) :])
         classes = candidate.get("class") or ()
         if "sourceCode" in classes and len(classes) > 1:  # pandoc
             return _language_name([c for c in classes if c != "sourceCode"][0])

@@ -20,8 +20,17 @@ from bs4 import NavigableString, Tag
 from bs4.element import PreformattedString
 
 HEADINGS = {f"h{n}": n for n in range(1, 7)}
-PERMALINK_CLASSES = {"headerlink", "anchor", "hash-link", "anchorjs-link", "heading-anchor",
-                     "anchor-link", "permalink", "header-anchor", "toclink"}
+PERMALINK_CLASSES = {
+    "headerlink",
+    "anchor",
+    "hash-link",
+    "anchorjs-link",
+    "heading-anchor",
+    "anchor-link",
+    "permalink",
+    "header-anchor",
+    "toclink",
+}
 PERMALINK_MARKS = {"", "¶", "#", "§", "🔗", "link", "permalink", "\u200b"}
 SOURCE_MARKS = {"[source]", "source", "[src]"}
 
@@ -49,10 +58,15 @@ def prose_permalink(anchor: Tag) -> bool:
     text = anchor.get_text(strip=True)
     href = (anchor.get("href") or "").strip()
     classes = set(anchor.get("class") or ())
-    if classes & PERMALINK_CLASSES or (href.startswith("#") and text in ("¶", "\u00b6", "§", "#", "🔗")):
+    if classes & PERMALINK_CLASSES or (
+        href.startswith("#") and text in ("¶", "\u00b6", "§", "#", "🔗")
+    ):
         return True
     return text.lower() in SOURCE_MARKS and (
-        "_modules/" in href or href.startswith("src/") or anchor.find(class_="viewcode-link") is not None)
+        "_modules/" in href
+        or href.startswith("src/")
+        or anchor.find(class_="viewcode-link") is not None
+    )
 
 
 def heading_text(heading: Tag) -> str:
@@ -78,8 +92,14 @@ def heading_id(heading: Tag) -> str:
         if anchor.get("id"):
             return anchor["id"].strip()
     wrapper = heading.parent
-    if isinstance(wrapper, Tag) and wrapper.name != "section" and "heading" in " ".join(wrapper.get("class") or ()):
-        for anchor in wrapper.find_all("a", recursive=False):  # GitHub: <div class="markdown-heading">
+    if (
+        isinstance(wrapper, Tag)
+        and wrapper.name != "section"
+        and "heading" in " ".join(wrapper.get("class") or ())
+    ):
+        for anchor in wrapper.find_all(
+            "a", recursive=False
+        ):  # GitHub: <div class="markdown-heading">
             fragment = (anchor.get("href") or "").strip()
             if fragment.startswith("#") and len(fragment) > 1:
                 return fragment[1:]
@@ -124,12 +144,19 @@ def _marker_before(node: Tag) -> str:
         if steps > 12:
             return ""
         if isinstance(element, NavigableString):
-            if element.strip() and not (isinstance(element.parent, Tag) and element.parent.name in ("a", "span")
-                                        and not element.parent.get_text(strip=True)):
+            if element.strip() and not (
+                isinstance(element.parent, Tag)
+                and element.parent.name in ("a", "span")
+                and not element.parent.get_text(strip=True)
+            ):
                 return ""
             continue
         if isinstance(element, Tag):
-            if element.name in ("a", "span") and _target(element) and not element.get_text(strip=True):
+            if (
+                element.name in ("a", "span")
+                and _target(element)
+                and not element.get_text(strip=True)
+            ):
                 return _target(element)
             if element.name in ("a", "span") and not element.get_text(strip=True):
                 continue
@@ -165,6 +192,10 @@ def _self_linked(term: Tag) -> bool:
     identifier = (term.get("id") or "").strip()
     if not identifier and term.name == "p":
         first = next((child for child in term.children if isinstance(child, Tag)), None)
-        identifier = (first.get("id") or "").strip() if first is not None and first.name == "a" else ""
+        identifier = (
+            (first.get("id") or "").strip() if first is not None and first.name == "a" else ""
+        )
     return bool(identifier) and any(
-        (a.get("href") or "").strip() == f"#{identifier}" and prose_permalink(a) for a in term.find_all("a"))
+        (a.get("href") or "").strip() == f"#{identifier}" and prose_permalink(a)
+        for a in term.find_all("a")
+    )

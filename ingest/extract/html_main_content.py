@@ -26,15 +26,45 @@ from ingest.extract.html_tables import is_layout_table, own_rows
 
 # documentation generators' content containers, most specific first
 CONTENT_CLASSES = (
-    "md-content", "theme-doc-markdown", "rst-content", "markdown-body", "body", "document",
-    "content", "post-content", "entry-content", "article-content",
+    "md-content",
+    "theme-doc-markdown",
+    "rst-content",
+    "markdown-body",
+    "body",
+    "document",
+    "content",
+    "post-content",
+    "entry-content",
+    "article-content",
 )
 DENSITY_SHARE = 0.6
 SIBLING_SHARE = 0.1  # siblings holding this much of the densest child's text are content too
 SIBLING_MIN_CHARS = 200
-CONTAINER_SHARE = 0.3  # a named container holds at least this share of the page's non-link text outside its frame
-CONTENT_IDS = ("apicontent", "main-content", "maincontent", "doc-content", "page-content", "main", "content")
-DENSITY_CONTAINERS = {"div", "section", "article", "main", "table", "tbody", "tr", "td", "center", "body", "html"}
+CONTAINER_SHARE = (
+    0.3  # a named container holds at least this share of the page's non-link text outside its frame
+)
+CONTENT_IDS = (
+    "apicontent",
+    "main-content",
+    "maincontent",
+    "doc-content",
+    "page-content",
+    "main",
+    "content",
+)
+DENSITY_CONTAINERS = {
+    "div",
+    "section",
+    "article",
+    "main",
+    "table",
+    "tbody",
+    "tr",
+    "td",
+    "center",
+    "body",
+    "html",
+}
 
 
 def content_root(soup: BeautifulSoup) -> Tag:
@@ -42,7 +72,9 @@ def content_root(soup: BeautifulSoup) -> Tag:
     body = soup.find("body") or soup
     lengths = _text_lengths(body)
     whole = lengths.get(id(body), 0)
-    frame: list[list[Tag]] = []  # found once, and only for a candidate that falls short of the whole page
+    frame: list[
+        list[Tag]
+    ] = []  # found once, and only for a candidate that falls short of the whole page
 
     def holds_content(tag) -> bool:
         if not isinstance(tag, Tag):
@@ -53,8 +85,11 @@ def content_root(soup: BeautifulSoup) -> Tag:
         if not frame:
             frame.append(_outer_chrome(body))
         around = set(map(id, tag.parents))  # chrome that encloses the candidate is not beside it
-        beside = sum(lengths.get(id(c), 0) for c in frame[0]
-                     if id(c) not in around and not any(p is tag for p in c.parents))
+        beside = sum(
+            lengths.get(id(c), 0)
+            for c in frame[0]
+            if id(c) not in around and not any(p is tag for p in c.parents)
+        )
         return own >= CONTAINER_SHARE * max(1, whole - beside)
 
     articles = soup.find_all("article")
@@ -102,8 +137,14 @@ def _generator_root(soup: BeautifulSoup) -> Tag | None:
     Asciidoctor put the title and a manual page's NAME section in `#header`, the rest in
     `#content`, beside `#footer`; the root is their parent with the footer and TOC left out."""
     content, header = soup.find(id="content"), soup.find(id="header")
-    if isinstance(content, Tag) and isinstance(header, Tag) and content.parent is header.parent \
-            and content.parent is not None and header.find("h1") is not None and not link_dense(header):
+    if (
+        isinstance(content, Tag)
+        and isinstance(header, Tag)
+        and content.parent is header.parent
+        and content.parent is not None
+        and header.find("h1") is not None
+        and not link_dense(header)
+    ):
         parent = content.parent
         for chrome_id in ("footer", "toc", "footnotes-nav"):
             tag = parent.find(id=chrome_id)
@@ -119,17 +160,28 @@ def _doxygen_root(soup: BeautifulSoup) -> Tag | None:
     title as the page's heading, the groups the page belongs to (`div.ingroups`, inside the
     title) as a line under it, and the header's links to the page's own parts left out."""
     contents = soup.find("div", class_="contents")
-    header = contents.find_previous_sibling("div", class_="header") if isinstance(contents, Tag) else None
+    header = (
+        contents.find_previous_sibling("div", class_="header")
+        if isinstance(contents, Tag)
+        else None
+    )
     if not isinstance(header, Tag) or header.find(class_="headertitle") is None:
         return None
     title = header.find(class_="title")
     if isinstance(title, Tag) and title.find(HEADINGS) is None:
         title.name = "h1"
-        for line in reversed(title.find_all("div")):  # the groups the page belongs to: a line under the title
+        for line in reversed(
+            title.find_all("div")
+        ):  # the groups the page belongs to: a line under the title
             line.name = "p"
             title.insert_after(line.extract())
     for part in header.find_all("div"):
-        if not part.decomposed and part is not title and part not in title.parents and link_dense(part):
+        if (
+            not part.decomposed
+            and part is not title
+            and part not in title.parents
+            and link_dense(part)
+        ):
             part.decompose()
     root = soup.new_tag("div")
     header.insert_before(root)
@@ -178,8 +230,11 @@ def _densest(body: Tag, lengths: dict[int, int]) -> Tag:
         best_length = lengths.get(id(best), 0)
         if best_length < DENSITY_SHARE * max(1, lengths.get(id(node), 0)):
             return node
-        siblings = sum(_reader_length(c, lengths) for c in node.children if isinstance(c, Tag) and c is not best
-                       and not is_chrome(c))
+        siblings = sum(
+            _reader_length(c, lengths)
+            for c in node.children
+            if isinstance(c, Tag) and c is not best and not is_chrome(c)
+        )
         if siblings >= SIBLING_SHARE * best_length or _heading_outside(node, best):
             return node
         if best.name == "table" and _data_table(best):
@@ -193,7 +248,10 @@ def _reader_length(tag: Tag, lengths: dict[int, int]) -> int:
     own = lengths.get(id(tag), 0)
     if own >= SIBLING_MIN_CHARS:
         return own
-    if tag.name in DENSITY_CONTAINERS | {"ul", "ol", "dl"} and tag.find(["li", "dd", "td"]) is not None:
+    if (
+        tag.name in DENSITY_CONTAINERS | {"ul", "ol", "dl"}
+        and tag.find(["li", "dd", "td"]) is not None
+    ):
         whole = len(tag.get_text(strip=True))
         return whole if whole >= SIBLING_MIN_CHARS else 0
     return 0
@@ -206,8 +264,9 @@ def _titled_beside(article: Tag) -> bool:
         if not isinstance(parent, Tag) or parent.name in ("html", "[document]"):
             return False
         for heading in parent.find_all(HEADINGS):
-            if article not in heading.parents and not any(is_chrome(p) for p in heading.parents if p is not parent
-                                                          and parent in p.parents):
+            if article not in heading.parents and not any(
+                is_chrome(p) for p in heading.parents if p is not parent and parent in p.parents
+            ):
                 return True
         if parent.name == "body":
             return False
@@ -222,6 +281,16 @@ def _data_table(table: Tag) -> bool:
 def _heading_outside(node: Tag, best: Tag) -> bool:
     """A heading among the node's own children (not in the densest child) titles what follows:
     stepping past it would drop the section's title and the content beside it."""
-    return any(isinstance(child, Tag) and child is not best and (child.name in HEADINGS or (
-        child.name in DENSITY_CONTAINERS and not is_chrome(child) and child.find(HEADINGS) is not None))
-        for child in node.children)
+    return any(
+        isinstance(child, Tag)
+        and child is not best
+        and (
+            child.name in HEADINGS
+            or (
+                child.name in DENSITY_CONTAINERS
+                and not is_chrome(child)
+                and child.find(HEADINGS) is not None
+            )
+        )
+        for child in node.children
+    )

@@ -24,14 +24,48 @@ from ingest.extract.html_tables import is_layout_table, own_rows, spanned_grid, 
 
 NOT_LINKS = ("javascript:", "data:", "vbscript:", "mailto:")  # hrefs that are not pages to link to
 BLOCK_TAGS = {
-    "p", "div", "section", "article", "main", "body", "html", "figure", "figcaption", "dl",
-    "dd", "dt", "details", "summary", "address", "center", "header",
+    "p",
+    "div",
+    "section",
+    "article",
+    "main",
+    "body",
+    "html",
+    "figure",
+    "figcaption",
+    "dl",
+    "dd",
+    "dt",
+    "details",
+    "summary",
+    "address",
+    "center",
+    "header",
 }
-ITEM_BLOCKS = {"p", "pre", "ul", "ol", "table", "dl", "blockquote", "h1", "h2", "h3", "h4", "h5", "h6",
-               "div", "section", "figure", "details"}
+ITEM_BLOCKS = {
+    "p",
+    "pre",
+    "ul",
+    "ol",
+    "table",
+    "dl",
+    "blockquote",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "div",
+    "section",
+    "figure",
+    "details",
+}
 INLINE_MARKS = {"code", "strong", "b", "em", "i"}
 STRUCTURE = {"h1", "h2", "h3", "h4", "h5", "h6", "pre", "ul", "ol", "table", "blockquote", "hr"}
-MAX_HEADING_CHARS = 300  # a longer "heading" is an unclosed one that swallowed what follows: written as text
+MAX_HEADING_CHARS = (
+    300  # a longer "heading" is an unclosed one that swallowed what follows: written as text
+)
 BREAK = "\x00br\x00"  # a line break a literal layout keeps, through inline_text's joining of spaces
 LITERAL_CLASSES = ("literallayout", "line-block", "address")
 
@@ -68,7 +102,9 @@ class MarkdownRenderer:
         self.page_ids = page_ids  # the ids and names the page has; None: every id is taken as it is
 
     def render(self, node) -> str:
-        return self.blocks(node).replace(BREAK, " ").strip() + "\n"  # a break outside a layout's own block
+        return (
+            self.blocks(node).replace(BREAK, " ").strip() + "\n"
+        )  # a break outside a layout's own block
 
     def blocks(self, node) -> str:
         parts: list[str] = []
@@ -94,7 +130,11 @@ class MarkdownRenderer:
             if not isinstance(child, Tag):
                 continue
             name = child.name
-            if name not in BLOCK_TAGS and name not in STRUCTURE and child.find(STRUCTURE | BLOCK_TAGS) is not None:
+            if (
+                name not in BLOCK_TAGS
+                and name not in STRUCTURE
+                and child.find(STRUCTURE | BLOCK_TAGS) is not None
+            ):
                 # an inline or unknown element around blocks (`<language-id>` left unclosed in a page's
                 # text wraps the rest of it, as a browser reads it): its blocks stay blocks
                 if name == "a":
@@ -116,7 +156,9 @@ class MarkdownRenderer:
             elif name == "blockquote":
                 flush()
                 quoted = self.blocks(child).strip()
-                parts.append("\n".join("> " + line if line else ">" for line in quoted.splitlines()))
+                parts.append(
+                    "\n".join("> " + line if line else ">" for line in quoted.splitlines())
+                )
             elif name == "hr":
                 flush()
                 parts.append("---")
@@ -144,12 +186,18 @@ class MarkdownRenderer:
         text = heading_text(tag).replace("*", "\\*")  # a signature's `*args` is no emphasis
         if not text:
             return ""
-        if len(text) > MAX_HEADING_CHARS:  # no title runs this long: what the element holds is text, kept as such
+        if (
+            len(text) > MAX_HEADING_CHARS
+        ):  # no title runs this long: what the element holds is text, kept as such
             return self.blocks(tag).strip()
         identifier = heading_id(tag)
         if self.page_ids is not None and identifier not in self.page_ids:
             identifier = ""  # a fragment the page lacks would open the page's top, not the section
-        suffix = f" {{#{identifier}}}" if identifier and not any(c.isspace() or c in "{}" for c in identifier) else ""
+        suffix = (
+            f" {{#{identifier}}}"
+            if identifier and not any(c.isspace() or c in "{}" for c in identifier)
+            else ""
+        )
         return "#" * HEADINGS[tag.name] + " " + text + suffix
 
     def inline(self, node) -> str:
@@ -166,8 +214,11 @@ class MarkdownRenderer:
     def inline_tag(self, tag: Tag) -> str:
         name = tag.name
         if name == "br":
-            return BREAK if _keeps_line_breaks(tag.parent) or any(
-                _keeps_line_breaks(p) for p in tag.parents) else "\n"
+            return (
+                BREAK
+                if _keeps_line_breaks(tag.parent) or any(_keeps_line_breaks(p) for p in tag.parents)
+                else "\n"
+            )
         if name == "sup":
             text = self.inline(tag)
             before = tag.previous_sibling
@@ -222,8 +273,12 @@ class MarkdownRenderer:
             if item.find(HEADINGS) is not None:
                 lines.append(self.blocks(item).strip())
                 continue
-            if any(isinstance(c, Tag) and c.name not in ("ul", "ol") and
-                   (c.name in ITEM_BLOCKS or c.find(ITEM_BLOCKS - {"ul", "ol"}) is not None) for c in item.children):
+            if any(
+                isinstance(c, Tag)
+                and c.name not in ("ul", "ol")
+                and (c.name in ITEM_BLOCKS or c.find(ITEM_BLOCKS - {"ul", "ol"}) is not None)
+                for c in item.children
+            ):
                 pad = indent + " " * (len(marker) + 1)
                 first, *rest = (self.blocks(item).strip() or "").split("\n")
                 lines.append(f"{indent}{marker} {first}".rstrip())
@@ -240,7 +295,9 @@ class MarkdownRenderer:
                 elif isinstance(child, Tag):
                     inline_parts.append(self.inline_tag(child))
             text = inline_text("".join(inline_parts))
-            if text or any(part.strip() for part in nested):  # an item left empty (its buttons dropped) is no item
+            if text or any(
+                part.strip() for part in nested
+            ):  # an item left empty (its buttons dropped) is no item
                 lines.append(f"{indent}{marker} {text}".rstrip())
             lines.extend(nested)
         return "\n".join(lines)
@@ -262,7 +319,9 @@ class MarkdownRenderer:
                     if inner:
                         parts.append(inner)
             return "\n\n".join(parts)
-        cells = spanned_grid([[(inline_text(self.inline(c)).replace("|", "\\|"), c) for c in row] for row in rows])
+        cells = spanned_grid(
+            [[(inline_text(self.inline(c)).replace("|", "\\|"), c) for c in row] for row in rows]
+        )
         cells = [row for row in cells if any(row)]
         blocks = [title] if title else []
         blocks += table_blocks_by_size(cells)

@@ -47,18 +47,38 @@ from ingest.extract.result import Extracted
 HEADER_END = b"\n"
 OUT_OF_MEMORY_EXIT = 24  # the child's exit status when Python raised MemoryError
 BUDGET_SIGNALS = (-signal.SIGKILL, -signal.SIGXCPU, -signal.SIGABRT, -signal.SIGSEGV)
-OUT_OF_MEMORY_MARKS = (b"MemoryError", b"failed to map segment", b"bad_alloc", b"Cannot allocate memory")
+OUT_OF_MEMORY_MARKS = (
+    b"MemoryError",
+    b"failed to map segment",
+    b"bad_alloc",
+    b"Cannot allocate memory",
+)
 TRUNCATED = "\n\n[… truncated: the first {kept:,} of {total:,} characters were kept (KB_EXTRACT_MAX_CHARS) …]\n"
 LIBXML2_LIMITS = ("Memory allocation failed", "Resource limit exceeded")
 READ_SIZE = 1 << 16
-SCRATCH_PREFIX, HELD = "kb-parser-", ".held"  # the child's own folder, and the lock its worker holds there
+SCRATCH_PREFIX, HELD = (
+    "kb-parser-",
+    ".held",
+)  # the child's own folder, and the lock its worker holds there
 SCRATCH_GRACE_SECONDS = 60
 CHILD = ("-m", "ingest.extract.isolated")  # the child's arguments to the Python interpreter
 # All the child inherits of the worker's environment: how to find programs and libraries, the
 # locale, and what tunes the parsers and Tesseract. Never a secret, a database's address or a
 # data folder: those stay with the worker.
-INHERITED = ("PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ", "PYTHONPATH", "PYTHONHASHSEED",
-             "TESSDATA_PREFIX", "OMP_THREAD_LIMIT", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+INHERITED = (
+    "PATH",
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "PYTHONPATH",
+    "PYTHONHASHSEED",
+    "TESSDATA_PREFIX",
+    "OMP_THREAD_LIMIT",
+    "OPENBLAS_CORETYPE",
+    "OPENBLAS_L2_SIZE",
+)
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +86,7 @@ logger = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class ParserBudget:
     cpu_seconds: int = 60
-    memory_bytes: int = 2 * 1024 ** 3
+    memory_bytes: int = 2 * 1024**3
     max_chars: int = 2_000_000  # characters of text kept from one document
     extra_wall_seconds: float = 0.0  # OCR: each page has its own budget on top
 
@@ -78,25 +98,52 @@ class ParserBudget:
     def output_bytes(self) -> int:
         """What the child may write: its text as JSON (at most 6 bytes a character, for escapes)
         and room for the title, links and page marks."""
-        return self.max_chars * 6 + 4 * 1024 ** 2
+        return self.max_chars * 6 + 4 * 1024**2
 
 
-def extract_isolated(body: bytes, media_type: str, *, fallback_title: str = "", charset: str | None = None,
-                     url: str = "", budget: ParserBudget = ParserBudget(), ocr: OcrOptions | None = None) -> Extracted:
+def extract_isolated(
+    body: bytes,
+    media_type: str,
+    *,
+    fallback_title: str = "",
+    charset: str | None = None,
+    url: str = "",
+    budget: ParserBudget = ParserBudget(),
+    ocr: OcrOptions | None = None,
+) -> Extracted:
     """`ocr` lets scans be read, each OCRed page within its own budget (the deadline grows by them)."""
     if ocr and media_type in OCR_TYPES:
         budget = replace(budget, extra_wall_seconds=ocr.document_seconds)
-    with (tempfile.TemporaryDirectory(prefix=SCRATCH_PREFIX) as writable, _held(writable),
-          tempfile.TemporaryFile() as stdin, tempfile.TemporaryFile() as stderr):
-        header = json.dumps({"media_type": media_type, "fallback_title": fallback_title, "charset": charset,
-                             "url": url, "max_chars": budget.max_chars,
-                             "memory_bytes": budget.memory_bytes, "writable": writable, "parent": os.getpid(),
-                             "ocr": asdict(ocr) if ocr else None}).encode() + HEADER_END
+    with (
+        tempfile.TemporaryDirectory(prefix=SCRATCH_PREFIX) as writable,
+        _held(writable),
+        tempfile.TemporaryFile() as stdin,
+        tempfile.TemporaryFile() as stderr,
+    ):
+        header = (
+            json.dumps(
+                {
+                    "media_type": media_type,
+                    "fallback_title": fallback_title,
+                    "charset": charset,
+                    "url": url,
+                    "max_chars": budget.max_chars,
+                    "memory_bytes": budget.memory_bytes,
+                    "writable": writable,
+                    "parent": os.getpid(),
+                    "ocr": asdict(ocr) if ocr else None,
+                }
+            ).encode()
+            + HEADER_END
+        )
         stdin.write(header)
         stdin.write(body)
         stdin.seek(0)
         child = subprocess.Popen(
-            [sys.executable, *CHILD], stdin=stdin, stdout=subprocess.PIPE, stderr=stderr,
+            [sys.executable, *CHILD],
+            stdin=stdin,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
             preexec_fn=lambda: _limit(budget),
             env=child_environment(writable),
         )
@@ -133,8 +180,11 @@ def sweep_scratch() -> int:
     removed = 0
     root = tempfile.gettempdir()
     try:
-        entries = [entry for entry in os.scandir(root)
-                   if entry.name.startswith(SCRATCH_PREFIX) and entry.is_dir(follow_symlinks=False)]
+        entries = [
+            entry
+            for entry in os.scandir(root)
+            if entry.name.startswith(SCRATCH_PREFIX) and entry.is_dir(follow_symlinks=False)
+        ]
     except OSError:
         return 0
     for entry in entries:
@@ -183,8 +233,10 @@ def _read_capped(child: subprocess.Popen, budget: ParserBudget) -> bytes:
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise ParserBudgetExceeded(f"Parsing took longer than {budget.wall_seconds:.0f} s "
-                                           f"(KB_PARSER_CPU_SECONDS={budget.cpu_seconds}).")
+                raise ParserBudgetExceeded(
+                    f"Parsing took longer than {budget.wall_seconds:.0f} s "
+                    f"(KB_PARSER_CPU_SECONDS={budget.cpu_seconds})."
+                )
             if not selector.select(timeout=min(remaining, 1.0)):
                 continue
             piece = os.read(child.stdout.fileno(), READ_SIZE)
@@ -192,8 +244,10 @@ def _read_capped(child: subprocess.Popen, budget: ParserBudget) -> bytes:
                 break
             size += len(piece)
             if size > budget.output_bytes:
-                raise ParserBudgetExceeded(f"The parser's output exceeded {budget.output_bytes // 1024 ** 2} MB "
-                                           f"(KB_EXTRACT_MAX_CHARS={budget.max_chars}).")
+                raise ParserBudgetExceeded(
+                    f"The parser's output exceeded {budget.output_bytes // 1024**2} MB "
+                    f"(KB_EXTRACT_MAX_CHARS={budget.max_chars})."
+                )
             pieces.append(piece)
     child.wait(timeout=max(1.0, deadline - time.monotonic()))
     return b"".join(pieces)
@@ -215,10 +269,12 @@ def _answer(returncode: int, output: bytes, stderr: bytes, budget: ParserBudget)
         if returncode == OUT_OF_MEMORY_EXIT or returncode in BUDGET_SIGNALS or out_of_memory:
             raise ParserBudgetExceeded(
                 f"Parsing exceeded its budget of {budget.cpu_seconds} s CPU and "
-                f"{budget.memory_bytes // 1024 ** 2} MB (KB_PARSER_CPU_SECONDS, KB_PARSER_MEMORY_MB)."
+                f"{budget.memory_bytes // 1024**2} MB (KB_PARSER_CPU_SECONDS, KB_PARSER_MEMORY_MB)."
             )
         tail = stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no output"]
-        raise DocumentCorrupt(f"The parser stopped on this file (exit {returncode}): {tail[0][:300]}")
+        raise DocumentCorrupt(
+            f"The parser stopped on this file (exit {returncode}): {tail[0][:300]}"
+        )
     answer = json.loads(output)
     weaker = sandbox.refused(answer.get("sandbox", {}))
     if weaker:
@@ -256,8 +312,12 @@ def capped(extracted: Extracted, max_chars: int) -> Extracted:
         return extracted
     cut = extracted.content.rfind("\n", max(0, max_chars - 10_000), max_chars)
     cut = cut if cut > 0 else max_chars
-    return replace(extracted, content=extracted.content[:cut] + TRUNCATED.format(kept=cut, total=total),
-                   pages=tuple(p for p in extracted.pages if p[0] < cut), cut=(cut, total))
+    return replace(
+        extracted,
+        content=extracted.content[:cut] + TRUNCATED.format(kept=cut, total=total),
+        pages=tuple(p for p in extracted.pages if p[0] < cut),
+        cut=(cut, total),
+    )
 
 
 def without_nul(extracted: Extracted) -> Extracted:
@@ -265,8 +325,11 @@ def without_nul(extracted: Extracted) -> Extracted:
     anywhere in a file must cost nothing but itself."""
     if "\x00" not in extracted.content and "\x00" not in extracted.title:
         return extracted
-    return replace(extracted, title=extracted.title.replace("\x00", ""),
-                   content=extracted.content.replace("\x00", ""))
+    return replace(
+        extracted,
+        title=extracted.title.replace("\x00", ""),
+        content=extracted.content.replace("\x00", ""),
+    )
 
 
 def _out_of_memory(exc: Exception, memory_bytes: int) -> bool:
@@ -288,15 +351,23 @@ def main() -> int:
     del raw
     request = json.loads(header)
     state = sandbox.enter(request["writable"])  # before a byte of the document is parsed
-    sandbox.die_with_parent(request["parent"])  # after the sandbox: a change of credentials clears it
+    sandbox.die_with_parent(
+        request["parent"]
+    )  # after the sandbox: a change of credentials clears it
     try:
         ocr = request.get("ocr")
         options = OcrOptions(**{**ocr, "languages": tuple(ocr["languages"])}) if ocr else None
         if request["media_type"] == ASCIIDOC:  # an external program, run only here, in the sandbox
             extracted = asciidoc_to_extracted(body, fallback_title=request["fallback_title"])
         else:
-            extracted = extract(body, request["media_type"], charset=request["charset"], url=request["url"],
-                                fallback_title=request["fallback_title"], ocr_options=options)
+            extracted = extract(
+                body,
+                request["media_type"],
+                charset=request["charset"],
+                url=request["url"],
+                fallback_title=request["fallback_title"],
+                ocr_options=options,
+            )
         answer = {"extracted": asdict(capped(extracted, request["max_chars"]))}
     except IngestError as exc:
         answer = {"error": {"code": exc.code, "message": exc.message}}

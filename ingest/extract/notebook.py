@@ -31,10 +31,17 @@ def notebook_to_markdown(body: bytes) -> tuple[str, str]:
         raise DocumentCorrupt("The notebook is not a JSON object.")
     cells = notebook.get("cells")
     if cells is None:  # nbformat 3
-        cells = [cell for sheet in _list(notebook.get("worksheets")) for cell in _list(_dict(sheet).get("cells"))]
+        cells = [
+            cell
+            for sheet in _list(notebook.get("worksheets"))
+            for cell in _list(_dict(sheet).get("cells"))
+        ]
     metadata = _dict(notebook.get("metadata"))
-    language = (_dict(metadata.get("kernelspec")).get("language")
-                or _dict(metadata.get("language_info")).get("name") or "")
+    language = (
+        _dict(metadata.get("kernelspec")).get("language")
+        or _dict(metadata.get("language_info")).get("name")
+        or ""
+    )
     language = language if isinstance(language, str) else ""
     blocks = []
     for cell in cells if isinstance(cells, list) else ():
@@ -63,8 +70,10 @@ def _check_depth(text: str) -> None:
     for bracket in BRACKET.finditer(JSON_STRING.sub("", text)):
         depth += 1 if bracket.group() in "[{" else -1
         if depth > MAX_DEPTH:
-            raise DocumentCorrupt(f"The notebook's JSON nests deeper than {MAX_DEPTH} levels; a notebook nests "
-                                  "about 8.")
+            raise DocumentCorrupt(
+                f"The notebook's JSON nests deeper than {MAX_DEPTH} levels; a notebook nests "
+                "about 8."
+            )
 
 
 def _dict(value) -> dict:

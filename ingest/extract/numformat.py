@@ -33,17 +33,17 @@ def _sections(fmt: str) -> list[str]:
         if ch == '"':
             end = fmt.find('"', i + 1)
             end = len(fmt) if end < 0 else end
-            current.append(fmt[i:end + 1])
+            current.append(fmt[i : end + 1])
             i = end + 1
             continue
         if ch == "\\" and i + 1 < len(fmt):
-            current.append(fmt[i:i + 2])
+            current.append(fmt[i : i + 2])
             i += 2
             continue
         if ch == "[":
             end = fmt.find("]", i)
             end = len(fmt) if end < 0 else end
-            current.append(fmt[i:end + 1])
+            current.append(fmt[i : end + 1])
             i = end + 1
             continue
         if ch == ";":
@@ -66,7 +66,7 @@ def _tokens(section: str) -> list[tuple[str, str]] | None:
         if ch == '"':
             end = section.find('"', i + 1)
             end = len(section) if end < 0 else end
-            tokens.append(("lit", section[i + 1:end]))
+            tokens.append(("lit", section[i + 1 : end]))
             i = end + 1
         elif ch == "\\" and i + 1 < len(section):
             tokens.append(("lit", section[i + 1]))
@@ -79,7 +79,7 @@ def _tokens(section: str) -> list[tuple[str, str]] | None:
         elif ch == "[":
             end = section.find("]", i)
             end = len(section) if end < 0 else end
-            tag = section[i + 1:end]
+            tag = section[i + 1 : end]
             if tag.startswith("$"):
                 tokens.append(("lit", tag[1:].split("-", 1)[0]))
             elif tag[:1] in "<>=" or tag.lower().startswith(("h", "m", "s")):
@@ -88,8 +88,8 @@ def _tokens(section: str) -> list[tuple[str, str]] | None:
         elif ch in _PLACEHOLDERS or ch in ".,":
             tokens.append(("num", ch))
             i += 1
-        elif ch in "Ee" and section[i + 1:i + 2] in ("+", "-"):
-            tokens.append(("num", section[i:i + 2].upper()))
+        elif ch in "Ee" and section[i + 1 : i + 2] in ("+", "-"):
+            tokens.append(("num", section[i : i + 2].upper()))
             i += 2
         elif ch == "%":
             tokens.append(("pct", "%"))
@@ -121,9 +121,9 @@ def format_number(value: float, fmt: str) -> str | None:
         text = "".join(t for _, t in tokens)
         return (sign + text) if text.strip() else None
     first, last = where[0], where[-1]
-    if any(kind == "lit" and text.strip() for kind, text in tokens[first:last + 1]):
+    if any(kind == "lit" and text.strip() for kind, text in tokens[first : last + 1]):
         return None  # digits interleaved with text (000-00-0000)
-    pattern = "".join(t for kind, t in tokens[first:last + 1] if kind == "num")
+    pattern = "".join(t for kind, t in tokens[first : last + 1] if kind == "num")
     if not any(ch in _PLACEHOLDERS for ch in pattern):
         return None
     try:  # the shortest decimal that is the float, as a spreadsheet shows 15 digits, not binary noise
@@ -134,7 +134,7 @@ def format_number(value: float, fmt: str) -> str | None:
         return None
     number = _number(exact * 100 ** sum(1 for kind, _ in tokens if kind == "pct"), pattern)
     before = "".join(t for _, t in tokens[:first])
-    after = "".join(t for _, t in tokens[last + 1:])
+    after = "".join(t for _, t in tokens[last + 1 :])
     return (sign + before + number + after).strip()
 
 
@@ -149,7 +149,7 @@ def _number(value: Decimal, pattern: str) -> str:
     integer, _, fraction = pattern.partition(".")
     scaled = len(integer) - len(integer.rstrip(","))  # each trailing comma divides by 1,000
     integer = integer.rstrip(",")
-    value = value / 1000 ** scaled
+    value = value / 1000**scaled
     grouped = "," in integer
     integer, fraction = integer.replace(",", ""), fraction.replace(",", "")
     decimals = len(fraction)
@@ -182,8 +182,11 @@ def date_text(value, fmt: str) -> str:
         if has_time and not has_date:
             return value.time().isoformat(precision)
         if not has_time or value.time() == datetime.time():  # a datetime at midnight is a date
-            return value.date().isoformat() if has_date or value.time() == datetime.time() \
+            return (
+                value.date().isoformat()
+                if has_date or value.time() == datetime.time()
                 else value.isoformat(" ", "minutes")
+            )
         return value.isoformat(" ", precision)
     if isinstance(value, datetime.time):
         return value.isoformat(precision if has_time else "minutes")

@@ -27,8 +27,10 @@ OCR_TYPES = ("application/pdf",) + IMAGE_TYPES  # the types whose parse may OCR 
 PILLOW_FORMATS = {PNG: "PNG", JPEG: "JPEG", TIFF: "TIFF", WEBP: "WEBP"}
 MAX_PIXELS = 50_000_000  # per page: an A3 page at 300 dpi is 17 Mpx; more is a bomb, not a scan
 RENDER_DPI = 300  # PDF pages are rendered at the resolution Tesseract is trained for
-INSTALL_ADVICE = ("Tesseract OCR is not installed on the worker: install the Debian packages tesseract-ocr and "
-                  "tesseract-ocr-<language> (scripts/ocr.sh does), see docs/ingesting.md \"Scans (OCR)\".")
+INSTALL_ADVICE = (
+    "Tesseract OCR is not installed on the worker: install the Debian packages tesseract-ocr and "
+    'tesseract-ocr-<language> (scripts/ocr.sh does), see docs/ingesting.md "Scans (OCR)".'
+)
 
 
 @dataclass(frozen=True)
@@ -62,8 +64,10 @@ def unavailable(options: OcrOptions) -> str:
     missing = [code for code in options.languages if code not in installed]
     if missing:
         packages = " ".join("tesseract-ocr-" + code.replace("_", "-").lower() for code in missing)
-        return (f"The OCR language(s) {', '.join(missing)} (KB_OCR_LANGUAGES) are not installed on the worker: "
-                f"install {packages}.")
+        return (
+            f"The OCR language(s) {', '.join(missing)} (KB_OCR_LANGUAGES) are not installed on the worker: "
+            f"install {packages}."
+        )
     return ""
 
 
@@ -71,12 +75,18 @@ def recognise(image, options: OcrOptions) -> OcrPage:
     """One page image to text in Tesseract's reading order, with its mean word confidence."""
     import pytesseract
 
-    os.environ.setdefault("OMP_THREAD_LIMIT", "1")  # measured 4x faster on 2 shared cores (docs/benchmarks.md)
+    os.environ.setdefault(
+        "OMP_THREAD_LIMIT", "1"
+    )  # measured 4x faster on 2 shared cores (docs/benchmarks.md)
     if image.mode not in ("L", "RGB", "1"):
         image = image.convert("RGB")
     try:
-        data = pytesseract.image_to_data(image, lang="+".join(options.languages), timeout=options.page_seconds,
-                                         output_type=pytesseract.Output.DICT)
+        data = pytesseract.image_to_data(
+            image,
+            lang="+".join(options.languages),
+            timeout=options.page_seconds,
+            output_type=pytesseract.Output.DICT,
+        )
     except RuntimeError as exc:  # pytesseract's timeout kills the tesseract process
         raise ParserBudgetExceeded(
             f"OCR of one page took longer than {options.page_seconds} s (KB_OCR_PAGE_SECONDS)."
@@ -99,8 +109,10 @@ def page_from_words(data: dict) -> OcrPage:
         confidence = float(data["conf"][i])
         if confidence >= 0:
             confidences.append(confidence)
-    blocks = ["\n".join(escape_markdown_line(" ".join(words)) for words in lines.values())
-              for lines in paragraphs.values()]
+    blocks = [
+        "\n".join(escape_markdown_line(" ".join(words)) for words in lines.values())
+        for lines in paragraphs.values()
+    ]
     mean = sum(confidences) / len(confidences) if confidences else 0.0
     return OcrPage(text="\n\n".join(blocks), confidence=round(mean, 1))
 
@@ -120,7 +132,9 @@ def read_image(body: bytes, media_type: str, fallback_title: str, options: OcrOp
     reason = unavailable(options)
     if reason:
         raise NoTextLayer(f"An image has no text layer and OCR is not available. {reason}")
-    Image.MAX_IMAGE_PIXELS = MAX_PIXELS  # Pillow's own guard, for formats whose size is only known late
+    Image.MAX_IMAGE_PIXELS = (
+        MAX_PIXELS  # Pillow's own guard, for formats whose size is only known late
+    )
     try:
         image = Image.open(io.BytesIO(body), formats=[PILLOW_FORMATS[media_type]])
     except (UnidentifiedImageError, Image.DecompressionBombError, OSError, ValueError) as exc:
@@ -131,7 +145,9 @@ def read_image(body: bytes, media_type: str, fallback_title: str, options: OcrOp
     try:
         for number, frame in enumerate(ImageSequence.Iterator(image), start=1):
             if number > options.max_pages:
-                raise ParserBudgetExceeded(f"The image has more than {options.max_pages} pages (KB_OCR_MAX_PAGES).")
+                raise ParserBudgetExceeded(
+                    f"The image has more than {options.max_pages} pages (KB_OCR_MAX_PAGES)."
+                )
             check_size(*frame.size)
             page = recognise(frame, options)
             builder.page(number)
@@ -160,7 +176,9 @@ def recognise_pdf_pages(document, indexes: list[int], options: OcrOptions) -> di
         try:
             width, height = page.get_size()  # points
             scale = RENDER_DPI / 72
-            if width * height * scale * scale > MAX_PIXELS:  # an oversized media box renders smaller
+            if (
+                width * height * scale * scale > MAX_PIXELS
+            ):  # an oversized media box renders smaller
                 scale = (MAX_PIXELS / max(1.0, width * height)) ** 0.5
             check_size(int(width * scale), int(height * scale))
             image = page.render(scale=scale, grayscale=True).to_pil()

@@ -76,10 +76,12 @@ def _list_styles(roots) -> dict[tuple[str, int], int | None]:
             for level_style in style:
                 level = level_style.get(f"{TEXT}level") or "1"
                 numbered = level_style.tag == f"{TEXT}list-level-style-number" and (
-                    level_style.get(f"{{{ODF_NS['style']}}}num-format") != "")
+                    level_style.get(f"{{{ODF_NS['style']}}}num-format") != ""
+                )
                 start = level_style.get(f"{TEXT}start-value") or "1"
                 styles[(name, int(level) if level.isdigit() else 1)] = (
-                    int(start) if numbered and start.isdigit() else (1 if numbered else None))
+                    int(start) if numbered and start.isdigit() else (1 if numbered else None)
+                )
     return styles
 
 
@@ -113,7 +115,11 @@ def _odf_raw_text(element, notes: Notes | None) -> str:
         elif tag == "note" and notes is not None:
             note_body = child.find(f"{TEXT}note-body")
             if note_body is not None:
-                parts.append(notes.cite(" ".join(_odf_text(p) for p in note_body.iter() if p.tag in BODY_TAGS)))
+                parts.append(
+                    notes.cite(
+                        " ".join(_odf_text(p) for p in note_body.iter() if p.tag in BODY_TAGS)
+                    )
+                )
         elif tag not in ("note", "annotation"):
             parts.append(_odf_raw_text(child, notes))
         parts.append(child.tail or "")
@@ -136,13 +142,18 @@ def read_odt(body: bytes, fallback_title: str) -> Extracted:
     return builder.result(title or first_heading or fallback_title)
 
 
-def _add_blocks(container, builder: MarkdownBuilder, list_styles, notes: Notes, skip: set[int] | None = None) -> str:
+def _add_blocks(
+    container, builder: MarkdownBuilder, list_styles, notes: Notes, skip: set[int] | None = None
+) -> str:
     """A container's headings, paragraphs, lists and tables, in document order, added to
     `builder`, the elements of `skip` (and what they hold) left out; returns its first heading."""
     done = set(skip or ())
     done |= {id(e) for element in container.iter() if id(element) in done for e in element.iter()}
-    done |= {id(p) for table in container.iter(f"{{{ODF_NS['table']}}}table")
-             for p in table.iter(f"{TEXT}p")}  # read with their table
+    done |= {
+        id(p)
+        for table in container.iter(f"{{{ODF_NS['table']}}}table")
+        for p in table.iter(f"{TEXT}p")
+    }  # read with their table
     done |= {id(e) for note in container.iter(f"{TEXT}note") for e in note.iter()}  # read as notes
     counters: dict[tuple[str, int], int] = {}
     first_heading = ""
@@ -160,7 +171,9 @@ def _add_blocks(container, builder: MarkdownBuilder, list_styles, notes: Notes, 
             text = _odf_text(element, notes)
             if text:
                 builder.add(escape_markdown_line(text))
-        elif element.tag == f"{TEXT}list" and element.find(f".//{TEXT}h") is None:  # numbered headings stay headings
+        elif (
+            element.tag == f"{TEXT}list" and element.find(f".//{TEXT}h") is None
+        ):  # numbered headings stay headings
             items = _list_items(element, list_styles, counters, notes)
             if items:
                 builder.add(list_markdown(items))
@@ -171,8 +184,9 @@ def _add_blocks(container, builder: MarkdownBuilder, list_styles, notes: Notes, 
     return first_heading
 
 
-def _list_items(lst, styles, counters: dict[tuple[str, int], int], notes: Notes, level: int = 0,
-                style: str = "") -> list[tuple[int, str, str]]:
+def _list_items(
+    lst, styles, counters: dict[tuple[str, int], int], notes: Notes, level: int = 0, style: str = ""
+) -> list[tuple[int, str, str]]:
     """A `text:list`'s items as (level, marker, text) for `blocks.list_markdown`: a nested
     list takes its style from the list around it unless it names its own."""
     style = lst.get(f"{TEXT}style-name") or style
@@ -180,7 +194,9 @@ def _list_items(lst, styles, counters: dict[tuple[str, int], int], notes: Notes,
     continues = lst.get(f"{TEXT}continue-numbering") == "true" or lst.get(f"{TEXT}continue-list")
     if not (level == 0 and continues):
         counters.pop(key, None)
-    start = styles.get((style, level + 1))  # a list of no known style is bulleted: numbers would be made up
+    start = styles.get(
+        (style, level + 1)
+    )  # a list of no known style is bulleted: numbers would be made up
     items = []
     for item in lst:
         first = item.tag == f"{TEXT}list-item"
@@ -196,7 +212,11 @@ def _list_items(lst, styles, counters: dict[tuple[str, int], int], notes: Notes,
                     marker = "-"
                 else:
                     value = item.get(f"{TEXT}start-value")
-                    counters[key] = int(value) if value and value.isdigit() else counters.get(key, start - 1) + 1
+                    counters[key] = (
+                        int(value)
+                        if value and value.isdigit()
+                        else counters.get(key, start - 1) + 1
+                    )
                     marker = f"{counters[key]}."
                 first = False
             items.append((level, marker, escape_markdown_line(text)))
@@ -212,8 +232,9 @@ def _odf_rows(table, notes: Notes | None = None) -> list[list[str]]:
         for cell in row:
             if cell.tag.rsplit("}", 1)[-1] not in ("table-cell", "covered-table-cell"):
                 continue
-            text = " ".join(_odf_text(p, notes) for p in cell.iter(f"{TEXT}p")
-                            if id(p) not in in_notes).replace("|", "\\|")
+            text = " ".join(
+                _odf_text(p, notes) for p in cell.iter(f"{TEXT}p") if id(p) not in in_notes
+            ).replace("|", "\\|")
             repeat = int(cell.get(f"{{{ODF_NS['table']}}}number-columns-repeated") or 1)
             cells.extend([text] * min(repeat, max_repeat if text else 1))
         repeat = int(row.get(f"{{{ODF_NS['table']}}}number-rows-repeated") or 1)
@@ -223,8 +244,10 @@ def _odf_rows(table, notes: Notes | None = None) -> list[list[str]]:
 
 def read_ods(body: bytes, fallback_title: str) -> Extracted:
     root, title, _ = _odf_content(body)
-    sheets = [(table.get(f"{{{ODF_NS['table']}}}name") or f"Sheet {n}", _odf_rows(table))
-              for n, table in enumerate(root.iter(f"{{{ODF_NS['table']}}}table"), start=1)]
+    sheets = [
+        (table.get(f"{{{ODF_NS['table']}}}name") or f"Sheet {n}", _odf_rows(table))
+        for n, table in enumerate(root.iter(f"{{{ODF_NS['table']}}}table"), start=1)
+    ]
     return sheets_markdown(sheets, title or fallback_title)
 
 
@@ -241,7 +264,11 @@ def read_odp(body: bytes, fallback_title: str) -> Extracted:
     builder = MarkdownBuilder()
     notes = Notes()
     for number, page in enumerate(drawing.iter(f"{DRAW}page"), start=1):
-        title_frames = [frame for frame in page.iter(f"{DRAW}frame") if frame.get(f"{PRESENTATION}class") == "title"]
+        title_frames = [
+            frame
+            for frame in page.iter(f"{DRAW}frame")
+            if frame.get(f"{PRESENTATION}class") == "title"
+        ]
         slide_title = next((text for frame in title_frames if (text := _odf_text_of(frame))), "")
         speaker_notes = page.findall(f"{PRESENTATION}notes")
         if presentation is not None:
@@ -250,7 +277,9 @@ def read_odp(body: bytes, fallback_title: str) -> Extracted:
             builder.add(f"## {heading} {{#slide-{number}}}")
         elif _odf_text_of(page):  # a drawing page of shapes alone is no section
             builder.add(f"## Page {number} {{#page-{number}}}")
-        _add_blocks(page, builder, list_styles, notes, skip={id(e) for e in title_frames + speaker_notes})
+        _add_blocks(
+            page, builder, list_styles, notes, skip={id(e) for e in title_frames + speaker_notes}
+        )
         notes.flush(builder)
         said = " ".join(text for element in speaker_notes if (text := _odf_text_of(element)))
         if said:

@@ -46,7 +46,9 @@ RUNNING_SHARE = 0.5
 MIN_RUNNING_PAGES = 3
 NUMBERED_SHARE = 0.3  # a third of pages may open a chapter, be blank, or carry no number
 DIGITS = re.compile(r"\d+")
-ROMAN = re.compile(r"m{0,3}(cm|cd|d?c{0,3})(xc|xl|l?x{0,3})(ix|iv|v?i{0,3})")  # front matter: i, ii, xiv
+ROMAN = re.compile(
+    r"m{0,3}(cm|cd|d?c{0,3})(xc|xl|l?x{0,3})(ix|iv|v?i{0,3})"
+)  # front matter: i, ii, xiv
 PAGES = re.compile(r"\d{1,6}(?:[-\u2013]\d{1,6})?")  # a page or a range of pages
 LEADER_DOTS = 5
 CONTENTS_LINES = 5
@@ -80,20 +82,30 @@ def read_pdf(body: bytes, fallback_title: str, options: ocr.OcrOptions | None = 
     for index, page in recognised.items():
         texts[index] = page.text
     if page_count and all(len(t.strip()) < MIN_TEXT_CHARS_PER_PAGE for t in texts):
-        advice = (ocr.unavailable(options) or "OCR found no text on them.") if options else "it needs OCR first."
+        advice = (
+            (ocr.unavailable(options) or "OCR found no text on them.")
+            if options
+            else "it needs OCR first."
+        )
         raise NoTextLayer(f"The PDF's {page_count} pages have no text layer (a scan?); {advice}")
     texts = join_split_words(drop_contents_lines(drop_running_lines(texts)))
-    if page_count and all(len(_body_text(t, outline.get(n, []))) < MIN_TEXT_CHARS_PER_PAGE
-                          for n, t in enumerate(texts, start=1)):
-        raise NoTextLayer(f"The PDF's {page_count} pages hold no body text beyond headings, running headers "
-                          "and footers (an outline over scanned pages?); it needs OCR first.")
+    if page_count and all(
+        len(_body_text(t, outline.get(n, []))) < MIN_TEXT_CHARS_PER_PAGE
+        for n, t in enumerate(texts, start=1)
+    ):
+        raise NoTextLayer(
+            f"The PDF's {page_count} pages hold no body text beyond headings, running headers "
+            "and footers (an outline over scanned pages?); it needs OCR first."
+        )
     title = title or _first_page_title(texts, outline)
     builder = MarkdownBuilder()
     for number, text in enumerate(texts, start=1):
         builder.page(number)
         for block in _pdf_page_blocks(text, outline.get(number, [])):
             builder.add(block)
-    ocr_pages = tuple((i + 1, p.confidence) for i, p in sorted(recognised.items()) if p.text.strip())
+    ocr_pages = tuple(
+        (i + 1, p.confidence) for i, p in sorted(recognised.items()) if p.text.strip()
+    )
     return replace(builder.result(title or fallback_title, "page"), ocr_pages=ocr_pages)
 
 
@@ -119,8 +131,11 @@ def page_reference(text: str) -> bool:
     words = text.split()
     if len(words) == 1 and _roman(words[0]):
         return True
-    return bool(words) and all(PAGES.fullmatch(word.removesuffix(",") if i < len(words) - 1 else word)
-                               and (i == len(words) - 1 or word.endswith(",")) for i, word in enumerate(words))
+    return bool(words) and all(
+        PAGES.fullmatch(word.removesuffix(",") if i < len(words) - 1 else word)
+        and (i == len(words) - 1 or word.endswith(","))
+        for i, word in enumerate(words)
+    )
 
 
 def leader_line(line: str) -> bool:
@@ -170,8 +185,10 @@ def drop_running_lines(texts: list[str]) -> list[str]:
         drop[index] |= numbered
     if not any(drop):
         return texts
-    return ["\n".join("" if i in dropped else line for i, line in enumerate(lines))
-            for lines, dropped in zip(pages, drop, strict=True)]
+    return [
+        "\n".join("" if i in dropped else line for i, line in enumerate(lines))
+        for lines, dropped in zip(pages, drop, strict=True)
+    ]
 
 
 def _outer_lines(lines: list[str]) -> list[int]:
@@ -195,15 +212,22 @@ def _page_numbered_lines(pages: list[list[str]]) -> list[set[int]]:
     """Per page, the outer lines that are running heads numbered with the page (module docstring)."""
     offsets: Counter[int] = Counter()
     for index, lines in enumerate(pages):
-        offsets.update({number - index for i in _outer_lines(lines)
-                        if (number := _printed_number(lines[i])) is not None})
+        offsets.update(
+            {
+                number - index
+                for i in _outer_lines(lines)
+                if (number := _printed_number(lines[i])) is not None
+            }
+        )
     if not offsets:
         return [set() for _ in pages]
     offset, count = offsets.most_common(1)[0]
     if count < max(MIN_RUNNING_PAGES, NUMBERED_SHARE * len(pages)):
         return [set() for _ in pages]
-    found = [{i for i in _outer_lines(lines) if _printed_number(lines[i]) == index + offset}
-             for index, lines in enumerate(pages)]
+    found = [
+        {i for i in _outer_lines(lines) if _printed_number(lines[i]) == index + offset}
+        for index, lines in enumerate(pages)
+    ]
     outer = [_outer_lines(lines) for lines in pages]
     for index, lines in enumerate(pages):  # an unnumbered head repeated on a neighbouring page
         for edge in (0, -1):
@@ -211,8 +235,14 @@ def _page_numbered_lines(pages: list[list[str]]) -> list[set[int]]:
                 continue
             at = outer[index][edge]
             shape = _shape(lines[at])
-            neighbours = [pages[n][outer[n][edge]] for n in (index - 1, index + 1) if 0 <= n < len(pages) and outer[n]]
-            if any(c.isalpha() for c in shape) and any(_shape(line) == shape for line in neighbours):
+            neighbours = [
+                pages[n][outer[n][edge]]
+                for n in (index - 1, index + 1)
+                if 0 <= n < len(pages) and outer[n]
+            ]
+            if any(c.isalpha() for c in shape) and any(
+                _shape(line) == shape for line in neighbours
+            ):
                 found[index].add(at)
     return found
 
@@ -229,7 +259,9 @@ WORD = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)*")
 def join_split_words(texts: list[str]) -> list[str]:
     """Pages with the words a PDF splits joined (module docstring)."""
     texts = [UNDERSCORE_BREAK.sub("", text) for text in texts]
-    everywhere = _Names.of({name for text in texts for name in _identifiers(text) if name.count("_") >= 2})
+    everywhere = _Names.of(
+        {name for text in texts for name in _identifiers(text) if name.count("_") >= 2}
+    )
     words = Counter(word.lower() for text in texts for word in WORD.findall(text))
     return [_join_hyphenated(_join_identifiers(text, everywhere), words) for text in texts]
 
@@ -265,8 +297,8 @@ def _join_identifiers(text: str, everywhere: _Names) -> str:
                 at += 1
                 continue
             sizes = range(min(NAME_PARTS, len(words) - at), 1, -1)
-            size = next((n for n in sizes if name(tuple(words[at:at + n]))), 0)
-            out.append(name(tuple(words[at:at + size])) if size else words[at])
+            size = next((n for n in sizes if name(tuple(words[at : at + n]))), 0)
+            out.append(name(tuple(words[at : at + size])) if size else words[at])
             at += size or 1
         return " ".join(out)
 
@@ -291,14 +323,17 @@ def _join_hyphenated(text: str, words: Counter[str]) -> str:
 
 def _body_text(text: str, headings: list[tuple[int, str]]) -> str:
     titles = {" ".join(t.split()).lower() for _, t in headings}
-    return "".join(line for line in text.split("\n")
-                   if line.strip() and " ".join(line.split()).lower() not in titles).strip()
+    return "".join(
+        line
+        for line in text.split("\n")
+        if line.strip() and " ".join(line.split()).lower() not in titles
+    ).strip()
 
 
 def _first_page_title(texts: list[str], outline: dict[int, list[tuple[int, str]]]) -> str:
     if outline.get(1):
         return outline[1][0][1]
-    for line in (texts[0].split("\n") if texts else []):
+    for line in texts[0].split("\n") if texts else []:
         line = " ".join(line.split())
         if line:
             return line if len(line) <= 120 and any(c.isalpha() for c in line) else ""

@@ -19,24 +19,120 @@ from docutils.parsers.rst.directives.body import CodeBlock
 from ingest.errors import DocumentCorrupt
 
 SETTINGS = {
-    "file_insertion_enabled": False, "raw_enabled": False, "report_level": 5, "halt_level": 5,
-    "doctitle_xform": False, "sectsubtitle_xform": False, "auto_id_prefix": "id", "syntax_highlight": "none",
-    "input_encoding": "utf-8-sig", "warning_stream": False, "smart_quotes": False, "language_code": "en",
+    "file_insertion_enabled": False,
+    "raw_enabled": False,
+    "report_level": 5,
+    "halt_level": 5,
+    "doctitle_xform": False,
+    "sectsubtitle_xform": False,
+    "auto_id_prefix": "id",
+    "syntax_highlight": "none",
+    "input_encoding": "utf-8-sig",
+    "warning_stream": False,
+    "smart_quotes": False,
+    "language_code": "en",
 }
-SPHINX_ROLES = ("ref", "doc", "term", "func", "class", "meth", "mod", "attr", "data", "exc", "obj", "const",
-                "option", "envvar", "file", "program", "command", "kbd", "abbr", "samp", "download", "numref",
-                "keyword", "menuselection", "guilabel", "dfn", "mailheader", "makevar", "manpage", "regexp",
-                "pep", "rfc", "any", "token", "confval", "setting")
+SPHINX_ROLES = (
+    "ref",
+    "doc",
+    "term",
+    "func",
+    "class",
+    "meth",
+    "mod",
+    "attr",
+    "data",
+    "exc",
+    "obj",
+    "const",
+    "option",
+    "envvar",
+    "file",
+    "program",
+    "command",
+    "kbd",
+    "abbr",
+    "samp",
+    "download",
+    "numref",
+    "keyword",
+    "menuselection",
+    "guilabel",
+    "dfn",
+    "mailheader",
+    "makevar",
+    "manpage",
+    "regexp",
+    "pep",
+    "rfc",
+    "any",
+    "token",
+    "confval",
+    "setting",
+)
 DOMAINS = ("py", "c", "cpp", "js", "rst", "std", "std:ref", "math")
 ALIASES = {"code-block": CodeBlock, "sourcecode": CodeBlock}
-CONTENT_DIRECTIVES = ("versionadded", "versionchanged", "deprecated", "seealso", "only", "glossary", "centered",
-                      "hlist", "productionlist", "rubric", "index", "tabularcolumns", "highlight", "toctree",
-                      "literalinclude", "automodule", "autoclass", "autofunction", "automethod", "autodata",
-                      "currentmodule", "module", "function", "class", "method", "attribute", "data", "exception",
-                      "describe", "object", "envvar", "option", "program", "cmdoption", "confval", "setting",
-                      "testcode", "testoutput", "doctest", "plot", "graphviz", "ifconfig", "tab", "tabs")
-DROPPED = {"toctree", "literalinclude", "index", "tabularcolumns", "highlight", "currentmodule",
-           "automodule", "autoclass", "autofunction", "automethod", "autodata", "plot", "graphviz"}
+CONTENT_DIRECTIVES = (
+    "versionadded",
+    "versionchanged",
+    "deprecated",
+    "seealso",
+    "only",
+    "glossary",
+    "centered",
+    "hlist",
+    "productionlist",
+    "rubric",
+    "index",
+    "tabularcolumns",
+    "highlight",
+    "toctree",
+    "literalinclude",
+    "automodule",
+    "autoclass",
+    "autofunction",
+    "automethod",
+    "autodata",
+    "currentmodule",
+    "module",
+    "function",
+    "class",
+    "method",
+    "attribute",
+    "data",
+    "exception",
+    "describe",
+    "object",
+    "envvar",
+    "option",
+    "program",
+    "cmdoption",
+    "confval",
+    "setting",
+    "testcode",
+    "testoutput",
+    "doctest",
+    "plot",
+    "graphviz",
+    "ifconfig",
+    "tab",
+    "tabs",
+)
+DROPPED = {
+    "toctree",
+    "literalinclude",
+    "index",
+    "tabularcolumns",
+    "highlight",
+    "currentmodule",
+    "automodule",
+    "autoclass",
+    "autofunction",
+    "automethod",
+    "autodata",
+    "plot",
+    "graphviz",
+}
 
 
 def _text_role(name, rawtext, text, lineno, inliner, options=None, content=None):
@@ -82,20 +178,27 @@ for _name in CONTENT_DIRECTIVES:
     directives.register_directive(f"py:{_name}", _Content)
 
 
-def rst_to_markdown(body: bytes, source_path: str = "", heading_lines: dict[str, int] | None = None
-                    ) -> tuple[str, str]:
+def rst_to_markdown(
+    body: bytes, source_path: str = "", heading_lines: dict[str, int] | None = None
+) -> tuple[str, str]:
     """(title, markdown) of a reStructuredText document: its first section's title, and its text
     with a heading per section, each with the section's id; `heading_lines`, when given, gets
     each section id's title line in the file (docutils' own position of the title)."""
     text = body.decode("utf-8-sig", errors="replace")
     writer = _Writer(heading_lines if heading_lines is not None else {})
     try:  # docutils and the writer recurse once per nested list, quote or directive
-        document = publish_doctree(text, source_path=source_path or None, settings_overrides=dict(SETTINGS))
+        document = publish_doctree(
+            text, source_path=source_path or None, settings_overrides=dict(SETTINGS)
+        )
         writer.blocks(document, 0)
     except RecursionError as exc:
-        raise DocumentCorrupt(f"{source_path or 'The document'!r} nests its lists, quotes or directives too deeply "
-                              "to be read (Python's recursion limit).") from exc
-    title = next((section.next_node(nodes.title).astext() for section in document.findall(nodes.section)), "")
+        raise DocumentCorrupt(
+            f"{source_path or 'The document'!r} nests its lists, quotes or directives too deeply "
+            "to be read (Python's recursion limit)."
+        ) from exc
+    title = next(
+        (section.next_node(nodes.title).astext() for section in document.findall(nodes.section)), ""
+    )
     return title, "\n\n".join(block for block in writer.out if block.strip()) + "\n"
 
 
@@ -109,8 +212,17 @@ class _Writer:
             self.block(child, depth, indent)
 
     def block(self, node: nodes.Node, depth: int, indent: str) -> None:
-        if isinstance(node, (nodes.system_message, nodes.comment, nodes.substitution_definition, nodes.target,
-                             nodes.raw, nodes.problematic)):
+        if isinstance(
+            node,
+            (
+                nodes.system_message,
+                nodes.comment,
+                nodes.substitution_definition,
+                nodes.target,
+                nodes.raw,
+                nodes.problematic,
+            ),
+        ):
             return
         if isinstance(node, nodes.section):
             ids = node.get("ids") or []
@@ -123,7 +235,9 @@ class _Writer:
         elif isinstance(node, nodes.title):
             return  # written with its section
         elif isinstance(node, (nodes.literal_block, nodes.doctest_block)):
-            language = next((c for c in node.get("classes", []) if c not in ("code", "literal-block")), "")
+            language = next(
+                (c for c in node.get("classes", []) if c not in ("code", "literal-block")), ""
+            )
             code = node.astext().rstrip("\n")
             fence = "~~~~" if "```" in code else "```"
             self.out.append(_indented(f"{fence}{language}\n{code}\n{fence}", indent))
@@ -140,12 +254,17 @@ class _Writer:
                     self.blocks(definition, depth, indent + "  ")
         elif isinstance(node, nodes.field_list):
             for field in node.children:
-                name, value = field.children[0].astext(), field.children[1].astext() if len(field.children) > 1 else ""
+                name, value = (
+                    field.children[0].astext(),
+                    field.children[1].astext() if len(field.children) > 1 else "",
+                )
                 self.out.append(_indented(f"- **{name}**: {' '.join(value.split())}", indent))
         elif isinstance(node, nodes.Admonition):
             label = node.tagname if node.tagname != "admonition" else ""
             title = node.next_node(nodes.title)
-            heading = " ".join(part for part in (label.capitalize(), _inline(title) if title else "") if part)
+            heading = " ".join(
+                part for part in (label.capitalize(), _inline(title) if title else "") if part
+            )
             self.out.append(_indented(f"> **{heading}**", indent))
             self.blocks(node, depth, indent)
         elif isinstance(node, nodes.table):
@@ -159,13 +278,15 @@ class _Writer:
         start = len(self.out)
         self.blocks(item, depth, indent + " " * len(marker))
         if len(self.out) > start:
-            self.out[start] = indent + marker + self.out[start][len(indent) + len(marker):]
+            self.out[start] = indent + marker + self.out[start][len(indent) + len(marker) :]
         else:
             self.out.append(indent + marker.rstrip())
 
     def _table(self, table: nodes.table, indent: str) -> None:
-        rows = [[" ".join(entry.astext().split()) for entry in row.findall(nodes.entry)]
-                for row in table.findall(nodes.row)]
+        rows = [
+            [" ".join(entry.astext().split()) for entry in row.findall(nodes.entry)]
+            for row in table.findall(nodes.row)
+        ]
         if not rows:
             return
         width = max(len(row) for row in rows)
@@ -185,9 +306,13 @@ def _inline(node: nodes.Node) -> str:
             parts.append(f"**{_inline(child)}**")
         elif isinstance(child, nodes.emphasis):
             parts.append(f"*{_inline(child)}*")
-        elif isinstance(child, nodes.reference) and child.get("refuri", "").startswith(("http://", "https://")):
+        elif isinstance(child, nodes.reference) and child.get("refuri", "").startswith(
+            ("http://", "https://")
+        ):
             parts.append(f"[{_inline(child)}]({child['refuri']})")
-        elif isinstance(child, (nodes.system_message, nodes.target, nodes.footnote_reference, nodes.problematic)):
+        elif isinstance(
+            child, (nodes.system_message, nodes.target, nodes.footnote_reference, nodes.problematic)
+        ):
             continue
         else:
             parts.append(_inline(child) if isinstance(child, nodes.Element) else child.astext())

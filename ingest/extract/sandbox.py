@@ -57,31 +57,55 @@ ON = "on"
 PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
 CLONE_NEWUSER, CLONE_NEWNET = 0x10000000, 0x40000000
 # What a parser reads besides Python and the product's packages; each is skipped where absent.
-SYSTEM_READABLE = ("/usr/lib", "/usr/lib64", "/lib", "/lib64", "/usr/share/tesseract-ocr", "/usr/share/fonts",
-                   "/etc/fonts", "/etc/ld.so.cache", "/etc/localtime", "/usr/share/zoneinfo", "/dev/urandom",
-                   *mimetypes.knownfiles)  # Python's mimetypes reads every one of these that exists
+SYSTEM_READABLE = (
+    "/usr/lib",
+    "/usr/lib64",
+    "/lib",
+    "/lib64",
+    "/usr/share/tesseract-ocr",
+    "/usr/share/fonts",
+    "/etc/fonts",
+    "/etc/ld.so.cache",
+    "/etc/localtime",
+    "/usr/share/zoneinfo",
+    "/dev/urandom",
+    *mimetypes.knownfiles,
+)  # Python's mimetypes reads every one of these that exists
 OWN_PACKAGES = ("ingest", "kb")
 # where Debian (and `gem install`) put Asciidoctor's library, which `ruby` runs for AsciiDoc
-ASCIIDOCTOR_LIBRARIES = ("/usr/share/rubygems-integration/all/gems/asciidoctor-*/lib",
-                         "/var/lib/gems/*/gems/asciidoctor-*/lib", "/usr/lib/ruby/vendor_ruby")
+ASCIIDOCTOR_LIBRARIES = (
+    "/usr/share/rubygems-integration/all/gems/asciidoctor-*/lib",
+    "/var/lib/gems/*/gems/asciidoctor-*/lib",
+    "/usr/lib/ruby/vendor_ruby",
+)
 # What a kernel whose Landlock is older than each ABI leaves open: said in the layer's state, so
 # /healthz and every document's log show the weaker sandbox.
-LANDLOCK_GAPS = ((4, "no limit on TCP bind and connect (Landlock ABI 4, Linux 6.7)"),
-                 (6, "no limit on signals to the product's processes or their abstract sockets "
-                     "(Landlock ABI 6, Linux 6.12)"))  # the packages the child's code is imported from
+LANDLOCK_GAPS = (
+    (4, "no limit on TCP bind and connect (Landlock ABI 4, Linux 6.7)"),
+    (
+        6,
+        "no limit on signals to the product's processes or their abstract sockets "
+        "(Landlock ABI 6, Linux 6.12)",
+    ),
+)  # the packages the child's code is imported from
 
 # Landlock (include/uapi/linux/landlock.h); its syscall numbers are the same on every architecture.
 SYS_LANDLOCK_CREATE_RULESET, SYS_LANDLOCK_ADD_RULE, SYS_LANDLOCK_RESTRICT_SELF = 444, 445, 446
 LANDLOCK_CREATE_RULESET_VERSION, LANDLOCK_RULE_PATH_BENEATH = 1, 1
 FS_EXECUTE, FS_WRITE_FILE, FS_READ_FILE, FS_READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
 FS_READS = FS_READ_FILE | FS_READ_DIR
-FS_WRITES_V1 = sum(1 << bit for bit in (1, 4, 5, 6, 7, 8, 9, 10, 11, 12))  # write, remove and make anything
+FS_WRITES_V1 = sum(
+    1 << bit for bit in (1, 4, 5, 6, 7, 8, 9, 10, 11, 12)
+)  # write, remove and make anything
 FS_REFER, FS_TRUNCATE = 1 << 13, 1 << 14  # ABI 2, ABI 3
 NET_BIND_TCP, NET_CONNECT_TCP = 1 << 0, 1 << 1  # ABI 4
 SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1  # ABI 6
 
 # seccomp-bpf: per architecture, its AUDIT_ARCH and the syscall numbers the filter looks at.
-ARCHES = {"x86_64": (0xC000003E, 41, 425), "aarch64": (0xC00000B7, 198, 425)}  # (arch, socket, io_uring_setup)
+ARCHES = {
+    "x86_64": (0xC000003E, 41, 425),
+    "aarch64": (0xC00000B7, 198, 425),
+}  # (arch, socket, io_uring_setup)
 X32_SYSCALL_BIT = 0x40000000
 SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO, SECCOMP_RET_KILL_PROCESS = 0x7FFF0000, 0x00050000, 0x80000000
 BPF_LD_W_ABS, BPF_JEQ_K, BPF_JGE_K, BPF_RET_K = 0x20, 0x15, 0x35, 0x06
@@ -108,8 +132,12 @@ def enter(writable: str, layers: tuple[str, ...] = LAYERS) -> dict[str, str]:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
     state = {}
-    for layer, step in (("no_new_privs", _no_new_privs), ("network", _network),
-                        ("landlock", lambda lib: _landlock(lib, writable)), ("seccomp", _seccomp)):
+    for layer, step in (
+        ("no_new_privs", _no_new_privs),
+        ("network", _network),
+        ("landlock", lambda lib: _landlock(lib, writable)),
+        ("seccomp", _seccomp),
+    ):
         if layer not in layers:
             continue
         try:
@@ -148,7 +176,11 @@ def _network(libc) -> None:
     uid, gid = os.getuid(), os.getgid()
     if libc.unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0:
         # The same ids inside, so files keep their owners; setgroups must be denied before gid_map.
-        for name, line in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+        for name, line in (
+            ("setgroups", "deny"),
+            ("uid_map", f"{uid} {uid} 1"),
+            ("gid_map", f"{gid} {gid} 1"),
+        ):
             with open(f"/proc/self/{name}", "w") as proc:
                 proc.write(line)
         return
@@ -159,15 +191,24 @@ def _landlock(libc, writable: str) -> str:
     """Enter Landlock; what this kernel's Landlock cannot hold ("" when it holds everything)."""
     abi = libc.syscall(SYS_LANDLOCK_CREATE_RULESET, None, 0, LANDLOCK_CREATE_RULESET_VERSION)
     if abi < 0:
-        raise Unsupported(f"Landlock is not available: {os.strerror(ctypes.get_errno())} (landlock)")
+        raise Unsupported(
+            f"Landlock is not available: {os.strerror(ctypes.get_errno())} (landlock)"
+        )
     writes = FS_WRITES_V1 | (FS_REFER if abi >= 2 else 0) | (FS_TRUNCATE if abi >= 3 else 0)
     net = NET_BIND_TCP | NET_CONNECT_TCP if abi >= 4 else 0
     scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if abi >= 6 else 0
-    attr = struct.pack("=QQQ", writes | FS_EXECUTE | FS_READS, net, scoped)[: 8 if abi < 4 else 16 if abi < 6 else 24]
+    attr = struct.pack("=QQQ", writes | FS_EXECUTE | FS_READS, net, scoped)[
+        : 8 if abi < 4 else 16 if abi < 6 else 24
+    ]
     ruleset = _check(libc.syscall(SYS_LANDLOCK_CREATE_RULESET, attr, len(attr), 0))
     try:
         _allow(libc, ruleset, writable, writes | FS_READS)
-        _allow(libc, ruleset, os.devnull, FS_READ_FILE | FS_WRITE_FILE | (FS_TRUNCATE if abi >= 3 else 0))
+        _allow(
+            libc,
+            ruleset,
+            os.devnull,
+            FS_READ_FILE | FS_WRITE_FILE | (FS_TRUNCATE if abi >= 3 else 0),
+        )
         for root in readable_roots():
             _allow(libc, ruleset, root, FS_READS if os.path.isdir(root) else FS_READ_FILE)
         for program in _ocr_programs() + _asciidoc_programs():
@@ -252,7 +293,7 @@ def _elf_interpreter(path: str) -> str:
         header = elf.read(64)
         if header[:6] != b"\x7fELF\x02\x01":
             return ""
-        phoff, = struct.unpack_from("<Q", header, 32)
+        (phoff,) = struct.unpack_from("<Q", header, 32)
         phentsize, phnum = struct.unpack_from("<HH", header, 54)
         for index in range(phnum):
             elf.seek(phoff + index * phentsize)
@@ -295,8 +336,12 @@ def probe(timeout: float = 30.0) -> dict[str, str]:
 
     with tempfile.TemporaryDirectory(prefix="kb-sandbox-probe-") as writable:
         try:
-            done = subprocess.run([sys.executable, "-m", "ingest.extract.sandbox", writable], capture_output=True,
-                                  timeout=timeout, check=True)
+            done = subprocess.run(
+                [sys.executable, "-m", "ingest.extract.sandbox", writable],
+                capture_output=True,
+                timeout=timeout,
+                check=True,
+            )
             return json.loads(done.stdout)
         except (OSError, subprocess.SubprocessError, ValueError) as exc:
             return {layer: f"the probe failed: {exc}" for layer in LAYERS}

@@ -51,8 +51,14 @@ def markdown_title(text: str) -> str:
         if end > 0:
             for line in text[4:end].split("\n"):
                 if line.startswith("title:"):
-                    value = line[len("title:"):].strip().strip("'\"").strip()
+                    value = line[len("title:") :].strip().strip("'\"").strip()
                     if value:
                         return value
-    return next((block.heading for block in read_blocks(text)
-                 if block.kind == "heading" and block.level == 1 and block.heading), "")
+    return next(
+        (
+            block.heading
+            for block in read_blocks(text)
+            if block.kind == "heading" and block.level == 1 and block.heading
+        ),
+        "",
+    )

@@ -17,11 +17,20 @@ import zipfile
 from defusedxml import ElementTree as SafeXML
 
 from ingest.errors import DocumentCorrupt
-from ingest.extract.blocks import MarkdownBuilder, Notes, escape_markdown_line, list_markdown, table_blocks
+from ingest.extract.blocks import (
+    MarkdownBuilder,
+    Notes,
+    escape_markdown_line,
+    list_markdown,
+    table_blocks,
+)
 from ingest.extract.result import Extracted
 
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
-NOTE_PARTS = {"footnotes": "footnote", "endnotes": "endnote"}  # relationship type's end -> note kind
+NOTE_PARTS = {
+    "footnotes": "footnote",
+    "endnotes": "endnote",
+}  # relationship type's end -> note kind
 NOT_NOTES = ("separator", "continuationSeparator", "continuationNotice")
 STYLE_DEPTH = 10  # styles based on styles: a loop in a crafted file ends here
 
@@ -86,7 +95,10 @@ def _paragraph_text(p, note_texts: dict[tuple[str, str], str], notes: Notes, cit
     for element in p.xpath("w:r | w:hyperlink/w:r"):
         parts.append(element.text)
         for ref in element.xpath("w:footnoteReference | w:endnoteReference"):
-            key = ("footnote" if ref.tag == f"{W}footnoteReference" else "endnote", ref.get(f"{W}id"))
+            key = (
+                "footnote" if ref.tag == f"{W}footnoteReference" else "endnote",
+                ref.get(f"{W}id"),
+            )
             if key in note_texts and key not in cited:
                 cited.add(key)
                 parts.append(notes.cite(note_texts[key]))
@@ -107,8 +119,14 @@ def _note_texts(document) -> dict[tuple[str, str], str]:
         for note in root.findall(f"{W}{kind}"):
             if note.get(f"{W}type") in NOT_NOTES:
                 continue
-            paragraphs = ["".join((e.text or "") if e.tag == f"{W}t" else " " for e in p.iter()
-                                  if e.tag in (f"{W}t", f"{W}tab")) for p in note.iter(f"{W}p")]
+            paragraphs = [
+                "".join(
+                    (e.text or "") if e.tag == f"{W}t" else " "
+                    for e in p.iter()
+                    if e.tag in (f"{W}t", f"{W}tab")
+                )
+                for p in note.iter(f"{W}p")
+            ]
             text = " ".join(" ".join(paragraphs).split())
             if text:
                 texts[(kind, note.get(f"{W}id") or "")] = text
@@ -125,8 +143,11 @@ def _numbering_formats(document) -> dict[tuple[str, int], tuple[str, int, str]]:
     for abstract in root.findall(f"{W}abstractNum"):
         found = levels.setdefault(abstract.get(f"{W}abstractNumId") or "", {})
         for lvl in abstract.findall(f"{W}lvl"):
-            found[_int(lvl.get(f"{W}ilvl"), 0)] = (_val(lvl, "numFmt") or "decimal", _int(_val(lvl, "start"), 1),
-                                                    _val(lvl, "lvlText"))
+            found[_int(lvl.get(f"{W}ilvl"), 0)] = (
+                _val(lvl, "numFmt") or "decimal",
+                _int(_val(lvl, "start"), 1),
+                _val(lvl, "lvlText"),
+            )
     formats = {}
     for num in root.findall(f"{W}num"):
         num_id = num.get(f"{W}numId") or ""
@@ -218,7 +239,7 @@ def _heading_level(style: str) -> int:
     if name == "title":
         return 1
     if name.startswith("heading "):
-        digits = name[len("heading "):]
+        digits = name[len("heading ") :]
         if digits.isdigit():
             return min(6, int(digits))
     return 0

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-REEMBED = "Re-embed all documents"  # the sources' admin action that embeds them with the configured model
+REEMBED = (
+    "Re-embed all documents"  # the sources' admin action that embeds them with the configured model
+)
 
 
 @dataclass(frozen=True)
@@ -31,10 +33,14 @@ class Foreign:
         """`said` as a clause (a search's weights give it as their reason), `the` its first word
         where the passages are all another model's."""
         if self.whole:
-            return (f"{the} passages here were embedded by another model ({self.models}) than the one that reads "
-                    f"queries, so results are ranked by their words alone until they are embedded again ({REEMBED})")
-        return (f"{self.passages:,} of the {self.embedded:,} passages here were embedded by another model "
-                f"({self.models}): they are found by their words alone until they are embedded again ({REEMBED})")
+            return (
+                f"{the} passages here were embedded by another model ({self.models}) than the one that reads "
+                f"queries, so results are ranked by their words alone until they are embedded again ({REEMBED})"
+            )
+        return (
+            f"{self.passages:,} of the {self.embedded:,} passages here were embedded by another model "
+            f"({self.models}): they are found by their words alone until they are embedded again ({REEMBED})"
+        )
 
 
 def foreign_passages(passage_models: dict[str, int], model_id: str) -> Foreign | None:

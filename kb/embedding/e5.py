@@ -22,7 +22,9 @@ DIMENSION = 384
 class E5Embedder:
     model_id = MODEL_ID
     dimension = DIMENSION
-    strong_cosine = 0.85  # a strong match from this cosine, measured in docs/searching.md#strong-matches
+    strong_cosine = (
+        0.85  # a strong match from this cosine, measured in docs/searching.md#strong-matches
+    )
 
     def __init__(self, batch_size: int = 32):
         self.batch_size = batch_size
@@ -48,7 +50,7 @@ class E5Embedder:
         parts = []
         for start in range(0, len(texts), self.batch_size):
             with self._lock:
-                parts.append(model.passage(list(texts[start:start + self.batch_size])))
+                parts.append(model.passage(list(texts[start : start + self.batch_size])))
         return np.vstack(parts).astype(np.float32, copy=False)
 
     def embed_query(self, text: str) -> np.ndarray:

@@ -37,7 +37,9 @@ def _warn_inherited_pool() -> None:
     logger.warning(
         "process %s was forked after its parent %s started PyTorch's thread pool; it embeds on one "
         "thread to avoid a deadlock. Load and warm the model only through KB_WARM_MODEL, which is fork-safe.",
-        os.getpid(), _POOL_STARTED_IN)
+        os.getpid(),
+        _POOL_STARTED_IN,
+    )
 
 
 @runtime_checkable
@@ -50,7 +52,9 @@ class Embedder(Protocol):
     def embed_query(self, text: str) -> np.ndarray: ...
 
 
-BUNDLED_STRONG_COSINE = 0.35  # all-MiniLM-L6-v2's strong match, measured (docs/searching.md#strong-matches)
+BUNDLED_STRONG_COSINE = (
+    0.35  # all-MiniLM-L6-v2's strong match, measured (docs/searching.md#strong-matches)
+)
 
 
 def strong_floor() -> tuple[float, str]:
@@ -65,8 +69,10 @@ def strong_floor() -> tuple[float, str]:
     own = getattr(get_embedder(), "strong_cosine", None)
     if own is not None:
         return own, "the model's own, measured"
-    return BUNDLED_STRONG_COSINE, ("assumed: the bundled model's, not measured for this model; measure it "
-                                   "with manage.py kb_strong_cosine and set KB_STRONG_COSINE")
+    return BUNDLED_STRONG_COSINE, (
+        "assumed: the bundled model's, not measured for this model; measure it "
+        "with manage.py kb_strong_cosine and set KB_STRONG_COSINE"
+    )
 
 
 def strong_cosine() -> float:
@@ -103,18 +109,32 @@ class SentenceTransformerEmbedder:
 
     strong_cosine: float | None = None  # measured for the bundled model only (`local_embedder`)
 
-    def __init__(self, model_path: str | Path, *, batch_size: int = 64, device: str = "cpu",
-                 query_runtime: str = "torch", document_runtime: str = "torch", cache_dir: Path | None = None):
+    def __init__(
+        self,
+        model_path: str | Path,
+        *,
+        batch_size: int = 64,
+        device: str = "cpu",
+        query_runtime: str = "torch",
+        document_runtime: str = "torch",
+        cache_dir: Path | None = None,
+    ):
         self.model_path = Path(model_path)
         self.model_id = f"st:{self.model_path.name if self.model_path.name != 'model' else self.model_path.parent.name}"
         self.batch_size = batch_size
         self.device = device
         self.dimension = sentence_transformer_dimension(self.model_path)
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        cores = (
+            len(os.sched_getaffinity(0))
+            if hasattr(os, "sched_getaffinity")
+            else os.cpu_count() or 1
+        )
         self.document_threads = max(1, cores)
         self.query_runtime = query_runtime
         self.document_runtime = document_runtime
-        self._document_encoder = None  # an OnnxDocumentEncoder once prepared, False when unavailable
+        self._document_encoder = (
+            None  # an OnnxDocumentEncoder once prepared, False when unavailable
+        )
         self.cache_dir = cache_dir
         self._model = None
         self._query_encoder = None  # an OnnxQueryEncoder once prepared, False when unavailable
@@ -169,8 +189,15 @@ class SentenceTransformerEmbedder:
             self.embed_query("warm-up")
         elif path == "documents":
             encode = getattr(model, "encode_document", model.encode)
-            encode(["warm-up"], normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
-            self._onnx_document_encoder(model)  # exported and verified on one thread; sessions come later
+            encode(
+                ["warm-up"],
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+            self._onnx_document_encoder(
+                model
+            )  # exported and verified on one thread; sessions come later
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
@@ -182,8 +209,11 @@ class SentenceTransformerEmbedder:
             return encoder.encode(list(texts))
         encode = getattr(model, "encode_document", model.encode)
         vectors = encode(
-            list(texts), batch_size=self.batch_size, normalize_embeddings=True,
-            convert_to_numpy=True, show_progress_bar=False,
+            list(texts),
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
         )
         return np.asarray(vectors, dtype=np.float32)
 
@@ -208,11 +238,19 @@ class SentenceTransformerEmbedder:
                     from kb.embedding.onnx_documents import load_onnx_document_encoder
 
                     encoder = None
-                    if (self.document_runtime != "torch" and self.cache_dir is not None
-                            and _is_mean_pooled_transformer(model)):
+                    if (
+                        self.document_runtime != "torch"
+                        and self.cache_dir is not None
+                        and _is_mean_pooled_transformer(model)
+                    ):
                         encoder = load_onnx_document_encoder(
-                            model, self.model_path, self.cache_dir, name=self.model_id.removeprefix("st:"),
-                            runtime=self.document_runtime, threads=self.document_threads)
+                            model,
+                            self.model_path,
+                            self.cache_dir,
+                            name=self.model_id.removeprefix("st:"),
+                            runtime=self.document_runtime,
+                            threads=self.document_threads,
+                        )
                     self._document_encoder = encoder or False
         return self._document_encoder or None
 
@@ -227,7 +265,11 @@ class SentenceTransformerEmbedder:
                     encoder = None
                     if self.query_runtime == "onnx" and self.cache_dir is not None:
                         encoder = load_onnx_query_encoder(
-                            model, self.model_path, self.cache_dir, name=self.model_id.removeprefix("st:"))
+                            model,
+                            self.model_path,
+                            self.cache_dir,
+                            name=self.model_id.removeprefix("st:"),
+                        )
                     self._query_encoder = encoder or False
         return self._query_encoder or None
 
@@ -235,7 +277,9 @@ class SentenceTransformerEmbedder:
         model = self._load()
         self._use_threads(1)
         # sentence-transformers 6 lists empty "query"/"document" prompts for models without any
-        if _is_mean_pooled_transformer(model) and not any((getattr(model, "prompts", None) or {}).values()):
+        if _is_mean_pooled_transformer(model) and not any(
+            (getattr(model, "prompts", None) or {}).values()
+        ):
             encoder = self._onnx_query_encoder(model)
             if encoder is not None:
                 return encoder.encode(text)
@@ -253,8 +297,13 @@ class SentenceTransformerEmbedder:
         import torch
 
         with torch.inference_mode():
-            features = model.tokenizer([text], padding=True, truncation=True, max_length=model.max_seq_length,
-                                       return_tensors="pt")
+            features = model.tokenizer(
+                [text],
+                padding=True,
+                truncation=True,
+                max_length=model.max_seq_length,
+                return_tensors="pt",
+            )
             hidden = model[0].auto_model(**features).last_hidden_state
             mask = features["attention_mask"].unsqueeze(-1).to(hidden.dtype)
             pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
@@ -271,18 +320,32 @@ def _is_mean_pooled_transformer(model) -> bool:
     mode = getattr(pooling, "pooling_mode", None)  # sentence-transformers 5+: one mode string
     if mode is not None:
         return mode in ("mean", ["mean"], ("mean",))
-    flags = ("pooling_mode_cls_token", "pooling_mode_max_tokens", "pooling_mode_mean_sqrt_len_tokens",
-             "pooling_mode_weightedmean_tokens", "pooling_mode_lasttoken")
+    flags = (
+        "pooling_mode_cls_token",
+        "pooling_mode_max_tokens",
+        "pooling_mode_mean_sqrt_len_tokens",
+        "pooling_mode_weightedmean_tokens",
+        "pooling_mode_lasttoken",
+    )
     return bool(getattr(pooling, "pooling_mode_mean_tokens", False)) and not any(
-        getattr(pooling, flag, False) for flag in flags)
+        getattr(pooling, flag, False) for flag in flags
+    )
 
 
 class HttpEmbedder:
     """An OpenAI-compatible `/v1/embeddings` API with bounded concurrency and retries."""
 
     def __init__(
-        self, url: str, *, model: str, dimension: int, api_key: str = "", batch_size: int = 64,
-        concurrency: int = 4, timeout: float = 30.0, retries: int = 3,
+        self,
+        url: str,
+        *,
+        model: str,
+        dimension: int,
+        api_key: str = "",
+        batch_size: int = 64,
+        concurrency: int = 4,
+        timeout: float = 30.0,
+        retries: int = 3,
     ):
         self.url = url
         self.model = model
@@ -302,8 +365,10 @@ class HttpEmbedder:
         for attempt in range(self.retries + 1):
             try:
                 response = httpx.post(
-                    self.url, json={"model": self.model, "input": batch},
-                    headers=headers, timeout=self.timeout,
+                    self.url,
+                    json={"model": self.model, "input": batch},
+                    headers=headers,
+                    timeout=self.timeout,
                 )
             except httpx.HTTPError as exc:
                 last_error = f"{type(exc).__name__}: {exc}"
@@ -325,7 +390,9 @@ class HttpEmbedder:
             rows = sorted(payload["data"], key=lambda row: row["index"])
             vectors = np.asarray([row["embedding"] for row in rows], dtype=np.float32)
         except (KeyError, TypeError, ValueError) as exc:
-            raise EmbeddingFailed(f"The embeddings API returned an unreadable answer: {exc}") from exc
+            raise EmbeddingFailed(
+                f"The embeddings API returned an unreadable answer: {exc}"
+            ) from exc
         if vectors.shape != (expected, self.dimension):
             raise EmbeddingDimensionMismatch(
                 f"The embeddings API returned vectors of shape {vectors.shape}, expected "
@@ -337,7 +404,9 @@ class HttpEmbedder:
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        batches = [list(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
+        batches = [
+            list(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)
+        ]
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
             return np.vstack(list(pool.map(self._post, batches)))
 
@@ -357,14 +426,18 @@ def get_embedder() -> Embedder:
         return E5Embedder(batch_size=conf.embedding_batch)
     if conf.embedder == "http":
         return HttpEmbedder(
-            conf.embeddings_url, model=conf.embedding_model or "text-embedding-3-small",
-            dimension=conf.embedding_dim, api_key=conf.embeddings_api_key,
+            conf.embeddings_url,
+            model=conf.embedding_model or "text-embedding-3-small",
+            dimension=conf.embedding_dim,
+            api_key=conf.embeddings_api_key,
             batch_size=conf.embedding_batch,
         )
     try:
         factory = import_string(conf.embedder)
     except ImportError as exc:
-        raise ConfigurationError(f"KB_EMBEDDER={conf.embedder!r} cannot be imported: {exc}") from exc
+        raise ConfigurationError(
+            f"KB_EMBEDDER={conf.embedder!r} cannot be imported: {exc}"
+        ) from exc
     return factory()
 
 
@@ -374,8 +447,11 @@ def local_embedder(document_runtime: str) -> SentenceTransformerEmbedder:
     conf = kb_settings()
     path = Path(conf.embedding_model) if conf.embedding_model else bundled_model_path()
     embedder = SentenceTransformerEmbedder(
-        path, batch_size=conf.embedding_batch, query_runtime=conf.embedding_query_runtime,
-        document_runtime=document_runtime, cache_dir=conf.model_cache_dir,
+        path,
+        batch_size=conf.embedding_batch,
+        query_runtime=conf.embedding_query_runtime,
+        document_runtime=document_runtime,
+        cache_dir=conf.model_cache_dir,
     )
     if not conf.embedding_model:
         embedder.strong_cosine = BUNDLED_STRONG_COSINE
@@ -408,6 +484,9 @@ def check_embedder_dimension(embedder: Embedder, column_dimension: int | None = 
             f"but the chunk embedding column holds {expected}. Set KB_EMBEDDING_DIM="
             f"{embedder.dimension} and migrate a fresh database, or choose a model with "
             f"{expected} dimensions.",
-            details={"embedder": embedder.model_id, "embedder_dimension": embedder.dimension,
-                     "column_dimension": expected},
+            details={
+                "embedder": embedder.model_id,
+                "embedder_dimension": embedder.dimension,
+                "column_dimension": expected,
+            },
         )

@@ -68,9 +68,14 @@ class OnnxDocumentEncoder:
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out = np.zeros((len(texts), 0), dtype=np.float32)
         for start in range(0, len(order), BATCH_TEXTS):
-            batch = order[start:start + BATCH_TEXTS]
-            features = self.tokenizer([texts[i][:limit] for i in batch], padding=True, truncation=True,
-                                      max_length=self.max_length, return_tensors="np")
+            batch = order[start : start + BATCH_TEXTS]
+            features = self.tokenizer(
+                [texts[i][:limit] for i in batch],
+                padding=True,
+                truncation=True,
+                max_length=self.max_length,
+                return_tensors="np",
+            )
             (pooled,) = session.run(None, _inputs(features))
             if out.shape[1] == 0:
                 out = np.zeros((len(texts), pooled.shape[1]), dtype=np.float32)
@@ -95,12 +100,15 @@ class OnnxDocumentEncoder:
 
 def _inputs(features) -> dict:
     """The graph's inputs from the tokenizer's output."""
-    return {"input_ids": features["input_ids"].astype(np.int64),
-            "attention_mask": features["attention_mask"].astype(np.int64)}
+    return {
+        "input_ids": features["input_ids"].astype(np.int64),
+        "attention_mask": features["attention_mask"].astype(np.int64),
+    }
 
 
-def load_onnx_document_encoder(model, model_dir: Path, cache_dir: Path, *, name: str, runtime: str,
-                               threads: int) -> OnnxDocumentEncoder | None:
+def load_onnx_document_encoder(
+    model, model_dir: Path, cache_dir: Path, *, name: str, runtime: str, threads: int
+) -> OnnxDocumentEncoder | None:
     """An encoder for `runtime` (`onnx` or `onnx-int8`) that reproduces `model`, or None (the
     caller uses PyTorch; the reason is logged)."""
     try:
@@ -116,19 +124,40 @@ def load_onnx_document_encoder(model, model_dir: Path, cache_dir: Path, *, name:
             path = graph_path(cache_dir, name, model_dir, INT8_VARIANT)
             if not path.exists():
                 _quantise(fp32, path)
-        encoder = OnnxDocumentEncoder(path, model.tokenizer, int(model.max_seq_length), threads, runtime)
-        reference = model.encode(list(PROBE_TEXTS), normalize_embeddings=True, convert_to_numpy=True)
-        worst = float(min((encoder.encode(list(PROBE_TEXTS), session=encoder.session(threads=1)) * reference)
-                          .sum(axis=1)))
+        encoder = OnnxDocumentEncoder(
+            path, model.tokenizer, int(model.max_seq_length), threads, runtime
+        )
+        reference = model.encode(
+            list(PROBE_TEXTS), normalize_embeddings=True, convert_to_numpy=True
+        )
+        worst = float(
+            min(
+                (
+                    encoder.encode(list(PROBE_TEXTS), session=encoder.session(threads=1))
+                    * reference
+                ).sum(axis=1)
+            )
+        )
         if worst < MIN_COSINE[runtime]:
-            logger.warning("the %s document graph %s disagrees with PyTorch (cosine %.5f < %s); document "
-                           "embeddings use PyTorch", runtime, path, worst, MIN_COSINE[runtime])
+            logger.warning(
+                "the %s document graph %s disagrees with PyTorch (cosine %.5f < %s); document "
+                "embeddings use PyTorch",
+                runtime,
+                path,
+                worst,
+                MIN_COSINE[runtime],
+            )
             path.unlink(missing_ok=True)
             return None
         return encoder
     except Exception as exc:  # an optional acceleration: any failure falls back to PyTorch
-        logger.warning("could not prepare the %s document graph (%s: %s); document embeddings use PyTorch",
-                       runtime, type(exc).__name__, exc, exc_info=True)
+        logger.warning(
+            "could not prepare the %s document graph (%s: %s); document embeddings use PyTorch",
+            runtime,
+            type(exc).__name__,
+            exc,
+            exc_info=True,
+        )
         return None
 
 
@@ -155,10 +184,17 @@ def _quantise(source: Path, target: Path) -> None:
     handle, temporary = tempfile.mkstemp(prefix=target.stem, suffix=".onnx.tmp", dir=target.parent)
     os.close(handle)
     root = logging.getLogger()
-    root.addFilter(_no_preprocessing_advice)  # the quantiser's advice for calibrated image models, on the root logger
+    root.addFilter(
+        _no_preprocessing_advice
+    )  # the quantiser's advice for calibrated image models, on the root logger
     try:
-        quantize_dynamic(str(source), temporary, op_types_to_quantize=["MatMul"], per_channel=True,
-                         weight_type=QuantType.QInt8)
+        quantize_dynamic(
+            str(source),
+            temporary,
+            op_types_to_quantize=["MatMul"],
+            per_channel=True,
+            weight_type=QuantType.QInt8,
+        )
         os.chmod(temporary, 0o644)
         os.replace(temporary, target)
     finally:

@@ -55,16 +55,21 @@ class OnnxQueryEncoder:
         features = self.tokenizer(
             [text], truncation=True, max_length=self.max_length, return_tensors="np"
         )
-        (pooled,) = self.session.run(None, {
-            "input_ids": features["input_ids"].astype(np.int64),
-            "attention_mask": features["attention_mask"].astype(np.int64),
-        })
+        (pooled,) = self.session.run(
+            None,
+            {
+                "input_ids": features["input_ids"].astype(np.int64),
+                "attention_mask": features["attention_mask"].astype(np.int64),
+            },
+        )
         vector = pooled[0].astype(np.float32)
         norm = float(np.linalg.norm(vector))
         return vector / norm if norm > 0 else vector
 
 
-def load_onnx_query_encoder(model, model_dir: Path, cache_dir: Path, *, name: str) -> OnnxQueryEncoder | None:
+def load_onnx_query_encoder(
+    model, model_dir: Path, cache_dir: Path, *, name: str
+) -> OnnxQueryEncoder | None:
     """An encoder equivalent to `model` for single queries, or None when ONNX cannot serve it.
 
     `model` is a loaded SentenceTransformer laid out as Transformer → mean Pooling (→ Normalize)
@@ -89,15 +94,21 @@ def load_onnx_query_encoder(model, model_dir: Path, cache_dir: Path, *, name: st
             return None
         return encoder
     except Exception as exc:  # an optional acceleration: any failure falls back to PyTorch
-        logger.warning("could not prepare the ONNX query graph (%s: %s); query embeddings use "
-                       "PyTorch", type(exc).__name__, exc, exc_info=True)
+        logger.warning(
+            "could not prepare the ONNX query graph (%s: %s); query embeddings use PyTorch",
+            type(exc).__name__,
+            exc,
+            exc_info=True,
+        )
         return None
 
 
 def graph_path(cache_dir: Path, name: str, model_dir: Path, variant: str = "") -> Path:
     """Where the model's exported graph (or a `variant` of it, such as `int8`) is cached."""
     safe_name = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)
-    return cache_dir / f"{safe_name}-{_fingerprint(model_dir)}{'-' + variant if variant else ''}.onnx"
+    return (
+        cache_dir / f"{safe_name}-{_fingerprint(model_dir)}{'-' + variant if variant else ''}.onnx"
+    )
 
 
 def _fingerprint(model_dir: Path) -> str:
@@ -156,7 +167,9 @@ def export_graph(model, path: Path) -> None:
             self.transformer = transformer
 
         def forward(self, input_ids, attention_mask):
-            hidden = self.transformer(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+            hidden = self.transformer(
+                input_ids=input_ids, attention_mask=attention_mask
+            ).last_hidden_state
             mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
             return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
 
@@ -172,14 +185,22 @@ def export_graph(model, path: Path) -> None:
         with warnings.catch_warnings(), torch.no_grad():
             warnings.simplefilter("ignore")
             torch.onnx.export(
-                MeanPooled(transformer), (sample["input_ids"], sample["attention_mask"]),
-                temporary, input_names=["input_ids", "attention_mask"], output_names=["embedding"],
-                dynamic_axes={"input_ids": {0: "batch", 1: "tokens"},
-                              "attention_mask": {0: "batch", 1: "tokens"},
-                              "embedding": {0: "batch"}},
-                opset_version=17, dynamo=False,
+                MeanPooled(transformer),
+                (sample["input_ids"], sample["attention_mask"]),
+                temporary,
+                input_names=["input_ids", "attention_mask"],
+                output_names=["embedding"],
+                dynamic_axes={
+                    "input_ids": {0: "batch", 1: "tokens"},
+                    "attention_mask": {0: "batch", 1: "tokens"},
+                    "embedding": {0: "batch"},
+                },
+                opset_version=17,
+                dynamo=False,
             )
-        os.chmod(temporary, 0o644)  # mkstemp's 0600 would hide it from a server running as another user
+        os.chmod(
+            temporary, 0o644
+        )  # mkstemp's 0600 would hide it from a server running as another user
         os.replace(temporary, path)
     finally:
         Path(temporary).unlink(missing_ok=True)
@@ -189,9 +210,15 @@ def export_graph(model, path: Path) -> None:
 def _agrees(encoder: OnnxQueryEncoder, model) -> bool:
     """Whether the graph reproduces the PyTorch model's vectors on the probe texts."""
     reference = model.encode(list(PROBE_TEXTS), normalize_embeddings=True, convert_to_numpy=True)
-    worst = min(float(np.dot(encoder.encode(text), expected))
-                for text, expected in zip(PROBE_TEXTS, reference, strict=True))
+    worst = min(
+        float(np.dot(encoder.encode(text), expected))
+        for text, expected in zip(PROBE_TEXTS, reference, strict=True)
+    )
     if worst < VERIFY_MIN_COSINE:
-        logger.warning("the ONNX query graph %s disagrees with the PyTorch model (cosine %.6f < %s)",
-                       encoder.path, worst, VERIFY_MIN_COSINE)
+        logger.warning(
+            "the ONNX query graph %s disagrees with the PyTorch model (cosine %.6f < %s)",
+            encoder.path,
+            worst,
+            VERIFY_MIN_COSINE,
+        )
     return worst >= VERIFY_MIN_COSINE

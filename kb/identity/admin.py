@@ -23,7 +23,9 @@ class GroupRuleAdmin(NamespaceScoped):
     def save_model(self, request, obj, form, change):
         before = (form.initial.get("provider"), form.initial.get("group")) if change else None
         super().save_model(request, obj, form, change)
-        self._applied(request, [(obj.provider, obj.group), *([before] if before else [])])  # a rule moved: both
+        self._applied(
+            request, [(obj.provider, obj.group), *([before] if before else [])]
+        )  # a rule moved: both
 
     def delete_model(self, request, obj):
         super().delete_model(request, obj)
@@ -39,9 +41,15 @@ class GroupRuleAdmin(NamespaceScoped):
         for provider, group in rules:
             if provider and group:
                 by_provider.setdefault(provider, set()).add(group)
-        accounts = sum(apply_rules(provider, groups) for provider, groups in sorted(by_provider.items()))
-        self.message_user(request, f"Memberships of {accounts} single sign-on account(s) in these groups brought in "
-                                   "line with the rules.", messages.INFO)
+        accounts = sum(
+            apply_rules(provider, groups) for provider, groups in sorted(by_provider.items())
+        )
+        self.message_user(
+            request,
+            f"Memberships of {accounts} single sign-on account(s) in these groups brought in "
+            "line with the rules.",
+            messages.INFO,
+        )
 
 
 class ReadOnly(SuperuserOnly):
@@ -75,7 +83,9 @@ class SignInAdmin(ReadOnly):
     @admin.action(description="Export selected sign-ins as CSV")
     def export_csv(self, request, queryset):
         response = HttpResponse(as_csv(queryset), content_type="text/csv; charset=utf-8")
-        response["Content-Disposition"] = f'attachment; filename="sign-ins-{timezone.now():%Y%m%d-%H%M%S}.csv"'
+        response["Content-Disposition"] = (
+            f'attachment; filename="sign-ins-{timezone.now():%Y%m%d-%H%M%S}.csv"'
+        )
         return response
 
     export_csv.allowed_permissions = ("view",)

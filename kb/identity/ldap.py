@@ -44,7 +44,11 @@ def directory_settings() -> dict:
         "USER_ATTR_MAP": {"first_name": "givenName", "last_name": "sn", "email": "mail"},
         "ALWAYS_UPDATE_USER": True,
         # a directory that does not answer fails the sign-in in seconds, not a web worker's minutes
-        "CONNECTION_OPTIONS": {ldap.OPT_NETWORK_TIMEOUT: 5, ldap.OPT_TIMEOUT: 10, ldap.OPT_REFERRALS: 0},
+        "CONNECTION_OPTIONS": {
+            ldap.OPT_NETWORK_TIMEOUT: 5,
+            ldap.OPT_TIMEOUT: 10,
+            ldap.OPT_REFERRALS: 0,
+        },
         "CACHE_TIMEOUT": 0,  # groups are read fresh at each sign-in and re-reading
     }
 
@@ -63,7 +67,9 @@ class LdapBackend(LDAPBackend):
         if not built:  # found by name, which two entries may share up to case (`alıce`, `alice`)
             identity = ExternalIdentity.objects.filter(user=user).first()
             if identity is None or identity.provider != IdentityProvider.LDAP:
-                reason = f"{username!r} is an account of this knowledge base not made by the directory"
+                reason = (
+                    f"{username!r} is an account of this knowledge base not made by the directory"
+                )
                 signins.refuse(ldap_user._request, reason)
                 raise ldap_user.AuthenticationFailed(reason)
             if not same_entry(identity.subject, ldap_user.dn):
@@ -87,7 +93,9 @@ class LdapBackend(LDAPBackend):
         user = super().populate_user(username)
         if user is None:
             return None
-        identity = ExternalIdentity.objects.filter(user=user, provider=IdentityProvider.LDAP).first()
+        identity = ExternalIdentity.objects.filter(
+            user=user, provider=IdentityProvider.LDAP
+        ).first()
         if identity is None or not same_entry(identity.subject, user.ldap_user.dn):
             return None  # another entry holds the name now: the session ends
         self._follow(user, user.ldap_user)
@@ -104,7 +112,9 @@ def same_entry(stored: str, dn: str) -> bool:
     """Whether two DNs name one directory entry: compared as parsed, ASCII letters without case and
     every other letter as written (`alıce` is not `alice`)."""
     try:
-        return ldap.dn.str2dn(stored.translate(ASCII_LOWER)) == ldap.dn.str2dn(dn.translate(ASCII_LOWER))
+        return ldap.dn.str2dn(stored.translate(ASCII_LOWER)) == ldap.dn.str2dn(
+            dn.translate(ASCII_LOWER)
+        )
     except ldap.DECODING_ERROR:
         return False
 
@@ -112,7 +122,11 @@ def same_entry(stored: str, dn: str) -> bool:
 def _directory_error(sender, context, user=None, request=None, exception=None, **kwargs) -> None:
     """The directory could not be asked (down, refused the service account, timed out): the sign-in
     fails as a wrong password would, and the log says why. Never the bind password."""
-    signins.refuse(request, f"the directory could not be read during {context} ({type(exception).__name__})")
+    signins.refuse(
+        request, f"the directory could not be read during {context} ({type(exception).__name__})"
+    )
 
 
-ldap_error.connect(_directory_error, sender=LdapBackend, dispatch_uid="kb.identity.ldap.directory_error")
+ldap_error.connect(
+    _directory_error, sender=LdapBackend, dispatch_uid="kb.identity.ldap.directory_error"
+)

@@ -20,7 +20,12 @@ from kb.models import IdentityProvider
 
 logger = logging.getLogger(__name__)
 
-MACHINE_PATHS = ("/api/", "/mcp", "/healthz", "/accounts/")  # never answered with a trip to the provider
+MACHINE_PATHS = (
+    "/api/",
+    "/mcp",
+    "/healthz",
+    "/accounts/",
+)  # never answered with a trip to the provider
 
 
 class IdentityResyncMiddleware:
@@ -32,7 +37,10 @@ class IdentityResyncMiddleware:
         # without a session cookie there is no session to read (and reading one would add Vary: Cookie)
         signed = session is not None and settings.SESSION_COOKIE_NAME in request.COOKIES
         mark = session.get(signins.SESSION_KEY) if signed else None
-        if mark and time.time() - float(mark.get("synced", 0)) > kb_settings().identity.resync_seconds:
+        if (
+            mark
+            and time.time() - float(mark.get("synced", 0)) > kb_settings().identity.resync_seconds
+        ):
             response = self._read_again(request, mark.get("provider"))
             if response is not None:
                 return response
@@ -53,14 +61,26 @@ class IdentityResyncMiddleware:
             if LdapBackend().populate_user(user.get_username()) is not None:
                 signins.mark_synced(request, provider)
                 return None
-            logger.info("LDAP no longer gives %s an account (or could not be read): signed out", user)
+            logger.info(
+                "LDAP no longer gives %s an account (or could not be read): signed out", user
+            )
         oidc_on = bool(kb_settings().identity.oidc_issuer)
-        if provider in IdentityProvider.values and not (provider == IdentityProvider.OIDC and oidc_on):
-            forget_memberships(user, provider)  # no sign-in will sync them soon: none of its rules stays
+        if provider in IdentityProvider.values and not (
+            provider == IdentityProvider.OIDC and oidc_on
+        ):
+            forget_memberships(
+                user, provider
+            )  # no sign-in will sync them soon: none of its rules stays
         logout(request)
-        if (provider == IdentityProvider.OIDC and oidc_on and request.method == "GET"
-                and not request.path.startswith(MACHINE_PATHS)
-                # a page's own fetch (suggestions, feedback) is not sent across sites: only a navigation
-                and request.headers.get("Sec-Fetch-Mode", "navigate") == "navigate"):
-            return HttpResponseRedirect(f"{reverse('oidc-login')}?{urlencode({'next': request.get_full_path()})}")
+        if (
+            provider == IdentityProvider.OIDC
+            and oidc_on
+            and request.method == "GET"
+            and not request.path.startswith(MACHINE_PATHS)
+            # a page's own fetch (suggestions, feedback) is not sent across sites: only a navigation
+            and request.headers.get("Sec-Fetch-Mode", "navigate") == "navigate"
+        ):
+            return HttpResponseRedirect(
+                f"{reverse('oidc-login')}?{urlencode({'next': request.get_full_path()})}"
+            )
         return None

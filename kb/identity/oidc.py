@@ -34,7 +34,9 @@ logger = logging.getLogger(__name__)
 
 BACKEND = "kb.identity.oidc.OidcBackend"
 NEXT_KEY = "kb_oidc_next"
-STARTS_PER_MINUTE = 30  # per client address: each start writes a session row, so a loop of them is refused
+STARTS_PER_MINUTE = (
+    30  # per client address: each start writes a session row, so a loop of them is refused
+)
 
 
 class OidcBackend(ModelBackend):
@@ -55,15 +57,23 @@ def sign_in_offer() -> dict | None:
 def _client():
     conf = kb_settings().identity
     return OAuth().register(
-        name="kb", client_id=conf.oidc_client_id, client_secret=conf.oidc_client_secret,
+        name="kb",
+        client_id=conf.oidc_client_id,
+        client_secret=conf.oidc_client_secret,
         server_metadata_url=f"{conf.oidc_issuer}/.well-known/openid-configuration",
-        client_kwargs={"scope": conf.oidc_scopes, "code_challenge_method": "S256", "timeout": 10})
+        client_kwargs={"scope": conf.oidc_scopes, "code_challenge_method": "S256", "timeout": 10},
+    )
 
 
 def _safe_next(request, target: str | None) -> str:
     """Only a path on this site: never another host, another scheme or a scheme-relative //host."""
-    if target and target.startswith("/") and url_has_allowed_host_and_scheme(
-            target, allowed_hosts=set(), require_https=request.is_secure()):
+    if (
+        target
+        and target.startswith("/")
+        and url_has_allowed_host_and_scheme(
+            target, allowed_hosts=set(), require_https=request.is_secure()
+        )
+    ):
         return target
     return "/"
 
@@ -86,9 +96,15 @@ def start(request):
     request.session[NEXT_KEY] = _safe_next(request, request.GET.get("next"))
     try:
         return _client().authorize_redirect(request, _callback_url(request))
-    except (OAuthError, OSError, ValueError) as exc:  # the provider's discovery document did not load
+    except (
+        OAuthError,
+        OSError,
+        ValueError,
+    ) as exc:  # the provider's discovery document did not load
         logger.warning("OpenID Connect provider unreachable: %s", exc)
-        return _refused(request, "", f"the provider could not be reached ({type(exc).__name__})", status=502)
+        return _refused(
+            request, "", f"the provider could not be reached ({type(exc).__name__})", status=502
+        )
 
 
 @require_GET
@@ -111,24 +127,36 @@ def callback(request):
         if groups_claim not in claims:
             extra = client.userinfo(token=token)
             if extra.get("sub") != claims["sub"]:  # OpenID Connect Core 5.3.2
-                raise OAuthError(error="userinfo_mismatch", description="userinfo names another subject")
+                raise OAuthError(
+                    error="userinfo_mismatch", description="userinfo names another subject"
+                )
             claims = {**extra, **claims}
-    except (AuthlibBaseError, JoseError) as exc:  # the flow (state, code) or the ID token (signature, claims)
+    except (
+        AuthlibBaseError,
+        JoseError,
+    ) as exc:  # the flow (state, code) or the ID token (signature, claims)
         return _refused(request, "", _error_reason(request, exc))
     except OSError as exc:
         logger.warning("OpenID Connect provider unreachable: %s", exc)
-        return _refused(request, "", f"the provider could not be reached ({type(exc).__name__})", status=502)
+        return _refused(
+            request, "", f"the provider could not be reached ({type(exc).__name__})", status=502
+        )
     username = str(claims.get("preferred_username") or claims.get("email") or claims["sub"])
     groups = claims.get(groups_claim) or []
     if isinstance(groups, str):
         groups = [groups]
     try:
-        user = oidc_account(f"{claims.get('iss', kb_settings().identity.oidc_issuer)} {claims['sub']}", claims,
-                            [str(group) for group in groups if isinstance(group, str | int)])
+        user = oidc_account(
+            f"{claims.get('iss', kb_settings().identity.oidc_issuer)} {claims['sub']}",
+            claims,
+            [str(group) for group in groups if isinstance(group, str | int)],
+        )
     except AccountRefused as exc:
         return _refused(request, username, str(exc), status=403)
     target = _safe_next(request, request.session.pop(NEXT_KEY, None))
-    login(request, user, backend=BACKEND)  # records the sign-in and marks the session (kb.identity.signins)
+    login(
+        request, user, backend=BACKEND
+    )  # records the sign-in and marks the session (kb.identity.signins)
     return HttpResponseRedirect(target)
 
 
@@ -145,8 +173,17 @@ def _error_reason(request, exc: Exception) -> str:
 
 
 def _refused(request, username: str, reason: str, status: int = 400):
-    signins.record(request, method=SignIn.Method.OIDC, username=username, succeeded=False, reason=reason)
-    return render(request, "registration/login.html",
-                  {"form": AuthenticationForm(request), "sso": sign_in_offer(), "next": "/",
-                   "sso_error": "Single sign-on did not complete. Try again, or ask your administrator."},
-                  status=status)
+    signins.record(
+        request, method=SignIn.Method.OIDC, username=username, succeeded=False, reason=reason
+    )
+    return render(
+        request,
+        "registration/login.html",
+        {
+            "form": AuthenticationForm(request),
+            "sso": sign_in_offer(),
+            "next": "/",
+            "sso_error": "Single sign-on did not complete. Try again, or ask your administrator.",
+        },
+        status=status,
+    )

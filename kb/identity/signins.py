@@ -22,13 +22,23 @@ logger = logging.getLogger(__name__)
 
 SESSION_KEY = "kb_identity"  # {"provider": "oidc" | "ldap", "synced": seconds since the epoch}
 REFUSAL = "kb_sign_in_refusal"  # set on the request by a backend that knows why it refused
-METHOD_OF_BACKEND = {"kb.identity.oidc.OidcBackend": SignIn.Method.OIDC,
-                     "kb.identity.ldap.LdapBackend": SignIn.Method.LDAP}
+METHOD_OF_BACKEND = {
+    "kb.identity.oidc.OidcBackend": SignIn.Method.OIDC,
+    "kb.identity.ldap.LdapBackend": SignIn.Method.LDAP,
+}
 
 
-def record(request, *, method: str, username: str, succeeded: bool, user=None, reason: str = "") -> None:
-    SignIn.objects.create(method=method, username=(username or "")[:255], user=user, succeeded=succeeded,
-                          reason=reason[:300], address=client_address(request)[:64] if request is not None else "")
+def record(
+    request, *, method: str, username: str, succeeded: bool, user=None, reason: str = ""
+) -> None:
+    SignIn.objects.create(
+        method=method,
+        username=(username or "")[:255],
+        user=user,
+        succeeded=succeeded,
+        reason=reason[:300],
+        address=client_address(request)[:64] if request is not None else "",
+    )
     # pruned as it grows, failures too (a flood of them is throttled): no scheduled job to forget
     cutoff = timezone.now() - timedelta(days=kb_settings().identity.sign_in_log_days)
     SignIn.objects.filter(at__lt=cutoff).delete()
@@ -45,7 +55,11 @@ def mark_synced(request, provider: str) -> None:
 
 
 def _logged_in(sender, request, user, **kwargs) -> None:
-    backend = request.session.get(BACKEND_SESSION_KEY, "") if request is not None else getattr(user, "backend", "")
+    backend = (
+        request.session.get(BACKEND_SESSION_KEY, "")
+        if request is not None
+        else getattr(user, "backend", "")
+    )
     method = METHOD_OF_BACKEND.get(backend, SignIn.Method.LOCAL)
     record(request, method=method, username=user.get_username(), user=user, succeeded=True)
     if request is not None and method in IdentityProvider.values:
@@ -55,7 +69,13 @@ def _logged_in(sender, request, user, **kwargs) -> None:
 def _login_failed(sender, credentials, request=None, **kwargs) -> None:
     reason = getattr(request, REFUSAL, "") or "wrong user name or password"
     method = SignIn.Method.PASSWORD if kb_settings().identity.ldap_url else SignIn.Method.LOCAL
-    record(request, method=method, username=str(credentials.get("username", "")), succeeded=False, reason=reason)
+    record(
+        request,
+        method=method,
+        username=str(credentials.get("username", "")),
+        succeeded=False,
+        reason=reason,
+    )
 
 
 def connect() -> None:
@@ -72,9 +92,17 @@ def as_csv(sign_ins) -> str:
     writer = csv.writer(out)
     writer.writerow(CSV_COLUMNS)
     for row in sign_ins.order_by("at", "pk"):
-        writer.writerow([row.at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S"), row.method,
-                         _cell(row.username), row.user_id or "", "yes" if row.succeeded else "no",
-                         _cell(row.reason), row.address])
+        writer.writerow(
+            [
+                row.at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S"),
+                row.method,
+                _cell(row.username),
+                row.user_id or "",
+                "yes" if row.succeeded else "no",
+                _cell(row.reason),
+                row.address,
+            ]
+        )
     return out.getvalue()
 
 

@@ -34,249 +34,596 @@ def create_cache_table(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.RunPython(require_pgvector, migrations.RunPython.noop),
         VectorExtension(),
         migrations.RunPython(create_cache_table, migrations.RunPython.noop),
         migrations.CreateModel(
-            name='Namespace',
+            name="Namespace",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('slug', models.CharField(max_length=128, unique=True, validators=[kb.validators.validate_namespace_slug])),
-                ('title', models.CharField(blank=True, max_length=200)),
-                ('description', models.TextField(blank=True)),
-                ('is_public', models.BooleanField(default=False, help_text='Anonymous users may search a public namespace.')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "slug",
+                    models.CharField(
+                        max_length=128,
+                        unique=True,
+                        validators=[kb.validators.validate_namespace_slug],
+                    ),
+                ),
+                ("title", models.CharField(blank=True, max_length=200)),
+                ("description", models.TextField(blank=True)),
+                (
+                    "is_public",
+                    models.BooleanField(
+                        default=False, help_text="Anonymous users may search a public namespace."
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['slug'],
+                "ordering": ["slug"],
             },
         ),
         migrations.CreateModel(
-            name='Document',
+            name="Document",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('ref', models.CharField(help_text='URL, file key or synthetic id.', max_length=2048)),
-                ('title', models.CharField(blank=True, max_length=500)),
-                ('path', models.CharField(blank=True, max_length=2048)),
-                ('content', models.TextField(blank=True)),
-                ('content_hash', models.CharField(blank=True, max_length=64)),
-                ('media_type', models.CharField(blank=True, max_length=100)),
-                ('byte_size', models.PositiveIntegerField(default=0)),
-                ('created_at', models.DateTimeField(blank=True, help_text="The document's own date.", null=True)),
-                ('indexed_at', models.DateTimeField(blank=True, null=True)),
-                ('embedding_model', models.CharField(blank=True, max_length=200)),
-                ('etag', models.CharField(blank=True, max_length=300)),
-                ('last_modified', models.CharField(blank=True, max_length=100)),
-                ('metadata', models.JSONField(blank=True, default=dict)),
-                ('namespace', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='documents', to='kb.namespace')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "ref",
+                    models.CharField(help_text="URL, file key or synthetic id.", max_length=2048),
+                ),
+                ("title", models.CharField(blank=True, max_length=500)),
+                ("path", models.CharField(blank=True, max_length=2048)),
+                ("content", models.TextField(blank=True)),
+                ("content_hash", models.CharField(blank=True, max_length=64)),
+                ("media_type", models.CharField(blank=True, max_length=100)),
+                ("byte_size", models.PositiveIntegerField(default=0)),
+                (
+                    "created_at",
+                    models.DateTimeField(
+                        blank=True, help_text="The document's own date.", null=True
+                    ),
+                ),
+                ("indexed_at", models.DateTimeField(blank=True, null=True)),
+                ("embedding_model", models.CharField(blank=True, max_length=200)),
+                ("etag", models.CharField(blank=True, max_length=300)),
+                ("last_modified", models.CharField(blank=True, max_length=100)),
+                ("metadata", models.JSONField(blank=True, default=dict)),
+                (
+                    "namespace",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="documents",
+                        to="kb.namespace",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['source_id', 'ref'],
+                "ordering": ["source_id", "ref"],
             },
         ),
         migrations.CreateModel(
-            name='Provider',
+            name="Provider",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('slug', models.SlugField(max_length=100, unique=True)),
-                ('title', models.CharField(blank=True, max_length=200)),
-                ('definition', models.JSONField(blank=True, default=dict)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('namespace', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='providers', to='kb.namespace')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("slug", models.SlugField(max_length=100, unique=True)),
+                ("title", models.CharField(blank=True, max_length=200)),
+                ("definition", models.JSONField(blank=True, default=dict)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "namespace",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="providers",
+                        to="kb.namespace",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['slug'],
+                "ordering": ["slug"],
             },
         ),
         migrations.CreateModel(
-            name='Capability',
+            name="Capability",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('canonical_id', models.CharField(max_length=200, unique=True, validators=[kb.validators.validate_capability_id])),
-                ('title', models.CharField(max_length=300)),
-                ('summary', models.TextField(blank=True)),
-                ('provider', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='capabilities', to='kb.provider')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "canonical_id",
+                    models.CharField(
+                        max_length=200,
+                        unique=True,
+                        validators=[kb.validators.validate_capability_id],
+                    ),
+                ),
+                ("title", models.CharField(max_length=300)),
+                ("summary", models.TextField(blank=True)),
+                (
+                    "provider",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="capabilities",
+                        to="kb.provider",
+                    ),
+                ),
             ],
             options={
-                'verbose_name_plural': 'capabilities',
-                'ordering': ['canonical_id'],
+                "verbose_name_plural": "capabilities",
+                "ordering": ["canonical_id"],
             },
         ),
         migrations.CreateModel(
-            name='Source',
+            name="Source",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200)),
-                ('kind', models.CharField(choices=[('url', 'Single page'), ('sitemap', 'Sitemap'), ('crawl', 'Same-origin crawl'), ('llms', 'llms.txt'), ('file', 'Uploaded file'), ('text', 'Inline text')], max_length=16)),
-                ('location', models.CharField(blank=True, help_text='URL for web kinds; a file key for files.', max_length=2048)),
-                ('upload', models.FileField(blank=True, upload_to='sources/%Y/%m/')),
-                ('text', models.TextField(blank=True, help_text='Content of an inline text source.')),
-                ('options', models.JSONField(blank=True, default=dict)),
-                ('enabled', models.BooleanField(default=True)),
-                ('priority', models.FloatField(default=0.0, help_text="Ranking boost between -1 and 1 for this source's chunks.")),
-                ('refresh_interval', models.DurationField(blank=True, help_text='Re-ingest this often (empty: only on demand).', null=True)),
-                ('last_run_at', models.DateTimeField(blank=True, null=True)),
-                ('last_run_status', models.CharField(blank=True, max_length=16)),
-                ('last_run_summary', models.JSONField(blank=True, default=dict)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('namespace', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='sources', to='kb.namespace')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=200)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("url", "Single page"),
+                            ("sitemap", "Sitemap"),
+                            ("crawl", "Same-origin crawl"),
+                            ("llms", "llms.txt"),
+                            ("file", "Uploaded file"),
+                            ("text", "Inline text"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "location",
+                    models.CharField(
+                        blank=True,
+                        help_text="URL for web kinds; a file key for files.",
+                        max_length=2048,
+                    ),
+                ),
+                ("upload", models.FileField(blank=True, upload_to="sources/%Y/%m/")),
+                (
+                    "text",
+                    models.TextField(blank=True, help_text="Content of an inline text source."),
+                ),
+                ("options", models.JSONField(blank=True, default=dict)),
+                ("enabled", models.BooleanField(default=True)),
+                (
+                    "priority",
+                    models.FloatField(
+                        default=0.0,
+                        help_text="Ranking boost between -1 and 1 for this source's chunks.",
+                    ),
+                ),
+                (
+                    "refresh_interval",
+                    models.DurationField(
+                        blank=True,
+                        help_text="Re-ingest this often (empty: only on demand).",
+                        null=True,
+                    ),
+                ),
+                ("last_run_at", models.DateTimeField(blank=True, null=True)),
+                ("last_run_status", models.CharField(blank=True, max_length=16)),
+                ("last_run_summary", models.JSONField(blank=True, default=dict)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "namespace",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="sources",
+                        to="kb.namespace",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['namespace__slug', 'name'],
+                "ordering": ["namespace__slug", "name"],
             },
         ),
         migrations.CreateModel(
-            name='KnowledgeTarget',
+            name="KnowledgeTarget",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('role', models.CharField(default='reference', max_length=50)),
-                ('locale', models.CharField(blank=True, max_length=20)),
-                ('capability', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='targets', to='kb.capability')),
-                ('document', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, to='kb.document')),
-                ('source', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, to='kb.source')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("role", models.CharField(default="reference", max_length=50)),
+                ("locale", models.CharField(blank=True, max_length=20)),
+                (
+                    "capability",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="targets",
+                        to="kb.capability",
+                    ),
+                ),
+                (
+                    "document",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        to="kb.document",
+                    ),
+                ),
+                (
+                    "source",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        to="kb.source",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='IngestRun',
+            name="IngestRun",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('succeeded', 'Succeeded'), ('partial', 'Partial'), ('failed', 'Failed')], default='queued', max_length=16)),
-                ('mode', models.CharField(choices=[('ingest', 'Ingest'), ('reembed', 'Re-embed all'), ('retry', 'Retry failed items')], default='ingest', max_length=16)),
-                ('task_id', models.CharField(blank=True, max_length=64)),
-                ('items_total', models.PositiveIntegerField(default=0)),
-                ('items_done', models.PositiveIntegerField(default=0)),
-                ('items_changed', models.PositiveIntegerField(default=0)),
-                ('items_unchanged', models.PositiveIntegerField(default=0)),
-                ('items_failed', models.PositiveIntegerField(default=0)),
-                ('items_removed', models.PositiveIntegerField(default=0)),
-                ('chunks_written', models.PositiveIntegerField(default=0)),
-                ('chunks_embedded', models.PositiveIntegerField(default=0)),
-                ('error', models.TextField(blank=True)),
-                ('queued_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('retry_of', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to='kb.ingestrun')),
-                ('source', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='runs', to='kb.source')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("succeeded", "Succeeded"),
+                            ("partial", "Partial"),
+                            ("failed", "Failed"),
+                        ],
+                        default="queued",
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "mode",
+                    models.CharField(
+                        choices=[
+                            ("ingest", "Ingest"),
+                            ("reembed", "Re-embed all"),
+                            ("retry", "Retry failed items"),
+                        ],
+                        default="ingest",
+                        max_length=16,
+                    ),
+                ),
+                ("task_id", models.CharField(blank=True, max_length=64)),
+                ("items_total", models.PositiveIntegerField(default=0)),
+                ("items_done", models.PositiveIntegerField(default=0)),
+                ("items_changed", models.PositiveIntegerField(default=0)),
+                ("items_unchanged", models.PositiveIntegerField(default=0)),
+                ("items_failed", models.PositiveIntegerField(default=0)),
+                ("items_removed", models.PositiveIntegerField(default=0)),
+                ("chunks_written", models.PositiveIntegerField(default=0)),
+                ("chunks_embedded", models.PositiveIntegerField(default=0)),
+                ("error", models.TextField(blank=True)),
+                ("queued_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "retry_of",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        to="kb.ingestrun",
+                    ),
+                ),
+                (
+                    "source",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="runs",
+                        to="kb.source",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-queued_at', '-id'],
+                "ordering": ["-queued_at", "-id"],
             },
         ),
         migrations.AddField(
-            model_name='document',
-            name='source',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='documents', to='kb.source'),
+            model_name="document",
+            name="source",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="documents",
+                to="kb.source",
+            ),
         ),
         migrations.CreateModel(
-            name='IngestItem',
+            name="IngestItem",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('ref', models.CharField(max_length=2048)),
-                ('status', models.CharField(choices=[('changed', 'Changed'), ('unchanged', 'Unchanged'), ('failed', 'Failed'), ('removed', 'Removed')], max_length=16)),
-                ('reason', models.CharField(blank=True, max_length=200)),
-                ('error_code', models.CharField(blank=True, max_length=64)),
-                ('error_message', models.TextField(blank=True)),
-                ('byte_size', models.PositiveIntegerField(default=0)),
-                ('chunks', models.PositiveIntegerField(default=0)),
-                ('duration_ms', models.PositiveIntegerField(default=0)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='items', to='kb.ingestrun')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("ref", models.CharField(max_length=2048)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("changed", "Changed"),
+                            ("unchanged", "Unchanged"),
+                            ("failed", "Failed"),
+                            ("removed", "Removed"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("reason", models.CharField(blank=True, max_length=200)),
+                ("error_code", models.CharField(blank=True, max_length=64)),
+                ("error_message", models.TextField(blank=True)),
+                ("byte_size", models.PositiveIntegerField(default=0)),
+                ("chunks", models.PositiveIntegerField(default=0)),
+                ("duration_ms", models.PositiveIntegerField(default=0)),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="items",
+                        to="kb.ingestrun",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['run_id', 'id'],
-                'indexes': [models.Index(fields=['run', 'status'], name='item_run_status')],
+                "ordering": ["run_id", "id"],
+                "indexes": [models.Index(fields=["run", "status"], name="item_run_status")],
             },
         ),
         migrations.CreateModel(
-            name='Chunk',
+            name="Chunk",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('position', models.PositiveIntegerField()),
-                ('title', models.CharField(blank=True, help_text="The document's title.", max_length=500)),
-                ('text', models.TextField()),
-                ('heading_path', django.contrib.postgres.fields.ArrayField(base_field=models.CharField(max_length=500), blank=True, default=list, size=None)),
-                ('anchor', models.CharField(blank=True, max_length=300)),
-                ('start_byte', models.PositiveIntegerField()),
-                ('end_byte', models.PositiveIntegerField()),
-                ('token_estimate', models.PositiveIntegerField(default=0)),
-                ('is_summary', models.BooleanField(default=False)),
-                ('embedding', pgvector.django.vector.VectorField(blank=True, dimensions=settings.KB_EMBEDDING_DIM, null=True)),
-                ('embedding_model', models.CharField(blank=True, max_length=200)),
-                ('embed_reason', models.CharField(blank=True, max_length=32)),
-                ('search_vector', models.GeneratedField(db_persist=True, expression=django.contrib.postgres.search.CombinedSearchVector(django.contrib.postgres.search.SearchVector('title', config='english', weight='A'), '||', django.contrib.postgres.search.SearchVector('text', config='english', weight='D'), django.contrib.postgres.search.SearchConfig('english')), output_field=django.contrib.postgres.search.SearchVectorField())),
-                ('document', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='chunks', to='kb.document')),
-                ('namespace', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='kb.namespace')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("position", models.PositiveIntegerField()),
+                (
+                    "title",
+                    models.CharField(blank=True, help_text="The document's title.", max_length=500),
+                ),
+                ("text", models.TextField()),
+                (
+                    "heading_path",
+                    django.contrib.postgres.fields.ArrayField(
+                        base_field=models.CharField(max_length=500),
+                        blank=True,
+                        default=list,
+                        size=None,
+                    ),
+                ),
+                ("anchor", models.CharField(blank=True, max_length=300)),
+                ("start_byte", models.PositiveIntegerField()),
+                ("end_byte", models.PositiveIntegerField()),
+                ("token_estimate", models.PositiveIntegerField(default=0)),
+                ("is_summary", models.BooleanField(default=False)),
+                (
+                    "embedding",
+                    pgvector.django.vector.VectorField(
+                        blank=True, dimensions=settings.KB_EMBEDDING_DIM, null=True
+                    ),
+                ),
+                ("embedding_model", models.CharField(blank=True, max_length=200)),
+                ("embed_reason", models.CharField(blank=True, max_length=32)),
+                (
+                    "search_vector",
+                    models.GeneratedField(
+                        db_persist=True,
+                        expression=django.contrib.postgres.search.CombinedSearchVector(
+                            django.contrib.postgres.search.SearchVector(
+                                "title", config="english", weight="A"
+                            ),
+                            "||",
+                            django.contrib.postgres.search.SearchVector(
+                                "text", config="english", weight="D"
+                            ),
+                            django.contrib.postgres.search.SearchConfig("english"),
+                        ),
+                        output_field=django.contrib.postgres.search.SearchVectorField(),
+                    ),
+                ),
+                (
+                    "document",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="chunks",
+                        to="kb.document",
+                    ),
+                ),
+                (
+                    "namespace",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="kb.namespace",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['document_id', 'position'],
-                'indexes': [django.contrib.postgres.indexes.GinIndex(fields=['search_vector'], name='chunk_search_vector_gin'), pgvector.django.indexes.HnswIndex(ef_construction=64, fields=['embedding'], m=16, name='chunk_embedding_hnsw', opclasses=['vector_cosine_ops'])],
-                'constraints': [models.UniqueConstraint(fields=('document', 'position'), name='chunk_unique_position'), models.CheckConstraint(condition=models.Q(('end_byte__gte', models.F('start_byte'))), name='chunk_byte_range')],
+                "ordering": ["document_id", "position"],
+                "indexes": [
+                    django.contrib.postgres.indexes.GinIndex(
+                        fields=["search_vector"], name="chunk_search_vector_gin"
+                    ),
+                    pgvector.django.indexes.HnswIndex(
+                        ef_construction=64,
+                        fields=["embedding"],
+                        m=16,
+                        name="chunk_embedding_hnsw",
+                        opclasses=["vector_cosine_ops"],
+                    ),
+                ],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("document", "position"), name="chunk_unique_position"
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("end_byte__gte", models.F("start_byte"))),
+                        name="chunk_byte_range",
+                    ),
+                ],
             },
         ),
         migrations.CreateModel(
-            name='ProviderRevision',
+            name="ProviderRevision",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('revision', models.CharField(help_text='Stable hash of the definition.', max_length=64)),
-                ('definition', models.JSONField(default=dict)),
-                ('is_current', models.BooleanField(default=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('provider', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='revisions', to='kb.provider')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "revision",
+                    models.CharField(help_text="Stable hash of the definition.", max_length=64),
+                ),
+                ("definition", models.JSONField(default=dict)),
+                ("is_current", models.BooleanField(default=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "provider",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="revisions",
+                        to="kb.provider",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['provider_id', '-created_at'],
-                'constraints': [models.UniqueConstraint(fields=('provider', 'revision'), name='revision_unique'), models.UniqueConstraint(condition=models.Q(('is_current', True)), fields=('provider',), name='revision_one_current')],
+                "ordering": ["provider_id", "-created_at"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("provider", "revision"), name="revision_unique"
+                    ),
+                    models.UniqueConstraint(
+                        condition=models.Q(("is_current", True)),
+                        fields=("provider",),
+                        name="revision_one_current",
+                    ),
+                ],
             },
         ),
         migrations.CreateModel(
-            name='QueryLog',
+            name="QueryLog",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('query', models.TextField()),
-                ('result_ids', django.contrib.postgres.fields.ArrayField(base_field=models.BigIntegerField(), blank=True, default=list, size=None)),
-                ('timings', models.JSONField(blank=True, default=dict)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('namespace', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='queries', to='kb.namespace')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("query", models.TextField()),
+                (
+                    "result_ids",
+                    django.contrib.postgres.fields.ArrayField(
+                        base_field=models.BigIntegerField(), blank=True, default=list, size=None
+                    ),
+                ),
+                ("timings", models.JSONField(blank=True, default=dict)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "namespace",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="queries",
+                        to="kb.namespace",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
-                'indexes': [models.Index(fields=['namespace', '-created_at'], name='query_ns_recent')],
+                "ordering": ["-created_at"],
+                "indexes": [
+                    models.Index(fields=["namespace", "-created_at"], name="query_ns_recent")
+                ],
             },
         ),
         migrations.AddConstraint(
-            model_name='source',
-            constraint=models.UniqueConstraint(fields=('namespace', 'name'), name='source_unique_name'),
+            model_name="source",
+            constraint=models.UniqueConstraint(
+                fields=("namespace", "name"), name="source_unique_name"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='source',
-            constraint=models.CheckConstraint(condition=models.Q(('kind__in', ['url', 'sitemap', 'crawl', 'llms', 'file', 'text'])), name='source_kind_valid'),
+            model_name="source",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("kind__in", ["url", "sitemap", "crawl", "llms", "file", "text"])
+                ),
+                name="source_kind_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='source',
-            constraint=models.CheckConstraint(condition=models.Q(('priority__gte', -1.0), ('priority__lte', 1.0)), name='source_priority_range'),
+            model_name="source",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("priority__gte", -1.0), ("priority__lte", 1.0)),
+                name="source_priority_range",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='knowledgetarget',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('document__isnull', False), ('source__isnull', True)), models.Q(('document__isnull', True), ('source__isnull', False)), _connector='OR'), name='target_document_xor_source'),
+            model_name="knowledgetarget",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("document__isnull", False), ("source__isnull", True)),
+                    models.Q(("document__isnull", True), ("source__isnull", False)),
+                    _connector="OR",
+                ),
+                name="target_document_xor_source",
+            ),
         ),
         migrations.AddIndex(
-            model_name='ingestrun',
-            index=models.Index(fields=['source', '-queued_at'], name='run_source_recent'),
+            model_name="ingestrun",
+            index=models.Index(fields=["source", "-queued_at"], name="run_source_recent"),
         ),
         migrations.AddIndex(
-            model_name='document',
-            index=models.Index(fields=['namespace', 'source'], name='document_ns_source'),
+            model_name="document",
+            index=models.Index(fields=["namespace", "source"], name="document_ns_source"),
         ),
         migrations.AddConstraint(
-            model_name='document',
-            constraint=models.UniqueConstraint(fields=('source', 'ref'), name='document_unique_ref'),
+            model_name="document",
+            constraint=models.UniqueConstraint(
+                fields=("source", "ref"), name="document_unique_ref"
+            ),
         ),
     ]

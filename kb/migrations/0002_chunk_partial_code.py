@@ -4,15 +4,16 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('kb', '0001_initial'),
+        ("kb", "0001_initial"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='chunk',
-            name='is_partial_code',
-            field=models.BooleanField(default=False, help_text='Part of one code fence too large for a single chunk.'),
+            model_name="chunk",
+            name="is_partial_code",
+            field=models.BooleanField(
+                default=False, help_text="Part of one code fence too large for a single chunk."
+            ),
         ),
     ]

@@ -85,16 +85,19 @@ DROP TABLE kb_namespace_stats;
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('kb', '0002_chunk_partial_code'),
+        ("kb", "0002_chunk_partial_code"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='document',
-            name='name_key',
-            field=models.CharField(blank=True, help_text='Title and path stem, alphanumerics only, lowercase: for versioned-name search.', max_length=600),
+            model_name="document",
+            name="name_key",
+            field=models.CharField(
+                blank=True,
+                help_text="Title and path stem, alphanumerics only, lowercase: for versioned-name search.",
+                max_length=600,
+            ),
         ),
         migrations.SeparateDatabaseAndState(
             database_operations=[migrations.RunSQL(CREATE_POSTINGS, DROP_POSTINGS)],
@@ -102,10 +105,37 @@ class Migration(migrations.Migration):
                 migrations.CreateModel(
                     name="ChunkTerm",
                     fields=[
-                        ("pk", models.CompositePrimaryKey("namespace", "lexeme", "chunk", blank=True, editable=False, primary_key=True, serialize=False)),
-                        ("namespace", models.ForeignKey(db_constraint=False, on_delete=django.db.models.deletion.DO_NOTHING, related_name="+", to="kb.namespace")),
+                        (
+                            "pk",
+                            models.CompositePrimaryKey(
+                                "namespace",
+                                "lexeme",
+                                "chunk",
+                                blank=True,
+                                editable=False,
+                                primary_key=True,
+                                serialize=False,
+                            ),
+                        ),
+                        (
+                            "namespace",
+                            models.ForeignKey(
+                                db_constraint=False,
+                                on_delete=django.db.models.deletion.DO_NOTHING,
+                                related_name="+",
+                                to="kb.namespace",
+                            ),
+                        ),
                         ("lexeme", models.TextField()),
-                        ("chunk", models.ForeignKey(db_constraint=False, on_delete=django.db.models.deletion.DO_NOTHING, related_name="+", to="kb.chunk")),
+                        (
+                            "chunk",
+                            models.ForeignKey(
+                                db_constraint=False,
+                                on_delete=django.db.models.deletion.DO_NOTHING,
+                                related_name="+",
+                                to="kb.chunk",
+                            ),
+                        ),
                         ("tf", models.FloatField()),
                         ("doc_len", models.FloatField()),
                     ],
@@ -114,11 +144,24 @@ class Migration(migrations.Migration):
                 migrations.CreateModel(
                     name="NamespaceStats",
                     fields=[
-                        ("namespace", models.OneToOneField(db_constraint=False, on_delete=django.db.models.deletion.DO_NOTHING, primary_key=True, related_name="+", serialize=False, to="kb.namespace")),
+                        (
+                            "namespace",
+                            models.OneToOneField(
+                                db_constraint=False,
+                                on_delete=django.db.models.deletion.DO_NOTHING,
+                                primary_key=True,
+                                related_name="+",
+                                serialize=False,
+                                to="kb.namespace",
+                            ),
+                        ),
                         ("chunk_count", models.BigIntegerField(default=0)),
                         ("total_len", models.FloatField(default=0)),
                     ],
-                    options={"db_table": "kb_namespace_stats", "verbose_name_plural": "namespace stats"},
+                    options={
+                        "db_table": "kb_namespace_stats",
+                        "verbose_name_plural": "namespace stats",
+                    },
                 ),
             ],
         ),

@@ -4,28 +4,42 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('kb', '0004_inline_embeddings'),
+        ("kb", "0004_inline_embeddings"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ApiToken',
+            name="ApiToken",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=100)),
-                ('prefix', models.CharField(db_index=True, editable=False, max_length=12)),
-                ('key_hash', models.CharField(editable=False, max_length=64, unique=True)),
-                ('scope', models.CharField(choices=[('read', 'Read (search, documents)'), ('write', 'Read and write (sources, ingest)')], default='read', max_length=8)),
-                ('rate_limit_per_minute', models.PositiveIntegerField(default=120)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('last_used_at', models.DateTimeField(blank=True, editable=False, null=True)),
-                ('revoked_at', models.DateTimeField(blank=True, null=True)),
-                ('namespaces', models.ManyToManyField(related_name='tokens', to='kb.namespace')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=100)),
+                ("prefix", models.CharField(db_index=True, editable=False, max_length=12)),
+                ("key_hash", models.CharField(editable=False, max_length=64, unique=True)),
+                (
+                    "scope",
+                    models.CharField(
+                        choices=[
+                            ("read", "Read (search, documents)"),
+                            ("write", "Read and write (sources, ingest)"),
+                        ],
+                        default="read",
+                        max_length=8,
+                    ),
+                ),
+                ("rate_limit_per_minute", models.PositiveIntegerField(default=120)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("last_used_at", models.DateTimeField(blank=True, editable=False, null=True)),
+                ("revoked_at", models.DateTimeField(blank=True, null=True)),
+                ("namespaces", models.ManyToManyField(related_name="tokens", to="kb.namespace")),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
     ]

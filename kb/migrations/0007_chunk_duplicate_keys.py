@@ -4,30 +4,35 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('kb', '0006_eval_suites'),
+        ("kb", "0006_eval_suites"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='chunk',
-            name='body_key',
-            field=models.CharField(blank=True, help_text='Duplicate key of the text without its breadcrumb.', max_length=32),
+            model_name="chunk",
+            name="body_key",
+            field=models.CharField(
+                blank=True,
+                help_text="Duplicate key of the text without its breadcrumb.",
+                max_length=32,
+            ),
         ),
         migrations.AddField(
-            model_name='chunk',
-            name='text_key',
-            field=models.CharField(blank=True, help_text='Duplicate key of the text.', max_length=32),
+            model_name="chunk",
+            name="text_key",
+            field=models.CharField(
+                blank=True, help_text="Duplicate key of the text.", max_length=32
+            ),
         ),
         # existing chunks get their keys once; ingest writes them from now on (kb.names.duplicate_key;
-    # PostgreSQL's \s covers the same ASCII whitespace Python's split() does for stored text)
-    migrations.RunSQL(
-        """UPDATE kb_chunk SET
+        # PostgreSQL's \s covers the same ASCII whitespace Python's split() does for stored text)
+        migrations.RunSQL(
+            """UPDATE kb_chunk SET
              text_key = md5(lower(btrim(regexp_replace(text, '\\s+', ' ', 'g')))),
              body_key = md5(lower(btrim(regexp_replace(
                  CASE WHEN cardinality(heading_path) > 0 OR position(E'\\n\\n' in text) > 0
                       THEN substr(text, position(E'\\n\\n' in text) + 2) ELSE text END, '\\s+', ' ', 'g'))))""",
-        migrations.RunSQL.noop,
-    ),
+            migrations.RunSQL.noop,
+        ),
     ]

@@ -12,37 +12,43 @@ def mark_succeeded_sources_indexed(apps, schema_editor):
 
     Source = apps.get_model("kb", "Source")
     for source in Source.objects.filter(last_run_status="succeeded"):
-        source.indexed_revision = source_revision(source.kind, source.location, source.text,
-                                                  source.upload.name or "", source.options)
+        source.indexed_revision = source_revision(
+            source.kind, source.location, source.text, source.upload.name or "", source.options
+        )
         source.save(update_fields=["indexed_revision"])
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('kb', '0007_chunk_duplicate_keys'),
+        ("kb", "0007_chunk_duplicate_keys"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='capability',
-            name='indexed_embedding',
-            field=pgvector.django.vector.VectorField(blank=True, dimensions=settings.KB_EMBEDDING_DIM, null=True),
+            model_name="capability",
+            name="indexed_embedding",
+            field=pgvector.django.vector.VectorField(
+                blank=True, dimensions=settings.KB_EMBEDDING_DIM, null=True
+            ),
         ),
         migrations.AddField(
-            model_name='capability',
-            name='indexed_revision',
+            model_name="capability",
+            name="indexed_revision",
             field=models.CharField(blank=True, max_length=64),
         ),
         migrations.AddField(
-            model_name='capability',
-            name='indexed_text',
+            model_name="capability",
+            name="indexed_text",
             field=models.TextField(blank=True),
         ),
         migrations.AddField(
-            model_name='source',
-            name='indexed_revision',
-            field=models.CharField(blank=True, help_text="Revision of the source's configuration and inline content that the last successful ingest indexed; differs from the current one while the index is behind.", max_length=64),
+            model_name="source",
+            name="indexed_revision",
+            field=models.CharField(
+                blank=True,
+                help_text="Revision of the source's configuration and inline content that the last successful ingest indexed; differs from the current one while the index is behind.",
+                max_length=64,
+            ),
         ),
         migrations.RunPython(mark_succeeded_sources_indexed, migrations.RunPython.noop),
     ]

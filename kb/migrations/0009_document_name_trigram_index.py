@@ -6,15 +6,16 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('kb', '0008_capability_index_and_source_revision'),
+        ("kb", "0008_capability_index_and_source_revision"),
     ]
 
     operations = [
         TrigramExtension(),
         migrations.AddIndex(
-            model_name='document',
-            index=django.contrib.postgres.indexes.GinIndex(fields=['name_key'], name='document_name_key_trgm', opclasses=['gin_trgm_ops']),
+            model_name="document",
+            index=django.contrib.postgres.indexes.GinIndex(
+                fields=["name_key"], name="document_name_key_trgm", opclasses=["gin_trgm_ops"]
+            ),
         ),
     ]

@@ -44,14 +44,16 @@ CREATE SEQUENCE kb_namespace_stats_generation;
 ALTER TABLE kb_namespace_stats ADD COLUMN generation bigint NOT NULL DEFAULT nextval('kb_namespace_stats_generation');
 """ + _postings_sync(",\n               generation = nextval('kb_namespace_stats_generation')")
 
-BACKWARD = _postings_sync("") + """
+BACKWARD = (
+    _postings_sync("")
+    + """
 ALTER TABLE kb_namespace_stats DROP COLUMN generation;
 DROP SEQUENCE kb_namespace_stats_generation;
 """
+)
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("kb", "0010_namespace_vector_indexes"),
     ]

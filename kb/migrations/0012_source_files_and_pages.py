@@ -18,46 +18,71 @@ def files_from_keys(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('kb', '0011_namespace_stats_generation'),
+        ("kb", "0011_namespace_stats_generation"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='SourceFile',
+            name="SourceFile",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('path', models.CharField(max_length=1024)),
-                ('key', models.CharField(help_text='Storage key of the bytes.', max_length=1024)),
-                ('sha256', models.CharField(blank=True, max_length=64)),
-                ('byte_size', models.PositiveBigIntegerField(default=0)),
-                ('uploaded_at', models.DateTimeField(auto_now=True)),
-                ('source', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='files', to='kb.source')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("path", models.CharField(max_length=1024)),
+                ("key", models.CharField(help_text="Storage key of the bytes.", max_length=1024)),
+                ("sha256", models.CharField(blank=True, max_length=64)),
+                ("byte_size", models.PositiveBigIntegerField(default=0)),
+                ("uploaded_at", models.DateTimeField(auto_now=True)),
+                (
+                    "source",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="files",
+                        to="kb.source",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['source_id', 'path'],
-                'constraints': [models.UniqueConstraint(fields=('source', 'path'), name='source_file_unique_path')],
+                "ordering": ["source_id", "path"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("source", "path"), name="source_file_unique_path"
+                    )
+                ],
             },
         ),
         migrations.RunPython(files_from_keys, migrations.RunPython.noop),
         migrations.RemoveField(
-            model_name='source',
-            name='upload',
+            model_name="source",
+            name="upload",
         ),
         migrations.AddField(
-            model_name='chunk',
-            name='page_end',
-            field=models.PositiveIntegerField(blank=True, help_text='Last page, slide or sheet.', null=True),
+            model_name="chunk",
+            name="page_end",
+            field=models.PositiveIntegerField(
+                blank=True, help_text="Last page, slide or sheet.", null=True
+            ),
         ),
         migrations.AddField(
-            model_name='chunk',
-            name='page_start',
-            field=models.PositiveIntegerField(blank=True, help_text='First page, slide or sheet the chunk comes from (documents).', null=True),
+            model_name="chunk",
+            name="page_start",
+            field=models.PositiveIntegerField(
+                blank=True,
+                help_text="First page, slide or sheet the chunk comes from (documents).",
+                null=True,
+            ),
         ),
         migrations.AlterField(
-            model_name='source',
-            name='location',
-            field=models.CharField(blank=True, help_text='URL for web kinds; empty for files and text.', max_length=2048),
+            model_name="source",
+            name="location",
+            field=models.CharField(
+                blank=True,
+                help_text="URL for web kinds; empty for files and text.",
+                max_length=2048,
+            ),
         ),
     ]

@@ -4,15 +4,23 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('kb', '0012_source_files_and_pages'),
+        ("kb", "0012_source_files_and_pages"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='ingestitem',
-            name='status',
-            field=models.CharField(choices=[('changed', 'Changed'), ('unchanged', 'Unchanged'), ('failed', 'Failed'), ('removed', 'Removed'), ('skipped', 'Skipped')], max_length=16),
+            model_name="ingestitem",
+            name="status",
+            field=models.CharField(
+                choices=[
+                    ("changed", "Changed"),
+                    ("unchanged", "Unchanged"),
+                    ("failed", "Failed"),
+                    ("removed", "Removed"),
+                    ("skipped", "Skipped"),
+                ],
+                max_length=16,
+            ),
         ),
     ]

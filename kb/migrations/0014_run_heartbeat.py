@@ -4,20 +4,25 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('kb', '0013_ingest_item_skipped'),
+        ("kb", "0013_ingest_item_skipped"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='ingestrun',
-            name='attempts',
-            field=models.PositiveSmallIntegerField(default=0, help_text='Times a worker started this run.'),
+            model_name="ingestrun",
+            name="attempts",
+            field=models.PositiveSmallIntegerField(
+                default=0, help_text="Times a worker started this run."
+            ),
         ),
         migrations.AddField(
-            model_name='ingestrun',
-            name='heartbeat_at',
-            field=models.DateTimeField(blank=True, help_text='Last sign of life of the worker running it (the watchdog reads it).', null=True),
+            model_name="ingestrun",
+            name="heartbeat_at",
+            field=models.DateTimeField(
+                blank=True,
+                help_text="Last sign of life of the worker running it (the watchdog reads it).",
+                null=True,
+            ),
         ),
     ]

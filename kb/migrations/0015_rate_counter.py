@@ -4,22 +4,30 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('kb', '0014_run_heartbeat'),
+        ("kb", "0014_run_heartbeat"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='RateCounter',
+            name="RateCounter",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('key', models.CharField(max_length=200)),
-                ('window', models.BigIntegerField(help_text='Minutes since the epoch.')),
-                ('count', models.PositiveIntegerField(default=0)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("key", models.CharField(max_length=200)),
+                ("window", models.BigIntegerField(help_text="Minutes since the epoch.")),
+                ("count", models.PositiveIntegerField(default=0)),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('key', 'window'), name='rate_counter_key_window')],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("key", "window"), name="rate_counter_key_window"
+                    )
+                ],
             },
         ),
     ]

@@ -6,23 +6,43 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('kb', '0015_rate_counter'),
+        ("kb", "0015_rate_counter"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='NamespaceMembership',
+            name="NamespaceMembership",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('can_write', models.BooleanField(default=False)),
-                ('namespace', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='memberships', to='kb.namespace')),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='kb_memberships', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("can_write", models.BooleanField(default=False)),
+                (
+                    "namespace",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="memberships",
+                        to="kb.namespace",
+                    ),
+                ),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="kb_memberships",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('user', 'namespace'), name='membership_unique')],
+                "constraints": [
+                    models.UniqueConstraint(fields=("user", "namespace"), name="membership_unique")
+                ],
             },
         ),
     ]

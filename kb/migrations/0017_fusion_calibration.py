@@ -5,24 +5,40 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('kb', '0016_namespace_membership'),
+        ("kb", "0016_namespace_membership"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='FusionCalibration',
+            name="FusionCalibration",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('lexical_weight', models.FloatField()),
-                ('fitted_on', models.CharField(help_text='What judged the fit: a benchmark or eval suite', max_length=200)),
-                ('queries', models.PositiveIntegerField()),
-                ('cross_validated_ndcg', models.FloatField()),
-                ('default_ndcg', models.FloatField()),
-                ('version', models.PositiveIntegerField(default=1)),
-                ('fitted_at', models.DateTimeField()),
-                ('namespace', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='fusion', to='kb.namespace')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("lexical_weight", models.FloatField()),
+                (
+                    "fitted_on",
+                    models.CharField(
+                        help_text="What judged the fit: a benchmark or eval suite", max_length=200
+                    ),
+                ),
+                ("queries", models.PositiveIntegerField()),
+                ("cross_validated_ndcg", models.FloatField()),
+                ("default_ndcg", models.FloatField()),
+                ("version", models.PositiveIntegerField(default=1)),
+                ("fitted_at", models.DateTimeField()),
+                (
+                    "namespace",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="fusion",
+                        to="kb.namespace",
+                    ),
+                ),
             ],
         ),
     ]

@@ -16,6 +16,8 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.RunSQL(CREATE, "DROP INDEX CONCURRENTLY IF EXISTS kb_chunk_term_chunk_terms"),
-        migrations.RunSQL("DROP INDEX CONCURRENTLY IF EXISTS kb_chunk_term_chunk",
-                          "CREATE INDEX CONCURRENTLY IF NOT EXISTS kb_chunk_term_chunk ON kb_chunk_term (chunk_id)"),
+        migrations.RunSQL(
+            "DROP INDEX CONCURRENTLY IF EXISTS kb_chunk_term_chunk",
+            "CREATE INDEX CONCURRENTLY IF NOT EXISTS kb_chunk_term_chunk ON kb_chunk_term (chunk_id)",
+        ),
     ]

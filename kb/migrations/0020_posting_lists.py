@@ -54,23 +54,35 @@ RECORD_NEW = RECORD_OLD.replace("OLD.", "NEW.")
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("kb", "0019_chunk_term_by_chunk"),
     ]
 
     operations = [
         migrations.SeparateDatabaseAndState(
-            database_operations=[migrations.RunSQL(
-                TABLES + postings_sync(record_old=RECORD_OLD, record_new=RECORD_NEW),
-                postings_sync() + "DROP TABLE kb_posting_list_changed; DROP TABLE kb_posting_list; "
-                                  "DROP TABLE kb_posting_list_build;",
-            )],
+            database_operations=[
+                migrations.RunSQL(
+                    TABLES + postings_sync(record_old=RECORD_OLD, record_new=RECORD_NEW),
+                    postings_sync()
+                    + "DROP TABLE kb_posting_list_changed; DROP TABLE kb_posting_list; "
+                    "DROP TABLE kb_posting_list_build;",
+                )
+            ],
             state_operations=[
                 migrations.CreateModel(
                     name="PostingListBuild",
                     fields=[
-                        ("namespace", models.OneToOneField(db_constraint=False, on_delete=django.db.models.deletion.DO_NOTHING, primary_key=True, related_name="+", serialize=False, to="kb.namespace")),
+                        (
+                            "namespace",
+                            models.OneToOneField(
+                                db_constraint=False,
+                                on_delete=django.db.models.deletion.DO_NOTHING,
+                                primary_key=True,
+                                related_name="+",
+                                serialize=False,
+                                to="kb.namespace",
+                            ),
+                        ),
                         ("base_chunk_id", models.BigIntegerField()),
                         ("max_chunk_id", models.BigIntegerField()),
                         ("chunk_count", models.BigIntegerField()),
@@ -83,8 +95,26 @@ class Migration(migrations.Migration):
                 migrations.CreateModel(
                     name="PostingList",
                     fields=[
-                        ("pk", models.CompositePrimaryKey("namespace", "lexeme", blank=True, editable=False, primary_key=True, serialize=False)),
-                        ("namespace", models.ForeignKey(db_constraint=False, on_delete=django.db.models.deletion.DO_NOTHING, related_name="+", to="kb.namespace")),
+                        (
+                            "pk",
+                            models.CompositePrimaryKey(
+                                "namespace",
+                                "lexeme",
+                                blank=True,
+                                editable=False,
+                                primary_key=True,
+                                serialize=False,
+                            ),
+                        ),
+                        (
+                            "namespace",
+                            models.ForeignKey(
+                                db_constraint=False,
+                                on_delete=django.db.models.deletion.DO_NOTHING,
+                                related_name="+",
+                                to="kb.namespace",
+                            ),
+                        ),
                         ("lexeme", models.TextField()),
                         ("postings", models.IntegerField()),
                         ("chunk_offsets", models.BinaryField()),
@@ -96,8 +126,26 @@ class Migration(migrations.Migration):
                 migrations.CreateModel(
                     name="PostingListChange",
                     fields=[
-                        ("pk", models.CompositePrimaryKey("namespace", "chunk_id", blank=True, editable=False, primary_key=True, serialize=False)),
-                        ("namespace", models.ForeignKey(db_constraint=False, on_delete=django.db.models.deletion.DO_NOTHING, related_name="+", to="kb.namespace")),
+                        (
+                            "pk",
+                            models.CompositePrimaryKey(
+                                "namespace",
+                                "chunk_id",
+                                blank=True,
+                                editable=False,
+                                primary_key=True,
+                                serialize=False,
+                            ),
+                        ),
+                        (
+                            "namespace",
+                            models.ForeignKey(
+                                db_constraint=False,
+                                on_delete=django.db.models.deletion.DO_NOTHING,
+                                related_name="+",
+                                to="kb.namespace",
+                            ),
+                        ),
                         ("chunk_id", models.BigIntegerField()),
                     ],
                     options={"db_table": "kb_posting_list_changed"},

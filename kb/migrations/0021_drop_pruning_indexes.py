@@ -13,12 +13,18 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.RunSQL("CREATE INDEX CONCURRENTLY IF NOT EXISTS kb_chunk_term_chunk ON kb_chunk_term (chunk_id)",
-                          "DROP INDEX CONCURRENTLY IF EXISTS kb_chunk_term_chunk"),
-        migrations.RunSQL("DROP INDEX CONCURRENTLY IF EXISTS kb_chunk_term_chunk_terms",
-                          """CREATE INDEX CONCURRENTLY IF NOT EXISTS kb_chunk_term_chunk_terms
-                             ON kb_chunk_term (chunk_id, lexeme) INCLUDE (tf, doc_len)"""),
-        migrations.RunSQL("DROP INDEX CONCURRENTLY IF EXISTS kb_chunk_term_impact",
-                          """CREATE INDEX CONCURRENTLY IF NOT EXISTS kb_chunk_term_impact
-                             ON kb_chunk_term (namespace_id, lexeme, tf, doc_len) INCLUDE (chunk_id)"""),
+        migrations.RunSQL(
+            "CREATE INDEX CONCURRENTLY IF NOT EXISTS kb_chunk_term_chunk ON kb_chunk_term (chunk_id)",
+            "DROP INDEX CONCURRENTLY IF EXISTS kb_chunk_term_chunk",
+        ),
+        migrations.RunSQL(
+            "DROP INDEX CONCURRENTLY IF EXISTS kb_chunk_term_chunk_terms",
+            """CREATE INDEX CONCURRENTLY IF NOT EXISTS kb_chunk_term_chunk_terms
+                             ON kb_chunk_term (chunk_id, lexeme) INCLUDE (tf, doc_len)""",
+        ),
+        migrations.RunSQL(
+            "DROP INDEX CONCURRENTLY IF EXISTS kb_chunk_term_impact",
+            """CREATE INDEX CONCURRENTLY IF NOT EXISTS kb_chunk_term_impact
+                             ON kb_chunk_term (namespace_id, lexeme, tf, doc_len) INCLUDE (chunk_id)""",
+        ),
     ]

@@ -4,20 +4,25 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('kb', '0021_drop_pruning_indexes'),
+        ("kb", "0021_drop_pruning_indexes"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='ingestrun',
-            name='chunks_total',
-            field=models.PositiveIntegerField(default=0, help_text='Chunks made so far, to be embedded.'),
+            model_name="ingestrun",
+            name="chunks_total",
+            field=models.PositiveIntegerField(
+                default=0, help_text="Chunks made so far, to be embedded."
+            ),
         ),
         migrations.AddField(
-            model_name='ingestrun',
-            name='worker',
-            field=models.CharField(blank=True, help_text='host:pid of the process running it (the watchdog stops a stuck one).', max_length=300),
+            model_name="ingestrun",
+            name="worker",
+            field=models.CharField(
+                blank=True,
+                help_text="host:pid of the process running it (the watchdog stops a stuck one).",
+                max_length=300,
+            ),
         ),
     ]

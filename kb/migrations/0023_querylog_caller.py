@@ -4,15 +4,24 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("kb", "0022_run_worker_and_chunks_total"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='querylog',
-            name='caller',
-            field=models.CharField(blank=True, choices=[('page', 'Search page'), ('api', 'JSON API'), ('mcp', 'MCP (agents)'), ('internal', 'Internal (benchmark, tools)')], help_text='The surface that asked; blank for queries logged before it was recorded.', max_length=16),
+            model_name="querylog",
+            name="caller",
+            field=models.CharField(
+                blank=True,
+                choices=[
+                    ("page", "Search page"),
+                    ("api", "JSON API"),
+                    ("mcp", "MCP (agents)"),
+                    ("internal", "Internal (benchmark, tools)"),
+                ],
+                help_text="The surface that asked; blank for queries logged before it was recorded.",
+                max_length=16,
+            ),
         ),
     ]

@@ -23,31 +23,42 @@ def link(apps, schema_editor):
 def _single_namespace(definition) -> str | None:
     if not isinstance(definition, dict):
         return None
-    default = (definition.get("defaults") or {}).get("namespace") if isinstance(definition.get("defaults"), dict) \
+    default = (
+        (definition.get("defaults") or {}).get("namespace")
+        if isinstance(definition.get("defaults"), dict)
         else None
+    )
     cases = definition.get("cases") if isinstance(definition.get("cases"), list) else []
     named = {c.get("namespace", default) for c in cases if isinstance(c, dict)}
     return named.pop() if len(named) == 1 and isinstance(next(iter(named)), str) else None
 
 
 class Migration(migrations.Migration):
-
     dependencies = [("kb", "0023_querylog_caller")]
 
     operations = [
         migrations.RenameField("evalsuite", "namespace", "namespace_slug"),
         migrations.AddField(
-            model_name="evalsuite", name="namespace",
+            model_name="evalsuite",
+            name="namespace",
             field=models.ForeignKey(
                 help_text="Every case searches this namespace (the file's own namespaces are overridden). "
-                          "A suite without one, from before suites had an owner, is a superuser's.",
-                null=True, on_delete=django.db.models.deletion.CASCADE, related_name="eval_suites",
-                to="kb.namespace"),
+                "A suite without one, from before suites had an owner, is a superuser's.",
+                null=True,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="eval_suites",
+                to="kb.namespace",
+            ),
         ),
         migrations.AddField(
-            model_name="evalrun", name="namespace",
-            field=models.ForeignKey(null=True, on_delete=django.db.models.deletion.CASCADE,
-                                    related_name="eval_runs", to="kb.namespace"),
+            model_name="evalrun",
+            name="namespace",
+            field=models.ForeignKey(
+                null=True,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="eval_runs",
+                to="kb.namespace",
+            ),
         ),
         migrations.RunPython(link, migrations.RunPython.noop),
         migrations.RemoveField("evalsuite", "namespace_slug"),

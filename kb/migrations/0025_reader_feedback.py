@@ -5,30 +5,49 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("kb", "0024_eval_namespaces"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='querylog',
-            name='top_cosine',
-            field=models.FloatField(blank=True, help_text="The best result's cosine: a low one is a weak answer (curator report).", null=True),
+            model_name="querylog",
+            name="top_cosine",
+            field=models.FloatField(
+                blank=True,
+                help_text="The best result's cosine: a low one is a weak answer (curator report).",
+                null=True,
+            ),
         ),
         migrations.CreateModel(
-            name='QueryFeedback',
+            name="QueryFeedback",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('chunk_id', models.BigIntegerField()),
-                ('document_id', models.BigIntegerField()),
-                ('helpful', models.BooleanField()),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('query_log', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='feedback', to='kb.querylog')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("chunk_id", models.BigIntegerField()),
+                ("document_id", models.BigIntegerField()),
+                ("helpful", models.BooleanField()),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "query_log",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="feedback",
+                        to="kb.querylog",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
-                'constraints': [models.UniqueConstraint(fields=('query_log', 'chunk_id'), name='feedback_one_vote')],
+                "ordering": ["-created_at"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("query_log", "chunk_id"), name="feedback_one_vote"
+                    )
+                ],
             },
         ),
     ]

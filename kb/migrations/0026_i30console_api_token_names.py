@@ -4,14 +4,17 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('kb', '0025_reader_feedback'),
+        ("kb", "0025_reader_feedback"),
     ]
 
     operations = [
         migrations.AlterModelOptions(
-            name='apitoken',
-            options={'ordering': ['-created_at'], 'verbose_name': 'API token', 'verbose_name_plural': 'API tokens'},
+            name="apitoken",
+            options={
+                "ordering": ["-created_at"],
+                "verbose_name": "API token",
+                "verbose_name_plural": "API tokens",
+            },
         ),
     ]

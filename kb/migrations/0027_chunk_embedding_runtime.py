@@ -4,15 +4,18 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('kb', '0026_i30console_api_token_names'),
+        ("kb", "0026_i30console_api_token_names"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='chunk',
-            name='embedding_runtime',
-            field=models.CharField(blank=True, help_text='What computed the vector with the local model: torch, onnx or onnx-int8 (empty: not recorded, for another embedder or a chunk embedded before it was kept).', max_length=16),
+            model_name="chunk",
+            name="embedding_runtime",
+            field=models.CharField(
+                blank=True,
+                help_text="What computed the vector with the local model: torch, onnx or onnx-int8 (empty: not recorded, for another embedder or a chunk embedded before it was kept).",
+                max_length=16,
+            ),
         ),
     ]

@@ -46,7 +46,6 @@ RETURN setweight(kb_lex(config, title), 'A') || setweight(kb_lex(config, body), 
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("kb", "0028_languages"),
     ]

@@ -10,7 +10,6 @@ UPDATE kb_namespace n SET passage_configs = coalesce((SELECT jsonb_object_agg(se
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("kb", "0029_language_functions_restorable"),
     ]
@@ -20,9 +19,12 @@ class Migration(migrations.Migration):
             model_name="namespace",
             name="passage_configs",
             field=models.JSONField(
-                blank=True, default=dict, editable=False,
+                blank=True,
+                default=dict,
+                editable=False,
                 help_text="How many of its passages each text search configuration lexes: what its queries are "
-                          "lexed with."),
+                "lexed with.",
+            ),
         ),
         migrations.RunSQL(COUNT, migrations.RunSQL.noop),
     ]

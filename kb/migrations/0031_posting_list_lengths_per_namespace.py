@@ -27,7 +27,6 @@ ALTER TABLE kb_posting_list_build DROP COLUMN lengths;
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("kb", "0030_namespace_passage_configs"),
     ]

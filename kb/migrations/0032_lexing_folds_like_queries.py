@@ -27,20 +27,27 @@ from django.db import migrations
 PREVIOUS = importlib.import_module("kb.migrations.0029_language_functions_restorable")
 
 # Unicode category Cf (format characters; Unicode 14), as `normalise_query` drops them
-FORMAT_CHARACTERS = (r"\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e"
-                     r"\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U00013438"
-                     r"\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f")
+FORMAT_CHARACTERS = (
+    r"\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e"
+    r"\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U00013438"
+    r"\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f"
+)
 # kb/lookalikes.py's one-character folds (its ligatures are NFKC's own)
 LOOKALIKES_FROM = "\u2212\u2010\u2011\u2043\ufe63\uff0d\u02dc\u223c\uff5e\u2215\u2044\u2217\u02c6"
 LOOKALIKES_TO = "------~~~//*^"
 # Han, kana and Hangul, without the katakana middle dot (U+30FB), with the supplementary Han planes
-CJK = (r"\u3040-\u30fa\u30fc-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\uff66-\uff9f"
-       r"\U00020000-\U0003134f")
+CJK = (
+    r"\u3040-\u30fa\u30fc-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\uff66-\uff9f"
+    r"\U00020000-\U0003134f"
+)
 
 # 0029's character-pair split, its class changed
 _PAIRS_AT = PREVIOUS.FUNCTIONS.index("CREATE OR REPLACE FUNCTION kb_cjk_pairs")
-CJK_PAIRS = PREVIOUS.FUNCTIONS[_PAIRS_AT:PREVIOUS.FUNCTIONS.index("CREATE OR REPLACE FUNCTION kb_lex")].replace(
-    PREVIOUS.CJK, CJK).strip()
+CJK_PAIRS = (
+    PREVIOUS.FUNCTIONS[_PAIRS_AT : PREVIOUS.FUNCTIONS.index("CREATE OR REPLACE FUNCTION kb_lex")]
+    .replace(PREVIOUS.CJK, CJK)
+    .strip()
+)
 
 FUNCTIONS = rf"""
 CREATE OR REPLACE FUNCTION kb_fold(body text) RETURNS text
@@ -61,7 +68,9 @@ RETURN CASE WHEN config = 'cjk' THEN plainto_tsquery('simple'::regconfig, kb_cjk
             ELSE plainto_tsquery(config::regconfig, kb_fold(coalesce(body, ''))) END;
 """
 
-PREVIOUS_FUNCTIONS = PREVIOUS.FUNCTIONS + "\nDROP FUNCTION kb_fold(text);\n"  # kb_lex no longer needs it
+PREVIOUS_FUNCTIONS = (
+    PREVIOUS.FUNCTIONS + "\nDROP FUNCTION kb_fold(text);\n"
+)  # kb_lex no longer needs it
 
 # a row whose stored vector the functions above would lex otherwise: the update recomputes the
 # generated column, and the postings trigger follows
@@ -72,7 +81,6 @@ UPDATE kb_chunk SET search_config = search_config
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("kb", "0031_posting_list_lengths_per_namespace"),
     ]

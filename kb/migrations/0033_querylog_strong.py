@@ -4,15 +4,18 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('kb', '0032_lexing_folds_like_queries'),
+        ("kb", "0032_lexing_folds_like_queries"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='querylog',
-            name='strong',
-            field=models.BooleanField(blank=True, help_text='Whether a result was a strong match, the cited tier (curator report: weak when not); blank for searches logged before it was recorded.', null=True),
+            model_name="querylog",
+            name="strong",
+            field=models.BooleanField(
+                blank=True,
+                help_text="Whether a result was a strong match, the cited tier (curator report: weak when not); blank for searches logged before it was recorded.",
+                null=True,
+            ),
         ),
     ]

@@ -4,15 +4,18 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('kb', '0033_querylog_strong'),
+        ("kb", "0033_querylog_strong"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='namespace',
-            name='relexing',
-            field=models.BooleanField(default=False, editable=False, help_text='Set from a change of the language setting until its passages are all lexed again: queries are lexed in every configuration its passages hold meanwhile.'),
+            model_name="namespace",
+            name="relexing",
+            field=models.BooleanField(
+                default=False,
+                editable=False,
+                help_text="Set from a change of the language setting until its passages are all lexed again: queries are lexed in every configuration its passages hold meanwhile.",
+            ),
         ),
     ]

@@ -30,8 +30,10 @@ PREVIOUS = importlib.import_module("kb.migrations.0032_lexing_folds_like_queries
 UNACCENTED_CONFIGS = ("french", "italian", "portuguese", "romanian", "spanish")
 _IN = ", ".join(f"'{config}'" for config in UNACCENTED_CONFIGS)
 # a lexeme without its accents, written as tsvector or tsquery input: quoted, quotes and backslashes doubled
-_QUOTED = ("'''' || replace(replace(unaccent('unaccent'::regdictionary, lexeme), '\\', '\\\\'), '''', '''''')"
-           " || ''''")
+_QUOTED = (
+    "'''' || replace(replace(unaccent('unaccent'::regdictionary, lexeme), '\\', '\\\\'), '''', '''''')"
+    " || ''''"
+)
 
 FUNCTIONS = f"""
 CREATE OR REPLACE FUNCTION kb_unaccented(lexemes tsvector) RETURNS tsvector
@@ -54,7 +56,9 @@ RETURN CASE WHEN config = 'cjk' THEN plainto_tsquery('simple'::regconfig, kb_cjk
 """
 
 _LEX_AT = PREVIOUS.FUNCTIONS.index("CREATE OR REPLACE FUNCTION kb_lex")
-PREVIOUS_FUNCTIONS = PREVIOUS.FUNCTIONS[_LEX_AT:] + "\nDROP FUNCTION kb_unaccented(tsvector);\n"  # 0032's
+PREVIOUS_FUNCTIONS = (
+    PREVIOUS.FUNCTIONS[_LEX_AT:] + "\nDROP FUNCTION kb_unaccented(tsvector);\n"
+)  # 0032's
 
 # a passage whose stored vector the functions lex otherwise: the update recomputes it, the trigger follows
 RELEX_UNACCENTED = f"""
@@ -77,7 +81,6 @@ def require_unaccent(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("kb", "0034_namespace_relexing"),
     ]

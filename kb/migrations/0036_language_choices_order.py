@@ -4,15 +4,45 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('kb', '0035_romance_lexemes_lose_their_accents'),
+        ("kb", "0035_romance_lexemes_lose_their_accents"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='namespace',
-            name='language',
-            field=models.CharField(choices=[('auto', "Detect each document's language"), ('simple', 'None: words as written, no stemming'), ('arabic', 'Arabic'), ('cjk', 'Chinese, Japanese, Korean (character pairs)'), ('danish', 'Danish'), ('dutch', 'Dutch'), ('english', 'English'), ('finnish', 'Finnish'), ('french', 'French'), ('german', 'German'), ('greek', 'Greek'), ('hungarian', 'Hungarian'), ('indonesian', 'Indonesian'), ('irish', 'Irish'), ('italian', 'Italian'), ('lithuanian', 'Lithuanian'), ('nepali', 'Nepali'), ('norwegian', 'Norwegian'), ('portuguese', 'Portuguese'), ('romanian', 'Romanian'), ('russian', 'Russian'), ('spanish', 'Spanish'), ('swedish', 'Swedish'), ('tamil', 'Tamil'), ('turkish', 'Turkish')], default='auto', help_text='How words are found: each document in its own detected language, or one language for all.', max_length=16),
+            model_name="namespace",
+            name="language",
+            field=models.CharField(
+                choices=[
+                    ("auto", "Detect each document's language"),
+                    ("simple", "None: words as written, no stemming"),
+                    ("arabic", "Arabic"),
+                    ("cjk", "Chinese, Japanese, Korean (character pairs)"),
+                    ("danish", "Danish"),
+                    ("dutch", "Dutch"),
+                    ("english", "English"),
+                    ("finnish", "Finnish"),
+                    ("french", "French"),
+                    ("german", "German"),
+                    ("greek", "Greek"),
+                    ("hungarian", "Hungarian"),
+                    ("indonesian", "Indonesian"),
+                    ("irish", "Irish"),
+                    ("italian", "Italian"),
+                    ("lithuanian", "Lithuanian"),
+                    ("nepali", "Nepali"),
+                    ("norwegian", "Norwegian"),
+                    ("portuguese", "Portuguese"),
+                    ("romanian", "Romanian"),
+                    ("russian", "Russian"),
+                    ("spanish", "Spanish"),
+                    ("swedish", "Swedish"),
+                    ("tamil", "Tamil"),
+                    ("turkish", "Turkish"),
+                ],
+                default="auto",
+                help_text="How words are found: each document in its own detected language, or one language for all.",
+                max_length=16,
+            ),
         ),
     ]

@@ -61,7 +61,6 @@ UPDATE kb_chunk SET search_config = search_config
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("kb", "0036_language_choices_order"),
     ]

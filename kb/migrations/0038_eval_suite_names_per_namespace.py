@@ -13,23 +13,28 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('kb', '0037_character_pairs_in_every_configuration'),
+        ("kb", "0037_character_pairs_in_every_configuration"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='evalsuite',
-            name='name',
-            field=models.CharField(help_text='Unique within its namespace.', max_length=200),
+            model_name="evalsuite",
+            name="name",
+            field=models.CharField(help_text="Unique within its namespace.", max_length=200),
         ),
         migrations.AddConstraint(
-            model_name='evalsuite',
-            constraint=models.UniqueConstraint(fields=('namespace', 'name'), name='evalsuite_name_per_namespace'),
+            model_name="evalsuite",
+            constraint=models.UniqueConstraint(
+                fields=("namespace", "name"), name="evalsuite_name_per_namespace"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='evalsuite',
-            constraint=models.UniqueConstraint(condition=models.Q(('namespace__isnull', True)), fields=('name',), name='evalsuite_name_without_namespace'),
+            model_name="evalsuite",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("namespace__isnull", True)),
+                fields=("name",),
+                name="evalsuite_name_without_namespace",
+            ),
         ),
     ]

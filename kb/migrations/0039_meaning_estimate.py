@@ -5,24 +5,41 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('kb', '0038_eval_suite_names_per_namespace'),
+        ("kb", "0038_eval_suite_names_per_namespace"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='MeaningEstimate',
+            name="MeaningEstimate",
             fields=[
-                ('namespace', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name='meaning_estimate', serialize=False, to='kb.namespace')),
-                ('median_excess', models.FloatField(blank=True, null=True)),
-                ('searches', models.PositiveIntegerField(default=0, help_text='How many of the latest searches had an excess.')),
-                ('updated_at', models.DateTimeField(auto_now=True)),
+                (
+                    "namespace",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        primary_key=True,
+                        related_name="meaning_estimate",
+                        serialize=False,
+                        to="kb.namespace",
+                    ),
+                ),
+                ("median_excess", models.FloatField(blank=True, null=True)),
+                (
+                    "searches",
+                    models.PositiveIntegerField(
+                        default=0, help_text="How many of the latest searches had an excess."
+                    ),
+                ),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
         ),
         migrations.AddField(
-            model_name='querylog',
-            name='meaning_excess',
-            field=models.FloatField(blank=True, help_text="How far the best passage's cosine stood beyond chance among the namespace's passages, in standard deviations (retrieval.fusion.meaning_excess): the namespace's label-free weights read it over its latest searches; blank when meaning was not used or the search was filtered.", null=True),
+            model_name="querylog",
+            name="meaning_excess",
+            field=models.FloatField(
+                blank=True,
+                help_text="How far the best passage's cosine stood beyond chance among the namespace's passages, in standard deviations (retrieval.fusion.meaning_excess): the namespace's label-free weights read it over its latest searches; blank when meaning was not used or the search was filtered.",
+                null=True,
+            ),
         ),
     ]

@@ -4,30 +4,43 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('kb', '0039_meaning_estimate'),
+        ("kb", "0039_meaning_estimate"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='ingestrun',
-            name='chunks_embedded',
-            field=models.PositiveIntegerField(default=0, help_text='Of those, embedded so far.', verbose_name='chunks embedded'),
+            model_name="ingestrun",
+            name="chunks_embedded",
+            field=models.PositiveIntegerField(
+                default=0, help_text="Of those, embedded so far.", verbose_name="chunks embedded"
+            ),
         ),
         migrations.AlterField(
-            model_name='ingestrun',
-            name='chunks_total',
-            field=models.PositiveIntegerField(default=0, help_text="Chunks made so far whose text has no stored vector yet. A page written again once the site's repeated blocks are learned adds the chunks its new text changed.", verbose_name='chunks to embed'),
+            model_name="ingestrun",
+            name="chunks_total",
+            field=models.PositiveIntegerField(
+                default=0,
+                help_text="Chunks made so far whose text has no stored vector yet. A page written again once the site's repeated blocks are learned adds the chunks its new text changed.",
+                verbose_name="chunks to embed",
+            ),
         ),
         migrations.AlterField(
-            model_name='ingestrun',
-            name='chunks_written',
-            field=models.PositiveIntegerField(default=0, help_text="Chunks the pages this run wrote now hold, unchanged text included: what the items' chunk counts add up to.", verbose_name='chunks stored'),
+            model_name="ingestrun",
+            name="chunks_written",
+            field=models.PositiveIntegerField(
+                default=0,
+                help_text="Chunks the pages this run wrote now hold, unchanged text included: what the items' chunk counts add up to.",
+                verbose_name="chunks stored",
+            ),
         ),
         migrations.AlterField(
-            model_name='querylog',
-            name='meaning_excess',
-            field=models.FloatField(blank=True, help_text="How far the best passage's cosine stood beyond chance among the namespace's passages, in standard deviations (kb.breadth.meaning_excess): the namespace's label-free weights read it over its latest searches; blank when meaning was not used, the search was filtered, or the namespace's sample was still being read.", null=True),
+            model_name="querylog",
+            name="meaning_excess",
+            field=models.FloatField(
+                blank=True,
+                help_text="How far the best passage's cosine stood beyond chance among the namespace's passages, in standard deviations (kb.breadth.meaning_excess): the namespace's label-free weights read it over its latest searches; blank when meaning was not used, the search was filtered, or the namespace's sample was still being read.",
+                null=True,
+            ),
         ),
     ]

@@ -6,20 +6,25 @@ from django.db import migrations, models
 COUNT_SQL = (
     "UPDATE kb_namespace n SET passage_models = coalesce((SELECT jsonb_object_agg(embedding_model, passages) FROM"
     " (SELECT embedding_model, count(*) AS passages FROM kb_chunk c WHERE c.namespace_id = n.id"
-    " AND c.embedding IS NOT NULL GROUP BY 1) counted), '{}'::jsonb)")
+    " AND c.embedding IS NOT NULL GROUP BY 1) counted), '{}'::jsonb)"
+)
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('kb', '0040_run_counters_named'),
+        ("kb", "0040_run_counters_named"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='namespace',
-            name='passage_models',
-            field=models.JSONField(blank=True, default=dict, editable=False, help_text="How many of its passages each embedding model embedded: a query's vector is compared only with those of the model that embeds it."),
+            model_name="namespace",
+            name="passage_models",
+            field=models.JSONField(
+                blank=True,
+                default=dict,
+                editable=False,
+                help_text="How many of its passages each embedding model embedded: a query's vector is compared only with those of the model that embeds it.",
+            ),
         ),
         # every namespace counted now, so a search reads its passages' models from the first request
         migrations.RunSQL(COUNT_SQL, migrations.RunSQL.noop),

@@ -6,15 +6,19 @@ import kb.validators
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('kb', '0041_passage_models'),
+        ("kb", "0041_passage_models"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='provider',
-            name='slug',
-            field=models.CharField(help_text="The provider id. One a namespace's member defines names its namespace: 'tenant.acme.billing' for namespace 'tenant:acme' (capabilities.definitions.namespace_of_id).", max_length=200, unique=True, validators=[kb.validators.validate_provider_id]),
+            model_name="provider",
+            name="slug",
+            field=models.CharField(
+                help_text="The provider id. One a namespace's member defines names its namespace: 'tenant.acme.billing' for namespace 'tenant:acme' (capabilities.definitions.namespace_of_id).",
+                max_length=200,
+                unique=True,
+                validators=[kb.validators.validate_provider_id],
+            ),
         ),
     ]

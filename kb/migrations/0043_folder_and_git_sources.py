@@ -4,38 +4,69 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('kb', '0042_provider_ids_name_their_namespace'),
+        ("kb", "0042_provider_ids_name_their_namespace"),
     ]
 
     operations = [
         migrations.RemoveConstraint(
-            model_name='source',
-            name='source_kind_valid',
+            model_name="source",
+            name="source_kind_valid",
         ),
         migrations.AddField(
-            model_name='source',
-            name='held_removals',
-            field=models.JSONField(blank=True, default=dict, help_text='Removals the last complete run held back because the source shrank by more than half: {run, refs, stored}; a curator confirms them on the source\'s page.'),
+            model_name="source",
+            name="held_removals",
+            field=models.JSONField(
+                blank=True,
+                default=dict,
+                help_text="Removals the last complete run held back because the source shrank by more than half: {run, refs, stored}; a curator confirms them on the source's page.",
+            ),
         ),
         migrations.AddField(
-            model_name='source',
-            name='indexed_commit',
-            field=models.CharField(blank=True, help_text='Git sources: the commit the last successful ingest indexed; the next run reads what changed since.', max_length=64),
+            model_name="source",
+            name="indexed_commit",
+            field=models.CharField(
+                blank=True,
+                help_text="Git sources: the commit the last successful ingest indexed; the next run reads what changed since.",
+                max_length=64,
+            ),
         ),
         migrations.AlterField(
-            model_name='source',
-            name='kind',
-            field=models.CharField(choices=[('url', 'Single page'), ('sitemap', 'Sitemap'), ('crawl', 'Same-origin crawl'), ('llms', 'llms.txt'), ('file', 'Uploaded file'), ('text', 'Inline text'), ('folder', 'Folder on the server'), ('git', 'Git repository')], max_length=16),
+            model_name="source",
+            name="kind",
+            field=models.CharField(
+                choices=[
+                    ("url", "Single page"),
+                    ("sitemap", "Sitemap"),
+                    ("crawl", "Same-origin crawl"),
+                    ("llms", "llms.txt"),
+                    ("file", "Uploaded file"),
+                    ("text", "Inline text"),
+                    ("folder", "Folder on the server"),
+                    ("git", "Git repository"),
+                ],
+                max_length=16,
+            ),
         ),
         migrations.AlterField(
-            model_name='source',
-            name='location',
-            field=models.CharField(blank=True, help_text="URL for web kinds; a directory for folders; the repository's URL for git; empty for files and text.", max_length=2048),
+            model_name="source",
+            name="location",
+            field=models.CharField(
+                blank=True,
+                help_text="URL for web kinds; a directory for folders; the repository's URL for git; empty for files and text.",
+                max_length=2048,
+            ),
         ),
         migrations.AddConstraint(
-            model_name='source',
-            constraint=models.CheckConstraint(condition=models.Q(('kind__in', ['url', 'sitemap', 'crawl', 'llms', 'file', 'text', 'folder', 'git'])), name='source_kind_valid'),
+            model_name="source",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    (
+                        "kind__in",
+                        ["url", "sitemap", "crawl", "llms", "file", "text", "folder", "git"],
+                    )
+                ),
+                name="source_kind_valid",
+            ),
         ),
     ]

@@ -6,43 +6,99 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('kb', '0043_folder_and_git_sources'),
+        ("kb", "0043_folder_and_git_sources"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='namespace',
-            name='answers',
-            field=models.BooleanField(default=True, help_text='Readers may ask for grounded answers here, when the deployment has a model (KB_ANSWER_URL); off: search only.'),
+            model_name="namespace",
+            name="answers",
+            field=models.BooleanField(
+                default=True,
+                help_text="Readers may ask for grounded answers here, when the deployment has a model (KB_ANSWER_URL); off: search only.",
+            ),
         ),
         migrations.CreateModel(
-            name='AnswerLog',
+            name="AnswerLog",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('namespaces', django.contrib.postgres.fields.ArrayField(base_field=models.CharField(max_length=128), blank=True, default=list, size=None)),
-                ('question', models.TextField()),
-                ('answered', models.BooleanField(help_text='Whether the gate let the model answer (else: not covered).')),
-                ('gate_rule', models.CharField(help_text='The rule that decided (docs/answers.md#the-gate).', max_length=64)),
-                ('gate_reason', models.TextField(blank=True)),
-                ('model', models.CharField(blank=True, max_length=200)),
-                ('text', models.TextField(blank=True, help_text='The answer as shown: its sentences that were not dropped.')),
-                ('sources', models.JSONField(blank=True, default=list)),
-                ('sentences', models.JSONField(blank=True, default=list, help_text='Each sentence, its citations and verdict.')),
-                ('sentence_count', models.PositiveIntegerField(default=0)),
-                ('supported', models.PositiveIntegerField(default=0)),
-                ('unsupported', models.PositiveIntegerField(default=0)),
-                ('dropped', models.PositiveIntegerField(default=0)),
-                ('reads', models.PositiveIntegerField(default=0, help_text='How many times the model called the read tool.')),
-                ('error_code', models.CharField(blank=True, max_length=64)),
-                ('timings', models.JSONField(blank=True, default=dict)),
-                ('helpful', models.BooleanField(blank=True, help_text="The reader's vote on the answer.", null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('query_log', models.ForeignKey(help_text='The search of the first namespace asked, whose results seeded the answer.', on_delete=django.db.models.deletion.CASCADE, related_name='answers', to='kb.querylog')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "namespaces",
+                    django.contrib.postgres.fields.ArrayField(
+                        base_field=models.CharField(max_length=128),
+                        blank=True,
+                        default=list,
+                        size=None,
+                    ),
+                ),
+                ("question", models.TextField()),
+                (
+                    "answered",
+                    models.BooleanField(
+                        help_text="Whether the gate let the model answer (else: not covered)."
+                    ),
+                ),
+                (
+                    "gate_rule",
+                    models.CharField(
+                        help_text="The rule that decided (docs/answers.md#the-gate).", max_length=64
+                    ),
+                ),
+                ("gate_reason", models.TextField(blank=True)),
+                ("model", models.CharField(blank=True, max_length=200)),
+                (
+                    "text",
+                    models.TextField(
+                        blank=True,
+                        help_text="The answer as shown: its sentences that were not dropped.",
+                    ),
+                ),
+                ("sources", models.JSONField(blank=True, default=list)),
+                (
+                    "sentences",
+                    models.JSONField(
+                        blank=True,
+                        default=list,
+                        help_text="Each sentence, its citations and verdict.",
+                    ),
+                ),
+                ("sentence_count", models.PositiveIntegerField(default=0)),
+                ("supported", models.PositiveIntegerField(default=0)),
+                ("unsupported", models.PositiveIntegerField(default=0)),
+                ("dropped", models.PositiveIntegerField(default=0)),
+                (
+                    "reads",
+                    models.PositiveIntegerField(
+                        default=0, help_text="How many times the model called the read tool."
+                    ),
+                ),
+                ("error_code", models.CharField(blank=True, max_length=64)),
+                ("timings", models.JSONField(blank=True, default=dict)),
+                (
+                    "helpful",
+                    models.BooleanField(
+                        blank=True, help_text="The reader's vote on the answer.", null=True
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "query_log",
+                    models.ForeignKey(
+                        help_text="The search of the first namespace asked, whose results seeded the answer.",
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="answers",
+                        to="kb.querylog",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
     ]

@@ -20,20 +20,23 @@ UNACCENTING = importlib.import_module("kb.migrations.0035_romance_lexemes_lose_t
 PREVIOUS = importlib.import_module("kb.migrations.0037_character_pairs_in_every_configuration")
 
 # 0035's quoted lexeme without its accents, the lexeme itself when nothing would be left
-_QUOTED = UNACCENTING._QUOTED.replace("unaccent('unaccent'::regdictionary, lexeme)",
-                                      "coalesce(nullif(unaccent('unaccent'::regdictionary, lexeme), ''), lexeme)")
+_QUOTED = UNACCENTING._QUOTED.replace(
+    "unaccent('unaccent'::regdictionary, lexeme)",
+    "coalesce(nullif(unaccent('unaccent'::regdictionary, lexeme), ''), lexeme)",
+)
 assert _QUOTED != UNACCENTING._QUOTED
 
 _UNACCENTED_AT = UNACCENTING.FUNCTIONS.index("CREATE OR REPLACE FUNCTION kb_unaccented")
-_UNACCENTED = UNACCENTING.FUNCTIONS[_UNACCENTED_AT:UNACCENTING.FUNCTIONS.index("CREATE OR REPLACE FUNCTION kb_lex")]
-_QUERY = PREVIOUS.FUNCTIONS[PREVIOUS.FUNCTIONS.index("CREATE OR REPLACE FUNCTION kb_query"):]
+_UNACCENTED = UNACCENTING.FUNCTIONS[
+    _UNACCENTED_AT : UNACCENTING.FUNCTIONS.index("CREATE OR REPLACE FUNCTION kb_lex")
+]
+_QUERY = PREVIOUS.FUNCTIONS[PREVIOUS.FUNCTIONS.index("CREATE OR REPLACE FUNCTION kb_query") :]
 
 FUNCTIONS = (_UNACCENTED + _QUERY).replace(UNACCENTING._QUOTED, _QUOTED)
 PREVIOUS_FUNCTIONS = _UNACCENTED + _QUERY  # 0035's kb_unaccented, 0037's kb_query
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("kb", "0044_answer_log"),
     ]

@@ -4,15 +4,19 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('kb', '0045_lone_marks_keep_their_lexeme'),
+        ("kb", "0045_lone_marks_keep_their_lexeme"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='answerlog',
-            name='asker',
-            field=models.CharField(blank=True, editable=False, help_text="Who asked, the only caller who may vote: token:<id>, user:<id>, or session:<hash> of an anonymous reader's session; empty: nobody.", max_length=80),
+            model_name="answerlog",
+            name="asker",
+            field=models.CharField(
+                blank=True,
+                editable=False,
+                help_text="Who asked, the only caller who may vote: token:<id>, user:<id>, or session:<hash> of an anonymous reader's session; empty: nobody.",
+                max_length=80,
+            ),
         ),
     ]

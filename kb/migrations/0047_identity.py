@@ -6,64 +6,181 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('kb', '0046_answerlog_asker'),
+        ("kb", "0046_answerlog_asker"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='namespacemembership',
-            name='granted_by',
-            field=models.CharField(blank=True, editable=False, help_text='The identity provider whose group rules made it (kb.identity keeps it in line with them); empty: made by hand, and left alone by single sign-on.', max_length=8),
+            model_name="namespacemembership",
+            name="granted_by",
+            field=models.CharField(
+                blank=True,
+                editable=False,
+                help_text="The identity provider whose group rules made it (kb.identity keeps it in line with them); empty: made by hand, and left alone by single sign-on.",
+                max_length=8,
+            ),
         ),
         migrations.CreateModel(
-            name='SignIn',
+            name="SignIn",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('at', models.DateTimeField(auto_now_add=True, db_index=True)),
-                ('method', models.CharField(choices=[('local', 'Local account'), ('password', 'Password form (local or LDAP)'), ('oidc', 'OpenID Connect'), ('ldap', 'LDAP / Active Directory')], max_length=8)),
-                ('username', models.CharField(blank=True, help_text='As typed, or as the provider names the person.', max_length=255)),
-                ('succeeded', models.BooleanField()),
-                ('reason', models.CharField(blank=True, help_text='Why it failed.', max_length=300)),
-                ('address', models.CharField(blank=True, help_text="The client's address (an IPv6 client's /64).", max_length=64)),
-                ('user', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("at", models.DateTimeField(auto_now_add=True, db_index=True)),
+                (
+                    "method",
+                    models.CharField(
+                        choices=[
+                            ("local", "Local account"),
+                            ("password", "Password form (local or LDAP)"),
+                            ("oidc", "OpenID Connect"),
+                            ("ldap", "LDAP / Active Directory"),
+                        ],
+                        max_length=8,
+                    ),
+                ),
+                (
+                    "username",
+                    models.CharField(
+                        blank=True,
+                        help_text="As typed, or as the provider names the person.",
+                        max_length=255,
+                    ),
+                ),
+                ("succeeded", models.BooleanField()),
+                (
+                    "reason",
+                    models.CharField(blank=True, help_text="Why it failed.", max_length=300),
+                ),
+                (
+                    "address",
+                    models.CharField(
+                        blank=True,
+                        help_text="The client's address (an IPv6 client's /64).",
+                        max_length=64,
+                    ),
+                ),
+                (
+                    "user",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'sign-in',
-                'ordering': ['-at'],
+                "verbose_name": "sign-in",
+                "ordering": ["-at"],
             },
         ),
         migrations.CreateModel(
-            name='ExternalIdentity',
+            name="ExternalIdentity",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('provider', models.CharField(choices=[('oidc', 'OpenID Connect'), ('ldap', 'LDAP / Active Directory')], max_length=8)),
-                ('subject', models.CharField(help_text="OpenID Connect: issuer and subject; LDAP: the entry's DN.", max_length=500)),
-                ('groups', models.JSONField(blank=True, default=list)),
-                ('synced_at', models.DateTimeField(help_text='When the groups were last read from the provider.')),
-                ('user', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='kb_identity', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "provider",
+                    models.CharField(
+                        choices=[("oidc", "OpenID Connect"), ("ldap", "LDAP / Active Directory")],
+                        max_length=8,
+                    ),
+                ),
+                (
+                    "subject",
+                    models.CharField(
+                        help_text="OpenID Connect: issuer and subject; LDAP: the entry's DN.",
+                        max_length=500,
+                    ),
+                ),
+                ("groups", models.JSONField(blank=True, default=list)),
+                (
+                    "synced_at",
+                    models.DateTimeField(
+                        help_text="When the groups were last read from the provider."
+                    ),
+                ),
+                (
+                    "user",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="kb_identity",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'single sign-on account',
-                'constraints': [models.UniqueConstraint(fields=('provider', 'subject'), name='external_identity_unique')],
+                "verbose_name": "single sign-on account",
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("provider", "subject"), name="external_identity_unique"
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='GroupRule',
+            name="GroupRule",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('provider', models.CharField(choices=[('oidc', 'OpenID Connect'), ('ldap', 'LDAP / Active Directory')], max_length=8)),
-                ('group', models.CharField(help_text="The group as the provider names it, compared without regard to case: an entry of the OpenID Connect groups claim; for LDAP the group's DN (cn=staff,ou=groups,dc=example,dc=com) or its cn alone (which then matches a group of that cn anywhere under the group base).", max_length=500)),
-                ('role', models.CharField(choices=[('reader', 'Reader (reads the namespace)'), ('curator', 'Curator (reads and changes the namespace)')], default='reader', max_length=8)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('namespace', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='group_rules', to='kb.namespace')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "provider",
+                    models.CharField(
+                        choices=[("oidc", "OpenID Connect"), ("ldap", "LDAP / Active Directory")],
+                        max_length=8,
+                    ),
+                ),
+                (
+                    "group",
+                    models.CharField(
+                        help_text="The group as the provider names it, compared without regard to case: an entry of the OpenID Connect groups claim; for LDAP the group's DN (cn=staff,ou=groups,dc=example,dc=com) or its cn alone (which then matches a group of that cn anywhere under the group base).",
+                        max_length=500,
+                    ),
+                ),
+                (
+                    "role",
+                    models.CharField(
+                        choices=[
+                            ("reader", "Reader (reads the namespace)"),
+                            ("curator", "Curator (reads and changes the namespace)"),
+                        ],
+                        default="reader",
+                        max_length=8,
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "namespace",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="group_rules",
+                        to="kb.namespace",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'group rule',
-                'ordering': ['namespace__slug', 'provider', 'group'],
-                'constraints': [models.UniqueConstraint(fields=('provider', 'group', 'namespace'), name='group_rule_unique')],
+                "verbose_name": "group rule",
+                "ordering": ["namespace__slug", "provider", "group"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("provider", "group", "namespace"), name="group_rule_unique"
+                    )
+                ],
             },
         ),
     ]

@@ -26,12 +26,45 @@ from kb.models.content import (
 )
 from kb.models.identity import ExternalIdentity, GroupRule, IdentityProvider, SignIn
 from kb.models.runs import IngestItem, IngestRun
-from kb.models.search import EvalRun, EvalSuite, FusionCalibration, MeaningEstimate, QueryFeedback, QueryLog
+from kb.models.search import (
+    EvalRun,
+    EvalSuite,
+    FusionCalibration,
+    MeaningEstimate,
+    QueryFeedback,
+    QueryLog,
+)
 
 __all__ = [
-    "SEARCH_CONFIG", "AnswerLog", "ApiToken", "Capability", "Chunk", "ChunkTerm", "Document", "EvalRun", "EvalSuite",
-    "FusionCalibration", "IngestItem", "IngestRun", "KnowledgeTarget", "Namespace", "NamespaceMembership",
-    "NamespaceStats", "PostingList", "PostingListBuild", "PostingListChange", "Provider", "ProviderRevision",
-    "MeaningEstimate", "QueryFeedback", "QueryLog", "RateCounter", "Source", "SourceFile",
-    "ExternalIdentity", "GroupRule", "IdentityProvider", "SignIn",
+    "SEARCH_CONFIG",
+    "AnswerLog",
+    "ApiToken",
+    "Capability",
+    "Chunk",
+    "ChunkTerm",
+    "Document",
+    "EvalRun",
+    "EvalSuite",
+    "FusionCalibration",
+    "IngestItem",
+    "IngestRun",
+    "KnowledgeTarget",
+    "Namespace",
+    "NamespaceMembership",
+    "NamespaceStats",
+    "PostingList",
+    "PostingListBuild",
+    "PostingListChange",
+    "Provider",
+    "ProviderRevision",
+    "MeaningEstimate",
+    "QueryFeedback",
+    "QueryLog",
+    "RateCounter",
+    "Source",
+    "SourceFile",
+    "ExternalIdentity",
+    "GroupRule",
+    "IdentityProvider",
+    "SignIn",
 ]

@@ -17,25 +17,41 @@ class Namespace(models.Model):
         default=False, help_text="Anonymous users may search a public namespace."
     )
     language = models.CharField(
-        max_length=16, choices=LANGUAGE_CHOICES, default=AUTO,
-        help_text="How words are found: each document in its own detected language, or one language for all.")
+        max_length=16,
+        choices=LANGUAGE_CHOICES,
+        default=AUTO,
+        help_text="How words are found: each document in its own detected language, or one language for all.",
+    )
     document_languages = models.JSONField(
-        default=dict, blank=True, editable=False,
-        help_text="How many of its documents are in each detected language (ISO 639-1; '' not named).")
+        default=dict,
+        blank=True,
+        editable=False,
+        help_text="How many of its documents are in each detected language (ISO 639-1; '' not named).",
+    )
     passage_configs = models.JSONField(
-        default=dict, blank=True, editable=False,
-        help_text="How many of its passages each text search configuration lexes: what its queries are lexed with.")
+        default=dict,
+        blank=True,
+        editable=False,
+        help_text="How many of its passages each text search configuration lexes: what its queries are lexed with.",
+    )
     passage_models = models.JSONField(
-        default=dict, blank=True, editable=False,
+        default=dict,
+        blank=True,
+        editable=False,
         help_text="How many of its passages each embedding model embedded: a query's vector is compared only with "
-                  "those of the model that embeds it.")
+        "those of the model that embeds it.",
+    )
     relexing = models.BooleanField(
-        default=False, editable=False,
+        default=False,
+        editable=False,
         help_text="Set from a change of the language setting until its passages are all lexed again: queries "
-                  "are lexed in every configuration its passages hold meanwhile.")
+        "are lexed in every configuration its passages hold meanwhile.",
+    )
     answers = models.BooleanField(
-        default=True, help_text="Readers may ask for grounded answers here, when the deployment has a model "
-                                "(KB_ANSWER_URL); off: search only.")
+        default=True,
+        help_text="Readers may ask for grounded answers here, when the deployment has a model "
+        "(KB_ANSWER_URL); off: search only.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -56,31 +72,43 @@ class Namespace(models.Model):
         if not self._state.adding and kwargs.get("update_fields") is None:
             stored = Namespace.objects.filter(pk=self.pk).values_list("language", flat=True).first()
             if stored is not None:
-                fields = [f.name for f in self._meta.concrete_fields
-                          if not f.primary_key and f.name not in self.COUNTED_FIELDS]
+                fields = [
+                    f.name
+                    for f in self._meta.concrete_fields
+                    if not f.primary_key and f.name not in self.COUNTED_FIELDS
+                ]
                 if stored != self.language:
                     self.relexing = True
                     fields.append("relexing")
                 kwargs["update_fields"] = fields
         super().save(*args, **kwargs)
 
+
 class NamespaceMembership(models.Model):
     """A staff user who is not a superuser reads (and, with `can_write`, changes) only the
     namespaces they are a member of, in the API, the search page and the admin."""
 
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="kb_memberships")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="kb_memberships"
+    )
     namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE, related_name="memberships")
     can_write = models.BooleanField(default=False)
     granted_by = models.CharField(
-        max_length=8, blank=True, editable=False,
+        max_length=8,
+        blank=True,
+        editable=False,
         help_text="The identity provider whose group rules made it (kb.identity keeps it in line with them); "
-                  "empty: made by hand, and left alone by single sign-on.")
+        "empty: made by hand, and left alone by single sign-on.",
+    )
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["user", "namespace"], name="membership_unique")]
+        constraints = [
+            models.UniqueConstraint(fields=["user", "namespace"], name="membership_unique")
+        ]
 
     def __str__(self) -> str:
         return f"{self.user} in {self.namespace}{' (write)' if self.can_write else ''}"
+
 
 class ApiToken(models.Model):
     """An API credential: shown once at creation, stored only as a SHA-256 hash, scoped to
@@ -112,6 +140,7 @@ class ApiToken(models.Model):
     def is_active(self) -> bool:
         return self.revoked_at is None
 
+
 class RateCounter(models.Model):
     """Requests of one caller (token, staff user or client address) in one minute window;
     incremented atomically by `kb/ratelimit.py` with INSERT ... ON CONFLICT ... RETURNING."""
@@ -121,4 +150,6 @@ class RateCounter(models.Model):
     count = models.PositiveIntegerField(default=0)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["key", "window"], name="rate_counter_key_window")]
+        constraints = [
+            models.UniqueConstraint(fields=["key", "window"], name="rate_counter_key_window")
+        ]

@@ -14,9 +14,12 @@ from kb.validators import validate_capability_id, validate_provider_id
 
 class Provider(models.Model):
     slug = models.CharField(
-        max_length=200, unique=True, validators=[validate_provider_id],
+        max_length=200,
+        unique=True,
+        validators=[validate_provider_id],
         help_text="The provider id. One a namespace's member defines names its namespace: 'tenant.acme.billing' "
-                  "for namespace 'tenant:acme' (capabilities.definitions.namespace_of_id).")
+        "for namespace 'tenant:acme' (capabilities.definitions.namespace_of_id).",
+    )
     title = models.CharField(max_length=200, blank=True)
     namespace = models.ForeignKey(
         Namespace, on_delete=models.PROTECT, related_name="providers", null=True, blank=True
@@ -30,6 +33,7 @@ class Provider(models.Model):
 
     def __str__(self) -> str:
         return self.slug
+
 
 class ProviderRevision(models.Model):
     provider = models.ForeignKey(Provider, on_delete=models.CASCADE, related_name="revisions")
@@ -50,6 +54,7 @@ class ProviderRevision(models.Model):
     def __str__(self) -> str:
         return f"{self.provider_id}@{self.revision[:12]}"
 
+
 class Capability(models.Model):
     provider = models.ForeignKey(Provider, on_delete=models.CASCADE, related_name="capabilities")
     canonical_id = models.CharField(
@@ -68,6 +73,7 @@ class Capability(models.Model):
 
     def __str__(self) -> str:
         return self.canonical_id
+
 
 class KnowledgeTarget(models.Model):
     """A document, or a whole source acting as a collection, that a capability draws on."""

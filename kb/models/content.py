@@ -21,7 +21,9 @@ from kb.models.access import Namespace
 from kb.validators import validate_http_url, validate_source_options
 from kb.vocabulary import SOURCE_KINDS, SOURCE_OPTIONS, TEXT_OPTION_MAX_CHARS, URL_KINDS
 
-SEARCH_CONFIG = DEFAULT_CONFIG  # the text search configuration of capability texts (chunks: each its own)
+SEARCH_CONFIG = (
+    DEFAULT_CONFIG  # the text search configuration of capability texts (chunks: each its own)
+)
 
 
 class Source(models.Model):
@@ -39,8 +41,9 @@ class Source(models.Model):
     name = models.CharField(max_length=200)
     kind = models.CharField(max_length=16, choices=Kind.choices)
     location = models.CharField(
-        max_length=2048, blank=True,
-        help_text="URL for web kinds; a directory for folders; the repository's URL for git; empty for files and text."
+        max_length=2048,
+        blank=True,
+        help_text="URL for web kinds; a directory for folders; the repository's URL for git; empty for files and text.",
     )
     text = models.TextField(blank=True, help_text="Content of an inline text source.")
     options = models.JSONField(default=dict, blank=True)
@@ -55,17 +58,22 @@ class Source(models.Model):
     last_run_status = models.CharField(max_length=16, blank=True)
     last_run_summary = models.JSONField(default=dict, blank=True)
     indexed_revision = models.CharField(
-        max_length=64, blank=True,
+        max_length=64,
+        blank=True,
         help_text="Revision of the source's configuration and inline content that the last "
-                  "successful ingest indexed; differs from the current one while the index is behind.",
+        "successful ingest indexed; differs from the current one while the index is behind.",
     )
     indexed_commit = models.CharField(
-        max_length=64, blank=True,
-        help_text="Git sources: the commit the last successful ingest indexed; the next run reads what changed since.")
+        max_length=64,
+        blank=True,
+        help_text="Git sources: the commit the last successful ingest indexed; the next run reads what changed since.",
+    )
     held_removals = models.JSONField(
-        default=dict, blank=True,
+        default=dict,
+        blank=True,
         help_text="Removals the last complete run held back because the source shrank by more than half: "
-                  "{run, refs, stored}; a curator confirms them on the source's page.")
+        "{run, refs, stored}; a curator confirms them on the source's page.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -91,20 +99,39 @@ class Source(models.Model):
         elif self.kind == self.Kind.TEXT and not self.text.strip():
             raise ValidationError({"text": "An inline text source needs some text."})
         elif self.kind == self.Kind.FILE and self.location:
-            raise ValidationError({"location": "A file source holds uploaded files (SourceFile), not a storage key."})
+            raise ValidationError(
+                {"location": "A file source holds uploaded files (SourceFile), not a storage key."}
+            )
         elif self.kind == self.Kind.FOLDER and not self.location.startswith("/"):
-            raise ValidationError({"location": f"{self.location!r} is not an absolute directory path on the server, "
-                                               "e.g. '/srv/docs/handbook'."})
+            raise ValidationError(
+                {
+                    "location": f"{self.location!r} is not an absolute directory path on the server, "
+                    "e.g. '/srv/docs/handbook'."
+                }
+            )
         elif self.kind == self.Kind.GIT and not self.location.strip():
-            raise ValidationError({"location": "A git source needs its repository's URL, e.g. "
-                                               "'https://github.com/psf/requests.git'."})
+            raise ValidationError(
+                {
+                    "location": "A git source needs its repository's URL, e.g. "
+                    "'https://github.com/psf/requests.git'."
+                }
+            )
         validate_source_options(self.kind, self.options or {})
-        bad = [name for name, value in (self.options or {}).items()
-               if SOURCE_OPTIONS.get(name, ((), None))[1] is str
-               and (not isinstance(value, str) or len(value) > TEXT_OPTION_MAX_CHARS)]
+        bad = [
+            name
+            for name, value in (self.options or {}).items()
+            if SOURCE_OPTIONS.get(name, ((), None))[1] is str
+            and (not isinstance(value, str) or len(value) > TEXT_OPTION_MAX_CHARS)
+        ]
         if bad:
-            raise ValidationError({"options": f"option {bad[0]!r} must be text of at most {TEXT_OPTION_MAX_CHARS} "
-                                              "characters"}, code="invalid_options")
+            raise ValidationError(
+                {
+                    "options": f"option {bad[0]!r} must be text of at most {TEXT_OPTION_MAX_CHARS} "
+                    "characters"
+                },
+                code="invalid_options",
+            )
+
 
 class SourceFile(models.Model):
     """One uploaded file of a file source; its `path` is the document's ref (a zip member's path
@@ -119,10 +146,13 @@ class SourceFile(models.Model):
 
     class Meta:
         ordering = ["source_id", "path"]
-        constraints = [models.UniqueConstraint(fields=["source", "path"], name="source_file_unique_path")]
+        constraints = [
+            models.UniqueConstraint(fields=["source", "path"], name="source_file_unique_path")
+        ]
 
     def __str__(self) -> str:
         return self.path
+
 
 class Document(models.Model):
     source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="documents")
@@ -131,7 +161,8 @@ class Document(models.Model):
     title = models.CharField(max_length=500, blank=True)
     path = models.CharField(max_length=2048, blank=True)
     name_key = models.CharField(
-        max_length=600, blank=True,
+        max_length=600,
+        blank=True,
         help_text="Title and path stem, alphanumerics only, lowercase: for versioned-name search.",
     )
     content = models.TextField(blank=True)
@@ -145,8 +176,10 @@ class Document(models.Model):
     last_modified = models.CharField(max_length=100, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
     language = models.CharField(
-        max_length=8, blank=True,
-        help_text="The language detected in the text (ISO 639-1), empty when too short or unsure.")
+        max_length=8,
+        blank=True,
+        help_text="The language detected in the text (ISO 639-1), empty when too short or unsure.",
+    )
 
     @property
     def original_type(self) -> str:
@@ -162,11 +195,14 @@ class Document(models.Model):
         indexes = [
             models.Index(fields=["namespace", "source"], name="document_ns_source"),
             # the names channel's substring match (name_key LIKE '%qwen38%') through trigrams
-            GinIndex(fields=["name_key"], opclasses=["gin_trgm_ops"], name="document_name_key_trgm"),
+            GinIndex(
+                fields=["name_key"], opclasses=["gin_trgm_ops"], name="document_name_key_trgm"
+            ),
         ]
 
     def __str__(self) -> str:
         return self.title or self.ref
+
 
 class Chunk(models.Model):
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="chunks")
@@ -184,26 +220,41 @@ class Chunk(models.Model):
         default=False, help_text="Part of one code fence too large for a single chunk."
     )
     page_start = models.PositiveIntegerField(
-        null=True, blank=True, help_text="First page, slide or sheet the chunk comes from (documents)."
+        null=True,
+        blank=True,
+        help_text="First page, slide or sheet the chunk comes from (documents).",
     )
-    page_end = models.PositiveIntegerField(null=True, blank=True, help_text="Last page, slide or sheet.")
+    page_end = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Last page, slide or sheet."
+    )
     embedding = VectorField(dimensions=settings.KB_EMBEDDING_DIM, null=True, blank=True)
     embedding_model = models.CharField(max_length=200, blank=True)
     embed_reason = models.CharField(max_length=32, blank=True)
     embedding_runtime = models.CharField(
-        max_length=16, blank=True,
+        max_length=16,
+        blank=True,
         help_text="What computed the vector with the local model: torch, onnx or onnx-int8 (empty: not "
-                  "recorded, for another embedder or a chunk embedded before it was kept).")
+        "recorded, for another embedder or a chunk embedded before it was kept).",
+    )
     text_key = models.CharField(max_length=32, blank=True, help_text="Duplicate key of the text.")
-    body_key = models.CharField(max_length=32, blank=True,
-                                help_text="Duplicate key of the text without its breadcrumb.")
+    body_key = models.CharField(
+        max_length=32, blank=True, help_text="Duplicate key of the text without its breadcrumb."
+    )
     search_config = models.CharField(
-        max_length=16, default=DEFAULT_CONFIG, choices=[(c, c) for c in CONFIGS],
-        help_text="The text search configuration the passage is lexed with (kb/languages.py).")
+        max_length=16,
+        default=DEFAULT_CONFIG,
+        choices=[(c, c) for c in CONFIGS],
+        help_text="The text search configuration the passage is lexed with (kb/languages.py).",
+    )
     # kb_search_vector(config, title, text): the title lexed at weight A, the text at D (migration 0028)
     search_vector = models.GeneratedField(
-        expression=Func("search_config", "title", "text", function="kb_search_vector",
-                        output_field=SearchVectorField()),
+        expression=Func(
+            "search_config",
+            "title",
+            "text",
+            function="kb_search_vector",
+            output_field=SearchVectorField(),
+        ),
         output_field=SearchVectorField(),
         db_persist=True,
     )
@@ -224,14 +275,19 @@ class Chunk(models.Model):
     def __str__(self) -> str:
         return f"{self.document_id}#{self.position}"
 
+
 class ChunkTerm(models.Model):
     """One BM25 posting: a lexeme of a chunk with its term frequency and the chunk's length.
     Written only by the database trigger on kb_chunk (migration 0003), never by Python."""
 
     pk = models.CompositePrimaryKey("namespace", "lexeme", "chunk")
-    namespace = models.ForeignKey(Namespace, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+")
+    namespace = models.ForeignKey(
+        Namespace, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
+    )
     lexeme = models.TextField()
-    chunk = models.ForeignKey(Chunk, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+")
+    chunk = models.ForeignKey(
+        Chunk, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
+    )
     tf = models.FloatField()
     doc_len = models.FloatField()
 
@@ -239,13 +295,18 @@ class ChunkTerm(models.Model):
         db_table = "kb_chunk_term"
         managed = True
 
+
 class NamespaceStats(models.Model):
     """Chunk count and total length per namespace, for BM25; maintained by the same trigger,
     which also stamps each change with a fresh `generation` (the key of the search's cache of
     document frequencies)."""
 
     namespace = models.OneToOneField(
-        Namespace, primary_key=True, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
+        Namespace,
+        primary_key=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="+",
     )
     chunk_count = models.BigIntegerField(default=0)
     total_len = models.FloatField(default=0)
@@ -260,7 +321,11 @@ class PostingListBuild(models.Model):
     """A namespace's packed posting lists as last built (retrieval/posting_lists.py, migration 0020)."""
 
     namespace = models.OneToOneField(
-        Namespace, primary_key=True, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
+        Namespace,
+        primary_key=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="+",
     )
     base_chunk_id = models.BigIntegerField()  # packed chunk ids are offsets from it
     max_chunk_id = models.BigIntegerField()  # chunks above it are newer than the lists
@@ -268,7 +333,9 @@ class PostingListBuild(models.Model):
     postings = models.BigIntegerField()
     built_at = models.DateTimeField()
     build_seconds = models.FloatField(default=0)
-    lengths = models.BinaryField()  # every chunk's length at its offset from the base (migration 0031)
+    lengths = (
+        models.BinaryField()
+    )  # every chunk's length at its offset from the base (migration 0031)
 
     class Meta:
         db_table = "kb_posting_list_build"
@@ -278,7 +345,9 @@ class PostingList(models.Model):
     """One term's postings in a namespace, packed; written only by retrieval/posting_lists.build."""
 
     pk = models.CompositePrimaryKey("namespace", "lexeme")
-    namespace = models.ForeignKey(Namespace, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+")
+    namespace = models.ForeignKey(
+        Namespace, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
+    )
     lexeme = models.TextField()
     postings = models.IntegerField()
     chunk_offsets = models.BinaryField()
@@ -293,7 +362,9 @@ class PostingListChange(models.Model):
     """A chunk written or deleted since its namespace's lists were built; recorded by the trigger."""
 
     pk = models.CompositePrimaryKey("namespace", "chunk_id")
-    namespace = models.ForeignKey(Namespace, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+")
+    namespace = models.ForeignKey(
+        Namespace, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
+    )
     chunk_id = models.BigIntegerField()
 
     class Meta:

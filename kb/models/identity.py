@@ -27,19 +27,26 @@ class GroupRule(models.Model):
     group = models.CharField(
         max_length=500,
         help_text="The group as the provider names it, compared without regard to case: an entry of the OpenID "
-                  "Connect groups claim; for LDAP the group's DN (cn=staff,ou=groups,dc=example,dc=com) or its cn "
-                  "alone (which then matches a group of that cn anywhere under the group base).")
+        "Connect groups claim; for LDAP the group's DN (cn=staff,ou=groups,dc=example,dc=com) or its cn "
+        "alone (which then matches a group of that cn anywhere under the group base).",
+    )
     namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE, related_name="group_rules")
     role = models.CharField(max_length=8, choices=Role.choices, default=Role.READER)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["namespace__slug", "provider", "group"]
-        constraints = [models.UniqueConstraint(fields=["provider", "group", "namespace"], name="group_rule_unique")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["provider", "group", "namespace"], name="group_rule_unique"
+            )
+        ]
         verbose_name = "group rule"
 
     def __str__(self) -> str:
-        return f"{self.get_provider_display()} group {self.group!r}: {self.role} of {self.namespace}"
+        return (
+            f"{self.get_provider_display()} group {self.group!r}: {self.role} of {self.namespace}"
+        )
 
     def save(self, *args, **kwargs):
         self.group = self.group.strip()
@@ -50,14 +57,20 @@ class ExternalIdentity(models.Model):
     """The account a person signed in with at an identity provider, and the groups it last read
     there. An account made by single sign-on has no password of its own."""
 
-    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="kb_identity")
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="kb_identity"
+    )
     provider = models.CharField(max_length=8, choices=IdentityProvider.choices)
-    subject = models.CharField(max_length=500, help_text="OpenID Connect: issuer and subject; LDAP: the entry's DN.")
+    subject = models.CharField(
+        max_length=500, help_text="OpenID Connect: issuer and subject; LDAP: the entry's DN."
+    )
     groups = models.JSONField(default=list, blank=True)
     synced_at = models.DateTimeField(help_text="When the groups were last read from the provider.")
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["provider", "subject"], name="external_identity_unique")]
+        constraints = [
+            models.UniqueConstraint(fields=["provider", "subject"], name="external_identity_unique")
+        ]
         verbose_name = "single sign-on account"
 
     def __str__(self) -> str:
@@ -76,12 +89,17 @@ class SignIn(models.Model):
 
     at = models.DateTimeField(auto_now_add=True, db_index=True)
     method = models.CharField(max_length=8, choices=Method.choices)
-    username = models.CharField(max_length=255, blank=True, help_text="As typed, or as the provider names the person.")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                             related_name="+")
+    username = models.CharField(
+        max_length=255, blank=True, help_text="As typed, or as the provider names the person."
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     succeeded = models.BooleanField()
     reason = models.CharField(max_length=300, blank=True, help_text="Why it failed.")
-    address = models.CharField(max_length=64, blank=True, help_text="The client's address (an IPv6 client's /64).")
+    address = models.CharField(
+        max_length=64, blank=True, help_text="The client's address (an IPv6 client's /64)."
+    )
 
     class Meta:
         ordering = ["-at"]

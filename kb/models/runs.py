@@ -16,8 +16,17 @@ class IngestRun(models.Model):
         FAILED = "failed"
 
     FINISHED = (Status.SUCCEEDED, Status.PARTIAL, Status.FAILED)  # a run in one of these is over
-    COUNTERS = ("items_total", "items_done", "items_changed", "items_unchanged", "items_failed",  # its report
-                "items_removed", "chunks_total", "chunks_embedded", "chunks_written")
+    COUNTERS = (
+        "items_total",
+        "items_done",
+        "items_changed",
+        "items_unchanged",
+        "items_failed",  # its report
+        "items_removed",
+        "chunks_total",
+        "chunks_embedded",
+        "chunks_written",
+    )
 
     class Mode(models.TextChoices):
         INGEST = "ingest"
@@ -36,24 +45,37 @@ class IngestRun(models.Model):
     items_failed = models.PositiveIntegerField(default=0)
     items_removed = models.PositiveIntegerField(default=0)
     chunks_total = models.PositiveIntegerField(
-        "chunks to embed", default=0,
+        "chunks to embed",
+        default=0,
         help_text="Chunks made so far whose text has no stored vector yet. A page written again once the site's "
-                  "repeated blocks are learned adds the chunks its new text changed.")
-    chunks_embedded = models.PositiveIntegerField("chunks embedded", default=0, help_text="Of those, embedded so far.")
+        "repeated blocks are learned adds the chunks its new text changed.",
+    )
+    chunks_embedded = models.PositiveIntegerField(
+        "chunks embedded", default=0, help_text="Of those, embedded so far."
+    )
     chunks_written = models.PositiveIntegerField(
-        "chunks stored", default=0,
+        "chunks stored",
+        default=0,
         help_text="Chunks the pages this run wrote now hold, unchanged text included: what the items' chunk "
-                  "counts add up to.")
+        "counts add up to.",
+    )
     error = models.TextField(blank=True)
     queued_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(
-        null=True, blank=True, help_text="Last sign of life of the worker running it (the watchdog reads it)."
+        null=True,
+        blank=True,
+        help_text="Last sign of life of the worker running it (the watchdog reads it).",
     )
-    attempts = models.PositiveSmallIntegerField(default=0, help_text="Times a worker started this run.")
-    worker = models.CharField(max_length=300, blank=True,
-                              help_text="host:pid of the process running it (the watchdog stops a stuck one).")
+    attempts = models.PositiveSmallIntegerField(
+        default=0, help_text="Times a worker started this run."
+    )
+    worker = models.CharField(
+        max_length=300,
+        blank=True,
+        help_text="host:pid of the process running it (the watchdog stops a stuck one).",
+    )
 
     class Meta:
         ordering = ["-queued_at", "-id"]
@@ -73,6 +95,7 @@ class IngestRun(models.Model):
         if not self.items_total:
             return 100 if self.status in self.FINISHED else 0
         return min(100, round(100 * self.items_done / self.items_total))
+
 
 class IngestItem(models.Model):
     """One document's outcome in a run: the per-URL report."""

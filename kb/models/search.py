@@ -21,20 +21,31 @@ class QueryLog(models.Model):
     query = models.TextField()
     result_ids = ArrayField(models.BigIntegerField(), default=list, blank=True)
     timings = models.JSONField(default=dict, blank=True)
-    caller = models.CharField(max_length=16, choices=Caller.choices, blank=True,
-                              help_text="The surface that asked; blank for queries logged before it was recorded.")
+    caller = models.CharField(
+        max_length=16,
+        choices=Caller.choices,
+        blank=True,
+        help_text="The surface that asked; blank for queries logged before it was recorded.",
+    )
     top_cosine = models.FloatField(
-        null=True, blank=True, help_text="The best result's cosine: a low one is a weak answer (curator report).")
+        null=True,
+        blank=True,
+        help_text="The best result's cosine: a low one is a weak answer (curator report).",
+    )
     strong = models.BooleanField(
-        null=True, blank=True,
+        null=True,
+        blank=True,
         help_text="Whether a result was a strong match, the cited tier (curator report: weak when not); "
-                  "blank for searches logged before it was recorded.")
+        "blank for searches logged before it was recorded.",
+    )
     meaning_excess = models.FloatField(
-        null=True, blank=True,
+        null=True,
+        blank=True,
         help_text="How far the best passage's cosine stood beyond chance among the namespace's passages, in "
-                  "standard deviations (kb.breadth.meaning_excess): the namespace's label-free weights read it "
-                  "over its latest searches; blank when meaning was not used, the search was filtered, or the "
-                  "namespace's sample was still being read.")
+        "standard deviations (kb.breadth.meaning_excess): the namespace's label-free weights read it "
+        "over its latest searches; blank when meaning was not used, the search was filtered, or the "
+        "namespace's sample was still being read.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -50,10 +61,13 @@ class MeaningEstimate(models.Model):
     by the query log's writer (kb/querylog.py), so a search reads it with its namespace instead of
     reading the log: what its weights are estimated from without judged queries."""
 
-    namespace = models.OneToOneField(Namespace, on_delete=models.CASCADE, primary_key=True,
-                                     related_name="meaning_estimate")
+    namespace = models.OneToOneField(
+        Namespace, on_delete=models.CASCADE, primary_key=True, related_name="meaning_estimate"
+    )
     median_excess = models.FloatField(null=True, blank=True)
-    searches = models.PositiveIntegerField(default=0, help_text="How many of the latest searches had an excess.")
+    searches = models.PositiveIntegerField(
+        default=0, help_text="How many of the latest searches had an excess."
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:
@@ -73,36 +87,51 @@ class QueryFeedback(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
-        constraints = [models.UniqueConstraint(fields=["query_log", "chunk_id"], name="feedback_one_vote")]
+        constraints = [
+            models.UniqueConstraint(fields=["query_log", "chunk_id"], name="feedback_one_vote")
+        ]
 
     def __str__(self) -> str:
         return f"{'+' if self.helpful else '-'} {self.chunk_id} for {self.query_log_id}"
+
 
 class EvalSuite(models.Model):
     """A retrieval regression suite (the JSON format of evaluation/suites.py), run on demand."""
 
     name = models.CharField(max_length=200, help_text="Unique within its namespace.")
     namespace = models.ForeignKey(
-        Namespace, on_delete=models.CASCADE, related_name="eval_suites", null=True,
+        Namespace,
+        on_delete=models.CASCADE,
+        related_name="eval_suites",
+        null=True,
         help_text="Every case searches this namespace (the file's own namespaces are overridden). "
-                  "A suite without one, from before suites had an owner, is a superuser's.")
+        "A suite without one, from before suites had an owner, is a superuser's.",
+    )
     definition = models.JSONField()
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["name"]
         constraints = [  # per namespace: a name taken in another tenant's namespace says nothing here
-            models.UniqueConstraint(fields=["namespace", "name"], name="evalsuite_name_per_namespace"),
-            models.UniqueConstraint(fields=["name"], condition=models.Q(namespace__isnull=True),
-                                    name="evalsuite_name_without_namespace"),
+            models.UniqueConstraint(
+                fields=["namespace", "name"], name="evalsuite_name_per_namespace"
+            ),
+            models.UniqueConstraint(
+                fields=["name"],
+                condition=models.Q(namespace__isnull=True),
+                name="evalsuite_name_without_namespace",
+            ),
         ]
 
     def __str__(self) -> str:
         return self.name
 
+
 class EvalRun(models.Model):
     suite = models.ForeignKey(EvalSuite, on_delete=models.CASCADE, related_name="runs")
-    namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE, related_name="eval_runs", null=True)
+    namespace = models.ForeignKey(
+        Namespace, on_delete=models.CASCADE, related_name="eval_runs", null=True
+    )
     passed = models.PositiveIntegerField(default=0)
     failed = models.PositiveIntegerField(default=0)
     total = models.PositiveIntegerField(default=0)
@@ -118,11 +147,18 @@ class EvalRun(models.Model):
 
     def regressions(self) -> list[str]:
         """Cases that passed in the suite's previous run and fail in this one."""
-        previous = EvalRun.objects.filter(suite_id=self.suite_id, pk__lt=self.pk).order_by("-pk").first()
+        previous = (
+            EvalRun.objects.filter(suite_id=self.suite_id, pk__lt=self.pk).order_by("-pk").first()
+        )
         if previous is None:
             return []
         passed_before = {c["id"] for c in previous.results.get("cases", []) if c["passed"]}
-        return [c["id"] for c in self.results.get("cases", []) if not c["passed"] and c["id"] in passed_before]
+        return [
+            c["id"]
+            for c in self.results.get("cases", [])
+            if not c["passed"] and c["id"] in passed_before
+        ]
+
 
 class FusionCalibration(models.Model):
     """The lexical weight fitted for one namespace to judged queries (retrieval/fusion.py); a
@@ -130,7 +166,9 @@ class FusionCalibration(models.Model):
 
     namespace = models.OneToOneField(Namespace, on_delete=models.CASCADE, related_name="fusion")
     lexical_weight = models.FloatField()
-    fitted_on = models.CharField(max_length=200, help_text="What judged the fit: a benchmark or eval suite")
+    fitted_on = models.CharField(
+        max_length=200, help_text="What judged the fit: a benchmark or eval suite"
+    )
     queries = models.PositiveIntegerField()
     cross_validated_ndcg = models.FloatField()
     default_ndcg = models.FloatField()

@@ -22,7 +22,6 @@ def drop_namespace_indexes(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("kb", "0010_namespace_vector_indexes"),
     ]

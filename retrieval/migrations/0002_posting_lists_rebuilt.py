@@ -19,7 +19,6 @@ def build_posting_lists(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     atomic = False
 
     dependencies = [

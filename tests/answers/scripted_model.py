@@ -18,7 +18,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 @dataclass
 class Reply:
     text: list[str] = field(default_factory=list)  # content pieces, each its own chunk
-    tool_calls: list[dict] = field(default_factory=list)  # {"name": ..., "arguments": {...} or raw JSON text}
+    tool_calls: list[dict] = field(
+        default_factory=list
+    )  # {"name": ..., "arguments": {...} or raw JSON text}
     delay: float = 0.0  # seconds before the first byte of the stream
     status: int = 200
     error_body: str = ""
@@ -39,7 +41,9 @@ class ScriptedModel:
 
             def do_GET(self):
                 if self.path.endswith("/models"):
-                    self._json(200, {"object": "list", "data": [{"id": server.model, "object": "model"}]})
+                    self._json(
+                        200, {"object": "list", "data": [{"id": server.model, "object": "model"}]}
+                    )
                 else:
                     self._json(404, {"error": "not found"})
 
@@ -91,16 +95,36 @@ class ScriptedModel:
 
 def _chunks(reply: Reply, model: str):
     def chunk(delta: dict, finish: str | None = None) -> str:
-        return "data: " + json.dumps({"id": "c1", "object": "chat.completion.chunk", "model": model,
-                                      "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+        return "data: " + json.dumps(
+            {
+                "id": "c1",
+                "object": "chat.completion.chunk",
+                "model": model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            }
+        )
 
     yield chunk({"role": "assistant"})
     for piece in reply.text:
         yield chunk({"content": piece})
     for index, call in enumerate(reply.tool_calls):
-        arguments = call["arguments"] if isinstance(call["arguments"], str) else json.dumps(call["arguments"])
-        yield chunk({"tool_calls": [{"index": index, "id": f"call_{index}", "type": "function",
-                                     "function": {"name": call["name"], "arguments": arguments[:5]}}]})
+        arguments = (
+            call["arguments"]
+            if isinstance(call["arguments"], str)
+            else json.dumps(call["arguments"])
+        )
+        yield chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": index,
+                        "id": f"call_{index}",
+                        "type": "function",
+                        "function": {"name": call["name"], "arguments": arguments[:5]},
+                    }
+                ]
+            }
+        )
         yield chunk({"tool_calls": [{"index": index, "function": {"arguments": arguments[5:]}}]})
     yield chunk({}, "tool_calls" if reply.tool_calls else "stop")
     yield "data: [DONE]"

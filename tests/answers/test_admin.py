@@ -12,18 +12,26 @@ pytestmark = pytest.mark.django_db
 def answer(slug, question):
     namespace, _ = Namespace.objects.get_or_create(slug=slug)
     log = QueryLog.objects.create(namespace=namespace, query=question)
-    return AnswerLog.objects.create(query_log=log, namespaces=[slug], question=question, answered=True,
-                                    gate_rule="strong-match")
+    return AnswerLog.objects.create(
+        query_log=log, namespaces=[slug], question=question, answered=True, gate_rule="strong-match"
+    )
 
 
 def curator(client, slug):
-    user = get_user_model().objects.create_user("curator", "c@example.org", "pw-curator-123", is_staff=True)
-    NamespaceMembership.objects.create(user=user, namespace=Namespace.objects.get(slug=slug), can_write=True)
+    user = get_user_model().objects.create_user(
+        "curator", "c@example.org", "pw-curator-123", is_staff=True
+    )
+    NamespaceMembership.objects.create(
+        user=user, namespace=Namespace.objects.get(slug=slug), can_write=True
+    )
     client.force_login(user)
 
 
 def test_a_curator_sees_only_its_namespaces_answers(client):
-    own, other = answer("team:own", "how do we deploy"), answer("team:other", "what is the payroll secret")
+    own, other = (
+        answer("team:own", "how do we deploy"),
+        answer("team:other", "what is the payroll secret"),
+    )
     curator(client, "team:own")
     listing = client.get("/admin/kb/answerlog/")
     assert listing.status_code == 200
@@ -38,8 +46,10 @@ def test_a_curator_turns_answers_off_for_its_namespace(client):
     namespace = Namespace.objects.get(slug="team:own")
     form = client.get(f"/admin/kb/namespace/{namespace.pk}/change/")
     assert b'name="answers"' in form.content
-    response = client.post(f"/admin/kb/namespace/{namespace.pk}/change/",
-                           {"title": "Own", "description": "", "language": namespace.language})
+    response = client.post(
+        f"/admin/kb/namespace/{namespace.pk}/change/",
+        {"title": "Own", "description": "", "language": namespace.language},
+    )
     assert response.status_code == 302, response.content[:2000]
     namespace.refresh_from_db()
     assert namespace.answers is False  # an unticked box: off

@@ -44,20 +44,26 @@ def kb_eval(tmp_path, data: dict, *args) -> tuple[int, str]:
 
 
 def test_a_supported_citation_of_the_document_passes_and_an_abstention_on_an_off_topic_question(
-        corpus, answer_model, tmp_path):
-    model = answer_model([Reply(text=["Roast the pumpkin, then blend it with stock and cream [1]."])])
+    corpus, answer_model, tmp_path
+):
+    model = answer_model(
+        [Reply(text=["Roast the pumpkin, then blend it with stock and cream [1]."])]
+    )
     status, output = kb_eval(tmp_path, suite(CITES_SOUP, ABSTAINS))
     assert status == 0, output
     assert "2 passed, 0 failed" in output
     assert "a supported sentence cites 'pumpkin'" in output
-    assert len(model.requests) == 1  # the off-topic question never reached the model: the gate abstained
+    assert (
+        len(model.requests) == 1
+    )  # the off-topic question never reached the model: the gate abstained
     rows = AnswerLog.objects.order_by("pk")
     assert [(row.question, row.answered) for row in rows] == [(SOUP, True), (OFF_TOPIC, False)]
     assert rows[0].query_log.caller == "internal"
 
 
 def test_an_unsupported_citation_and_an_answer_where_one_must_abstain_fail_the_command(
-        corpus, answer_model, tmp_path):
+    corpus, answer_model, tmp_path
+):
     answer_model([Reply(text=["Pumpkins fly to the moon on Tuesdays [1]."])])
     must_abstain = {"id": "must-abstain", "question": SOUP, "expect": {"mustAbstain": True}}
     status, output = kb_eval(tmp_path, suite(CITES_SOUP, must_abstain), "--json")
@@ -65,9 +71,14 @@ def test_an_unsupported_citation_and_an_answer_where_one_must_abstain_fail_the_c
     result = json.loads(output)
     assert (result["passed"], result["failed"]) == (0, 2)
     cite, abstain = result["cases"]
-    assert cite["checks"] == [{"name": "mustCite", "passed": False, "detail":
-                               "no supported sentence cites 'pumpkin'; cited without support: 'pumpkin' "
-                               "(unsupported); 1 sentence(s), 0 supported, 1 unsupported, 0 dropped"}]
+    assert cite["checks"] == [
+        {
+            "name": "mustCite",
+            "passed": False,
+            "detail": "no supported sentence cites 'pumpkin'; cited without support: 'pumpkin' "
+            "(unsupported); 1 sentence(s), 0 supported, 1 unsupported, 0 dropped",
+        }
+    ]
     assert cite["answer"]["counts"]["unsupported"] == 1 and cite["answer"]["answer_id"]
     assert abstain["checks"][0]["name"] == "mustAbstain" and not abstain["checks"][0]["passed"]
     assert abstain["checks"][0]["detail"].startswith("it answered: 1 sentence(s)")
@@ -75,7 +86,9 @@ def test_an_unsupported_citation_and_an_answer_where_one_must_abstain_fail_the_c
 
 def test_the_model_abstaining_by_itself_counts_as_an_abstention(corpus, answer_model):
     answer_model([Reply(text=["The knowledge base does not cover this."])])
-    result = run_suite(parse_suite(suite({"id": "soup", "question": SOUP, "expect": {"mustAbstain": True}})))
+    result = run_suite(
+        parse_suite(suite({"id": "soup", "question": SOUP, "expect": {"mustAbstain": True}}))
+    )
     assert result.cases[0].passed, result.as_dict()
 
 
@@ -107,11 +120,15 @@ def test_a_reader_runs_answer_cases_only_in_namespaces_it_reads(corpus, answer_m
     assert result.cases[0].error.startswith("KB_FORBIDDEN: ") and not AnswerLog.objects.exists()
 
 
-@pytest.mark.parametrize("expect, message", [
-    ({"mustAbstain": "yes"}, "field 'expect.mustAbstain': must be true or false, got 'yes'"),
-    ({"mustAbstain": True, "mustCite": "x"}, "ask for mustCite or mustAbstain, not both"),
-    ({"mustCite": []}, "field 'expect.mustCite': must be a non-empty string or a list of them"),
-], ids=["abstain-not-bool", "both", "empty-cite"])
+@pytest.mark.parametrize(
+    "expect, message",
+    [
+        ({"mustAbstain": "yes"}, "field 'expect.mustAbstain': must be true or false, got 'yes'"),
+        ({"mustAbstain": True, "mustCite": "x"}, "ask for mustCite or mustAbstain, not both"),
+        ({"mustCite": []}, "field 'expect.mustCite': must be a non-empty string or a list of them"),
+    ],
+    ids=["abstain-not-bool", "both", "empty-cite"],
+)
 def test_malformed_answer_checks_name_the_case_and_field(expect, message):
     with pytest.raises(EvalFileError) as excinfo:
         parse_suite(suite({"id": "a", "question": "q", "expect": expect}))
@@ -119,7 +136,9 @@ def test_malformed_answer_checks_name_the_case_and_field(expect, message):
 
 
 @pytest.mark.slow  # the demo corpus is every page of docs/, ingested through the real pipeline
-def test_the_shipped_answer_suite_abstains_on_the_demo_corpus(transactional_db, settings, answer_model, tmp_path):
+def test_the_shipped_answer_suite_abstains_on_the_demo_corpus(
+    transactional_db, settings, answer_model, tmp_path
+):
     """evals/demo-answers.json gates the honesty gate: questions off the product's subjects are not
     answered, whatever the model (the scripted one is never asked)."""
     from kb.demo import ensure_demo_sources
@@ -132,7 +151,18 @@ def test_the_shipped_answer_suite_abstains_on_the_demo_corpus(transactional_db, 
     status, output = kb_eval(tmp_path, json.loads(shipped.read_text()))
     assert status == 0, output
     assert model.requests == []
-    on_topic = {"version": 1, "defaults": {"namespace": "demo"}, "cases": [
-        {"id": "run-tests", "question": "How do I run the test suite?", "expect": {"mustAbstain": True}}]}
-    status, output = kb_eval(tmp_path, on_topic)  # the same check fails where the knowledge base does cover it
+    on_topic = {
+        "version": 1,
+        "defaults": {"namespace": "demo"},
+        "cases": [
+            {
+                "id": "run-tests",
+                "question": "How do I run the test suite?",
+                "expect": {"mustAbstain": True},
+            }
+        ],
+    }
+    status, output = kb_eval(
+        tmp_path, on_topic
+    )  # the same check fails where the knowledge base does cover it
     assert status == 1 and "mustAbstain: it answered" in output and len(model.requests) == 1

@@ -31,13 +31,21 @@ def real_model(answer_server, settings):  # noqa: F811
     kb_settings.cache_clear()
 
 
-def test_a_covered_question_streams_through_the_api_and_every_sentence_is_checked(real_model, client):
+def test_a_covered_question_streams_through_the_api_and_every_sentence_is_checked(
+    real_model, client
+):
     Namespace.objects.filter(slug="tenant:a").update(is_public=True)
-    response = client.post("/api/answer", {"q": "how do I make pumpkin soup", "namespaces": ["tenant:a"],
-                                           "stream": True}, content_type="application/json")
+    response = client.post(
+        "/api/answer",
+        {"q": "how do I make pumpkin soup", "namespaces": ["tenant:a"], "stream": True},
+        content_type="application/json",
+    )
     assert response.status_code == 200 and response["Content-Type"] == "text/event-stream"
-    found = [json.loads(line[len("data: "):]) for line in b"".join(response.streaming_content).decode().splitlines()
-             if line.startswith("data: ")]
+    found = [
+        json.loads(line[len("data: ") :])
+        for line in b"".join(response.streaming_content).decode().splitlines()
+        if line.startswith("data: ")
+    ]
     kinds = [e["event"] for e in found]
     assert kinds[:2] == ["gate", "sources"] and kinds[-2:] == ["answer", "done"], found
     assert found[0]["answer"] is True
@@ -45,15 +53,27 @@ def test_a_covered_question_streams_through_the_api_and_every_sentence_is_checke
     counts = answer["counts"]
     assert all(s["verdict"] in VERDICTS for s in answer["sentences"])
     abstentions = sum(1 for s in answer["sentences"] if s["verdict"] == "abstention")
-    assert counts["supported"] + counts["unsupported"] + counts["dropped"] + abstentions == counts["sentences"]
+    assert (
+        counts["supported"] + counts["unsupported"] + counts["dropped"] + abstentions
+        == counts["sentences"]
+    )
     streamed = " ".join("".join(e["text"] for e in found if e["event"] == "delta").split())
     assert all(s["text"] in streamed for s in answer["sentences"] if s["verdict"] != "dropped")
     row = AnswerLog.objects.get(pk=found[-1]["answer_id"])
-    assert row.model == real_model.model and row.error_code == "" and row.sentence_count == counts["sentences"]
-    assert row.timings["first_token_ms"] > 0 and row.timings["before_model_ms"] < row.timings["total_ms"]
+    assert (
+        row.model == real_model.model
+        and row.error_code == ""
+        and row.sentence_count == counts["sentences"]
+    )
+    assert (
+        row.timings["first_token_ms"] > 0
+        and row.timings["before_model_ms"] < row.timings["total_ms"]
+    )
 
 
 def test_an_off_topic_question_never_reaches_the_model(real_model):
-    found = list(answer_events(SUPERUSER, ["tenant:a"], "quasar spectrography telemetry", stream=True))
+    found = list(
+        answer_events(SUPERUSER, ["tenant:a"], "quasar spectrography telemetry", stream=True)
+    )
     assert [e["event"] for e in found] == ["gate", "sources", "answer", "done"]
     assert found[2]["abstained"] and "first_token_ms" not in AnswerLog.objects.get().timings

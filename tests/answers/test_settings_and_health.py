@@ -26,21 +26,37 @@ def answer_settings(settings):
 def test_the_defaults_leave_answers_off(answer_settings):
     conf = answer_settings()
     assert conf.answer_url == "" and conf.answer_tools == "auto"
-    assert conf.answer_timeouts == (5.0, 60.0, 180.0) and conf.answer_context_tokens > conf.answer_max_tokens
+    assert (
+        conf.answer_timeouts == (5.0, 60.0, 180.0)
+        and conf.answer_context_tokens > conf.answer_max_tokens
+    )
 
 
-@pytest.mark.parametrize("values, setting", [
-    ({"KB_ANSWER_TIMEOUT": "5,x,9"}, "KB_ANSWER_TIMEOUT"),
-    ({"KB_ANSWER_TIMEOUT": "5,60"}, "KB_ANSWER_TIMEOUT"),
-    ({"KB_ANSWER_TIMEOUT": "0"}, "KB_ANSWER_TIMEOUT"),
-    ({"KB_ANSWER_TOOLS": "maybe"}, "KB_ANSWER_TOOLS"),
-    ({"KB_ANSWER_URL": "ftp://model"}, "KB_ANSWER_URL"),
-    ({"KB_ANSWER_URL": "http://127.0.0.1:1/v1", "KB_ANSWER_MODEL": ""}, "KB_ANSWER_MODEL"),
-    ({"KB_ANSWER_MAX_TOKENS": 9000}, "KB_ANSWER_MAX_TOKENS"),
-    ({"KB_ANSWER_CONTEXT_TOKENS": 100, "KB_ANSWER_MAX_TOKENS": 50}, "KB_ANSWER_CONTEXT_TOKENS"),
-    ({"KB_ANSWER_CONCURRENCY": 0}, "KB_ANSWER_CONCURRENCY"),
-], ids=["timeout-not-a-number", "timeout-two-values", "timeout-zero", "tools", "url-scheme", "model-missing",
-        "answer-larger-than-context", "context-too-small", "no-concurrency"])
+@pytest.mark.parametrize(
+    "values, setting",
+    [
+        ({"KB_ANSWER_TIMEOUT": "5,x,9"}, "KB_ANSWER_TIMEOUT"),
+        ({"KB_ANSWER_TIMEOUT": "5,60"}, "KB_ANSWER_TIMEOUT"),
+        ({"KB_ANSWER_TIMEOUT": "0"}, "KB_ANSWER_TIMEOUT"),
+        ({"KB_ANSWER_TOOLS": "maybe"}, "KB_ANSWER_TOOLS"),
+        ({"KB_ANSWER_URL": "ftp://model"}, "KB_ANSWER_URL"),
+        ({"KB_ANSWER_URL": "http://127.0.0.1:1/v1", "KB_ANSWER_MODEL": ""}, "KB_ANSWER_MODEL"),
+        ({"KB_ANSWER_MAX_TOKENS": 9000}, "KB_ANSWER_MAX_TOKENS"),
+        ({"KB_ANSWER_CONTEXT_TOKENS": 100, "KB_ANSWER_MAX_TOKENS": 50}, "KB_ANSWER_CONTEXT_TOKENS"),
+        ({"KB_ANSWER_CONCURRENCY": 0}, "KB_ANSWER_CONCURRENCY"),
+    ],
+    ids=[
+        "timeout-not-a-number",
+        "timeout-two-values",
+        "timeout-zero",
+        "tools",
+        "url-scheme",
+        "model-missing",
+        "answer-larger-than-context",
+        "context-too-small",
+        "no-concurrency",
+    ],
+)
 def test_a_wrong_answer_setting_is_refused_by_name(answer_settings, values, setting):
     with pytest.raises(ConfigurationError) as caught:
         answer_settings(**values)
@@ -62,7 +78,9 @@ def test_healthz_shows_the_model_and_never_fails_on_it(client, answer_settings):
         wrong = client.get("/healthz").json()
     assert ready["answers"] == {"enabled": True, "ok": True, "model": "scripted", "reachable": True}
     assert wrong["answers"]["ok"] is False and "'another'" in wrong["answers"]["error"]
-    assert "scripted" not in json.dumps(wrong["answers"])  # what the server lists is not the public's
+    assert "scripted" not in json.dumps(
+        wrong["answers"]
+    )  # what the server lists is not the public's
     assert ready["status"] == wrong["status"] == off["status"]  # answers never move health
 
 

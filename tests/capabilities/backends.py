@@ -31,7 +31,10 @@ class OldMappingRetriever(BuiltinKnowledgeRetriever):
 class WrongProviderRevisionRetriever(BuiltinKnowledgeRetriever):
     def retrieve(self, request, access):
         answer = super().retrieve(request, access)
-        return replace(answer, static_revision_by_provider={p: "old" for p in answer.static_revision_by_provider})
+        return replace(
+            answer,
+            static_revision_by_provider={p: "old" for p in answer.static_revision_by_provider},
+        )
 
 
 class MissingEvidenceRetriever(BuiltinKnowledgeRetriever):
@@ -68,10 +71,12 @@ class TamperedHits(BuiltinKnowledgeRetriever):
     def retrieve(self, request, access):
         answer = super().retrieve(request, access)
         real = answer.hits[0]
-        lies = [replace(real, start_byte=real.start_byte + 1),
-                replace(real, snippet=real.snippet.upper()),
-                replace(real, end_byte=10**9),
-                replace(real, target_id="document:999999")]
+        lies = [
+            replace(real, start_byte=real.start_byte + 1),
+            replace(real, snippet=real.snippet.upper()),
+            replace(real, end_byte=10**9),
+            replace(real, target_id="document:999999"),
+        ]
         return replace(answer, hits=[real, *lies])
 
 

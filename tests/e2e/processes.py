@@ -27,10 +27,17 @@ TIMINGS = REPO / "test-artifacts" / "process-timings.json"
 
 def product_env(**extra: str) -> dict[str, str]:
     """The environment scripts/run gives the product (scripts/venv.sh), plus `extra`."""
-    env = {key: value for key, value in os.environ.items() if not key.startswith(("KB_", "DJANGO_"))}
+    env = {
+        key: value for key, value in os.environ.items() if not key.startswith(("KB_", "DJANGO_"))
+    }
     env.pop("DATABASE_URL", None)
-    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
-               PYTHONUNBUFFERED="1", KB_MODEL_CACHE_DIR=str(REPO / ".kb" / "models"))
+    env.update(
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        TOKENIZERS_PARALLELISM="false",
+        PYTHONUNBUFFERED="1",
+        KB_MODEL_CACHE_DIR=str(REPO / ".kb" / "models"),
+    )
     env.update(extra)
     return env
 
@@ -65,8 +72,14 @@ class Process:
 
     def start(self) -> Process:
         out = open(self.log, "wb")
-        self.popen = subprocess.Popen(self.args, cwd=REPO, env=self.env, stdout=out, stderr=subprocess.STDOUT,
-                                      start_new_session=True)
+        self.popen = subprocess.Popen(
+            self.args,
+            cwd=REPO,
+            env=self.env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         return self
 
     def output(self) -> str:
@@ -113,8 +126,9 @@ class Http:
     """A client of the running product: JSON calls, and an admin session once signed in."""
 
     base: str
-    opener: urllib.request.OpenerDirector = field(default_factory=lambda: urllib.request.build_opener(
-        urllib.request.HTTPCookieProcessor()))
+    opener: urllib.request.OpenerDirector = field(
+        default_factory=lambda: urllib.request.build_opener(urllib.request.HTTPCookieProcessor())
+    )
 
     def get(self, path: str, headers: dict | None = None, timeout: float = 60) -> tuple[int, bytes]:
         request = urllib.request.Request(self.base + path, headers=headers or {})
@@ -129,7 +143,9 @@ class Http:
         return status, json.loads(body or b"null")
 
     def post(self, path: str, body: bytes, headers: dict, timeout: float = 60) -> tuple[int, bytes]:
-        request = urllib.request.Request(self.base + path, data=body, headers=headers, method="POST")
+        request = urllib.request.Request(
+            self.base + path, data=body, headers=headers, method="POST"
+        )
         try:
             with self.opener.open(request, timeout=timeout) as response:
                 return response.status, response.read()
@@ -140,10 +156,22 @@ class Http:
         """Sign in to the admin as a person does: the login form with its CSRF token."""
         _, page = self.get("/admin/login/")
         token = re.search(rb'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1).decode()
-        form = urllib.parse.urlencode({"csrfmiddlewaretoken": token, "username": username, "password": password,
-                                       "next": "/admin/"}).encode()
-        status, body = self.post("/admin/login/", form, {"Content-Type": "application/x-www-form-urlencoded",
-                                                         "Referer": self.base + "/admin/login/"})
+        form = urllib.parse.urlencode(
+            {
+                "csrfmiddlewaretoken": token,
+                "username": username,
+                "password": password,
+                "next": "/admin/",
+            }
+        ).encode()
+        status, body = self.post(
+            "/admin/login/",
+            form,
+            {
+                "Content-Type": "application/x-www-form-urlencoded",
+                "Referer": self.base + "/admin/login/",
+            },
+        )
         assert status == 200 and b"Log out" in body, body[:2000]
 
     def healthy(self) -> bool:
@@ -155,15 +183,27 @@ class Http:
 
 def multipart(field_name: str, filename: str, content: bytes, media_type: str) -> tuple[bytes, str]:
     boundary = "kb-e2e-boundary-7d1f"
-    body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"{field_name}\"; filename=\"{filename}\"\r\n"
-            f"Content-Type: {media_type}\r\n\r\n").encode() + content + f"\r\n--{boundary}--\r\n".encode()
+    body = (
+        (
+            f'--{boundary}\r\nContent-Disposition: form-data; name="{field_name}"; filename="{filename}"\r\n'
+            f"Content-Type: {media_type}\r\n\r\n"
+        ).encode()
+        + content
+        + f"\r\n--{boundary}--\r\n".encode()
+    )
     return body, f"multipart/form-data; boundary={boundary}"
 
 
 def manage_shell(env: dict[str, str], code: str, timeout: float = 120) -> str:
     """Run Python in a `manage.py shell` of its own: another process on the same database."""
-    result = subprocess.run([sys.executable, "manage.py", "shell", "-c", code], cwd=REPO, env=env,
-                            capture_output=True, text=True, timeout=timeout)
+    result = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", code],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     lines = result.stdout.strip().splitlines()
     return lines[-1] if lines else ""
@@ -174,20 +214,41 @@ def chromium(window_size: str = "1200,1400"):
     Selenium is told where they are, so nothing is downloaded."""
     chromium_path, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
     if not chromium_path or not driver_path:
-        pytest.fail("chromium and chromedriver are missing: scripts/test installs them (scripts/browser.sh)")
+        pytest.fail(
+            "chromium and chromedriver are missing: scripts/test installs them (scripts/browser.sh)"
+        )
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
     options.binary_location = chromium_path
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--disable-quic", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", f"--window-size={window_size}"):
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--window-size={window_size}",
+    ):
         options.add_argument(flag)
     driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
     driver.implicitly_wait(5)
     return driver
 
 
-__all__ = ["REPO", "Http", "Process", "chromium", "free_port", "manage_shell", "multipart", "product_env",
-           "record_timing", "wait_for"]
+__all__ = [
+    "REPO",
+    "Http",
+    "Process",
+    "chromium",
+    "free_port",
+    "manage_shell",
+    "multipart",
+    "product_env",
+    "record_timing",
+    "wait_for",
+]

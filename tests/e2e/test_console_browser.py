@@ -41,9 +41,11 @@ def _sign_in(browser, live_server):
 @pytest.fixture
 def allowed(settings):
     """Set KB_FETCH_ALLOWED_PRIVATE for the live server (it runs in this process)."""
+
     def allow(*entries):
         settings.KB_FETCH_ALLOWED_PRIVATE = list(entries)
         kb_settings.cache_clear()
+
     yield allow
     kb_settings.cache_clear()
 
@@ -51,9 +53,17 @@ def allowed(settings):
 @pytest.fixture
 def worker(web):
     """A real django-q2 worker on the test database, allowed to fetch the loopback test site."""
-    process = subprocess.Popen([sys.executable, "manage.py", "qcluster"], cwd=REPO, env={
-        **os.environ, "DATABASE_URL": current_database_url(), "KB_FETCH_ALLOWED_PRIVATE": "127.0.0.0/8:*"},
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [sys.executable, "manage.py", "qcluster"],
+        cwd=REPO,
+        env={
+            **os.environ,
+            "DATABASE_URL": current_database_url(),
+            "KB_FETCH_ALLOWED_PRIVATE": "127.0.0.0/8:*",
+        },
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     yield process
     process.terminate()
     process.wait(timeout=60)
@@ -64,7 +74,8 @@ def _fill(browser, namespace: str, name: str, location: str):
     from selenium.webdriver.support.ui import Select
 
     Select(browser.find_element(By.ID, "id_namespace")).select_by_value(
-        str(Namespace.objects.get(slug=namespace).pk))
+        str(Namespace.objects.get(slug=namespace).pk)
+    )
     browser.find_element(By.ID, "id_name").send_keys(name)
     browser.find_element(By.ID, "id_location").send_keys(location)
 
@@ -83,15 +94,28 @@ def test_per_kind_form_and_the_save_time_refusal(live_server, browser, web, allo
     allowed()  # nothing private may be fetched
     _sign_in(browser, live_server)
     browser.get(f"{live_server.url}/admin/kb/source/add/")
-    kinds = [a.get_attribute("data-kind") for a in browser.find_elements(By.CSS_SELECTOR, "a.kb-kind")]
+    kinds = [
+        a.get_attribute("data-kind") for a in browser.find_elements(By.CSS_SELECTOR, "a.kb-kind")
+    ]
     assert kinds == ["url", "sitemap", "crawl", "llms", "file", "text", "folder", "git"]
     _shot(browser, "console-choose-kind.png")
     browser.find_element(By.CSS_SELECTOR, "a.kb-kind[data-kind=crawl]").click()
 
-    labels = [label.text.rstrip(":") for label in browser.find_elements(By.CSS_SELECTOR, "fieldset label")]
-    assert {"Start URL", "Max depth", "Max pages", "Allowed domains", "Include", "Exclude", "Respect robots"} <= set(
-        labels), labels
-    assert not browser.find_elements(By.NAME, "options") and not browser.find_elements(By.NAME, "text")
+    labels = [
+        label.text.rstrip(":") for label in browser.find_elements(By.CSS_SELECTOR, "fieldset label")
+    ]
+    assert {
+        "Start URL",
+        "Max depth",
+        "Max pages",
+        "Allowed domains",
+        "Include",
+        "Exclude",
+        "Respect robots",
+    } <= set(labels), labels
+    assert not browser.find_elements(By.NAME, "options") and not browser.find_elements(
+        By.NAME, "text"
+    )
     assert "0: the start page only" in browser.find_element(By.ID, "id_max_depth_helptext").text
     _fill(browser, "manuals", "Manual", web.url("/manual/"))
     browser.find_element(By.ID, "id_max_depth").send_keys("1")
@@ -101,9 +125,13 @@ def test_per_kind_form_and_the_save_time_refusal(live_server, browser, web, allo
 
     error = browser.find_element(By.CSS_SELECTOR, ".field-location .errorlist").text
     port = web.url("/").split(":")[2].split("/")[0]
-    assert "loopback" in error and f"add '127.0.0.1:{port}' to KB_FETCH_ALLOWED_PRIVATE" in error, error
+    assert "loopback" in error and f"add '127.0.0.1:{port}' to KB_FETCH_ALLOWED_PRIVATE" in error, (
+        error
+    )
     assert not Source.objects.exists()
-    browser.execute_script("arguments[0].scrollIntoView()", browser.find_element(By.CSS_SELECTOR, ".errorlist"))
+    browser.execute_script(
+        "arguments[0].scrollIntoView()", browser.find_element(By.CSS_SELECTOR, ".errorlist")
+    )
     _shot(browser, "console-url-refused.png")
 
     allowed(f"127.0.0.1:{port}")  # the entry the message named
@@ -113,19 +141,28 @@ def test_per_kind_form_and_the_save_time_refusal(live_server, browser, web, allo
     assert source.kind == "crawl" and source.options == {"max_depth": 1, "include": ["/manual/*"]}
 
 
-def test_a_new_source_is_ingested_on_save_and_again_from_its_page(live_server, browser, web, allowed, worker):
+def test_a_new_source_is_ingested_on_save_and_again_from_its_page(
+    live_server, browser, web, allowed, worker
+):
     from selenium.webdriver.common.by import By
 
     Namespace.objects.create(slug="manuals", title="Manuals")
-    web.page("/guide", "<main><h1>Zebrafinch guide</h1><p>The zebrafinch ledger counts pelicans.</p></main>")
+    web.page(
+        "/guide",
+        "<main><h1>Zebrafinch guide</h1><p>The zebrafinch ledger counts pelicans.</p></main>",
+    )
     allowed("127.0.0.0/8:*")
     _sign_in(browser, live_server)
     browser.get(f"{live_server.url}/admin/kb/source/add/?kind=url")
     _fill(browser, "manuals", "Guide", web.url("/guide"))
     browser.find_element(By.NAME, "_continue").click()  # save and stay on the source's page
     # the click returns before the saved page arrives; the form it leaves has no run links
-    wait_for(lambda: browser.find_elements(By.PARTIAL_LINK_TEXT, "run #"), 30, "the queued run's link")[0].click()
-    wait_for(lambda: _run_text(browser).startswith("succeeded"), 180, "the run queued on save to succeed")
+    wait_for(
+        lambda: browser.find_elements(By.PARTIAL_LINK_TEXT, "run #"), 30, "the queued run's link"
+    )[0].click()
+    wait_for(
+        lambda: _run_text(browser).startswith("succeeded"), 180, "the run queued on save to succeed"
+    )
     assert browser.find_element(By.CSS_SELECTOR, "h1").text.startswith("Run #")
     assert "of Guide" in browser.title and "run 1 of" not in browser.title
     _shot(browser, "console-ingested-on-save.png")
@@ -147,15 +184,19 @@ def test_a_failed_run_looks_failed(live_server, browser, allowed):
 
     namespace = Namespace.objects.create(slug="wiki", title="Wiki")
     allowed()
-    source = Source.objects.create(namespace=namespace, name="Intranet wiki", kind="url",
-                                   location="http://127.0.0.1:9/wiki")
+    source = Source.objects.create(
+        namespace=namespace, name="Intranet wiki", kind="url", location="http://127.0.0.1:9/wiki"
+    )
     run = start_ingest(source, sync=True)
     assert run.status == "failed"
     _sign_in(browser, live_server)
     browser.get(f"{live_server.url}/admin/kb/ingestrun/{run.pk}/change/")
     bar = browser.find_element(By.CSS_SELECTOR, ".kb-run-live progress")
     assert bar.get_attribute("value") == "0"
-    assert browser.execute_script("return getComputedStyle(arguments[0]).accentColor", bar) == "rgb(186, 33, 33)"
+    assert (
+        browser.execute_script("return getComputedStyle(arguments[0]).accentColor", bar)
+        == "rgb(186, 33, 33)"
+    )
     assert "every item failed" in browser.find_element(By.CSS_SELECTOR, ".kb-run-error").text
     item_error = browser.find_element(By.CSS_SELECTOR, ".field-error_message").text
     assert "KB_FETCH_ALLOWED_PRIVATE='127.0.0.1:9'" in item_error
@@ -166,8 +207,10 @@ def test_a_failed_run_looks_failed(live_server, browser, allowed):
         browser.set_window_size(1280, 900)
         history = browser.find_element(By.CSS_SELECTOR, ".object-tools").rect
         line = browser.find_element(By.CSS_SELECTOR, ".kb-run-text").rect
-        assert line["y"] >= history["y"] + history["height"] or \
-            line["x"] + line["width"] <= history["x"], (line, history)
+        assert (
+            line["y"] >= history["y"] + history["height"]
+            or line["x"] + line["width"] <= history["x"]
+        ), (line, history)
     finally:
         browser.set_window_size(size["width"], size["height"])
 
@@ -177,8 +220,13 @@ def test_the_one_time_token_has_a_copy_button(live_server, browser):
 
     Namespace.objects.create(slug="docs", title="Docs")
     _sign_in(browser, live_server)
-    browser.execute_cdp_cmd("Browser.grantPermissions", {
-        "origin": live_server.url, "permissions": ["clipboardReadWrite", "clipboardSanitizedWrite"]})
+    browser.execute_cdp_cmd(
+        "Browser.grantPermissions",
+        {
+            "origin": live_server.url,
+            "permissions": ["clipboardReadWrite", "clipboardSanitizedWrite"],
+        },
+    )
     browser.get(f"{live_server.url}/admin/kb/apitoken/add/")
     assert browser.find_element(By.CSS_SELECTOR, "h1").text == "Add API token"
     assert browser.find_element(By.CSS_SELECTOR, "#site-name").text == "Knowledge base console"
@@ -192,6 +240,7 @@ def test_the_one_time_token_has_a_copy_button(live_server, browser):
     button.click()
     wait_for(lambda: button.text == "Copied", 10, "the copy button to say Copied")
     copied = browser.execute_async_script(
-        "const done = arguments[0]; navigator.clipboard.readText().then(done, e => done('ERROR ' + e));")
+        "const done = arguments[0]; navigator.clipboard.readText().then(done, e => done('ERROR ' + e));"
+    )
     assert copied == secret
     _shot(browser, "console-token-copy.png")

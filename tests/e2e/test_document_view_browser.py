@@ -47,38 +47,65 @@ def _ingest(items: list[LoadedItem]) -> dict[str, Document]:
 def test_document_view_on_a_390px_phone(live_server, browser):
     from selenium.webdriver.common.by import By
 
-    documents = _ingest([
-        LoadedItem(ref="guide.md", body=GUIDE.encode(), media_type="text/markdown", path="guide.md"),
-        LoadedItem(ref="gfdl.docx", body=(REAL / "gfdl.docx").read_bytes(), media_type=doc.DOCX, path="gfdl.docx"),
-        LoadedItem(ref="join.docx", body=(REAL / "tutorial-join-notes.docx").read_bytes(), media_type=doc.DOCX,
-                   path="join.docx"),
-    ])
+    documents = _ingest(
+        [
+            LoadedItem(
+                ref="guide.md", body=GUIDE.encode(), media_type="text/markdown", path="guide.md"
+            ),
+            LoadedItem(
+                ref="gfdl.docx",
+                body=(REAL / "gfdl.docx").read_bytes(),
+                media_type=doc.DOCX,
+                path="gfdl.docx",
+            ),
+            LoadedItem(
+                ref="join.docx",
+                body=(REAL / "tutorial-join-notes.docx").read_bytes(),
+                media_type=doc.DOCX,
+                path="join.docx",
+            ),
+        ]
+    )
     browser.set_window_size(PHONE, 900)
     width = browser.execute_script("return window.innerWidth")
     browser.get(f"{live_server.url}/documents/{documents['guide.md'].pk}/")
     page = browser.find_element(By.CSS_SELECTOR, "main.document")
-    assert page.text.count("Decoding guide") == 1, page.text  # not again as a heading or a breadcrumb
+    assert page.text.count("Decoding guide") == 1, (
+        page.text
+    )  # not again as a heading or a breadcrumb
 
     pre = page.find_element(By.CSS_SELECTOR, "pre")
     code = pre.find_element(By.CSS_SELECTOR, "code")
     assert code.text == CODE
     lines = "return new Set(Array.from(arguments[0].getClientRects(), r => Math.round(r.top))).size"
     assert browser.execute_script(lines, code) == 1  # one line, not wrapped inside a name
-    assert browser.execute_script("return arguments[0].scrollWidth > arguments[0].clientWidth", pre)  # it scrolls
+    assert browser.execute_script(
+        "return arguments[0].scrollWidth > arguments[0].clientWidth", pre
+    )  # it scrolls
     assert pre.value_of_css_property("overflow-x") == "auto"
-    assert browser.execute_script("return document.documentElement.scrollWidth") <= width  # the page does not
+    assert (
+        browser.execute_script("return document.documentElement.scrollWidth") <= width
+    )  # the page does not
 
     wide, narrow = page.find_elements(By.CSS_SELECTOR, ".text table")
-    assert "wide" in wide.get_attribute("class") and "wide" not in (narrow.get_attribute("class") or "")
+    assert "wide" in wide.get_attribute("class") and "wide" not in (
+        narrow.get_attribute("class") or ""
+    )
     hints = page.find_elements(By.CSS_SELECTOR, ".table-hint")
     assert len(hints) == 1 and hints[0].is_displayed() and "scroll it sideways" in hints[0].text
-    assert browser.execute_script("return arguments[0].nextElementSibling === arguments[1]", hints[0], wide)
-    assert "radial-gradient" in wide.value_of_css_property("background-image")  # the shade on the hidden side
+    assert browser.execute_script(
+        "return arguments[0].nextElementSibling === arguments[1]", hints[0], wide
+    )
+    assert "radial-gradient" in wide.value_of_css_property(
+        "background-image"
+    )  # the shade on the hidden side
     _shot(browser, "document-view-390.png")
 
     browser.get(f"{live_server.url}/documents/{documents['gfdl.docx'].pk}/")
     items = browser.find_elements(By.CSS_SELECTOR, "main.document ol > li")
-    assert len(items) >= 20  # sections 0 to 11 and conditions A to O, less those a passage break splits
+    assert (
+        len(items) >= 20
+    )  # sections 0 to 11 and conditions A to O, less those a passage break splits
     assert browser.find_element(By.CSS_SELECTOR, "main.document ol").get_attribute("start") == "0"
     assert browser.execute_script("return document.documentElement.scrollWidth") <= width
 

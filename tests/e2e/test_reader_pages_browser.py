@@ -59,14 +59,24 @@ hi
 
 ## Memory {{#memory}}
 
-""" + "\n\n".join(f"Paragraph {i} about malloc, free and pointer arithmetic in the heap allocator."
-                  for i in range(60))
+""" + "\n\n".join(
+    f"Paragraph {i} about malloc, free and pointer arithmetic in the heap allocator."
+    for i in range(60)
+)
 
 
 def _manual(namespace):
     source = Source.objects.create(namespace=namespace, name="manuals", kind="text", text="x")
     run = IngestPipeline(IngestRun.objects.create(source=source)).execute(
-        [LoadedItem(ref="c-notes.md", body=MANUAL.encode(), media_type="text/markdown", path="c-notes.md")])
+        [
+            LoadedItem(
+                ref="c-notes.md",
+                body=MANUAL.encode(),
+                media_type="text/markdown",
+                path="c-notes.md",
+            )
+        ]
+    )
     assert run.status == "succeeded", run.error
 
 
@@ -91,8 +101,13 @@ def test_document_view_on_a_phone_highlights_the_cited_passage(live_server, brow
     namespace, _ = ingest("docs", CORPUS)
     _manual(namespace)
     Namespace.objects.filter(pk=namespace.pk).update(is_public=True)
-    hit = next(h for h in search("malloc free pointer arithmetic heap allocator", "docs", limit=10, log=False).hits
-               if h.title == "C programming notes" and "Paragraph 5" in h.text)
+    hit = next(
+        h
+        for h in search(
+            "malloc free pointer arithmetic heap allocator", "docs", limit=10, log=False
+        ).hits
+        if h.title == "C programming notes" and "Paragraph 5" in h.text
+    )
     assert f"#passage-{hit.chunk_id}" in hit.citation_url
 
     browser.set_window_size(375, 812)
@@ -102,9 +117,13 @@ def test_document_view_on_a_phone_highlights_the_cited_passage(live_server, brow
     assert any("#include <stdio.h>" in text for text in code), code  # code verbatim, '#' kept
     assert any('>>> print("hi")' in text for text in code), code
     assert page.find_element(By.CSS_SELECTOR, "pre code.language-c")
-    assert page.find_element(By.CSS_SELECTOR, "ol li pre code").text == ">>> lists = [[]] * 3"  # code in a list item
+    assert (
+        page.find_element(By.CSS_SELECTOR, "ol li pre code").text == ">>> lists = [[]] * 3"
+    )  # code in a list item
     assert page.find_element(By.CSS_SELECTOR, "table td").text == "-O"
-    identifier = page.find_element(By.CSS_SELECTOR, "table td code")  # a name in a narrow column stays whole
+    identifier = page.find_element(
+        By.CSS_SELECTOR, "table td code"
+    )  # a name in a narrow column stays whole
     assert identifier.text == "PYTHONDONTWRITEBYTECODE"
     assert browser.execute_script("return arguments[0].getClientRects().length", identifier) == 1
     assert page.find_element(By.CSS_SELECTOR, "blockquote strong").text == "Note:"
@@ -113,18 +132,25 @@ def test_document_view_on_a_phone_highlights_the_cited_passage(live_server, brow
 
     cited = browser.find_element(By.ID, f"passage-{hit.chunk_id}")
     assert "Paragraph 5" in cited.text
-    assert browser.execute_script("return document.querySelector(':target') === arguments[0]", cited)
+    assert browser.execute_script(
+        "return document.querySelector(':target') === arguments[0]", cited
+    )
     background = cited.value_of_css_property("background-color")
     assert background not in ("rgba(0, 0, 0, 0)", "transparent"), background
     top = browser.execute_script("return arguments[0].getBoundingClientRect().top", cited)
     assert 0 <= top < 812, "the cited passage is scrolled into view"
     passages = browser.find_elements(By.CSS_SELECTOR, "section.passage")
     assert len({p.get_attribute("id") for p in passages}) == len(passages) > 2  # one anchor each
-    prompt = next(h for h in search("interactive interpreter prompt python", "docs", limit=10, log=False).hits
-                  if h.title == "C programming notes" and "interpreter" in h.text)
+    prompt = next(
+        h
+        for h in search("interactive interpreter prompt python", "docs", limit=10, log=False).hits
+        if h.title == "C programming notes" and "interpreter" in h.text
+    )
     browser.get(live_server.url + prompt.citation_url)
     shown = browser.find_element(By.ID, f"passage-{prompt.chunk_id}")
-    assert browser.execute_script("return document.querySelector(':target') === arguments[0]", shown)
+    assert browser.execute_script(
+        "return document.querySelector(':target') === arguments[0]", shown
+    )
     _shot(browser, "document-view-phone.png")
 
     browser.get(f"{live_server.url}/documents/{hit.document_id}/#prompt")  # a section anchor
@@ -139,7 +165,9 @@ def test_no_results_state_offers_a_working_correction(live_server, browser):
     namespace, _ = ingest("docs", CORPUS)
     Namespace.objects.filter(pk=namespace.pk).update(is_public=True, title="Product docs")
     browser.get(f"{live_server.url}/")
-    assert browser.find_element(By.CSS_SELECTOR, "#namespace option[selected]").text == "Product docs"
+    assert (
+        browser.find_element(By.CSS_SELECTOR, "#namespace option[selected]").text == "Product docs"
+    )
     box = browser.find_element(By.ID, "q")
     assert "Search the documents" in box.get_attribute("placeholder")
     browser.find_element(By.TAG_NAME, "body").click()
@@ -148,26 +176,45 @@ def test_no_results_state_offers_a_working_correction(live_server, browser):
     box.send_keys("nutmg", Keys.ENTER)
 
     status = browser.find_element(By.CSS_SELECTOR, "[role=status]")
-    assert "nutmg" in status.text and ("No results for" in status.text or "No strong match" in status.text)
+    assert "nutmg" in status.text and (
+        "No results for" in status.text or "No strong match" in status.text
+    )
     correction = status.find_element(By.CSS_SELECTOR, ".correction a")
     assert correction.text == "nutmeg"
     body = browser.find_element(By.TAG_NAME, "body").text
-    for internal in ("Meaning weighs", "candidate", "Dropped:", "RRF", "MMR", "Suggested documents"):
+    for internal in (
+        "Meaning weighs",
+        "candidate",
+        "Dropped:",
+        "RRF",
+        "MMR",
+        "Suggested documents",
+    ):
         assert internal not in body, internal  # ranking internals stay folded away
     _shot(browser, "search-no-results-correction.png")
     correction.click()
     first = browser.find_element(By.CSS_SELECTOR, "ol.results > li.result h3")
     assert first.text == "Pumpkin soup"
-    for placeholder in browser.find_elements(By.CSS_SELECTOR, ".correction[data-suggest]"):  # weak again
-        answered = browser.find_element(By.CSS_SELECTOR, ".correction[data-suggested]")  # waits for /suggest
+    for placeholder in browser.find_elements(
+        By.CSS_SELECTOR, ".correction[data-suggest]"
+    ):  # weak again
+        answered = browser.find_element(
+            By.CSS_SELECTOR, ".correction[data-suggested]"
+        )  # waits for /suggest
         assert answered.get_attribute("data-suggested") == "no" and not placeholder.is_displayed()
-    assert not [shown for shown in browser.find_elements(By.CSS_SELECTOR, ".correction") if shown.is_displayed()]
+    assert not [
+        shown
+        for shown in browser.find_elements(By.CSS_SELECTOR, ".correction")
+        if shown.is_displayed()
+    ]
     # apps get the same correction over HTTP
     with urlopen(f"{live_server.url}/api/spelling?query=nutmg&namespace=docs") as answer:
         assert json.load(answer) == {"correction": "nutmeg"}
 
 
-def test_a_word_typed_without_its_accents_is_found_and_the_ranking_panel_says_how(live_server, browser):
+def test_a_word_typed_without_its_accents_is_found_and_the_ranking_panel_says_how(
+    live_server, browser
+):
     from selenium.webdriver.common.by import By
 
     namespace = _ingest_pages("manuel", "user-space.fr-FR.html")  # a real French manual page
@@ -178,11 +225,17 @@ def test_a_word_typed_without_its_accents_is_found_and_the_ranking_panel_says_ho
     line = panel.find_element(By.CSS_SELECTOR, ".accents-restored")
     assert not line.is_displayed()  # folded away for readers
     panel.find_element(By.TAG_NAME, "summary").click()
-    assert line.text == ("Words typed without their accents, read with them: extremites as extrémités "
-                         "(extrem, where the text holds no extremit).")
-    considered = panel.find_element(By.CSS_SELECTOR, ".candidates").text  # one with the bundled model
+    assert line.text == (
+        "Words typed without their accents, read with them: extremites as extrémités "
+        "(extrem, where the text holds no extremit)."
+    )
+    considered = panel.find_element(
+        By.CSS_SELECTOR, ".candidates"
+    ).text  # one with the bundled model
     count = int(considered.split()[0])
-    assert considered.startswith(f"{count} candidate passage{'' if count == 1 else 's'} considered"), considered
+    assert considered.startswith(
+        f"{count} candidate passage{'' if count == 1 else 's'} considered"
+    ), considered
     _shot(browser, "search-accents-restored.png")
 
 
@@ -192,7 +245,9 @@ def test_reader_signs_in_and_sees_only_their_namespace(live_server, browser):
     team_a, _ = ingest("team-a", CORPUS)
     ingest("team-b", CORPUS)
     Namespace.objects.filter(slug="team-a").update(title="Team A handbook")
-    reader = get_user_model().objects.create_user("reader", password="reader-pass-123", email="r@example.com")
+    reader = get_user_model().objects.create_user(
+        "reader", password="reader-pass-123", email="r@example.com"
+    )
     NamespaceMembership.objects.create(user=reader, namespace=team_a)
 
     browser.get(f"{live_server.url}/?q=pumpkin+soup&namespace=team-a")
@@ -223,7 +278,9 @@ def test_reader_signs_in_and_sees_only_their_namespace(live_server, browser):
     mine = search("pumpkin", "team-a", limit=1, log=False).hits[0]
     browser.get(live_server.url + mine.citation_url)
     assert browser.find_element(By.CSS_SELECTOR, "main.document h1").text == mine.title
-    browser.get(f"{live_server.url}/curate/")  # a curator's page: told so, not asked to sign in again
+    browser.get(
+        f"{live_server.url}/curate/"
+    )  # a curator's page: told so, not asked to sign in again
     assert browser.find_element(By.CSS_SELECTOR, "main h1").text == "For staff"
     assert "reader" in browser.find_element(By.CSS_SELECTOR, "p.error").text
 
@@ -236,10 +293,14 @@ def test_a_signed_in_member_of_another_namespace_reads_a_public_one(live_server,
 
     team_a, _ = ingest("team-a", CORPUS)
     ingest("team-b", CORPUS)
-    demo, _ = ingest("demo", {"faq": ("Public FAQ", "Pumpkins are orange, and this answer is public.")})
+    demo, _ = ingest(
+        "demo", {"faq": ("Public FAQ", "Pumpkins are orange, and this answer is public.")}
+    )
     Namespace.objects.filter(slug="team-a").update(title="Team A handbook")
     Namespace.objects.filter(pk=demo.pk).update(is_public=True, title="Demo docs")
-    reader = get_user_model().objects.create_user("reader", password="reader-pass-123", email="r@example.com")
+    reader = get_user_model().objects.create_user(
+        "reader", password="reader-pass-123", email="r@example.com"
+    )
     NamespaceMembership.objects.create(user=reader, namespace=team_a)
 
     browser.get(f"{live_server.url}/accounts/login/?next=/")
@@ -249,10 +310,18 @@ def test_a_signed_in_member_of_another_namespace_reads_a_public_one(live_server,
     _signed_in(browser)
     assert "reader" in browser.find_element(By.CSS_SELECTOR, "header.top").text
 
-    groups = {g.get_attribute("label"): [o.text for o in g.find_elements(By.TAG_NAME, "option")]
-              for g in browser.find_elements(By.CSS_SELECTOR, "#namespace optgroup")}
-    assert groups == {"Your collections": ["Team A handbook"], "Public collections": ["Demo docs"]}, groups
-    assert Select(browser.find_element(By.ID, "namespace")).first_selected_option.text == "Team A handbook"
+    groups = {
+        g.get_attribute("label"): [o.text for o in g.find_elements(By.TAG_NAME, "option")]
+        for g in browser.find_elements(By.CSS_SELECTOR, "#namespace optgroup")
+    }
+    assert groups == {
+        "Your collections": ["Team A handbook"],
+        "Public collections": ["Demo docs"],
+    }, groups
+    assert (
+        Select(browser.find_element(By.ID, "namespace")).first_selected_option.text
+        == "Team A handbook"
+    )
     Select(browser.find_element(By.ID, "namespace")).select_by_visible_text("Demo docs")
     box = browser.find_element(By.ID, "q")
     box.send_keys("orange pumpkins")
@@ -266,8 +335,13 @@ def test_a_signed_in_member_of_another_namespace_reads_a_public_one(live_server,
     assert browser.find_element(By.CSS_SELECTOR, "main.document h1").text == "Public FAQ"
     assert "Pumpkins are orange" in browser.find_element(By.CSS_SELECTOR, "main.document").text
 
-    browser.get(f"{live_server.url}/api/search?query=pumpkins&namespace=demo")  # the API, with the session
-    assert json.loads(browser.find_element(By.TAG_NAME, "body").text)["results"][0]["title"] == "Public FAQ"
+    browser.get(
+        f"{live_server.url}/api/search?query=pumpkins&namespace=demo"
+    )  # the API, with the session
+    assert (
+        json.loads(browser.find_element(By.TAG_NAME, "body").text)["results"][0]["title"]
+        == "Public FAQ"
+    )
     browser.get(f"{live_server.url}/api/namespaces")
     listed = json.loads(browser.find_element(By.TAG_NAME, "body").text)["namespaces"]
     assert {n["slug"]: n["access"] for n in listed} == {"demo": "public", "team-a": "member"}
@@ -290,21 +364,29 @@ def test_feedback_reaches_the_curator_report_and_becomes_an_eval_case(live_serve
     browser.get(f"{live_server.url}/?q=qwen+release&namespace=docs")
     browser.get(f"{live_server.url}/?q=qwen+release&namespace=docs")
 
-    get_user_model().objects.create_user("curator", password="curator-pass-123", is_staff=True, is_superuser=True)
+    get_user_model().objects.create_user(
+        "curator", password="curator-pass-123", is_staff=True, is_superuser=True
+    )
     browser.get(f"{live_server.url}/curate/?namespace=docs&days=7")
     browser.find_element(By.ID, "id_username").send_keys("curator")
     browser.find_element(By.ID, "id_password").send_keys("curator-pass-123")
     browser.find_element(By.CSS_SELECTOR, ".account-form button").click()
     _signed_in(browser)
     top = browser.find_elements(By.CSS_SELECTOR, "table#top tbody tr")
-    rows = {r.find_element(By.CSS_SELECTOR, "td.q").text: [c.text for c in r.find_elements(By.CSS_SELECTOR, "td.n")]
-            for r in top}
+    rows = {
+        r.find_element(By.CSS_SELECTOR, "td.q").text: [
+            c.text for c in r.find_elements(By.CSS_SELECTOR, "td.n")
+        ]
+        for r in top
+    }
     assert rows["qwen release"][0] == "2" and rows["roast pumpkin soup"][0] == "1", rows
     assert rows["roast pumpkin soup"][4] == "1"  # the thumbs up, shown with its query
     _shot(browser, "curator-report.png")
 
     voted = browser.find_element(By.CSS_SELECTOR, "table#voted tbody tr")
-    voted.find_element(By.CSS_SELECTOR, "button.to-eval").click()  # one click: judged by the thumbs up
+    voted.find_element(
+        By.CSS_SELECTOR, "button.to-eval"
+    ).click()  # one click: judged by the thumbs up
     assert "Eval case added" in browser.find_element(By.CSS_SELECTOR, ".made").text
     _shot(browser, "curator-eval-case.png")
 

@@ -43,32 +43,66 @@ def test_every_field_of_a_live_run_moves_without_a_reload(live_server, browser):
         return browser.find_element(By.CSS_SELECTOR, f".field-{name} .readonly").text
 
     def rows():
-        return [row.find_element(By.CSS_SELECTOR, "td.field-ref").text
-                for row in browser.find_elements(By.CSS_SELECTOR, ROWS)]
+        return [
+            row.find_element(By.CSS_SELECTOR, "td.field-ref").text
+            for row in browser.find_elements(By.CSS_SELECTOR, ROWS)
+        ]
 
     started = timezone.now() - timedelta(seconds=5)
-    IngestRun.objects.filter(pk=run.pk).update(status="running", started_at=started, heartbeat_at=timezone.now(),
-                                                items_total=3, items_done=1, items_changed=1, attempts=1)
-    IngestItem.objects.create(run=run, ref="guide.md", status="changed", byte_size=178, chunks=1, duration_ms=12)
-    wait_for(lambda: heading.text == f"Run #{run.pk} of Manuals (running)", 20, "the title to say running")
-    wait_for(lambda: field("items_done") == "1" and field("status") == "Running", 10, "the counters to move")
+    IngestRun.objects.filter(pk=run.pk).update(
+        status="running",
+        started_at=started,
+        heartbeat_at=timezone.now(),
+        items_total=3,
+        items_done=1,
+        items_changed=1,
+        attempts=1,
+    )
+    IngestItem.objects.create(
+        run=run, ref="guide.md", status="changed", byte_size=178, chunks=1, duration_ms=12
+    )
+    wait_for(
+        lambda: heading.text == f"Run #{run.pk} of Manuals (running)",
+        20,
+        "the title to say running",
+    )
+    wait_for(
+        lambda: field("items_done") == "1" and field("status") == "Running",
+        10,
+        "the counters to move",
+    )
     wait_for(lambda: field("took").startswith("running for"), 10, "the run's time to be told")
     assert field("took") != "running for 0 s" and "1/3" in field("progress_bar")
     assert browser.title.startswith(f"Run #{run.pk} of Manuals (running)")
     wait_for(lambda: rows() == ["guide.md"], 10, "the item table to fill")
 
-    IngestItem.objects.create(run=run, ref="manual.pdf", status="failed", error_code="INGEST_EMPTY_CONTENT",
-                              error_message="No chunks could be made.")
+    IngestItem.objects.create(
+        run=run,
+        ref="manual.pdf",
+        status="failed",
+        error_code="INGEST_EMPTY_CONTENT",
+        error_message="No chunks could be made.",
+    )
     IngestRun.objects.filter(pk=run.pk).update(items_done=2, items_failed=1)
     wait_for(lambda: rows() == ["guide.md", "manual.pdf"], 10, "the next item to be added")
     failed = browser.find_elements(By.CSS_SELECTOR, ROWS)[1]
-    assert failed.find_element(By.CSS_SELECTOR, "td.field-error_code").text == "INGEST_EMPTY_CONTENT"
+    assert (
+        failed.find_element(By.CSS_SELECTOR, "td.field-error_code").text == "INGEST_EMPTY_CONTENT"
+    )
     assert failed.find_element(By.CSS_SELECTOR, "td.field-status").text == "Failed"
     assert field("items_failed") == "1" and field("items_done") == "2"
-    assert browser.execute_script("return window.kbNotReloaded") is True  # all of it live, no reload
+    assert (
+        browser.execute_script("return window.kbNotReloaded") is True
+    )  # all of it live, no reload
 
-    IngestRun.objects.filter(pk=run.pk).update(status="partial", finished_at=timezone.now(), items_done=3)
-    wait_for(lambda: "(partial)" in browser.find_element(By.CSS_SELECTOR, "#content h1").text, 20,
-             "the finished run's page")
-    assert not browser.get_log("browser") or not [e for e in browser.get_log("browser") if "Content Security" in
-                                                   e.get("message", "")]
+    IngestRun.objects.filter(pk=run.pk).update(
+        status="partial", finished_at=timezone.now(), items_done=3
+    )
+    wait_for(
+        lambda: "(partial)" in browser.find_element(By.CSS_SELECTOR, "#content h1").text,
+        20,
+        "the finished run's page",
+    )
+    assert not browser.get_log("browser") or not [
+        e for e in browser.get_log("browser") if "Content Security" in e.get("message", "")
+    ]

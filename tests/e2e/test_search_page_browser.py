@@ -67,12 +67,17 @@ def test_search_open_explanation_panel_and_screenshot(live_server, browser):
     browser.get(f"{live_server.url}/?q=growing+pumpkins+watering+soil+harvest&namespace=demo")
     titles = [el.text for el in browser.find_elements(By.CSS_SELECTOR, "ol.results > li.result h3")]
     assert titles.count("Pumpkin growing guide") == 1, titles
-    guide_result = next(li for li in browser.find_elements(By.CSS_SELECTOR, "ol.results > li.result")
-                        if li.find_element(By.CSS_SELECTOR, "h3").text == "Pumpkin growing guide")
+    guide_result = next(
+        li
+        for li in browser.find_elements(By.CSS_SELECTOR, "ol.results > li.result")
+        if li.find_element(By.CSS_SELECTOR, "h3").text == "Pumpkin growing guide"
+    )
     sections = guide_result.find_elements(By.CSS_SELECTOR, "ul.sections a")
     assert sections and all("#" in a.get_attribute("href") for a in sections)
     Select(browser.find_element(By.ID, "group")).select_by_value("chunk")
     browser.find_element(By.CSS_SELECTOR, "form.search button").click()
     WebDriverWait(browser, 10).until(lambda driver: "group=chunk" in driver.current_url)
-    passages = [el.text for el in browser.find_elements(By.CSS_SELECTOR, "ol.results > li.result h3")]
+    passages = [
+        el.text for el in browser.find_elements(By.CSS_SELECTOR, "ol.results > li.result h3")
+    ]
     assert passages.count("Pumpkin growing guide") >= 2, passages

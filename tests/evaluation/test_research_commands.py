@@ -29,12 +29,19 @@ def command(*args, **options) -> list[str]:
 def beir(folder: Path, queries: dict[str, tuple[str, str]]) -> Path:
     """A BEIR folder over CORPUS: query id -> (text, the one relevant document's ref)."""
     (folder / "qrels").mkdir(parents=True)
-    (folder / "corpus.jsonl").write_text("".join(
-        json.dumps({"_id": ref, "title": title, "text": text}) + "\n" for ref, (title, text) in CORPUS.items()))
-    (folder / "queries.jsonl").write_text("".join(
-        json.dumps({"_id": qid, "text": text}) + "\n" for qid, (text, _) in queries.items()))
-    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(
-        f"{qid}\t{ref}\t1\n" for qid, (_, ref) in queries.items()))
+    (folder / "corpus.jsonl").write_text(
+        "".join(
+            json.dumps({"_id": ref, "title": title, "text": text}) + "\n"
+            for ref, (title, text) in CORPUS.items()
+        )
+    )
+    (folder / "queries.jsonl").write_text(
+        "".join(json.dumps({"_id": qid, "text": text}) + "\n" for qid, (text, _) in queries.items())
+    )
+    (folder / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n"
+        + "".join(f"{qid}\t{ref}\t1\n" for qid, (_, ref) in queries.items())
+    )
     return folder
 
 
@@ -46,15 +53,28 @@ def test_the_strong_cosine_advice_names_a_command_that_exists():
 
 def test_strong_cosine_reads_the_best_cosine_of_own_and_off_topic_questions(corpus, tmp_path):
     own = tmp_path / "own.jsonl"
-    own.write_text("".join(json.dumps({"text": t}) + "\n" for t in ("how do I make pumpkin soup",
-                                                                    "what is new in Qwen 3.8")))
+    own.write_text(
+        "".join(
+            json.dumps({"text": t}) + "\n"
+            for t in ("how do I make pumpkin soup", "what is new in Qwen 3.8")
+        )
+    )
     off = tmp_path / "suite.json"
-    off.write_text(json.dumps({"cases": [{"question": "the tax rules for a sole trader in Norway"}]}))
-    lines = command("kb_strong_cosine", namespace="tenant:a", questions=str(own), off_topic=[str(off)])
-    assert lines[0] == f"tenant:a, {get_embedder().model_id}, strong from cosine 0.35 (the model's own, measured)"
+    off.write_text(
+        json.dumps({"cases": [{"question": "the tax rules for a sole trader in Norway"}]})
+    )
+    lines = command(
+        "kb_strong_cosine", namespace="tenant:a", questions=str(own), off_topic=[str(off)]
+    )
+    assert (
+        lines[0]
+        == f"tenant:a, {get_embedder().model_id}, strong from cosine 0.35 (the model's own, measured)"
+    )
     assert strong_floor() == (0.35, "the model's own, measured")
     rows = {line.split(" (")[0]: line.split(" | ") for line in lines[2:]}
-    assert set(rows) == {"own", "off-topic"} and rows["own"][1] == "2" and rows["off-topic"][1] == "1"
+    assert (
+        set(rows) == {"own", "off-topic"} and rows["own"][1] == "2" and rows["off-topic"][1] == "1"
+    )
     own_median = float(rows["own"][2].split(" / ")[1])
     off_median = float(rows["off-topic"][2].split(" / ")[1])
     assert own_median > off_median  # the corpus answers its own questions
@@ -62,40 +82,86 @@ def test_strong_cosine_reads_the_best_cosine_of_own_and_off_topic_questions(corp
 
     (tmp_path / "empty.jsonl").write_text("")
     with pytest.raises(CommandError, match="holds no questions"):
-        command("kb_strong_cosine", namespace="tenant:a", questions=str(tmp_path / "empty.jsonl"),
-                off_topic=[str(off)])
+        command(
+            "kb_strong_cosine",
+            namespace="tenant:a",
+            questions=str(tmp_path / "empty.jsonl"),
+            off_topic=[str(off)],
+        )
 
 
 def test_bm25_per_config_grades_both_ways_per_query_language(corpus, tmp_path):
-    folder = beir(tmp_path / "mini", {"en:1": ("pumpkin soup nutmeg", "pumpkin"),
-                                      "en:2": ("ERR_CONNECTION_REFUSED", "errors")})
+    folder = beir(
+        tmp_path / "mini",
+        {"en:1": ("pumpkin soup nutmeg", "pumpkin"), "en:2": ("ERR_CONNECTION_REFUSED", "errors")},
+    )
     lines = command("kb_bm25_per_config", namespace="tenant:a", beir=str(folder))
     assert lines[0].startswith("tenant:a: passages per configuration {'english': 6")
-    graded = {match.group(1, 2): (match.group(3), match.group(4)) for match in (
-        re.fullmatch(r"  BM25 nDCG@10, statistics (namespace|per configuration) +(\S+) +(\S+) \((\d+) queries\)", line)
-        for line in lines[1:])}
+    graded = {
+        match.group(1, 2): (match.group(3), match.group(4))
+        for match in (
+            re.fullmatch(
+                r"  BM25 nDCG@10, statistics (namespace|per configuration) +(\S+) +(\S+) \((\d+) queries\)",
+                line,
+            )
+            for line in lines[1:]
+        )
+    }
     # one configuration here, so both ways weigh alike; each query's one document is ranked first
-    assert graded == {(way, language): ("1.0000", "2") for way in ("namespace", "per configuration")
-                      for language in ("all", "en")}
+    assert graded == {
+        (way, language): ("1.0000", "2")
+        for way in ("namespace", "per configuration")
+        for language in ("all", "en")
+    }
 
 
 def test_fusion_rules_prints_a_figure_per_rule(corpus, tmp_path, capsys):
     suite = tmp_path / "suite.json"
-    suite.write_text(json.dumps({"version": 1, "cases": [
-        {"id": "soup", "question": "how do I cook pumpkin soup", "expect": {"sourceIncludes": "pumpkin"}},
-        {"id": "refused", "question": "ERR_CONNECTION_REFUSED", "expect": {"sourceIncludes": "errors"}}]}))
+    suite.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "cases": [
+                    {
+                        "id": "soup",
+                        "question": "how do I cook pumpkin soup",
+                        "expect": {"sourceIncludes": "pumpkin"},
+                    },
+                    {
+                        "id": "refused",
+                        "question": "ERR_CONNECTION_REFUSED",
+                        "expect": {"sourceIncludes": "errors"},
+                    },
+                ],
+            }
+        )
+    )
     call_command("kb_fusion_rules", namespace="tenant:a", suite=str(suite))
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("tenant:a: word pieces per word ")
     assert lines[1] == "tenant:a: 2 judged queries; nDCG@10 per rule"
-    figures = {line[:42].strip(): line[42:].strip() for line in lines[2:] if "corroboration" not in line}
-    assert {"w = 0.0", "w = 0.5", "w = 1.0", "0 for a question, else 0.5", "min-max fusion (TM2C2), w = 0.5",
-            "two-Gaussian posteriors, w = 0.5", "embedding feedback (3, 0.3), w = 0.5"} <= set(figures)
+    figures = {
+        line[:42].strip(): line[42:].strip() for line in lines[2:] if "corroboration" not in line
+    }
+    assert {
+        "w = 0.0",
+        "w = 0.5",
+        "w = 1.0",
+        "0 for a question, else 0.5",
+        "min-max fusion (TM2C2), w = 0.5",
+        "two-Gaussian posteriors, w = 0.5",
+        "embedding feedback (3, 0.3), w = 0.5",
+    } <= set(figures)
     assert all(re.fullmatch(FIGURE, value) for value in figures.values()), figures
-    assert figures["w = 0.5"] == "1.0000"  # both answers are found first by the product's own weight
+    assert (
+        figures["w = 0.5"] == "1.0000"
+    )  # both answers are found first by the product's own weight
 
 
-@pytest.mark.skipif(shutil.which("tesseract") is None, reason="Tesseract is installed by scripts/test (scripts/ocr.sh)")
+@pytest.mark.skipif(
+    shutil.which("tesseract") is None,
+    reason="Tesseract is installed by scripts/test (scripts/ocr.sh)",
+)
 def test_ocr_bench_reads_a_scan_of_a_real_page_back():
     lines = command("kb_ocr_bench", str(REAL / "asymptote-CAD.pdf"), pages=1, dpi=[300])
     assert re.fullmatch(r"asymptote-CAD\.pdf: pages \[\d+\]", lines[0])
@@ -108,9 +174,18 @@ def test_ocr_bench_reads_a_scan_of_a_real_page_back():
 @pytest.mark.django_db(transaction=True)
 def test_profile_requests_times_each_surface_in_a_child(corpus, tmp_path, monkeypatch, capsys):
     """The child is a separate Python reading the test database, as it reads another tree's."""
-    folder = beir(tmp_path / "mini", {"1": ("pumpkin soup", "pumpkin"), "2": ("qwen release", "qwen38")})
+    folder = beir(
+        tmp_path / "mini", {"1": ("pumpkin soup", "pumpkin"), "2": ("qwen release", "qwen38")}
+    )
     monkeypatch.setenv("DATABASE_URL", current_database_url())
-    call_command("kb_profile_requests", namespace="tenant:a", beir=str(folder), queries=2, rounds=1, json=True)
+    call_command(
+        "kb_profile_requests",
+        namespace="tenant:a",
+        beir=str(folder),
+        queries=2,
+        rounds=1,
+        json=True,
+    )
     out = capsys.readouterr().out
     report = json.loads(out.splitlines()[-1])["this tree"]
     assert set(report) == {"search", "api", "page"}

@@ -26,7 +26,7 @@ def ods_bomb() -> bytes:
         'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0"><office:body><office:spreadsheet>'
         '<table:table table:name="s"><table:table-row table:number-rows-repeated="1000000">'
         f'<table:table-cell table:number-columns-repeated="1000000"><text:p>{text}</text:p></table:table-cell>'
-        '</table:table-row></table:table></office:spreadsheet></office:body></office:document-content>'
+        "</table:table-row></table:table></office:spreadsheet></office:body></office:document-content>"
     )
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
@@ -43,7 +43,7 @@ def headings_html(size: int = 10 * 1024 * 1024) -> bytes:
 DOCX_MIME = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 
 
-def docx_bomb(size: int = 200 * 1024 ** 2) -> bytes:
+def docx_bomb(size: int = 200 * 1024**2) -> bytes:
     """A Word file of about a megabyte whose document part inflates to `size` bytes of tiny
     paragraphs: libxml2 runs out of the child's memory and says only "unknown error"."""
     content_types = (
@@ -52,20 +52,24 @@ def docx_bomb(size: int = 200 * 1024 ** 2) -> bytes:
         '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
         '<Default Extension="xml" ContentType="application/xml"/>'
         '<Override PartName="/word/document.xml" '
-        'ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>')
+        'ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>'
+    )
     relationships = (
         '<?xml version="1.0" encoding="UTF-8"?>'
         '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
         '<Relationship Id="rId1" Target="word/document.xml" '
-        'Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument"/></Relationships>')
+        'Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument"/></Relationships>'
+    )
     paragraph = b"</w:t></w:r></w:p><w:p><w:r><w:t>a"
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
         archive.writestr("[Content_Types].xml", content_types)
         archive.writestr("_rels/.rels", relationships)
         with archive.open("word/document.xml", "w", force_zip64=True) as part:
-            part.write(b'<?xml version="1.0" encoding="UTF-8"?><w:document '
-                       b'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body><w:p><w:r><w:t>')
+            part.write(
+                b'<?xml version="1.0" encoding="UTF-8"?><w:document '
+                b'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body><w:p><w:r><w:t>'
+            )
             block = paragraph * ((1 << 20) // len(paragraph))
             for _ in range(size // len(block)):
                 part.write(block)

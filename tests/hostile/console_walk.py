@@ -58,10 +58,12 @@ class Walk:
         body += " " + response.get("Location", "")
         if FOREIGN_NAME in body.lower():
             at = body.lower().index(FOREIGN_NAME)
-            self.violations.append(f"{where}: shows {body[max(0, at - 80):at + 40]!r}")
+            self.violations.append(f"{where}: shows {body[max(0, at - 80) : at + 40]!r}")
         if ids and (found := FOREIGN_IDS.search(body)):
-            self.violations.append(f"{where}: shows foreign id {found.group()} in "
-                                   f"{body[max(0, found.start() - 80):found.end() + 20]!r}")
+            self.violations.append(
+                f"{where}: shows foreign id {found.group()} in "
+                f"{body[max(0, found.start() - 80) : found.end() + 20]!r}"
+            )
 
 
 def _name(model) -> str:
@@ -71,8 +73,11 @@ def _name(model) -> str:
 def _objects(model, own: frozenset[str]):
     """(own, foreign) pks of `model`: own in the walker's namespaces, foreign in none of them."""
     if model not in SCOPE:
-        return [], [pk for pk in model._default_manager.values_list("pk", flat=True)
-                    if isinstance(pk, int) and pk >= FOREIGN_ID_START]
+        return [], [
+            pk
+            for pk in model._default_manager.values_list("pk", flat=True)
+            if isinstance(pk, int) and pk >= FOREIGN_ID_START
+        ]
     mine, theirs = [], []
     for obj in model._default_manager.all():
         (mine if namespace_of(obj) in own else theirs).append(obj.pk)
@@ -82,8 +87,9 @@ def _objects(model, own: frozenset[str]):
 def walk(client, user, site, own: frozenset[str]) -> Walk:
     seen = Walk()
     factory = RequestFactory()
-    for url in [reverse("admin:index")] + sorted({reverse("admin:app_list", args=[model._meta.app_label])
-                                                  for model in site._registry}):
+    for url in [reverse("admin:index")] + sorted(
+        {reverse("admin:app_list", args=[model._meta.app_label]) for model in site._registry}
+    ):
         seen.look(url, client.get(url))
     for model, model_admin in list(site._registry.items()):
         request = factory.get("/")
@@ -94,7 +100,9 @@ def walk(client, user, site, own: frozenset[str]) -> Walk:
         response = client.get(changelist)
         seen.look(changelist, response)
         if response.status_code == 200:
-            links = sorted(set(re.findall(r'href="(\?[^"]*)"', response.content.decode())))[:MAX_LINKS]
+            links = sorted(set(re.findall(r'href="(\?[^"]*)"', response.content.decode())))[
+                :MAX_LINKS
+            ]
             for link in links:
                 link = link.replace("&amp;", "&")
                 seen.look(changelist + link, client.get(changelist + link))
@@ -105,8 +113,12 @@ def walk(client, user, site, own: frozenset[str]) -> Walk:
                 seen.look(url, client.get(url))
             _same_as_missing(seen, client, f"admin:{name}_{view}", theirs[:2])
         for pattern in model_admin.get_urls():
-            if isinstance(pattern, URLPattern) and pattern.name and pattern.name.removeprefix(f"{name}_") not in (
-                    STANDARD_VIEWS) and "object_id" not in pattern.pattern.converters:
+            if (
+                isinstance(pattern, URLPattern)
+                and pattern.name
+                and pattern.name.removeprefix(f"{name}_") not in (STANDARD_VIEWS)
+                and "object_id" not in pattern.pattern.converters
+            ):
                 _custom(seen, client, pattern, mine, theirs)
         for pk in mine[:1]:
             _post_foreign_relations(seen, client, model, pk, own)
@@ -126,10 +138,13 @@ def autocomplete_fields() -> list[tuple[str, str, str]]:
     whether or not a form declares it in `autocomplete_fields`."""
     from django.apps import apps
 
-    return [(model._meta.app_label, model._meta.model_name, field.name)
-            for model in apps.get_models() if model._meta.app_label in CONSOLE_APPS
-            for field in model._meta.get_fields()
-            if field.concrete and (field.many_to_one or field.many_to_many or field.one_to_one)]
+    return [
+        (model._meta.app_label, model._meta.model_name, field.name)
+        for model in apps.get_models()
+        if model._meta.app_label in CONSOLE_APPS
+        for field in model._meta.get_fields()
+        if field.concrete and (field.many_to_one or field.many_to_many or field.one_to_one)
+    ]
 
 
 def _autocomplete(seen: Walk, client, own: frozenset[str]) -> None:
@@ -140,7 +155,12 @@ def _autocomplete(seen: Walk, client, own: frozenset[str]) -> None:
         related = apps.get_model(app_label, model_name)._meta.get_field(field_name).related_model
         _, foreign = _objects(related, own)
         for term in ("", FOREIGN_NAME, *[str(pk) for pk in foreign[:1]]):
-            query = {"app_label": app_label, "model_name": model_name, "field_name": field_name, "term": term}
+            query = {
+                "app_label": app_label,
+                "model_name": model_name,
+                "field_name": field_name,
+                "term": term,
+            }
             response = client.get(url, query)
             seen.look(f"{url} {query}", response)
             seen.autocompleted += response.status_code == 200
@@ -151,10 +171,15 @@ def _same_as_missing(seen: Walk, client, view: str, foreign: list[int]) -> None:
     for pk in foreign:
         response = client.get(reverse(view, args=[pk]))
         seen.look(f"{view} of foreign {pk}", response, ids=False)
-        if (response.status_code, response.get("Location")) != (missing.status_code, missing.get("Location")):
-            seen.violations.append(f"{view} of foreign {pk} answers {response.status_code} "
-                                   f"{response.get('Location')}, a missing id {missing.status_code} "
-                                   f"{missing.get('Location')}")
+        if (response.status_code, response.get("Location")) != (
+            missing.status_code,
+            missing.get("Location"),
+        ):
+            seen.violations.append(
+                f"{view} of foreign {pk} answers {response.status_code} "
+                f"{response.get('Location')}, a missing id {missing.status_code} "
+                f"{missing.get('Location')}"
+            )
 
 
 def _custom(seen: Walk, client, pattern: URLPattern, mine: list[int], theirs: list[int]) -> None:
@@ -168,13 +193,17 @@ def _custom(seen: Walk, client, pattern: URLPattern, mine: list[int], theirs: li
     for method in (client.get, client.post):
         missing = method(reverse(view, args=[MISSING_ID] * len(params)))
         for pk in mine[:1]:
-            seen.look(f"{view} {method.__name__} own {pk}", method(reverse(view, args=[pk] * len(params))))
+            seen.look(
+                f"{view} {method.__name__} own {pk}", method(reverse(view, args=[pk] * len(params)))
+            )
         for pk in theirs[:2]:
             response = method(reverse(view, args=[pk] * len(params)))
             seen.look(f"{view} {method.__name__} foreign {pk}", response, ids=False)
             if response.status_code != missing.status_code:
-                seen.violations.append(f"{view} {method.__name__} of foreign {pk} answers {response.status_code}, "
-                                       f"a missing id {missing.status_code}")
+                seen.violations.append(
+                    f"{view} {method.__name__} of foreign {pk} answers {response.status_code}, "
+                    f"a missing id {missing.status_code}"
+                )
 
 
 def _post_foreign_relations(seen: Walk, client, model, pk: int, own: frozenset[str]) -> None:
@@ -188,8 +217,11 @@ def _post_foreign_relations(seen: Walk, client, model, pk: int, own: frozenset[s
         _, foreign = _objects(related, own)
         if not foreign:
             continue
-        seen.look(f"{url} posted with {key}={foreign[0]}", client.post(url, {**data, key: str(foreign[0])}),
-                  ids=False)
+        seen.look(
+            f"{url} posted with {key}={foreign[0]}",
+            client.post(url, {**data, key: str(foreign[0])}),
+            ids=False,
+        )
 
 
 def form_data(context) -> tuple[dict, dict]:
@@ -234,12 +266,22 @@ def snapshot(namespaces: set[str] | None = None) -> dict:
             continue
         values = list(model._default_manager.order_by("pk").values())
         if model in SCOPE and namespaces is not None:
-            keep = {obj.pk for obj in model._default_manager.all() if namespace_of(obj) in namespaces}
+            keep = {
+                obj.pk for obj in model._default_manager.all() if namespace_of(obj) in namespaces
+            }
             values = [v for v in values if v.get("id", v.get("pk")) in keep]
         elif namespaces is not None:  # rows of no namespace: those created with the other tenant
-            values = [v for v in values if isinstance(v.get("id"), int) and v["id"] >= FOREIGN_ID_START]
+            values = [
+                v for v in values if isinstance(v.get("id"), int) and v["id"] >= FOREIGN_ID_START
+            ]
         for row in values:  # bookkeeping a visit may touch
-            for noisy in ("last_login", "last_used_at", "search_vector", "embedding", "indexed_embedding"):
+            for noisy in (
+                "last_login",
+                "last_used_at",
+                "search_vector",
+                "embedding",
+                "indexed_embedding",
+            ):
                 row.pop(noisy, None)
         rows[model._meta.label] = values
     return rows
@@ -252,10 +294,18 @@ def cross_references() -> list[str]:
         for obj in model._default_manager.all():
             home = namespace_of(obj)
             for relation in model._meta.get_fields():
-                if not (relation.many_to_one and relation.concrete and relation.related_model in SCOPE):
+                if not (
+                    relation.many_to_one and relation.concrete and relation.related_model in SCOPE
+                ):
                     continue
                 target = getattr(obj, relation.name, None)
-                if target is not None and home is not None and namespace_of(target) not in (home, None):
-                    found.append(f"{model._meta.label} {obj.pk} ({home}) -> {relation.name} {target.pk} "
-                                 f"({namespace_of(target)})")
+                if (
+                    target is not None
+                    and home is not None
+                    and namespace_of(target) not in (home, None)
+                ):
+                    found.append(
+                        f"{model._meta.label} {obj.pk} ({home}) -> {relation.name} {target.pk} "
+                        f"({namespace_of(target)})"
+                    )
     return found

@@ -43,13 +43,19 @@ def test_identifiers_are_capped_and_searched_in_one_statement():
 def test_api_summary_says_when_a_cap_applied(client):
     namespace, _ = ingest("tenant:a", CORPUS)
     Namespace.objects.filter(pk=namespace.pk).update(is_public=True)
-    body = client.get("/api/search", {"query": " ".join(f"llama{n:05d}" for n in range(40)),
-                                      "namespace": "tenant:a"}).json()
-    assert body["summary"]["query_caps"] == [f"identifiers: the first {MAX_IDENTIFIERS} of 40 were used",
-                                             "name keys: the first 16 of 40 were used"]
+    body = client.get(
+        "/api/search",
+        {"query": " ".join(f"llama{n:05d}" for n in range(40)), "namespace": "tenant:a"},
+    ).json()
+    assert body["summary"]["query_caps"] == [
+        f"identifiers: the first {MAX_IDENTIFIERS} of 40 were used",
+        "name keys: the first 16 of 40 were used",
+    ]
 
 
-def test_a_name_in_too_many_titles_costs_a_bounded_read_and_the_summary_says_so(client, monkeypatch):
+def test_a_name_in_too_many_titles_costs_a_bounded_read_and_the_summary_says_so(
+    client, monkeypatch
+):
     from retrieval import channels
 
     documents = {f"v{i}": (f"Release 2024 volume {i}", f"Notes of volume {i}.") for i in range(6)}
@@ -59,20 +65,37 @@ def test_a_name_in_too_many_titles_costs_a_bounded_read_and_the_summary_says_so(
     body = client.get("/api/search", {"query": "release 2024", "namespace": "tenant:a"}).json()
     assert body["summary"]["query_caps"] == [
         f"name key {key!r}: in more than 5 document names, too common to name one; not used"
-        for key in ("2024", "release2024")]
+        for key in ("2024", "release2024")
+    ]
     assert body["results"]  # the words still find the volumes
 
 
 def test_eval_runs_are_capped_per_request(client):
     namespace, _ = ingest("tenant:a", CORPUS)
     Namespace.objects.filter(pk=namespace.pk).update(is_public=True)
-    suite = {"version": 1, "cases": [{"id": f"c{i}", "query": "pumpkin", "namespace": "tenant:a",
-                                      "expect": {"minResults": 1}} for i in range(201)]}
+    suite = {
+        "version": 1,
+        "cases": [
+            {
+                "id": f"c{i}",
+                "query": "pumpkin",
+                "namespace": "tenant:a",
+                "expect": {"minResults": 1},
+            }
+            for i in range(201)
+        ],
+    }
     from kb.auth import issue_token
 
-    _, token = issue_token("evals", namespaces=[namespace], rate_limit_per_minute=10_000)  # runs need a caller
-    response = client.post("/api/evals/run", json.dumps({"suite": suite}), content_type="application/json",
-                           HTTP_AUTHORIZATION=f"Bearer {token}")
+    _, token = issue_token(
+        "evals", namespaces=[namespace], rate_limit_per_minute=10_000
+    )  # runs need a caller
+    response = client.post(
+        "/api/evals/run",
+        json.dumps({"suite": suite}),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {token}",
+    )
     assert response.status_code == 422 and "at most 200" in response.json()["message"]
 
 
@@ -96,19 +119,32 @@ def test_anonymous_and_staff_callers_are_rate_limited_with_retry_after(settings)
     kb_settings.cache_clear()
     try:
         anonymous = Client(REMOTE_ADDR="203.0.113.7")
-        statuses = [anonymous.get("/api/search", {"query": "pumpkin", "namespace": "tenant:a"}).status_code
-                    for _ in range(4)]
+        statuses = [
+            anonymous.get("/api/search", {"query": "pumpkin", "namespace": "tenant:a"}).status_code
+            for _ in range(4)
+        ]
         assert statuses == [200, 200, 200, 429]
         limited = anonymous.get("/api/search", {"query": "pumpkin", "namespace": "tenant:a"})
         assert limited.json()["code"] == "KB_RATE_LIMITED" and int(limited["Retry-After"]) >= 1
-        assert anonymous.get("/", {"q": "pumpkin", "namespace": "tenant:a"}).status_code == 429  # the page too
+        assert (
+            anonymous.get("/", {"q": "pumpkin", "namespace": "tenant:a"}).status_code == 429
+        )  # the page too
         other = Client(REMOTE_ADDR="203.0.113.8")  # counted per address
-        assert other.get("/api/search", {"query": "pumpkin", "namespace": "tenant:a"}).status_code == 200
+        assert (
+            other.get("/api/search", {"query": "pumpkin", "namespace": "tenant:a"}).status_code
+            == 200
+        )
 
         staff = Client()
-        staff.force_login(get_user_model().objects.create_user("s", password="pw", is_staff=True, is_superuser=True))
-        statuses = [staff.get("/api/search", {"query": "pumpkin", "namespace": "tenant:a"}).status_code
-                    for _ in range(5)]
+        staff.force_login(
+            get_user_model().objects.create_user(
+                "s", password="pw", is_staff=True, is_superuser=True
+            )
+        )
+        statuses = [
+            staff.get("/api/search", {"query": "pumpkin", "namespace": "tenant:a"}).status_code
+            for _ in range(5)
+        ]
         assert statuses[-1] == 429 and statuses[:4] == [200] * 4
     finally:
         kb_settings.cache_clear()

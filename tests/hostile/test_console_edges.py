@@ -40,27 +40,46 @@ def _changes():
 
 def test_the_registry_offers_the_actions_this_test_must_cover():
     names = {name for _, _, name in _every_action()}
-    assert {"ingest_now", "reembed_all", "reindex_capabilities", "run_now", "delete_selected"} <= names
+    assert {
+        "ingest_now",
+        "reembed_all",
+        "reindex_capabilities",
+        "run_now",
+        "delete_selected",
+    } <= names
 
 
 def test_a_read_only_member_runs_no_action_of_any_admin(tenants):  # noqa: F811
     ours, _ = tenants
     user, client = _member(ours, can_write=False)
-    before, queued, runs, evals = _changes(), OrmQ.objects.count(), IngestRun.objects.count(), EvalRun.objects.count()
+    before, queued, runs, evals = (
+        _changes(),
+        OrmQ.objects.count(),
+        IngestRun.objects.count(),
+        EvalRun.objects.count(),
+    )
     ran = []
     for model, model_admin, action in _every_action():
         own = [obj.pk for obj in model._default_manager.all() if namespace_of(obj) == ours.slug][:2]
         if not own:
             continue
         changelist = reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_changelist")
-        response = client.post(changelist, {"action": action, "_selected_action": own, "post": "yes"})
+        response = client.post(
+            changelist, {"action": action, "_selected_action": own, "post": "yes"}
+        )
         ran.append(f"{model._meta.label}.{action}")
         assert response.status_code in (200, 302, 403), (action, response.status_code)
         request = RequestFactory().get("/")
         request.user = user
-        assert action not in model_admin.get_actions(request), f"{action} is offered to a read-only member"
+        assert action not in model_admin.get_actions(request), (
+            f"{action} is offered to a read-only member"
+        )
     assert len(ran) >= 5, ran
-    assert (OrmQ.objects.count(), IngestRun.objects.count(), EvalRun.objects.count()) == (queued, runs, evals)
+    assert (OrmQ.objects.count(), IngestRun.objects.count(), EvalRun.objects.count()) == (
+        queued,
+        runs,
+        evals,
+    )
     assert _changes() == before
 
 
@@ -70,20 +89,30 @@ def test_a_writing_member_does_run_them(tenants):  # noqa: F811
     _, client = _member(ours, can_write=True)
     source = ours.sources.get(name="apple-files")
     runs = IngestRun.objects.filter(source=source).count()
-    client.post(reverse("admin:kb_source_changelist"), {"action": "ingest_now", "_selected_action": [source.pk]})
+    client.post(
+        reverse("admin:kb_source_changelist"),
+        {"action": "ingest_now", "_selected_action": [source.pk]},
+    )
     assert IngestRun.objects.filter(source=source).count() == runs + 1
 
 
 def _failed_run(namespace) -> IngestRun:
-    return IngestRun.objects.get(source__namespace=namespace, items__status=IngestItem.Status.FAILED)
+    return IngestRun.objects.get(
+        source__namespace=namespace, items__status=IngestItem.Status.FAILED
+    )
 
 
 def _same(response, missing, foreign_id: int) -> tuple:
-    return (response.status_code, response.content.replace(str(foreign_id).encode(), str(MISSING_ID).encode()),
-            response.get("Location")) == (missing.status_code, missing.content, missing.get("Location"))
+    return (
+        response.status_code,
+        response.content.replace(str(foreign_id).encode(), str(MISSING_ID).encode()),
+        response.get("Location"),
+    ) == (missing.status_code, missing.content, missing.get("Location"))
 
 
-@pytest.mark.parametrize("view, method", [("kb_ingestrun_progress", "get"), ("kb_ingestrun_retry", "post")])
+@pytest.mark.parametrize(
+    "view, method", [("kb_ingestrun_progress", "get"), ("kb_ingestrun_retry", "post")]
+)
 def test_another_tenants_run_answers_like_a_missing_one_and_queues_nothing(tenants, view, method):  # noqa: F811
     ours, theirs = tenants
     _, client = _member(ours, can_write=True)
@@ -106,7 +135,10 @@ def test_the_members_own_run_answers_both(tenants):  # noqa: F811
     assert progress.status_code == 200 and progress.json()["id"] == own.pk
     runs = IngestRun.objects.count()
     assert client.post(reverse("admin:kb_ingestrun_retry", args=[own.pk])).status_code == 302
-    assert IngestRun.objects.filter(retry_of=own).count() == 1 and IngestRun.objects.count() == runs + 1
+    assert (
+        IngestRun.objects.filter(retry_of=own).count() == 1
+        and IngestRun.objects.count() == runs + 1
+    )
 
 
 def test_a_member_creates_and_deletes_no_namespace(tenants):  # noqa: F811
@@ -116,8 +148,10 @@ def test_a_member_creates_and_deletes_no_namespace(tenants):  # noqa: F811
     assert client.get(reverse("admin:kb_namespace_add")).status_code == 403
     client.post(reverse("admin:kb_namespace_add"), {"slug": "tenant:new", "title": "new"})
     client.post(reverse("admin:kb_namespace_delete", args=[ours.pk]), {"post": "yes"})
-    client.post(reverse("admin:kb_namespace_changelist"),
-                {"action": "delete_selected", "_selected_action": [ours.pk], "post": "yes"})
+    client.post(
+        reverse("admin:kb_namespace_changelist"),
+        {"action": "delete_selected", "_selected_action": [ours.pk], "post": "yes"},
+    )
     assert set(Namespace.objects.values_list("slug", flat=True)) == namespaces
 
 
@@ -128,8 +162,11 @@ def test_every_admin_of_another_app_is_a_superusers(tenants):  # noqa: F811
     _, member = _member(ours, can_write=True)
     superuser = Client()
     superuser.force_login(get_user_model().objects.create_superuser("root", password="pw"))
-    others = [model for model, model_admin in admin.site._registry.items()
-              if not isinstance(model_admin, NamespaceScoped)]
+    others = [
+        model
+        for model, model_admin in admin.site._registry.items()
+        if not isinstance(model_admin, NamespaceScoped)
+    ]
     assert len(others) >= 3, others
     for model in others:
         changelist = reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_changelist")

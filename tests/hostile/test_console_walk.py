@@ -36,31 +36,81 @@ from kb.models import (
     Source,
 )
 from tests.corpus import ingest
-from tests.hostile.console_walk import FOREIGN_ID_START, LOCAL_ID_START, bump_ids, cross_references, snapshot, walk
+from tests.hostile.console_walk import (
+    FOREIGN_ID_START,
+    LOCAL_ID_START,
+    bump_ids,
+    cross_references,
+    snapshot,
+    walk,
+)
 
 pytestmark = pytest.mark.django_db
 
 
 def _tenant(slug: str, word: str) -> Namespace:
     """A namespace holding one object of every kind, each named after `word`."""
-    namespace, text_source = ingest(slug, {f"{word}-doc": (f"{word} title", f"The {word} passage about {word}s.")},
-                                    source_name=f"{word}-text")
+    namespace, text_source = ingest(
+        slug,
+        {f"{word}-doc": (f"{word} title", f"The {word} passage about {word}s.")},
+        source_name=f"{word}-text",
+    )
     files = Source.objects.create(namespace=namespace, name=f"{word}-files", kind="file")
-    add_files(files, [(f"{word}-kept.txt", ContentFile(f"{word} kept".encode())),
-                      (f"{word}-removed.txt", ContentFile(f"{word} never ingested".encode()))])
+    add_files(
+        files,
+        [
+            (f"{word}-kept.txt", ContentFile(f"{word} kept".encode())),
+            (f"{word}-removed.txt", ContentFile(f"{word} never ingested".encode())),
+        ],
+    )
     run = IngestRun.objects.create(source=files, status="partial", items_failed=1)
-    IngestItem.objects.create(run=run, ref=f"{word}-removed.txt", status="failed", error_code="INGEST_CORRUPT")
-    capability_service.load_definitions({"id": f"{word}-provider", "namespace": slug, "capabilities": [
-        {"name": "cook", "title": f"{word} capability", "knowledge": [
-            {"source": f"{word}-text", "document": f"{word}-doc"}, {"source": f"{word}-files"}]}]}, reindex=False)
-    suite = EvalSuite.objects.create(name=f"{word}-suite", namespace=namespace, definition={
-        "version": 1, "cases": [{"id": f"{word}-case", "question": word, "expect": {"relevant": [f"{word}-doc"]}}]})
-    EvalRun.objects.create(suite=suite, namespace=namespace, passed=1, total=1,
-                           results={"cases": [{"id": f"{word}-case", "passed": True, "checks": [],
-                                               "duration_ms": 1}]})
+    IngestItem.objects.create(
+        run=run, ref=f"{word}-removed.txt", status="failed", error_code="INGEST_CORRUPT"
+    )
+    capability_service.load_definitions(
+        {
+            "id": f"{word}-provider",
+            "namespace": slug,
+            "capabilities": [
+                {
+                    "name": "cook",
+                    "title": f"{word} capability",
+                    "knowledge": [
+                        {"source": f"{word}-text", "document": f"{word}-doc"},
+                        {"source": f"{word}-files"},
+                    ],
+                }
+            ],
+        },
+        reindex=False,
+    )
+    suite = EvalSuite.objects.create(
+        name=f"{word}-suite",
+        namespace=namespace,
+        definition={
+            "version": 1,
+            "cases": [
+                {"id": f"{word}-case", "question": word, "expect": {"relevant": [f"{word}-doc"]}}
+            ],
+        },
+    )
+    EvalRun.objects.create(
+        suite=suite,
+        namespace=namespace,
+        passed=1,
+        total=1,
+        results={"cases": [{"id": f"{word}-case", "passed": True, "checks": [], "duration_ms": 1}]},
+    )
     QueryLog.objects.create(namespace=namespace, query=f"{word} query")
-    FusionCalibration.objects.create(namespace=namespace, lexical_weight=0.4, fitted_on=f"{word} bench",
-                                     queries=3, cross_validated_ndcg=0.5, default_ndcg=0.4, fitted_at=timezone.now())
+    FusionCalibration.objects.create(
+        namespace=namespace,
+        lexical_weight=0.4,
+        fitted_on=f"{word} bench",
+        queries=3,
+        cross_validated_ndcg=0.5,
+        default_ndcg=0.4,
+        fitted_at=timezone.now(),
+    )
     issue_token(f"{word}-token", namespaces=[namespace])
     GroupRule.objects.create(provider="oidc", group=f"{word}-group", namespace=namespace)
     owner = get_user_model().objects.create_user(f"{word}-owner", password="pw", is_staff=True)
@@ -80,9 +130,12 @@ def tenants(settings, tmp_path):
 
 
 def _member(namespace: Namespace, *, can_write: bool):
-    user = get_user_model().objects.create_user("walker" + ("-w" if can_write else "-r"), password="pw",
-                                                is_staff=True)
-    user.user_permissions.add(*Permission.objects.all())  # every model permission: only scoping stands in the way
+    user = get_user_model().objects.create_user(
+        "walker" + ("-w" if can_write else "-r"), password="pw", is_staff=True
+    )
+    user.user_permissions.add(
+        *Permission.objects.all()
+    )  # every model permission: only scoping stands in the way
     NamespaceMembership.objects.create(user=user, namespace=namespace, can_write=can_write)
     client = Client()
     client.force_login(user)
@@ -133,8 +186,10 @@ def planted(settings):
     site.unregister(Source)
     site.register(Source, UnscopedSourceAdmin)
     module = types.ModuleType("tests_planted_urls")
-    module.urlpatterns = [path("admin/", site.urls), *[p for p in urls.urlpatterns
-                                                       if "admin" not in str(getattr(p, "pattern", ""))]]
+    module.urlpatterns = [
+        path("admin/", site.urls),
+        *[p for p in urls.urlpatterns if "admin" not in str(getattr(p, "pattern", ""))],
+    ]
     sys.modules[module.__name__] = module
     settings.ROOT_URLCONF = module.__name__
     yield site
@@ -154,12 +209,16 @@ def test_a_document_pointing_at_another_tenants_source_opens_none_of_its_files(t
     (a file never ingested, say) serves nothing."""
     ours, theirs = tenants
     their_files = Source.objects.get(namespace=theirs, name="zebra-files")
-    planted = Document.objects.create(namespace=ours, source=their_files, ref="zebra-removed.txt", title="x")
+    planted = Document.objects.create(
+        namespace=ours, source=their_files, ref="zebra-removed.txt", title="x"
+    )
     _, client = _member(ours, can_write=True)
     response = client.get(f"/documents/{planted.pk}/original")
     assert response.status_code == 404
     assert b"never ingested" not in response.content
-    assert client.get("/admin/kb/document/add/").status_code == 403  # documents are the pipeline's to write
+    assert (
+        client.get("/admin/kb/document/add/").status_code == 403
+    )  # documents are the pipeline's to write
 
 
 def test_the_provider_form_authorises_before_it_looks_anything_up(tenants):
@@ -169,8 +228,10 @@ def test_the_provider_form_authorises_before_it_looks_anything_up(tenants):
     _, client = _member(ours, can_write=True)
     answers = []
     for namespace, source in (("tenant:b", "zebra-text"), ("tenant:none", "nothing")):
-        definition = ('{"namespace": "%s", "capabilities": [{"name": "c", "title": "t", '
-                      '"knowledge": [{"source": "%s"}]}]}' % (namespace, source))
+        definition = (
+            '{"namespace": "%s", "capabilities": [{"name": "c", "title": "t", '
+            '"knowledge": [{"source": "%s"}]}]}' % (namespace, source)
+        )
         page = client.post("/admin/kb/provider/add/", {"slug": "probe", "definition": definition})
         body = page.content.decode()
         answers.append((page.status_code, "KB_FORBIDDEN" in body, "does not exist" in body))
@@ -198,9 +259,13 @@ def test_over_real_http_the_member_sees_no_other_tenant(live_server, settings, t
         except HTTPError as refused:  # another app's admin: a superuser's
             assert refused.code == 403, url
             body = refused.read().decode()
-        signed_in += "walker-w" in body  # the page greets the member: a real console page, not a login form
+        signed_in += (
+            "walker-w" in body
+        )  # the page greets the member: a real console page, not a login form
         assert "zebra" not in body.lower(), url
-    assert signed_in == len([a for a in admin.site._registry.values() if isinstance(a, NamespaceScoped)])
+    assert signed_in == len(
+        [a for a in admin.site._registry.values() if isinstance(a, NamespaceScoped)]
+    )
 
 
 def test_an_eval_suite_name_taken_by_another_tenant_neither_captures_its_cases_nor_shows(tenants):
@@ -212,12 +277,26 @@ def test_an_eval_suite_name_taken_by_another_tenant_neither_captures_its_cases_n
     ours, theirs = tenants
     _, client = _member(ours, can_write=True)
     definition = '{"version": 1, "cases": [{"id": "c", "question": "apple", "expect": {"relevant": ["apple-doc"]}}]}'
-    for name in (curated_suite_name(theirs.slug), "zebra-suite"):  # their future suite, their existing one
-        response = client.post("/admin/kb/evalsuite/add/", {
-            "name": name, "namespace": ours.pk, "definition": definition,
-            "runs-TOTAL_FORMS": 0, "runs-INITIAL_FORMS": 0})
-        assert response.status_code == 302, re.findall(r"errorlist[^>]*>(.*?)</ul>", response.content.decode(), re.S)
+    for name in (
+        curated_suite_name(theirs.slug),
+        "zebra-suite",
+    ):  # their future suite, their existing one
+        response = client.post(
+            "/admin/kb/evalsuite/add/",
+            {
+                "name": name,
+                "namespace": ours.pk,
+                "definition": definition,
+                "runs-TOTAL_FORMS": 0,
+                "runs-INITIAL_FORMS": 0,
+            },
+        )
+        assert response.status_code == 302, re.findall(
+            r"errorlist[^>]*>(.*?)</ul>", response.content.decode(), re.S
+        )
     suite, _ = make_eval_case(theirs, "how do zebras sleep", ["zebra-doc"], [])
     assert suite.namespace == theirs
     planted = EvalSuite.objects.get(namespace=ours, name=curated_suite_name(theirs.slug))
-    assert [case["id"] for case in planted.definition["cases"]] == ["c"]  # their reader's question is not here
+    assert [case["id"] for case in planted.definition["cases"]] == [
+        "c"
+    ]  # their reader's question is not here

@@ -25,7 +25,9 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def tenants():
     a, _ = ingest("tenant:a", CORPUS)
-    b, _ = ingest("tenant:b", {"secret": ("Pumpkin secret", "The secret pumpkin recipe of tenant B.")})
+    b, _ = ingest(
+        "tenant:b", {"secret": ("Pumpkin secret", "The secret pumpkin recipe of tenant B.")}
+    )
     return a, b
 
 
@@ -38,27 +40,40 @@ def limits(settings):
 
 
 def _suite(cases: int) -> dict:
-    return {"version": 1, "defaults": {"namespace": "tenant:a", "topK": 1},
-            "cases": [{"id": f"c{i}", "question": "pumpkin soup", "expect": {"relevant": ["pumpkin"]}}
-                      for i in range(cases)]}
+    return {
+        "version": 1,
+        "defaults": {"namespace": "tenant:a", "topK": 1},
+        "cases": [
+            {"id": f"c{i}", "question": "pumpkin soup", "expect": {"relevant": ["pumpkin"]}}
+            for i in range(cases)
+        ],
+    }
 
 
 def test_eval_runs_need_a_caller_and_pay_for_every_case(tenants):
     a, _ = tenants
-    anonymous = Client().post("/api/evals/run", data=json.dumps({"suite": _suite(1)}),
-                              content_type="application/json")
+    anonymous = Client().post(
+        "/api/evals/run", data=json.dumps({"suite": _suite(1)}), content_type="application/json"
+    )
     assert anonymous.status_code == 401
     _, secret = issue_token("evals", namespaces=[a], rate_limit_per_minute=10)
     client = Client(HTTP_AUTHORIZATION=f"Bearer {secret}")
-    first = client.post("/api/evals/run", data=json.dumps({"suite": _suite(8)}), content_type="application/json")
+    first = client.post(
+        "/api/evals/run", data=json.dumps({"suite": _suite(8)}), content_type="application/json"
+    )
     assert first.status_code == 200  # 8 searches of the 10 a minute
-    second = client.post("/api/evals/run", data=json.dumps({"suite": _suite(8)}), content_type="application/json")
+    second = client.post(
+        "/api/evals/run", data=json.dumps({"suite": _suite(8)}), content_type="application/json"
+    )
     assert second.status_code == 429 and second.json()["code"] == "KB_RATE_LIMITED"
 
 
 def test_unknown_tokens_are_rate_limited_per_address(tenants, limits):
     client = Client(HTTP_AUTHORIZATION="Bearer kb_guess_000", REMOTE_ADDR="203.0.113.9")
-    codes = [client.get("/api/search", {"query": "x", "namespace": "tenant:a"}).status_code for _ in range(5)]
+    codes = [
+        client.get("/api/search", {"query": "x", "namespace": "tenant:a"}).status_code
+        for _ in range(5)
+    ]
     assert codes[:3] == [401, 401, 401] and codes[3:] == [429, 429]
 
 
@@ -72,8 +87,15 @@ def test_an_ipv6_client_is_counted_per_64():
     assert client_address(factory.get("/", REMOTE_ADDR="198.51.100.7")) == "198.51.100.7"
 
 
-@pytest.mark.parametrize("url", ["/?q=soup&namespace=demo%00", "/api/search?query=soup&namespace=demo%00",
-                                 "/?q=so%00up", "/documents/1?x=%00"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/?q=soup&namespace=demo%00",
+        "/api/search?query=soup&namespace=demo%00",
+        "/?q=so%00up",
+        "/documents/1?x=%00",
+    ],
+)
 def test_nul_in_a_query_answers_400(tenants, url):
     response = Client(raise_request_exception=False).get(url)
     assert response.status_code == 400
@@ -81,17 +103,33 @@ def test_nul_in_a_query_answers_400(tenants, url):
 
 def test_a_foreign_capability_id_answers_like_a_missing_one(tenants):
     a, b = tenants
-    capability_service.load_definitions({"id": "theirs", "namespace": "tenant:b", "capabilities": [
-        {"name": "cook", "title": "Cook", "knowledge": [{"source": "corpus"}]}]}, reindex=False)
+    capability_service.load_definitions(
+        {
+            "id": "theirs",
+            "namespace": "tenant:b",
+            "capabilities": [
+                {"name": "cook", "title": "Cook", "knowledge": [{"source": "corpus"}]}
+            ],
+        },
+        reindex=False,
+    )
     _, secret = issue_token("reader", namespaces=[a])
     client = Client(HTTP_AUTHORIZATION=f"Bearer {secret}")
-    answers = [client.post("/api/knowledge/retrieve", data=json.dumps({"selected": [cid], "text": "soup"}),
-                           content_type="application/json") for cid in ("theirs/cook", "nobody/nothing")]
+    answers = [
+        client.post(
+            "/api/knowledge/retrieve",
+            data=json.dumps({"selected": [cid], "text": "soup"}),
+            content_type="application/json",
+        )
+        for cid in ("theirs/cook", "nobody/nothing")
+    ]
     foreign, missing = answers
     assert foreign.status_code == missing.status_code
     assert foreign.json()["code"] == missing.json()["code"] == "CG_UNKNOWN_CAPABILITY"
     ids = ("theirs/cook", "nobody/nothing")
-    said = [answer.json()["message"].replace(cid, "X") for answer, cid in zip(answers, ids, strict=True)]
+    said = [
+        answer.json()["message"].replace(cid, "X") for answer, cid in zip(answers, ids, strict=True)
+    ]
     assert said[0] == said[1]
 
 
@@ -133,5 +171,10 @@ def test_pdfs_are_served_under_the_tightest_policy_the_viewer_allows():
     from retrieval.views import PDF_POLICY, STORED_FILE_POLICY
 
     assert STORED_FILE_POLICY.startswith("sandbox;")
-    for directive in ("default-src 'none'", "frame-ancestors 'none'", "form-action 'none'", "base-uri 'none'"):
+    for directive in (
+        "default-src 'none'",
+        "frame-ancestors 'none'",
+        "form-action 'none'",
+        "base-uri 'none'",
+    ):
         assert directive in PDF_POLICY

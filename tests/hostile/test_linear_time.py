@@ -23,9 +23,42 @@ from ingest.scope import canonical_url
 from kb.markup import plain_text, strip_links
 from retrieval.query import analyse, normalise_query
 
-PIECES = [" ", "\t", "#", "# a", "[", "](", "[](", "(", ".", "!", "`", "```", "~~~", "*", "**", "_", "<", "<b>",
-          "<div>", "</div>", "&amp;", "|", "-", "\n", "\n\n", " \n", "a" * 7, "a00001 ", "x.y", "/a", "{#", "¶",
-          "\u3316", "。"]
+PIECES = [
+    " ",
+    "\t",
+    "#",
+    "# a",
+    "[",
+    "](",
+    "[](",
+    "(",
+    ".",
+    "!",
+    "`",
+    "```",
+    "~~~",
+    "*",
+    "**",
+    "_",
+    "<",
+    "<b>",
+    "<div>",
+    "</div>",
+    "&amp;",
+    "|",
+    "-",
+    "\n",
+    "\n\n",
+    " \n",
+    "a" * 7,
+    "a00001 ",
+    "x.y",
+    "/a",
+    "{#",
+    "¶",
+    "\u3316",
+    "。",
+]
 SMALL = 32_000
 GROWTH = 8
 MAX_RATIO = 20.0
@@ -44,13 +77,17 @@ def _assert_linear(function, make):
     small, large = make(SMALL), make(SMALL * GROWTH)
     t_small = max(_best_of_three(function, small), 5e-3)  # a floor: tiny timings are all noise
     t_large = _best_of_three(function, large)
-    assert t_large <= MAX_RATIO * t_small, f"{t_small:.4f}s at {len(small)} chars, {t_large:.4f}s at {len(large)}"
+    assert t_large <= MAX_RATIO * t_small, (
+        f"{t_small:.4f}s at {len(small)} chars, {t_large:.4f}s at {len(large)}"
+    )
 
 
 adversarial = st.builds(
-    lambda head, piece, tail, mode: (lambda n: _compose(head, piece, tail, mode, n)),
-    st.sampled_from(["", "# ", "a ", "<p>", "[x", "```\n"]), st.sampled_from(PIECES),
-    st.sampled_from(["", "b", "\n", ")", "]", "#"]), st.sampled_from(["run", "lines", "nested"]),
+    lambda head, piece, tail, mode: lambda n: _compose(head, piece, tail, mode, n),
+    st.sampled_from(["", "# ", "a ", "<p>", "[x", "```\n"]),
+    st.sampled_from(PIECES),
+    st.sampled_from(["", "b", "\n", ")", "]", "#"]),
+    st.sampled_from(["run", "lines", "nested"]),
 )
 
 
@@ -73,9 +110,12 @@ PATHS = {
     "plain_text": plain_text,
     "block_keys": block_keys,
     "markdown extraction": lambda text: extract(text.encode(), "text/markdown"),
-    "html extraction": lambda text: extract(("<html><body><main>" + text + "</main></body></html>").encode(),
-                                            "text/html"),
-    "html links": lambda text: page_links(("<body>" + text + '<a href="/x">x</a></body>').encode(), "http://e.com/"),
+    "html extraction": lambda text: extract(
+        ("<html><body><main>" + text + "</main></body></html>").encode(), "text/html"
+    ),
+    "html links": lambda text: page_links(
+        ("<body>" + text + '<a href="/x">x</a></body>').encode(), "http://e.com/"
+    ),
     "query analysis": lambda text: analyse(normalise_query(text[:4000])),
     "sitemap parsing": lambda text: _sitemap(text),
     "canonical url": lambda text: canonical_url("http://e.com/" + text[:2000]),
@@ -83,18 +123,30 @@ PATHS = {
 
 
 def _sitemap(text: str):
-    body = ('<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
-            + "".join(f"<url><loc>http://e.com/{i}</loc><lastmod>{text[:50]}</lastmod></url>"
-                      for i in range(len(text) // 100))
-            + "</urlset>").encode()
+    body = (
+        '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        + "".join(
+            f"<url><loc>http://e.com/{i}</loc><lastmod>{text[:50]}</lastmod></url>"
+            for i in range(len(text) // 100)
+        )
+        + "</urlset>"
+    ).encode()
     try:
-        parse_sitemap(body.replace(b"&", b"&amp;").replace(b"<b>", b"").replace(b"</div>", b""), "http://e.com/")
+        parse_sitemap(
+            body.replace(b"&", b"&amp;").replace(b"<b>", b"").replace(b"</div>", b""),
+            "http://e.com/",
+        )
     except ContentRejected:
         pass  # adversarial text may make it invalid XML: refused, in linear time all the same
 
 
-@settings(max_examples=16, deadline=None, database=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=16,
+    deadline=None,
+    database=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(make=adversarial, path=st.sampled_from(sorted(PATHS)))
 def test_content_and_query_paths_grow_linearly(make, path):
     _assert_linear(PATHS[path], make)
@@ -105,13 +157,22 @@ def test_the_measured_probes_are_linear():
     probes = [
         (markdown_title, lambda n: "# a" + " " * n + "b"),
         (normalise_text, lambda n: "<pre>" + " " * n + "\n"),
-        (lambda t: extract(("<pre>" + t + "</pre>").encode(), "text/html"), lambda n: " " * n + "x\n"),
+        (
+            lambda t: extract(("<pre>" + t + "</pre>").encode(), "text/html"),
+            lambda n: " " * n + "x\n",
+        ),
         (chunk_markdown, lambda n: "." * n),
         (chunk_markdown, lambda n: "# " + " " * n + "#x"),
         (strip_links, lambda n: "[](" * (n // 3)),
         (lambda t: analyse(t), lambda n: "a" + "a/" * (n // 2)),
-        (lambda t: extract(t.encode(), "text/html"), lambda n: "<div>" * (n // 5) + "deep"),  # RecursionError before
-        (lambda t: extract(("<main>" + t).encode(), "text/html"), lambda n: "<b><i>" * (n // 6) + "deep"),
+        (
+            lambda t: extract(t.encode(), "text/html"),
+            lambda n: "<div>" * (n // 5) + "deep",
+        ),  # RecursionError before
+        (
+            lambda t: extract(("<main>" + t).encode(), "text/html"),
+            lambda n: "<b><i>" * (n // 6) + "deep",
+        ),
     ]
     for function, make in probes:
         _assert_linear(function, make)

@@ -24,27 +24,47 @@ LOOPBACK = parse_allow_rules(["127.0.0.0/8:*"])
 pytestmark = pytest.mark.django_db
 
 
-@pytest.mark.parametrize("iri, uri", [
-    ("http://example.com/café?q=é", "http://example.com/caf%C3%A9?q=%C3%A9"),
-    ("https://bücher.example/a b", "https://xn--bcher-kva.example/a%20b"),
-    ("http://example.com/already%20escaped", "http://example.com/already%20escaped"),
-])
+@pytest.mark.parametrize(
+    "iri, uri",
+    [
+        ("http://example.com/café?q=é", "http://example.com/caf%C3%A9?q=%C3%A9"),
+        ("https://bücher.example/a b", "https://xn--bcher-kva.example/a%20b"),
+        ("http://example.com/already%20escaped", "http://example.com/already%20escaped"),
+    ],
+)
 def test_iris_become_uris_before_the_client_sees_them(iri, uri):
     assert iri_to_uri(iri) == uri
 
 
 def test_a_crawl_with_a_non_ascii_link_and_validator_finishes(web, namespace, allow_loopback):
-    web.page("/", '<main><h1>Start</h1><p><a href="/café">café</a> <a href="/plain">plain</a></p></main>')
-    web.routes["/caf%C3%A9"] = Route('<main><h1>Café</h1><p>Crème brûlée.</p></main>'.encode(), 200,
-                                     {"Content-Type": "text/html; charset=utf-8"})
-    web.routes["/plain"] = Route(b"<main><h1>Plain</h1><p>Text.</p></main>", 200,
-                                 {"Content-Type": "text/html", "ETag": '"\xe9t\xe9"'})
-    source = Source.objects.create(namespace=namespace, name="crawl", kind="crawl", location=web.url("/"),
-                                   options={"use_llms_txt": False, "respect_robots": False})
+    web.page(
+        "/", '<main><h1>Start</h1><p><a href="/café">café</a> <a href="/plain">plain</a></p></main>'
+    )
+    web.routes["/caf%C3%A9"] = Route(
+        "<main><h1>Café</h1><p>Crème brûlée.</p></main>".encode(),
+        200,
+        {"Content-Type": "text/html; charset=utf-8"},
+    )
+    web.routes["/plain"] = Route(
+        b"<main><h1>Plain</h1><p>Text.</p></main>",
+        200,
+        {"Content-Type": "text/html", "ETag": '"\xe9t\xe9"'},
+    )
+    source = Source.objects.create(
+        namespace=namespace,
+        name="crawl",
+        kind="crawl",
+        location=web.url("/"),
+        options={"use_llms_txt": False, "respect_robots": False},
+    )
     first = start_ingest(source, sync=True)
-    assert first.status == "succeeded", list(first.items.values_list("ref", "error_code", "error_message"))
+    assert first.status == "succeeded", list(
+        first.items.values_list("ref", "error_code", "error_message")
+    )
     assert Document.objects.filter(source=source, ref=web.url("/caf%C3%A9")).exists()
-    assert Document.objects.get(source=source, ref=web.url("/plain")).etag == ""  # not ASCII: not kept
+    assert (
+        Document.objects.get(source=source, ref=web.url("/plain")).etag == ""
+    )  # not ASCII: not kept
     second = start_ingest(source, sync=True)  # the refresh must not break on the stored validator
     assert second.status == "succeeded"
 
@@ -93,14 +113,26 @@ def test_watchdog_fails_runs_whose_worker_died_and_leaves_live_ones(namespace, s
     source = Source.objects.create(namespace=namespace, name="t", kind="text", text="# T\n\nx")
     now = timezone.now()
     retry = settings.Q_CLUSTER["retry"]
-    dead = IngestRun.objects.create(source=source, status="running", started_at=now - timedelta(seconds=retry + 130),
-                                    heartbeat_at=now - timedelta(seconds=retry + 125))
+    dead = IngestRun.objects.create(
+        source=source,
+        status="running",
+        started_at=now - timedelta(seconds=retry + 130),
+        heartbeat_at=now - timedelta(seconds=retry + 125),
+    )
     # taken up again by django-q2's redelivery: the pipeline restarted it, so it beats again
-    redelivered = IngestRun.objects.create(source=source, status="running", started_at=now - timedelta(seconds=30),
-                                           heartbeat_at=now - timedelta(seconds=5), attempts=2)
-    overdue = IngestRun.objects.create(source=source, status="running",
-                                       started_at=now - timedelta(seconds=settings.Q_CLUSTER["timeout"] + 300),
-                                       heartbeat_at=now)
+    redelivered = IngestRun.objects.create(
+        source=source,
+        status="running",
+        started_at=now - timedelta(seconds=30),
+        heartbeat_at=now - timedelta(seconds=5),
+        attempts=2,
+    )
+    overdue = IngestRun.objects.create(
+        source=source,
+        status="running",
+        started_at=now - timedelta(seconds=settings.Q_CLUSTER["timeout"] + 300),
+        heartbeat_at=now,
+    )
     assert sorted(fail_stuck_runs(now)) == sorted([dead.pk, overdue.pk])
     dead.refresh_from_db(), overdue.refresh_from_db(), redelivered.refresh_from_db()
     assert dead.status == "failed" and dead.error.startswith("INGEST_RUN_ABANDONED")

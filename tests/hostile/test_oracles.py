@@ -38,7 +38,9 @@ def check_fetch(url: str) -> None:
 
 @pytest.fixture
 def tenants():
-    return Namespace.objects.create(slug="tenant:ours"), Namespace.objects.create(slug="tenant:theirs")
+    return Namespace.objects.create(slug="tenant:ours"), Namespace.objects.create(
+        slug="tenant:theirs"
+    )
 
 
 def _member(namespace: Namespace, *, can_write: bool = True) -> Client:
@@ -65,7 +67,9 @@ def test_view_on_site_answers_another_tenants_object_like_a_missing_one(tenants,
     found, missing = client.get(f"/admin/{found_path}"), client.get(f"/admin/{missing_path}")
     assert found.status_code == missing.status_code == 404
     assert _without(found, found_path) == _without(missing, missing_path)
-    assert b"Not Found" in found.content or b"not found" in found.content.lower()  # a page, not an empty body
+    assert (
+        b"Not Found" in found.content or b"not found" in found.content.lower()
+    )  # a page, not an empty body
 
 
 def test_view_on_site_refuses_an_unknown_content_type_like_a_missing_object(tenants, settings):
@@ -83,8 +87,12 @@ def _vote(client: Client, token: str, query_id: int, chunk_id: int):
     """The vote's response, the statements it ran (numbers left out) and how long it took."""
     with CaptureQueriesContext(connection) as queries:
         started = time.monotonic()
-        response = client.post("/api/feedback", {"query_id": query_id, "chunk_id": chunk_id, "helpful": True},
-                               content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+        response = client.post(
+            "/api/feedback",
+            {"query_id": query_id, "chunk_id": chunk_id, "helpful": True},
+            content_type="application/json",
+            HTTP_AUTHORIZATION=f"Bearer {token}",
+        )
         elapsed = time.monotonic() - started
     statements = {re.sub(r"\b\d+\b", "N", q["sql"]) for q in queries.captured_queries}
     return response, statements, elapsed
@@ -99,19 +107,28 @@ def test_a_vote_on_another_tenants_search_takes_the_path_of_a_missing_one(tenant
     foreign = QueryLog.objects.create(namespace=theirs, query="pumpkin", result_ids=[7])
     own = QueryLog.objects.create(namespace=ours, query="apple", result_ids=[8])
     client = Client()
-    mine, _, _ = _vote(client, token, own.pk, 8)  # the control: a vote on one's own search counts (and the
-    assert mine.status_code == 200, mine.content  # token's first use, which records it, is behind us)
+    mine, _, _ = _vote(
+        client, token, own.pk, 8
+    )  # the control: a vote on one's own search counts (and the
+    assert mine.status_code == 200, (
+        mine.content
+    )  # token's first use, which records it, is behind us)
     found, found_statements, found_time = _vote(client, token, foreign.pk, 7)
     missing, missing_statements, missing_time = _vote(client, token, MISSING_ID, 7)
     assert found.status_code == missing.status_code == 404
     assert found.json()["code"] == missing.json()["code"]
-    assert found.json()["message"].replace(str(foreign.pk), "N") == missing.json()["message"].replace(
-        str(MISSING_ID), "N")
+    assert found.json()["message"].replace(str(foreign.pk), "N") == missing.json()[
+        "message"
+    ].replace(str(MISSING_ID), "N")
     assert found_statements == missing_statements
     assert min(found_time, missing_time) >= 2 * querylog.FLUSH_SECONDS
 
 
-INTERNAL_DNS = {"wiki.corp.test": "10.1.2.3", "printer.corp.test": "192.168.7.7", "docs.example.test": "93.184.215.14"}
+INTERNAL_DNS = {
+    "wiki.corp.test": "10.1.2.3",
+    "printer.corp.test": "192.168.7.7",
+    "docs.example.test": "93.184.215.14",
+}
 
 
 @pytest.fixture
@@ -139,14 +156,24 @@ def internal_dns(monkeypatch, settings):
 NAMES = ["wiki.corp.test", "printer.corp.test", "nowhere.corp.test", "docs.example.test"]
 
 
-def test_saving_a_web_source_through_the_api_says_nothing_of_what_its_name_resolves_to(tenants, internal_dns):
+def test_saving_a_web_source_through_the_api_says_nothing_of_what_its_name_resolves_to(
+    tenants, internal_dns
+):
     ours, _ = tenants
     _, token = issue_token("writer", namespaces=[ours], scope=ApiToken.Scope.WRITE)
     answers = {}
     for index, host in enumerate(NAMES):
-        response = Client().post("/api/sources", {"namespace": ours.slug, "name": f"s{index}", "kind": "url",
-                                                  "location": f"http://{host}/docs"},
-                                 content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+        response = Client().post(
+            "/api/sources",
+            {
+                "namespace": ours.slug,
+                "name": f"s{index}",
+                "kind": "url",
+                "location": f"http://{host}/docs",
+            },
+            content_type="application/json",
+            HTTP_AUTHORIZATION=f"Bearer {token}",
+        )
         body = response.json()
         answers[host] = (response.status_code, body.get("code"), tuple(body.get("warnings") or ()))
     assert set(answers.values()) == {(201, None, ())}, answers
@@ -155,15 +182,27 @@ def test_saving_a_web_source_through_the_api_says_nothing_of_what_its_name_resol
         check_fetch(Source.objects.get(location="http://wiki.corp.test/docs").location)
 
 
-def test_saving_a_web_source_in_the_console_says_nothing_of_what_its_name_resolves_to(tenants, internal_dns):
+def test_saving_a_web_source_in_the_console_says_nothing_of_what_its_name_resolves_to(
+    tenants, internal_dns
+):
     ours, _ = tenants
     client = _member(ours)
     answers = {}
     for index, host in enumerate(NAMES):
-        response = client.post("/admin/kb/source/add/?kind=url", {
-            "namespace": ours.pk, "name": f"s{index}", "location": f"http://{host}/docs", "enabled": "on",
-            "priority": "0", "refresh_interval": "", "runs-TOTAL_FORMS": "0", "runs-INITIAL_FORMS": "0"},
-            follow=True)
+        response = client.post(
+            "/admin/kb/source/add/?kind=url",
+            {
+                "namespace": ours.pk,
+                "name": f"s{index}",
+                "location": f"http://{host}/docs",
+                "enabled": "on",
+                "priority": "0",
+                "refresh_interval": "",
+                "runs-TOTAL_FORMS": "0",
+                "runs-INITIAL_FORMS": "0",
+            },
+            follow=True,
+        )
         shown = [re.sub(r"\d+", "N", str(message)) for message in response.context["messages"]]
         answers[host] = (tuple(response.redirect_chain), tuple(shown))
     assert len(set(answers.values())) == 1, answers
@@ -174,22 +213,40 @@ def test_saving_a_web_source_in_the_console_says_nothing_of_what_its_name_resolv
 def test_an_address_written_in_the_url_is_still_refused_at_save(tenants, internal_dns):
     ours, _ = tenants
     _, token = issue_token("writer", namespaces=[ours], scope=ApiToken.Scope.WRITE)
-    refused = Client().post("/api/sources", {"namespace": ours.slug, "name": "s", "kind": "url",
-                                             "location": "http://10.1.2.3/docs"},
-                            content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+    refused = Client().post(
+        "/api/sources",
+        {"namespace": ours.slug, "name": "s", "kind": "url", "location": "http://10.1.2.3/docs"},
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {token}",
+    )
     assert refused.status_code == 400 and refused.json()["code"] == "INGEST_FETCH_BLOCKED"
-    port = Client().post("/api/sources", {"namespace": ours.slug, "name": "s", "kind": "url",
-                                          "location": "http://wiki.corp.test:8080/docs"},
-                         content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+    port = Client().post(
+        "/api/sources",
+        {
+            "namespace": ours.slug,
+            "name": "s",
+            "kind": "url",
+            "location": "http://wiki.corp.test:8080/docs",
+        },
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {token}",
+    )
     assert port.status_code == 400 and "port 8080" in port.json()["message"]  # decided without DNS
     assert internal_dns == []
 
 
 def _define_provider(client: Client, provider_id: str, namespace: str):
-    return client.post("/admin/kb/provider/add/", {
-        "slug": provider_id, "definition": json.dumps({"namespace": namespace, "capabilities": []}),
-        "capabilities-TOTAL_FORMS": "0", "capabilities-INITIAL_FORMS": "0",
-        "revisions-TOTAL_FORMS": "0", "revisions-INITIAL_FORMS": "0"})
+    return client.post(
+        "/admin/kb/provider/add/",
+        {
+            "slug": provider_id,
+            "definition": json.dumps({"namespace": namespace, "capabilities": []}),
+            "capabilities-TOTAL_FORMS": "0",
+            "capabilities-INITIAL_FORMS": "0",
+            "revisions-TOTAL_FORMS": "0",
+            "revisions-INITIAL_FORMS": "0",
+        },
+    )
 
 
 def _form_errors(response) -> str:
@@ -197,18 +254,32 @@ def _form_errors(response) -> str:
     return json.dumps(form.errors.get_json_data(), sort_keys=True)
 
 
-@pytest.mark.parametrize("taken, free", [
-    ("billing", "payroll"),
-    ("tenant.theirs.billing", "tenant.theirs.payroll"),
-], ids=["plain", "named-after-their-namespace"])
+@pytest.mark.parametrize(
+    "taken, free",
+    [
+        ("billing", "payroll"),
+        ("tenant.theirs.billing", "tenant.theirs.payroll"),
+    ],
+    ids=["plain", "named-after-their-namespace"],
+)
 def test_a_provider_id_another_tenant_took_is_refused_like_a_free_one(tenants, taken, free):
     ours, theirs = tenants
     Provider.objects.create(slug=taken, namespace=theirs)
     client = _member(ours)
-    refused_taken, refused_free = _define_provider(client, taken, ours.slug), _define_provider(client, free, ours.slug)
-    assert refused_taken.status_code == refused_free.status_code == 200  # the form again, with its errors
+    refused_taken, refused_free = (
+        _define_provider(client, taken, ours.slug),
+        _define_provider(client, free, ours.slug),
+    )
+    assert (
+        refused_taken.status_code == refused_free.status_code == 200
+    )  # the form again, with its errors
+
     def said(response, provider_id):  # the refusal, with the id and its name part left out
-        return _form_errors(response).replace(provider_id, "<id>").replace(provider_id.rsplit(".", 1)[-1], "<name>")
+        return (
+            _form_errors(response)
+            .replace(provider_id, "<id>")
+            .replace(provider_id.rsplit(".", 1)[-1], "<name>")
+        )
 
     assert said(refused_taken, taken) == said(refused_free, free)
     assert "already exists" not in _form_errors(refused_taken)
@@ -223,9 +294,20 @@ def test_a_member_defines_a_provider_named_after_their_namespace(tenants):
     assert "use 'tenant.ours.billing'" in _form_errors(refused)  # the refusal says which id to use
     assert _define_provider(client, "tenant.ours.billing", ours.slug).status_code == 302
     assert Provider.objects.get(slug="tenant.ours.billing").namespace == ours
-    mine = Provider.objects.create(slug="cooking", namespace=ours)  # a plain id from before stays editable
-    changed = client.post(f"/admin/kb/provider/{mine.pk}/change/", {
-        "slug": "cooking", "definition": json.dumps({"namespace": ours.slug, "title": "Cooking", "capabilities": []}),
-        "capabilities-TOTAL_FORMS": "0", "capabilities-INITIAL_FORMS": "0",
-        "revisions-TOTAL_FORMS": "0", "revisions-INITIAL_FORMS": "0"})
+    mine = Provider.objects.create(
+        slug="cooking", namespace=ours
+    )  # a plain id from before stays editable
+    changed = client.post(
+        f"/admin/kb/provider/{mine.pk}/change/",
+        {
+            "slug": "cooking",
+            "definition": json.dumps(
+                {"namespace": ours.slug, "title": "Cooking", "capabilities": []}
+            ),
+            "capabilities-TOTAL_FORMS": "0",
+            "capabilities-INITIAL_FORMS": "0",
+            "revisions-TOTAL_FORMS": "0",
+            "revisions-INITIAL_FORMS": "0",
+        },
+    )
     assert changed.status_code == 302, _form_errors(changed)

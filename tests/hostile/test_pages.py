@@ -15,7 +15,10 @@ pytestmark = pytest.mark.django_db
 def test_every_page_forbids_inline_script_and_other_origins(client, path):
     response = client.get(path)
     policy = response["Content-Security-Policy"]
-    assert "script-src 'self'" in policy and "'unsafe-inline'" not in policy.split("script-src")[1].split(";")[0]
+    assert (
+        "script-src 'self'" in policy
+        and "'unsafe-inline'" not in policy.split("script-src")[1].split(";")[0]
+    )
     assert "default-src 'self'" in policy and "frame-ancestors 'none'" in policy
     if path == "/":
         assert "style-src 'self';" in policy  # the product's own pages: no inline style either
@@ -29,11 +32,15 @@ def test_api_docs_load_nothing_from_another_origin(client):
 
 def test_admin_sign_in_is_throttled_per_address():
     client = Client(REMOTE_ADDR="198.51.100.20")
-    statuses = [client.post("/admin/login/", {"username": "admin", "password": f"guess{i}"}).status_code
-                for i in range(11)]
+    statuses = [
+        client.post("/admin/login/", {"username": "admin", "password": f"guess{i}"}).status_code
+        for i in range(11)
+    ]
     assert statuses[:10] == [200] * 10 and statuses[10] == 429
     other_address = Client(REMOTE_ADDR="198.51.100.21")
-    assert other_address.post("/admin/login/", {"username": "a", "password": "b"}).status_code == 200
+    assert (
+        other_address.post("/admin/login/", {"username": "a", "password": "b"}).status_code == 200
+    )
 
 
 def test_debug_pages_hide_the_database_url_and_other_secrets(settings):
@@ -42,6 +49,8 @@ def test_debug_pages_hide_the_database_url_and_other_secrets(settings):
     request.META["DATABASE_URL"] = "postgresql://kb:hunter2@db/kb"
     reporter = SecretHidingFilter()
     safe_settings = reporter.get_safe_settings()
-    assert "hunter2" not in str(safe_settings.get("DATABASE_URL")) and "hunter2" not in str(safe_settings["DATABASES"])
+    assert "hunter2" not in str(safe_settings.get("DATABASE_URL")) and "hunter2" not in str(
+        safe_settings["DATABASES"]
+    )
     meta = reporter.get_safe_request_meta(request)
     assert "hunter2" not in str(meta["DATABASE_URL"]) and meta["HTTP_X_PLAIN"] == "shown"

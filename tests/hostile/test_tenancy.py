@@ -19,12 +19,21 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def tenants():
     a, _ = ingest("tenant:a", CORPUS)
-    b, _ = ingest("tenant:b", {"secret": ("Pumpkin secret", "The secret pumpkin recipe of tenant B.")})
+    b, _ = ingest(
+        "tenant:b", {"secret": ("Pumpkin secret", "The secret pumpkin recipe of tenant B.")}
+    )
     return a, b
 
 
-@pytest.mark.parametrize("path", ["/api/sources/{source}", "/api/runs/{run}", "/api/documents/{document}",
-                                  "/api/documents/{document}/text"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/sources/{source}",
+        "/api/runs/{run}",
+        "/api/documents/{document}",
+        "/api/documents/{document}/text",
+    ],
+)
 def test_another_tenants_ids_answer_like_missing_ones(tenants, path):
     a, b = tenants
     _, reader = issue_token("r", namespaces=[a])
@@ -37,9 +46,14 @@ def test_another_tenants_ids_answer_like_missing_ones(tenants, path):
     else:
         path_method = "get"
     client = Client(HTTP_AUTHORIZATION=f"Bearer {reader}")
-    foreign = getattr(client, path_method)(path.format(**ids), content_type="application/json", data={})
-    missing = getattr(client, path_method)(path.format(source=10**9, run=10**9, document=10**9),
-                                           content_type="application/json", data={})
+    foreign = getattr(client, path_method)(
+        path.format(**ids), content_type="application/json", data={}
+    )
+    missing = getattr(client, path_method)(
+        path.format(source=10**9, run=10**9, document=10**9),
+        content_type="application/json",
+        data={},
+    )
     assert foreign.status_code == missing.status_code == 404
     assert foreign.json()["code"] == missing.json()["code"]
 
@@ -51,8 +65,12 @@ def test_staff_members_see_only_their_namespaces(tenants):
     NamespaceMembership.objects.create(user=user, namespace=a, can_write=False)
     client = Client()
     client.force_login(user)
-    assert client.get("/api/search", {"query": "pumpkin", "namespace": "tenant:a"}).status_code == 200
-    assert client.get("/api/search", {"query": "pumpkin", "namespace": "tenant:b"}).status_code == 403
+    assert (
+        client.get("/api/search", {"query": "pumpkin", "namespace": "tenant:a"}).status_code == 200
+    )
+    assert (
+        client.get("/api/search", {"query": "pumpkin", "namespace": "tenant:b"}).status_code == 403
+    )
     page = client.get("/", {"q": "pumpkin", "namespace": "tenant:b"}).content.decode()
     assert "tenant B" not in page
     listing = client.get("/admin/kb/document/").content.decode()
@@ -63,8 +81,12 @@ def test_staff_members_see_only_their_namespaces(tenants):
     source = Source.objects.filter(namespace=a).first()
     # a read-only member may look but not change
     assert client.post(f"/admin/kb/source/{source.pk}/delete/", {"post": "yes"}).status_code == 403
-    assert client.patch(f"/api/sources/{source.pk}", data={"enabled": False}, content_type="application/json",
-                        HTTP_X_CSRFTOKEN="x").status_code in (403, 401)
+    assert client.patch(
+        f"/api/sources/{source.pk}",
+        data={"enabled": False},
+        content_type="application/json",
+        HTTP_X_CSRFTOKEN="x",
+    ).status_code in (403, 401)
     assert client.get("/admin/kb/apitoken/").status_code == 403  # tokens are a superuser's to issue
 
 
@@ -72,7 +94,9 @@ def test_a_superuser_sees_every_namespace(tenants):
     superuser = get_user_model().objects.create_superuser("root", password="pw")
     client = Client()
     client.force_login(superuser)
-    assert client.get("/api/search", {"query": "pumpkin", "namespace": "tenant:b"}).status_code == 200
+    assert (
+        client.get("/api/search", {"query": "pumpkin", "namespace": "tenant:b"}).status_code == 200
+    )
     assert "Pumpkin secret" in client.get("/admin/kb/document/").content.decode()
 
 
@@ -82,8 +106,20 @@ def test_staff_members_see_and_define_providers_only_in_their_namespaces(tenants
 
     a, b = tenants
     for slug, namespace in (("ours", "tenant:a"), ("theirs", "tenant:b")):
-        service.load_definitions({"id": slug, "namespace": namespace, "capabilities": [
-            {"name": "cook", "title": f"Cook for {slug}", "knowledge": [{"source": "corpus"}]}]}, reindex=False)
+        service.load_definitions(
+            {
+                "id": slug,
+                "namespace": namespace,
+                "capabilities": [
+                    {
+                        "name": "cook",
+                        "title": f"Cook for {slug}",
+                        "knowledge": [{"source": "corpus"}],
+                    }
+                ],
+            },
+            reindex=False,
+        )
     user = get_user_model().objects.create_user("editor", password="pw", is_staff=True)
     user.user_permissions.add(*Permission.objects.filter(content_type__app_label="kb"))
     NamespaceMembership.objects.create(user=user, namespace=a, can_write=True)
@@ -115,7 +151,11 @@ def test_a_membership_alone_opens_the_console_as_the_docs_say(tenants):
         users[name] = Client()
         users[name].force_login(user)
     index = users["reader"].get("/admin/").content.decode()
-    assert "/admin/kb/source/" in index and "/admin/kb/document/" in index and "/admin/kb/ingestrun/" in index
+    assert (
+        "/admin/kb/source/" in index
+        and "/admin/kb/document/" in index
+        and "/admin/kb/ingestrun/" in index
+    )
     listing = users["reader"].get("/admin/kb/document/").content.decode()
     mine = Document.objects.filter(namespace=a).first()
     assert f"/admin/kb/document/{mine.pk}/change/" in listing and "Pumpkin secret" not in listing
@@ -148,8 +188,16 @@ def test_a_writing_member_cannot_rename_or_publish_the_namespace(tenants):
     client.force_login(user)
     page = client.get(f"/admin/kb/namespace/{a.pk}/change/").content.decode()
     assert 'name="title"' in page and 'name="slug"' not in page and 'name="is_public"' not in page
-    response = client.post(f"/admin/kb/namespace/{a.pk}/change/", {
-        "slug": b.slug, "title": "Renamed", "is_public": "on", "language": a.language, "description": ""})
+    response = client.post(
+        f"/admin/kb/namespace/{a.pk}/change/",
+        {
+            "slug": b.slug,
+            "title": "Renamed",
+            "is_public": "on",
+            "language": a.language,
+            "description": "",
+        },
+    )
     a.refresh_from_db()
     assert response.status_code == 302 and "already exists" not in response.content.decode()
     assert (a.slug, a.title, a.is_public) == ("tenant:a", "Renamed", False)

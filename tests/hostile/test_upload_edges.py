@@ -73,7 +73,7 @@ def _patch_headers(raw: bytes, local: dict[int, bytes], central: dict[int, bytes
     for signature, fields in ((b"PK\x03\x04", local), (b"PK\x01\x02", central)):
         at = raw.find(signature)
         for offset, value in fields.items():
-            raw[at + offset:at + offset + len(value)] = value
+            raw[at + offset : at + offset + len(value)] = value
     return bytes(raw)
 
 
@@ -97,7 +97,7 @@ def _deflate64() -> bytes:
 def _corrupt_deflate() -> bytes:
     raw = bytearray(_zip({"a.md": b"# hello world, compressed\n" * 40}, zipfile.ZIP_DEFLATED))
     start = raw.find(b"a.md") + 4
-    raw[start:start + 12] = b"\xff" * 12
+    raw[start : start + 12] = b"\xff" * 12
     return bytes(raw)
 
 
@@ -106,8 +106,11 @@ def _invalid_utf8_name() -> bytes:
     return _patch_headers(raw, {6: struct.pack("<H", 0x800)}, {8: struct.pack("<H", 0x800)})
 
 
-@pytest.mark.parametrize("build", [_bad_crc, _lying_size, _deflate64, _corrupt_deflate, _invalid_utf8_name],
-                         ids=["bad-crc", "lying-size", "deflate64", "corrupt-deflate", "invalid-utf8-name"])
+@pytest.mark.parametrize(
+    "build",
+    [_bad_crc, _lying_size, _deflate64, _corrupt_deflate, _invalid_utf8_name],
+    ids=["bad-crc", "lying-size", "deflate64", "corrupt-deflate", "invalid-utf8-name"],
+)
 def test_an_unreadable_archive_is_refused_whole_and_leaves_nothing(source, media, build):
     response = _upload(_client(source), source.pk, "bad.zip", build())
     assert response.status_code == 422, response.content
@@ -130,7 +133,7 @@ def test_the_member_count_is_read_from_the_end_record_before_the_directory(sourc
 
     raw = bytearray(_zip({"a.md": b"# a\n"}))
     at = raw.rfind(b"PK\x05\x06")
-    raw[at + 8:at + 12] = struct.pack("<HH", 0xFFFE, 0xFFFE)  # 65,534 entries declared
+    raw[at + 8 : at + 12] = struct.pack("<HH", 0xFFFE, 0xFFFE)  # 65,534 entries declared
     assert declared_member_count(bytes(raw)) == 0xFFFE
     response = _upload(_client(source), source.pk, "many.zip", bytes(raw))
     assert response.status_code == 422 and "declares 65534 entries" in response.json()["message"]

@@ -47,7 +47,9 @@ def _wait(condition, seconds: float, what: str, log: Path) -> None:
     deadline = time.monotonic() + seconds
     while not condition():
         if time.monotonic() > deadline:
-            raise AssertionError(f"{what} did not start in {seconds:.0f} s:\n{log.read_text(errors='replace')[-3000:]}")
+            raise AssertionError(
+                f"{what} did not start in {seconds:.0f} s:\n{log.read_text(errors='replace')[-3000:]}"
+            )
         time.sleep(0.1)
 
 
@@ -69,11 +71,17 @@ class Slapd:
             pytest.fail("slapd is missing: scripts/test --all installs it (scripts/ldap.sh)")
         (self.root / "db").mkdir(parents=True)
         conf = self.root / "slapd.conf"
-        conf.write_text(SLAPD_CONF.format(root=self.root, suffix=SUFFIX, rootdn=ROOT_DN, rootpw=self.password))
+        conf.write_text(
+            SLAPD_CONF.format(root=self.root, suffix=SUFFIX, rootdn=ROOT_DN, rootpw=self.password)
+        )
         log = self.root / "slapd.log"
         # -d 0: stay in the foreground, this test's own child, logging nothing but errors
-        self.process = subprocess.Popen([SLAPD, "-f", str(conf), "-h", f"{self.url}/", "-d", "0"],
-                                        stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
+        self.process = subprocess.Popen(
+            [SLAPD, "-f", str(conf), "-h", f"{self.url}/", "-d", "0"],
+            stdout=open(log, "wb"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         _wait(self._answers, 30, "slapd", log)
         self._add(SUFFIX, objectClass=["dcObject", "organization"], dc=["example"], o=["Example"])
         self._add(PEOPLE, objectClass=["organizationalUnit"], ou=["people"])
@@ -102,14 +110,28 @@ class Slapd:
     def _add(self, dn: str, **attributes: list[str]) -> None:
         connection = self._connection()
         try:
-            connection.add_s(dn, [(name, [value.encode() for value in values]) for name, values in attributes.items()])
+            connection.add_s(
+                dn,
+                [
+                    (name, [value.encode() for value in values])
+                    for name, values in attributes.items()
+                ],
+            )
         finally:
             connection.unbind_s()
 
     def person(self, uid: str, password: str, *, given: str = "", mail: str = "") -> str:
         dn = f"uid={uid},{PEOPLE}"
-        self._add(dn, objectClass=["inetOrgPerson"], uid=[uid], cn=[uid], sn=[uid], givenName=[given or uid],
-                  mail=[mail or f"{uid}@example.org"], userPassword=[password])
+        self._add(
+            dn,
+            objectClass=["inetOrgPerson"],
+            uid=[uid],
+            cn=[uid],
+            sn=[uid],
+            givenName=[given or uid],
+            mail=[mail or f"{uid}@example.org"],
+            userPassword=[password],
+        )
         return dn
 
     def group(self, cn: str, *members: str) -> str:
@@ -119,9 +141,14 @@ class Slapd:
         dn = f"cn={cn},{GROUPS}"
         connection = self._connection()
         try:
-            values = [member.encode() for member in members] or [ROOT_DN.encode()]  # groupOfNames needs one
+            values = [member.encode() for member in members] or [
+                ROOT_DN.encode()
+            ]  # groupOfNames needs one
             try:
-                connection.add_s(dn, [("objectClass", [b"groupOfNames"]), ("cn", [cn.encode()]), ("member", values)])
+                connection.add_s(
+                    dn,
+                    [("objectClass", [b"groupOfNames"]), ("cn", [cn.encode()]), ("member", values)],
+                )
             except ldap.ALREADY_EXISTS:
                 connection.modify_s(dn, [(ldap.MOD_REPLACE, "member", values)])
         finally:
@@ -137,8 +164,14 @@ class Slapd:
 
     def settings(self) -> dict[str, str]:
         """The product's environment for this directory (what an operator sets)."""
-        return {"KB_LDAP_URL": self.url, "KB_LDAP_BIND_DN": ROOT_DN, "KB_LDAP_BIND_PASSWORD": self.password,
-                "KB_LDAP_USER_BASE": PEOPLE, "KB_LDAP_GROUP_BASE": GROUPS, "KB_LDAP_GROUP_TYPE": "groupOfNames"}
+        return {
+            "KB_LDAP_URL": self.url,
+            "KB_LDAP_BIND_DN": ROOT_DN,
+            "KB_LDAP_BIND_PASSWORD": self.password,
+            "KB_LDAP_USER_BASE": PEOPLE,
+            "KB_LDAP_GROUP_BASE": GROUPS,
+            "KB_LDAP_GROUP_TYPE": "groupOfNames",
+        }
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
@@ -168,23 +201,47 @@ class OidcProvider:
         return f"http://127.0.0.1:{self.port}/openid"
 
     def _env(self) -> dict[str, str]:
-        env = {key: value for key, value in os.environ.items() if not key.startswith(("KB_", "DJANGO_", "OP_"))}
-        env.update(OP_DB=str(self.root / "provider.sqlite3"), OP_ISSUER=self.issuer, PYTHONUNBUFFERED="1",
-                   OP_IDTOKEN_EXPIRE=str(self.id_token_seconds))
+        env = {
+            key: value
+            for key, value in os.environ.items()
+            if not key.startswith(("KB_", "DJANGO_", "OP_"))
+        }
+        env.update(
+            OP_DB=str(self.root / "provider.sqlite3"),
+            OP_ISSUER=self.issuer,
+            PYTHONUNBUFFERED="1",
+            OP_IDTOKEN_EXPIRE=str(self.id_token_seconds),
+        )
         return env
 
     def _run(self, *arguments: str) -> None:
-        result = subprocess.run([sys.executable, str(PROVIDER), *arguments], env=self._env(), cwd=REPO,
-                                capture_output=True, text=True, timeout=120)
+        result = subprocess.run(
+            [sys.executable, str(PROVIDER), *arguments],
+            env=self._env(),
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert result.returncode == 0, result.stderr[-3000:]
 
     def start(self) -> OidcProvider:
         self.root.mkdir(parents=True, exist_ok=True)
-        self._run("init", f"{self.product_base}/accounts/oidc/callback/", self.client_id, self.client_secret)
+        self._run(
+            "init",
+            f"{self.product_base}/accounts/oidc/callback/",
+            self.client_id,
+            self.client_secret,
+        )
         log = self.root / "provider.log"
-        self.process = subprocess.Popen([sys.executable, str(PROVIDER), "serve", str(self.port)], env=self._env(),
-                                        cwd=REPO, stdout=open(log, "wb"), stderr=subprocess.STDOUT,
-                                        start_new_session=True)
+        self.process = subprocess.Popen(
+            [sys.executable, str(PROVIDER), "serve", str(self.port)],
+            env=self._env(),
+            cwd=REPO,
+            stdout=open(log, "wb"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         _wait(self._answers, 60, "the OpenID Connect provider", log)
         return self
 
@@ -194,7 +251,9 @@ class OidcProvider:
         if self.process.poll() is not None:
             raise AssertionError(f"the provider exited with {self.process.returncode}")
         try:
-            with urllib.request.urlopen(f"{self.issuer}/.well-known/openid-configuration", timeout=2) as response:
+            with urllib.request.urlopen(
+                f"{self.issuer}/.well-known/openid-configuration", timeout=2
+            ) as response:
                 return response.status == 200
         except OSError:
             return False
@@ -204,9 +263,13 @@ class OidcProvider:
         self._run("person", username, password, ",".join(groups))
 
     def settings(self) -> dict[str, str]:
-        return {"KB_OIDC_ISSUER": self.issuer, "KB_OIDC_CLIENT_ID": self.client_id,
-                "KB_OIDC_CLIENT_SECRET": self.client_secret, "KB_OIDC_SCOPES": "openid email profile groups",
-                "KB_OIDC_NAME": "Example SSO"}
+        return {
+            "KB_OIDC_ISSUER": self.issuer,
+            "KB_OIDC_CLIENT_ID": self.client_id,
+            "KB_OIDC_CLIENT_SECRET": self.client_secret,
+            "KB_OIDC_SCOPES": "openid email profile groups",
+            "KB_OIDC_NAME": "Example SSO",
+        }
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:

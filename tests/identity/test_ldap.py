@@ -21,12 +21,18 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db]
 
 @pytest.fixture
 def namespaces():
-    return {slug: Namespace.objects.create(slug=slug, title=slug) for slug in ("team-a", "team-b", "team-c")}
+    return {
+        slug: Namespace.objects.create(slug=slug, title=slug)
+        for slug in ("team-a", "team-b", "team-c")
+    }
 
 
 def _memberships(username: str) -> set[tuple[str, bool]]:
-    return set(NamespaceMembership.objects.filter(user__username=username)
-               .values_list("namespace__slug", "can_write"))
+    return set(
+        NamespaceMembership.objects.filter(user__username=username).values_list(
+            "namespace__slug", "can_write"
+        )
+    )
 
 
 def _sign_in(client: Client, username: str, password: str) -> int:
@@ -39,13 +45,19 @@ def _readable(client: Client) -> dict[str, str]:
     return {row["slug"]: row["access"] for row in response.json()["namespaces"]}
 
 
-def test_first_sign_in_makes_a_reader_account_and_maps_groups_by_dn_and_by_cn(directory, namespaces):
+def test_first_sign_in_makes_a_reader_account_and_maps_groups_by_dn_and_by_cn(
+    directory, namespaces
+):
     alice = directory.person("alice", "alice-pw", given="Alice", mail="alice@example.org")
     directory.group("staff", alice)
     directory.group("editors", alice)
     directory.group("other", directory.person("carol", "carol-pw"))
-    GroupRule.objects.create(provider="ldap", group=f"cn=staff,{GROUPS}", namespace=namespaces["team-a"])
-    GroupRule.objects.create(provider="ldap", group="Editors", namespace=namespaces["team-b"], role="curator")
+    GroupRule.objects.create(
+        provider="ldap", group=f"cn=staff,{GROUPS}", namespace=namespaces["team-a"]
+    )
+    GroupRule.objects.create(
+        provider="ldap", group="Editors", namespace=namespaces["team-b"], role="curator"
+    )
     GroupRule.objects.create(provider="ldap", group="other", namespace=namespaces["team-c"])
 
     client = Client()
@@ -61,15 +73,21 @@ def test_first_sign_in_makes_a_reader_account_and_maps_groups_by_dn_and_by_cn(di
     assert (row.method, row.username, row.user_id) == ("ldap", "alice", user.pk)
 
 
-def test_a_wrong_password_or_a_stranger_is_refused_and_logged_without_the_password(directory, namespaces):
+def test_a_wrong_password_or_a_stranger_is_refused_and_logged_without_the_password(
+    directory, namespaces
+):
     directory.person("alice", "alice-pw")
     client = Client()
     assert _sign_in(client, "alice", "not-her-password") == 200  # the form again, with its error
     assert _sign_in(client, "mallory", "whatever") == 200
     assert not get_user_model().objects.exists()
-    rows = list(SignIn.objects.order_by("at").values_list("method", "username", "succeeded", "reason"))
-    assert rows == [("password", "alice", False, "wrong user name or password"),
-                    ("password", "mallory", False, "wrong user name or password")]
+    rows = list(
+        SignIn.objects.order_by("at").values_list("method", "username", "succeeded", "reason")
+    )
+    assert rows == [
+        ("password", "alice", False, "wrong user name or password"),
+        ("password", "mallory", False, "wrong user name or password"),
+    ]
     assert not SignIn.objects.filter(reason__contains="pw").exists()
 
 
@@ -84,8 +102,9 @@ def test_someone_in_no_mapped_group_gets_no_membership(directory, namespaces):
 
 
 def test_a_local_account_of_the_same_name_is_never_taken_over(directory, namespaces):
-    local = get_user_model().objects.create_user("admin", password="local-admin-pw", is_staff=True,
-                                                 is_superuser=True)
+    local = get_user_model().objects.create_user(
+        "admin", password="local-admin-pw", is_staff=True, is_superuser=True
+    )
     directory.group("staff", directory.person("admin", "directory-pw"))
     GroupRule.objects.create(provider="ldap", group="staff", namespace=namespaces["team-a"])
     client = Client()
@@ -100,29 +119,37 @@ def test_a_local_account_of_the_same_name_is_never_taken_over(directory, namespa
     assert local.check_password("local-admin-pw")
 
 
-def test_a_group_left_counts_at_the_next_sign_in_and_hand_made_memberships_stay(directory, namespaces):
+def test_a_group_left_counts_at_the_next_sign_in_and_hand_made_memberships_stay(
+    directory, namespaces
+):
     alice = directory.person("alice", "alice-pw")
     directory.group("staff", alice)
     directory.group("editors", alice)
     GroupRule.objects.create(provider="ldap", group="staff", namespace=namespaces["team-a"])
-    GroupRule.objects.create(provider="ldap", group="editors", namespace=namespaces["team-b"], role="curator")
+    GroupRule.objects.create(
+        provider="ldap", group="editors", namespace=namespaces["team-b"], role="curator"
+    )
     assert _sign_in(Client(), "alice", "alice-pw") == 302
-    NamespaceMembership.objects.create(user=get_user_model().objects.get(username="alice"),
-                                       namespace=namespaces["team-c"])  # made by hand in the admin
+    NamespaceMembership.objects.create(
+        user=get_user_model().objects.get(username="alice"), namespace=namespaces["team-c"]
+    )  # made by hand in the admin
     directory.group("editors")  # alice leaves the editors
     assert _sign_in(Client(), "alice", "alice-pw") == 302
     assert _memberships("alice") == {("team-a", False), ("team-c", False)}
 
 
-def test_a_live_session_reads_its_groups_again_once_due_and_ends_when_the_person_is_gone(directory, namespaces,
-                                                                                           settings):
+def test_a_live_session_reads_its_groups_again_once_due_and_ends_when_the_person_is_gone(
+    directory, namespaces, settings
+):
     alice = directory.person("alice", "alice-pw")
     directory.group("staff", alice)
     GroupRule.objects.create(provider="ldap", group="staff", namespace=namespaces["team-a"])
     client = Client()
     assert _sign_in(client, "alice", "alice-pw") == 302
     directory.group("staff")  # she leaves the group while signed in
-    assert _readable(client) == {"team-a": "member"}  # not due yet: KB_IDENTITY_RESYNC_SECONDS is 900
+    assert _readable(client) == {
+        "team-a": "member"
+    }  # not due yet: KB_IDENTITY_RESYNC_SECONDS is 900
 
     _age(client)
     assert _readable(client) == {}  # re-read: the membership is gone, the session lives on
@@ -137,7 +164,8 @@ def test_a_live_session_reads_its_groups_again_once_due_and_ends_when_the_person
 
 
 def test_another_entry_with_the_accounts_name_up_to_case_is_refused_and_cannot_inherit_a_live_session(
-        directory, namespaces):
+    directory, namespaces
+):
     """The account is found by name, which PostgreSQL compares ignoring case: `alıce` (dotless i)
     is `alice` to it, yet another person to the directory. Signing in as that entry, or as a new
     entry given the name of one deleted, must not open the account the first entry made."""
@@ -146,21 +174,36 @@ def test_another_entry_with_the_accounts_name_up_to_case_is_refused_and_cannot_i
     GroupRule.objects.create(provider="ldap", group="staff", namespace=namespaces["team-a"])
     client = Client()
     assert _sign_in(client, "alice", "alice-pw") == 302
-    directory._add(f"ou=contractors,{PEOPLE}", objectClass=["organizationalUnit"],
-                   ou=["contractors"])
+    directory._add(
+        f"ou=contractors,{PEOPLE}", objectClass=["organizationalUnit"], ou=["contractors"]
+    )
     mallory = f"uid=alıce,ou=contractors,{PEOPLE}"
-    directory._add(mallory, objectClass=["inetOrgPerson"], uid=["alıce"], cn=["m"], sn=["m"],
-                   userPassword=["mallory-pw"])
+    directory._add(
+        mallory,
+        objectClass=["inetOrgPerson"],
+        uid=["alıce"],
+        cn=["m"],
+        sn=["m"],
+        userPassword=["mallory-pw"],
+    )
     intruder = Client()
     assert _sign_in(intruder, "alıce", "mallory-pw") == 200
     assert "_auth_user_id" not in intruder.session
     assert ExternalIdentity.objects.get(user__username="alice").subject == alice  # not overwritten
-    assert "is not the directory entry its account was made from" in SignIn.objects.latest("at").reason
+    assert (
+        "is not the directory entry its account was made from" in SignIn.objects.latest("at").reason
+    )
 
     directory.remove(alice)  # the name given to someone else
     directory._add(f"ou=staff,{PEOPLE}", objectClass=["organizationalUnit"], ou=["staff"])
-    directory._add(f"uid=alice,ou=staff,{PEOPLE}", objectClass=["inetOrgPerson"],
-                   uid=["alice"], cn=["other"], sn=["other"], userPassword=["new-pw"])
+    directory._add(
+        f"uid=alice,ou=staff,{PEOPLE}",
+        objectClass=["inetOrgPerson"],
+        uid=["alice"],
+        cn=["other"],
+        sn=["other"],
+        userPassword=["new-pw"],
+    )
     assert _sign_in(Client(), "alice", "new-pw") == 200
     _age(client)  # the first alice's live session, re-read: the name now leads to another entry
     assert client.get("/api/namespaces").json()["namespaces"] == []
@@ -170,20 +213,27 @@ def test_another_entry_with_the_accounts_name_up_to_case_is_refused_and_cannot_i
 def test_a_group_named_like_another_groups_dn_does_not_take_its_rule(directory, namespaces):
     boss = directory.person("boss", "boss-pw")
     directory.group("admins", boss)
-    GroupRule.objects.create(provider="ldap", group=f"cn=admins,{GROUPS}", namespace=namespaces["team-a"],
-                             role="curator")
+    GroupRule.objects.create(
+        provider="ldap", group=f"cn=admins,{GROUPS}", namespace=namespaces["team-a"], role="curator"
+    )
     mallory = directory.person("mallory", "m-pw")
     directory._add(f"ou=projects,{GROUPS}", objectClass=["organizationalUnit"], ou=["projects"])
     posing = f"cn=admins,{GROUPS}"
-    directory._add(f"cn={escape_dn_chars(posing)},ou=projects,{GROUPS}", objectClass=["groupOfNames"],
-                   cn=[posing], member=[mallory])
+    directory._add(
+        f"cn={escape_dn_chars(posing)},ou=projects,{GROUPS}",
+        objectClass=["groupOfNames"],
+        cn=[posing],
+        member=[mallory],
+    )
     assert _sign_in(Client(), "mallory", "m-pw") == 302
     assert _memberships("mallory") == set()
     assert _sign_in(Client(), "boss", "boss-pw") == 302
     assert _memberships("boss") == {("team-a", True)}
 
 
-def test_a_directory_that_does_not_answer_fails_the_sign_in_in_seconds_and_says_why(directory, namespaces):
+def test_a_directory_that_does_not_answer_fails_the_sign_in_in_seconds_and_says_why(
+    directory, namespaces
+):
     directory.person("alice", "alice-pw")
     directory.stop()
     started = time.monotonic()
@@ -200,17 +250,39 @@ def _age(client: Client) -> None:
     session.save()
 
 
-@pytest.mark.parametrize(("group_type", "entry"), [
-    pytest.param("groupOfUniqueNames", lambda cn, dn, uid: {"objectClass": ["groupOfUniqueNames"], "cn": [cn],
-                                                            "uniqueMember": [dn]}, id="groupOfUniqueNames"),
-    pytest.param("posixGroup", lambda cn, dn, uid: {"objectClass": ["posixGroup"], "cn": [cn], "gidNumber": ["5001"],
-                                                    "memberUid": [uid]}, id="posixGroup"),
-])
-def test_other_kinds_of_group_map_as_groupofnames_does(slapd, identity_settings, namespaces, group_type, entry):
+@pytest.mark.parametrize(
+    ("group_type", "entry"),
+    [
+        pytest.param(
+            "groupOfUniqueNames",
+            lambda cn, dn, uid: {
+                "objectClass": ["groupOfUniqueNames"],
+                "cn": [cn],
+                "uniqueMember": [dn],
+            },
+            id="groupOfUniqueNames",
+        ),
+        pytest.param(
+            "posixGroup",
+            lambda cn, dn, uid: {
+                "objectClass": ["posixGroup"],
+                "cn": [cn],
+                "gidNumber": ["5001"],
+                "memberUid": [uid],
+            },
+            id="posixGroup",
+        ),
+    ],
+)
+def test_other_kinds_of_group_map_as_groupofnames_does(
+    slapd, identity_settings, namespaces, group_type, entry
+):
     identity_settings({**slapd.settings(), "KB_LDAP_GROUP_TYPE": group_type})
     alice = slapd.person("alice", "alice-pw")
     slapd._add(f"cn=staff,{GROUPS}", **entry("staff", alice, "alice"))
     GroupRule.objects.create(provider="ldap", group="staff", namespace=namespaces["team-a"])
-    GroupRule.objects.create(provider="ldap", group=f"cn=staff,{GROUPS}", namespace=namespaces["team-b"])
+    GroupRule.objects.create(
+        provider="ldap", group=f"cn=staff,{GROUPS}", namespace=namespaces["team-b"]
+    )
     assert _sign_in(Client(), "alice", "alice-pw") == 302
     assert _memberships("alice") == {("team-a", False), ("team-b", False)}

@@ -14,7 +14,15 @@ import urllib.parse
 
 import pytest
 
-from tests.e2e.processes import REPO, Process, chromium, free_port, manage_shell, product_env, wait_for
+from tests.e2e.processes import (
+    REPO,
+    Process,
+    chromium,
+    free_port,
+    manage_shell,
+    product_env,
+    wait_for,
+)
 from tests.identity.servers import OidcProvider, Slapd
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
@@ -66,12 +74,17 @@ def _oidc_sign_in(browser, base: str, username: str, password: str) -> None:
 
     browser.get(f"{base}/accounts/login/?next=/")
     browser.find_element(By.ID, "sso-sign-in").click()
-    if browser.find_elements(By.ID, "op-username"):  # the provider asks unless its own session lives
+    if browser.find_elements(
+        By.ID, "op-username"
+    ):  # the provider asks unless its own session lives
         browser.find_element(By.ID, "op-username").send_keys(username)
         browser.find_element(By.ID, "op-password").send_keys(password)
         browser.find_element(By.ID, "op-submit").click()
-    wait_for(lambda: browser.current_url.startswith(base) and "/accounts/" not in browser.current_url, 60,
-             "the way back from the provider")
+    wait_for(
+        lambda: browser.current_url.startswith(base) and "/accounts/" not in browser.current_url,
+        60,
+        "the way back from the provider",
+    )
     assert browser.find_element(By.CSS_SELECTOR, "span.who").text == username
 
 
@@ -92,14 +105,22 @@ def test_a_reader_signs_in_through_the_provider_and_the_directory_and_group_chan
     base = f"http://127.0.0.1:{port}"
     directory = Slapd(tmp_path / "slapd").start()
     provider = OidcProvider(tmp_path / "provider", base).start()
-    env = product_env(KB_DATA_DIR=str(tmp_path / "kb-data"), **directory.settings(), **provider.settings())
-    product = Process([sys.executable, "manage.py", "kb_run", "--no-demo", "--port", str(port)], env,
-                      tmp_path / "kb_run.log")
+    env = product_env(
+        KB_DATA_DIR=str(tmp_path / "kb-data"), **directory.settings(), **provider.settings()
+    )
+    product = Process(
+        [sys.executable, "manage.py", "kb_run", "--no-demo", "--port", str(port)],
+        env,
+        tmp_path / "kb_run.log",
+    )
     browser = None
     try:
         product.start()
-        wait_for(lambda: "Knowledge base running at" in product.output() or not product.alive(), 300,
-                 "kb_run's banner")
+        wait_for(
+            lambda: "Knowledge base running at" in product.output() or not product.alive(),
+            300,
+            "kb_run's banner",
+        )
         assert product.alive(), product.output()[-4000:]
         assert manage_shell(env, SETUP, timeout=300) == "ready"
         provider.person("alice", "alice-pw-1", "staff")
@@ -112,14 +133,22 @@ def test_a_reader_signs_in_through_the_provider_and_the_directory_and_group_chan
         assert browser.save_screenshot(str(ARTIFACTS / "sso-sign-in.png"))
         _oidc_sign_in(browser, base, "alice", "alice-pw-1")
         assert _collections(browser) == {"team-a"}
-        assert any("zebrafinch" in title for title in _search(browser, base, "team-a", "zebrafinch ledger"))
-        assert _search(browser, base, "team-b", "quillwort ledger") == []  # private, or none: nothing shown
+        assert any(
+            "zebrafinch" in title for title in _search(browser, base, "team-a", "zebrafinch ledger")
+        )
+        assert (
+            _search(browser, base, "team-b", "quillwort ledger") == []
+        )  # private, or none: nothing shown
         _sign_out(browser, base)
 
-        provider.person("alice", "alice-pw-1", "editors")  # at the provider: out of staff, into editors
+        provider.person(
+            "alice", "alice-pw-1", "editors"
+        )  # at the provider: out of staff, into editors
         _oidc_sign_in(browser, base, "alice", "alice-pw-1")
         assert _collections(browser) == {"team-b"}
-        assert any("quillwort" in title for title in _search(browser, base, "team-b", "quillwort ledger"))
+        assert any(
+            "quillwort" in title for title in _search(browser, base, "team-b", "quillwort ledger")
+        )
         assert _search(browser, base, "team-a", "zebrafinch ledger") == []
         _sign_out(browser, base)
 
@@ -129,13 +158,24 @@ def test_a_reader_signs_in_through_the_provider_and_the_directory_and_group_chan
         directory.group("staff", bob)  # in the directory: bob joins staff
         _ldap_sign_in(browser, base, "bob", "bob-pw-1")
         assert _collections(browser) == {"team-a", "team-c"}
-        assert any("zebrafinch" in title for title in _search(browser, base, "team-a", "zebrafinch ledger"))
+        assert any(
+            "zebrafinch" in title for title in _search(browser, base, "team-a", "zebrafinch ledger")
+        )
 
-        log = json.loads(manage_shell(env, "import json; from kb.models import SignIn; print(json.dumps(list("
-                                           "SignIn.objects.order_by('at').values_list('method', 'username', "
-                                           "'succeeded'))))"))
-        assert log == [["oidc", "alice", True], ["oidc", "alice", True], ["ldap", "bob", True],
-                       ["ldap", "bob", True]], log
+        log = json.loads(
+            manage_shell(
+                env,
+                "import json; from kb.models import SignIn; print(json.dumps(list("
+                "SignIn.objects.order_by('at').values_list('method', 'username', "
+                "'succeeded'))))",
+            )
+        )
+        assert log == [
+            ["oidc", "alice", True],
+            ["oidc", "alice", True],
+            ["ldap", "bob", True],
+            ["ldap", "bob", True],
+        ], log
     finally:
         if browser is not None:
             browser.quit()

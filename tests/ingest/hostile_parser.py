@@ -34,8 +34,13 @@ UNSHARE = {"x86_64": 272, "aarch64": 97}
 PR_GET_NO_NEW_PRIVS = 39
 
 
-def attempts(outside: str, port: int, secrets: dict[str, str] | None = None, database: str = "",
-             worker: int = 0) -> dict[str, str]:
+def attempts(
+    outside: str,
+    port: int,
+    secrets: dict[str, str] | None = None,
+    database: str = "",
+    worker: int = 0,
+) -> dict[str, str]:
     results = {}
 
     def attempt(name, action):
@@ -51,14 +56,22 @@ def attempts(outside: str, port: int, secrets: dict[str, str] | None = None, dat
     attempt("write outside", lambda: open(outside, "w").close())
     attempt("exec", lambda: subprocess.run(["/bin/sh", "-c", "true"], check=True))
     attempt("write own temp", lambda: tempfile.NamedTemporaryFile().close())
-    attempt("exec tesseract", lambda: subprocess.run(["tesseract", "--version"], capture_output=True, check=True))
+    attempt(
+        "exec tesseract",
+        lambda: subprocess.run(["tesseract", "--version"], capture_output=True, check=True),
+    )
     for name, path in (secrets or {}).items():
-        attempt(f"read {name}", lambda path=path: os.listdir(path) if os.path.isdir(path) else open(path).read())
+        attempt(
+            f"read {name}",
+            lambda path=path: os.listdir(path) if os.path.isdir(path) else open(path).read(),
+        )
     if database:
         attempt("database socket", lambda: _connect_unix(database))
     if worker:
         attempt("worker environment", lambda: open(f"/proc/{worker}/environ", "rb").read())
-    attempt("shell", lambda: subprocess.run(["/bin/sh", "-c", "id"], check=True, capture_output=True))
+    attempt(
+        "shell", lambda: subprocess.run(["/bin/sh", "-c", "id"], check=True, capture_output=True)
+    )
     results["inherited sockets"] = str(sum(_is_socket(fd) for fd in range(3, 1024)))
     results["no_new_privs"] = str(ctypes.CDLL(None).prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0))
     return results
@@ -78,9 +91,16 @@ def _is_socket(fd: int) -> bool:
 
 def hostile_extract(body, media_type, **_):
     target = json.loads(body)
-    got = attempts(target["outside"], target["port"], target.get("secrets"), target.get("socket", ""),
-                   target.get("worker", 0))
-    got["environment"] = sorted(name for name in os.environ if name in target.get("secret_names", ()))
+    got = attempts(
+        target["outside"],
+        target["port"],
+        target.get("secrets"),
+        target.get("socket", ""),
+        target.get("worker", 0),
+    )
+    got["environment"] = sorted(
+        name for name in os.environ if name in target.get("secret_names", ())
+    )
     return Extracted(title="hostile", content=json.dumps(got), media_type="text/plain")
 
 
@@ -88,21 +108,30 @@ def forbid_unshare() -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     arch, _, _ = sandbox.ARCHES[platform.machine()]
     program = [
-        (sandbox.BPF_LD_W_ABS, 0, 0, 4), (sandbox.BPF_JEQ_K, 1, 0, arch),
+        (sandbox.BPF_LD_W_ABS, 0, 0, 4),
+        (sandbox.BPF_JEQ_K, 1, 0, arch),
         (sandbox.BPF_RET_K, 0, 0, sandbox.SECCOMP_RET_ALLOW),
-        (sandbox.BPF_LD_W_ABS, 0, 0, 0), (sandbox.BPF_JEQ_K, 0, 1, UNSHARE[platform.machine()]),
+        (sandbox.BPF_LD_W_ABS, 0, 0, 0),
+        (sandbox.BPF_JEQ_K, 0, 1, UNSHARE[platform.machine()]),
         (sandbox.BPF_RET_K, 0, 0, sandbox.SECCOMP_RET_ERRNO | errno.EPERM),
         (sandbox.BPF_RET_K, 0, 0, sandbox.SECCOMP_RET_ALLOW),
     ]
     filters = ctypes.create_string_buffer(b"".join(struct.pack("=HBBI", *op) for op in program))
     libc.prctl(sandbox.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-    if libc.prctl(sandbox.PR_SET_SECCOMP, sandbox.SECCOMP_MODE_FILTER,
-                  ctypes.c_char_p(struct.pack("=HxxxxxxQ", len(program), ctypes.addressof(filters))), 0, 0):
+    if libc.prctl(
+        sandbox.PR_SET_SECCOMP,
+        sandbox.SECCOMP_MODE_FILTER,
+        ctypes.c_char_p(struct.pack("=HxxxxxxQ", len(program), ctypes.addressof(filters))),
+        0,
+        0,
+    ):
         raise OSError(ctypes.get_errno(), "seccomp")
 
 
 if __name__ == "__main__":
     if "no-unshare" in sys.argv[1:]:
         forbid_unshare()
-    ingest.extract.extract = hostile_extract  # what isolated.main() calls once the sandbox is entered
+    ingest.extract.extract = (
+        hostile_extract  # what isolated.main() calls once the sandbox is entered
+    )
     sys.exit(isolated.main())

@@ -5,14 +5,27 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ingest.boilerplate import MIN_SAMPLE, BoilerplateCounter, block_keys, blocks, drop_repeated, settle, split_repeated
+from ingest.boilerplate import (
+    MIN_SAMPLE,
+    BoilerplateCounter,
+    block_keys,
+    blocks,
+    drop_repeated,
+    settle,
+    split_repeated,
+)
 from ingest.service import start_ingest
 from kb.models import Chunk, Source
 from tests.webserver import Route
 
 SITE = Path(__file__).resolve().parent.parent / "fixtures" / "real" / "mkdocs-site"
-PAGES = ["user-guide/configuration.html", "user-guide/cli.html", "user-guide/installation.html",
-         "user-guide/deploying-your-docs.html", "getting-started.html"]
+PAGES = [
+    "user-guide/configuration.html",
+    "user-guide/cli.html",
+    "user-guide/installation.html",
+    "user-guide/deploying-your-docs.html",
+    "getting-started.html",
+]
 FOOTER = "Was this page helpful? Edit this page on GitHub."
 
 
@@ -52,7 +65,11 @@ def test_settle_puts_back_what_is_no_longer_repeated_and_drops_what_now_is():
 
 
 def test_headings_code_and_long_blocks_are_never_dropped():
-    content = "# Edit this page\n\n```\nEdit this page\n\nx\n```\n\nEdit this page\n\n" + "long " * 100 + "\n"
+    content = (
+        "# Edit this page\n\n```\nEdit this page\n\nx\n```\n\nEdit this page\n\n"
+        + "long " * 100
+        + "\n"
+    )
     keys = frozenset(block_keys(content))
     cleaned, dropped = drop_repeated(content, keys)
     assert dropped == 1 and cleaned.count("Edit this page") == 2 and "long long" in cleaned
@@ -62,17 +79,34 @@ def test_headings_code_and_long_blocks_are_never_dropped():
 def test_a_site_wide_line_leaves_every_page_of_a_sitemap_source(web, namespace, allow_loopback):
     urls = []
     for name in PAGES:
-        html = (SITE / name).read_text("utf-8").replace('<div class="col-md-9" role="main">',
-                                                         f'<div class="col-md-9" role="main"><p>{FOOTER}</p>', 1)
+        html = (
+            (SITE / name)
+            .read_text("utf-8")
+            .replace(
+                '<div class="col-md-9" role="main">',
+                f'<div class="col-md-9" role="main"><p>{FOOTER}</p>',
+                1,
+            )
+        )
         assert FOOTER in html
         web.page("/" + name, html)
         urls.append(web.url("/" + name))
     web.routes["/sitemap.xml"] = Route(
-        ('<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
-         + "".join(f"<url><loc>{u}</loc></url>" for u in urls) + "</urlset>").encode(),
-        200, {"Content-Type": "application/xml"})
-    source = Source.objects.create(namespace=namespace, name="site", kind="sitemap",
-                                   location=web.url("/sitemap.xml"), options={"use_llms_txt": False})
+        (
+            '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+            + "".join(f"<url><loc>{u}</loc></url>" for u in urls)
+            + "</urlset>"
+        ).encode(),
+        200,
+        {"Content-Type": "application/xml"},
+    )
+    source = Source.objects.create(
+        namespace=namespace,
+        name="site",
+        kind="sitemap",
+        location=web.url("/sitemap.xml"),
+        options={"use_llms_txt": False},
+    )
     run = start_ingest(source, sync=True)
     assert run.status == "succeeded"
     texts = list(Chunk.objects.filter(document__source=source).values_list("text", flat=True))
@@ -80,7 +114,9 @@ def test_a_site_wide_line_leaves_every_page_of_a_sitemap_source(web, namespace, 
     # the footer was found to repeat only at the end: each page was written again without it, and
     # only the passages whose text changed were embedded again (not every passage twice)
     assert run.chunks_written == len(texts)  # what the pages hold, not what was written twice
-    reasons = list(Chunk.objects.filter(document__source=source).values_list("embed_reason", flat=True))
+    reasons = list(
+        Chunk.objects.filter(document__source=source).values_list("embed_reason", flat=True)
+    )
     again = reasons.count("site boilerplate learned")
     assert 0 < again < len(texts) / 2 and "new" in reasons
     assert run.chunks_embedded < 1.5 * len(texts)
@@ -96,14 +132,27 @@ def test_a_paragraph_shared_by_the_first_pages_only_is_kept(web, namespace, allo
     urls = []
     for n in range(10):
         extra = f"<p>{note}</p>" if n < 3 else ""
-        web.page(f"/p{n}.html", f"<main><h1>Page {n}</h1>{extra}<p>Own text of page number {n}.</p></main>")
+        web.page(
+            f"/p{n}.html",
+            f"<main><h1>Page {n}</h1>{extra}<p>Own text of page number {n}.</p></main>",
+        )
         urls.append(web.url(f"/p{n}.html"))
     web.routes["/sitemap.xml"] = Route(
-        ('<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
-         + "".join(f"<url><loc>{u}</loc></url>" for u in urls) + "</urlset>").encode(),
-        200, {"Content-Type": "application/xml"})
-    source = Source.objects.create(namespace=namespace, name="site", kind="sitemap",
-                                   location=web.url("/sitemap.xml"), options={"use_llms_txt": False})
+        (
+            '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+            + "".join(f"<url><loc>{u}</loc></url>" for u in urls)
+            + "</urlset>"
+        ).encode(),
+        200,
+        {"Content-Type": "application/xml"},
+    )
+    source = Source.objects.create(
+        namespace=namespace,
+        name="site",
+        kind="sitemap",
+        location=web.url("/sitemap.xml"),
+        options={"use_llms_txt": False},
+    )
     assert start_ingest(source, sync=True).status == "succeeded"
     with_note = Chunk.objects.filter(document__source=source, text__contains=note).count()
     assert with_note == 3

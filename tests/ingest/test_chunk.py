@@ -9,7 +9,7 @@ from ingest.markdown_blocks import slugify_heading
 def _assert_offsets(content, chunks):
     raw = content.encode("utf-8")
     for chunk in chunks:
-        assert raw[chunk.start_byte:chunk.end_byte].decode("utf-8") == chunk.body
+        assert raw[chunk.start_byte : chunk.end_byte].decode("utf-8") == chunk.body
         assert chunk.text.endswith(chunk.body)
 
 
@@ -44,8 +44,10 @@ def test_sections_anchors_and_breadcrumbs_golden():
         (("Guide", "Install"), "install-1"),
         (("Guide", "Install", "Details & caveats!"), "details--caveats"),
     ]
-    assert chunks[1].text == ("Guide > Install\n\n## Install\n\nInstall it with pip.\n\n"
-                              "```python\nimport kb\nkb.setup()\n```")
+    assert chunks[1].text == (
+        "Guide > Install\n\n## Install\n\nInstall it with pip.\n\n"
+        "```python\nimport kb\nkb.setup()\n```"
+    )
     assert [c.position for c in chunks] == [0, 1, 2, 3]
     _assert_offsets(DOC, chunks)
 
@@ -58,8 +60,12 @@ def test_title_leads_the_breadcrumb_when_the_headings_do_not_start_with_it():
 
 @pytest.mark.parametrize(
     "heading, anchor",
-    [("Hello World", "hello-world"), ("API: v2.0 (beta)", "api-v20-beta"), ("snake_case ok", "snake_case-ok"),
-     ("Über uns", "über-uns")],
+    [
+        ("Hello World", "hello-world"),
+        ("API: v2.0 (beta)", "api-v20-beta"),
+        ("snake_case ok", "snake_case-ok"),
+        ("Über uns", "über-uns"),
+    ],
 )
 def test_github_style_slugs(heading, anchor):
     assert slugify_heading(heading) == anchor
@@ -83,7 +89,9 @@ def test_oversized_fence_splits_only_at_line_boundaries_and_is_marked():
     assert len(partial) > 2
     for chunk in partial:
         for line in chunk.body.splitlines():
-            assert line in lines or line.startswith("```") or line in ("## Big", "")  # the heading opens the first
+            assert (
+                line in lines or line.startswith("```") or line in ("## Big", "")
+            )  # the heading opens the first
         assert chunk.token_estimate <= 60 + estimate_tokens("Big\n\n")
     _assert_offsets(doc, chunks)
 
@@ -127,8 +135,11 @@ def test_a_cjk_run_after_a_latin_word_counts_each_character():
 
 
 def test_plain_text_paragraph_sentence_and_hard_cut_with_overlap():
-    text = ("First paragraph. It has two sentences.\n\n" + ("x" * 5 + " ") * 120
-            + "\n\n最后一段。没有空格的中文句子很长很长。")
+    text = (
+        "First paragraph. It has two sentences.\n\n"
+        + ("x" * 5 + " ") * 120
+        + "\n\n最后一段。没有空格的中文句子很长很长。"
+    )
     chunks = chunk_text(text, "Notes", ChunkOptions(max_tokens=40, overlap_tokens=8))
     assert chunks[0].text.startswith("Notes\n\nFirst paragraph.")
     assert all(c.heading_path == () and c.anchor == "" for c in chunks)
@@ -142,22 +153,40 @@ def test_empty_document_has_no_chunks():
 
 
 def test_a_heading_only_section_opens_the_next_chunk_instead_of_being_one():
-    chunks = chunk_markdown("# 1. Intro\n\n## 1.1 Scope\n\ntext a\n\n## 1.2 Empty\n\n## 1.3 Last\n\ntext b\n", "Doc")
-    assert [c.body for c in chunks] == ["# 1. Intro\n\n## 1.1 Scope\n\ntext a", "## 1.2 Empty\n\n## 1.3 Last\n\ntext b"]
+    chunks = chunk_markdown(
+        "# 1. Intro\n\n## 1.1 Scope\n\ntext a\n\n## 1.2 Empty\n\n## 1.3 Last\n\ntext b\n", "Doc"
+    )
+    assert [c.body for c in chunks] == [
+        "# 1. Intro\n\n## 1.1 Scope\n\ntext a",
+        "## 1.2 Empty\n\n## 1.3 Last\n\ntext b",
+    ]
     assert [c.heading_path for c in chunks] == [("1. Intro", "1.1 Scope"), ("1. Intro", "1.3 Last")]
 
 
 def test_a_heading_with_an_id_and_no_text_opens_its_first_subsection_under_the_subsections_anchor():
-    chunks = chunk_markdown("# Notes\n\nAll releases.\n\n## Version 1.4 {#v14}\n\n### Features {#features-14}\n\n"
-                            "Faster builds.\n\n## Version 1.3 {#v13}\n\n## Version 1.2 {#v12}\n\nFixes.\n"
-                            "\n## A {#a}\n\n### B {#b}\n\n### C {#c}\n\nC text.\n", "Notes")
+    chunks = chunk_markdown(
+        "# Notes\n\nAll releases.\n\n## Version 1.4 {#v14}\n\n### Features {#features-14}\n\n"
+        "Faster builds.\n\n## Version 1.3 {#v13}\n\n## Version 1.2 {#v12}\n\nFixes.\n"
+        "\n## A {#a}\n\n### B {#b}\n\n### C {#c}\n\nC text.\n",
+        "Notes",
+    )
     assert [(c.anchor, c.heading_path) for c in chunks] == [
-        ("notes", ("Notes",)), ("features-14", ("Notes", "Version 1.4", "Features")),
-        ("v13", ("Notes", "Version 1.3")), ("v12", ("Notes", "Version 1.2")),
-        ("b", ("Notes", "A", "B")), ("c", ("Notes", "A", "C"))]
-    assert chunks[1].body == "## Version 1.4 {#v14}\n\n### Features {#features-14}\n\nFaster builds."
-    assert chunks[2].body == "## Version 1.3 {#v13}"  # followed by a sibling: empty in the page itself
-    assert chunks[4].body == "## A {#a}\n\n### B {#b}"  # a chain stops at a sibling of its last heading
+        ("notes", ("Notes",)),
+        ("features-14", ("Notes", "Version 1.4", "Features")),
+        ("v13", ("Notes", "Version 1.3")),
+        ("v12", ("Notes", "Version 1.2")),
+        ("b", ("Notes", "A", "B")),
+        ("c", ("Notes", "A", "C")),
+    ]
+    assert (
+        chunks[1].body == "## Version 1.4 {#v14}\n\n### Features {#features-14}\n\nFaster builds."
+    )
+    assert (
+        chunks[2].body == "## Version 1.3 {#v13}"
+    )  # followed by a sibling: empty in the page itself
+    assert (
+        chunks[4].body == "## A {#a}\n\n### B {#b}"
+    )  # a chain stops at a sibling of its last heading
 
 
 def test_a_heading_opens_the_chunk_of_what_it_heads_even_before_a_long_table():
@@ -174,11 +203,19 @@ def test_a_heading_opens_the_chunk_of_what_it_heads_even_before_a_long_table():
         extracted = extract(page.read_bytes(), "text/markdown", charset="utf-8")
         chunks = chunk_markdown(extracted.content, extracted.title)
         raw = extracted.content.encode("utf-8")
-        assert all(raw[c.start_byte:c.end_byte].decode("utf-8") == c.body for c in chunks)
-        bare = [c.body for c in chunks if all(line.startswith("#") for line in c.body.strip().splitlines())]
+        assert all(raw[c.start_byte : c.end_byte].decode("utf-8") == c.body for c in chunks)
+        bare = [
+            c.body
+            for c in chunks
+            if all(line.startswith("#") for line in c.body.strip().splitlines())
+        ]
         assert bare == [], (page.name, bare)
-    table = "## Inputs\n\n| a | b |\n|---|---|\n" + "".join(f"| row {i} word | value {i} here |\n" for i in range(60))
+    table = "## Inputs\n\n| a | b |\n|---|---|\n" + "".join(
+        f"| row {i} word | value {i} here |\n" for i in range(60)
+    )
     chunks = chunk_markdown(table, "", ChunkOptions(max_tokens=200, overlap_tokens=10))
     assert chunks[0].body.startswith("## Inputs\n\n| a | b |") and len(chunks) > 1
-    assert all(chunk.token_estimate <= 200 + estimate_tokens(chunk.text) - estimate_tokens(chunk.body)
-               for chunk in chunks)
+    assert all(
+        chunk.token_estimate <= 200 + estimate_tokens(chunk.text) - estimate_tokens(chunk.body)
+        for chunk in chunks
+    )

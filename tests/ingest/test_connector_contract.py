@@ -26,7 +26,9 @@ from tests.webserver import Route
 pytestmark = pytest.mark.django_db
 
 NAMES = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"]
-WORDS = {name: f"{name.capitalize()} is the document about {name} and nothing else" for name in NAMES}
+WORDS = {
+    name: f"{name.capitalize()} is the document about {name} and nothing else" for name in NAMES
+}
 
 
 def text_of(name: str, version: int = 1) -> str:
@@ -41,7 +43,12 @@ class World:
     can = {"change", "rename", "delete", "unreachable", "shrink"}
 
     def __init__(self, namespace, tmp_path, settings, request):
-        self.namespace, self.tmp, self.settings, self.request = namespace, tmp_path, settings, request
+        self.namespace, self.tmp, self.settings, self.request = (
+            namespace,
+            tmp_path,
+            settings,
+            request,
+        )
 
     def create(self) -> Source: ...
     def ref(self, name: str) -> str: ...
@@ -49,6 +56,7 @@ class World:
     def rename(self, old: str, new: str) -> None: ...
     def delete(self, name: str) -> None: ...
     def unreachable(self) -> None: ...
+
     unreachable_code = ""
 
 
@@ -61,18 +69,27 @@ class WebWorld(World):
         self.request.getfixturevalue("allow_loopback")
         self.pages = {name: 1 for name in NAMES}
         self._publish()
-        return Source.objects.create(namespace=self.namespace, name="web", kind="sitemap",
-                                     location=self.web.url("/sitemap.xml"), options={"use_llms_txt": False})
+        return Source.objects.create(
+            namespace=self.namespace,
+            name="web",
+            kind="sitemap",
+            location=self.web.url("/sitemap.xml"),
+            options={"use_llms_txt": False},
+        )
 
     def _publish(self):
         urls = "".join(f"<url><loc>{self.web.url('/' + name)}</loc></url>" for name in self.pages)
         self.web.routes["/sitemap.xml"] = Route(
-            f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{urls}</urlset>'.encode(), 200,
-            {"Content-Type": "application/xml"})
+            f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{urls}</urlset>'.encode(),
+            200,
+            {"Content-Type": "application/xml"},
+        )
         for name, version in self.pages.items():
             base = name.rstrip("0123456789")
-            html = (f"<title>{base.capitalize()}</title><h1>{base.capitalize()}</h1>"
-                    f"<p>{WORDS[base]}, version {version}.</p>")
+            html = (
+                f"<title>{base.capitalize()}</title><h1>{base.capitalize()}</h1>"
+                f"<p>{WORDS[base]}, version {version}.</p>"
+            )
             self.web.page("/" + name, html, ETag=f'"{name}-{version}"')
 
     def ref(self, name):
@@ -105,7 +122,9 @@ class FileWorld(World):
         kb_settings.cache_clear()
         self.request.addfinalizer(kb_settings.cache_clear)
         self.source = Source.objects.create(namespace=self.namespace, name="files", kind="file")
-        add_files(self.source, [(f"{name}.md", io.BytesIO(text_of(name).encode())) for name in NAMES])
+        add_files(
+            self.source, [(f"{name}.md", io.BytesIO(text_of(name).encode())) for name in NAMES]
+        )
         return self.source
 
     def ref(self, name):
@@ -132,7 +151,9 @@ class TextWorld(World):
     can = {"change", "rename"}
 
     def create(self):
-        self.source = Source.objects.create(namespace=self.namespace, name="alpha", kind="text", text=text_of("alpha"))
+        self.source = Source.objects.create(
+            namespace=self.namespace, name="alpha", kind="text", text=text_of("alpha")
+        )
         return self.source
 
     def ref(self, name):
@@ -160,8 +181,9 @@ class FolderWorld(World):
         self.request.addfinalizer(kb_settings.cache_clear)
         for name in NAMES:
             self._write(name, text_of(name))
-        return Source.objects.create(namespace=self.namespace, name="folder", kind="folder",
-                                     location=str(self.folder))
+        return Source.objects.create(
+            namespace=self.namespace, name="folder", kind="folder", location=str(self.folder)
+        )
 
     def _write(self, name, text):
         path = self.folder / "guide" / f"{name}.md"
@@ -201,8 +223,13 @@ class GitWorld(World):
         self.repo.commit("the handbook")
         self.server = GitHttpServer(self.tmp / "served").__enter__()
         self.request.addfinalizer(self.server.__exit__)
-        return Source.objects.create(namespace=self.namespace, name="git", kind="git",
-                                     location=self.server.url("handbook/.git"), options={"branch": "main"})
+        return Source.objects.create(
+            namespace=self.namespace,
+            name="git",
+            kind="git",
+            location=self.server.url("handbook/.git"),
+            options={"branch": "main"},
+        )
 
     def ref(self, name):
         return f"docs/{name}.md"
@@ -223,9 +250,13 @@ class GitWorld(World):
         (self.tmp / "served" / "handbook").rename(self.tmp / "served" / "moved")
 
 
-WORLDS = [pytest.param(WebWorld, id="web"), pytest.param(FileWorld, id="file"),
-          pytest.param(TextWorld, id="text"), pytest.param(FolderWorld, id="folder"),
-          pytest.param(GitWorld, id="git")]
+WORLDS = [
+    pytest.param(WebWorld, id="web"),
+    pytest.param(FileWorld, id="file"),
+    pytest.param(TextWorld, id="text"),
+    pytest.param(FolderWorld, id="folder"),
+    pytest.param(GitWorld, id="git"),
+]
 
 
 class CountingEmbedder:
@@ -317,7 +348,10 @@ def test_one_rename_moves_or_replaces_one_document(world):
     assert len(after) == len(before)
     if world.moves:  # the same document, moved: nothing read, nothing embedded
         assert after[world.ref("charlie2")] == before[world.ref("charlie")]
-        assert outcomes(run)[world.ref("charlie2")] == ("changed", f"renamed from {world.ref('charlie')}")
+        assert outcomes(run)[world.ref("charlie2")] == (
+            "changed",
+            f"renamed from {world.ref('charlie')}",
+        )
         assert (run.items_changed, run.items_removed, world.embedder.texts) == (1, 0, 0)
     else:
         assert outcomes(run)[world.ref("charlie")] == ("removed", "gone from the source")
@@ -342,8 +376,11 @@ def test_an_unreachable_source_fails_with_a_stable_code_and_deletes_nothing(worl
     world.unreachable()
     run = sync(world)
     assert run.status == "failed"
-    codes = {run.error.split(":", 1)[0]} if run.error.startswith("INGEST_") else set(
-        run.items.values_list("error_code", flat=True))
+    codes = (
+        {run.error.split(":", 1)[0]}
+        if run.error.startswith("INGEST_")
+        else set(run.items.values_list("error_code", flat=True))
+    )
     assert codes == {world.unreachable_code}, run.error
     assert documents(world) == before and run.items_removed == 0
 
@@ -358,7 +395,10 @@ def test_a_source_that_shrinks_by_more_than_half_holds_its_deletes_for_the_curat
     assert (run.status, run.items_removed) == ("succeeded", 0)
     held = {ref: reason for ref, (status, reason) in outcomes(run).items() if status == "skipped"}
     assert sorted(held) == sorted(world.ref(name) for name in gone)
-    assert all(reason.startswith("removal held: the source shrank from 6 to 2 documents") for reason in held.values())
+    assert all(
+        reason.startswith("removal held: the source shrank from 6 to 2 documents")
+        for reason in held.values()
+    )
     assert len(documents(world)) == len(NAMES)
     world.source.refresh_from_db()
     assert world.source.held_removals == {"run": run.pk, "refs": sorted(held), "stored": 6}
@@ -370,7 +410,9 @@ def test_a_source_that_shrinks_by_more_than_half_holds_its_deletes_for_the_curat
     assert sync(world).items_removed == 0  # nothing left to remove, nothing held again
 
 
-def test_a_connector_that_drops_deletions_fails_the_contract(namespace, tmp_path, settings, request, monkeypatch):
+def test_a_connector_that_drops_deletions_fails_the_contract(
+    namespace, tmp_path, settings, request, monkeypatch
+):
     """The suite's own check: the delete case fails for a connector that reports no deletions."""
     from ingest.connectors.base import Connector
 
@@ -390,13 +432,20 @@ def test_a_folder_outside_the_roots_is_refused(namespace, tmp_path, settings):
         (tmp_path / "secret").mkdir()
         (tmp_path / "secret" / "key.md").write_text("# Key\n\nsecret\n")
         os.symlink(tmp_path / "secret", tmp_path / "shares" / "link")
-        for location in (str(tmp_path / "secret"), str(tmp_path / "shares" / "link"),
-                         str(tmp_path / "shares" / ".." / "secret")):
-            source = Source.objects.create(namespace=namespace, name=location[-40:], kind="folder", location=location)
+        for location in (
+            str(tmp_path / "secret"),
+            str(tmp_path / "shares" / "link"),
+            str(tmp_path / "shares" / ".." / "secret"),
+        ):
+            source = Source.objects.create(
+                namespace=namespace, name=location[-40:], kind="folder", location=location
+            )
             run = IngestRun.objects.create(source=source)
             IngestPipeline(run, embedder=CountingEmbedder()).execute()
             run.refresh_from_db()
-            assert run.status == "failed" and run.error.startswith("INGEST_LOCATION_REFUSED: "), run.error
+            assert run.status == "failed" and run.error.startswith("INGEST_LOCATION_REFUSED: "), (
+                run.error
+            )
             assert not Document.objects.filter(source=source).exists()
     finally:
         kb_settings.cache_clear()

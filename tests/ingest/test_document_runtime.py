@@ -15,11 +15,21 @@ pytestmark = pytest.mark.django_db
 
 # lengths from a few words to several chunks, in an order that is not their length order
 DOCUMENTS = [
-    ("long", "Compost", " ".join(f"Compost heap layer {i}: greens, browns, water and air in turn." for i in range(90))),
+    (
+        "long",
+        "Compost",
+        " ".join(
+            f"Compost heap layer {i}: greens, browns, water and air in turn." for i in range(90)
+        ),
+    ),
     ("short", "Tyres", "Patch the inner tube."),
     ("middle", "Bread", "A sourdough starter of flour and water leavens the dough overnight. " * 6),
     ("tiny", "Tea", "Steep green tea."),
-    ("medium", "Bees", "Bees forage for nectar and pollen and dance to tell the hive where flowers are. " * 12),
+    (
+        "medium",
+        "Bees",
+        "Bees forage for nectar and pollen and dance to tell the hive where flowers are. " * 12,
+    ),
 ]
 
 
@@ -41,17 +51,25 @@ class RecordingEmbedder:
 
 
 def test_each_chunk_keeps_its_own_vector_when_batches_are_cut_by_length(monkeypatch):
-    monkeypatch.setattr("ingest.batcher.EMBED_PROGRESS_CHUNKS", 4)  # several model calls in one flush
+    monkeypatch.setattr(
+        "ingest.batcher.EMBED_PROGRESS_CHUNKS", 4
+    )  # several model calls in one flush
     source = _source("runtime-order")
     embedder = RecordingEmbedder(get_embedder())
     run = ingest_texts(source, DOCUMENTS, embedder=embedder)
-    assert run.status == "succeeded" and run.chunks_written > len(DOCUMENTS)  # the long one is several chunks
+    assert run.status == "succeeded" and run.chunks_written > len(
+        DOCUMENTS
+    )  # the long one is several chunks
     assert len(embedder.batches) > 1
     lengths = [len(text) for batch in embedder.batches for text in batch]
     assert lengths == sorted(lengths)  # one flush, cut in order of length
-    chunks = list(Chunk.objects.filter(document__source=source).order_by("document__ref", "position"))
+    chunks = list(
+        Chunk.objects.filter(document__source=source).order_by("document__ref", "position")
+    )
     stored = np.array([c.embedding for c in chunks], dtype=np.float32)
-    alone = np.vstack([embedder.embedder.embed_documents([c.text]) for c in chunks])  # each text on its own
+    alone = np.vstack(
+        [embedder.embedder.embed_documents([c.text]) for c in chunks]
+    )  # each text on its own
     similarity = stored @ alone.T
     # each stored vector is its own text's (dynamic int8 quantises activations per batch: close, not equal)
     assert (np.diag(similarity) >= 0.98).all(), np.diag(similarity)
@@ -62,15 +80,21 @@ def test_chunks_say_which_runtime_embedded_them_and_re_embed_moves_them(client):
     source = _source("runtime-moves")
     run = ingest_texts(source, DOCUMENTS[:2], embedder=local_embedder("torch"))
     chunks = Chunk.objects.filter(document__source=source)
-    assert run.status == "succeeded" and set(chunks.values_list("embedding_runtime", flat=True)) == {"torch"}
+    assert run.status == "succeeded" and set(
+        chunks.values_list("embedding_runtime", flat=True)
+    ) == {"torch"}
 
-    body = client.get("/api/search", {"query": "patch a tyre", "namespace": "runtime-moves", "explain": True}).json()
+    body = client.get(
+        "/api/search", {"query": "patch a tyre", "namespace": "runtime-moves", "explain": True}
+    ).json()
     assert body["results"][0]["explanation"]["embedded_by"] == f"{get_embedder().model_id} (torch)"
 
     configured = get_embedder().document_runtime_in_use
     assert configured == "onnx-int8"  # the default runtime, verified against PyTorch at load
     again = ingest_texts(source, DOCUMENTS[:2])  # the same texts: unchanged, nothing re-embedded
-    assert again.items_unchanged == 2 and set(chunks.values_list("embedding_runtime", flat=True)) == {"torch"}
+    assert again.items_unchanged == 2 and set(
+        chunks.values_list("embedding_runtime", flat=True)
+    ) == {"torch"}
 
     reembed = start_ingest(source, mode=IngestRun.Mode.REEMBED, sync=True)  # the admin's Re-embed
     assert reembed.status == "succeeded" and reembed.items_changed == 2

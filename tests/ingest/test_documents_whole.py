@@ -13,7 +13,12 @@ import pytest
 from ingest.errors import NoTextLayer
 from ingest.extract import documents as doc
 from ingest.extract.isolated import extract_isolated
-from ingest.extract.pdf import drop_contents_lines, drop_running_lines, join_split_words, leader_line
+from ingest.extract.pdf import (
+    drop_contents_lines,
+    drop_running_lines,
+    join_split_words,
+    leader_line,
+)
 from retrieval.query import normalise_query
 
 REAL = Path(__file__).resolve().parent.parent / "fixtures" / "real"
@@ -30,11 +35,16 @@ def _xlsx(rows, dimension: str | None = None) -> bytes:
     if dimension is None:
         return out.getvalue()
     patched = io.BytesIO()
-    with zipfile.ZipFile(io.BytesIO(out.getvalue())) as source, zipfile.ZipFile(patched, "w") as target:
+    with (
+        zipfile.ZipFile(io.BytesIO(out.getvalue())) as source,
+        zipfile.ZipFile(patched, "w") as target,
+    ):
         for item in source.infolist():
             data = source.read(item.filename)
             if item.filename == "xl/worksheets/sheet1.xml":
-                data = re.sub(rb'<dimension ref="[^"]*"', f'<dimension ref="{dimension}"'.encode(), data)
+                data = re.sub(
+                    rb'<dimension ref="[^"]*"', f'<dimension ref="{dimension}"'.encode(), data
+                )
             target.writestr(item, data)
     return patched.getvalue()
 
@@ -59,9 +69,13 @@ def test_pptx_text_in_grouped_shapes_is_read():
     slide = presentation.slides.add_slide(presentation.slide_layouts[5])
     slide.shapes.title.text = "Architecture"
     group = slide.shapes.add_group_shape()
-    group.shapes.add_textbox(Inches(1), Inches(2), Inches(3), Inches(1)).text_frame.text = "Grouped box text"
+    group.shapes.add_textbox(
+        Inches(1), Inches(2), Inches(3), Inches(1)
+    ).text_frame.text = "Grouped box text"
     inner = group.shapes.add_group_shape()
-    inner.shapes.add_textbox(Inches(1), Inches(3), Inches(3), Inches(1)).text_frame.text = "Nested group text"
+    inner.shapes.add_textbox(
+        Inches(1), Inches(3), Inches(3), Inches(1)
+    ).text_frame.text = "Nested group text"
     out = io.BytesIO()
     presentation.save(out)
     content = extract_isolated(out.getvalue(), doc.PPTX, fallback_title="s.pptx").content
@@ -85,7 +99,12 @@ def test_docx_merged_cells_are_written_once():
 def test_docx_plain_table_keeps_every_row_and_cell():
     docx = pytest.importorskip("docx")
     document = docx.Document()
-    rows = [["name", "team", "city"], ["alice", "red", "oslo"], ["bob", "blue", "lima"], ["carol", "green", "rome"]]
+    rows = [
+        ["name", "team", "city"],
+        ["alice", "red", "oslo"],
+        ["bob", "blue", "lima"],
+        ["carol", "green", "rome"],
+    ]
     table = document.add_table(rows=len(rows), cols=3)
     for r, row in enumerate(rows):
         for c, text in enumerate(row):
@@ -93,15 +112,20 @@ def test_docx_plain_table_keeps_every_row_and_cell():
     out = io.BytesIO()
     document.save(out)
     content = extract_isolated(out.getvalue(), doc.DOCX, fallback_title="p.docx").content
-    assert content == ("| name | team | city |\n|---|---|---|\n| alice | red | oslo |\n"
-                       "| bob | blue | lima |\n| carol | green | rome |\n")
+    assert content == (
+        "| name | team | city |\n|---|---|---|\n| alice | red | oslo |\n"
+        "| bob | blue | lima |\n| carol | green | rome |\n"
+    )
 
 
 def test_real_docx_tables_keep_their_cells_and_show_a_merged_cell_once():
     """python-docx's own fixture: four 3x3 tables of 1..9, the second with 4 spanning two
     columns, the third with 5 spanning two rows, the fourth with 4 spanning both."""
-    content = extract_isolated((REAL / "documents" / "tbl-cell-access.docx").read_bytes(), doc.DOCX,
-                               fallback_title="tbl-cell-access.docx").content
+    content = extract_isolated(
+        (REAL / "documents" / "tbl-cell-access.docx").read_bytes(),
+        doc.DOCX,
+        fallback_title="tbl-cell-access.docx",
+    ).content
     header = "| 1 | 2 | 3 |\n|---|---|---|\n"
     assert content.split("\n\n") == [
         header + "| 4 | 5 | 6 |\n| 7 | 8 | 9 |",
@@ -118,55 +142,94 @@ def test_pdf_hyphenation_is_joined_and_lookalikes_folded():
 
 
 def test_running_headers_and_footers_are_dropped():
-    pages = [f"ACME Manual v2\nChapter text of page {n} that is the body.\nMore body {n}.\nPage {n} of 9"
-             for n in range(1, 10)]
+    pages = [
+        f"ACME Manual v2\nChapter text of page {n} that is the body.\nMore body {n}.\nPage {n} of 9"
+        for n in range(1, 10)
+    ]
     kept = drop_running_lines(pages)
     assert all("ACME Manual" not in page and "of 9" not in page for page in kept)
     assert all(f"Chapter text of page {n}" in page for n, page in enumerate(kept, start=1))
     assert drop_running_lines(pages[:2]) == pages[:2]  # two pages are no evidence
     # the Debian Reference's PDF: front matter numbered in roman digits, the body "n / total"
-    numbered = [f"Debian-Referenz {n}\nFront matter text {n}.\nMore of it." for n in ("ii", "iii", "xix")]
+    numbered = [
+        f"Debian-Referenz {n}\nFront matter text {n}.\nMore of it." for n in ("ii", "iii", "xix")
+    ]
     numbered += [f"Debian-Referenz {n} / 248\nBody text {n}.\nMore body." for n in range(1, 6)]
     assert not any("Debian-Referenz" in page for page in drop_running_lines(numbered))
 
 
 def test_running_heads_numbered_with_the_page_are_dropped_though_their_text_changes():
     names = ["Introduction"] * 3 + ["Function reference"] * 4 + ["Index"] * 3
-    pages = [f"Chapter {n}: {name} {number + 3}\nBody of page {number}.\n{'Its end' * number} {number}."
-             for number, (n, name) in enumerate(zip([1] * 3 + [4] * 4 + [9] * 3, names, strict=True))]
+    pages = [
+        f"Chapter {n}: {name} {number + 3}\nBody of page {number}.\n{'Its end' * number} {number}."
+        for number, (n, name) in enumerate(zip([1] * 3 + [4] * 4 + [9] * 3, names, strict=True))
+    ]
     pages[5] = "Function reference\nBody of page 5, unnumbered head.\nA last line."
     pages[6] = "Function reference\nBody of page 6.\nA last line."
     kept = drop_running_lines(pages)
     assert all("Chapter" not in page and "Function reference" not in page for page in kept)
-    assert all(f"Body of page {n}" in page for n, page in enumerate(kept)) and "Its endIts end 2." in kept[2]
+    assert (
+        all(f"Body of page {n}" in page for n, page in enumerate(kept))
+        and "Its endIts end 2." in kept[2]
+    )
     # lines that end in numbers out of step with the pages are body text
     words = ["Mixing", "Pouring", "Baking", "Cooling", "Cutting", "Serving"]
-    body = [f"{word} takes 3\nText of step {n}.\n{words[-n]} is in figure {2 * n + 1}" for n, word in enumerate(words)]
+    body = [
+        f"{word} takes 3\nText of step {n}.\n{words[-n]} is in figure {2 * n + 1}"
+        for n, word in enumerate(words)
+    ]
     assert drop_running_lines(body) == body
 
 
 def test_split_words_are_joined_where_the_document_says_so():
-    pages = ["The func-\ntion reads a well-\nknown value from asn1 read value and the\nre-\nsult of ASN1_\n"
-             "ELEMENT_NOT_FOUND.\nThe file name is set.",
-             "int asn1_read_value (node, file_name); this function is well known; a result."]
+    pages = [
+        "The func-\ntion reads a well-\nknown value from asn1 read value and the\nre-\nsult of ASN1_\n"
+        "ELEMENT_NOT_FOUND.\nThe file name is set.",
+        "int asn1_read_value (node, file_name); this function is well known; a result.",
+    ]
     first = join_split_words(pages)[0]
-    assert "The function\nreads a well-known\nvalue from asn1_read_value and the\nresult\nof" in first
+    assert (
+        "The function\nreads a well-known\nvalue from asn1_read_value and the\nresult\nof" in first
+    )
     assert "ASN1_ELEMENT_NOT_FOUND" in first
-    assert "The file name is set." in first  # two parts join only where the same page spells the name
+    assert (
+        "The file name is set." in first
+    )  # two parts join only where the same page spells the name
 
 
 def test_contents_and_index_pages_are_left_out_and_spec_lines_are_not():
     entries = [f"{n}.1 Abschnitt {n} " + ". " * 30 + str(n * 7) for n in range(1, 9)]
-    contents = "\n".join(["Inhaltsverzeichnis", *entries,
-                          "2.6 Grundlegende Paketmanagement-Operationen mit apt(8) / apt-cache(8) . 52"])
+    contents = "\n".join(
+        [
+            "Inhaltsverzeichnis",
+            *entries,
+            "2.6 Grundlegende Paketmanagement-Operationen mit apt(8) / apt-cache(8) . 52",
+        ]
+    )
     body = "Use apt to install packages . . . . . . . . 12\nA sentence that ends in an ellipsis... 10\nPlain text."
-    specs = "\n".join(f"{name} . . . . . . . . {value}" for name, value in (
-        ("Nennspannung", "230 V"), ("Abmessungen", "10 x 20 cm"), ("Espresso", "2,50"), ("Gewicht", "3 kg"),
-        ("Leistung", "2000 W"), ("Kabel", "1,5 m")))
-    assert drop_contents_lines([contents, body, specs]) == ["", body, specs]  # a contents page goes whole
-    assert leader_line("box. . . . . . . . . . . . 48, 49, 140") and leader_line("Vorwort . . . . . . . . xix")
+    specs = "\n".join(
+        f"{name} . . . . . . . . {value}"
+        for name, value in (
+            ("Nennspannung", "230 V"),
+            ("Abmessungen", "10 x 20 cm"),
+            ("Espresso", "2,50"),
+            ("Gewicht", "3 kg"),
+            ("Leistung", "2000 W"),
+            ("Kabel", "1,5 m"),
+        )
+    )
+    assert drop_contents_lines([contents, body, specs]) == [
+        "",
+        body,
+        specs,
+    ]  # a contents page goes whole
+    assert leader_line("box. . . . . . . . . . . . 48, 49, 140") and leader_line(
+        "Vorwort . . . . . . . . xix"
+    )
     assert leader_line("Kapitel . . . . . . . 12\u201314")
-    assert not leader_line("Nennspannung . . . . . . 230 V") and not leader_line("Espresso ........ 2,50")
+    assert not leader_line("Nennspannung . . . . . . 230 V") and not leader_line(
+        "Espresso ........ 2,50"
+    )
     assert not leader_line("Index 182") and not leader_line("1. 2. 3. 4. 5. 6")
 
 
@@ -175,15 +238,21 @@ def _pdf_with_page_numbers_only(pages: int) -> bytes:
     from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
 
     writer = pypdf.PdfWriter()
-    font = DictionaryObject({NameObject("/Type"): NameObject("/Font"), NameObject("/Subtype"): NameObject("/Type1"),
-                             NameObject("/BaseFont"): NameObject("/Helvetica")})
+    font = DictionaryObject(
+        {
+            NameObject("/Type"): NameObject("/Font"),
+            NameObject("/Subtype"): NameObject("/Type1"),
+            NameObject("/BaseFont"): NameObject("/Helvetica"),
+        }
+    )
     for number in range(1, pages + 1):
         page = writer.add_blank_page(612, 792)
         stream = DecodedStreamObject()
         stream.set_data(f"BT /F1 10 Tf 300 30 Td (Page {number} of {pages}) Tj ET".encode())
         page[NameObject("/Contents")] = writer._add_object(stream)
-        page[NameObject("/Resources")] = DictionaryObject({NameObject("/Font"): DictionaryObject(
-            {NameObject("/F1"): writer._add_object(font)})})
+        page[NameObject("/Resources")] = DictionaryObject(
+            {NameObject("/Font"): DictionaryObject({NameObject("/F1"): writer._add_object(font)})}
+        )
         writer.add_outline_item(title=f"{number} Chapter {number}", page_number=number - 1)
     out = io.BytesIO()
     writer.write(out)
@@ -197,6 +266,9 @@ def test_pdf_with_an_outline_but_no_body_text_is_reported():
 
 
 def test_pdf_title_from_first_page_when_metadata_has_none():
-    extracted = extract_isolated((REAL / "documents" / "asymptote-CAD.pdf").read_bytes(), doc.PDF,
-                                 fallback_title="asymptote-CAD.pdf")
+    extracted = extract_isolated(
+        (REAL / "documents" / "asymptote-CAD.pdf").read_bytes(),
+        doc.PDF,
+        fallback_title="asymptote-CAD.pdf",
+    )
     assert extracted.title != "asymptote-CAD.pdf" and "CAD" in extracted.title

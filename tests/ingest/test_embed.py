@@ -66,7 +66,10 @@ def test_graph_is_exported_once_and_reused(model, tmp_path):
     second = load_onnx_query_encoder(model, bundled_model_path(), tmp_path, name="minilm")
     assert second.path == first.path and second.path.stat().st_mtime_ns == stamp
     # no temporary files left: the graph, and the lock processes take turns on
-    assert sorted(p.name for p in tmp_path.iterdir()) == [first.path.name, first.path.name + ".lock"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        first.path.name,
+        first.path.name + ".lock",
+    ]
     assert oct(first.path.stat().st_mode & 0o777) == oct(0o644)
 
 
@@ -91,9 +94,18 @@ def test_processes_starting_together_export_the_graph_once(tmp_path):
     import sys
 
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    processes = [subprocess.Popen([sys.executable, "-c", EXPORT_IN_A_PROCESS, str(tmp_path)], cwd=DOCS.parent, env=env,
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                 for _ in range(2)]
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", EXPORT_IN_A_PROCESS, str(tmp_path)],
+            cwd=DOCS.parent,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
     for process in processes:
         assert process.stdout.readline().strip() == "ready"
     for process in processes:
@@ -128,25 +140,39 @@ def test_cached_graph_of_other_weights_is_rejected_and_reexported(model, tmp_pat
     assert float(np.dot(encoder.encode(query), reference(model, query))) >= VERIFY_MIN_COSINE
 
 
-DOCUMENTS = [block for path in sorted(DOCS.glob("*.md")) for block in path.read_text().split("\n\n")
-             if len(block) > 300][:40] + ["退款政策 三十天内可以申请全额退款。", "word " * 900, "x" * 40_000, "?"]
+DOCUMENTS = [
+    block
+    for path in sorted(DOCS.glob("*.md"))
+    for block in path.read_text().split("\n\n")
+    if len(block) > 300
+][:40] + ["退款政策 三十天内可以申请全额退款。", "word " * 900, "x" * 40_000, "?"]
 
 
-@pytest.mark.parametrize("runtime, least", [("onnx", 0.99999), ("onnx-int8", 0.98)], ids=["fp32", "int8"])
+@pytest.mark.parametrize(
+    "runtime, least", [("onnx", 0.99999), ("onnx-int8", 0.98)], ids=["fp32", "int8"]
+)
 def test_document_runtimes_reproduce_pytorch_in_order(model, tmp_path, runtime, least):
-    embedder = SentenceTransformerEmbedder(bundled_model_path(), document_runtime=runtime, cache_dir=tmp_path)
+    embedder = SentenceTransformerEmbedder(
+        bundled_model_path(), document_runtime=runtime, cache_dir=tmp_path
+    )
     embedder._model = model
     vectors = embedder.embed_documents(DOCUMENTS)
     assert embedder.document_runtime_in_use == runtime
     expected = model.encode(DOCUMENTS, normalize_embeddings=True, convert_to_numpy=True)
     cosines = (vectors * expected).sum(axis=1)
     assert vectors.shape == expected.shape and vectors.dtype == np.float32
-    prose = cosines[:-4]  # the real paragraphs; then CJK, a repeated word, one 40k-character word, "?"
+    prose = cosines[
+        :-4
+    ]  # the real paragraphs; then CJK, a repeated word, one 40k-character word, "?"
     assert prose.min() >= least, (runtime, prose.min())  # each row is its own text's vector
-    if runtime == "onnx-int8":  # int8 weights move degenerate texts further (measured: 0.967 for one)
+    if (
+        runtime == "onnx-int8"
+    ):  # int8 weights move degenerate texts further (measured: 0.967 for one)
         assert cosines.min() >= 0.95 and prose.mean() >= 0.99, (cosines.min(), prose.mean())
         assert list(tmp_path.glob(f"*-{INT8_VARIANT}.onnx"))
-        assert _weight_types(next(tmp_path.glob(f"*-{INT8_VARIANT}.onnx"))) == {"INT8"}  # signed weights
+        assert _weight_types(next(tmp_path.glob(f"*-{INT8_VARIANT}.onnx"))) == {
+            "INT8"
+        }  # signed weights
 
 
 def _weight_types(path) -> set[str]:
@@ -155,18 +181,24 @@ def _weight_types(path) -> set[str]:
 
     graph = onnx.load(str(path)).graph
     weights = {node.input[1] for node in graph.node if node.op_type == "MatMulInteger"}
-    return {onnx.TensorProto.DataType.Name(t.data_type) for t in graph.initializer if t.name in weights}
+    return {
+        onnx.TensorProto.DataType.Name(t.data_type) for t in graph.initializer if t.name in weights
+    }
 
 
 def test_a_document_graph_that_disagrees_falls_back_to_pytorch(model, tmp_path):
     from kb.embedding.onnx_query import graph_path
 
-    embedder = SentenceTransformerEmbedder(bundled_model_path(), document_runtime="onnx", cache_dir=tmp_path)
+    embedder = SentenceTransformerEmbedder(
+        bundled_model_path(), document_runtime="onnx", cache_dir=tmp_path
+    )
     embedder._model = model
     altered = copy.deepcopy(model)
     with torch.no_grad():
         altered[0].auto_model.embeddings.word_embeddings.weight.mul_(-1.0)
-    export_graph(altered, graph_path(tmp_path, embedder.model_id.removeprefix("st:"), embedder.model_path))
+    export_graph(
+        altered, graph_path(tmp_path, embedder.model_id.removeprefix("st:"), embedder.model_path)
+    )
     vectors = embedder.embed_documents(DOCUMENTS[:3])
     assert embedder.document_runtime_in_use == "torch"
     expected = model.encode(DOCUMENTS[:3], normalize_embeddings=True, convert_to_numpy=True)
@@ -175,10 +207,14 @@ def test_a_document_graph_that_disagrees_falls_back_to_pytorch(model, tmp_path):
 
 @pytest.mark.slow  # starts a child process
 def test_a_child_forked_after_the_warm_up_embeds_documents_with_its_own_session(model, tmp_path):
-    embedder = SentenceTransformerEmbedder(bundled_model_path(), document_runtime="onnx-int8", cache_dir=tmp_path)
+    embedder = SentenceTransformerEmbedder(
+        bundled_model_path(), document_runtime="onnx-int8", cache_dir=tmp_path
+    )
     embedder._model = model
     embedder.warm("documents")  # what KB_WARM_MODEL=documents does in qcluster's parent
-    assert embedder._document_encoder and not embedder._document_encoder._sessions  # no pool before the fork
+    assert (
+        embedder._document_encoder and not embedder._document_encoder._sessions
+    )  # no pool before the fork
     child = os.fork()
     if child == 0:  # pragma: no cover - the child reports through its exit code
         vectors = embedder.embed_documents(DOCUMENTS[:8])
@@ -195,9 +231,13 @@ def test_a_child_forked_after_the_warm_up_embeds_documents_with_its_own_session(
 
 
 def test_the_int8_encoder_hands_its_batch_buffers_back_after_a_run(model, tmp_path):
-    embedder = SentenceTransformerEmbedder(bundled_model_path(), document_runtime="onnx-int8", cache_dir=tmp_path)
+    embedder = SentenceTransformerEmbedder(
+        bundled_model_path(), document_runtime="onnx-int8", cache_dir=tmp_path
+    )
     embedder._model = model
-    long_texts = [f"{i} " + "the pumpkin harvest begins in autumn " * 60 for i in range(32)]  # 256 tokens each
+    long_texts = [
+        f"{i} " + "the pumpkin harvest begins in autumn " * 60 for i in range(32)
+    ]  # 256 tokens each
     embedder.embed_documents(long_texts)
     held = _resident_mb()
     embedder.release_memory()
@@ -208,5 +248,9 @@ def test_the_int8_encoder_hands_its_batch_buffers_back_after_a_run(model, tmp_pa
 
 
 def _resident_mb() -> float:
-    line = next(line for line in Path("/proc/self/status").read_text().splitlines() if line.startswith("VmRSS"))
+    line = next(
+        line
+        for line in Path("/proc/self/status").read_text().splitlines()
+        if line.startswith("VmRSS")
+    )
     return int(line.split()[1]) / 1024

@@ -52,7 +52,9 @@ def test_html_to_markdown_golden():
 
 
 def test_title_falls_back_to_first_h1():
-    assert extract(b"<body><h1>Only heading</h1><p>x</p></body>", "text/html").title == "Only heading"
+    assert (
+        extract(b"<body><h1>Only heading</h1><p>x</p></body>", "text/html").title == "Only heading"
+    )
 
 
 def test_code_fence_outgrows_backticks_inside_it():
@@ -77,7 +79,10 @@ def test_a_comment_or_prompt_inside_a_code_fence_is_not_the_title():
     text = "## 备份和恢复\n\n```\n# MIN HR DOM MON DOW STRFTIME_FMT\n0 * * * * backup\n```\n\n# 备份工具\n"
     assert extract(text.encode(), "text/markdown").title == "备份工具"
     fenced_only = "## Setup\n\n~~~\n# apt install foo\n~~~\n"
-    assert extract(fenced_only.encode(), "text/markdown", fallback_title="notes.md").title == "notes.md"
+    assert (
+        extract(fenced_only.encode(), "text/markdown", fallback_title="notes.md").title
+        == "notes.md"
+    )
 
 
 def test_plain_text_stays_plain():
@@ -96,7 +101,11 @@ GERMAN = (
 @pytest.mark.parametrize(
     "raw, charset, expected",
     [
-        ("Grüße aus Köln – naïve café".encode("cp1252"), "windows-1252", "Grüße aus Köln – naïve café"),
+        (
+            "Grüße aus Köln – naïve café".encode("cp1252"),
+            "windows-1252",
+            "Grüße aus Köln – naïve café",
+        ),
         (GERMAN.encode("latin-1"), None, GERMAN),
         ("中文文本，编码检测。".encode("utf-8"), None, "中文文本，编码检测。"),
     ],
@@ -107,7 +116,9 @@ def test_encodings_are_detected_not_assumed(raw, charset, expected):
 
 
 def test_html_meta_charset_is_honoured():
-    body = '<html><head><meta charset="iso-8859-1"></head><body><p>Café</p></body></html>'.encode("latin-1")
+    body = '<html><head><meta charset="iso-8859-1"></head><body><p>Café</p></body></html>'.encode(
+        "latin-1"
+    )
     assert extract(body, "text/html").content.strip() == "Café"
 
 

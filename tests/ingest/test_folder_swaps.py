@@ -69,7 +69,9 @@ def test_a_file_swapped_for_a_fifo_is_refused_without_blocking(share):
             pass
         reader.join(timeout=5)
         pytest.fail("reading a FIFO blocked the run")
-    assert isinstance(outcome[0], FolderEntryRefused) and "no longer a regular file" in str(outcome[0])
+    assert isinstance(outcome[0], FolderEntryRefused) and "no longer a regular file" in str(
+        outcome[0]
+    )
 
 
 def test_a_hard_link_to_a_file_outside_the_folder_is_not_read(share, tmp_path):
@@ -83,7 +85,9 @@ def test_a_hard_link_to_a_file_outside_the_folder_is_not_read(share, tmp_path):
 @pytest.mark.django_db
 def test_a_refused_file_fails_alone_and_the_run_goes_on(namespace, share, tmp_path):
     os.link(tmp_path / "outside" / "docs" / "guide.md", share / "docs" / "linked.md")
-    source = Source.objects.create(namespace=namespace, name="handbook", kind="folder", location=str(share))
+    source = Source.objects.create(
+        namespace=namespace, name="handbook", kind="folder", location=str(share)
+    )
     run = IngestRun.objects.create(source=source)
     IngestPipeline(run, embedder=get_embedder()).execute()
     run.refresh_from_db()
@@ -96,8 +100,12 @@ def test_a_refused_file_fails_alone_and_the_run_goes_on(namespace, share, tmp_pa
 @pytest.mark.django_db
 def test_a_listing_cut_at_the_file_limit_removes_nothing_and_says_so(namespace, share, settings):
     for number in range(3):
-        (share / "docs" / f"page{number}.md").write_text(f"# Page {number}\n\nThe text of page {number}.\n")
-    source = Source.objects.create(namespace=namespace, name="handbook", kind="folder", location=str(share))
+        (share / "docs" / f"page{number}.md").write_text(
+            f"# Page {number}\n\nThe text of page {number}.\n"
+        )
+    source = Source.objects.create(
+        namespace=namespace, name="handbook", kind="folder", location=str(share)
+    )
     first = IngestRun.objects.create(source=source)
     IngestPipeline(first, embedder=get_embedder()).execute()
     assert source.documents.count() == 4

@@ -28,8 +28,10 @@ FORGE = "https://forge.example/docs/blob/{commit}/{path}#L{line}"
 MIGRATE = "lfs/docs/man/git-lfs-migrate.adoc"
 PATCHES = "git/Documentation/SubmittingPatches.adoc"
 RETURN_CODES = "freeradius/doc/antora/modules/unlang/pages/return_codes.adoc"
-needs_asciidoctor = pytest.mark.skipif(shutil.which("asciidoctor") is None,
-                                       reason="Debian's asciidoctor is not installed (scripts/asciidoctor.sh)")
+needs_asciidoctor = pytest.mark.skipif(
+    shutil.which("asciidoctor") is None,
+    reason="Debian's asciidoctor is not installed (scripts/asciidoctor.sh)",
+)
 
 
 @pytest.fixture
@@ -38,11 +40,14 @@ def served(tmp_path):
     shutil.copytree(REAL / "git-lfs", repo.path / "lfs")
     shutil.copytree(REAL / "freeradius", repo.path / "freeradius")
     repo.write(PATCHES, (REAL / "git/Documentation/SubmittingPatches.txt").read_bytes())
-    repo.write("hostile.adoc", "= Hostile\n:source-highlighter: pygments\n:allow-uri-read:\n:data-uri:\n"
-                               ":toc: preamble\n:docinfo: shared\n\n== Reads\n\ninclude::/etc/passwd[]\n\n"
-                               "include::../TOPSECRET.txt[]\n\n"
-                               "image::https://example.com/tracker.png[]\n\n[source,python]\n----\nprint(1)\n----\n\n"
-                               "Visible text.\n")
+    repo.write(
+        "hostile.adoc",
+        "= Hostile\n:source-highlighter: pygments\n:allow-uri-read:\n:data-uri:\n"
+        ":toc: preamble\n:docinfo: shared\n\n== Reads\n\ninclude::/etc/passwd[]\n\n"
+        "include::../TOPSECRET.txt[]\n\n"
+        "image::https://example.com/tracker.png[]\n\n[source,python]\n----\nprint(1)\n----\n\n"
+        "Visible text.\n",
+    )
     repo.write("TOPSECRET.txt", "TOPSECRET the server's own file\n")
     repo.commit("three AsciiDoc trees")
     with GitHttpServer(tmp_path / "served") as server:
@@ -60,7 +65,9 @@ def _sync(source) -> IngestRun:
 
 def _asciidoctor_ids(path: Path) -> list[str]:
     """The section ids Debian's plain `asciidoctor` command writes into the page it publishes."""
-    html = subprocess.run(["asciidoctor", "-s", "-o", "-", str(path)], capture_output=True, check=True).stdout.decode()
+    html = subprocess.run(
+        ["asciidoctor", "-s", "-o", "-", str(path)], capture_output=True, check=True
+    ).stdout.decode()
     return re.findall(r'<h[2-6] id="([^"]+)"', html)
 
 
@@ -72,9 +79,15 @@ def _line(lines: list[str], text: str) -> int:
 @pytest.mark.django_db
 @needs_asciidoctor
 def test_real_asciidoc_trees_become_sections_with_asciidoctors_ids_cited_at_their_heading_lines(
-        namespace, git_settings, allow_loopback, served):
-    source = Source.objects.create(namespace=namespace, name="docs", kind="git", location=served.url("docs/.git"),
-                                   options={"include": ["*.adoc"], "web_url": FORGE})
+    namespace, git_settings, allow_loopback, served
+):
+    source = Source.objects.create(
+        namespace=namespace,
+        name="docs",
+        kind="git",
+        location=served.url("docs/.git"),
+        options={"include": ["*.adoc"], "web_url": FORGE},
+    )
     run = _sync(source)
     assert (run.status, run.items_failed) == ("succeeded", 0), run.error
     commit = served.repo.git("rev-parse", "HEAD")
@@ -91,13 +104,20 @@ def test_real_asciidoc_trees_become_sections_with_asciidoctors_ids_cited_at_thei
     patches = Document.objects.get(source=source, ref=PATCHES)
     explicit = re.findall(r"^#+ .*\{#([^}]+)\}$", patches.content, flags=re.M)
     assert explicit == _asciidoctor_ids(served.repo.path / PATCHES)
-    assert explicit[1:3] == ["base-branch", "separate-commits"]  # written [[base-branch]] in the file
+    assert explicit[1:3] == [
+        "base-branch",
+        "separate-commits",
+    ]  # written [[base-branch]] in the file
 
     # each section's first passage opens the file at its heading, as Asciidoctor's sourcemap has it
     lines = (served.repo.path / MIGRATE).read_text().splitlines()
     for heading in ("=== IMPORT", "== INCLUDE AND EXCLUDE REFERENCES", "=== Migrate local history"):
         title = heading.lstrip("= ")
-        chunk = Chunk.objects.filter(document=migrate, heading_path__contains=[title]).order_by("position").first()
+        chunk = (
+            Chunk.objects.filter(document=migrate, heading_path__contains=[title])
+            .order_by("position")
+            .first()
+        )
         assert chunk.anchor == f"L{_line(lines, heading)}", heading
     assert migrate.metadata["url"] == f"https://forge.example/docs/blob/{commit}/{MIGRATE}"
 
@@ -135,8 +155,10 @@ def test_the_first_words_of_a_real_section_find_another_one_and_the_sourcemap_do
 def test_a_documents_own_idprefix_idseparator_and_explicit_ids_are_the_anchors():
     from ingest.extract.isolated import extract_isolated
 
-    body = (b"= Guide\n:idprefix:\n:idseparator: -\n\n== Getting Started\n\ntext\n\n[#own-id]\n== Next Steps\n\n"
-            b"more\n\n[[legacy]]\n=== Old Style\n\nend\n")
+    body = (
+        b"= Guide\n:idprefix:\n:idseparator: -\n\n== Getting Started\n\ntext\n\n[#own-id]\n== Next Steps\n\n"
+        b"more\n\n[[legacy]]\n=== Old Style\n\nend\n"
+    )
     extracted = extract_isolated(body, "text/asciidoc")
     assert re.findall(r"\{#([^}]+)\}", extracted.content) == ["getting-started", "own-id", "legacy"]
     assert dict(extracted.heading_lines) == {"getting-started": 5, "own-id": 10, "legacy": 15}
@@ -149,16 +171,19 @@ def test_asciidoctor_is_held_to_the_parser_childs_cpu_budget():
     from ingest.errors import ParserBudgetExceeded
     from ingest.extract.isolated import ParserBudget, extract_isolated
 
-    body = b"= Big\n\n" + b"".join(b"== Section %d\n\nSome *text* and a link:https://example.com[link].\n\n" % number
-                                   for number in range(60_000))
+    body = b"= Big\n\n" + b"".join(
+        b"== Section %d\n\nSome *text* and a link:https://example.com[link].\n\n" % number
+        for number in range(60_000)
+    )
     with pytest.raises(ParserBudgetExceeded, match="Asciidoctor exceeded its CPU or memory budget"):
         extract_isolated(body, "text/asciidoc", budget=ParserBudget(cpu_seconds=1))
 
 
 @pytest.mark.slow
 @pytest.mark.django_db
-def test_without_asciidoctor_an_asciidoc_file_fails_alone_with_a_stable_code(namespace, settings, tmp_path,
-                                                                              monkeypatch):
+def test_without_asciidoctor_an_asciidoc_file_fails_alone_with_a_stable_code(
+    namespace, settings, tmp_path, monkeypatch
+):
     root = tmp_path / "shares"
     (root / "docs").mkdir(parents=True)
     shutil.copy(REAL / "git-lfs/docs/man/git-lfs-fetch.adoc", root / "docs/git-lfs-fetch.adoc")
@@ -169,7 +194,9 @@ def test_without_asciidoctor_an_asciidoc_file_fails_alone_with_a_stable_code(nam
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))  # the parser child finds no ruby
     try:
-        source = Source.objects.create(namespace=namespace, name="share", kind="folder", location=str(root / "docs"))
+        source = Source.objects.create(
+            namespace=namespace, name="share", kind="folder", location=str(root / "docs")
+        )
         run = _sync(source)
     finally:
         kb_settings.cache_clear()

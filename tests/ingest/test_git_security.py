@@ -41,17 +41,32 @@ def _sync(source) -> IngestRun:
 
 
 def _source(namespace, location, **options) -> Source:
-    return Source.objects.create(namespace=namespace, name="docutils", kind="git", location=location,
-                                 options={"include": [INTRO], **options})
+    return Source.objects.create(
+        namespace=namespace,
+        name="docutils",
+        kind="git",
+        location=location,
+        options={"include": [INTRO], **options},
+    )
 
 
-@pytest.mark.parametrize(("value", "says"), [
-    pytest.param("s3cret-token", "names no host", id="no-host-named"),
-    pytest.param("127.0.0.1=s3cret-token", "goes only over https to the host(s)", id="right-host-plain-http"),
-    pytest.param("git.example.com=s3cret-token", "goes only over https to the host(s)", id="other-host"),
-])
-def test_a_token_is_not_sent_where_the_operator_did_not_name(namespace, git_settings, allow_loopback, served,
-                                                              value, says):
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        pytest.param("s3cret-token", "names no host", id="no-host-named"),
+        pytest.param(
+            "127.0.0.1=s3cret-token",
+            "goes only over https to the host(s)",
+            id="right-host-plain-http",
+        ),
+        pytest.param(
+            "git.example.com=s3cret-token", "goes only over https to the host(s)", id="other-host"
+        ),
+    ],
+)
+def test_a_token_is_not_sent_where_the_operator_did_not_name(
+    namespace, git_settings, allow_loopback, served, value, says
+):
     git_settings.KB_GIT_TOKENS = {"CORP": value}
     kb_settings.cache_clear()
     run = _sync(_source(namespace, served.url("docutils/.git"), token="CORP"))
@@ -61,8 +76,9 @@ def test_a_token_is_not_sent_where_the_operator_did_not_name(namespace, git_sett
     assert Document.objects.count() == 0
 
 
-def test_a_token_for_another_https_host_is_refused_before_any_request(namespace, git_settings, allow_loopback,
-                                                                        served):
+def test_a_token_for_another_https_host_is_refused_before_any_request(
+    namespace, git_settings, allow_loopback, served
+):
     git_settings.KB_GIT_TOKENS = {"CORP": "git.corp.example,docs.corp.example=s3cret-token"}
     kb_settings.cache_clear()
     location = f"https://localhost:{served.port}/docutils/.git"
@@ -72,15 +88,20 @@ def test_a_token_for_another_https_host_is_refused_before_any_request(namespace,
     assert served.requests == []
 
 
-def test_a_token_written_without_its_host_is_not_shown_in_the_error(namespace, git_settings, allow_loopback, served):
-    git_settings.KB_GIT_TOKENS = {"CORP": "c2VjcmV0LXRva2Vu=="}  # base64 with padding: '=' but no host
+def test_a_token_written_without_its_host_is_not_shown_in_the_error(
+    namespace, git_settings, allow_loopback, served
+):
+    git_settings.KB_GIT_TOKENS = {
+        "CORP": "c2VjcmV0LXRva2Vu=="
+    }  # base64 with padding: '=' but no host
     kb_settings.cache_clear()
     run = _sync(_source(namespace, f"https://localhost:{served.port}/docutils/.git", token="CORP"))
     assert run.error.startswith("INGEST_GIT_TOKEN_REFUSED: ") and "c2VjcmV0" not in run.error
 
 
-def test_a_token_reaches_git_through_its_environment_not_its_command_line(git_settings, allow_loopback, served,
-                                                                           tmp_path, monkeypatch):
+def test_a_token_reaches_git_through_its_environment_not_its_command_line(
+    git_settings, allow_loopback, served, tmp_path, monkeypatch
+):
     """The token's header is in the fetch's environment (readable by its user only), not in argv
     (readable by every user of the machine through ps and /proc), and the server receives it."""
     launched = []
@@ -91,41 +112,66 @@ def test_a_token_reaches_git_through_its_environment_not_its_command_line(git_se
         return real_popen(command, **kwargs)
 
     monkeypatch.setattr(subprocess, "Popen", recording_popen)
-    git = Git(served.url("docutils/.git"), tmp_path / "cache", timeout=60, max_bytes=10**8, token="s3cret-token")
+    git = Git(
+        served.url("docutils/.git"),
+        tmp_path / "cache",
+        timeout=60,
+        max_bytes=10**8,
+        token="s3cret-token",
+    )
     git.fetch("", allowed=FetchPolicy.from_settings().allowed, allow_local=False)
     basic = base64.b64encode(b"x-access-token:s3cret-token").decode()
-    assert served.requests and all(h.get("authorization") == f"Basic {basic}" for _, h in served.requests)
+    assert served.requests and all(
+        h.get("authorization") == f"Basic {basic}" for _, h in served.requests
+    )
     fetches = [(command, env) for command, env in launched if "fetch" in command]
-    assert fetches and all(basic not in " ".join(command) and "s3cret" not in " ".join(command)
-                           for command, _ in launched)
+    assert fetches and all(
+        basic not in " ".join(command) and "s3cret" not in " ".join(command)
+        for command, _ in launched
+    )
     assert fetches[0][1]["GIT_CONFIG_VALUE_0"] == f"Authorization: Basic {basic}"
-    assert all("GIT_CONFIG_VALUE_0" not in env for command, env in launched if "fetch" not in command)
+    assert all(
+        "GIT_CONFIG_VALUE_0" not in env for command, env in launched if "fetch" not in command
+    )
 
 
 def test_a_host_with_a_trailing_dot_is_pinned_as_curl_reads_it(allow_loopback):
-    _, pins = check_remote("https://localhost.:8443/docs.git", allowed=FetchPolicy.from_settings().allowed,
-                           resolve=True, resolver=lambda host, port: ["127.0.0.1"])
+    _, pins = check_remote(
+        "https://localhost.:8443/docs.git",
+        allowed=FetchPolicy.from_settings().allowed,
+        resolve=True,
+        resolver=lambda host, port: ["127.0.0.1"],
+    )
     assert pins == ("localhost.:8443:127.0.0.1", "localhost:8443:127.0.0.1")
 
 
-def test_curl_connects_to_the_vetted_address_of_a_name_written_with_a_trailing_dot(git_settings, allow_loopback,
-                                                                                   served, tmp_path):
+def test_curl_connects_to_the_vetted_address_of_a_name_written_with_a_trailing_dot(
+    git_settings, allow_loopback, served, tmp_path
+):
     """A name DNS does not know (`.invalid`), vetted as 127.0.0.1: the fetch succeeds only if curl
     takes the pinned address, and fails if it asks DNS itself (where a rebinding answer would win)."""
     location = f"http://kb-pin-test.invalid.:{served.port}/docutils/.git"
     git = Git(location, tmp_path / "cache", timeout=60, max_bytes=10**8)
-    head = git.fetch("", allowed=FetchPolicy.from_settings().allowed, allow_local=False,
-                     resolver=lambda host, port: ["127.0.0.1"])
+    head = git.fetch(
+        "",
+        allowed=FetchPolicy.from_settings().allowed,
+        allow_local=False,
+        resolver=lambda host, port: ["127.0.0.1"],
+    )
     assert len(head) == 40 and served.requests
 
 
-@pytest.mark.parametrize("pattern", [
-    pytest.param("javascript:alert(document.cookie)//{path}", id="javascript"),
-    pytest.param("data:text/html,<script>x</script>{path}", id="data"),
-    pytest.param("//forge.example/{path}", id="no-scheme"),
-])
-def test_a_web_url_that_is_not_http_is_refused_before_anything_is_fetched(namespace, git_settings, allow_loopback,
-                                                                          served, pattern):
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        pytest.param("javascript:alert(document.cookie)//{path}", id="javascript"),
+        pytest.param("data:text/html,<script>x</script>{path}", id="data"),
+        pytest.param("//forge.example/{path}", id="no-scheme"),
+    ],
+)
+def test_a_web_url_that_is_not_http_is_refused_before_anything_is_fetched(
+    namespace, git_settings, allow_loopback, served, pattern
+):
     run = _sync(_source(namespace, served.url("docutils/.git"), web_url=pattern))
     assert run.status == "failed" and run.error.startswith("INGEST_LOCATION_REFUSED: ")
     assert "web_url" in run.error and served.requests == [] and Document.objects.count() == 0

@@ -34,8 +34,11 @@ def served(tmp_path):
     shutil.copytree(REAL / "docutils-docs", repo.path, dirs_exist_ok=True)
     for notebook in ("test3.ipynb", "test4.ipynb"):
         repo.write(f"notebooks/{notebook}", (REAL / "notebooks" / notebook).read_bytes())
-    repo.write("docs/secret-include.rst", "Secret\n======\n\n.. include:: ../TOPSECRET.txt\n\n"
-                                          ".. raw:: html\n\n   <script>alert(1)</script>\n\nVisible text.\n")
+    repo.write(
+        "docs/secret-include.rst",
+        "Secret\n======\n\n.. include:: ../TOPSECRET.txt\n\n"
+        ".. raw:: html\n\n   <script>alert(1)</script>\n\nVisible text.\n",
+    )
     repo.write("TOPSECRET.txt", "TOPSECRET the server's own file\n")
     repo.commit("docutils docs and notebooks")
     with GitHttpServer(tmp_path / "served") as server:
@@ -44,8 +47,13 @@ def served(tmp_path):
 
 
 def _source(namespace, location, name="docutils", **options) -> Source:
-    return Source.objects.create(namespace=namespace, name=name, kind="git", location=location,
-                                 options={"include": ["docs/*", "notebooks/*"], **options})
+    return Source.objects.create(
+        namespace=namespace,
+        name=name,
+        kind="git",
+        location=location,
+        options={"include": ["docs/*", "notebooks/*"], **options},
+    )
 
 
 def _sync(source) -> IngestRun:
@@ -63,7 +71,8 @@ def _sphinx_ids(path: Path) -> list[str]:
 
 
 def test_a_real_rst_tree_becomes_sections_with_sphinx_ids_and_forge_citations_at_their_line(
-        namespace, git_settings, allow_loopback, served):
+    namespace, git_settings, allow_loopback, served
+):
     source = _source(namespace, served.url("docutils/.git"), web_url=FORGE)
     run = _sync(source)
     assert (run.status, run.items_failed) == ("succeeded", 0), run.error
@@ -81,39 +90,62 @@ def test_a_real_rst_tree_becomes_sections_with_sphinx_ids_and_forge_citations_at
 
     lines = (served.repo.path / INTRO).read_text().splitlines()
     goals = lines.index("Goals") + 1  # the title's line, 1-based
-    chunks = list(Chunk.objects.filter(document=intro, heading_path__contains=["Goals"]).order_by("position"))
+    chunks = list(
+        Chunk.objects.filter(document=intro, heading_path__contains=["Goals"]).order_by("position")
+    )
     chunk = chunks[0]
     line = int(chunk.anchor.removeprefix("L"))
-    assert line == goals  # the section's first passage opens at its title, docutils' own position of it
-    later = [int(c.anchor.removeprefix("L")) for c in chunks[1:]]  # the others at their own first words
+    assert (
+        line == goals
+    )  # the section's first passage opens at its title, docutils' own position of it
+    later = [
+        int(c.anchor.removeprefix("L")) for c in chunks[1:]
+    ]  # the others at their own first words
     assert later and all(goals < number for number in later) and later == sorted(later)
-    citation = document_citation_url(url=intro.metadata["url"], ref=intro.ref, anchor=chunk.anchor,
-                                      namespace=namespace.slug, document_id=intro.pk, chunk_id=chunk.pk)
+    citation = document_citation_url(
+        url=intro.metadata["url"],
+        ref=intro.ref,
+        anchor=chunk.anchor,
+        namespace=namespace.slug,
+        document_id=intro.pk,
+        chunk_id=chunk.pk,
+    )
     assert citation == f"https://forge.example/docutils/blob/{commit}/{INTRO}#L{line}"
 
     notebook = Document.objects.get(source=source, ref="notebooks/test4.ipynb")
     assert notebook.title == "nbconvert latex test"
-    assert '```\nfrom __future__ import annotations\n\nprint("hello")\n```\n\n```text\nhello\n```' in notebook.content
+    assert (
+        '```\nfrom __future__ import annotations\n\nprint("hello")\n```\n\n```text\nhello\n```'
+        in notebook.content
+    )
     secret = Document.objects.get(source=source, ref="docs/secret-include.rst")
     assert "Visible text." in secret.content
     assert "TOPSECRET" not in secret.content and "<script>" not in secret.content
 
 
 def test_without_a_forge_pattern_citations_open_the_document_view_at_the_section(
-        namespace, git_settings, allow_loopback, served):
+    namespace, git_settings, allow_loopback, served
+):
     source = _source(namespace, served.url("docutils/.git"), include=[INTRO])
     assert _sync(source).status == "succeeded"
     intro = Document.objects.get(source=source)
     assert "url" not in intro.metadata
     assert "goals" in set(intro.chunks.values_list("anchor", flat=True))
     chunk = intro.chunks.filter(anchor="goals").order_by("position").first()
-    citation = document_citation_url(url="", ref=intro.ref, anchor=chunk.anchor, namespace=namespace.slug,
-                                      document_id=intro.pk, chunk_id=chunk.pk)
+    citation = document_citation_url(
+        url="",
+        ref=intro.ref,
+        anchor=chunk.anchor,
+        namespace=namespace.slug,
+        document_id=intro.pk,
+        chunk_id=chunk.pk,
+    )
     assert citation == f"/documents/{intro.pk}/#passage-{chunk.pk}"
 
 
 def test_a_commit_that_edits_renames_and_deletes_yields_exactly_those_three_changes(
-        namespace, git_settings, allow_loopback, served):
+    namespace, git_settings, allow_loopback, served
+):
     source = _source(namespace, served.url("docutils/.git"), web_url=FORGE)
     first = _sync(source)
     documents = dict(Document.objects.filter(source=source).values_list("ref", "id"))
@@ -141,17 +173,23 @@ def test_a_commit_that_edits_renames_and_deletes_yields_exactly_those_three_chan
     # a rename with an edit in the same commit: git's rename detection moves it, then it is re-read
     todo = repo.path / "docs/user/todo.rst"
     repo.git("mv", "docs/user/todo.rst", "docs/user/todo-list.rst")
-    (repo.path / "docs/user/todo-list.rst").write_text(todo.with_name("todo-list.rst").read_text() + "\nOne more.\n")
+    (repo.path / "docs/user/todo-list.rst").write_text(
+        todo.with_name("todo-list.rst").read_text() + "\nOne more.\n"
+    )
     repo.commit("rename and edit")
     run = _sync(source)
     items = {item.ref: (item.status, item.reason) for item in run.items.all()}
-    assert items["docs/user/todo-list.rst"] == ("changed", "renamed from docs/user/todo.rst; content changed")
+    assert items["docs/user/todo-list.rst"] == (
+        "changed",
+        "renamed from docs/user/todo.rst; content changed",
+    )
     assert Document.objects.get(source=source, ref="docs/user/todo-list.rst").pk == moved.pk
     assert run.items_removed == 0
 
 
 def test_the_remote_is_checked_by_the_ssrf_guard_and_git_connects_to_the_vetted_address(
-        namespace, git_settings, served, no_private, monkeypatch):
+    namespace, git_settings, served, no_private, monkeypatch
+):
     refused = _source(namespace, served.url("docutils/.git"))
     run = _sync(refused)
     assert run.status == "failed" and run.error.startswith("INGEST_FETCH_BLOCKED: "), run.error
@@ -159,14 +197,26 @@ def test_the_remote_is_checked_by_the_ssrf_guard_and_git_connects_to_the_vetted_
 
     # a name only this process resolves: git (curl) can only reach it through the pinned address
     lookup = socket.getaddrinfo
-    monkeypatch.setattr(socket, "getaddrinfo", lambda host, *a, **k: lookup(
-        "127.0.0.1" if host == "docs.kb-pinned.test" else host, *a, **k))
+    monkeypatch.setattr(
+        socket,
+        "getaddrinfo",
+        lambda host, *a, **k: lookup(
+            "127.0.0.1" if host == "docs.kb-pinned.test" else host, *a, **k
+        ),
+    )
     git_settings.KB_FETCH_ALLOWED_PRIVATE = ["127.0.0.0/8:*"]
     kb_settings.cache_clear()
-    pinned = _source(namespace, served.url("docutils/.git", host="docs.kb-pinned.test"), "pinned", include=[INTRO])
+    pinned = _source(
+        namespace,
+        served.url("docutils/.git", host="docs.kb-pinned.test"),
+        "pinned",
+        include=[INTRO],
+    )
     run = _sync(pinned)
     assert run.status == "succeeded", run.error
-    assert served.requests and all(headers["host"].startswith("docs.kb-pinned.test:") for _, headers in served.requests)
+    assert served.requests and all(
+        headers["host"].startswith("docs.kb-pinned.test:") for _, headers in served.requests
+    )
 
 
 def test_local_paths_need_the_operators_leave(namespace, git_settings, served):
@@ -181,7 +231,8 @@ def test_local_paths_need_the_operators_leave(namespace, git_settings, served):
 
 
 def test_a_repository_over_the_size_budget_fails_and_keeps_what_was_indexed(
-        namespace, git_settings, allow_loopback, served):
+    namespace, git_settings, allow_loopback, served
+):
     source = _source(namespace, served.url("docutils/.git"), include=[INTRO])
     assert _sync(source).status == "succeeded"
     git_settings.KB_GIT_MAX_BYTES = 20_000
@@ -193,7 +244,8 @@ def test_a_repository_over_the_size_budget_fails_and_keeps_what_was_indexed(
 
 
 def test_a_token_comes_from_the_servers_environment_never_from_the_database(
-        namespace, git_settings, allow_loopback, served):
+    namespace, git_settings, allow_loopback, served
+):
     source = _source(namespace, served.url("docutils/.git"), include=[INTRO], token="DOCS")
     run = _sync(source)
     assert run.status == "failed" and run.error.startswith("INGEST_LOCATION_REFUSED: ")
@@ -201,12 +253,16 @@ def test_a_token_comes_from_the_servers_environment_never_from_the_database(
     assert served.requests == []
     git_settings.KB_GIT_TOKENS = {"DOCS": "127.0.0.1=s3cret-token"}
     kb_settings.cache_clear()
-    run = _sync(source)  # over plain http, even to the host it is for: refused (test_git_security.py)
+    run = _sync(
+        source
+    )  # over plain http, even to the host it is for: refused (test_git_security.py)
     assert run.error.startswith("INGEST_GIT_TOKEN_REFUSED: ") and served.requests == []
     assert "s3cret" not in str(Source.objects.filter(pk=source.pk).values().get())
 
 
-def test_an_unknown_branch_is_a_clear_error_and_deletes_nothing(namespace, git_settings, allow_loopback, served):
+def test_an_unknown_branch_is_a_clear_error_and_deletes_nothing(
+    namespace, git_settings, allow_loopback, served
+):
     source = _source(namespace, served.url("docutils/.git"), include=[INTRO])
     assert _sync(source).status == "succeeded"
     source.options = {**source.options, "branch": "no-such-branch"}
@@ -216,8 +272,9 @@ def test_an_unknown_branch_is_a_clear_error_and_deletes_nothing(namespace, git_s
     assert "'no-such-branch'" in run.error and Document.objects.filter(source=source).count() == 1
 
 
-def test_a_renamed_file_whose_forge_url_sorts_before_its_path_still_moves(namespace, git_settings, allow_loopback,
-                                                                          served):
+def test_a_renamed_file_whose_forge_url_sorts_before_its_path_still_moves(
+    namespace, git_settings, allow_loopback, served
+):
     """The store knows each document under its forge URL too (its `url`): only paths are renamed from."""
     source = _source(namespace, served.url("docutils/.git"), include=["notebooks/*"], web_url=FORGE)
     assert _sync(source).items_changed == 2
@@ -225,6 +282,7 @@ def test_a_renamed_file_whose_forge_url_sorts_before_its_path_still_moves(namesp
     served.repo.git("mv", "notebooks/test4.ipynb", "notebooks/v4.ipynb")
     served.repo.commit("rename a notebook")
     run = _sync(source)
-    assert {item.ref: (item.status, item.reason) for item in run.items.exclude(status="unchanged")} == {
-        "notebooks/v4.ipynb": ("changed", "renamed from notebooks/test4.ipynb")}
+    assert {
+        item.ref: (item.status, item.reason) for item in run.items.exclude(status="unchanged")
+    } == {"notebooks/v4.ipynb": ("changed", "renamed from notebooks/test4.ipynb")}
     assert Document.objects.get(source=source, ref="notebooks/v4.ipynb").pk == before

@@ -25,22 +25,35 @@ def staff_client(client, db):
     return client
 
 
-def test_admin_action_enqueues_a_run_that_a_real_worker_completes(transactional_db, client, namespace):
+def test_admin_action_enqueues_a_run_that_a_real_worker_completes(
+    transactional_db, client, namespace
+):
     user = get_user_model().objects.create_superuser("curator", "c@example.com", "pw-123456789")
     client.force_login(user)
-    source = Source.objects.create(namespace=namespace, name="notes", kind="text",
-                                   text="# Worker test\n\nThe worker embeds this text.")
-    response = client.post(reverse("admin:kb_source_changelist"),
-                           {"action": "ingest_now", "_selected_action": [source.pk]}, follow=True)
+    source = Source.objects.create(
+        namespace=namespace,
+        name="notes",
+        kind="text",
+        text="# Worker test\n\nThe worker embeds this text.",
+    )
+    response = client.post(
+        reverse("admin:kb_source_changelist"),
+        {"action": "ingest_now", "_selected_action": [source.pk]},
+        follow=True,
+    )
     assert response.status_code == 200
     run = IngestRun.objects.get(source=source)
     assert run.status == "queued" and run.task_id
     assert OrmQ.objects.count() == 1
     assert f"run #{run.pk}" in response.content.decode()
 
-    worker = subprocess.Popen([sys.executable, "manage.py", "qcluster"], cwd=REPO,
-                              env={**os.environ, "DATABASE_URL": current_database_url()},
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    worker = subprocess.Popen(
+        [sys.executable, "manage.py", "qcluster"],
+        cwd=REPO,
+        env={**os.environ, "DATABASE_URL": current_database_url()},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
@@ -110,8 +123,12 @@ def test_ingest_now_does_not_wait_for_the_workers_open_write_batch(transactional
     meanwhile must wait for neither: "Ingest now" once waited over 30 s while the worker wrote."""
     from ingest.store import language_setting
 
-    source = Source.objects.create(namespace=namespace, name="notes", kind="text", text="# Notes\n\nBusy.")
-    other = Source.objects.create(namespace=namespace, name="other", kind="text", text="# Other\n\nBusy.")
+    source = Source.objects.create(
+        namespace=namespace, name="notes", kind="text", text="# Notes\n\nBusy."
+    )
+    other = Source.objects.create(
+        namespace=namespace, name="other", kind="text", text="# Other\n\nBusy."
+    )
 
     def open_batch(of: Source):
         return lambda: (language_setting(of.namespace_id), IngestRun.objects.create(source=of))
@@ -119,38 +136,68 @@ def test_ingest_now_does_not_wait_for_the_workers_open_write_batch(transactional
     run = _queue_while(open_batch(source), source)  # the worker writes this source
     assert isinstance(run, IngestRun) and run.status == "queued" and run.task_id, run
     again = _queue_while(open_batch(other), source)  # or another source of the same namespace
-    assert isinstance(again, IngestRun) and again.pk == run.pk, again  # still one queued run per source and mode
+    assert isinstance(again, IngestRun) and again.pk == run.pk, (
+        again
+    )  # still one queued run per source and mode
     # two callers queueing for one source still take turns on its row
-    taking_turns = _queue_while(lambda: Source.objects.select_for_update(no_key=True, of=("self",))
-                                .filter(pk=source.pk).order_by("pk").first(), source)
+    taking_turns = _queue_while(
+        lambda: (
+            Source.objects.select_for_update(no_key=True, of=("self",))
+            .filter(pk=source.pk)
+            .order_by("pk")
+            .first()
+        ),
+        source,
+    )
     assert isinstance(taking_turns, OperationalError) and "lock timeout" in str(taking_turns)
 
 
 def test_admin_actions_need_staff(client, db, namespace):
     source = Source.objects.create(namespace=namespace, name="n", kind="text", text="x")
-    response = client.post(reverse("admin:kb_source_changelist"),
-                           {"action": "ingest_now", "_selected_action": [source.pk]})
+    response = client.post(
+        reverse("admin:kb_source_changelist"),
+        {"action": "ingest_now", "_selected_action": [source.pk]},
+    )
     assert response.status_code == 302 and "/admin/login/" in response["Location"]
     assert not IngestRun.objects.exists()
 
 
-def test_run_page_shows_progress_items_and_retries_failed(staff_client, namespace, web, allow_loopback):
+def test_run_page_shows_progress_items_and_retries_failed(
+    staff_client, namespace, web, allow_loopback
+):
     web.page("/ok", "<p>fine</p>")
     from tests.webserver import Route
 
-    web.routes["/llms.txt"] = Route(f"- [ok]({web.url('/ok')})\n- [bad]({web.url('/bad')})\n".encode(), 200,
-                                    {"Content-Type": "text/plain"})
-    source = Source.objects.create(namespace=namespace, name="l", kind="llms", location=web.url("/llms.txt"))
+    web.routes["/llms.txt"] = Route(
+        f"- [ok]({web.url('/ok')})\n- [bad]({web.url('/bad')})\n".encode(),
+        200,
+        {"Content-Type": "text/plain"},
+    )
+    source = Source.objects.create(
+        namespace=namespace, name="l", kind="llms", location=web.url("/llms.txt")
+    )
     run = start_ingest(source, sync=True)
     page = staff_client.get(reverse("admin:kb_ingestrun_change", args=[run.pk])).content.decode()
     assert 'class="kb-run-live"' in page and "run_progress.js" in page
     assert "Retry 1 failed item" in page
     assert "INGEST_HTTP_STATUS" in page and web.url("/bad") in page
     progress = staff_client.get(reverse("admin:kb_ingestrun_progress", args=[run.pk])).json()
-    header = {key: progress.pop(key) for key in ("title", "fields", "items")}  # the live page's fields
-    assert progress == {"id": run.pk, "status": "partial", "percent": 100, "items_total": 2,
-                        "items_done": 2, "items_failed": 1, "chunks_total": 1, "chunks_embedded": 1,
-                        "chunks_written": 1, "note": "", "error": ""}
+    header = {
+        key: progress.pop(key) for key in ("title", "fields", "items")
+    }  # the live page's fields
+    assert progress == {
+        "id": run.pk,
+        "status": "partial",
+        "percent": 100,
+        "items_total": 2,
+        "items_done": 2,
+        "items_failed": 1,
+        "chunks_total": 1,
+        "chunks_embedded": 1,
+        "chunks_written": 1,
+        "note": "",
+        "error": "",
+    }
     assert header["title"].endswith("(partial)") and len(header["items"]) == 2
     response = staff_client.post(reverse("admin:kb_ingestrun_retry", args=[run.pk]))
     retry = IngestRun.objects.exclude(pk=run.pk).get()
@@ -159,11 +206,20 @@ def test_run_page_shows_progress_items_and_retries_failed(staff_client, namespac
 
 
 def test_refresh_interval_becomes_a_schedule(db, namespace):
-    source = Source.objects.create(namespace=namespace, name="n", kind="text", text="x",
-                                   refresh_interval=datetime.timedelta(hours=6))
+    source = Source.objects.create(
+        namespace=namespace,
+        name="n",
+        kind="text",
+        text="x",
+        refresh_interval=datetime.timedelta(hours=6),
+    )
     schedule = sync_refresh_schedule(source)
     assert (schedule.func, schedule.args, schedule.minutes, schedule.schedule_type) == (
-        "ingest.tasks.refresh_source", str(source.pk), 360, Schedule.MINUTES)
+        "ingest.tasks.refresh_source",
+        str(source.pk),
+        360,
+        Schedule.MINUTES,
+    )
     source.enabled = False
     sync_refresh_schedule(source)
     assert not Schedule.objects.filter(name=f"kb-refresh-source-{source.pk}").exists()

@@ -24,8 +24,10 @@ from ingest.extract.ocr import OcrOptions, page_ranges
 pdfium = pytest.importorskip("pypdfium2")
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "documents"
 CAD = REAL / "asymptote-CAD.pdf"
-needs_tesseract = pytest.mark.skipif(shutil.which("tesseract") is None,
-                                     reason="Tesseract is installed by scripts/test (scripts/ocr.sh)")
+needs_tesseract = pytest.mark.skipif(
+    shutil.which("tesseract") is None,
+    reason="Tesseract is installed by scripts/test (scripts/ocr.sh)",
+)
 
 
 def _page_image(index: int, dpi: int = 300, crop: float = 1.0):
@@ -67,30 +69,47 @@ def _mixed_pdf(text_pages=(0,), scan_page=1) -> bytes:
 def _page_text(extracted, number: int) -> str:
     starts = dict((n, o) for o, n in extracted.pages)
     ends = sorted(o for o, _ in extracted.pages if o > starts[number]) + [len(extracted.content)]
-    return extracted.content[starts[number]:ends[0]]
+    return extracted.content[starts[number] : ends[0]]
 
 
 def _png_header_only(width: int, height: int) -> bytes:
     """A PNG that claims `width` x `height` pixels: a few hundred bytes, gigabytes decoded."""
+
     def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        return (
+            struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        )
 
     ihdr = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\x00" * 4096))
-            + chunk(b"IEND", b""))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", ihdr)
+        + chunk(b"IDAT", zlib.compress(b"\x00" * 4096))
+        + chunk(b"IEND", b"")
+    )
 
 
 # --- pure ------------------------------------------------------------------------------------------
 def test_page_ranges_and_the_report_reason():
     assert page_ranges([1, 2, 3, 5, 7, 8]) == "1-3, 5, 7-8"
-    extracted = doc.Extracted(title="t", content="x", media_type="text/markdown", ocr_pages=((2, 90.0), (3, 80.0)))
+    extracted = doc.Extracted(
+        title="t", content="x", media_type="text/markdown", ocr_pages=((2, 90.0), (3, 80.0))
+    )
     assert ocr.ocr_reason("new", extracted) == "new; OCR: pages 2-3, mean confidence 85%"
-    assert ocr.ocr_reason("new", doc.Extracted(title="t", content="x", media_type="text/plain")) == "new"
+    assert (
+        ocr.ocr_reason("new", doc.Extracted(title="t", content="x", media_type="text/plain"))
+        == "new"
+    )
 
 
 def test_words_are_joined_in_tesseract_reading_order():
-    data = {"text": ["", "Two", "columns", "left", "right"], "block_num": [1, 1, 1, 1, 2],
-            "par_num": [1, 1, 1, 1, 1], "line_num": [1, 1, 1, 2, 1], "conf": [-1, 90, 80, 70, 60]}
+    data = {
+        "text": ["", "Two", "columns", "left", "right"],
+        "block_num": [1, 1, 1, 1, 2],
+        "par_num": [1, 1, 1, 1, 1],
+        "line_num": [1, 1, 1, 2, 1],
+        "conf": [-1, 90, 80, 70, 60],
+    }
     page = ocr.page_from_words(data)
     assert page.text == "Two columns\nleft\n\nright" and page.confidence == 75.0
 
@@ -98,9 +117,13 @@ def test_words_are_joined_in_tesseract_reading_order():
 # --- through the parser child ----------------------------------------------------------------------
 @needs_tesseract
 def test_scanned_pdf_is_read_with_its_pages_kept():
-    extracted = extract_isolated(_scanned_pdf([_page_image(0), _page_image(1)]), doc.PDF, ocr=OcrOptions())
+    extracted = extract_isolated(
+        _scanned_pdf([_page_image(0), _page_image(1)]), doc.PDF, ocr=OcrOptions()
+    )
     assert extracted.page_unit == "page" and [n for _, n in extracted.pages] == [1, 2]
-    assert [n for n, _ in extracted.ocr_pages] == [1, 2] and all(c > 80 for _, c in extracted.ocr_pages)
+    assert [n for n, _ in extracted.ocr_pages] == [1, 2] and all(
+        c > 80 for _, c in extracted.ocr_pages
+    )
     assert _recall(_text_layer(1), _page_text(extracted, 2)) > 0.95
     assert "To use the capabilities of the package" in _page_text(extracted, 2)
 
@@ -117,9 +140,16 @@ def test_mixed_pdf_ocrs_only_the_page_without_a_text_layer():
 def test_multipage_tiff_frames_are_pages():
     frames = [_page_image(1, crop=0.3), _page_image(0, crop=0.3)]
     out = io.BytesIO()
-    frames[0].save(out, format="TIFF", save_all=True, append_images=frames[1:], compression="tiff_lzw")
-    extracted = extract_isolated(out.getvalue(), ocr.TIFF, fallback_title="scan.tiff", ocr=OcrOptions())
-    assert [n for _, n in extracted.pages] == [1, 2] and [n for n, _ in extracted.ocr_pages] == [1, 2]
+    frames[0].save(
+        out, format="TIFF", save_all=True, append_images=frames[1:], compression="tiff_lzw"
+    )
+    extracted = extract_isolated(
+        out.getvalue(), ocr.TIFF, fallback_title="scan.tiff", ocr=OcrOptions()
+    )
+    assert [n for _, n in extracted.pages] == [1, 2] and [n for n, _ in extracted.ocr_pages] == [
+        1,
+        2,
+    ]
     assert "capabilities" in _page_text(extracted, 1) and "Henning" in _page_text(extracted, 2)
     assert extracted.title == "scan.tiff"
 
@@ -151,8 +181,12 @@ def test_a_decompression_bomb_is_refused_within_its_budget():
     bomb = _png_header_only(100_000, 100_000)  # 10 G pixels in 200 bytes
     started = time.monotonic()
     with pytest.raises(ParserBudgetExceeded, match="pixels"):
-        extract_isolated(bomb, ocr.PNG, ocr=OcrOptions(),
-                         budget=ParserBudget(cpu_seconds=5, memory_bytes=512 * 1024 ** 2))
+        extract_isolated(
+            bomb,
+            ocr.PNG,
+            ocr=OcrOptions(),
+            budget=ParserBudget(cpu_seconds=5, memory_bytes=512 * 1024**2),
+        )
     assert time.monotonic() - started < 10
 
 
@@ -169,7 +203,9 @@ def test_without_tesseract_a_scan_is_no_text_layer_with_advice(monkeypatch):
 @needs_tesseract
 def test_a_missing_language_is_named_with_its_package():
     with pytest.raises(NoTextLayer, match="tesseract-ocr-klingon"):
-        extract_isolated(_scanned_pdf([_page_image(1, dpi=72)]), doc.PDF, ocr=OcrOptions(languages=("klingon",)))
+        extract_isolated(
+            _scanned_pdf([_page_image(1, dpi=72)]), doc.PDF, ocr=OcrOptions(languages=("klingon",))
+        )
 
 
 # --- through the real pipeline and search ---------------------------------------------------------
@@ -206,10 +242,14 @@ def test_a_sentence_from_a_scanned_page_is_found_at_its_page(client, namespace, 
     assert hits[0].document_id == pdf.pk and hits[0].page_start == 3 and hits[0].scanned
     assert hits[0].citation_url == f"/documents/{pdf.pk}/original#page=3"
     every = search("pen group measurement package", namespace.slug, limit=50, log=False).hits
-    assert all(h.scanned == (h.page_start <= 3 <= h.page_end) for h in every)  # a passage touching page 3
+    assert all(
+        h.scanned == (h.page_start <= 3 <= h.page_end) for h in every
+    )  # a passage touching page 3
     assert any(not h.scanned for h in every)
 
-    api = client.get("/api/search", {"query": sentence, "namespace": namespace.slug}).json()["results"]
+    api = client.get("/api/search", {"query": sentence, "namespace": namespace.slug}).json()[
+        "results"
+    ]
     assert api[0]["scanned"] is True and api[0]["citation_url"].endswith("#page=3")
     page = client.get("/", {"q": sentence, "namespace": namespace.slug}).content.decode()
     assert "text recognised from a scan" in page

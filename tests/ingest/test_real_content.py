@@ -23,12 +23,29 @@ REAL = Path(__file__).resolve().parent.parent / "fixtures" / "real"
 SITE_PAGES = [
     ("sphinx/sqlite3.html", "https://docs.python.org/3.11/library/sqlite3.html"),
     ("sphinx/controlflow.html", "https://docs.python.org/3.11/tutorial/controlflow.html"),
-    ("mkdocs-site/user-guide/configuration.html", "https://www.mkdocs.org/user-guide/configuration/"),
-    ("mkdocs/literate-nav-reference.html", "https://oprypin.github.io/mkdocs-literate-nav/reference.html"),
+    (
+        "mkdocs-site/user-guide/configuration.html",
+        "https://www.mkdocs.org/user-guide/configuration/",
+    ),
+    (
+        "mkdocs/literate-nav-reference.html",
+        "https://oprypin.github.io/mkdocs-literate-nav/reference.html",
+    ),
 ]
-CHROME = ("Quick search", "Table of Contents", "« previous", "Previous topic", "Next topic",
-          "This Page", "Report a Bug", "Show Source", "Last updated",
-          "Built with MkDocs", "Made with Material", "Copyright ©")
+CHROME = (
+    "Quick search",
+    "Table of Contents",
+    "« previous",
+    "Previous topic",
+    "Next topic",
+    "This Page",
+    "Report a Bug",
+    "Show Source",
+    "Last updated",
+    "Built with MkDocs",
+    "Made with Material",
+    "Copyright ©",
+)
 PERMALINK_MARKS = ("¶", "Permanent link", "Permalink to this heading", "](")
 
 
@@ -48,7 +65,9 @@ def test_real_site_pages_keep_content_and_drop_chrome(name, url):
         for crumb in chunk.heading_path:
             assert not any(mark in crumb for mark in PERMALINK_MARKS + ("#", "`", "**")), crumb
         prose = "\n".join(b for b in blocks(chunk.text) if not b.lstrip().startswith("```"))
-        assert "](" not in re.sub(r"`[^`]*`", "", prose)  # links carry their words only (code may show markdown)
+        assert "](" not in re.sub(
+            r"`[^`]*`", "", prose
+        )  # links carry their words only (code may show markdown)
     assert extracted.links, "outgoing links are kept as data"
     assert all(link.startswith("http") and "#" not in link for link in extracted.links)
 
@@ -59,12 +78,16 @@ def test_real_site_anchors_exist_as_ids_in_the_page(name, url):
     ids = {tag["id"] for tag in BeautifulSoup(body, "html.parser").find_all(id=True)}
     with_heading = [c for c in chunks if c.heading_path]
     resolved = [c for c in with_heading if c.anchor in ids or not c.anchor]  # "": the page itself
-    assert len(resolved) >= 0.95 * len(with_heading), [c.anchor for c in with_heading if c.anchor not in ids]
+    assert len(resolved) >= 0.95 * len(with_heading), [
+        c.anchor for c in with_heading if c.anchor not in ids
+    ]
 
 
 def test_sphinx_title_headings_and_code_language():
     _, extracted, chunks = _page(*SITE_PAGES[0])
-    assert extracted.title == "sqlite3 — DB-API 2.0 interface for SQLite databases"  # no site suffix
+    assert (
+        extracted.title == "sqlite3 — DB-API 2.0 interface for SQLite databases"
+    )  # no site suffix
     assert "```python\nimport sqlite3" in extracted.content  # from div.highlight-python3
     tutorial = next(c for c in chunks if c.heading_path[-1:] == ("Tutorial",))
     assert tutorial.anchor == "tutorial"
@@ -76,27 +99,37 @@ def test_snippet_text_shows_no_markdown():
     assert "```" not in shown and "{#" not in shown and "](" not in shown
     fenced = set(re.findall(r"^```[^\n]*\n(.*?)^```", extracted.content, re.S | re.M))
     code_lines = {line.strip() for block in fenced for line in block.splitlines()}
-    assert all(line in code_lines for line in shown.splitlines() if line.startswith("#"))  # comments in code stay
+    assert all(
+        line in code_lines for line in shown.splitlines() if line.startswith("#")
+    )  # comments in code stay
 
 
 # --- documents ------------------------------------------------------------------------------------
 def _document(name: str, media_type: str):
-    return extract_isolated((REAL / "documents" / name).read_bytes(), media_type, fallback_title=name)
+    return extract_isolated(
+        (REAL / "documents" / name).read_bytes(), media_type, fallback_title=name
+    )
 
 
 def test_pdf_pages_and_outline_headings():
     extracted = _document("asymptote.pdf", doc.PDF)
     # the table of contents (pages 3 to 5) and the index (185 to 196) are entries with dot
     # leaders and page numbers, which match every query word: their pages hold no text
-    assert extracted.page_unit == "page" and [n for _, n in extracted.pages] == [1, 2, *range(6, 186)]
-    assert ". . . . ." not in extracted.content and "# Index" in extracted.content  # its outline heading stays
+    assert extracted.page_unit == "page" and [n for _, n in extracted.pages] == [
+        1,
+        2,
+        *range(6, 186),
+    ]
+    assert (
+        ". . . . ." not in extracted.content and "# Index" in extracted.content
+    )  # its outline heading stays
     chunks = chunk_markdown(extracted.content, extracted.title, pages=extracted.pages)
     assert all(c.page_start and c.page_end and c.page_start <= c.page_end for c in chunks)
     assert chunks[-1].page_end == 185 and chunks[0].page_start == 1
     headings = {c.heading_path[0] for c in chunks if c.heading_path}
     assert {"1 Description", "2 Installation", "3 Tutorial"} <= headings  # from the PDF outline
     tutorial = next(c for c in chunks if c.heading_path[:1] == ("3 Tutorial",))
-    page_text = extracted.content[dict((n, o) for o, n in extracted.pages)[tutorial.page_start]:]
+    page_text = extracted.content[dict((n, o) for o, n in extracted.pages)[tutorial.page_start] :]
     assert "Tutorial" in page_text[:2000]
 
 
@@ -109,7 +142,9 @@ def test_pdf_without_outline_still_has_pages():
 RUNNING_HEAD = re.compile(r"^(?:Chapter \d+|Appendix [A-Z]): .{3,60} \d+$", re.MULTILINE)
 
 
-@pytest.mark.parametrize("name, heads", [("libtasn1.pdf", 26), ("asymptote.pdf", 162)], ids=["libtasn1", "asymptote"])
+@pytest.mark.parametrize(
+    "name, heads", [("libtasn1.pdf", 26), ("asymptote.pdf", 162)], ids=["libtasn1", "asymptote"]
+)
 def test_pdf_running_heads_that_change_per_chapter_are_in_no_passage(name, heads):
     """Texinfo prints "Chapter 4: Function reference 22" over each page: the chapter's name and
     the page number change, so no line repeats across half the pages, yet none is content."""
@@ -117,7 +152,10 @@ def test_pdf_running_heads_that_change_per_chapter_are_in_no_passage(name, heads
 
     body = (REAL / "documents" / name).read_bytes()
     document = pdfium.PdfDocument(body)
-    raw = "\n".join(document[i].get_textpage().get_text_range().replace("\r\n", "\n") for i in range(len(document)))
+    raw = "\n".join(
+        document[i].get_textpage().get_text_range().replace("\r\n", "\n")
+        for i in range(len(document))
+    )
     assert len(RUNNING_HEAD.findall(raw)) >= heads  # the running heads are there to remove
     extracted = extract_isolated(body, doc.PDF, fallback_title=name)
     chunks = chunk_markdown(extracted.content, extracted.title, pages=extracted.pages)
@@ -129,7 +167,9 @@ def test_pdf_passages_keep_their_text_and_pages_without_the_running_heads():
     chunks = chunk_markdown(extracted.content, extracted.title, pages=extracted.pages)
     decode = next(c for c in chunks if "Decodes a simple DER encoded type" in c.body)
     assert decode.page_start <= 25 <= decode.page_end  # printed page 22 is the PDF's 25th
-    assert "GNU Libtasn1 home page" in extracted.content and "## Simple parsing" in extracted.content
+    assert (
+        "GNU Libtasn1 home page" in extracted.content and "## Simple parsing" in extracted.content
+    )
 
 
 def test_pdf_identifiers_whose_underscores_print_as_rules_are_joined():
@@ -139,10 +179,14 @@ def test_pdf_identifiers_whose_underscores_print_as_rules_are_joined():
     assert "\nasn1_decode_simple_der\nint asn1_decode_simple_der (" in content
     assert "asn1 decode simple der" not in content and "asn1 create element" not in content
     assert "der_len: the bytes of the encoded string" in content  # a parameter's name
-    assert "ASN1_SYNTAX_ERROR if the syntax is not correct" in content  # broken after its underscore
+    assert (
+        "ASN1_SYNTAX_ERROR if the syntax is not correct" in content
+    )  # broken after its underscore
     asymptote = _document("asymptote.pdf", doc.PDF).content
     assert "defined in three_light.asy:" in asymptote
-    assert "The Vector Graphics Language" in asymptote  # a link's Vector_Graphics_Language is not a name
+    assert (
+        "The Vector Graphics Language" in asymptote
+    )  # a link's Vector_Graphics_Language is not a name
 
 
 def _pdf_variant(**encrypt) -> bytes:
@@ -186,8 +230,11 @@ def test_parser_budget_cannot_be_escaped():
     from ingest.errors import ParserBudgetExceeded
 
     with pytest.raises(ParserBudgetExceeded):
-        extract_isolated((REAL / "documents" / "asymptote.pdf").read_bytes(), doc.PDF,
-                         budget=ParserBudget(cpu_seconds=1, memory_bytes=60 * 1024 ** 2))
+        extract_isolated(
+            (REAL / "documents" / "asymptote.pdf").read_bytes(),
+            doc.PDF,
+            budget=ParserBudget(cpu_seconds=1, memory_bytes=60 * 1024**2),
+        )
 
 
 def test_odt_headings_become_sections():
@@ -195,7 +242,9 @@ def test_odt_headings_become_sections():
     chunks = chunk_markdown(extracted.content, extracted.title)
     paths = {c.heading_path for c in chunks}
     assert ("Introduction", "About OpenDocument") in paths
-    assert extracted.title == "Application Programmer's Interface for ODFPY"  # its properties' title, not a heading
+    assert (
+        extracted.title == "Application Programmer's Interface for ODFPY"
+    )  # its properties' title, not a heading
 
 
 def test_docx_heading_styles_become_headings():
@@ -211,12 +260,17 @@ def test_pptx_slides_are_sections_with_slide_numbers():
     assert all(c.page_start == int(c.anchor.split("-")[1]) for c in chunks)
 
 
-@pytest.mark.parametrize("name,media_type", [("pythagoras-kspread.ods", doc.ODS),
-                                             ("shp-embedded-xlsx.xlsx", doc.XLSX)])
+@pytest.mark.parametrize(
+    "name,media_type", [("pythagoras-kspread.ods", doc.ODS), ("shp-embedded-xlsx.xlsx", doc.XLSX)]
+)
 def test_spreadsheets_become_tables_per_sheet(name, media_type):
     extracted = _document(name, media_type)
     assert extracted.page_unit == "sheet"
-    assert "## Sheet1 {#sheet-1}" in extracted.content and "\n| " in extracted.content and "|---|" in extracted.content
+    assert (
+        "## Sheet1 {#sheet-1}" in extracted.content
+        and "\n| " in extracted.content
+        and "|---|" in extracted.content
+    )
 
 
 def test_csv_rows_become_tables_with_the_header_repeated():
@@ -234,22 +288,30 @@ def test_email_keeps_subject_sender_and_body():
 def test_epub_chapters_in_spine_order():
     """An EPUB packed here around two real Sphinx chapters (the container is the test's; the
     chapters are python3.11-doc's)."""
-    chapters = {"OEBPS/a.xhtml": (REAL / "sphinx" / "controlflow.html").read_bytes(),
-                "OEBPS/b.xhtml": (REAL / "sphinx" / "sqlite3.html").read_bytes()}
+    chapters = {
+        "OEBPS/a.xhtml": (REAL / "sphinx" / "controlflow.html").read_bytes(),
+        "OEBPS/b.xhtml": (REAL / "sphinx" / "sqlite3.html").read_bytes(),
+    }
     out = io.BytesIO()
     import zipfile
 
     with zipfile.ZipFile(out, "w") as archive:
         archive.writestr("mimetype", "application/epub+zip")
-        archive.writestr("META-INF/container.xml", '<?xml version="1.0"?><container version="1.0" '
-                         'xmlns="urn:oasis:names:tc:opendocument:xmlns:container"><rootfiles><rootfile '
-                         'full-path="OEBPS/book.opf" media-type="application/oebps-package+xml"/>'
-                         '</rootfiles></container>')
-        archive.writestr("OEBPS/book.opf", '<?xml version="1.0"?><package xmlns="http://www.idpf.org/2007/opf" '
-                         'version="3.0"><metadata xmlns:dc="http://purl.org/dc/elements/1.1/"><dc:title>Python '
-                         'chapters</dc:title></metadata><manifest><item id="b" href="b.xhtml" media-type='
-                         '"application/xhtml+xml"/><item id="a" href="a.xhtml" media-type="application/xhtml+xml"/>'
-                         '</manifest><spine><itemref idref="b"/><itemref idref="a"/></spine></package>')
+        archive.writestr(
+            "META-INF/container.xml",
+            '<?xml version="1.0"?><container version="1.0" '
+            'xmlns="urn:oasis:names:tc:opendocument:xmlns:container"><rootfiles><rootfile '
+            'full-path="OEBPS/book.opf" media-type="application/oebps-package+xml"/>'
+            "</rootfiles></container>",
+        )
+        archive.writestr(
+            "OEBPS/book.opf",
+            '<?xml version="1.0"?><package xmlns="http://www.idpf.org/2007/opf" '
+            'version="3.0"><metadata xmlns:dc="http://purl.org/dc/elements/1.1/"><dc:title>Python '
+            'chapters</dc:title></metadata><manifest><item id="b" href="b.xhtml" media-type='
+            '"application/xhtml+xml"/><item id="a" href="a.xhtml" media-type="application/xhtml+xml"/>'
+            '</manifest><spine><itemref idref="b"/><itemref idref="a"/></spine></package>',
+        )
         for name, data in chapters.items():
             archive.writestr(name, data)
     extracted = extract_isolated(out.getvalue(), doc.EPUB)

@@ -12,7 +12,9 @@ REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
 
 
 def _content(name: str) -> str:
-    return extract((REAL / name).read_bytes(), "text/html", url=f"https://httpd.example/{name}").content
+    return extract(
+        (REAL / name).read_bytes(), "text/html", url=f"https://httpd.example/{name}"
+    ).content
 
 
 def test_a_page_that_is_mostly_links_is_kept_as_its_list_of_links():
@@ -25,7 +27,9 @@ def test_a_page_that_is_mostly_links_is_kept_as_its_list_of_links():
 
 def test_related_modules_and_directives_tables_are_kept():
     content = _content("apache/caching.html")
-    assert content.count("Related Modules") == content.count("Related Directives") == 6  # the six tables of the page
+    assert (
+        content.count("Related Modules") == content.count("Related Directives") == 6
+    )  # the six tables of the page
     assert "CacheSocache" in content and "mod_socache_memcache" in content
 
 
@@ -35,11 +39,15 @@ def test_sphinx_related_navigation_is_still_dropped():
 
 
 def test_a_lone_article_keeps_the_title_and_summary_beside_it():
-    html = b"""<body><nav><a href='/'>Home</a></nav><div class='page'><h1>mod_example</h1>
+    html = (
+        b"""<body><nav><a href='/'>Home</a></nav><div class='page'><h1>mod_example</h1>
     <p class='summary'>The example module answers every request with an example.</p>
-    <article><h2>Directives</h2><p>""" + b"ExampleDirective sets the example. " * 20 + b"""</p></article>
+    <article><h2>Directives</h2><p>"""
+        + b"ExampleDirective sets the example. " * 20
+        + b"""</p></article>
     <section><h2>See also</h2><ul><li><a href='/a'>mod_other</a></li><li><a href='/b'>mod_more</a></li></ul>
     </section></div><footer>Copyright</footer></body>"""
+    )
     content = extract(html, "text/html").content
     assert "# mod_example" in content and "answers every request" in content
     assert "mod_other" in content and "ExampleDirective" in content
@@ -66,6 +74,8 @@ def test_a_collapsed_list_that_says_more_than_the_page_is_kept():
 
 def test_list_items_left_empty_are_not_written_as_bullets():
     """A menu bar's theme list is buttons only: with the buttons dropped, no empty bullets."""
-    html = b"<main><h1>T</h1><p>Body text here.</p><ul><li><button>Light</button></li>" \
-           b"<li><button>Rust</button></li><li>Kept</li></ul></main>"
+    html = (
+        b"<main><h1>T</h1><p>Body text here.</p><ul><li><button>Light</button></li>"
+        b"<li><button>Rust</button></li><li>Kept</li></ul></main>"
+    )
     assert extract(html, "text/html").content == "# T\n\nBody text here.\n\n- Kept\n"

@@ -24,7 +24,9 @@ def _extract(name: str):
 
 def _page_ids(name: str) -> set[str]:
     soup = BeautifulSoup((REAL / name).read_bytes(), "lxml")
-    return {t["id"] for t in soup.find_all(id=True)} | {a["name"] for a in soup.find_all("a", attrs={"name": True})}
+    return {t["id"] for t in soup.find_all(id=True)} | {
+        a["name"] for a in soup.find_all("a", attrs={"name": True})
+    }
 
 
 def test_a_mismatched_heading_end_tag_ends_the_heading():
@@ -43,7 +45,9 @@ def test_an_unknown_element_around_the_rest_of_a_page_keeps_its_blocks():
     content = _extract("sqlite/fts3.html").content
     headings = [line for line in content.splitlines() if line.startswith("#")]
     assert len(headings) == 44
-    assert any(h.startswith("## 6.") for h in headings) and any(h.startswith("# Appendix A") for h in headings)
+    assert any(h.startswith("## 6.") for h in headings) and any(
+        h.startswith("# Appendix A") for h in headings
+    )
     assert content.count("\n```") >= 2 * 60  # each code block fenced on its own lines
     assert max(len(line) for line in content.splitlines()) < 2000
 
@@ -54,14 +58,20 @@ def test_every_anchor_written_and_cited_exists_on_the_page(name):
     ids = _page_ids(name)
     written = {m.group(1) for line in extracted.content.splitlines() if (m := ANCHOR.search(line))}
     assert written <= ids
-    cited = {c.anchor for c in chunk_markdown(extracted.content, extracted.title, web_page=True)} - {""}
+    cited = {
+        c.anchor for c in chunk_markdown(extracted.content, extracted.title, web_page=True)
+    } - {""}
     assert cited <= ids
-    assert cited or name.endswith("docs.html")  # docs.html gives its sections no ids: cited at its top
+    assert cited or name.endswith(
+        "docs.html"
+    )  # docs.html gives its sections no ids: cited at its top
 
 
 def test_a_permalink_to_a_fragment_the_page_lacks_gives_no_anchor():
-    html = b"<main><h1>T</h1><h2>Usage<a class='headerlink' href='#usage-x'>#</a></h2><p>Text.</p>" \
-           b"<h2 id='real'>Real</h2><p>More.</p></main>"
+    html = (
+        b"<main><h1>T</h1><h2>Usage<a class='headerlink' href='#usage-x'>#</a></h2><p>Text.</p>"
+        b"<h2 id='real'>Real</h2><p>More.</p></main>"
+    )
     content = extract(html, "text/html").content
     assert "## Usage\n" in content + "\n" and "## Real {#real}" in content
 
@@ -75,8 +85,10 @@ def test_a_heading_that_runs_on_is_written_as_text():
 
 @pytest.mark.parametrize("body", [b"<h2>A</h1><p>b</p>", "<h2>A</h1><p>b</p>"])
 def test_close_headings_reads_bytes_and_text(body):
-    assert close_headings(body) == body.replace(b"</h1>" if isinstance(body, bytes) else "</h1>",
-                                                b"</h2>" if isinstance(body, bytes) else "</h2>")
+    assert close_headings(body) == body.replace(
+        b"</h1>" if isinstance(body, bytes) else "</h1>",
+        b"</h2>" if isinstance(body, bytes) else "</h2>",
+    )
 
 
 def test_close_headings_leaves_comments_and_scripts_alone():
@@ -85,24 +97,31 @@ def test_close_headings_leaves_comments_and_scripts_alone():
 
 
 def test_header_cells_that_span_columns_keep_the_cells_after_them_above_their_columns():
-    html = b"<main><h1>T</h1><p>Intro.</p><table><tr><th rowspan='2'>Name</th><th colspan='2'>Size</th>" \
-           b"<th>Note</th></tr><tr><th>min</th><th>max</th><th>unit</th></tr>" \
-           b"<tr><td>a</td><td>1</td><td>2</td><td>kB</td></tr></table></main>"
-    rows = [line for line in extract(html, "text/html").content.splitlines() if line.startswith("|")]
+    html = (
+        b"<main><h1>T</h1><p>Intro.</p><table><tr><th rowspan='2'>Name</th><th colspan='2'>Size</th>"
+        b"<th>Note</th></tr><tr><th>min</th><th>max</th><th>unit</th></tr>"
+        b"<tr><td>a</td><td>1</td><td>2</td><td>kB</td></tr></table></main>"
+    )
+    rows = [
+        line for line in extract(html, "text/html").content.splitlines() if line.startswith("|")
+    ]
     assert rows[0] == "| Name | Size |  | Note |"
     assert rows[2] == "| Name | min | max | unit |"
     assert rows[3] == "| a | 1 | 2 | kB |"
 
 
 def test_a_literal_layout_keeps_its_lines():
-    html = b"<main><h1>T</h1><p>Intro.</p><div class='literallayout'><p>Alice Example<br>12 Main Street<br>" \
-           b"Springfield<br></p></div><p>One<br>two.</p></main>"
+    html = (
+        b"<main><h1>T</h1><p>Intro.</p><div class='literallayout'><p>Alice Example<br>12 Main Street<br>"
+        b"Springfield<br></p></div><p>One<br>two.</p></main>"
+    )
     content = extract(html, "text/html").content
     assert "Alice Example\\\n12 Main Street\\\nSpringfield\n" in content
     assert "One two." in content  # a paragraph's break is still a space
 
 
 def test_a_superscript_is_not_glued_to_the_word_before_it():
-    content = extract(b"<main><h1>T</h1><p>A HEX_DIGIT<sup>1..6</sup> run, x<sup>2</sup>.</p></main>",
-                      "text/html").content
+    content = extract(
+        b"<main><h1>T</h1><p>A HEX_DIGIT<sup>1..6</sup> run, x<sup>2</sup>.</p></main>", "text/html"
+    ).content
     assert "HEX_DIGIT^1..6 run, x^2." in content

@@ -23,7 +23,15 @@ def test_real_manual_passages_carry_no_running_head_and_name_functions_whole():
     namespace = Namespace.objects.create(slug="libtasn1")
     source = Source.objects.create(namespace=namespace, name="manuals", kind="text", text="x")
     run = IngestPipeline(IngestRun.objects.create(source=source)).execute(
-        [LoadedItem(ref="libtasn1.pdf", body=MANUAL.read_bytes(), media_type=doc.PDF, path="libtasn1.pdf")])
+        [
+            LoadedItem(
+                ref="libtasn1.pdf",
+                body=MANUAL.read_bytes(),
+                media_type=doc.PDF,
+                path="libtasn1.pdf",
+            )
+        ]
+    )
     assert run.status == "succeeded", run.error
     chunks = list(Chunk.objects.filter(document__namespace=namespace))
     assert len(chunks) > 20
@@ -31,4 +39,6 @@ def test_real_manual_passages_carry_no_running_head_and_name_functions_whole():
     assert not any("asn1 decode simple der" in c.text for c in chunks)
     hits = search("asn1_decode_simple_der", "libtasn1", limit=3, log=False).hits
     described = [h for h in hits if "Decodes a simple DER encoded type" in h.text]
-    assert described and described[0].page_start <= 25 <= described[0].page_end, [h.text[:120] for h in hits]
+    assert described and described[0].page_start <= 25 <= described[0].page_end, [
+        h.text[:120] for h in hits
+    ]

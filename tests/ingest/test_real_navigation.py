@@ -53,13 +53,17 @@ def test_raw_pages_hold_the_navigation_the_guard_is_about():
     mdbook = _raw(MDBOOK)
     assert '<h1 class="menu-title">The Rust Programming Language</h1>' in mdbook
     assert len(re.findall(r'<li role="none"><button role="menuitem" class="theme"', mdbook)) == 5
-    assert re.search(r'\[<a [^>]*rel="contents">Contents</a>\]\[<a [^>]*rel="index">Index</a>\]', _raw(MAKEINFO))
+    assert re.search(
+        r'\[<a [^>]*rel="contents">Contents</a>\]\[<a [^>]*rel="index">Index</a>\]', _raw(MAKEINFO)
+    )
 
 
 @pytest.mark.parametrize("name", [MDBOOK, MAKEINFO], ids=["mdbook", "makeinfo"])
 def test_navigation_is_not_stored(name):
     content = _content(name)
-    assert not [h for h in _headings(content) if "The Rust Programming Language" in h or "{#menu-bar}" in h]
+    assert not [
+        h for h in _headings(content) if "The Rust Programming Language" in h or "{#menu-bar}" in h
+    ]
     assert not _empty_list_items(content)
     assert not _navigation_lines(content)
 
@@ -73,7 +77,9 @@ def test_mdbook_page_keeps_its_text_and_headings():
         "### More Lints with Clippy",
         "### IDE Integration Using rust-analyzer",
     ]
-    assert "The `rustfmt` tool reformats your code according to the community code style." in content
+    assert (
+        "The `rustfmt` tool reformats your code according to the community code style." in content
+    )
     assert "$ cargo clippy" in content
 
 
@@ -91,8 +97,11 @@ BASH_NODE = "makeinfo-bash/bashref-internationalized-scripts.html"
 def test_a_node_header_holding_only_contents_and_index_is_not_stored():
     """makeinfo writes a node without Next, Previous or Up as `[Contents][Index]` alone (the Bash
     reference's "Creating Internationalized Scripts"): navigation all the same, however it opens."""
-    assert re.search(r'<div class="header">\s*<p>\s*&nbsp; \[<a [^>]*rel="contents">Contents</a>\]\[<a [^>]*'
-                     r'rel="index">Index</a>\]</p>', _raw(BASH_NODE))
+    assert re.search(
+        r'<div class="header">\s*<p>\s*&nbsp; \[<a [^>]*rel="contents">Contents</a>\]\[<a [^>]*'
+        r'rel="index">Index</a>\]</p>',
+        _raw(BASH_NODE),
+    )
     content = _content(BASH_NODE)
     assert not _navigation_lines(content)
     assert "Creating Internationalized Scripts" in content and "you create a gettext" in content

@@ -28,8 +28,16 @@ def test_a_page_that_lost_its_list_of_links_is_flagged():
     assert content_recall(page_lines(body), _chunks(lost, page.title)).share < LOW_RECALL
 
 
-@pytest.mark.parametrize("name", ["apache/directives.html", "apache/caching.html", "sqlite/docs.html",
-                                  "sqlite/fts3.html", "makeinfo/Sample-output.html"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "apache/directives.html",
+        "apache/caching.html",
+        "sqlite/docs.html",
+        "sqlite/fts3.html",
+        "makeinfo/Sample-output.html",
+    ],
+)
 def test_pages_kept_whole_are_not_flagged(name):
     body = (REAL / name).read_bytes()
     page = extract(body, "text/html")
@@ -50,9 +58,19 @@ def test_a_page_that_lost_a_related_table_is_flagged_though_most_of_it_came_thro
     assert not content_recall(page_lines(body), _chunks(whole.content, whole.title)).low
 
 
-@pytest.mark.parametrize("name", ["apache/directives.html", "apache/caching.html", "sqlite/docs.html",
-                                  "sqlite/fts3.html", "makeinfo/Sample-output.html", "haddock/Data-List-Split.html",
-                                  "nodejs/os.html", "sphinx/sqlite3.html"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "apache/directives.html",
+        "apache/caching.html",
+        "sqlite/docs.html",
+        "sqlite/fts3.html",
+        "makeinfo/Sample-output.html",
+        "haddock/Data-List-Split.html",
+        "nodejs/os.html",
+        "sphinx/sqlite3.html",
+    ],
+)
 def test_pages_kept_whole_raise_no_flag(name):
     body = (REAL / name).read_bytes()
     page = extract(body, "text/html")
@@ -68,7 +86,14 @@ def test_a_line_of_links_to_the_pages_own_headings_is_its_contents_not_content()
     <p><a href="other.html#groups">Modules</a></p><h2><a name="groups"></a>Modules</h2><p>Copy Flags</p>
     <h2><a name="define-members"></a>Macros</h2><p>MDB_NOOVERWRITE 0x10</p>"""
     assert [line.text for line in page_lines(page)] == [
-        "write flags", "see macros below", "modules", "modules", "copy flags", "macros", "mdb_nooverwrite 0x10"]
+        "write flags",
+        "see macros below",
+        "modules",
+        "modules",
+        "copy flags",
+        "macros",
+        "mdb_nooverwrite 0x10",
+    ]
 
 
 def test_a_one_page_manuals_index_links_to_the_page_and_is_content():

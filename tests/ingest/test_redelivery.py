@@ -38,7 +38,9 @@ def stall(settings):
 def source(namespace):
     """A source ingested once ("old text"), whose text has changed since: any run that gets to
     write would store "new text"."""
-    source = Source.objects.create(namespace=namespace, name="t", kind="text", text="# T\n\nThe old text.")
+    source = Source.objects.create(
+        namespace=namespace, name="t", kind="text", text="# T\n\nThe old text."
+    )
     assert start_ingest(source, sync=True).status == "succeeded"
     Source.objects.filter(pk=source.pk).update(text="# T\n\nThe new text.")
     source.refresh_from_db()
@@ -48,6 +50,7 @@ def source(namespace):
 def _killed_mid_run(monkeypatch, deliver) -> None:
     """`deliver()` runs a task until its worker dies in the embedding step, as SIGKILL would leave
     it: no except clause runs, the run stays "running" and its heartbeat stops."""
+
     def die(self, texts):
         raise SystemExit("worker killed")
 
@@ -64,11 +67,20 @@ def _watchdog_later() -> list[int]:
 
 def _state(source: Source) -> dict:
     return {
-        "runs": list(IngestRun.objects.filter(source=source).order_by("pk").values(
-            "pk", "status", "error", "started_at", "finished_at", "attempts", "items_done")),
-        "documents": list(Document.objects.filter(source=source).values_list("pk", "content", "content_hash")),
-        "chunks": sorted(Chunk.objects.filter(document__source=source).values_list("pk", flat=True)),
-        "source": Source.objects.filter(pk=source.pk).values("last_run_status", "last_run_at").get(),
+        "runs": list(
+            IngestRun.objects.filter(source=source)
+            .order_by("pk")
+            .values("pk", "status", "error", "started_at", "finished_at", "attempts", "items_done")
+        ),
+        "documents": list(
+            Document.objects.filter(source=source).values_list("pk", "content", "content_hash")
+        ),
+        "chunks": sorted(
+            Chunk.objects.filter(document__source=source).values_list("pk", flat=True)
+        ),
+        "source": Source.objects.filter(pk=source.pk)
+        .values("last_run_status", "last_run_at")
+        .get(),
     }
 
 
@@ -80,7 +92,9 @@ def test_a_late_redelivery_of_a_run_the_watchdog_failed_changes_nothing(source, 
     assert IngestRun.objects.get(pk=run.pk).status == "running"
     assert _watchdog_later() == [run.pk]
     before = _state(source)
-    assert before["runs"][-1]["status"] == "failed" and before["runs"][-1]["error"].startswith("INGEST_RUN_ABANDONED")
+    assert before["runs"][-1]["status"] == "failed" and before["runs"][-1]["error"].startswith(
+        "INGEST_RUN_ABANDONED"
+    )
 
     assert run_ingest(*task_args) == f"run {run.pk}: failed"  # django-q2 delivers it again, late
 
@@ -127,7 +141,10 @@ def test_a_late_redelivery_of_a_refresh_starts_no_second_run(source, monkeypatch
     assert _watchdog_later() == [refresh.pk]
     before = _state(source)
 
-    assert refresh_source(source.pk) == f"run {refresh.pk}: failed (this refresh already ran; not run again)"
+    assert (
+        refresh_source(source.pk)
+        == f"run {refresh.pk}: failed (this refresh already ran; not run again)"
+    )
 
     assert _state(source) == before
     assert "The old text." in Document.objects.get(source=source).content

@@ -20,7 +20,9 @@ def test_a_refused_upload_lists_every_type_read(namespace):
     with pytest.raises(UnsupportedType) as raised:
         add_files(source, [("slides.key", io.BytesIO(b"PK\x03\x04"))])
     message = raised.value.message
-    assert message.startswith("slides.key: 'slides.key' is not a type that is read. The types read are .csv, ")
+    assert message.startswith(
+        "slides.key: 'slides.key' is not a type that is read. The types read are .csv, "
+    )
     listed = message.split("The types read are ", 1)[1]
     for suffix in (".odp", ".otp", ".ott", ".ots", ".odg", ".otg", ".pdf", ".md", ".png"):
         assert f"{suffix}," in listed

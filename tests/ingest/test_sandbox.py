@@ -28,27 +28,58 @@ from ingest.extract import isolated, sandbox
 from ingest.extract.isolated import extract_isolated
 
 REPO = Path(__file__).resolve().parents[2]
-READS = ("read other tenant's original", "read data folder", "read database credentials", "read home")
-EVERYTHING_ALLOWED = {"inet socket": "allowed", "tcp connect": "allowed", "udp socket": "allowed",
-                      "write outside": "allowed", "exec": "allowed", "write own temp": "allowed",
-                      "exec tesseract": "allowed", **dict.fromkeys(READS, "allowed"), "database socket": "allowed",
-                      "worker environment": "allowed", "shell": "allowed", "inherited sockets": "0",
-                      "no_new_privs": "0"}
+READS = (
+    "read other tenant's original",
+    "read data folder",
+    "read database credentials",
+    "read home",
+)
+EVERYTHING_ALLOWED = {
+    "inet socket": "allowed",
+    "tcp connect": "allowed",
+    "udp socket": "allowed",
+    "write outside": "allowed",
+    "exec": "allowed",
+    "write own temp": "allowed",
+    "exec tesseract": "allowed",
+    **dict.fromkeys(READS, "allowed"),
+    "database socket": "allowed",
+    "worker environment": "allowed",
+    "shell": "allowed",
+    "inherited sockets": "0",
+    "no_new_privs": "0",
+}
 REFUSED = "refused: EACCES"
 REFUSES = {
     (): {},
     ("no_new_privs",): {"no_new_privs": "1"},
     # another user namespace: the worker's /proc entries are another's, even for the same uid
-    ("no_new_privs", "network"): {"no_new_privs": "1", "tcp connect": "refused: ENETUNREACH",
-                                  "worker environment": REFUSED},
-    ("no_new_privs", "landlock"): {"no_new_privs": "1", "write outside": REFUSED, "exec": REFUSED,
-                                   "shell": REFUSED, "tcp connect": REFUSED, **dict.fromkeys(READS, REFUSED),
-                                   "worker environment": REFUSED},
+    ("no_new_privs", "network"): {
+        "no_new_privs": "1",
+        "tcp connect": "refused: ENETUNREACH",
+        "worker environment": REFUSED,
+    },
+    ("no_new_privs", "landlock"): {
+        "no_new_privs": "1",
+        "write outside": REFUSED,
+        "exec": REFUSED,
+        "shell": REFUSED,
+        "tcp connect": REFUSED,
+        **dict.fromkeys(READS, REFUSED),
+        "worker environment": REFUSED,
+    },
     # the only layer between the child and a database's Unix socket
-    ("no_new_privs", "seccomp"): {"no_new_privs": "1", "inet socket": REFUSED, "tcp connect": REFUSED,
-                                  "udp socket": REFUSED, "database socket": REFUSED},
+    ("no_new_privs", "seccomp"): {
+        "no_new_privs": "1",
+        "inet socket": REFUSED,
+        "tcp connect": REFUSED,
+        "udp socket": REFUSED,
+        "database socket": REFUSED,
+    },
 }
-needs_tesseract = pytest.mark.skipif(shutil.which("tesseract") is None, reason="Tesseract is not installed")
+needs_tesseract = pytest.mark.skipif(
+    shutil.which("tesseract") is None, reason="Tesseract is not installed"
+)
 
 
 @pytest.fixture
@@ -72,13 +103,22 @@ def worth(tmp_path):
     database = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     database.bind(str(data / ".s.PGSQL.5432"))
     database.listen()
-    yield {"secrets": {"other tenant's original": str(original), "data folder": str(data),
-                       "database credentials": str(credentials), "home": str(Path.home())},
-           "socket": str(data / ".s.PGSQL.5432"), "worker": os.getpid()}
+    yield {
+        "secrets": {
+            "other tenant's original": str(original),
+            "data folder": str(data),
+            "database credentials": str(credentials),
+            "home": str(Path.home()),
+        },
+        "socket": str(data / ".s.PGSQL.5432"),
+        "worker": os.getpid(),
+    }
     database.close()
 
 
-def _in_child(layers: tuple[str, ...], outside: Path, port: int, writable: Path, worth: dict) -> tuple[dict, dict]:
+def _in_child(
+    layers: tuple[str, ...], outside: Path, port: int, writable: Path, worth: dict
+) -> tuple[dict, dict]:
     code = textwrap.dedent(f"""
         import json, sys
         from ingest.extract import sandbox
@@ -87,14 +127,22 @@ def _in_child(layers: tuple[str, ...], outside: Path, port: int, writable: Path,
         print(json.dumps([state, attempts({str(outside)!r}, {port}, {worth["secrets"]!r}, {worth["socket"]!r},
                                           {worth["worker"]!r})]))
     """)
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60,
-                          env={"PATH": "/usr/bin:/bin", "TMPDIR": str(writable)})
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", "TMPDIR": str(writable)},
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
 
 @needs_tesseract
-@pytest.mark.parametrize("layers", list(REFUSES), ids=lambda layers: "+".join(layers) or "no-sandbox")
+@pytest.mark.parametrize(
+    "layers", list(REFUSES), ids=lambda layers: "+".join(layers) or "no-sandbox"
+)
 def test_each_layer_refuses_what_it_is_for_and_nothing_ocr_needs(layers, tmp_path, listener, worth):
     writable, outside = tmp_path / "own", tmp_path / "outside.txt"
     writable.mkdir()
@@ -114,7 +162,9 @@ def _landlock_abi() -> int:
 
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
-    return libc.syscall(sandbox.SYS_LANDLOCK_CREATE_RULESET, None, 0, sandbox.LANDLOCK_CREATE_RULESET_VERSION)
+    return libc.syscall(
+        sandbox.SYS_LANDLOCK_CREATE_RULESET, None, 0, sandbox.LANDLOCK_CREATE_RULESET_VERSION
+    )
 
 
 def _hostile(monkeypatch, tmp_path, port, *flags, **target):
@@ -144,43 +194,73 @@ def product_secrets(monkeypatch, settings, tmp_path):
     original.write_text("another tenant's words")
     connection.ensure_connection()
     params = connection.settings_dict
-    found = {"other tenant's original": str(original), "data folder": str(settings.KB_DATA_DIR),
-             "home": str(Path.home())}
+    found = {
+        "other tenant's original": str(original),
+        "data folder": str(settings.KB_DATA_DIR),
+        "home": str(Path.home()),
+    }
     if params.get("EMBEDDED_PGDATA"):
         found["database credentials"] = str(credentials_file(Path(params["EMBEDDED_PGDATA"])))
-    yield {"secrets": found, "socket": f"{params['HOST']}/.s.PGSQL.{params['PORT']}", "worker": os.getpid(),
-           "secret_names": SECRET_NAMES}
+    yield {
+        "secrets": found,
+        "socket": f"{params['HOST']}/.s.PGSQL.{params['PORT']}",
+        "worker": os.getpid(),
+        "secret_names": SECRET_NAMES,
+    }
     original.unlink()
 
 
 @needs_tesseract
 @pytest.mark.django_db
 def test_a_hostile_parser_in_the_real_child_gets_no_secret_no_tenant_no_database_and_no_shell(
-        monkeypatch, tmp_path, listener, product_secrets):
+    monkeypatch, tmp_path, listener, product_secrets
+):
     got, outside = _hostile(monkeypatch, tmp_path, listener, **product_secrets)
-    assert got == {"inet socket": REFUSED, "tcp connect": REFUSED, "udp socket": REFUSED,
-                   "write outside": REFUSED, "exec": REFUSED, "shell": REFUSED,
-                   **{f"read {name}": REFUSED for name in product_secrets["secrets"]},
-                   "database socket": REFUSED, "worker environment": REFUSED, "environment": [],
-                   "inherited sockets": "0", "write own temp": "allowed", "exec tesseract": "allowed",
-                   "no_new_privs": "1"}
+    assert got == {
+        "inet socket": REFUSED,
+        "tcp connect": REFUSED,
+        "udp socket": REFUSED,
+        "write outside": REFUSED,
+        "exec": REFUSED,
+        "shell": REFUSED,
+        **{f"read {name}": REFUSED for name in product_secrets["secrets"]},
+        "database socket": REFUSED,
+        "worker environment": REFUSED,
+        "environment": [],
+        "inherited sockets": "0",
+        "write own temp": "allowed",
+        "exec tesseract": "allowed",
+        "no_new_privs": "1",
+    }
     assert not outside.exists()
 
 
-def test_a_layer_the_kernel_refuses_leaves_the_others_on_and_is_logged(monkeypatch, tmp_path, listener, caplog):
+def test_a_layer_the_kernel_refuses_leaves_the_others_on_and_is_logged(
+    monkeypatch, tmp_path, listener, caplog
+):
     with caplog.at_level(logging.WARNING, logger="ingest.extract.isolated"):
         got, outside = _hostile(monkeypatch, tmp_path, listener, "no-unshare")
     assert got["inet socket"] == got["write outside"] == got["exec"] == REFUSED
     assert not outside.exists()
     [record] = [r for r in caplog.records if "sandbox layers" in r.getMessage()]
-    assert "'network': 'refused by the kernel: Operation not permitted (network)'" in record.getMessage()
+    assert (
+        "'network': 'refused by the kernel: Operation not permitted (network)'"
+        in record.getMessage()
+    )
 
 
 @pytest.mark.slow  # starts a child process
 def test_a_child_that_reports_no_sandbox_is_logged_as_running_without_any(monkeypatch, caplog):
-    monkeypatch.setattr(isolated, "CHILD", ("-c", "import sys, json; sys.stdin.buffer.read(); "
-                                                  "print(json.dumps({'extracted': dict(title='t', content='c', "
-                                                  "media_type='text/plain', links=[], pages=[], ocr_pages=[])}))"))
+    monkeypatch.setattr(
+        isolated,
+        "CHILD",
+        (
+            "-c",
+            "import sys, json; sys.stdin.buffer.read(); "
+            "print(json.dumps({'extracted': dict(title='t', content='c', "
+            "media_type='text/plain', links=[], pages=[], ocr_pages=[])}))",
+        ),
+    )
     with caplog.at_level(logging.WARNING, logger="ingest.extract.isolated"):
         assert extract_isolated(b"x", "text/plain").content == "c"
     assert "'landlock': 'not entered'" in caplog.text and "'seccomp': 'not entered'" in caplog.text
@@ -189,7 +269,9 @@ def test_a_child_that_reports_no_sandbox_is_logged_as_running_without_any(monkey
 def test_the_probe_reports_every_layer_and_here_every_one_is_on():
     state = sandbox.probe()
     assert set(sandbox.LAYERS) <= set(state)
-    assert sandbox.refused(state) == {}, "this machine's kernel refuses a layer; /healthz shows it as ok: false"
+    assert sandbox.refused(state) == {}, (
+        "this machine's kernel refuses a layer; /healthz shows it as ok: false"
+    )
 
 
 def test_entering_the_sandbox_costs_little(tmp_path):
@@ -207,8 +289,11 @@ def _load() -> str:
 def test_the_sandbox_adds_little_to_a_small_document(monkeypatch):
     """Side by side: the real child with and without its sandbox, interleaved, on a small text."""
     body = ("word " * 2000).encode()
-    plain = ("-c", "import sys; from ingest.extract import isolated, sandbox; "
-                   "sandbox.enter = lambda writable, layers=(): {}; sys.exit(isolated.main())")
+    plain = (
+        "-c",
+        "import sys; from ingest.extract import isolated, sandbox; "
+        "sandbox.enter = lambda writable, layers=(): {}; sys.exit(isolated.main())",
+    )
     with_sandbox, without = [], []
     for _ in range(5):
         for arguments, times in ((isolated.CHILD, with_sandbox), (plain, without)):
@@ -217,21 +302,36 @@ def test_the_sandbox_adds_little_to_a_small_document(monkeypatch):
             extract_isolated(body, "text/plain")
             times.append((time.perf_counter() - started) * 1000)
     median = sorted(with_sandbox)[2] - sorted(without)[2]
-    print(f"\nper document: with sandbox {sorted(with_sandbox)[2]:.0f} ms, without {sorted(without)[2]:.0f} ms, "
-          f"difference of medians {median:.1f} ms (load {_load()})")
+    print(
+        f"\nper document: with sandbox {sorted(with_sandbox)[2]:.0f} ms, without {sorted(without)[2]:.0f} ms, "
+        f"difference of medians {median:.1f} ms (load {_load()})"
+    )
     assert median < 150  # entering is about 1 ms; the rest is the noise of a shared machine
 
 
 @pytest.mark.django_db
 def test_healthz_shows_each_layer_of_the_parser_sandbox(client):
     body = client.get("/healthz").json()
-    assert body["parser_sandbox"] == {"ok": True, "layers": {layer: sandbox.ON for layer in sandbox.LAYERS}}
+    assert body["parser_sandbox"] == {
+        "ok": True,
+        "layers": {layer: sandbox.ON for layer in sandbox.LAYERS},
+    }
 
 
-@pytest.mark.parametrize("layers, expected", [
-    (("no_new_privs", "landlock"), {"io_uring": "allowed", "signal": "EPERM", "abstract socket": "EPERM"}),
-    (("no_new_privs", "seccomp"), {"io_uring": "EACCES", "signal": "allowed", "abstract socket": "EACCES"}),
-], ids=["landlock", "seccomp"])
+@pytest.mark.parametrize(
+    "layers, expected",
+    [
+        (
+            ("no_new_privs", "landlock"),
+            {"io_uring": "allowed", "signal": "EPERM", "abstract socket": "EPERM"},
+        ),
+        (
+            ("no_new_privs", "seccomp"),
+            {"io_uring": "EACCES", "signal": "allowed", "abstract socket": "EACCES"},
+        ),
+    ],
+    ids=["landlock", "seccomp"],
+)
 def test_io_uring_signals_abstract_sockets_and_foreign_abis_are_refused(tmp_path, layers, expected):
     """The rest of what docs/security.md claims: io_uring refused (it could open sockets past the
     filter), no signal to and no abstract socket of a process outside the child (Landlock ABI 6,
@@ -265,7 +365,9 @@ def test_io_uring_signals_abstract_sockets_and_foreign_abis_are_refused(tmp_path
         libc.syscall(41 | sandbox.X32_SYSCALL_BIT, 2, 1, 0)  # socket() through the x32 ABI
         print("survived")
     """)
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60
+    )
     outside.close()
     assert json.loads(done.stdout.splitlines()[0]) == expected
     if "seccomp" in layers:
@@ -289,7 +391,11 @@ def _parser_child_of(worker: subprocess.Popen):
     deadline = time.monotonic() + 30
     children = []
     while not children and time.monotonic() < deadline:
-        children = [c for c in psutil.Process(worker.pid).children() if "isolated.main" in " ".join(c.cmdline())]
+        children = [
+            c
+            for c in psutil.Process(worker.pid).children()
+            if "isolated.main" in " ".join(c.cmdline())
+        ]
         time.sleep(0.1)
     (child,) = children
     return child
@@ -309,9 +415,15 @@ def test_a_parser_child_dies_with_the_worker_that_started_it():
         worker.kill()
         worker.wait()
     gone = time.monotonic() + 10
-    while time.monotonic() < gone and psutil.pid_exists(child.pid) and child.status() != psutil.STATUS_ZOMBIE:
+    while (
+        time.monotonic() < gone
+        and psutil.pid_exists(child.pid)
+        and child.status() != psutil.STATUS_ZOMBIE
+    ):
         time.sleep(0.1)
-    assert not psutil.pid_exists(child.pid) or child.status() == psutil.STATUS_ZOMBIE, "the parser outlived its worker"
+    assert not psutil.pid_exists(child.pid) or child.status() == psutil.STATUS_ZOMBIE, (
+        "the parser outlived its worker"
+    )
 
 
 SLOW_ASCIIDOC = """
@@ -323,7 +435,9 @@ extract_isolated(table.encode(), ASCIIDOC, budget=ParserBudget(cpu_seconds=120, 
 
 
 @pytest.mark.slow  # starts a worker, its parser child and Asciidoctor's ruby
-@pytest.mark.skipif(shutil.which("asciidoctor") is None, reason="Debian's asciidoctor is not installed")
+@pytest.mark.skipif(
+    shutil.which("asciidoctor") is None, reason="Debian's asciidoctor is not installed"
+)
 def test_asciidoctors_ruby_dies_with_the_worker_too():
     """The parser child starts ruby for an AsciiDoc file; when the worker dies mid-parse, ruby goes
     with the child instead of parsing on for nobody, re-parented to init, up to its CPU limit."""
@@ -333,8 +447,11 @@ def test_asciidoctors_ruby_dies_with_the_worker_too():
     ruby, deadline = [], time.monotonic() + 60
     try:
         while not ruby and time.monotonic() < deadline:
-            ruby = [p for p in psutil.Process(worker.pid).children(recursive=True)
-                    if "asciidoc.rb" in " ".join(p.cmdline())]
+            ruby = [
+                p
+                for p in psutil.Process(worker.pid).children(recursive=True)
+                if "asciidoc.rb" in " ".join(p.cmdline())
+            ]
             time.sleep(0.2)
         assert ruby, "the parser child never started ruby"
         time.sleep(1)
@@ -343,7 +460,11 @@ def test_asciidoctors_ruby_dies_with_the_worker_too():
         worker.kill()
         worker.wait()
     gone = time.monotonic() + 10
-    while time.monotonic() < gone and psutil.pid_exists(ruby[0].pid) and ruby[0].status() != psutil.STATUS_ZOMBIE:
+    while (
+        time.monotonic() < gone
+        and psutil.pid_exists(ruby[0].pid)
+        and ruby[0].status() != psutil.STATUS_ZOMBIE
+    ):
         time.sleep(0.1)
     alive = psutil.pid_exists(ruby[0].pid) and ruby[0].status() != psutil.STATUS_ZOMBIE
     if alive:
@@ -401,25 +522,56 @@ def test_as_an_ordinary_user_who_is_also_the_databases_user_the_child_gets_nothi
     home = scratch / "home"
     home.mkdir()
     os.chown(home, entry.pw_uid, entry.pw_gid)
-    secrets = {name: "hunter2" for name in SECRET_NAMES if name not in ("KB_DATA_DIR", "DATABASE_URL")}
-    env = {"PATH": os.environ["PATH"], "HOME": str(home), "KB_DATA_DIR": str(home / "data"),
-           "DJANGO_SETTINGS_MODULE": "kb.settings", "HF_HUB_OFFLINE": "1", **secrets}
+    secrets = {
+        name: "hunter2" for name in SECRET_NAMES if name not in ("KB_DATA_DIR", "DATABASE_URL")
+    }
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(home),
+        "KB_DATA_DIR": str(home / "data"),
+        "DJANGO_SETTINGS_MODULE": "kb.settings",
+        "HF_HUB_OFFLINE": "1",
+        **secrets,
+    }
     try:
         with _traversable_by_everyone(Path(sys.executable).resolve().parent):
-            become = {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []} if os.geteuid() == 0 else {}
-            done = subprocess.run([sys.executable, "-c", AS_ORDINARY_USER, *SECRET_NAMES], cwd=REPO, env=env,
-                                  capture_output=True, text=True, timeout=300, **become)
+            become = (
+                {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
+                if os.geteuid() == 0
+                else {}
+            )
+            done = subprocess.run(
+                [sys.executable, "-c", AS_ORDINARY_USER, *SECRET_NAMES],
+                cwd=REPO,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=300,
+                **become,
+            )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     assert done.returncode == 0, done.stderr[-3000:]
     got = json.loads(done.stdout.strip().splitlines()[-1])
-    assert got == {"inet socket": REFUSED, "tcp connect": REFUSED, "udp socket": REFUSED,
-                   "write outside": REFUSED, "exec": REFUSED, "shell": REFUSED,
-                   **{f"read {name}": REFUSED for name in ("other tenant's original", "data folder",
-                                                           "database credentials", "home")},
-                   "database socket": REFUSED, "worker environment": REFUSED, "environment": [],
-                   "inherited sockets": "0", "write own temp": "allowed", "exec tesseract": "allowed",
-                   "no_new_privs": "1"}
+    assert got == {
+        "inet socket": REFUSED,
+        "tcp connect": REFUSED,
+        "udp socket": REFUSED,
+        "write outside": REFUSED,
+        "exec": REFUSED,
+        "shell": REFUSED,
+        **{
+            f"read {name}": REFUSED
+            for name in ("other tenant's original", "data folder", "database credentials", "home")
+        },
+        "database socket": REFUSED,
+        "worker environment": REFUSED,
+        "environment": [],
+        "inherited sockets": "0",
+        "write own temp": "allowed",
+        "exec tesseract": "allowed",
+        "no_new_privs": "1",
+    }
 
 
 @contextlib.contextmanager
@@ -482,9 +634,14 @@ def test_the_sweep_follows_no_link_the_child_planted_in_its_folder(monkeypatch, 
     assert not target.exists() and kept.read_text() == "still here"
 
 
-@pytest.mark.parametrize("abi, says", [
-    (3, ["TCP", "signals"]), (5, ["signals to the product's processes"]), (6, []),
-])
+@pytest.mark.parametrize(
+    "abi, says",
+    [
+        (3, ["TCP", "signals"]),
+        (5, ["signals to the product's processes"]),
+        (6, []),
+    ],
+)
 def test_an_older_landlock_is_reported_with_what_it_cannot_hold(abi, says):
     """On a kernel before Linux 6.12 the child could signal the web server and the workers: the
     layer's state says so, and anything but "on" is shown by /healthz and logged per document."""

@@ -36,10 +36,17 @@ def test_deferred_embedding_stores_chunks_for_the_next_run_to_embed(db, allow_lo
     assert set(chunks.values_list("embedding_model", flat=True)) == {""}
 
     stored = store.stored_documents(source)
-    assert {change_reason(d, d.content_hash, get_embedder().model_id) for d in stored.values()} == {MODEL_CHANGED}
+    assert {change_reason(d, d.content_hash, get_embedder().model_id) for d in stored.values()} == {
+        MODEL_CHANGED
+    }
 
-    run = start_ingest(source, mode=IngestRun.Mode.REEMBED, sync=True)  # the site's server is gone: no fetch
-    assert run.status == "succeeded" and run.items.filter(status=IngestItem.Status.CHANGED).count() == 9
+    run = start_ingest(
+        source, mode=IngestRun.Mode.REEMBED, sync=True
+    )  # the site's server is gone: no fetch
+    assert (
+        run.status == "succeeded"
+        and run.items.filter(status=IngestItem.Status.CHANGED).count() == 9
+    )
     assert not chunks.filter(embedding=None).exists()
     assert set(chunks.values_list("embedding_model", flat=True)) == {get_embedder().model_id}
 
@@ -47,24 +54,48 @@ def test_deferred_embedding_stores_chunks_for_the_next_run_to_embed(db, allow_lo
 def test_deferred_and_embedded_runs_measure_the_same(db, allow_loopback):
     deferred, embedded = _bench(defer_embedding=True), _bench()
     assert embedded["embedding"] == "embedded"
-    keys = ("recall_mean", "recall_worst", "chunks", "chunks_stored", "chrome_share", "permalink_chunks",
-            "anchors_checked", "anchors_resolved_share")
+    keys = (
+        "recall_mean",
+        "recall_worst",
+        "chunks",
+        "chunks_stored",
+        "chrome_share",
+        "permalink_chunks",
+        "anchors_checked",
+        "anchors_resolved_share",
+    )
     assert {k: deferred[k] for k in keys} == {k: embedded[k] for k in keys}
 
 
 def test_runtimes_crawl_once_each_into_their_own_namespace(db, allow_loopback):
     out = StringIO()
-    call_command("kb_site_bench", str(SITE), start="hello.html", runtimes=["torch", "onnx-int8"], json=True,
-                 stdout=out)
+    call_command(
+        "kb_site_bench",
+        str(SITE),
+        start="hello.html",
+        runtimes=["torch", "onnx-int8"],
+        json=True,
+        stdout=out,
+    )
     lines = out.getvalue().strip().splitlines()
     reports = json.loads(lines[-1])["runtimes"]
     assert [r["runtime"] for r in reports] == ["torch", "onnx-int8"]
     for report in reports:
-        chunks = Chunk.objects.filter(document__source__namespace__slug=f"bench-site-texi2html-{report['runtime']}")
+        chunks = Chunk.objects.filter(
+            document__source__namespace__slug=f"bench-site-texi2html-{report['runtime']}"
+        )
         assert chunks.count() == report["chunks_stored"] > 0
         assert set(chunks.values_list("embedding_runtime", flat=True)) == {report["runtime"]}
         assert report["embedding_process_mb"]["runtime"] == report["runtime"]
         assert report["embedding_process_mb"]["peak"] > 100
-    assert reports[0]["chunks"] == reports[1]["chunks"]  # the same crawl, only the embedding differs
-    summary = lines[lines.index(next(line for line in lines if line.startswith("document runtimes"))) + 1:][:2]
-    assert summary[0].startswith("torch") and " 1.00x" in summary[0] and summary[1].startswith("onnx-int8")
+    assert (
+        reports[0]["chunks"] == reports[1]["chunks"]
+    )  # the same crawl, only the embedding differs
+    summary = lines[
+        lines.index(next(line for line in lines if line.startswith("document runtimes"))) + 1 :
+    ][:2]
+    assert (
+        summary[0].startswith("torch")
+        and " 1.00x" in summary[0]
+        and summary[1].startswith("onnx-int8")
+    )

@@ -20,14 +20,20 @@ MENU = "- Home\n- Menu\n- About\n- Documentation\n- Download\n- License\n- Suppo
 
 def _site():
     bodies = {path.name: path.read_bytes() for path in sorted(SITE.glob("*.html"))}
-    return bodies, {name: extract(body, "text/html", url=f"https://www.sqlite.org/{name}")
-                    for name, body in bodies.items()}
+    return bodies, {
+        name: extract(body, "text/html", url=f"https://www.sqlite.org/{name}")
+        for name, body in bodies.items()
+    }
 
 
 def test_the_header_kept_on_a_minority_of_pages_goes_from_all_of_them():
     bodies, extracted = _site()
-    assert sum(TAGLINE in e.content for e in extracted.values()) == 4  # what extraction alone leaves in
-    counter = BoilerplateCounter({name: block_keys(e.content, bodies[name]) for name, e in extracted.items()})
+    assert (
+        sum(TAGLINE in e.content for e in extracted.values()) == 4
+    )  # what extraction alone leaves in
+    counter = BoilerplateCounter(
+        {name: block_keys(e.content, bodies[name]) for name, e in extracted.items()}
+    )
     repeated = counter.repeated(final=True)
     dropped = {}
     for name, e in extracted.items():
@@ -38,24 +44,31 @@ def test_the_header_kept_on_a_minority_of_pages_goes_from_all_of_them():
     kept_header = [name for name, blocks in dropped.items() if blocks]
     assert sorted(kept_header) == ["docs.html", "hp1.html", "omitted.html", "zeroconf.html"]
     # nothing but the header goes: its tagline and its two menus
-    assert all(blocks[0] == TAGLINE and blocks[1] == MENU and len(blocks) == 3 for blocks in
-               (dropped[name] for name in kept_header))
+    assert all(
+        blocks[0] == TAGLINE and blocks[1] == MENU and len(blocks) == 3
+        for blocks in (dropped[name] for name in kept_header)
+    )
 
 
 def test_counted_on_the_kept_content_alone_the_header_stays():
     """The counts before: on what extraction kept, 4 pages of 10 is under half, so nothing went."""
     _, extracted = _site()
-    repeated = BoilerplateCounter({name: block_keys(e.content) for name, e in extracted.items()}).repeated(final=True)
+    repeated = BoilerplateCounter(
+        {name: block_keys(e.content) for name, e in extracted.items()}
+    ).repeated(final=True)
     assert sum(TAGLINE in split_repeated(e.content, repeated)[0] for e in extracted.values()) == 4
 
 
 def test_the_site_keeps_its_content_and_loses_its_chrome():
     bodies, extracted = _site()
-    repeated = BoilerplateCounter({name: block_keys(e.content, bodies[name])
-                                   for name, e in extracted.items()}).repeated(final=True)
-    chunks = [ChunkFacts(name, c.body, c.heading_path, c.anchor)
-              for name, e in extracted.items()
-              for c in chunk_markdown(split_repeated(e.content, repeated)[0], e.title, web_page=True)]
+    repeated = BoilerplateCounter(
+        {name: block_keys(e.content, bodies[name]) for name, e in extracted.items()}
+    ).repeated(final=True)
+    chunks = [
+        ChunkFacts(name, c.body, c.heading_path, c.anchor)
+        for name, e in extracted.items()
+        for c in chunk_markdown(split_repeated(e.content, repeated)[0], e.title, web_page=True)
+    ]
     result = fidelity({name: page_facts(body) for name, body in bodies.items()}, chunks)
     assert result.chrome_share < 0.005, result.chrome_share
     assert result.recall_worst >= 0.98, (result.worst_page, result.low_recall_pages)

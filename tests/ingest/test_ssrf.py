@@ -16,21 +16,38 @@ LOOPBACK = parse_allow_rules(["127.0.0.0/8:*"])  # the test servers listen on ep
 @pytest.mark.parametrize(
     "url",
     [
-        "http://127.0.0.1/", "http://localhost/", "http://[::1]/", "http://10.0.0.1/",
-        "http://172.16.0.1/", "http://192.168.1.1/", "http://169.254.169.254/latest/meta-data/",
-        "http://[fd00::1]/", "http://[::ffff:127.0.0.1]/", "http://2130706433/",
-        "http://0x7f000001/", "http://017700000001/", "http://0/", "http://127.1/",
-        "http://100.100.100.200/", "http://[fd00:ec2::254]/", "http://224.0.0.1/",
+        "http://127.0.0.1/",
+        "http://localhost/",
+        "http://[::1]/",
+        "http://10.0.0.1/",
+        "http://172.16.0.1/",
+        "http://192.168.1.1/",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://[fd00::1]/",
+        "http://[::ffff:127.0.0.1]/",
+        "http://2130706433/",
+        "http://0x7f000001/",
+        "http://017700000001/",
+        "http://0/",
+        "http://127.1/",
+        "http://100.100.100.200/",
+        "http://[fd00:ec2::254]/",
+        "http://224.0.0.1/",
     ],
 )
 def test_private_targets_are_refused_with_a_stable_code(url):
     with pytest.raises(FetchBlocked) as excinfo:
         Fetcher(FetchPolicy()).fetch(url)
     assert excinfo.value.code == "INGEST_FETCH_BLOCKED"
-    assert "KB_FETCH_ALLOWED_PRIVATE" in excinfo.value.message or "never fetched" in excinfo.value.message
+    assert (
+        "KB_FETCH_ALLOWED_PRIVATE" in excinfo.value.message
+        or "never fetched" in excinfo.value.message
+    )
 
 
-@pytest.mark.parametrize("url", ["file:///etc/passwd", "gopher://example.com/", "ftp://example.com/x"])
+@pytest.mark.parametrize(
+    "url", ["file:///etc/passwd", "gopher://example.com/", "ftp://example.com/x"]
+)
 def test_non_http_schemes_are_refused(url):
     with pytest.raises(FetchBlocked) as excinfo:
         Fetcher(FetchPolicy()).fetch(url)
@@ -51,7 +68,9 @@ def test_hostname_resolving_to_a_private_address_is_refused():
     private = r"'intranet.example' resolves to a private-use \(RFC 1918\) address"
     with pytest.raises(FetchBlocked, match=private) as caught:
         resolve_target("https://intranet.example/wiki", resolver=resolver)
-    assert "10.1.2.3" not in caught.value.message and "10.1.2.3" not in str(caught.value.details)  # no DNS oracle
+    assert "10.1.2.3" not in caught.value.message and "10.1.2.3" not in str(
+        caught.value.details
+    )  # no DNS oracle
 
 
 def test_public_address_passes_and_is_the_address_connected_to():
@@ -60,9 +79,15 @@ def test_public_address_passes_and_is_the_address_connected_to():
 
 
 def test_allow_list_admits_private_networks_and_hosts():
-    assert resolve_target("http://10.0.0.5/", allowed=parse_allow_rules(["10.0.0.0/8"])).address == "10.0.0.5"
-    target = resolve_target("http://wiki.corp/", allowed=parse_allow_rules(["wiki.corp"]),
-                            resolver=lambda h, p: ["10.9.9.9"])
+    assert (
+        resolve_target("http://10.0.0.5/", allowed=parse_allow_rules(["10.0.0.0/8"])).address
+        == "10.0.0.5"
+    )
+    target = resolve_target(
+        "http://wiki.corp/",
+        allowed=parse_allow_rules(["wiki.corp"]),
+        resolver=lambda h, p: ["10.9.9.9"],
+    )
     assert target.address == "10.9.9.9"
 
 
@@ -120,7 +145,9 @@ def test_too_many_redirects(web):
 def test_size_cap_declared_and_streamed_and_gzip_bomb(web):
     web.page("/big", "x" * 5000)
     bomb = gzip.compress(b"a" * 5_000_000)
-    web.routes["/bomb"] = Route(bomb, 200, {"Content-Type": "text/html", "Content-Encoding": "gzip"})
+    web.routes["/bomb"] = Route(
+        bomb, 200, {"Content-Type": "text/html", "Content-Encoding": "gzip"}
+    )
     small = gzip.compress(b"<p>fine</p>")
     web.routes["/gz"] = Route(small, 200, {"Content-Type": "text/html", "Content-Encoding": "gzip"})
     fetcher = Fetcher(FetchPolicy(allowed=LOOPBACK, max_bytes=4096))
@@ -144,7 +171,11 @@ def test_retries_429_and_5xx_with_backoff_then_succeeds(web):
     def flaky(handler):
         calls.append(1)
         if len(calls) < 3:
-            return Route(b"busy", 503 if len(calls) == 1 else 429, {"Content-Type": "text/plain", "Retry-After": "0"})
+            return Route(
+                b"busy",
+                503 if len(calls) == 1 else 429,
+                {"Content-Type": "text/plain", "Retry-After": "0"},
+            )
         return Route(b"<p>ok</p>")
 
     web.routes["/flaky"] = flaky

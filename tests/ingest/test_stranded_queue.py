@@ -56,7 +56,9 @@ def _record(*entries: ClusterEntry) -> None:
 
 def _born() -> datetime:
     """When this process started: a cluster records itself later, before it claims anything."""
-    return datetime.fromtimestamp(psutil.Process().create_time(), tz=timezone.get_current_timezone())
+    return datetime.fromtimestamp(
+        psutil.Process().create_time(), tz=timezone.get_current_timezone()
+    )
 
 
 def _this_process() -> ClusterEntry:
@@ -77,14 +79,26 @@ def test_an_entry_claimed_by_a_cluster_that_stopped_is_handed_out_again(source, 
     assert release_orphaned_tasks() == [entry.pk]
     assert _takeable(entry)
     assert [pk for pk, _ in get_broker().dequeue()] == [entry.pk]
-    assert release_orphaned_tasks() == [entry.pk]  # claimed again by no live cluster: released again
+    assert release_orphaned_tasks() == [
+        entry.pk
+    ]  # claimed again by no live cluster: released again
 
 
-@pytest.mark.parametrize("holder", [
-    pytest.param(_this_process, id="this-machine-process-runs"),
-    pytest.param(lambda: ClusterEntry("another-host/4026531836", 4242, timezone.now() - HOUR,
-                                      timezone.now() - timedelta(seconds=30)), id="other-machine-within-lease"),
-])
+@pytest.mark.parametrize(
+    "holder",
+    [
+        pytest.param(_this_process, id="this-machine-process-runs"),
+        pytest.param(
+            lambda: ClusterEntry(
+                "another-host/4026531836",
+                4242,
+                timezone.now() - HOUR,
+                timezone.now() - timedelta(seconds=30),
+            ),
+            id="other-machine-within-lease",
+        ),
+    ],
+)
 def test_an_entry_a_live_cluster_may_hold_is_never_released(source, holder, dead_pid):
     _record(holder(), ClusterEntry(machine(), dead_pid, timezone.now() - HOUR, timezone.now()))
     _, entry = _queued(source)
@@ -104,16 +118,31 @@ def test_a_cluster_started_after_the_claim_cannot_hold_it(source, dead_pid):
     assert release_orphaned_tasks() == [entry.pk]
 
 
-@pytest.mark.parametrize("entry_of", [
-    pytest.param(lambda pid: ClusterEntry("another-host/4026531836", 4242, timezone.now() - HOUR,
-                                          timezone.now() - cluster_lease() - timedelta(seconds=1)),
-                 id="other-machine-lease-expired"),
-    pytest.param(lambda pid: ClusterEntry(machine(), os.getpid(), _born() - HOUR, timezone.now()),
-                 id="this-machine-pid-reused"),
-    pytest.param(lambda pid: ClusterEntry(machine(), pid, timezone.now() - HOUR, timezone.now()),
-                 id="this-machine-process-gone"),
-])
-def test_a_cluster_is_dead_when_its_process_is_gone_or_its_lease_expired(source, entry_of, dead_pid):
+@pytest.mark.parametrize(
+    "entry_of",
+    [
+        pytest.param(
+            lambda pid: ClusterEntry(
+                "another-host/4026531836",
+                4242,
+                timezone.now() - HOUR,
+                timezone.now() - cluster_lease() - timedelta(seconds=1),
+            ),
+            id="other-machine-lease-expired",
+        ),
+        pytest.param(
+            lambda pid: ClusterEntry(machine(), os.getpid(), _born() - HOUR, timezone.now()),
+            id="this-machine-pid-reused",
+        ),
+        pytest.param(
+            lambda pid: ClusterEntry(machine(), pid, timezone.now() - HOUR, timezone.now()),
+            id="this-machine-process-gone",
+        ),
+    ],
+)
+def test_a_cluster_is_dead_when_its_process_is_gone_or_its_lease_expired(
+    source, entry_of, dead_pid
+):
     _record(entry_of(dead_pid))
     _, entry = _queued(source)
     assert live_clusters() == []
@@ -126,11 +155,21 @@ def test_a_cluster_whose_main_process_was_killed_alone_lives_on_in_its_workers(s
     worker = subprocess.Popen(["sleep", "60"])
     try:
         born = psutil.Process(worker.pid).create_time()
-        _record(ClusterEntry(machine(), dead_pid, timezone.now() - HOUR, timezone.now(), {worker.pid: born}))
+        _record(
+            ClusterEntry(
+                machine(), dead_pid, timezone.now() - HOUR, timezone.now(), {worker.pid: born}
+            )
+        )
         _, entry = _queued(source)
         assert len(live_clusters()) == 1 and release_orphaned_tasks() == []
-        _record(ClusterEntry(machine(), dead_pid, timezone.now() - HOUR, timezone.now(), {worker.pid: born - 60}))
-        assert live_clusters() == [] and release_orphaned_tasks() == [entry.pk]  # that pid is another process now
+        _record(
+            ClusterEntry(
+                machine(), dead_pid, timezone.now() - HOUR, timezone.now(), {worker.pid: born - 60}
+            )
+        )
+        assert live_clusters() == [] and release_orphaned_tasks() == [
+            entry.pk
+        ]  # that pid is another process now
     finally:
         worker.kill()
         worker.wait()
@@ -149,8 +188,9 @@ def test_the_entry_of_a_run_that_beats_is_never_released(source, dead_pid):
     """Whatever the record says, a run whose worker stamps its heartbeat is being worked on."""
     _record(ClusterEntry(machine(), dead_pid, timezone.now() - HOUR, timezone.now()))
     run, entry = _queued(source)
-    IngestRun.objects.filter(pk=run.pk).update(status="running", started_at=timezone.now(),
-                                               heartbeat_at=timezone.now())
+    IngestRun.objects.filter(pk=run.pk).update(
+        status="running", started_at=timezone.now(), heartbeat_at=timezone.now()
+    )
     assert release_orphaned_tasks() == []
     IngestRun.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now() - HOUR)
     assert release_orphaned_tasks() == [entry.pk]

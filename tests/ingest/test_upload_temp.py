@@ -43,8 +43,14 @@ def data_dir(tmp_path, settings):
 def _server(data_dir: Path, how: str) -> tuple[subprocess.Popen, Path]:
     env = {**os.environ, "KB_DATA_DIR": str(data_dir), "DJANGO_SETTINGS_MODULE": "kb.settings"}
     env.pop("KB_WARM_MODEL", None)
-    server = subprocess.Popen([sys.executable, "-c", SERVER, how], cwd=ROOT, env=env, text=True,
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    server = subprocess.Popen(
+        [sys.executable, "-c", SERVER, how],
+        cwd=ROOT,
+        env=env,
+        text=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
     path = Path(server.stdout.readline().strip())
     assert path.parent == data_dir / "upload-tmp" and path.is_file(), path
     return server, path
@@ -77,8 +83,9 @@ def test_the_watchdog_sweeps_upload_files_of_a_killed_server(data_dir):
 
 
 @pytest.mark.django_db
-def test_an_upload_through_the_api_waits_locked_in_the_products_folder_and_is_gone_after(data_dir, settings,
-                                                                                         monkeypatch, namespace):
+def test_an_upload_through_the_api_waits_locked_in_the_products_folder_and_is_gone_after(
+    data_dir, settings, monkeypatch, namespace
+):
     """A real request with the handlers kb/settings.py names: while the service reads the upload,
     its file is in FILE_UPLOAD_TEMP_DIR and a sweep leaves it; when the request ends it is gone."""
     import io
@@ -106,8 +113,9 @@ def test_an_upload_through_the_api_waits_locked_in_the_products_folder_and_is_go
     _, secret = issue_token("t", namespaces=[namespace], scope="write")
     handle = io.BytesIO(b"# Notes\n\n" + b"A line of notes.\n" * 4096)
     handle.name = "notes.md"
-    response = Client(HTTP_AUTHORIZATION=f"Bearer {secret}").post(f"/api/sources/{source.pk}/files",
-                                                                  {"files": handle})
+    response = Client(HTTP_AUTHORIZATION=f"Bearer {secret}").post(
+        f"/api/sources/{source.pk}/files", {"files": handle}
+    )
     assert response.status_code == 201, response.content
     assert SourceFile.objects.filter(source=source, path="notes.md").exists()
     assert len(seen) == 1 and not seen[0].exists()
@@ -128,8 +136,14 @@ def test_a_process_start_sweeps_what_a_killed_server_left_and_keeps_a_live_uploa
         assert stale.is_file()
         env = {**os.environ, "KB_DATA_DIR": str(data_dir)}
         env.pop("KB_WARM_MODEL", None)
-        done = subprocess.run([sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True,
-                              text=True, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "manage.py", "check"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert done.returncode == 0, done.stderr
         assert not stale.exists()
         assert in_flight.is_file()
@@ -143,7 +157,13 @@ def test_a_fresh_data_folder_passes_djangos_checks(tmp_path):
     data = tmp_path / "fresh" / "data"
     env = {**os.environ, "KB_DATA_DIR": str(data)}
     env.pop("KB_WARM_MODEL", None)
-    done = subprocess.run([sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert (data / "upload-tmp").is_dir()

@@ -26,12 +26,28 @@ CHECKS = {
 
 def test_a_pg_dump_restores_every_passage_lexed_as_it_was(tmp_path):
     namespace = Namespace.objects.create(slug="backup", title="backup")
-    source = Source.objects.create(namespace=namespace, name="manual", kind=Source.Kind.TEXT, text="x")
+    source = Source.objects.create(
+        namespace=namespace, name="manual", kind=Source.Kind.TEXT, text="x"
+    )
     # German, Chinese character pairs, English, and French, whose stems lose their accents (unaccent)
-    pages = ["user-space.de-DE.html", "reference-appendix.zh-cn.html", "user-space.en-US.html", "user-space.fr-FR.html"]
-    run = IngestPipeline(IngestRun.objects.create(source=source)).execute(iter(
-        LoadedItem(ref=page, body=(PAGES / page).read_bytes(), media_type="text/html", charset="utf-8", path=page)
-        for page in pages))
+    pages = [
+        "user-space.de-DE.html",
+        "reference-appendix.zh-cn.html",
+        "user-space.en-US.html",
+        "user-space.fr-FR.html",
+    ]
+    run = IngestPipeline(IngestRun.objects.create(source=source)).execute(
+        iter(
+            LoadedItem(
+                ref=page,
+                body=(PAGES / page).read_bytes(),
+                media_type="text/html",
+                charset="utf-8",
+                path=page,
+            )
+            for page in pages
+        )
+    )
     assert run.status == "succeeded", run.error
 
     env, database = client_env(), connection.settings_dict["NAME"]

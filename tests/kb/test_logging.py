@@ -18,9 +18,19 @@ logging.getLogger("django.server").info('"%s" %s %s', "GET /?q=" + "x" * 20000 +
 
 
 def test_a_refused_request_is_logged_once_and_a_huge_request_line_is_cut(db):
-    done = subprocess.run([sys.executable, "-c", SCRIPT], cwd=REPO, capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "DJANGO_SETTINGS_MODULE": "kb.settings", "KB_DEBUG": "1",
-                               "DATABASE_URL": current_database_url()})
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "kb.settings",
+            "KB_DEBUG": "1",
+            "DATABASE_URL": current_database_url(),
+        },
+    )
     assert done.returncode == 0, done.stderr
     lines = done.stderr.splitlines()
     assert sum(line == "Unauthorized: /api/search" for line in lines) == 1, done.stderr

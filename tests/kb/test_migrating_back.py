@@ -38,10 +38,23 @@ GERMAN_STEM = "SELECT count(*) FROM kb_chunk_term WHERE lexeme = 'laufzeitumgeb'
 
 def test_unapplying_languages_relexes_every_passage_in_english_with_its_postings(tmp_path):
     namespace = Namespace.objects.create(slug="back", title="back")
-    source = Source.objects.create(namespace=namespace, name="manual", kind=Source.Kind.TEXT, text="x")
+    source = Source.objects.create(
+        namespace=namespace, name="manual", kind=Source.Kind.TEXT, text="x"
+    )
     page = "user-space.de-DE.html"
-    run = IngestPipeline(IngestRun.objects.create(source=source)).execute(iter([LoadedItem(
-        ref=page, body=(PAGES / page).read_bytes(), media_type="text/html", charset="utf-8", path=page)]))
+    run = IngestPipeline(IngestRun.objects.create(source=source)).execute(
+        iter(
+            [
+                LoadedItem(
+                    ref=page,
+                    body=(PAGES / page).read_bytes(),
+                    media_type="text/html",
+                    charset="utf-8",
+                    path=page,
+                )
+            ]
+        )
+    )
     assert run.status == "succeeded", run.error
 
     env, database = client_env(), connection.settings_dict["NAME"]
@@ -49,8 +62,14 @@ def test_unapplying_languages_relexes_every_passage_in_english_with_its_postings
     assert psql(env, database, "-c", GERMAN_STEM) != "0"
     with restored_copy(tmp_path, "kb_back") as copy:
         url = f"postgres://{env['PGUSER']}@/{copy}?host={env['PGHOST']}&port={env['PGPORT']}"
-        done = subprocess.run([sys.executable, "manage.py", "migrate", "kb", "0027"], cwd=settings.BASE_DIR,
-                              env={**env, "DATABASE_URL": url}, capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            [sys.executable, "manage.py", "migrate", "kb", "0027"],
+            cwd=settings.BASE_DIR,
+            env={**env, "DATABASE_URL": url},
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert done.returncode == 0, done.stderr
         postings = int(psql(env, copy, "-c", "SELECT count(*) FROM kb_chunk_term"))
         stale = int(psql(env, copy, "-c", STALE))

@@ -26,12 +26,18 @@ def _wait_for_rows(ids, timeout=10.0):
 def test_a_search_gets_its_id_at_once_and_its_row_follows():
     namespace = Namespace.objects.create(slug="logged")
     querylog.stop_writer()
-    ids = [querylog.record(namespace_id=namespace.pk, query=f"query {n}", result_ids=[n], caller="api")
-           for n in range(5)]
+    ids = [
+        querylog.record(namespace_id=namespace.pk, query=f"query {n}", result_ids=[n], caller="api")
+        for n in range(5)
+    ]
     assert len(set(ids)) == 5
-    assert QueryLog.objects.filter(pk__in=ids).count() < 5  # queued, not written on the search's path
+    assert (
+        QueryLog.objects.filter(pk__in=ids).count() < 5
+    )  # queued, not written on the search's path
     rows = _wait_for_rows(ids)  # the writer thread, a moment later
-    assert sorted((r.pk, r.query, r.result_ids) for r in rows) == [(i, f"query {n}", [n]) for n, i in enumerate(ids)]
+    assert sorted((r.pk, r.query, r.result_ids) for r in rows) == [
+        (i, f"query {n}", [n]) for n, i in enumerate(ids)
+    ]
 
 
 def test_a_row_the_database_refuses_is_dropped_alone():
@@ -49,15 +55,28 @@ def test_a_row_the_database_refuses_is_dropped_alone():
 def test_a_clean_exit_writes_every_queued_row():
     namespace = Namespace.objects.create(slug="exiting")
     # a process that logs and exits at once, before its writer's first batch is due
-    script = ("import django; django.setup(); from kb import querylog; "
-              f"print(*[querylog.record(namespace_id={namespace.pk}, query=f'q{{n}}') for n in range(40)])")
-    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120,
-                          env={**__import__("os").environ, "DATABASE_URL": current_database_url(),
-                               "DJANGO_SETTINGS_MODULE": "kb.settings"})
+    script = (
+        "import django; django.setup(); from kb import querylog; "
+        f"print(*[querylog.record(namespace_id={namespace.pk}, query=f'q{{n}}') for n in range(40)])"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={
+            **__import__("os").environ,
+            "DATABASE_URL": current_database_url(),
+            "DJANGO_SETTINGS_MODULE": "kb.settings",
+        },
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     ids = [int(i) for i in done.stdout.split()]
     assert len(ids) == 40
-    assert QueryLog.objects.filter(pk__in=ids, namespace=namespace).count() == 40  # no wait: written at exit
+    assert (
+        QueryLog.objects.filter(pk__in=ids, namespace=namespace).count() == 40
+    )  # no wait: written at exit
 
 
 def test_a_vote_waits_a_moment_for_a_search_another_process_is_logging(django_user_model):
@@ -73,10 +92,17 @@ def test_a_vote_waits_a_moment_for_a_search_another_process_is_logging(django_us
 
     namespace, _ = ingest("voting", CORPUS)
     chunk_id = search("pumpkin soup", "voting", log=False).hits[0].chunk_id
-    principal = staff_principal(django_user_model.objects.create_superuser("curator", password="pw-123456789"))
-    [query_id] = querylog._reserve(1)  # another process's search: its id taken, its row not yet written
+    principal = staff_principal(
+        django_user_model.objects.create_superuser("curator", password="pw-123456789")
+    )
+    [query_id] = querylog._reserve(
+        1
+    )  # another process's search: its id taken, its row not yet written
+
     def written_late():
-        QueryLog.objects.create(pk=query_id, namespace=namespace, query="pumpkin soup", result_ids=[chunk_id])
+        QueryLog.objects.create(
+            pk=query_id, namespace=namespace, query="pumpkin soup", result_ids=[chunk_id]
+        )
         connections.close_all()  # this thread's own connection
 
     late = threading.Timer(0.1, written_late)
@@ -87,7 +113,9 @@ def test_a_vote_waits_a_moment_for_a_search_another_process_is_logging(django_us
     started = time.monotonic()
     with pytest.raises(NotFound):
         record_feedback(principal, query_id + 10_000, chunk_id, helpful=True)
-    assert time.monotonic() - started < 2  # an unknown search is refused after a short wait, not hung on
+    assert (
+        time.monotonic() - started < 2
+    )  # an unknown search is refused after a short wait, not hung on
 
 
 def test_a_flush_inside_a_callers_transaction_keeps_its_connection():

@@ -20,9 +20,13 @@ from tests.pgserver import REPO, current_database_url, free_port
 def _start_kb_run(port: int, log_path, **env: str):
     log = open(log_path, "w")
     return subprocess.Popen(
-        [sys.executable, "manage.py", "kb_run", "--port", str(port), "--no-demo"], cwd=REPO,
+        [sys.executable, "manage.py", "kb_run", "--port", str(port), "--no-demo"],
+        cwd=REPO,
         env={**os.environ, "DATABASE_URL": current_database_url(), **env},
-        stdout=log, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
     ), log
 
 
@@ -66,9 +70,13 @@ def test_kb_run_serves_app_and_worker_then_stops_on_ctrl_c(transactional_db, tmp
     assert re.search(r"admin login\s+admin / \S{12,}\s+\(shown once", output)
     assert "stopping web server and worker" in output
     # the web server loads the model for queries before the banner, so the first search is warm
-    assert output.index("KB_WARM_MODEL=query: model ready") < output.index("Knowledge base running at")
+    assert output.index("KB_WARM_MODEL=query: model ready") < output.index(
+        "Knowledge base running at"
+    )
     assert "KB_WARM_MODEL=documents: model ready" in output  # the worker, for ingest
-    children = subprocess.run(["pgrep", "-f", f"runserver --noreload 127.0.0.1:{port}"], capture_output=True)
+    children = subprocess.run(
+        ["pgrep", "-f", f"runserver --noreload 127.0.0.1:{port}"], capture_output=True
+    )
     assert children.returncode == 1, "the web server outlived Ctrl-C"
 
 
@@ -85,13 +93,21 @@ def test_a_worker_that_dies_is_named_and_started_again(transactional_db, tmp_pat
     def healthy() -> bool:
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as response:
-                return json.load(response)["worker"]["ok"] and "Knowledge base running at" in log_path.read_text()
+                return (
+                    json.load(response)["worker"]["ok"]
+                    and "Knowledge base running at" in log_path.read_text()
+                )
         except OSError:
             return False
 
-    def cluster() -> psutil.Process:  # the process kb_run started: its own group's leader (orphans are kb_run's too)
-        [found] = [c for c in psutil.Process(proc.pid).children()
-                   if "qcluster" in " ".join(c.cmdline()) and os.getpgid(c.pid) == c.pid]
+    def cluster() -> (
+        psutil.Process
+    ):  # the process kb_run started: its own group's leader (orphans are kb_run's too)
+        [found] = [
+            c
+            for c in psutil.Process(proc.pid).children()
+            if "qcluster" in " ".join(c.cmdline()) and os.getpgid(c.pid) == c.pid
+        ]
         return found
 
     try:
@@ -99,12 +115,14 @@ def test_a_worker_that_dies_is_named_and_started_again(transactional_db, tmp_pat
         dead = cluster()
         orphans = dead.children(recursive=True)
         dead.kill()
-        assert _wait_for(lambda: "started the worker (qcluster) again" in log_path.read_text(), 60), \
-            log_path.read_text()
+        assert _wait_for(
+            lambda: "started the worker (qcluster) again" in log_path.read_text(), 60
+        ), log_path.read_text()
         assert "the worker (qcluster) exited (killed by SIGKILL)" in log_path.read_text()
         # kb_run is their parent now, as PID 1 would be in a container, and waits for them: no zombie is left
-        assert _wait_for(lambda: not any(psutil.pid_exists(p.pid) for p in orphans), 10), \
-            [(p.pid, p.status()) for p in orphans if psutil.pid_exists(p.pid)]
+        assert _wait_for(lambda: not any(psutil.pid_exists(p.pid) for p in orphans), 10), [
+            (p.pid, p.status()) for p in orphans if psutil.pid_exists(p.pid)
+        ]
         assert cluster().pid != dead.pid
         assert _wait_for(healthy, 120), log_path.read_text()  # the new cluster's heartbeat
     finally:
@@ -126,17 +144,24 @@ def test_a_worker_that_keeps_dying_stops_the_product_with_the_reason(transaction
 
     def cluster() -> psutil.Process | None:
         try:  # the process kb_run started: its own group's leader (the cluster's orphaned forks are kb_run's too)
-            found = [c for c in psutil.Process(proc.pid).children()
-                     if "qcluster" in " ".join(c.cmdline()) and os.getpgid(c.pid) == c.pid]
+            found = [
+                c
+                for c in psutil.Process(proc.pid).children()
+                if "qcluster" in " ".join(c.cmdline()) and os.getpgid(c.pid) == c.pid
+            ]
         except (psutil.Error, ProcessLookupError):
             return None
         return found[0] if found else None
 
     killed: list[int] = []
     try:
-        assert _wait_for(lambda: "Knowledge base running at" in log_path.read_text(), 120), log_path.read_text()
+        assert _wait_for(lambda: "Knowledge base running at" in log_path.read_text(), 120), (
+            log_path.read_text()
+        )
         while proc.poll() is None and len(killed) < RESTARTS_ALLOWED:
-            assert _wait_for(lambda: (c := cluster()) is not None and c.pid not in killed, 60), log_path.read_text()
+            assert _wait_for(lambda: (c := cluster()) is not None and c.pid not in killed, 60), (
+                log_path.read_text()
+            )
             worker = cluster()
             killed.append(worker.pid)
             worker.kill()
@@ -149,9 +174,13 @@ def test_a_worker_that_keeps_dying_stops_the_product_with_the_reason(transaction
     assert proc.returncode == 1, output
     assert len(killed) == RESTARTS_ALLOWED
     assert output.count("started the worker (qcluster) again") == RESTARTS_ALLOWED - 1
-    assert (f"the worker (qcluster) exited {RESTARTS_ALLOWED} times within {RESTART_WINDOW_S} s; stopping"
-            in output)
-    children = subprocess.run(["pgrep", "-f", f"runserver --noreload 127.0.0.1:{port}"], capture_output=True)
+    assert (
+        f"the worker (qcluster) exited {RESTARTS_ALLOWED} times within {RESTART_WINDOW_S} s; stopping"
+        in output
+    )
+    children = subprocess.run(
+        ["pgrep", "-f", f"runserver --noreload 127.0.0.1:{port}"], capture_output=True
+    )
     assert children.returncode == 1, "the web server outlived the stop"
 
 
@@ -164,7 +193,9 @@ def _slow_site(web) -> None:
 
     def slow(handler):
         time.sleep(1)
-        return Route(f"<main><h1>{handler.path}</h1><p>A page of the slow site.</p></main>".encode())
+        return Route(
+            f"<main><h1>{handler.path}</h1><p>A page of the slow site.</p></main>".encode()
+        )
 
     links = "".join(f"<a href='/p{i}.html'>page {i}</a> " for i in range(SLOW_PAGES))
     web.page("/", f"<main><h1>Home</h1><p>Every page below is slow.</p>{links}</main>")
@@ -173,7 +204,9 @@ def _slow_site(web) -> None:
 
 
 @pytest.mark.timeout(720)  # two starts of the product, each loading the model
-def test_a_run_queued_behind_a_long_one_finishes_after_a_restart(transactional_db, namespace, web, tmp_path):
+def test_a_run_queued_behind_a_long_one_finishes_after_a_restart(
+    transactional_db, namespace, web, tmp_path
+):
     """Issue 57, B2, as the operator met it: a run waits behind a long crawl, the product is stopped
     with Ctrl-C and started again. The stopped worker had claimed the waiting run's task (django-q2
     locks it for KB_TASK_RETRY, an hour); the new kb_run hands it out again, so it finishes within
@@ -187,24 +220,48 @@ def test_a_run_queued_behind_a_long_one_finishes_after_a_restart(transactional_d
         return next((row for row in OrmQ.objects.all() if row.task_id() == task_id), None)
 
     _slow_site(web)
-    crawl = Source.objects.create(namespace=namespace, name="slow site", kind="crawl", location=web.url("/"),
-                                  options={"use_llms_txt": False, "respect_robots": False, "max_depth": 1})
-    notes = Source.objects.create(namespace=namespace, name="notes", kind="text",
-                                  text="# Notes\n\nQueued behind the crawl, finished after the restart.")
+    crawl = Source.objects.create(
+        namespace=namespace,
+        name="slow site",
+        kind="crawl",
+        location=web.url("/"),
+        options={"use_llms_txt": False, "respect_robots": False, "max_depth": 1},
+    )
+    notes = Source.objects.create(
+        namespace=namespace,
+        name="notes",
+        kind="text",
+        text="# Notes\n\nQueued behind the crawl, finished after the restart.",
+    )
     port, allow = free_port(), {"KB_FETCH_ALLOWED_PRIVATE": "127.0.0.0/8:*"}
     first_log, second_log = tmp_path / "kb_run-1.log", tmp_path / "kb_run-2.log"
     proc, log = _start_kb_run(port, first_log, **allow)
     try:
-        assert _wait_for(lambda: "Knowledge base running at" in first_log.read_text() or proc.poll() is not None,
-                         180) and proc.poll() is None, first_log.read_text()
+        assert (
+            _wait_for(
+                lambda: (
+                    "Knowledge base running at" in first_log.read_text() or proc.poll() is not None
+                ),
+                180,
+            )
+            and proc.poll() is None
+        ), first_log.read_text()
         long, queued = start_ingest(crawl), start_ingest(notes)
 
-        def waiting_claimed() -> bool:  # the crawl runs, and the worker's cluster has taken the next task
+        def waiting_claimed() -> (
+            bool
+        ):  # the crawl runs, and the worker's cluster has taken the next task
             entry = queue_entry(queued.task_id)
-            return (IngestRun.objects.get(pk=long.pk).items_done >= 3 and entry is not None
-                    and entry.lock > timezone.now())
+            return (
+                IngestRun.objects.get(pk=long.pk).items_done >= 3
+                and entry is not None
+                and entry.lock > timezone.now()
+            )
 
-        assert _wait_for(waiting_claimed, 180), (IngestRun.objects.get(pk=long.pk).status, first_log.read_text())
+        assert _wait_for(waiting_claimed, 180), (
+            IngestRun.objects.get(pk=long.pk).status,
+            first_log.read_text(),
+        )
     finally:
         output = _stop(proc, log, first_log)
     assert proc.returncode == 0, output
@@ -214,8 +271,9 @@ def test_a_run_queued_behind_a_long_one_finishes_after_a_restart(transactional_d
     started = time.monotonic()
     proc, log = _start_kb_run(port, second_log, **allow)
     try:
-        assert _wait_for(lambda: IngestRun.objects.get(pk=queued.pk).status not in ("queued", "running"), 180), \
-            (IngestRun.objects.get(pk=queued.pk).status, second_log.read_text())
+        assert _wait_for(
+            lambda: IngestRun.objects.get(pk=queued.pk).status not in ("queued", "running"), 180
+        ), (IngestRun.objects.get(pk=queued.pk).status, second_log.read_text())
         finished_after = time.monotonic() - started
     finally:
         output = _stop(proc, log, second_log)
@@ -250,9 +308,18 @@ print(before, sorted(p.status() for p in psutil.Process().children()), started.r
 def test_kb_run_inherits_its_childrens_orphans_and_waits_for_them():
     """kb_run adopts what its children leave behind, as PID 1 does when kb_run is a container's
     first process, and waits for each, so no zombie piles up however often a worker dies."""
-    done = subprocess.run([sys.executable, "-c", ORPHAN], cwd=REPO, capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "DATABASE_URL": "postgresql://unused@127.0.0.1:9/unused",  # never opened
-                               "DJANGO_SETTINGS_MODULE": "kb.settings"})
+    done = subprocess.run(
+        [sys.executable, "-c", ORPHAN],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={
+            **os.environ,
+            "DATABASE_URL": "postgresql://unused@127.0.0.1:9/unused",  # never opened
+            "DJANGO_SETTINGS_MODULE": "kb.settings",
+        },
+    )
     # the orphan and the started child were zombies; both are gone, and the started one's exit code is kept
     assert done.stdout.split("\n")[-2] == "['zombie', 'zombie'] [] 3", done.stdout + done.stderr
 
@@ -262,7 +329,9 @@ def test_ctrl_c_while_the_model_loads_stops_everything_cleanly(transactional_db,
     log_path = tmp_path / "kb_run.log"
     proc, log = _start_kb_run(port, log_path)
     try:
-        assert _wait_for(lambda: "loading the model" in log_path.read_text(), 120), log_path.read_text()
+        assert _wait_for(lambda: "loading the model" in log_path.read_text(), 120), (
+            log_path.read_text()
+        )
     finally:
         output = _stop(proc, log, log_path)
     assert proc.returncode == 0 and "Traceback" not in output, output

@@ -4,8 +4,10 @@
 from kb.conf import kb_settings
 
 SECRETS = {
-    "KB_EMBEDDINGS_API_KEY": "embeddings-key-value", "KB_ANSWER_API_KEY": "answer-key-value",
-    "KB_OIDC_CLIENT_SECRET": "client-secret-value", "KB_LDAP_BIND_PASSWORD": "bind-password-value",
+    "KB_EMBEDDINGS_API_KEY": "embeddings-key-value",
+    "KB_ANSWER_API_KEY": "answer-key-value",
+    "KB_OIDC_CLIENT_SECRET": "client-secret-value",
+    "KB_LDAP_BIND_PASSWORD": "bind-password-value",
 }
 
 
@@ -19,6 +21,11 @@ def test_the_settings_printed_hold_no_secret(settings):
         printed = repr(conf)
     finally:
         kb_settings.cache_clear()
-    assert not [value for value in [*SECRETS.values(), "git-token-value"] if value in printed], printed
-    assert (conf.embeddings_api_key, conf.answer_api_key) == ("embeddings-key-value", "answer-key-value")
+    assert not [value for value in [*SECRETS.values(), "git-token-value"] if value in printed], (
+        printed
+    )
+    assert (conf.embeddings_api_key, conf.answer_api_key) == (
+        "embeddings-key-value",
+        "answer-key-value",
+    )
     assert conf.git_tokens == {"FORGE": "git.example.org=git-token-value"}

@@ -33,7 +33,10 @@ def threshold_of_three(settings):
 
 def index_definition(namespace_id):
     with connection.cursor() as cursor:
-        cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s", [vector_index.index_name(namespace_id)])
+        cursor.execute(
+            "SELECT indexdef FROM pg_indexes WHERE indexname = %s",
+            [vector_index.index_name(namespace_id)],
+        )
         row = cursor.fetchone()
     return row[0] if row else None
 
@@ -46,7 +49,9 @@ def vector_search(namespace, query, planner_setting, k=10):
             cursor.execute(f"SET LOCAL {planner_setting} = off")
         with CaptureQueriesContext(connection) as captured:
             rows = ch.vector_channel(ch.Scope(namespace.id), vector, k)
-        statement = next(q["sql"] for q in captured.captured_queries if "ORDER BY c.embedding" in q["sql"])
+        statement = next(
+            q["sql"] for q in captured.captured_queries if "ORDER BY c.embedding" in q["sql"]
+        )
         with connection.cursor() as cursor:
             cursor.execute("SELECT set_config('hnsw.ef_search', '40', true)")
             cursor.execute("EXPLAIN " + statement)
@@ -72,11 +77,15 @@ def test_ingest_builds_an_index_for_a_large_namespace_only(threshold_of_three):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_vector_channel_walks_the_namespace_index_and_never_leaves_its_namespace(threshold_of_three):
+def test_vector_channel_walks_the_namespace_index_and_never_leaves_its_namespace(
+    threshold_of_three,
+):
     """Committed, as in production: the run builds the index CONCURRENTLY, and an index built in
     the transaction that wrote the rows could be unusable to that transaction (indcheckxmin)."""
     large, _ = ingest("tenant:a", CORPUS)
-    other, _ = ingest("tenant:b", {"soup": ("Pumpkin soup", "Roast the pumpkin, then blend it with stock.")})
+    other, _ = ingest(
+        "tenant:b", {"soup": ("Pumpkin soup", "Roast the pumpkin, then blend it with stock.")}
+    )
     # six rows are cheaper to sort than to walk: one setting forces each plan
     exact, exact_plan = vector_search(large, "how do I cook pumpkin soup", "enable_indexscan")
     walked, walked_plan = vector_search(large, "how do I cook pumpkin soup", "enable_sort")
@@ -89,26 +98,39 @@ def test_vector_channel_walks_the_namespace_index_and_never_leaves_its_namespace
     assert index_definition(large.id) is None
 
 
-@pytest.mark.django_db(transaction=True)  # committed, so the superuser's own connection sees the index
+@pytest.mark.django_db(
+    transaction=True
+)  # committed, so the superuser's own connection sees the index
 def test_an_invalid_leftover_index_is_rebuilt(threshold_of_three):
     namespace, _ = ingest("tenant:a", CORPUS)
     pgdata = connection.settings_dict.get("EMBEDDED_PGDATA")
     if not pgdata:
-        pytest.skip("marking an index invalid needs the server's superuser, whose password only the embedded "
-                    "server's credentials file holds")
+        pytest.skip(
+            "marking an index invalid needs the server's superuser, whose password only the embedded "
+            "server's credentials file holds"
+        )
     params = connection.get_connection_params()
-    superuser = embedded_auth.conninfo(params["host"], params["port"], Path(pgdata), connection.settings_dict["NAME"],
-                                       superuser=True)
+    superuser = embedded_auth.conninfo(
+        params["host"],
+        params["port"],
+        Path(pgdata),
+        connection.settings_dict["NAME"],
+        superuser=True,
+    )
     with psycopg.connect(superuser, autocommit=True) as admin:
         # what a failed CREATE INDEX CONCURRENTLY leaves behind
-        admin.execute("UPDATE pg_index SET indisvalid = false WHERE indexrelid = %s::regclass",
-                      [vector_index.index_name(namespace.id)])
+        admin.execute(
+            "UPDATE pg_index SET indisvalid = false WHERE indexrelid = %s::regclass",
+            [vector_index.index_name(namespace.id)],
+        )
     assert vector_index.namespace_indexes()[namespace.id].valid is False
     assert vector_index.ensure_namespace_index(namespace.id) == "rebuilt"
     assert vector_index.namespace_indexes()[namespace.id].valid is True
 
 
-def test_deleting_a_namespace_drops_its_index_after_commit(threshold_of_three, django_capture_on_commit_callbacks):
+def test_deleting_a_namespace_drops_its_index_after_commit(
+    threshold_of_three, django_capture_on_commit_callbacks
+):
     namespace, _ = ingest("tenant:a", CORPUS)
     namespace_id = namespace.id
     with django_capture_on_commit_callbacks(execute=True):
@@ -139,7 +161,10 @@ def test_command_lists_each_namespace_and_its_index(threshold_of_three, capsys):
     ingest("tenant:b", SMALL)
     call_command("kb_vector_indexes")
     out = capsys.readouterr().out
-    assert f"tenant:a: {len(CORPUS)} embedded chunks; {vector_index.index_name(large.id)}, valid" in out
+    assert (
+        f"tenant:a: {len(CORPUS)} embedded chunks; {vector_index.index_name(large.id)}, valid"
+        in out
+    )
     assert "tenant:b: 1 embedded chunks; no index (exact scan)" in out
 
 
@@ -148,7 +173,9 @@ def test_the_build_memory_fits_the_graph_between_its_floor_and_its_cap():
 
     assert build_memory_mb(10_000) == BUILD_MEMORY_MIN_MB
     million = build_memory_mb(1_000_000)  # 1M × (384 × 4 B + 1 KB) × 1.2
-    assert 2900 < million < 3000 and million * 1024 * 1024 > 1_000_000 * 384 * 4  # the 1.5 GB of vectors fit
+    assert (
+        2900 < million < 3000 and million * 1024 * 1024 > 1_000_000 * 384 * 4
+    )  # the 1.5 GB of vectors fit
     assert build_memory_mb(10_000_000) == 4096
 
 
@@ -165,4 +192,3 @@ def test_build_memory_of_several_gigabytes_is_set_for_the_session(db):
     finally:
         with connection.cursor() as cursor:
             cursor.execute("RESET maintenance_work_mem")
-

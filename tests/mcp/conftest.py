@@ -24,19 +24,39 @@ LEGACY = "legacy"  # the initialize handshake of the 2025 revisions
 
 
 def provider(slug: str, namespace: str, document: str) -> dict:
-    return {"id": slug, "title": slug.title(), "namespace": namespace, "capabilities": [
-        {"name": "cook", "title": "Cook a pumpkin", "summary": "Roast and blend pumpkins into soup.",
-         "knowledge": [{"source": "corpus", "document": document, "role": "howto", "locale": "en"}]}]}
+    return {
+        "id": slug,
+        "title": slug.title(),
+        "namespace": namespace,
+        "capabilities": [
+            {
+                "name": "cook",
+                "title": "Cook a pumpkin",
+                "summary": "Roast and blend pumpkins into soup.",
+                "knowledge": [
+                    {"source": "corpus", "document": document, "role": "howto", "locale": "en"}
+                ],
+            }
+        ],
+    }
 
 
 def manual(namespace) -> str:
     """A long markdown page (about 6,000 characters, some of them multi-byte) in twelve sections."""
     source = Source.objects.create(namespace=namespace, name="manual", kind="text", text="x")
     body = "# Café manual\n\n" + "\n\n".join(
-        f"## Step {n} {{#step-{n}}}\n\n" + f"Step {n} of the café routine: grind, tamp, pull the shot — "
-        f"crème first, then the body (退款 {n}). " * 4 for n in range(1, 13))
+        f"## Step {n} {{#step-{n}}}\n\n"
+        + f"Step {n} of the café routine: grind, tamp, pull the shot — "
+        f"crème first, then the body (退款 {n}). " * 4
+        for n in range(1, 13)
+    )
     run = IngestPipeline(IngestRun.objects.create(source=source)).execute(
-        [LoadedItem(ref="manual.md", body=body.encode(), media_type="text/markdown", path="manual.md")])
+        [
+            LoadedItem(
+                ref="manual.md", body=body.encode(), media_type="text/markdown", path="manual.md"
+            )
+        ]
+    )
     assert run.status == "succeeded", run.error
     return body
 
@@ -46,7 +66,9 @@ def world(transactional_db, live_server):
     tenant_a, _ = ingest("tenant:a", CORPUS)
     guide(tenant_a)
     manual(tenant_a)
-    tenant_b, _ = ingest("tenant:b", {"secret": ("Pumpkin secret", "The secret pumpkin soup recipe of tenant B.")})
+    tenant_b, _ = ingest(
+        "tenant:b", {"secret": ("Pumpkin secret", "The secret pumpkin soup recipe of tenant B.")}
+    )
     public, _ = ingest("public", {"faq": ("Public FAQ", "Pumpkins are orange and public.")})
     Namespace.objects.filter(pk=public.pk).update(is_public=True)
     service.load_definitions(provider("kitchen", "tenant:a", "pumpkin"))
@@ -55,8 +77,13 @@ def world(transactional_db, live_server):
     _, read_b = issue_token("reader b", namespaces=[tenant_b])
     revoked, revoked_secret = issue_token("revoked", namespaces=[tenant_a])
     ApiToken.objects.filter(pk=revoked.pk).update(revoked_at="2026-01-01T00:00:00Z")
-    return {"url": f"{live_server.url}/mcp", "root": live_server.url, "a": read_a, "b": read_b,
-            "revoked": revoked_secret}
+    return {
+        "url": f"{live_server.url}/mcp",
+        "root": live_server.url,
+        "a": read_a,
+        "b": read_b,
+        "revoked": revoked_secret,
+    }
 
 
 def run_agent(url: str, token: str | None, script, mode: str = MODERN):

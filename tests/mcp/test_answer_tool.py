@@ -21,8 +21,16 @@ QUESTION = "how long should I roast pumpkin for soup"
 @pytest.fixture
 def model(settings):
     """The product pointed at a scripted model server for the test."""
-    with ScriptedModel([Reply(text=["Roast the pumpkin, then blend it with stock and cream [1]. ",
-                                    "Pumpkins fly to the moon [1]."])]) as server:
+    with ScriptedModel(
+        [
+            Reply(
+                text=[
+                    "Roast the pumpkin, then blend it with stock and cream [1]. ",
+                    "Pumpkins fly to the moon [1].",
+                ]
+            )
+        ]
+    ) as server:
         settings.KB_ANSWER_URL, settings.KB_ANSWER_MODEL = server.url, server.model
         settings.KB_ANSWER_TIMEOUT, settings.KB_ANSWER_TOOLS = "5,5,10", "off"
         kb_settings.cache_clear()
@@ -41,7 +49,9 @@ def test_an_agent_gets_a_checked_answer_with_absolute_citations(world, model):
     assert answer["gate"]["answer"] is True and answer["error"] is None
     assert answer["counts"] == {"sentences": 2, "supported": 1, "unsupported": 1, "dropped": 0}
     assert answer["sources"][0]["title"] == "Pumpkin soup"
-    assert answer["sources"][0]["url"].startswith(world["root"] + "/documents/")  # absolute, as search's
+    assert answer["sources"][0]["url"].startswith(
+        world["root"] + "/documents/"
+    )  # absolute, as search's
     text = result.content[0].text
     assert "Pumpkins fly to the moon [1]. (UNSUPPORTED" in text
     assert f"[1] Pumpkin soup (tenant:a) {world['root']}/documents/" in text
@@ -53,8 +63,12 @@ def test_an_agent_gets_a_checked_answer_with_absolute_citations(world, model):
 def test_an_off_topic_question_is_not_covered_and_the_model_is_not_asked(world, model):
     result = call(world, world["a"], {"q": "quasar spectrography telemetry"})
     answer = result.structured_content
-    assert not result.is_error and answer["abstained"] and answer["gate"]["rule"] == "no-strong-match"
-    assert result.content[0].text.startswith("The knowledge base does not cover this. (gate: no-strong-match")
+    assert (
+        not result.is_error and answer["abstained"] and answer["gate"]["rule"] == "no-strong-match"
+    )
+    assert result.content[0].text.startswith(
+        "The knowledge base does not cover this. (gate: no-strong-match"
+    )
     assert model.requests == []
 
 
@@ -62,7 +76,9 @@ def test_another_tenants_namespace_answers_like_a_missing_one_and_reaches_no_mod
     foreign = tool_error(call(world, world["a"], {"q": QUESTION, "namespaces": ["tenant:b"]}))
     missing = tool_error(call(world, world["a"], {"q": QUESTION, "namespaces": ["tenant:nope"]}))
     assert foreign["code"] == missing["code"] == "KB_FORBIDDEN"
-    assert foreign["message"].replace("tenant:b", "X") == missing["message"].replace("tenant:nope", "X")
+    assert foreign["message"].replace("tenant:b", "X") == missing["message"].replace(
+        "tenant:nope", "X"
+    )
     assert model.requests == [] and not AnswerLog.objects.exists()
 
 
@@ -87,13 +103,19 @@ def test_answers_off_and_off_for_the_namespace_are_tool_errors_with_their_codes(
 
 def test_a_model_that_fails_is_the_answers_error_beside_its_sources(world, settings):
     with ScriptedModel([Reply(status=500, error_body="boom")]) as server:
-        settings.KB_ANSWER_URL, settings.KB_ANSWER_MODEL, settings.KB_ANSWER_TOOLS = server.url, server.model, "off"
+        settings.KB_ANSWER_URL, settings.KB_ANSWER_MODEL, settings.KB_ANSWER_TOOLS = (
+            server.url,
+            server.model,
+            "off",
+        )
         kb_settings.cache_clear()
         try:
             result = call(world, world["a"], {"q": QUESTION})
         finally:
             kb_settings.cache_clear()
-    assert not result.is_error and result.structured_content["error"]["code"] == "ANSWER_MODEL_FAILED"
+    assert (
+        not result.is_error and result.structured_content["error"]["code"] == "ANSWER_MODEL_FAILED"
+    )
     assert result.structured_content["sources"] and "boom" not in result.content[0].text
     assert result.content[0].text.startswith("The answer failed (ANSWER_MODEL_FAILED)")
 
@@ -101,7 +123,9 @@ def test_a_model_that_fails_is_the_answers_error_beside_its_sources(world, setti
 def test_an_answer_costs_an_agent_what_it_costs_the_api(world, model):
     """An answer is charged as its search plus 10 (docs/answers.md): a token allowed 12 requests a
     minute gets one answer (the request, then 10 more), and its next request is refused."""
-    _, secret = issue_token("answers", namespaces=[Namespace.objects.get(slug="tenant:a")], rate_limit_per_minute=12)
+    _, secret = issue_token(
+        "answers", namespaces=[Namespace.objects.get(slug="tenant:a")], rate_limit_per_minute=12
+    )
     first = call(world, secret, {"q": QUESTION})
     assert not first.is_error, first.content
     with pytest.raises(ExceptionGroup) as refused:  # the SDK raises the 429 from its task group

@@ -19,19 +19,37 @@ PROTOCOL = "2026-07-28"
 
 
 def mcp_search(client: Client, query: str, namespace: str) -> dict:
-    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-        "name": "search", "arguments": {"query": query, "namespaces": [namespace], "limit": 10},
-        "_meta": {"io.modelcontextprotocol/protocolVersion": PROTOCOL,
-                  "io.modelcontextprotocol/clientCapabilities": {}}}}
-    response = client.post("/mcp", json.dumps(body), content_type="application/json",
-                           HTTP_MCP_PROTOCOL_VERSION=PROTOCOL, HTTP_MCP_METHOD="tools/call", HTTP_MCP_NAME="search")
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {
+            "name": "search",
+            "arguments": {"query": query, "namespaces": [namespace], "limit": 10},
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": PROTOCOL,
+                "io.modelcontextprotocol/clientCapabilities": {},
+            },
+        },
+    }
+    response = client.post(
+        "/mcp",
+        json.dumps(body),
+        content_type="application/json",
+        HTTP_MCP_PROTOCOL_VERSION=PROTOCOL,
+        HTTP_MCP_METHOD="tools/call",
+        HTTP_MCP_NAME="search",
+    )
     assert response.status_code == 200, response.content
     return response.json()["result"]
 
 
 def api_search(client: Client, query: str, namespace: str) -> dict:
-    response = client.post("/api/search", json.dumps({"query": query, "namespace": namespace, "limit": 10,
-                                                      "group": "document"}), content_type="application/json")
+    response = client.post(
+        "/api/search",
+        json.dumps({"query": query, "namespace": namespace, "limit": 10, "group": "document"}),
+        content_type="application/json",
+    )
     assert response.status_code == 200, response.content
     return response.json()
 
@@ -41,7 +59,10 @@ def test_mcp_search_makes_no_more_queries_than_api_search():
     _, token = issue_token("cost", namespaces=[namespace])
     client = Client(HTTP_AUTHORIZATION=f"Bearer {token}")
     query = "roast pumpkin soup"
-    api_search(client, query, "cost"), mcp_search(client, query, "cost")  # warm: the token's last use is recorded
+    (
+        api_search(client, query, "cost"),
+        mcp_search(client, query, "cost"),
+    )  # warm: the token's last use is recorded
     querylog.flush()
     with CaptureQueriesContext(connection) as api_queries:
         api = api_search(client, query, "cost")
@@ -49,8 +70,12 @@ def test_mcp_search_makes_no_more_queries_than_api_search():
     with CaptureQueriesContext(connection) as mcp_queries:
         found = mcp_search(client, query, "cost")
         querylog.flush()
-    assert api["cited"] and found["structuredContent"]["correction"] is None  # cited: no "did you mean" to compute
-    assert len(statements(mcp_queries)) <= len(statements(api_queries)), "\n".join(statements(mcp_queries))
+    assert (
+        api["cited"] and found["structuredContent"]["correction"] is None
+    )  # cited: no "did you mean" to compute
+    assert len(statements(mcp_queries)) <= len(statements(api_queries)), "\n".join(
+        statements(mcp_queries)
+    )
 
 
 def statements(captured: CaptureQueriesContext) -> list[str]:

@@ -21,7 +21,11 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "mcp.md"
 # tool: (MCP class, API shapes: component names, or "GET path" for an endpoint's query parameters)
 PAIRS = [
     ("search", "AgentSearchIn", ["SearchIn"]),
-    ("search", "AgentSearchOut", ["SearchOut", "SpellingOut"]),  # with weak results, "did you mean" too
+    (
+        "search",
+        "AgentSearchOut",
+        ["SearchOut", "SpellingOut"],
+    ),  # with weak results, "did you mean" too
     ("search", "AgentDocumentOut", ["DocumentGroupOut"]),
     ("search", "PassageOut", ["HitOut"]),
     ("search", "ExplanationOut", ["ExplanationOut"]),
@@ -48,11 +52,25 @@ PAIRS = [
 def listed(namespace):
     """The tool list as a client receives it, through the real endpoint."""
     _, token = issue_token("docs", namespaces=[namespace])
-    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}}}
-    response = Client().post("/mcp", json.dumps(body), content_type="application/json",
-                             HTTP_AUTHORIZATION=f"Bearer {token}", HTTP_MCP_PROTOCOL_VERSION="2026-07-28",
-                             HTTP_MCP_METHOD="tools/list")
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/list",
+        "params": {
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+            }
+        },
+    }
+    response = Client().post(
+        "/mcp",
+        json.dumps(body),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {token}",
+        HTTP_MCP_PROTOCOL_VERSION="2026-07-28",
+        HTTP_MCP_METHOD="tools/list",
+    )
     assert response.status_code == 200, response.content
     return {tool["name"]: tool for tool in response.json()["result"]["tools"]}
 
@@ -87,7 +105,9 @@ def api_properties(openapi: dict, shape: str) -> dict:
     return openapi["components"]["schemas"][shape]["properties"]
 
 
-@pytest.mark.parametrize("tool, mcp_class, api_shapes", PAIRS, ids=[f"{t}:{c}" for t, c, _ in PAIRS])
+@pytest.mark.parametrize(
+    "tool, mcp_class, api_shapes", PAIRS, ids=[f"{t}:{c}" for t, c, _ in PAIRS]
+)
 def test_tool_fields_are_api_fields(listed, tool, mcp_class, api_shapes):
     openapi = api.get_openapi_schema()
     components = openapi["components"]["schemas"]
@@ -100,10 +120,14 @@ def test_tool_fields_are_api_fields(listed, tool, mcp_class, api_shapes):
     only = getattr(schema_class, "MCP_ONLY", frozenset())
     for field, schema in properties.items():
         if field in only:
-            assert field not in api_fields, f"{mcp_class}.{field} is listed as MCP-only but the API has it"
+            assert field not in api_fields, (
+                f"{mcp_class}.{field} is listed as MCP-only but the API has it"
+            )
             continue
         assert field in api_fields, f"{tool}: {mcp_class}.{field} is not a field of {api_shapes}"
-        assert kind(schema, defs) == kind(api_fields[field], components), f"{tool}: {mcp_class}.{field}"
+        assert kind(schema, defs) == kind(api_fields[field], components), (
+            f"{tool}: {mcp_class}.{field}"
+        )
 
 
 def _schema_class(tool, name: str):
@@ -154,6 +178,12 @@ def test_no_two_api_shapes_share_a_name():
     while todo:
         cls = todo.pop()
         todo += cls.__subclasses__()
-        if cls.__module__.split(".")[0] in ("kb", "retrieval", "ingest", "capabilities", "evaluation"):
+        if cls.__module__.split(".")[0] in (
+            "kb",
+            "retrieval",
+            "ingest",
+            "capabilities",
+            "evaluation",
+        ):
             by_name.setdefault(cls.__name__, set()).add(cls.__module__)
     assert {name: modules for name, modules in by_name.items() if len(modules) > 1} == {}

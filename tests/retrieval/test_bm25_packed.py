@@ -13,36 +13,61 @@ from retrieval.posting_lists import TermPostings
 
 def packed_term(lexeme, offsets, tfs, lengths, base):
     order = np.argsort(offsets)
-    return TermPostings(lexeme, np.asarray(offsets)[order].astype(">i4"), np.asarray(tfs)[order].astype(">i2"),
-                        np.asarray(lengths)[order].astype(">f4"), base)
+    return TermPostings(
+        lexeme,
+        np.asarray(offsets)[order].astype(">i4"),
+        np.asarray(tfs)[order].astype(">i2"),
+        np.asarray(lengths)[order].astype(">f4"),
+        base,
+    )
 
 
 def packed_by_offset(lexeme, offsets, tfs, length_of, base):
     """A term as the lists hold it: its chunks' lengths looked up in the namespace's array."""
     order = np.argsort(offsets)
     offsets = np.asarray(offsets)[order]
-    return TermPostings(lexeme, offsets.astype(">i4"), np.asarray(tfs)[order].astype(">i2"), base=base,
-                        length_of=length_of, min_length=float(length_of[offsets].min()))
+    return TermPostings(
+        lexeme,
+        offsets.astype(">i4"),
+        np.asarray(tfs)[order].astype(">i2"),
+        base=base,
+        length_of=length_of,
+        min_length=float(length_of[offsets].min()),
+    )
 
 
 def table_term(lexeme, ids, tfs, lengths):
-    return TermPostings(lexeme, np.asarray(ids, dtype=">i8"), np.asarray(tfs).astype(">i2"),
-                        np.asarray(lengths).astype(">f4"))
+    return TermPostings(
+        lexeme,
+        np.asarray(ids, dtype=">i8"),
+        np.asarray(tfs).astype(">i2"),
+        np.asarray(lengths).astype(">f4"),
+    )
 
 
 def brute_force(packed, current, changed, weights, avgdl):
     """Each chunk's score summed term by term in plain Python, stale packed postings left out."""
     scores: dict[int, float] = {}
     for term in packed:
-        lengths = (term.lengths.tolist() if term.length_of is None
-                   else [float(term.length_of[offset]) for offset in term.chunk_ids])
-        for offset, tf, length in zip(term.chunk_ids.tolist(), term.tfs.tolist(), lengths, strict=True):
+        lengths = (
+            term.lengths.tolist()
+            if term.length_of is None
+            else [float(term.length_of[offset]) for offset in term.chunk_ids]
+        )
+        for offset, tf, length in zip(
+            term.chunk_ids.tolist(), term.tfs.tolist(), lengths, strict=True
+        ):
             if offset + term.base not in changed:
-                scores[offset + term.base] = scores.get(offset + term.base, 0.0) + weights[term.lexeme] * bm25.impact(
-                    tf, length, avgdl)
+                scores[offset + term.base] = scores.get(offset + term.base, 0.0) + weights[
+                    term.lexeme
+                ] * bm25.impact(tf, length, avgdl)
     for term in current:
-        for chunk, tf, length in zip(term.chunk_ids.tolist(), term.tfs.tolist(), term.lengths.tolist(), strict=True):
-            scores[chunk] = scores.get(chunk, 0.0) + weights[term.lexeme] * bm25.impact(tf, length, avgdl)
+        for chunk, tf, length in zip(
+            term.chunk_ids.tolist(), term.tfs.tolist(), term.lengths.tolist(), strict=True
+        ):
+            scores[chunk] = scores.get(chunk, 0.0) + weights[term.lexeme] * bm25.impact(
+                tf, length, avgdl
+            )
     return sorted(scores.items(), key=lambda item: (-round(item[1] * 1e6), item[0]))
 
 
@@ -52,20 +77,40 @@ def random_lists(seed, chunks=3000, terms=8, changed_share=0.0, newer=0, spread=
     rng = np.random.default_rng(seed)
     base = int(rng.integers(1, 10**6))
     packed, weights = [], {}
-    length_of = rng.integers(5, 200, chunks * spread).astype(np.float32)  # one length a chunk, by offset
+    length_of = rng.integers(5, 200, chunks * spread).astype(
+        np.float32
+    )  # one length a chunk, by offset
     for t in range(terms):
-        df = int(chunks * min(0.9, 0.6 ** (terms - t - 1) + rng.random() * 0.02))  # Zipf-like: one very common
+        df = int(
+            chunks * min(0.9, 0.6 ** (terms - t - 1) + rng.random() * 0.02)
+        )  # Zipf-like: one very common
         offsets = rng.choice(chunks, size=max(df, 1), replace=False) * spread
-        packed.append(packed_by_offset(f"t{t}", offsets, rng.integers(1, 6, len(offsets)), length_of, base))
-        weights[f"t{t}"] = float(np.log(1 + (chunks - df + 0.5) / (df + 0.5))) * int(rng.integers(1, 3))
-    changed = set((rng.choice(chunks, size=int(chunks * changed_share), replace=False) * spread + base).tolist())
-    rewritten = sorted(changed)[: len(changed) // 2]  # the other half was deleted: no current postings
+        packed.append(
+            packed_by_offset(f"t{t}", offsets, rng.integers(1, 6, len(offsets)), length_of, base)
+        )
+        weights[f"t{t}"] = float(np.log(1 + (chunks - df + 0.5) / (df + 0.5))) * int(
+            rng.integers(1, 3)
+        )
+    changed = set(
+        (
+            rng.choice(chunks, size=int(chunks * changed_share), replace=False) * spread + base
+        ).tolist()
+    )
+    rewritten = sorted(changed)[
+        : len(changed) // 2
+    ]  # the other half was deleted: no current postings
     fresh = rewritten + list(range(base + chunks * spread, base + chunks * spread + newer))
     current = []
     for t in range(terms):
         holders = [c for c in fresh if rng.random() < 0.3]
-        current.append(table_term(f"t{t}", holders, rng.integers(1, 9, len(holders)),
-                                  rng.integers(5, 200, len(holders))))
+        current.append(
+            table_term(
+                f"t{t}",
+                holders,
+                rng.integers(1, 9, len(holders)),
+                rng.integers(5, 200, len(holders)),
+            )
+        )
     return packed, current, np.array(sorted(changed), dtype=np.int64), weights
 
 
@@ -75,8 +120,9 @@ def assert_top_k(packed, current, changed, weights, avgdl, k):
     assert top.ids.tolist() == [chunk for chunk, _ in truth]
     assert top.scores.tolist() == pytest.approx([score for _, score in truth], rel=1e-9)
     everything = bm25.score_postings(packed, current, changed, weights, avgdl)
-    assert sorted(everything[0].tolist()) == sorted(chunk for chunk, _ in brute_force(
-        packed, current, set(changed.tolist()), weights, avgdl))
+    assert sorted(everything[0].tolist()) == sorted(
+        chunk for chunk, _ in brute_force(packed, current, set(changed.tolist()), weights, avgdl)
+    )
     return top
 
 
@@ -94,11 +140,20 @@ def test_maxscore_returns_the_exhaustive_top_k(k, spread):
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 10**6), k=st.sampled_from([1, 3, 20, 200]), changed_share=st.sampled_from([0, 0.01, 0.2]),
-       newer=st.sampled_from([0, 5, 300]), avgdl=st.floats(20, 200), spread=st.sampled_from([1, 1000]))
-def test_stale_packed_postings_never_count_and_fresh_ones_always_do(seed, k, changed_share, newer, avgdl, spread):
-    packed, current, changed, weights = random_lists(seed, chunks=800, terms=6, changed_share=changed_share,
-                                                     newer=newer, spread=spread)
+@given(
+    seed=st.integers(0, 10**6),
+    k=st.sampled_from([1, 3, 20, 200]),
+    changed_share=st.sampled_from([0, 0.01, 0.2]),
+    newer=st.sampled_from([0, 5, 300]),
+    avgdl=st.floats(20, 200),
+    spread=st.sampled_from([1, 1000]),
+)
+def test_stale_packed_postings_never_count_and_fresh_ones_always_do(
+    seed, k, changed_share, newer, avgdl, spread
+):
+    packed, current, changed, weights = random_lists(
+        seed, chunks=800, terms=6, changed_share=changed_share, newer=newer, spread=spread
+    )
     assert_top_k(packed, current, changed, weights, avgdl, k)
 
 

@@ -37,7 +37,10 @@ def test_a_questions_file_names_its_collection_and_where_each_judged_page_is(nam
     collection = COLLECTIONS[name]
     about = json.loads(collection.questions.read_text(encoding="utf-8"))
     assert (about["package"], about["version"], about["language"]) == (
-        collection.package, collection.version, collection.language)
+        collection.package,
+        collection.version,
+        collection.language,
+    )
     questions = about["questions"]
     assert len(questions) >= 30
     assert len({q["id"] for q in questions}) == len(questions)
@@ -59,11 +62,18 @@ def test_man_pages_become_one_document_each_judged_by_the_questions_written_for_
     assert (built.documents, built.queries, built.language) == (3, 3, "de")
     corpus, queries, qrels = _built(tmp_path / "manpages-de")
     assert [(row["_id"], row["title"]) for row in corpus] == [
-        ("delpart.8", "delpart(8)"), ("fsfreeze.8", "fsfreeze(8)"), ("wdctl.8", "wdctl(8)")]
+        ("delpart.8", "delpart(8)"),
+        ("fsfreeze.8", "fsfreeze(8)"),
+        ("wdctl.8", "wdctl(8)"),
+    ]
     delpart = corpus[0]["text"]
     assert "den Kernel anweisen, eine angegebene Partition zu entfernen" in delpart
-    assert "\b" not in delpart and ".TH" not in delpart  # rendered, not roff source, and no overstrike
-    assert "Der Befehl ist ein einfacher Wrapper" in delpart  # justification's extra spaces are gone
+    assert (
+        "\b" not in delpart and ".TH" not in delpart
+    )  # rendered, not roff source, and no overstrike
+    assert (
+        "Der Befehl ist ein einfacher Wrapper" in delpart
+    )  # justification's extra spaces are gone
     assert queries == [{"_id": q["id"], "text": q["text"]} for q in questions]
     assert qrels == [("q08", "fsfreeze.8"), ("q13", "delpart.8"), ("q19", "wdctl.8")]
     # built again, the same bytes: ids and text are stable
@@ -96,9 +106,15 @@ def test_an_alias_page_is_left_out(tmp_path):
 
 def test_debian_reference_is_cut_at_its_numbered_sections_in_french_only(tmp_path):
     collection = COLLECTIONS["debian-reference-fr"]
-    questions = _subset("debian-reference-fr", {"_iproute2_commands", "_the_network_address_range_for_the_lan",
-                                                "_finding_optimal_mtu",
-                                                "_the_modern_network_configuration_for_desktop"})
+    questions = _subset(
+        "debian-reference-fr",
+        {
+            "_iproute2_commands",
+            "_the_network_address_range_for_the_lan",
+            "_finding_optimal_mtu",
+            "_the_modern_network_configuration_for_desktop",
+        },
+    )
     assert [q["id"] for q in questions] == ["q10", "q13", "q27", "q35"]
     build(collection, PACKAGES / "debian-reference-fr", tmp_path, questions)
     corpus, queries, qrels = _built(tmp_path / "debian-reference-fr")
@@ -117,28 +133,50 @@ def test_debian_reference_is_cut_at_its_numbered_sections_in_french_only(tmp_pat
 # English) and two of a heading and a line or two ("_the_network_interface_name",
 # "_the_low_level_network_configuration")
 EXPECTED_REFERENCE_SECTIONS = [
-    "_the_basic_network_infrastructure", "_the_hostname_resolution", "_the_network_address_range_for_the_lan",
-    "_the_network_device_support", "_the_modern_network_configuration_for_desktop",
-    "_gui_network_configuration_tools", "_iproute2_commands", "_safe_low_level_network_operations",
-    "_network_optimization", "_finding_optimal_mtu", "_wan_tcp_optimization", "_netfilter_infrastructure",
+    "_the_basic_network_infrastructure",
+    "_the_hostname_resolution",
+    "_the_network_address_range_for_the_lan",
+    "_the_network_device_support",
+    "_the_modern_network_configuration_for_desktop",
+    "_gui_network_configuration_tools",
+    "_iproute2_commands",
+    "_safe_low_level_network_operations",
+    "_network_optimization",
+    "_finding_optimal_mtu",
+    "_wan_tcp_optimization",
+    "_netfilter_infrastructure",
 ]
 
 
 @pytest.mark.slow  # groff renders each page
 def test_a_package_without_a_judged_page_is_refused_by_name(tmp_path):
-    with pytest.raises(CollectionError, match=r"judged documents \['btrfs.8', 'coredump.conf.5'.*manpages-de 4.18.1-1"):
+    with pytest.raises(
+        CollectionError,
+        match=r"judged documents \['btrfs.8', 'coredump.conf.5'.*manpages-de 4.18.1-1",
+    ):
         build(COLLECTIONS["manpages-de"], PACKAGES / "manpages-de", tmp_path)
     with pytest.raises(CommandError, match="are not in the corpus"):
-        call_command("kb_collections", "build", "--out", str(tmp_path / "out"), "--packages", str(PACKAGES),
-                     "--only", "manpages-ja")
+        call_command(
+            "kb_collections",
+            "build",
+            "--out",
+            str(tmp_path / "out"),
+            "--packages",
+            str(PACKAGES),
+            "--only",
+            "manpages-ja",
+        )
 
 
 def test_another_version_of_the_package_is_refused(tmp_path):
     root = tmp_path / "manpages-de"
     shutil.copytree(PACKAGES / "manpages-de", root)
     (root / "usr/share/doc/manpages-de/changelog.Debian.gz").write_bytes(
-        gzip.compress(b"manpages-de (4.21.0-2) unstable; urgency=medium\n"))
-    with pytest.raises(CollectionError, match=r"holds manpages-de 4.21.0-2.*written against 4.18.1-1"):
+        gzip.compress(b"manpages-de (4.21.0-2) unstable; urgency=medium\n")
+    )
+    with pytest.raises(
+        CollectionError, match=r"holds manpages-de 4.21.0-2.*written against 4.18.1-1"
+    ):
         build(COLLECTIONS["manpages-de"], root, tmp_path / "out")
 
 

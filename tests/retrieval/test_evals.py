@@ -24,26 +24,55 @@ R = [
 
 
 def case(expect, **extra):
-    data = {"version": 1, "cases": [{"id": "c", "question": "q?", "namespace": "ns", "expect": expect, **extra}]}
+    data = {
+        "version": 1,
+        "cases": [{"id": "c", "question": "q?", "namespace": "ns", "expect": expect, **extra}],
+    }
     return parse_suite(data).cases[0]
 
 
 @pytest.mark.parametrize(
     "expect, passed, detail",
     [
-        ({"sourceIncludes": "DOCS.example.com/INSTALL"}, True, "result 1 matched 'DOCS.example.com/INSTALL'"),
+        (
+            {"sourceIncludes": "DOCS.example.com/INSTALL"},
+            True,
+            "result 1 matched 'DOCS.example.com/INSTALL'",
+        ),
         ({"sourceIncludes": "nowhere"}, False, "no result's source matched 'nowhere' in the top 5"),
         ({"sourceIncludes": ["nowhere", "old docs"]}, True, "result 2 matched 'old docs'"),
-        ({"sourceIncludes": "manuals/cad.pdf"}, True, "result 3 matched 'manuals/cad.pdf'"),  # the document's own ref
-        ({"notSourceIncludes": "legacy"}, False, "result 2 (https://docs.example.com/legacy/setup) matched 'legacy'"),
-        ({"notSourceIncludes": ["gone", "absent"]}, True, "no result's source matched 'gone' or 'absent'"),
+        (
+            {"sourceIncludes": "manuals/cad.pdf"},
+            True,
+            "result 3 matched 'manuals/cad.pdf'",
+        ),  # the document's own ref
+        (
+            {"notSourceIncludes": "legacy"},
+            False,
+            "result 2 (https://docs.example.com/legacy/setup) matched 'legacy'",
+        ),
+        (
+            {"notSourceIncludes": ["gone", "absent"]},
+            True,
+            "no result's source matched 'gone' or 'absent'",
+        ),
         ({"anchor": "setup"}, True, "result 2 has anchor 'setup'"),
         ({"anchor": "yarn"}, False, "no chunk has anchor 'yarn' (saw 'pnpm', 'setup')"),
         ({"minScore": 0.5}, True, "top score 0.52 >= 0.50"),
         ({"minScore": 0.6}, False, "top score 0.52 < 0.60"),
     ],
-    ids=["source", "source-miss", "source-any-of", "source-document-ref", "not-source", "not-source-list", "anchor",
-         "anchor-miss", "min-score", "min-score-miss"],
+    ids=[
+        "source",
+        "source-miss",
+        "source-any-of",
+        "source-document-ref",
+        "not-source",
+        "not-source-list",
+        "anchor",
+        "anchor-miss",
+        "min-score",
+        "min-score-miss",
+    ],
 )
 def test_each_check_passes_and_fails_with_its_detail(expect, passed, detail):
     checks, _, _ = check_case(case(expect), R)
@@ -63,22 +92,52 @@ def test_relevant_ids_give_recall_and_mrr():
 
 
 def test_defaults_and_per_case_overrides():
-    suite = parse_suite({
-        "version": 1,
-        "defaults": {"topK": 5, "minScore": 0.2, "filter": {"sourceIds": [1]}, "namespace": "ns"},
-        "cases": [
-            {"id": "a", "question": "q"},
-            {"id": "b", "question": "q", "topK": 1, "minScore": 0.9, "filter": {"documentIds": [4]},
-             "namespace": "other"},
-        ],
-    })
+    suite = parse_suite(
+        {
+            "version": 1,
+            "defaults": {
+                "topK": 5,
+                "minScore": 0.2,
+                "filter": {"sourceIds": [1]},
+                "namespace": "ns",
+            },
+            "cases": [
+                {"id": "a", "question": "q"},
+                {
+                    "id": "b",
+                    "question": "q",
+                    "topK": 1,
+                    "minScore": 0.9,
+                    "filter": {"documentIds": [4]},
+                    "namespace": "other",
+                },
+            ],
+        }
+    )
     a, b = suite.cases
     assert (a.top_k, a.expect.min_score, a.source_ids, a.namespace) == (5, 0.2, (1,), "ns")
-    assert (b.top_k, b.expect.min_score, b.source_ids, b.document_ids, b.namespace) == (1, 0.9, (), (4,), "other")
+    assert (b.top_k, b.expect.min_score, b.source_ids, b.document_ids, b.namespace) == (
+        1,
+        0.9,
+        (),
+        (4,),
+        "other",
+    )
     checks, _, _ = check_case(b, R)  # topK 1: only the first result counts
     assert checks[0].detail == "top score 0.52 < 0.90"
-    assert parse_suite({"version": 1, "defaults": {"namespace": "ns"}, "cases": [{"id": "a", "question": "q"}]},
-                       namespace="cli").cases[0].namespace == "cli"
+    assert (
+        parse_suite(
+            {
+                "version": 1,
+                "defaults": {"namespace": "ns"},
+                "cases": [{"id": "a", "question": "q"}],
+            },
+            namespace="cli",
+        )
+        .cases[0]
+        .namespace
+        == "cli"
+    )
 
 
 @pytest.mark.parametrize(
@@ -88,20 +147,51 @@ def test_defaults_and_per_case_overrides():
         ({"cases": [{"id": "a", "question": "q"}]}, "Unsupported eval file version None"),
         ({"version": 1, "cases": []}, "'cases' must be a non-empty list"),
         ({"version": 1, "cases": [{"id": "a", "namespace": "n"}]}, "case 'a', field 'question'"),
-        ({"version": 1, "cases": [{"id": "a", "question": "q", "namespace": "n", "topK": 0}]},
-         "case 'a', field 'topK'"),
-        ({"version": 1, "cases": [{"id": "a", "question": "q", "namespace": "n", "expect": {"anchr": "x"}}]},
-         "case 'a', field 'expect.anchr'"),
-        ({"version": 1, "cases": [{"id": "a", "question": "q", "namespace": "n", "expect": {"sourceIncludes": 3}}]},
-         "case 'a', field 'expect.sourceIncludes'"),
+        (
+            {"version": 1, "cases": [{"id": "a", "question": "q", "namespace": "n", "topK": 0}]},
+            "case 'a', field 'topK'",
+        ),
+        (
+            {
+                "version": 1,
+                "cases": [{"id": "a", "question": "q", "namespace": "n", "expect": {"anchr": "x"}}],
+            },
+            "case 'a', field 'expect.anchr'",
+        ),
+        (
+            {
+                "version": 1,
+                "cases": [
+                    {"id": "a", "question": "q", "namespace": "n", "expect": {"sourceIncludes": 3}}
+                ],
+            },
+            "case 'a', field 'expect.sourceIncludes'",
+        ),
         ({"version": 1, "cases": [{"id": "a", "question": "q"}]}, "case 'a', field 'namespace'"),
-        ({"version": 1, "cases": [{"id": "a", "question": "q", "namespace": "n"},
-                                  {"id": "a", "question": "q", "namespace": "n"}]},
-         "case 'a': the id is used twice"),
+        (
+            {
+                "version": 1,
+                "cases": [
+                    {"id": "a", "question": "q", "namespace": "n"},
+                    {"id": "a", "question": "q", "namespace": "n"},
+                ],
+            },
+            "case 'a': the id is used twice",
+        ),
         ([1, 2], "must be a JSON object"),
     ],
-    ids=["version-2", "no-version", "no-cases", "no-question", "bad-topk", "unknown-check", "bad-list",
-         "no-namespace", "duplicate-id", "not-object"],
+    ids=[
+        "version-2",
+        "no-version",
+        "no-cases",
+        "no-question",
+        "bad-topk",
+        "unknown-check",
+        "bad-list",
+        "no-namespace",
+        "duplicate-id",
+        "not-object",
+    ],
 )
 def test_malformed_files_name_the_case_and_field(data, message):
     with pytest.raises(EvalFileError) as excinfo:
@@ -113,8 +203,11 @@ SUITE = {
     "version": 1,
     "defaults": {"topK": 3, "namespace": "tenant:a"},
     "cases": [
-        {"id": "soup", "question": "how do I make pumpkin soup", "expect": {"sourceIncludes": "corpus", "minScore": 0.3,
-                                                                          "relevant": ["pumpkin"]}},
+        {
+            "id": "soup",
+            "question": "how do I make pumpkin soup",
+            "expect": {"sourceIncludes": "corpus", "minScore": 0.3, "relevant": ["pumpkin"]},
+        },
         {"id": "broken", "question": "pumpkin", "namespace": "tenant:missing"},
         {"id": "impossible", "question": "pumpkin", "expect": {"notSourceIncludes": "corpus"}},
     ],
@@ -154,8 +247,14 @@ def test_junit_output_reads_in_a_junit_parser(corpus, tmp_path):
 
 
 def _kb_eval(*args):
-    return subprocess.run([sys.executable, "manage.py", "kb_eval", *args], cwd=REPO, capture_output=True, text=True,
-                          env={**__import__("os").environ, "DATABASE_URL": current_database_url()}, timeout=300)
+    return subprocess.run(
+        [sys.executable, "manage.py", "kb_eval", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, "DATABASE_URL": current_database_url()},
+        timeout=300,
+    )
 
 
 def test_kb_eval_exit_codes(transactional_db, tmp_path):
@@ -196,32 +295,61 @@ def test_api_runs_a_suite_with_namespace_checks(corpus, client):
 
     _, token = issue_token("t", namespaces=[Namespace.objects.get(slug="tenant:a")])
     body = {"suite": {**SUITE, "cases": SUITE["cases"][:1]}}
-    response = client.post("/api/evals/run", data=json.dumps(body), content_type="application/json",
-                           HTTP_AUTHORIZATION=f"Bearer {token}")
+    response = client.post(
+        "/api/evals/run",
+        data=json.dumps(body),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {token}",
+    )
     assert response.status_code == 200 and response.json()["passed"] == 1
-    forbidden = client.post("/api/evals/run", data=json.dumps({"suite": SUITE}), content_type="application/json",
-                            HTTP_AUTHORIZATION=f"Bearer {token}")
+    forbidden = client.post(
+        "/api/evals/run",
+        data=json.dumps({"suite": SUITE}),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {token}",
+    )
     assert forbidden.status_code == 403
-    malformed = client.post("/api/evals/run", data=json.dumps({"suite": {"version": 9, "cases": []}}),
-                            content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+    malformed = client.post(
+        "/api/evals/run",
+        data=json.dumps({"suite": {"version": 9, "cases": []}}),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {token}",
+    )
     assert malformed.status_code == 422 and malformed.json()["code"] == "EVAL_UNKNOWN_VERSION"
 
 
 def test_admin_highlights_cases_that_regressed(corpus, client):
     staff = get_user_model().objects.create_superuser("curator", "c@example.com", "pw-123456789")
     client.force_login(staff)
-    suite = EvalSuite.objects.create(name="soup", namespace=Namespace.objects.get(slug="tenant:a"), definition={
-        "version": 1, "defaults": {"namespace": "tenant:a", "topK": 1},
-        "cases": [{"id": "soup", "question": "pumpkin soup with cream and nutmeg",
-                   "expect": {"anchor": "", "relevant": ["pumpkin"]}},
-                  {"id": "soup-doc", "question": "pumpkin soup with cream and nutmeg",
-                   "expect": {"sourceIncludes": "corpus", "minScore": 0.3}}]})
+    suite = EvalSuite.objects.create(
+        name="soup",
+        namespace=Namespace.objects.get(slug="tenant:a"),
+        definition={
+            "version": 1,
+            "defaults": {"namespace": "tenant:a", "topK": 1},
+            "cases": [
+                {
+                    "id": "soup",
+                    "question": "pumpkin soup with cream and nutmeg",
+                    "expect": {"anchor": "", "relevant": ["pumpkin"]},
+                },
+                {
+                    "id": "soup-doc",
+                    "question": "pumpkin soup with cream and nutmeg",
+                    "expect": {"sourceIncludes": "corpus", "minScore": 0.3},
+                },
+            ],
+        },
+    )
     first = run_recorded(suite, principal=staff_principal(staff))
     assert first.passed == 2 and first.regressions() == []
     Document.objects.filter(ref="pumpkin").delete()  # a re-crawl lost the page
     Document.objects.exclude(ref="errors").delete()
-    response = client.post(reverse("admin:kb_evalsuite_changelist"),
-                           {"action": "run_now", "_selected_action": [suite.pk]}, follow=True)
+    response = client.post(
+        reverse("admin:kb_evalsuite_changelist"),
+        {"action": "run_now", "_selected_action": [suite.pk]},
+        follow=True,
+    )
     second = EvalRun.objects.exclude(pk=first.pk).get()
     assert second.failed >= 1 and "soup-doc" in second.regressions()
     assert "regressed since the previous run: soup-doc" in response.content.decode()
@@ -234,24 +362,50 @@ def test_kb_eval_fit_stores_the_namespace_weight_and_searches_say_so(transaction
     from retrieval.service import search
 
     ingest("tenant:a", CORPUS)
-    questions = {"soup": ("pumpkin soup with cream", "pumpkin"), "grow": ("how to grow pumpkins", "garden"),
-                 "qwen": ("what is new in the latest Qwen", "qwen38"), "llama": ("quantize llama weights", "llama"),
-                 "refused": ("connection refused error", "errors")}
-    suite = {"version": 1, "defaults": {"namespace": "tenant:a", "topK": 3},
-             "cases": [{"id": key, "question": question, "expect": {"relevant": [ref]}}
-                       for key, (question, ref) in questions.items()]}
+    questions = {
+        "soup": ("pumpkin soup with cream", "pumpkin"),
+        "grow": ("how to grow pumpkins", "garden"),
+        "qwen": ("what is new in the latest Qwen", "qwen38"),
+        "llama": ("quantize llama weights", "llama"),
+        "refused": ("connection refused error", "errors"),
+    }
+    suite = {
+        "version": 1,
+        "defaults": {"namespace": "tenant:a", "topK": 3},
+        "cases": [
+            {"id": key, "question": question, "expect": {"relevant": [ref]}}
+            for key, (question, ref) in questions.items()
+        ],
+    }
     path = tmp_path / "judged.json"
     path.write_text(json.dumps(suite))
     fitted = _kb_eval(str(path), "--fit")
     assert fitted.returncode == 0, fitted.stdout + fitted.stderr
     record = FusionCalibration.objects.get(namespace__slug="tenant:a")
-    assert record.queries == 5 and record.fitted_on == "eval suite judged.json" and record.version == 1
+    assert (
+        record.queries == 5 and record.fitted_on == "eval suite judged.json" and record.version == 1
+    )
     assert f"lexical weight {record.lexical_weight} (v1) on 5 judged cases" in fitted.stdout
     weights = search("pumpkin", "tenant:a", log=False).fusion
-    assert weights.source == "fitted" and "5 judged queries (eval suite judged.json)" in weights.reason
+    assert (
+        weights.source == "fitted" and "5 judged queries (eval suite judged.json)" in weights.reason
+    )
 
     unjudged = tmp_path / "unjudged.json"
-    unjudged.write_text(json.dumps({"version": 1, "defaults": {"namespace": "tenant:a"}, "cases": [
-        {"id": "soup", "question": "pumpkin soup", "expect": {"sourceIncludes": "corpus"}}]}))
+    unjudged.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "defaults": {"namespace": "tenant:a"},
+                "cases": [
+                    {
+                        "id": "soup",
+                        "question": "pumpkin soup",
+                        "expect": {"sourceIncludes": "corpus"},
+                    }
+                ],
+            }
+        )
+    )
     refused = _kb_eval(str(unjudged), "--fit")
     assert refused.returncode == 2 and "nothing to fit" in refused.stderr

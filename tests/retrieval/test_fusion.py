@@ -5,7 +5,13 @@ import math
 
 import pytest
 
-from kb.breadth import ESTIMATE_MIN_SEARCHES, WORDS_OFF_EXCESS, broad, chance_maximum, meaning_excess
+from kb.breadth import (
+    ESTIMATE_MIN_SEARCHES,
+    WORDS_OFF_EXCESS,
+    broad,
+    chance_maximum,
+    meaning_excess,
+)
 from retrieval.fusion import DEFAULT_LEXICAL_WEIGHT, WEIGHT_GRID, estimated_weights, fit_weight
 
 
@@ -52,20 +58,26 @@ def test_a_single_judged_query_is_scored_with_the_default_not_its_own_fit():
 def test_chance_is_where_the_best_of_n_unrelated_passages_most_likely_lies():
     """Against the mode of the largest of n normal draws, found on the exact density
     n φ(x) Φ(x)^(n-1)."""
+
     def mode(n):
         def log_density(x):
             return -0.5 * x * x + (n - 1) * math.log(0.5 * math.erfc(-x / math.sqrt(2)))
+
         return max((i / 1000 for i in range(6000)), key=log_density)
 
     for n in (50, 1000, 5000, 100_000):
         assert chance_maximum(n) == pytest.approx(mode(n), abs=0.02)
-    assert chance_maximum(2) == 0.0 and chance_maximum(5000) > chance_maximum(500) > chance_maximum(50)
+    assert chance_maximum(2) == 0.0 and chance_maximum(5000) > chance_maximum(500) > chance_maximum(
+        50
+    )
 
 
 def test_the_excess_counts_the_best_passage_beyond_chance_in_the_querys_own_spread():
     assert meaning_excess(0.6, 0.1, 0.1, 5000) == pytest.approx(5.0 - chance_maximum(5000))
     # the same standing on another model's cosine scale (e5: packed near 0.8) is the same excess
-    assert meaning_excess(0.85, 0.8, 0.01, 5000) == pytest.approx(meaning_excess(0.6, 0.1, 0.1, 5000))
+    assert meaning_excess(0.85, 0.8, 0.01, 5000) == pytest.approx(
+        meaning_excess(0.6, 0.1, 0.1, 5000)
+    )
     assert meaning_excess(0.6, 0.1, 0.0, 5000) is None and meaning_excess(0.6, 0.1, 0.1, 2) is None
     assert meaning_excess(0.6, float("nan"), 0.1, 5000) is None
 
@@ -78,5 +90,7 @@ def test_words_are_left_out_only_where_enough_searches_stood_far_beyond_chance()
     assert not broad(float("nan"), 500) and not broad(float("inf"), 500)
     weights = estimated_weights(WORDS_OFF_EXCESS, enough)
     assert (weights.lexical, weights.vector, weights.source) == (0.0, 1.0, "estimated")
-    assert weights.reason.startswith(f"estimated from this namespace's search log: {enough} of its latest searches "
-                                     "stood a median 2.0 standard deviations beyond chance")
+    assert weights.reason.startswith(
+        f"estimated from this namespace's search log: {enough} of its latest searches "
+        "stood a median 2.0 standard deviations beyond chance"
+    )

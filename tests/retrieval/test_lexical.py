@@ -17,11 +17,24 @@ from tests.corpus import CORPUS, ingest
 pytestmark = pytest.mark.django_db
 
 # a common word ("pumpkin", in 26 of 30 documents) beside rare ones
-NOTES = {f"note{i}": (f"Pumpkin note {i}", f"Pumpkin harvest log {i}: the pumpkin patch yielded {i} pumpkins"
-                                          + (" and the soup used nutmeg" if i % 7 == 0 else "") + ".")
-         for i in range(24)}
-QUERIES = ["pumpkin soup with nutmeg", "pumpkin harvest", "roast pumpkin cream", "qwen model pumpkin",
-           "nutmeg", "pumpkin", "no such words here"]
+NOTES = {
+    f"note{i}": (
+        f"Pumpkin note {i}",
+        f"Pumpkin harvest log {i}: the pumpkin patch yielded {i} pumpkins"
+        + (" and the soup used nutmeg" if i % 7 == 0 else "")
+        + ".",
+    )
+    for i in range(24)
+}
+QUERIES = [
+    "pumpkin soup with nutmeg",
+    "pumpkin harvest",
+    "roast pumpkin cream",
+    "qwen model pumpkin",
+    "nutmeg",
+    "pumpkin",
+    "no such words here",
+]
 
 
 @pytest.fixture
@@ -51,18 +64,24 @@ def both_reads(scope, query, k):
 
 def assert_same(packed, table, context=""):
     assert [r.chunk_id for r in packed.rows] == [r.chunk_id for r in table.rows], context
-    assert [r.raw for r in packed.rows] == pytest.approx([r.raw for r in table.rows], rel=1e-9), context
+    assert [r.raw for r in packed.rows] == pytest.approx([r.raw for r in table.rows], rel=1e-9), (
+        context
+    )
 
 
 def table_frequency(namespace_id, lexeme):
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM kb_chunk_term WHERE namespace_id = %s AND lexeme = %s",
-                       [namespace_id, lexeme])
+        cursor.execute(
+            "SELECT count(*) FROM kb_chunk_term WHERE namespace_id = %s AND lexeme = %s",
+            [namespace_id, lexeme],
+        )
         return cursor.fetchone()[0]
 
 
 def test_without_lists_the_table_is_read(scope):
-    result = lexical.lexical_search(scope, query_words.query_lexemes("pumpkin soup with nutmeg"), 10)
+    result = lexical.lexical_search(
+        scope, query_words.query_lexemes("pumpkin soup with nutmeg"), 10
+    )
     assert result.report.mode == "table" and result.rows
     assert posting_lists.read(scope.namespace_id, ["pumpkin"]) is None
 
@@ -73,9 +92,13 @@ def test_packed_lists_give_the_tables_top_k(scope, k):
     for query in QUERIES:
         packed, table = both_reads(scope, query, k)
         assert table.report.mode == "table"
-        assert packed.report.mode == ("packed" if packed.report.terms else "table")  # no known word: nothing read
+        assert packed.report.mode == (
+            "packed" if packed.report.terms else "table"
+        )  # no known word: nothing read
         assert_same(packed, table, query)
-        assert packed.report.postings_read == table.report.postings_read  # every posting of every term
+        assert (
+            packed.report.postings_read == table.report.postings_read
+        )  # every posting of every term
         assert packed.report.changed_chunks == 0
 
 
@@ -85,8 +108,14 @@ def test_a_common_term_is_only_looked_up_where_it_could_lift_a_chunk_into_the_to
     assert_same(packed, table)
     # three nutmeg notes outscore any chunk "pumpkin" alone matches: pumpkin's postings are not
     # scored, only looked up for the chunks nutmeg found that could still reach the top 3
-    assert packed.report.terms == ("nutmeg", "pumpkin") and packed.report.probed_terms == ("pumpkin",)
-    nutmeg = lexical.term_statistics(scope, query_words.query_lexemes("nutmeg")).terms[0].document_frequency
+    assert packed.report.terms == ("nutmeg", "pumpkin") and packed.report.probed_terms == (
+        "pumpkin",
+    )
+    nutmeg = (
+        lexical.term_statistics(scope, query_words.query_lexemes("nutmeg"))
+        .terms[0]
+        .document_frequency
+    )
     assert 3 <= packed.report.candidates <= nutmeg
     # fifty results need the chunks only pumpkin matches: every term is scored
     packed, table = both_reads(scope, "nutmeg pumpkin", 50)
@@ -97,8 +126,11 @@ def test_a_common_term_is_only_looked_up_where_it_could_lift_a_chunk_into_the_to
 def test_the_lists_stay_exact_under_inserts_updates_and_deletes(scope):
     posting_lists.build(scope.namespace_id)
     # insert: a new document's chunks are newer than the lists
-    ingest("tenant:lexical", {"late": ("Late pumpkin", "A late pumpkin soup with nutmeg and more nutmeg.")},
-           source_name="late")
+    ingest(
+        "tenant:lexical",
+        {"late": ("Late pumpkin", "A late pumpkin soup with nutmeg and more nutmeg.")},
+        source_name="late",
+    )
     late = Chunk.objects.get(document__ref="late")
     packed, table = both_reads(scope, "pumpkin soup with nutmeg", 10)
     assert_same(packed, table)
@@ -108,7 +140,9 @@ def test_the_lists_stay_exact_under_inserts_updates_and_deletes(scope):
     assert statistics.terms[0].document_frequency == table_frequency(scope.namespace_id, "nutmeg")
     # update: a chunk the lists hold gets other words; its packed postings must not count
     note = Chunk.objects.get(document__ref="note14")
-    Chunk.objects.filter(pk=note.pk).update(text="Nutmeg nutmeg nutmeg, nothing else grew this year.")
+    Chunk.objects.filter(pk=note.pk).update(
+        text="Nutmeg nutmeg nutmeg, nothing else grew this year."
+    )
     # delete: a document the lists hold goes
     Document.objects.filter(ref="note7").delete()
     for query in QUERIES + ["nothing else grew"]:
@@ -123,7 +157,8 @@ def test_the_lists_stay_exact_under_inserts_updates_and_deletes(scope):
     # with changes recorded, frequencies are counted from the table again
     statistics = lexical.term_statistics(scope, query_words.query_lexemes("nutmeg pumpkin"))
     assert {t.lexeme: t.document_frequency for t in statistics.terms} == {
-        lexeme: table_frequency(scope.namespace_id, lexeme) for lexeme in ("nutmeg", "pumpkin")}
+        lexeme: table_frequency(scope.namespace_id, lexeme) for lexeme in ("nutmeg", "pumpkin")
+    }
     # a rebuild absorbs the changes
     assert posting_lists.build(scope.namespace_id) == "built"
     packed, table = both_reads(scope, "nutmeg", 50)
@@ -143,24 +178,36 @@ def test_the_lists_keep_the_scope(scope):
 def test_a_scope_is_checked_in_growing_batches_until_k_are_found(scope, monkeypatch):
     monkeypatch.setattr(lexical, "FIRST_SCOPE_BATCH", 1)  # one chunk first, then 16, then 256
     posting_lists.build(scope.namespace_id)
-    _, late_source = ingest("tenant:lexical", {f"late{i}": (f"Late {i}", f"Late pumpkin {i} with nutmeg.")
-                                               for i in range(20)}, source_name="late")
+    _, late_source = ingest(
+        "tenant:lexical",
+        {f"late{i}": (f"Late {i}", f"Late pumpkin {i} with nutmeg.") for i in range(20)},
+        source_name="late",
+    )
     scoped = ch.Scope(scope.namespace_id, source_ids=(late_source.id,))
     for query in ("pumpkin", "pumpkin harvest", "nutmeg soup"):
         for k in (1, 3, 30):
             packed, table = both_reads(scoped, query, k)
             assert_same(packed, table, (query, k))
-            assert {Chunk.objects.get(pk=r.chunk_id).document.source_id for r in packed.rows} <= {late_source.id}
+            assert {Chunk.objects.get(pk=r.chunk_id).document.source_id for r in packed.rows} <= {
+                late_source.id
+            }
 
 
 def test_lists_and_table_agree_on_random_queries_depths_and_writes():
     rng = random.Random(18)
     words = [f"w{i}" for i in range(40)]
-    zipf = [1 / (rank + 1) for rank in range(len(words))]  # a few very common words, a long rare tail
+    zipf = [
+        1 / (rank + 1) for rank in range(len(words))
+    ]  # a few very common words, a long rare tail
 
     def texts(prefix, count):
-        return {f"{prefix}{d}": (f"Doc {d}", " ".join(rng.choices(words, zipf, k=rng.randint(3, 40))) + ".")
-                for d in range(count)}
+        return {
+            f"{prefix}{d}": (
+                f"Doc {d}",
+                " ".join(rng.choices(words, zipf, k=rng.randint(3, 40))) + ".",
+            )
+            for d in range(count)
+        }
 
     namespace, _ = ingest("tenant:lexical-random", texts("doc", 120))
     scope = ch.Scope(namespace.id)
@@ -177,9 +224,12 @@ def test_lists_and_table_agree_on_random_queries_depths_and_writes():
         # writes between rounds: new documents, rewritten chunks, deleted documents
         ingest("tenant:lexical-random", texts(f"r{round_}-", 10), source_name=f"round {round_}")
         for chunk in rng.sample(list(Chunk.objects.filter(namespace=namespace)), 8):
-            Chunk.objects.filter(pk=chunk.pk).update(text=" ".join(rng.choices(words, zipf, k=rng.randint(3, 30))))
-        Document.objects.filter(pk__in=[d.pk for d in rng.sample(list(Document.objects.filter(
-            namespace=namespace)), 5)]).delete()
+            Chunk.objects.filter(pk=chunk.pk).update(
+                text=" ".join(rng.choices(words, zipf, k=rng.randint(3, 30)))
+            )
+        Document.objects.filter(
+            pk__in=[d.pk for d in rng.sample(list(Document.objects.filter(namespace=namespace)), 5)]
+        ).delete()
     assert probed >= 20  # the common terms were only looked up on many of the queries
 
 
@@ -189,13 +239,22 @@ def test_ensure_builds_at_the_threshold_and_an_ingest_run_rebuilds_after_a_tenth
     assert posting_lists.state(scope.namespace_id) is None
     assert posting_lists.ensure(scope.namespace_id, min_chunks=chunks) == "built"
     built = posting_lists.state(scope.namespace_id)
-    assert built.chunk_count == chunks and built.postings > 0 and built.changed_since == built.newer == 0
+    assert (
+        built.chunk_count == chunks
+        and built.postings > 0
+        and built.changed_since == built.newer == 0
+    )
     Document.objects.filter(ref="note3").delete()
     assert posting_lists.ensure(scope.namespace_id, min_chunks=1) == "current"  # 1 of 30 changed
-    ingest("tenant:lexical", {"a": ("A", "Alpha pumpkin.")}, source_name="more")  # 2 of 30: the run keeps them
+    ingest(
+        "tenant:lexical", {"a": ("A", "Alpha pumpkin.")}, source_name="more"
+    )  # 2 of 30: the run keeps them
     assert posting_lists.state(scope.namespace_id) == posting_lists.BuildState(
-        scope.namespace_id, chunks, built.postings, built.build_seconds, changed_since=1, newer=1)
-    ingest("tenant:lexical", {"b": ("B", "Beta pumpkin.")}, source_name="more")  # 3 of 30: the run rebuilds
+        scope.namespace_id, chunks, built.postings, built.build_seconds, changed_since=1, newer=1
+    )
+    ingest(
+        "tenant:lexical", {"b": ("B", "Beta pumpkin.")}, source_name="more"
+    )  # 3 of 30: the run rebuilds
     rebuilt = posting_lists.state(scope.namespace_id)
     assert rebuilt.changed_since == rebuilt.newer == 0 and rebuilt.chunk_count == chunks + 1
 
@@ -204,8 +263,10 @@ def test_a_build_holds_each_chunks_length_once_and_each_terms_shortest(scope):
     posting_lists.build(scope.namespace_id)
     read = posting_lists.read(scope.namespace_id, ["pumpkin", "nutmeg", "soup"])
     with connection.cursor() as cursor:
-        cursor.execute("SELECT DISTINCT chunk_id, doc_len FROM kb_chunk_term WHERE namespace_id = %s",
-                       [scope.namespace_id])
+        cursor.execute(
+            "SELECT DISTINCT chunk_id, doc_len FROM kb_chunk_term WHERE namespace_id = %s",
+            [scope.namespace_id],
+        )
         lengths = dict(cursor.fetchall())
     assert len(read.packed) == 3
     for term in read.packed:
@@ -245,22 +306,29 @@ def test_the_lengths_kept_stay_within_their_bound():
 
 
 @pytest.mark.parametrize("limit", ["spread", "span"])
-def test_a_namespace_whose_chunks_lie_among_many_others_is_read_from_the_table(scope, monkeypatch, limit,
-                                                                                    capsys):
+def test_a_namespace_whose_chunks_lie_among_many_others_is_read_from_the_table(
+    scope, monkeypatch, limit, capsys
+):
     if limit == "spread":  # more than SPREAD ids a chunk
         monkeypatch.setattr(posting_lists, "SPREAD", 2)
         monkeypatch.setattr(posting_lists, "MIN_SPREAD", 0)
     assert posting_lists.build(scope.namespace_id) == "built"
     chunks = Chunk.objects.filter(namespace_id=scope.namespace_id).count()
-    ingest("tenant:other", {f"o{i}": (f"Other {i}", f"Other words {i}.") for i in range(2 * chunks)})
+    ingest(
+        "tenant:other", {f"o{i}": (f"Other {i}", f"Other words {i}.") for i in range(2 * chunks)}
+    )
     ingest("tenant:lexical", {"late": ("Late pumpkin", "A late pumpkin soup.")}, source_name="late")
     if limit == "span":  # more ids than the kept arrays may hold
         monkeypatch.setattr(posting_lists, "_MAX_SPAN", 2 * chunks)
-    assert posting_lists.build(scope.namespace_id) == "too-wide"  # its ids now span over twice its chunks
+    assert (
+        posting_lists.build(scope.namespace_id) == "too-wide"
+    )  # its ids now span over twice its chunks
     assert posting_lists.read(scope.namespace_id, ["pumpkin"]) is None
     call_command("kb_posting_lists")  # and the listing says why
-    assert f"tenant:lexical: no posting lists (read from the postings table; its {chunks + 1} chunks span" in (
-        capsys.readouterr().out)
+    assert (
+        f"tenant:lexical: no posting lists (read from the postings table; its {chunks + 1} chunks span"
+        in (capsys.readouterr().out)
+    )
     result = lexical.lexical_search(scope, query_words.query_lexemes("pumpkin soup"), 10)
     assert result.report.mode == "table" and result.rows
 
@@ -272,7 +340,9 @@ def test_a_deleted_namespace_takes_its_lists_along(scope):
     delete_namespace(scope.namespace_id)
     with connection.cursor() as cursor:
         for table in ("kb_posting_list", "kb_posting_list_changed", "kb_posting_list_build"):
-            cursor.execute(f"SELECT count(*) FROM {table} WHERE namespace_id = %s", [scope.namespace_id])
+            cursor.execute(
+                f"SELECT count(*) FROM {table} WHERE namespace_id = %s", [scope.namespace_id]
+            )
             assert cursor.fetchone()[0] == 0, table
 
 
@@ -280,10 +350,16 @@ def test_the_command_lists_ensures_and_rebuilds_the_lists(scope, capsys):
     from django.core.management.base import CommandError
 
     call_command("kb_posting_lists")
-    assert "tenant:lexical: no posting lists (read from the postings table)" in capsys.readouterr().out
+    assert (
+        "tenant:lexical: no posting lists (read from the postings table)" in capsys.readouterr().out
+    )
     call_command("kb_posting_lists", rebuild="tenant:lexical")
     out = capsys.readouterr().out
-    assert "tenant:lexical: built" in out and "tenant:lexical: 30 chunks" in out and "0 changed, 0 added" in out
+    assert (
+        "tenant:lexical: built" in out
+        and "tenant:lexical: 30 chunks" in out
+        and "0 changed, 0 added" in out
+    )
     Document.objects.filter(ref="note5").delete()
     call_command("kb_posting_lists", ensure=True)
     out = capsys.readouterr().out
@@ -309,7 +385,9 @@ def test_a_write_that_waits_for_a_build_is_recorded_after_it():
 
     def delete_during_the_build():
         try:
-            Document.objects.filter(pk=doomed.document_id).delete()  # blocks until the build commits
+            Document.objects.filter(
+                pk=doomed.document_id
+            ).delete()  # blocks until the build commits
             deleted.set()
         finally:
             connections.close_all()

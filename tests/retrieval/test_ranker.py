@@ -11,8 +11,12 @@ V, L, N, ID = "vector", "lexical", "names", "identifiers"
 
 
 def cand(key, hits, **fields):
-    return Candidate(key=key, hits={name: ChannelHit(rank=r, raw=raw) for name, (r, raw) in hits.items()},
-                     text=fields.pop("text", f"text of {key}"), **fields)
+    return Candidate(
+        key=key,
+        hits={name: ChannelHit(rank=r, raw=raw) for name, (r, raw) in hits.items()},
+        text=fields.pop("text", f"text of {key}"),
+        **fields,
+    )
 
 
 def keys(ranking):
@@ -29,16 +33,25 @@ def zscores(values):
     return mean, std
 
 
-MEANING = [cand(f"m{i}", {V: (i, cos)}, cosine=cos) for i, cos in enumerate((0.62, 0.58, 0.55, 0.30, 0.10), 1)]
+MEANING = [
+    cand(f"m{i}", {V: (i, cos)}, cosine=cos)
+    for i, cos in enumerate((0.62, 0.58, 0.55, 0.30, 0.10), 1)
+]
 
 
 def test_base_fuses_the_vector_and_lexical_z_scores_in_cosine_units():
     cosines = {"a": 0.7, "b": 0.2, "c": 0.3, "d": 0.1}
-    found = [cand("a", {V: (1, 0.7)}, cosine=0.7), cand("c", {V: (2, 0.3)}, cosine=0.3),
-             cand("b", {V: (3, 0.2), L: (1, 12.0)}, cosine=0.2), cand("d", {L: (2, 2.0)}, cosine=0.1)]
+    found = [
+        cand("a", {V: (1, 0.7)}, cosine=0.7),
+        cand("c", {V: (2, 0.3)}, cosine=0.3),
+        cand("b", {V: (3, 0.2), L: (1, 12.0)}, cosine=0.2),
+        cand("d", {L: (2, 2.0)}, cosine=0.1),
+    ]
     for weight in (0.0, 0.3, 0.5, 1.0):
-        details = rank(found, RankerParams(floor=0.0, priority_weight=0.0, rrf_weight=0.0,
-                                           lexical_weight=weight)).details()
+        details = rank(
+            found,
+            RankerParams(floor=0.0, priority_weight=0.0, rrf_weight=0.0, lexical_weight=weight),
+        ).details()
         vmean, vstd = zscores([0.7, 0.3, 0.2])  # the vector list: a, c, b
         lmean, lstd = zscores([12.0, 2.0])  # the lexical list: b, d
         for key, cosine in cosines.items():
@@ -47,7 +60,9 @@ def test_base_fuses_the_vector_and_lexical_z_scores_in_cosine_units():
             assert details[key].base_channel == "fused"
             assert details[key].base == pytest.approx(max(vmean + fused_z * vstd, 1e-6))
             assert details[key].vector_z == pytest.approx((cosine - vmean) / vstd)
-    meaning_alone = rank(found, RankerParams(floor=0.0, rrf_weight=0.0, lexical_weight=0.0)).details()
+    meaning_alone = rank(
+        found, RankerParams(floor=0.0, rrf_weight=0.0, lexical_weight=0.0)
+    ).details()
     assert meaning_alone["b"].base == pytest.approx(0.2)  # weight 0: the base is the cosine itself
 
 
@@ -56,22 +71,35 @@ def test_a_passage_without_a_comparable_vector_counts_as_the_least_similar_found
     meaning counts as the lowest cosine among the candidates, on the scale the others are on (its
     words' share of the best BM25 gave it 1.0, above every cosine), so it never passes a passage of
     the same words whose meaning is known."""
-    found = [cand("a", {V: (1, 0.7)}, cosine=0.7), cand("c", {V: (2, 0.3)}, cosine=0.3),
-             cand("b", {V: (3, 0.2), L: (2, 4.0)}, cosine=0.2), cand("x", {L: (1, 12.0)}),
-             cand("y", {L: (3, 12.0)}, cosine=0.25)]  # the same words as x, its meaning known
-    details = rank(found, RankerParams(floor=0.0, priority_weight=0.0, rrf_weight=0.0, lexical_weight=0.5)).details()
+    found = [
+        cand("a", {V: (1, 0.7)}, cosine=0.7),
+        cand("c", {V: (2, 0.3)}, cosine=0.3),
+        cand("b", {V: (3, 0.2), L: (2, 4.0)}, cosine=0.2),
+        cand("x", {L: (1, 12.0)}),
+        cand("y", {L: (3, 12.0)}, cosine=0.25),
+    ]  # the same words as x, its meaning known
+    details = rank(
+        found, RankerParams(floor=0.0, priority_weight=0.0, rrf_weight=0.0, lexical_weight=0.5)
+    ).details()
     vmean, vstd = zscores([0.7, 0.3, 0.2])
     lmean, lstd = zscores([12.0, 4.0, 12.0])
-    fused_z = 0.5 * (0.2 - vmean) / vstd + 0.5 * (12.0 - lmean) / lstd  # 0.2: the lowest cosine found
+    fused_z = (
+        0.5 * (0.2 - vmean) / vstd + 0.5 * (12.0 - lmean) / lstd
+    )  # 0.2: the lowest cosine found
     assert details["x"].base_channel == "fused" and details["x"].vector_z is None
     assert details["x"].base == pytest.approx(vmean + fused_z * vstd)
     assert details["x"].base < details["y"].base
 
 
-@pytest.mark.parametrize("lexical, leads", [
-    pytest.param([("only", 12.0)], ["m1", "m2", "m3"], id="a single lexical hit"),
-    pytest.param([("x", 3.0), ("y", 3.0), ("z", 3.0)], ["m1", "m2", "m3"], id="all lexical scores equal"),
-])
+@pytest.mark.parametrize(
+    "lexical, leads",
+    [
+        pytest.param([("only", 12.0)], ["m1", "m2", "m3"], id="a single lexical hit"),
+        pytest.param(
+            [("x", 3.0), ("y", 3.0), ("z", 3.0)], ["m1", "m2", "m3"], id="all lexical scores equal"
+        ),
+    ],
+)
 def test_a_lexical_list_without_spread_is_calibrated_over_the_pool(lexical, leads):
     """'how does resync work': hits with a cosine about zero must not outrank the strong meaning
     matches; with no spread in its own list, a hit stands out against the pool's BM25 zeros, at
@@ -85,13 +113,15 @@ def test_a_lexical_list_without_spread_is_calibrated_over_the_pool(lexical, lead
     cap = (0.62 - vector_mean) / vector_std
     for key, raw in lexical:
         assert details[key].lexical_z == pytest.approx(min((raw - mean) / std, cap))
-    assert keys(ranking)[:len(leads)] == leads
+    assert keys(ranking)[: len(leads)] == leads
     assert ranking.summary.calibration["lexical"][1:] == pytest.approx((mean, std))
 
 
 def test_a_word_found_in_one_passage_only_wins_among_look_alikes():
     """Near-identical passages, one holding the query's marker word: a rare exact word decides."""
-    alike = [cand(f"p{i}", {V: (i, 0.50 - i * 0.002)}, cosine=0.50 - i * 0.002) for i in range(1, 11)]
+    alike = [
+        cand(f"p{i}", {V: (i, 0.50 - i * 0.002)}, cosine=0.50 - i * 0.002) for i in range(1, 11)
+    ]
     marked = cand("p7", {V: (7, 0.486), L: (1, 9.5)}, cosine=0.486)
     ranking = rank([c for c in alike if c.key != "p7"] + [marked], OPEN)
     assert keys(ranking)[0] == "p7"
@@ -100,28 +130,46 @@ def test_a_word_found_in_one_passage_only_wins_among_look_alikes():
 def test_one_common_word_cannot_lift_a_passage_far_from_the_query_in_meaning():
     """Lexical hits with spread, all on one common word, cosine about zero: the best of them is
     exceptional within its own list, yet stays below every strong meaning match."""
-    words = [cand(f"w{i}", {L: (i, raw)}, cosine=0.0) for i, raw in enumerate((4.0, 2.1, 2.0, 1.9, 1.8), 1)]
+    words = [
+        cand(f"w{i}", {L: (i, raw)}, cosine=0.0)
+        for i, raw in enumerate((4.0, 2.1, 2.0, 1.9, 1.8), 1)
+    ]
     # the query's words weigh 20 in IDF; the best lexical hit reaches 4 of them (the common one)
     ranking = rank(MEANING + words, OPEN, query_idf=20.0)
     assert keys(ranking)[:3] == ["m1", "m2", "m3"]
     assert ranking.details()["w1"].lexical_z > 1.9  # it is the lexical list's outlier
-    assert words_weight(0.5, ranking.summary.calibration, 20.0) == pytest.approx(0.5 * 2 * 4.0 / 20.0)
+    assert words_weight(0.5, ranking.summary.calibration, 20.0) == pytest.approx(
+        0.5 * 2 * 4.0 / 20.0
+    )
     # a best hit that reaches half the query's IDF mass keeps the full weight
     assert words_weight(0.5, ranking.summary.calibration, 8.0) == 0.5
     assert keys(rank(MEANING + words, OPEN, query_idf=8.0))[0] == "w1"
 
 
 def test_few_hits_in_each_channel():
-    ranking = rank([cand("v", {V: (1, 0.6)}, cosine=0.6), cand("w", {V: (2, 0.5), L: (1, 3.0)}, cosine=0.5),
-                    cand("l", {L: (2, 1.0)}, cosine=0.4)], OPEN)
+    ranking = rank(
+        [
+            cand("v", {V: (1, 0.6)}, cosine=0.6),
+            cand("w", {V: (2, 0.5), L: (1, 3.0)}, cosine=0.5),
+            cand("l", {L: (2, 1.0)}, cosine=0.4),
+        ],
+        OPEN,
+    )
     details = ranking.details()
     assert keys(ranking) == ["w", "v", "l"]  # the one found by both, with the better words, leads
     assert all(0 < d.base < 1 for d in details.values())
 
 
 def test_a_flat_vector_list_gives_no_unit_and_ranks_decide():
-    ranking = rank([cand("a", {V: (1, 0.5)}, cosine=0.5), cand("b", {V: (2, 0.5)}, cosine=0.5),
-                    cand("l1", {L: (1, 9.0)}, cosine=0.5), cand("l2", {L: (2, 1.0)}, cosine=0.5)], OPEN)
+    ranking = rank(
+        [
+            cand("a", {V: (1, 0.5)}, cosine=0.5),
+            cand("b", {V: (2, 0.5)}, cosine=0.5),
+            cand("l1", {L: (1, 9.0)}, cosine=0.5),
+            cand("l2", {L: (2, 1.0)}, cosine=0.5),
+        ],
+        OPEN,
+    )
     details = ranking.details()
     assert all(d.base == pytest.approx(0.5) for d in details.values())  # no channel reaches the top
     assert keys(ranking)[0] in ("a", "l1")  # first in a channel: the RRF bonus orders the rest
@@ -131,7 +179,9 @@ def test_a_single_channel_with_hits_scores_relative_to_its_best():
     lexical = [cand(f"l{i}", {L: (i, bm25)}) for i, bm25 in enumerate((30.0, 9.0, 8.0), 1)]
     alone = rank(lexical, OPEN).details()
     assert alone["l2"].base == pytest.approx(9.0 / 30.0) and alone["l2"].base_channel == "lexical"
-    vector = rank([cand("v1", {V: (1, 0.4)}, cosine=0.4), cand("v2", {V: (2, 0.2)}, cosine=0.2)], OPEN).details()
+    vector = rank(
+        [cand("v1", {V: (1, 0.4)}, cosine=0.4), cand("v2", {V: (2, 0.2)}, cosine=0.2)], OPEN
+    ).details()
     assert vector["v1"].base == pytest.approx(0.4) and vector["v2"].base == pytest.approx(0.2)
 
 
@@ -150,7 +200,9 @@ def test_names_add_rank_evidence_but_do_not_set_the_base():
 
 
 def test_no_channel_is_stuck_at_zero():
-    ranking = rank([cand("low", {L: (2, 0.0)}), cand("top", {L: (1, 5.0)}), cand("neg", {V: (1, -0.2)})], OPEN)
+    ranking = rank(
+        [cand("low", {L: (2, 0.0)}), cand("top", {L: (1, 5.0)}), cand("neg", {V: (1, -0.2)})], OPEN
+    )
     assert all(d.base > 0 for d in ranking.kept)
 
 
@@ -168,10 +220,20 @@ def test_recency_boost_and_zero_weight_changes_nothing_byte_for_byte():
     old = cand("old", {V: (1, 0.80)}, age_days=3000)
     new = cand("new", {V: (2, 0.79)}, age_days=1)
     plain = rank([old, new], OPEN)
-    zero = rank([old, new], RankerParams(floor=0.0, priority_weight=0.0, rrf_weight=1.0, recency_weight=0.0))
+    zero = rank(
+        [old, new], RankerParams(floor=0.0, priority_weight=0.0, rrf_weight=1.0, recency_weight=0.0)
+    )
     assert plain == zero and keys(plain) == ["old", "new"]
-    boosted = rank([old, new], RankerParams(floor=0.0, priority_weight=0.0, rrf_weight=1.0,
-                                            recency_weight=3.0, recency_half_life_days=30))
+    boosted = rank(
+        [old, new],
+        RankerParams(
+            floor=0.0,
+            priority_weight=0.0,
+            rrf_weight=1.0,
+            recency_weight=3.0,
+            recency_half_life_days=30,
+        ),
+    )
     assert keys(boosted) == ["new", "old"]
     spread = 0.005  # the two cosines' standard deviation: the boosts' unit
     assert boosted.details()["new"].recency_boost == pytest.approx(3.0 * spread * math.exp(-1 / 30))
@@ -180,7 +242,10 @@ def test_recency_boost_and_zero_weight_changes_nothing_byte_for_byte():
 def test_priority_boost_follows_the_source_priority():
     a = cand("a", {V: (1, 0.70)}, priority=-1.0)
     b = cand("b", {V: (2, 0.69)}, priority=1.0)
-    assert keys(rank([a, b], RankerParams(floor=0.0, priority_weight=0.0, rrf_weight=1.0))) == ["a", "b"]
+    assert keys(rank([a, b], RankerParams(floor=0.0, priority_weight=0.0, rrf_weight=1.0))) == [
+        "a",
+        "b",
+    ]
     ranking = rank([a, b], RankerParams(floor=0.0, priority_weight=3.0, rrf_weight=1.0))
     assert keys(ranking) == ["b", "a"]
     assert ranking.details()["b"].priority_boost == pytest.approx(3.0 * 0.005)
@@ -194,12 +259,18 @@ def test_a_priority_moves_a_passage_past_the_same_neighbours_under_any_cosine_sc
     cosines = (0.62, 0.61, 0.60, 0.59, 0.58, 0.57, 0.56, 0.40, 0.35, 0.30)
 
     def ranked(scale):
-        found = [cand(f"p{i}", {V: (i, scale(c))}, cosine=scale(c), priority=0.3 if i == 7 else 0.0)
-                 for i, c in enumerate(cosines, 1)]
+        found = [
+            cand(f"p{i}", {V: (i, scale(c))}, cosine=scale(c), priority=0.3 if i == 7 else 0.0)
+            for i, c in enumerate(cosines, 1)
+        ]
         return rank(found, RankerParams(floor=0.0, rrf_weight=0.0))
 
     bundled, packed = ranked(lambda c: c), ranked(lambda c: 0.8 + (c - 0.5) / 8)
-    assert keys(bundled) == keys(packed) == ["p1", "p2", "p3", "p4", "p7", "p5", "p6", "p8", "p9", "p10"]
+    assert (
+        keys(bundled)
+        == keys(packed)
+        == ["p1", "p2", "p3", "p4", "p7", "p5", "p6", "p8", "p9", "p10"]
+    )
     _, spread = zscores(cosines)
     assert bundled.details()["p7"].priority_boost == pytest.approx(0.75 * 0.3 * spread)
     assert packed.details()["p7"].priority_boost == pytest.approx(0.75 * 0.3 * spread / 8)
@@ -208,17 +279,24 @@ def test_a_priority_moves_a_passage_past_the_same_neighbours_under_any_cosine_sc
 def test_boosts_need_a_list_with_spread():
     """A flat meaning list with words beside it: the words' relative spread is the unit; with no
     spread anywhere, a boost has nothing to count in and adds nothing (not even -0.0)."""
-    flat = [cand(f"f{i}", {V: (i, 0.5), L: (i, raw)}, cosine=0.5, priority=-1.0 if i == 1 else 1.0)
-            for i, raw in enumerate((9.0, 8.0, 7.8), 1)]
+    flat = [
+        cand(f"f{i}", {V: (i, 0.5), L: (i, raw)}, cosine=0.5, priority=-1.0 if i == 1 else 1.0)
+        for i, raw in enumerate((9.0, 8.0, 7.8), 1)
+    ]
     _, spread = zscores([9.0, 8.0, 7.8])
-    assert rank(flat, RankerParams(floor=0.0)).details()["f2"].priority_boost == pytest.approx(0.75 * spread / 9.0)
+    assert rank(flat, RankerParams(floor=0.0)).details()["f2"].priority_boost == pytest.approx(
+        0.75 * spread / 9.0
+    )
     alone = [cand(f"a{i}", {V: (i, 0.5)}, cosine=0.5, priority=-1.0) for i in (1, 2)]
     boosts = [d.priority_boost for d in rank(alone, RankerParams(floor=0.0)).details().values()]
     assert boosts == [0.0, 0.0] and all(math.copysign(1.0, b) == 1.0 for b in boosts)
 
 
 def test_without_meaning_boosts_count_in_the_words_relative_spread():
-    words = [cand(f"w{i}", {L: (i, raw)}, priority=1.0 if i == 3 else 0.0) for i, raw in enumerate((9.0, 8.0, 7.8), 1)]
+    words = [
+        cand(f"w{i}", {L: (i, raw)}, priority=1.0 if i == 3 else 0.0)
+        for i, raw in enumerate((9.0, 8.0, 7.8), 1)
+    ]
     ranking = rank(words, RankerParams(floor=0.0, rrf_weight=0.0))
     _, spread = zscores([9.0, 8.0, 7.8])
     assert ranking.details()["w3"].priority_boost == pytest.approx(0.75 * spread / 9.0)
@@ -278,11 +356,15 @@ def test_strong_multichannel_candidates_bypass_the_threshold():
     top = cand("top", {L: (1, 10.0), V: (1, 0.9)})
     middle = cand("middle", {V: (2, 0.6)})
     agreed = cand("agreed", {V: (3, 0.30), L: (15, 1.0)})
-    ranking = rank([top, middle, agreed], RankerParams(floor=0.6, priority_weight=0.0, lexical_weight=0.0))
+    ranking = rank(
+        [top, middle, agreed], RankerParams(floor=0.6, priority_weight=0.0, lexical_weight=0.0)
+    )
     assert keys(ranking) == ["top", "middle", "agreed"]
     assert ranking.details()["agreed"].bypassed_threshold
-    no_bypass = rank([top, middle, agreed],
-                     RankerParams(floor=0.6, priority_weight=0.0, lexical_weight=0.0, bypass_channels=3))
+    no_bypass = rank(
+        [top, middle, agreed],
+        RankerParams(floor=0.6, priority_weight=0.0, lexical_weight=0.0, bypass_channels=3),
+    )
     assert keys(no_bypass) == ["top", "middle"]
 
 
@@ -291,7 +373,9 @@ def test_mmr_diversifies_and_records_its_penalty():
     a2 = cand("a2", {V: (2, 0.89)}, embedding=(0.99, 0.01))
     b = cand("b", {V: (3, 0.80)}, embedding=(0.0, 1.0))
     assert keys(rank([a, a2, b], OPEN)) == ["a", "a2", "b"]
-    diverse = rank([a, a2, b], RankerParams(floor=0.0, priority_weight=0.0, rrf_weight=1.0, mmr_lambda=0.5))
+    diverse = rank(
+        [a, a2, b], RankerParams(floor=0.0, priority_weight=0.0, rrf_weight=1.0, mmr_lambda=0.5)
+    )
     assert keys(diverse) == ["a", "b", "a2"]
     assert diverse.details()["a2"].mmr_penalty > 0.4
 
@@ -301,14 +385,20 @@ def test_mmr_seeds_one_per_kind_only_when_relevant():
     chunk2 = cand("chunk2", {V: (2, 0.88)}, embedding=(0.9, 0.1))
     summary = cand("summary", {V: (3, 0.85)}, kind="summary", embedding=(0.95, 0.05))
     capability = cand("cap", {V: (4, 0.20)}, kind="capability", embedding=(0.0, 1.0))
-    params = RankerParams(floor=0.0, priority_weight=0.0, rrf_weight=1.0, mmr_lambda=0.3, seed_ratio=0.8)
+    params = RankerParams(
+        floor=0.0, priority_weight=0.0, rrf_weight=1.0, mmr_lambda=0.3, seed_ratio=0.8
+    )
     ranking = rank([chunk, chunk2, summary, capability], params)
     # the summary is a relevant kind: seeded second despite being similar; the irrelevant
     # capability is not forced in as a seed even though it is the most different
     assert keys(ranking)[:2] == ["chunk", "summary"]
     assert ranking.details()["summary"].mmr_penalty == 0.0
-    unseeded = rank([chunk, chunk2, summary, capability], RankerParams(
-        floor=0.0, priority_weight=0.0, rrf_weight=1.0, mmr_lambda=0.3, seed_ratio=1.0))
+    unseeded = rank(
+        [chunk, chunk2, summary, capability],
+        RankerParams(
+            floor=0.0, priority_weight=0.0, rrf_weight=1.0, mmr_lambda=0.3, seed_ratio=1.0
+        ),
+    )
     assert keys(unseeded)[1] == "cap"
 
 

@@ -26,6 +26,7 @@ def public():
 @pytest.fixture
 def answer_model(settings):
     """Set the answer model's URL (the settings are read once: the cache is cleared around the test)."""
+
     def configure(url: str) -> None:
         settings.KB_ANSWER_URL, settings.KB_ANSWER_MODEL = url, "tiny" if url else ""
         kb_settings.cache_clear()
@@ -37,10 +38,15 @@ def answer_model(settings):
 def _box(page: str) -> dict[str, str]:
     match = re.search(r'<section class="answer"([^>]*)>', page)
     assert match, page[:3000]
-    return {name: html.unescape(value) for name, value in re.findall(r'(data-[a-z]+)="([^"]*)"', match.group(1))}
+    return {
+        name: html.unescape(value)
+        for name, value in re.findall(r'(data-[a-z]+)="([^"]*)"', match.group(1))
+    }
 
 
-def test_without_a_model_one_line_says_answers_are_off_and_the_results_show(client, public, answer_model):
+def test_without_a_model_one_line_says_answers_are_off_and_the_results_show(
+    client, public, answer_model
+):
     answer_model("")
     page = client.get("/", {"q": "pumpkin soup nutmeg", "namespace": "demo"}).content.decode()
     assert page.count(OFF_LINE) == 1
@@ -48,7 +54,9 @@ def test_without_a_model_one_line_says_answers_are_off_and_the_results_show(clie
     assert "Pumpkin soup" in page and 'class="result"' in page
 
 
-def test_with_a_model_the_box_names_the_question_namespace_and_endpoint(client, public, answer_model):
+def test_with_a_model_the_box_names_the_question_namespace_and_endpoint(
+    client, public, answer_model
+):
     answer_model("http://127.0.0.1:9/v1")
     question = 'pumpkin "soup" <b>nutmeg</b> & stock'
     page = client.get("/", {"q": question, "namespace": "demo"}).content.decode()
@@ -59,17 +67,28 @@ def test_with_a_model_the_box_names_the_question_namespace_and_endpoint(client, 
     assert "<b>nutmeg</b>" not in page
     assert OFF_LINE not in page
     assert 'src="/static/kb/answer.js"' in page
-    assert page.index('<section class="answer"') < page.index('<ol class="results"')  # above the results
+    assert page.index('<section class="answer"') < page.index(
+        '<ol class="results"'
+    )  # above the results
 
 
-@pytest.mark.parametrize("extra", [{"page": "2"}, {"voted": "1", "query_id": "5"}], ids=["page-2", "back-from-a-vote"])
+@pytest.mark.parametrize(
+    "extra", [{"page": "2"}, {"voted": "1", "query_id": "5"}], ids=["page-2", "back-from-a-vote"]
+)
 def test_the_model_is_asked_only_on_a_searchs_first_showing(client, answer_model, extra):
     answer_model("http://127.0.0.1:9/v1")
-    many = {f"doc{i}": (f"Pumpkin note {i}", f"Pumpkin soup with nutmeg, variation {i}.") for i in range(14)}
+    many = {
+        f"doc{i}": (f"Pumpkin note {i}", f"Pumpkin soup with nutmeg, variation {i}.")
+        for i in range(14)
+    }
     namespace, _ = ingest("demo", many)
     Namespace.objects.filter(pk=namespace.pk).update(is_public=True)
-    first = client.get("/", {"q": "pumpkin soup nutmeg", "namespace": "demo", "group": "chunk"}).content.decode()
+    first = client.get(
+        "/", {"q": "pumpkin soup nutmeg", "namespace": "demo", "group": "chunk"}
+    ).content.decode()
     assert '<section class="answer"' in first
-    again = client.get("/", {"q": "pumpkin soup nutmeg", "namespace": "demo", "group": "chunk", **extra})
+    again = client.get(
+        "/", {"q": "pumpkin soup nutmeg", "namespace": "demo", "group": "chunk", **extra}
+    )
     assert again.status_code == 200 and 'class="result"' in again.content.decode()
     assert '<section class="answer"' not in again.content.decode()

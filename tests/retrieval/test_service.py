@@ -20,9 +20,15 @@ def test_search_ranks_explains_and_logs(corpus):
     assert top.rank == 1 and top.details.kept
     assert set(top.details.channels) >= {"vector", "lexical"}
     assert top.details.base > 0 and top.details.rrf_bonus > 0
-    assert top.relevance == pytest.approx(top.details.base + top.details.rrf_bonus + top.details.recency_boost
-                                          + top.details.priority_boost)
-    assert top.citation_url == f"/documents/{top.document_id}/#passage-{top.chunk_id}"  # the passage itself
+    assert top.relevance == pytest.approx(
+        top.details.base
+        + top.details.rrf_bonus
+        + top.details.recency_boost
+        + top.details.priority_boost
+    )
+    assert (
+        top.citation_url == f"/documents/{top.document_id}/#passage-{top.chunk_id}"
+    )  # the passage itself
     assert result.summary.candidates >= len(result.hits)
     assert result.lexemes == ["long", "roast", "pumpkin", "soup"]
     log = QueryLog.objects.get()
@@ -48,7 +54,10 @@ def test_identifier_query_drops_meaning_only_matches(corpus):
 def test_tiers_and_weak_titles(corpus):
     result = search("pumpkin", "tenant:a", limit=10)
     titles = [d.title for d in result.suggested]
-    assert titles[:2] == ["Growing pumpkins", "Pumpkin soup"] or titles[:2] == ["Pumpkin soup", "Growing pumpkins"]
+    assert titles[:2] == ["Growing pumpkins", "Pumpkin soup"] or titles[:2] == [
+        "Pumpkin soup",
+        "Growing pumpkins",
+    ]
     assert all(d.best_cosine >= strong_cosine() for d in result.cited)
     assert result.weak_titles == []
     nonsense = search("quasar spectrography telemetry", "tenant:a", limit=5)
@@ -64,24 +73,38 @@ def test_a_strong_match_is_read_on_the_deployments_own_cosine_scale(corpus, sett
     cited = search("pumpkin", "tenant:a", limit=10)
     best = max(d.best_cosine for d in cited.cited)
     # logged before `strong` was recorded: the report reads its top cosine against the floor
-    QueryLog.objects.create(namespace=corpus, query="pumpkin", result_ids=[1], top_cosine=best, strong=None)
-    assert [(row.query, row.count, row.weak) for row in query_report(corpus, days=1)["top"]] == [("pumpkin", 2, 0)]
-    settings.KB_STRONG_COSINE = f"{best + 0.001:.4f}"  # a model whose scale puts this passage below its floor
+    QueryLog.objects.create(
+        namespace=corpus, query="pumpkin", result_ids=[1], top_cosine=best, strong=None
+    )
+    assert [(row.query, row.count, row.weak) for row in query_report(corpus, days=1)["top"]] == [
+        ("pumpkin", 2, 0)
+    ]
+    settings.KB_STRONG_COSINE = (
+        f"{best + 0.001:.4f}"  # a model whose scale puts this passage below its floor
+    )
     kb_settings.cache_clear()
     try:
         weak = search("pumpkin", "tenant:a", limit=10)
         report = query_report(corpus, days=1)
     finally:
         kb_settings.cache_clear()
-    assert [d.title for d in weak.documents] == [d.title for d in cited.documents]  # the ranking is the same
+    assert [d.title for d in weak.documents] == [
+        d.title for d in cited.documents
+    ]  # the ranking is the same
     assert weak.cited == [] and weak.weak_titles
-    assert list(QueryLog.objects.order_by("id").values_list("strong", flat=True)) == [True, None, False]
+    assert list(QueryLog.objects.order_by("id").values_list("strong", flat=True)) == [
+        True,
+        None,
+        False,
+    ]
     assert [(row.query, row.count, row.weak) for row in report["top"]] == [("pumpkin", 3, 2)]
 
 
 def test_a_source_priority_lifts_its_passages_by_a_share_of_the_querys_spread():
-    documents = {"garden": ("Growing pumpkins", "Pumpkins need sun and rich soil."),
-                 "soup": ("Pumpkin soup", "Roast the pumpkin, then blend it with stock.")}
+    documents = {
+        "garden": ("Growing pumpkins", "Pumpkins need sun and rich soil."),
+        "soup": ("Pumpkin soup", "Roast the pumpkin, then blend it with stock."),
+    }
     namespace, garden = ingest("tenant:p", {"garden": documents["garden"]}, source_name="garden")
     ingest("tenant:p", {"soup": documents["soup"]}, source_name="kitchen")
 
@@ -95,17 +118,40 @@ def test_a_source_priority_lifts_its_passages_by_a_share_of_the_querys_spread():
     _, _, spread = lifted.summary.calibration["vector"]
     assert spread > 0
     boosts = {hit.title: hit.details.priority_boost for hit in lifted.hits}
-    assert boosts["Pumpkin soup"] == 0.0 and abs(boosts["Growing pumpkins"]) == pytest.approx(0.75 * spread)
-    assert [hit.title for hit in lifted.hits] == plain[::-1]  # the two are near-equals: a spread reorders them
+    assert boosts["Pumpkin soup"] == 0.0 and abs(boosts["Growing pumpkins"]) == pytest.approx(
+        0.75 * spread
+    )
+    assert [hit.title for hit in lifted.hits] == plain[
+        ::-1
+    ]  # the two are near-equals: a spread reorders them
 
 
 def test_citation_url_for_web_documents_keeps_an_existing_fragment(corpus):
     from retrieval.channels import ChunkRow
     from retrieval.service import citation_url
 
-    base = dict(chunk_id=1, document_id=2, source_id=3, position=0, text="", heading_path=(), start_byte=0,
-                end_byte=0, title="", path="", source_kind="url", source_name="", created_at=None, indexed_at=None)
-    page = ChunkRow(**base, anchor="install", ref="https://docs.example.com/guide", url="https://docs.example.com/guide")
+    base = dict(
+        chunk_id=1,
+        document_id=2,
+        source_id=3,
+        position=0,
+        text="",
+        heading_path=(),
+        start_byte=0,
+        end_byte=0,
+        title="",
+        path="",
+        source_kind="url",
+        source_name="",
+        created_at=None,
+        indexed_at=None,
+    )
+    page = ChunkRow(
+        **base,
+        anchor="install",
+        ref="https://docs.example.com/guide",
+        url="https://docs.example.com/guide",
+    )
     assert citation_url(page, "ns") == "https://docs.example.com/guide#install"
     framed = ChunkRow(**base, anchor="install", ref="https://x.io/#/app", url="https://x.io/#/app")
     assert citation_url(framed, "ns") == "https://x.io/#/app"
@@ -125,8 +171,11 @@ def test_text_window_reads_only_the_passages_shown(corpus):
     locations the tiers need, and the ranking is the same."""
     from retrieval.channels import LEAD_CHARS
 
-    ingest("tenant:a", {"long": ("Pumpkin almanac", "Pumpkin facts for every month of the year. " * 40)},
-           source_name="almanac")  # a passage longer than the lead
+    ingest(
+        "tenant:a",
+        {"long": ("Pumpkin almanac", "Pumpkin facts for every month of the year. " * 40)},
+        source_name="almanac",
+    )  # a passage longer than the lead
     full = search("pumpkin", "tenant:a", limit=10)
     assert len(full.hits) >= 2 and all(h.text for h in full.hits)
     assert any(len(h.text) > LEAD_CHARS for h in full.hits)
@@ -139,10 +188,12 @@ def test_text_window_reads_only_the_passages_shown(corpus):
     first, *others = grouped.documents
     assert others
     assert first.sections[0].text  # the best section of the one document shown
-    assert all(len(s.text) <= LEAD_CHARS for s in first.sections[1:]) and \
-        all(len(s.text) <= LEAD_CHARS for d in others for s in d.sections)
+    assert all(len(s.text) <= LEAD_CHARS for s in first.sections[1:]) and all(
+        len(s.text) <= LEAD_CHARS for d in others for s in d.sections
+    )
     assert [d.document_id for d in grouped.documents] == [
-        d.document_id for d in search("pumpkin", "tenant:a", limit=10, group="document").documents]
+        d.document_id for d in search("pumpkin", "tenant:a", limit=10, group="document").documents
+    ]
 
 
 def test_words_match_is_the_lexical_channel_within_the_filters(corpus):
@@ -154,7 +205,9 @@ def test_words_match_is_the_lexical_channel_within_the_filters(corpus):
     assert not words_match("pumpkin", corpus.pk, Filters(source_ids=(source.id + 999,)))
     assert not words_match("quasar telemetry", corpus.pk)
     other, _ = ingest("tenant:b", {"q": ("Quasars", "Quasar telemetry from the array.")})
-    assert words_match("quasar telemetry", other.pk) and not words_match("quasar telemetry", corpus.pk)
+    assert words_match("quasar telemetry", other.pk) and not words_match(
+        "quasar telemetry", corpus.pk
+    )
 
 
 def test_namespace_isolation_in_results_counts_and_explanations(corpus):
@@ -188,8 +241,11 @@ def test_unknown_namespace(corpus):
         search("pumpkin", "tenant:nope")
 
 
-@pytest.mark.parametrize("query", ["!!! ((( &&& |||", "the and of", "'; DROP TABLE kb_chunk; --", "ｐｕｍｐｋｉｎ"],
-                         ids=["tsquery", "stopwords", "sql", "fullwidth"])
+@pytest.mark.parametrize(
+    "query",
+    ["!!! ((( &&& |||", "the and of", "'; DROP TABLE kb_chunk; --", "ｐｕｍｐｋｉｎ"],
+    ids=["tsquery", "stopwords", "sql", "fullwidth"],
+)
 def test_hostile_queries_never_error(corpus, query):
     result = search(query, "tenant:a", limit=5)
     assert isinstance(result.hits, list)
@@ -204,7 +260,9 @@ def test_plain_rrf_fusion_and_single_channel_through_the_evaluation_entry_point(
     lexical = search_variant("pumpkin soup", "tenant:a", channels=("lexical",))
     assert all(set(h.details.channels) == {"lexical"} for h in lexical.hits)
     product = search("pumpkin soup", "tenant:a", log=False)
-    assert [h.chunk_id for h in search_variant("pumpkin soup", "tenant:a").hits] == [h.chunk_id for h in product.hits]
+    assert [h.chunk_id for h in search_variant("pumpkin soup", "tenant:a").hits] == [
+        h.chunk_id for h in product.hits
+    ]
 
 
 def test_search_carries_only_what_the_product_needs():

@@ -15,13 +15,25 @@ from tests.corpus import ingest
 pytestmark = pytest.mark.django_db
 
 HANDBOOK = {
-    "travel": ("Travel policy", "The travel policy says employees book economy class. Expenses are refunded by "
-                                "reimbursement within thirty days of the trip."),
-    "payroll": ("Payroll", "Salaries are paid on the last working day of the month. Payslips are sent by email."),
-    "kitchen": ("Office kitchen", "Clean the coffee machine every Friday and empty the fridge before holidays."),
-    "sphinx": ("Sphinx extensions", "Sphinx extensions are listed in the extensions setting of conf.py. Each "
-                                    "extension adds directives, roles or builders; configuration values of an "
-                                    "extension are set in conf.py too."),
+    "travel": (
+        "Travel policy",
+        "The travel policy says employees book economy class. Expenses are refunded by "
+        "reimbursement within thirty days of the trip.",
+    ),
+    "payroll": (
+        "Payroll",
+        "Salaries are paid on the last working day of the month. Payslips are sent by email.",
+    ),
+    "kitchen": (
+        "Office kitchen",
+        "Clean the coffee machine every Friday and empty the fridge before holidays.",
+    ),
+    "sphinx": (
+        "Sphinx extensions",
+        "Sphinx extensions are listed in the extensions setting of conf.py. Each "
+        "extension adds directives, roles or builders; configuration values of an "
+        "extension are set in conf.py too.",
+    ),
 }
 
 
@@ -32,7 +44,9 @@ def handbook():
     return namespace
 
 
-def test_a_query_misspelt_throughout_is_no_strong_match_and_is_offered_its_correction(client, handbook):
+def test_a_query_misspelt_throughout_is_no_strong_match_and_is_offered_its_correction(
+    client, handbook
+):
     """No word of "trvel polcy expenes reimbursemnt" occurs in the collection, yet its best
     passage clears the model's floor by the letters it shares with them: meaning alone must not
     make it a confident answer, and the page must offer the correction, spelt as the documents
@@ -41,13 +55,16 @@ def test_a_query_misspelt_throughout_is_no_strong_match_and_is_offered_its_corre
     result = search(query, "handbook", group="document", log=False)
     assert NO_SHARED_TERM in result.summary.channel_notes
     assert result.documents[0].title == "Travel policy"
-    assert result.documents[0].best_cosine >= strong_cosine()  # meaning alone would have made it strong
+    assert (
+        result.documents[0].best_cosine >= strong_cosine()
+    )  # meaning alone would have made it strong
     assert result.cited == []
     assert spelling_correction(query, "handbook") == "travel policy expenses reimbursement"
     page = client.get("/", {"q": query, "namespace": "handbook"}).content.decode()
     assert "No strong match" in page
     assert client.get("/suggest", {"q": query, "namespace": "handbook"}).json() == {
-        "correction": "travel policy expenses reimbursement"}
+        "correction": "travel policy expenses reimbursement"
+    }
 
 
 def test_a_query_whose_words_occur_is_still_strong_by_meaning(handbook):
@@ -57,24 +74,42 @@ def test_a_query_whose_words_occur_is_still_strong_by_meaning(handbook):
 
 
 def test_a_correction_is_spelt_as_the_documents_spell_it(handbook):
-    """"policy" stems to `polici`, which no word of the text begins: the correction is the word
+    """ "policy" stems to `polici`, which no word of the text begins: the correction is the word
     of the text that stems to it, never the stem."""
     assert correct_query(handbook.pk, "travel polcy reimbursment") == "travel policy reimbursment"
     assert correct_query(handbook.pk, "Polcy") == "Policy"
 
 
 def test_a_typo_that_changes_how_the_stemmer_cuts_is_corrected(handbook):
-    """"extenions" stems to `extenion`, three edits from `extens`; the word is one letter from
+    """ "extenions" stems to `extenion`, three edits from `extens`; the word is one letter from
     "extensions"."""
-    assert correct_query(handbook.pk, "sphnix extenions configuraton") == "sphinx extensions configuration"
+    assert (
+        correct_query(handbook.pk, "sphnix extenions configuraton")
+        == "sphinx extensions configuration"
+    )
 
 
 def test_surface_form_reads_the_words_lexemes_and_one_edit_keeps_the_first_letter():
-    assert surface_form("polici", "polcy", "Read the travel policy.", {"policy": {"polici"}}) == "policy"
-    assert surface_form("polici", "polcy", "Read the travel policy.") == "polici"  # without the lexemes: no word
+    assert (
+        surface_form("polici", "polcy", "Read the travel policy.", {"policy": {"polici"}})
+        == "policy"
+    )
+    assert (
+        surface_form("polici", "polcy", "Read the travel policy.") == "polici"
+    )  # without the lexemes: no word
     # of the words that stem to the lexeme or begin with it, the nearest to what was typed
-    assert surface_form("compart", "cmpartments", "compartment compartments", {"compartment": {"compart"}}) == \
-        "compartments"
+    assert (
+        surface_form(
+            "compart", "cmpartments", "compartment compartments", {"compartment": {"compart"}}
+        )
+        == "compartments"
+    )
     edits = one_edit("abc")
-    assert "ac" in edits and "acb" in edits and "abd" in edits and "abxc" in edits and "abc" not in edits
+    assert (
+        "ac" in edits
+        and "acb" in edits
+        and "abd" in edits
+        and "abxc" in edits
+        and "abc" not in edits
+    )
     assert all(edit.startswith("a") for edit in edits)

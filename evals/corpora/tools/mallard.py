@@ -64,7 +64,13 @@ def rows(path):
             st = title(s)
             t = text_of(s)
             if len(t) > 40:
-                out.append({"_id": f"{pid}#{sid}", "title": f"{ptitle} — {st}" if st else ptitle, "text": t})
+                out.append(
+                    {
+                        "_id": f"{pid}#{sid}",
+                        "title": f"{ptitle} — {st}" if st else ptitle,
+                        "text": t,
+                    }
+                )
             secs(s, prefix)
 
     secs(root, pid)

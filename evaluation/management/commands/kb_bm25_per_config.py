@@ -32,8 +32,12 @@ class Command(BaseCommand):
     help = __doc__.splitlines()[0]
 
     def add_arguments(self, parser):
-        parser.add_argument("--namespace", required=True, help="An ingested namespace of the corpus")
-        parser.add_argument("--beir", required=True, help="BEIR folder with queries.jsonl and qrels/test.tsv")
+        parser.add_argument(
+            "--namespace", required=True, help="An ingested namespace of the corpus"
+        )
+        parser.add_argument(
+            "--beir", required=True, help="BEIR folder with queries.jsonl and qrels/test.tsv"
+        )
 
     def handle(self, *, namespace: str, beir: str, **_):
         for line in graded_lines(namespace, beir):
@@ -45,19 +49,26 @@ def graded_lines(slug: str, beir: str):
     namespace = Namespace.objects.get(slug=slug)
     corpus = load_beir(beir)
     with connection.cursor() as cursor:
-        cursor.execute("SELECT c.id, c.search_config, d.ref FROM kb_chunk c JOIN kb_document d ON d.id = c.document_id"
-                       " WHERE c.namespace_id = %s", [namespace.pk])
+        cursor.execute(
+            "SELECT c.id, c.search_config, d.ref FROM kb_chunk c JOIN kb_document d ON d.id = c.document_id"
+            " WHERE c.namespace_id = %s",
+            [namespace.pk],
+        )
         chunks = {pk: (config, ref) for pk, config, ref in cursor.fetchall()}
-        cursor.execute("SELECT lexeme, chunk_id, tf, doc_len FROM kb_chunk_term WHERE namespace_id = %s",
-                       [namespace.pk])
+        cursor.execute(
+            "SELECT lexeme, chunk_id, tf, doc_len FROM kb_chunk_term WHERE namespace_id = %s",
+            [namespace.pk],
+        )
         postings, lengths = collections.defaultdict(list), {}
         for lexeme, chunk, tf, length in cursor.fetchall():
             postings[lexeme].append((chunk, tf))
             lengths[chunk] = length
     per_config = collections.Counter(chunks[chunk][0] for chunk in lengths)
     average = sum(lengths.values()) / len(lengths)
-    config_average = {config: sum(n for chunk, n in lengths.items() if chunks[chunk][0] == config) / count
-                      for config, count in per_config.items()}
+    config_average = {
+        config: sum(n for chunk, n in lengths.items() if chunks[chunk][0] == config) / count
+        for config, count in per_config.items()
+    }
     yield f"{slug}: passages per configuration {dict(per_config)}"
 
     graded = collections.defaultdict(list)
@@ -75,7 +86,10 @@ def graded_lines(slug: str, beir: str):
                     if way == "namespace":
                         weight, length = query_tf * idf(len(lengths), len(found)), average
                     else:
-                        weight, length = query_tf * idf(per_config[config], frequencies[config]), config_average[config]
+                        weight, length = (
+                            query_tf * idf(per_config[config], frequencies[config]),
+                            config_average[config],
+                        )
                     scores[chunk] += weight * bm25.impact(tf, lengths[chunk], length)
             ranked = sorted(scores, key=lambda chunk: -scores[chunk])[:100]
             documents = list(dict.fromkeys(chunks[chunk][1] for chunk in ranked))

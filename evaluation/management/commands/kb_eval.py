@@ -23,11 +23,18 @@ class Command(BaseCommand):
         parser.add_argument("--namespace", help="Search this namespace instead of the file's")
         parser.add_argument("--json", action="store_true", help="Print the result as JSON")
         parser.add_argument("--junit", help="Also write JUnit XML to this path")
-        parser.add_argument("--fit", action="store_true",
-                            help="Fit the namespace's fusion weight to the cases' `relevant` documents "
-                                 "(5-fold cross-validated), store it, then run the suite")
-        parser.add_argument("--method", choices=sorted(METHODS), default="ranker",
-                            help="Search with one channel alone or plain RRF instead of the full ranker")
+        parser.add_argument(
+            "--fit",
+            action="store_true",
+            help="Fit the namespace's fusion weight to the cases' `relevant` documents "
+            "(5-fold cross-validated), store it, then run the suite",
+        )
+        parser.add_argument(
+            "--method",
+            choices=sorted(METHODS),
+            default="ranker",
+            help="Search with one channel alone or plain RRF instead of the full ranker",
+        )
 
     def handle(self, *args, file, namespace, json: bool, junit, method: str, fit: bool, **options):
         try:
@@ -53,10 +60,14 @@ class Command(BaseCommand):
                 if case.error:
                     self.stdout.write(f"      {case.error}")
                 for check in case.checks:
-                    self.stdout.write(f"      {'ok ' if check.passed else 'bad'} {check.name}: {check.detail}")
+                    self.stdout.write(
+                        f"      {'ok ' if check.passed else 'bad'} {check.name}: {check.detail}"
+                    )
                 if case.answer is not None:
-                    self.stdout.write(f"      answer #{case.answer['answer_id']} (gate: {case.answer['rule'] or '-'}): "
-                                      f"{case.answer['text'][:200]!r}")
+                    self.stdout.write(
+                        f"      answer #{case.answer['answer_id']} (gate: {case.answer['rule'] or '-'}): "
+                        f"{case.answer['text'][:200]!r}"
+                    )
                 if case.recall is not None:
                     self.stdout.write(f"      recall@k {case.recall:.2f}, MRR {case.mrr:.2f}")
             self.stdout.write(f"{result.passed} passed, {result.failed} failed")
@@ -65,8 +76,12 @@ class Command(BaseCommand):
 
     def fit(self, suite, name: str) -> None:
         namespace, questions, judgements = suite_judgements(suite)
-        calibration = fit_namespace(namespace, questions, judgements, fitted_on=f"eval suite {name}")
+        calibration = fit_namespace(
+            namespace, questions, judgements, fitted_on=f"eval suite {name}"
+        )
         record = calibration.record
-        self.stdout.write(f"fitted {namespace}: lexical weight {record.lexical_weight} (v{record.version}) on "
-                          f"{record.queries} judged cases; nDCG@10 {record.cross_validated_ndcg:.3f} "
-                          f"cross-validated, {record.default_ndcg:.3f} with the default")
+        self.stdout.write(
+            f"fitted {namespace}: lexical weight {record.lexical_weight} (v{record.version}) on "
+            f"{record.queries} judged cases; nDCG@10 {record.cross_validated_ndcg:.3f} "
+            f"cross-validated, {record.default_ndcg:.3f} with the default"
+        )

@@ -57,10 +57,14 @@ def judged_queries(args, refs: dict[int, str]) -> tuple[dict[str, str], dict[str
     return queries, qrels
 
 
-def pseudo_queries(documents, kind: str, sample: int) -> tuple[dict[str, str], dict[str, dict[str, int]]]:
+def pseudo_queries(
+    documents, kind: str, sample: int
+) -> tuple[dict[str, str], dict[str, dict[str, int]]]:
     """`sample` documents in an order fixed by their refs' hashes, each with a query written from it."""
     queries, qrels = {}, {}
-    for pk, ref, title, content in sorted(documents, key=lambda d: hashlib.sha1(str(d[1]).encode()).hexdigest()):
+    for pk, ref, title, content in sorted(
+        documents, key=lambda d: hashlib.sha1(str(d[1]).encode()).hexdigest()
+    ):
         first = re.split(r"(?<=[.!?])\s+", (content or "").strip(), maxsplit=1)[0]
         if kind == "title":
             text = (title or "").strip()
@@ -68,7 +72,9 @@ def pseudo_queries(documents, kind: str, sample: int) -> tuple[dict[str, str], d
             text = first[:300]
         else:
             titled = {word.lower() for word in re.findall(r"\w+", title or "")}
-            text = " ".join(word for word in re.findall(r"\w+", first) if word.lower() not in titled)[:300]
+            text = " ".join(
+                word for word in re.findall(r"\w+", first) if word.lower() not in titled
+            )[:300]
         if len(text) >= 3:
             queries[str(pk)], qrels[str(pk)] = text, {ref: 1}
         if len(queries) >= sample:
@@ -92,8 +98,14 @@ def capture(namespace: str, queries: dict[str, str], embedder) -> dict[str, tupl
     try:
         inputs = {}
         for qid, text in queries.items():
-            service.run_search(text, namespace, limit=300, params=RankerParams(lexical_weight=0.5), log=False,
-                               query_vector=embedder.embed_query(text))
+            service.run_search(
+                text,
+                namespace,
+                limit=300,
+                params=RankerParams(lexical_weight=0.5),
+                log=False,
+                query_vector=embedder.embed_query(text),
+            )
             inputs[qid] = seen["last"]
         return inputs
     finally:
@@ -102,7 +114,9 @@ def capture(namespace: str, queries: dict[str, str], embedder) -> dict[str, tupl
 
 def top_z(candidates, channel: str) -> float | None:
     """How far a channel's best hit stands above its first 100, in its own deviations."""
-    values = sorted((c.hits[channel].raw for c in candidates if channel in c.hits), reverse=True)[:100]
+    values = sorted((c.hits[channel].raw for c in candidates if channel in c.hits), reverse=True)[
+        :100
+    ]
     spread = statistics.pstdev(values) if len(values) > 1 else 0
     return (values[0] - statistics.mean(values)) / spread if spread else None
 
@@ -115,7 +129,8 @@ def content_share(text: str, config: str) -> float:
         cursor.execute(
             "SELECT (SELECT coalesce(sum(array_length(positions, 1)), 0) FROM unnest(kb_lex(%s, %s))),"
             " (SELECT coalesce(sum(array_length(positions, 1)), 0) FROM unnest(to_tsvector('simple', %s)))",
-            [config, text, text])
+            [config, text, text],
+        )
         content, words = cursor.fetchone()
     return content / words if words else 1.0
 
@@ -143,7 +158,9 @@ def unit_embeddings(inputs) -> dict:
     keys = sorted({int(c.key) for candidates, _, _ in inputs.values() for c in candidates})
     found = {}
     for start in range(0, len(keys), 2000):
-        for pk, vector in Chunk.objects.filter(pk__in=keys[start:start + 2000]).values_list("pk", "embedding"):
+        for pk, vector in Chunk.objects.filter(pk__in=keys[start : start + 2000]).values_list(
+            "pk", "embedding"
+        ):
             vector = np.asarray(vector, dtype=float)
             found[pk] = vector / np.linalg.norm(vector)
     return found
@@ -154,7 +171,9 @@ def coherence(candidates, channel: str, embeddings, depth: int = 10) -> float | 
     as a predictor of a query's performance)."""
     import numpy as np
 
-    top = sorted((c for c in candidates if channel in c.hits), key=lambda c: c.hits[channel].rank)[:depth]
+    top = sorted((c for c in candidates if channel in c.hits), key=lambda c: c.hits[channel].rank)[
+        :depth
+    ]
     matrix = np.array([embeddings[int(c.key)] for c in top if int(c.key) in embeddings])
     if len(matrix) < 2:
         return None
@@ -171,7 +190,10 @@ def rules(namespace_id: int, chunks: int, pieces, embeddings):
     config = query_words.namespace_configs(namespace_id)[0]
 
     def coheres(text, candidates, kwargs):
-        words, meaning = coherence(candidates, LEXICAL, embeddings), coherence(candidates, VECTOR, embeddings)
+        words, meaning = (
+            coherence(candidates, LEXICAL, embeddings),
+            coherence(candidates, VECTOR, embeddings),
+        )
         return 0.0 if words is not None and meaning and words < 0.8 * meaning else 0.5
 
     def z_ratio(text, candidates, kwargs):
@@ -182,17 +204,25 @@ def rules(namespace_id: int, chunks: int, pieces, embeddings):
         terms = len(search_parts.query_lexemes(text, namespace_id)) or 1
         return 0.5 * (kwargs.get("query_idf") or 0) / terms / math.log(chunks)
 
-    found = {f"w = {w}": (lambda text, candidates, kwargs, w=w: w) for w in (0.0, 0.25, 0.5, 0.75, 1.0)}
-    return {**found,
-            "0.5 x content share": lambda text, c, k: 0.5 * content_share(text, config),
-            "content share - 0.5, in [0, 0.5]":
-                lambda text, c, k: max(0.0, min(0.5, content_share(text, config) - 0.5)),
-            "0.5 x words' / meaning's top z": z_ratio,
-            "0.5 x mean IDF / ln N": specificity,
-            "0 for a question, else 0.5": lambda text, c, k: 0.0 if text.strip().endswith(QUESTION_MARKS) else 0.5,
-            "0.5 if a word splits in pieces, else 0":
-                lambda text, c, k: 0.5 if any(len(pieces(w)) > 1 for w in re.findall(r"\w+", text.lower())) else 0.0,
-            "0.5 if words' top 10 cohere, else 0": coheres}
+    found = {
+        f"w = {w}": (lambda text, candidates, kwargs, w=w: w) for w in (0.0, 0.25, 0.5, 0.75, 1.0)
+    }
+    return {
+        **found,
+        "0.5 x content share": lambda text, c, k: 0.5 * content_share(text, config),
+        "content share - 0.5, in [0, 0.5]": lambda text, c, k: max(
+            0.0, min(0.5, content_share(text, config) - 0.5)
+        ),
+        "0.5 x words' / meaning's top z": z_ratio,
+        "0.5 x mean IDF / ln N": specificity,
+        "0 for a question, else 0.5": lambda text, c, k: (
+            0.0 if text.strip().endswith(QUESTION_MARKS) else 0.5
+        ),
+        "0.5 if a word splits in pieces, else 0": lambda text, c, k: (
+            0.5 if any(len(pieces(w)) > 1 for w in re.findall(r"\w+", text.lower())) else 0.0
+        ),
+        "0.5 if words' top 10 cohere, else 0": coheres,
+    }
 
 
 def corroboration(inputs, depth: int) -> tuple[int, int, float]:
@@ -202,8 +232,12 @@ def corroboration(inputs, depth: int) -> tuple[int, int, float]:
     from retrieval.ranker import LEXICAL, VECTOR
 
     def placed(candidates, best_of: str, placed_in: str) -> bool | None:
-        best = next((c for c in candidates if best_of in c.hits and c.hits[best_of].rank == 1), None)
-        return None if best is None else placed_in in best.hits and best.hits[placed_in].rank <= depth
+        best = next(
+            (c for c in candidates if best_of in c.hits and c.hits[best_of].rank == 1), None
+        )
+        return (
+            None if best is None else placed_in in best.hits and best.hits[placed_in].rank <= depth
+        )
 
     b = c = 0
     for candidates, _, _ in inputs.values():
@@ -241,8 +275,14 @@ def words_only_add(candidate, stats, lexical_weight, lexical_cap=None, unknown_c
         return fused
     _, mean, spread = stats[VECTOR]
     lexical_z = max(fused.lexical_z, 0.0)
-    return Fused(fused.vector_z, lexical_z,
-                 max(mean + ((1 - lexical_weight) * fused.vector_z + lexical_weight * lexical_z) * spread, 1e-6))
+    return Fused(
+        fused.vector_z,
+        lexical_z,
+        max(
+            mean + ((1 - lexical_weight) * fused.vector_z + lexical_weight * lexical_z) * spread,
+            1e-6,
+        ),
+    )
 
 
 def two_gaussians(values, iterations: int = 60):
@@ -256,14 +296,22 @@ def two_gaussians(values, iterations: int = 60):
         return None
     head = max(2, len(x) // 10)
     ordered = np.sort(x)[::-1]
-    share, high, low, floor = head / len(x), ordered[:head].mean(), ordered[head:].mean(), x.std() * 0.05
+    share, high, low, floor = (
+        head / len(x),
+        ordered[:head].mean(),
+        ordered[head:].mean(),
+        x.std() * 0.05,
+    )
     high_sd = low_sd = x.std()
     for _ in range(iterations):
         a = share * np.exp(-0.5 * ((x - high) / high_sd) ** 2) / high_sd
         b = (1 - share) * np.exp(-0.5 * ((x - low) / low_sd) ** 2) / low_sd
         r = a / np.maximum(a + b, 1e-300)
         share = min(max(r.mean(), 1e-3), 0.5)
-        high, low = (r * x).sum() / max(r.sum(), 1e-9), ((1 - r) * x).sum() / max((1 - r).sum(), 1e-9)
+        high, low = (
+            (r * x).sum() / max(r.sum(), 1e-9),
+            ((1 - r) * x).sum() / max((1 - r).sum(), 1e-9),
+        )
         high_sd = max(math.sqrt((r * (x - high) ** 2).sum() / max(r.sum(), 1e-9)), floor)
         low_sd = max(math.sqrt(((1 - r) * (x - low) ** 2).sum() / max((1 - r).sum(), 1e-9)), floor)
     return (share, high, high_sd, low, low_sd) if high > low else None
@@ -297,8 +345,16 @@ def mixture_fuse(candidate, stats, lexical_weight, lexical_cap=None, unknown_cos
     return Fused(None, None, max(vector[1] + 6 * fused * vector[2], 1e-6))
 
 
-def feedback(candidates, params, kwargs, query_vector, embeddings, weight: float, depth: int = 3,
-             beta: float = 0.3):
+def feedback(
+    candidates,
+    params,
+    kwargs,
+    query_vector,
+    embeddings,
+    weight: float,
+    depth: int = 3,
+    beta: float = 0.3,
+):
     """Rocchio feedback in embedding space (Li et al. 2021): the query vector moved `beta` of the
     way to the centroid of the fused ranking's first `depth` passages, every candidate's cosine
     taken again against it, and the candidates ranked once more."""
@@ -330,14 +386,21 @@ class Command(BaseCommand):
     help = __doc__.splitlines()[0]
 
     def add_arguments(self, parser):
-        parser.add_argument("--namespace", required=True, help="An ingested namespace of the corpus")
+        parser.add_argument(
+            "--namespace", required=True, help="An ingested namespace of the corpus"
+        )
         source = parser.add_mutually_exclusive_group(required=True)
         source.add_argument("--beir", help="BEIR folder with queries.jsonl and qrels/test.tsv")
         source.add_argument("--suite", help="An eval suite (cases with expect.sourceIncludes)")
-        source.add_argument("--pseudo", choices=("title", "sentence", "described"),
-                            help="Pseudo-queries written from the namespace's documents, instead of judged ones")
+        source.add_argument(
+            "--pseudo",
+            choices=("title", "sentence", "described"),
+            help="Pseudo-queries written from the namespace's documents, instead of judged ones",
+        )
         parser.add_argument("--sample", type=int, default=150, help="How many pseudo-queries")
-        parser.add_argument("--runtime", help="The local model's document runtime the namespace was embedded with")
+        parser.add_argument(
+            "--runtime", help="The local model's document runtime the namespace was embedded with"
+        )
 
     def handle(self, **options):
         run(argparse.Namespace(**options))
@@ -353,18 +416,26 @@ def run(args: argparse.Namespace) -> None:
     global FUSE
     FUSE = ranker.fuse
     namespace = Namespace.objects.get(slug=args.namespace)
-    documents = list(Document.objects.filter(namespace=namespace).values_list("id", "ref", "title", "content"))
+    documents = list(
+        Document.objects.filter(namespace=namespace).values_list("id", "ref", "title", "content")
+    )
     refs = {pk: ref for pk, ref, _, _ in documents}
-    queries, qrels = (pseudo_queries(documents, args.pseudo, args.sample) if args.pseudo
-                      else judged_queries(args, refs))
+    queries, qrels = (
+        pseudo_queries(documents, args.pseudo, args.sample)
+        if args.pseudo
+        else judged_queries(args, refs)
+    )
     embedder = local_embedder(args.runtime) if args.runtime else get_embedder()
     inputs = capture(args.namespace, queries, embedder)
     chunks = Chunk.objects.filter(namespace=namespace).count()
     pieces, embeddings = word_pieces(embedder), unit_embeddings(inputs)
     texts = Chunk.objects.filter(namespace=namespace).order_by("id").values_list("text", flat=True)
     sample = texts[:: max(1, chunks // 400)]
-    print("{}: word pieces per word {:.3f}, words split {:.3f} (passages); {:.3f}, {:.3f} (queries)".format(
-        args.namespace, *fertility(sample, pieces), *fertility(queries.values(), pieces)))
+    print(
+        "{}: word pieces per word {:.3f}, words split {:.3f} (passages); {:.3f}, {:.3f} (queries)".format(
+            args.namespace, *fertility(sample, pieces), *fertility(queries.values(), pieces)
+        )
+    )
     kind = f"pseudo-queries ({args.pseudo})" if args.pseudo else "judged queries"
     print(f"{args.namespace}: {len(queries)} {kind}; nDCG@10 per rule")
 
@@ -374,32 +445,43 @@ def run(args: argparse.Namespace) -> None:
         for qid, (candidates, params, kwargs) in inputs.items():
             keys = {c.key: c.group for c in candidates}
             kept = rank(qid, candidates, params, kwargs).kept
-            scores.append(ndcg_at(list(dict.fromkeys(refs.get(int(keys[d.key])) for d in kept)), qrels[qid]))
+            scores.append(
+                ndcg_at(list(dict.fromkeys(refs.get(int(keys[d.key])) for d in kept)), qrels[qid])
+            )
         return sum(scores) / len(scores)
 
     def weighted(weight):
-        return lambda qid, c, p, k: ranker.rank(c, dataclasses.replace(
-            p, lexical_weight=weight(queries[qid], c, k)), **k)
+        return lambda qid, c, p, k: ranker.rank(
+            c, dataclasses.replace(p, lexical_weight=weight(queries[qid], c, k)), **k
+        )
 
     for name, weight in rules(namespace.pk, chunks, pieces, embeddings).items():
         print(f"  {name:40} {graded(weighted(weight)):.4f}")
     for depth in (3, 10):
         b, c, p = corroboration(inputs, depth)
-        print(f"  corroboration in the first {depth}: only the words' best {b}, only meaning's best {c}, "
-              f"p(meaning more often) = {p:.3f}")
+        print(
+            f"  corroboration in the first {depth}: only the words' best {b}, only meaning's best {c}, "
+            f"p(meaning more often) = {p:.3f}"
+        )
+
     def mixtures(qid, c, p, k):
         for channel in (ranker.VECTOR, ranker.LEXICAL):
-            MIXTURES[channel] = two_gaussians(sorted(
-                (x.hits[channel].raw for x in c if channel in x.hits), reverse=True)[:100])
+            MIXTURES[channel] = two_gaussians(
+                sorted((x.hits[channel].raw for x in c if channel in x.hits), reverse=True)[:100]
+            )
         return ranker.rank(c, dataclasses.replace(p, lexical_weight=0.5), **k)
 
     try:
         ranker.fuse = min_max_fuse
         for w in (0.0, 0.25, 0.5):
-            print(f"  {f'min-max fusion (TM2C2), w = {w}':40} {graded(weighted(lambda t, c, k, w=w: w)):.4f}")
+            print(
+                f"  {f'min-max fusion (TM2C2), w = {w}':40} {graded(weighted(lambda t, c, k, w=w: w)):.4f}"
+            )
         ranker.fuse = words_only_add
         for w in (0.25, 0.5):
-            print(f"  {f'lexical z floored at 0, w = {w}':40} {graded(weighted(lambda t, c, k, w=w: w)):.4f}")
+            print(
+                f"  {f'lexical z floored at 0, w = {w}':40} {graded(weighted(lambda t, c, k, w=w: w)):.4f}"
+            )
         ranker.fuse = mixture_fuse
         print(f"  {'two-Gaussian posteriors, w = 0.5':40} {graded(mixtures):.4f}")
     finally:
@@ -408,4 +490,3 @@ def run(args: argparse.Namespace) -> None:
     for w in (0.0, 0.5):
         score = graded(lambda qid, c, p, k, w=w: feedback(c, p, k, vectors[qid], embeddings, w))
         print(f"  {f'embedding feedback (3, 0.3), w = {w}':40} {score:.4f}")
-

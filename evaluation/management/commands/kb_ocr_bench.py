@@ -38,7 +38,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("pdf", type=Path)
-        parser.add_argument("--pages", type=int, default=10, help="pages sampled evenly from the document")
+        parser.add_argument(
+            "--pages", type=int, default=10, help="pages sampled evenly from the document"
+        )
         parser.add_argument("--dpi", type=int, nargs="+", default=[200, 300])
 
     def handle(self, *, pdf: Path, pages: int, dpi: list[int], **_):
@@ -63,9 +65,13 @@ def table(pdf: Path, pages: int, resolutions: list[int]):
             scan = io.BytesIO()
             image.save(scan, format="PDF", resolution=dpi)
             started = time.perf_counter()
-            extracted = extract_isolated(scan.getvalue(), PDF, ocr=OcrOptions(), budget=ParserBudget())
+            extracted = extract_isolated(
+                scan.getvalue(), PDF, ocr=OcrOptions(), budget=ParserBudget()
+            )
             seconds.append(time.perf_counter() - started)
             recalls.append(recall(truths[index], extracted.content))
             confidences.extend(c for _, c in extracted.ocr_pages)
-        yield (f"| {dpi} | {len(indexes)} | {statistics.mean(recalls):.1%} | {min(recalls):.1%} | "
-               f"{statistics.mean(seconds):.1f} | {statistics.mean(confidences):.0f} |")
+        yield (
+            f"| {dpi} | {len(indexes)} | {statistics.mean(recalls):.1%} | {min(recalls):.1%} | "
+            f"{statistics.mean(seconds):.1f} | {statistics.mean(confidences):.0f} |"
+        )

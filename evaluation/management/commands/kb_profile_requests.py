@@ -34,11 +34,17 @@ COMPONENTS = [
     ("rate-limit counter", ["kb.ratelimit:hit"]),
     ("token last-use write", ["kb.auth:_touch", "kb.auth:touch_token"]),
     ("search service, all of it", ["retrieval.service:run_search", "retrieval.service:search"]),
-    ("query log write", ["retrieval.service:_log", "kb.querylog:record", "django.db.models.query:QuerySet.create"]),
+    (
+        "query log write",
+        ["retrieval.service:_log", "kb.querylog:record", "django.db.models.query:QuerySet.create"],
+    ),
     ("plan (namespace row, weights)", ["retrieval.service:_plan"]),
     ("channels, with the wait for the embedding", ["retrieval.service:_gather"]),
     ("query embedding (own thread)", ["retrieval.service:_embed"]),
-    ("lexical statistics", ["retrieval.lexical:term_statistics", "retrieval.channels:_term_statistics"]),
+    (
+        "lexical statistics",
+        ["retrieval.lexical:term_statistics", "retrieval.channels:_term_statistics"],
+    ),
     ("lexical channel", ["retrieval.lexical:lexical_search", "retrieval.channels:lexical_channel"]),
     ("names channel", ["retrieval.channels:names_channel"]),
     ("identifier channel", ["retrieval.channels:identifier_channel"]),
@@ -62,7 +68,9 @@ class Command(BaseCommand):
         parser.add_argument("--namespace", required=True)
         parser.add_argument("--beir", required=True, help="BEIR folder whose queries.jsonl is sent")
         parser.add_argument("--queries", type=int, default=300)
-        parser.add_argument("--against", help="Another tree (a clone of an earlier commit) to measure in turn")
+        parser.add_argument(
+            "--against", help="Another tree (a clone of an earlier commit) to measure in turn"
+        )
         parser.add_argument("--against-namespace", help="Its namespace (default --namespace)")
         parser.add_argument("--rounds", type=int, default=2, help="Turns per tree, alternated")
         parser.add_argument("--json", action="store_true")
@@ -97,9 +105,22 @@ def _queries(folder: Path, count: int) -> list[str]:
 
 def _child(tree: Path, namespace: str, args) -> dict:
     python = tree / ".venv" / "bin" / "python"
-    command = [str(python), str(Path(__file__).resolve()), "--namespace", namespace,
-               "--beir", str(Path(args.beir).resolve()), "--queries", str(args.queries)]
-    env = {**os.environ, "PYTHONPATH": str(tree), "HF_HUB_OFFLINE": "1", "KB_RATE_LIMIT_STAFF": str(10**6)}
+    command = [
+        str(python),
+        str(Path(__file__).resolve()),
+        "--namespace",
+        namespace,
+        "--beir",
+        str(Path(args.beir).resolve()),
+        "--queries",
+        str(args.queries),
+    ]
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(tree),
+        "HF_HUB_OFFLINE": "1",
+        "KB_RATE_LIMIT_STAFF": str(10**6),
+    }
     done = subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise CommandError(f"{tree}: the child failed\n{done.stderr[-3000:]}")
@@ -113,14 +134,19 @@ def _merge(found: list[dict]) -> dict:
         for surface, parts in run.items():
             for label, samples in parts.items():
                 merged.setdefault(surface, {}).setdefault(label, []).extend(samples)
-    return {surface: {label: _summary(samples) for label, samples in parts.items()}
-            for surface, parts in merged.items()}
+    return {
+        surface: {label: _summary(samples) for label, samples in parts.items()}
+        for surface, parts in merged.items()
+    }
 
 
 def _summary(samples: list[float]) -> dict:
     ordered = sorted(samples)
-    return {"mean": round(statistics.fmean(ordered), 2), "p50": round(ordered[len(ordered) // 2], 2),
-            "p95": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))], 2)}
+    return {
+        "mean": round(statistics.fmean(ordered), 2),
+        "p50": round(ordered[len(ordered) // 2], 2),
+        "p95": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))], 2),
+    }
 
 
 def _print(report: dict, trees: dict) -> None:
@@ -134,12 +160,15 @@ def _print(report: dict, trees: dict) -> None:
             cells = []
             for name in names:
                 figures = report[name].get(surface, {}).get(label)
-                cells.append(f"{figures['mean']} / {figures['p50']} / {figures['p95']}" if figures else "-")
+                cells.append(
+                    f"{figures['mean']} / {figures['p50']} / {figures['p95']}" if figures else "-"
+                )
             if any(cell != "-" for cell in cells):
                 print(f"| {label} | " + " | ".join(cells) + " |")
 
 
 # --- the child: one tree, in-process --------------------------------------------------------------------------
+
 
 def _measure(namespace: str, texts: list[str]) -> dict:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kb.settings")
@@ -154,16 +183,23 @@ def _measure(namespace: str, texts: list[str]) -> dict:
     from retrieval.service import search
 
     timer = _Timer()
-    user = get_user_model().objects.create_user(f"kb-profile-{time.time_ns()}", is_staff=True, is_superuser=True)
-    token, secret = issue_token(f"kb-profile-{time.time_ns()}", namespaces=[Namespace.objects.get(slug=namespace)],
-                                rate_limit_per_minute=10**6)
+    user = get_user_model().objects.create_user(
+        f"kb-profile-{time.time_ns()}", is_staff=True, is_superuser=True
+    )
+    token, secret = issue_token(
+        f"kb-profile-{time.time_ns()}",
+        namespaces=[Namespace.objects.get(slug=namespace)],
+        rate_limit_per_minute=10**6,
+    )
     try:
         api = Client(HTTP_HOST="localhost", HTTP_AUTHORIZATION=f"Bearer {secret}")
         page = Client(HTTP_HOST="localhost")
         page.force_login(user)
         surfaces = {
             "search": lambda text: search(text, namespace, limit=10),
-            "api": lambda text: _ok(api.get("/api/search", {"query": text, "namespace": namespace, "limit": 10})),
+            "api": lambda text: _ok(
+                api.get("/api/search", {"query": text, "namespace": namespace, "limit": 10})
+            ),
             "page": lambda text: _ok(page.get("/", {"q": text, "namespace": namespace})),
         }
         timer.install()
@@ -242,7 +278,9 @@ class _Timer:
             finally:
                 timer.depth[label] = depth
                 if depth == 0:
-                    timer.totals[label] = timer.totals.get(label, 0.0) + (time.perf_counter() - started) * 1000
+                    timer.totals[label] = (
+                        timer.totals.get(label, 0.0) + (time.perf_counter() - started) * 1000
+                    )
 
         return timed
 

@@ -35,7 +35,7 @@ def with_typo(question: str, index: int) -> str | None:
         return None
     word = max(words, key=lambda m: (len(m.group(0)), -m.start()))
     typo = misspelt(word.group(0), index)
-    return None if typo is None else question[:word.start()] + typo + question[word.end():]
+    return None if typo is None else question[: word.start()] + typo + question[word.end() :]
 
 
 def with_typos(question: str, index: int) -> str | None:
@@ -57,12 +57,12 @@ def misspelt(text: str, index: int) -> str | None:
     at = 1 + index % (len(text) - 2)
     operation = OPERATIONS[index % len(OPERATIONS)]
     if operation == "delete":
-        typo = text[:at] + text[at + 1:]
+        typo = text[:at] + text[at + 1 :]
     elif operation == "swap":
-        typo = text[:at] + text[at + 1] + text[at] + text[at + 2:]
+        typo = text[:at] + text[at + 1] + text[at] + text[at + 2 :]
     elif operation == "substitute":
         letter = NEIGHBOURS[(NEIGHBOURS.find(text[at].lower()) + 1) % len(NEIGHBOURS)]
-        typo = text[:at] + letter + text[at + 1:]
+        typo = text[:at] + letter + text[at + 1 :]
     else:
         typo = text[:at] + text[at] + text[at:]
     return None if typo.lower() == text.lower() else typo
@@ -84,26 +84,54 @@ def _as_the_page_sees(query: str, namespace: str) -> tuple[bool, bool, float | N
     """Whether the search page cites a document for `query`, whether none of its words occurs in
     the namespace, and its best cosine."""
     result = search(query, namespace, limit=10, group="document", log=False)
-    cosine = max((d.best_cosine for d in result.documents if d.best_cosine is not None), default=None)
+    cosine = max(
+        (d.best_cosine for d in result.documents if d.best_cosine is not None), default=None
+    )
     return bool(result.cited), NO_SHARED_TERM in result.summary.channel_notes, cosine
 
 
 class Command(BaseCommand):
-    help = "Measure how often the search page's spelling correction helps on misspelt real questions."
+    help = (
+        "Measure how often the search page's spelling correction helps on misspelt real questions."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--namespace", required=True)
-        parser.add_argument("--questions", required=True, type=Path, help="An eval suite JSON or a BEIR queries.jsonl")
+        parser.add_argument(
+            "--questions",
+            required=True,
+            type=Path,
+            help="An eval suite JSON or a BEIR queries.jsonl",
+        )
         parser.add_argument("--limit", type=int, default=100)
-        parser.add_argument("--every-word", action="store_true", help="A typo in every word of five letters or more")
-        parser.add_argument("--show", action="store_true", help="Print each question, typo and correction")
+        parser.add_argument(
+            "--every-word", action="store_true", help="A typo in every word of five letters or more"
+        )
+        parser.add_argument(
+            "--show", action="store_true", help="Print each question, typo and correction"
+        )
 
     def handle(self, *args, namespace, questions, limit, every_word, show, **options):
         space = Namespace.objects.filter(slug=namespace).first()
         if space is None:
             raise CommandError(f"No namespace {namespace!r}.")
-        counts = dict.fromkeys(("questions", "offered", "restored", "typo_ok", "repaired", "harmed", "strong", "shown",
-                                "no_word", "no_word_strong", "no_word_shown", "no_word_typo_ok"), 0)
+        counts = dict.fromkeys(
+            (
+                "questions",
+                "offered",
+                "restored",
+                "typo_ok",
+                "repaired",
+                "harmed",
+                "strong",
+                "shown",
+                "no_word",
+                "no_word_strong",
+                "no_word_shown",
+                "no_word_typo_ok",
+            ),
+            0,
+        )
         for index, question in enumerate(_questions(questions, limit)):
             typo = (with_typos if every_word else with_typo)(question, index)
             if typo is None:
@@ -129,8 +157,10 @@ class Command(BaseCommand):
                 counts["no_word_typo_ok"] += typo_top == original_top
             if show:
                 cosine_shown = "-" if cosine is None else f"{cosine:.3f}"
-                self.stdout.write(f"{typo!r} -> {corrected!r} (was {question!r}; best cosine {cosine_shown}, "
-                                  f"{'no word known, ' if no_word else ''}{'strong' if strong else 'weak'}, "
-                                  f"{'correction shown' if shown else 'none shown'}, "
-                                  f"top {'right' if typo_top == original_top else 'wrong'})")
+                self.stdout.write(
+                    f"{typo!r} -> {corrected!r} (was {question!r}; best cosine {cosine_shown}, "
+                    f"{'no word known, ' if no_word else ''}{'strong' if strong else 'weak'}, "
+                    f"{'correction shown' if shown else 'none shown'}, "
+                    f"top {'right' if typo_top == original_top else 'wrong'})"
+                )
         self.stdout.write(json.dumps(counts))

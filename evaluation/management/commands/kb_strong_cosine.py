@@ -56,12 +56,16 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--namespace", required=True)
         parser.add_argument("--questions", required=True, help="The namespace's own questions")
-        parser.add_argument("--off-topic", nargs="+", required=True, help="Questions about other subjects")
+        parser.add_argument(
+            "--off-topic", nargs="+", required=True, help="Questions about other subjects"
+        )
         parser.add_argument("--limit", type=int, default=100, help="Questions read per file")
 
     def handle(self, *, namespace, questions: str, off_topic: list[str], limit: int, **_):
         floor, why = strong_floor()
-        self.stdout.write(f"{namespace}, {get_embedder().model_id}, strong from cosine {floor} ({why})")
+        self.stdout.write(
+            f"{namespace}, {get_embedder().model_id}, strong from cosine {floor} ({why})"
+        )
         self.stdout.write("questions | n | best cosine p5 / p50 / p95 | share with a strong match")
         rows = [("own", questions)] + [("off-topic", path) for path in off_topic]
         for label, path in rows:
@@ -71,5 +75,7 @@ class Command(BaseCommand):
             best = [cosine for cosine, _ in found]
             spread = " / ".join(f"{percentile(best, share):.3f}" for share in (0.05, 0.5, 0.95))
             strong = sum(cited for _, cited in found) / len(found)
-            self.stdout.write(f"{label} ({Path(path).parent.name}/{Path(path).name}) | {len(found)} | {spread} | "
-                              f"{strong:.0%}")
+            self.stdout.write(
+                f"{label} ({Path(path).parent.name}/{Path(path).name}) | {len(found)} | {spread} | "
+                f"{strong:.0%}"
+            )

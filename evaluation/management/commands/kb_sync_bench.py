@@ -27,11 +27,20 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("directory")
-        parser.add_argument("--include", nargs="*", default=[], help="File path globs, e.g. 'docs/*'")
-        parser.add_argument("--exclude", nargs="*", default=[], help="File path globs to leave out, e.g. 'test/*'")
-        parser.add_argument("--defer-embedding", action="store_true",
-                            help="Store chunks without vectors: time the syncs without the model's CPU cost")
-        parser.add_argument("--json", action="store_true", help="Print one JSON object as the last line")
+        parser.add_argument(
+            "--include", nargs="*", default=[], help="File path globs, e.g. 'docs/*'"
+        )
+        parser.add_argument(
+            "--exclude", nargs="*", default=[], help="File path globs to leave out, e.g. 'test/*'"
+        )
+        parser.add_argument(
+            "--defer-embedding",
+            action="store_true",
+            help="Store chunks without vectors: time the syncs without the model's CPU cost",
+        )
+        parser.add_argument(
+            "--json", action="store_true", help="Print one JSON object as the last line"
+        )
 
     def handle(self, *args, directory, include, exclude, defer_embedding, json, **options):
         hint = migration_hint()
@@ -43,17 +52,26 @@ class Command(BaseCommand):
         embedder = DeferredEmbedding(get_embedder().dimension) if defer_embedding else None
         with tempfile.TemporaryDirectory(prefix="kb-sync-bench-") as work:
             try:
-                result = sync_bench(root, Path(work), include=include, exclude=exclude, embedder=embedder)
+                result = sync_bench(
+                    root, Path(work), include=include, exclude=exclude, embedder=embedder
+                )
             except RuntimeError as exc:
                 raise CommandError(str(exc)) from exc
         out = self.stdout.write
         out(f"{result.files} files committed, {result.documents} documents after the first sync")
-        out("| run | seconds | git requests | changed | unchanged | removed | failed | chunks embedded |")
+        out(
+            "| run | seconds | git requests | changed | unchanged | removed | failed | chunks embedded |"
+        )
         out("|---|---|---|---|---|---|---|---|")
-        for name, facts in (("first sync", result.first), ("no new commit", result.noop),
-                            ("edit + rename + delete", result.three_changes)):
-            out(f"| {name} | {facts.seconds:.2f} | {facts.git_requests} | {facts.changed} | {facts.unchanged} | "
-                f"{facts.removed} | {facts.failed} | {facts.chunks_embedded} |")
+        for name, facts in (
+            ("first sync", result.first),
+            ("no new commit", result.noop),
+            ("edit + rename + delete", result.three_changes),
+        ):
+            out(
+                f"| {name} | {facts.seconds:.2f} | {facts.git_requests} | {facts.changed} | {facts.unchanged} | "
+                f"{facts.removed} | {facts.failed} | {facts.chunks_embedded} |"
+            )
         for ref, outcome in result.three_changes.outcomes.items():
             out(f"  {ref}: {outcome}")
         if json:

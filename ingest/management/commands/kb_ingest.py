@@ -31,8 +31,10 @@ class Command(BaseCommand):
         mode = IngestRun.Mode.REEMBED if reembed else IngestRun.Mode.INGEST
         failed = False
         for source in sources:
-            with tqdm(total=0, unit="doc", desc=f"source {source.pk}", disable=None,
-                      file=self.stderr) as bar:
+            with tqdm(
+                total=0, unit="doc", desc=f"source {source.pk}", disable=None, file=self.stderr
+            ) as bar:
+
                 def show(run, bar=bar):
                     bar.total, bar.n = run.items_total, run.items_done
                     bar.set_postfix(chunks=run.chunks_written, failed=run.items_failed)
@@ -47,7 +49,9 @@ class Command(BaseCommand):
             raise CommandError("At least one run failed.")
 
     def _follow(self, run, show):
-        self.stderr.write(f"run {run.pk} queued for the worker (start one with 'manage.py qcluster')")
+        self.stderr.write(
+            f"run {run.pk} queued for the worker (start one with 'manage.py qcluster')"
+        )
         while run.status in (IngestRun.Status.QUEUED, IngestRun.Status.RUNNING):
             time.sleep(0.5)
             run.refresh_from_db()

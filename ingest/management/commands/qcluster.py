@@ -22,7 +22,12 @@ from django.db import DatabaseError, connections
 from django_q.cluster import Cluster
 from django_q.management.commands.qcluster import Command as DjangoQCommand
 
-from ingest.watchdog import fail_stuck_runs, register_cluster, release_orphaned_tasks, stop_abandoned_workers
+from ingest.watchdog import (
+    fail_stuck_runs,
+    register_cluster,
+    release_orphaned_tasks,
+    stop_abandoned_workers,
+)
 from kb.conf import kb_settings
 
 logger = logging.getLogger(__name__)
@@ -35,7 +40,9 @@ class Command(DjangoQCommand):
         settings.SECRET_KEY  # noqa: B018 - django-q2 signs tasks with it: fail now if it is missing
         if options.get("cluster_name"):
             os.environ["Q_CLUSTER_NAME"] = options["cluster_name"]
-        started = register_cluster()  # before it claims a task: what a dead cluster claimed is released
+        started = (
+            register_cluster()
+        )  # before it claims a task: what a dead cluster claimed is released
         release_orphaned_tasks()
         connections.close_all()  # the sentinel forked next must not share this process's connection
         cluster = Cluster()

@@ -44,7 +44,9 @@ def error_table() -> str:
 
 
 class Command(BaseCommand):
-    help = "Print (or --write into docs/api.md) the table of error codes, made from the error classes."
+    help = (
+        "Print (or --write into docs/api.md) the table of error codes, made from the error classes."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--write", action="store_true", help="Replace the table in docs/api.md")

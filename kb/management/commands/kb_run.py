@@ -51,12 +51,20 @@ class Command(BaseCommand):
         login = ensure_admin_user()
         from ingest.watchdog import fail_stuck_runs, release_orphaned_tasks
 
-        stuck = fail_stuck_runs(service_restarted=True)  # runs whose worker went down with the product
+        stuck = fail_stuck_runs(
+            service_restarted=True
+        )  # runs whose worker went down with the product
         if stuck:
-            self.stdout.write(f"==> failed {len(stuck)} stuck ingest runs (retry them from the admin)")
-        released = release_orphaned_tasks()  # what the stopped worker had taken from the queue, unstarted
+            self.stdout.write(
+                f"==> failed {len(stuck)} stuck ingest runs (retry them from the admin)"
+            )
+        released = (
+            release_orphaned_tasks()
+        )  # what the stopped worker had taken from the queue, unstarted
         if released:
-            self.stdout.write(f"==> {len(released)} queued tasks of the stopped worker handed out again")
+            self.stdout.write(
+                f"==> {len(released)} queued tasks of the stopped worker handed out again"
+            )
         if not no_demo:
             self._demo()
         connection.close()
@@ -70,7 +78,9 @@ class Command(BaseCommand):
         signal.signal(signal.SIGINT, stop)
         signal.signal(signal.SIGTERM, stop)
         if not _become_subreaper():
-            self.stderr.write("==> this system keeps orphaned processes from kb_run: init waits for them")
+            self.stderr.write(
+                "==> this system keeps orphaned processes from kb_run: init waits for them"
+            )
         # each child loads the model for the path it uses before it serves (KB_WARM_MODEL), and the
         # banner waits for the web server, so the first search is as fast as the ones after it
         children = {
@@ -96,10 +106,12 @@ class Command(BaseCommand):
         self.stdout.write(f"  API docs      {base}/api/docs")
         self.stdout.write(f"  health        {base}/healthz")
         if login.password:
-            self.stdout.write(self.style.WARNING(
-                f"  admin login   {login.username} / {login.password}   "
-                "(shown once; not stored in plain text)"
-            ))
+            self.stdout.write(
+                self.style.WARNING(
+                    f"  admin login   {login.username} / {login.password}   "
+                    "(shown once; not stored in plain text)"
+                )
+            )
         else:
             self.stdout.write(
                 f"  admin login   {login.username} (password shown on first run; reset with "
@@ -112,12 +124,16 @@ class Command(BaseCommand):
 
         run_ids = ensure_demo_sources()
         if run_ids:
-            self.stdout.write(f"==> demo source queued for ingest (runs {', '.join(map(str, run_ids))})")
+            self.stdout.write(
+                f"==> demo source queued for ingest (runs {', '.join(map(str, run_ids))})"
+            )
         else:
             self.stdout.write("==> demo sources unchanged since their last run: nothing to ingest")
         for entry in ensure_demo_providers(queue=True):
-            self.stdout.write(f"==> capability provider {entry['provider']!r}: {entry['capabilities']} capabilities, "
-                              f"revision {entry['revision'][:12]}")
+            self.stdout.write(
+                f"==> capability provider {entry['provider']!r}: {entry['capabilities']} capabilities, "
+                f"revision {entry['revision'][:12]}"
+            )
 
     def _supervise(self, children: list[Child]) -> None:
         """Until Ctrl-C: a child that exits is named with how it ended and started again, as a
@@ -126,18 +142,24 @@ class Command(BaseCommand):
         while not self._stopping:
             time.sleep(0.3)
             own = [c.process for c in children]
-            _reap_orphans(own)  # adopted orphans; a child of its own that exited is polled, its code kept
+            _reap_orphans(
+                own
+            )  # adopted orphans; a child of its own that exited is polled, its code kept
             for child in children:
                 code = child.process.poll()
                 if code is None or self._stopping:
                     continue
                 self.stderr.write(f"==> {child.name} exited ({_how_it_ended(code)})")
                 if not child.may_restart():
-                    self.stderr.write(f"==> {child.name} exited {RESTARTS_ALLOWED} times within "
-                                      f"{RESTART_WINDOW_S} s; stopping. Its output above says why.")
+                    self.stderr.write(
+                        f"==> {child.name} exited {RESTARTS_ALLOWED} times within "
+                        f"{RESTART_WINDOW_S} s; stopping. Its output above says why."
+                    )
                     self._stop(children)
                     raise SystemExit(1)
-                _end_group(child.process, own)  # what it left behind (django-q2's workers) goes with it
+                _end_group(
+                    child.process, own
+                )  # what it left behind (django-q2's workers) goes with it
                 child.start()
                 own = [c.process for c in children]
                 self.stderr.write(f"==> started {child.name} again")
@@ -158,8 +180,11 @@ class Command(BaseCommand):
         pgdata = settings.DATABASES["default"].get("EMBEDDED_PGDATA")
         if pgdata:  # every process of the groups is gone: their handles are dead, the last live one stops it
             others = prune_dead_handles(pgdata)
-            self.stdout.write(f"==> the database keeps running: {others} other process(es) use it" if others
-                              else "==> stopping the database")
+            self.stdout.write(
+                f"==> the database keeps running: {others} other process(es) use it"
+                if others
+                else "==> stopping the database"
+            )
 
 
 RESTARTS_ALLOWED = 5
@@ -177,8 +202,11 @@ class Child:
         self.exits: list[float] = []
 
     def start(self) -> None:
-        self.process = subprocess.Popen([sys.executable, "manage.py", *self.args], start_new_session=True,
-                                        env={**os.environ, "KB_WARM_MODEL": self.warm})
+        self.process = subprocess.Popen(
+            [sys.executable, "manage.py", *self.args],
+            start_new_session=True,
+            env={**os.environ, "KB_WARM_MODEL": self.warm},
+        )
 
     def may_restart(self) -> bool:
         now = time.monotonic()
@@ -209,7 +237,9 @@ def _reap_orphans(own: Sequence[subprocess.Popen]) -> None:
     started = {process.pid: process for process in own}
     for _ in range(MAX_REAPED):
         try:
-            exited = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)  # look, do not reap
+            exited = os.waitid(
+                os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT
+            )  # look, do not reap
         except ChildProcessError:
             return
         if exited is None:

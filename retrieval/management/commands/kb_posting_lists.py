@@ -17,8 +17,12 @@ class Command(BaseCommand):
     help = "Show, build or rebuild the per-namespace packed posting lists of the lexical channel."
 
     def add_arguments(self, parser):
-        parser.add_argument("--ensure", action="store_true", help="Build or rebuild where the rules say so")
-        parser.add_argument("--rebuild", metavar="NAMESPACE", help="Rebuild this namespace's lists now")
+        parser.add_argument(
+            "--ensure", action="store_true", help="Build or rebuild where the rules say so"
+        )
+        parser.add_argument(
+            "--rebuild", metavar="NAMESPACE", help="Rebuild this namespace's lists now"
+        )
 
     def handle(self, *args, ensure: bool, rebuild: str | None, **options):
         if rebuild:
@@ -32,10 +36,17 @@ class Command(BaseCommand):
             built = posting_lists.state(namespace.id)
             if built is None:
                 chunks, span = posting_lists.id_span(namespace.id)
-                why = (f"; its {chunks} chunks span {span} ids, too wide for them: it stays there"
-                       if chunks and posting_lists.too_wide(span, chunks) else "")
-                self.stdout.write(f"{namespace.slug}: no posting lists (read from the postings table{why})")
+                why = (
+                    f"; its {chunks} chunks span {span} ids, too wide for them: it stays there"
+                    if chunks and posting_lists.too_wide(span, chunks)
+                    else ""
+                )
+                self.stdout.write(
+                    f"{namespace.slug}: no posting lists (read from the postings table{why})"
+                )
             else:
-                self.stdout.write(f"{namespace.slug}: {built.chunk_count} chunks, {built.postings} postings packed "
-                                  f"in {built.build_seconds:.1f} s; since then {built.changed_since} changed, "
-                                  f"{built.newer} added")
+                self.stdout.write(
+                    f"{namespace.slug}: {built.chunk_count} chunks, {built.postings} postings packed "
+                    f"in {built.build_seconds:.1f} s; since then {built.changed_since} changed, "
+                    f"{built.newer} added"
+                )

@@ -10,7 +10,9 @@ class Command(BaseCommand):
     help = "Delete logged searches (and their feedback) older than KB_QUERY_RETENTION_DAYS; run it daily."
 
     def add_arguments(self, parser):
-        parser.add_argument("--days", type=int, default=None, help="Override KB_QUERY_RETENTION_DAYS.")
+        parser.add_argument(
+            "--days", type=int, default=None, help="Override KB_QUERY_RETENTION_DAYS."
+        )
 
     def handle(self, *args, days=None, **options):
         days = days or kb_settings().query_retention_days

@@ -15,7 +15,9 @@ class Command(BaseCommand):
     help = "Show or build the per-namespace vector indexes."
 
     def add_arguments(self, parser):
-        parser.add_argument("--ensure", action="store_true", help="Build missing indexes and drop orphaned ones")
+        parser.add_argument(
+            "--ensure", action="store_true", help="Build missing indexes and drop orphaned ones"
+        )
 
     def handle(self, *args, ensure: bool, **options):
         if ensure:
@@ -29,4 +31,6 @@ class Command(BaseCommand):
                 state = "no index (exact scan)" + hint
             else:
                 state = f"{index.name}, {'valid' if index.valid else 'INVALID'}, {index.size_bytes / 2**20:.1f} MiB"
-            self.stdout.write(f"{row['namespace']}: {row['embedded_chunks']} embedded chunks; {state}")
+            self.stdout.write(
+                f"{row['namespace']}: {row['embedded_chunks']} embedded chunks; {state}"
+            )

@@ -23,17 +23,35 @@ def configure() -> None:
         SECRET_KEY="test-provider-only",
         ALLOWED_HOSTS=["127.0.0.1", "localhost"],
         ROOT_URLCONF=__name__,
-        INSTALLED_APPS=["django.contrib.auth", "django.contrib.contenttypes", "django.contrib.sessions",
-                        "django.contrib.messages", "oidc_provider"],
-        MIDDLEWARE=["django.contrib.sessions.middleware.SessionMiddleware",
-                    "django.middleware.csrf.CsrfViewMiddleware",
-                    "django.contrib.auth.middleware.AuthenticationMiddleware",
-                    "django.contrib.messages.middleware.MessageMiddleware"],
-        TEMPLATES=[{"BACKEND": "django.template.backends.django.DjangoTemplates", "DIRS": [HERE / "templates"],
-                    "APP_DIRS": True,
-                    "OPTIONS": {"context_processors": ["django.template.context_processors.request",
-                                                       "django.contrib.auth.context_processors.auth"]}}],
-        DATABASES={"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": os.environ["OP_DB"]}},
+        INSTALLED_APPS=[
+            "django.contrib.auth",
+            "django.contrib.contenttypes",
+            "django.contrib.sessions",
+            "django.contrib.messages",
+            "oidc_provider",
+        ],
+        MIDDLEWARE=[
+            "django.contrib.sessions.middleware.SessionMiddleware",
+            "django.middleware.csrf.CsrfViewMiddleware",
+            "django.contrib.auth.middleware.AuthenticationMiddleware",
+            "django.contrib.messages.middleware.MessageMiddleware",
+        ],
+        TEMPLATES=[
+            {
+                "BACKEND": "django.template.backends.django.DjangoTemplates",
+                "DIRS": [HERE / "templates"],
+                "APP_DIRS": True,
+                "OPTIONS": {
+                    "context_processors": [
+                        "django.template.context_processors.request",
+                        "django.contrib.auth.context_processors.auth",
+                    ]
+                },
+            }
+        ],
+        DATABASES={
+            "default": {"ENGINE": "django.db.backends.sqlite3", "NAME": os.environ["OP_DB"]}
+        },
         DEFAULT_AUTO_FIELD="django.db.models.AutoField",
         USE_TZ=True,
         LOGIN_URL="/login/",
@@ -43,7 +61,9 @@ def configure() -> None:
         OIDC_USERINFO=f"{__name__}.userinfo",
         OIDC_EXTRA_SCOPE_CLAIMS=f"{__name__}.GroupScopeClaims",
         OIDC_IDTOKEN_INCLUDE_CLAIMS=False,  # the groups come from the userinfo endpoint, as many providers do
-        OIDC_IDTOKEN_EXPIRE=int(os.environ.get("OP_IDTOKEN_EXPIRE", "600")),  # negative: born expired
+        OIDC_IDTOKEN_EXPIRE=int(
+            os.environ.get("OP_IDTOKEN_EXPIRE", "600")
+        ),  # negative: born expired
     )
     django.setup()
 
@@ -67,15 +87,19 @@ def _group_claims():
     return GroupScopeClaims
 
 
-def __getattr__(name):  # the claims class is built after django.setup(), when the provider asks for it
+def __getattr__(
+    name,
+):  # the claims class is built after django.setup(), when the provider asks for it
     if name == "GroupScopeClaims":
         return _group_claims()
     if name == "urlpatterns":
         from django.contrib.auth import views as auth_views
         from django.urls import include, path
 
-        return [path("login/", auth_views.LoginView.as_view()),
-                path("openid/", include("oidc_provider.urls", namespace="oidc_provider"))]
+        return [
+            path("login/", auth_views.LoginView.as_view()),
+            path("openid/", include("oidc_provider.urls", namespace="oidc_provider")),
+        ]
     raise AttributeError(name)
 
 
@@ -85,9 +109,16 @@ def init(redirect_uri: str, client_id: str, client_secret: str) -> None:
 
     call_command("migrate", verbosity=0)
     call_command("creatersakey", stdout=open(os.devnull, "w"))
-    client = Client.objects.create(name="kb", client_id=client_id, client_secret=client_secret,
-                                   client_type="confidential", jwt_alg="RS256", require_consent=False,
-                                   _redirect_uris=redirect_uri, _scope="openid email profile groups")
+    client = Client.objects.create(
+        name="kb",
+        client_id=client_id,
+        client_secret=client_secret,
+        client_type="confidential",
+        jwt_alg="RS256",
+        require_consent=False,
+        _redirect_uris=redirect_uri,
+        _scope="openid email profile groups",
+    )
     client.response_types.add(ResponseType.objects.get(value="code"))
 
 
@@ -99,7 +130,9 @@ def person(username: str, password: str, groups: str, email: str = "") -> None:
     user.set_password(password)
     user.email = email or f"{username}@example.org"
     user.save()
-    user.groups.set([Group.objects.get_or_create(name=name)[0] for name in groups.split(",") if name])
+    user.groups.set(
+        [Group.objects.get_or_create(name=name)[0] for name in groups.split(",") if name]
+    )
 
 
 def serve(port: str) -> None:
