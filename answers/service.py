@@ -29,12 +29,13 @@ from answers.errors import (
     TooManyNamespaces,
 )
 from answers.model import Endpoint, ToolsRefused, Turn, chat, models
-from kb import querylog
+from kb.audiences import document_filter
 from kb.auth import Principal, principal_for
 from kb.conf import kb_settings
 from kb.embedding.embedders import get_embedder, strong_cosine
 from kb.errors import KBError
 from kb.models import AnswerLog, Document, Namespace, QueryLog
+from retrieval import querylog
 from retrieval.query import validate_query
 from retrieval.service import DocumentGroup, SearchResult, search
 
@@ -215,7 +216,7 @@ def _answer(run: _Run, principal: Principal, stream: bool) -> Iterator[dict]:
         conf.answer_url, conf.answer_model, conf.answer_api_key, conf.answer_timeouts
     )
     run.model = endpoint.model
-    results = _search(run, searched)
+    results = _search(run, searched, principal.audiences)
     run.timings["retrieval_ms"] = _ms(run.started)
     prepared = time.monotonic()
     run.gate = gate.decide_all(results, floor=strong_cosine())
@@ -410,7 +411,9 @@ def _read(
     namespace, group = placed[number - 1]
     principal.check(namespace)  # the caller's rights, read again at the moment of reading
     content = (
-        Document.objects.filter(pk=group.document_id, namespace__slug=namespace)
+        Document.objects.filter(
+            document_filter(principal.audiences), pk=group.document_id, namespace__slug=namespace
+        )
         .values_list("content", flat=True)
         .first()
         or ""
@@ -453,7 +456,9 @@ def _no_float(text: str):
     raise ValueError(f"{text} is not a whole number")
 
 
-def _search(run: _Run, namespaces: list[str]) -> list[SearchResult]:
+def _search(run: _Run, namespaces: list[str], reach: frozenset[int] | None) -> list[SearchResult]:
+    """Each namespace's search for the question, as the asker reads it (`reach`: the audiences
+    they read, so no source of the answer is a document they may not read)."""
     vector = get_embedder().embed_query(run.question) if len(namespaces) > 1 else None
     results = [
         search(
@@ -463,6 +468,7 @@ def _search(run: _Run, namespaces: list[str]) -> list[SearchResult]:
             group="document",
             query_vector=vector,
             caller=run.caller,
+            reach=reach,
         )
         for slug in namespaces
     ]

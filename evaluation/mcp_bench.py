@@ -29,10 +29,10 @@ from django.test import Client
 
 from capabilities import service
 from evaluation.metrics import percentiles
-from kb import querylog
 from kb.auth import issue_token
 from kb.conf import kb_settings
 from kb.models import ApiToken, Document, Namespace, Provider, QueryLog
+from retrieval import querylog
 
 PROTOCOL = "2026-07-28"
 SEARCH_LIMIT = (

@@ -29,9 +29,11 @@ def search_variant(
     fusion: str = "ranker",
     query_vector=None,
     log: bool = False,
+    reach: frozenset[int] | None = frozenset(),
 ) -> SearchResult:
     """A search with only `channels` running, ranked by the product's ranker (`fusion="ranker"`)
-    or by plain reciprocal rank fusion (`"rrf"`); not logged unless asked."""
+    or by plain reciprocal rank fusion (`"rrf"`); not logged unless asked. `reach`: the
+    audiences read besides open documents (`kb.audiences`; None: every one)."""
     if fusion not in FUSIONS:
         raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}, got {fusion!r}")
     return run_search(
@@ -44,6 +46,7 @@ def search_variant(
         query_vector=query_vector,
         channels=channels,
         fuse=plain_rrf if fusion == "rrf" else None,
+        reach=reach,
     )
 
 
@@ -82,7 +85,7 @@ def search_excess(
     namespace: str, queries: dict[str, str], vectors: dict | None = None
 ) -> dict[str, float | None]:
     """Per query id: how far its best passage stands beyond chance in `namespace`, as its search
-    would log it (`kb.breadth.meaning_excess`), the namespace's sample read first."""
+    would log it (`retrieval.breadth.meaning_excess`), the namespace's sample read first."""
     from kb.models import Namespace
     from retrieval import meaning_spread
 

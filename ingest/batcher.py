@@ -19,9 +19,9 @@ from ingest.errors import DocumentNotStored
 from ingest.extract.ocr import ocr_reason
 from ingest.report import Outcome, RunReport
 from ingest.store import PendingDocument
+from kb.database import database_away
 from kb.embedding.embedders import Embedder
 from kb.errors import KBError
-from kb.middleware import database_away
 from kb.models import IngestItem, IngestRun
 
 logger = logging.getLogger(__name__)

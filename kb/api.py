@@ -18,6 +18,7 @@ from evaluation.api import router as evaluation_router
 from ingest.api import router as ingest_router
 from kb import jsonbody
 from kb.auth import principal_for
+from kb.database import database_away, database_away_error
 from kb.errors import (
     AuthenticationRequired,
     CsrfFailed,
@@ -28,7 +29,6 @@ from kb.errors import (
     error_for_status,
     error_status,
 )
-from kb.middleware import database_away, database_away_error
 from retrieval.api import router as retrieval_router
 
 

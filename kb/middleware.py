@@ -16,14 +16,14 @@ from django.core.exceptions import (
     TooManyFieldsSent,
     TooManyFilesSent,
 )
-from django.db import InterfaceError, OperationalError, connection
 from django.http import Http404, HttpResponse, HttpResponseNotFound, JsonResponse
 from django.http.multipartparser import MultiPartParserError
 from django.urls import Resolver404, resolve
 from django.utils.cache import patch_cache_control
 from django.views.debug import ExceptionReporter, SafeExceptionReporterFilter
 
-from kb.errors import DatabaseUnavailable, error_for_status
+from kb.database import database_away, database_away_error
+from kb.errors import error_for_status
 
 API_PREFIX = "/api/"
 
@@ -171,32 +171,6 @@ class InvalidInputMiddleware:
         ):
             return HttpResponse(NUL_REFUSED, status=400, content_type="text/plain; charset=utf-8")
         return self.get_response(request)
-
-
-# SQLSTATEs of a connection that is gone: class 08 (connection exception) and the server's
-# shutdown codes; a client-side error without a SQLSTATE (refused, closed) is one too
-_CONNECTION_LOST = ("08", "57P01", "57P02", "57P03")
-DATABASE_RETRY_AFTER_S = 5
-
-
-def database_away(exception: BaseException) -> bool:
-    """Whether `exception` says the database went away (stopped, restarted, refused the
-    connection), rather than a deadlock, a lock timeout or a bug, which stay 500s."""
-    if isinstance(exception, InterfaceError):
-        return True
-    if not isinstance(exception, OperationalError):
-        return False
-    sqlstate = getattr(exception.__cause__, "sqlstate", None)
-    return sqlstate is None or sqlstate.startswith(_CONNECTION_LOST)
-
-
-def database_away_error() -> DatabaseUnavailable:
-    """What a request that lost the database answers (503, Retry-After), on the API and the pages."""
-    connection.close()  # so the next request connects afresh
-    return DatabaseUnavailable(
-        "The database cannot be reached just now; try again shortly.",
-        details={"retry_after_s": DATABASE_RETRY_AFTER_S},
-    )
 
 
 class DatabaseAwayMiddleware:

@@ -4,10 +4,9 @@ the service, shape."""
 from django.http import HttpRequest
 from ninja import Query, Router
 
-from kb import namespaces
 from kb.errors import ValidationFailed
 from kb.replicas import on_replica
-from retrieval import documents, presenters
+from retrieval import documents, namespaces, presenters
 from retrieval.curation import record_feedback
 from retrieval.lookups import spelling_correction
 from retrieval.schemas import (
@@ -42,6 +41,7 @@ def _search(request: HttpRequest, data: SearchIn) -> dict:
         group=data.group,
         filters=Filters(tuple(data.source_ids), tuple(data.document_ids)),
         caller="api",
+        reach=request.auth.audiences,
     )
     return presenters.search_payload(result, explain=data.explain)
 
@@ -96,7 +96,9 @@ def feedback(request, data: FeedbackIn):
 )
 def context(request, data: ContextIn):
     request.auth.check(data.namespace)
-    result = search(data.query, data.namespace, limit=data.limit, caller="api")
+    result = search(
+        data.query, data.namespace, limit=data.limit, caller="api", reach=request.auth.audiences
+    )
     return presenters.context_payload(result.hits, max_chars=data.max_chars)
 
 

@@ -16,11 +16,12 @@ from django.db.models import Count, Max, Q
 from django.db.models.functions import Lower, Trim
 from django.utils import timezone
 
-from kb import querylog
+from kb.audiences import document_filter
 from kb.auth import Principal, require_readable
 from kb.embedding.embedders import strong_cosine
 from kb.errors import NotFound
 from kb.models import Chunk, Namespace, QueryFeedback, QueryLog
+from retrieval import querylog
 from retrieval.errors import FeedbackNotAResult
 
 REPORT_ROWS = 20
@@ -133,11 +134,16 @@ def query_report(namespace: Namespace, days: int, *, now: datetime | None = None
     }
 
 
-def query_results(log: QueryLog) -> list[dict]:
-    """The documents a logged search returned, in order, with the votes they got."""
+def query_results(log: QueryLog, reach: frozenset[int] | None = frozenset()) -> list[dict]:
+    """The documents a logged search returned, in order, with the votes they got: of those,
+    only the ones a reader of `reach` (`kb.audiences`) may read, since whoever searched may have
+    read more."""
     votes = {f.chunk_id: f.helpful for f in log.feedback.all()}
     chunks = {
-        c.pk: c for c in Chunk.objects.filter(pk__in=log.result_ids).select_related("document")
+        c.pk: c
+        for c in Chunk.objects.filter(
+            document_filter(reach, "document__"), pk__in=log.result_ids
+        ).select_related("document")
     }
     seen, results = set(), []
     for chunk_id in log.result_ids:

@@ -1,8 +1,10 @@
 """Reading stored documents back, for the API, the MCP tools and the pages: listing, detail,
 capped text read in pieces, the text view a citation scrolls to, and the original upload.
 
-A document, passage or original of a namespace the caller may not read answers exactly like a
-missing one (the same error), so ids cannot be probed across namespaces. ORM reads in one place.
+A document, passage or original of a namespace the caller may not read, or limited to an audience
+the caller is not in (kb/audiences.py), answers exactly like a missing one (the same error, from
+the same single query), so ids cannot be probed across namespaces or audiences. ORM reads in one
+place.
 """
 
 from __future__ import annotations
@@ -14,11 +16,12 @@ from django.db.models import QuerySet
 
 from ingest.filetypes import media_type_for
 from ingest.markdown_blocks import read_blocks, read_sections
+from kb.audiences import document_filter
 from kb.auth import Principal, require_readable
 from kb.errors import NotFound, ValidationFailed
 from kb.markup import passage_anchor
 from kb.models import Chunk, Document, SourceFile
-from kb.render import render_markdown, without_title
+from retrieval.render import render_markdown, without_title
 
 TRUNCATION_MARKER = (
     "\n\n[… truncated: characters {start}–{end} of {total} shown; continue with offset={end} …]"
@@ -29,14 +32,20 @@ def visible_documents(principal: Principal, namespace: str | None = None) -> Que
     if namespace:
         principal.check(namespace)
     namespaces = principal.readable_namespaces()
-    documents = Document.objects.filter(namespace__in=namespaces)
+    documents = Document.objects.filter(namespace__in=namespaces).filter(
+        document_filter(principal.audiences)
+    )
     if namespace:
         documents = documents.filter(namespace__slug=namespace)
     return documents.order_by("id")
 
 
 def get_document(principal: Principal, document_id: int) -> Document:
-    document = Document.objects.select_related("namespace", "source").filter(pk=document_id).first()
+    document = (
+        Document.objects.select_related("namespace", "source")
+        .filter(document_filter(principal.audiences), pk=document_id)
+        .first()
+    )
     missing = NotFound(f"No document {document_id}.")
     if document is None:
         raise missing
@@ -46,7 +55,11 @@ def get_document(principal: Principal, document_id: int) -> Document:
 
 def get_chunk(principal: Principal, chunk_id: int) -> Chunk:
     """A passage the principal may read; another tenant's answers exactly like a missing one."""
-    chunk = Chunk.objects.select_related("document", "namespace").filter(pk=chunk_id).first()
+    chunk = (
+        Chunk.objects.select_related("document", "namespace")
+        .filter(document_filter(principal.audiences, "document__"), pk=chunk_id)
+        .first()
+    )
     missing = NotFound(f"No passage {chunk_id}.")
     if chunk is None:
         raise missing
@@ -136,7 +149,7 @@ def text_window(text: str, max_chars: int, offset: int = 0) -> dict:
 class Section:
     anchor: str  # the section's anchor, on its first passage only
     heading_path: tuple[str, ...]
-    html: str  # the passage's markdown rendered safe (kb/render.py)
+    html: str  # the passage's markdown rendered safe (retrieval/render.py)
     location: tuple[int | None, int | None]
     passage: str = ""  # this passage's own anchor, `passage-<chunk id>`, which citations target
     inner_anchors: tuple[

@@ -1,5 +1,5 @@
 """How much words weigh against meaning in a namespace: the default, the estimate from its
-search log, and the fit to judged queries. Pure: the standard library and kb.breadth.
+search log, and the fit to judged queries. Pure: the standard library and retrieval.breadth.
 
 The ranker fuses the vector and lexical z-scores as (1 - w) * vector + w * lexical (see
 `retrieval.ranker.fuse`). Without judgements w is 0.5, equal weights: neither channel is assumed
@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from kb.breadth import broad, log_summary
+from retrieval.breadth import broad, log_summary
 
 DEFAULT_LEXICAL_WEIGHT = 0.5
 WEIGHT_GRID = (0.0, 0.25, 0.5, 0.75, 1.0)
@@ -101,7 +101,7 @@ def graded_weights(agreed: float) -> FusionWeights:
 
 def estimated_weights(median_excess: float | None, searches: int) -> FusionWeights | None:
     """The weights a namespace without judged queries gets from its search log, or None to keep
-    the default: where its latest searches stand far beyond chance (`kb.breadth.broad`), meaning's
+    the default: where its latest searches stand far beyond chance (`retrieval.breadth.broad`), meaning's
     cosine alone is the base; the words still bring their candidates and their rank bonus."""
     if not broad(median_excess, searches):
         return None

@@ -16,7 +16,6 @@ from ninja import Schema
 from kb.auth import Principal
 from kb.embedding.embedders import get_embedder
 from kb.errors import ValidationFailed
-from kb.namespaces import MAX_SOURCES, namespace_summaries, source_summaries
 from kb.replicas import on_replica
 from kb.toolsets import Answer, Toolset
 from retrieval import documents, presenters
@@ -31,6 +30,7 @@ from retrieval.mcp_schemas import (
     FetchIn,
     FetchOut,
 )
+from retrieval.namespaces import MAX_SOURCES, namespace_summaries, source_summaries
 from retrieval.query import validate_query
 from retrieval.schemas import ContextOut, NamespaceListOut, SourceListIn, SourceListOut
 from retrieval.service import Filters, Hit, search
@@ -88,6 +88,7 @@ def search_tool(request, data: AgentSearchIn) -> Answer:
     for namespace, result in each_namespace(
         namespaces,
         query,
+        request.auth.audiences,
         limit=data.limit,
         group="document",
         filters=Filters(source_ids=tuple(data.source_ids)),
@@ -124,11 +125,15 @@ def search_tool(request, data: AgentSearchIn) -> Answer:
     return Answer(payload, render_search(payload))
 
 
-def each_namespace(namespaces: list[str], query: str, **options):
-    """(namespace, its search result) for each namespace in turn, the query embedded once."""
+def each_namespace(namespaces: list[str], query: str, reach, **options):
+    """(namespace, its search result) for each namespace in turn, the query embedded once;
+    `reach`: the audiences the caller reads (its principal's `audiences`)."""
     vector = get_embedder().embed_query(query) if len(namespaces) > 1 else None
     for namespace in namespaces:
-        yield namespace, search(query, namespace, query_vector=vector, caller="mcp", **options)
+        yield (
+            namespace,
+            search(query, namespace, query_vector=vector, caller="mcp", reach=reach, **options),
+        )
 
 
 def _correction(query: str, namespaces: list[str], filters: Filters) -> str | None:
@@ -276,7 +281,7 @@ def context_tool(request, data: AgentContextIn) -> Answer:
     query = validate_query(data.query, data.limit)
     hits = [
         hit
-        for _, result in each_namespace(namespaces, query, limit=data.limit)
+        for _, result in each_namespace(namespaces, query, request.auth.audiences, limit=data.limit)
         for hit in result.hits
     ]
     hits.sort(

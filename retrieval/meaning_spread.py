@@ -1,7 +1,7 @@
 """Where a query's best passage stands among every passage of its namespace: the mean and spread
 of the query's cosines to all of them, estimated from a fixed sample of the namespace's
 embeddings that each process keeps, and from them the excess over chance
-(`kb.breadth.meaning_excess`) that the query log keeps per search.
+(`retrieval.breadth.meaning_excess`) that the query log keeps per search.
 
 The vector channel reads only the nearest 100, which say how a passage compares with the others
 near the query; how far the nearest stand from the namespace as a whole needs the rest. A sample
@@ -24,9 +24,9 @@ from typing import NamedTuple
 import numpy as np
 from django.db import connections
 
-from kb.breadth import meaning_excess
 from kb.replicas import on_replica, read_connection
 from retrieval import model_reading
+from retrieval.breadth import meaning_excess
 
 logger = logging.getLogger(__name__)
 

@@ -12,12 +12,11 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from kb import querylog
 from kb.embedding.embedders import get_embedder, strong_cosine
 from kb.models import QueryLog
 from kb.replicas import on_replica, read_alias
 from retrieval import channels as ch
-from retrieval import lexical, meaning_spread, query_words
+from retrieval import lexical, meaning_spread, query_words, querylog
 from retrieval.candidates import (
     FULL_WEIGHT_IDF_SHARE,
 )
@@ -57,8 +56,11 @@ def search(
     group: str = "chunk",
     caller: str = QueryLog.Caller.INTERNAL,
     text_window: tuple[int, int] | None = None,
+    reach: frozenset[int] | None = frozenset(),
 ) -> SearchResult:
-    """`group="document"`: `limit` counts documents, each with its best sections; the chunk
+    """`reach`: the restricted audiences the reader reads besides open documents (a principal's
+    `audiences`; None: every one); by default open documents only, so a surface that forgets
+    it shows less, never more. `group="document"`: `limit` counts documents, each with its best sections; the chunk
     ranking underneath is the same, read deeper. `caller` is the surface the query log records;
     `query_vector`, the query's embedding when the caller already has it (an agent's tool that
     searches several namespaces embeds once). `text_window` (start, stop): only the hits in that
@@ -77,6 +79,7 @@ def search(
         group=group,
         caller=caller,
         text_window=text_window,
+        reach=reach,
     )
 
 
@@ -94,6 +97,7 @@ def run_search(
     channels: tuple[str, ...] = CHANNELS,
     fuse: Callable[[list[Candidate], RankerParams], Ranking] | None = None,
     text_window: tuple[int, int] | None = None,
+    reach: frozenset[int] | None = frozenset(),
 ) -> SearchResult:
     """`search()` with the parts evaluation varies: which `channels` run, and `fuse`, a function
     that ranks the candidates instead of the product's ranker. Only `evaluation.search_parts` passes them."""
@@ -103,7 +107,7 @@ def run_search(
 
     def read() -> tuple[Plan, SearchResult]:
         timings.clear()  # a read retried on the primary reports its own times
-        plan = make_plan(query, namespace, filters, limit, params, group)
+        plan = make_plan(query, namespace, filters, limit, params, group, reach)
         left_out = {note.channel for note in plan.notes if note.state == "off"}
         found = _gather(
             plan, tuple(c for c in channels if c not in left_out), query_vector, timings

@@ -177,7 +177,7 @@ def django_db_setup(django_db_setup, django_db_blocker):
     """pytest-django's test database, with the query-log writer's connection closed before it is
     dropped (the writer outlives the tests that started it, as in a web process)."""
     yield
-    from kb.querylog import stop_writer
+    from retrieval.querylog import stop_writer
 
     with django_db_blocker.unblock():
         stop_writer()
@@ -198,7 +198,7 @@ def _query_log_written_before_flush(request):
         return
     request.getfixturevalue("transactional_db")  # set up first, so emptied after this writes
     yield
-    from kb.querylog import stop_writer
+    from retrieval.querylog import stop_writer
 
     stop_writer()
 

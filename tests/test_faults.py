@@ -219,7 +219,7 @@ def test_only_a_lost_connection_is_the_database_away_not_a_deadlock():
     import psycopg
     from django.db import InterfaceError, OperationalError
 
-    from kb.middleware import database_away
+    from kb.database import database_away
 
     def wrapped(cause):
         error = OperationalError(str(cause))

@@ -58,7 +58,7 @@ class QueryLog(models.Model):
 
 class MeaningEstimate(models.Model):
     """A namespace's latest searches' median excess over chance (QueryLog.meaning_excess), kept
-    by the query log's writer (kb/querylog.py), so a search reads it with its namespace instead of
+    by the query log's writer (retrieval/querylog.py), so a search reads it with its namespace instead of
     reading the log: what its weights are estimated from without judged queries."""
 
     namespace = models.OneToOneField(

@@ -20,10 +20,10 @@ from django.test.utils import CaptureQueriesContext
 from ingest.errors import FetchBlocked
 from ingest.fetch import FetchPolicy
 from ingest.ssrf import resolve_target
-from kb import querylog
 from kb.auth import issue_token
 from kb.conf import kb_settings
 from kb.models import ApiToken, Namespace, NamespaceMembership, Provider, QueryLog, Source
+from retrieval import querylog
 
 pytestmark = pytest.mark.django_db
 

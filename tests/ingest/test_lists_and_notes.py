@@ -12,7 +12,7 @@ import pytest
 from ingest.extract import documents as doc
 from ingest.extract import extract
 from ingest.extract.isolated import extract_isolated
-from kb.render import render_markdown
+from retrieval.render import render_markdown
 
 REAL = Path(__file__).resolve().parent.parent / "fixtures" / "real"
 

@@ -10,8 +10,8 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from kb import querylog
 from kb.auth import issue_token
+from retrieval import querylog
 from tests.corpus import CORPUS, ingest
 
 pytestmark = pytest.mark.django_db

@@ -7,9 +7,9 @@ import httpx2
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from kb import querylog
 from kb.auth import issue_token
 from kb.models import ApiToken, Chunk, Document, QueryLog, Source
+from retrieval import querylog
 from tests.mcp.conftest import LEGACY, MODERN, run_agent, tool_error
 
 pytestmark = pytest.mark.slow

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from kb.breadth import (
+from retrieval.breadth import (
     ESTIMATE_MIN_SEARCHES,
     WORDS_OFF_EXCESS,
     broad,

@@ -6,11 +6,10 @@ import numpy as np
 import pytest
 from django.utils import timezone
 
-from kb import querylog
-from kb.breadth import ESTIMATE_MIN_SEARCHES, WORDS_OFF_EXCESS, meaning_excess
 from kb.embedding.embedders import get_embedder
 from kb.models import Chunk, FusionCalibration, MeaningEstimate, QueryLog
-from retrieval import meaning_spread
+from retrieval import meaning_spread, querylog
+from retrieval.breadth import ESTIMATE_MIN_SEARCHES, WORDS_OFF_EXCESS, meaning_excess
 from retrieval.service import Filters, search
 from tests.corpus import CORPUS, ingest
 

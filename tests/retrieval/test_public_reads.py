@@ -11,11 +11,11 @@ from django.test import override_settings
 
 from ingest.service import start_ingest
 from ingest.uploads import add_files
-from kb import querylog
 from kb.auth import issue_token, staff_principal
 from kb.conf import kb_settings
 from kb.errors import Forbidden
 from kb.models import Document, EvalSuite, Namespace, NamespaceMembership, QueryLog, Source
+from retrieval import querylog
 from retrieval.service import search
 from tests.corpus import CORPUS, ingest
 

@@ -36,7 +36,11 @@ COMPONENTS = [
     ("search service, all of it", ["retrieval.service:run_search", "retrieval.service:search"]),
     (
         "query log write",
-        ["retrieval.service:_log", "kb.querylog:record", "django.db.models.query:QuerySet.create"],
+        [
+            "retrieval.service:_log",
+            "retrieval.querylog:record",
+            "django.db.models.query:QuerySet.create",
+        ],
     ),
     ("plan (namespace row, weights)", ["retrieval.service:_plan"]),
     ("channels, with the wait for the embedding", ["retrieval.service:_gather"]),

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from kb import querylog
 from kb.models import Namespace, QueryLog
+from retrieval import querylog
 from tests.cluster import REPO
 from tests.pgserver import current_database_url
 
@@ -56,7 +56,7 @@ def test_a_clean_exit_writes_every_queued_row():
     namespace = Namespace.objects.create(slug="exiting")
     # a process that logs and exits at once, before its writer's first batch is due
     script = (
-        "import django; django.setup(); from kb import querylog; "
+        "import django; django.setup(); from retrieval import querylog; "
         f"print(*[querylog.record(namespace_id={namespace.pk}, query=f'q{{n}}') for n in range(40)])"
     )
     done = subprocess.run(

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ingest.extract import extract
-from kb.render import render_markdown
+from retrieval.render import render_markdown
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
 FENCE_OPENING = re.compile(
