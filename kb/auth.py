@@ -1,7 +1,10 @@
 """Who is calling and what they may touch: API tokens, staff sessions, anonymous readers.
 
-Tokens look like `kb_<prefix>_<secret>`; only their SHA-256 is stored. A token reads (or, with
-the write scope, also changes) exactly the namespaces it lists. Superusers reach everything.
+Tokens look like `kb_<prefix>_<secret>`; only their SHA-256 is stored. A namespace token reads
+(or, with the write scope, also changes) exactly the namespaces it lists. A person token acts for
+its owner: the owner's rights, read at each request from their current memberships, read-only
+unless the token has the write scope; a deactivated owner's, an expired or a revoked token answers
+exactly like an unknown one. Superusers reach everything.
 Other signed-in users, staff or readers (who sign in at /accounts/login/), read the namespaces
 they are members of (`NamespaceMembership`) and every public one, and change only those of their
 memberships that have write rights. Anonymous callers may only read namespaces marked public.
@@ -28,8 +31,9 @@ TOKEN_START = "kb_"
 
 @dataclass(frozen=True)
 class Principal:
-    kind: str  # token | staff (a superuser) | member (other staff) | anonymous
-    token_id: int | None = None
+    kind: str  # token (a namespace token) | staff (a superuser) | member (other users) | anonymous
+    token_id: int | None = None  # the token it came with: a namespace token's or a person token's
+    user_id: int | None = None  # whom it acts for: a signed-in user, a person token's owner
     namespaces: frozenset[str] | None = (
         None  # a token's or a member's own namespaces; None: every one
     )
@@ -37,6 +41,7 @@ class Principal:
     writable: frozenset[str] = frozenset()  # members: the namespaces they may change
     rate_key: str = ""  # the counter its requests are charged to (`charge`)
     rate_limit: int = 0  # requests a minute
+    read_only: bool = False  # a person token without the write scope: its owner's reads only
 
     def charge(self, requests: int) -> None:
         """Count `requests` more against this caller's rate limit: what a request that makes
@@ -78,6 +83,9 @@ class Principal:
         return "member" if namespace.slug in (self.namespaces or ()) else "public"
 
     def check(self, namespace: str, *, write: bool = False) -> None:
+        if write and self.read_only:
+            self.check(namespace)  # a namespace its owner may not read answers as for any caller
+            raise Forbidden("This token is read-only; writing needs a token with the write scope.")
         if self.kind == "staff":
             return
         if self.kind == "member":
@@ -133,12 +141,23 @@ def issue_secret(token: ApiToken) -> str:
 def issue_token(
     name: str,
     *,
-    namespaces: list[Namespace],
+    namespaces: list[Namespace] = (),
+    user=None,
     scope: str = ApiToken.Scope.READ,
     rate_limit_per_minute: int = 120,
+    expires_at=None,
 ) -> tuple[ApiToken, str]:
-    """Create a token and return it with its plaintext, which is never stored or shown again."""
-    token = ApiToken(name=name, scope=scope, rate_limit_per_minute=rate_limit_per_minute)
+    """Create a token and return it with its plaintext, which is never stored or shown again:
+    a namespace token for `namespaces`, or a person token acting for `user` (which lists none)."""
+    if user is not None and namespaces:
+        raise ValueError("A person token reads what its owner reads: it lists no namespaces.")
+    token = ApiToken(
+        name=name,
+        scope=scope,
+        rate_limit_per_minute=rate_limit_per_minute,
+        user=user,
+        expires_at=expires_at,
+    )
     plaintext = issue_secret(token)
     token.save()
     token.namespaces.set(namespaces)
@@ -172,12 +191,13 @@ def staff_principal(user) -> Principal:
     members of, and read every public one: a reader's membership gives the same reads as a staff
     member's."""
     if user.is_superuser:
-        return Principal("staff", can_write=True)
+        return Principal("staff", can_write=True, user_id=user.pk)
     memberships = list(
         NamespaceMembership.objects.filter(user=user).values_list("namespace__slug", "can_write")
     )
     return Principal(
         "member",
+        user_id=user.pk,
         namespaces=frozenset(slug for slug, _ in memberships),
         can_write=any(write for _, write in memberships),
         writable=frozenset(slug for slug, write in memberships if write),
@@ -201,13 +221,19 @@ def client_address(request) -> str:
 
 
 def _token_principal(bearer: str, request=None) -> Principal:
-    # the token and its namespaces in one round trip: every API request starts here
+    # the token, its owner and its namespaces in one round trip: every API request starts here
     token = (
         ApiToken.objects.filter(key_hash=_digest(bearer.strip()))
+        .select_related("user")
         .annotate(slugs=ArrayAgg("namespaces__slug", default=[]))
         .first()
     )
-    if token is None or not token.is_active:
+    if (
+        token is None
+        or not token.is_active
+        or (token.user is not None and not token.user.is_active)
+    ):
+        # one answer for unknown, revoked, expired and a deactivated owner's: nothing to tell apart;
         # guessing tokens costs the guesser's address its anonymous limit
         ratelimit.hit(
             f"bad-token:{client_address(request) if request is not None else 'unknown'}",
@@ -218,12 +244,29 @@ def _token_principal(bearer: str, request=None) -> Principal:
     now = timezone.now()
     if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+    if token.user is not None:
+        return _person_principal(token)
     namespaces = frozenset(slug for slug in token.slugs if slug is not None)
     return Principal(
         "token",
         token_id=token.pk,
         namespaces=namespaces,
         can_write=token.scope == ApiToken.Scope.WRITE,
+        rate_key=f"token:{token.pk}",
+        rate_limit=token.rate_limit_per_minute,
+    )
+
+
+def _person_principal(token: ApiToken) -> Principal:
+    """A person token's rights: its owner's, from their memberships as they are now (a membership
+    removed counts at the next request), without write rights unless the token has the write
+    scope; charged to the token's own rate limit."""
+    owner = staff_principal(token.user)
+    if token.scope != ApiToken.Scope.WRITE:
+        owner = replace(owner, read_only=True, can_write=False, writable=frozenset())
+    return replace(
+        owner,
+        token_id=token.pk,
         rate_key=f"token:{token.pk}",
         rate_limit=token.rate_limit_per_minute,
     )

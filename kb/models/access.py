@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 from kb.languages import AUTO, LANGUAGE_CHOICES
 from kb.validators import validate_namespace_slug
@@ -111,8 +112,11 @@ class NamespaceMembership(models.Model):
 
 
 class ApiToken(models.Model):
-    """An API credential: shown once at creation, stored only as a SHA-256 hash, scoped to
-    namespaces and to read or write, revocable, with its last use recorded."""
+    """An API credential: shown once at creation, stored only as a SHA-256 hash, revocable, with
+    an optional expiry and its last use recorded. A namespace token reads (with the write scope,
+    also changes) exactly its namespaces; a person token (`user` set) acts for its owner with the
+    owner's rights as they are at each request, never more, and read-only unless its scope is
+    write."""
 
     class Scope(models.TextChoices):
         READ = "read", "Read (search, documents)"
@@ -122,11 +126,31 @@ class ApiToken(models.Model):
     prefix = models.CharField(max_length=12, db_index=True, editable=False)
     key_hash = models.CharField(max_length=64, unique=True, editable=False)
     scope = models.CharField(max_length=8, choices=Scope.choices, default=Scope.READ)
-    namespaces = models.ManyToManyField(Namespace, related_name="tokens")
+    namespaces = models.ManyToManyField(
+        Namespace,
+        related_name="tokens",
+        blank=True,
+        help_text="A namespace token's namespaces; a person token has none (it reads what its "
+        "owner reads).",
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="kb_tokens",
+        help_text="A person token acts for this account: its current memberships (and public "
+        "namespaces), refused once the account is deactivated. Empty: a namespace token.",
+    )
     rate_limit_per_minute = models.PositiveIntegerField(default=120)
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="From then on the token answers as an unknown one does; empty: it does not expire.",
+    )
 
     class Meta:
         ordering = ["-created_at"]
@@ -138,7 +162,10 @@ class ApiToken(models.Model):
 
     @property
     def is_active(self) -> bool:
-        return self.revoked_at is None
+        """Neither revoked nor expired (whether its owner may still use it is `kb.auth`'s)."""
+        return self.revoked_at is None and (
+            self.expires_at is None or self.expires_at > timezone.now()
+        )
 
 
 class RateCounter(models.Model):
