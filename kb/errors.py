@@ -99,7 +99,7 @@ class RateLimited(KBError):
 
 class BadRequest(KBError):
     """A request refused before any view ran: malformed, a bad host header, a NUL character in
-    the path or a query parameter (`kb.middleware.InvalidInputMiddleware`), or a JSON body that
+    the path or a query parameter (`config.middleware.InvalidInputMiddleware`), or a JSON body that
     is not JSON, nests too deep or holds a lone surrogate or a NUL (`kb.jsonbody`)."""
 
     code = "KB_BAD_REQUEST"

@@ -1,4 +1,4 @@
-"""What every page shares: errors answered to a browser (the API shapes its own, in kb/api.py),
+"""What every page shares: errors answered to a browser (the API shapes its own, in config/api.py),
 numbers read from a form or a query string, and the gate of the staff's pages."""
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ refused with a 400 that says what is wrong, before any view sees it.
 Python's decoder accepts three things the rest of the product cannot take: a lone surrogate
 escape (`"\\ud800"`), which is no character, so UTF-8 and PostgreSQL refuse it wherever it is
 stored or searched for; a NUL character (`"\\u0000"`), which PostgreSQL text cannot hold (the
-query string's NUL is refused by `kb.middleware.InvalidInputMiddleware`); and nesting as deep as
+query string's NUL is refused by `config.middleware.InvalidInputMiddleware`); and nesting as deep as
 its recursion limit, which fails as a RecursionError. All are answered as `BadRequest`
 (KB_BAD_REQUEST) here instead.
 """

@@ -2,7 +2,7 @@
 from the primary.
 
 `DATABASE_REPLICA_URLS` (comma-separated) become the database aliases `replica_1`, `replica_2`,
-… (kb/settings.py). `on_replica(fn)` runs a read on the next replica in round-robin order that
+… (config/settings.py). `on_replica(fn)` runs a read on the next replica in round-robin order that
 is up and no more than `KB_REPLICA_MAX_LAG_SECONDS` behind the primary; without one, on the
 primary. Inside it the ORM reads the product's content models from that replica (`ReplicaRouter`)
 and the retrieval channels send their SQL there (`read_connection`). Writes, the query log, the

@@ -72,7 +72,7 @@ def main() -> int:
             python,
             "-m",
             "gunicorn",
-            "kb.wsgi",
+            "config.wsgi",
             "--workers",
             str(args.workers),
             "--bind",

@@ -124,7 +124,7 @@ def hostile_variants(case):
 
 
 def _application():
-    from kb.wsgi import application
+    from config.wsgi import application
 
     return application
 

@@ -52,7 +52,7 @@ def test_every_code_is_listed_once_in_the_api_docs_with_its_status():
 
 def test_the_docs_table_is_the_one_the_classes_make():
     """docs/api.md's table is generated (`manage.py kb_error_table --write`) and stays so."""
-    from kb.management.commands.kb_error_table import error_table
+    from config.management.commands.kb_error_table import error_table
 
     assert error_table() in ERROR_TABLE.read_text(), (
         "docs/api.md is stale: run manage.py kb_error_table --write"
@@ -60,7 +60,7 @@ def test_the_docs_table_is_the_one_the_classes_make():
 
 
 def test_the_table_moves_when_a_class_changes(monkeypatch):
-    from kb.management.commands.kb_error_table import error_table
+    from config.management.commands.kb_error_table import error_table
     from retrieval.errors import EmptyQuery
 
     monkeypatch.setattr(EmptyQuery, "http_status", 400)

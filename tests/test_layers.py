@@ -1,7 +1,10 @@
 """The direction of dependencies, read from the source (every import, also those inside functions).
 
-- `kb` is the floor: the data model, settings, conf, errors, auth, the embedding models and the
-  console's base classes import no app. Only the project wiring (`WIRING`) reaches up into the apps.
+- `kb` is the floor: the data model, conf, errors, auth, the embedding models and the console's
+  base classes import no app and not the project.
+- `config` is the roof (`PROJECT`): settings, URLs, the API and MCP mounting, middleware, health,
+  the embedded server, `kb_run`. It may import every app, through their public modules and their
+  surfaces (`SURFACES`), and nothing imports it.
 - The apps stand in one order, `APPS` (`settings.PRODUCT_APPS`): ingest writes what retrieval
   reads, capabilities build on both, evaluation measures them all. An app imports only apps below
   it, and only through their public modules (`PUBLIC`): services, pure vocabularies and errors.
@@ -22,18 +25,10 @@ from pathlib import Path
 from django.conf import settings
 
 REPO = Path(__file__).resolve().parent.parent
-PACKAGES = settings.PRODUCT_APPS  # the floor, then the apps bottom to top
-APPS = PACKAGES[1:]
+PROJECT = "config"  # the roof: the only package that mounts the apps
+PACKAGES = (*settings.PRODUCT_APPS, PROJECT)  # the floor, the apps bottom to top, the roof
+APPS = settings.PRODUCT_APPS[1:]
 LAB = "evaluation"
-WIRING = {
-    "kb.urls",
-    "kb.api",
-    "kb.mcp",
-    "kb.health",
-    "kb.demo",
-    "kb.settings",
-    "kb.wsgi",
-}  # and kb.management.*
 PUBLIC = {
     "ingest": {
         "ingest.service",
@@ -221,19 +216,15 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def app_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
-    """Package -> the packages it imports, wiring left out (it reaches up by design)."""
+    """Package -> the packages it imports."""
     drawn: dict[str, set[str]] = {package: set() for package in PACKAGES}
     for module, imported in graph.items():
-        if _is_wiring(module) or module.split(".")[0] not in drawn:
+        if module.split(".")[0] not in drawn:
             continue
         drawn[module.split(".")[0]].update(
             i.split(".")[0] for i in imported if i.split(".")[0] != module.split(".")[0]
         )
     return drawn
-
-
-def _is_wiring(module: str) -> bool:
-    return module in WIRING or module.startswith("kb.management.")
 
 
 def violations(sources: dict[str, str]) -> list[str]:
@@ -247,16 +238,16 @@ def violations(sources: dict[str, str]) -> list[str]:
                 root in IMPURE_ROOTS or (imported in graph and imported not in PURE)
             ):
                 found.append(f"{module} is pure but imports {imported}")
+            if root == PROJECT and package != PROJECT:
+                found.append(f"{module} imports the project module {imported}: nothing does")
             if root not in APPS or root == package:
                 continue
             if package == "kb":
-                if not _is_wiring(module):
+                found.append(f"{module} is part of the floor but imports the app module {imported}")
+            elif package == PROJECT:
+                if imported not in PUBLIC.get(root, ()) and not imported.endswith(SURFACES):
                     found.append(
-                        f"{module} is part of the floor but imports the app module {imported}"
-                    )
-                elif imported not in PUBLIC.get(root, ()) and not imported.endswith(SURFACES):
-                    found.append(
-                        f"{module} wires {imported}, which is neither public nor a surface of {root}"
+                        f"{module} mounts {imported}, which is neither public nor a surface of {root}"
                     )
             elif package not in APPS:  # a script
                 if imported not in PUBLIC.get(root, ()):
@@ -298,6 +289,7 @@ def test_the_apps_import_in_one_direction():
     """The drawing of docs/architecture.md: each app imports the floor and the apps below it only."""
     drawn = app_graph(import_graph(project_modules()))
     assert drawn["kb"] == set()
+    assert not any(PROJECT in imported for imported in drawn.values())
     for position, app in enumerate(APPS):
         assert drawn[app] <= {"kb", *APPS[:position]}, (app, drawn[app])
 
@@ -306,9 +298,12 @@ def test_a_forbidden_import_is_caught():
     sources = project_modules()
     planted = {
         "kb.models": "from retrieval.service import search\n",  # the floor reaching up
+        "kb.http": "def f():\n    from retrieval import views\n",  # the floor reaching up, late
+        "kb.auth": "from config.settings import SECRET_KEY\n",  # the floor reading the roof
+        "retrieval.views": "from config.middleware import API_PREFIX\n",  # an app reading the roof
         "capabilities.store": "from ingest.pipeline import IngestPipeline\n",  # an app's internals
         "retrieval.ranker": "def f():\n    from django.db import connection\n",  # a pure module doing I/O
-        "kb.api": "from ingest.pipeline import IngestPipeline\n",  # wiring, but not through a public module
+        "config.api": "from ingest.pipeline import IngestPipeline\n",  # the roof, past a public module
         "ingest.report": "def f():\n    from retrieval.service import search\n",  # an app importing one above it
         "retrieval.curation": "def f():\n    from evaluation import search_parts\n",  # an app importing the lab
         "scripts.planted": "from retrieval.lexical import lexical_search\n",  # a script reaching into an app

@@ -12,8 +12,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db import connections
 
+from config.embedded_auth import credentials
 from kb.conf import kb_settings
-from kb.embedded_auth import credentials
 from kb.embedding.embedders import get_embedder
 from kb.replicas import forget_replica_state
 from retrieval.service import search
@@ -92,7 +92,7 @@ def test_reads_go_to_the_replica_and_a_lagging_replica_is_left_for_the_primary(
     dbname = connections["default"].settings_dict["NAME"]
     first = search("how do I make pumpkin soup", NAMESPACE)
     assert first.database == ALIAS and first.hits[0].document_ref == "pumpkin"
-    from kb.health import health_report
+    from config.health import health_report
 
     [shown] = health_report().replicas
     assert shown["alias"] == ALIAS and shown["ok"] and 0 <= shown["lag_seconds"] < 3600
@@ -182,7 +182,7 @@ def test_a_replica_stopped_mid_load_falls_back_to_the_primary_without_errors(rep
         worker.join(timeout=60)
     assert failures == []
     assert answered[:10] == [ALIAS] * 10
-    from kb.health import health_report
+    from config.health import health_report
 
     report = health_report()
     assert report.replicas == [

@@ -68,7 +68,7 @@ def test_web_and_two_workers_on_external_postgres_process_each_item_once(
             sys.executable,
             "-m",
             "gunicorn",
-            "kb.wsgi",
+            "config.wsgi",
             "--workers",
             "2",
             "--bind",

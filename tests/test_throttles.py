@@ -10,7 +10,7 @@ from django.test import Client
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 
-from kb.views import PASSWORD_RESETS_PER_MINUTE, RESET_MAILS_PER_RECIPIENT_PER_MINUTE
+from config.views import PASSWORD_RESETS_PER_MINUTE, RESET_MAILS_PER_RECIPIENT_PER_MINUTE
 
 pytestmark = pytest.mark.django_db
 

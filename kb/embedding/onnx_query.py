@@ -38,7 +38,7 @@ PROBE_TEXTS = (
     "How do I configure the ingest worker?",
     "ALDH1 expression is associated with poorer prognosis for breast cancer.",
     "退款政策 三十天",
-    "error E1234: connection refused while reading /etc/kb/settings.yaml " * 8,
+    "error E1234: connection refused while reading /etc/config/settings.yaml " * 8,
 )
 
 

@@ -141,7 +141,7 @@ def test_the_shipped_answer_suite_abstains_on_the_demo_corpus(
 ):
     """evals/demo-answers.json gates the honesty gate: questions off the product's subjects are not
     answered, whatever the model (the scripted one is never asked)."""
-    from kb.demo import ensure_demo_sources
+    from config.demo import ensure_demo_sources
 
     settings.MEDIA_ROOT = str(tmp_path)
     kb_settings.cache_clear()

@@ -47,7 +47,7 @@ def _web(tmp_path, env, preload: bool) -> tuple[Process, Http]:
         sys.executable,
         "-m",
         "gunicorn",
-        "kb.wsgi",
+        "config.wsgi",
         "--workers",
         workers,
         "--bind",

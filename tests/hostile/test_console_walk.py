@@ -178,7 +178,7 @@ class UnscopedSourceAdmin(admin.ModelAdmin):
 @pytest.fixture
 def planted(settings):
     """The console with the Source admin replaced by one that does not scope."""
-    from kb import urls
+    from config import urls
 
     site = admin.AdminSite(name="admin")
     for model, model_admin in admin.site._registry.items():

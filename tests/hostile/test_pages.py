@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client, RequestFactory
 
-from kb.middleware import SecretHidingFilter
+from config.middleware import SecretHidingFilter
 
 pytestmark = pytest.mark.django_db
 

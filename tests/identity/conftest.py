@@ -10,7 +10,7 @@ from tests.identity.servers import OidcProvider, Slapd
 
 
 def _configure(settings, values: dict[str, str]) -> None:
-    """The product's settings as kb/settings.py reads them from this environment."""
+    """The product's settings as config/settings.py reads them from this environment."""
     from kb.identity import oidc
 
     for name, value in values.items():

@@ -185,7 +185,7 @@ def product_secrets(monkeypatch, settings, tmp_path):
     credentials and Unix socket, and `$HOME`."""
     from django.db import connection
 
-    from kb.embedded_auth import credentials_file
+    from config.embedded_auth import credentials_file
 
     for name in SECRET_NAMES:
         monkeypatch.setenv(name, os.environ.get(name) or "hunter2")
@@ -480,7 +480,7 @@ AS_ORDINARY_USER = textwrap.dedent("""
     from django.conf import settings
     from django.db import connection
     from ingest.extract import isolated
-    from kb.embedded_auth import credentials_file
+    from config.embedded_auth import credentials_file
     connection.ensure_connection()  # the embedded server, started as scripts/run starts it
     params = connection.settings_dict
     original = Path(settings.MEDIA_ROOT) / "uploads" / "other-tenant.txt"
@@ -529,7 +529,7 @@ def test_as_an_ordinary_user_who_is_also_the_databases_user_the_child_gets_nothi
         "PATH": os.environ["PATH"],
         "HOME": str(home),
         "KB_DATA_DIR": str(home / "data"),
-        "DJANGO_SETTINGS_MODULE": "kb.settings",
+        "DJANGO_SETTINGS_MODULE": "config.settings",
         "HF_HUB_OFFLINE": "1",
         **secrets,
     }

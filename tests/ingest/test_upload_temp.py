@@ -36,12 +36,12 @@ handler.file.close()
 
 @pytest.fixture
 def data_dir(tmp_path, settings):
-    settings.FILE_UPLOAD_TEMP_DIR = str(tmp_path / "upload-tmp")  # as kb/settings.py derives it
+    settings.FILE_UPLOAD_TEMP_DIR = str(tmp_path / "upload-tmp")  # as config/settings.py derives it
     return tmp_path
 
 
 def _server(data_dir: Path, how: str) -> tuple[subprocess.Popen, Path]:
-    env = {**os.environ, "KB_DATA_DIR": str(data_dir), "DJANGO_SETTINGS_MODULE": "kb.settings"}
+    env = {**os.environ, "KB_DATA_DIR": str(data_dir), "DJANGO_SETTINGS_MODULE": "config.settings"}
     env.pop("KB_WARM_MODEL", None)
     server = subprocess.Popen(
         [sys.executable, "-c", SERVER, how],
@@ -86,7 +86,7 @@ def test_the_watchdog_sweeps_upload_files_of_a_killed_server(data_dir):
 def test_an_upload_through_the_api_waits_locked_in_the_products_folder_and_is_gone_after(
     data_dir, settings, monkeypatch, namespace
 ):
-    """A real request with the handlers kb/settings.py names: while the service reads the upload,
+    """A real request with the handlers config/settings.py names: while the service reads the upload,
     its file is in FILE_UPLOAD_TEMP_DIR and a sweep leaves it; when the request ends it is gone."""
     import io
 

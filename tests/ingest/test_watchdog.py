@@ -14,6 +14,7 @@ import psutil
 import pytest
 from django.utils import timezone
 
+from config.health import health_report
 from ingest.report import RunReport
 from ingest.run_status import run_note, run_took
 from ingest.watchdog import (
@@ -25,7 +26,6 @@ from ingest.watchdog import (
     worker_gone,
 )
 from kb.conf import kb_settings
-from kb.health import health_report
 from kb.models import IngestRun, Source
 
 pytestmark = pytest.mark.django_db

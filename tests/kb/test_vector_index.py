@@ -10,7 +10,7 @@ from django.core.management import call_command
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from kb import embedded_auth
+from config import embedded_auth
 from kb.conf import kb_settings
 from kb.embedding.embedders import get_embedder
 from kb.models import Namespace, Source

@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from capabilities import service as capabilities
+from config.mcp import TOOLS
 from kb import jsonbody
 from kb.auth import issue_token
-from kb.mcp import TOOLS
 from kb.models import Namespace
 from tests.corpus import CORPUS, ingest
 from tests.mcp.conftest import MODERN

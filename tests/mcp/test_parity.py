@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from django.test import Client
 
-from kb.api import api
+from config.api import api
+from config.mcp import TOOLS
 from kb.auth import issue_token
-from kb.mcp import TOOLS
 
 pytestmark = pytest.mark.django_db
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "mcp.md"

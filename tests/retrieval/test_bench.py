@@ -304,7 +304,7 @@ def test_scaled_copies_keep_their_words_and_a_copy_made_by_another_recipe_is_ref
     transaction=True
 )  # its live server thread reads the token from its own connection
 def test_kb_bench_mcp_times_every_tool_beside_its_api_twin(tmp_path, capsys):
-    from kb.mcp import TOOLS
+    from config.mcp import TOOLS
     from kb.models import ApiToken, Provider
 
     write_beir(tmp_path / "tiny", header=True)

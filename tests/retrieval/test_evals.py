@@ -277,8 +277,8 @@ def test_kb_eval_exit_codes(transactional_db, tmp_path):
 def test_the_shipped_demo_suite_passes_on_the_demo_corpus(transactional_db, settings, tmp_path):
     """The repository's own eval file gates CI: it runs against the demo corpus here."""
     settings.MEDIA_ROOT = str(tmp_path)
+    from config.demo import ensure_demo_sources
     from kb.conf import kb_settings
-    from kb.demo import ensure_demo_sources
 
     kb_settings.cache_clear()
     try:

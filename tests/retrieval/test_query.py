@@ -25,7 +25,7 @@ from retrieval.query import (
         pytest.param("raise HttpClientError here", "HttpClientError", id="pascal-three-humps"),
         pytest.param("use os.path.join()", "os.path.join()", id="dotted-call"),
         pytest.param("build llama.cpp", "llama.cpp", id="dotted-name"),
-        pytest.param("edit src/kb/api.py", "src/kb/api.py", id="path"),
+        pytest.param("edit src/config/api.py", "src/config/api.py", id="path"),
         pytest.param("open docs/index.html", "docs/index.html", id="path-with-extension"),
     ],
 )

@@ -68,7 +68,7 @@ def test_a_clean_exit_writes_every_queued_row():
         env={
             **__import__("os").environ,
             "DATABASE_URL": current_database_url(),
-            "DJANGO_SETTINGS_MODULE": "kb.settings",
+            "DJANGO_SETTINGS_MODULE": "config.settings",
         },
     )
     assert done.returncode == 0, done.stderr[-2000:]

@@ -175,7 +175,7 @@ def _print(report: dict, trees: dict) -> None:
 
 
 def _measure(namespace: str, texts: list[str]) -> dict:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kb.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     import django
 
     django.setup()

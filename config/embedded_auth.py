@@ -39,7 +39,7 @@ SUPERUSER = "postgres"
 EXTENSIONS = ("vector", "pg_trgm")
 # A change to what `secure` does changes this text too, so every folder is secured again once.
 HBA = (
-    "# Written by kb/embedded_auth.py (2): password (SCRAM) logins on the Unix socket, nothing else.\n"
+    "# Written by config/embedded_auth.py (2): password (SCRAM) logins on the Unix socket, nothing else.\n"
     "local all all scram-sha-256\n"
     "local replication postgres scram-sha-256\n"
 )  # a streaming replica's copy, by the superuser only

@@ -1,4 +1,4 @@
-"""The embedded server takes password logins of the product's own role only (kb/embedded_auth.py):
+"""The embedded server takes password logins of the product's own role only (config/embedded_auth.py):
 nothing that reaches its socket without the credentials file logs in, the product's role is no
 superuser (no `COPY … TO PROGRAM`), and a folder made by older code, which trusted everyone, is
 converted at its next start with its data and serves the product's role."""
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow
 
 PROBE = textwrap.dedent("""
     import json, sys, psycopg
-    from kb.embedded_db import ensure_server
+    from config.embedded_db import ensure_server
     server = ensure_server(sys.argv[1])
     got = {}
     for user in ("postgres", "kb"):
@@ -106,7 +106,7 @@ HOLD_TRUSTING = textwrap.dedent("""
 def test_a_conversion_cut_off_before_the_reload_is_finished_at_the_next_start(tmp_path):
     """pg_hba.conf already says "passwords only" but the running server never reloaded it (the
     converting process died in between): the next start must not take the file's word for it."""
-    from kb import embedded_auth
+    from config import embedded_auth
 
     pgdata = tmp_path / "pgdata"
     holder = subprocess.Popen(

@@ -10,7 +10,7 @@ import time
 import psycopg
 import pytest
 
-from kb.embedded_db import prune_dead_handles
+from config.embedded_db import prune_dead_handles
 from tests.pgserver import REPO, current_database_url, free_port, run_manage
 
 pytestmark = pytest.mark.slow
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow
 START_AND_HOLD = textwrap.dedent(
     """
     import sys, time
-    from kb.embedded_db import ensure_server
+    from config.embedded_db import ensure_server
     server = ensure_server(sys.argv[1])
     print(server.pid, flush=True)
     time.sleep(float(sys.argv[2]))
@@ -48,12 +48,12 @@ def test_concurrent_start_shares_one_server_and_data_survives_restart(tmp_path):
     assert not (pgdata / "postmaster.pid").exists()
 
     # data written in one life of the server is there in the next
-    from kb.embedded_db import ensure_server
+    from config.embedded_db import ensure_server
 
     script = textwrap.dedent(
         """
         import sys, psycopg
-        from kb.embedded_db import ensure_database, ensure_server
+        from config.embedded_db import ensure_database, ensure_server
         server = ensure_server(sys.argv[1])
         ensure_database(server, "survivors")  # the product's role writes in its own databases
         with psycopg.connect(server.conninfo("survivors"), autocommit=True) as conn:
@@ -96,7 +96,7 @@ def test_data_folder_locked_by_another_process_is_a_clear_error(tmp_path):
     squatter = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
         (pgdata / "postmaster.pid").write_text(f"{squatter.pid}\n{pgdata}\n")
-        from kb.embedded_db import ensure_server
+        from config.embedded_db import ensure_server
         from kb.errors import DatabaseUnavailable
 
         with pytest.raises(DatabaseUnavailable) as excinfo:

@@ -11,8 +11,8 @@ import urllib.request
 
 import pytest
 
-from kb.bootstrap import ensure_admin_user
-from kb.demo import ensure_demo_sources
+from config.bootstrap import ensure_admin_user
+from config.demo import ensure_demo_sources
 from kb.models import Chunk, Document, IngestRun, Source
 from tests.pgserver import REPO, current_database_url, free_port
 
@@ -136,7 +136,7 @@ def test_a_worker_that_keeps_dying_stops_the_product_with_the_reason(transaction
     saying which process and why, instead of restarting it forever."""
     import psutil
 
-    from kb.management.commands.kb_run import RESTART_WINDOW_S, RESTARTS_ALLOWED
+    from config.management.commands.kb_run import RESTART_WINDOW_S, RESTARTS_ALLOWED
 
     port = free_port()
     log_path = tmp_path / "kb_run.log"
@@ -289,7 +289,7 @@ ORPHAN = """
 import os, subprocess, sys, time
 import django, psutil
 django.setup()
-from kb.management.commands.kb_run import _become_subreaper, _reap_orphans
+from config.management.commands.kb_run import _become_subreaper, _reap_orphans
 assert _become_subreaper()
 if os.fork() == 0:  # a child leaving an orphan behind, as a killed cluster leaves its workers
     if os.fork() == 0:
@@ -317,7 +317,7 @@ def test_kb_run_inherits_its_childrens_orphans_and_waits_for_them():
         env={
             **os.environ,
             "DATABASE_URL": "postgresql://unused@127.0.0.1:9/unused",  # never opened
-            "DJANGO_SETTINGS_MODULE": "kb.settings",
+            "DJANGO_SETTINGS_MODULE": "config.settings",
         },
     )
     # the orphan and the started child were zombies; both are gone, and the started one's exit code is kept
@@ -370,8 +370,8 @@ def test_demo_sources_and_provider_load_and_rerun_costs_nothing(settings, tmp_pa
         assert again.get().items_changed == 1  # re-embedded with the configured model
         # the example capability provider loads over these sources and answers with verified hits
         from capabilities import service
+        from config.demo import ensure_demo_providers
         from kb.auth import Principal
-        from kb.demo import ensure_demo_providers
 
         assert ensure_demo_providers()[0]["capabilities"] == 3
         anonymous = Principal("anonymous")  # the demo namespace is public

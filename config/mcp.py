@@ -1,5 +1,5 @@
 """The MCP endpoint, /mcp: one django-mcpz server (Streamable HTTP, a synchronous Django view in
-the same process as the JSON API) that serves each app's tools, as kb/api.py serves each app's
+the same process as the JSON API) that serves each app's tools, as config/api.py serves each app's
 router. Protocol revision 2026-07-28 (stateless) and the 2025 revisions clients still send.
 
 Authorisation is the API's: an API token as a bearer token reads exactly its namespaces; no

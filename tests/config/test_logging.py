@@ -26,7 +26,7 @@ def test_a_refused_request_is_logged_once_and_a_huge_request_line_is_cut(db):
         timeout=120,
         env={
             **os.environ,
-            "DJANGO_SETTINGS_MODULE": "kb.settings",
+            "DJANGO_SETTINGS_MODULE": "config.settings",
             "KB_DEBUG": "1",
             "DATABASE_URL": current_database_url(),
         },

@@ -176,7 +176,7 @@ class InvalidInputMiddleware:
 class DatabaseAwayMiddleware:
     """A page that loses the database answers 503 `KB_DB_UNAVAILABLE` with a Retry-After, not an
     internal error: the reader may try again, and nothing is wrong with the request. Every /api/
-    view is django-ninja's, which answers the same itself (kb/api.py), so none reaches here."""
+    view is django-ninja's, which answers the same itself (config/api.py), so none reaches here."""
 
     def __init__(self, get_response):
         self.get_response = get_response

@@ -1,10 +1,10 @@
+"""The site's URLs: the console, the API, MCP, health, reader accounts, and each app's pages."""
+
 from django.contrib import admin
 from django.urls import include, path
 
-from evaluation import views as evaluation_views
-from kb import mcp, views
-from kb.api import api
-from retrieval import views as retrieval_views
+from config import mcp, views
+from config.api import api
 
 handler400 = views.bad_request
 
@@ -34,15 +34,7 @@ urlpatterns = [
     ),
     path("accounts/oidc/", include("kb.identity.urls")),  # single sign-on (docs/identity.md)
     path("accounts/", include("django.contrib.auth.urls")),
-    path("curate/", retrieval_views.curator_report, name="curator-report"),
-    path("curate/eval-case", evaluation_views.make_eval_case_page, name="curator-eval-case"),
-    path("feedback", retrieval_views.page_feedback, name="feedback"),
-    path("suggest", retrieval_views.spelling_suggestion, name="suggest"),
-    path("documents/<int:document_id>/", retrieval_views.document_page, name="document"),
-    path(
-        "documents/<int:document_id>/original",
-        retrieval_views.document_original,
-        name="document-original",
-    ),
-    path("", retrieval_views.search_page, name="search"),
+    # each app's pages, from its own urls.py
+    path("", include("evaluation.urls")),
+    path("", include("retrieval.urls")),
 ]

@@ -10,12 +10,12 @@ from django.db import DatabaseError
 from django.http import FileResponse, Http404, HttpResponseBadRequest, JsonResponse
 from django.views.decorators.http import require_GET
 
+from config.health import health_report
+from config.middleware import bad_request_text
 from kb import ratelimit
 from kb.auth import client_address
 from kb.errors import KBError
-from kb.health import health_report
 from kb.http import page_error
-from kb.middleware import bad_request_text
 
 
 @require_GET

@@ -7,7 +7,7 @@ that never touch the database never start it. With DATABASE_URL this is plain Po
 
 from django.db.backends.postgresql import base
 
-from kb.embedded_db import ensure_database, ensure_server
+from config.embedded_db import ensure_database, ensure_server
 
 
 class DatabaseWrapper(base.DatabaseWrapper):

@@ -49,6 +49,7 @@ INSTALLED_APPS = [
     "django.contrib.postgres",
     "ninja",  # serves its own Swagger UI files: /api/docs loads nothing from another origin
     *PRODUCT_APPS,
+    "config",  # the project itself, installed for its commands: kb_run, kb_error_table
     "django_q",
 ]
 
@@ -60,24 +61,24 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "kb.middleware.ApiErrorShapeMiddleware",
-    "kb.middleware.ContentSecurityPolicyMiddleware",
-    "kb.middleware.PrivateResponsesMiddleware",
-    "kb.middleware.InvalidInputMiddleware",
-    "kb.middleware.DebugPagesForStaffMiddleware",
-    "kb.middleware.DatabaseAwayMiddleware",
+    "config.middleware.ApiErrorShapeMiddleware",
+    "config.middleware.ContentSecurityPolicyMiddleware",
+    "config.middleware.PrivateResponsesMiddleware",
+    "config.middleware.InvalidInputMiddleware",
+    "config.middleware.DebugPagesForStaffMiddleware",
+    "config.middleware.DatabaseAwayMiddleware",
     "kb.identity.middleware.IdentityResyncMiddleware",  # an SSO session's groups read again when due
 ]
 # debug pages and error reports hide every setting and environment variable whose name says
 # secret, and with DEBUG on reach signed-in staff only
-DEFAULT_EXCEPTION_REPORTER_FILTER = "kb.middleware.SecretHidingFilter"
-DEFAULT_EXCEPTION_REPORTER = "kb.middleware.StaffOnlyExceptionReporter"
+DEFAULT_EXCEPTION_REPORTER_FILTER = "config.middleware.SecretHidingFilter"
+DEFAULT_EXCEPTION_REPORTER = "config.middleware.StaffOnlyExceptionReporter"
 
 if PRODUCTION:  # runserver serves static files in development
     MIDDLEWARE.insert(1, "whitenoise.middleware.WhiteNoiseMiddleware")
 
-ROOT_URLCONF = "kb.urls"
-WSGI_APPLICATION = "kb.wsgi.application"
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
 
 TEMPLATES = [
     {
@@ -100,18 +101,18 @@ TEMPLATES = [
 
 # --- Database -------------------------------------------------------------------------------
 # DATABASE_URL set: that server. Unset: an embedded PostgreSQL 18 + pgvector started on demand
-# by the `kb.db_backend` engine in KB_DATA_DIR/pgdata (see kb/embedded_db.py).
+# by the `config.db_backend` engine in KB_DATA_DIR/pgdata (see config/embedded_db.py).
 KB_DATA_DIR = Path(os.environ.get("KB_DATA_DIR", BASE_DIR / ".kb")).resolve()
 DATABASE_URL = os.environ.get("DATABASE_URL", "")
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
-    DATABASES["default"]["ENGINE"] = "kb.db_backend"
+    DATABASES["default"]["ENGINE"] = "config.db_backend"
 else:
     DATABASES = {
         "default": {
-            "ENGINE": "kb.db_backend",
+            "ENGINE": "config.db_backend",
             "NAME": "kb",
-            "USER": "kb",  # kb/embedded_auth.py: not a superuser; its password is set on connecting
+            "USER": "kb",  # config/embedded_auth.py: not a superuser; its password is set on connecting
             "HOST": "",
             "EMBEDDED_PGDATA": str(KB_DATA_DIR / "pgdata"),
             "CONN_MAX_AGE": 60,
@@ -144,7 +145,7 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 LANGUAGE_CODE = "en-us"
-FORMAT_MODULE_PATH = ["kb.formats"]  # times to the second (kb/formats/en/formats.py)
+FORMAT_MODULE_PATH = ["config.formats"]  # times to the second (config/formats/en/formats.py)
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
@@ -357,9 +358,9 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {
-        "short": {"()": "kb.log_filters.ShortFormatter"},
+        "short": {"()": "config.log_filters.ShortFormatter"},
         "django.server": {
-            "()": "kb.log_filters.ShortServerFormatter",
+            "()": "config.log_filters.ShortServerFormatter",
             "format": "[{server_time}] {message}",
             "style": "{",
         },
@@ -373,7 +374,7 @@ LOGGING = {
     "loggers": {
         **{
             app: {"level": os.environ.get("KB_LOG_LEVEL", "INFO"), "propagate": True}
-            for app in PRODUCT_APPS
+            for app in (*PRODUCT_APPS, "config")
         },
         # Django's own handler would write each 4xx and 5xx a second time beside the root's (with DEBUG on)
         "django": {"handlers": [], "level": "INFO", "propagate": True},
