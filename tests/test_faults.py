@@ -7,7 +7,7 @@ import time
 import pytest
 
 from ingest.pipeline import IngestPipeline
-from kb.embedding.embedders import HttpEmbedder
+from kb.embedding.http import HttpEmbedder
 from kb.models import Document, IngestRun, Source
 from tests.cluster import Cluster
 from tests.webserver import Route

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 import torch
 
-from kb.embedding.embedders import (
+from kb.embedding.embedders import get_embedder
+from kb.embedding.local import (
     SentenceTransformerEmbedder,
     _is_mean_pooled_transformer,
     bundled_model_path,
-    get_embedder,
 )
 from kb.embedding.onnx_documents import INT8_VARIANT
 from kb.embedding.onnx_query import VERIFY_MIN_COSINE, _open, export_graph, load_onnx_query_encoder
@@ -77,7 +77,7 @@ EXPORT_IN_A_PROCESS = """
 import logging, sys
 logging.basicConfig(level=logging.INFO, format="%(message)s")
 from pathlib import Path
-from kb.embedding.embedders import bundled_model_path
+from kb.embedding.local import bundled_model_path
 from kb.embedding.onnx_query import load_onnx_query_encoder
 from sentence_transformers import SentenceTransformer
 model = SentenceTransformer(str(bundled_model_path()), device="cpu")

@@ -10,7 +10,8 @@ from django.urls import reverse
 from ingest.pipeline import IngestPipeline
 from ingest.service import retry_run, start_ingest
 from ingest.uploads import add_files
-from kb.embedding.embedders import HttpEmbedder, get_embedder
+from kb.embedding.embedders import get_embedder
+from kb.embedding.http import HttpEmbedder
 from kb.models import Chunk, Document, IngestRun, Source
 from tests.webserver import Route
 

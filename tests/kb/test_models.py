@@ -258,7 +258,8 @@ def test_a_strong_match_floor_that_is_no_cosine_is_refused(settings, value):
 def test_the_strong_match_floor_is_the_setting_then_the_models_own_then_assumed(settings):
     """An unmeasured model gets the bundled model's floor, and /healthz says it is assumed."""
     from kb.conf import kb_settings
-    from kb.embedding.embedders import bundled_model_path, get_embedder, strong_floor
+    from kb.embedding.embedders import get_embedder, strong_floor
+    from kb.embedding.local import bundled_model_path
 
     def floor(**changes):
         for name, value in changes.items():

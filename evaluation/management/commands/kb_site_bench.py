@@ -40,7 +40,8 @@ from evaluation.site_bench import ChunkFacts, fidelity, page_facts
 from ingest.evaluate import allow_rules_from_settings, ingest_now
 from ingest.recall import hidden_classes
 from kb.conf import DOCUMENT_RUNTIMES, kb_settings
-from kb.embedding.embedders import SentenceTransformerEmbedder, get_embedder, local_embedder
+from kb.embedding.embedders import get_embedder, local_embedder
+from kb.embedding.local import SentenceTransformerEmbedder
 from kb.migrated import migration_hint
 from kb.models import Chunk, Document, IngestItem, Namespace, Source
 
