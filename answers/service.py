@@ -568,10 +568,11 @@ def record_feedback(request_or_principal, answer_id: int, helpful: bool) -> Answ
 
 
 def asker(request_or_principal, principal: Principal, *, create: bool) -> str:
-    """Who is asking, as far as a vote goes: the token, the signed-in user, or an anonymous reader's
-    session (its key hashed; `create` starts a session for one who has none). "" when there is
-    no telling (a principal without its request): nobody may vote then."""
-    if principal.kind == "token":
+    """Who is asking, as far as a vote goes: the token (a namespace token or a person token), the
+    signed-in user, or an anonymous reader's session (its key hashed; `create` starts a session for
+    one who has none). "" when there is no telling (a principal without its request): nobody may
+    vote then."""
+    if principal.token_id is not None:
         return f"token:{principal.token_id}"
     if isinstance(request_or_principal, Principal):
         return ""

@@ -5,6 +5,7 @@ from django.urls import include, path
 
 from config import mcp, views
 from config.api import api
+from kb.identity import tokens
 
 handler400 = views.bad_request
 
@@ -32,6 +33,7 @@ urlpatterns = [
         views.ThrottledPasswordResetConfirmView.as_view(),
         name="password_reset_confirm",
     ),
+    path("accounts/tokens/", tokens.my_tokens, name="my-tokens"),  # people's own API tokens
     path("accounts/oidc/", include("kb.identity.urls")),  # single sign-on (docs/identity.md)
     path("accounts/", include("django.contrib.auth.urls")),
     # each app's pages, from its own urls.py

@@ -5,6 +5,7 @@ Every app registers its models' admin next to its services (`ingest/admin.py`,
 `retrieval/admin.py`, `capabilities/admin.py`, `evaluation/admin.py`) on the base classes of
 `kb/admin_access.py`."""
 
+from django import forms
 from django.contrib import admin, messages
 from django.utils.html import format_html
 
@@ -24,26 +25,58 @@ class NamespaceMembershipAdmin(SuperuserOnly):
     list_filter = ["namespace", "can_write"]
 
 
+class ApiTokenForm(forms.ModelForm):
+    """A token is either a namespace token (its namespaces) or a person token (its user)."""
+
+    class Meta:
+        model = models.ApiToken
+        fields = "__all__"
+
+    def clean(self):
+        cleaned = super().clean()
+        user, namespaces = cleaned.get("user"), cleaned.get("namespaces")
+        if user is not None and namespaces:
+            self.add_error(
+                "namespaces",
+                "A person token reads what its user reads: leave its namespaces empty.",
+            )
+        elif user is None and not namespaces and "namespaces" not in self.errors:
+            self.add_error(
+                "namespaces",
+                "Choose the namespaces of this token, or a user for a token that acts for them.",
+            )
+        return cleaned
+
+
 @admin.register(models.ApiToken)
 class ApiTokenAdmin(SuperuserOnly):
+    """Every token, namespace and person tokens alike: superusers issue, change and revoke them;
+    people make and revoke their own person tokens at /accounts/tokens/."""
+
+    form = ApiTokenForm
     list_display = [
         "name",
         "prefix",
         "scope",
+        "user",
         "namespace_list",
         "rate_limit_per_minute",
         "created_at",
         "last_used_at",
+        "expires_at",
         "revoked_at",
     ]
-    list_filter = ["scope", "revoked_at"]
-    search_fields = ["name", "prefix"]
+    list_filter = ["scope", ("user", admin.EmptyFieldListFilter), "expires_at", "revoked_at"]
+    search_fields = ["name", "prefix", "user__username"]
     readonly_fields = ["prefix", "created_at", "last_used_at"]
     filter_horizontal = ["namespaces"]
+    raw_id_fields = ["user"]
     actions = ["revoke"]
 
     @admin.display(description="namespaces")
     def namespace_list(self, obj):
+        if obj.user_id is not None:
+            return "what its user reads"
         return ", ".join(obj.namespaces.values_list("slug", flat=True))
 
     def get_exclude(self, request, obj=None):
