@@ -68,10 +68,13 @@ def _load(setting: str, builtin, name: str):
 
 
 class TargetAccess:
-    """What a knowledge backend may read: only the listed targets, and only during the call."""
+    """What a knowledge backend may read: only the listed targets, and only during the call.
+    `reach`: the audiences the caller reads (`kb.audiences`); its targets list only documents
+    the caller may read, and its searches read no others either."""
 
-    def __init__(self, targets: tuple[Target, ...]):
+    def __init__(self, targets: tuple[Target, ...], reach: frozenset[int] | None = frozenset()):
         self._targets = {t.id: t for t in targets}
+        self._reach = reach
         self._open = True
 
     @property
@@ -126,6 +129,7 @@ class TargetAccess:
                 filters=Filters(document_ids=tuple(sorted(document_ids))),
                 limit=limit,
                 log=False,
+                reach=self._reach,
             )
             pairs.extend((owner[hit.document_id], hit) for hit in result.hits)
         pairs.sort(key=lambda pair: (-pair[1].score, pair[1].chunk_id))

@@ -45,6 +45,7 @@ from capabilities.errors import (
     RevisionMismatch,
     UnknownCapability,
 )
+from kb.audiences import document_filter
 from kb.auth import Principal
 from kb.conf import kb_settings
 from kb.datafiles import read_data
@@ -279,7 +280,12 @@ def retrieve_knowledge(
                     "current": revisions.get(records[cid].provider.slug),
                 },
             )
-    targets = _filter(store.expand_targets(wanted), knowledge_ids, roles, locales)
+    targets = _filter(
+        store.expand_targets(wanted, document_filter(principal.audiences)),
+        knowledge_ids,
+        roles,
+        locales,
+    )
     readable = store.readable_source_ids({t.source_id for t in targets}, principal.readable())
     targets = [
         t for t in targets if t.source_id in readable
@@ -294,7 +300,7 @@ def retrieve_knowledge(
         limit=limit,
     )
     backend = knowledge_retriever()
-    access = TargetAccess(request.targets)
+    access = TargetAccess(request.targets, principal.audiences)
     try:
         answer = backend.retrieve(request, access)
     except KBError:

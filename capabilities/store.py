@@ -187,9 +187,12 @@ def readable_source_ids(source_ids, readable_namespaces: Q) -> set[int]:
     )
 
 
-def expand_targets(capability_ids) -> list[Target]:
+def expand_targets(capability_ids, documents: Q | None = None) -> list[Target]:
     """The selected capabilities' targets, one per (target, role, locale), with the documents
-    each covers now; a target named by two capabilities lists both."""
+    each covers now that match `documents` (those the caller may read, `kb.audiences`); a target
+    named by two capabilities lists both, and a document target whose document does not match
+    is left out, as if it were missing."""
+    documents = documents if documents is not None else Q()
     rows = (
         KnowledgeTarget.objects.filter(capability__canonical_id__in=list(capability_ids))
         .select_related("capability__provider", "document", "source")
@@ -211,18 +214,20 @@ def expand_targets(capability_ids) -> list[Target]:
         entry["capabilities"].add(row.capability.canonical_id)
     source_documents: dict[int, list[tuple[int, int]]] = {}
     source_ids = {e["source_id"] for e in merged.values() if e["document_id"] is None}
-    for doc_id, source_id, size in _document_sizes(Q(source_id__in=source_ids)):
+    for doc_id, source_id, size in _document_sizes(Q(source_id__in=source_ids) & documents):
         source_documents.setdefault(source_id, []).append((doc_id, size))
     single = {
         doc_id: size
         for doc_id, _, size in _document_sizes(
-            Q(pk__in=[e["document_id"] for e in merged.values() if e["document_id"]])
+            Q(pk__in=[e["document_id"] for e in merged.values() if e["document_id"]]) & documents
         )
     }
     targets = []
     for (target_id, role, locale), e in merged.items():
         if e["document_id"]:
-            docs = [(e["document_id"], single.get(e["document_id"], 0))]
+            if e["document_id"] not in single:
+                continue
+            docs = [(e["document_id"], single[e["document_id"]])]
         else:
             docs = sorted(source_documents.get(e["source_id"], []))
         targets.append(

@@ -65,14 +65,16 @@ def make_eval_case(
     return suite, case_id
 
 
-def case_from_logged_search(namespace: Namespace, log_id: int) -> tuple[EvalSuite, str] | None:
+def case_from_logged_search(
+    namespace: Namespace, log_id: int, reach: frozenset[int] | None = frozenset()
+) -> tuple[EvalSuite, str] | None:
     """One click from a row of the curator's report: the logged search becomes a case judged by
     its votes (`judged_from_feedback`). None when nothing came back to judge by: the curator then
     names the answer on the review page."""
     log = QueryLog.objects.filter(pk=log_id, namespace=namespace).first()
     if log is None:
         raise NotFound(f"No logged search {log_id} in {namespace.slug!r}.")
-    relevant, irrelevant = judged_from_feedback(query_results(log))
+    relevant, irrelevant = judged_from_feedback(query_results(log, reach))
     if not relevant:
         return None
     return make_eval_case(namespace, log.query[:MAX_QUESTION_CHARS], relevant, irrelevant)

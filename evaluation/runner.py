@@ -60,6 +60,7 @@ def run_suite(
                     case.namespace,
                     limit=case.top_k,
                     filters=Filters(case.source_ids, case.document_ids),
+                    reach=principal.audiences if principal is not None else None,
                     **METHODS[method],
                 )
                 views = [

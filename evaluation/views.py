@@ -27,7 +27,7 @@ def make_eval_case_page(request):
         log_id = bounded_int(request.POST.get("query"), 0, 0, 2**62)
         days = request.POST.get("days", "7")
         if log_id and not request.POST.get("question"):  # one click from a row of the report
-            made = case_from_logged_search(namespace, log_id)
+            made = case_from_logged_search(namespace, log_id, principal.audiences)
             if made is None:  # nothing came back: the curator names the answer on the review page
                 review = urlencode({"namespace": slug, "days": days, "query": log_id})
                 return HttpResponseRedirect(f"{reverse('curator-report')}?{review}#case-h")

@@ -5,6 +5,7 @@ from ninja import Router, Status
 from ingest import sources
 from ingest.schemas import RunOut, SourceIn, SourceOut, SourcePatch, UploadOut
 from ingest.service import start_ingest
+from kb.audiences import document_filter
 from kb.auth import require_readable
 from kb.errors import NotFound, ValidationFailed
 from kb.http import sent_file_name
@@ -19,7 +20,9 @@ def list_sources(request, namespace: str | None = None):
         request.auth.check(namespace)
     visible = request.auth.readable_namespaces()
     queryset = (
-        Source.objects.filter(namespace__in=visible).select_related("namespace").order_by("id")
+        Source.objects.filter(document_filter(request.auth.audiences), namespace__in=visible)
+        .select_related("namespace")
+        .order_by("id")
     )
     if namespace:
         queryset = queryset.filter(namespace__slug=namespace)

@@ -29,6 +29,7 @@ from django.urls import path
 from django.utils.functional import cached_property
 
 from kb import models
+from kb.audiences import document_filter
 from kb.auth import Principal, staff_principal
 
 SCOPE: dict[type[Model], str] = {  # model -> lookup from it to its Namespace ("": it is one)
@@ -50,6 +51,14 @@ SCOPE: dict[type[Model], str] = {  # model -> lookup from it to its Namespace ("
     models.FusionCalibration: "namespace",
     models.GroupRule: "namespace",
 }
+# model -> lookup from it to the object whose audience it shares ("": it has one itself)
+AUDIENCED: dict[type[Model], str] = {
+    models.Source: "",
+    models.SourceFile: "source__",
+    models.Document: "",
+    models.Chunk: "",
+    models.IngestItem: "run__source__",
+}
 SPANS: dict[type[Model], str] = {  # model -> its array field of every namespace one object draws on
     models.AnswerLog: "namespaces",  # an answer searched them all: readable only by a reader of each
 }
@@ -67,6 +76,15 @@ def scoped(queryset: QuerySet, slugs: frozenset[str] | None) -> QuerySet:
     if queryset.model in SPANS:
         queryset = queryset.filter(**{f"{SPANS[queryset.model]}__contained_by": sorted(slugs)})
     return queryset
+
+
+def heard(queryset: QuerySet, principal: Principal) -> QuerySet:
+    """`queryset` limited to what `principal`'s audiences let it read (`kb.audiences`): a
+    restricted source, its files and runs' items, a restricted document and its chunks only for
+    its audience and the namespace's curators."""
+    if queryset.model not in AUDIENCED:
+        return queryset
+    return queryset.filter(document_filter(principal.audiences, AUDIENCED[queryset.model]))
 
 
 def namespace_of(obj: Model) -> str | None:
@@ -189,7 +207,8 @@ class ScopedInline(ScopedFields):
     """The base of every inline on a scoped admin: its rows and choices are scoped too."""
 
     def get_queryset(self, request):
-        return scoped(super().get_queryset(request), _readable(self._principal(request)))
+        principal = self._principal(request)
+        return heard(scoped(super().get_queryset(request), _readable(principal)), principal)
 
 
 class ScopedRelatedFilter(admin.RelatedFieldListFilter):
@@ -197,8 +216,9 @@ class ScopedRelatedFilter(admin.RelatedFieldListFilter):
 
     def field_choices(self, field, request, model_admin):
         ordering = self.field_admin_ordering(field, request, model_admin)
-        related = scoped(
-            field.related_model._default_manager.all(), _readable(staff_principal(request.user))
+        principal = staff_principal(request.user)
+        related = heard(
+            scoped(field.related_model._default_manager.all(), _readable(principal)), principal
         )
         if ordering:
             related = related.order_by(*ordering)
@@ -212,7 +232,8 @@ class NamespaceScoped(ScopedFields, admin.ModelAdmin):
     `scoped_object`."""
 
     def get_queryset(self, request):
-        return scoped(super().get_queryset(request), _readable(self._principal(request)))
+        principal = self._principal(request)
+        return heard(scoped(super().get_queryset(request), _readable(principal)), principal)
 
     def _may(self, request, obj, write: bool) -> bool:
         principal = self._principal(request)

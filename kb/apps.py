@@ -19,6 +19,7 @@ class KbConfig(AppConfig):
         from django.contrib import admin
 
         from kb.admin import lock_down_unscoped
+        from kb.audiences import reconcile
         from kb.identity import signins
         from kb.lexing import Relexed, count_languages
         from kb.passage_models import count_models
@@ -31,3 +32,5 @@ class KbConfig(AppConfig):
         keep_counted(
             count_models, "embedding models", uid="kb.passage_models", unless_sent_by=Relexed
         )
+        # documents a run wrote while their source's audience changed take it at the run's end
+        keep_counted(reconcile, "audiences", uid="kb.audiences")

@@ -22,6 +22,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from kb import ratelimit
+from kb.audiences import reach_of
 from kb.conf import kb_settings
 from kb.errors import AuthenticationRequired, Forbidden, NotFound, TokenInvalid
 from kb.models import ApiToken, Namespace, NamespaceMembership
@@ -41,7 +42,14 @@ class Principal:
     writable: frozenset[str] = frozenset()  # members: the namespaces they may change
     rate_key: str = ""  # the counter its requests are charged to (`charge`)
     rate_limit: int = 0  # requests a minute
+    # the audiences it reads inside its namespaces besides open documents; None: every one
+    audiences: frozenset[int] | None = frozenset()
+
     read_only: bool = False  # a person token without the write scope: its owner's reads only
+
+    def __post_init__(self) -> None:
+        if self.kind == "staff":  # a superuser reads every document, however it is made
+            object.__setattr__(self, "audiences", None)
 
     def charge(self, requests: int) -> None:
         """Count `requests` more against this caller's rate limit: what a request that makes
@@ -191,7 +199,7 @@ def staff_principal(user) -> Principal:
     members of, and read every public one: a reader's membership gives the same reads as a staff
     member's."""
     if user.is_superuser:
-        return Principal("staff", can_write=True, user_id=user.pk)
+        return Principal("staff", can_write=True, user_id=user.pk, audiences=None)
     memberships = list(
         NamespaceMembership.objects.filter(user=user).values_list("namespace__slug", "can_write")
     )
@@ -201,6 +209,7 @@ def staff_principal(user) -> Principal:
         namespaces=frozenset(slug for slug, _ in memberships),
         can_write=any(write for _, write in memberships),
         writable=frozenset(slug for slug, write in memberships if write),
+        audiences=reach_of(user, (slug for slug, write in memberships if write)),
     )
 
 

@@ -19,9 +19,22 @@ from kb.replicas import read_alias, read_connection
 
 @dataclass(frozen=True)
 class Scope:
+    """Where a search reads: one namespace, optionally some of its sources or documents, and of
+    its documents those the reader may read. `audiences`: the restricted audiences (kb.audiences)
+    read besides the open documents, None for every one; each restricted audience read also
+    keeps its words' statistics apart, under `statistics_keys` (kb/migrations/0049_audiences.py)."""
+
     namespace_id: int
     source_ids: tuple[int, ...] = ()
     document_ids: tuple[int, ...] = ()
+    audiences: tuple[int, ...] | None = ()
+
+    @property
+    def statistics_keys(self) -> tuple[int, ...]:
+        """The keys of the postings and counts this scope reads: the namespace's own (its open
+        documents') and minus each restricted audience's id. With `audiences` None (every one,
+        unresolved) only the namespace's own: `planning.plan` resolves them."""
+        return (int(self.namespace_id), *(-int(a) for a in self.audiences or ()))
 
     def where(self, chunk_alias: str = "c") -> tuple[str, list]:
         """SQL conditions (and params) restricting chunks `chunk_alias` to this scope. The
@@ -37,6 +50,7 @@ class Scope:
                 f"{chunk_alias}.document_id IN (SELECT id FROM kb_document WHERE source_id = ANY(%s))"
             )
             params.append(list(self.source_ids))
+        self._audience(chunk_alias, sql, params)
         return " AND ".join(sql), params
 
     def document_where(self, document_alias: str = "d") -> tuple[str, list]:
@@ -49,7 +63,17 @@ class Scope:
         if self.source_ids:
             sql.append(f"{document_alias}.source_id = ANY(%s)")
             params.append(list(self.source_ids))
+        self._audience(document_alias, sql, params)
         return " AND ".join(sql), params
+
+    def _audience(self, alias: str, sql: list[str], params: list) -> None:
+        if self.audiences is None:
+            return
+        if not self.audiences:
+            sql.append(f"{alias}.audience_id IS NULL")
+        else:
+            sql.append(f"({alias}.audience_id IS NULL OR {alias}.audience_id = ANY(%s))")
+            params.append(list(self.audiences))
 
 
 @dataclass(frozen=True)

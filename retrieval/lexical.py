@@ -110,9 +110,24 @@ def _search(
     read = posting_lists.read(scope.namespace_id, list(terms)) if packed else None
     if read is None:
         return LexicalResult(
-            _table(scope, statistics, k),
+            _table(scope, statistics, k, scope.statistics_keys),
             LexicalReport("table", sum(t.document_frequency for t in statistics.terms), terms),
         )
+    found = _packed(scope, statistics, k, read, terms)
+    restricted = scope.statistics_keys[1:]
+    if not restricted:
+        return found
+    # the audiences the reader reads are never packed: their postings come from the table, scored
+    # with the same statistics, and the two lists merge as one ranking would order them
+    rows = sorted(
+        found.rows + _table(scope, statistics, k, restricted),
+        key=lambda r: (-round(r.raw * 1e6), r.chunk_id),
+    )
+    return LexicalResult(rows[:k], found.report)
+
+
+def _packed(scope: Scope, statistics, k: int, read, terms: tuple[str, ...]) -> LexicalResult:
+    """The top k of the namespace's open chunks, from its packed lists."""
     weights = {t.lexeme: t.weight(statistics.chunk_count) for t in statistics.terms}
     if scope.source_ids or scope.document_ids:
         ids, scores = bm25.score_postings(
@@ -169,19 +184,23 @@ _IMPACT = (
 )
 
 
-def _table(scope: Scope, statistics: "TermStatistics", k: int) -> list[ChannelRow]:
+def _table(
+    scope: Scope, statistics: "TermStatistics", k: int, keys: tuple[int, ...]
+) -> list[ChannelRow]:
     """Two statements in all: the statistics (counted before) and this one, which reads each
-    term's postings once, sums the weighted impacts per chunk and keeps the best k. Each term's
-    postings are read through a LATERAL lookup of the primary key, so the planner cannot misjudge
-    the term list and scan every posting of the namespace instead."""
+    term's postings once under each statistics key (`Scope.statistics_keys`: the namespace's open
+    chunks, and each audience the reader reads), sums the weighted impacts per chunk and keeps
+    the best k. Each term's postings are read through a LATERAL lookup of the primary key, so the
+    planner cannot misjudge the term list and scan every posting of the namespace instead."""
     terms = statistics.terms
     join, scope_params = _scope_join(scope)
     sql = f"""
         WITH terms(lexeme, w) AS (SELECT * FROM unnest(%(lexemes)s::text[], %(weights)s::float8[]))
         SELECT chunk_id, score FROM (
             SELECT t.chunk_id, sum(q.w * {_IMPACT}) AS score
-            FROM terms q CROSS JOIN LATERAL (SELECT t.chunk_id, t.tf, t.doc_len FROM kb_chunk_term t
-                                             WHERE t.namespace_id = %(ns)s AND t.lexeme = q.lexeme) t {join}
+            FROM terms q CROSS JOIN unnest(%(keys)s::bigint[]) AS k(key)
+            CROSS JOIN LATERAL (SELECT t.chunk_id, t.tf, t.doc_len FROM kb_chunk_term t
+                                 WHERE t.namespace_id = k.key AND t.lexeme = q.lexeme) t {join}
             GROUP BY t.chunk_id) scored
         ORDER BY {SCORE_ORDER}
         LIMIT %(k)s"""
@@ -189,7 +208,7 @@ def _table(scope: Scope, statistics: "TermStatistics", k: int) -> list[ChannelRo
         "lexemes": [t.lexeme for t in terms],
         "weights": [t.weight(statistics.chunk_count) for t in terms],
         "avgdl": statistics.average_length,
-        "ns": scope.namespace_id,
+        "keys": list(keys),
         "k": k,
         **scope_params,
     }
@@ -239,8 +258,9 @@ def term_statistics(
     of its accented spelling, where the namespace holds that (`restore_accents`), and a compound
     whose stem it lacks as the two parts it holds (`split_compounds`); a stem read so that the
     query holds already counts once, as two configurations' alike lexemes do."""
+    keys = scope.statistics_keys
     chunk_count, avgdl, terms = (
-        term_counts.term_statistics(scope.namespace_id, lexemes) if lexemes else (0.0, 1.0, [])
+        term_counts.term_statistics(keys, lexemes) if lexemes else (0.0, 1.0, [])
     )
     unknown = {t.lexeme for t in terms if t.document_frequency == 0}
     restored = (
@@ -256,9 +276,7 @@ def term_statistics(
         for lexeme, count in lexemes:
             for read in readings.get(lexeme, (lexeme,)):
                 merged[read] = max(merged.get(read, 0), count)
-        chunk_count, avgdl, terms = term_counts.term_statistics(
-            scope.namespace_id, list(merged.items())
-        )
+        chunk_count, avgdl, terms = term_counts.term_statistics(keys, list(merged.items()))
     return TermStatistics(
         chunk_count, avgdl, [t for t in terms if t.document_frequency > 0], restored, split
     )

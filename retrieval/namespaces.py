@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from django.db.models import Count, Max
 
+from kb.audiences import document_filter
 from kb.auth import Principal
 from kb.models import Document, IngestRun, NamespaceStats, Source
 
@@ -20,12 +21,12 @@ def namespace_summaries(principal: Principal) -> list[dict]:
     namespaces = list(principal.readable_namespaces().order_by("slug"))
     ids = [n.pk for n in namespaces]
     documents = dict(
-        Document.objects.filter(namespace_id__in=ids)
+        Document.objects.filter(document_filter(principal.audiences), namespace_id__in=ids)
         .values_list("namespace_id")
         .annotate(n=Count("id"))
     )
     sources = dict(
-        Source.objects.filter(namespace_id__in=ids)
+        Source.objects.filter(document_filter(principal.audiences), namespace_id__in=ids)
         .values_list("namespace_id")
         .annotate(n=Count("id"))
     )
@@ -69,7 +70,9 @@ def _named(document_languages: dict[str, int]) -> dict[str, int]:
 def source_summaries(principal: Principal, namespaces: list[str] | None = None) -> list[dict]:
     """The sources of the readable namespaces (or of those of `namespaces` it may read), at
     most MAX_SOURCES, with their document counts and last successful run."""
-    queryset = Source.objects.filter(namespace__in=principal.readable_namespaces())
+    queryset = Source.objects.filter(
+        document_filter(principal.audiences), namespace__in=principal.readable_namespaces()
+    )
     if namespaces:
         queryset = queryset.filter(namespace__slug__in=namespaces)
     rows = list(
@@ -77,7 +80,9 @@ def source_summaries(principal: Principal, namespaces: list[str] | None = None) 
     )
     ids = [s.pk for s in rows]
     documents = dict(
-        Document.objects.filter(source_id__in=ids).values_list("source_id").annotate(n=Count("id"))
+        Document.objects.filter(document_filter(principal.audiences), source_id__in=ids)
+        .values_list("source_id")
+        .annotate(n=Count("id"))
     )
     fresh = dict(
         IngestRun.objects.filter(source_id__in=ids, status=IngestRun.Status.SUCCEEDED)

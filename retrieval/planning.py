@@ -73,7 +73,10 @@ def plan(
     limit: int,
     params: RankerParams | None,
     group: str,
+    reach: frozenset[int] | None = frozenset(),
 ) -> Plan:
+    """`reach`: the restricted audiences the reader reads (`kb.audiences`; None: every one, a
+    superuser); the scope reads open documents and those of the namespace's audiences in it."""
     if group not in GROUPINGS:
         raise InvalidGroup(f"group must be one of {', '.join(GROUPINGS)}, got {group!r}.")
     documents_wanted = limit if group == "document" else None
@@ -114,7 +117,12 @@ def plan(
         weights=weights,
         features=features,
         documents_wanted=documents_wanted,
-        scope=ch.Scope(ns["id"], tuple(filters.source_ids), tuple(filters.document_ids)),
+        scope=ch.Scope(
+            ns["id"],
+            tuple(filters.source_ids),
+            tuple(filters.document_ids),
+            tuple(a for a in ns["audiences"] if reach is None or a in reach),
+        ),
         params=RankerParams(
             **{**params.__dict__, "limit": limit, "lexical_weight": weights.lexical}
         ),
@@ -176,6 +184,7 @@ def namespace_row(slug: str) -> dict | None:
             "SELECT n.id, n.language, n.document_languages::text, n.passage_configs::text, n.relexing,"
             " n.passage_models::text,"
             " e.median_excess, coalesce(e.searches, 0),"
+            " ARRAY(SELECT a.id FROM kb_audience a WHERE a.namespace_id = n.id ORDER BY a.id),"
             " f.lexical_weight, f.version, f.fitted_at, f.fitted_on, f.queries, f.cross_validated_ndcg, f.default_ndcg"
             " FROM kb_namespace n LEFT JOIN kb_fusioncalibration f ON f.namespace_id = n.id"
             " LEFT JOIN kb_meaningestimate e ON e.namespace_id = n.id WHERE n.slug = %s",
@@ -193,5 +202,6 @@ def namespace_row(slug: str) -> dict | None:
         "passage_models": json.loads(row[5]),
         "median_excess": row[6],
         "excess_searches": row[7],
-        **dict(zip(WEIGHT_FIELDS, row[8:], strict=True)),
+        "audiences": tuple(row[8]),
+        **dict(zip(WEIGHT_FIELDS, row[9:], strict=True)),
     }

@@ -1,5 +1,10 @@
 """A namespace's BM25 statistics for a query's lexemes: its chunk count, average length and each
-lexeme's document frequency, counted from the postings and cached per generation of them."""
+lexeme's document frequency, counted from the postings and cached per generation of them.
+
+Counts are kept per statistics key (kb/migrations/0049_audiences.py): the namespace's own id
+holds its open documents', minus an audience's id that audience's restricted documents'. A
+reader's statistics are the sum over the keys it reads, so a restricted document's words weigh
+in the statistics of its audience's readers only."""
 
 from __future__ import annotations
 
@@ -11,9 +16,34 @@ DOCUMENT_FREQUENCIES = bm25.DocumentFrequencyCache()
 
 
 def term_statistics(
+    keys: int | tuple[int, ...], lexemes: list[tuple[str, int]]
+) -> tuple[float, float, list[bm25.Term]]:
+    """The chunk count, average length and document frequencies of the chunks filed under
+    `keys` (`Scope.statistics_keys`, or a namespace's id: its open chunks): their sums, as if
+    one collection held them."""
+    if isinstance(keys, int):
+        keys = (keys,)
+    if len(keys) == 1:
+        return keyed_statistics(keys[0], lexemes)
+    chunks, total, frequencies = 0.0, 0.0, {lexeme: 0 for lexeme, _ in lexemes}
+    for key in keys:
+        count, average, terms = keyed_statistics(key, lexemes)
+        chunks, total = chunks + count, total + count * average
+        for term in terms:
+            frequencies[term.lexeme] += term.document_frequency
+    if not chunks:
+        return 0.0, 1.0, []
+    return (
+        chunks,
+        max(total / chunks, 1.0),
+        [bm25.Term(lexeme, qtf, frequencies[lexeme]) for lexeme, qtf in lexemes],
+    )
+
+
+def keyed_statistics(
     namespace_id: int, lexemes: list[tuple[str, int]]
 ) -> tuple[float, float, list[bm25.Term]]:
-    """The namespace's chunk count and average length, and each lexeme's document frequency.
+    """The chunk count and average length, and each lexeme's document frequency.
 
     Frequencies are counted from the postings' primary key (so no counter row is shared between
     writers) and cached per generation of the namespace's postings: a lexeme is counted again

@@ -10,6 +10,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST, require_safe
 
+from kb.audiences import document_filter
 from kb.auth import principal_for, staff_principal
 from kb.conf import kb_settings
 from kb.errors import AuthenticationRequired, KBError, error_status
@@ -66,7 +67,11 @@ def _page(request, principal):
     # a member opens on its own collections before the public ones
     namespace = request.GET.get("namespace") or (default_namespace(groups[0][1]) if groups else "")
     sources = list(
-        Source.objects.filter(namespace__slug=namespace, namespace__in=namespaces).order_by("name")
+        Source.objects.filter(
+            document_filter(principal.audiences),
+            namespace__slug=namespace,
+            namespace__in=namespaces,
+        ).order_by("name")
     )
     source_id = request.GET.get("source", "")
     if source_id and source_id not in {str(s.pk) for s in sources}:
@@ -106,6 +111,7 @@ def _page(request, principal):
                 log=not voted_on,
                 caller="page",
                 text_window=(start, start + PAGE_SIZE),
+                reach=principal.audiences,
             )
             context["results"] = results_page(result, page)
             # each result's feedback form posts here and comes back: worked out once, not per row
@@ -223,7 +229,7 @@ def curator_report(request):
     if namespace and query_id:
         log = QueryLog.objects.filter(pk=query_id, namespace=namespace).first()
         if log is not None:
-            context["case"] = {"log": log, "results": query_results(log)}
+            context["case"] = {"log": log, "results": query_results(log, principal.audiences)}
     return render(request, "kb/curate.html", context)
 
 

@@ -6,11 +6,13 @@
 - `capabilities`: capability providers, revisions, capabilities and knowledge targets;
 - `search`: the query log and reader feedback, eval suites and runs, fusion calibrations;
 - `answers`: the answers asked for, their citations' verdicts and readers' votes;
+- `audiences`: the groups that read the documents limited to them inside a namespace;
 - `identity`: single sign-on's group rules, accounts at identity providers, the sign-in log.
 """
 
 from kb.models.access import ApiToken, Namespace, NamespaceMembership, RateCounter
 from kb.models.answers import AnswerLog
+from kb.models.audiences import Audience
 from kb.models.capabilities import Capability, KnowledgeTarget, Provider, ProviderRevision
 from kb.models.content import (
     SEARCH_CONFIG,
@@ -38,6 +40,7 @@ from kb.models.search import (
 __all__ = [
     "SEARCH_CONFIG",
     "AnswerLog",
+    "Audience",
     "ApiToken",
     "Capability",
     "Chunk",

@@ -8,6 +8,7 @@ holds each chunk's lexemes and `NamespaceStats` the counts BM25 needs, kept exac
 from __future__ import annotations
 
 from django.conf import settings
+from django.contrib.auth.models import Group
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVectorField
@@ -18,6 +19,7 @@ from pgvector.django import VectorField
 
 from kb.languages import CONFIGS, DEFAULT_CONFIG
 from kb.models.access import Namespace
+from kb.models.audiences import Audience
 from kb.validators import validate_http_url, validate_source_options
 from kb.vocabulary import SOURCE_KINDS, SOURCE_OPTIONS, TEXT_OPTION_MAX_CHARS, URL_KINDS
 
@@ -67,6 +69,25 @@ class Source(models.Model):
         max_length=64,
         blank=True,
         help_text="Git sources: the commit the last successful ingest indexed; the next run reads what changed since.",
+    )
+    audience_groups = models.ManyToManyField(
+        Group,
+        blank=True,
+        related_name="+",
+        verbose_name="audience",
+        help_text="Only these groups read the source's documents (with the namespace's curators and "
+        "superusers); empty: everyone who reads the namespace. A document with groups of its own "
+        "is read by those instead.",
+    )
+    audience = models.ForeignKey(
+        Audience,
+        null=True,
+        blank=True,
+        editable=False,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="+",
+        help_text="Kept by kb.audiences from audience_groups (NULL: open).",
     )
     held_removals = models.JSONField(
         default=dict,
@@ -180,6 +201,24 @@ class Document(models.Model):
         blank=True,
         help_text="The language detected in the text (ISO 639-1), empty when too short or unsure.",
     )
+    audience_groups = models.ManyToManyField(
+        Group,
+        blank=True,
+        related_name="+",
+        verbose_name="audience",
+        help_text="Only these groups read this document (with the namespace's curators and "
+        "superusers), instead of its source's audience; empty: its source's.",
+    )
+    audience = models.ForeignKey(
+        Audience,
+        null=True,
+        blank=True,
+        editable=False,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="+",
+        help_text="Who reads it, kept by kb.audiences and the database (NULL: open).",
+    )
 
     @property
     def original_type(self) -> str:
@@ -235,6 +274,16 @@ class Chunk(models.Model):
         blank=True,
         help_text="What computed the vector with the local model: torch, onnx or onnx-int8 (empty: not "
         "recorded, for another embedder or a chunk embedded before it was kept).",
+    )
+    audience = models.ForeignKey(
+        Audience,
+        null=True,
+        blank=True,
+        editable=False,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="+",
+        help_text="Its document's audience, set by the database (NULL: open).",
     )
     text_key = models.CharField(max_length=32, blank=True, help_text="Duplicate key of the text.")
     body_key = models.CharField(

@@ -1,0 +1,35 @@
+"""Audiences inside a namespace: the groups that read the documents limited to them.
+
+A source, or a single document, may be limited to Django auth groups (the groups single sign-on's
+rules fill, or groups made by hand). Each distinct set of groups in a namespace is one
+`Audience` row; a document and its chunks carry the id of the audience that reads them (NULL:
+everyone who reads the namespace). The postings trigger files a restricted chunk's words under
+the audience's own statistics key (`-audience_id`), never under the namespace's, so the
+namespace-wide document frequencies, chunk counts, packed lists and spelling vocabulary hold open
+documents only (kb/migrations/0048_audiences.py, docs/identity.md#audiences).
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import Group
+from django.db import models
+
+from kb.models.access import Namespace
+
+
+class Audience(models.Model):
+    """One set of groups in one namespace. Made by `kb.audiences`, never by hand; `key` is the
+    groups' ids in order ("3,7"), so a set of groups is one audience however often it is used."""
+
+    namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE, related_name="audiences")
+    key = models.CharField(max_length=2000, editable=False)
+    groups = models.ManyToManyField(Group, related_name="kb_audiences", editable=False)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["namespace", "key"], name="audience_unique_key")
+        ]
+
+    def __str__(self) -> str:
+        names = ", ".join(sorted(self.groups.values_list("name", flat=True))) or "nobody"
+        return f"{self.namespace}: {names}"
