@@ -1,14 +1,16 @@
 """The ingest pipeline: one run from the source's items to stored, embedded chunks.
 
-Per document: decide (`ingest/decisions.py`) whether it can be skipped before extraction; else
-extract (in a budgeted child process for documents), drop the site's repeated blocks, hash the
-text and decide again; a changed document is chunked and queued. Embedding is batched across
-documents for throughput (`ingest/batcher.py`), and each batch is written by `ingest/store.py` in
-one transaction, so a crash leaves every document entirely old or entirely new. Every outcome goes to the run's
-report (`ingest/report.py`); per-item errors are recorded and the run goes on. The source's
-connector (`ingest/connectors/`) lists and reads it: a renamed item's document is moved, and
-what the connector reports deleted is removed, unless that would take away more than half of
-the source's documents: then the removals are held on the source until a curator confirms them.
+The source's connector (`ingest/connectors/`) lists and reads it; each item goes to
+`ingest/item_steps.py`, which skips it when `ingest/decisions.py` says it is unchanged, else
+extracts it (in a budgeted child process for documents), drops the site's repeated blocks and
+chunks and queues it. Embedding is batched across documents for throughput (`ingest/batcher.py`),
+and each batch is written by `ingest/store.py` in one transaction, so a crash leaves every
+document entirely old or entirely new. Every outcome goes to the run's report
+(`ingest/report.py`); per-item errors are recorded and the run goes on. Here is the run itself:
+its start and end, a lost database, re-embedding, the repeated blocks settled once the whole
+source is seen, and what the connector reports deleted, which is removed unless that would take
+away more than half of the source's documents: then the removals are held on the source until a
+curator confirms them.
 """
 
 from __future__ import annotations
@@ -22,27 +24,20 @@ from django.db import DatabaseError, connection
 
 from ingest import store
 from ingest.batcher import Batcher
-from ingest.boilerplate import BoilerplateCounter, Dropped, block_keys, settle, split_repeated
-from ingest.chunk import ChunkOptions, ChunkSpec, chunk_markdown, chunk_text
+from ingest.boilerplate import BoilerplateCounter, settle
+from ingest.chunk import ChunkOptions
 from ingest.connectors import Connector, connector_class
 from ingest.decisions import (
     BOILERPLATE_LEARNED,
     REEMBED_REQUESTED,
-    Action,
     StoredDocument,
-    decide,
-    document_byte_key,
     stored_extraction,
     text_hash,
 )
-from ingest.errors import EmptyContent, IngestInternalError
-from ingest.extract import Extracted, extract
-from ingest.extract.documents import ISOLATED_TYPES
-from ingest.extract.isolated import ParserBudget, capped, extract_isolated, without_nul
-from ingest.extract.ocr import OcrOptions
+from ingest.errors import IngestInternalError
 from ingest.fetch import Fetcher
+from ingest.item_steps import ItemSteps
 from ingest.loaders import DEFAULTS, LoadedItem, SourceSpec
-from ingest.recall import SiteLines, content_recall, page_lines
 from ingest.report import Outcome, RunReport
 from ingest.store import PendingDocument
 from ingest.uploads import current_source_revision, open_stored_file, source_files
@@ -51,7 +46,6 @@ from kb.embedding.embedders import Embedder, check_embedder_dimension, get_embed
 from kb.errors import DatabaseUnavailable, KBError
 from kb.models import IngestItem, IngestRun, Source
 from kb.signals import namespaces_changed
-from kb.vocabulary import MULTI_PAGE_KINDS
 
 logger = logging.getLogger(__name__)
 
@@ -77,16 +71,20 @@ class IngestPipeline:
         self.report = RunReport(self.run, self.on_progress)
         self._stored: dict[str, StoredDocument] = {}
         self._seen: set[str] = set()
-        self._boilerplate = BoilerplateCounter()
-        self._run_block_keys: dict[str, tuple[str, ...]] = {}  # pages this run extracted
-        self._site_lines = SiteLines()
-        self._run_dropped: set[str] = set()  # pages of this run written without some blocks
-        self._moved: dict[str, str] = {}  # new ref -> old ref of the documents this run moved
         self._connector: Connector | None = None
         self._held: dict | None = (
             None  # removals held by this run (None: the source's hold is left as it is)
         )
         self._batches = Batcher(self.run, self.embedder, self.report, self._stored)
+        self._items = ItemSteps(
+            self.run,
+            self.embedder,
+            self.report,
+            self._batches,
+            self.chunk_options,
+            self._seen,
+            stored=self._stored,
+        )
 
     # --- the run ------------------------------------------------------------------------------
     def execute(self, items: Iterable[LoadedItem] | None = None) -> IngestRun:
@@ -132,8 +130,10 @@ class IngestPipeline:
 
     def _ingest(self, items: Iterable[LoadedItem] | None) -> None:
         check_embedder_dimension(self.embedder, store.embedding_column_dimension())
-        self._stored = self._batches.stored = store.stored_documents(self.source)
-        self._boilerplate = BoilerplateCounter(
+        self._stored = self._batches.stored = self._items.stored = store.stored_documents(
+            self.source
+        )
+        self._items.boilerplate = BoilerplateCounter(
             {ref: tuple(doc.metadata.get("block_keys", ())) for ref, doc in self._stored.items()}
         )
         if self.run.mode == IngestRun.Mode.REEMBED:
@@ -236,7 +236,7 @@ class IngestPipeline:
                 self.report.discovered(loader.discovered)
             self._seen.add(item.ref)
             try:
-                self._handle(item, started)
+                self._items.handle(item, started)
             except (KBError, DatabaseError):
                 raise
             except Exception as exc:  # an extractor bug must not abort the run
@@ -252,236 +252,12 @@ class IngestPipeline:
                 )
             self._batches.flush_if_full()
 
-    def _handle(self, item: LoadedItem, started: float) -> None:
-        if item.skipped:
-            self._seen.discard(item.ref)  # out of scope now: removed like a vanished page
-            self.report.record(Outcome(item.ref, Status.SKIPPED, reason=item.skipped), started)
-            return
-        if item.error is not None:
-            message = item.error.message.rstrip()
-            if item.linked_from:
-                message = message + ("" if message.endswith((".", "!", "?")) else ".")
-                message += f" Linked from {', '.join(item.linked_from)}."
-            self.report.record(
-                Outcome(item.ref, Status.FAILED, error_code=item.error.code, error_message=message),
-                started,
-            )
-            return
-        if item.renamed_from:
-            self._move(item)
-        stored, body = self._stored.get(item.ref), item.body or b""
-        byte_key = "" if item.not_modified else document_byte_key(body)
-        decision = decide(
-            stored, self.embedder.model_id, not_modified=item.not_modified, byte_key=byte_key
-        )
-        if decision.action == Action.REEMBED:
-            self._queue(
-                item, stored_extraction(stored), stored.content_hash, decision.reason, started
-            )
-            return
-        if decision.action == Action.SKIP:
-            if stored is not None and not item.not_modified:
-                store.touch_unchanged(item, stored, None)
-            size = 0 if item.not_modified else len(body)
-            if item.ref in self._moved:  # its text stands: the move was the change
-                self.report.record(
-                    Outcome(
-                        item.ref, Status.CHANGED, reason=self._moved_note(item.ref), byte_size=size
-                    ),
-                    started,
-                )
-                return
-            self.report.record(
-                Outcome(item.ref, Status.UNCHANGED, reason=decision.reason, byte_size=size), started
-            )
-            return
-        try:
-            extracted, keys, dropped = self._drop_boilerplate(item, self._extract(item))
-            if not extracted.content.strip():
-                raise EmptyContent("No text left after extraction.")
-        except KBError as exc:
-            self.report.record(
-                Outcome(
-                    item.ref,
-                    Status.FAILED,
-                    error_code=exc.code,
-                    error_message=exc.message,
-                    byte_size=len(body),
-                ),
-                started,
-            )
-            return
-        content_hash = text_hash(extracted.content)
-        decision = decide(stored, self.embedder.model_id, content_hash=content_hash)
-        if decision.action == Action.SKIP:
-            store.touch_unchanged(item, stored, extracted, byte_key)
-            moved = item.ref in self._moved
-            self.report.record(
-                Outcome(
-                    item.ref,
-                    Status.CHANGED if moved else Status.UNCHANGED,
-                    reason=self._moved_note(item.ref) if moved else decision.reason,
-                    byte_size=len(body),
-                ),
-                started,
-            )
-            return
-        reason = (
-            f"{self._moved_note(item.ref)}; {decision.reason}"
-            if item.ref in self._moved
-            else decision.reason
-        )
-        self._queue(item, extracted, content_hash, reason, started, byte_key, keys, dropped)
-
-    def _move(self, item: LoadedItem) -> None:
-        """A renamed item: its stored document takes the new ref and path, keeping its passages
-        and their vectors (what it says is then decided as for any other item)."""
-        stored = self._stored.get(item.renamed_from)
-        if stored is None or item.ref in self._stored:
-            return
-        store.move_document(stored.doc_id, item.ref, item.path or item.ref, item.url)
-        self._stored[item.ref] = self._stored.pop(item.renamed_from)
-        self._moved[item.ref] = item.renamed_from
-
-    def _moved_note(self, ref: str) -> str:
-        return f"renamed from {self._moved[ref]}"
-
-    def _extract(self, item: LoadedItem) -> Extracted:
-        """Documents, and HTML or text over KB_PARSER_INLINE_MAX_BYTES, are parsed in a budgeted
-        child process; small HTML, markdown and text here. Either way the text is capped at
-        KB_EXTRACT_MAX_CHARS and holds no NUL (PostgreSQL's text cannot). Scans are OCRed there."""
-        conf = kb_settings()
-        body = item.body or b""
-        if item.media_type in ISOLATED_TYPES or len(body) > conf.parser_inline_max_bytes:
-            budget = ParserBudget(
-                conf.parser_cpu_seconds, conf.parser_memory_mb * 1024 * 1024, conf.extract_max_chars
-            )
-            ocr = OcrOptions(conf.ocr_languages, conf.ocr_page_seconds, conf.ocr_max_pages)
-            with self.report.beating():  # the child has its own deadline
-                extracted = extract_isolated(
-                    body,
-                    item.media_type,
-                    fallback_title=item.title_hint,
-                    charset=item.charset,
-                    url=item.url,
-                    budget=budget,
-                    ocr=ocr,
-                )
-        else:
-            extracted = capped(
-                extract(
-                    body,
-                    item.media_type,
-                    charset=item.charset,
-                    url=item.url,
-                    fallback_title=item.title_hint,
-                ),
-                conf.extract_max_chars,
-            )
-        return without_nul(extracted)
-
-    def _drop_boilerplate(
-        self, item: LoadedItem, extracted: Extracted
-    ) -> tuple[Extracted, tuple[str, ...], Dropped]:
-        """Web pages of a multi-page source lose the blocks that repeat across the source (once
-        the sample is large enough; the run's end settles every page on the whole source)."""
-        if self.source.kind not in MULTI_PAGE_KINDS or not extracted.site_anchors:
-            return extracted, (), ()
-        keys = block_keys(extracted.content, item.body)
-        self._boilerplate.observe(item.ref, keys)
-        self._run_block_keys[item.ref] = keys
-        content, dropped = split_repeated(extracted.content, self._boilerplate.repeated())
-        if dropped:
-            self._run_dropped.add(item.ref)
-        return (replace(extracted, content=content) if dropped else extracted), keys, dropped
-
-    def _chunks(self, extracted: Extracted) -> list[ChunkSpec]:
-        if extracted.media_type == "text/markdown":
-            return chunk_markdown(
-                extracted.content,
-                extracted.title,
-                self.chunk_options,
-                extracted.pages,
-                web_page=extracted.site_anchors,
-            )
-        return chunk_text(extracted.content, extracted.title, self.chunk_options, extracted.pages)
-
-    def _queue(
-        self, item, extracted, content_hash, reason, started, byte_key="", keys=(), dropped=None
-    ) -> None:
-        chunks = self._chunks(extracted)
-        max_chunks = kb_settings().max_chunks_per_document
-        if extracted.left_out:  # before the limits' notes: the report's reason keeps 200 characters
-            reason = f"{reason}; {extracted.left_out}" if reason else extracted.left_out
-        reason = cut_notes(reason, extracted.cut, len(chunks), max_chunks)
-        chunks = chunks[:max_chunks]
-        if not chunks:
-            self.report.record(
-                Outcome(
-                    item.ref,
-                    Status.FAILED,
-                    error_code=EmptyContent.code,
-                    error_message="No chunks could be made.",
-                ),
-                started,
-            )
-            return
-        if (
-            item.anchor_of is not None
-        ):  # a forge's line anchors (`#L12`), where citations open the file
-            chunks = [replace(chunk, anchor=item.anchor_of(chunk)[:300]) for chunk in chunks]
-        reason = self._flag_low_recall(item, extracted, chunks, reason)
-        if dropped:
-            reason = f"{reason}; {len(dropped)} repeated blocks dropped"
-        stored = self._stored.get(item.ref)
-        pending = PendingDocument(
-            item,
-            extracted,
-            content_hash,
-            chunks,
-            reason,
-            started,
-            byte_key,
-            tuple(keys),
-            dropped,
-            kept=self._kept([stored.doc_id], chunks) if stored is not None else (),
-        )
-        self._batches.add(pending)
-        self.report.chunked(pending.to_embed)
-
-    def _kept(
-        self, document_ids: list[int], chunks: list[ChunkSpec]
-    ) -> tuple[store.KeptVector | None, ...]:
-        """Per chunk, the stored vector of a chunk with the same text, which it keeps; none in a
-        run asked to embed everything again."""
-        if self.run.mode == IngestRun.Mode.REEMBED:
-            return ()
-        known = store.stored_vectors(self.source, document_ids, self.embedder.model_id)
-        return tuple(known.get(chunk.text) for chunk in chunks) if known else ()
-
-    def _flag_low_recall(
-        self, item: LoadedItem, extracted: Extracted, chunks: list[ChunkSpec], reason: str
-    ) -> str:
-        """A web page whose chunks hold too little of its own text says so in the report
-        (`low_recall 0.42`), so a curator sees a bad extraction instead of trusting it."""
-        if not extracted.site_anchors or not item.body:
-            return reason
-        lines = page_lines(item.body)
-        recall = content_recall(lines, [c.body for c in chunks], self._site_lines.observe(lines))
-        if not recall.low:  # under LOW_RECALL, or a block of it lost whole
-            return reason
-        return (
-            f"{reason}; low_recall {recall.share:.2f}"
-            if reason
-            else f"low_recall {recall.share:.2f}"
-        )
-
     def _reembed_stored(self) -> None:
         self.report.expect(len(self._stored))
         for ref, stored in self._stored.items():
             started = time.monotonic()
             self._seen.add(ref)
-            self._queue(
+            self._items.queue(
                 LoadedItem(ref=ref),
                 stored_extraction(stored),
                 stored.content_hash,
@@ -495,9 +271,9 @@ class IngestPipeline:
         pages written before a block was known to repeat lose it, and blocks dropped on too
         little evidence (by this run's sample or an earlier run) are put back. Their items are
         already reported; the blocks each page lost stay in its metadata."""
-        repeated = self._boilerplate.repeated(final=True)
-        refs = [ref for ref, keys in self._run_block_keys.items() if repeated.intersection(keys)]
-        refs += sorted(self._run_dropped)
+        repeated = self._items.boilerplate.repeated(final=True)
+        refs = [ref for ref, keys in self._items.block_keys.items() if repeated.intersection(keys)]
+        refs += sorted(self._items.dropped_refs)
         refs += [
             ref
             for ref, stored in self._stored.items()
@@ -514,7 +290,7 @@ class IngestPipeline:
                 continue
             self._stored[ref] = stored  # the stored path, validators and metadata are kept
             extracted = replace(stored_extraction(stored), content=content)
-            chunks = self._chunks(extracted)
+            chunks = self._items.chunks(extracted)
             if chunks:
                 pending.append(
                     PendingDocument(
@@ -530,7 +306,7 @@ class IngestPipeline:
                     )
                 )
         if pending:
-            kept = self._kept(
+            kept = self._items.kept(
                 [settling[p.item.ref].doc_id for p in pending],
                 [c for p in pending for c in p.chunks],
             )
@@ -572,15 +348,3 @@ class IngestPipeline:
             store.remove_document(self._stored[ref].doc_id)
             self.report.removed(ref)
         self.report.save(force=True)
-
-
-def cut_notes(reason: str, cut: tuple[int, int] | None, chunks: int, max_chunks: int) -> str:
-    """The item's reason, with what a limit cut from the document said in the run report (the
-    stored text's own marker says it too, where few would look). `cut`: `Extracted.cut`."""
-    if cut:
-        reason += (
-            f"; text cut to its first {cut[0]:,} of {cut[1]:,} characters (KB_EXTRACT_MAX_CHARS)"
-        )
-    if chunks > max_chunks:
-        reason += f"; only its first {max_chunks:,} of {chunks:,} passages kept (KB_MAX_CHUNKS_PER_DOCUMENT)"
-    return reason
