@@ -15,11 +15,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import PurePosixPath
 from typing import Callable, Iterator
-from urllib.parse import urldefrag, urljoin, urlsplit
+from urllib.parse import urljoin, urlsplit
 
-from bs4 import BeautifulSoup
-from defusedxml import ElementTree as SafeXML
-from defusedxml.common import DefusedXmlException
 from protego import Protego
 
 from ingest.errors import (
@@ -31,36 +28,13 @@ from ingest.errors import (
 )
 from ingest.fetch import PAGE_TYPES, TEXT_TYPES, USER_AGENT, XML_TYPES, Fetcher
 from ingest.filetypes import media_type_for
+from ingest.links import SKIP_EXTENSIONS, http_url, page_links, parse_sitemap
 from ingest.scope import UrlScope, canonical_url
 from kb.errors import KBError
 from kb.markup import markdown_links
 
 logger = logging.getLogger(__name__)
 MAX_SITEMAP_FETCHES = 50  # sitemap documents one run reads, indexes included
-SKIP_EXTENSIONS = (
-    ".png",
-    ".jpg",
-    ".jpeg",
-    ".gif",
-    ".svg",
-    ".webp",
-    ".ico",
-    ".pdf",
-    ".zip",
-    ".gz",
-    ".tar",
-    ".mp4",
-    ".mp3",
-    ".woff",
-    ".woff2",
-    ".ttf",
-    ".css",
-    ".js",
-    ".json",
-    ".xml",
-    ".exe",
-    ".dmg",
-)
 MAX_REFERRERS = 3  # pages remembered as linking to a crawled URL, for the report of a broken link
 DEFAULTS = {
     "max_depth": 2,
@@ -271,7 +245,7 @@ class SourceLoader:
         links, seen = [], set()
         for link in markdown_links(text):
             title, href = link.label, link.url
-            target = _http_url(result.url, href)
+            target = http_url(result.url, href)
             if target and target not in seen:
                 seen.add(target)
                 links.append((target, title.strip(), ""))
@@ -401,50 +375,3 @@ class SourceLoader:
         except FetchFailed:
             return None  # no robots.txt: everything is allowed
         return Protego.parse(result.body.decode("utf-8", errors="replace"))
-
-
-def parse_sitemap(body: bytes, url: str) -> tuple[str, list[dict[str, str]]]:
-    """A sitemap document's root tag (`urlset`, `sitemapindex`, ...) and its entries' fields."""
-    try:
-        root = SafeXML.fromstring(body)
-    except (DefusedXmlException, SafeXML.ParseError) as exc:
-        raise BadSitemap(f"The sitemap at {url!r} is not valid, safe XML: {exc}") from exc
-    entries = [
-        {c.tag.rsplit("}", 1)[-1]: (c.text or "").strip() for c in node}
-        for node in root
-        if node.tag.rsplit("}", 1)[-1] in ("url", "sitemap")
-    ]
-    return root.tag.rsplit("}", 1)[-1], entries
-
-
-def page_links(body: bytes, base: str) -> tuple[list[str], str]:
-    """Every http(s) link on the page (navigation included: it is how a crawl finds pages),
-    without fragments, and the page's `<link rel=canonical>` ("" when it declares none)."""
-    soup = BeautifulSoup(body, "html.parser")
-    links = []
-    for anchor in soup.find_all("a", href=True):
-        target = _http_url(base, anchor["href"])
-        if target:
-            links.append(target)
-    canonical = ""
-    for tag in soup.find_all("link", href=True):
-        if "canonical" in [r.lower() for r in (tag.get("rel") or [])]:
-            target = _http_url(base, tag["href"])
-            if target:
-                canonical = canonical_url(target)
-            break
-    return list(dict.fromkeys(links)), canonical
-
-
-def _http_url(base: str, href: str) -> str:
-    """The absolute http(s) URL an href names, without its fragment; "" for anything else,
-    including an href that is no URL at all (`http://HOST[:PORT]/` in a manual's prose makes
-    `urlsplit` raise): such a link is not followed, and the page is read as usual."""
-    try:
-        target = urldefrag(urljoin(base, href.strip()))[0]
-        if urlsplit(target).scheme in ("http", "https"):
-            canonical_url(target)  # it must survive the crawl's own normalisation too
-            return target
-    except ValueError:
-        pass
-    return ""

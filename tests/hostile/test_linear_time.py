@@ -18,7 +18,7 @@ from ingest.chunk import chunk_markdown, chunk_text
 from ingest.errors import ContentRejected
 from ingest.extract import extract
 from ingest.extract.text import markdown_title, normalise_text
-from ingest.loaders import page_links, parse_sitemap
+from ingest.links import page_links, parse_sitemap
 from ingest.scope import canonical_url
 from kb.markup import plain_text, strip_links
 from retrieval.query import analyse, normalise_query

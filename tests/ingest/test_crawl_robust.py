@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ingest.loaders import page_links
+from ingest.links import page_links
 from ingest.service import start_ingest
 from kb.models import Document, IngestItem, Source
 from tests.webserver import WebServer
