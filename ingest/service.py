@@ -10,7 +10,7 @@ from django_q.models import Schedule
 from django_q.tasks import async_task
 
 from ingest.connectors.folder import folder_path
-from ingest.connectors.git import check_remote
+from ingest.connectors.git_cli import check_remote
 from ingest.fetch import FetchPolicy
 from ingest.ssrf import check_unresolved
 from ingest.watchdog import queue_entry, release_orphaned_tasks

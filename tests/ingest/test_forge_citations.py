@@ -5,8 +5,8 @@ where matching first words over the whole file picks the wrong section."""
 from __future__ import annotations
 
 from ingest.chunk import ChunkOptions, chunk_markdown
+from ingest.connectors.forge import forge_citation, line_of
 from ingest.connectors.formats import markdown_heading_lines
-from ingest.connectors.git import forge_citation, line_of
 from ingest.extract.text import normalise_text
 
 FORGE = "https://forge.example/docs/blob/{commit}/{path}#L{line}"

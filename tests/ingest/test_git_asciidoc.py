@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from ingest.chunk import ChunkOptions, chunk_markdown
-from ingest.connectors.git import forge_citation, line_of
+from ingest.connectors.forge import forge_citation, line_of
 from ingest.pipeline import IngestPipeline
 from kb.conf import kb_settings
 from kb.embedding.embedders import get_embedder

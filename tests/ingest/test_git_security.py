@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ingest.connectors.git import Git, check_remote
+from ingest.connectors.git_cli import Git, check_remote
 from ingest.fetch import FetchPolicy
 from ingest.pipeline import IngestPipeline
 from kb.conf import kb_settings
