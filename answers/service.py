@@ -34,6 +34,7 @@ from kb.auth import Principal, principal_for
 from kb.conf import kb_settings
 from kb.embedding.embedders import get_embedder, strong_cosine
 from kb.errors import KBError
+from kb.identity.reads import Surface, record_restricted_reads
 from kb.models import AnswerLog, Document, Namespace, QueryLog
 from retrieval import querylog
 from retrieval.query import validate_query
@@ -290,6 +291,8 @@ def _generate(
     )
     placed = documents[: len(built.sources)]
     run.sources = [_source(n, namespace, group) for n, (namespace, group) in enumerate(placed, 1)]
+    # what the model reads and the reader is shown of each source: a read of each restricted one
+    record_restricted_reads(principal, [group.document_id for _, group in placed], Surface.ANSWER)
     run.seen = {source.number: source.text for source in built.sources}
     run.built = built
     run.text = ""

@@ -5,6 +5,7 @@ from django.http import HttpRequest
 from ninja import Query, Router
 
 from kb.errors import ValidationFailed
+from kb.identity.reads import Surface, record_restricted_reads
 from kb.replicas import on_replica
 from retrieval import documents, namespaces, presenters
 from retrieval.curation import record_feedback
@@ -136,7 +137,7 @@ def list_documents(request, namespace: str | None = None, page: int = 1, page_si
 def document_detail(request, document_id: int):
     def read():
         document = documents.get_document(request.auth, document_id)
-        return {
+        return document, {
             **{
                 f: getattr(document, f)
                 for f in (
@@ -156,7 +157,9 @@ def document_detail(request, document_id: int):
             "chunks": list(document.chunks.order_by("position")),
         }
 
-    return on_replica(read)
+    document, detail = on_replica(read)
+    record_restricted_reads(request.auth, [document], Surface.API, request)
+    return detail
 
 
 @router.get(
@@ -170,11 +173,9 @@ def document_text(request, document_id: int, max_chars: int = 20000, offset: int
     and `next_offset` says where the next piece starts."""
     if not 1 <= max_chars <= 1_000_000:
         raise ValidationFailed("max_chars must be between 1 and 1000000.")
-    return on_replica(
-        lambda: documents.capped_text(
-            documents.get_document(request.auth, document_id), max_chars, offset
-        )
-    )
+    document = on_replica(lambda: documents.get_document(request.auth, document_id))
+    record_restricted_reads(request.auth, [document], Surface.API, request)
+    return documents.capped_text(document, max_chars, offset)
 
 
 @router.get(

@@ -16,6 +16,7 @@ from ninja import Schema
 from kb.auth import Principal
 from kb.embedding.embedders import get_embedder
 from kb.errors import ValidationFailed
+from kb.identity.reads import Surface, record_restricted_reads
 from kb.replicas import on_replica
 from kb.toolsets import Answer, Toolset
 from retrieval import documents, presenters
@@ -261,6 +262,7 @@ def fetch_tool(request, data: FetchIn) -> Answer:
         "end_byte": span[1],
         **documents.text_window(text, data.max_chars, data.offset),
     }
+    record_restricted_reads(request.auth, [document], Surface.MCP, request)
     head = f"{payload['title']}" + (f" > {' > '.join(heading_path)}" if heading_path else "")
     return Answer(payload, f"{head}\ncite: {payload['citation_url']}\n\n{payload['text']}")
 

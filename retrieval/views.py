@@ -15,6 +15,7 @@ from kb.auth import principal_for, staff_principal
 from kb.conf import kb_settings
 from kb.errors import AuthenticationRequired, KBError, error_status
 from kb.http import bounded_int, page_error, staff_page
+from kb.identity.reads import Surface, record_restricted_reads
 from kb.languages import has_cjk
 from kb.models import Namespace, QueryLog, Source
 from kb.replicas import on_replica
@@ -268,6 +269,7 @@ def _for_reader(request, document_id: int, respond):
 def document_page(request, document_id: int):
     def respond(principal, document_id):
         view = document_view(principal, document_id)
+        record_restricted_reads(principal, [view.document], Surface.PAGE, request)
         return render(request, "kb/document.html", {"view": view, "document": view.document})
 
     return _for_reader(request, document_id, respond)
@@ -275,7 +277,12 @@ def document_page(request, document_id: int):
 
 @require_safe
 def document_original(request, document_id: int):
-    return _for_reader(request, document_id, _original)
+    def respond(principal, document_id):
+        response = _original(principal, document_id)
+        record_restricted_reads(principal, [document_id], Surface.PAGE, request)
+        return response
+
+    return _for_reader(request, document_id, respond)
 
 
 def _original(principal, document_id: int) -> HttpResponse:

@@ -1,6 +1,7 @@
-"""The single sign-on rows of the settings table (docs/identity.md), and the checks that need
-several of them: each provider is on when its first setting is set, and a half-configured one
-fails at start-up, not at a person's first sign-in. `kb_settings().identity` holds them."""
+"""The rows of the settings table for single sign-on and the access log (docs/identity.md), and
+the checks that need several of them: each provider is on when its first setting is set, and a
+half-configured one fails at start-up, not at a person's first sign-in. `kb_settings().identity`
+holds them."""
 
 from __future__ import annotations
 
@@ -115,6 +116,13 @@ class IdentitySettings:
         "KB_SIGN_IN_LOG_DAYS",
         365,
         "days the sign-in log is kept; older rows are deleted as new sign-ins are written",
+        check=at_least(1, say_value=False),
+    )
+    access_log_days: int = setting(
+        "KB_ACCESS_LOG_DAYS",
+        365,
+        "days the log of reads of restricted documents is kept; older rows are deleted as new "
+        "reads are written ([the access log](identity.md#the-access-log))",
         check=at_least(1, say_value=False),
     )
 

@@ -1,5 +1,6 @@
 """Single sign-on in the console: group rules (a curator writes them for the namespaces they
-curate), the accounts made by sign-in, and the sign-in log with its CSV export (superusers)."""
+curate), the accounts made by sign-in; and the access log, superusers' only: the sign-ins and the
+reads of restricted documents, each with its CSV export."""
 
 from django.contrib import admin, messages
 from django.http import HttpResponse
@@ -7,8 +8,10 @@ from django.utils import timezone
 
 from kb import models
 from kb.admin_access import NamespaceScoped, SuperuserOnly
+from kb.identity import reads
 from kb.identity.accounts import apply_rules
 from kb.identity.signins import as_csv
+from kb.models.identity import RestrictedRead
 
 
 @admin.register(models.GroupRule)
@@ -85,6 +88,37 @@ class SignInAdmin(ReadOnly):
         response = HttpResponse(as_csv(queryset), content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = (
             f'attachment; filename="sign-ins-{timezone.now():%Y%m%d-%H%M%S}.csv"'
+        )
+        return response
+
+    export_csv.allowed_permissions = ("view",)
+
+
+@admin.register(RestrictedRead)
+class RestrictedReadAdmin(ReadOnly):
+    """Kept KB_ACCESS_LOG_DAYS days; "Export as CSV" gives the selected rows (select all to export
+    the filter)."""
+
+    list_display = [
+        "at",
+        "surface",
+        "username",
+        "token_name",
+        "document_number",
+        "title",
+        "namespace",
+        "address",
+    ]
+    list_filter = ["surface", "namespace", "at"]
+    search_fields = ["username", "token_name", "title", "namespace"]
+    date_hierarchy = "at"
+    actions = ["export_csv"]
+
+    @admin.action(description="Export selected restricted reads as CSV")
+    def export_csv(self, request, queryset):
+        response = HttpResponse(reads.as_csv(queryset), content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = (
+            f'attachment; filename="restricted-reads-{timezone.now():%Y%m%d-%H%M%S}.csv"'
         )
         return response
 

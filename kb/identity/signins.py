@@ -96,16 +96,17 @@ def as_csv(sign_ins) -> str:
             [
                 row.at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S"),
                 row.method,
-                _cell(row.username),
+                spreadsheet_safe(row.username),
                 row.user_id or "",
                 "yes" if row.succeeded else "no",
-                _cell(row.reason),
+                spreadsheet_safe(row.reason),
                 row.address,
             ]
         )
     return out.getvalue()
 
 
-def _cell(value: str) -> str:
-    """A user name typed at the form is anyone's text: no formula for a spreadsheet to run."""
+def spreadsheet_safe(value: str) -> str:
+    """Anyone's text (a user name typed at the form, a document's title) as a CSV cell that no
+    spreadsheet runs as a formula."""
     return "'" + value if value[:1] in ("=", "+", "-", "@", "\t", "\r") else value

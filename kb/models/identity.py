@@ -1,12 +1,13 @@
 """Single sign-on: which groups at an identity provider make people readers or curators of a
-namespace, who each signed-in person is at their provider, and the log of sign-ins."""
+namespace, who each signed-in person is at their provider; and the access log a security officer
+reads: sign-ins, and reads of restricted documents."""
 
 from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
 
-from kb.models.access import Namespace
+from kb.models.access import ApiToken, Namespace
 
 
 class IdentityProvider(models.TextChoices):
@@ -107,3 +108,44 @@ class SignIn(models.Model):
 
     def __str__(self) -> str:
         return f"{self.username or '?'} {'signed in' if self.succeeded else 'failed'} ({self.method}) at {self.at}"
+
+
+class RestrictedRead(models.Model):
+    """One read of a restricted document (one with an audience), kept KB_ACCESS_LOG_DAYS days:
+    who (an account, a token, or both for a person token), which document of which namespace,
+    when, through which surface. Names are copied as they were, so a row outlives what it names."""
+
+    class Surface(models.TextChoices):
+        PAGE = "page", "Document page"
+        API = "api", "API"
+        MCP = "mcp", "MCP"
+        ANSWER = "answer", "Answer"
+
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+    surface = models.CharField(max_length=8, choices=Surface.choices)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    username = models.CharField(
+        max_length=150, blank=True, help_text="The account's name at the read."
+    )
+    token = models.ForeignKey(
+        ApiToken, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    token_name = models.CharField(
+        max_length=120, blank=True, help_text="The token's name and prefix at the read."
+    )
+    document_number = models.BigIntegerField(help_text="The document's id.")
+    title = models.CharField(max_length=500, blank=True)
+    namespace = models.CharField(max_length=128)
+    address = models.CharField(
+        max_length=64, blank=True, help_text="The client's address (an IPv6 client's /64)."
+    )
+
+    class Meta:
+        ordering = ["-at"]
+        verbose_name = "restricted read"
+
+    def __str__(self) -> str:
+        who = self.username or self.token_name or "anonymous"
+        return f"{who} read document {self.document_number} ({self.surface}) at {self.at}"
