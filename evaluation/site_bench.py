@@ -26,7 +26,8 @@ from dataclasses import dataclass
 
 from bs4 import BeautifulSoup
 
-from ingest.recall import LOW_RECALL, Line, content_recall, hidden_classes, lines_of
+from ingest.recall import LOW_RECALL, Line, content_recall, lines_of
+from ingest.stylesheets import hidden_classes
 
 SITE_WIDE_SHARE = 0.5
 INLINE_CODE = re.compile(r"`[^`\n]*`")
@@ -69,7 +70,7 @@ class Fidelity:
 
 def page_facts(html: bytes, hidden_by: Callable[[str], frozenset[str]] | None = None) -> PageFacts:
     """`hidden_by(href)`: the classes the stylesheet at `href` (as the page links it) hides,
-    so that recall counts only what a reader sees (`ingest.recall.hidden_classes`)."""
+    so that recall counts only what a reader sees (`ingest.stylesheets.hidden_classes`)."""
     soup = BeautifulSoup(html, "html.parser")
     hidden: frozenset[str] = frozenset()
     if hidden_by is not None:

@@ -9,31 +9,17 @@ heading breadcrumb followed by that body with links reduced to their text, which
 embedded and indexed. Breadcrumbs are plain text. Documents with pages (PDF pages, slides,
 sheets) give each chunk the range of pages its body spans.
 
-Every scan here is linear in the input: sentence ends are found with plain string operations,
-never with backtracking patterns.
+A block over the budget is cut into units first (`ingest/chunk_units.py`).
 """
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_right
 from dataclasses import dataclass
 
+from ingest.chunk_units import Unit, estimate_tokens, paragraphs, split_block
 from ingest.markdown_blocks import Block, Section, read_blocks, read_sections
-from kb.languages import CJK_CHARS
 from kb.markup import strip_links
-
-# Han, kana and Hangul characters (each about a token), then words of other letters and digits: a word
-# stops where such a character starts, so "Windows版のインストール" is a word and eight characters
-TOKEN = re.compile(rf"[{CJK_CHARS}]|[^\W{CJK_CHARS}]+|[^\w\s]")
-SENTENCE_MARKS = ".!?"
-CJK_SENTENCE_MARKS = "。！？"
-CLOSERS = "\"')]"
-
-
-def estimate_tokens(text: str) -> int:
-    """Words, punctuation marks and CJK characters: close to a WordPiece count, never zero."""
-    return max(1, len(TOKEN.findall(text)))
 
 
 @dataclass(frozen=True)
@@ -58,14 +44,6 @@ class ChunkOptions:
     min_section_tokens: int = 4  # smaller sections join the passage before them
 
 
-@dataclass(frozen=True)
-class _Unit:
-    start: int
-    end: int
-    tokens: int
-    partial_code: bool = False
-
-
 def chunk_markdown(
     content: str,
     title: str = "",
@@ -77,9 +55,9 @@ def chunk_markdown(
     itself, so its section gets no anchor (the citation opens the page) instead of a slug; on a
     page whose headings carry ids, one without is cited at its enclosing section's anchor."""
     sections = read_sections(content, read_blocks(content), web_page)
-    pieces: list[tuple[Section, list[_Unit]]] = []
+    pieces: list[tuple[Section, list[Unit]]] = []
     for section in sections:
-        units: list[_Unit] = []
+        units: list[Unit] = []
         for index, block in enumerate(section.blocks):
             budget = options.max_tokens
             if (
@@ -88,7 +66,7 @@ def chunk_markdown(
                 budget = max(
                     budget - units[0].tokens, budget // 2
                 )  # heads fit one chunk: never a bare heading
-            units.extend(_split_block(content, block, budget))
+            units.extend(split_block(content, block, budget))
         if (
             pieces
             and _tiny(section, units, options)
@@ -109,15 +87,15 @@ def chunk_markdown(
 
 
 def _merge_bare_headings(
-    pieces: list[tuple[Section, list[_Unit]]], max_tokens: int
-) -> list[tuple[Section, list[_Unit]]]:
+    pieces: list[tuple[Section, list[Unit]]], max_tokens: int
+) -> list[tuple[Section, list[Unit]]]:
     """A section that is only its heading ("1. Introduction" straight before "1.1 Scope") is no
     passage to return: its heading opens the next chunk (the last one's, at the end). A heading
     with an id of its own (a slide, a cited anchor) is left to `_open_onto_subsections`, and
     headings that wait for more than a chunk's tokens become a chunk of their own, so no chunk
     outgrows the limit."""
-    merged: list[tuple[Section, list[_Unit]]] = []
-    waiting: list[_Unit] = []
+    merged: list[tuple[Section, list[Unit]]] = []
+    waiting: list[Unit] = []
     waiting_section = None
     for section, group in pieces:
         tokens = sum(u.tokens for u in waiting) + sum(u.tokens for u in group)
@@ -140,15 +118,15 @@ def _merge_bare_headings(
 
 
 def _open_onto_subsections(
-    pieces: list[tuple[Section, list[_Unit]]], max_tokens: int
-) -> list[tuple[Section, list[_Unit]]]:
+    pieces: list[tuple[Section, list[Unit]]], max_tokens: int
+) -> list[tuple[Section, list[Unit]]]:
     """A heading with an id and no text of its own, straight before its first subsection
     (DocBook's "Usage", Javadoc's "Method Detail", a release's version heading), is no passage
     to return either: it opens the chunk of that subsection, which keeps the subsection's anchor
     and path, the most specific (the document view still carries the heading's id, and a section
     is read by its id from the document's headings, `retrieval.documents.section_text`). Headings
     that wait in a row chain, each under the one before; one followed by a sibling keeps its chunk."""
-    merged: list[tuple[Section, list[_Unit]]] = []
+    merged: list[tuple[Section, list[Unit]]] = []
     opening = False  # whether merged[-1] is still anchored headings only
     for section, group in pieces:
         if (
@@ -180,7 +158,7 @@ def _bare_heading(section: Section) -> bool:
     return _heading_alone(section) and not section.blocks[0].heading_id
 
 
-def _tiny(section: Section, units: list[_Unit], options: ChunkOptions) -> bool:
+def _tiny(section: Section, units: list[Unit], options: ChunkOptions) -> bool:
     """A section too small to be a passage of its own, fewer tokens than `min_section_tokens`
     under its heading: it joins the passage before it (100 KB of `# a\n\nb` is not 20,000 chunks).
     A heading with an id of its own (`{#slide-7}`, an HTML id) keeps its section: it is cited."""
@@ -198,140 +176,22 @@ def chunk_text(
     pages: tuple[tuple[int, int], ...] = (),
 ) -> list[ChunkSpec]:
     """Plain text: paragraphs, then sentences, then a hard cut; overlap between chunks."""
-    units: list[_Unit] = []
-    for start, end in _paragraphs(content):
-        units.extend(_split_block(content, Block("para", start, end), options.max_tokens))
+    units: list[Unit] = []
+    for start, end in paragraphs(content):
+        units.extend(split_block(content, Block("para", start, end), options.max_tokens))
     section = Section(path=(), anchor="")
     return _finish(content, title, [(section, group) for group in _pack(units, options)], pages)
 
 
-def _paragraphs(content: str) -> list[tuple[int, int]]:
-    """Spans of text separated by blank lines, trimmed of surrounding white space."""
-    spans = []
-    start = None
-    offset = 0
-    for line in content.splitlines(keepends=True):
-        if line.strip():
-            if start is None:
-                start = offset + (len(line) - len(line.lstrip()))
-            end = offset + len(line.rstrip())
-        elif start is not None:
-            spans.append((start, end))
-            start = None
-        offset += len(line)
-    if start is not None:
-        spans.append((start, end))
-    return spans
-
-
-def _split_block(content: str, block: Block, budget: int) -> list[_Unit]:
-    text = content[block.start : block.end]
-    tokens = estimate_tokens(text)
-    if tokens <= budget:
-        return [_Unit(block.start, block.end, tokens)]
-    if block.kind == "code":
-        return _split_lines(content, block, budget)
-    if text.startswith("|"):  # a table: cut between rows, never inside one
-        return [_Unit(u.start, u.end, u.tokens) for u in _split_lines(content, block, budget)]
-    units = []
-    for start, end in _sentences(content, block.start, block.end):
-        piece_tokens = estimate_tokens(content[start:end])
-        if piece_tokens <= budget:
-            units.append(_Unit(start, end, piece_tokens))
-        else:
-            units.extend(_hard_cut(content, start, end, budget))
-    return units
-
-
-def _split_lines(content: str, block: Block, budget: int) -> list[_Unit]:
-    """An oversized fence: consecutive lines up to the budget (a single huge line is cut)."""
-    units: list[_Unit] = []
-    start = block.start
-    tokens = 0
-    position = block.start
-    for line in content[block.start : block.end].splitlines(keepends=True):
-        line_tokens = estimate_tokens(line)
-        if tokens and tokens + line_tokens > budget:
-            units.append(
-                _Unit(
-                    start, position - 1 if content[position - 1] == "\n" else position, tokens, True
-                )
-            )
-            start, tokens = position, 0
-        if line_tokens > budget:
-            for unit in _hard_cut(content, position, position + len(line.rstrip("\n")), budget):
-                units.append(_Unit(unit.start, unit.end, unit.tokens, True))
-            start, tokens = position + len(line), 0
-        else:
-            tokens += line_tokens
-        position += len(line)
-    if tokens:
-        units.append(_Unit(start, block.end, tokens, True))
-    return units
-
-
-def _sentence_ends(content: str, start: int, end: int):
-    """Offsets just past each sentence end: a run of .!? (and closing quotes or brackets)
-    followed by white space, or a run of CJK full stops. One pass, no backtracking."""
-    i = start
-    while i < end:
-        char = content[i]
-        if char in CJK_SENTENCE_MARKS:
-            while i < end and content[i] in CJK_SENTENCE_MARKS:
-                i += 1
-            yield i
-            continue
-        if char in SENTENCE_MARKS:
-            while i < end and content[i] in SENTENCE_MARKS:
-                i += 1
-            while i < end and content[i] in CLOSERS:
-                i += 1
-            if i < len(content) and content[i].isspace():
-                yield i
-            continue
-        i += 1
-
-
-def _sentences(content: str, start: int, end: int) -> list[tuple[int, int]]:
-    spans = []
-    cursor = start
-    for stop in _sentence_ends(content, start, end):
-        spans.append((cursor, stop))
-        cursor = stop
-        while cursor < end and content[cursor].isspace():
-            cursor += 1
-    if cursor < end:
-        spans.append((cursor, end))
-    return [(s, e) for s, e in spans if content[s:e].strip()]
-
-
-def _hard_cut(content: str, start: int, end: int, budget: int) -> list[_Unit]:
-    """Runs of `budget` tokens, streamed: a huge unbroken span never holds all its tokens."""
-    units = []
-    first = last = None
-    count = 0
-    for token in TOKEN.finditer(content, start, end):
-        if first is None:
-            first = token.start()
-        last = token.end()
-        count += 1
-        if count == budget:
-            units.append(_Unit(first, last, count))
-            first, count = None, 0
-    if count:
-        units.append(_Unit(first, last, count))
-    return units
-
-
-def _pack(units: list[_Unit], options: ChunkOptions) -> list[list[_Unit]]:
+def _pack(units: list[Unit], options: ChunkOptions) -> list[list[Unit]]:
     """Greedy packing up to the budget, starting each next group with a small overlap."""
-    groups: list[list[_Unit]] = []
-    current: list[_Unit] = []
+    groups: list[list[Unit]] = []
+    current: list[Unit] = []
     tokens = 0
     for unit in units:
         if current and tokens + unit.tokens > options.max_tokens:
             groups.append(current)
-            overlap: list[_Unit] = []
+            overlap: list[Unit] = []
             overlap_tokens = 0
             for previous in reversed(current[1:]):
                 if (
@@ -354,7 +214,7 @@ def _pack(units: list[_Unit], options: ChunkOptions) -> list[list[_Unit]]:
 def _finish(
     content: str,
     title: str,
-    pieces: list[tuple[Section, list[_Unit]]],
+    pieces: list[tuple[Section, list[Unit]]],
     pages: tuple[tuple[int, int], ...] = (),
 ) -> list[ChunkSpec]:
     spans = [(group[0].start, group[-1].end) for _, group in pieces]

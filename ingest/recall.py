@@ -7,7 +7,7 @@ items, table cells, headings, `<br>` and the line breaks of `<pre>`), without
   the caller over the original pages), and
 - the numbers of a listing's line-number gutter (a leading number that counts up line by line), and
 - what the page hides (the `hidden` attribute, an inline `display: none`, a class its
-  stylesheets hide outright: `hidden_classes`), and
+  stylesheets hide outright: `ingest/stylesheets.py`), and
 - lines inside what the page itself marks as navigation: `<nav>`, `<footer>`, `role=navigation`, or an
   element whose class or id names a navigation bar, a sidebar or a footer (`NAV_WORDS`:
   DocBook's `navheader`/`navfooter`, Sphinx's `sphinxsidebar`, ...), and
@@ -37,6 +37,8 @@ from dataclasses import dataclass
 
 from bs4 import BeautifulSoup, NavigableString, Tag
 from bs4.element import PreformattedString
+
+from ingest.stylesheets import CSS_DISPLAY_NONE
 
 WORD = re.compile(r"\w+")
 LINK_SHARE = 0.5
@@ -139,29 +141,6 @@ def page_blocks(html: bytes | str) -> tuple[Line, ...]:
 )  # the page being ingested: read for its boilerplate, then for its recall
 def _soup(html: bytes | str) -> BeautifulSoup:
     return BeautifulSoup(html, "html.parser")  # never changed by its readers
-
-
-def hidden_classes(css: str) -> frozenset[str]:
-    """The classes a stylesheet hides outright: a rule `.name { ... display: none ... }` whose
-    selectors are all single classes (Doxygen's hover tooltips, `.ttc`). A rule with a state,
-    a descendant or a media condition shows the element somewhere, so it is not read."""
-    css = CSS_COMMENT.sub("", css)
-    css = CSS_MEDIA.sub("", css)
-    hidden = set()
-    for selectors, declarations in CSS_RULE.findall(css):
-        if not CSS_DISPLAY_NONE.search(declarations):
-            continue
-        names = [part.strip() for part in selectors.split(",")]
-        if names and all(CSS_CLASS.fullmatch(name) for name in names):
-            hidden.update(name[1:] for name in names)
-    return frozenset(hidden)
-
-
-CSS_COMMENT = re.compile(r"/\*.*?\*/", re.S)
-CSS_MEDIA = re.compile(r"@[^{]*\{(?:[^{}]*\{[^{}]*\})*[^{}]*\}")
-CSS_RULE = re.compile(r"([^{}]+)\{([^{}]*)\}")
-CSS_DISPLAY_NONE = re.compile(r"(?:^|;)\s*display\s*:\s*none\s*(?:!important\s*)?(?:;|$)", re.I)
-CSS_CLASS = re.compile(r"\.[A-Za-z_][\w-]*")
 
 
 def lines_of(

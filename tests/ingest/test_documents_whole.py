@@ -16,9 +16,9 @@ from ingest.extract.isolated import extract_isolated
 from ingest.extract.pdf import (
     drop_contents_lines,
     drop_running_lines,
-    join_split_words,
     leader_line,
 )
+from ingest.extract.pdf_words import join_split_words
 from retrieval.query import normalise_query
 
 REAL = Path(__file__).resolve().parent.parent / "fixtures" / "real"

@@ -12,7 +12,8 @@ from evaluation.site_bench import ChunkFacts, Fidelity, fidelity, page_facts
 from ingest.boilerplate import BoilerplateCounter, block_keys, drop_repeated
 from ingest.chunk import chunk_markdown
 from ingest.extract import extract
-from ingest.recall import content_recall, hidden_classes, page_lines
+from ingest.recall import content_recall, page_lines
+from ingest.stylesheets import hidden_classes
 
 REAL = Path(__file__).resolve().parent.parent / "fixtures" / "real"
 SITES = [

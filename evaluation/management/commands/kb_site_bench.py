@@ -38,7 +38,7 @@ from django.core.management.base import BaseCommand, CommandError
 from evaluation import memory
 from evaluation.site_bench import ChunkFacts, fidelity, page_facts
 from ingest.evaluate import allow_rules_from_settings, ingest_now
-from ingest.recall import hidden_classes
+from ingest.stylesheets import hidden_classes
 from kb.conf import DOCUMENT_RUNTIMES, kb_settings
 from kb.embedding.embedders import get_embedder, local_embedder
 from kb.embedding.local import SentenceTransformerEmbedder
