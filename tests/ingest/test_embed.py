@@ -33,6 +33,14 @@ def model():
     return get_embedder()._load()
 
 
+@pytest.fixture(scope="module")
+def graphs(tmp_path_factory):
+    """One cache folder of exported graphs for the tests whose point is what the graphs compute,
+    not how they are exported (exporting and quantising took 20-40 s a test on a loaded machine);
+    the tests of the export itself keep a folder of their own."""
+    return tmp_path_factory.mktemp("graphs")
+
+
 def reference(model, text):
     return model.encode([text], normalize_embeddings=True, convert_to_numpy=True)[0]
 
@@ -151,9 +159,9 @@ DOCUMENTS = [
 @pytest.mark.parametrize(
     "runtime, least", [("onnx", 0.99999), ("onnx-int8", 0.98)], ids=["fp32", "int8"]
 )
-def test_document_runtimes_reproduce_pytorch_in_order(model, tmp_path, runtime, least):
+def test_document_runtimes_reproduce_pytorch_in_order(model, graphs, runtime, least):
     embedder = SentenceTransformerEmbedder(
-        bundled_model_path(), document_runtime=runtime, cache_dir=tmp_path
+        bundled_model_path(), document_runtime=runtime, cache_dir=graphs
     )
     embedder._model = model
     vectors = embedder.embed_documents(DOCUMENTS)
@@ -169,8 +177,8 @@ def test_document_runtimes_reproduce_pytorch_in_order(model, tmp_path, runtime, 
         runtime == "onnx-int8"
     ):  # int8 weights move degenerate texts further (measured: 0.967 for one)
         assert cosines.min() >= 0.95 and prose.mean() >= 0.99, (cosines.min(), prose.mean())
-        assert list(tmp_path.glob(f"*-{INT8_VARIANT}.onnx"))
-        assert _weight_types(next(tmp_path.glob(f"*-{INT8_VARIANT}.onnx"))) == {
+        assert list(graphs.glob(f"*-{INT8_VARIANT}.onnx"))
+        assert _weight_types(next(graphs.glob(f"*-{INT8_VARIANT}.onnx"))) == {
             "INT8"
         }  # signed weights
 
@@ -230,9 +238,9 @@ def test_a_child_forked_after_the_warm_up_embeds_documents_with_its_own_session(
     pytest.fail("the forked child hung embedding documents")
 
 
-def test_the_int8_encoder_hands_its_batch_buffers_back_after_a_run(model, tmp_path):
+def test_the_int8_encoder_hands_its_batch_buffers_back_after_a_run(model, graphs):
     embedder = SentenceTransformerEmbedder(
-        bundled_model_path(), document_runtime="onnx-int8", cache_dir=tmp_path
+        bundled_model_path(), document_runtime="onnx-int8", cache_dir=graphs
     )
     embedder._model = model
     long_texts = [
