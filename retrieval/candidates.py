@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kb.embedding.compared import Foreign
+from retrieval.agreement import Reading
 from retrieval.errors import InvalidRankerParams
 
 VECTOR, LEXICAL, NAMES, IDENTIFIERS = "vector", "lexical", "names", "identifiers"
@@ -191,15 +192,15 @@ def unread_clause(share: float, language: str, query_language: str = "", this: s
     return f"{share:.0%} of the documents here are in {language}, which the search's meaning model does not read"
 
 
-def meaning_disagrees(agreed: float) -> ChannelNote:
+def meaning_disagrees(reading: Reading) -> ChannelNote:
     """The vector channel left out: searched for the namespace's own headings, meaning and words
-    hardly find the same passages (`retrieval.agreement`), so the model is taken not to read it."""
+    find the same passages hardly more often than for unrelated headings (`retrieval.agreement`),
+    so the model is taken not to read it."""
     return ChannelNote(
         VECTOR,
         "off",
-        f"The search's meaning model does not read this namespace's text: searched for "
-        f"its own headings, meaning and words find only {agreed:.0%} of the same "
-        "passages, so results are ranked by their words alone.",
+        f"The search's meaning model does not read this namespace's text: "
+        f"{reading.clause('its own headings')}, so results are ranked by their words alone.",
     )
 
 

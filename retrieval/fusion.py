@@ -1,5 +1,6 @@
 """How much words weigh against meaning in a namespace: the default, the estimate from its
-search log, and the fit to judged queries. Pure: the standard library and retrieval.breadth.
+search log, and the fit to judged queries. Pure: the standard library, retrieval.breadth and
+retrieval.agreement.
 
 The ranker fuses the vector and lexical z-scores as (1 - w) * vector + w * lexical (see
 `retrieval.ranker.fuse`). Without judgements w is 0.5, equal weights: neither channel is assumed
@@ -17,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from retrieval.agreement import Reading
 from retrieval.breadth import broad, log_summary
 
 DEFAULT_LEXICAL_WEIGHT = 0.5
@@ -63,38 +65,35 @@ def meaning_kept(share: float, languages: str, query_language: str) -> FusionWei
     )
 
 
-MEANING_UNREAD = (
-    0.115  # agreement (retrieval/agreement.py) under which the model is taken not to read the text
-)
+MEANING_UNREAD = 3.8  # lift (retrieval/agreement.py) under which the model is taken not to read
 GRADED_LEXICAL_WEIGHT = (
     0.75  # over it, in a language the model is not said to read: meaning counts, less than words
 )
 
 
-def graded_weights(agreed: float) -> FusionWeights:
+def graded_weights(reading: Reading) -> FusionWeights:
     """The weights of a namespace without judged queries whose documents are mostly in languages
-    the model is not said to read (`KB_EMBEDDING_LANGUAGES`), from the model's measured agreement
-    with the words on the namespace's own headings (`retrieval.agreement`): words at
-    GRADED_LEXICAL_WEIGHT from MEANING_UNREAD, words alone (lexical 1.0) below it."""
-    measured = (
-        f"searched for this namespace's own headings, meaning and words find {agreed:.0%} of the same "
-        f"passages"
-    )
-    if agreed >= MEANING_UNREAD:
+    the model is not said to read (`KB_EMBEDDING_LANGUAGES`), from how well the model reads the
+    namespace's own headings (`retrieval.agreement`: how many times chance meaning and words find
+    the same passages): words at GRADED_LEXICAL_WEIGHT from MEANING_UNREAD, words alone (lexical
+    1.0) below it."""
+    if reading.lift >= MEANING_UNREAD:
         return FusionWeights(
             GRADED_LEXICAL_WEIGHT,
             "agreement",
             (
-                f"graded: most documents here are in languages the meaning model is not said to read, yet it reads "
-                f"them in part: {measured} ({MEANING_UNREAD:.0%} or more), so words weigh {GRADED_LEXICAL_WEIGHT} "
-                f"and meaning {1 - GRADED_LEXICAL_WEIGHT:g}"
+                f"graded: most documents here are in languages the meaning model is not said to "
+                f"read, yet it reads them in part: {reading.clause()} ({MEANING_UNREAD:g} times or "
+                f"more), so words weigh {GRADED_LEXICAL_WEIGHT} and meaning "
+                f"{1 - GRADED_LEXICAL_WEIGHT:g}"
             ),
         )
     return FusionWeights(
         1.0,
         "agreement",
         (
-            f"words alone: the meaning model does not read this text: {measured} (under {MEANING_UNREAD:.0%})"
+            f"words alone: the meaning model does not read this text: {reading.clause()} (under "
+            f"{MEANING_UNREAD:g} times)"
         ),
     )
 

@@ -26,6 +26,7 @@ from django.db import connections
 
 from kb.replicas import on_replica, read_connection
 from retrieval import model_reading
+from retrieval.agreement import Reading
 from retrieval.breadth import meaning_excess
 
 logger = logging.getLogger(__name__)
@@ -48,7 +49,7 @@ class Sample(NamedTuple):
     passages: int
     embedded: int
     rows: np.ndarray
-    agreement: float | None
+    agreement: Reading | None
 
 
 def query_excess(
@@ -69,7 +70,7 @@ def query_excess(
     return meaning_excess(top_cosine, float(cosines.mean()), float(cosines.std()), embedded)
 
 
-def namespace_agreement(namespace_id: int, passages: int, *, wait: bool = False) -> float | None:
+def namespace_agreement(namespace_id: int, passages: int, *, wait: bool = False) -> Reading | None:
     """How well the meaning model reads the namespace (`retrieval.model_reading`), kept with its
     sample; None while (unless `wait`) it is read, or where it decides nothing or too few tell."""
     read = namespace_sample(namespace_id, passages, wait=wait)
@@ -78,7 +79,7 @@ def namespace_agreement(namespace_id: int, passages: int, *, wait: bool = False)
 
 def namespace_sample(
     namespace_id: int, passages: int, *, wait: bool = False
-) -> tuple[int, np.ndarray, float | None] | None:
+) -> tuple[int, np.ndarray, Reading | None] | None:
     """How many passages of the namespace are embedded, unit embeddings of up to SAMPLE_SIZE of
     them, spread over its ids, and how well the model reads it: the kept ones, or
     (`wait`) read now unless the kept ones are usable; otherwise a thread starts reading them and
@@ -112,12 +113,12 @@ def forget_samples() -> None:
         _samples.clear()
 
 
-def _usable(kept: Sample) -> tuple[int, np.ndarray, float | None] | None:
+def _usable(kept: Sample) -> tuple[int, np.ndarray, Reading | None] | None:
     return (kept.embedded, kept.rows, kept.agreement) if len(kept.rows) >= 3 else None
 
 
 def _keep(
-    namespace_id: int, passages: int, embedded: int, sample: np.ndarray, agreed: float | None
+    namespace_id: int, passages: int, embedded: int, sample: np.ndarray, agreed: Reading | None
 ) -> Sample:
     kept = Sample(passages, embedded, sample, agreed)
     with _lock:
@@ -151,7 +152,7 @@ def _forget_in_child() -> None:
 os.register_at_fork(after_in_child=_forget_in_child)
 
 
-def _read_sample(namespace_id: int) -> tuple[int, np.ndarray, float | None]:
+def _read_sample(namespace_id: int) -> tuple[int, np.ndarray, Reading | None]:
     """How many of the namespace's passages are embedded, every step-th of them by id, and how
     well the model reads the namespace (`retrieval.model_reading`)."""
     with read_connection().cursor() as cursor:

@@ -20,7 +20,7 @@ from kb.embedding.embedders import get_embedder
 from kb.languages import query_language, unread_languages
 from kb.replicas import read_connection
 from retrieval import lexical, query_words
-from retrieval.agreement import NEAREST, agreement
+from retrieval.agreement import NEAREST, Reading, agreement
 from retrieval.channels import Scope, vector_channel
 
 HEADINGS = 40
@@ -32,9 +32,9 @@ MIN_CHARS = 4  # shorter headings ("API", "2.1") are names or numbers, not somet
 DEPTH = 3 * NEAREST  # room for the heading's own document's passages, which are left out
 
 
-def measure(namespace_id: int, passages: int) -> float | None:
-    """The agreement of the namespace's vector and words channels on its own headings in the
-    languages the model is not said to read, or None where it decides nothing (the namespace is
+def measure(namespace_id: int, passages: int) -> Reading | None:
+    """How the namespace's vector and words channels agree on its own headings in the languages
+    the model is not said to read (`retrieval.agreement.Reading`), or None where it decides nothing (the namespace is
     mostly in languages the model reads) or too few headings (`retrieval.agreement.MIN_HEADINGS`)
     or documents tell."""
     document_count, document_languages = _namespace(namespace_id)

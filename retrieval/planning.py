@@ -16,6 +16,7 @@ from kb.languages import name as language_name
 from kb.replicas import read_connection
 from retrieval import channels as ch
 from retrieval import meaning_spread, query_words
+from retrieval.agreement import Reading
 from retrieval.candidates import (
     WORDS_ALONE,
     ChannelNote,
@@ -95,7 +96,7 @@ def plan(
         weights.source == DEFAULT_WEIGHTS.source
     ):  # judged queries would have fitted it: only the default yields
 
-        def agreed() -> float | None:  # read (and its measure started) only where it decides
+        def agreed() -> Reading | None:  # read (and its measure started) only where it decides
             return meaning_spread.namespace_agreement(ns["id"], sum(ns["passage_configs"].values()))
 
         weights, notes = unjudged_weights(
@@ -147,13 +148,13 @@ def unjudged_weights(
     document_languages: dict[str, int],
     query: str = "",
     log: tuple[float | None, int] = (None, 0),
-    agreed: float | Callable[[], float | None] | None = None,
+    agreed: Reading | Callable[[], Reading | None] | None = None,
 ) -> tuple[FusionWeights, tuple[ChannelNote, ...]]:
     """The weights of a `query` in a namespace without fitted ones, and the channels they leave
     out. Where most documents are in languages the model is not said to read (`meaning_decision`),
     a query the detector places decides (its own language's words alone, or meaning kept);
-    otherwise the model's measured agreement with the namespace's words (`agreed`, or a function
-    reading it, called only here; `retrieval.agreement`) grades meaning (`graded_weights`:
+    otherwise how well the model reads the namespace's headings (`agreed`, or a function reading
+    it, called only here; `retrieval.agreement`) grades meaning (`graded_weights`:
     weighing less than words, or left out), and until it is measured, words alone. Elsewhere,
     what the namespace's search log estimates (`log`: its latest searches' median excess and how
     many there were, `estimated_weights`), or equal weights."""

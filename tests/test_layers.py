@@ -92,6 +92,7 @@ PURE = {
     "retrieval.candidates",
     "retrieval.ranker",
     "retrieval.bm25",
+    "retrieval.agreement",
     "retrieval.fusion",
     "retrieval.query",
     "retrieval.citations",
