@@ -20,6 +20,7 @@ from kb.auth import issue_token, staff_principal
 from kb.identity.reads import is_restricted, record_restricted_reads
 from kb.models import Document, NamespaceMembership
 from kb.models.identity import RestrictedRead
+from tests.answers.scripted_model import Reply, ScriptedModel
 from tests.corpus import CORPUS, ingest
 
 pytestmark = pytest.mark.django_db
@@ -141,3 +142,33 @@ def test_a_superuser_exports_the_log_as_csv_and_nobody_else_sees_it(org):
         "staffer", password="pw-123456789", is_staff=True
     )
     assert signed_in(curator).get("/admin/kb/restrictedread/").status_code == 403
+
+
+@pytest.fixture
+def scripted_answers(settings):
+    """The answer tests' scripted model server, answering once without the read tool."""
+    from kb.conf import kb_settings
+
+    with ScriptedModel([Reply(text=["The bands are paid each quarter [1]."])]) as server:
+        settings.KB_ANSWER_URL, settings.KB_ANSWER_MODEL = server.url, server.model
+        settings.KB_ANSWER_TOOLS = "off"
+        kb_settings.cache_clear()
+        yield server
+    kb_settings.cache_clear()
+
+
+def test_an_answer_logs_the_restricted_sources_its_model_read(org, scripted_answers):
+    token, secret = issue_token("agent", user=org["in"])
+    response = Client().post(
+        "/api/answer",
+        data={"q": "salary bands of the grades paid each quarter", "namespaces": [NAMESPACE]},
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {secret}",
+    )
+    assert response.status_code == 200, response.content
+    sources = {source["document_id"] for source in response.json()["sources"]}
+    assert org["secret"].pk in sources
+    rows = list(RestrictedRead.objects.all())
+    assert [(r.surface, r.user_id, r.token_id, r.document_number) for r in rows] == [
+        ("answer", org["in"].pk, token.pk, org["secret"].pk)
+    ]  # the open sources beside it are not logged
