@@ -5,8 +5,10 @@ import json
 from django.http import StreamingHttpResponse
 from ninja import Router
 
+from answers.feedback import record_feedback
 from answers.schemas import AnswerFeedbackIn, AnswerFeedbackOut, AnswerIn, AnswerOut
-from answers.service import Held, answer_events, final_state, record_feedback
+from answers.service import answer_events, final_state
+from answers.slots import Held
 
 router = Router(tags=["answers"])
 
