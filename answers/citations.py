@@ -28,8 +28,21 @@ Verdicts, and what the answer shows:
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass, field
+
+from answers.claim_words import (
+    ABSOLUTES,
+    DIRECTIONS,
+    NEGATIONS,
+    STOPWORDS,
+    WORD,
+    fold,
+    names,
+    numbers_in,
+    prefixed,
+    stem,
+    stems,
+)
 
 # of a sentence's content stems found in its closest window of the source: chosen on the tuning half
 # of the hand labels and scored on the other (kb_answer_bench; docs/answers.md#the-checker)
@@ -44,126 +57,6 @@ MARKER = re.compile(
 # space, or at a line break
 SENTENCE_END = re.compile(r"[.!?]+[\"'”’)\]]*(?:\s*\[[^\]\n]{1,40}\])*(?=\s|$)|\n+")
 QUOTE = re.compile(r"[\"“”]([^\"“”]+)[\"“”]")
-WORD = re.compile(r"\w+", re.U)
-NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
-STOPWORDS = frozenset(
-    """
-a about above after again against all also am an and any are as at be because been before being below between both
-but by can could did do does doing down during each few for from further had has have having he her here hers herself
-him himself his how i if in into is it its itself just may me might more most must my myself no nor not now of off on
-once only or other our ours ourselves out over own same she should so some such than that the their theirs them
-themselves then there these they this those through to too under until up very was we were what when where which while
-who whom why will with would you your yours yourself yourselves source sources according document documents
-""".split()
-)
-NEGATIONS = frozenset(
-    "not no never none neither nor without cannot nothing nobody lack lacks lacked absence".split()
-)
-_OPPOSITES = [
-    ("increase", "decrease"),
-    ("increased", "decreased"),
-    ("increases", "decreases"),
-    ("increased", "reduced"),
-    ("increase", "reduce"),
-    ("increases", "reduces"),
-    ("higher", "lower"),
-    ("more", "less"),
-    ("more", "fewer"),
-    ("greater", "smaller"),
-    ("superior", "inferior"),
-    ("positive", "negative"),
-    ("upregulation", "downregulation"),
-    ("activates", "inhibits"),
-    ("activation", "inhibition"),
-    ("enhances", "impairs"),
-    ("enhanced", "impaired"),
-    ("promotes", "suppresses"),
-    ("gain", "loss"),
-    ("before", "after"),
-    ("sensitive", "resistant"),
-    ("early", "late"),
-    ("all", "some"),
-    ("high", "low"),
-    ("improves", "worsens"),
-    ("improved", "worsened"),
-    ("benefit", "harm"),
-    ("major", "minor"),
-    ("primary", "secondary"),
-    ("rarely", "often"),
-    ("common", "rare"),
-    ("significant", "insignificant"),
-    ("sensitive", "resistance"),
-    ("sensitivity", "resistance"),
-    ("sensitive", "resistant"),
-    ("uniform", "variable"),
-    ("presence", "absence"),
-    ("present", "absent"),
-    ("benign", "malignant"),
-    ("agonist", "antagonist"),
-    ("inhibitor", "activator"),
-    ("maximum", "minimum"),
-    ("strong", "weak"),
-    ("stronger", "weaker"),
-    ("longer", "shorter"),
-    ("larger", "smaller"),
-    ("faster", "slower"),
-    ("upregulated", "downregulated"),
-    ("increased", "lowered"),
-    ("induces", "prevents"),
-    ("promotes", "inhibits"),
-    ("all", "most"),
-]
-DIRECTIONS: dict[str, frozenset[str]] = {}  # a word -> the words that say the opposite
-for _a, _b in _OPPOSITES:
-    DIRECTIONS[_a] = DIRECTIONS.get(_a, frozenset()) | {_b}
-    DIRECTIONS[_b] = DIRECTIONS.get(_b, frozenset()) | {_a}
-# numbers written as words: cardinals combine ("two hundred fifty" is 250); fractions and ordinals
-# stand as themselves ("one-third" and "one-fourth" differ in "third")
-UNITS = {
-    w: n
-    for n, w in enumerate(
-        "zero one two three four five six seven eight nine ten eleven twelve thirteen "
-        "fourteen fifteen sixteen seventeen eighteen nineteen".split()
-    )
-}
-TENS = {
-    w: 10 * n
-    for n, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split(), 2)
-}
-SCALES = {"hundred": 100, "thousand": 1000}
-FRACTIONS = {
-    "half": "1/2",
-    "halves": "1/2",
-    "third": "1/3",
-    "thirds": "1/3",
-    "quarter": "1/4",
-    "quarters": "1/4",
-    "fourth": "1/4",
-    "fourths": "1/4",
-    "fifth": "1/5",
-    "fifths": "1/5",
-}
-SUFFIXES = (
-    "ational",
-    "ations",
-    "ation",
-    "ities",
-    "ments",
-    "ness",
-    "ment",
-    "ings",
-    "ing",
-    "ied",
-    "ies",
-    "edly",
-    "ed",
-    "ers",
-    "er",
-    "est",
-    "ly",
-    "es",
-    "s",
-)
 
 
 @dataclass(frozen=True)
@@ -254,20 +147,11 @@ def citations_of(sentence: str) -> tuple[int, ...]:
     return tuple(dict.fromkeys(numbers))
 
 
-def stems(text: str) -> set[str]:
-    """The content words of `text`, lower-cased, accents kept, stop words out, suffixes stripped."""
-    return {
-        _stem(word)
-        for word in WORD.findall(_fold(text))
-        if word not in STOPWORDS and not word.isdigit() and len(word) > 1
-    }
-
-
 def _verdict(sentence: str, sources: dict[int, _Lexed], needed: float) -> Sentence:
     cited = citations_of(sentence)
     claim = MARKER.sub(" ", sentence)
     if not cited:
-        if _fold(NOT_COVERED).rstrip(".") in _fold(claim):
+        if fold(NOT_COVERED).rstrip(".") in fold(claim):
             return Sentence(
                 sentence, cited, "abstention", "says the knowledge base does not cover the question"
             )
@@ -319,12 +203,12 @@ class _Lexed:
 
     @classmethod
     def of(cls, text: str) -> _Lexed:
-        folded = _fold(text)
+        folded = fold(text)
         sentences = [_window(sentence) for sentence in split_sentences(text)] or [_window(text)]
         pairs = [_joined(a, b) for a, b in zip(sentences, sentences[1:], strict=False)]
         # the first sentence (a title, a heading) names what every other one is about
         titled = [_joined(sentences[0], s) for s in sentences[2:]]
-        return cls(folded, frozenset(_numbers(folded)), tuple(sentences + pairs + titled))
+        return cls(folded, frozenset(numbers_in(folded)), tuple(sentences + pairs + titled))
 
 
 def _joined(a: _Window, b: _Window) -> _Window:
@@ -338,13 +222,13 @@ def _joined(a: _Window, b: _Window) -> _Window:
 
 
 def _window(text: str) -> _Window:
-    folded = _fold(text)
+    folded = fold(text)
     return _Window(
         frozenset(stems(text)),
         frozenset(WORD.findall(folded)),
         folded,
         _denied(text),
-        frozenset(_numbers(folded)),
+        frozenset(numbers_in(folded)),
     )
 
 
@@ -356,25 +240,25 @@ def _denied(text: str) -> frozenset[str]:
     "without"…, up to the end of its clause ("controls without the disease, studying…" denies only
     "disease")."""
     found: set[str] = set()
-    for clause in re.split(r"[,;:()\[\]]|(?<=\w)\.(?=\s|$)", _fold(text).replace("n't", " not")):
+    for clause in re.split(r"[,;:()\[\]]|(?<=\w)\.(?=\s|$)", fold(text).replace("n't", " not")):
         scope = 0
         for word in WORD.findall(clause):
             if word in NEGATIONS:
                 scope = NEGATION_SCOPE
             elif scope and word not in STOPWORDS and not word.isdigit() and len(word) > 1:
-                found.add(_stem(word))
+                found.add(stem(word))
                 scope -= 1
     return frozenset(found)
 
 
 def _check(claim: str, number: int, source: _Lexed, needed: float) -> CitationCheck:
     for quote in QUOTE.findall(claim):
-        if len(WORD.findall(quote)) >= MIN_QUOTE_WORDS and _fold(quote) not in source.folded:
+        if len(WORD.findall(quote)) >= MIN_QUOTE_WORDS and fold(quote) not in source.folded:
             return CitationCheck(number, False, 0.0, f"the quote {quote[:60]!r} is not in it")
     words = stems(claim)
     if not words:
         return CitationCheck(number, False, 0.0, "the sentence has no content words to check")
-    stated = _numbers(_fold(claim))
+    stated = numbers_in(fold(claim))
     best = max(source.windows, key=lambda w: len(words & w.stems) + len(stated & w.numbers))
     share = len(words & best.stems) / len(words)
     problem = _unstated(claim, stated, source, best, share, needed) or _contradicted(
@@ -415,13 +299,11 @@ def _unstated(
 def _contradicted(claim: str, words: set[str], best: _Window) -> str | None:
     """How the claim turns what its closest window says: a negation, a negating prefix, an absolute,
     a direction word."""
-    claim_words = frozenset(WORD.findall(_fold(claim)))
+    claim_words = frozenset(WORD.findall(fold(claim)))
     denied = _denied(claim)
     if (denied & best.stems) - best.denied or (best.denied & words) - denied:
         return "it negates what its closest sentence states, or the reverse"
-    flipped = next(
-        ((w, v) for w in words - best.stems for v in best.stems if _prefixed(w, v)), None
-    )
+    flipped = next(((w, v) for w in words - best.stems for v in best.stems if prefixed(w, v)), None)
     if flipped:
         return f"it says {flipped[0]!r} where its closest sentence says {flipped[1]!r}"
     absolute = next((w for w in sorted(claim_words & ABSOLUTES) if w not in best.words), None)
@@ -438,73 +320,3 @@ def _contradicted(claim: str, words: set[str], best: _Window) -> str | None:
     if turned:
         return f"it says {turned!r} where its closest sentence says {sorted(DIRECTIONS[turned] & best.words)[0]!r}"
     return None
-
-
-PREFIXES = ("de", "un", "non", "in", "im", "dis", "anti", "ir", "il")
-ABSOLUTES = frozenset("only solely exclusively always all every entirely completely".split())
-
-
-def _prefixed(a: str, b: str) -> bool:
-    """Whether one stem is the other with a negating prefix ("acetylat", "deacetylat")."""
-    short, long = sorted((a, b), key=len)
-    return len(short) >= 4 and any(
-        long == prefix + short or long == prefix + "-" + short for prefix in PREFIXES
-    )
-
-
-NAME = re.compile(r"[^\W_]+(?:[-./+][^\W_]+)*")  # letters of any script: "IL-1β" is not "IL-1α"
-
-
-def names(text: str) -> list[str]:
-    """The names a sentence states, folded: tokens with a letter and a digit (PI3K, CK-0993548), or two
-    capitals or more (HDL, mTOR, CoYMV). A sentence naming one its source's sentence does not is about
-    something else, however many of its other words it shares."""
-    found = []
-    for token in NAME.findall(text):
-        letters = sum(ch.isalpha() for ch in token)
-        if letters and (
-            any(ch.isdigit() for ch in token) or sum(ch.isupper() for ch in token) >= 2
-        ):
-            found.append(_fold(token))
-    return found
-
-
-def _fold(text: str) -> str:
-    return " ".join(unicodedata.normalize("NFKC", text).lower().split())
-
-
-def _numbers(folded: str) -> set[str]:
-    """The numbers a text states, in digits or in words, thousands separators dropped ("1,000" and
-    "1000" are one number, "two hundred fifty" is "250"); a lone "one" is a pronoun as often as not."""
-    found = {n.replace(",", "") for n in NUMBER.findall(folded)}
-    total, current, words = 0, 0, []
-    for word in WORD.findall(folded) + [""]:
-        if word in UNITS or word in TENS:
-            current += UNITS.get(word, 0) + TENS.get(word, 0)
-        elif word in SCALES and (words or word == "hundred"):
-            current = (current or 1) * SCALES[word]
-            if word == "thousand":
-                total, current = total + current, 0
-        elif word == "and" and words:
-            continue
-        else:
-            if words and words != ["one"]:
-                found.add(str(total + current))
-            total, current, words = 0, 0, []
-            if word in FRACTIONS:
-                found.add(FRACTIONS[word])
-            continue
-        words.append(word)
-    return found
-
-
-def _stem(word: str) -> str:
-    if word.endswith("'s"):
-        word = word[:-2]
-    for suffix in SUFFIXES:
-        if len(word) - len(suffix) >= 3 and word.endswith(suffix):
-            word = word[: -len(suffix)]
-            break
-    if len(word) > 3 and word[-1] == "e":  # "produce" and "produced" meet at "produc"
-        word = word[:-1]
-    return word

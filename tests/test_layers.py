@@ -133,6 +133,7 @@ PURE = {
     "capabilities.contracts",
     "answers.errors",
     "answers.citations",
+    "answers.claim_words",
     "answers.prompt",
     "evaluation.errors",
     "evaluation.suites",
