@@ -3,7 +3,8 @@
 The table itself is the settings classes of kb/conf/ (`kb_settings()`): each field is declared with
 `setting(...)`, which states the setting's name, default, how its environment variable is read,
 how it is checked and its line in docs/configuration.md. This module holds no setting of its own
-and imports no Django: the settings module calls `environment_values` while Django is configured.
+and imports no Django: the settings module reads the rows (`kb.conf.environment_settings`) while
+Django is being configured.
 """
 
 from __future__ import annotations

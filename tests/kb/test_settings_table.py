@@ -7,13 +7,14 @@ import importlib.util
 import os
 import re
 import runpy
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from django.conf import settings
 
 from kb.conf import TABLE, KBSettings, configuration_tables, environment_settings
-from kb.settings_table import PAGE, rows
+from kb.settings_table import PAGE, at_least, environment_values, markdown, rows, setting
 
 GROUPS = [group for _, group in TABLE]
 SECRET_WORDS = {"KEY", "SECRET", "PASSWORD", "TOKEN"}  # KB_ANSWER_API_KEY, not KB_CHUNK_TOKENS
@@ -81,6 +82,7 @@ ENVIRONMENTS = {
 
 @pytest.mark.parametrize("environment", ENVIRONMENTS.values(), ids=ENVIRONMENTS.keys())
 def test_the_settings_module_reads_the_environment_as_the_table_says(monkeypatch, environment):
+    """The settings module takes every row from the table and sets none of them again after it."""
     for name in list(os.environ):
         if name.startswith(("KB_", "DJANGO_", "DATABASE_")):
             monkeypatch.delenv(name)
@@ -92,3 +94,27 @@ def test_the_settings_module_reads_the_environment_as_the_table_says(monkeypatch
         os.environ, base_dir=module["BASE_DIR"], data_dir=module["KB_DATA_DIR"]
     )
     assert {name: module[name] for name in expected} == expected
+
+
+@dataclass(frozen=True)
+class Example:
+    size: int = setting("KB_EXAMPLE_SIZE", 3, "how big", check=at_least(2))
+    key: str = setting("KB_EXAMPLE_KEY", "", "a key", secret=True)
+    folder: Path = setting(
+        "KB_EXAMPLE_DIR", lambda known: known["KB_DATA_DIR"] / "x", "where", env=None, shown="`x`"
+    )
+
+
+def test_one_statement_of_a_row_reads_checks_documents_and_hides_it():
+    environ = {"KB_EXAMPLE_SIZE": " 5 ", "KB_EXAMPLE_KEY": "sekrit"}
+    values = environment_values([Example], environ, base_dir=Path("/b"), data_dir=Path("/d"))
+    assert values == {
+        "KB_EXAMPLE_SIZE": 5,
+        "KB_EXAMPLE_KEY": "sekrit",
+        "KB_EXAMPLE_DIR": Path("/d/x"),
+    }
+    table = markdown([("Example", Example)])
+    assert "| `KB_EXAMPLE_SIZE` | `3` | how big |\n| `KB_EXAMPLE_KEY` | empty | a key |" in table
+    assert "KB_EXAMPLE_DIR" not in table  # not read from the environment: not listed
+    assert "sekrit" not in repr(Example(5, "sekrit", Path("/d/x")))
+    assert at_least(2)("KB_EXAMPLE_SIZE", 1) == "KB_EXAMPLE_SIZE must be at least 2, got 1."
