@@ -12,7 +12,8 @@ import pytest
 
 from tests.pgserver import TcpPostgres
 
-pytest_plugins = ["tests.corpus"]  # the `corpus` fixture
+# the `corpus` fixture; the model's document embeddings remembered per batch for the session
+pytest_plugins = ["tests.corpus", "tests.embedding_memo"]
 
 # What a test needs, read from where it is and what it uses, so a new test is classified without
 # being marked by hand. `scripts/test` runs the fast tier, `-m "not slow"`: every test that needs
