@@ -9,7 +9,10 @@ that make its documents and how a file becomes documents:
   extractor;
 - Debian Reference (`debian-reference-fr`): each chapter read by the product's HTML extractor and
   cut at its numbered headings (3.1, 3.1.2), one section per document, kept only when the
-  detector reads it in the collection's language (the translation is partial, as the handbook's).
+  detector reads it in the collection's language (the translation is partial, as the handbook's);
+- the Free On-line Dictionary of Computing (`foldoc`, package dict-foldoc): one definition per
+  document, those its question file names by their dictd index entry (a broad collection, as
+  DBpedia is: every subject of computing, a few lines on each).
 
 `HANDBOOK` and `build_handbook` build The Debian Administrator's Handbook's languages
 (evaluation/handbook.py) from the same package cache, so one command builds every collection.
@@ -147,6 +150,35 @@ def _sections(markdown: str) -> Iterator[tuple[str, str, str]]:
         yield current[0], current[1], "\n".join(lines).strip()
 
 
+def dictionary_definitions(name: str, collection: str) -> Callable[[Path], Iterator[Document]]:
+    """The definitions of the dictd dictionary `name` (usr/share/dictd/<name>.index and .dict.dz)
+    that `collection`'s question file lists under `documents` as [id, headword, offset, length]
+    (dictd's base64 numbers), the headword's line left out of the text."""
+
+    def documents(root: Path) -> Iterator[Document]:
+        data = gzip.decompress((root / f"usr/share/dictd/{name}.dict.dz").read_bytes())
+        listed = json.loads((CORPORA / f"{collection}-questions.json").read_text("utf-8"))
+        for id_, headword, offset, length in listed["documents"]:
+            start = _dictd_number(offset)
+            body = data[start : start + _dictd_number(length)].decode("utf-8", "replace")
+            text = "\n".join(line.strip() for line in body.split("\n")[1:]).strip()
+            yield Document(
+                id_, headword, re.sub(r"\n{3,}", "\n\n", text), f"usr/share/dictd/{name}.dict.dz"
+            )
+
+    return documents
+
+
+_DICTD_DIGITS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+
+
+def _dictd_number(digits: str) -> int:
+    value = 0
+    for digit in digits:
+        value = value * 64 + _DICTD_DIGITS.index(digit)
+    return value
+
+
 COLLECTIONS = {
     c.name: c
     for c in (
@@ -189,6 +221,14 @@ COLLECTIONS = {
             "en",
             "English man pages of the Linux man-pages project as Debian ships them (every section)",
             man_pages("usr/share/man", ("1", "2", "3", "4", "5", "6", "7", "8")),
+        ),
+        Collection(
+            "foldoc",
+            "dict-foldoc",
+            "20230119-1",
+            "en",
+            "Free On-line Dictionary of Computing: one definition a document, 1,800 drawn at random",
+            dictionary_definitions("foldoc", "foldoc"),
         ),
     )
 }
