@@ -103,6 +103,9 @@ def test_the_api_logs_the_person_token_and_its_owner(org):
         f"/api/documents/{org['secret'].pk}", HTTP_AUTHORIZATION=f"Bearer {outsider}"
     )
     assert refused.status_code == 404 and RestrictedRead.objects.count() == 2
+    org["in"].groups.clear()  # the owner leaves the group: the token reads it no more, at once
+    gone = client.get(f"/api/documents/{org['secret'].pk}", **headers)
+    assert gone.status_code == 404 and RestrictedRead.objects.count() == 2
 
 
 def test_rows_older_than_the_retention_are_pruned_as_new_ones_are_written(org, settings):
