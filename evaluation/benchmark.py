@@ -28,6 +28,7 @@ from django.db import connection
 
 from evaluation import memory
 from evaluation import search_parts as evaluate
+from evaluation.audience_bench import audience_latency
 from evaluation.errors import BenchmarkIngestFailed
 from evaluation.fitting import fit_weights, judged_runs, store_calibration
 from evaluation.mcp_bench import mcp_latency
@@ -81,6 +82,7 @@ class BenchOptions:
         False  # compare the lexical channel's packed read with the postings table's
     )
     admin: bool = False  # also time the curator's changelists
+    audiences: bool = False  # also time search with half and all documents restricted
     mcp: bool = (
         False  # also time every MCP tool next to its JSON API twin (evaluation/mcp_bench.py)
     )
@@ -155,6 +157,8 @@ class CorpusBenchmark:
         if not options.skip_latency:
             report.update(self.latency(self.namespace))
             report["server_time"] = self.surface_latency()
+        if options.audiences:
+            report["audiences"] = audience_latency(self.namespace, self.latency)
         report.update(ingest)
         if raw_rates:
             report["embed_docs_per_s"] = round(sum(raw_rates) / len(raw_rates), 2)
@@ -388,17 +392,18 @@ class CorpusBenchmark:
         }
 
     # --- latency --------------------------------------------------------------------------------
-    def latency(self, namespace: str) -> dict:
+    def latency(self, namespace: str, reach: frozenset[int] | None = frozenset()) -> dict:
         """Search latency with query embedding (and its stages, from the service's own timings)
-        and without, one query at a time, after one warm-up search."""
+        and without, one query at a time, after one warm-up search; `reach`: as a reader of
+        those audiences (`kb.audiences`; by default, one who reads open documents only)."""
         texts = [text for _, text in self.query_items]
-        search(texts[0], namespace, limit=LATENCY_LIMIT, log=False)  # warm-up
+        search(texts[0], namespace, limit=LATENCY_LIMIT, log=False, reach=reach)  # warm-up
         with_embedding, without_embedding = [], []
         stages: dict[str, list[float]] = {}
         embedder = get_embedder()
         for done, text in enumerate(texts, 1):
             started = time.perf_counter()
-            result = search(text, namespace, limit=LATENCY_LIMIT)
+            result = search(text, namespace, limit=LATENCY_LIMIT, reach=reach)
             with_embedding.append((time.perf_counter() - started) * 1000)
             for stage, ms in result.timings.items():
                 stages.setdefault(stage, []).append(ms)
@@ -406,7 +411,7 @@ class CorpusBenchmark:
         for text in texts:
             vector = embedder.embed_query(text)
             started = time.perf_counter()
-            search(text, namespace, limit=LATENCY_LIMIT, query_vector=vector)
+            search(text, namespace, limit=LATENCY_LIMIT, query_vector=vector, reach=reach)
             without_embedding.append((time.perf_counter() - started) * 1000)
         report = percentiles(with_embedding)
         report["without_embedding"] = percentiles(without_embedding)

@@ -17,7 +17,8 @@ from ingest.forms import COMMON_FIELDS, KIND_HELP, content_fields, option_names,
 from ingest.run_status import run_note, run_took
 from ingest.uploads import store_upload
 from kb import models
-from kb.admin_access import NamespaceScoped, ScopedInline, capped, count_of
+from kb.admin_access import AudienceSetting, NamespaceScoped, ScopedInline, capped, count_of
+from kb.audiences import apply_source
 from kb.conf import kb_settings
 from kb.http import bounded_int
 from kb.vocabulary import SOURCE_KINDS
@@ -95,7 +96,7 @@ LIVE_STATUSES = (models.IngestRun.Status.QUEUED, models.IngestRun.Status.RUNNING
 
 
 @admin.register(models.Source)
-class SourceAdmin(NamespaceScoped):
+class SourceAdmin(AudienceSetting, NamespaceScoped):
     """One form per kind (`ingest/forms.py`): adding a source first asks which kind it is."""
 
     list_display = [
@@ -149,6 +150,18 @@ class SourceAdmin(NamespaceScoped):
         if option_names(kind):
             fieldsets.append(("Options", {"fields": list(option_names(kind))}))
         fieldsets.append(("Schedule and ranking", {"fields": list(COMMON_FIELDS)}))
+        fieldsets.append(
+            (
+                "Audience",
+                {
+                    "fields": ["audience_groups"],
+                    "description": "Leave empty for everyone who reads the namespace. Choose "
+                    "groups to limit the source's documents to them (and to the namespace's "
+                    "curators): nobody else finds a word of them, on any page, in the API or "
+                    "through MCP.",
+                },
+            )
+        )
         if obj is not None and obj.held_removals:
             fieldsets.insert(0, ("Removals held", {"fields": ["held"]}))
         if obj is not None:
@@ -218,6 +231,9 @@ class SourceAdmin(NamespaceScoped):
                 },
             )
         return super().add_view(request, form_url, extra_context)
+
+    def apply_audience(self, obj) -> None:
+        apply_source(obj)
 
     def save_model(self, request, obj, form, change):
         super().save_model(request, obj, form, change)

@@ -326,6 +326,7 @@ def source_form(kind: str) -> type[SourceForm]:
                 "name",
                 *[f for f in content_fields(kind) if f != "files"],
                 *COMMON_FIELDS,
+                "audience_groups",
             ]
         },
     )

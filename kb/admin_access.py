@@ -12,6 +12,7 @@ import json
 
 from django.contrib import admin
 from django.contrib.admin.widgets import ForeignKeyRawIdWidget
+from django.contrib.auth.models import Group
 from django.contrib.contenttypes import views as contenttype_views
 from django.contrib.contenttypes.models import ContentType
 from django.core.exceptions import (
@@ -31,6 +32,7 @@ from django.utils.functional import cached_property
 from kb import models
 from kb.audiences import document_filter
 from kb.auth import Principal, staff_principal
+from kb.identity.rules import group_key
 
 SCOPE: dict[type[Model], str] = {  # model -> lookup from it to its Namespace ("": it is one)
     models.Namespace: "",
@@ -115,6 +117,18 @@ def _writable(principal: Principal) -> frozenset[str] | None:
     return None if principal.kind == "staff" else principal.writable
 
 
+def request_principal(request) -> Principal:
+    """The signed-in user's principal, read once per request and kept on it: a console page asks
+    for it in every permission check of every admin in its menu, 38 times a page on average in
+    tests/hostile/test_console_walk.py, and each reading is a handful of queries. Like Django's
+    own permission cache, a membership changed during a request counts from the next one."""
+    kept = getattr(request, "_kb_principal", None)
+    if kept is None or kept[0] is not request.user:  # signing in replaces request.user
+        kept = (request.user, staff_principal(request.user))
+        request._kb_principal = kept
+    return kept[1]
+
+
 class ConsoleSite(admin.AdminSite):
     """Django's admin site with its "view on site" shortcut (`r/<content type>/<id>/`) scoped: Django's
     looks the object up among every tenant's and answers a missing id otherwise than an existing one
@@ -178,7 +192,7 @@ class ScopedFields:
     what they may read. Shared by the scoped model admins and their inlines."""
 
     def _principal(self, request) -> Principal:
-        return staff_principal(request.user)
+        return request_principal(request)
 
     def formfield_for_foreignkey(self, db_field, request, **kwargs):
         principal = self._principal(request)
@@ -216,7 +230,7 @@ class ScopedRelatedFilter(admin.RelatedFieldListFilter):
 
     def field_choices(self, field, request, model_admin):
         ordering = self.field_admin_ordering(field, request, model_admin)
-        principal = staff_principal(request.user)
+        principal = request_principal(request)
         related = heard(
             scoped(field.related_model._default_manager.all(), _readable(principal)), principal
         )
@@ -323,6 +337,47 @@ class NamespaceScoped(ScopedFields, admin.ModelAdmin):
         guarded.allowed_permissions = getattr(func, "allowed_permissions", None) or ("change",)
         guarded.__name__ = name
         return guarded, name, description
+
+
+class AudienceSetting:
+    """The `audience_groups` field of sources and documents, and a saved change applied at once
+    to the object, its documents and their chunks (`kb.audiences`). Groups belong to no
+    namespace, and their names are a superuser's to see: a curator chooses among the groups
+    their namespaces already know (`audience_choices`)."""
+
+    def formfield_for_manytomany(self, db_field, request, **kwargs):
+        if db_field.name == "audience_groups":
+            kwargs["queryset"] = audience_choices(request.user)
+        return super().formfield_for_manytomany(db_field, request, **kwargs)
+
+    def save_related(self, request, form, formsets, change):
+        super().save_related(request, form, formsets, change)
+        if "audience_groups" in form.changed_data:
+            self.apply_audience(form.instance)
+
+    def apply_audience(self, obj) -> None:  # the admin's own: apply_source or apply_document
+        raise NotImplementedError
+
+
+def audience_choices(user) -> QuerySet:
+    """The groups `user` may name as an audience: every group for a superuser; for a curator,
+    the groups named like a group rule's group of a namespace they curate (what single sign-on
+    fills), those already an audience there, and their own."""
+    if user.is_superuser:
+        return Group.objects.order_by("name")
+    curated = staff_principal(user).writable
+    named = {
+        group_key(group)
+        for group in models.GroupRule.objects.filter(namespace__slug__in=curated).values_list(
+            "group", flat=True
+        )
+    }
+    ids = {pk for pk, name in Group.objects.values_list("pk", "name") if group_key(name) in named}
+    ids |= set(user.groups.values_list("pk", flat=True))
+    ids |= set(
+        models.Audience.objects.filter(namespace__slug__in=curated).values_list("groups", flat=True)
+    )
+    return Group.objects.filter(pk__in=ids - {None}).order_by("name")
 
 
 class ReadOnlyInConsole:

@@ -160,3 +160,30 @@ def _chunks_follow(where: str, params: list) -> None:
                    AND c.audience_id IS DISTINCT FROM d.audience_id""",
             params,
         )
+
+
+def limit_documents(namespace_id: int, document_ids: list[int], group_ids: list[int]) -> int:
+    """Give many documents of a namespace these groups of their own at once (none: their source's
+    audience again), in a few statements rather than one `apply_document` each; how many moved.
+    For bulk changes (`kb_bench --audiences`); the admin sets one document at a time."""
+    through = Document.audience_groups.through
+    with _as_writer():
+        audience = (
+            audience_for(namespace_id, group_ids) if group_ids else None
+        )  # None: the source's, per document
+        through.objects.filter(document_id__in=document_ids).delete()
+        if group_ids:
+            through.objects.bulk_create(
+                [through(document_id=d, group_id=g) for d in document_ids for g in set(group_ids)]
+            )
+        with connection.cursor() as cursor:
+            cursor.execute(
+                """UPDATE kb_document d
+                      SET audience_id = CASE WHEN %s::bigint IS NULL THEN s.audience_id ELSE %s END
+                     FROM kb_source s
+                    WHERE s.id = d.source_id AND d.namespace_id = %s AND d.id = ANY(%s)""",
+                [audience, audience, namespace_id, list(document_ids)],
+            )
+            moved = cursor.rowcount
+        _chunks_follow("d.id = ANY(%s)", [list(document_ids)])
+    return moved

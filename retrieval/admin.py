@@ -9,6 +9,7 @@ from django_q.tasks import async_task
 from ingest.decisions import EMBED_REASONS
 from kb import models
 from kb.admin_access import (
+    AudienceSetting,
     LargeTableAdmin,
     NamespaceScoped,
     ReadOnlyInConsole,
@@ -16,6 +17,7 @@ from kb.admin_access import (
     capped,
     count_of,
 )
+from kb.audiences import apply_document
 from kb.conf import kb_settings
 from kb.embedding.compared import foreign_passages
 from kb.embedding.embedders import get_embedder
@@ -149,8 +151,9 @@ class LanguageFilter(admin.SimpleListFilter):
 
 
 @admin.register(models.Document)
-class DocumentAdmin(ReadOnlyInConsole, LargeTableAdmin, NamespaceScoped):
-    """Written only by the pipeline: the console shows documents and may delete them. Searching
+class DocumentAdmin(AudienceSetting, ReadOnlyInConsole, LargeTableAdmin, NamespaceScoped):
+    """Written only by the pipeline: the console shows documents and may delete them, and its
+    curators may give one an audience of its own (nothing else of it changes here). Searching
     finds documents by the words of their chunks (the lexical channel) or by their exact ref,
     never by a scan of every title."""
 
@@ -176,6 +179,23 @@ class DocumentAdmin(ReadOnlyInConsole, LargeTableAdmin, NamespaceScoped):
     ]
     list_select_related = ["source", "namespace"]
     inlines = [ChunkInline]
+
+    def has_change_permission(self, request, obj=None):
+        """A curator of its namespace may set its audience (`get_readonly_fields`: only that)."""
+        return NamespaceScoped.has_change_permission(self, request, obj)
+
+    def get_readonly_fields(self, request, obj=None):
+        return [
+            field.name
+            for field in models.Document._meta.fields
+            if field.editable and not field.primary_key
+        ] + list(self.readonly_fields)
+
+    def get_fields(self, request, obj=None):
+        return [*dict.fromkeys(self.get_readonly_fields(request, obj)), "audience_groups"]
+
+    def apply_audience(self, obj) -> None:
+        apply_document(obj)
 
     def get_search_results(self, request, queryset, search_term):
         term = search_term.strip()

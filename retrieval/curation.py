@@ -16,7 +16,7 @@ from django.db.models import Count, Max, Q
 from django.db.models.functions import Lower, Trim
 from django.utils import timezone
 
-from kb.audiences import document_filter
+from kb.audiences import document_filter, reads
 from kb.auth import Principal, require_readable
 from kb.embedding.embedders import strong_cosine
 from kb.errors import NotFound
@@ -41,14 +41,14 @@ def record_feedback(
     if log is None:
         raise missing
     require_readable(principal, log.namespace.slug, missing)
-    if chunk_id not in log.result_ids:
+    document_id, audience_id = Chunk.objects.filter(pk=chunk_id).values_list(
+        "document_id", "audience_id"
+    ).first() or (0, None)  # a passage deleted since still takes its vote
+    if chunk_id not in log.result_ids or not reads(principal.audiences, audience_id):
         raise FeedbackNotAResult(
             f"Result {chunk_id} is not one of search {query_id}'s results.",
             details={"query_id": query_id, "chunk_id": chunk_id},
         )
-    document_id = (
-        Chunk.objects.filter(pk=chunk_id).values_list("document_id", flat=True).first() or 0
-    )
     feedback, _ = QueryFeedback.objects.update_or_create(
         query_log=log, chunk_id=chunk_id, defaults={"helpful": helpful, "document_id": document_id}
     )

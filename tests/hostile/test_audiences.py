@@ -20,7 +20,14 @@ from capabilities import service as capabilities
 from kb.audiences import apply_document, apply_source
 from kb.auth import issue_token, staff_principal
 from kb.conf import kb_settings
-from kb.models import Chunk, Document, ExternalIdentity, NamespaceMembership, Source
+from kb.models import (
+    Chunk,
+    Document,
+    ExternalIdentity,
+    GroupRule,
+    NamespaceMembership,
+    Source,
+)
 from retrieval import lexical, query_words
 from retrieval.channels import Scope
 from retrieval.service import search
@@ -432,5 +439,100 @@ def test_the_tenancy_walk_finds_nothing_of_a_restricted_document(org, answer_mod
     seen = walk(org, answer_model)
     found = {name: leaked(body) for name, body in seen.items() if leaked(body)}
     assert not found, found
+    # nor a word's weight: the query's words occur only in the restricted document, so for the
+    # outsider the words channel finds none of them in the namespace's statistics
+    notes = json.loads(seen["api search"])["summary"]["channel_notes"]
+    assert any(note["reason"].startswith("No word of the query occurs") for note in notes), notes
     # and the walk reads what it should: the open documents are there
     assert "pumpkin" in seen["api search"].lower() or "Pumpkin" in seen["page search"]
+
+
+def test_a_curator_limits_a_source_and_a_document_in_the_console(org):
+    """The source's form has an Audience section; a document's page lets its curators give it
+    groups of its own and nothing else. Both apply at once."""
+    from tests.hostile.console_walk import form_data
+
+    curator = org["curator"]
+    curator.is_staff = True
+    curator.save()
+    client = client_of(curator)
+    corpus = Source.objects.get(namespace=org["namespace"], name="corpus")
+    page = client.get(f"/admin/kb/source/{corpus.pk}/change/")
+    assert page.status_code == 200 and "Audience" in page.content.decode()
+    data, _ = form_data(page.context)
+    data["audience_groups"] = [str(org["group"].pk)]
+    saved = client.post(f"/admin/kb/source/{corpus.pk}/change/", data)
+    assert saved.status_code == 302, saved.content.decode()[:2000]
+    outsider = staff_principal(org["out"]).audiences
+    assert search("pumpkin soup", NAMESPACE, reach=outsider).hits == []
+
+    soup = Document.objects.get(namespace=org["namespace"], ref="pumpkin")
+    other = Group.objects.create(name="cooks")
+    org["out"].groups.add(other)
+    unknown = Group.objects.create(name="another tenant's group")
+    page = client.get(f"/admin/kb/document/{soup.pk}/change/")
+    offered = set(page.context["adminform"].form.fields["audience_groups"].queryset)
+    # a curator chooses among the groups their namespaces know: one a group rule names, one
+    # already an audience there; never another tenant's
+    assert offered == {org["group"]}
+    GroupRule.objects.create(provider="oidc", group="Cooks", namespace=org["namespace"])
+    page = client.get(f"/admin/kb/document/{soup.pk}/change/")
+    offered = set(page.context["adminform"].form.fields["audience_groups"].queryset)
+    assert offered == {org["group"], other} and unknown not in offered
+    data, _ = form_data(page.context)
+    assert set(page.context["adminform"].form.fields) == {"audience_groups"}
+    data["audience_groups"] = [str(other.pk)]
+    saved = client.post(f"/admin/kb/document/{soup.pk}/change/", data)
+    assert saved.status_code == 302, saved.content.decode()[:2000]
+    found = search("pumpkin soup", NAMESPACE, reach=staff_principal(org["out"]).audiences).hits
+    assert {hit.document_id for hit in found} == {soup.pk}
+    # a reader of the namespace who is no curator may not change a document's audience
+    reader = org["in"]
+    reader.is_staff = True
+    reader.save()
+    refused = client_of(reader).post(f"/admin/kb/document/{soup.pk}/change/", data)
+    assert refused.status_code == 403
+
+
+def test_the_audience_benchmark_measures_each_reader_and_leaves_the_namespace_as_it_was(org):
+    """`kb_bench --audiences` (evaluation/audience_bench.py) on the small corpus, with a latency
+    measure that counts what each reader finds instead of timing it."""
+    from evaluation.audience_bench import audience_latency
+
+    before = dict(Document.objects.values_list("pk", "audience_id"))
+
+    def found(namespace, reach=frozenset()):
+        hits = search("pumpkin soup roast", namespace, reach=reach, log=False).hits
+        return {"p95_ms": 1.0, "documents": len({hit.document_id for hit in hits})}
+
+    report = audience_latency(NAMESPACE, found)
+    assert report["restricted_documents"] == (report["documents"] + 1) // 2
+    half = report["half_restricted"]
+    assert half["outside"]["documents"] < report["open"]["documents"]
+    assert half["inside"]["documents"] >= report["open"]["documents"]
+    assert report["open_again"] == report["open"]
+    assert dict(Document.objects.values_list("pk", "audience_id")) == before
+    assert not Document.audience_groups.through.objects.exists()
+
+
+def test_a_vote_on_a_restricted_result_answers_like_a_vote_on_no_result(org):
+    """An insider's logged search names the restricted passage; an outsider voting on it gets
+    the answer for a passage that is not one of the search's results (no document id back)."""
+    searched = client_of(org["in"]).get(
+        "/api/search", {"query": "zanzibarite salary bands", "namespace": NAMESPACE}
+    )
+    query_id = searched.json()["query_id"]
+    chunk = org["chunk"].pk
+    assert chunk in {hit["chunk_id"] for hit in searched.json()["results"]}
+
+    def vote(who, chunk_id):
+        return client_of(org[who]).post(
+            "/api/feedback",
+            data={"query_id": query_id, "chunk_id": chunk_id, "helpful": True},
+            content_type="application/json",
+        )
+
+    refused, unknown = vote("out", chunk), vote("out", 10**9)
+    assert refused.status_code == unknown.status_code != 200
+    assert refused.json()["code"] == unknown.json()["code"]
+    assert vote("in", chunk).json()["document_id"] == org["document"].pk

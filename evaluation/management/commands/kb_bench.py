@@ -75,6 +75,13 @@ class Command(BaseCommand):
             help="Also time the curator's changelists and pages over the corpus (and the scaled copy)",
         )
         parser.add_argument(
+            "--audiences",
+            action="store_true",
+            help="Also time search with half the documents limited to a group (as a reader outside "
+            "it and inside it) and with every document limited to one of two groups, beside the "
+            "open namespace in the same run (evaluation/audience_bench.py)",
+        )
+        parser.add_argument(
             "--mcp",
             action="store_true",
             help="Also time every MCP tool next to its JSON API twin, and the MCP overhead over "
@@ -116,6 +123,7 @@ class Command(BaseCommand):
         lexical_agreement: bool,
         admin: bool,
         mcp: bool,
+        audiences: bool = False,
         runtimes: list[str],
         keep_fit: bool = False,
         **options,
@@ -144,6 +152,7 @@ class Command(BaseCommand):
             lexical_agreement=lexical_agreement,
             admin=admin,
             mcp=mcp,
+            audiences=audiences,
             keep_fit=keep_fit,
         )
         write = self.stdout.write
