@@ -92,5 +92,5 @@ def test_words_are_left_out_only_where_enough_searches_stood_far_beyond_chance()
     assert (weights.lexical, weights.vector, weights.source) == (0.0, 1.0, "estimated")
     assert weights.reason.startswith(
         f"estimated from this namespace's search log: {enough} of its latest searches "
-        "stood a median 2.0 standard deviations beyond chance"
+        f"stood a median {WORDS_OFF_EXCESS:.1f} standard deviations beyond chance"
     )

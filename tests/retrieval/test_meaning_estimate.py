@@ -134,13 +134,15 @@ def test_a_namespace_whose_searches_stand_far_beyond_chance_ranks_by_meaning_alo
     assert search("pumpkin soup", namespace.slug, log=False).fusion.source == "fitted"
 
 
-def test_the_words_stop_weighing_at_two_standard_deviations_beyond_chance(corpus):
+def test_the_words_stop_weighing_at_the_threshold_beyond_chance(corpus):
     namespace = corpus
     _logged(namespace, WORDS_OFF_EXCESS - 0.01, ESTIMATE_MIN_SEARCHES)  # a manual's searches
     assert search(
         "pumpkin soup", namespace.slug, log=False
     ).summary.lexical_weight == pytest.approx(0.5)
-    _logged(namespace, WORDS_OFF_EXCESS, ESTIMATE_MIN_SEARCHES + 1)  # the median moves to 2
+    _logged(
+        namespace, WORDS_OFF_EXCESS, ESTIMATE_MIN_SEARCHES + 1
+    )  # the median moves to the threshold
     assert search("pumpkin soup", namespace.slug, log=False).summary.lexical_weight == 0.0
     # the product's own tools (benchmarks, evaluation) do not count
     _logged(
@@ -163,7 +165,7 @@ def test_the_namespace_console_shows_what_the_log_estimates(corpus, client, djan
     _logged(namespace, 1.2, ESTIMATE_MIN_SEARCHES)
     page = client.get(f"/admin/kb/namespace/{namespace.pk}/change/").content.decode()
     assert (
-        "23 of its latest searches stood a median 1.2 standard deviations beyond chance, below the 2"
+        "23 of its latest searches stood a median 1.2 standard deviations beyond chance, below the 2.6"
         in page
     )
     _logged(namespace, 2.6, ESTIMATE_MIN_SEARCHES)
