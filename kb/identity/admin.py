@@ -11,7 +11,6 @@ from kb.admin_access import NamespaceScoped, SuperuserOnly
 from kb.identity import reads
 from kb.identity.accounts import apply_rules
 from kb.identity.signins import as_csv
-from kb.models.identity import RestrictedRead
 
 
 @admin.register(models.GroupRule)
@@ -94,7 +93,7 @@ class SignInAdmin(ReadOnly):
     export_csv.allowed_permissions = ("view",)
 
 
-@admin.register(RestrictedRead)
+@admin.register(models.RestrictedRead)
 class RestrictedReadAdmin(ReadOnly):
     """Kept KB_ACCESS_LOG_DAYS days; "Export as CSV" gives the selected rows (select all to export
     the filter)."""

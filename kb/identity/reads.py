@@ -18,8 +18,7 @@ from django.utils import timezone
 from kb.auth import Principal, client_address
 from kb.conf import kb_settings
 from kb.identity.signins import spreadsheet_safe
-from kb.models import ApiToken, Document
-from kb.models.identity import RestrictedRead
+from kb.models import ApiToken, Document, RestrictedRead
 
 Surface = RestrictedRead.Surface
 

@@ -7,7 +7,8 @@
 - `search`: the query log and reader feedback, eval suites and runs, fusion calibrations;
 - `answers`: the answers asked for, their citations' verdicts and readers' votes;
 - `audiences`: the groups that read the documents limited to them inside a namespace;
-- `identity`: single sign-on's group rules, accounts at identity providers, the sign-in log.
+- `identity`: single sign-on's group rules, accounts at identity providers, the access log (sign-ins,
+  reads of restricted documents).
 """
 
 from kb.models.access import ApiToken, Namespace, NamespaceMembership, RateCounter
@@ -26,7 +27,13 @@ from kb.models.content import (
     Source,
     SourceFile,
 )
-from kb.models.identity import ExternalIdentity, GroupRule, IdentityProvider, SignIn
+from kb.models.identity import (
+    ExternalIdentity,
+    GroupRule,
+    IdentityProvider,
+    RestrictedRead,
+    SignIn,
+)
 from kb.models.runs import IngestItem, IngestRun
 from kb.models.search import (
     EvalRun,
@@ -69,5 +76,6 @@ __all__ = [
     "ExternalIdentity",
     "GroupRule",
     "IdentityProvider",
+    "RestrictedRead",
     "SignIn",
 ]
