@@ -1,7 +1,7 @@
 """What audiences cost search (`kb_bench --audiences`, issue #61): the corpus's search latency in
-one run, first as it is, then with half its documents limited to one group (read by a reader
-outside it and by one inside), then with every document limited to one of two groups (a reader of
-one), and as it is again; the namespace is left as it was found.
+one run, as it is, with half its documents limited to one group (read by a reader outside it and
+by one inside), and with every document limited to one of two groups (a reader of one), in turn
+and twice over; the namespace is left as it was found.
 
 Restricted documents keep their words' statistics apart (kb/migrations/0049_audiences.py): the
 outsider reads the namespace's own statistics and lists (the open half), the insider the sum of
@@ -23,40 +23,58 @@ from kb.signals import namespaces_changed
 GROUPS = ("kb-bench-audience-a", "kb-bench-audience-b")
 
 
-def audience_latency(namespace: str, latency: Callable[..., dict]) -> dict:
+ROUNDS = 2  # each configuration measured this often, alternating, its best p95 kept
+
+
+def audience_latency(namespace: str, latency: Callable[..., dict], rounds: int = ROUNDS) -> dict:
     """`latency(namespace, reach=...)`: the benchmark's own latency measurement (p50, p95, stages).
-    Returns each configuration's measurement and the p95 of each against the unrestricted one."""
+    The configurations are measured in turn, `rounds` times over, so a machine whose load drifts
+    weighs on each alike; each one's best p95 is compared with the open namespace's."""
     space = Namespace.objects.get(slug=namespace)
     ids = list(Document.objects.filter(namespace=space).order_by("id").values_list("id", flat=True))
     a, b = (Group.objects.get_or_create(name=name)[0] for name in GROUPS)
     half, other = ids[::2], ids[1::2]
-    report: dict = {"documents": len(ids), "restricted_documents": len(half)}
+    report: dict = {"documents": len(ids), "restricted_documents": len(half), "rounds": []}
     try:
-        report["open"] = latency(namespace)
-        report["half_restricted"] = {
-            "apply_s": _limit(space, half, [b.pk]),
-            "restricted_chunks": Chunk.objects.filter(
+        for _ in range(rounds):
+            measured = {"open": latency(namespace)}
+            measured["apply_half_s"] = _limit(space, half, [b.pk])
+            measured["restricted_chunks"] = Chunk.objects.filter(
                 namespace=space, audience__isnull=False
-            ).count(),
-            "outside": latency(namespace),
-            "inside": latency(namespace, reach=frozenset({audience_for(space.pk, [b.pk])})),
-        }
-        report["every_document"] = {
-            "apply_s": _limit(space, other, [a.pk]),
-            "inside_one": latency(namespace, reach=frozenset({audience_for(space.pk, [a.pk])})),
-        }
+            ).count()
+            measured["half_restricted_outside"] = latency(namespace)
+            measured["half_restricted_inside"] = latency(
+                namespace, reach=frozenset({audience_for(space.pk, [b.pk])})
+            )
+            measured["apply_every_s"] = _limit(space, other, [a.pk])
+            measured["every_document_inside_one"] = latency(
+                namespace, reach=frozenset({audience_for(space.pk, [a.pk])})
+            )
+            measured["restore_s"] = _limit(space, ids, [])
+            report["rounds"].append(measured)
     finally:
-        report["restore_s"] = _limit(space, ids, [])
+        _limit(space, ids, [])
         Group.objects.filter(name__in=GROUPS).delete()
-    report["open_again"] = latency(namespace)
-    base = report["open"]["p95_ms"]
+    best = {
+        name: min(r[name]["p95_ms"] for r in report["rounds"])
+        for name in CONFIGURATIONS
+        if all(name in r for r in report["rounds"])
+    }
+    report["best_p95_ms"] = best
     report["p95_vs_open"] = {
-        "half_restricted_outside": _ratio(report["half_restricted"]["outside"], base),
-        "half_restricted_inside": _ratio(report["half_restricted"]["inside"], base),
-        "every_document_inside_one": _ratio(report["every_document"]["inside_one"], base),
-        "open_again": _ratio(report["open_again"], base),
+        name: round(p95 / best["open"], 3) if best.get("open") else None
+        for name, p95 in best.items()
+        if name != "open"
     }
     return report
+
+
+CONFIGURATIONS = (
+    "open",
+    "half_restricted_outside",
+    "half_restricted_inside",
+    "every_document_inside_one",
+)
 
 
 def _limit(space: Namespace, document_ids: list[int], group_ids: list[int]) -> float:
@@ -65,7 +83,3 @@ def _limit(space: Namespace, document_ids: list[int], group_ids: list[int]) -> f
     limit_documents(space.pk, document_ids, group_ids)
     namespaces_changed.send(sender=audience_latency, namespace_ids=[space.pk])  # as a run ends
     return round(time.perf_counter() - started, 2)
-
-
-def _ratio(measured: dict, base: float) -> float | None:
-    return round(measured["p95_ms"] / base, 3) if base else None
