@@ -16,7 +16,7 @@ from kb.auth import Principal
 from kb.conf import kb_settings
 from kb.identity.reads import Surface, record_restricted_reads
 from kb.models import Document
-from retrieval.service import DocumentGroup
+from retrieval.results import DocumentGroup
 
 FALLBACK_SECTIONS = 3  # without tool calling, each source carries this many of its best sections
 

@@ -1,6 +1,6 @@
 """The honesty gate: whether a search's evidence is strong enough for the model to answer from. Pure.
 
-It is built on the ranker's strong match (`retrieval.service.StrongMatch`, the cited tier): a
+It is built on the ranker's strong match (`retrieval.hits.StrongMatch`, the cited tier): a
 passage whose cosine clears the model's floor, or, where meaning was not used, whose words carry
 half the query's IDF mass or which the query names whole. A strong match by meaning says the
 knowledge base is on the question's subject, not that it holds the answer: a claim whose own

@@ -10,7 +10,7 @@ from answers import prompt
 from kb.audiences import document_filter
 from kb.auth import Principal
 from kb.models import Document
-from retrieval.service import DocumentGroup
+from retrieval.results import DocumentGroup
 
 
 class Reading(Protocol):

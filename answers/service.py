@@ -33,7 +33,8 @@ from kb.errors import KBError
 from kb.models import AnswerLog, Namespace, QueryLog
 from retrieval import querylog
 from retrieval.query import validate_query
-from retrieval.service import DocumentGroup, SearchResult, search
+from retrieval.results import DocumentGroup, SearchResult
+from retrieval.service import search
 
 logger = logging.getLogger(__name__)
 

@@ -61,7 +61,7 @@ class QueryRow:
     count: int
     previous: int  # the same query in the period before
     zero: int  # searches that returned nothing
-    weak: int  # searches none of whose results was a strong match (retrieval.service.StrongMatch)
+    weak: int  # searches none of whose results was a strong match (retrieval.hits.StrongMatch)
     helpful: int
     unhelpful: int
     latest_id: int

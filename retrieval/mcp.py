@@ -33,8 +33,9 @@ from retrieval.mcp_schemas import (
 )
 from retrieval.namespaces import MAX_SOURCES, namespace_summaries, source_summaries
 from retrieval.query import validate_query
+from retrieval.results import Filters, Hit
 from retrieval.schemas import ContextOut, NamespaceListOut, SourceListIn, SourceListOut
-from retrieval.service import Filters, Hit, search
+from retrieval.service import search
 
 tools = Toolset()
 MARK = re.compile(r"</?mark>")

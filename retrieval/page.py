@@ -10,7 +10,7 @@ from django.utils.safestring import SafeString, mark_safe
 from kb.conf import kb_settings
 from kb.markup import plain_text
 from retrieval.presenters import DOCUMENT_SCORE_RULE, explanation, location_label, snippet
-from retrieval.service import Hit, SearchResult
+from retrieval.results import Hit, SearchResult
 
 PAGE_SIZE = 10
 CHANNEL_LABELS = {

@@ -13,7 +13,7 @@ from kb.markup import plain_text
 from retrieval.citations import absolute_url
 from retrieval.context import ContextPassage, build_context
 from retrieval.ranker import RankSummary
-from retrieval.service import Hit, SearchResult
+from retrieval.results import Hit, SearchResult
 
 INTERNAL_SUMMARY_FIELDS = ("calibration", "lexical_weight")
 

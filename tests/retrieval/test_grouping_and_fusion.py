@@ -110,9 +110,9 @@ def test_grouping_hydrates_only_the_documents_it_returns_and_keeps_their_section
     """A grouped search ranks four passages per document wanted and hydrates only those of the
     documents it returns: the same documents and sections as grouping the flat ranking."""
     from retrieval import channels
+    from retrieval.hits import SECTIONS_PER_DOCUMENT
     from retrieval.planning import SECTIONS_PER_GROUPED_DOCUMENT
     from retrieval.results import group_by_document
-    from retrieval.service import SECTIONS_PER_DOCUMENT
 
     hydrated: list[int] = []
     hydrate = channels.hydrate

@@ -128,7 +128,7 @@ def test_a_source_priority_lifts_its_passages_by_a_share_of_the_querys_spread():
 
 def test_citation_url_for_web_documents_keeps_an_existing_fragment(corpus):
     from retrieval.channels import ChunkRow
-    from retrieval.service import citation_url
+    from retrieval.hits import citation_url
 
     base = dict(
         chunk_id=1,

@@ -43,8 +43,11 @@ COMPONENTS = [
         ],
     ),
     ("plan (namespace row, weights)", ["retrieval.service:_plan"]),
-    ("channels, with the wait for the embedding", ["retrieval.service:_gather"]),
-    ("query embedding (own thread)", ["retrieval.service:_embed"]),
+    (
+        "channels, with the wait for the embedding",
+        ["retrieval.gathering:gather", "retrieval.service:_gather"],
+    ),
+    ("query embedding (own thread)", ["retrieval.gathering:_embed", "retrieval.service:_embed"]),
     (
         "lexical statistics",
         ["retrieval.lexical:term_statistics", "retrieval.channels:_term_statistics"],
@@ -55,7 +58,7 @@ COMPONENTS = [
     ("candidate rows", ["retrieval.channels:candidate_rows"]),
     ("vector channel", ["retrieval.channels:vector_candidates"]),
     ("fusion (ranker)", ["retrieval.ranker:rank"]),
-    ("hits, tiers, grouping", ["retrieval.service:_result"]),
+    ("hits, tiers, grouping", ["retrieval.hits:build_result", "retrieval.service:_result"]),
     ("hydration (rows shown)", ["retrieval.channels:hydrate"]),
     ("API payload (presenters)", ["retrieval.presenters:search_payload"]),
     ("API serialisation (ninja)", ["ninja.operation:Operation._result_to_response"]),
