@@ -33,7 +33,7 @@ from pathlib import Path
 
 from evaluation import handbook
 from ingest.evaluate import extract
-from kb.languages import detect
+from kb.language_detection import detect
 
 CORPORA = Path(__file__).with_name("corpora")
 MIN_CHARS = 200  # a shorter section is a heading over a table or a pointer elsewhere

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ingest.evaluate import extract
-from kb.languages import detect
+from kb.language_detection import detect
 from kb.lookalikes import unaccented
 
 QUESTIONS = Path(__file__).with_name("corpora") / "debian-handbook-questions.json"

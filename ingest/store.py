@@ -19,7 +19,8 @@ from ingest.decisions import PIPELINE_VERSION, StoredDocument
 from ingest.extract import Extracted
 from ingest.loaders import KnownDocument, LoadedItem
 from ingest.recall import low_recall_of
-from kb.languages import DEFAULT_CONFIG, detect, document_config, main_language
+from kb.language_detection import detect
+from kb.languages import DEFAULT_CONFIG, document_config, main_language
 from kb.models import Chunk, Document, IngestItem, IngestRun, Source
 from kb.names import document_name_key, duplicate_key
 

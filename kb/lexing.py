@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 from django.db import connection, transaction
 
-from kb.languages import AUTO, detect, document_config, main_language
+from kb.language_detection import detect
+from kb.languages import AUTO, document_config, main_language
 from kb.models import Document, Namespace
 from kb.signals import namespaces_changed
 

@@ -22,9 +22,9 @@ from kb.conf import kb_settings
 from kb.embedding.compared import foreign_passages
 from kb.embedding.embedders import get_embedder
 from kb.languages import NAMES as LANGUAGE_NAMES
-from kb.languages import languages_queries_decide, leaves_out, unread_share
 from kb.languages import name as language_name
 from kb.lexing import passages_by_config
+from kb.model_languages import languages_queries_decide, leaves_out, unread_share
 from retrieval.breadth import ESTIMATE_MIN_SEARCHES, WORDS_OFF_EXCESS, broad, log_summary
 from retrieval.lookups import matching_chunk_ids
 

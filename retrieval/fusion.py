@@ -56,7 +56,7 @@ def words_alone(reason: str, source: str = "language") -> FusionWeights:
 
 def meaning_kept(share: float, languages: str, query_language: str) -> FusionWeights:
     """The default weights where most documents are in languages the model does not read, and the
-    query is in one it reads (`kb.languages.meaning_decision`)."""
+    query is in one it reads (`kb.model_languages.meaning_decision`)."""
     return FusionWeights(
         DEFAULT_LEXICAL_WEIGHT,
         "default",

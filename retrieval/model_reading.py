@@ -4,7 +4,7 @@ each searched by the vector channel and by the words channel, their own document
 both lists.
 
 It runs only where the agreement decides: in a namespace mostly in languages the model is not
-said to read (`kb.languages.unread_languages`). Headings in other languages say nothing of those:
+said to read (`kb.model_languages.unread_languages`). Headings in other languages say nothing of those:
 a man page's title (`acl(5)`) or an English heading in a Japanese manual is read whatever the
 manual's language. It costs a query embedding and two channel reads per heading (under a second
 on a quiet machine for 40), so it runs where the namespace's sample is read
@@ -17,7 +17,8 @@ import json
 
 from kb.conf import kb_settings
 from kb.embedding.embedders import get_embedder
-from kb.languages import query_language, unread_languages
+from kb.language_detection import query_language
+from kb.model_languages import unread_languages
 from kb.replicas import read_connection
 from retrieval import lexical, query_words
 from retrieval.agreement import NEAREST, Reading, agreement

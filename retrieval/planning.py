@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from kb.conf import kb_settings
 from kb.embedding.compared import foreign_passages
 from kb.embedding.embedders import get_embedder
-from kb.languages import meaning_decision
 from kb.languages import name as language_name
+from kb.model_languages import meaning_decision
 from kb.replicas import read_connection
 from retrieval import channels as ch
 from retrieval import meaning_spread, query_words

@@ -80,6 +80,8 @@ PURE = {
     "kb.vocabulary",
     "kb.lookalikes",
     "kb.languages",
+    "kb.language_detection",
+    "kb.model_languages",
     "kb.spellings",
     "retrieval.breadth",
     "kb.jsonbody",

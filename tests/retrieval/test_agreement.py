@@ -195,7 +195,7 @@ def test_headings_that_are_names_do_not_measure_how_the_model_reads_the_namespac
     language, so the agreement is not measured on it; with no heading in German the namespace is
     not measured and stays words alone. Where the model is said to read German too, nothing is
     measured: the agreement would decide nothing."""
-    from kb.languages import query_language
+    from kb.language_detection import query_language
     from retrieval import meaning_spread, model_reading
     from retrieval.service import search
 

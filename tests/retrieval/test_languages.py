@@ -23,7 +23,8 @@ from django.test.utils import CaptureQueriesContext
 
 from ingest.loaders import LoadedItem
 from ingest.pipeline import IngestPipeline
-from kb.languages import config_for, detect, query_configs
+from kb.language_detection import detect
+from kb.languages import config_for, query_configs
 from kb.lexing import apply_language, passages_by_config
 from kb.models import Chunk, Document, IngestRun, Namespace, QueryLog, Source
 from kb.spellings import ACCENTS, accented_spellings, compound_splits
@@ -1015,7 +1016,7 @@ def test_a_named_setting_keeps_lexing_queries_in_its_language_while_passages_mov
     ],
 )
 def test_the_detector_reads_every_letter_of_a_script_it_counts(text):
-    from kb.languages import _main_scripts
+    from kb.language_detection import _main_scripts
 
     assert (
         _main_scripts(text) == text
@@ -1023,7 +1024,7 @@ def test_the_detector_reads_every_letter_of_a_script_it_counts(text):
 
 
 def test_the_languages_the_model_cannot_read_are_named_up_to_four():
-    from kb.languages import unread_share
+    from kb.model_languages import unread_share
 
     four = {"ar": 4, "de": 3, "fr": 2, "zh": 1, "en": 10}
     assert unread_share(four, ("en",)) == (0.5, "Arabic, German, French and Chinese")
@@ -1230,7 +1231,7 @@ def test_in_a_namespace_of_two_languages_meaning_is_left_out_for_a_query_in_the_
 
 
 def test_a_querys_language_decides_only_where_it_can_change_what_the_namespace_serves():
-    from kb.languages import MeaningDecision, languages_queries_decide, meaning_decision
+    from kb.model_languages import MeaningDecision, languages_queries_decide, meaning_decision
 
     english = ("en",)
     # an English corpus with a few misread pages (DBpedia: 13 of 5,000): no language reaches the share
