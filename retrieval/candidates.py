@@ -48,7 +48,7 @@ class RankerParams:
     limit: int = 10
     rrf_k: int = 60
     rrf_weight: float = 1.0
-    # boosts count in the spread of the query's list (`ranker.boost_unit`), under any model
+    # boosts count in the spread of the query's list (`scoring.boost_unit`), under any model
     recency_weight: float = 0.0
     recency_half_life_days: float = 365.0
     priority_weight: float = 0.75

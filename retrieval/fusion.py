@@ -3,7 +3,7 @@ search log, and the fit to judged queries. Pure: the standard library, retrieval
 retrieval.agreement.
 
 The ranker fuses the vector and lexical z-scores as (1 - w) * vector + w * lexical (see
-`retrieval.ranker.fuse`). Without judgements w is 0.5, equal weights: neither channel is assumed
+`retrieval.scoring.fuse`). Without judgements w is 0.5, equal weights: neither channel is assumed
 better, unless the namespace's searches show a broad collection (`estimated_weights`). A
 namespace with judged queries (a benchmark's qrels, an eval suite's `relevant` refs) can have w
 fitted to them: each setting of `WEIGHT_GRID` is scored per query, and the choice is

@@ -163,7 +163,7 @@ class DroppedOut(Schema):
 
 
 class ChannelNoteOut(Schema):
-    """A channel that could not help this query (retrieval/ranker.py, `channel_notes`)."""
+    """A channel that could not help this query (retrieval/scoring.py, `channel_notes`)."""
 
     channel: str
     state: str  # off: it did not run; partial: it ran over part of the namespace; empty: it ran and found nothing

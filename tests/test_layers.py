@@ -93,6 +93,7 @@ PURE = {
     "retrieval.errors",
     "retrieval.candidates",
     "retrieval.ranker",
+    "retrieval.scoring",
     "retrieval.bm25",
     "retrieval.agreement",
     "retrieval.fusion",

@@ -5,7 +5,8 @@ import math
 import pytest
 
 from retrieval.errors import InvalidRankerParams
-from retrieval.ranker import Candidate, ChannelHit, RankerParams, rank, words_weight
+from retrieval.ranker import Candidate, ChannelHit, RankerParams, rank
+from retrieval.scoring import words_weight
 
 V, L, N, ID = "vector", "lexical", "names", "identifiers"
 

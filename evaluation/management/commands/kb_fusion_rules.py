@@ -252,7 +252,8 @@ def min_max_fuse(candidate, stats, lexical_weight, lexical_cap=None, unknown_cos
     """Bruch et al. 2023's TM2C2 in place of z-scores: the cosine min-max scaled from its
     theoretical minimum (-1) to the list's best, BM25 from 0 to the list's best, then the convex
     combination, in cosine units."""
-    from retrieval.ranker import LEXICAL, VECTOR, Fused
+    from retrieval.ranker import LEXICAL, VECTOR
+    from retrieval.scoring import Fused
 
     vector = stats.get(VECTOR)
     cosine = candidate.cosine
@@ -268,7 +269,8 @@ def min_max_fuse(candidate, stats, lexical_weight, lexical_cap=None, unknown_cos
 def words_only_add(candidate, stats, lexical_weight, lexical_cap=None, unknown_cosine=None):
     """The z-score fusion with the lexical z floored at 0: words can lift a passage but their
     absence never lowers it (a relevant passage may say it in other words)."""
-    from retrieval.ranker import VECTOR, Fused
+    from retrieval.ranker import VECTOR
+    from retrieval.scoring import Fused
 
     fused = FUSE(candidate, stats, lexical_weight, lexical_cap, unknown_cosine)
     if fused is None or fused.lexical_z is None:
@@ -333,7 +335,8 @@ MIXTURES = {}  # per query, the two lists' fitted mixtures (set before each rank
 def mixture_fuse(candidate, stats, lexical_weight, lexical_cap=None, unknown_cosine=None):
     """Fusion of calibrated scores without labels: each channel's score read as the posterior that
     it belongs to its list's high component, the posteriors combined convexly, in cosine units."""
-    from retrieval.ranker import LEXICAL, VECTOR, Fused
+    from retrieval.ranker import LEXICAL, VECTOR
+    from retrieval.scoring import Fused
 
     vector = stats.get(VECTOR)
     if vector is None or candidate.cosine is None:
@@ -411,10 +414,10 @@ def run(args: argparse.Namespace) -> None:
     from evaluation.metrics import ndcg_at
     from kb.embedding.embedders import get_embedder, local_embedder
     from kb.models import Chunk, Document, Namespace
-    from retrieval import ranker
+    from retrieval import ranker, scoring
 
     global FUSE
-    FUSE = ranker.fuse
+    FUSE = scoring.fuse
     namespace = Namespace.objects.get(slug=args.namespace)
     documents = list(
         Document.objects.filter(namespace=namespace).values_list("id", "ref", "title", "content")
@@ -472,20 +475,20 @@ def run(args: argparse.Namespace) -> None:
         return ranker.rank(c, dataclasses.replace(p, lexical_weight=0.5), **k)
 
     try:
-        ranker.fuse = min_max_fuse
+        scoring.fuse = min_max_fuse
         for w in (0.0, 0.25, 0.5):
             print(
                 f"  {f'min-max fusion (TM2C2), w = {w}':40} {graded(weighted(lambda t, c, k, w=w: w)):.4f}"
             )
-        ranker.fuse = words_only_add
+        scoring.fuse = words_only_add
         for w in (0.25, 0.5):
             print(
                 f"  {f'lexical z floored at 0, w = {w}':40} {graded(weighted(lambda t, c, k, w=w: w)):.4f}"
             )
-        ranker.fuse = mixture_fuse
+        scoring.fuse = mixture_fuse
         print(f"  {'two-Gaussian posteriors, w = 0.5':40} {graded(mixtures):.4f}")
     finally:
-        ranker.fuse = FUSE
+        scoring.fuse = FUSE
     vectors = {qid: embedder.embed_query(text) for qid, text in queries.items()}
     for w in (0.0, 0.5):
         score = graded(lambda qid, c, p, k, w=w: feedback(c, p, k, vectors[qid], embeddings, w))
