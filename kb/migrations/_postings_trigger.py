@@ -1,6 +1,8 @@
-"""The postings trigger function (migrations 0003, 0011 and 0020 state it; this is its current
-form): a chunk's postings and its namespace's BM25 statistics follow every insert, update and
-delete. `record_old` / `record_new` run after the statistics update for the old and new row."""
+"""The postings trigger function (migrations 0003, 0011 and 0020 state it; this is its form up to
+0049, which files each chunk's postings and counts under `kb_statistics_key(namespace_id,
+audience_id)` instead of its namespace's id, so a restricted chunk's stay apart): a chunk's
+postings and its namespace's BM25 statistics follow every insert, update and delete.
+`record_old` / `record_new` run after the statistics update for the old and new row."""
 
 
 def postings_sync(record_old: str = "", record_new: str = "") -> str:
