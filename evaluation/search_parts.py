@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from statistics import median
 
-from retrieval import channels, lexical, posting_lists, query_words, term_counts
+from retrieval import lexical, posting_lists, query_words, term_counts
 from retrieval.ranker import CHANNELS, Candidate, RankerParams, Ranking, RankSummary, ScoreDetails
+from retrieval.scope import Scope
 from retrieval.service import Filters, SearchResult, run_search
 from retrieval.vector_index import ensure_namespace_index, index_name
 
@@ -149,7 +150,7 @@ def lexical_read(
 ) -> lexical.LexicalResult:
     """The lexical channel's top `depth` for `lexemes`, from the packed posting lists (when the
     namespace has them) or from the postings table (`packed=False`)."""
-    return lexical.lexical_search(channels.Scope(namespace_id), lexemes, depth, packed=packed)
+    return lexical.lexical_search(Scope(namespace_id), lexemes, depth, packed=packed)
 
 
 def posting_lists_in_force(namespace_id: int) -> bool:

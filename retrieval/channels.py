@@ -2,78 +2,28 @@
 
 Every query filters by namespace (and optional source/document ids) inside SQL, so nothing from
 another namespace is ever read. Each channel returns `ChannelRow`s in its own order with its raw
-signal; `hydrate()` then loads what the ranker and the surfaces need about the candidates.
+signal; `retrieval.passage_rows` then loads what the ranker and the surfaces need about the
+candidates, and `retrieval.scope` says where a search reads.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 
 import numpy as np
 from django.db import transaction
 
 from kb.languages import DEFAULT_CONFIG
 from kb.replicas import read_alias, read_connection
-
-
-@dataclass(frozen=True)
-class Scope:
-    """Where a search reads: one namespace, optionally some of its sources or documents, and of
-    its documents those the reader may read. `audiences`: the restricted audiences (kb.audiences)
-    read besides the open documents, None for every one; each restricted audience read also
-    keeps its words' statistics apart, under `statistics_keys` (kb/migrations/0049_audiences.py)."""
-
-    namespace_id: int
-    source_ids: tuple[int, ...] = ()
-    document_ids: tuple[int, ...] = ()
-    audiences: tuple[int, ...] | None = ()
-
-    @property
-    def statistics_keys(self) -> tuple[int, ...]:
-        """The keys of the postings and counts this scope reads: the namespace's own (its open
-        documents') and minus each restricted audience's id. With `audiences` None (every one,
-        unresolved) only the namespace's own: `planning.plan` resolves them."""
-        return (int(self.namespace_id), *(-int(a) for a in self.audiences or ()))
-
-    def where(self, chunk_alias: str = "c") -> tuple[str, list]:
-        """SQL conditions (and params) restricting chunks `chunk_alias` to this scope. The
-        namespace id is written into the SQL as an integer literal, so the planner can match the
-        namespace's partial vector index (retrieval/vector_index.py) even in a generic prepared plan."""
-        sql = [f"{chunk_alias}.namespace_id = {int(self.namespace_id)}"]
-        params: list = []
-        if self.document_ids:
-            sql.append(f"{chunk_alias}.document_id = ANY(%s)")
-            params.append(list(self.document_ids))
-        if self.source_ids:
-            sql.append(
-                f"{chunk_alias}.document_id IN (SELECT id FROM kb_document WHERE source_id = ANY(%s))"
-            )
-            params.append(list(self.source_ids))
-        self._audience(chunk_alias, sql, params)
-        return " AND ".join(sql), params
-
-    def document_where(self, document_alias: str = "d") -> tuple[str, list]:
-        """The same scope as `where`, on documents `document_alias`."""
-        sql = [f"{document_alias}.namespace_id = {int(self.namespace_id)}"]
-        params: list = []
-        if self.document_ids:
-            sql.append(f"{document_alias}.id = ANY(%s)")
-            params.append(list(self.document_ids))
-        if self.source_ids:
-            sql.append(f"{document_alias}.source_id = ANY(%s)")
-            params.append(list(self.source_ids))
-        self._audience(document_alias, sql, params)
-        return " AND ".join(sql), params
-
-    def _audience(self, alias: str, sql: list[str], params: list) -> None:
-        if self.audiences is None:
-            return
-        if not self.audiences:
-            sql.append(f"{alias}.audience_id IS NULL")
-        else:
-            sql.append(f"({alias}.audience_id IS NULL OR {alias}.audience_id = ANY(%s))")
-            params.append(list(self.audiences))
+from retrieval.passage_rows import (
+    CANDIDATE_COLUMNS,
+    CANDIDATE_JOINS,
+    NO_CANDIDATE_COLUMNS,
+    CandidateRow,
+    candidate_row,
+    embedding_sql,
+)
+from retrieval.scope import Scope, named_where
 
 
 @dataclass(frozen=True)
@@ -135,14 +85,14 @@ def vector_candidates(
             SELECT c.id, 1 - (c.embedding <=> %(q)s::vector) AS cosine FROM kb_chunk c
             WHERE {where} AND c.embedding IS NOT NULL
             ORDER BY c.embedding <=> %(q)s::vector LIMIT %(k)s)
-        SELECT n.id, n.cosine, true, {_CANDIDATE_COLUMNS.format(embedding=_embedding_sql(with_embeddings))}
-        FROM nearest n JOIN kb_chunk c ON c.id = n.id {_CANDIDATE_JOINS}
+        SELECT n.id, n.cosine, true, {CANDIDATE_COLUMNS.format(embedding=embedding_sql(with_embeddings))}
+        FROM nearest n JOIN kb_chunk c ON c.id = n.id {CANDIDATE_JOINS}
         WHERE n.id <> ALL(%(known)s::bigint[])
         UNION ALL
-        SELECT n.id, n.cosine, true, {_NO_CANDIDATE_COLUMNS}
+        SELECT n.id, n.cosine, true, {NO_CANDIDATE_COLUMNS}
         FROM nearest n WHERE n.id = ANY(%(known)s::bigint[])
         UNION ALL
-        SELECT c.id, 1 - (c.embedding <=> %(q)s::vector), false, {_NO_CANDIDATE_COLUMNS}
+        SELECT c.id, 1 - (c.embedding <=> %(q)s::vector), false, {NO_CANDIDATE_COLUMNS}
         FROM kb_chunk c
         WHERE c.id = ANY(%(known)s::bigint[]) AND {where} AND c.embedding IS NOT NULL
           AND c.id NOT IN (SELECT id FROM nearest)"""
@@ -161,20 +111,12 @@ def vector_candidates(
         if is_nearest:
             nearest.append(ChannelRow(chunk_id, cosine))
         if row[3] is not None:
-            candidates[chunk_id] = _candidate_row(chunk_id, cosine, row[3:])
+            candidates[chunk_id] = candidate_row(chunk_id, cosine, row[3:])
         else:
             cosines[chunk_id] = cosine
     # relaxed_order may return near-ties slightly out of order: restore exact order
     nearest.sort(key=lambda r: (-r.raw, r.chunk_id))
     return VectorCandidates(nearest, candidates, cosines)
-
-
-def named_where(scope: Scope, chunk_alias: str) -> tuple[str, dict]:
-    """`Scope.where` with named placeholders, for queries that use named parameters."""
-    sql, values = scope.where(chunk_alias)
-    parts = sql.split("%s")
-    named = parts[0] + "".join(f"%(scope_{i})s{part}" for i, part in enumerate(parts[1:]))
-    return named, {f"scope_{i}": value for i, value in enumerate(values)}
 
 
 NAMES_READ_PER_KEY = 500  # a key more document names contain than this names none of them
@@ -283,153 +225,3 @@ def identifier_channel(
         for (chunk_id,) in cursor.fetchall():
             rows.setdefault(chunk_id, 1.0)
     return [ChannelRow(chunk_id, raw) for chunk_id, raw in list(rows.items())[:cap]]
-
-
-@dataclass(frozen=True)
-class CandidateRow:
-    """What the ranker needs about a candidate: no text, only keys that identify duplicates."""
-
-    chunk_id: int
-    document_id: int
-    position: int
-    path: str
-    is_summary: bool
-    priority: float
-    dated_epoch: (
-        float | None
-    )  # the document's date (created, else indexed) in seconds since the epoch
-    cosine: float | None
-    text_key: str
-    body_key: str
-    embedding: tuple[float, ...] | None
-
-
-@dataclass(frozen=True)
-class ChunkRow:
-    """Everything a surface shows about a kept result."""
-
-    chunk_id: int
-    document_id: int
-    source_id: int
-    position: int
-    text: str
-    heading_path: tuple[str, ...]
-    anchor: str
-    start_byte: int
-    end_byte: int
-    title: str
-    ref: str
-    path: str
-    url: str
-    source_kind: str
-    source_name: str
-    created_at: datetime | None
-    indexed_at: datetime | None
-    page_start: int | None = None
-    page_end: int | None = None
-    page_unit: str = ""
-    scanned: bool = False  # its page's text was recognised from a scan (OCR)
-    embedding_model: str = ""
-    embedding_runtime: str = ""  # torch, onnx or onnx-int8 (the local model), or ""
-
-
-_CANDIDATE_COLUMNS = """c.document_id, c.position, coalesce(nullif(d.path, ''), d.ref), c.is_summary, s.priority,
-    extract(epoch FROM coalesce(d.created_at, d.indexed_at))::float8, c.text_key, c.body_key, {embedding}"""
-_NO_CANDIDATE_COLUMNS = (
-    "NULL::bigint, NULL::int, NULL::text, NULL::bool, NULL::float8, NULL::float8, NULL::text, "
-    "NULL::text, NULL::vector"
-)
-_CANDIDATE_JOINS = (
-    "JOIN kb_document d ON d.id = c.document_id JOIN kb_source s ON s.id = d.source_id"
-)
-
-
-def _embedding_sql(with_embeddings: bool) -> str:
-    return "c.embedding" if with_embeddings else "NULL::vector"
-
-
-def _candidate_row(chunk_id: int, cosine: float | None, columns) -> CandidateRow:
-    """A CandidateRow from `_CANDIDATE_COLUMNS`. The date travels as epoch seconds: parsing a
-    timestamptz per candidate cost more than the rest of the query."""
-    (
-        document_id,
-        position,
-        path,
-        is_summary,
-        priority,
-        dated_epoch,
-        text_key,
-        body_key,
-        embedding,
-    ) = columns
-    if embedding is not None and not isinstance(embedding, (list, tuple, np.ndarray)):
-        embedding = [float(x) for x in str(embedding).strip("[]").split(",")]
-    return CandidateRow(
-        chunk_id,
-        document_id,
-        position,
-        path,
-        is_summary,
-        float(priority),
-        dated_epoch,
-        cosine,
-        text_key,
-        body_key,
-        tuple(float(x) for x in embedding) if embedding is not None else None,
-    )
-
-
-def candidate_rows(
-    scope: Scope, chunk_ids: list[int], with_embeddings: bool = False
-) -> dict[int, CandidateRow]:
-    """The ranker's view of the candidates, in one query, without their cosine (that comes with
-    the vector channel, `vector_candidates`); the namespace condition is repeated so a foreign id
-    can never be read."""
-    if not chunk_ids:
-        return {}
-    where, params = scope.where("c")
-    with read_connection().cursor() as cursor:
-        cursor.execute(
-            f"""SELECT c.id, {_CANDIDATE_COLUMNS.format(embedding=_embedding_sql(with_embeddings))}
-                FROM kb_chunk c {_CANDIDATE_JOINS}
-                WHERE c.id = ANY(%s) AND {where}""",
-            [list(chunk_ids), *params],
-        )
-        rows = cursor.fetchall()
-    return {row[0]: _candidate_row(row[0], None, row[1:]) for row in rows}
-
-
-LEAD_CHARS = 400  # of a passage a page lists but does not show: its breadcrumb and first words
-
-
-def hydrate(
-    scope: Scope, chunk_ids: list[int], text_ids: list[int] | None = None
-) -> dict[int, ChunkRow]:
-    """Full rows for the results that are shown; with `text_ids`, only those chunks carry their
-    whole text, the others its first LEAD_CHARS (a page lists them by their breadcrumbs, and by
-    their first words where two would read alike)."""
-    if not chunk_ids:
-        return {}
-    where, params = scope.where("c")
-    text = (
-        "c.text"
-        if text_ids is None
-        else f"CASE WHEN c.id = ANY(%s) THEN c.text ELSE left(c.text, {LEAD_CHARS}) END"
-    )
-    with read_connection().cursor() as cursor:
-        cursor.execute(
-            f"""SELECT c.id, c.document_id, d.source_id, c.position, {text}, c.heading_path, c.anchor,
-                       c.start_byte, c.end_byte, d.title, d.ref, d.path, coalesce(d.metadata->>'url', ''),
-                       s.kind, s.name, d.created_at, d.indexed_at, c.page_start, c.page_end,
-                       coalesce(d.metadata->>'page_unit', ''),
-                       coalesce(d.metadata->'ocr_pages' @> to_jsonb(c.page_start)
-                                OR d.metadata->'ocr_pages' @> to_jsonb(c.page_end), false),
-                       c.embedding_model, c.embedding_runtime
-                FROM kb_chunk c JOIN kb_document d ON d.id = c.document_id
-                JOIN kb_source s ON s.id = d.source_id
-                WHERE c.id = ANY(%s) AND {where}""",
-            [*([list(text_ids)] if text_ids is not None else []), list(chunk_ids), *params],
-        )
-        return {
-            row[0]: ChunkRow(*row[:5], tuple(row[5] or ()), *row[6:]) for row in cursor.fetchall()
-        }

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from kb.embedding.embedders import get_embedder
 from retrieval import channels as ch
-from retrieval import lexical, meaning_spread, query_words
+from retrieval import lexical, meaning_spread, passage_rows, query_words
 from retrieval.planning import Plan
 from retrieval.ranker import IDENTIFIERS, LEXICAL, NAMES, VECTOR, Candidate, ChannelHit
 
@@ -19,7 +19,7 @@ class Found:
     """What the channels found: each channel's list, the candidates' rows and their cosines."""
 
     lists: dict[str, list[ch.ChannelRow]]
-    rows: dict[int, ch.CandidateRow]
+    rows: dict[int, passage_rows.CandidateRow]
     cosines: dict[int, float]
     lexemes: list[tuple[str, int]]
     statistics: lexical.TermStatistics | None
@@ -68,7 +68,7 @@ def gather(plan: Plan, channels: tuple[str, ...], query_vector, timings: dict[st
         timings["channels_ms"] = elapsed_ms(t)
         t = time.perf_counter()
         early_ids = list(dict.fromkeys(row.chunk_id for rows in lists.values() for row in rows))
-        rows = ch.candidate_rows(scope, early_ids, with_embeddings=with_embeddings)
+        rows = passage_rows.candidate_rows(scope, early_ids, with_embeddings=with_embeddings)
         timings["candidates_ms"] = elapsed_ms(t)
         cosines: dict[int, float] = {}
         lists[VECTOR] = []
@@ -113,7 +113,7 @@ def elapsed_ms(start: float) -> float:
 
 def as_candidates(
     lists: dict[str, list[ch.ChannelRow]],
-    rows: dict[int, ch.CandidateRow],
+    rows: dict[int, passage_rows.CandidateRow],
     cosines: dict[int, float],
 ) -> list[Candidate]:
     """One Candidate per chunk any channel found; the cosine comes from the row (vector hits)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from kb.embedding.embedders import strong_cosine
 from kb.replicas import read_alias
 from retrieval import channels as ch
+from retrieval import passage_rows
 from retrieval.candidates import (
     FULL_WEIGHT_IDF_SHARE,
 )
@@ -59,7 +60,7 @@ def build_result(
                 ),
             )
         kept = _of_first_documents(ranking.kept, found.rows, order, first)
-    rows = ch.hydrate(
+    rows = passage_rows.hydrate(
         plan.scope, [d.key for d in kept] + [d.key for d in weak_pool], text_ids=texts
     )
     hits = [_hit(d, rows[d.key], plan.namespace) for d in kept if d.key in rows]
@@ -108,7 +109,7 @@ def _with_common_names(features: QueryFeatures, common: tuple[str, ...]) -> Quer
 
 
 def _documents_in_order(
-    kept: list[ScoreDetails], rows: dict[int, ch.CandidateRow]
+    kept: list[ScoreDetails], rows: dict[int, passage_rows.CandidateRow]
 ) -> list[tuple[int, ScoreDetails]]:
     """Each document of the kept ranking with its best passage, in order of that passage (as
     `group_by_document` orders them)."""
@@ -122,7 +123,7 @@ def _documents_in_order(
 
 def _of_first_documents(
     kept: list[ScoreDetails],
-    rows: dict[int, ch.CandidateRow],
+    rows: dict[int, passage_rows.CandidateRow],
     order: list[tuple[int, ScoreDetails]],
     documents: int,
 ) -> list[ScoreDetails]:
@@ -192,7 +193,7 @@ def _texts_shown(
     return [best.key for _, best in order[start:stop]]
 
 
-def citation_url(row: ch.ChunkRow, namespace: str) -> str:
+def citation_url(row: passage_rows.ChunkRow, namespace: str) -> str:
     return document_citation_url(
         url=row.url,
         ref=row.ref,
@@ -205,7 +206,7 @@ def citation_url(row: ch.ChunkRow, namespace: str) -> str:
     )
 
 
-def _hit(details: ScoreDetails, row: ch.ChunkRow, namespace: str) -> Hit:
+def _hit(details: ScoreDetails, row: passage_rows.ChunkRow, namespace: str) -> Hit:
     return Hit(
         rank=details.rank,
         chunk_id=row.chunk_id,
@@ -241,7 +242,7 @@ def embedded_by(model: str, runtime: str) -> str:
 def _tiers(
     documents: list[DocumentGroup],
     pool: list[ScoreDetails],
-    rows: dict[int, ch.ChunkRow],
+    rows: dict[int, passage_rows.ChunkRow],
     match: StrongMatch,
 ):
     """The document tiers, all read from the one list of documents: suggested (the first few),

@@ -24,8 +24,9 @@ from dataclasses import dataclass
 
 from kb.replicas import read_connection
 from retrieval import bm25, posting_lists, term_counts
-from retrieval.channels import ChannelRow, Scope, named_where
+from retrieval.channels import ChannelRow
 from retrieval.query_words import RestoredWord, SplitWord, restore_accents, split_compounds
+from retrieval.scope import Scope, named_where
 
 FIRST_SCOPE_BATCH = (
     1000  # packed and scoped: best chunks checked against the scope first, then 16x more

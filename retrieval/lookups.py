@@ -5,11 +5,11 @@ match exactly as search does."""
 from __future__ import annotations
 
 from kb.models import Namespace
-from retrieval import channels as ch
 from retrieval import lexical, query_words
 from retrieval.errors import UnknownNamespace
 from retrieval.query import validate_query
 from retrieval.results import Filters
+from retrieval.scope import Scope
 from retrieval.spelling import correct_query
 
 LOOKUP_LIMIT = 200  # chunks per namespace a word lookup returns
@@ -22,7 +22,7 @@ def matching_chunk_ids(namespace_ids, text: str, limit: int = LOOKUP_LIMIT) -> l
     for namespace_id in namespace_ids:
         configs = query_words.namespace_configs(int(namespace_id), text)
         rows = lexical.lexical_search(
-            ch.Scope(int(namespace_id)),
+            Scope(int(namespace_id)),
             query_words.query_lexemes(text, configs),
             limit,
             configurations=configs,
@@ -34,7 +34,7 @@ def matching_chunk_ids(namespace_ids, text: str, limit: int = LOOKUP_LIMIT) -> l
 
 def words_match(text: str, namespace_id: int, filters: Filters = Filters()) -> bool:
     """Whether the lexical channel finds any passage holding `text`'s words within `filters`."""
-    scope = ch.Scope(int(namespace_id), tuple(filters.source_ids), tuple(filters.document_ids))
+    scope = Scope(int(namespace_id), tuple(filters.source_ids), tuple(filters.document_ids))
     configs = query_words.namespace_configs(scope.namespace_id, text)
     return bool(
         lexical.lexical_search(

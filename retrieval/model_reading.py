@@ -22,7 +22,8 @@ from kb.model_languages import unread_languages
 from kb.replicas import read_connection
 from retrieval import lexical, query_words
 from retrieval.agreement import NEAREST, Reading, agreement
-from retrieval.channels import Scope, vector_channel
+from retrieval.channels import vector_channel
+from retrieval.scope import Scope
 
 HEADINGS = 40
 CANDIDATES = 8 * HEADINGS  # distinct headings read to find HEADINGS in the languages measured

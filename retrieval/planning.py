@@ -14,7 +14,6 @@ from kb.embedding.embedders import get_embedder
 from kb.languages import name as language_name
 from kb.model_languages import meaning_decision
 from kb.replicas import read_connection
-from retrieval import channels as ch
 from retrieval import meaning_spread, query_words
 from retrieval.agreement import Reading
 from retrieval.candidates import (
@@ -42,6 +41,7 @@ from retrieval.ranker import (
     RankerParams,
 )
 from retrieval.results import Filters
+from retrieval.scope import Scope
 
 GROUPINGS = ("chunk", "document")
 SECTIONS_PER_GROUPED_DOCUMENT = 4  # chunks ranked per document asked for when grouping
@@ -53,7 +53,7 @@ class Plan:
 
     query: str
     namespace: str
-    scope: ch.Scope
+    scope: Scope
     params: RankerParams  # limit: chunks to rank; lexical_weight: the weight this search uses
     weights: FusionWeights
     depth: int  # candidates read per channel
@@ -118,7 +118,7 @@ def plan(
         weights=weights,
         features=features,
         documents_wanted=documents_wanted,
-        scope=ch.Scope(
+        scope=Scope(
             ns["id"],
             tuple(filters.source_ids),
             tuple(filters.document_ids),

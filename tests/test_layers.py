@@ -92,6 +92,7 @@ PURE = {
     "kb.identity.rules",
     "retrieval.errors",
     "retrieval.candidates",
+    "retrieval.scope",
     "retrieval.ranker",
     "retrieval.scoring",
     "retrieval.bm25",

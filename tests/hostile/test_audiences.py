@@ -29,7 +29,7 @@ from kb.models import (
     Source,
 )
 from retrieval import lexical, query_words
-from retrieval.channels import Scope
+from retrieval.scope import Scope
 from retrieval.service import search
 from tests.answers.scripted_model import Reply, ScriptedModel
 from tests.corpus import CORPUS, ingest

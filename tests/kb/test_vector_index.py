@@ -16,6 +16,7 @@ from kb.embedding.embedders import get_embedder
 from kb.models import Namespace, Source
 from retrieval import channels as ch
 from retrieval import vector_index
+from retrieval.scope import Scope
 from tests.corpus import CORPUS, ingest
 
 pytestmark = pytest.mark.django_db
@@ -48,7 +49,7 @@ def vector_search(namespace, query, planner_setting, k=10):
         with connection.cursor() as cursor:
             cursor.execute(f"SET LOCAL {planner_setting} = off")
         with CaptureQueriesContext(connection) as captured:
-            rows = ch.vector_channel(ch.Scope(namespace.id), vector, k)
+            rows = ch.vector_channel(Scope(namespace.id), vector, k)
         statement = next(
             q["sql"] for q in captured.captured_queries if "ORDER BY c.embedding" in q["sql"]
         )

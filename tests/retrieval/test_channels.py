@@ -8,16 +8,17 @@ import pytest
 from django.db import connection, transaction
 
 from kb.models import Chunk, Document
-from retrieval import bm25, lexical, query_words, term_counts
+from retrieval import bm25, lexical, passage_rows, query_words, term_counts
 from retrieval import channels as ch
 from retrieval.query import analyse
+from retrieval.scope import Scope
 from tests.corpus import CORPUS, ingest
 
 pytestmark = pytest.mark.django_db
 
 
 def scope(namespace, **kwargs):
-    return ch.Scope(namespace.id, **kwargs)
+    return Scope(namespace.id, **kwargs)
 
 
 def refs(rows):
@@ -191,7 +192,8 @@ def test_namespace_isolation_in_every_channel(corpus):
         assert "secret" not in refs(rows)
     foreign = list(Chunk.objects.filter(namespace=other).values_list("pk", flat=True))
     assert (
-        ch.hydrate(scope(corpus), foreign) == {} and ch.candidate_rows(scope(corpus), foreign) == {}
+        passage_rows.hydrate(scope(corpus), foreign) == {}
+        and passage_rows.candidate_rows(scope(corpus), foreign) == {}
     )
     found = ch.vector_candidates(scope(corpus), vector, 50, known_ids=foreign)
     assert not set(foreign) & (set(found.candidates) | set(found.cosines))
@@ -211,7 +213,9 @@ def test_vector_candidates_complete_the_rows_other_channels_found(corpus):
     )
     known = [row.chunk_id for row in words]
     found = ch.vector_candidates(scope(corpus), vector, 3, known_ids=known)
-    reference = ch.candidate_rows(scope(corpus), list({*known, *(r.chunk_id for r in found.rows)}))
+    reference = passage_rows.candidate_rows(
+        scope(corpus), list({*known, *(r.chunk_id for r in found.rows)})
+    )
     stored = dict(Chunk.objects.filter(pk__in=known).values_list("pk", "embedding"))
 
     assert [r.chunk_id for r in found.rows] == [
@@ -376,10 +380,10 @@ def test_hydrate_returns_what_surfaces_need(corpus):
     from kb.embedding.embedders import get_embedder
 
     chunk = Chunk.objects.get(document__ref="errors")
-    row = ch.hydrate(scope(corpus), [chunk.pk])[chunk.pk]
+    row = passage_rows.hydrate(scope(corpus), [chunk.pk])[chunk.pk]
     assert (row.title, row.ref, row.source_kind) == ("Connection errors", "errors", "text")
     assert row.text.startswith("Connection errors\n\n")
-    candidate = ch.candidate_rows(scope(corpus), [chunk.pk])[chunk.pk]
+    candidate = passage_rows.candidate_rows(scope(corpus), [chunk.pk])[chunk.pk]
     cosine = ch.vector_candidates(
         scope(corpus), get_embedder().embed_query("connection refused"), 1, known_ids=[chunk.pk]
     ).cosines[chunk.pk]

@@ -109,19 +109,19 @@ def test_grouping_hydrates_only_the_documents_it_returns_and_keeps_their_section
 ):
     """A grouped search ranks four passages per document wanted and hydrates only those of the
     documents it returns: the same documents and sections as grouping the flat ranking."""
-    from retrieval import channels
+    from retrieval import passage_rows
     from retrieval.hits import SECTIONS_PER_DOCUMENT
     from retrieval.planning import SECTIONS_PER_GROUPED_DOCUMENT
     from retrieval.results import group_by_document
 
     hydrated: list[int] = []
-    hydrate = channels.hydrate
+    hydrate = passage_rows.hydrate
 
     def recording(scope, chunk_ids, text_ids=None):  # the real read, its arguments noted
         hydrated.extend(chunk_ids)
         return hydrate(scope, chunk_ids, text_ids)
 
-    monkeypatch.setattr(channels, "hydrate", recording)
+    monkeypatch.setattr(passage_rows, "hydrate", recording)
     query = "pumpkin soil water harvest sun"
     skipped = set()
     for documents in (1, 2, 3):
@@ -144,7 +144,7 @@ def test_grouping_hydrates_only_the_documents_it_returns_and_keeps_their_section
 def test_a_page_reads_the_documents_up_to_its_end_and_counts_the_rest(monkeypatch):
     """The search page asks for fifty documents and shows ten: it reads (hydrates) the documents
     up to the end of the page it shows (at least the eight of the tiers) and counts the others."""
-    from retrieval import channels
+    from retrieval import passage_rows
 
     ingest(
         "paged",
@@ -157,13 +157,13 @@ def test_a_page_reads_the_documents_up_to_its_end_and_counts_the_rest(monkeypatc
         },
     )
     hydrated: set[int] = set()
-    hydrate = channels.hydrate
+    hydrate = passage_rows.hydrate
 
     def recording(scope, chunk_ids, text_ids=None):
         hydrated.update(chunk_ids)
         return hydrate(scope, chunk_ids, text_ids)
 
-    monkeypatch.setattr(channels, "hydrate", recording)
+    monkeypatch.setattr(passage_rows, "hydrate", recording)
     whole = search("pumpkin note sun water", "paged", limit=12, group="document", log=False)
     assert whole.document_count == len(whole.documents) == 12
     first_page = search(

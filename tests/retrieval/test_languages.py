@@ -30,11 +30,11 @@ from kb.models import Chunk, Document, IngestRun, Namespace, QueryLog, Source
 from kb.spellings import ACCENTS, accented_spellings, compound_splits
 from retrieval import lexical, query_words
 from retrieval.candidates import LEXICAL, NAMES, ChannelScore, ScoreDetails
-from retrieval.channels import Scope
 from retrieval.hits import StrongMatch
 from retrieval.lookups import matching_chunk_ids
 from retrieval.query import normalise_query
 from retrieval.ranker import RankerParams
+from retrieval.scope import Scope
 from retrieval.service import search
 from retrieval.spelling import correct_query
 from tests.retrieval.test_channels import _recomputed_stats

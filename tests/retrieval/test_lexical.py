@@ -10,8 +10,8 @@ from django.core.management import call_command
 from django.db import connection
 
 from kb.models import Chunk, Document
-from retrieval import channels as ch
 from retrieval import lexical, posting_lists, query_words, term_counts
+from retrieval.scope import Scope
 from tests.corpus import CORPUS, ingest
 
 pytestmark = pytest.mark.django_db
@@ -49,7 +49,7 @@ def corpus_documents():
 
 @pytest.fixture
 def scope(corpus):
-    return ch.Scope(corpus.id)
+    return Scope(corpus.id)
 
 
 def both_reads(scope, query, k):
@@ -171,7 +171,7 @@ def test_the_lists_keep_the_scope(scope):
     lexemes = query_words.query_lexemes("pumpkin soup with nutmeg")
     for ref in ("note7", "note8", "pumpkin"):
         chunk = Chunk.objects.get(document__ref=ref)
-        scoped = ch.Scope(scope.namespace_id, document_ids=(chunk.document_id,))
+        scoped = Scope(scope.namespace_id, document_ids=(chunk.document_id,))
         assert [r.chunk_id for r in lexical.lexical_search(scoped, lexemes, 10).rows] == [chunk.pk]
 
 
@@ -183,7 +183,7 @@ def test_a_scope_is_checked_in_growing_batches_until_k_are_found(scope, monkeypa
         {f"late{i}": (f"Late {i}", f"Late pumpkin {i} with nutmeg.") for i in range(20)},
         source_name="late",
     )
-    scoped = ch.Scope(scope.namespace_id, source_ids=(late_source.id,))
+    scoped = Scope(scope.namespace_id, source_ids=(late_source.id,))
     for query in ("pumpkin", "pumpkin harvest", "nutmeg soup"):
         for k in (1, 3, 30):
             packed, table = both_reads(scoped, query, k)
@@ -210,7 +210,7 @@ def test_lists_and_table_agree_on_random_queries_depths_and_writes():
         }
 
     namespace, _ = ingest("tenant:lexical-random", texts("doc", 120))
-    scope = ch.Scope(namespace.id)
+    scope = Scope(namespace.id)
     posting_lists.build(namespace.id)
     probed = 0
     for round_ in range(4):
@@ -379,7 +379,7 @@ def test_a_write_that_waits_for_a_build_is_recorded_after_it():
     from django.db import connections, transaction
 
     namespace, _ = ingest("tenant:lexical-race", {**CORPUS, **NOTES})
-    scope = ch.Scope(namespace.id)
+    scope = Scope(namespace.id)
     doomed = Chunk.objects.get(namespace=namespace, document__ref="note14")
     deleted = threading.Event()
 

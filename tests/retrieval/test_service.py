@@ -127,8 +127,8 @@ def test_a_source_priority_lifts_its_passages_by_a_share_of_the_querys_spread():
 
 
 def test_citation_url_for_web_documents_keeps_an_existing_fragment(corpus):
-    from retrieval.channels import ChunkRow
     from retrieval.hits import citation_url
+    from retrieval.passage_rows import ChunkRow
 
     base = dict(
         chunk_id=1,
@@ -169,7 +169,7 @@ def test_text_window_reads_only_the_passages_shown(corpus):
     """The page shows ten results of fifty: only those carry their whole text; the rest carry its
     first LEAD_CHARS (a page lists them by breadcrumb and first words) and the titles and
     locations the tiers need, and the ranking is the same."""
-    from retrieval.channels import LEAD_CHARS
+    from retrieval.passage_rows import LEAD_CHARS
 
     ingest(
         "tenant:a",
