@@ -99,7 +99,7 @@ def test_the_reading_grades_only_namespaces_in_languages_the_model_is_not_said_t
     # a namespace in a language the model reads keeps equal weights, and the search log's estimate
     assert unjudged_weights({"en": 300}, "mount a disk", agreed=blind)[0].lexical == 0.5
     assert (
-        unjudged_weights({"en": 300}, "who wrote it", log=(2.5, 40), agreed=reads)[0].source
+        unjudged_weights({"en": 300}, "who wrote it", log=(3.0, 40), agreed=reads)[0].source
         == "estimated"
     )
 
