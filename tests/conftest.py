@@ -185,6 +185,27 @@ def django_db_setup(django_db_setup, django_db_blocker):
 
 
 @pytest.fixture(autouse=True)
+def _quick_password_hashes(request):
+    """Passwords of the fast tier's users hashed with Django's MD5 hasher, as Django's testing docs
+    advise: the default PBKDF2 costs 0.38 CPU-s a hash here, paid for every user made with a
+    password and every sign-in. The product's own processes (the slow tier's servers) verify
+    passwords with the configured hashers, so slow tests keep them."""
+    if request.node.get_closest_marker("slow") is not None:
+        yield
+        return
+    from django.conf import settings
+    from django.test import override_settings
+
+    with override_settings(
+        PASSWORD_HASHERS=[
+            "django.contrib.auth.hashers.MD5PasswordHasher",
+            *settings.PASSWORD_HASHERS,
+        ]
+    ):
+        yield
+
+
+@pytest.fixture(autouse=True)
 def _query_log_written_before_flush(request):
     """A test whose database is emptied by TRUNCATE afterwards (a live server's, a transactional
     one's) writes the searches it queued first: the query-log writer thread inserting them while
