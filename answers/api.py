@@ -17,7 +17,8 @@ router = Router(tags=["answers"])
     "/answer",
     response=AnswerOut,
     summary="A grounded answer with checked citations",
-    description="Searches the namespaces with the caller's rights, answers only when the results are "
+    description="Searches the namespaces with the caller's rights, answers only when the results "
+    "are "
     "strong enough (else says the knowledge base does not cover it, with the closest passages), "
     "and checks every sentence's citation. `stream: true` answers `text/event-stream`: events "
     "`gate`, `sources`, `delta` (text as it comes), `answer` (sentences with verdicts and "
@@ -36,7 +37,8 @@ router = Router(tags=["answers"])
                                     "enum": ["gate", "sources", "delta", "answer", "done", "error"],
                                 }
                             },
-                            "description": "Each server-sent event's data: a JSON object naming its `event`, with that "
+                            "description": "Each server-sent event's data: a JSON object naming "
+                            "its `event`, with that "
                             "event's fields.",
                         }
                     }

@@ -1,4 +1,5 @@
-"""Every sentence of an answer cites, and every citation is checked against the source it names. Pure.
+"""Every sentence of an answer cites, and every citation is checked against the source it names.
+Pure.
 
 A sentence's `[n]` markers name the numbered sources the model was given. A citation holds when
 source n states it, read lexically, in its closest window: one sentence of the source, two
@@ -108,7 +109,8 @@ class Checked:
 
 def check(answer_text: str, sources: dict[int, str], *, share: float = SUPPORTED_SHARE) -> Checked:
     """Split `answer_text` into sentences and check each one's citations against `sources`
-    (number -> the text the model was given under that number: its seeded passage and what it read)."""
+    (number -> the text the model was given under that number: its seeded passage and what it
+    read)."""
     lexed = {number: _Lexed.of(text) for number, text in sources.items()}
     sentences = tuple(_verdict(sentence, lexed, share) for sentence in split_sentences(answer_text))
     counts = {"sentences": len(sentences)}
@@ -184,7 +186,8 @@ def _verdict(sentence: str, sources: dict[int, _Lexed], needed: float) -> Senten
 
 @dataclass(frozen=True)
 class _Window:
-    """One sentence of a source, two neighbouring ones, or its first with another: where a claim is looked for."""
+    """One sentence of a source, two neighbouring ones, or its first with another: where a claim is
+    looked for."""
 
     stems: frozenset[str]
     words: frozenset[str]  # its words, unstemmed, for the direction words
@@ -274,7 +277,8 @@ def _check(claim: str, number: int, source: _Lexed, needed: float) -> CitationCh
 def _unstated(
     claim: str, stated: set[str], source: _Lexed, best: _Window, share: float, needed: float
 ) -> str | None:
-    """What the claim says that its closest window does not: a number, too few of its words, a name."""
+    """What the claim says that its closest window does not: a number, too few of its words, a
+    name."""
     missing = sorted(stated - source.numbers)
     if missing:
         return f"the number {missing[0]} is not in it"
@@ -318,5 +322,8 @@ def _contradicted(claim: str, words: set[str], best: _Window) -> str | None:
         None,
     )
     if turned:
-        return f"it says {turned!r} where its closest sentence says {sorted(DIRECTIONS[turned] & best.words)[0]!r}"
+        return (
+            f"it says {turned!r} where its closest sentence "
+            f"says {sorted(DIRECTIONS[turned] & best.words)[0]!r}"
+        )
     return None

@@ -1,4 +1,5 @@
-"""How an answer's claim and its source are read as words, alike on both sides (answers/citations.py):
+"""How an answer's claim and its source are read as words, alike on both sides
+(answers/citations.py):
 content stems after a light suffix stripping, numbers in digits or in words, names, negations, and
 the words that say the opposite of each other. Pure.
 """
@@ -18,7 +19,7 @@ him himself his how i if in into is it its itself just may me might more most mu
 once only or other our ours ourselves out over own same she should so some such than that the their theirs them
 themselves then there these they this those through to too under until up very was we were what when where which while
 who whom why will with would you your yours yourself yourselves source sources according document documents
-""".split()
+""".split()  # noqa: E501
 )
 NEGATIONS = frozenset(
     "not no never none neither nor without cannot nothing nobody lack lacks lacked absence".split()
@@ -155,8 +156,10 @@ NAME = re.compile(r"[^\W_]+(?:[-./+][^\W_]+)*")  # letters of any script: "IL-1Î
 
 
 def names(text: str) -> list[str]:
-    """The names a sentence states, folded: tokens with a letter and a digit (PI3K, CK-0993548), or two
-    capitals or more (HDL, mTOR, CoYMV). A sentence naming one its source's sentence does not is about
+    """The names a sentence states, folded: tokens with a letter and a digit (PI3K, CK-0993548), or
+    two
+    capitals or more (HDL, mTOR, CoYMV). A sentence naming one its source's sentence does not is
+    about
     something else, however many of its other words it shares."""
     found = []
     for token in NAME.findall(text):
@@ -174,7 +177,8 @@ def fold(text: str) -> str:
 
 def numbers_in(folded: str) -> set[str]:
     """The numbers a text states, in digits or in words, thousands separators dropped ("1,000" and
-    "1000" are one number, "two hundred fifty" is "250"); a lone "one" is a pronoun as often as not."""
+    "1000" are one number, "two hundred fifty" is "250"); a lone "one" is a pronoun as often as
+    not."""
     found = {n.replace(",", "") for n in NUMBER.findall(folded)}
     total, current, words = 0, 0, []
     for word in WORD.findall(folded) + [""]:

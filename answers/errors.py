@@ -6,7 +6,8 @@ from kb.errors import Forbidden, KBError, NotFound, ValidationFailed
 
 
 class AnswersOff(KBError):
-    """This deployment has no answer model (KB_ANSWER_URL is empty): search works, answers do not."""
+    """This deployment has no answer model (KB_ANSWER_URL is empty): search works, answers do
+    not."""
 
     code = "ANSWER_OFF"
     http_status = 503
@@ -27,14 +28,16 @@ class ModelUnreachable(KBError):
 
 
 class ModelTimeout(KBError):
-    """The answer model did not send its first token, or its whole answer, within KB_ANSWER_TIMEOUT."""
+    """The answer model did not send its first token, or its whole answer, within
+    KB_ANSWER_TIMEOUT."""
 
     code = "ANSWER_MODEL_TIMEOUT"
     http_status = 504
 
 
 class ModelFailed(KBError):
-    """The answer model's server answered with an error status (a wrong model name, a key it refuses, a crash)."""
+    """The answer model's server answered with an error status (a wrong model name, a key it
+    refuses, a crash)."""
 
     code = "ANSWER_MODEL_FAILED"
     http_status = 502
@@ -48,7 +51,8 @@ class ModelMalformed(KBError):
 
 
 class PromptTooLarge(KBError):
-    """The question and the first source do not fit in KB_ANSWER_CONTEXT_TOKENS with room for the answer;
+    """The question and the first source do not fit in KB_ANSWER_CONTEXT_TOKENS with room for the
+    answer;
     nothing is cut to make them fit."""
 
     code = "ANSWER_PROMPT_TOO_LARGE"
@@ -56,7 +60,8 @@ class PromptTooLarge(KBError):
 
 
 class AnswerFailed(KBError):
-    """Something unforeseen broke the answer after its search; the traceback is in the server log."""
+    """Something unforeseen broke the answer after its search; the traceback is in the server
+    log."""
 
     code = "ANSWER_FAILED"
     http_status = 500
@@ -70,7 +75,8 @@ class AnswersBusy(KBError):
 
 
 class AnswerNotFound(NotFound):
-    """No answer of that id that this caller may see (another tenant's answers exactly like a missing one)."""
+    """No answer of that id that this caller may see (another tenant's answers exactly like a
+    missing one)."""
 
     code = "ANSWER_NOT_FOUND"
     http_status = 404

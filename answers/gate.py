@@ -1,4 +1,5 @@
-"""The honesty gate: whether a search's evidence is strong enough for the model to answer from. Pure.
+"""The honesty gate: whether a search's evidence is strong enough for the model to answer from.
+Pure.
 
 It is built on the ranker's strong match (`retrieval.hits.StrongMatch`, the cited tier): a
 passage whose cosine clears the model's floor, or, where meaning was not used, whose words carry
@@ -26,7 +27,8 @@ if TYPE_CHECKING:  # read only for their fields: the gate stays free of Django
 CONFIRM_MARGIN = (
     0.05  # a first lexical hit this far below the strong floor is still confirmed by its cosine
 )
-# The share of the question's IDF mass a source's best passage must carry. Chosen by `kb_answer_bench`
+# The share of the question's IDF mass a source's best passage must carry. Chosen by
+# `kb_answer_bench`
 # on the tuning half of SciFact's claims (the highest share that still answers 9 in 10 answerable
 # claims of that half), and scored on the other half: docs/answers.md#the-gate.
 WORDS_SHARE = 0.55
@@ -53,7 +55,8 @@ def decide(
     rules: tuple[str, ...] = RULES,
     words_share: float | None = WORDS_SHARE,
 ) -> Gate:
-    """`floor`: the strong cosine of the deployment's model (`kb.embedding.embedders.strong_cosine`);
+    """`floor`: the strong cosine of the deployment's model
+    (`kb.embedding.embedders.strong_cosine`);
     without it only the strong match can open the gate. `rules`: which rules may open it, and
     `words_share`: the share of the question's words a source must carry (None: not asked); a
     benchmark leaves one out, or tries another share, to show what it does."""
@@ -90,7 +93,8 @@ def decide(
         return Gate(
             True,
             "lexical-confirmed",
-            f"{top.title!r} is the words channel's first hit and its cosine {top.cosine:.3f} is within "
+            f"{top.title!r} is the words channel's first hit and its cosine {top.cosine:.3f} is "
+            "within "
             f"{CONFIRM_MARGIN} of the strong floor {floor:.3f}{_words(top, idf, words_share)}",
         )
     if strong:
@@ -98,7 +102,8 @@ def decide(
         return Gate(
             False,
             "words-missing",
-            f"{first.title!r} is on the question's subject (a strong match by meaning), but no strong "
+            f"{first.title!r} is on the question's subject (a strong match by meaning), but no "
+            "strong "
             f"match carries the question's own words{_words(first, idf, words_share)}",
         )
     cosine = max((h.cosine for h in result.hits if h.cosine is not None), default=None)
@@ -110,7 +115,8 @@ def decide(
 
 
 def words_carried(hit: Hit, query_idf: float | None) -> float | None:
-    """The share of the question's IDF mass a passage's words carry (its BM25 score over the score of
+    """The share of the question's IDF mass a passage's words carry (its BM25 score over the score
+    of
     a passage holding every query term once; above 1 when it repeats them); None when the words
     channel did not run."""
     if query_idf is None:
@@ -146,7 +152,8 @@ def decide_all(
     rules: tuple[str, ...] = RULES,
     words_share: float | None = WORDS_SHARE,
 ) -> Gate:
-    """One gate over several namespaces' searches: open when any one's is (the first such), else the first's."""
+    """One gate over several namespaces' searches: open when any one's is (the first such), else
+    the first's."""
     gates = [
         decide(result, floor=floor, rules=rules, words_share=words_share) for result in results
     ]

@@ -23,10 +23,12 @@ tools = Toolset()
     title="Answer a question from the knowledge base",
     input=AnswerToolIn,
     output=AnswerOut,
-    cost="a hybrid search per namespace and, when the gate opens, one answer of the deployment's model "
+    cost="a hybrid search per namespace and, when the gate opens, one answer of the deployment's "
+    "model "
     "(seconds; up to KB_ANSWER_TIMEOUT); charged against the rate limit as its searches plus 10, "
     "as /api/answer",
-    description="A grounded answer by the deployment's own model, from the namespaces the caller reads (at "
+    description="A grounded answer by the deployment's own model, from the namespaces the caller "
+    "reads (at "
     f"most {MAX_NAMESPACES}; none: all). The model is asked only when the search found a strong "
     "match (else: 'The knowledge base does not cover this.' and the closest sources); every "
     "sentence's [n] citation is then checked against source n: `verdict` supported or "
@@ -34,7 +36,8 @@ tools = Toolset()
     "and prefer search and fetch when you can read the passages yourself.",
 )
 def answer_tool(request, data: AnswerToolIn) -> Answer:
-    # the principal, not the request: an agent's answer is voted on by its token only, never a session
+    # the principal, not the request: an agent's answer is voted on by its token only, never a
+    # session
     events = answer_events(
         request.auth,
         data.namespaces,
@@ -61,8 +64,10 @@ def render(state: dict) -> str:
     else:
         counts = state["counts"]
         lines.append(
-            f"Answer ({counts.get('supported', 0)} of {counts.get('sentences', 0)} sentences supported by "
-            f"their citation, {counts.get('unsupported', 0)} unsupported, {counts.get('dropped', 0)} "
+            f"Answer ({counts.get('supported', 0)} of {counts.get('sentences', 0)} sentences "
+            "supported by "
+            f"their citation, {counts.get('unsupported', 0)} "
+            f"unsupported, {counts.get('dropped', 0)} "
             "dropped):"
         )
         for sentence in state["sentences"]:

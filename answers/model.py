@@ -73,7 +73,8 @@ def chat(
     deadline: float,
 ) -> Generator[str, None, Turn]:
     """One streamed chat completion: yields each piece of text as it comes and returns the Turn
-    (`turn = yield from chat(...)`). `deadline` (time.monotonic) bounds the whole answer across turns."""
+    (`turn = yield from chat(...)`). `deadline` (time.monotonic) bounds the whole answer across
+    turns."""
     connect, first_token, _ = endpoint.timeouts
     body = {
         "model": endpoint.model,

@@ -41,7 +41,8 @@ def read_source(
     args = read_arguments(arguments)
     if args is None:
         return (
-            'error: read takes {"source": <number>, "offset": <number>}, whole numbers and nothing else',
+            'error: read takes {"source": <number>, "offset": <number>}, whole numbers and '
+            "nothing else",
             20,
         )
     number, offset = args
@@ -69,9 +70,12 @@ def read_source(
 
 
 def read_arguments(arguments: str) -> tuple[int, int] | None:
-    """The `read` tool's (source, offset) from the model's JSON, or None unless it is exactly an object
-    of whole numbers: `source` required, `offset` optional, 0 to MAX_OFFSET, no other key. Anything else
-    (NaN, 1e400, a 5,000-digit number, a string, a list, nesting past the parser's depth) reads nothing."""
+    """The `read` tool's (source, offset) from the model's JSON, or None unless it is exactly an
+    object
+    of whole numbers: `source` required, `offset` optional, 0 to MAX_OFFSET, no other key. Anything
+    else
+    (NaN, 1e400, a 5,000-digit number, a string, a list, nesting past the parser's depth) reads
+    nothing."""
     try:
         args = json.loads(arguments or "{}", parse_constant=_no_constant, parse_float=_no_float)
     except (

@@ -76,7 +76,7 @@ class ErrorOut(Schema):
 
 class AnswerOut(Schema):
     """An answer's final state: what the stream's events add up to. An error of the model (off, dead,
-    too slow, a prompt too large) is in `error`; the gate and the sources found stay."""
+    too slow, a prompt too large) is in `error`; the gate and the sources found stay."""  # noqa: E501
 
     answer_id: int | None
     query_id: int | None

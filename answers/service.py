@@ -58,11 +58,13 @@ def answer_events(
     caller: str = QueryLog.Caller.API,
     raise_off: bool = False,
 ) -> Iterator[dict]:
-    """The events of one answer. `stream=False` leaves out the `delta` events (the text is in `answer`).
+    """The events of one answer. `stream=False` leaves out the `delta` events (the text is in
+    `answer`).
     The question and the caller's right to each namespace are checked here, before the first event:
     a refusal is raised (an HTTP error), never streamed. No namespace named: every one it may read.
     `raise_off`: answers off (for the deployment, or for every namespace asked) are raised by the
-    iterator instead of coming as an `error` event, for a surface with no answer to carry them (MCP)."""
+    iterator instead of coming as an `error` event, for a surface with no answer to carry them
+    (MCP)."""
     principal = principal_of(request_or_principal)
     question = validate_query(question, 1)
     namespaces = list(dict.fromkeys(namespaces))
@@ -92,7 +94,8 @@ def answer_events(
             details={"retry_after_s": BUSY_RETRY_AFTER_S},
         )
     try:
-        # each namespace is a search, counted as search counts them, and the answer ANSWER_SEARCHES more
+        # each namespace is a search, counted as search counts them, and the answer ANSWER_SEARCHES
+        # more
         principal.charge(len(namespaces) - 1 + ANSWER_SEARCHES)
     except BaseException:
         slot.release()
@@ -129,7 +132,8 @@ def _answer(run: AnswerRun, principal: Principal, stream: bool) -> Iterator[dict
     conf = kb_settings()
     if not conf.answer_url:
         raise AnswersOff(
-            "Answers are off: this deployment has no answer model (KB_ANSWER_URL). Search works as ever."
+            "Answers are off: this deployment has no answer model (KB_ANSWER_URL). Search works "
+            "as ever."
         )
     allowed = set(
         Namespace.objects.filter(slug__in=run.namespaces, answers=True).values_list(
@@ -301,7 +305,8 @@ def final_state(events: Iterator[dict]) -> dict:
 
 def model_status() -> dict:
     """The answer model as /healthz and the start-up check show it: whether answers are on, whether
-    the server answers and lists the configured model. Never its URL or key (/healthz answers anyone)."""
+    the server answers and lists the configured model. Never its URL or key (/healthz answers
+    anyone)."""
     conf = kb_settings()
     if not conf.answer_url:
         return {"enabled": False, "ok": True, "model": "", "reachable": None}
@@ -336,6 +341,7 @@ def model_status() -> dict:
             "model": conf.answer_model,
             "reachable": True,
             "code": "ANSWER_MODEL_FAILED",
-            "error": f"the server does not list the model {conf.answer_model!r} (the server log has its list).",
+            "error": f"the server does not list the model {conf.answer_model!r} (the server log "
+            "has its list).",
         }
     return {"enabled": True, "ok": True, "model": conf.answer_model, "reachable": True}

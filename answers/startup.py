@@ -30,7 +30,8 @@ def answer_model_check(app_configs, **kwargs):
         return []
     return [
         checks.Warning(
-            f"Answers: {status['error']} Search works; answers report {status['code']} until it does.",
+            f"Answers: {status['error']} Search works; answers report {status['code']} until it "
+            "does.",
             hint="See docs/answers.md#configure.",
             id="answers.W001",
         )

@@ -50,7 +50,9 @@ class ProviderForm(forms.ModelForm):
 
     def clean(self):
         data = super().clean()
-        try:  # the definition's namespace must be one the curator may change, before anything is looked up
+        # the definition's namespace must be one the curator may change, before anything is looked
+        # up
+        try:
             self.parsed = service.check_provider(
                 data.get("definition"), data.get("slug"), writer=self.writer
             )

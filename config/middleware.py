@@ -102,7 +102,8 @@ class ContentSecurityPolicyMiddleware:
 class PrivateResponsesMiddleware:
     """A response to a signed-in user or a token is `Cache-Control: private, no-store`: on a shared
     computer, Back after signing out must not show private results again from the browser's
-    cache, and no shared cache may keep them. Anonymous reads of public namespaces stay cacheable."""
+    cache, and no shared cache may keep them. Anonymous reads of public namespaces stay
+    cacheable."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -145,12 +146,19 @@ def bad_request_text(exception: BaseException | None) -> str:
             "(its Host header)."
         )
     if isinstance(exception, TooManyFieldsSent):
-        return f"Bad request: the form sends more than {settings.DATA_UPLOAD_MAX_NUMBER_FIELDS} fields."
+        return (
+            f"Bad request: the form sends more than {settings.DATA_UPLOAD_MAX_NUMBER_FIELDS} "
+            "fields."
+        )
     if isinstance(exception, TooManyFilesSent):
-        return f"Bad request: the form sends more than {settings.DATA_UPLOAD_MAX_NUMBER_FILES} files at once."
+        return (
+            f"Bad request: the form sends more than {settings.DATA_UPLOAD_MAX_NUMBER_FILES} "
+            "files at once."
+        )
     if isinstance(exception, RequestDataTooBig):
         return (
-            f"Bad request: the form's data is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE // 2**20} MB "
+            "Bad request: the form's data is larger "
+            f"than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE // 2**20} MB "
             "(files excepted)."
         )
     if isinstance(exception, MultiPartParserError):

@@ -33,7 +33,8 @@ if not ALLOWED_HOSTS:
     ALLOWED_HOSTS = ["127.0.0.1", "localhost", "testserver"]
 
 # The product's apps, bottom to top: each imports only the ones before it (tests/test_layers.py).
-# Everything that walks the apps reads this tuple: INSTALLED_APPS, LOGGING, kb_error_table, the tests.
+# Everything that walks the apps reads this tuple: INSTALLED_APPS, LOGGING, kb_error_table, the
+# tests.
 PRODUCT_APPS = (
     "kb",
     "ingest",  # before django_q: its qcluster command adds the watchdog to django-q2's
@@ -71,7 +72,8 @@ MIDDLEWARE = [
     "config.middleware.InvalidInputMiddleware",
     "config.middleware.DebugPagesForStaffMiddleware",
     "config.middleware.DatabaseAwayMiddleware",
-    "kb.identity.middleware.IdentityResyncMiddleware",  # an SSO session's groups read again when due
+    # an SSO session's groups read again when due
+    "kb.identity.middleware.IdentityResyncMiddleware",
 ]
 # debug pages and error reports hide every setting and environment variable whose name says
 # secret, and with DEBUG on reach signed-in staff only
@@ -116,7 +118,8 @@ else:
         "default": {
             "ENGINE": "config.db_backend",
             "NAME": "kb",
-            "USER": "kb",  # config/embedded_auth.py: not a superuser; its password is set on connecting
+            # config/embedded_auth.py: not a superuser; its password is set on connecting
+            "USER": "kb",
             "HOST": "",
             "EMBEDDED_PGDATA": str(KB_DATA_DIR / "pgdata"),
             "CONN_MAX_AGE": 60,
@@ -245,7 +248,8 @@ LOGGING = {
             app: {"level": os.environ.get("KB_LOG_LEVEL", "INFO"), "propagate": True}
             for app in (*PRODUCT_APPS, "config")
         },
-        # Django's own handler would write each 4xx and 5xx a second time beside the root's (with DEBUG on)
+        # Django's own handler would write each 4xx and 5xx a second time beside the root's (with
+        # DEBUG on)
         "django": {"handlers": [], "level": "INFO", "propagate": True},
         "django.server": {"handlers": ["django.server"], "level": "INFO", "propagate": False},
     },

@@ -45,7 +45,8 @@ def healthz(request):
 
 
 def bad_request(request, exception=None):
-    """Django's 400 (handler400, with DEBUG off): what was wrong, in plain text, as with DEBUG on."""
+    """Django's 400 (handler400, with DEBUG off): what was wrong, in plain text, as with DEBUG
+    on."""
     return HttpResponseBadRequest(
         bad_request_text(exception), content_type="text/plain; charset=utf-8"
     )

@@ -1,7 +1,9 @@
-"""What `kb_answer_bench` measures on a BEIR folder of claims (SciFact): the answer path's three checks.
+"""What `kb_answer_bench` measures on a BEIR folder of claims (SciFact): the answer path's three
+checks.
 
 - The honesty gate (`answers.gate`): every claim is searched as the answer service searches it, once
-  in a namespace holding the whole corpus (answerable: its evidence is there) and once in a namespace
+  in a namespace holding the whole corpus (answerable: its evidence is there) and once in a
+  namespace
   holding the corpus without any claim's evidence documents (unanswerable). Abstaining is the
   positive class: precision is the share of abstentions that were on unanswerable claims, recall
   the share of unanswerable claims abstained on. The same figures with a rule of the gate removed
@@ -132,7 +134,8 @@ class AnswerBenchmark:
 
     # --- the two namespaces ---------------------------------------------------------------------
     def ingest(self) -> dict:
-        """The whole corpus; and, for the gate, the corpus without any claim's evidence (latency alone
+        """The whole corpus; and, for the gate, the corpus without any claim's evidence (latency
+        alone
         needs only the first)."""
         everything = [
             (str(d["_id"]), d.get("title", ""), d.get("text", "")) for d in self.corpus.documents
@@ -164,7 +167,8 @@ class AnswerBenchmark:
             on_progress=lambda r: self.progress(f"ingest {slug}", r.items_done, len(documents)),
         )
         self.log(
-            f"{slug}: run {run.pk} {run.status}, {run.items_changed} changed, {run.items_unchanged} unchanged "
+            f"{slug}: run {run.pk} {run.status}, {run.items_changed} "
+            f"changed, {run.items_unchanged} unchanged "
             f"in {time.perf_counter() - started:.1f}s"
         )
         return {
@@ -177,7 +181,8 @@ class AnswerBenchmark:
     # --- the honesty gate -----------------------------------------------------------------------
     def gate_report(self) -> dict:
         floor = strong_cosine()
-        # per claim id, per kind: whether each variant and each share tried answered, and the product's rule
+        # per claim id, per kind: whether each variant and each share tried answered, and the
+        # product's rule
         rows: dict[str, dict[str, dict]] = {}
         for done, (qid, claim) in enumerate(self.claims, 1):
             vector = get_embedder().embed_query(claim)
@@ -309,7 +314,8 @@ class AnswerBenchmark:
 
 @contextlib.contextmanager
 def _settings_read_again():
-    """The product reads its settings once (`kb_settings` is cached): read them again inside and after."""
+    """The product reads its settings once (`kb_settings` is cached): read them again inside and
+    after."""
     kb_settings.cache_clear()
     try:
         yield
@@ -324,7 +330,8 @@ def _refs(result: SearchResult) -> set[str]:
 
 
 def split_claims(ids: list[str], seed: int) -> tuple[list[str], list[str]]:
-    """The claims in two halves, by id and a fixed seed: what a rule is chosen on, and what scores it."""
+    """The claims in two halves, by id and a fixed seed: what a rule is chosen on, and what scores
+    it."""
     ordered = sorted(ids, key=lambda qid: (len(qid), qid))
     tuning = set(random.Random(seed).sample(ordered, len(ordered) // 2))
     return [q for q in ordered if q in tuning], [q for q in ordered if q not in tuning]
@@ -387,8 +394,10 @@ SHARES = tuple(
 
 
 def citation_agreement(labels_path: Path, corpus: BeirCorpus) -> dict:
-    """The checker's verdict on every labelled sentence, each checked alone against its case's sources,
-    compared with the hand label, over all the labels and over each split of them ("tuning": what the
+    """The checker's verdict on every labelled sentence, each checked alone against its case's
+    sources,
+    compared with the hand label, over all the labels and over each split of them ("tuning": what
+    the
     rules and threshold were chosen on; "held-out" and "fresh": what scores them, see the labels'
     `splits`). The threshold is chosen here on the tuning split alone (`choose_share`) and every
     other split's agreement reported at it. Then each supported sentence with its citation moved to

@@ -56,7 +56,8 @@ RAW_EMBED_SAMPLE = 512
 FULL_INGEST_SHARE = 0.9  # a run that changed this share of the corpus measured ingest throughput
 ADMIN_ROUNDS = 5
 AGREEMENT_DEPTH = 100  # the ranker reads the lexical channel this deep
-RULE_VARIANTS = {  # recency in spreads of the query's list: 1.5 is about 0.1 of the bundled model's cosine
+# recency in spreads of the query's list: 1.5 is about 0.1 of the bundled model's cosine
+RULE_VARIANTS = {
     "mmr_lambda=0.9": RankerParams(mmr_lambda=0.9),
     "mmr_lambda=0.7": RankerParams(mmr_lambda=0.7),
     "recency_weight=1.5": RankerParams(recency_weight=1.5),
@@ -224,7 +225,8 @@ class CorpusBenchmark:
             )
         if run.items_failed:
             self.log(
-                f"{run.items_failed} documents failed to ingest (the run's page lists them): the figures "
+                f"{run.items_failed} documents failed to ingest (the run's page lists them): the "
+                "figures "
                 f"below leave them out"
             )
         full = len(corpus.documents) * FULL_INGEST_SHARE
@@ -252,7 +254,8 @@ class CorpusBenchmark:
             "ingest_docs_per_s": round(previous.items_changed / seconds, 2),
             "ingest_chunks_per_s": round(previous.chunks_written / seconds, 2),
             "ingest_run": previous.pk,
-            "ingest_measured": f"run {previous.pk} (the corpus was unchanged this time; re-ingest cost "
+            "ingest_measured": f"run {previous.pk} (the corpus was unchanged this time; "
+            "re-ingest cost "
             f"{run.items_unchanged} hash checks and no embedding)",
         }
 
@@ -484,7 +487,7 @@ def index_sizes(namespace: str) -> dict[str, int]:
             """SELECT c.relname, CASE WHEN c.relname IN ('kb_posting_list', 'kb_posting_list_build')
                                        THEN pg_total_relation_size(c.oid) ELSE pg_relation_size(c.oid) END
                  FROM pg_class c
-               WHERE c.relname = ANY(%s) OR c.relname = %s""",
+               WHERE c.relname = ANY(%s) OR c.relname = %s""",  # noqa: E501
             [
                 [
                     "kb_chunk",

@@ -1,6 +1,7 @@
 """Judged eval cases made from what readers searched: the curator's report turns a logged
 search (and its votes) into a case of the namespace's curated suite, and the answer log turns a
-bad answer into an answer case (must abstain, or must cite a document) of a suite the curator picks."""
+bad answer into an answer case (must abstain, or must cite a document) of a suite the curator
+picks."""
 
 from __future__ import annotations
 

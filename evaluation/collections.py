@@ -1,5 +1,6 @@
 """Benchmark collections beyond the handbook: real documentation from Debian packages, most of it
-translated, each with questions written in its language before any search ran, built into BEIR folders
+translated, each with questions written in its language before any search ran, built into BEIR
+folders
 (`corpus.jsonl`, `queries.jsonl`, `qrels/test.tsv`) for `kb_bench --beir`.
 
 A collection names a Debian package, the version its questions were written against, the files
@@ -227,7 +228,7 @@ COLLECTIONS = {
             "dict-foldoc",
             "20230119-1",
             "en",
-            "Free On-line Dictionary of Computing: one definition a document, 1,800 drawn at random",
+            "Free On-line Dictionary of Computing: one definition a document, 1,800 drawn at random",  # noqa: E501
             dictionary_definitions("foldoc", "foldoc"),
         ),
     )
@@ -248,7 +249,8 @@ def package_version(root: Path, package: str) -> str:
 def build(
     collection: Collection, root: Path, out: Path, questions: list[dict] | None = None
 ) -> Built:
-    """Write `out/<name>/` from the package unpacked at `root` (`dpkg -x`) with `questions` (default:
+    """Write `out/<name>/` from the package unpacked at `root` (`dpkg -x`) with `questions`
+    (default:
     the collection's). A question whose judged document is not in the corpus is an error: the
     package is not the one it was written against."""
     found = package_version(root, collection.package)

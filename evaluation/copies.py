@@ -31,7 +31,7 @@ def copy_documents(
                SELECT %s, %s, d.ref || '~' || %s, d.title, d.path, d.name_key, d.content, d.content_hash,
                       d.media_type, d.byte_size, d.created_at, now(), d.embedding_model, '', '', '{}'::jsonb,
                       d.language
-               FROM kb_document d WHERE d.namespace_id = %s""",
+               FROM kb_document d WHERE d.namespace_id = %s""",  # noqa: E501
             [source_id, target_namespace_id, marker, base_namespace_id],
         )
         cursor.execute(
@@ -49,7 +49,7 @@ def copy_documents(
                FROM kb_chunk c
                JOIN kb_document od ON od.id = c.document_id
                JOIN kb_document nd ON nd.namespace_id = %s AND nd.ref = od.ref || '~' || %s
-               WHERE c.namespace_id = %s""",
+               WHERE c.namespace_id = %s""",  # noqa: E501
             [
                 target_namespace_id,
                 drop_every,

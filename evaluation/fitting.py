@@ -1,4 +1,5 @@
-"""Fitting a namespace's fusion weight to judged queries (`retrieval.fusion` reads it back for a search).
+"""Fitting a namespace's fusion weight to judged queries (`retrieval.fusion` reads it back for a
+search).
 
 `judged_runs` searches every judged query with one lexical weight and returns the documents
 found; `fit_weights` does so for each weight of `fusion.WEIGHT_GRID`, fits and cross-validates

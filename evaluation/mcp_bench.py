@@ -63,7 +63,8 @@ class Surfaces:
         elapsed = (time.perf_counter() - started) * 1000
         if response.status_code != 200:
             raise RuntimeError(
-                f"{method.upper()} {path} answered {response.status_code}: {response.content[:300]!r}"
+                f"{method.upper()} {path} "
+                f"answered {response.status_code}: {response.content[:300]!r}"
             )
         return elapsed, response.json()
 

@@ -89,7 +89,8 @@ OPERATOR = Principal(
 def answer_checks(case: EvalCase, principal: Principal, outcome: CaseResult) -> list[CheckResult]:
     """Ask the case's question through the real answer path (the gate, the model, the citation
     checker) in the case's namespace with the caller's rights, and check what came back. An answer
-    that failed (answers off, the model dead or too slow) is the case's error, with the answer's code."""
+    that failed (answers off, the model dead or too slow) is the case's error, with the answer's
+    code."""
     state = final_state(
         answer_events(
             principal,

@@ -12,7 +12,8 @@ Format, version 1:
 `sourceIncludes` / `notSourceIncludes` take a string or a list (any of), matched
 case-insensitively against each result's citation URL and source name; `anchor` against the
 chunks' anchors; `minScore` against the top result's base score (meaning and words fused, in
-cosine units; see retrieval/ranker.py). `relevant` document refs turn on recall@k and MRR for the case.
+cosine units; see retrieval/ranker.py). `relevant` document refs turn on recall@k and MRR for the
+case.
 
 Answer cases ask the question through the real answer path (answers/service.py) instead:
 `"expect": {"mustCite": "pumpkin"}` passes when a sentence whose citation the checker found
@@ -244,8 +245,10 @@ def check_own_namespace(data: Any, namespace: str) -> None:
     for where, field_name, value in named:
         if value is not None and value != namespace:
             raise EvalFileError(
-                f"{where}, field {field_name!r}: {value!r} is not this suite's namespace; a stored suite "
-                f"searches its own namespace ({namespace!r}) only. Remove the field or set it to {namespace!r}.",
+                f"{where}, field {field_name!r}: {value!r} is not this suite's namespace; a "
+                "stored suite "
+                f"searches its own namespace ({namespace!r}) only. Remove the field or set it "
+                f"to {namespace!r}.",
                 details={"field": field_name, "namespace": value},
             )
 
@@ -401,7 +404,10 @@ def check_case(
         elif not anchors:
             detail = "no chunk has an anchor"
         else:
-            detail = f"no chunk has anchor {expect.anchor!r} (saw {', '.join(repr(a) for a in anchors[:5])})"
+            detail = (
+                f"no chunk has anchor {expect.anchor!r} "
+                f"(saw {', '.join(repr(a) for a in anchors[:5])})"
+            )
         checks.append(CheckResult("anchor", position is not None, detail))
     if expect.min_score is not None:
         if not top:

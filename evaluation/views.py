@@ -1,4 +1,5 @@
-"""The curator's one click from a logged search to a judged eval case (from the report at /curate/)."""
+"""The curator's one click from a logged search to a judged eval case (from the report at
+/curate/)."""
 
 from urllib.parse import urlencode
 

@@ -1,6 +1,7 @@
 """A Python agent using the knowledge base over MCP: search, then read the cited passage whole.
 
-    KB_MCP_URL=https://kb.example.com/mcp KB_TOKEN=kb_... python examples/mcp_agent.py "how do I roast a pumpkin"
+    KB_MCP_URL=https://kb.example.com/mcp KB_TOKEN=kb_... python examples/mcp_agent.py "how do I
+    roast a pumpkin"
 
 Prints one JSON object: the passage's id, its text as stored (quote it as is) and the URL to cite.
 Needs only the official MCP SDK (`pip install mcp`); tests/mcp/test_examples.py runs it against

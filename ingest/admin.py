@@ -24,8 +24,10 @@ from kb.http import bounded_int
 from kb.vocabulary import SOURCE_KINDS
 
 RECENT_RUNS = 20  # runs shown on a source's page (all of them: the runs list, filtered by source)
-ITEMS_SHOWN = 500  # items shown on a run's page, every failed one among them (the run's counters give the totals)
-# the run page's fields its script keeps live (source, retry of and the bar are links or drawn apart)
+# items shown on a run's page, every failed one among them (the run's counters give the totals)
+ITEMS_SHOWN = 500
+# the run page's fields its script keeps live (source, retry of and the bar are links or drawn
+# apart)
 LIVE_FIELDS = (
     "status",
     "mode",
@@ -193,8 +195,10 @@ class SourceAdmin(AudienceSetting, NamespaceScoped):
             return "-"
         shown = ", ".join(refs[:20]) + (f" and {len(refs) - 20} more" if len(refs) > 20 else "")
         return format_html(
-            "Run #{} found {} of the source's {} documents gone and removed none of them, in case the source was "
-            'out of reach rather than emptied: {}. If they really are gone, choose "Confirm held removals" for '
+            "Run #{} found {} of the source's {} documents gone and removed none of them, in "
+            "case the source was "
+            'out of reach rather than emptied: {}. If they really are gone, choose "Confirm held '
+            'removals" for '
             "this source in the sources list; a later run that finds them again lifts the hold.",
             held.get("run"),
             len(refs),
@@ -330,7 +334,8 @@ class SourceAdmin(AudienceSetting, NamespaceScoped):
 
 
 class IngestItemInline(ScopedInline, admin.TabularInline):
-    """Up to ITEMS_SHOWN of the run's items, every failed one among them first: a crawl's run can hold a
+    """Up to ITEMS_SHOWN of the run's items, every failed one among them first: a crawl's run can
+    hold a
     million."""
 
     model = models.IngestItem

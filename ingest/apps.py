@@ -16,7 +16,8 @@ class IngestConfig(AppConfig):
         from ingest.upload_temp import prepare_upload_folder
 
         post_migrate.connect(_schedule_watchdog, sender=self)
-        prepare_upload_folder()  # before Django's checks, which require FILE_UPLOAD_TEMP_DIR to exist
+        # before Django's checks, which require FILE_UPLOAD_TEMP_DIR to exist
+        prepare_upload_folder()
         sweep_scratch()  # parser folders of a worker killed mid-parse
         _warm_model()
 

@@ -142,7 +142,8 @@ class Batcher:
         """Store the batch; when the database refuses something in it (not when it went away),
         store its documents one by one and fail only those it refuses. Returns those stored.
         Refusals are not only DataError and IntegrityError: a lexeme PostgreSQL cannot read back
-        is a syntax error (ProgrammingError), a word or vector too long a limit (OperationalError)."""
+        is a syntax error (ProgrammingError), a word or vector too long a limit
+        (OperationalError)."""
         try:
             self.store(pending, vectors)
             return pending

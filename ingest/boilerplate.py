@@ -40,7 +40,8 @@ MAX_CHARS = 400
 KEY_CHARS = 16
 MAX_LINE_CHARS = 200  # a page's lines counted: chrome's are short, and the keys are stored per page
 LINE = "l"  # a line's key starts so; a block's is hex digits alone
-SHARED = "~"  # `repeated()` holds SHARED + a block's key when extraction kept that block on MIN_DOCUMENTS pages
+# `repeated()` holds SHARED + a block's key when extraction kept that block on MIN_DOCUMENTS pages
+SHARED = "~"
 WORD = re.compile(r"\w+")
 LINK_TARGET = re.compile(r"\]\([^()\s]*\)")
 

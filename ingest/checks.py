@@ -35,8 +35,10 @@ def parser_reads_no_data_check(app_configs, **kwargs):
             if folder == Path(root) or Path(root) in folder.parents:
                 found.append(
                     checks.Error(
-                        f"{name} ({str(folder)!r}) lies inside {root!r}, which the parser child may read: a parser "
-                        f"exploited by a hostile file could read it. Set {name} to a folder outside it.",
+                        f"{name} ({str(folder)!r}) lies inside {root!r}, which the parser child "
+                        "may read: a parser "
+                        f"exploited by a hostile file could read it. Set {name} to a folder "
+                        "outside it.",
                         id="kb.E_PARSER_READS_DATA",
                     )
                 )

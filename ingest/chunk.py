@@ -125,7 +125,8 @@ def _open_onto_subsections(
     to return either: it opens the chunk of that subsection, which keeps the subsection's anchor
     and path, the most specific (the document view still carries the heading's id, and a section
     is read by its id from the document's headings, `retrieval.documents.section_text`). Headings
-    that wait in a row chain, each under the one before; one followed by a sibling keeps its chunk."""
+    that wait in a row chain, each under the one before; one followed by a sibling keeps its
+    chunk."""
     merged: list[tuple[Section, list[Unit]]] = []
     opening = False  # whether merged[-1] is still anchored headings only
     for section, group in pieces:

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from ingest.markdown_blocks import Block
 from kb.languages import CJK_CHARS
 
-# Han, kana and Hangul characters (each about a token), then words of other letters and digits: a word
+# Han, kana and Hangul characters (each about a token), then words of other letters and digits: a
+# word
 # stops where such a character starts, so "Windows版のインストール" is a word and eight characters
 TOKEN = re.compile(rf"[{CJK_CHARS}]|[^\W{CJK_CHARS}]+|[^\w\s]")
 SENTENCE_MARKS = ".!?"

@@ -74,7 +74,8 @@ class DocumentEncrypted(ContentRejected):
 
 
 class DocumentCorrupt(ContentRejected):
-    """A file whose structure its parser cannot read: truncated, damaged or not what its type says."""
+    """A file whose structure its parser cannot read: truncated, damaged or not what its type
+    says."""
 
     code = "INGEST_CORRUPT_FILE"
     http_status = 422
@@ -110,7 +111,8 @@ class ConverterMissing(IngestError):
 
 
 class DocumentNotStored(ContentRejected):
-    """The database refused one document's rows (a value it cannot hold); the rest of the batch is stored."""
+    """The database refused one document's rows (a value it cannot hold); the rest of the batch is
+    stored."""
 
     code = "INGEST_DOCUMENT_NOT_STORED"
     http_status = 422

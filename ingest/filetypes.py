@@ -54,7 +54,8 @@ READ_SUFFIXES = tuple(
 
 
 def types_read() -> str:
-    """The file types that are read, for a refusal's message: ".csv, .docx, ... or a .zip of them"."""
+    """The file types that are read, for a refusal's message: ".csv, .docx, ... or a .zip of
+    them"."""
     return f"{', '.join(READ_SUFFIXES)}, or a {' or '.join(ARCHIVE_SUFFIXES)} of them"
 
 

@@ -29,14 +29,18 @@ KIND_HELP = {  # what each kind ingests, shown when choosing one and on its form
     "sitemap": "Every page a sitemap.xml lists (sitemap indexes included).",
     "crawl": "Pages reached breadth-first from a start page, on the same site.",
     "llms": "Every document an llms.txt file links to.",
-    "file": "Uploaded files (PDF, Word, PowerPoint, Excel, OpenDocument, CSV, EPUB, e-mail, markdown, "
+    "file": "Uploaded files (PDF, Word, PowerPoint, Excel, OpenDocument, CSV, EPUB, e-mail, "
+    "markdown, "
     "text, HTML) or a .zip of them.",
     "text": "Text typed here (markdown).",
-    "folder": "Every file a directory on the server holds (a mounted share), in the types uploads take, "
+    "folder": "Every file a directory on the server holds (a mounted share), in the types "
+    "uploads take, "
     "reStructuredText and notebooks too; files deleted there are removed here. The operator lists "
     "the directories allowed in KB_FOLDER_ROOTS.",
-    "git": "The documentation files of a git repository's branch (Markdown, reStructuredText, notebooks, text, "
-    "HTML, PDF...): each run fetches what changed since the commit it last indexed, moves renamed files "
+    "git": "The documentation files of a git repository's branch (Markdown, reStructuredText, "
+    "notebooks, text, "
+    "HTML, PDF...): each run fetches what changed since the commit it last indexed, moves "
+    "renamed files "
     "and removes deleted ones.",
 }
 LOCATION_LABELS = {
@@ -47,51 +51,69 @@ LOCATION_LABELS = {
     "folder": "Directory",
     "git": "Repository URL",
 }
-LOCATION_HELP = {  # the model's help is for every kind at once ("URL for web kinds; empty for files and text")
+# the model's help is for every kind at once ("URL for web kinds; empty for files and text")
+LOCATION_HELP = {
     "url": "The page's http(s) address, e.g. https://docs.example.com/guide/install.html.",
-    "sitemap": "The address of the sitemap.xml (or sitemap index), e.g. https://docs.example.com/sitemap.xml.",
-    "crawl": "The page the crawl starts from, e.g. https://docs.example.com/; links are followed on its host "
+    "sitemap": "The address of the sitemap.xml (or sitemap index), e.g. "
+    "https://docs.example.com/sitemap.xml.",
+    "crawl": "The page the crawl starts from, e.g. https://docs.example.com/; links are followed "
+    "on its host "
     "(and the allowed domains below).",
     "llms": "The address of the llms.txt file, e.g. https://docs.example.com/llms.txt.",
-    "folder": "The directory's absolute path on the server, e.g. /srv/shares/handbook; it must lie under one of "
+    "folder": "The directory's absolute path on the server, e.g. /srv/shares/handbook; it must "
+    "lie under one of "
     "the operator's KB_FOLDER_ROOTS. Symbolic links in it are not followed.",
-    "git": "The repository's https address, e.g. https://github.com/psf/requests.git (ssh:// addresses and local "
+    "git": "The repository's https address, e.g. https://github.com/psf/requests.git (ssh:// "
+    "addresses and local "
     "paths only where the operator allows them with KB_GIT_ALLOW_LOCAL).",
 }
 REFRESH_HELP = {
-    "web": "Fetch it again this often, e.g. 1 00:00:00 for daily or 06:00:00 for every six hours (empty: only "
+    "web": "Fetch it again this often, e.g. 1 00:00:00 for daily or 06:00:00 for every six hours "
+    "(empty: only "
     "when you choose Ingest now). Pages that did not change cost a fetch and no extraction.",
-    "file": "Uploaded files change only when you upload again, and saving an upload ingests them: leave empty. "
+    "file": "Uploaded files change only when you upload again, and saving an upload ingests "
+    "them: leave empty. "
     "(Set, the same files are read again this often, and nothing changes.)",
-    "text": "The text changes only when you edit it here, and saving an edit ingests it: leave empty.",
-    "folder": "Look at the folder again this often, e.g. 01:00:00 for hourly. Files whose size and time did not "
+    "text": "The text changes only when you edit it here, and saving an edit ingests it: leave "
+    "empty.",
+    "folder": "Look at the folder again this often, e.g. 01:00:00 for hourly. Files whose size "
+    "and time did not "
     "change are not even opened.",
-    "git": "Fetch the branch again this often, e.g. 01:00:00 for hourly. A run with no new commit costs one fetch "
+    "git": "Fetch the branch again this often, e.g. 01:00:00 for hourly. A run with no new "
+    "commit costs one fetch "
     "and no parse.",
 }
 OPTION_HELP = {
     "max_depth": "How many links away from the start page the crawl goes (0: the start page only).",
     "max_pages": "At most this many pages are taken per run.",
-    "allowed_domains": "Other hosts the crawl may follow links to, one per line (the start page's host "
+    "allowed_domains": "Other hosts the crawl may follow links to, one per line (the start "
+    "page's host "
     "always is).",
-    "use_llms_txt": "Look for /llms.txt at the site's root first and take the pages it lists, when it lists any.",
+    "use_llms_txt": "Look for /llms.txt at the site's root first and take the pages it lists, "
+    "when it lists any.",
     "respect_robots": "Skip what the site's robots.txt disallows.",
-    "include": "Path patterns, one per line, such as /docs/* (* is any run of characters): only matching "
+    "include": "Path patterns, one per line, such as /docs/* (* is any run of characters): only "
+    "matching "
     "pages are taken. Empty: every page.",
     "exclude": "Path patterns, one per line, such as /genindex*: matching pages are left out.",
-    "keep_removed": "Keep documents that disappear from the source (otherwise they are removed with their "
+    "keep_removed": "Keep documents that disappear from the source (otherwise they are removed "
+    "with their "
     "chunks).",
     "branch": "The branch to index, e.g. main (empty: the repository's default branch).",
-    "token": "For a private repository: NAME, where the operator set the token in the server's environment as "
+    "token": "For a private repository: NAME, where the operator set the token in the server's "
+    "environment as "
     "KB_GIT_TOKEN_NAME (the token itself is never stored here).",
     "web_url": "Where the forge shows a file at a commit, with {commit}, {path} and {line}, e.g. "
-    "https://github.com/psf/requests/blob/{commit}/{path}#L{line}: citations then open the file at its "
+    "https://github.com/psf/requests/blob/{commit}/{path}#L{line}: citations then open the file "
+    "at its "
     "line; empty: they open the document view.",
 }
 REPOSITORY_OPTION_HELP = {  # globs over paths inside the folder or repository, not URL paths
-    "include": "File path patterns, one per line, such as docs/* or *.md (* is any run of characters, / "
+    "include": "File path patterns, one per line, such as docs/* or *.md (* is any run of "
+    "characters, / "
     "included): only matching files are taken. Empty: every file of a type that is read.",
-    "exclude": "File path patterns, one per line, such as */_build/* or CHANGELOG.md: matching files are left out.",
+    "exclude": "File path patterns, one per line, such as */_build/* or CHANGELOG.md: matching "
+    "files are left out.",
 }
 OPTION_DEFAULTS = DEFAULTS  # what a source without the option gets
 OPTION_ORDER = (
@@ -240,7 +262,8 @@ class SourceForm(forms.ModelForm):
                 return
             entry = details.get("allow_entry", "")
             advice = (
-                f" To ingest it, add {entry!r} to KB_FETCH_ALLOWED_PRIVATE (comma-separated) where the "
+                f" To ingest it, add {entry!r} to KB_FETCH_ALLOWED_PRIVATE (comma-separated) "
+                "where the "
                 "server and the worker read their settings, and restart them."
                 if entry
                 else ""
@@ -248,7 +271,8 @@ class SourceForm(forms.ModelForm):
             self.add_error(
                 "location",
                 ValidationError(
-                    f"{exc.code}: Refusing to fetch {details['url']!r}: {details['host']!r} {details['rule']}.{advice}",
+                    f"{exc.code}: Refusing to "
+                    f"fetch {details['url']!r}: {details['host']!r} {details['rule']}.{advice}",
                     code="fetch_blocked",
                 ),
             )
@@ -315,7 +339,8 @@ def source_form(kind: str) -> type[SourceForm]:
             required=False,
             label="Add files",
             allow_empty_file=True,  # skipped with its code by read_upload
-            help_text="One or more files, or a .zip of them; each becomes a document. Saving ingests them.",
+            help_text="One or more files, or a .zip of them; each becomes a document. Saving "
+            "ingests them.",
         )
     meta = type(
         "Meta",

@@ -292,5 +292,8 @@ def cut_notes(reason: str, cut: tuple[int, int] | None, chunks: int, max_chunks:
             f"; text cut to its first {cut[0]:,} of {cut[1]:,} characters (KB_EXTRACT_MAX_CHARS)"
         )
     if chunks > max_chunks:
-        reason += f"; only its first {max_chunks:,} of {chunks:,} passages kept (KB_MAX_CHUNKS_PER_DOCUMENT)"
+        reason += (
+            f"; only its first {max_chunks:,} of {chunks:,} passages kept "
+            "(KB_MAX_CHUNKS_PER_DOCUMENT)"
+        )
     return reason

@@ -219,7 +219,8 @@ class IngestPipeline:
         self.report.forget_unsaved()
         self._finish(
             failed_with=DatabaseUnavailable(
-                f"The database connection was lost during the ingest ({type(exc).__name__}); documents written "
+                f"The database connection was lost during the ingest ({type(exc).__name__}); "
+                "documents written "
                 "before it are complete, the batch in flight was rolled back. Retry the run."
             )
         )

@@ -8,7 +8,8 @@ items, table cells, headings, `<br>` and the line breaks of `<pre>`), without
 - the numbers of a listing's line-number gutter (a leading number that counts up line by line), and
 - what the page hides (the `hidden` attribute, an inline `display: none`, a class its
   stylesheets hide outright: `ingest/stylesheets.py`), and
-- lines inside what the page itself marks as navigation: `<nav>`, `<footer>`, `role=navigation`, or an
+- lines inside what the page itself marks as navigation: `<nav>`, `<footer>`, `role=navigation`, or
+  an
   element whose class or id names a navigation bar, a sidebar or a footer (`NAV_WORDS`:
   DocBook's `navheader`/`navfooter`, Sphinx's `sphinxsidebar`, ...), and
 - the page's contents: a line whose every word is the text of a link to one of the page's own

@@ -23,10 +23,14 @@ def run_note(
         waited = (now - queued_at).total_seconds()
         place = f"; number {queued_ahead + 1} in the queue" if behind or queued_ahead else ""
         if behind:  # a worker is busy: waiting is expected, however long the run ahead takes
-            return f"Waiting since {queued_at:%H:%M:%S} UTC ({_ago(waited)}), behind {_joined(behind)}{place}."
+            return (
+                f"Waiting since {queued_at:%H:%M:%S} UTC ({_ago(waited)}), "
+                f"behind {_joined(behind)}{place}."
+            )
         if waited >= stall_seconds:
             return (
-                f"No worker has taken it since {queued_at:%H:%M:%S} UTC ({_ago(waited)}): is a worker "
+                f"No worker has taken it since {queued_at:%H:%M:%S} UTC ({_ago(waited)}): is a "
+                "worker "
                 f"running?{place.replace(';', ' It is', 1)}{'.' if place else ''}"
             )
         return f"Waiting for a worker since {queued_at:%H:%M:%S} UTC{place}."

@@ -1,7 +1,8 @@
 """Which URLs of a site a source takes, and the one form each URL is known by. Pure.
 
 - `iri_to_uri`: an IRI as the URI an HTTP client can send (IDNA host, UTF-8 percent-encoding).
-- `canonical_url`: the URI form, fragment stripped, scheme and host lower-cased, default port dropped, an
+- `canonical_url`: the URI form, fragment stripped, scheme and host lower-cased, default port
+  dropped, an
   empty path made `/`, tracking parameters (`utm_*`, `gclid`, `fbclid`, ...) removed, so one
   page is never ingested twice under two names. A page's own `<link rel=canonical>` is applied by
   the loader on top of this.

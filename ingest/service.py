@@ -51,9 +51,12 @@ def start_ingest(
     clicking "Ingest now" a thousand times queues one run, not a thousand; if no worker can reach
     that one's task any more, it is handed out again first (`_requeue_if_stranded`)."""
     with transaction.atomic():
-        # one caller at a time per source, locking its row alone (no join through Source's ordering to
-        # its namespace) and FOR NO KEY UPDATE: a worker's open write batch holds the namespace FOR SHARE
-        # and the source FOR KEY SHARE (its documents' foreign key) until it commits, and neither may
+        # one caller at a time per source, locking its row alone (no join through Source's ordering
+        # to
+        # its namespace) and FOR NO KEY UPDATE: a worker's open write batch holds the namespace FOR
+        # SHARE
+        # and the source FOR KEY SHARE (its documents' foreign key) until it commits, and neither
+        # may
         # make this wait
         Source.objects.select_for_update(no_key=True, of=("self",)).filter(pk=source.pk).order_by(
             "pk"
@@ -196,9 +199,11 @@ def check_location(kind: str, location: str) -> None:
 
 
 def check_fetchable(url: str) -> None:
-    """Raise what the SSRF guard decides about `url` before any DNS (FetchBlocked with the allow-list
+    """Raise what the SSRF guard decides about `url` before any DNS (FetchBlocked with the
+    allow-list
     entry it would need): taken at save time, by the console and the API alike. A name is resolved
-    only when fetched, so saving is no oracle for an internal DNS (`ingest.ssrf.check_unresolved`)."""
+    only when fetched, so saving is no oracle for an internal DNS
+    (`ingest.ssrf.check_unresolved`)."""
     check_unresolved(url, allowed=FetchPolicy.from_settings().allowed)
 
 

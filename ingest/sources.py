@@ -140,7 +140,8 @@ def create_source(principal: Principal, data: dict) -> Saved:
 
 
 def update_source(principal: Principal, source_id: int, changes: dict) -> Saved:
-    """The source, and the run queued when what it ingests changed in value (`ingests_otherwise`)."""
+    """The source, and the run queued when what it ingests changed in value
+    (`ingests_otherwise`)."""
     source = get_source(principal, source_id, write=True)
     changed = {field for field, value in changes.items() if getattr(source, field) != value}
     for field in changed:

@@ -94,7 +94,8 @@ class PendingDocument:
 
 @dataclass(frozen=True)
 class KeptVector:
-    """A stored chunk's vector, and why and by what it was computed, for a chunk of the same text."""
+    """A stored chunk's vector, and why and by what it was computed, for a chunk of the same
+    text."""
 
     vector: object
     reason: str

@@ -75,7 +75,8 @@ class UploadReport:
 
 @dataclass
 class ReadUpload:
-    """An upload read and checked whole (`read_upload`), not yet stored: each path once, with its bytes."""
+    """An upload read and checked whole (`read_upload`), not yet stored: each path once, with its
+    bytes."""
 
     files: list[tuple[str, bytes]]
     report: UploadReport
@@ -163,7 +164,8 @@ def _read_capped(handle: BinaryIO, limit: int, name: str) -> bytes:
 
 
 def safe_member_path(path: str) -> str:
-    """A relative POSIX path without `..` (anywhere in it), drive letters or empty segments, in Unicode NFC, each
+    """A relative POSIX path without `..` (anywhere in it), drive letters or empty segments, in
+    Unicode NFC, each
     segment at most MAX_SEGMENT_BYTES of UTF-8 (its extension kept), MAX_PATH_CHARS in all; ""
     when unsafe."""
     path = unicodedata.normalize("NFC", path.replace("\\", "/"))
@@ -343,7 +345,8 @@ def source_files(source: Source) -> list[tuple[str, str, str]]:
 
 
 def current_source_revision(source: Source) -> str:
-    """What the source's ingest depends on now (kind, address, text, files, options), as a revision."""
+    """What the source's ingest depends on now (kind, address, text, files, options), as a
+    revision."""
     files = [(path, sha256) for path, _, sha256 in source_files(source)]
     return source_revision(source.kind, source.location, source.text, files, source.options)
 

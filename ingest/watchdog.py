@@ -177,7 +177,8 @@ def fail_stuck_runs(now: datetime | None = None, *, service_restarted: bool = Fa
         if worker_gone(run.worker, run.started_at) and _fail(
             run,
             RunAbandoned(
-                f"The worker running this ingest ({run.worker}) is no longer running: it was killed, or the "
+                f"The worker running this ingest ({run.worker}) is no longer running: it was "
+                "killed, or the "
                 "service stopped. Documents written before then are complete. Retry the run."
             ),
             now,
@@ -189,8 +190,10 @@ def fail_stuck_runs(now: datetime | None = None, *, service_restarted: bool = Fa
         since = _last_sign(run)
         error = RunAbandoned(
             f"The worker running this ingest ({run.worker or 'unknown'}) made no progress since "
-            f"{since:%Y-%m-%d %H:%M:%S} UTC: it died, hung or was stopped, and its machine's qcluster stops "
-            "it so a fresh worker takes the queue. Documents written before then are complete. Retry the run."
+            f"{since:%Y-%m-%d %H:%M:%S} UTC: it died, hung or was stopped, and its machine's "
+            "qcluster stops "
+            "it so a fresh worker takes the queue. Documents written before then are complete. "
+            "Retry the run."
         )
         if _fail(run, error, now):
             failed.append(run.pk)

@@ -100,9 +100,11 @@ class ApiTokenAdmin(SuperuserOnly):
         self.message_user(
             request,
             format_html(
-                "Token created. Copy it now; it is stored only as a hash and will not be shown again: "
+                "Token created. Copy it now; it is stored only as a hash and will not be shown "
+                "again: "
                 '<code class="kb-token" id="kb-new-token">{}</code>'
-                '<button type="button" class="button kb-copy" data-copy="kb-new-token">Copy</button>',
+                '<button type="button" class="button kb-copy" '
+                'data-copy="kb-new-token">Copy</button>',
                 secret,
             ),
             messages.WARNING,

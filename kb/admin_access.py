@@ -62,7 +62,8 @@ AUDIENCED: dict[type[Model], str] = {
     models.IngestItem: "run__source__",
 }
 SPANS: dict[type[Model], str] = {  # model -> its array field of every namespace one object draws on
-    models.AnswerLog: "namespaces",  # an answer searched them all: readable only by a reader of each
+    # an answer searched them all: readable only by a reader of each
+    models.AnswerLog: "namespaces",
 }
 
 
@@ -130,7 +131,8 @@ def request_principal(request) -> Principal:
 
 
 class ConsoleSite(admin.AdminSite):
-    """Django's admin site with its "view on site" shortcut (`r/<content type>/<id>/`) scoped: Django's
+    """Django's admin site with its "view on site" shortcut (`r/<content type>/<id>/`) scoped:
+    Django's
     looks the object up among every tenant's and answers a missing id otherwise than an existing one
     (with DEBUG on, in words), which told a member which ids exist. Installed as the default site by
     `kb.apps.ConsoleAdminConfig`."""
@@ -381,7 +383,8 @@ def audience_choices(user) -> QuerySet:
 
 
 class ReadOnlyInConsole:
-    """Objects only the pipeline writes (documents, chunks): the console shows them and may delete them."""
+    """Objects only the pipeline writes (documents, chunks): the console shows them and may delete
+    them."""
 
     def has_add_permission(self, request, *args):
         return False
@@ -462,10 +465,12 @@ COUNT_CAP = 10_000  # per-row counts in the lists stop here
 
 def count_of(model, field: str, parent):
     """How many `model` rows point at each listed row, counted for the rows of the page only and
-    at most to COUNT_CAP + 1 (a source of a million documents is "10,000+", not a second's count)."""
+    at most to COUNT_CAP + 1 (a source of a million documents is "10,000+", not a second's
+    count)."""
     child, column = model._meta.db_table, model._meta.get_field(field).column
     return RawSQL(
-        f"SELECT count(*) FROM (SELECT 1 FROM {child} x WHERE x.{column} = {parent._meta.db_table}.id "
+        f"SELECT count(*) FROM (SELECT 1 FROM {child} x WHERE x.{column} "
+        f"= {parent._meta.db_table}.id "
         f"LIMIT {COUNT_CAP + 1}) capped",
         (),
     )

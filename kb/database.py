@@ -25,7 +25,8 @@ def database_away(exception: BaseException) -> bool:
 
 
 def database_away_error() -> DatabaseUnavailable:
-    """What a request that lost the database answers (503, Retry-After), on the API and the pages."""
+    """What a request that lost the database answers (503, Retry-After), on the API and the
+    pages."""
     connection.close()  # so the next request connects afresh
     return DatabaseUnavailable(
         "The database cannot be reached just now; try again shortly.",

@@ -14,7 +14,8 @@ from typing import Any
 
 
 class KBError(Exception):
-    """The base of every error the product reports; never raised itself where a more precise class exists."""
+    """The base of every error the product reports; never raised itself where a more precise class
+    exists."""
 
     code = "KB_ERROR"
     http_status = 500
@@ -70,7 +71,8 @@ class AuthenticationRequired(KBError):
 
 
 class Forbidden(KBError):
-    """The caller is known but may not do this (another namespace, a read-only token or membership)."""
+    """The caller is known but may not do this (another namespace, a read-only token or
+    membership)."""
 
     code = "KB_FORBIDDEN"
     http_status = 403

@@ -43,7 +43,8 @@ def parse(body: bytes | str, what: str = "The request body") -> Any:
 
 
 def check(data: Any, what: str = "The request body") -> None:
-    """Raise BadRequest for nesting deeper than MAX_DEPTH, or a lone surrogate or NUL anywhere in `data`
+    """Raise BadRequest for nesting deeper than MAX_DEPTH, or a lone surrogate or NUL anywhere in
+    `data`
     (`what` names it in the message). Walks with an explicit stack, so a deep value cannot
     exhaust Python's own; each value keeps only a link to its parent and its own key or index,
     and a path is spelt out only for the one value refused (spelt for every value, long keys

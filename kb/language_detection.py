@@ -19,7 +19,8 @@ _LETTERS = re.compile(r"[^\W\d_]", re.UNICODE)
 
 
 def query_script(text: str) -> str:
-    """The one script all of `text`'s letters are written in (`_SCRIPTS`' names), or '' (none, or several)."""
+    """The one script all of `text`'s letters are written in (`_SCRIPTS`' names), or '' (none, or
+    several)."""
     scripts = {_script(letter)[0] for letter in _LETTERS.findall(text[:DETECTED_PREFIX])}
     return scripts.pop() if len(scripts) == 1 else ""
 
@@ -44,7 +45,8 @@ def detect(text: str, min_letters: int = MIN_LETTERS) -> str:
 
 
 MIN_SCRIPT_SHARE = 0.2
-_SCRIPTS = (  # (first code point, script) in order; a Han or kana character counts as three letters (a word)
+# (first code point, script) in order; a Han or kana character counts as three letters (a word)
+_SCRIPTS = (
     (0x0000, "latin", 1),
     (0x0250, "other", 1),
     (0x0370, "greek", 1),
@@ -86,7 +88,8 @@ def _script(letter: str) -> tuple[str, int]:
 
 
 def _main_scripts(text: str) -> str:
-    """`text` without the letters of scripts that weigh less than MIN_SCRIPT_SHARE of its letters."""
+    """`text` without the letters of scripts that weigh less than MIN_SCRIPT_SHARE of its
+    letters."""
     weights: dict[str, int] = {}
     for letter in _LETTERS.findall(text):
         script, weight = _script(letter)

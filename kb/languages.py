@@ -57,7 +57,8 @@ SNOWBALL = {
     "tr": "turkish",
 }
 SEGMENTED_LANGUAGES = frozenset({"zh", "ja", "ko"})
-# the configurations that stem a script other than Latin (`_SCRIPTS`' names); every other Snowball one stems Latin
+# the configurations that stem a script other than Latin (`_SCRIPTS`' names); every other Snowball
+# one stems Latin
 STEMMED_SCRIPTS = {
     "arabic": "arabic",
     "greek": "greek",
@@ -67,7 +68,7 @@ STEMMED_SCRIPTS = {
 }
 CONFIGS = tuple(sorted({*SNOWBALL.values(), SEGMENTED, SIMPLE}))
 # Han, kana and Hangul: the characters written without spaces between words (a regex class's body)
-CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f"
+CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f"  # noqa: E501
 _CJK = re.compile(f"[{CJK_CHARS}]")
 
 
@@ -147,7 +148,8 @@ NAMES = {  # the languages a reader may see named (the detector knows 140; other
     "zh": "Chinese",
 }
 QUERY_SHARE = 0.02  # a configuration lexes queries when it lexes this share of the passages
-QUERY_CONFIDENCE = 0.9  # the share, among a namespace's own configurations, a query's language needs to lex it alone
+# the share, among a namespace's own configurations, a query's language needs to lex it alone
+QUERY_CONFIDENCE = 0.9
 
 
 def config_for(language: str) -> str:

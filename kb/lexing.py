@@ -98,8 +98,10 @@ def _relex(namespace_id: int, targets: dict[str | None, str]) -> int:
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(
                 "UPDATE kb_chunk c SET search_config = t.config FROM kb_document d,"
-                " LATERAL (SELECT coalesce(%(languages)s::jsonb ->> d.language, %(all)s) AS config) t"
-                " WHERE d.id = c.document_id AND c.document_id = ANY(%(documents)s) AND c.search_config <> t.config",
+                " LATERAL (SELECT coalesce(%(languages)s::jsonb ->> d.language, %(all)s) AS "
+                "config) t"
+                " WHERE d.id = c.document_id AND c.document_id = ANY(%(documents)s) AND "
+                "c.search_config <> t.config",
                 {
                     "languages": json.dumps(languages),
                     "all": targets.get(None),
@@ -114,7 +116,8 @@ def apply_language_task(namespace_id: int) -> str:
     """The django-q2 entry point of `apply_language`."""
     done = apply_language(namespace_id)
     return (
-        f"namespace {namespace_id}: {done.detected} documents' languages named, {done.passages} passages "
+        f"namespace {namespace_id}: {done.detected} documents' languages named, {done.passages} "
+        "passages "
         f"lexed again; configurations {', '.join(done.configs) or 'none'}"
     )
 
@@ -150,14 +153,20 @@ def count_languages(namespace_id: int) -> dict[str, int]:
 
 
 def _count(namespace_id: int) -> tuple[dict[str, int], dict[str, int]]:
-    """`count_languages`, returning both counts: documents per language, passages per configuration."""
+    """`count_languages`, returning both counts: documents per language, passages per
+    configuration."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "UPDATE kb_namespace SET document_languages = coalesce((SELECT jsonb_object_agg(language, n) FROM"
-            " (SELECT language, count(*) AS n FROM kb_document WHERE namespace_id = %(ns)s GROUP BY 1) counted),"
-            " '{}'::jsonb), passage_configs = coalesce((SELECT jsonb_object_agg(search_config, n) FROM"
-            " (SELECT search_config, count(*) AS n FROM kb_chunk WHERE namespace_id = %(ns)s GROUP BY 1) counted),"
-            " '{}'::jsonb) WHERE id = %(ns)s RETURNING document_languages::text, passage_configs::text",
+            "UPDATE kb_namespace SET document_languages = coalesce((SELECT "
+            "jsonb_object_agg(language, n) FROM"
+            " (SELECT language, count(*) AS n FROM kb_document WHERE namespace_id = %(ns)s GROUP "
+            "BY 1) counted),"
+            " '{}'::jsonb), passage_configs = coalesce((SELECT jsonb_object_agg(search_config, "
+            "n) FROM"
+            " (SELECT search_config, count(*) AS n FROM kb_chunk WHERE namespace_id = %(ns)s "
+            "GROUP BY 1) counted),"
+            " '{}'::jsonb) WHERE id = %(ns)s RETURNING document_languages::text, "
+            "passage_configs::text",
             {"ns": namespace_id},
         )
         row = cursor.fetchone()
@@ -174,10 +183,13 @@ def _announce(namespace_id: int, targets: dict[str | None, str]) -> None:
     ):  # one walk over the passages, as `_relex` chooses their configurations
         cursor.execute(
             "UPDATE kb_namespace n SET passage_configs = n.passage_configs || coalesce((SELECT"
-            " jsonb_object_agg(moving.config, coalesce((n.passage_configs->>moving.config)::int, 0) + moving.n)"
-            " FROM (SELECT t.config, count(*) AS n FROM kb_chunk c JOIN kb_document d ON d.id = c.document_id,"
+            " jsonb_object_agg(moving.config, coalesce((n.passage_configs->>moving.config)::int, "
+            "0) + moving.n)"
+            " FROM (SELECT t.config, count(*) AS n FROM kb_chunk c JOIN kb_document d ON d.id = "
+            "c.document_id,"
             " LATERAL (SELECT coalesce(%(languages)s::jsonb ->> d.language, %(all)s) AS config) t"
-            " WHERE c.namespace_id = %(ns)s AND c.search_config <> t.config GROUP BY 1) moving), '{}'::jsonb)"
+            " WHERE c.namespace_id = %(ns)s AND c.search_config <> t.config GROUP BY 1) moving), "
+            "'{}'::jsonb)"
             " WHERE n.id = %(ns)s",
             {"ns": namespace_id, "languages": json.dumps(languages), "all": targets.get(None)},
         )

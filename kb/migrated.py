@@ -1,4 +1,5 @@
-"""Whether the database has every migration applied: commands say so in one line, not a traceback."""
+"""Whether the database has every migration applied: commands say so in one line, not a
+traceback."""
 
 from __future__ import annotations
 

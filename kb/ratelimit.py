@@ -30,7 +30,7 @@ def hit(key: str, limit: int, *, now: float | None = None, cost: int = 1) -> Non
         cursor.execute(
             """INSERT INTO kb_ratecounter (key, "window", count) VALUES (%s, %s, %s)
                ON CONFLICT (key, "window") DO UPDATE SET count = kb_ratecounter.count + EXCLUDED.count
-               RETURNING count, (SELECT count FROM kb_ratecounter WHERE key = %s AND "window" = %s)""",
+               RETURNING count, (SELECT count FROM kb_ratecounter WHERE key = %s AND "window" = %s)""",  # noqa: E501
             [key[:200], window, cost, key[:200], window - 1],
         )
         current, previous = cursor.fetchone()

@@ -43,7 +43,7 @@ LAG_SQL = """
         WHEN NOT EXISTS (SELECT 1 FROM pg_stat_wal_receiver WHERE status = 'streaming') THEN 'Infinity'::float8
         WHEN pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0.0
         ELSE coalesce(extract(epoch FROM now() - pg_last_xact_replay_timestamp()), 'Infinity'::float8)
-    END"""
+    END"""  # noqa: E501
 
 T = TypeVar("T")
 _reading: contextvars.ContextVar[str | None] = contextvars.ContextVar(
@@ -60,7 +60,8 @@ def replica_aliases() -> list[str]:
 
 
 def read_alias() -> str:
-    """The alias reads go to here and now: the replica of the current `on_replica` call, else the primary."""
+    """The alias reads go to here and now: the replica of the current `on_replica` call, else the
+    primary."""
     return _reading.get() or DEFAULT_DB_ALIAS
 
 
@@ -178,7 +179,8 @@ def forget_replica_state() -> None:
 
 class ReplicaRouter:
     """Inside `on_replica`, the ORM reads the product's content (namespaces, sources, documents,
-    chunks, providers) from the chosen replica; everything else, and every write, uses the primary."""
+    chunks, providers) from the chosen replica; everything else, and every write, uses the
+    primary."""
 
     def db_for_read(self, model, **hints):
         alias = _reading.get()

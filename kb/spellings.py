@@ -7,7 +7,8 @@ from __future__ import annotations
 import unicodedata
 from itertools import combinations, product
 
-# the configurations whose stems lose their accents (kb 0035) and the accented letters each language writes
+# the configurations whose stems lose their accents (kb 0035) and the accented letters each language
+# writes
 ACCENTS = {
     "french": "àâçéèêëîïôùûüÿ",
     "italian": "àèéìíòóù",

@@ -1,4 +1,5 @@
-"""MCP tools as the apps declare them; config/mcp.py serves them (as config/api.py serves the routers).
+"""MCP tools as the apps declare them; config/mcp.py serves them (as config/api.py serves the
+routers).
 
 A tool is a function `(request, data) -> Answer`: `request.auth` is the caller's `Principal`,
 `data` its arguments validated by the tool's input Schema, and the answer holds the structured

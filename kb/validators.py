@@ -1,4 +1,5 @@
-"""Django field validators for namespace slugs, provider and capability ids, URLs and per-kind source options,
+"""Django field validators for namespace slugs, provider and capability ids, URLs and per-kind
+source options,
 checked against the vocabulary of `kb/vocabulary.py`."""
 
 from __future__ import annotations
@@ -38,8 +39,10 @@ def validate_capability_id(value: str) -> None:
 def validate_provider_id(value: str) -> None:
     if not CAPABILITY_ID_RE.match(f"{value or ''}/x"):
         raise ValidationError(
-            f"{value!r} is not a provider id. Use lowercase letters, digits, '.', '_' and '-', e.g. 'billing' "
-            "or, for a namespace's own provider, the namespace with '.' for ':' and a name: 'tenant.acme.billing'.",
+            f"{value!r} is not a provider id. Use lowercase letters, digits, '.', '_' and '-', "
+            "e.g. 'billing' "
+            "or, for a namespace's own provider, the namespace with '.' for ':' and a name: "
+            "'tenant.acme.billing'.",
             code="invalid_provider_id",
         )
 
@@ -49,7 +52,8 @@ def validate_http_url(value: str, field: str = "location") -> None:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValidationError(
             {
-                field: f"{value!r} is not an http(s) URL with a host, e.g. 'https://docs.example.com/'."
+                field: f"{value!r} is not an http(s) URL with a host, e.g. "
+                "'https://docs.example.com/'."
             },
             code="invalid_url",
         )
@@ -109,7 +113,8 @@ def validate_source_options(kind: str, options: dict[str, Any]) -> None:
         elif name == "web_url" and value.strip() and not is_http_pattern(value):
             errors.append(
                 f"option 'web_url' must be an http(s) URL with a host, e.g. "
-                f"'https://github.com/psf/requests/blob/{{commit}}/{{path}}#L{{line}}', got {value!r}"
+                f"'https://github.com/psf/requests/blob/{{commit}}/{{path}}#L{{line}}', "
+                f"got {value!r}"
             )
         elif typ is int and not low <= value <= high:
             errors.append(f"option {name!r} must be between {low} and {high}, got {value!r}")

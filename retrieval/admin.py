@@ -106,7 +106,8 @@ class ChunkInline(ScopedInline, admin.TabularInline):
 
 
 def fixed_choices_filter(field: str, title: str, choices: tuple[str, ...]):
-    """A list filter offering fixed values: listing the distinct values of a million rows would scan them."""
+    """A list filter offering fixed values: listing the distinct values of a million rows would
+    scan them."""
 
     def lookups(self, request, model_admin):
         return [(value, value) for value in choices]
@@ -334,12 +335,14 @@ class NamespaceAdmin(NamespaceScoped):
                 f"not used: {share:.0%} of the documents are in {language}, which the "
                 "embedding model is not said to read; searches rank by words alone"
                 + (f", except a query in {_named(with_meaning)}" if with_meaning else "")
-                + ", unless the model is measured to read the text in part (a namespace of 30 documents or "
+                + ", unless the model is measured to read the text in part (a namespace of 30 "
+                "documents or "
                 "more: then meaning counts at a quarter, as each search's explanation says)"
             )
         elif share:
             verdict = (
-                f"used; {share:.0%} of the documents are in {language}, which the embedding model does "
+                f"used; {share:.0%} of the documents are in {language}, which the embedding "
+                "model does "
                 "not read"
                 + (
                     f"; a query in {_named(words_alone)} is ranked by words alone"
@@ -359,13 +362,15 @@ class NamespaceAdmin(NamespaceScoped):
         found = ", ".join(f"{config}: {n:,}" for config, n in counts.items()) or "no passages yet"
         if obj.relexing:  # set by a change of setting, cleared only by a relex that finished
             found += (
-                "; being lexed again as the setting says (queries meet every configuration until it "
+                "; being lexed again as the setting says (queries meet every configuration until "
+                "it "
                 'finishes; if no worker is running it, use the action "Lex stored passages again")'
             )
         return found
 
     def get_queryset(self, request):
-        # a GROUP BY drops Meta.ordering: ordered again, so pages (the autocomplete's too) are stable
+        # a GROUP BY drops Meta.ordering: ordered again, so pages (the autocomplete's too) are
+        # stable
         return (
             super()
             .get_queryset(request)
@@ -399,7 +404,10 @@ class NamespaceAdmin(NamespaceScoped):
             return "default (no judged queries fitted)"
         found = log_summary(estimate.median_excess, estimate.searches)
         if broad(estimate.median_excess, estimate.searches):
-            return f"1 / 0, estimated from the search log ({found}: a broad collection; no judged queries fitted)"
+            return (
+                f"1 / 0, estimated from the search log ({found}: a broad collection; no "
+                "judged queries fitted)"
+            )
         why = (
             f"fewer than the {ESTIMATE_MIN_SEARCHES} a median needs"
             if estimate.searches < ESTIMATE_MIN_SEARCHES

@@ -281,7 +281,8 @@ def _touched(partial: np.ndarray) -> np.ndarray:
 
 
 def _best_partial(partial: np.ndarray, offsets: np.ndarray, k: int) -> np.ndarray:
-    """Up to k distinct chunks among `offsets` (which may repeat one) with the best partial scores."""
+    """Up to k distinct chunks among `offsets` (which may repeat one) with the best partial
+    scores."""
     if len(offsets) > 2 * k:  # a chunk is at most twice in the best 2k: they hold k distinct ones
         offsets = offsets[np.argpartition(-partial[offsets], 2 * k - 1)[: 2 * k]]
     offsets = np.unique(offsets)

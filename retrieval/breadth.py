@@ -45,8 +45,12 @@ def meaning_excess(top: float, mean: float, spread: float, passages: int) -> flo
 
 
 def log_summary(median_excess: float, searches: int) -> str:
-    """What a namespace's latest searches say, in the words its weights' reason and its console use."""
-    return f"{searches} of its latest searches stood a median {median_excess:.1f} standard deviations beyond chance"
+    """What a namespace's latest searches say, in the words its weights' reason and its console
+    use."""
+    return (
+        f"{searches} of its latest searches stood a median {median_excess:.1f} standard "
+        "deviations beyond chance"
+    )
 
 
 def broad(median_excess: float | None, searches: int) -> bool:

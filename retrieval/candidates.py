@@ -159,7 +159,9 @@ class ChannelNote:
     a sentence a reader understands."""
 
     channel: str
-    state: str  # "empty": it ran and found nothing; "off": it did not run; "partial": it ran over part of the namespace
+    # "empty": it ran and found nothing; "off": it did not run; "partial": it ran over part of the
+    # namespace
+    state: str
     reason: str
 
 
@@ -189,7 +191,10 @@ def unread_clause(share: float, language: str, query_language: str = "", this: s
         return (
             f"{this} query is in {query_language}, which the search's meaning model does not read"
         )
-    return f"{share:.0%} of the documents here are in {language}, which the search's meaning model does not read"
+    return (
+        f"{share:.0%} of the documents here are in {language}, which the search's meaning "
+        "model does not read"
+    )
 
 
 def meaning_disagrees(reading: Reading) -> ChannelNote:

@@ -95,7 +95,7 @@ def vector_candidates(
         SELECT c.id, 1 - (c.embedding <=> %(q)s::vector), false, {NO_CANDIDATE_COLUMNS}
         FROM kb_chunk c
         WHERE c.id = ANY(%(known)s::bigint[]) AND {where} AND c.embedding IS NOT NULL
-          AND c.id NOT IN (SELECT id FROM nearest)"""
+          AND c.id NOT IN (SELECT id FROM nearest)"""  # noqa: E501
     ef_search = str(min(1000, max(k, 40)))
     with transaction.atomic(using=read_alias()), read_connection().cursor() as cursor:
         cursor.execute(

@@ -1,4 +1,5 @@
-"""Where a citation opens: the one rule every answer (search hits, knowledge retrieval) cites by. Pure."""
+"""Where a citation opens: the one rule every answer (search hits, knowledge retrieval) cites by.
+Pure."""
 
 from __future__ import annotations
 

@@ -181,7 +181,8 @@ def document_view(principal: Principal, document_id: int) -> DocumentView:
         chunk.anchor for chunk in chunks
     }  # ids a passage carries; each on its first passage only
     placed: set[str] = set()
-    shown = 0  # bytes of the document already shown: a chunk's overlap with the one before is not shown twice
+    # bytes of the document already shown: a chunk's overlap with the one before is not shown twice
+    shown = 0
     for chunk in chunks:
         text = content[max(chunk.start_byte, shown) : chunk.end_byte].decode("utf-8", "replace")
         shown = max(shown, chunk.end_byte)
@@ -197,7 +198,8 @@ def document_view(principal: Principal, document_id: int) -> DocumentView:
             )
         )
         placed.update(inner)
-        # the page shows the title above the passages: neither a first heading nor the breadcrumbs repeat it
+        # the page shows the title above the passages: neither a first heading nor the breadcrumbs
+        # repeat it
         path = tuple(chunk.heading_path)
         path = path[1:] if path[:1] == (document.title,) else path
         if not sections:

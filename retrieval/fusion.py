@@ -8,7 +8,8 @@ better, unless the namespace's searches show a broad collection (`estimated_weig
 namespace with judged queries (a benchmark's qrels, an eval suite's `relevant` refs) can have w
 fitted to them: each setting of `WEIGHT_GRID` is scored per query, and the choice is
 cross-validated, so the reported figure comes from queries the fit did not see. The grid is
-coarse on purpose: with tens of judged queries, finer steps fit noise (measured in docs/benchmarks.md).
+coarse on purpose: with tens of judged queries, finer steps fit noise (measured in
+docs/benchmarks.md).
 Following Bruch et al. 2023, "An Analysis of Fusion Functions for Hybrid
 Retrieval": a convex combination's single weight is learnable from few labels.
 """
@@ -31,7 +32,9 @@ class FusionWeights:
     """The weights a search used and what set them, as the explanation shows them."""
 
     lexical: float
-    source: str  # default, agreement, estimated, fitted, requested; meaning left out (`words_alone`): language, model
+    # default, agreement, estimated, fitted, requested; meaning left out (`words_alone`): language,
+    # model
+    source: str
     reason: str
     fitted_at: datetime | None = None
     version: int = 0
@@ -100,7 +103,8 @@ def graded_weights(reading: Reading) -> FusionWeights:
 
 def estimated_weights(median_excess: float | None, searches: int) -> FusionWeights | None:
     """The weights a namespace without judged queries gets from its search log, or None to keep
-    the default: where its latest searches stand far beyond chance (`retrieval.breadth.broad`), meaning's
+    the default: where its latest searches stand far beyond chance (`retrieval.breadth.broad`),
+    meaning's
     cosine alone is the base; the words still bring their candidates and their rank bonus."""
     if not broad(median_excess, searches):
         return None
@@ -108,8 +112,10 @@ def estimated_weights(median_excess: float | None, searches: int) -> FusionWeigh
         0.0,
         "estimated",
         (
-            f"estimated from this namespace's search log: {log_summary(median_excess, searches)} (a broad "
-            f"collection, where a question's words also match other subjects), so words do not weigh in the score; "
+            f"estimated from this namespace's search log: {log_summary(median_excess, searches)} "
+            "(a broad "
+            "collection, where a question's words also match other subjects), so words do not "
+            "weigh in the score; "
             f"judged queries would fit the weight"
         ),
     )

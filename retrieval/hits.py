@@ -32,7 +32,8 @@ def build_result(
     timings: dict[str, float],
     text_window: tuple[int, int] | None,
 ) -> SearchResult:
-    """The kept passages as hits, grouped by document, with the suggested, cited and related tiers."""
+    """The kept passages as hits, grouped by document, with the suggested, cited and related
+    tiers."""
     weak_pool = sorted(
         (d for d in ranking.dropped if d.dropped_by == "threshold"), key=lambda d: -d.relevance
     )[:10]
@@ -101,7 +102,8 @@ def _with_common_names(features: QueryFeatures, common: tuple[str, ...]) -> Quer
     if not common:
         return features
     notes = tuple(
-        f"name key {key!r}: in more than {ch.NAMES_READ_PER_KEY} document names, too common to name one; "
+        f"name key {key!r}: in more than {ch.NAMES_READ_PER_KEY} document names, too common to "
+        "name one; "
         f"not used"
         for key in common
     )

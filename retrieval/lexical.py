@@ -3,10 +3,12 @@ chunks with their raw BM25 and a report of how they were read out), so a native 
 take its place on a server that has one.
 
 Two ways to read the same postings, one answer:
-- **packed**, when the namespace has packed posting lists (retrieval/posting_lists.py: every namespace
+- **packed**, when the namespace has packed posting lists (retrieval/posting_lists.py: every
+  namespace
   of at least KB_POSTING_LISTS_MIN_CHUNKS chunks, built when an ingest run ends): each query
   term's postings arrive as two binary arrays (chunk offsets, frequencies; the chunks' lengths
-  come from the namespace's array, kept per process), with the current postings of the chunks changed
+  come from the namespace's array, kept per process), with the current postings of the chunks
+  changed
   since the build from the table, and are ranked in memory: MaxScore over whole terms for a whole
   namespace (bm25.top_k_packed: the common terms are only looked up for the chunks that could
   still reach the top k), every posting scored for a source or document scope;
@@ -219,7 +221,8 @@ def _table(
 
 
 def _scope_join(scope: Scope) -> tuple[str, dict]:
-    """A join restricting postings to the scope's sources or documents (none for a whole namespace)."""
+    """A join restricting postings to the scope's sources or documents (none for a whole
+    namespace)."""
     if not (scope.source_ids or scope.document_ids):
         return "", {}
     scope_sql, scope_params = named_where(scope, "c")

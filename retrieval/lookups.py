@@ -48,7 +48,8 @@ def spelling_correction(query: str, namespace: str, filters: Filters = Filters()
     offered only when the keyword channel finds passages its words match within the same
     filters, a correction that helps. The check is the lexical channel alone, not a second whole
     search: it answers the same question at a tenth of the cost. The caller checks access; the
-    query and the namespace are refused as search refuses them (`validate_query`, `UnknownNamespace`)."""
+    query and the namespace are refused as search refuses them (`validate_query`,
+    `UnknownNamespace`)."""
     query = validate_query(query, 1)
     namespace_id = Namespace.objects.filter(slug=namespace).values_list("pk", flat=True).first()
     if namespace_id is None:

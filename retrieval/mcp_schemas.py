@@ -106,7 +106,8 @@ class FetchIn(Schema):
     anchor: str = Field(
         "",
         max_length=300,
-        description="With a document id: read only the section of this anchor (with its subsections)",
+        description="With a document id: read only the section of this anchor (with its "
+        "subsections)",
     )
     offset: int = Field(
         0, ge=0, description="Character to start at: the next_offset of the previous piece"

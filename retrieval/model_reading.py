@@ -4,7 +4,8 @@ each searched by the vector channel and by the words channel, their own document
 both lists.
 
 It runs only where the agreement decides: in a namespace mostly in languages the model is not
-said to read (`kb.model_languages.unread_languages`). Headings in other languages say nothing of those:
+said to read (`kb.model_languages.unread_languages`). Headings in other languages say nothing of
+those:
 a man page's title (`acl(5)`) or an English heading in a Japanese manual is read whatever the
 manual's language. It costs a query embedding and two channel reads per heading (under a second
 on a quiet machine for 40), so it runs where the namespace's sample is read
@@ -36,7 +37,8 @@ DEPTH = 3 * NEAREST  # room for the heading's own document's passages, which are
 
 def measure(namespace_id: int, passages: int) -> Reading | None:
     """How the namespace's vector and words channels agree on its own headings in the languages
-    the model is not said to read (`retrieval.agreement.Reading`), or None where it decides nothing (the namespace is
+    the model is not said to read (`retrieval.agreement.Reading`), or None where it decides nothing
+    (the namespace is
     mostly in languages the model reads) or too few headings (`retrieval.agreement.MIN_HEADINGS`)
     or documents tell."""
     document_count, document_languages = _namespace(namespace_id)
@@ -77,10 +79,13 @@ def _headings(namespace_id: int, passages: int) -> list[tuple[str, int]]:
     step = max(1, passages // (4 * CANDIDATES))
     with read_connection().cursor() as cursor:
         cursor.execute(
-            "SELECT heading, document_id FROM (SELECT DISTINCT ON (heading) heading, document_id, id FROM"
-            " (SELECT coalesce(nullif(heading_path[cardinality(heading_path)], ''), title) AS heading, document_id, id"
+            "SELECT heading, document_id FROM (SELECT DISTINCT ON (heading) heading, "
+            "document_id, id FROM"
+            " (SELECT coalesce(nullif(heading_path[cardinality(heading_path)], ''), title) AS "
+            "heading, document_id, id"
             "  FROM kb_chunk WHERE namespace_id = %s AND id %% %s = 0) AS passage"
-            " WHERE char_length(heading) >= %s ORDER BY heading, id) AS distinct_heading ORDER BY id LIMIT %s",
+            " WHERE char_length(heading) >= %s ORDER BY heading, id) AS distinct_heading ORDER "
+            "BY id LIMIT %s",
             [namespace_id, step, MIN_CHARS, CANDIDATES],
         )
         return cursor.fetchall()
@@ -90,7 +95,8 @@ def _namespace(namespace_id: int) -> tuple[int, dict[str, int]]:
     """The namespace's document count and its documents' languages."""
     with read_connection().cursor() as cursor:
         cursor.execute(
-            "SELECT (SELECT count(*) FROM kb_document WHERE namespace_id = n.id), n.document_languages::text"
+            "SELECT (SELECT count(*) FROM kb_document WHERE namespace_id = n.id), "
+            "n.document_languages::text"
             " FROM kb_namespace n WHERE n.id = %s",
             [namespace_id],
         )

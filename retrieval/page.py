@@ -49,7 +49,8 @@ def bar_items(bars: list[Bar], *, signed: bool) -> SafeString:
         "\n".join(  # every interpolated value is escaped or an int
             f'<li><span class="label">{escape(b.label)}</span><span class="bar w{int(b.width)}'
             f'{" negative" if signed and b.value < 0 else ""}" aria-hidden="true"></span>'
-            f'<span class="value">{escape(b.shown)}</span><span class="note">{escape(b.note)}</span></li>'
+            f'<span class="value">{escape(b.shown)}</span><span '
+            f'class="note">{escape(b.note)}</span></li>'
             for b in bars
         )
     )
@@ -202,6 +203,7 @@ def results_page(result: SearchResult, page: int) -> dict:
         "document_score_rule": DOCUMENT_SCORE_RULE,
         "query_id": result.query_id,
         "lexical": result.lexical,
-        # the answer above the results is asked for by static/kb/answer.js; without a model, one line says so
+        # the answer above the results is asked for by static/kb/answer.js; without a model, one
+        # line says so
         "answers_on": bool(kb_settings().answer_url),
     }

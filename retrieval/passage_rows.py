@@ -62,7 +62,7 @@ class ChunkRow:
 
 
 CANDIDATE_COLUMNS = """c.document_id, c.position, coalesce(nullif(d.path, ''), d.ref), c.is_summary, s.priority,
-    extract(epoch FROM coalesce(d.created_at, d.indexed_at))::float8, c.text_key, c.body_key, {embedding}"""
+    extract(epoch FROM coalesce(d.created_at, d.indexed_at))::float8, c.text_key, c.body_key, {embedding}"""  # noqa: E501
 NO_CANDIDATE_COLUMNS = (
     "NULL::bigint, NULL::int, NULL::text, NULL::bool, NULL::float8, NULL::float8, NULL::text, "
     "NULL::text, NULL::vector"
@@ -155,7 +155,7 @@ def hydrate(
                        c.embedding_model, c.embedding_runtime
                 FROM kb_chunk c JOIN kb_document d ON d.id = c.document_id
                 JOIN kb_source s ON s.id = d.source_id
-                WHERE c.id = ANY(%s) AND {where}""",
+                WHERE c.id = ANY(%s) AND {where}""",  # noqa: E501
             [*([list(text_ids)] if text_ids is not None else []), list(chunk_ids), *params],
         )
         return {

@@ -40,7 +40,8 @@ LENGTHS_CACHE_BYTES = 256 * 2**20  # each process keeps the lengths arrays it re
 _MAX_SPAN = (
     LENGTHS_CACHE_BYTES // 4
 )  # chunk ids a build may span: its lengths array (4 bytes an id) fits the cache
-SPREAD = 32  # nor more than this many ids per chunk (plus MIN_SPREAD): ids interleaved with other namespaces'
+# nor more than this many ids per chunk (plus MIN_SPREAD): ids interleaved with other namespaces'
+SPREAD = 32
 MIN_SPREAD = 2**20
 
 
@@ -165,7 +166,7 @@ def read(namespace_id: int, lexemes: list[str]) -> PackedRead | None:
                 UNION ALL
                 SELECT p.lexeme, p.chunk_id, p.tf, p.doc_len FROM kb_chunk_term p
                  WHERE p.namespace_id = {namespace} AND p.lexeme = q.lexeme AND p.chunk_id = ANY(changed.ids)) t
-         GROUP BY t.lexeme"""
+         GROUP BY t.lexeme"""  # noqa: E501
     database = read_connection()
     with (
         database.wrap_database_errors
@@ -234,7 +235,8 @@ def build(namespace_id: int) -> str:
             return "busy"
         # writers to the namespace update this row in the postings trigger: they wait for the build
         cursor.execute(
-            f"SELECT chunk_count FROM kb_namespace_stats WHERE namespace_id = {namespace} FOR UPDATE"
+            f"SELECT chunk_count FROM kb_namespace_stats WHERE namespace_id = {namespace} FOR "
+            "UPDATE"
         )
         if cursor.fetchone() is None:
             return "empty"
@@ -257,8 +259,10 @@ def build(namespace_id: int) -> str:
             f"DELETE FROM kb_posting_list_build WHERE namespace_id = {namespace}"
         )  # cascades
         cursor.execute("SET LOCAL work_mem = '256MB'")
-        # each chunk's length as its postings carry it (the table read's and min_length's source), 0 for an
-        # id that holds none: one probe of the postings' chunk index per id (another namespace's chunk
+        # each chunk's length as its postings carry it (the table read's and min_length's source), 0
+        # for an
+        # id that holds none: one probe of the postings' chunk index per id (another namespace's
+        # chunk
         # within the span gets its length too; no posting of these lists points at it)
         cursor.execute(
             f"""INSERT INTO kb_posting_list_build (namespace_id, base_chunk_id, max_chunk_id, chunk_count, postings,
@@ -267,7 +271,7 @@ def build(namespace_id: int) -> str:
                        string_agg(float4send(coalesce(p.doc_len, 0)), ''::bytea ORDER BY o.id)
                   FROM generate_series({int(base)}::bigint, {int(top)}::bigint) AS o(id)
                   LEFT JOIN LATERAL (SELECT t.doc_len FROM kb_chunk_term t WHERE t.chunk_id = o.id LIMIT 1) p
-                    ON true"""
+                    ON true"""  # noqa: E501
         )
         cursor.execute(
             f"""INSERT INTO kb_posting_list (namespace_id, lexeme, postings, chunk_offsets, tfs, min_length)
@@ -275,7 +279,7 @@ def build(namespace_id: int) -> str:
                        string_agg(int4send((chunk_id - {int(base)})::int4), ''::bytea ORDER BY chunk_id),
                        string_agg(int2send(tf::int2), ''::bytea ORDER BY chunk_id), min(doc_len)
                   FROM kb_chunk_term WHERE namespace_id = {namespace} AND chunk_id <= {int(top)}
-                 GROUP BY namespace_id, lexeme"""
+                 GROUP BY namespace_id, lexeme"""  # noqa: E501
         )
         cursor.execute(
             f"""UPDATE kb_posting_list_build SET build_seconds = %s,
@@ -304,7 +308,8 @@ def id_span(namespace_id: int) -> tuple[int, int]:
 
 
 def _id_range(cursor, namespace: int) -> tuple[int | None, int | None, int]:
-    """The namespace's lowest and highest chunk id and its chunk count (None, None, 0 when empty)."""
+    """The namespace's lowest and highest chunk id and its chunk count (None, None, 0 when
+    empty)."""
     cursor.execute(
         "SELECT min(id), max(id), count(*) FROM kb_chunk WHERE namespace_id = %s", [namespace]
     )
@@ -325,7 +330,7 @@ def state(namespace_id: int) -> BuildState | None:
             f"""SELECT b.chunk_count, b.postings, b.build_seconds,
                        (SELECT count(*) FROM kb_posting_list_changed WHERE namespace_id = {namespace}),
                        (SELECT count(*) FROM kb_chunk c WHERE c.namespace_id = {namespace} AND c.id > b.max_chunk_id)
-                  FROM kb_posting_list_build b WHERE b.namespace_id = {namespace}"""
+                  FROM kb_posting_list_build b WHERE b.namespace_id = {namespace}"""  # noqa: E501
         )
         row = cursor.fetchone()
     if row is None:

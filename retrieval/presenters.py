@@ -30,7 +30,8 @@ def snippet(text: str, lexemes: list[str], width: int = SNIPPET_CHARS) -> str:
     Arabic word also after up to three letters of prefixes (ال, لل, وال: 'توزيع' in 'التوزيعات'); a
     character pair of Chinese, Japanese or Korean wherever it stands inside its run (runs have no
     spaces). Matches are found in the text before it is escaped (a lexeme never marks part of an
-    entity) and may overlap, as a word's pairs do: overlapping and adjacent ones are marked as one."""
+    entity) and may overlap, as a word's pairs do: overlapping and adjacent ones are marked as
+    one."""
     body = text.split("\n\n", 1)[1] if "\n\n" in text else text
     body = " ".join(plain_text(body).split())
     stems = sorted(
@@ -38,7 +39,8 @@ def snippet(text: str, lexemes: list[str], width: int = SNIPPET_CHARS) -> str:
         key=len,
         reverse=True,
     )  # the longest alternative first where two start alike
-    # each pattern with the text it reads: plain stems the unaccented text (same positions), the rest the text
+    # each pattern with the text it reads: plain stems the unaccented text (same positions), the
+    # rest the text
     readings = [
         (pattern, read)
         for pattern, read in (
@@ -84,7 +86,8 @@ def _whole_words(body: str, start: int, width: int) -> tuple[int, int]:
 
 def _pattern(stems: list[str], spelt_out: bool = False) -> re.Pattern | None:
     """A lookahead matching every position where a word of `stems` starts, overlapping ones
-    included; `spelt_out`: a stem's `oe`, `ae` and `ss` also match the ligature `unaccent` spells so."""
+    included; `spelt_out`: a stem's `oe`, `ae` and `ss` also match the ligature `unaccent` spells
+    so."""
     if not stems:
         return None
     return re.compile("(?=(" + "|".join(_word(stem, spelt_out) for stem in stems) + "))", re.I)
@@ -120,7 +123,8 @@ _ARABIC = re.compile("[\u0600-\u06ff\u0750-\u077f]")
 
 
 def _word(stem: str, spelt_out: bool = False) -> str:
-    """The pattern of the words a lexeme stands for in the text (`snippet`); each bounded, so linear."""
+    """The pattern of the words a lexeme stands for in the text (`snippet`); each bounded, so
+    linear."""
     escaped = re.escape(stem)
     if spelt_out:
         for ligature, spelt in LIGATURES.items():

@@ -164,5 +164,6 @@ def normalise_query(query: str) -> str:
     looks the same searches the same; print look-alikes (U+2212 minus, U+02DC tilde) as the PDF
     reader folds them (kb/lookalikes.py)."""
     visible = "".join(ch for ch in query if unicodedata.category(ch) != "Cf")
-    # folded again after NFKC, which makes some look-alikes (½ is 1⁄2): folding twice is folding once
+    # folded again after NFKC, which makes some look-alikes (½ is 1⁄2): folding twice is folding
+    # once
     return fold_lookalikes(unicodedata.normalize("NFKC", fold_lookalikes(visible))).strip()

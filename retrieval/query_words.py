@@ -1,4 +1,5 @@
-"""How a query's words are read for the words channel (retrieval/lexical.py): the lexemes PostgreSQL's
+"""How a query's words are read for the words channel (retrieval/lexical.py): the lexemes
+PostgreSQL's
 parser gives them in the namespace's text search configurations, and, where the namespace holds
 no passage with a word's own stem, the stem of its accented spelling (`restore_accents`) or the
 two parts of a compound (`split_compounds`)."""
@@ -36,10 +37,12 @@ def query_lexemes(text: str, configs: tuple[str, ...] | list[str] = ()) -> list[
 
 
 def namespace_configs(namespace_id: int, query: str = "") -> tuple[str, ...]:
-    """The text search configurations a namespace's queries (this `query`) are lexed with (`query_configs`)."""
+    """The text search configurations a namespace's queries (this `query`) are lexed with
+    (`query_configs`)."""
     with read_connection().cursor() as cursor:
         cursor.execute(
-            "SELECT language, passage_configs::text, document_languages::text, relexing FROM kb_namespace"
+            "SELECT language, passage_configs::text, document_languages::text, relexing FROM "
+            "kb_namespace"
             " WHERE id = %s",
             [namespace_id],
         )
@@ -185,11 +188,12 @@ def _compoundable(word: str) -> bool:
 
 
 def _stems(pairs: list[tuple[str, str]]) -> list[str | None]:
-    """Each (word, configuration)'s first lexeme as `kb_lex` reads it (None for a stopword), in order. One statement."""
+    """Each (word, configuration)'s first lexeme as `kb_lex` reads it (None for a stopword), in
+    order. One statement."""
     with read_connection().cursor() as cursor:
         cursor.execute(
             "SELECT (tsvector_to_array(kb_lex(t.config, t.word)))[1] "
-            "FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS t(word, config, n) ORDER BY t.n",
+            "FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS t(word, config, n) ORDER BY t.n",  # noqa: E501
             [[word for word, _ in pairs], [config for _, config in pairs]],
         )
         return [row[0] for row in cursor.fetchall()]
@@ -265,7 +269,8 @@ def _written(namespace_id: int, typed_by_lexeme: dict[str, str]) -> dict[str, st
     """Per lexeme, the typed word as the namespace's text writes it with its accents
     ("extrémités" for "extremites"), found in the first WRITTEN_FROM passages holding the lexeme;
     absent when none of them holds it (they hold other words of the stem). The spelling the
-    restoration lexed can be no word at all ("extremités" has the fewest accents giving `extrem`)."""
+    restoration lexed can be no word at all ("extremités" has the fewest accents giving
+    `extrem`)."""
     texts = passages_holding(namespace_id, list(typed_by_lexeme), WRITTEN_FROM)
     written = {}
     for lexeme, typed in typed_by_lexeme.items():
@@ -282,7 +287,8 @@ def passages_holding(namespace_id: int, lexemes: list[str], limit: int) -> dict[
     with read_connection().cursor() as cursor:
         cursor.execute(
             "SELECT r.lexeme, string_agg(c.text, ' ') FROM unnest(%s::text[]) AS r(lexeme) "
-            "CROSS JOIN LATERAL (SELECT c.text FROM kb_chunk_term t JOIN kb_chunk c ON c.id = t.chunk_id "
+            "CROSS JOIN LATERAL (SELECT c.text FROM kb_chunk_term t JOIN kb_chunk c ON c.id = "
+            "t.chunk_id "
             "WHERE t.namespace_id = %s AND t.lexeme = r.lexeme LIMIT %s) c GROUP BY r.lexeme",
             [lexemes, int(namespace_id), limit],
         )

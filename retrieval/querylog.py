@@ -116,11 +116,16 @@ def refresh_estimates(namespace_ids: set[int], *, every: float = 0.0) -> None:
                 connections[DEFAULT_DB_ALIAS].cursor() as cursor,
             ):
                 cursor.execute(
-                    f"INSERT INTO {MeaningEstimate._meta.db_table} (namespace_id, median_excess, searches, updated_at)"
-                    " SELECT %s, percentile_cont(0.5) WITHIN GROUP (ORDER BY l.meaning_excess), count(*), now()"
-                    f" FROM (SELECT meaning_excess FROM {QueryLog._meta.db_table} WHERE namespace_id = %s"
-                    "       AND caller <> %s ORDER BY created_at DESC LIMIT %s) l WHERE l.meaning_excess IS NOT NULL"
-                    " ON CONFLICT (namespace_id) DO UPDATE SET median_excess = EXCLUDED.median_excess,"
+                    f"INSERT INTO {MeaningEstimate._meta.db_table} (namespace_id, median_excess, "
+                    "searches, updated_at)"
+                    " SELECT %s, percentile_cont(0.5) WITHIN GROUP (ORDER BY l.meaning_excess), "
+                    "count(*), now()"
+                    f" FROM (SELECT meaning_excess FROM {QueryLog._meta.db_table} WHERE "
+                    "namespace_id = %s"
+                    "       AND caller <> %s ORDER BY created_at DESC LIMIT %s) l WHERE "
+                    "l.meaning_excess IS NOT NULL"
+                    " ON CONFLICT (namespace_id) DO UPDATE SET median_excess = "
+                    "EXCLUDED.median_excess,"
                     " searches = EXCLUDED.searches, updated_at = EXCLUDED.updated_at",
                     [namespace_id, namespace_id, QueryLog.Caller.INTERNAL, ESTIMATE_WINDOW],
                 )
@@ -162,7 +167,8 @@ def wait_for(query_id: int, *, namespaces: QuerySet[Namespace] | None = None) ->
 def _reserve(count: int) -> list[int]:
     with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
         cursor.execute(
-            "SELECT nextval(pg_get_serial_sequence('kb_querylog', 'id')) FROM generate_series(1, %s)",
+            "SELECT nextval(pg_get_serial_sequence('kb_querylog', 'id')) FROM generate_series(1, "
+            "%s)",
             [count],
         )
         return [row[0] for row in cursor.fetchall()]
@@ -210,7 +216,8 @@ def _write_forever() -> None:
 
 
 def _forget_in_child() -> None:
-    """A forked child starts empty: its parent writes its own queue, and its ids are the parent's."""
+    """A forked child starts empty: its parent writes its own queue, and its ids are the
+    parent's."""
     global _writer, _lock
     _lock = threading.Lock()
     _ids.clear()

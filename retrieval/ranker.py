@@ -32,7 +32,8 @@ with plain cases. For each candidate, in order:
 8. deterministic order: score, then cosine, then path, then position, then key.
 
 Every candidate, kept or dropped, gets a `ScoreDetails` saying what happened to it and why.
-Steps 4, 6 and 7 are computed by `retrieval/diversity.py`; the decisions and their reasons are made here.
+Steps 4, 6 and 7 are computed by `retrieval/diversity.py`; the decisions and their reasons are made
+here.
 Steps 2 and 3, each candidate's explained score, are computed by `retrieval/scoring.py`.
 """
 
@@ -70,7 +71,8 @@ from retrieval.scoring import (
     words_weight,
 )
 
-# the ranker's vocabulary lives in retrieval/candidates.py; what takes part in a ranking is named here too
+# the ranker's vocabulary lives in retrieval/candidates.py; what takes part in a ranking is named
+# here too
 __all__ = [
     "BASES",
     "CHANNELS",
@@ -121,7 +123,8 @@ def rank(
             query_idf,
         )
     unit = boost_unit(stats)
-    # a passage whose vector the query's cannot be compared with counts as the least similar one found
+    # a passage whose vector the query's cannot be compared with counts as the least similar one
+    # found
     unknown = min((c.cosine for c in candidates if c.cosine is not None), default=None)
     scored = [score_candidate(c, params, stats, weight, cap, unit, unknown) for c in candidates]
 

@@ -8,7 +8,8 @@ from ninja import Field, Schema
 
 from retrieval.query import MAX_QUERY_CHARS
 
-# the search service's one gate (`retrieval.query.validate_query`) measures it, so an empty or long query
+# the search service's one gate (`retrieval.query.validate_query`) measures it, so an empty or long
+# query
 # gets the same code on every surface (SEARCH_EMPTY_QUERY, SEARCH_QUERY_TOO_LONG)
 QUERY = Field(
     ...,
@@ -25,7 +26,8 @@ class SearchIn(Schema):
     explain: bool = False
     group: Literal["chunk", "document"] = Field(
         "chunk",
-        description="document: one result per document with its best sections; limit counts documents",
+        description="document: one result per document with its best sections; limit counts "
+        "documents",
     )
 
 
@@ -90,7 +92,8 @@ class HitOut(Schema):
 class FusionOut(Schema):
     vector: float
     lexical: float
-    source: str  # default | estimated | fitted | requested | language | model (meaning left out: which reason)
+    # default | estimated | fitted | requested | language | model (meaning left out: which reason)
+    source: str
     reason: str
     fitted_at: datetime | None = None
     version: int = 0
@@ -109,7 +112,7 @@ class RestoredWordOut(Schema):
 
 
 class SplitWordOut(Schema):
-    """A compound whose stem no passage holds, read as its two parts, which passages hold (docs/languages.md)."""
+    """A compound whose stem no passage holds, read as its two parts, which passages hold (docs/languages.md)."""  # noqa: E501
 
     typed: str  # uhrzeit
     typed_lexeme: str  # uhrzeit
@@ -166,7 +169,9 @@ class ChannelNoteOut(Schema):
     """A channel that could not help this query (retrieval/scoring.py, `channel_notes`)."""
 
     channel: str
-    state: str  # off: it did not run; partial: it ran over part of the namespace; empty: it ran and found nothing
+    # off: it did not run; partial: it ran over part of the namespace; empty: it ran and found
+    # nothing
+    state: str
     reason: str  # in plain words, as the search page shows it
 
 
@@ -294,7 +299,8 @@ class NamespaceOut(Schema):
     title: str
     description: str
     is_public: bool
-    # why the caller reads it: a membership, public (read by everyone; no membership), its token, a superuser
+    # why the caller reads it: a membership, public (read by everyone; no membership), its token, a
+    # superuser
     access: Literal["member", "public", "token", "superuser"]
     sources: int
     documents: int
@@ -302,7 +308,8 @@ class NamespaceOut(Schema):
     last_success_at: (
         datetime | None
     )  # when a source of it last finished an ingest run without errors
-    language: str  # the setting: "auto" (each document's detected language) or a text search configuration
+    # the setting: "auto" (each document's detected language) or a text search configuration
+    language: str
     document_languages: dict[
         str, int
     ]  # documents per detected language (ISO 639-1; "und": not detected)

@@ -29,7 +29,8 @@ class Scope:
     def where(self, chunk_alias: str = "c") -> tuple[str, list]:
         """SQL conditions (and params) restricting chunks `chunk_alias` to this scope. The
         namespace id is written into the SQL as an integer literal, so the planner can match the
-        namespace's partial vector index (retrieval/vector_index.py) even in a generic prepared plan."""
+        namespace's partial vector index (retrieval/vector_index.py) even in a generic prepared
+        plan."""
         sql = [f"{chunk_alias}.namespace_id = {int(self.namespace_id)}"]
         params: list = []
         if self.document_ids:
@@ -37,7 +38,8 @@ class Scope:
             params.append(list(self.document_ids))
         if self.source_ids:
             sql.append(
-                f"{chunk_alias}.document_id IN (SELECT id FROM kb_document WHERE source_id = ANY(%s))"
+                f"{chunk_alias}.document_id IN (SELECT id FROM kb_document WHERE source_id = "
+                "ANY(%s))"
             )
             params.append(list(self.source_ids))
         self._audience(chunk_alias, sql, params)

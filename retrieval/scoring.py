@@ -109,7 +109,8 @@ def fuse(
 
     Both z-scores are read from this query's lists (their first 100 hits), so neither channel wins
     by scale and a channel whose best hit does not stand out from its own list adds little. The
-    cosine is known for every embedded candidate, so a lexical hit with a near-zero cosine has a strongly
+    cosine is known for every embedded candidate, so a lexical hit with a near-zero cosine has a
+    strongly
     negative vector z: one common matched word cannot lift it over strong meaning matches. A
     candidate outside the lexical list matched fewer query terms, scored as BM25 0. A lexical list
     without spread is calibrated over the candidate pool (`pooled_when_flat`), and its z-score is

@@ -46,7 +46,8 @@ def search(
 ) -> SearchResult:
     """`reach`: the restricted audiences the reader reads besides open documents (a principal's
     `audiences`; None: every one); by default open documents only, so a surface that forgets
-    it shows less, never more. `group="document"`: `limit` counts documents, each with its best sections; the chunk
+    it shows less, never more. `group="document"`: `limit` counts documents, each with its best
+    sections; the chunk
     ranking underneath is the same, read deeper. `caller` is the surface the query log records;
     `query_vector`, the query's embedding when the caller already has it (an agent's tool that
     searches several namespaces embeds once). `text_window` (start, stop): only the hits in that
@@ -86,7 +87,8 @@ def run_search(
     reach: frozenset[int] | None = frozenset(),
 ) -> SearchResult:
     """`search()` with the parts evaluation varies: which `channels` run, and `fuse`, a function
-    that ranks the candidates instead of the product's ranker. Only `evaluation.search_parts` passes them."""
+    that ranks the candidates instead of the product's ranker. Only `evaluation.search_parts`
+    passes them."""
     started = time.perf_counter()
     query = validate_query(query, limit)
     timings: dict[str, float] = {}

@@ -2,11 +2,13 @@
 
 A query word is misspelt when none of its stems (in each text search configuration the
 lexical channel lexes the query with; character pairs of Chinese,
-Japanese and Korean are not corrected) occurs in any chunk of the namespace. Its correction is the namespace's lexeme
+Japanese and Korean are not corrected) occurs in any chunk of the namespace. Its correction is the
+namespace's lexeme
 nearest to that stem by edit distance (a swap counts one; at most 1 for words of up to seven
 letters, 2 for longer ones; same first
 letter, which bounds the candidates to one index range of `kb_chunk_term`), the five most
-frequent on ties; or the longest of the namespace's lexemes that begins that stem (`shorter_stems`: a word
+frequent on ties; or the longest of the namespace's lexemes that begins that stem (`shorter_stems`:
+a word
 typed without its accents can keep a suffix the stemmer strips only accented). When neither
 finds one, the stems of the spellings one edit from the typed word itself (`one_edit`): a typo
 can change how the stemmer cuts a word ("extenions" stems to `extenion`, three edits from
@@ -80,7 +82,8 @@ def shorter_stems(stem: str) -> list[str]:
     """The beginnings of `stem` a stemmer may have cut it to, longest first: at least four letters
     and half the stem. A word typed without its accent can keep a suffix the stemmer strips only
     accented (Portuguese "configuracao" stems to `configuraca`, "configuração" to `configur`;
-    French "securite" to `securit`, "sécurité" to `secur`), so the known stem begins the typed one."""
+    French "securite" to `securit`, "sécurité" to `secur`), so the known stem begins the typed
+    one."""
     return [stem[:end] for end in range(len(stem) - 1, max(4, (len(stem) + 1) // 2) - 1, -1)]
 
 
@@ -176,7 +179,8 @@ def correct_query(namespace_id: int, query: str) -> str | None:
         return None
     with read_connection().cursor() as cursor:
         cursor.execute(
-            "SELECT w, tsvector_to_array(kb_lex(c, w)) FROM unnest(%s::text[]) WITH ORDINALITY AS q(w, n), "
+            "SELECT w, tsvector_to_array(kb_lex(c, w)) FROM unnest(%s::text[]) WITH ORDINALITY "
+            "AS q(w, n), "
             "unnest(%s::text[]) WITH ORDINALITY AS k(c, m) ORDER BY n, m",
             [[w.lower() for w in words], configs],
         )
@@ -189,7 +193,7 @@ def correct_query(namespace_id: int, query: str) -> str | None:
         if not stems:
             return None
         cursor.execute(
-            "SELECT DISTINCT lexeme FROM kb_chunk_term WHERE namespace_id = %s AND lexeme = ANY(%s)",
+            "SELECT DISTINCT lexeme FROM kb_chunk_term WHERE namespace_id = %s AND lexeme = ANY(%s)",  # noqa: E501
             [namespace_id, list({stem for found in stems.values() for stem in found})],
         )
         known = {row[0] for row in cursor.fetchall()}
@@ -201,13 +205,16 @@ def correct_query(namespace_id: int, query: str) -> str | None:
             limit = allowed_distance(stem)
             first, after = stem[0], chr(ord(stem[0]) + 1)
             cursor.execute(
-                "SELECT lexeme, count(*) FROM (SELECT lexeme FROM kb_chunk_term WHERE namespace_id = %s "
-                "AND lexeme >= %s AND lexeme < %s AND length(lexeme) BETWEEN %s AND %s LIMIT %s) t GROUP BY lexeme",
+                "SELECT lexeme, count(*) FROM (SELECT lexeme FROM kb_chunk_term WHERE "
+                "namespace_id = %s "
+                "AND lexeme >= %s AND lexeme < %s AND length(lexeme) BETWEEN %s AND %s LIMIT %s) "
+                "t GROUP BY lexeme",
                 [namespace_id, first, after, len(stem) - limit, len(stem) + limit, MAX_CANDIDATES],
             )
             near = closest(stem, cursor.fetchall(), NEAR_KEPT)
             cursor.execute(
-                "SELECT b.lexeme FROM unnest(%s::text[]) WITH ORDINALITY AS b(lexeme, n) WHERE EXISTS "
+                "SELECT b.lexeme FROM unnest(%s::text[]) WITH ORDINALITY AS b(lexeme, n) WHERE "
+                "EXISTS "
                 "(SELECT 1 FROM kb_chunk_term t WHERE t.namespace_id = %s AND t.lexeme = b.lexeme) "
                 "ORDER BY b.n LIMIT 1",
                 [shorter_stems(stem), namespace_id],

@@ -75,7 +75,10 @@ def count_terms(
     hold every change (none recorded since the build), a frequency is the list's length plus the
     term's postings in newer chunks; otherwise it is counted from the postings' primary key."""
     namespace = int(namespace_id)
-    counted = f"(SELECT count(*) FROM kb_chunk_term t WHERE t.namespace_id = {namespace} AND t.lexeme = q.lexeme"
+    counted = (
+        f"(SELECT count(*) FROM kb_chunk_term t WHERE t.namespace_id = {namespace} AND "
+        "t.lexeme = q.lexeme"
+    )
     with read_connection().cursor() as cursor:
         cursor.execute(
             f"""WITH b AS (SELECT max_chunk_id FROM kb_posting_list_build WHERE namespace_id = {namespace}
@@ -87,7 +90,7 @@ def count_terms(
                                          + {counted} AND t.chunk_id > b.max_chunk_id) END
                              FROM unnest(%s::text[]) WITH ORDINALITY AS q(lexeme, i) LEFT JOIN b ON true
                              ORDER BY q.i)
-                FROM kb_namespace_stats s WHERE s.namespace_id = {namespace}""",
+                FROM kb_namespace_stats s WHERE s.namespace_id = {namespace}""",  # noqa: E501
             [words],
         )
         row = cursor.fetchone()

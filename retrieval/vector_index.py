@@ -95,7 +95,8 @@ def ensure_namespace_index(namespace_id: int, min_chunks: int | None = None) -> 
         try:
             with _ddl_block():
                 if connection.in_atomic_block:
-                    connection.check_constraints()  # DDL refuses to run while deferred FK checks are pending
+                    # DDL refuses to run while deferred FK checks are pending
+                    connection.check_constraints()
                 if existing is not None:
                     drop_namespace_index(namespace_id)
                 raise_build_memory(build_memory_mb(_chunk_count(namespace_id)))
@@ -130,7 +131,8 @@ def drop_orphaned_indexes(live_namespace_ids: set[int]) -> list[str]:
 def build_memory_mb(chunks: int) -> int:
     """maintenance_work_mem for building a graph of `chunks` vectors in memory (a graph that
     outgrows it is finished on disk, several times slower): the vectors and their neighbour
-    lists with a fifth to spare, at least BUILD_MEMORY_MIN_MB, at most KB_VECTOR_INDEX_BUILD_MEMORY_MB."""
+    lists with a fifth to spare, at least BUILD_MEMORY_MIN_MB, at most
+    KB_VECTOR_INDEX_BUILD_MEMORY_MB."""
     from kb.conf import kb_settings
 
     conf = kb_settings()
@@ -151,7 +153,8 @@ def raise_build_memory(megabytes: int) -> None:
 def _chunk_count(namespace_id: int) -> int:
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT coalesce((SELECT chunk_count FROM kb_namespace_stats WHERE namespace_id = %s), 0)",
+            "SELECT coalesce((SELECT chunk_count FROM kb_namespace_stats WHERE namespace_id = "
+            "%s), 0)",
             [int(namespace_id)],
         )
         return int(cursor.fetchone()[0])
@@ -161,7 +164,8 @@ def _embedded_chunk_count(namespace_id: int, cap: int) -> int:
     """Chunks with an embedding, counted up to `cap` (enough to compare with the threshold)."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT count(*) FROM (SELECT 1 FROM kb_chunk WHERE namespace_id = %s AND embedding IS NOT NULL "
+            "SELECT count(*) FROM (SELECT 1 FROM kb_chunk WHERE namespace_id = %s AND embedding "
+            "IS NOT NULL "
             "LIMIT %s) s",
             [namespace_id, cap],
         )

@@ -126,7 +126,8 @@ def _page(request, principal):
                 context["correction"] = spelling_correction(
                     query, namespace, filters
                 )  # nothing else to show
-                # passages of Chinese, Japanese or Korean are lexed in character pairs (docs/languages.md)
+                # passages of Chinese, Japanese or Korean are lexed in character pairs
+                # (docs/languages.md)
                 context["lone_character"] = len(query.strip()) == 1 and has_cjk(query)
             elif (
                 not result.cited
@@ -243,7 +244,8 @@ INLINE_TYPES = {
 }
 
 
-# every stored file but a PDF: a sandbox (an origin of its own, no scripts, no forms) loading nothing
+# every stored file but a PDF: a sandbox (an origin of its own, no scripts, no forms) loading
+# nothing
 STORED_FILE_POLICY = (
     "sandbox; default-src 'none'; frame-ancestors 'none'; form-action 'none'; base-uri 'none'"
 )

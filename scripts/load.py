@@ -93,7 +93,7 @@ def main() -> int:
             f"gunicorn {args.workers} workers, {args.duration}s per level, limit {args.limit}"
         )
         print(
-            f"{'surface':>7} {'clients':>7} {'req/s':>8} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'errors':>7}"
+            f"{'surface':>7} {'clients':>7} {'req/s':>8} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'errors':>7}"  # noqa: E501
         )
         failed = 0
         for surface, script in scripts.items():
@@ -126,7 +126,7 @@ def main() -> int:
 
 def _api_paths(queries: list[str], namespace: str, limit: int) -> list[str]:
     return [
-        f"/api/search?{urllib.parse.urlencode({'query': q, 'namespace': namespace, 'limit': limit})}"
+        f"/api/search?{urllib.parse.urlencode({'query': q, 'namespace': namespace, 'limit': limit})}"  # noqa: E501
         for q in queries
     ]
 
@@ -160,7 +160,8 @@ def _token(python: str, tree: Path, namespace: str) -> tuple[int, str]:
         "-c",
         (
             "from kb.auth import issue_token; from kb.models import Namespace; "
-            f"token, secret = issue_token('load test', namespaces=[Namespace.objects.get(slug={namespace!r})], "
+            "token, secret = issue_token('load test', "
+            f"namespaces=[Namespace.objects.get(slug={namespace!r})], "
             f"rate_limit_per_minute={UNLIMITED}); print(token.pk, secret)"
         ),
     )
@@ -176,12 +177,15 @@ def _session(python: str, tree: Path) -> tuple[int, str]:
         "shell",
         "-c",
         (
-            "import time; from django.contrib.auth import get_user_model, SESSION_KEY, BACKEND_SESSION_KEY, "
+            "import time; from django.contrib.auth import get_user_model, SESSION_KEY, "
+            "BACKEND_SESSION_KEY, "
             "HASH_SESSION_KEY; from django.contrib.sessions.backends.db import SessionStore; "
-            "user = get_user_model().objects.create_user(f'load-{time.time_ns()}', is_staff=True, is_superuser=True); "
+            "user = get_user_model().objects.create_user(f'load-{time.time_ns()}', "
+            "is_staff=True, is_superuser=True); "
             "s = SessionStore(); s[SESSION_KEY] = str(user.pk); "
             "s[BACKEND_SESSION_KEY] = 'django.contrib.auth.backends.ModelBackend'; "
-            "s[HASH_SESSION_KEY] = user.get_session_auth_hash(); s.create(); print(user.pk, s.session_key)"
+            "s[HASH_SESSION_KEY] = user.get_session_auth_hash(); s.create(); print(user.pk, "
+            "s.session_key)"
         ),
     )
     user_id, key = out.splitlines()[-1].split()
@@ -212,7 +216,7 @@ done = function(summary, latency, requests)
     e.connect, e.read, e.write, e.status, e.timeout,
     latency:percentile(50), latency:percentile(95), latency:percentile(99)))
 end
-"""
+"""  # noqa: E501
     handle = tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False)
     handle.write(body)
     handle.close()

@@ -170,7 +170,8 @@ def start_server(log: Path, *, seconds: float = START_SECONDS) -> AnswerServer:
         while not _healthy(f"http://127.0.0.1:{port}/health"):
             if process.poll() is not None:
                 raise AssertionError(
-                    f"transformers serve exited with {process.returncode}:\n{server.output()[-4000:]}"
+                    "transformers serve exited "
+                    f"with {process.returncode}:\n{server.output()[-4000:]}"
                 )
             if time.monotonic() - started > seconds:
                 raise AssertionError(
@@ -243,7 +244,8 @@ _started: list[
 
 @pytest.fixture(scope="session")
 def answer_server(tmp_path_factory) -> AnswerServer:
-    """The real model behind `transformers serve` on a loopback port, for the whole session. Each test
+    """The real model behind `transformers serve` on a loopback port, for the whole session. Each
+    test
     module that imports this fixture gets its own session fixture; they share the one server."""
     if not _started or _started[0].process.poll() is not None:
         _started[:] = [start_server(tmp_path_factory.mktemp("answer-server") / "serve.log")]

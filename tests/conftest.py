@@ -39,7 +39,7 @@ PROCESS_FUNCTIONS = {
     "chromium",
 }
 # commands that start processes when a test calls them: kb_bench and kb_site_bench time a fresh
-# process's memory (kb_bench also serves MCP on a live server), kb_run starts the web server and worker
+# process's memory (kb_bench also serves MCP on a live server), kb_run starts the web server and worker  # noqa: E501
 PROCESS_COMMANDS = {"kb_bench", "kb_site_bench", "kb_run"}
 PROCESS_NAMES = PROCESS_MODULES | PROCESS_HELPERS | PROCESS_FUNCTIONS | PROCESS_COMMANDS
 # started by the code under test in the fast tier: the parser's child, the sandbox probe, OCR, git,

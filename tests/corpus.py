@@ -34,7 +34,8 @@ CORPUS = {
 
 
 def ingest(namespace_slug, documents, source_name="corpus"):
-    """`documents`: ref -> (title, text); ingested as plain text into one source of the namespace."""
+    """`documents`: ref -> (title, text); ingested as plain text into one source of the
+    namespace."""
     namespace, _ = Namespace.objects.get_or_create(slug=namespace_slug)
     source, _ = Source.objects.get_or_create(
         namespace=namespace, name=source_name, defaults={"kind": "text", "text": "x"}
@@ -50,7 +51,8 @@ def ingest(namespace_slug, documents, source_name="corpus"):
 
 @pytest.fixture
 def corpus_namespace() -> str:
-    """The namespace `corpus` ingests into; a test module overrides it where its tests name another."""
+    """The namespace `corpus` ingests into; a test module overrides it where its tests name
+    another."""
     return "tenant:a"
 
 

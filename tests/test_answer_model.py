@@ -1,5 +1,7 @@
-"""The real answer model behind its real server (tests/answer_model.py): made from the wheel's GGUF once,
-served offline by `transformers serve`, speaking the chat-completions protocol the product reads, and
+"""The real answer model behind its real server (tests/answer_model.py): made from the wheel's GGUF
+once,
+served offline by `transformers serve`, speaking the chat-completions protocol the product reads,
+and
 listed by /v1/models under the name the product is configured with. Times are kept in
 test-artifacts/process-timings.json."""
 

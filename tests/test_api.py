@@ -398,7 +398,8 @@ def test_namespaces_lists_what_the_caller_may_read_with_counts(client, world):
         and reader[0]["sources"] == 1
         and reader[0]["last_success_at"]
     )
-    # what its text search and meaning channel read: the setting and the documents' detected languages
+    # what its text search and meaning channel read: the setting and the documents' detected
+    # languages
     assert reader[0]["language"] == "auto" and sum(reader[0]["document_languages"].values()) == len(
         CORPUS
     )
@@ -546,7 +547,7 @@ def test_errors_django_answers_by_itself_leave_in_the_api_shape(client, world):
 
 
 def test_the_search_summary_is_the_rankers_summary_field_for_field(client, world):
-    """A field the ranker adds to its summary reaches the API's schema and payload, or this fails."""
+    """A field the ranker adds to its summary reaches the API's schema and payload, or this fails."""  # noqa: E501
     from dataclasses import fields
 
     from retrieval.presenters import INTERNAL_SUMMARY_FIELDS

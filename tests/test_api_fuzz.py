@@ -76,7 +76,8 @@ def _leaves(value, change):
 
 
 def _huge(leaf):
-    """An integer past bigint for an integer, or for digits (as the query and the path carry them)."""
+    """An integer past bigint for an integer, or for digits (as the query and the path carry
+    them)."""
     if isinstance(leaf, int) and not isinstance(leaf, bool):
         return HUGE
     return str(HUGE) if isinstance(leaf, str) and re.fullmatch(r"-?\d+", leaf) else leaf

@@ -7,7 +7,10 @@ import pytest
 pytestmark = pytest.mark.django_db
 
 TOO_MANY_FIELDS = "&".join(f"f{n}=1" for n in range(1001))
-BAD_HOST = "Bad request: this server does not answer for the host name the request was sent to (its Host header)."
+BAD_HOST = (
+    "Bad request: this server does not answer for the host name the request was sent to "
+    "(its Host header)."
+)
 
 CASES = {
     "bad-host": (lambda c: c.get("/", HTTP_HOST="evil.example"), BAD_HOST),
@@ -36,7 +39,8 @@ CASES = {
     ),
     "nul-in-query": (
         lambda c: c.get("/?q=pumpkin%00"),
-        "Bad request: the path or a query parameter holds a NUL character (%00), which is never valid.",
+        "Bad request: the path or a query parameter holds a NUL character (%00), which is never "
+        "valid.",
     ),
 }
 
@@ -58,7 +62,8 @@ def test_a_nul_in_an_api_query_keeps_its_text_in_the_error_shape(client):
         "code": "KB_BAD_REQUEST",
         "details": {},
         "message": (
-            "Bad request: the path or a query parameter holds a NUL character (%00), which is never valid."
+            "Bad request: the path or a query parameter holds a NUL character (%00), which is "
+            "never valid."
         ),
     }
 

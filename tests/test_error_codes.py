@@ -1,4 +1,5 @@
-"""One class per stable error code: unique codes, each listed once in docs/api.md with its status."""
+"""One class per stable error code: unique codes, each listed once in docs/api.md with its
+status."""
 
 import importlib
 import pkgutil

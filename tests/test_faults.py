@@ -65,7 +65,8 @@ def _create_source(cluster: Cluster, location: str, name: str = "site") -> int:
         cluster.shell(
             "from kb.models import Namespace, Source; "
             "ns, _ = Namespace.objects.get_or_create(slug='ops', defaults={'is_public': True}); "
-            f"print(Source.objects.create(namespace=ns, name={name!r}, kind='sitemap', location={location!r}).pk)"
+            f"print(Source.objects.create(namespace=ns, name={name!r}, kind='sitemap', "
+            f"location={location!r}).pk)"
         )
     )
 

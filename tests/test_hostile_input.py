@@ -100,7 +100,10 @@ def test_malformed_sitemap_xml_fails_the_run_cleanly(web, allow_loopback):
 
 
 def test_non_utf8_page_is_decoded_by_its_declared_charset(web, allow_loopback):
-    body = "<html><head><title>Café crème</title></head><body><p>Crème brûlée à la française.</p></body></html>"
+    body = (
+        "<html><head><title>Café crème</title></head><body><p>Crème brûlée à la "
+        "française.</p></body></html>"
+    )
     web.routes["/fr"] = Route(
         body.encode("latin-1"), 200, {"Content-Type": "text/html; charset=iso-8859-1"}
     )

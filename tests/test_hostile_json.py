@@ -88,14 +88,16 @@ def test_a_lone_surrogate_in_a_json_body_is_a_400_naming_where(client, public, b
     ids=["search", "capabilities"],
 )
 def test_a_nul_character_in_a_json_body_is_a_400_naming_where(client, public, path, body, at):
-    """PostgreSQL text cannot hold NUL; the query string's is refused by the middleware, the body's here."""
+    """PostgreSQL text cannot hold NUL; the query string's is refused by the middleware, the body's
+    here."""
     response = post_raw(client, path, body)
     assert response.status_code == 400, response.content
     assert response.json() == {
         "code": "KB_BAD_REQUEST",
         "details": {"at": at},
         "message": (
-            f"The request body holds a NUL character (\\u0000) at {at}; no text here may contain one."
+            f"The request body holds a NUL character (\\u0000) at {at}; no text here may contain "
+            "one."
         ),
     }
 
@@ -172,7 +174,10 @@ def test_the_last_allowed_page_is_answered_empty(client, public, path):
     assert response.json()["page"] == 1_000_000
 
 
-SURROGATE_SUITE = '{"version": 1, "cases": [{"id": "orange", "question": "\\ud800 pumpkins", "namespace": "public"}]}'
+SURROGATE_SUITE = (
+    '{"version": 1, "cases": [{"id": "orange", "question": "\\ud800 pumpkins", '
+    '"namespace": "public"}]}'
+)
 
 
 def test_an_eval_suite_with_a_surrogate_is_refused_naming_the_case():
@@ -190,8 +195,8 @@ def test_an_eval_case_with_a_surrogate_is_not_saved_from_the_console(admin_clien
     )
     assert response.status_code == 200  # the form again, with the error
     assert (
-        "The definition holds a lone surrogate (an escape such as \\ud800 without its pair) at $.cases[0].question"
-        in response.content.decode()
+        "The definition holds a lone surrogate (an escape such as \\ud800 without its pair) at "
+        "$.cases[0].question" in response.content.decode()
     )
     assert not EvalSuite.objects.exists()
 

@@ -153,7 +153,8 @@ def module_name(path: Path) -> str:
 
 
 def imports_of(source: str, known: set[str]) -> set[str]:
-    """Every module an import statement names; `from a import b` names `a.b` when that is a module."""
+    """Every module an import statement names; `from a import b` names `a.b` when that is a
+    module."""
     found = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
@@ -259,7 +260,8 @@ def violations(sources: dict[str, str]) -> list[str]:
             elif package == PROJECT:
                 if imported not in PUBLIC.get(root, ()) and not imported.endswith(SURFACES):
                     found.append(
-                        f"{module} mounts {imported}, which is neither public nor a surface of {root}"
+                        f"{module} mounts {imported}, which is neither public nor a surface "
+                        f"of {root}"
                     )
             elif package not in APPS:  # a script
                 if imported not in PUBLIC.get(root, ()):
@@ -298,7 +300,8 @@ def test_the_tree_keeps_the_layers():
 
 
 def test_the_apps_import_in_one_direction():
-    """The drawing of docs/architecture.md: each app imports the floor and the apps below it only."""
+    """The drawing of docs/architecture.md: each app imports the floor and the apps below it
+    only."""
     drawn = app_graph(import_graph(project_modules()))
     assert drawn["kb"] == set()
     assert not any(PROJECT in imported for imported in drawn.values())
@@ -314,11 +317,16 @@ def test_a_forbidden_import_is_caught():
         "kb.auth": "from config.settings import SECRET_KEY\n",  # the floor reading the roof
         "retrieval.views": "from config.middleware import API_PREFIX\n",  # an app reading the roof
         "capabilities.store": "from ingest.pipeline import IngestPipeline\n",  # an app's internals
-        "retrieval.ranker": "def f():\n    from django.db import connection\n",  # a pure module doing I/O
-        "config.api": "from ingest.pipeline import IngestPipeline\n",  # the roof, past a public module
-        "ingest.report": "def f():\n    from retrieval.service import search\n",  # an app importing one above it
-        "retrieval.curation": "def f():\n    from evaluation import search_parts\n",  # an app importing the lab
-        "scripts.planted": "from retrieval.lexical import lexical_search\n",  # a script reaching into an app
+        # a pure module doing I/O
+        "retrieval.ranker": "def f():\n    from django.db import connection\n",
+        # the roof, past a public module
+        "config.api": "from ingest.pipeline import IngestPipeline\n",
+        # an app importing one above it
+        "ingest.report": "def f():\n    from retrieval.service import search\n",
+        # an app importing the lab
+        "retrieval.curation": "def f():\n    from evaluation import search_parts\n",
+        # a script reaching into an app
+        "scripts.planted": "from retrieval.lexical import lexical_search\n",
     }
     found = violations({**sources, **{m: sources.get(m, "") + text for m, text in planted.items()}})
     for module in planted:
@@ -340,7 +348,8 @@ def test_an_import_cycle_is_caught_even_inside_a_function():
         for line in found
     ), found
     # and one between apps, through public modules only: retrieval's service importing evaluation's
-    # nothing-public module would also be an upward import, so plant ingest's service using retrieval's
+    # nothing-public module would also be an upward import, so plant ingest's service using
+    # retrieval's
     upward = {
         **sources,
         "ingest.service": sources["ingest.service"]

@@ -1,4 +1,5 @@
-"""The README's first five minutes, read as a new user follows them: in order, one step at a time."""
+"""The README's first five minutes, read as a new user follows them: in order, one step at a
+time."""
 
 import re
 from pathlib import Path

@@ -102,7 +102,8 @@ def test_reads_go_to_the_replica_and_a_lagging_replica_is_left_for_the_primary(
     assert on_replica(lambda: (read_alias(), on_replica(read_alias))) == (ALIAS, ALIAS)
     assert replica.execute("SELECT pg_is_in_recovery()")[0][0] is True
 
-    # with replay paused, what the primary gains is invisible to the replica: reads prove where they go
+    # with replay paused, what the primary gains is invisible to the replica: reads prove where they
+    # go
     replica.execute("SELECT pg_wal_replay_pause()", dbname)
     ingest(
         NAMESPACE,

@@ -58,7 +58,8 @@ def test_web_and_two_workers_on_external_postgres_process_each_item_once(
             f"location={web.url(f'/s{s}/sitemap.xml')!r}); "
             for s in range(SOURCES)
         )
-        + "print(issue_token('ops', namespaces=[ns], scope=ApiToken.Scope.WRITE, rate_limit_per_minute=10000)[1])"
+        + "print(issue_token('ops', namespaces=[ns], scope=ApiToken.Scope.WRITE, "
+        "rate_limit_per_minute=10000)[1])"
     )
     source_ids = [row[0] for row in cluster.sql("SELECT id FROM kb_source ORDER BY id")]
 
@@ -112,7 +113,8 @@ def test_web_and_two_workers_on_external_postgres_process_each_item_once(
         items = cluster.sql("SELECT run_id, ref, count(*) FROM kb_ingestitem GROUP BY run_id, ref")
         assert len(items) == SOURCES * PAGES and {n for _, _, n in items} == {1}
         assert cluster.sql("SELECT count(*) FROM kb_document")[0][0] == SOURCES * PAGES
-        # django-q2's monitor records a task after its worker returns, a moment after the run's own status
+        # django-q2's monitor records a task after its worker returns, a moment after the run's own
+        # status
         cluster.wait_for(
             "SELECT count(*) FROM django_q_task WHERE success",
             lambda rows: rows[0][0] >= SOURCES,

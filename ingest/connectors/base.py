@@ -90,7 +90,8 @@ class ListingConnector(Connector):
 
     @abstractmethod
     def listing(self) -> list[Entry]:
-        """The source's entries, in a stable order; raise an IngestError when it cannot be reached."""
+        """The source's entries, in a stable order; raise an IngestError when it cannot be
+        reached."""
 
     @abstractmethod
     def read(self, entry: Entry) -> bytes:
@@ -101,7 +102,8 @@ class ListingConnector(Connector):
         return {}
 
     def url_of(self, entry: Entry) -> str:
-        """Where the entry can be seen on the web ("": nowhere; citations open the document view)."""
+        """Where the entry can be seen on the web ("": nowhere; citations open the document
+        view)."""
         return ""
 
     def make_item(self, entry: Entry, body: bytes, version: str) -> LoadedItem:

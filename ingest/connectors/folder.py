@@ -100,8 +100,10 @@ class FolderConnector(ListingConnector):
                 ref=entry.ref,
                 path=entry.path,
                 error=SyncBudgetExceeded(
-                    f"The folder holds more than {kb_settings().archive_max_files} files (KB_ARCHIVE_MAX_FILES); "
-                    f"{entry.ref!r} and the files after it were not read, and nothing was removed. Narrow the source "
+                    f"The folder holds more than {kb_settings().archive_max_files} files "
+                    "(KB_ARCHIVE_MAX_FILES); "
+                    f"{entry.ref!r} and the files after it were not read, and nothing was "
+                    "removed. Narrow the source "
                     "with include patterns, or split it."
                 ),
             )

@@ -30,7 +30,8 @@ def forge_citation(
     pattern: str, commit: str, path: str, source: bytes, heading_lines: dict[str, int] | None = None
 ) -> tuple[str, Callable[[ChunkSpec], str] | None]:
     """The document's URL on the forge (the pattern up to its `#`) and, when the pattern's fragment
-    names {line}, how a passage's anchor is made: the fragment at the passage's line (`passage_line`)."""
+    names {line}, how a passage's anchor is made: the fragment at the passage's line
+    (`passage_line`)."""
     base, _, fragment = pattern.partition("#")
     url = base.replace("{commit}", commit).replace("{path}", quote(path))
     if "{line}" not in fragment:

@@ -26,7 +26,8 @@ from kb.conf import kb_settings
 RST = "text/x-rst"
 NOTEBOOK = "application/x-ipynb+json"
 MARKDOWN = "text/markdown"
-# not ".asc", which Asciidoctor also reads but which in a repository is mostly a PGP signature or key
+# not ".asc", which Asciidoctor also reads but which in a repository is mostly a PGP signature or
+# key
 SOURCE_TYPES = {
     ".rst": RST,
     ".rest": RST,

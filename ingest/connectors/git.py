@@ -8,7 +8,8 @@ last successful run indexed (`Source.indexed_commit`) and the tip, and reports a
 stored files the tip no longer holds. Citations link to the forge when the source names its
 `web_url` (`forge.py`).
 
-Safety (`git_cli.py`): the remote's host is resolved and checked by the SSRF guard, and curl is pinned to that
+Safety (`git_cli.py`): the remote's host is resolved and checked by the SSRF guard, and curl is
+pinned to that
 vetted address (`http.curloptResolve`), with redirects off; ssh:// and local paths only where
 the operator allows them (KB_GIT_ALLOW_LOCAL). Git runs with no system or user configuration,
 no hooks, no submodules, no LFS filters, no prompts, and a time and size budget
@@ -116,7 +117,8 @@ class GitConnector(ListingConnector):
 
 def token_for(location: str, name: str, tokens: dict[str, str]) -> str:
     """The operator's token a source names ("" for none), once `location` is an https URL of a
-    host the operator wrote before it (`KB_GIT_TOKEN_<NAME>=git.example.com,git2.example.com=token`):
+    host the operator wrote before it
+    (`KB_GIT_TOKEN_<NAME>=git.example.com,git2.example.com=token`):
     any curator may name a token, so it is sent only where the operator said, never in clear."""
     if not name:
         return ""

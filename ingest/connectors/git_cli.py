@@ -22,7 +22,8 @@ from ingest.errors import LocationRefused, SourceUnreachable, SyncBudgetExceeded
 from ingest.ssrf import AllowRule, Resolver, check_unresolved, resolve_target, system_resolver
 
 HEAD_REF = "refs/kb/head"
-SAFE_CONFIG = (  # every git command: no hooks, no submodules, no LFS, no redirects, no credential helper
+# every git command: no hooks, no submodules, no LFS, no redirects, no credential helper
+SAFE_CONFIG = (
     "core.hooksPath=/dev/null",
     "submodule.recurse=false",
     "fetch.recurseSubmodules=false",
@@ -180,7 +181,8 @@ class Git:
         ).stdout.strip()
 
     def tree(self, commit: str) -> list[tuple[str, str, int]]:
-        """(path, blob id, size) of every regular file of the commit's tree (no links, no submodules)."""
+        """(path, blob id, size) of every regular file of the commit's tree (no links, no
+        submodules)."""
         out = self._run(
             ["ls-tree", "-r", "-z", "-l", "--full-tree", commit], check=True, text=False
         ).stdout

@@ -4,18 +4,22 @@ EPUB and e-mail. Pure: bytes in, `Extracted` out.
 | type | library | structure kept |
 |---|---|---|
 | PDF | pypdfium2 (PDFium) | pages (`Extracted.pages`), the outline as headings (see `pdf.py`) |
-| DOCX | python-docx | headings, numbered and bulleted lists, tables (a merged cell once), notes (see `word.py`) |
-| PPTX | python-pptx | one section per slide (`## Slide N: title {#slide-N}`), notes, tables, grouped shapes |
+| DOCX | python-docx | headings, numbered and bulleted lists, tables (a merged cell once), notes
+(see `word.py`) |
+| PPTX | python-pptx | one section per slide (`## Slide N: title {#slide-N}`), notes, tables,
+grouped shapes |
 | XLSX | openpyxl | one section per sheet, rows as tables (header row repeated per block), dates |
 
 A sheet is read to its real extent, not to its `<dimension>` record (read-only openpyxl trusts
 it), up to `MAX_SHEET_CELLS`, past which the content says it was truncated.
-| OpenDocument, templates too | its XML (defusedxml) | headings, sheets as tables, slides (`opendocument.py`) |
+| OpenDocument, templates too | its XML (defusedxml) | headings, sheets as tables, slides
+(`opendocument.py`) |
 | CSV | csv (stdlib) | rows as tables |
 | EPUB | zipfile + the HTML extractor | chapters in spine order |
 | EML | email (stdlib) | subject as title, sender and date, plain part (or HTML part) |
 
-PDF is read in `pdf.py`, Word in `word.py`, OpenDocument in `opendocument.py`, the rest here; the markdown builder,
+PDF is read in `pdf.py`, Word in `word.py`, OpenDocument in `opendocument.py`, the rest here; the
+markdown builder,
 tables and escapes they share are in `blocks.py`. Native parsers run in a child process with a
 time and memory budget (`ingest/extract/isolated.py`); `extract_document` is what runs there.
 Macro-enabled Office files are refused, never opened.
@@ -212,7 +216,8 @@ def _xlsx(body: bytes, fallback_title: str) -> Extracted:
     cells = 0
     for sheet in workbook.worksheets:
         if hasattr(sheet, "reset_dimensions"):
-            sheet.reset_dimensions()  # read-only mode trusts <dimension>, which may say "A1" of 6,000 cells
+            # read-only mode trusts <dimension>, which may say "A1" of 6,000 cells
+            sheet.reset_dimensions()
         rows = []
         for row in sheet.iter_rows():
             cells += len(row)
@@ -314,7 +319,8 @@ def _drop_heading_id(heading: str) -> str:
 # --- e-mail ---------------------------------------------------------------------------------------
 def _eml(body: bytes, fallback_title: str) -> Extracted:
     """One body part is read (plain text, else HTML) and attachments are named; every other part
-    is counted in `left_out`, so an e-mail of 100,000 parts does not pass for one of a single part."""
+    is counted in `left_out`, so an e-mail of 100,000 parts does not pass for one of a single
+    part."""
     message = BytesParser(policy=policy.default).parsebytes(body)
     subject = " ".join(str(message.get("subject", "")).split())
     plain = message.get_body(preferencelist=("plain",))

@@ -106,7 +106,8 @@ def drop_chrome(root: Tag) -> None:
                 and classes & PERMALINK_CLASSES
                 and tag.find_parent(HEADINGS) is not None
             ):
-                continue  # a heading's permalink is read (for its fragment) and removed with the heading
+                # a heading's permalink is read (for its fragment) and removed with the heading
+                continue
             tag.decompose()
     for tag in root.find_all(["div", "table", "p"]):
         if not tag.decomposed and _manual_navigation(tag):
@@ -121,7 +122,8 @@ def drop_chrome(root: Tag) -> None:
                 or anchor.get_text(strip=True).lower() in SOURCE_MARKS
             )
         ):
-            anchor.decompose()  # a heading's `#` is read for its fragment later; its "Source" link goes now
+            # a heading's `#` is read for its fragment later; its "Source" link goes now
+            anchor.decompose()
 
 
 SAMPLE_ITEMS = (

@@ -135,7 +135,8 @@ class MarkdownRenderer:
                 and name not in STRUCTURE
                 and child.find(STRUCTURE | BLOCK_TAGS) is not None
             ):
-                # an inline or unknown element around blocks (`<language-id>` left unclosed in a page's
+                # an inline or unknown element around blocks (`<language-id>` left unclosed in a
+                # page's
                 # text wraps the rest of it, as a browser reads it): its blocks stay blocks
                 if name == "a":
                     self._remember_link(child.get("href") or "")

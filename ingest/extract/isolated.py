@@ -53,7 +53,10 @@ OUT_OF_MEMORY_MARKS = (
     b"bad_alloc",
     b"Cannot allocate memory",
 )
-TRUNCATED = "\n\n[… truncated: the first {kept:,} of {total:,} characters were kept (KB_EXTRACT_MAX_CHARS) …]\n"
+TRUNCATED = (
+    "\n\n[… truncated: the first {kept:,} of {total:,} characters were kept "
+    "(KB_EXTRACT_MAX_CHARS) …]\n"
+)
 LIBXML2_LIMITS = ("Memory allocation failed", "Resource limit exceeded")
 READ_SIZE = 1 << 16
 SCRATCH_PREFIX, HELD = (
@@ -111,7 +114,8 @@ def extract_isolated(
     budget: ParserBudget = ParserBudget(),
     ocr: OcrOptions | None = None,
 ) -> Extracted:
-    """`ocr` lets scans be read, each OCRed page within its own budget (the deadline grows by them)."""
+    """`ocr` lets scans be read, each OCRed page within its own budget (the deadline grows by
+    them)."""
     if ocr and media_type in OCR_TYPES:
         budget = replace(budget, extra_wall_seconds=ocr.document_seconds)
     with (

@@ -1,4 +1,5 @@
-"""Jupyter notebooks to markdown: markdown (and format 3's heading) cells as they are, code cells as fences in the
+"""Jupyter notebooks to markdown: markdown (and format 3's heading) cells as they are, code cells
+as fences in the
 notebook's language, and their text outputs (streams, `text/plain` results, error names) as
 plain fences after them. Images and HTML outputs are left out. Pure: JSON in, markdown out."""
 

@@ -126,7 +126,8 @@ def format_number(value: float, fmt: str) -> str | None:
     pattern = "".join(t for kind, t in tokens[first : last + 1] if kind == "num")
     if not any(ch in _PLACEHOLDERS for ch in pattern):
         return None
-    try:  # the shortest decimal that is the float, as a spreadsheet shows 15 digits, not binary noise
+    # the shortest decimal that is the float, as a spreadsheet shows 15 digits, not binary noise
+    try:
         exact = abs(Decimal(repr(float(value))))
     except (InvalidOperation, ValueError):
         return None

@@ -65,7 +65,8 @@ def unavailable(options: OcrOptions) -> str:
     if missing:
         packages = " ".join("tesseract-ocr-" + code.replace("_", "-").lower() for code in missing)
         return (
-            f"The OCR language(s) {', '.join(missing)} (KB_OCR_LANGUAGES) are not installed on the worker: "
+            f"The OCR language(s) {', '.join(missing)} (KB_OCR_LANGUAGES) are not installed on "
+            "the worker: "
             f"install {packages}."
         )
     return ""
@@ -120,7 +121,8 @@ def page_from_words(data: dict) -> OcrPage:
 def check_size(width: int, height: int) -> None:
     if width <= 0 or height <= 0 or width * height > MAX_PIXELS:
         raise ParserBudgetExceeded(
-            f"The image is {width}x{height} pixels; at most {MAX_PIXELS // 1_000_000} million pixels a page are "
+            f"The image is {width}x{height} pixels; at most {MAX_PIXELS // 1_000_000} million "
+            "pixels a page are "
             "read (a decompression bomb is refused before it is decoded)."
         )
 
@@ -168,7 +170,8 @@ def recognise_pdf_pages(document, indexes: list[int], options: OcrOptions) -> di
         return {}
     if len(indexes) > options.max_pages:
         raise ParserBudgetExceeded(
-            f"{len(indexes)} pages have no text layer; at most {options.max_pages} are OCRed (KB_OCR_MAX_PAGES)."
+            f"{len(indexes)} pages have no text layer; at most {options.max_pages} are OCRed "
+            "(KB_OCR_MAX_PAGES)."
         )
     pages = {}
     for index in indexes:
@@ -194,7 +197,10 @@ def ocr_reason(reason: str, extracted: Extracted) -> str:
         return reason
     numbers = [number for number, _ in extracted.ocr_pages]
     mean = sum(confidence for _, confidence in extracted.ocr_pages) / len(numbers)
-    said = f"OCR: page{'s' if len(numbers) > 1 else ''} {page_ranges(numbers)}, mean confidence {mean:.0f}%"
+    said = (
+        f"OCR: page{'s' if len(numbers) > 1 else ''} {page_ranges(numbers)}, mean "
+        f"confidence {mean:.0f}%"
+    )
     return f"{reason}; {said}" if reason else said
 
 

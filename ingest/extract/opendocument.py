@@ -56,7 +56,8 @@ def _odf_content(body: bytes):
 
 
 def _styles_root(archive):
-    """styles.xml's root, where a document's named list styles live; None when it is absent or unreadable."""
+    """styles.xml's root, where a document's named list styles live; None when it is absent or
+    unreadable."""
     if "styles.xml" not in archive.namelist():
         return None
     try:

@@ -195,7 +195,8 @@ def _outer_lines(lines: list[str]) -> list[int]:
 
 
 def _printed_number(line: str) -> int | None:
-    """The page number a header or footer line starts or ends with ("Chapter 4: Reference 22", "22 Index")."""
+    """The page number a header or footer line starts or ends with ("Chapter 4: Reference 22", "22
+    Index")."""
     words = line.split()
     if len(words) > 16:  # a running head is short; a long line is body text that ends in a number
         return None
@@ -206,7 +207,8 @@ def _printed_number(line: str) -> int | None:
 
 
 def _page_numbered_lines(pages: list[list[str]]) -> list[set[int]]:
-    """Per page, the outer lines that are running heads numbered with the page (module docstring)."""
+    """Per page, the outer lines that are running heads numbered with the page (module
+    docstring)."""
     offsets: Counter[int] = Counter()
     for index, lines in enumerate(pages):
         offsets.update(

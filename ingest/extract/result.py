@@ -19,7 +19,8 @@ class Extracted:
     site_anchors: bool = False
     # pages whose text Tesseract recognised from a scan: (page number, mean word confidence 0-100)
     ocr_pages: tuple[tuple[int, float], ...] = ()
-    # (characters kept, characters extracted) when KB_EXTRACT_MAX_CHARS cut the text (`isolated.capped`)
+    # (characters kept, characters extracted) when KB_EXTRACT_MAX_CHARS cut the text
+    # (`isolated.capped`)
     cut: tuple[int, int] | None = None
     # what the file holds that `content` does not, in words for the run report ("3 of 40 e-mail
     # parts not read"): a document that lost parts says so where a curator looks

@@ -172,7 +172,8 @@ def _no_new_privs(libc) -> None:
 
 
 def _network(libc) -> None:
-    """Own user and network namespaces; as root without user namespaces, a network namespace alone."""
+    """Own user and network namespaces; as root without user namespaces, a network namespace
+    alone."""
     uid, gid = os.getuid(), os.getgid()
     if libc.unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0:
         # The same ids inside, so files keep their owners; setgroups must be denied before gid_map.

@@ -172,7 +172,8 @@ def _int(value: str | None, default: int) -> int:
 
 
 def _list_item(paragraph, formats, counters: dict[tuple[str, int], int]) -> tuple[int, str] | None:
-    """(level, marker) when the paragraph is a list item: `N.`, `-`, or "" for a further paragraph."""
+    """(level, marker) when the paragraph is a list item: `N.`, `-`, or "" for a further
+    paragraph."""
     num_id, level = _numbering(paragraph)
     style = (paragraph.style.name if paragraph.style is not None else "").lower()
     if num_id is None:

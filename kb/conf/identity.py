@@ -42,7 +42,7 @@ class IdentitySettings:
     oidc_scopes: str = setting(
         "KB_OIDC_SCOPES",
         "openid email profile",
-        "the scopes asked for; add the one that makes your provider send groups (`groups` for many)",
+        "the scopes asked for; add the one that makes your provider send groups (`groups` for many)",  # noqa: E501
     )
     oidc_groups_claim: str = setting(
         "KB_OIDC_GROUPS_CLAIM",

@@ -34,12 +34,16 @@ class Foreign:
         where the passages are all another model's."""
         if self.whole:
             return (
-                f"{the} passages here were embedded by another model ({self.models}) than the one that reads "
-                f"queries, so results are ranked by their words alone until they are embedded again ({REEMBED})"
+                f"{the} passages here were embedded by another model ({self.models}) than the "
+                "one that reads "
+                "queries, so results are ranked by their words alone until they are embedded "
+                f"again ({REEMBED})"
             )
         return (
-            f"{self.passages:,} of the {self.embedded:,} passages here were embedded by another model "
-            f"({self.models}): they are found by their words alone until they are embedded again ({REEMBED})"
+            f"{self.passages:,} of the {self.embedded:,} passages here were embedded by another "
+            "model "
+            f"({self.models}): they are found by their words alone until they are embedded again "
+            f"({REEMBED})"
         )
 
 

@@ -28,7 +28,8 @@ _POOL_STARTED_IN: int | None = None
 def _warn_inherited_pool() -> None:
     logger.warning(
         "process %s was forked after its parent %s started PyTorch's thread pool; it embeds on one "
-        "thread to avoid a deadlock. Load and warm the model only through KB_WARM_MODEL, which is fork-safe.",
+        "thread to avoid a deadlock. Load and warm the model only through KB_WARM_MODEL, which "
+        "is fork-safe.",
         os.getpid(),
         _POOL_STARTED_IN,
     )
@@ -75,7 +76,7 @@ class SentenceTransformerEmbedder:
         cache_dir: Path | None = None,
     ):
         self.model_path = Path(model_path)
-        self.model_id = f"st:{self.model_path.name if self.model_path.name != 'model' else self.model_path.parent.name}"
+        self.model_id = f"st:{self.model_path.name if self.model_path.name != 'model' else self.model_path.parent.name}"  # noqa: E501
         self.batch_size = batch_size
         self.device = device
         self.dimension = sentence_transformer_dimension(self.model_path)

@@ -9,7 +9,8 @@ model reads, so the tokenizer never walks a huge text for nothing.
 The graph is the query path's export (kb/embedding/onnx_query.py, same file). The int8 variant
 quantises the MatMul weights per output channel to signed 8 bit (dynamic quantisation: the
 activations are quantised per batch at run time); the variants compared, and what each costs
-in speed and cosine, are in docs/benchmarks.md (Document runtimes). Every load is verified against the
+in speed and cosine, are in docs/benchmarks.md (Document runtimes). Every load is verified against
+the
 PyTorch model on the probe texts; a graph that disagrees is not used, and the caller embeds with
 PyTorch. Sessions are made per process on first use, with a thread per core: ONNX Runtime's
 pool does not survive a fork, and a warm-up in a parent that forks later only verifies the
@@ -173,7 +174,8 @@ def _session(path: Path, threads: int):
 
 def _no_preprocessing_advice(record: logging.LogRecord) -> bool:
     """Drops ONNX Runtime's 'Please consider to run pre-processing before quantization', which
-    every first start printed: shape pre-processing serves static quantisation, not this dynamic one."""
+    every first start printed: shape pre-processing serves static quantisation, not this dynamic
+    one."""
     return not record.getMessage().startswith("Please consider to run pre-processing")
 
 

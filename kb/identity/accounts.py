@@ -21,7 +21,8 @@ class AccountRefused(Exception):
 
 
 def follow_groups(user, provider: str, subject: str, groups: list[str]) -> None:
-    """Remember what the provider said of `user` now and make their memberships what the rules say."""
+    """Remember what the provider said of `user` now and make their memberships what the rules
+    say."""
     ExternalIdentity.objects.update_or_create(
         user=user,
         defaults={
@@ -73,7 +74,8 @@ def sync_memberships(user, provider: str, groups: list[str]) -> None:
 def apply_rules(provider: str, groups: set[str]) -> int:
     """Bring the accounts of `provider` that last brought any of `groups` in line with its rules: a
     rule for those groups added, changed or removed counts at once, for live sessions too. Only
-    those accounts are touched (a rule for one team costs nothing for the others). Returns how many."""
+    those accounts are touched (a rule for one team costs nothing for the others). Returns how
+    many."""
     wanted = {group_key(group) for group in groups if group}
     touched = [
         pk
@@ -88,14 +90,17 @@ def apply_rules(provider: str, groups: set[str]) -> int:
 
 
 def forget_memberships(user, provider: str) -> None:
-    """The provider no longer knows the person (or cannot be asked): no membership of its rules stays."""
+    """The provider no longer knows the person (or cannot be asked): no membership of its rules
+    stays."""
     NamespaceMembership.objects.filter(user=user, granted_by=provider).delete()
 
 
 def oidc_account(subject: str, claims: dict, groups: list[str]):
-    """The account of the person the provider names `subject` (issuer and `sub`), made at their first
+    """The account of the person the provider names `subject` (issuer and `sub`), made at their
+    first
     sign-in, with their name and e-mail as the provider says and their memberships as the rules
-    say. Never an account made otherwise: a local `admin` stays out of reach of a provider's `admin`."""
+    say. Never an account made otherwise: a local `admin` stays out of reach of a provider's
+    `admin`."""
     identity = (
         ExternalIdentity.objects.filter(provider=IdentityProvider.OIDC, subject=subject)
         .select_related("user")
@@ -124,7 +129,8 @@ def oidc_account(subject: str, claims: dict, groups: list[str]):
 
 def _new_user(claims: dict):
     """A new account without a password of its own, named after the provider's preferred user name
-    (or e-mail, or subject), with -2, -3, … when that name is taken. Never staff, never superuser."""
+    (or e-mail, or subject), with -2, -3, … when that name is taken. Never staff, never
+    superuser."""
     model = get_user_model()
     wanted = (
         claims.get("preferred_username")

@@ -74,7 +74,8 @@ class ExternalIdentityAdmin(ReadOnly):
 
 @admin.register(models.SignIn)
 class SignInAdmin(ReadOnly):
-    """Kept KB_SIGN_IN_LOG_DAYS days; "Export as CSV" gives the selected rows (select all to export the filter)."""
+    """Kept KB_SIGN_IN_LOG_DAYS days; "Export as CSV" gives the selected rows (select all to export
+    the filter)."""
 
     list_display = ["at", "method", "username", "user", "succeeded", "reason", "address"]
     list_filter = ["succeeded", "method", "at"]

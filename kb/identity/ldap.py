@@ -20,7 +20,8 @@ from kb.identity.accounts import follow_groups
 from kb.identity.rules import ASCII_LOWER
 from kb.models import ExternalIdentity, IdentityProvider
 
-# KB_LDAP_GROUP_TYPE: how a group names its members, and which entries under the group base are groups
+# KB_LDAP_GROUP_TYPE: how a group names its members, and which entries under the group base are
+# groups
 GROUP_TYPES = {
     "groupOfNames": (NestedGroupOfNamesType, "(objectClass=groupOfNames)"),
     "groupOfUniqueNames": (NestedGroupOfUniqueNamesType, "(objectClass=groupOfUniqueNames)"),
@@ -30,7 +31,8 @@ GROUP_TYPES = {
 
 
 def directory_settings() -> dict:
-    """django-auth-ldap's settings, from the product's (kb.conf): nothing is read from AUTH_LDAP_*."""
+    """django-auth-ldap's settings, from the product's (kb.conf): nothing is read from
+    AUTH_LDAP_*."""
     conf = kb_settings().identity
     group_type, group_filter = GROUP_TYPES[conf.ldap_group_type]
     return {
@@ -73,7 +75,10 @@ class LdapBackend(LDAPBackend):
                 signins.refuse(ldap_user._request, reason)
                 raise ldap_user.AuthenticationFailed(reason)
             if not same_entry(identity.subject, ldap_user.dn):
-                reason = f"{username!r} ({ldap_user.dn}) is not the directory entry its account was made from"
+                reason = (
+                    f"{username!r} ({ldap_user.dn}) is not the directory entry its account "
+                    "was made from"
+                )
                 signins.refuse(ldap_user._request, reason)
                 raise ldap_user.AuthenticationFailed(reason)
         return user, built
@@ -89,7 +94,8 @@ class LdapBackend(LDAPBackend):
 
     def populate_user(self, username):
         """Read the person's entry and groups again with the service account (no password needed):
-        the re-reading of a live session. None: the directory no longer knows them, or cannot be read."""
+        the re-reading of a live session. None: the directory no longer knows them, or cannot be
+        read."""
         user = super().populate_user(username)
         if user is None:
             return None

@@ -34,7 +34,8 @@ class IdentityResyncMiddleware:
 
     def __call__(self, request):
         session = getattr(request, "session", None)
-        # without a session cookie there is no session to read (and reading one would add Vary: Cookie)
+        # without a session cookie there is no session to read (and reading one would add Vary:
+        # Cookie)
         signed = session is not None and settings.SESSION_COOKIE_NAME in request.COOKIES
         mark = session.get(signins.SESSION_KEY) if signed else None
         if (

@@ -1,4 +1,5 @@
-"""Which namespaces a person's groups give, and in which role: pure, so every case is a plain test."""
+"""Which namespaces a person's groups give, and in which role: pure, so every case is a plain
+test."""
 
 from __future__ import annotations
 

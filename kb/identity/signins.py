@@ -1,6 +1,7 @@
 """The sign-in log: every attempt, through the password form (local accounts, LDAP), the admin's
 login or OpenID Connect, with who, when, how and whether it worked; kept KB_SIGN_IN_LOG_DAYS days.
-A successful single sign-on also marks its session, so `middleware` reads its groups again when due."""
+A successful single sign-on also marks its session, so `middleware` reads its groups again when
+due."""
 
 from __future__ import annotations
 

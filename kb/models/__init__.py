@@ -7,7 +7,8 @@
 - `search`: the query log and reader feedback, eval suites and runs, fusion calibrations;
 - `answers`: the answers asked for, their citations' verdicts and readers' votes;
 - `audiences`: the groups that read the documents limited to them inside a namespace;
-- `identity`: single sign-on's group rules, accounts at identity providers, the access log (sign-ins,
+- `identity`: single sign-on's group rules, accounts at identity providers, the access log
+  (sign-ins,
   reads of restricted documents).
 """
 

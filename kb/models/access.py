@@ -21,31 +21,36 @@ class Namespace(models.Model):
         max_length=16,
         choices=LANGUAGE_CHOICES,
         default=AUTO,
-        help_text="How words are found: each document in its own detected language, or one language for all.",
+        help_text="How words are found: each document in its own detected language, or one "
+        "language for all.",
     )
     document_languages = models.JSONField(
         default=dict,
         blank=True,
         editable=False,
-        help_text="How many of its documents are in each detected language (ISO 639-1; '' not named).",
+        help_text="How many of its documents are in each detected language (ISO 639-1; '' not "
+        "named).",
     )
     passage_configs = models.JSONField(
         default=dict,
         blank=True,
         editable=False,
-        help_text="How many of its passages each text search configuration lexes: what its queries are lexed with.",
+        help_text="How many of its passages each text search configuration lexes: what its "
+        "queries are lexed with.",
     )
     passage_models = models.JSONField(
         default=dict,
         blank=True,
         editable=False,
-        help_text="How many of its passages each embedding model embedded: a query's vector is compared only with "
+        help_text="How many of its passages each embedding model embedded: a query's vector is "
+        "compared only with "
         "those of the model that embeds it.",
     )
     relexing = models.BooleanField(
         default=False,
         editable=False,
-        help_text="Set from a change of the language setting until its passages are all lexed again: queries "
+        help_text="Set from a change of the language setting until its passages are all lexed "
+        "again: queries "
         "are lexed in every configuration its passages hold meanwhile.",
     )
     answers = models.BooleanField(
@@ -98,7 +103,8 @@ class NamespaceMembership(models.Model):
         max_length=8,
         blank=True,
         editable=False,
-        help_text="The identity provider whose group rules made it (kb.identity keeps it in line with them); "
+        help_text="The identity provider whose group rules made it (kb.identity keeps it in line "
+        "with them); "
         "empty: made by hand, and left alone by single sign-on.",
     )
 
@@ -149,7 +155,8 @@ class ApiToken(models.Model):
     expires_at = models.DateTimeField(
         null=True,
         blank=True,
-        help_text="From then on the token answers as an unknown one does; empty: it does not expire.",
+        help_text="From then on the token answers as an unknown one does; empty: it does not "
+        "expire.",
     )
 
     class Meta:

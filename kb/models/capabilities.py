@@ -17,7 +17,8 @@ class Provider(models.Model):
         max_length=200,
         unique=True,
         validators=[validate_provider_id],
-        help_text="The provider id. One a namespace's member defines names its namespace: 'tenant.acme.billing' "
+        help_text="The provider id. One a namespace's member defines names its namespace: "
+        "'tenant.acme.billing' "
         "for namespace 'tenant:acme' (capabilities.definitions.namespace_of_id).",
     )
     title = models.CharField(max_length=200, blank=True)

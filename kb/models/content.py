@@ -45,7 +45,8 @@ class Source(models.Model):
     location = models.CharField(
         max_length=2048,
         blank=True,
-        help_text="URL for web kinds; a directory for folders; the repository's URL for git; empty for files and text.",
+        help_text="URL for web kinds; a directory for folders; the repository's URL for git; "
+        "empty for files and text.",
     )
     text = models.TextField(blank=True, help_text="Content of an inline text source.")
     options = models.JSONField(default=dict, blank=True)
@@ -68,14 +69,16 @@ class Source(models.Model):
     indexed_commit = models.CharField(
         max_length=64,
         blank=True,
-        help_text="Git sources: the commit the last successful ingest indexed; the next run reads what changed since.",
+        help_text="Git sources: the commit the last successful ingest indexed; the next run "
+        "reads what changed since.",
     )
     audience_groups = models.ManyToManyField(
         Group,
         blank=True,
         related_name="+",
         verbose_name="audience",
-        help_text="Only these groups read the source's documents (with the namespace's curators and "
+        help_text="Only these groups read the source's documents (with the namespace's curators "
+        "and "
         "superusers); empty: everyone who reads the namespace. A document with groups of its own "
         "is read by those instead.",
     )
@@ -92,7 +95,8 @@ class Source(models.Model):
     held_removals = models.JSONField(
         default=dict,
         blank=True,
-        help_text="Removals the last complete run held back because the source shrank by more than half: "
+        help_text="Removals the last complete run held back because the source shrank by more "
+        "than half: "
         "{run, refs, stored}; a curator confirms them on the source's page.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
@@ -126,7 +130,8 @@ class Source(models.Model):
         elif self.kind == self.Kind.FOLDER and not self.location.startswith("/"):
             raise ValidationError(
                 {
-                    "location": f"{self.location!r} is not an absolute directory path on the server, "
+                    "location": f"{self.location!r} is not an absolute directory path on the "
+                    "server, "
                     "e.g. '/srv/docs/handbook'."
                 }
             )
@@ -272,7 +277,8 @@ class Chunk(models.Model):
     embedding_runtime = models.CharField(
         max_length=16,
         blank=True,
-        help_text="What computed the vector with the local model: torch, onnx or onnx-int8 (empty: not "
+        help_text="What computed the vector with the local model: torch, onnx or onnx-int8 "
+        "(empty: not "
         "recorded, for another embedder or a chunk embedded before it was kept).",
     )
     audience = models.ForeignKey(
@@ -295,7 +301,8 @@ class Chunk(models.Model):
         choices=[(c, c) for c in CONFIGS],
         help_text="The text search configuration the passage is lexed with (kb/languages.py).",
     )
-    # kb_search_vector(config, title, text): the title lexed at weight A, the text at D (migration 0028)
+    # kb_search_vector(config, title, text): the title lexed at weight A, the text at D (migration
+    # 0028)
     search_vector = models.GeneratedField(
         expression=Func(
             "search_config",
@@ -318,7 +325,8 @@ class Chunk(models.Model):
         ]
         indexes = [
             GinIndex(fields=["search_vector"], name="chunk_search_vector_gin"),
-            # no table-wide vector index: each large namespace gets its own (retrieval/vector_index.py)
+            # no table-wide vector index: each large namespace gets its own
+            # (retrieval/vector_index.py)
         ]
 
     def __str__(self) -> str:
@@ -367,7 +375,8 @@ class NamespaceStats(models.Model):
 
 
 class PostingListBuild(models.Model):
-    """A namespace's packed posting lists as last built (retrieval/posting_lists.py, migration 0020)."""
+    """A namespace's packed posting lists as last built (retrieval/posting_lists.py, migration
+    0020)."""
 
     namespace = models.OneToOneField(
         Namespace,
@@ -408,7 +417,8 @@ class PostingList(models.Model):
 
 
 class PostingListChange(models.Model):
-    """A chunk written or deleted since its namespace's lists were built; recorded by the trigger."""
+    """A chunk written or deleted since its namespace's lists were built; recorded by the
+    trigger."""
 
     pk = models.CompositePrimaryKey("namespace", "chunk_id")
     namespace = models.ForeignKey(

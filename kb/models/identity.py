@@ -27,8 +27,10 @@ class GroupRule(models.Model):
     provider = models.CharField(max_length=8, choices=IdentityProvider.choices)
     group = models.CharField(
         max_length=500,
-        help_text="The group as the provider names it, compared without regard to case: an entry of the OpenID "
-        "Connect groups claim; for LDAP the group's DN (cn=staff,ou=groups,dc=example,dc=com) or its cn "
+        help_text="The group as the provider names it, compared without regard to case: an entry "
+        "of the OpenID "
+        "Connect groups claim; for LDAP the group's DN (cn=staff,ou=groups,dc=example,dc=com) or "
+        "its cn "
         "alone (which then matches a group of that cn anywhere under the group base).",
     )
     namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE, related_name="group_rules")
@@ -107,7 +109,10 @@ class SignIn(models.Model):
         verbose_name = "sign-in"
 
     def __str__(self) -> str:
-        return f"{self.username or '?'} {'signed in' if self.succeeded else 'failed'} ({self.method}) at {self.at}"
+        return (
+            f"{self.username or '?'} {'signed in' if self.succeeded else 'failed'} "
+            f"({self.method}) at {self.at}"
+        )
 
 
 class RestrictedRead(models.Model):

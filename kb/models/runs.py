@@ -47,7 +47,8 @@ class IngestRun(models.Model):
     chunks_total = models.PositiveIntegerField(
         "chunks to embed",
         default=0,
-        help_text="Chunks made so far whose text has no stored vector yet. A page written again once the site's "
+        help_text="Chunks made so far whose text has no stored vector yet. A page written again "
+        "once the site's "
         "repeated blocks are learned adds the chunks its new text changed.",
     )
     chunks_embedded = models.PositiveIntegerField(
@@ -56,7 +57,8 @@ class IngestRun(models.Model):
     chunks_written = models.PositiveIntegerField(
         "chunks stored",
         default=0,
-        help_text="Chunks the pages this run wrote now hold, unchanged text included: what the items' chunk "
+        help_text="Chunks the pages this run wrote now hold, unchanged text included: what the "
+        "items' chunk "
         "counts add up to.",
     )
     error = models.TextField(blank=True)

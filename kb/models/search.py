@@ -1,4 +1,5 @@
-"""What searching produced and is judged by: the query log, eval suites and runs, fusion calibrations."""
+"""What searching produced and is judged by: the query log, eval suites and runs, fusion
+calibrations."""
 
 from __future__ import annotations
 
@@ -35,15 +36,19 @@ class QueryLog(models.Model):
     strong = models.BooleanField(
         null=True,
         blank=True,
-        help_text="Whether a result was a strong match, the cited tier (curator report: weak when not); "
+        help_text="Whether a result was a strong match, the cited tier (curator report: weak "
+        "when not); "
         "blank for searches logged before it was recorded.",
     )
     meaning_excess = models.FloatField(
         null=True,
         blank=True,
-        help_text="How far the best passage's cosine stood beyond chance among the namespace's passages, in "
-        "standard deviations (kb.breadth.meaning_excess): the namespace's label-free weights read it "
-        "over its latest searches; blank when meaning was not used, the search was filtered, or the "
+        help_text="How far the best passage's cosine stood beyond chance among the namespace's "
+        "passages, in "
+        "standard deviations (kb.breadth.meaning_excess): the namespace's label-free weights "
+        "read it "
+        "over its latest searches; blank when meaning was not used, the search was filtered, or "
+        "the "
         "namespace's sample was still being read.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
@@ -58,7 +63,8 @@ class QueryLog(models.Model):
 
 class MeaningEstimate(models.Model):
     """A namespace's latest searches' median excess over chance (QueryLog.meaning_excess), kept
-    by the query log's writer (retrieval/querylog.py), so a search reads it with its namespace instead of
+    by the query log's writer (retrieval/querylog.py), so a search reads it with its namespace
+    instead of
     reading the log: what its weights are estimated from without judged queries."""
 
     namespace = models.OneToOneField(
@@ -112,7 +118,8 @@ class EvalSuite(models.Model):
 
     class Meta:
         ordering = ["name"]
-        constraints = [  # per namespace: a name taken in another tenant's namespace says nothing here
+        # per namespace: a name taken in another tenant's namespace says nothing here
+        constraints = [
             models.UniqueConstraint(
                 fields=["namespace", "name"], name="evalsuite_name_per_namespace"
             ),

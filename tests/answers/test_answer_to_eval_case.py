@@ -1,5 +1,6 @@
 """A curator turns a bad answer of the answer log into an answer case, through the real admin: the
-answer is made by the real answer path (a scripted model server), the case is added from the answer's
+answer is made by the real answer path (a scripted model server), the case is added from the
+answer's
 page, and the suite's "Run now" asks the question again and fails or passes on the case. A reader of
 the namespace may read the answer but not make a case of it."""
 

@@ -6,7 +6,7 @@ from answers.citations import NOT_COVERED, check, citations_of, split_sentences
 
 SOURCES = {
     1: "Pumpkins need sun, space and rich soil; water them deeply every week.",
-    2: "Roast the pumpkin, then blend it with stock, cream and nutmeg. Serve it hot within 2 hours.",
+    2: "Roast the pumpkin, then blend it with stock, cream and nutmeg. Serve it hot within 2 hours.",  # noqa: E501
 }
 
 

@@ -30,7 +30,8 @@ ABSTAINS = {"id": "abstains", "question": OFF_TOPIC, "expect": {"mustAbstain": T
 
 
 def kb_eval(tmp_path, data: dict, *args) -> tuple[int, str]:
-    """`manage.py kb_eval` in this process (the scripted model's settings hold), its exit status and output."""
+    """`manage.py kb_eval` in this process (the scripted model's settings hold), its exit status
+    and output."""
     path = tmp_path / "answers.json"
     path.write_text(json.dumps(data))
     out = tmp_path / "out.txt"

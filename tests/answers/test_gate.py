@@ -32,7 +32,8 @@ def test_a_strong_match_opens_the_gate_and_says_why(corpus):
     assert f"of the question's (at least {WORDS_SHARE:.0%} asked)" in gate.reason
 
 
-# SciFact's unanswerable claims in small: the question's own document (the soup recipe) taken away, a
+# SciFact's unanswerable claims in small: the question's own document (the soup recipe) taken away,
+# a
 # document on its subject stays (growing pumpkins, a strong match by meaning), and the question's
 # rarer words are in a document on another subject (the kitchen's rota, below the strong floor)
 WITHOUT_THE_RECIPE = {

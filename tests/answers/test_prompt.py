@@ -35,7 +35,8 @@ def test_a_question_whose_first_source_cannot_fit_fails_with_its_code():
 
 
 def test_a_long_question_is_counted_wherever_it_is_written():
-    """The question opens and closes the prompt: a source that fits beside one copy but not both is left out."""
+    """The question opens and closes the prompt: a source that fits beside one copy but not both is
+    left out."""
     question = "why " * 150
     budget = 2550
     prompt = build(
@@ -70,7 +71,8 @@ def test_a_read_window_ends_with_where_to_continue():
 
 
 def test_the_abstention_the_rules_ask_for_is_no_leak_of_the_rules():
-    """The model's "does not cover this" repeats the rules' words, as asked; the rule that asks for it does leak."""
+    """The model's "does not cover this" repeats the rules' words, as asked; the rule that asks for
+    it does leak."""
     prompt = build("why?", sources(300), context_tokens=2048, answer_tokens=256, tools=True)
     assert not leaks(NOT_COVERED, prompt)
     assert leaks("If they do not answer the question, write exactly: " + NOT_COVERED, prompt)

@@ -22,7 +22,8 @@ VERDICTS = {"supported", "unsupported", "dropped", "abstention"}
 @pytest.fixture
 def real_model(answer_server, settings):  # noqa: F811
     settings.KB_ANSWER_URL, settings.KB_ANSWER_MODEL = answer_server.base_url, answer_server.model
-    # a short prompt and answer: a 135M model on a busy 2-core machine reads about a hundred tokens a second
+    # a short prompt and answer: a 135M model on a busy 2-core machine reads about a hundred tokens
+    # a second
     settings.KB_ANSWER_CONTEXT_TOKENS, settings.KB_ANSWER_MAX_TOKENS = 1024, 24
     settings.KB_ANSWER_TIMEOUT = "5,300,600"
     kb_settings.cache_clear()

@@ -150,7 +150,8 @@ def test_unix_socket_database_url(tcp_postgres):
     "extension, says",
     [
         ("vector", ["no pgvector extension", "apt install postgresql-<major>-pgvector"]),
-        # text search in French and its neighbours needs unaccent, one of PostgreSQL's contrib modules
+        # text search in French and its neighbours needs unaccent, one of PostgreSQL's contrib
+        # modules
         ("unaccent", ["no unaccent extension", "postgresql-contrib"]),
     ],
 )

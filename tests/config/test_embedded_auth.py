@@ -1,4 +1,5 @@
-"""The embedded server takes password logins of the product's own role only (config/embedded_auth.py):
+"""The embedded server takes password logins of the product's own role only
+(config/embedded_auth.py):
 nothing that reaches its socket without the credentials file logs in, the product's role is no
 superuser (no `COPY … TO PROGRAM`), and a folder made by older code, which trusted everyone, is
 converted at its next start with its data and serves the product's role."""
@@ -41,7 +42,7 @@ PROBE = textwrap.dedent("""
                 got["extension"] = db.execute(
                     "SELECT count(*) FROM pg_extension WHERE extname = 'vector'").fetchone()[0]
     print(json.dumps(got))
-""")
+""")  # noqa: E501
 
 OLD_FOLDER = textwrap.dedent("""
     import sys, psycopg
@@ -55,7 +56,7 @@ OLD_FOLDER = textwrap.dedent("""
                          autocommit=True) as conn:
         conn.execute("CREATE TABLE survivor (id serial PRIMARY KEY, v text)")
         conn.execute("INSERT INTO survivor (v) VALUES ('still here')")
-""")
+""")  # noqa: E501
 
 SECURED = {
     "postgres without password": "refused",

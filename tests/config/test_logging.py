@@ -14,7 +14,7 @@ from django.test import Client
 Client().get("/api/search?query=x&namespace=nobody")
 logging.getLogger("django.server").info('"%s" %s %s', "GET /?q=" + "x" * 20000 + " HTTP/1.1", "200", "9",
                                         extra={"status_code": 200})
-"""
+"""  # noqa: E501
 
 
 def test_a_refused_request_is_logged_once_and_a_huge_request_line_is_cut(db):

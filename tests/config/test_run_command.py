@@ -119,7 +119,8 @@ def test_a_worker_that_dies_is_named_and_started_again(transactional_db, tmp_pat
             lambda: "started the worker (qcluster) again" in log_path.read_text(), 60
         ), log_path.read_text()
         assert "the worker (qcluster) exited (killed by SIGKILL)" in log_path.read_text()
-        # kb_run is their parent now, as PID 1 would be in a container, and waits for them: no zombie is left
+        # kb_run is their parent now, as PID 1 would be in a container, and waits for them: no
+        # zombie is left
         assert _wait_for(lambda: not any(psutil.pid_exists(p.pid) for p in orphans), 10), [
             (p.pid, p.status()) for p in orphans if psutil.pid_exists(p.pid)
         ]
@@ -143,7 +144,9 @@ def test_a_worker_that_keeps_dying_stops_the_product_with_the_reason(transaction
     proc, log = _start_kb_run(port, log_path)
 
     def cluster() -> psutil.Process | None:
-        try:  # the process kb_run started: its own group's leader (the cluster's orphaned forks are kb_run's too)
+        # the process kb_run started: its own group's leader (the cluster's orphaned forks are
+        # kb_run's too)
+        try:
             found = [
                 c
                 for c in psutil.Process(proc.pid).children()
@@ -175,8 +178,8 @@ def test_a_worker_that_keeps_dying_stops_the_product_with_the_reason(transaction
     assert len(killed) == RESTARTS_ALLOWED
     assert output.count("started the worker (qcluster) again") == RESTARTS_ALLOWED - 1
     assert (
-        f"the worker (qcluster) exited {RESTARTS_ALLOWED} times within {RESTART_WINDOW_S} s; stopping"
-        in output
+        f"the worker (qcluster) exited {RESTARTS_ALLOWED} times within {RESTART_WINDOW_S} s; "
+        "stopping" in output
     )
     children = subprocess.run(
         ["pgrep", "-f", f"runserver --noreload 127.0.0.1:{port}"], capture_output=True
@@ -188,7 +191,8 @@ SLOW_PAGES = 400
 
 
 def _slow_site(web) -> None:
-    """A site whose crawl takes minutes: a home page linking to pages that answer in a second each."""
+    """A site whose crawl takes minutes: a home page linking to pages that answer in a second
+    each."""
     from tests.webserver import Route
 
     def slow(handler):
@@ -320,7 +324,8 @@ def test_kb_run_inherits_its_childrens_orphans_and_waits_for_them():
             "DJANGO_SETTINGS_MODULE": "config.settings",
         },
     )
-    # the orphan and the started child were zombies; both are gone, and the started one's exit code is kept
+    # the orphan and the started child were zombies; both are gone, and the started one's exit code
+    # is kept
     assert done.stdout.split("\n")[-2] == "['zombie', 'zombie'] [] 3", done.stdout + done.stderr
 
 

@@ -185,7 +185,8 @@ def multipart(field_name: str, filename: str, content: bytes, media_type: str) -
     boundary = "kb-e2e-boundary-7d1f"
     body = (
         (
-            f'--{boundary}\r\nContent-Disposition: form-data; name="{field_name}"; filename="{filename}"\r\n'
+            f'--{boundary}\r\nContent-Disposition: form-data; name="{field_name}"; '
+            f'filename="{filename}"\r\n'
             f"Content-Type: {media_type}\r\n\r\n"
         ).encode()
         + content

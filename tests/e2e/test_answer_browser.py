@@ -1,4 +1,5 @@
-"""The answer on the search page, in headless Chromium, against the product's web server as scripts/run starts it.
+"""The answer on the search page, in headless Chromium, against the product's web server as
+scripts/run starts it.
 
 Two deployments over the test database: one whose answer model is the real SmolLM2-135M behind
 `transformers serve` (tests/answer_model.py), and one whose model is a scripted chat-completions
@@ -53,7 +54,8 @@ ANSWER_SECONDS = (
 
 
 def _web(tmp_path, name: str, **answer_env: str) -> tuple[Process, Http]:
-    """The web server as `kb_run` (scripts/run) starts it: threaded, serving the page's scripts too."""
+    """The web server as `kb_run` (scripts/run) starts it: threaded, serving the page's scripts
+    too."""
     port = free_port()
     env = product_env(DATABASE_URL=current_database_url(), KB_WARM_MODEL="query", **answer_env)
     args = [sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"]
@@ -156,7 +158,8 @@ def _opens_at_its_passage(browser, href: str) -> None:
     assert fragment.startswith("passage-"), href
     wait_for(
         lambda: browser.execute_script(
-            "var t = document.getElementById(arguments[0]); return !!t && t.classList.contains('cited');",
+            "var t = document.getElementById(arguments[0]); return !!t && "
+            "t.classList.contains('cited');",
             fragment,
         ),
         10,

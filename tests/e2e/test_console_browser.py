@@ -240,7 +240,8 @@ def test_the_one_time_token_has_a_copy_button(live_server, browser):
     button.click()
     wait_for(lambda: button.text == "Copied", 10, "the copy button to say Copied")
     copied = browser.execute_async_script(
-        "const done = arguments[0]; navigator.clipboard.readText().then(done, e => done('ERROR ' + e));"
+        "const done = arguments[0]; navigator.clipboard.readText().then(done, e => done('ERROR ' "
+        "+ e));"
     )
     assert copied == secret
     _shot(browser, "console-token-copy.png")

@@ -112,7 +112,8 @@ def test_upload_through_the_api_is_ingested_by_the_worker_and_found(
     auth = {"Authorization": f"Bearer {token}"}
     _, http = deployment.web[layout]
     text = (
-        b"# Lighthouse rota\n\nThe lighthouse keeper rota rotates every fortnight; the keeper on duty "
+        b"# Lighthouse rota\n\nThe lighthouse keeper rota rotates every fortnight; the keeper on "
+        b"duty "
         b"logs the lamp hours and the fog signal tests in the harbour book.\n"
     )
     body, content_type = multipart("files", "rota.md", text, "text/markdown")
@@ -162,7 +163,8 @@ def test_a_rate_limit_holds_across_gunicorn_workers(transactional_db, deployment
     with ThreadPoolExecutor(burst) as pool:
         codes = list(pool.map(call, range(burst)))
     assert sorted(codes) == [200] * limit + [429] * (burst - limit), codes
-    # each search is logged by its worker's writer thread after the answer: wait for the rows, so the
+    # each search is logged by its worker's writer thread after the answer: wait for the rows, so
+    # the
     # test database is not emptied while a worker still writes to it (a deadlock in the teardown)
     wait_for(
         lambda: QueryLog.objects.filter(namespace=namespace).count() == limit,

@@ -17,7 +17,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 REAL = Path(__file__).resolve().parent.parent / "fixtures" / "real" / "documents"
 PHONE = 390
-CODE = "result = asn1_decode_simple_der(ASN1_ETYPE_OCTET_STRING, der_buffer, der_buffer_length, &string, &length)"
+CODE = (
+    "result = asn1_decode_simple_der(ASN1_ETYPE_OCTET_STRING, der_buffer, der_buffer_length, "
+    "&string, &length)"
+)
 GUIDE = f"""# Decoding guide
 
 Call the decoder on the buffer:

@@ -1,7 +1,8 @@
 """The reader and curator pages in a real headless Chromium, as a person uses them: the
 document view on a phone with the cited passage highlighted, the no-results state and its
 correction, a reader signing in to a private namespace, a member reading a public one, thumbs up
-and the curator's report, and a query turned into an eval case. Screenshots go to test-artifacts/."""
+and the curator's report, and a query turned into an eval case. Screenshots go to
+test-artifacts/."""
 
 import json
 from urllib.request import urlopen
@@ -59,7 +60,7 @@ hi
 
 ## Memory {{#memory}}
 
-""" + "\n\n".join(
+""" + "\n\n".join(  # noqa: E501
     f"Paragraph {i} about malloc, free and pointer arithmetic in the heap allocator."
     for i in range(60)
 )

@@ -13,7 +13,8 @@ from tests.e2e.processes import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 PASSWORD = "curator-pass-123"
-ROWS = "#items-group tbody tr.has_original, #items-group tbody tr.kb-live-item"  # as loaded, and added live
+# as loaded, and added live
+ROWS = "#items-group tbody tr.has_original, #items-group tbody tr.kb-live-item"
 
 
 def _sign_in(browser, live_server):

@@ -32,7 +32,8 @@ from tests.e2e.processes import (
     wait_for,
 )
 
-# measured on the reference machine (two cores, the suite's other work beside it): see docs/deployment.md
+# measured on the reference machine (two cores, the suite's other work beside it): see
+# docs/deployment.md
 DEMO_BOUND_SECONDS = 300
 START_BOUND_SECONDS = 300
 README_QUERY = "how are sources ingested"
@@ -119,7 +120,8 @@ def test_scripts_run_ingests_the_demo_and_a_source_added_in_the_browser(tmp_path
             r.text for r in results
         ]
 
-        # a German page among the English ones: a German question is ranked by its words, and says so
+        # a German page among the English ones: a German question is ranked by its words, and says
+        # so
         _add_text_source(
             browser,
             http.base,
@@ -178,7 +180,8 @@ def test_scripts_run_ingests_the_demo_and_a_source_added_in_the_browser(tmp_path
         code = product.stop(signal.SIGINT)
     assert code == 0, product.output()[-4000:]
     assert "Traceback" not in product.output(), product.output()[-4000:]
-    # the worker embedded on all its cores: nothing started PyTorch's pool before django-q2 forked it
+    # the worker embedded on all its cores: nothing started PyTorch's pool before django-q2 forked
+    # it
     assert "forked after its parent" not in product.output(), product.output()[-4000:]
 
 
@@ -204,7 +207,8 @@ def _add_text_source(browser, base: str, namespace: str, name: str, text: str) -
 
 
 def _ingest_now(browser, base: str, name: str) -> None:
-    """Select the source named `name`, run "Ingest now" and wait on its run page until it succeeded."""
+    """Select the source named `name`, run "Ingest now" and wait on its run page until it
+    succeeded."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
 
@@ -217,7 +221,8 @@ def _ingest_now(browser, base: str, name: str) -> None:
     Select(browser.find_element(By.NAME, "action")).select_by_value("ingest_now")
     browser.find_element(By.CSS_SELECTOR, "button[name=index]").click()
     # the click returns before the action's page arrives; the list it leaves has no run links. The
-    # action must not wait for the worker ingesting the run queued on save (tests/ingest/test_jobs.py);
+    # action must not wait for the worker ingesting the run queued on save
+    # (tests/ingest/test_jobs.py);
     # a timeout says what the page showed
     try:
         links = wait_for(
@@ -243,7 +248,8 @@ def _ingest_now(browser, base: str, name: str) -> None:
 
 def _manual_text(page: str, word: str) -> str:
     """Two thousand characters of a translated Debian manual page (tests/fixtures/real/languages),
-    as text: the part around `word` (the Arabic page's word for "the processes", the German "Prozess")."""
+    as text: the part around `word` (the Arabic page's word for "the processes", the German
+    "Prozess")."""
     from ingest.extract import extract
 
     content = extract(

@@ -1,6 +1,9 @@
-"""kb_answer_bench end to end on a tiny corpus of claims: both namespaces ingested through the real pipeline,
-the gate's figures (and that they move with its rule removed), the checker against labels (and a planted
-wrong citation caught), and the latency before a model on loopback (a scripted chat-completions server:
+"""kb_answer_bench end to end on a tiny corpus of claims: both namespaces ingested through the real
+pipeline,
+the gate's figures (and that they move with its rule removed), the checker against labels (and a
+planted
+wrong citation caught), and the latency before a model on loopback (a scripted chat-completions
+server:
 what is timed is the product's side)."""
 
 import io
@@ -64,7 +67,7 @@ def write_corpus(folder):
                 "sources": {"1": "e1", "2": "e2"},
                 "sentences": [
                     {
-                        "text": "Roast the pumpkin, then blend it with stock, cream and nutmeg. [1]",
+                        "text": "Roast the pumpkin, then blend it with stock, cream and nutmeg. [1]",  # noqa: E501
                         "label": "supported",
                         "kind": "quote",
                     },

@@ -68,7 +68,8 @@ def test_strong_cosine_reads_the_best_cosine_of_own_and_off_topic_questions(corp
     )
     assert (
         lines[0]
-        == f"tenant:a, {get_embedder().model_id}, strong from cosine 0.35 (the model's own, measured)"
+        == f"tenant:a, {get_embedder().model_id}, strong from cosine 0.35 (the model's own, "
+        "measured)"
     )
     assert strong_floor() == (0.35, "the model's own, measured")
     rows = {line.split(" (")[0]: line.split(" | ") for line in lines[2:]}
@@ -101,7 +102,8 @@ def test_bm25_per_config_grades_both_ways_per_query_language(corpus, tmp_path):
         match.group(1, 2): (match.group(3), match.group(4))
         for match in (
             re.fullmatch(
-                r"  BM25 nDCG@10, statistics (namespace|per configuration) +(\S+) +(\S+) \((\d+) queries\)",
+                r"  BM25 nDCG@10, statistics (namespace|per configuration) +(\S+) +(\S+) \((\d+) "
+                r"queries\)",
                 line,
             )
             for line in lines[1:]

@@ -25,7 +25,8 @@ def ods_bomb() -> bytes:
         'xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" '
         'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0"><office:body><office:spreadsheet>'
         '<table:table table:name="s"><table:table-row table:number-rows-repeated="1000000">'
-        f'<table:table-cell table:number-columns-repeated="1000000"><text:p>{text}</text:p></table:table-cell>'
+        "<table:table-cell "
+        f'table:number-columns-repeated="1000000"><text:p>{text}</text:p></table:table-cell>'
         "</table:table-row></table:table></office:spreadsheet></office:body></office:document-content>"
     )
     buffer = io.BytesIO()
@@ -49,7 +50,8 @@ def docx_bomb(size: int = 200 * 1024**2) -> bytes:
     content_types = (
         '<?xml version="1.0" encoding="UTF-8"?>'
         '<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
-        '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
+        '<Default Extension="rels" '
+        'ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
         '<Default Extension="xml" ContentType="application/xml"/>'
         '<Override PartName="/word/document.xml" '
         'ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>'

@@ -106,7 +106,8 @@ def _browser_upload(name_as_sent: str, body: bytes, fields: dict[str, str]) -> t
     ]
     parts.append(
         (
-            f'--{boundary}\r\nContent-Disposition: form-data; name="files"; filename="{name_as_sent}"\r\n'
+            f'--{boundary}\r\nContent-Disposition: form-data; name="files"; '
+            f'filename="{name_as_sent}"\r\n'
             f"Content-Type: text/plain\r\n\r\n"
         ).encode()
         + body

@@ -276,7 +276,10 @@ def test_an_eval_suite_name_taken_by_another_tenant_neither_captures_its_cases_n
 
     ours, theirs = tenants
     _, client = _member(ours, can_write=True)
-    definition = '{"version": 1, "cases": [{"id": "c", "question": "apple", "expect": {"relevant": ["apple-doc"]}}]}'
+    definition = (
+        '{"version": 1, "cases": [{"id": "c", "question": "apple", "expect": '
+        '{"relevant": ["apple-doc"]}}]}'
+    )
     for name in (
         curated_suite_name(theirs.slug),
         "zebra-suite",

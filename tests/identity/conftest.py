@@ -50,7 +50,8 @@ def directory(slapd, identity_settings):
 
 @pytest.fixture
 def oidc_provider(live_server, tmp_path, identity_settings):
-    """The test provider, with the live server registered as its client, and the product using it."""
+    """The test provider, with the live server registered as its client, and the product using
+    it."""
     provider = OidcProvider(tmp_path / "provider", live_server.url).start()
     identity_settings(provider.settings())
     yield provider

@@ -48,7 +48,8 @@ def _wait(condition, seconds: float, what: str, log: Path) -> None:
     while not condition():
         if time.monotonic() > deadline:
             raise AssertionError(
-                f"{what} did not start in {seconds:.0f} s:\n{log.read_text(errors='replace')[-3000:]}"
+                f"{what} did not start in {seconds:.0f} "
+                f"s:\n{log.read_text(errors='replace')[-3000:]}"
             )
         time.sleep(0.1)
 

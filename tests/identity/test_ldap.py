@@ -163,7 +163,7 @@ def test_a_live_session_reads_its_groups_again_once_due_and_ends_when_the_person
     assert _memberships("alice") == set()
 
 
-def test_another_entry_with_the_accounts_name_up_to_case_is_refused_and_cannot_inherit_a_live_session(
+def test_another_entry_with_the_accounts_name_up_to_case_is_refused_and_cannot_inherit_a_live_session(  # noqa: E501
     directory, namespaces
 ):
     """The account is found by name, which PostgreSQL compares ignoring case: `alıce` (dotless i)

@@ -1,4 +1,5 @@
-"""OpenID Connect sign-in against a real provider (django-oidc-provider, tests/identity/oidc_provider)
+"""OpenID Connect sign-in against a real provider (django-oidc-provider,
+tests/identity/oidc_provider)
 run as its own process on loopback, driven over HTTP as a browser would: the provider's sign-in
 form, its redirect with a code, the product's callback. The account is made at the first sign-in,
 the groups claim maps to memberships, a group changed at the provider counts at the next sign-in,

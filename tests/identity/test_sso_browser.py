@@ -44,7 +44,7 @@ GroupRule.objects.create(provider="oidc", group="editors", namespace=Namespace.o
 GroupRule.objects.create(provider="ldap", group="readers", namespace=Namespace.objects.get(slug="team-c"))
 GroupRule.objects.create(provider="ldap", group="staff", namespace=Namespace.objects.get(slug="team-a"))
 print("ready")
-"""
+"""  # noqa: E501
 
 
 def _collections(browser) -> set[str]:

@@ -112,7 +112,7 @@ def test_budget_respected_and_overlap_stays_within_a_section():
 
 
 def test_byte_offsets_on_chinese_and_emoji():
-    doc = "# 指南 🚀\n\n这是第一段。包含表情符号 😀👍🏽 和中文。\n\n## 安装\n\n运行命令安装。第二句话。第三句话！\n"
+    doc = "# 指南 🚀\n\n这是第一段。包含表情符号 😀👍🏽 和中文。\n\n## 安装\n\n运行命令安装。第二句话。第三句话！\n"  # noqa: E501
     chunks = chunk_markdown(doc, "指南", ChunkOptions(max_tokens=12, overlap_tokens=3))
     assert len(chunks) > 2
     _assert_offsets(doc, chunks)
@@ -122,10 +122,11 @@ def test_byte_offsets_on_chinese_and_emoji():
 
 
 def test_a_cjk_run_after_a_latin_word_counts_each_character():
-    # a word stops where Han or kana starts: "Windows" is one token, each of 版のインストール another
+    # a word stops where Han or kana starts: "Windows" is one token, each of 版のインストール another  # noqa: E501
     assert estimate_tokens("Windows版のインストール") == 9
     assert estimate_tokens("第2章 𠮷野家") == 6  # supplementary-plane Han too
-    # one run of 100,001 characters opened by a Latin letter: counted as two tokens, it was one passage
+    # one run of 100,001 characters opened by a Latin letter: counted as two tokens, it was one
+    # passage
     # too long for PostgreSQL's tsvector, and its failure took the whole write batch with it
     text = "a" + "中文" * 50_000
     chunks = chunk_text(text, "", ChunkOptions(max_tokens=400, overlap_tokens=30))

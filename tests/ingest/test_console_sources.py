@@ -280,8 +280,8 @@ def test_a_run_page_is_titled_by_source_and_run_and_a_failed_run_looks_failed(
     assert re.search(r'<progress class="kb-run-progress kb-failed"[^>]*value="0"', listing)
     run.refresh_from_db()
     assert (
-        f'<td class="field-queued_at nowrap">{timezone.localtime(run.queued_at):%Y-%m-%d %H:%M:%S}</td>'
-        in listing
+        '<td class="field-queued_at '
+        f'nowrap">{timezone.localtime(run.queued_at):%Y-%m-%d %H:%M:%S}</td>' in listing
     )
     assert '<td class="field-items">1 failed</td>' in listing
     IngestRun.objects.filter(pk=run.pk).update(finished_at=run.started_at + timedelta(seconds=98))

@@ -9,7 +9,10 @@ from ingest.service import start_ingest
 from kb.models import Document, IngestItem, Source
 from tests.webserver import WebServer
 
-BAD_LINK = '<a href="http://HOST_NAME_OR_IP_ADDRESS[:PORT_NUMBER]/">http://HOST_NAME_OR_IP_ADDRESS[:PORT_NUMBER]/</a>'
+BAD_LINK = (
+    "<a "
+    'href="http://HOST_NAME_OR_IP_ADDRESS[:PORT_NUMBER]/">http://HOST_NAME_OR_IP_ADDRESS[:PORT_NUMBER]/</a>'
+)
 
 
 @pytest.fixture
@@ -32,7 +35,8 @@ def _crawl(namespace, web):
 def test_a_link_that_is_no_url_is_not_followed_and_the_crawl_goes_on(namespace, web):
     web.page(
         "/",
-        "<main><h1>Home</h1><p>Start here.</p><a href='/a.html'>A</a> <a href='/b.html'>B</a></main>",
+        "<main><h1>Home</h1><p>Start here.</p><a href='/a.html'>A</a> <a "
+        "href='/b.html'>B</a></main>",
     )
     web.page(
         "/a.html",

@@ -71,7 +71,8 @@ def test_each_chunk_keeps_its_own_vector_when_batches_are_cut_by_length(monkeypa
         [embedder.embedder.embed_documents([c.text]) for c in chunks]
     )  # each text on its own
     similarity = stored @ alone.T
-    # each stored vector is its own text's (dynamic int8 quantises activations per batch: close, not equal)
+    # each stored vector is its own text's (dynamic int8 quantises activations per batch: close, not
+    # equal)
     assert (np.diag(similarity) >= 0.98).all(), np.diag(similarity)
     assert (similarity.argmax(axis=1) == np.arange(len(chunks))).all()
 

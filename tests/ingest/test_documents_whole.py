@@ -183,7 +183,8 @@ def test_running_heads_numbered_with_the_page_are_dropped_though_their_text_chan
 
 def test_split_words_are_joined_where_the_document_says_so():
     pages = [
-        "The func-\ntion reads a well-\nknown value from asn1 read value and the\nre-\nsult of ASN1_\n"
+        "The func-\ntion reads a well-\nknown value from asn1 read value and the\nre-\nsult of "
+        "ASN1_\n"
         "ELEMENT_NOT_FOUND.\nThe file name is set.",
         "int asn1_read_value (node, file_name); this function is well known; a result.",
     ]
@@ -206,7 +207,10 @@ def test_contents_and_index_pages_are_left_out_and_spec_lines_are_not():
             "2.6 Grundlegende Paketmanagement-Operationen mit apt(8) / apt-cache(8) . 52",
         ]
     )
-    body = "Use apt to install packages . . . . . . . . 12\nA sentence that ends in an ellipsis... 10\nPlain text."
+    body = (
+        "Use apt to install packages . . . . . . . . 12\nA sentence that ends in an "
+        "ellipsis... 10\nPlain text."
+    )
     specs = "\n".join(
         f"{name} . . . . . . . . {value}"
         for name, value in (

@@ -92,7 +92,7 @@ model = SentenceTransformer(str(bundled_model_path()), device="cpu")
 print("ready", flush=True)
 sys.stdin.readline()  # both processes start exporting together
 assert load_onnx_query_encoder(model, bundled_model_path(), Path(sys.argv[1]), name="minilm") is not None
-"""
+"""  # noqa: E501
 
 
 def test_processes_starting_together_export_the_graph_once(tmp_path):

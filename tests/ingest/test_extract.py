@@ -75,8 +75,9 @@ def test_markdown_passes_through_with_title():
 
 
 def test_a_comment_or_prompt_inside_a_code_fence_is_not_the_title():
-    # as in the Debian Administrator's Handbook's backup section in Chinese, whose crontab block opens with a comment
-    text = "## 备份和恢复\n\n```\n# MIN HR DOM MON DOW STRFTIME_FMT\n0 * * * * backup\n```\n\n# 备份工具\n"
+    # as in the Debian Administrator's Handbook's backup section in Chinese, whose crontab block
+    # opens with a comment
+    text = "## 备份和恢复\n\n```\n# MIN HR DOM MON DOW STRFTIME_FMT\n0 * * * * backup\n```\n\n# 备份工具\n"  # noqa: E501
     assert extract(text.encode(), "text/markdown").title == "备份工具"
     fenced_only = "## Setup\n\n~~~\n# apt install foo\n~~~\n"
     assert (

@@ -196,7 +196,8 @@ def test_the_api_refuses_a_folder_outside_the_roots_and_a_local_repository(
 def test_the_api_refuses_a_web_url_that_is_not_http_when_the_source_is_saved(
     client, namespace, pattern
 ):
-    """A git source's `web_url` becomes every citation's link: refused at save, not only at its first run."""
+    """A git source's `web_url` becomes every citation's link: refused at save, not only at its
+    first run."""
     _, token = issue_token("writer", namespaces=[namespace], scope=ApiToken.Scope.WRITE)
     response = client.post(
         "/api/sources",

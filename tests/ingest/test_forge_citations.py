@@ -14,8 +14,10 @@ FORGE = "https://forge.example/docs/blob/{commit}/{path}#L{line}"
 
 def test_markdown_citations_open_the_heading_a_first_words_match_misses():
     source = (
-        "# Setup\n\nHow to install it.\n\n## Linux\n\nInstall the package with your package manager.\n\n"
-        "## macOS\n\nInstall the package with your package manager.\n\nThen run `kb doctor` to check "
+        "# Setup\n\nHow to install it.\n\n## Linux\n\nInstall the package with your package "
+        "manager.\n\n"
+        "## macOS\n\nInstall the package with your package manager.\n\nThen run `kb doctor` to "
+        "check "
         "the installation.\n"
     ).encode()
     lines = source.decode().splitlines()

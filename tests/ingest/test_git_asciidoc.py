@@ -156,7 +156,8 @@ def test_a_documents_own_idprefix_idseparator_and_explicit_ids_are_the_anchors()
     from ingest.extract.isolated import extract_isolated
 
     body = (
-        b"= Guide\n:idprefix:\n:idseparator: -\n\n== Getting Started\n\ntext\n\n[#own-id]\n== Next Steps\n\n"
+        b"= Guide\n:idprefix:\n:idseparator: -\n\n== Getting Started\n\ntext\n\n[#own-id]\n== "
+        b"Next Steps\n\n"
         b"more\n\n[[legacy]]\n=== Old Style\n\nend\n"
     )
     extracted = extract_isolated(body, "text/asciidoc")

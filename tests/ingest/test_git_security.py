@@ -149,7 +149,8 @@ def test_curl_connects_to_the_vetted_address_of_a_name_written_with_a_trailing_d
     git_settings, allow_loopback, served, tmp_path
 ):
     """A name DNS does not know (`.invalid`), vetted as 127.0.0.1: the fetch succeeds only if curl
-    takes the pinned address, and fails if it asks DNS itself (where a rebinding answer would win)."""
+    takes the pinned address, and fails if it asks DNS itself (where a rebinding answer would
+    win)."""
     location = f"http://kb-pin-test.invalid.:{served.port}/docutils/.git"
     git = Git(location, tmp_path / "cache", timeout=60, max_bytes=10**8)
     head = git.fetch(

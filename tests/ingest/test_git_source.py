@@ -275,7 +275,8 @@ def test_an_unknown_branch_is_a_clear_error_and_deletes_nothing(
 def test_a_renamed_file_whose_forge_url_sorts_before_its_path_still_moves(
     namespace, git_settings, allow_loopback, served
 ):
-    """The store knows each document under its forge URL too (its `url`): only paths are renamed from."""
+    """The store knows each document under its forge URL too (its `url`): only paths are renamed
+    from."""
     source = _source(namespace, served.url("docutils/.git"), include=["notebooks/*"], web_url=FORGE)
     assert _sync(source).items_changed == 2
     before = Document.objects.get(source=source, ref="notebooks/test4.ipynb").pk

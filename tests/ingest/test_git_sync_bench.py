@@ -31,7 +31,8 @@ def test_the_sync_bench_times_a_noop_and_exactly_three_changes(settings, tmp_pat
         0,
         0,
     )
-    # one `git fetch`: the ref advertisement, then (protocol v2) ls-refs and the shallow fetch's negotiation
+    # one `git fetch`: the ref advertisement, then (protocol v2) ls-refs and the shallow fetch's
+    # negotiation
     assert noop["git_requests"] == 3 == result["three_changes"]["git_requests"]
     changes = result["three_changes"]
     renamed_from, renamed_to = result["renamed"]

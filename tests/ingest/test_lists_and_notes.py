@@ -46,7 +46,8 @@ def test_real_html_list_numbered_from_zero_keeps_its_numbers():
     assert "\n0. PREAMBLE\n" in content and "\n11. RELICENSING\n" in content
 
 
-# --- numbered lists ---------------------------------------------------------------------------------
+# --- numbered lists
+# ---------------------------------------------------------------------------------
 # gfdl.docx and gfdl.odt: pandoc's rendering of the GFDL page above: sections 0 to 11 a numbered
 # list, each item's later paragraphs in the item, section 4's conditions A to O a list inside it
 @pytest.mark.parametrize(
@@ -91,7 +92,8 @@ def test_docx_list_styles_number_and_bullet_as_word_does():
     )
 
 
-# --- footnotes and endnotes -------------------------------------------------------------------------
+# --- footnotes and endnotes
+# -------------------------------------------------------------------------
 # tutorial-join-notes.*: PostgreSQL's "2.6. Joins Between Tables" with its footnote, by pandoc
 NOTE = "This is only a conceptual model. The join is usually performed in a more efficient manner"
 
@@ -160,11 +162,14 @@ def _odt(text_xml: str) -> bytes:
         archive.writestr(
             "content.xml",
             (
-                '<office:document-content xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
+                "<office:document-content "
+                'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
                 'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" '
                 'xmlns:style="urn:oasis:names:tc:opendocument:xmlns:style:1.0"><office:automatic-styles>'
-                '<text:list-style style:name="N"><text:list-level-style-number text:level="1" style:num-format="1"/>'
-                '<text:list-level-style-bullet text:level="2" text:bullet-char="*"/></text:list-style>'
+                '<text:list-style style:name="N"><text:list-level-style-number text:level="1" '
+                'style:num-format="1"/>'
+                '<text:list-level-style-bullet text:level="2" '
+                'text:bullet-char="*"/></text:list-style>'
                 f"</office:automatic-styles><office:body><office:text>{text_xml}</office:text></office:body>"
                 "</office:document-content>"
             ),
@@ -174,7 +179,8 @@ def _odt(text_xml: str) -> bytes:
 
 def _note(n: int, kind: str, text: str) -> str:
     return (
-        f'<text:note text:id="n{n}" text:note-class="{kind}"><text:note-citation>{n}</text:note-citation>'
+        f'<text:note text:id="n{n}" '
+        f'text:note-class="{kind}"><text:note-citation>{n}</text:note-citation>'
         f"<text:note-body><text:p>{text}</text:p></text:note-body></text:note>"
     )
 

@@ -69,7 +69,7 @@ def test_sitemap_index_lastmod_and_conditional_refetch(web, fetcher):
 
 def test_sitemap_with_entity_expansion_is_refused(web, fetcher):
     bomb = b"""<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;">]>
-<urlset><url><loc>&lol2;</loc></url></urlset>"""
+<urlset><url><loc>&lol2;</loc></url></urlset>"""  # noqa: E501
     web.routes["/sitemap.xml"] = Route(bomb, 200, XML)
     with pytest.raises(ContentRejected) as excinfo:
         _load(
@@ -80,7 +80,8 @@ def test_sitemap_with_entity_expansion_is_refused(web, fetcher):
 
 def test_sitemap_and_crawl_prefer_llms_txt(web, fetcher):
     web.routes["/llms.txt"] = Route(
-        b"# Site\n\n> About\n\n## Docs\n\n- [Intro](/intro): start here\n- [API](https://elsewhere.invalid/api)\n",
+        b"# Site\n\n> About\n\n## Docs\n\n- [Intro](/intro): start here\n- "
+        b"[API](https://elsewhere.invalid/api)\n",
         200,
         {"Content-Type": "text/plain"},
     )

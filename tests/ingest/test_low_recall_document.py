@@ -1,4 +1,5 @@
-"""A page under the recall threshold is flagged on its document too, not only in the run's report."""
+"""A page under the recall threshold is flagged on its document too, not only in the run's
+report."""
 
 from __future__ import annotations
 

@@ -34,7 +34,8 @@ def alternative_with_attachment() -> bytes:
         b"--m\r\nContent-Type: multipart/alternative; boundary=a\r\n\r\n"
         b"--a\r\nContent-Type: text/plain\r\n\r\nHello in plain text.\r\n"
         b"--a\r\nContent-Type: text/html\r\n\r\n<p>Hello in HTML.</p>\r\n--a--\r\n"
-        b'--m\r\nContent-Type: application/pdf\r\nContent-Disposition: attachment; filename="report.pdf"\r\n'
+        b"--m\r\nContent-Type: application/pdf\r\nContent-Disposition: attachment; "
+        b'filename="report.pdf"\r\n'
         b"Content-Transfer-Encoding: base64\r\n\r\nJVBERi0=\r\n--m--\r\n"
     )
 

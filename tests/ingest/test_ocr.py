@@ -89,7 +89,8 @@ def _png_header_only(width: int, height: int) -> bytes:
     )
 
 
-# --- pure ------------------------------------------------------------------------------------------
+# --- pure
+# ------------------------------------------------------------------------------------------
 def test_page_ranges_and_the_report_reason():
     assert page_ranges([1, 2, 3, 5, 7, 8]) == "1-3, 5, 7-8"
     extracted = doc.Extracted(
@@ -114,7 +115,8 @@ def test_words_are_joined_in_tesseract_reading_order():
     assert page.text == "Two columns\nleft\n\nright" and page.confidence == 75.0
 
 
-# --- through the parser child ----------------------------------------------------------------------
+# --- through the parser child
+# ----------------------------------------------------------------------
 @needs_tesseract
 def test_scanned_pdf_is_read_with_its_pages_kept():
     extracted = extract_isolated(

@@ -88,7 +88,8 @@ def test_resync_skips_unchanged_reembeds_edits_and_removes_vanished_pages(web, s
     ) == {"new"}
     usage = Document.objects.get(ref=web.url("/usage"))
     assert usage.title == "Usage" and usage.etag == '"u1"'
-    # no ids on the page: the h2 is cited at the page top (no invented slug); the bare h1 opens its chunk
+    # no ids on the page: the h2 is cited at the page top (no invented slug); the bare h1 opens its
+    # chunk
     assert list(usage.chunks.values_list("anchor", flat=True)) == [""]
 
     # a second run of the unchanged source: 304s, zero embedding calls, zero writes

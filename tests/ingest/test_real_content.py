@@ -309,7 +309,8 @@ def test_epub_chapters_in_spine_order():
             '<?xml version="1.0"?><package xmlns="http://www.idpf.org/2007/opf" '
             'version="3.0"><metadata xmlns:dc="http://purl.org/dc/elements/1.1/"><dc:title>Python '
             'chapters</dc:title></metadata><manifest><item id="b" href="b.xhtml" media-type='
-            '"application/xhtml+xml"/><item id="a" href="a.xhtml" media-type="application/xhtml+xml"/>'
+            '"application/xhtml+xml"/><item id="a" href="a.xhtml" '
+            'media-type="application/xhtml+xml"/>'
             '</manifest><spine><itemref idref="b"/><itemref idref="a"/></spine></package>',
         )
         for name, data in chapters.items():

@@ -46,7 +46,7 @@ def test_a_lone_article_keeps_the_title_and_summary_beside_it():
         + b"ExampleDirective sets the example. " * 20
         + b"""</p></article>
     <section><h2>See also</h2><ul><li><a href='/a'>mod_other</a></li><li><a href='/b'>mod_more</a></li></ul>
-    </section></div><footer>Copyright</footer></body>"""
+    </section></div><footer>Copyright</footer></body>"""  # noqa: E501
     )
     content = extract(html, "text/html").content
     assert "# mod_example" in content and "answers every request" in content
@@ -67,7 +67,7 @@ def test_what_repeats_the_page_itself_is_dropped_and_what_it_repeats_is_kept():
 
 def test_a_collapsed_list_that_says_more_than_the_page_is_kept():
     html = b"""<main><h1>T</h1><p>Intro text for the page.</p><details><summary>More</summary><ul>
-    <li>First hidden fact</li><li>Second hidden fact</li><li>Third hidden fact</li></ul></details></main>"""
+    <li>First hidden fact</li><li>Second hidden fact</li><li>Third hidden fact</li></ul></details></main>"""  # noqa: E501
     content = extract(html, "text/html").content
     assert "Second hidden fact" in content
 

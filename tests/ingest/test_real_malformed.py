@@ -98,7 +98,8 @@ def test_close_headings_leaves_comments_and_scripts_alone():
 
 def test_header_cells_that_span_columns_keep_the_cells_after_them_above_their_columns():
     html = (
-        b"<main><h1>T</h1><p>Intro.</p><table><tr><th rowspan='2'>Name</th><th colspan='2'>Size</th>"
+        b"<main><h1>T</h1><p>Intro.</p><table><tr><th rowspan='2'>Name</th><th "
+        b"colspan='2'>Size</th>"
         b"<th>Note</th></tr><tr><th>min</th><th>max</th><th>unit</th></tr>"
         b"<tr><td>a</td><td>1</td><td>2</td><td>kB</td></tr></table></main>"
     )
@@ -112,7 +113,8 @@ def test_header_cells_that_span_columns_keep_the_cells_after_them_above_their_co
 
 def test_a_literal_layout_keeps_its_lines():
     html = (
-        b"<main><h1>T</h1><p>Intro.</p><div class='literallayout'><p>Alice Example<br>12 Main Street<br>"
+        b"<main><h1>T</h1><p>Intro.</p><div class='literallayout'><p>Alice Example<br>12 Main "
+        b"Street<br>"
         b"Springfield<br></p></div><p>One<br>two.</p></main>"
     )
     content = extract(html, "text/html").content

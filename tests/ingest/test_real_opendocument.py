@@ -54,7 +54,8 @@ def test_presentation_template_slides_are_sections_with_their_table():
         "## Slide 1: Freshes Impress Template {#slide-1}\n\nLorem ipsum dolor"
     )
     assert (
-        "## Slide 9: Lorem Ipsum {#slide-9}\n\n| Lorem Ipsum Dolor 1 | M 1,000 | M 1,489 | M 2,388 |\n"
+        "## Slide 9: Lorem Ipsum {#slide-9}\n\n| Lorem Ipsum Dolor 1 | M 1,000 | M 1,489 | M "
+        "2,388 |\n"
         "|---|---|---|---|\n| Lorem Ipsum Dolor 2 | M 2,135 | M 3,432 | M 1,235 |"
     ) in extracted.content
     assert extracted.content.endswith(

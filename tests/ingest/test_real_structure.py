@@ -93,15 +93,20 @@ def test_code_block_in_a_numbered_list_keeps_its_lines():
 
 
 def test_definition_list_and_cell_structure_is_kept():
-    html = b"<main><h1>T</h1><dl><dt>--flag</dt><dd><p>First.</p><pre>x = 1\ny = 2</pre></dd></dl></main>"
+    html = (
+        b"<main><h1>T</h1><dl><dt>--flag</dt><dd><p>First.</p><pre>x = 1\ny = "
+        b"2</pre></dd></dl></main>"
+    )
     content = extract(html, "text/html").content
     assert "--flag" in content and "```\nx = 1\ny = 2\n```" in content
 
 
 def test_footnotes_in_aside_are_kept_and_other_asides_dropped():
     html = (
-        b"<main><h1>T</h1><p>Claim.<a href='#f1'>1</a></p><aside class='sidebar'>Related links</aside>"
-        b"<aside class='footnote-list brackets'><aside class='footnote' id='f1'><p>The source of the claim.</p>"
+        b"<main><h1>T</h1><p>Claim.<a href='#f1'>1</a></p><aside class='sidebar'>Related "
+        b"links</aside>"
+        b"<aside class='footnote-list brackets'><aside class='footnote' id='f1'><p>The source of "
+        b"the claim.</p>"
         b"</aside></aside></main>"
     )
     content = extract(html, "text/html").content
@@ -128,7 +133,8 @@ def test_long_table_is_cut_between_rows_and_every_part_repeats_the_header():
 
 def test_ids_on_wrappers_and_a_name_targets_become_anchors():
     html = (
-        b"<body><div id='content'><div class='sect1' id='intro'><div class='titlepage'><h2>Intro</h2></div>"
+        b"<body><div id='content'><div class='sect1' id='intro'><div "
+        b"class='titlepage'><h2>Intro</h2></div>"
         b"<p>Text one is long enough.</p></div><a name='usage'></a><h2>Usage</h2><p>Text two.</p>"
         b"<h3>No id here</h3><p>Text three.</p></div></body>"
     )
@@ -164,7 +170,8 @@ def test_permalinks_and_source_links_in_prose_are_removed():
     assert "¶" not in content and "[source]" not in content
     assert "sqlite3.connect" in content  # the definition itself stays
     html = (
-        b"<main><h1>T</h1><dl><dt id='f'>f(x)<a class='reference internal' href='../_modules/m.html#f'>"
+        b"<main><h1>T</h1><dl><dt id='f'>f(x)<a class='reference internal' "
+        b"href='../_modules/m.html#f'>"
         b"<span class='viewcode-link'><span class='pre'>[source]</span></span></a>"
         b"<a class='headerlink' href='#f' title='Link to this definition'>\xc2\xb6</a></dt>"
         b"<dd>Does f.</dd></dl></main>"
@@ -199,7 +206,8 @@ def test_a_described_function_or_method_is_a_section_of_its_own_at_its_id():
         "Create or remove a user-defined SQL function"
         in chunks["sqlite3.Connection.create_function"].text
     )
-    # a term with an id but no permalink to it (DocBook's parameter list) stays a term in its section
+    # a term with an id but no permalink to it (DocBook's parameter list) stays a term in its
+    # section
     assert not any("TEMPORARY" in h for h in _headings(_content("docbook/sql-createtable.html")))
 
 
@@ -218,7 +226,8 @@ def test_texinfo_navigation_lines_are_dropped():
 
 def test_a_site_banner_called_header_is_not_read_as_asciidoc_header():
     html = (
-        b"<body><div id='header'><h1><a href='/'>Acme</a></h1><a href='/a'>Products</a> <a href='/b'>Pricing</a>"
+        b"<body><div id='header'><h1><a href='/'>Acme</a></h1><a href='/a'>Products</a> <a "
+        b"href='/b'>Pricing</a>"
         b"</div><div id='content'><h2>Setup</h2><p>"
         + b"Install the agent and start it. " * 20
         + b"</p></div><div id='footer'>Copyright</div></body>"

@@ -84,7 +84,7 @@ def test_a_line_of_links_to_the_pages_own_headings_is_its_contents_not_content()
     page = b"""<h1>Write Flags</h1><div><a href="#groups">Modules</a> | <a href="#define-members">Macros</a> |
     <a href="#enumval-members">Enumerator</a></div><p>See <a href="#define-members">Macros</a> below.</p>
     <p><a href="other.html#groups">Modules</a></p><h2><a name="groups"></a>Modules</h2><p>Copy Flags</p>
-    <h2><a name="define-members"></a>Macros</h2><p>MDB_NOOVERWRITE 0x10</p>"""
+    <h2><a name="define-members"></a>Macros</h2><p>MDB_NOOVERWRITE 0x10</p>"""  # noqa: E501
     assert [line.text for line in page_lines(page)] == [
         "write flags",
         "see macros below",
@@ -112,7 +112,8 @@ def test_a_one_page_manuals_index_links_to_the_page_and_is_content():
 
 
 def test_an_index_of_links_to_other_pages_lost_is_flagged():
-    """Python's index for the letter Y, its 19 entries links to other pages, extracted without them."""
+    """Python's index for the letter Y, its 19 entries links to other pages, extracted without
+    them."""
     body = (REAL / "sphinx-short/genindex-Y.html").read_bytes()
     page = extract(body, "text/html")
     assert not content_recall(page_lines(body), _chunks(page.content, page.title)).low

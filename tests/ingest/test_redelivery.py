@@ -127,7 +127,8 @@ def test_a_run_the_watchdog_fails_while_its_redelivery_starts_stays_failed(sourc
 
 
 def test_a_late_redelivery_of_a_refresh_starts_no_second_run(source, monkeypatch):
-    # the scheduler's pass starts by closing stale connections: here that would end the test's transaction
+    # the scheduler's pass starts by closing stale connections: here that would end the test's
+    # transaction
     monkeypatch.setattr("django_q.scheduler.close_old_django_connections", lambda: None)
     source.refresh_interval = timedelta(hours=6)
     source.save()

@@ -74,7 +74,8 @@ def test_an_items_duration_is_its_own_not_the_batchs(source):
     chunks = dict(run.items.values_list("ref", "chunks"))
     batch_ms = SLEEP_PER_TEXT_S * 1000 * (chunks["note.md"] + chunks["manual.md"])
     assert chunks["manual.md"] >= 20 and batch_ms >= 1000, chunks
-    # its own extraction and its share of the batch (one chunk's), not the second it waited nor the manual's time
+    # its own extraction and its share of the batch (one chunk's), not the second it waited nor the
+    # manual's time
     assert took["note.md"] < min(1000, took["manual.md"] / 10), (took, chunks)
     assert took["manual.md"] >= 0.8 * batch_ms * chunks["manual.md"] / (
         chunks["note.md"] + chunks["manual.md"]

@@ -126,7 +126,7 @@ def _in_child(
         state = sandbox.enter({str(writable)!r}, layers={layers!r})
         print(json.dumps([state, attempts({str(outside)!r}, {port}, {worth["secrets"]!r}, {worth["socket"]!r},
                                           {worth["worker"]!r})]))
-    """)
+    """)  # noqa: E501
     done = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
@@ -303,7 +303,8 @@ def test_the_sandbox_adds_little_to_a_small_document(monkeypatch):
             times.append((time.perf_counter() - started) * 1000)
     median = sorted(with_sandbox)[2] - sorted(without)[2]
     print(
-        f"\nper document: with sandbox {sorted(with_sandbox)[2]:.0f} ms, without {sorted(without)[2]:.0f} ms, "
+        f"\nper document: with sandbox {sorted(with_sandbox)[2]:.0f} ms, "
+        f"without {sorted(without)[2]:.0f} ms, "
         f"difference of medians {median:.1f} ms (load {_load()})"
     )
     assert median < 150  # entering is about 1 ms; the rest is the noise of a shared machine
@@ -381,7 +382,7 @@ from ingest.extract import isolated
 isolated.CHILD = ("-c", "import sys, time, ingest.extract as e; from ingest.extract import isolated; "
                   "e.extract = lambda *a, **k: time.sleep(60); sys.exit(isolated.main())")
 isolated.extract_isolated(b"x" * 100, "application/pdf")
-"""
+"""  # noqa: E501
 
 
 def _parser_child_of(worker: subprocess.Popen):
@@ -431,7 +432,7 @@ from ingest.extract.asciidoc import ASCIIDOC
 from ingest.extract.isolated import ParserBudget, extract_isolated
 table = "= T\\n\\n|===\\n" + ("|a" * 1000 + "\\n") * 2000 + "|===\\n"  # ruby parses it for a minute or more
 extract_isolated(table.encode(), ASCIIDOC, budget=ParserBudget(cpu_seconds=120, memory_bytes=3 * 1024 ** 3))
-"""
+"""  # noqa: E501
 
 
 @pytest.mark.slow  # starts a worker, its parser child and Asciidoctor's ruby
@@ -497,7 +498,7 @@ AS_ORDINARY_USER = textwrap.dedent("""
     got = json.loads(isolated.extract_isolated(json.dumps(target).encode(), "text/plain").content)
     connection.close()
     print(json.dumps(got))
-""")
+""")  # noqa: E501
 
 
 @needs_tesseract

@@ -15,7 +15,10 @@ from ingest.extract import extract
 
 SITE = Path(__file__).resolve().parent.parent / "fixtures" / "real" / "sqlite"
 TAGLINE = "Small. Fast. Reliable. Choose any three."
-MENU = "- Home\n- Menu\n- About\n- Documentation\n- Download\n- License\n- Support\n- Purchase\n- Search"
+MENU = (
+    "- Home\n- Menu\n- About\n- Documentation\n- Download\n- License\n- Support\n- "
+    "Purchase\n- Search"
+)
 
 
 def _site():

@@ -86,7 +86,8 @@ def test_the_watchdog_sweeps_upload_files_of_a_killed_server(data_dir):
 def test_an_upload_through_the_api_waits_locked_in_the_products_folder_and_is_gone_after(
     data_dir, settings, monkeypatch, namespace
 ):
-    """A real request with the handlers config/settings.py names: while the service reads the upload,
+    """A real request with the handlers config/settings.py names: while the service reads the
+    upload,
     its file is in FILE_UPLOAD_TEMP_DIR and a sweep leaves it; when the request ends it is gone."""
     import io
 

@@ -94,7 +94,8 @@ def test_when_the_product_starts_a_run_whose_worker_is_gone_fails_at_once(source
             and "Retry the run" in gone.error
         )
         assert (working.status, elsewhere.status) == ("running", "running")
-        # the same host name in another PID namespace (a container on the host's network) is not this machine
+        # the same host name in another PID namespace (a container on the host's network) is not
+        # this machine
         assert not worker_gone(f"{socket.gethostname()}/1:{dead.pid}", None)
         source.refresh_from_db()
         assert (

@@ -19,7 +19,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 PAGES = Path(__file__).resolve().parent.parent / "fixtures" / "real" / "languages"
 CHECKS = {
     "passages": "SELECT count(*) FROM kb_chunk",
-    "lexed": "SELECT md5(string_agg(search_config || ':' || search_vector::text, '|' ORDER BY id)) FROM kb_chunk",
+    "lexed": "SELECT md5(string_agg(search_config || ':' || search_vector::text, '|' ORDER BY "
+    "id)) FROM kb_chunk",
     "postings": "SELECT count(*) FROM kb_chunk_term",
 }
 
@@ -29,7 +30,8 @@ def test_a_pg_dump_restores_every_passage_lexed_as_it_was(tmp_path):
     source = Source.objects.create(
         namespace=namespace, name="manual", kind=Source.Kind.TEXT, text="x"
     )
-    # German, Chinese character pairs, English, and French, whose stems lose their accents (unaccent)
+    # German, Chinese character pairs, English, and French, whose stems lose their accents
+    # (unaccent)
     pages = [
         "user-space.de-DE.html",
         "reference-appendix.zh-cn.html",

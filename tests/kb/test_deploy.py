@@ -59,14 +59,16 @@ def test_whitenoise_serves_collected_static_files_with_security_headers(tmp_path
 def test_replica_urls_become_database_aliases_that_never_migrate(tmp_path):
     code = (
         "from django.conf import settings; from django.db import router; "
-        "print([(a, d['HOST'], d['NAME'], d['TEST'].get('MIRROR')) for a, d in sorted(settings.DATABASES.items()) "
+        "print([(a, d['HOST'], d['NAME'], d['TEST'].get('MIRROR')) for a, d in "
+        "sorted(settings.DATABASES.items()) "
         "if a != 'default']); "
         "print(router.allow_migrate('replica_1', 'kb'), router.allow_migrate('default', 'kb'))"
     )
     env = {
         "KB_DATA_DIR": str(tmp_path),
         "KB_REPLICA_MAX_LAG_SECONDS": "2",
-        "DATABASE_REPLICA_URLS": "postgresql://kb@replica-a.internal/kb, postgresql://kb@replica-b.internal:6432/kb",
+        "DATABASE_REPLICA_URLS": "postgresql://kb@replica-a.internal/kb, "
+        "postgresql://kb@replica-b.internal:6432/kb",
     }
     result = run_manage("shell", "-c", code, env=env)
     assert result.returncode == 0, result.stderr[-2000:]

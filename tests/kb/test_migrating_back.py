@@ -32,8 +32,9 @@ STALE = """SELECT count(*) FROM (
 STATISTICS_DRIFT = """SELECT s.chunk_count - count(c.id),
                               round((s.total_len - sum(kb_tsvector_length(c.search_vector)))::numeric, 3)
                         FROM kb_namespace_stats s JOIN kb_chunk c ON c.namespace_id = s.namespace_id
-                       GROUP BY s.namespace_id, s.chunk_count, s.total_len"""
-GERMAN_STEM = "SELECT count(*) FROM kb_chunk_term WHERE lexeme = 'laufzeitumgeb'"  # English keeps the word whole
+                       GROUP BY s.namespace_id, s.chunk_count, s.total_len"""  # noqa: E501
+# English keeps the word whole
+GERMAN_STEM = "SELECT count(*) FROM kb_chunk_term WHERE lexeme = 'laufzeitumgeb'"
 
 
 def test_unapplying_languages_relexes_every_passage_in_english_with_its_postings(tmp_path):

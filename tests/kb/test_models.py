@@ -140,7 +140,7 @@ def test_vector_and_search_vector_round_trip(source, namespace):
         )
         assert [row[0] for row in cursor.fetchall()] == [chunk.id]
         cursor.execute(
-            "SELECT round((1 - (embedding <=> %s::vector))::numeric, 4) FROM kb_chunk WHERE id = %s",
+            "SELECT round((1 - (embedding <=> %s::vector))::numeric, 4) FROM kb_chunk WHERE id = %s",  # noqa: E501
             [vector.tolist(), chunk.id],
         )
         assert cursor.fetchone()[0] == 1

@@ -1,4 +1,5 @@
-"""Per-namespace HNSW indexes (retrieval/vector_index.py) against real PostgreSQL: built by the ingest
+"""Per-namespace HNSW indexes (retrieval/vector_index.py) against real PostgreSQL: built by the
+ingest
 run once a namespace is large enough, used by the vector channel, scoped to their namespace,
 repaired when invalid, dropped with their namespace."""
 
@@ -61,7 +62,8 @@ def vector_search(namespace, query, planner_setting, k=10):
 
 
 def delete_namespace(namespace_id):
-    """As a curator does it: the sources (and with them documents and chunks), then the namespace."""
+    """As a curator does it: the sources (and with them documents and chunks), then the
+    namespace."""
     Source.objects.filter(namespace_id=namespace_id).delete()
     Namespace.objects.filter(pk=namespace_id).delete()
 
@@ -107,7 +109,8 @@ def test_an_invalid_leftover_index_is_rebuilt(threshold_of_three):
     pgdata = connection.settings_dict.get("EMBEDDED_PGDATA")
     if not pgdata:
         pytest.skip(
-            "marking an index invalid needs the server's superuser, whose password only the embedded "
+            "marking an index invalid needs the server's superuser, whose password only the "
+            "embedded "
             "server's credentials file holds"
         )
     params = connection.get_connection_params()

@@ -1,4 +1,5 @@
-"""The Python agent of docs/mcp.md (examples/mcp_agent.py), run as a program against the live product."""
+"""The Python agent of docs/mcp.md (examples/mcp_agent.py), run as a program against the live
+product."""
 
 from __future__ import annotations
 

@@ -199,7 +199,8 @@ def test_fetch_reads_a_long_document_in_pieces_and_one_section_by_anchor(world):
         data = piece.structured_content
         assert data["truncated"] and data["returned_chars"] == 1000
         marker = (
-            f"[… truncated: characters {data['offset']}–{data['next_offset']} of {len(manual.content)} shown; "
+            f"[… truncated: characters {data['offset']}–{data['next_offset']} "
+            f"of {len(manual.content)} shown; "
             f"continue with offset={data['next_offset']} …]"
         )
         assert data["text"].endswith(marker) and piece.content[0].text.endswith(marker)
@@ -285,7 +286,8 @@ def test_a_misspelt_search_that_finds_nothing_clear_offers_the_correction_the_pa
     async def foreign(client):
         return await client.call_tool("search", {"query": "recipy"})
 
-    # "recipe" is a word of tenant B alone: B's reader is offered it, A's reader learns nothing of it
+    # "recipe" is a word of tenant B alone: B's reader is offered it, A's reader learns nothing of
+    # it
     assert run_agent(world["url"], world["b"], foreign).structured_content["correction"] == "recipe"
     assert run_agent(world["url"], world["a"], foreign).structured_content["correction"] is None
 

@@ -103,11 +103,8 @@ def assert_answered(response) -> dict:
     "body",
     [
         "[" * 100_000 + "]" * 100_000,
-        '{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "search", "arguments": {"query": '
-        + '{"a": ' * 5000
-        + "1"
-        + "}" * 5000
-        + "}}}",
+        '{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "search", '
+        '"arguments": {"query": ' + '{"a": ' * 5000 + "1" + "}" * 5000 + "}}}",
         '{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"x": '
         + "[" * 65
         + "]" * 65
@@ -152,7 +149,8 @@ def test_the_catalog_tool_refuses_a_page_past_the_last_possible_one(client, toke
     ], error
 
 
-# --- the fuzzer ------------------------------------------------------------------------------------
+# --- the fuzzer
+# ------------------------------------------------------------------------------------
 
 WORDS = st.sampled_from(
     [

@@ -1,4 +1,5 @@
-"""The benchmark: trec_eval metrics on hand-checked cases, and kb_bench end to end on a tiny corpus."""
+"""The benchmark: trec_eval metrics on hand-checked cases, and kb_bench end to end on a tiny
+corpus."""
 
 import json
 import math
@@ -102,7 +103,8 @@ def test_kb_bench_runs_end_to_end_and_prints_one_json_object(tmp_path, capsys):
         report["ndcg@10"] == 1.0 and report["recall@100"] == 1.0
     )  # each query's one answer ranks first
     assert set(report["channels"]) == {"vector", "lexical", "rrf"}
-    # the ranker's weight is fitted to the qrels and cross-validated, and not stored without --keep-fit
+    # the ranker's weight is fitted to the qrels and cross-validated, and not stored without
+    # --keep-fit
     assert (
         report["fusion"]["lexical_weight"] in WEIGHT_GRID
         and len(report["fusion"]["fold_weights"]) == 2

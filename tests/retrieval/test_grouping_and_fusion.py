@@ -15,9 +15,12 @@ from tests.corpus import ingest
 pytestmark = pytest.mark.django_db
 
 SECTIONS = {
-    "watering": "Water pumpkins deeply once a week; the roots go down far and shallow watering keeps them weak.",
-    "soil": "Pumpkins want rich soil with plenty of compost dug in before planting, and full sun all day.",
-    "harvest": "Harvest pumpkins when the rind is hard and the stem has dried; cure them in the sun for a week.",
+    "watering": "Water pumpkins deeply once a week; the roots go down far and shallow watering "
+    "keeps them weak.",
+    "soil": "Pumpkins want rich soil with plenty of compost dug in before planting, and full sun "
+    "all day.",
+    "harvest": "Harvest pumpkins when the rind is hard and the stem has dried; cure them in the "
+    "sun for a week.",
 }
 
 
@@ -382,7 +385,8 @@ def test_no_two_links_of_a_result_read_alike(client):
     namespace = Namespace.objects.create(slug="long-section", title="Long section", is_public=True)
     source = Source.objects.create(namespace=namespace, name="guide", kind="text", text="x")
     paragraphs = [
-        f"Pumpkin watering note {n}: water the pumpkin bed deeply at dawn, soak the soil around the "
+        f"Pumpkin watering note {n}: water the pumpkin bed deeply at dawn, soak the soil around "
+        "the "
         f"vines, and keep the leaves dry so the pumpkin plants stay healthy through summer. " * 3
         for n in range(1, 13)
     ]

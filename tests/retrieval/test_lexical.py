@@ -326,8 +326,8 @@ def test_a_namespace_whose_chunks_lie_among_many_others_is_read_from_the_table(
     assert posting_lists.read(scope.namespace_id, ["pumpkin"]) is None
     call_command("kb_posting_lists")  # and the listing says why
     assert (
-        f"tenant:lexical: no posting lists (read from the postings table; its {chunks + 1} chunks span"
-        in (capsys.readouterr().out)
+        f"tenant:lexical: no posting lists (read from the postings table; its {chunks + 1} "
+        "chunks span" in (capsys.readouterr().out)
     )
     result = lexical.lexical_search(scope, query_words.query_lexemes("pumpkin soup"), 10)
     assert result.report.mode == "table" and result.rows

@@ -44,7 +44,10 @@ QUERIES = [
 ]
 
 
-PLAIN = "El cortafuegos filtra los paquetes que llegan por la interfaz de red antes de entregarlos al servidor."
+PLAIN = (
+    "El cortafuegos filtra los paquetes que llegan por la interfaz de red antes de "
+    "entregarlos al servidor."
+)
 
 
 def _item(ref: str, body: bytes) -> LoadedItem:
@@ -143,7 +146,8 @@ def test_lone_marks_fold_in_python_as_in_the_database(config):
         assert "" not in lexemes and "''" not in query, (
             text
         )  # never an empty lexeme, in a passage or a query
-        # a lexeme of marks only is kept as written in the database, as `unaccented` keeps it in Python
+        # a lexeme of marks only is kept as written in the database, as `unaccented` keeps it in
+        # Python
         marks_only = [stem for stem in stemmed if all(unicodedata.combining(c) for c in stem)]
         assert all(unaccented(stem) == stem and stem in lexemes for stem in marks_only), text
         checked += len(marks_only)

@@ -40,7 +40,8 @@ def test_the_excess_of_a_small_namespace_is_read_over_every_passage(corpus):
     exact = meaning_excess(
         float(cosines.max()), float(cosines.mean()), float(cosines.std()), len(vectors)
     )
-    # read now (a search does not wait for it: see below), over every passage of a namespace this small
+    # read now (a search does not wait for it: see below), over every passage of a namespace this
+    # small
     assert meaning_spread.query_excess(
         namespace.pk, len(vectors), query, float(cosines.max()), wait=True
     ) == (pytest.approx(exact, abs=1e-4))
@@ -159,14 +160,15 @@ def test_the_namespace_console_shows_what_the_log_estimates(corpus, client, djan
     _logged(namespace, 2.6, 3)
     page = client.get(f"/admin/kb/namespace/{namespace.pk}/change/").content.decode()
     assert (
-        "3 of its latest searches stood a median 2.6 standard deviations beyond chance, fewer than the 20 "
+        "3 of its latest searches stood a median 2.6 standard deviations beyond chance, fewer "
+        "than the 20 "
         "a median needs"
     ) in page
     _logged(namespace, 1.2, ESTIMATE_MIN_SEARCHES)
     page = client.get(f"/admin/kb/namespace/{namespace.pk}/change/").content.decode()
     assert (
-        "23 of its latest searches stood a median 1.2 standard deviations beyond chance, below the 2.6"
-        in page
+        "23 of its latest searches stood a median 1.2 standard deviations beyond chance, below "
+        "the 2.6" in page
     )
     _logged(namespace, 2.6, ESTIMATE_MIN_SEARCHES)
     page = client.get(f"/admin/kb/namespace/{namespace.pk}/change/").content.decode()

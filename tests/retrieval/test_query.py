@@ -1,4 +1,5 @@
-"""Query analysis: each identifier pattern, the words it must leave alone, name keys and caps. Pure."""
+"""Query analysis: each identifier pattern, the words it must leave alone, name keys and caps.
+Pure."""
 
 import pytest
 

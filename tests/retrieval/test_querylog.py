@@ -57,7 +57,8 @@ def test_a_clean_exit_writes_every_queued_row():
     # a process that logs and exits at once, before its writer's first batch is due
     script = (
         "import django; django.setup(); from retrieval import querylog; "
-        f"print(*[querylog.record(namespace_id={namespace.pk}, query=f'q{{n}}') for n in range(40)])"
+        f"print(*[querylog.record(namespace_id={namespace.pk}, query=f'q{{n}}') for n in "
+        "range(40)])"
     )
     done = subprocess.run(
         [sys.executable, "-c", script],

@@ -87,7 +87,8 @@ def test_weak_results_page_asks_for_its_correction_after_it_is_shown(client, tea
     assert "Did you mean" not in html  # not computed with the page
     asked = client.get("/suggest", {"q": "blend the pumpkn", "namespace": "team-a"})
     assert asked.status_code == 200 and asked.json() == {"correction": "blend the pumpkin"}
-    # another tenant's namespace (same words, the reader is no member) and an unknown one answer alike
+    # another tenant's namespace (same words, the reader is no member) and an unknown one answer
+    # alike
     foreign = client.get("/suggest", {"q": "blend the pumpkn", "namespace": "team-b"})
     unknown = client.get("/suggest", {"q": "blend the pumpkn", "namespace": "no-such-team"})
     assert foreign.status_code == unknown.status_code == 200
@@ -489,7 +490,8 @@ def test_a_snippet_of_a_table_reads_its_cells_not_its_pipes():
     from retrieval.presenters import snippet
 
     text = (
-        "Readers > The search page\n\n| questions | misspelt | correction offered |\n|---|---|:---:|\n"
+        "Readers > The search page\n\n| questions | misspelt | correction offered "
+        "|\n|---|---|:---:|\n"
         "| `evals/demo.json` (demo namespace) | 9 | **6** |\n\nMeasured with kb_spelling_bench."
     )
     shown = unescape(re.sub(r"</?mark>", "", snippet(text, ["misspelt"])))

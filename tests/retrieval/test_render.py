@@ -80,13 +80,15 @@ def test_code_fences_inside_list_items_and_quotes_are_code():
     prompts and the indentation under the fence as written."""
     text = (
         "1. Build the list:\n\n"
-        "   ```python\n   >>> lists = [[]] * 3\n   >>> lists\n   [[], [], []]\n       indented\n   ```\n\n"
+        "   ```python\n   >>> lists = [[]] * 3\n   >>> lists\n   [[], [], []]\n       "
+        "indented\n   ```\n\n"
         "   - then, nested:\n\n     ```\n     >>> x\n     ```\n\n"
         "> quoted:\n>\n> ```c\n> a < b;\n>\n> ```\n"
     )
     html = render_markdown(text)
     assert (
-        '<li>\n<p>Build the list:</p>\n<pre><code class="language-python">&gt;&gt;&gt; lists = [[]] * 3\n'
+        '<li>\n<p>Build the list:</p>\n<pre><code class="language-python">&gt;&gt;&gt; lists = '
+        "[[]] * 3\n"
         "&gt;&gt;&gt; lists\n[[], [], []]\n    indented\n</code></pre>"
     ) in html
     assert "<li>\n<p>then, nested:</p>\n<pre><code>&gt;&gt;&gt; x\n</code></pre>\n</li>" in html

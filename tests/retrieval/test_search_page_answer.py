@@ -1,4 +1,5 @@
-"""The search page's answer box as the server renders it: where static/kb/answer.js finds what to ask,
+"""The search page's answer box as the server renders it: where static/kb/answer.js finds what to
+ask,
 and the one line that says answers are off when no model is configured. The answer itself, streamed
 from the real model, is driven in Chromium by tests/e2e/test_answer_browser.py."""
 
@@ -25,7 +26,8 @@ def public():
 
 @pytest.fixture
 def answer_model(settings):
-    """Set the answer model's URL (the settings are read once: the cache is cleared around the test)."""
+    """Set the answer model's URL (the settings are read once: the cache is cleared around the
+    test)."""
 
     def configure(url: str) -> None:
         settings.KB_ANSWER_URL, settings.KB_ANSWER_MODEL = url, "tiny" if url else ""

@@ -32,7 +32,8 @@ def _document(ref: str, body: bytes, media_type: str):
 @pytest.mark.django_db
 def test_a_section_holds_its_subsections_and_stops_at_its_next_sibling():
     text = (
-        "# Guide\n\nHow to install and use kb.\n\n## Installing {#install}\n\n### On Debian {#debian}\n\n"
+        "# Guide\n\nHow to install and use kb.\n\n## Installing {#install}\n\n### On Debian "
+        "{#debian}\n\n"
         + "Run apt-get install kb. " * 30
         + "\n\n### On Fedora {#fedora}\n\n"
         + "Run dnf install kb. " * 30
@@ -52,7 +53,7 @@ def test_a_section_holds_its_subsections_and_stops_at_its_next_sibling():
 
 
 @pytest.mark.django_db
-def test_a_comment_in_a_long_script_is_no_heading_and_a_second_section_of_one_name_is_no_subsection():
+def test_a_comment_in_a_long_script_is_no_heading_and_a_second_section_of_one_name_is_no_subsection():  # noqa: E501
     script = "".join(f"# step {n}\necho {n}\n" for n in range(400))  # split across chunks
     text = (
         "# Guide\n\nIntro.\n\n## Install\n\n```sh\n" + script + "```\n\nAfter the script.\n\n"

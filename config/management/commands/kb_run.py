@@ -131,7 +131,8 @@ class Command(BaseCommand):
             self.stdout.write("==> demo sources unchanged since their last run: nothing to ingest")
         for entry in ensure_demo_providers(queue=True):
             self.stdout.write(
-                f"==> capability provider {entry['provider']!r}: {entry['capabilities']} capabilities, "
+                f"==> capability provider {entry['provider']!r}: {entry['capabilities']} "
+                "capabilities, "
                 f"revision {entry['revision'][:12]}"
             )
 
@@ -178,7 +179,8 @@ class Command(BaseCommand):
                 time.sleep(0.1)
             _end_group(child.process, own)
         pgdata = settings.DATABASES["default"].get("EMBEDDED_PGDATA")
-        if pgdata:  # every process of the groups is gone: their handles are dead, the last live one stops it
+        # every process of the groups is gone: their handles are dead, the last live one stops it
+        if pgdata:
             others = prune_dead_handles(pgdata)
             self.stdout.write(
                 f"==> the database keeps running: {others} other process(es) use it"

@@ -1,4 +1,5 @@
-"""Turn Debian Reference DocBook HTML chapters into BEIR corpus rows, one per section (own text only)."""
+"""Turn Debian Reference DocBook HTML chapters into BEIR corpus rows, one per section (own text
+only)."""
 
 import copy
 import json

@@ -1,6 +1,8 @@
-"""python manage.py kb_answer_bench --beir DIR [--queries N] [--latency-queries N] [--answer-tokens N] [--json]
+"""python manage.py kb_answer_bench --beir DIR [--queries N] [--latency-queries N] [--answer-tokens
+N] [--json]
 
-Runs `evaluation/answer_bench.py` on a BEIR folder of claims (SciFact) and prints what it measured: the
+Runs `evaluation/answer_bench.py` on a BEIR folder of claims (SciFact) and prints what it measured:
+the
 citation checker against the hand labels, the honesty gate's abstention precision and recall on
 answerable and unanswerable claims (and with its rules removed), and the latency the product adds
 before the model's first token, against the model configured in KB_ANSWER_URL (skipped without one).
@@ -19,7 +21,10 @@ from kb.migrated import migration_hint
 
 
 class Command(BaseCommand):
-    help = "Measure grounded answers on a BEIR folder of claims: the honesty gate, the citation checker, latency."
+    help = (
+        "Measure grounded answers on a BEIR folder of claims: the honesty gate, the citation "
+        "checker, latency."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument(
@@ -109,7 +114,8 @@ def _share(value) -> str:
 
 def print_report(write, report: dict) -> None:
     write(
-        f"{report['corpus']}: {report['claims']} claims; answerable in {report['namespace']}, unanswerable in "
+        f"{report['corpus']}: {report['claims']} claims; answerable in {report['namespace']}, "
+        "unanswerable in "
         f"{report['namespace_without_evidence']}"
     )
     c = report.get("citations")
@@ -125,13 +131,15 @@ def print_report(write, report: dict) -> None:
         )
         for split, part in c["splits"].items():
             write(
-                f"  {split} labels: {part['agree']} of {part['sentences']} ({part['agreement']:.1%}); "
+                f"  {split} labels: {part['agree']} of {part['sentences']} "
+                f"({part['agreement']:.1%}); "
                 + ", ".join(f"labelled {k}: {v}" for k, v in part["confusion"].items())
             )
         t = c["threshold"]
         if t["chosen_on_tuning"] is not None:
             write(
-                f"  threshold chosen on the tuning labels: {t['chosen_on_tuning']} (the product's: {t['product']}); "
+                f"  threshold chosen on the tuning labels: {t['chosen_on_tuning']} (the "
+                f"product's: {t['product']}); "
                 "at it: "
                 + "; ".join(
                     f"{split} {part['agree']} of {part['sentences']} ({part['agreement']:.1%})"
@@ -140,18 +148,21 @@ def print_report(write, report: dict) -> None:
             )
         p = c["planted_wrong_citations"]
         write(
-            f"  planted wrong citations (a supported sentence cited to the other source): {p['caught']} of "
+            "  planted wrong citations (a supported sentence cited to the other "
+            f"source): {p['caught']} of "
             f"{p['planted']} caught"
         )
     g = report.get("gate")
     if g:
         write(
-            f"\nhonesty gate (strong cosine {g['strong_cosine']}, words share {g['words_share']}), abstaining "
-            f"as the positive class; claims split by id (seed {g['split']['seed']}): {g['split']['tuning']} "
+            f"\nhonesty gate (strong cosine {g['strong_cosine']}, words "
+            f"share {g['words_share']}), abstaining "
+            "as the positive class; claims split by id "
+            f"(seed {g['split']['seed']}): {g['split']['tuning']} "
             f"tuning, {g['split']['held_out']} held out"
         )
         write(
-            f"{'half':<9} {'variant':<26} {'abstention precision':>20} {'recall':>7} {'answer precision':>16} "
+            f"{'half':<9} {'variant':<26} {'abstention precision':>20} {'recall':>7} {'answer precision':>16} "  # noqa: E501
             f"{'answered answerable':>19}"
         )
         for half, variants in (("all", g["variants"]), *g["halves"].items()):
@@ -173,8 +184,10 @@ def print_report(write, report: dict) -> None:
         )
         for half, v in (w["at_chosen"] or {}).items():
             write(
-                f"  at {w['chosen']}, {half}: abstention precision {_share(v['abstention_precision'])}, recall "
-                f"{_share(v['abstention_recall'])}; answer precision {_share(v['answer_precision'])}, answered "
+                f"  at {w['chosen']}, {half}: abstention "
+                f"precision {_share(v['abstention_precision'])}, recall "
+                f"{_share(v['abstention_recall'])}; answer "
+                f"precision {_share(v['answer_precision'])}, answered "
                 f"answerable {_share(v['answered_answerable'])}"
             )
         write(
@@ -186,8 +199,10 @@ def print_report(write, report: dict) -> None:
         )
         e = g["answered_with_evidence_among_sources"]
         write(
-            f"  answered answerable claims with a qrels document among the sources: {e['with_evidence']} of "
-            f"{e['answered']} (of {e['evidence_among_sources']} claims whose evidence is among the sources)"
+            "  answered answerable claims with a qrels document among the "
+            f"sources: {e['with_evidence']} of "
+            f"{e['answered']} (of {e['evidence_among_sources']} claims whose evidence is among "
+            "the sources)"
         )
     t = report.get("latency")
     if t:
@@ -197,9 +212,13 @@ def print_report(write, report: dict) -> None:
             b = t["before_model"]
             verdict = "within" if t["within_limit"] else "OVER"
             write(
-                f"\nlatency the product adds before the model, beyond retrieval ({t['answers']} answers by "
-                f"{t['model']}, at most {t['answer_tokens']} tokens each): p50 {b['p50_ms']} ms, p95 {b['p95_ms']} "
-                f"ms ({verdict} the {t['limit_ms']} ms limit); retrieval p50 {t['retrieval']['p50_ms']} ms, "
-                f"p95 {t['retrieval']['p95_ms']} ms; the model's first token p50 {t['first_token']['p50_ms']} ms"
+                f"\nlatency the product adds before the model, beyond retrieval ({t['answers']} "
+                "answers by "
+                f"{t['model']}, at most {t['answer_tokens']} tokens each): p50 {b['p50_ms']} ms, "
+                f"p95 {b['p95_ms']} "
+                f"ms ({verdict} the {t['limit_ms']} ms limit); retrieval "
+                f"p50 {t['retrieval']['p50_ms']} ms, "
+                f"p95 {t['retrieval']['p95_ms']} ms; the model's first token "
+                f"p50 {t['first_token']['p50_ms']} ms"
                 + (f"; errors {t['errors']}" if t["errors"] else "")
             )

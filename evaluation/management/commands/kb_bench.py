@@ -1,4 +1,5 @@
-"""python manage.py kb_bench --beir DIR… [--namespace NS] [--runtimes RUNTIME…] [--keep-fit] [--json]
+"""python manage.py kb_bench --beir DIR… [--namespace NS] [--runtimes RUNTIME…] [--keep-fit]
+[--json]
 
 Runs the benchmark of `evaluation/benchmark.py` on each BEIR folder and prints what it measured:
 one table per corpus (the default ranker, as served without judged queries, is the headline; the
@@ -49,7 +50,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--skip-throughput",
             action="store_true",
-            help="Do not time the model alone on the corpus (its raw embedding rate): a quality run "
+            help="Do not time the model alone on the corpus (its raw embedding rate): a quality "
+            "run "
             "with a slow model spends most of its time there",
         )
         parser.add_argument(
@@ -66,13 +68,15 @@ class Command(BaseCommand):
         parser.add_argument(
             "--lexical-agreement",
             action="store_true",
-            help="Also compare the lexical channel's packed read with the postings table's (top 100, "
+            help="Also compare the lexical channel's packed read with the postings table's (top "
+            "100, "
             "every query), on the corpus and on the scaled copy",
         )
         parser.add_argument(
             "--admin",
             action="store_true",
-            help="Also time the curator's changelists and pages over the corpus (and the scaled copy)",
+            help="Also time the curator's changelists and pages over the corpus (and the scaled "
+            "copy)",
         )
         parser.add_argument(
             "--audiences",
@@ -92,13 +96,15 @@ class Command(BaseCommand):
             nargs="+",
             choices=DOCUMENT_RUNTIMES,
             default=[],
-            help="Ingest each corpus once per document runtime, each into bench-<corpus>-<runtime>, "
+            help="Ingest each corpus once per document runtime, each into "
+            "bench-<corpus>-<runtime>, "
             "and compare them (use with --fresh to time every ingest)",
         )
         parser.add_argument(
             "--keep-fit",
             action="store_true",
-            help="Store the fusion weight fitted to the qrels as the namespace's calibration, which "
+            help="Store the fusion weight fitted to the qrels as the namespace's calibration, "
+            "which "
             "its searches then use; without it the run leaves the namespace as it found it",
         )
         parser.add_argument(
@@ -253,7 +259,8 @@ def print_report(write, report: dict) -> None:
             else "not stored: --keep-fit stores it"
         )
         write(
-            f"fusion weight fitted to the qrels: lexical {f['lexical_weight']} ({stored}); per fold "
+            f"fusion weight fitted to the qrels: lexical {f['lexical_weight']} ({stored}); per "
+            "fold "
             f"{f['fold_weights']}; nDCG@10 per grid weight {f['grid']}"
         )
     if "fitted_versus_best" in report:
@@ -291,12 +298,15 @@ def print_report(write, report: dict) -> None:
         scale, first = report["scale"], report["scale"]["first_pass"]
         write(
             f"scaling run ({scale['chunks']} chunks), second pass: p50 {scale['p50_ms']} ms, p95 "
-            f"{scale['p95_ms']} ms, p99 {scale['p99_ms']} ms with query embedding; first pass (document "
-            f"frequencies not cached) p50 {first['p50_ms']} / p95 {first['p95_ms']} / p99 {first['p99_ms']} ms"
+            f"{scale['p95_ms']} ms, p99 {scale['p99_ms']} ms with query embedding; first pass "
+            "(document "
+            f"frequencies not cached) p50 {first['p50_ms']} / p95 {first['p95_ms']} / "
+            f"p99 {first['p99_ms']} ms"
         )
         write(_stages(scale))
         write(
-            f"copies written in {scale['copies_built_s']} s; vector index {scale['vector_index']} in "
+            f"copies written in {scale['copies_built_s']} s; vector "
+            f"index {scale['vector_index']} in "
             f"{scale['vector_index_built_s']} s; posting lists {scale['posting_lists']} in "
             f"{scale['posting_lists_built_s']} s; sizes (MB): "
             + ", ".join(
@@ -350,7 +360,7 @@ def print_runtimes(write, reports: list[dict]) -> None:
     first runtime's (the baseline): the figures a choice of KB_EMBEDDING_DOCUMENT_RUNTIME needs."""
     write("\ndocument runtimes, per corpus (speed-up and differences against the first runtime):")
     write(
-        f"{'corpus':<10} {'runtime':<10} {'embed docs/s':>12} {'ingest docs/s':>13} {'chunks/s':>9} "
+        f"{'corpus':<10} {'runtime':<10} {'embed docs/s':>12} {'ingest docs/s':>13} {'chunks/s':>9} "  # noqa: E501
         f"{'speed-up':>8} {'peak MB':>8} {'nDCG@10':>8} {'diff':>8} {'R@100':>7} {'diff':>8}"
     )
     first: dict[str, dict] = {}
@@ -371,13 +381,14 @@ def print_runtimes(write, reports: list[dict]) -> None:
 
         peak = (r.get("embedding_process_mb") or {}).get("peak") or "-"
         write(
-            f"{r['corpus']:<10} {r.get('runtime') or '-':<10} {r.get('embed_docs_per_s') or '-':>12} "
-            f"{r.get('ingest_docs_per_s') or '-':>13} {r.get('ingest_chunks_per_s') or '-':>9} {speed:>7.2f}x "
+            f"{r['corpus']:<10} {r.get('runtime') or '-':<10} {r.get('embed_docs_per_s') or '-':>12} "  # noqa: E501
+            f"{r.get('ingest_docs_per_s') or '-':>13} {r.get('ingest_chunks_per_s') or '-':>9} {speed:>7.2f}x "  # noqa: E501
             f"{peak:>8} {default.get('ndcg@10', float('nan')):>8.4f} "
-            f"{diff('ndcg@10'):>8} {default.get('recall@100', float('nan')):>7.4f} {diff('recall@100'):>8}"
+            f"{diff('ndcg@10'):>8} {default.get('recall@100', float('nan')):>7.4f} {diff('recall@100'):>8}"  # noqa: E501
         )
     write(
-        "nDCG@10 and R@100 are the default (unfitted) ranker's; peak MB is the resident peak of a fresh process "
+        "nDCG@10 and R@100 are the default (unfitted) ranker's; peak MB is the resident peak of "
+        "a fresh process "
         "(Django set up, as a worker) embedding the raw-rate sample through that runtime."
     )
 
@@ -385,8 +396,10 @@ def print_runtimes(write, reports: list[dict]) -> None:
 def _versus(v: dict) -> str:
     """The per-query comparison with the best other method, as both reports print it."""
     return (
-        f"{v['method']} (best other method), per query on nDCG@10: {v['wins']} wins, {v['losses']} losses, "
-        f"{v['ties']} ties; mean difference {v['mean_difference']:+.4f}, paired randomisation p = {v['p_value']}"
+        f"{v['method']} (best other method), per query on nDCG@10: {v['wins']} "
+        f"wins, {v['losses']} losses, "
+        f"{v['ties']} ties; mean difference {v['mean_difference']:+.4f}, paired randomisation p "
+        f"= {v['p_value']}"
     )
 
 
@@ -401,9 +414,12 @@ def print_agreement(write, a: dict) -> None:
     for cache in ("cold", "warm"):
         c = a[cache]
         write(
-            f"lexical channel on {a['namespace']} (posting lists {a['posting_lists']}), top {a['depth']}, {cache} "
-            f"document frequencies: packed read vs postings table overlap mean {c['overlap_mean']:.4f} (lowest "
-            f"{c['overlap_min']:.2f}), largest score difference {c['largest_score_difference']:.2g}; "
+            f"lexical channel on {a['namespace']} (posting lists {a['posting_lists']}), "
+            f"top {a['depth']}, {cache} "
+            "document frequencies: packed read vs postings table overlap "
+            f"mean {c['overlap_mean']:.4f} (lowest "
+            f"{c['overlap_min']:.2f}), largest score "
+            f"difference {c['largest_score_difference']:.2g}; "
             f"{c['queries_packed']} of {c['queries']} queries read packed; postings read p50/p95 "
             f"{c['postings_read']['p50']}/{c['postings_read']['p95']}; latency p50/p95 table "
             f"{c['latency_ms']['table']['p50_ms']}/{c['latency_ms']['table']['p95_ms']} ms, packed "
@@ -414,7 +430,8 @@ def print_agreement(write, a: dict) -> None:
 def print_mcp(write, report: dict) -> None:
     """Each MCP tool beside its API twin (server time, ms), then the search overheads."""
     write(
-        f"\nMCP tools and their API twins, server time over {report['queries']} queries (p50 / p95 / p99 ms):"
+        f"\nMCP tools and their API twins, server time over {report['queries']} queries (p50 / "
+        "p95 / p99 ms):"
     )
     for name, t in report.items():
         if isinstance(t, dict) and "p50_ms" in t:
@@ -426,7 +443,8 @@ def print_mcp(write, report: dict) -> None:
         f"{report['mcp_search_minus_api_search_p95_ms']} ms"
     )
     write(
-        f"MCP overhead over /api/search (p95 of request time minus the search it ran, MCP minus API): "
+        "MCP overhead over /api/search (p95 of request time minus the search it ran, MCP minus "
+        "API): "
         f"{report['mcp_overhead_over_api_search_p95_ms']} ms"
     )
     write(

@@ -1,6 +1,7 @@
 """BM25 alone over a namespace of several languages, two ways, without changing the product.
 
-    .venv/bin/python manage.py kb_bm25_per_config --namespace bench-mix-en-de --beir ../handbook/mix-en-de
+    .venv/bin/python manage.py kb_bm25_per_config --namespace bench-mix-en-de --beir
+    ../handbook/mix-en-de
 
 The lexical channel scores every passage with the namespace's statistics: its passage count, its
 average length and each lexeme's document frequency over all its passages. The other way treats
@@ -50,7 +51,8 @@ def graded_lines(slug: str, beir: str):
     corpus = load_beir(beir)
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT c.id, c.search_config, d.ref FROM kb_chunk c JOIN kb_document d ON d.id = c.document_id"
+            "SELECT c.id, c.search_config, d.ref FROM kb_chunk c JOIN kb_document d ON d.id = "
+            "c.document_id"
             " WHERE c.namespace_id = %s",
             [namespace.pk],
         )

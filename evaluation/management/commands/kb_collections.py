@@ -78,7 +78,8 @@ class Command(BaseCommand):
                         ]
                     for b in built:
                         self.stdout.write(
-                            f"{b.name}: {b.language}, {b.documents} documents, {b.queries} questions "
+                            f"{b.name}: {b.language}, {b.documents} documents, {b.queries} "
+                            "questions "
                             f"-> {b.folder}"
                         )
             except CollectionError as error:

@@ -65,7 +65,8 @@ class Command(BaseCommand):
                     )
                 if case.answer is not None:
                     self.stdout.write(
-                        f"      answer #{case.answer['answer_id']} (gate: {case.answer['rule'] or '-'}): "
+                        f"      answer #{case.answer['answer_id']} "
+                        f"(gate: {case.answer['rule'] or '-'}): "
                         f"{case.answer['text'][:200]!r}"
                     )
                 if case.recall is not None:

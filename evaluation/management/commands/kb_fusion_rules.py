@@ -1,8 +1,11 @@
-"""Label-free rules for the words' weight, tried against judged queries without changing the product.
+"""Label-free rules for the words' weight, tried against judged queries without changing the
+product.
 
-    .venv/bin/python manage.py kb_fusion_rules --namespace bench-dbpedia-onnx-int8 --runtime onnx-int8 \
+    .venv/bin/python manage.py kb_fusion_rules --namespace bench-dbpedia-onnx-int8 --runtime
+    onnx-int8 \
         --beir ../shared/bench/dbpedia
-    .venv/bin/python manage.py kb_fusion_rules --namespace bench-site-html --suite evals/python-docs.json
+    .venv/bin/python manage.py kb_fusion_rules --namespace bench-site-html --suite
+    evals/python-docs.json
 
 Each query is searched once through the service, and the candidates it hands to the ranker are
 kept (the ranker is wrapped, and still runs); each rule then re-ranks those same candidates with
@@ -60,7 +63,8 @@ def judged_queries(args, refs: dict[int, str]) -> tuple[dict[str, str], dict[str
 def pseudo_queries(
     documents, kind: str, sample: int
 ) -> tuple[dict[str, str], dict[str, dict[str, int]]]:
-    """`sample` documents in an order fixed by their refs' hashes, each with a query written from it."""
+    """`sample` documents in an order fixed by their refs' hashes, each with a query written from
+    it."""
     queries, qrels = {}, {}
     for pk, ref, title, content in sorted(
         documents, key=lambda d: hashlib.sha1(str(d[1]).encode()).hexdigest()
@@ -83,7 +87,8 @@ def pseudo_queries(
 
 
 def capture(namespace: str, queries: dict[str, str], embedder) -> dict[str, tuple]:
-    """Per query: the ranker's candidates, parameters and keyword arguments, as the service passed them."""
+    """Per query: the ranker's candidates, parameters and keyword arguments, as the service passed
+    them."""
     import retrieval.service as service
     from retrieval.ranker import RankerParams
 
@@ -127,8 +132,10 @@ def content_share(text: str, config: str) -> float:
 
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT (SELECT coalesce(sum(array_length(positions, 1)), 0) FROM unnest(kb_lex(%s, %s))),"
-            " (SELECT coalesce(sum(array_length(positions, 1)), 0) FROM unnest(to_tsvector('simple', %s)))",
+            "SELECT (SELECT coalesce(sum(array_length(positions, 1)), 0) FROM unnest(kb_lex(%s, "
+            "%s))),"
+            " (SELECT coalesce(sum(array_length(positions, 1)), 0) FROM "
+            "unnest(to_tsvector('simple', %s)))",
             [config, text, text],
         )
         content, words = cursor.fetchone()
@@ -435,7 +442,7 @@ def run(args: argparse.Namespace) -> None:
     texts = Chunk.objects.filter(namespace=namespace).order_by("id").values_list("text", flat=True)
     sample = texts[:: max(1, chunks // 400)]
     print(
-        "{}: word pieces per word {:.3f}, words split {:.3f} (passages); {:.3f}, {:.3f} (queries)".format(
+        "{}: word pieces per word {:.3f}, words split {:.3f} (passages); {:.3f}, {:.3f} (queries)".format(  # noqa: E501
             args.namespace, *fertility(sample, pieces), *fertility(queries.values(), pieces)
         )
     )
@@ -463,7 +470,8 @@ def run(args: argparse.Namespace) -> None:
     for depth in (3, 10):
         b, c, p = corroboration(inputs, depth)
         print(
-            f"  corroboration in the first {depth}: only the words' best {b}, only meaning's best {c}, "
+            f"  corroboration in the first {depth}: only the words' best {b}, only meaning's "
+            f"best {c}, "
             f"p(meaning more often) = {p:.3f}"
         )
 
@@ -478,12 +486,12 @@ def run(args: argparse.Namespace) -> None:
         scoring.fuse = min_max_fuse
         for w in (0.0, 0.25, 0.5):
             print(
-                f"  {f'min-max fusion (TM2C2), w = {w}':40} {graded(weighted(lambda t, c, k, w=w: w)):.4f}"
+                f"  {f'min-max fusion (TM2C2), w = {w}':40} {graded(weighted(lambda t, c, k, w=w: w)):.4f}"  # noqa: E501
             )
         scoring.fuse = words_only_add
         for w in (0.25, 0.5):
             print(
-                f"  {f'lexical z floored at 0, w = {w}':40} {graded(weighted(lambda t, c, k, w=w: w)):.4f}"
+                f"  {f'lexical z floored at 0, w = {w}':40} {graded(weighted(lambda t, c, k, w=w: w)):.4f}"  # noqa: E501
             )
         scoring.fuse = mixture_fuse
         print(f"  {'two-Gaussian posteriors, w = 0.5':40} {graded(mixtures):.4f}")

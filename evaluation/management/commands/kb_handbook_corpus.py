@@ -14,7 +14,10 @@ PACKAGE_HTML = Path("usr/share/doc/debian-handbook/html")
 
 
 class Command(BaseCommand):
-    help = "Write one BEIR folder per language from The Debian Administrator's Handbook, for kb_bench --beir."
+    help = (
+        "Write one BEIR folder per language from The Debian Administrator's Handbook, for "
+        "kb_bench --beir."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument(

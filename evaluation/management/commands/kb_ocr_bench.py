@@ -56,7 +56,9 @@ def table(pdf: Path, pages: int, resolutions: list[int]):
     indexes = [i for i in range(step, len(document), step)][:pages]
     truths = {i: document[i].get_textpage().get_text_range() for i in indexes}
     yield f"{pdf.name}: pages {[i + 1 for i in indexes]}"
-    yield "| dpi | pages | word recall (mean) | worst page | seconds/page (mean) | mean confidence |"
+    yield (
+        "| dpi | pages | word recall (mean) | worst page | seconds/page (mean) | mean confidence |"
+    )
     yield "|---|---|---|---|---|---|"
     for dpi in resolutions:
         recalls, seconds, confidences = [], [], []

@@ -177,7 +177,8 @@ def _print(report: dict, trees: dict) -> None:
                 print(f"| {label} | " + " | ".join(cells) + " |")
 
 
-# --- the child: one tree, in-process --------------------------------------------------------------------------
+# --- the child: one tree, in-process
+# --------------------------------------------------------------------------
 
 
 def _measure(namespace: str, texts: list[str]) -> dict:

@@ -160,8 +160,10 @@ class Command(BaseCommand):
             )
             for report in reports:
                 self.stdout.write(
-                    f"{report['runtime']:<10} {report['pages_per_s']:>7} pages/s {report['chunks_per_s']:>7} chunks/s "
-                    f"{report['chunks_per_s'] / (base['chunks_per_s'] or float('inf')):>5.2f}x, embedding process peak "
+                    f"{report['runtime']:<10} {report['pages_per_s']:>7} "
+                    f"pages/s {report['chunks_per_s']:>7} chunks/s "
+                    f"{report['chunks_per_s'] / (base['chunks_per_s'] or float('inf')):>5.2f}x, "
+                    "embedding process peak "
                     f"{report['embedding_process_mb']['peak']} MB, "
                     f"{report['chunks']} chunks, recall {report['recall_mean']}"
                 )

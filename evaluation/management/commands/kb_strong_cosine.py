@@ -1,7 +1,8 @@
 """Where a model's strong matches start: the best cosine of a namespace's own questions against
 that of questions about other subjects, searched through the service with the deployment's model.
 
-    .venv/bin/python manage.py kb_strong_cosine --namespace bench-en --questions ../handbook/en/queries.jsonl \
+    .venv/bin/python manage.py kb_strong_cosine --namespace bench-en --questions
+    ../handbook/en/queries.jsonl \
         --off-topic ../shared/bench/scifact/queries.jsonl
     KB_EMBEDDER=e5 .venv/bin/python manage.py kb_strong_cosine --namespace bench-de-e5 \
         --questions ../handbook/de/queries.jsonl --off-topic ../shared/bench/scifact/queries.jsonl

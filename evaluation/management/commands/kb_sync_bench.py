@@ -1,4 +1,5 @@
-"""python manage.py kb_sync_bench DIR [--include GLOB ...] [--exclude GLOB ...] [--defer-embedding] [--json]
+"""python manage.py kb_sync_bench DIR [--include GLOB ...] [--exclude GLOB ...] [--defer-embedding]
+[--json]
 
 Commits a documentation tree as a git repository, serves it with `git http-backend` on loopback,
 syncs it as a git source into a fresh `bench-sync` namespace, then times a resync with no new
@@ -60,7 +61,8 @@ class Command(BaseCommand):
         out = self.stdout.write
         out(f"{result.files} files committed, {result.documents} documents after the first sync")
         out(
-            "| run | seconds | git requests | changed | unchanged | removed | failed | chunks embedded |"
+            "| run | seconds | git requests | changed | unchanged | removed | failed | chunks "
+            "embedded |"
         )
         out("|---|---|---|---|---|---|---|---|")
         for name, facts in (
@@ -69,7 +71,8 @@ class Command(BaseCommand):
             ("edit + rename + delete", result.three_changes),
         ):
             out(
-                f"| {name} | {facts.seconds:.2f} | {facts.git_requests} | {facts.changed} | {facts.unchanged} | "
+                f"| {name} | {facts.seconds:.2f} | {facts.git_requests} | {facts.changed} "
+                f"| {facts.unchanged} | "
                 f"{facts.removed} | {facts.failed} | {facts.chunks_embedded} |"
             )
         for ref, outcome in result.three_changes.outcomes.items():

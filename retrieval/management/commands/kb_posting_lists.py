@@ -46,7 +46,8 @@ class Command(BaseCommand):
                 )
             else:
                 self.stdout.write(
-                    f"{namespace.slug}: {built.chunk_count} chunks, {built.postings} postings packed "
+                    f"{namespace.slug}: {built.chunk_count} chunks, {built.postings} postings "
+                    "packed "
                     f"in {built.build_seconds:.1f} s; since then {built.changed_since} changed, "
                     f"{built.newer} added"
                 )

@@ -7,7 +7,10 @@ from retrieval.curation import prune_queries
 
 
 class Command(BaseCommand):
-    help = "Delete logged searches (and their feedback) older than KB_QUERY_RETENTION_DAYS; run it daily."
+    help = (
+        "Delete logged searches (and their feedback) older than KB_QUERY_RETENTION_DAYS; run "
+        "it daily."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument(

@@ -30,7 +30,7 @@ class Command(BaseCommand):
                 hint = " - run with --ensure" if row["embedded_chunks"] >= threshold else ""
                 state = "no index (exact scan)" + hint
             else:
-                state = f"{index.name}, {'valid' if index.valid else 'INVALID'}, {index.size_bytes / 2**20:.1f} MiB"
+                state = f"{index.name}, {'valid' if index.valid else 'INVALID'}, {index.size_bytes / 2**20:.1f} MiB"  # noqa: E501
             self.stdout.write(
                 f"{row['namespace']}: {row['embedded_chunks']} embedded chunks; {state}"
             )

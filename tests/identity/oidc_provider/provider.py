@@ -2,7 +2,8 @@
 its own, with its own SQLite database, run as its own process on loopback (`serve`), and driven
 from the tests as its administrator would: people, their groups, the registered client.
 
-    python tests/identity/oidc_provider/provider.py init|person|serve …   (OP_DB and OP_ISSUER in the environment)
+    python tests/identity/oidc_provider/provider.py init|person|serve …   (OP_DB and OP_ISSUER in
+    the environment)
 """
 
 from __future__ import annotations
@@ -55,12 +56,14 @@ def configure() -> None:
         DEFAULT_AUTO_FIELD="django.db.models.AutoField",
         USE_TZ=True,
         LOGIN_URL="/login/",
-        SESSION_COOKIE_NAME="op_sessionid",  # the product's cookie on the same host (127.0.0.1) keeps its name
+        # the product's cookie on the same host (127.0.0.1) keeps its name
+        SESSION_COOKIE_NAME="op_sessionid",
         CSRF_COOKIE_NAME="op_csrftoken",
         SITE_URL=os.environ["OP_ISSUER"].removesuffix("/openid"),
         OIDC_USERINFO=f"{__name__}.userinfo",
         OIDC_EXTRA_SCOPE_CLAIMS=f"{__name__}.GroupScopeClaims",
-        OIDC_IDTOKEN_INCLUDE_CLAIMS=False,  # the groups come from the userinfo endpoint, as many providers do
+        # the groups come from the userinfo endpoint, as many providers do
+        OIDC_IDTOKEN_INCLUDE_CLAIMS=False,
         OIDC_IDTOKEN_EXPIRE=int(
             os.environ.get("OP_IDTOKEN_EXPIRE", "600")
         ),  # negative: born expired
