@@ -103,6 +103,7 @@ def test_each_kind_has_only_its_fields_and_no_json_box(curator, kind, expected):
             "enabled",
             "priority",
             "refresh_interval",
+            "audience_groups",  # who may read its documents (docs/identity.md)
             "_save",
             "_addanother",
             "_continue",
