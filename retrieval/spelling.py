@@ -16,7 +16,7 @@ can change how the stemmer cuts a word ("extenions" stems to `extenion`, three e
 own text spells that way (a word of its passages that stems to it: "policy" for `polici`), and
 the one nearest to what was typed, accents aside, is offered. The page offers the corrected query
 when nothing is cited and the keyword channel finds passages holding its words
-(`retrieval.service.spelling_correction`).
+(`retrieval.lookups.spelling_correction`).
 
 `edit_distance`, `closest`, `shorter_stems`, `one_edit` and `surface_form` are pure;
 `correct_query` reads the namespace's postings.
