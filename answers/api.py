@@ -18,10 +18,9 @@ router = Router(tags=["answers"])
     response=AnswerOut,
     summary="A grounded answer with checked citations",
     description="Searches the namespaces with the caller's rights, answers only when the results "
-    "are "
-    "strong enough (else says the knowledge base does not cover it, with the closest passages), "
-    "and checks every sentence's citation. `stream: true` answers `text/event-stream`: events "
-    "`gate`, `sources`, `delta` (text as it comes), `answer` (sentences with verdicts and "
+    "are strong enough (else says the knowledge base does not cover it, with the closest "
+    "passages), and checks every sentence's citation. `stream: true` answers `text/event-stream`: "
+    "events `gate`, `sources`, `delta` (text as it comes), `answer` (sentences with verdicts and "
     "counts), `done` (the answer's id), or `error` with a stable code. Text is never HTML.",
     openapi_extra={
         "responses": {
@@ -38,8 +37,7 @@ router = Router(tags=["answers"])
                                 }
                             },
                             "description": "Each server-sent event's data: a JSON object naming "
-                            "its `event`, with that "
-                            "event's fields.",
+                            "its `event`, with that event's fields.",
                         }
                     }
                 }

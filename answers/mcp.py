@@ -24,9 +24,8 @@ tools = Toolset()
     input=AnswerToolIn,
     output=AnswerOut,
     cost="a hybrid search per namespace and, when the gate opens, one answer of the deployment's "
-    "model "
-    "(seconds; up to KB_ANSWER_TIMEOUT); charged against the rate limit as its searches plus 10, "
-    "as /api/answer",
+    "model (seconds; up to KB_ANSWER_TIMEOUT); charged against the rate limit as its searches plus "
+    "10, as /api/answer",
     description="A grounded answer by the deployment's own model, from the namespaces the caller "
     "reads (at "
     f"most {MAX_NAMESPACES}; none: all). The model is asked only when the search found a strong "

@@ -126,8 +126,7 @@ def build(
                     f"KB_ANSWER_CONTEXT_TOKENS ({context_tokens}) leaves {budget} "
                     f"once {answer_tokens} are kept for "
                     "the answer: raise the model's context length (and KB_ANSWER_CONTEXT_TOKENS "
-                    "with it), or lower "
-                    "KB_ANSWER_MAX_TOKENS.",
+                    "with it), or lower KB_ANSWER_MAX_TOKENS.",
                     details={"needed": used + cost, "available": budget},
                 )
             break

@@ -37,8 +37,7 @@ class ProviderForm(forms.ModelForm):
         fields = ["slug", "definition"]
         help_texts = {
             "definition": "The provider definition (JSON): title, namespace and capabilities with "
-            "their knowledge targets. Saving applies it and records a new revision "
-            "when it changed."
+            "their knowledge targets. Saving applies it and records a new revision when it changed."
         }
 
     def validate_unique(self):

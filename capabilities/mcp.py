@@ -26,9 +26,8 @@ tools = Toolset()
     input=CatalogIn,
     output=CatalogOut,
     cost="two queries; no model call",
-    description="Every capability of the providers this caller may read, in a fixed order, a "
-    "page at a "
-    "time (as GET /api/capabilities/catalog). Retrieval never replaces it.",
+    description="Every capability of the providers this caller may read, in a fixed order, a page "
+    "at a time (as GET /api/capabilities/catalog). Retrieval never replaces it.",
 )
 def capability_catalog(request, data: CatalogIn) -> Answer:
     payload = service.catalog(request.auth, data.provider_ids, data.page, data.page_size)

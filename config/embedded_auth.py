@@ -184,9 +184,8 @@ def _prepare_database(socket_dir: str, port: int, database: str, password: str) 
         )
         relations = conn.execute(
             "SELECT c.relname, c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = "
-            "c.relnamespace"
-            " WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p', 'v', 'm', 'f')"
-            " AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = c.oid AND d.deptype = 'e')"
+            "c.relnamespace WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p', 'v', 'm', 'f') "
+            "AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = c.oid AND d.deptype = 'e')"
         ).fetchall()
         for name, kind in relations:  # a table's sequences and indexes follow it
             conn.execute(

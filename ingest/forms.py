@@ -30,18 +30,14 @@ KIND_HELP = {  # what each kind ingests, shown when choosing one and on its form
     "crawl": "Pages reached breadth-first from a start page, on the same site.",
     "llms": "Every document an llms.txt file links to.",
     "file": "Uploaded files (PDF, Word, PowerPoint, Excel, OpenDocument, CSV, EPUB, e-mail, "
-    "markdown, "
-    "text, HTML) or a .zip of them.",
+    "markdown, text, HTML) or a .zip of them.",
     "text": "Text typed here (markdown).",
-    "folder": "Every file a directory on the server holds (a mounted share), in the types "
-    "uploads take, "
-    "reStructuredText and notebooks too; files deleted there are removed here. The operator lists "
-    "the directories allowed in KB_FOLDER_ROOTS.",
+    "folder": "Every file a directory on the server holds (a mounted share), in the types uploads "
+    "take, reStructuredText and notebooks too; files deleted there are removed here. The operator "
+    "lists the directories allowed in KB_FOLDER_ROOTS.",
     "git": "The documentation files of a git repository's branch (Markdown, reStructuredText, "
-    "notebooks, text, "
-    "HTML, PDF...): each run fetches what changed since the commit it last indexed, moves "
-    "renamed files "
-    "and removes deleted ones.",
+    "notebooks, text, HTML, PDF...): each run fetches what changed since the commit it last "
+    "indexed, moves renamed files and removes deleted ones.",
 }
 LOCATION_LABELS = {
     "url": "Page URL",
@@ -57,56 +53,45 @@ LOCATION_HELP = {
     "sitemap": "The address of the sitemap.xml (or sitemap index), e.g. "
     "https://docs.example.com/sitemap.xml.",
     "crawl": "The page the crawl starts from, e.g. https://docs.example.com/; links are followed "
-    "on its host "
-    "(and the allowed domains below).",
+    "on its host (and the allowed domains below).",
     "llms": "The address of the llms.txt file, e.g. https://docs.example.com/llms.txt.",
-    "folder": "The directory's absolute path on the server, e.g. /srv/shares/handbook; it must "
-    "lie under one of "
-    "the operator's KB_FOLDER_ROOTS. Symbolic links in it are not followed.",
+    "folder": "The directory's absolute path on the server, e.g. /srv/shares/handbook; it must lie "
+    "under one of the operator's KB_FOLDER_ROOTS. Symbolic links in it are not followed.",
     "git": "The repository's https address, e.g. https://github.com/psf/requests.git (ssh:// "
-    "addresses and local "
-    "paths only where the operator allows them with KB_GIT_ALLOW_LOCAL).",
+    "addresses and local paths only where the operator allows them with KB_GIT_ALLOW_LOCAL).",
 }
 REFRESH_HELP = {
     "web": "Fetch it again this often, e.g. 1 00:00:00 for daily or 06:00:00 for every six hours "
     "(empty: only "
     "when you choose Ingest now). Pages that did not change cost a fetch and no extraction.",
-    "file": "Uploaded files change only when you upload again, and saving an upload ingests "
-    "them: leave empty. "
-    "(Set, the same files are read again this often, and nothing changes.)",
+    "file": "Uploaded files change only when you upload again, and saving an upload ingests them: "
+    "leave empty. (Set, the same files are read again this often, and nothing changes.)",
     "text": "The text changes only when you edit it here, and saving an edit ingests it: leave "
     "empty.",
-    "folder": "Look at the folder again this often, e.g. 01:00:00 for hourly. Files whose size "
-    "and time did not "
-    "change are not even opened.",
-    "git": "Fetch the branch again this often, e.g. 01:00:00 for hourly. A run with no new "
-    "commit costs one fetch "
-    "and no parse.",
+    "folder": "Look at the folder again this often, e.g. 01:00:00 for hourly. Files whose size and "
+    "time did not change are not even opened.",
+    "git": "Fetch the branch again this often, e.g. 01:00:00 for hourly. A run with no new commit "
+    "costs one fetch and no parse.",
 }
 OPTION_HELP = {
     "max_depth": "How many links away from the start page the crawl goes (0: the start page only).",
     "max_pages": "At most this many pages are taken per run.",
-    "allowed_domains": "Other hosts the crawl may follow links to, one per line (the start "
-    "page's host "
-    "always is).",
+    "allowed_domains": "Other hosts the crawl may follow links to, one per line (the start page's "
+    "host always is).",
     "use_llms_txt": "Look for /llms.txt at the site's root first and take the pages it lists, "
     "when it lists any.",
     "respect_robots": "Skip what the site's robots.txt disallows.",
     "include": "Path patterns, one per line, such as /docs/* (* is any run of characters): only "
-    "matching "
-    "pages are taken. Empty: every page.",
+    "matching pages are taken. Empty: every page.",
     "exclude": "Path patterns, one per line, such as /genindex*: matching pages are left out.",
     "keep_removed": "Keep documents that disappear from the source (otherwise they are removed "
-    "with their "
-    "chunks).",
+    "with their chunks).",
     "branch": "The branch to index, e.g. main (empty: the repository's default branch).",
     "token": "For a private repository: NAME, where the operator set the token in the server's "
-    "environment as "
-    "KB_GIT_TOKEN_NAME (the token itself is never stored here).",
+    "environment as KB_GIT_TOKEN_NAME (the token itself is never stored here).",
     "web_url": "Where the forge shows a file at a commit, with {commit}, {path} and {line}, e.g. "
-    "https://github.com/psf/requests/blob/{commit}/{path}#L{line}: citations then open the file "
-    "at its "
-    "line; empty: they open the document view.",
+    "https://github.com/psf/requests/blob/{commit}/{path}#L{line}: citations then open the file at "
+    "its line; empty: they open the document view.",
 }
 REPOSITORY_OPTION_HELP = {  # globs over paths inside the folder or repository, not URL paths
     "include": "File path patterns, one per line, such as docs/* or *.md (* is any run of "
@@ -263,8 +248,7 @@ class SourceForm(forms.ModelForm):
             entry = details.get("allow_entry", "")
             advice = (
                 f" To ingest it, add {entry!r} to KB_FETCH_ALLOWED_PRIVATE (comma-separated) "
-                "where the "
-                "server and the worker read their settings, and restart them."
+                "where the server and the worker read their settings, and restart them."
                 if entry
                 else ""
             )

@@ -191,9 +191,8 @@ def fail_stuck_runs(now: datetime | None = None, *, service_restarted: bool = Fa
         error = RunAbandoned(
             f"The worker running this ingest ({run.worker or 'unknown'}) made no progress since "
             f"{since:%Y-%m-%d %H:%M:%S} UTC: it died, hung or was stopped, and its machine's "
-            "qcluster stops "
-            "it so a fresh worker takes the queue. Documents written before then are complete. "
-            "Retry the run."
+            "qcluster stops it so a fresh worker takes the queue. Documents written before then "
+            "are complete. Retry the run."
         )
         if _fail(run, error, now):
             failed.append(run.pk)

@@ -97,11 +97,10 @@ def _relex(namespace_id: int, targets: dict[str | None, str]) -> int:
     for start in range(0, len(documents), RELEX_DOCUMENTS):
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(
-                "UPDATE kb_chunk c SET search_config = t.config FROM kb_document d,"
-                " LATERAL (SELECT coalesce(%(languages)s::jsonb ->> d.language, %(all)s) AS "
-                "config) t"
-                " WHERE d.id = c.document_id AND c.document_id = ANY(%(documents)s) AND "
-                "c.search_config <> t.config",
+                "UPDATE kb_chunk c SET search_config = t.config FROM kb_document d, LATERAL "
+                "(SELECT coalesce(%(languages)s::jsonb ->> d.language, %(all)s) AS config) t WHERE "
+                "d.id = c.document_id AND c.document_id = ANY(%(documents)s) AND c.search_config "
+                "<> t.config",
                 {
                     "languages": json.dumps(languages),
                     "all": targets.get(None),
@@ -158,14 +157,11 @@ def _count(namespace_id: int) -> tuple[dict[str, int], dict[str, int]]:
     with connection.cursor() as cursor:
         cursor.execute(
             "UPDATE kb_namespace SET document_languages = coalesce((SELECT "
-            "jsonb_object_agg(language, n) FROM"
-            " (SELECT language, count(*) AS n FROM kb_document WHERE namespace_id = %(ns)s GROUP "
-            "BY 1) counted),"
-            " '{}'::jsonb), passage_configs = coalesce((SELECT jsonb_object_agg(search_config, "
-            "n) FROM"
-            " (SELECT search_config, count(*) AS n FROM kb_chunk WHERE namespace_id = %(ns)s "
-            "GROUP BY 1) counted),"
-            " '{}'::jsonb) WHERE id = %(ns)s RETURNING document_languages::text, "
+            "jsonb_object_agg(language, n) FROM (SELECT language, count(*) AS n FROM kb_document "
+            "WHERE namespace_id = %(ns)s GROUP BY 1) counted), '{}'::jsonb), passage_configs = "
+            "coalesce((SELECT jsonb_object_agg(search_config, n) FROM (SELECT search_config, "
+            "count(*) AS n FROM kb_chunk WHERE namespace_id = %(ns)s GROUP BY 1) counted), "
+            "'{}'::jsonb) WHERE id = %(ns)s RETURNING document_languages::text, "
             "passage_configs::text",
             {"ns": namespace_id},
         )
@@ -182,15 +178,12 @@ def _announce(namespace_id: int, targets: dict[str | None, str]) -> None:
         connection.cursor() as cursor
     ):  # one walk over the passages, as `_relex` chooses their configurations
         cursor.execute(
-            "UPDATE kb_namespace n SET passage_configs = n.passage_configs || coalesce((SELECT"
-            " jsonb_object_agg(moving.config, coalesce((n.passage_configs->>moving.config)::int, "
-            "0) + moving.n)"
-            " FROM (SELECT t.config, count(*) AS n FROM kb_chunk c JOIN kb_document d ON d.id = "
-            "c.document_id,"
-            " LATERAL (SELECT coalesce(%(languages)s::jsonb ->> d.language, %(all)s) AS config) t"
-            " WHERE c.namespace_id = %(ns)s AND c.search_config <> t.config GROUP BY 1) moving), "
-            "'{}'::jsonb)"
-            " WHERE n.id = %(ns)s",
+            "UPDATE kb_namespace n SET passage_configs = n.passage_configs || coalesce((SELECT "
+            "jsonb_object_agg(moving.config, coalesce((n.passage_configs->>moving.config)::int, 0) "
+            "+ moving.n) FROM (SELECT t.config, count(*) AS n FROM kb_chunk c JOIN kb_document d "
+            "ON d.id = c.document_id, LATERAL (SELECT coalesce(%(languages)s::jsonb ->> "
+            "d.language, %(all)s) AS config) t WHERE c.namespace_id = %(ns)s AND c.search_config "
+            "<> t.config GROUP BY 1) moving), '{}'::jsonb) WHERE n.id = %(ns)s",
             {"ns": namespace_id, "languages": json.dumps(languages), "all": targets.get(None)},
         )
 

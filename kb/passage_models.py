@@ -11,10 +11,9 @@ import json
 from django.db import connection
 
 COUNT_SQL = (
-    "UPDATE kb_namespace n SET passage_models = coalesce((SELECT "
-    "jsonb_object_agg(embedding_model, passages) FROM"
-    " (SELECT embedding_model, count(*) AS passages FROM kb_chunk c WHERE c.namespace_id = n.id"
-    " AND c.embedding IS NOT NULL GROUP BY 1) counted), '{}'::jsonb)"
+    "UPDATE kb_namespace n SET passage_models = coalesce((SELECT jsonb_object_agg(embedding_model, "
+    "passages) FROM (SELECT embedding_model, count(*) AS passages FROM kb_chunk c WHERE "
+    "c.namespace_id = n.id AND c.embedding IS NOT NULL GROUP BY 1) counted), '{}'::jsonb)"
 )
 
 

@@ -40,9 +40,8 @@ def validate_provider_id(value: str) -> None:
     if not CAPABILITY_ID_RE.match(f"{value or ''}/x"):
         raise ValidationError(
             f"{value!r} is not a provider id. Use lowercase letters, digits, '.', '_' and '-', "
-            "e.g. 'billing' "
-            "or, for a namespace's own provider, the namespace with '.' for ':' and a name: "
-            "'tenant.acme.billing'.",
+            "e.g. 'billing' or, for a namespace's own provider, the namespace with '.' for ':' and "
+            "a name: 'tenant.acme.billing'.",
             code="invalid_provider_id",
         )
 

@@ -342,8 +342,7 @@ class NamespaceAdmin(NamespaceScoped):
         elif share:
             verdict = (
                 f"used; {share:.0%} of the documents are in {language}, which the embedding "
-                "model does "
-                "not read"
+                "model does not read"
                 + (
                     f"; a query in {_named(words_alone)} is ranked by words alone"
                     if words_alone and not fitted

@@ -113,9 +113,8 @@ def estimated_weights(median_excess: float | None, searches: int) -> FusionWeigh
         "estimated",
         (
             f"estimated from this namespace's search log: {log_summary(median_excess, searches)} "
-            "(a broad "
-            "collection, where a question's words also match other subjects), so words do not "
-            "weigh in the score; "
+            "(a broad collection, where a question's words also match other subjects), so words do "
+            "not weigh in the score; "
             f"judged queries would fit the weight"
         ),
     )

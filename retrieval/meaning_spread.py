@@ -166,8 +166,7 @@ def _read_sample(namespace_id: int) -> tuple[int, np.ndarray, Reading | None]:
         )  # at most SAMPLE_SIZE, spread over the namespace's ids
         cursor.execute(
             "SELECT embedding::real[] FROM kb_chunk WHERE namespace_id = %s AND embedding IS NOT "
-            "NULL"
-            " AND id %% %s = 0 LIMIT %s",
+            "NULL AND id %% %s = 0 LIMIT %s",
             [namespace_id, step, SAMPLE_SIZE],
         )
         rows = [row[0] for row in cursor.fetchall()]

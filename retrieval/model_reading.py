@@ -79,13 +79,11 @@ def _headings(namespace_id: int, passages: int) -> list[tuple[str, int]]:
     step = max(1, passages // (4 * CANDIDATES))
     with read_connection().cursor() as cursor:
         cursor.execute(
-            "SELECT heading, document_id FROM (SELECT DISTINCT ON (heading) heading, "
-            "document_id, id FROM"
-            " (SELECT coalesce(nullif(heading_path[cardinality(heading_path)], ''), title) AS "
-            "heading, document_id, id"
-            "  FROM kb_chunk WHERE namespace_id = %s AND id %% %s = 0) AS passage"
-            " WHERE char_length(heading) >= %s ORDER BY heading, id) AS distinct_heading ORDER "
-            "BY id LIMIT %s",
+            "SELECT heading, document_id FROM (SELECT DISTINCT ON (heading) heading, document_id, "
+            "id FROM (SELECT coalesce(nullif(heading_path[cardinality(heading_path)], ''), title) "
+            "AS heading, document_id, id  FROM kb_chunk WHERE namespace_id = %s AND id %% %s = 0) "
+            "AS passage WHERE char_length(heading) >= %s ORDER BY heading, id) AS distinct_heading "
+            "ORDER BY id LIMIT %s",
             [namespace_id, step, MIN_CHARS, CANDIDATES],
         )
         return cursor.fetchall()
@@ -96,8 +94,7 @@ def _namespace(namespace_id: int) -> tuple[int, dict[str, int]]:
     with read_connection().cursor() as cursor:
         cursor.execute(
             "SELECT (SELECT count(*) FROM kb_document WHERE namespace_id = n.id), "
-            "n.document_languages::text"
-            " FROM kb_namespace n WHERE n.id = %s",
+            "n.document_languages::text FROM kb_namespace n WHERE n.id = %s",
             [namespace_id],
         )
         row = cursor.fetchone()

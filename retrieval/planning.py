@@ -183,14 +183,12 @@ def namespace_row(slug: str) -> dict | None:
     with read_connection().cursor() as cursor:
         cursor.execute(
             "SELECT n.id, n.language, n.document_languages::text, n.passage_configs::text, "
-            "n.relexing,"
-            " n.passage_models::text,"
-            " e.median_excess, coalesce(e.searches, 0),"
-            " ARRAY(SELECT a.id FROM kb_audience a WHERE a.namespace_id = n.id ORDER BY a.id),"
-            " f.lexical_weight, f.version, f.fitted_at, f.fitted_on, f.queries, "
-            "f.cross_validated_ndcg, f.default_ndcg"
-            " FROM kb_namespace n LEFT JOIN kb_fusioncalibration f ON f.namespace_id = n.id"
-            " LEFT JOIN kb_meaningestimate e ON e.namespace_id = n.id WHERE n.slug = %s",
+            "n.relexing, n.passage_models::text, e.median_excess, coalesce(e.searches, 0), "
+            "ARRAY(SELECT a.id FROM kb_audience a WHERE a.namespace_id = n.id ORDER BY a.id), "
+            "f.lexical_weight, f.version, f.fitted_at, f.fitted_on, f.queries, "
+            "f.cross_validated_ndcg, f.default_ndcg FROM kb_namespace n LEFT JOIN "
+            "kb_fusioncalibration f ON f.namespace_id = n.id LEFT JOIN kb_meaningestimate e ON "
+            "e.namespace_id = n.id WHERE n.slug = %s",
             [slug],
         )
         row = cursor.fetchone()

@@ -42,8 +42,7 @@ def namespace_configs(namespace_id: int, query: str = "") -> tuple[str, ...]:
     with read_connection().cursor() as cursor:
         cursor.execute(
             "SELECT language, passage_configs::text, document_languages::text, relexing FROM "
-            "kb_namespace"
-            " WHERE id = %s",
+            "kb_namespace WHERE id = %s",
             [namespace_id],
         )
         row = cursor.fetchone()
@@ -286,9 +285,8 @@ def passages_holding(namespace_id: int, lexemes: list[str], limit: int) -> dict[
     them. One statement."""
     with read_connection().cursor() as cursor:
         cursor.execute(
-            "SELECT r.lexeme, string_agg(c.text, ' ') FROM unnest(%s::text[]) AS r(lexeme) "
-            "CROSS JOIN LATERAL (SELECT c.text FROM kb_chunk_term t JOIN kb_chunk c ON c.id = "
-            "t.chunk_id "
+            "SELECT r.lexeme, string_agg(c.text, ' ') FROM unnest(%s::text[]) AS r(lexeme) CROSS "
+            "JOIN LATERAL (SELECT c.text FROM kb_chunk_term t JOIN kb_chunk c ON c.id = t.chunk_id "
             "WHERE t.namespace_id = %s AND t.lexeme = r.lexeme LIMIT %s) c GROUP BY r.lexeme",
             [lexemes, int(namespace_id), limit],
         )

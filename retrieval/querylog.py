@@ -117,16 +117,13 @@ def refresh_estimates(namespace_ids: set[int], *, every: float = 0.0) -> None:
             ):
                 cursor.execute(
                     f"INSERT INTO {MeaningEstimate._meta.db_table} (namespace_id, median_excess, "
-                    "searches, updated_at)"
-                    " SELECT %s, percentile_cont(0.5) WITHIN GROUP (ORDER BY l.meaning_excess), "
-                    "count(*), now()"
+                    "searches, updated_at) SELECT %s, percentile_cont(0.5) WITHIN GROUP (ORDER BY "
+                    "l.meaning_excess), count(*), now()"
                     f" FROM (SELECT meaning_excess FROM {QueryLog._meta.db_table} WHERE "
-                    "namespace_id = %s"
-                    "       AND caller <> %s ORDER BY created_at DESC LIMIT %s) l WHERE "
-                    "l.meaning_excess IS NOT NULL"
-                    " ON CONFLICT (namespace_id) DO UPDATE SET median_excess = "
-                    "EXCLUDED.median_excess,"
-                    " searches = EXCLUDED.searches, updated_at = EXCLUDED.updated_at",
+                    "namespace_id = %s       AND caller <> %s ORDER BY created_at DESC LIMIT %s) l "
+                    "WHERE l.meaning_excess IS NOT NULL ON CONFLICT (namespace_id) DO UPDATE SET "
+                    "median_excess = EXCLUDED.median_excess, searches = EXCLUDED.searches, "
+                    "updated_at = EXCLUDED.updated_at",
                     [namespace_id, namespace_id, QueryLog.Caller.INTERNAL, ESTIMATE_WINDOW],
                 )
         except DatabaseError as exc:

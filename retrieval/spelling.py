@@ -179,9 +179,8 @@ def correct_query(namespace_id: int, query: str) -> str | None:
         return None
     with read_connection().cursor() as cursor:
         cursor.execute(
-            "SELECT w, tsvector_to_array(kb_lex(c, w)) FROM unnest(%s::text[]) WITH ORDINALITY "
-            "AS q(w, n), "
-            "unnest(%s::text[]) WITH ORDINALITY AS k(c, m) ORDER BY n, m",
+            "SELECT w, tsvector_to_array(kb_lex(c, w)) FROM unnest(%s::text[]) WITH ORDINALITY AS "
+            "q(w, n), unnest(%s::text[]) WITH ORDINALITY AS k(c, m) ORDER BY n, m",
             [[w.lower() for w in words], configs],
         )
         stems: dict[
@@ -205,18 +204,16 @@ def correct_query(namespace_id: int, query: str) -> str | None:
             limit = allowed_distance(stem)
             first, after = stem[0], chr(ord(stem[0]) + 1)
             cursor.execute(
-                "SELECT lexeme, count(*) FROM (SELECT lexeme FROM kb_chunk_term WHERE "
-                "namespace_id = %s "
-                "AND lexeme >= %s AND lexeme < %s AND length(lexeme) BETWEEN %s AND %s LIMIT %s) "
-                "t GROUP BY lexeme",
+                "SELECT lexeme, count(*) FROM (SELECT lexeme FROM kb_chunk_term WHERE namespace_id "
+                "= %s AND lexeme >= %s AND lexeme < %s AND length(lexeme) BETWEEN %s AND %s LIMIT "
+                "%s) t GROUP BY lexeme",
                 [namespace_id, first, after, len(stem) - limit, len(stem) + limit, MAX_CANDIDATES],
             )
             near = closest(stem, cursor.fetchall(), NEAR_KEPT)
             cursor.execute(
                 "SELECT b.lexeme FROM unnest(%s::text[]) WITH ORDINALITY AS b(lexeme, n) WHERE "
-                "EXISTS "
-                "(SELECT 1 FROM kb_chunk_term t WHERE t.namespace_id = %s AND t.lexeme = b.lexeme) "
-                "ORDER BY b.n LIMIT 1",
+                "EXISTS (SELECT 1 FROM kb_chunk_term t WHERE t.namespace_id = %s AND t.lexeme = "
+                "b.lexeme) ORDER BY b.n LIMIT 1",
                 [shorter_stems(stem), namespace_id],
             )  # one probe a beginning
             begins = cursor.fetchone()

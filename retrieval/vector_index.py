@@ -164,9 +164,8 @@ def _embedded_chunk_count(namespace_id: int, cap: int) -> int:
     """Chunks with an embedding, counted up to `cap` (enough to compare with the threshold)."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT count(*) FROM (SELECT 1 FROM kb_chunk WHERE namespace_id = %s AND embedding "
-            "IS NOT NULL "
-            "LIMIT %s) s",
+            "SELECT count(*) FROM (SELECT 1 FROM kb_chunk WHERE namespace_id = %s AND embedding IS "
+            "NOT NULL LIMIT %s) s",
             [namespace_id, cap],
         )
         return int(cursor.fetchone()[0])

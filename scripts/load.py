@@ -178,11 +178,10 @@ def _session(python: str, tree: Path) -> tuple[int, str]:
         "-c",
         (
             "import time; from django.contrib.auth import get_user_model, SESSION_KEY, "
-            "BACKEND_SESSION_KEY, "
-            "HASH_SESSION_KEY; from django.contrib.sessions.backends.db import SessionStore; "
-            "user = get_user_model().objects.create_user(f'load-{time.time_ns()}', "
-            "is_staff=True, is_superuser=True); "
-            "s = SessionStore(); s[SESSION_KEY] = str(user.pk); "
+            "BACKEND_SESSION_KEY, HASH_SESSION_KEY; from django.contrib.sessions.backends.db "
+            "import SessionStore; user = "
+            "get_user_model().objects.create_user(f'load-{time.time_ns()}', is_staff=True, "
+            "is_superuser=True); s = SessionStore(); s[SESSION_KEY] = str(user.pk); "
             "s[BACKEND_SESSION_KEY] = 'django.contrib.auth.backends.ModelBackend'; "
             "s[HASH_SESSION_KEY] = user.get_session_auth_hash(); s.create(); print(user.pk, "
             "s.session_key)"

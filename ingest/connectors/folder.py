@@ -103,8 +103,7 @@ class FolderConnector(ListingConnector):
                     f"The folder holds more than {kb_settings().archive_max_files} files "
                     "(KB_ARCHIVE_MAX_FILES); "
                     f"{entry.ref!r} and the files after it were not read, and nothing was "
-                    "removed. Narrow the source "
-                    "with include patterns, or split it."
+                    "removed. Narrow the source with include patterns, or split it."
                 ),
             )
 

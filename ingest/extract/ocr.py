@@ -122,8 +122,7 @@ def check_size(width: int, height: int) -> None:
     if width <= 0 or height <= 0 or width * height > MAX_PIXELS:
         raise ParserBudgetExceeded(
             f"The image is {width}x{height} pixels; at most {MAX_PIXELS // 1_000_000} million "
-            "pixels a page are "
-            "read (a decompression bomb is refused before it is decoded)."
+            "pixels a page are read (a decompression bomb is refused before it is decoded)."
         )
 
 

@@ -25,8 +25,7 @@ def _timeouts(value: str) -> tuple[float, float, float]:
 
 def _bad_timeouts(value) -> ConfigurationError:
     return ConfigurationError(
-        "KB_ANSWER_TIMEOUT is three numbers of seconds, connect,first-token,total (e.g. "
-        "5,60,180), "
+        "KB_ANSWER_TIMEOUT is three numbers of seconds, connect,first-token,total (e.g. 5,60,180), "
         f"each above 0 and at most 3600, got {value!r}.",
         details={"setting": "KB_ANSWER_TIMEOUT"},
     )

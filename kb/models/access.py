@@ -43,15 +43,13 @@ class Namespace(models.Model):
         blank=True,
         editable=False,
         help_text="How many of its passages each embedding model embedded: a query's vector is "
-        "compared only with "
-        "those of the model that embeds it.",
+        "compared only with those of the model that embeds it.",
     )
     relexing = models.BooleanField(
         default=False,
         editable=False,
         help_text="Set from a change of the language setting until its passages are all lexed "
-        "again: queries "
-        "are lexed in every configuration its passages hold meanwhile.",
+        "again: queries are lexed in every configuration its passages hold meanwhile.",
     )
     answers = models.BooleanField(
         default=True,
@@ -104,8 +102,7 @@ class NamespaceMembership(models.Model):
         blank=True,
         editable=False,
         help_text="The identity provider whose group rules made it (kb.identity keeps it in line "
-        "with them); "
-        "empty: made by hand, and left alone by single sign-on.",
+        "with them); empty: made by hand, and left alone by single sign-on.",
     )
 
     class Meta:

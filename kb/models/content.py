@@ -78,9 +78,8 @@ class Source(models.Model):
         related_name="+",
         verbose_name="audience",
         help_text="Only these groups read the source's documents (with the namespace's curators "
-        "and "
-        "superusers); empty: everyone who reads the namespace. A document with groups of its own "
-        "is read by those instead.",
+        "and superusers); empty: everyone who reads the namespace. A document with groups of its "
+        "own is read by those instead.",
     )
     audience = models.ForeignKey(
         Audience,
@@ -95,9 +94,8 @@ class Source(models.Model):
     held_removals = models.JSONField(
         default=dict,
         blank=True,
-        help_text="Removals the last complete run held back because the source shrank by more "
-        "than half: "
-        "{run, refs, stored}; a curator confirms them on the source's page.",
+        help_text="Removals the last complete run held back because the source shrank by more than "
+        "half: {run, refs, stored}; a curator confirms them on the source's page.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -131,8 +129,7 @@ class Source(models.Model):
             raise ValidationError(
                 {
                     "location": f"{self.location!r} is not an absolute directory path on the "
-                    "server, "
-                    "e.g. '/srv/docs/handbook'."
+                    "server, e.g. '/srv/docs/handbook'."
                 }
             )
         elif self.kind == self.Kind.GIT and not self.location.strip():
@@ -277,9 +274,8 @@ class Chunk(models.Model):
     embedding_runtime = models.CharField(
         max_length=16,
         blank=True,
-        help_text="What computed the vector with the local model: torch, onnx or onnx-int8 "
-        "(empty: not "
-        "recorded, for another embedder or a chunk embedded before it was kept).",
+        help_text="What computed the vector with the local model: torch, onnx or onnx-int8 (empty: "
+        "not recorded, for another embedder or a chunk embedded before it was kept).",
     )
     audience = models.ForeignKey(
         Audience,

@@ -28,10 +28,9 @@ class GroupRule(models.Model):
     group = models.CharField(
         max_length=500,
         help_text="The group as the provider names it, compared without regard to case: an entry "
-        "of the OpenID "
-        "Connect groups claim; for LDAP the group's DN (cn=staff,ou=groups,dc=example,dc=com) or "
-        "its cn "
-        "alone (which then matches a group of that cn anywhere under the group base).",
+        "of the OpenID Connect groups claim; for LDAP the group's DN "
+        "(cn=staff,ou=groups,dc=example,dc=com) or its cn alone (which then matches a group of "
+        "that cn anywhere under the group base).",
     )
     namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE, related_name="group_rules")
     role = models.CharField(max_length=8, choices=Role.choices, default=Role.READER)

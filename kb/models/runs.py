@@ -48,8 +48,7 @@ class IngestRun(models.Model):
         "chunks to embed",
         default=0,
         help_text="Chunks made so far whose text has no stored vector yet. A page written again "
-        "once the site's "
-        "repeated blocks are learned adds the chunks its new text changed.",
+        "once the site's repeated blocks are learned adds the chunks its new text changed.",
     )
     chunks_embedded = models.PositiveIntegerField(
         "chunks embedded", default=0, help_text="Of those, embedded so far."
@@ -58,8 +57,7 @@ class IngestRun(models.Model):
         "chunks stored",
         default=0,
         help_text="Chunks the pages this run wrote now hold, unchanged text included: what the "
-        "items' chunk "
-        "counts add up to.",
+        "items' chunk counts add up to.",
     )
     error = models.TextField(blank=True)
     queued_at = models.DateTimeField(auto_now_add=True)

@@ -36,20 +36,16 @@ class QueryLog(models.Model):
     strong = models.BooleanField(
         null=True,
         blank=True,
-        help_text="Whether a result was a strong match, the cited tier (curator report: weak "
-        "when not); "
-        "blank for searches logged before it was recorded.",
+        help_text="Whether a result was a strong match, the cited tier (curator report: weak when "
+        "not); blank for searches logged before it was recorded.",
     )
     meaning_excess = models.FloatField(
         null=True,
         blank=True,
         help_text="How far the best passage's cosine stood beyond chance among the namespace's "
-        "passages, in "
-        "standard deviations (kb.breadth.meaning_excess): the namespace's label-free weights "
-        "read it "
-        "over its latest searches; blank when meaning was not used, the search was filtered, or "
-        "the "
-        "namespace's sample was still being read.",
+        "passages, in standard deviations (kb.breadth.meaning_excess): the namespace's label-free "
+        "weights read it over its latest searches; blank when meaning was not used, the search was "
+        "filtered, or the namespace's sample was still being read.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
 

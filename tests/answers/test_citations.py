@@ -101,15 +101,12 @@ def test_sentences_and_markers_are_read_as_models_write_them():
 ABSTRACT = {
     1: (
         "LDL and the heart\n\n"
-        "One-fourth of all deaths result from coronary heart disease. "
-        "Lowering LDL should be the primary goal. "
-        "We followed 250 subjects for two years. "
-        "MDSC regulation is widely variable in most eukaryotic cells. "
-        "The tau protein binds deacetylated microtubules. "
-        "Samples were collected under quiet and then active conditions. "
-        "We studied 7610 women and controls without the disease, studying twelve polymorphisms. "
-        "Drug A did not increase survival at 12 weeks. "
-        "Drug B increased survival at 52 weeks."
+        "One-fourth of all deaths result from coronary heart disease. Lowering LDL should be the "
+        "primary goal. We followed 250 subjects for two years. MDSC regulation is widely variable "
+        "in most eukaryotic cells. The tau protein binds deacetylated microtubules. Samples were "
+        "collected under quiet and then active conditions. We studied 7610 women and controls "
+        "without the disease, studying twelve polymorphisms. Drug A did not increase survival at "
+        "12 weeks. Drug B increased survival at 52 weeks."
     )
 }
 

@@ -136,9 +136,8 @@ def test_unix_socket_database_url(tcp_postgres):
     result = run_manage(
         "shell",
         "-c",
-        "from django.db import connection; c = connection.cursor(); "
-        "c.execute('select 41 + 1, inet_server_addr() is null, current_setting(%s)', ['port']); "
-        "print(*c.fetchone())",
+        "from django.db import connection; c = connection.cursor(); c.execute('select 41 + 1, "
+        "inet_server_addr() is null, current_setting(%s)', ['port']); print(*c.fetchone())",
         env={"DATABASE_URL": url},
     )
     assert result.returncode == 0, result.stderr

@@ -192,8 +192,7 @@ def test_odt_notes_end_their_sections_and_lists_continue():
             f"<text:p>Cited here{_note(1, 'footnote', 'First note.')}"
             f" and here{_note(2, 'endnote', 'An endnote.')}.</text:p>"
             '<text:list text:style-name="N"><text:list-item><text:p>Alpha</text:p>'
-            "<text:list><text:list-item><text:p>inner</text:p></text:list-item></text:list></text:list-item>"
-            "<text:list-item><text:p>Beta</text:p></text:list-item></text:list>"
+            "<text:list><text:list-item><text:p>inner</text:p></text:list-item></text:list></text:list-item><text:list-item><text:p>Beta</text:p></text:list-item></text:list>"
             '<text:h text:outline-level="1">Two</text:h><text:p>Between.</text:p>'
             '<text:list text:style-name="N" text:continue-numbering="true">'
             "<text:list-item><text:p>Gamma</text:p></text:list-item></text:list>"

@@ -114,8 +114,7 @@ def test_header_cells_that_span_columns_keep_the_cells_after_them_above_their_co
 def test_a_literal_layout_keeps_its_lines():
     html = (
         b"<main><h1>T</h1><p>Intro.</p><div class='literallayout'><p>Alice Example<br>12 Main "
-        b"Street<br>"
-        b"Springfield<br></p></div><p>One<br>two.</p></main>"
+        b"Street<br>Springfield<br></p></div><p>One<br>two.</p></main>"
     )
     content = extract(html, "text/html").content
     assert "Alice Example\\\n12 Main Street\\\nSpringfield\n" in content

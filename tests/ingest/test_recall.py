@@ -84,9 +84,8 @@ def test_recall_falls_when_a_section_is_lost():
 
 def test_a_line_number_gutter_is_not_content_but_a_number_in_text_is():
     listing = (
-        b"<div><div class='line'>1 int main() {</div><div class='line'>2</div>"
-        b"<div class='line'>3   return 0;</div><div class='line'>4 }</div></div><p>42 is the "
-        b"answer</p>"
+        b"<div><div class='line'>1 int main() {</div><div class='line'>2</div><div "
+        b"class='line'>3   return 0;</div><div class='line'>4 }</div></div><p>42 is the answer</p>"
     )
     assert [line.text for line in page_lines(listing)] == [
         "int main",

@@ -41,9 +41,8 @@ def test_whitenoise_serves_collected_static_files_with_security_headers(tmp_path
         "shell",
         "-c",
         (
-            "from django.test import Client; c = Client(HTTP_HOST='kb.example.com'); "
-            "r = c.get('/static/kb/search.css', secure=True); "
-            "plain = c.get('/static/kb/search.css'); "
+            "from django.test import Client; c = Client(HTTP_HOST='kb.example.com'); r = "
+            "c.get('/static/kb/search.css', secure=True); plain = c.get('/static/kb/search.css'); "
             "print(r.status_code, r['Content-Type'].split(';')[0], plain.status_code, "
             "c.get('/healthz', secure=True).get('Strict-Transport-Security', '-'), sep='|')"
         ),
@@ -58,11 +57,10 @@ def test_whitenoise_serves_collected_static_files_with_security_headers(tmp_path
 
 def test_replica_urls_become_database_aliases_that_never_migrate(tmp_path):
     code = (
-        "from django.conf import settings; from django.db import router; "
-        "print([(a, d['HOST'], d['NAME'], d['TEST'].get('MIRROR')) for a, d in "
-        "sorted(settings.DATABASES.items()) "
-        "if a != 'default']); "
-        "print(router.allow_migrate('replica_1', 'kb'), router.allow_migrate('default', 'kb'))"
+        "from django.conf import settings; from django.db import router; print([(a, d['HOST'], "
+        "d['NAME'], d['TEST'].get('MIRROR')) for a, d in sorted(settings.DATABASES.items()) if a "
+        "!= 'default']); print(router.allow_migrate('replica_1', 'kb'), "
+        "router.allow_migrate('default', 'kb'))"
     )
     env = {
         "KB_DATA_DIR": str(tmp_path),

@@ -110,8 +110,7 @@ def test_an_invalid_leftover_index_is_rebuilt(threshold_of_three):
     if not pgdata:
         pytest.skip(
             "marking an index invalid needs the server's superuser, whose password only the "
-            "embedded "
-            "server's credentials file holds"
+            "embedded server's credentials file holds"
         )
     params = connection.get_connection_params()
     superuser = embedded_auth.conninfo(

@@ -598,8 +598,7 @@ def test_a_page_stored_before_languages_keeps_its_exact_english_vector():
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT kb_search_vector('english', %s, %s) = setweight(to_tsvector('english', %s), "
-            "'A')"
-            " || setweight(to_tsvector('english', %s), 'D')",
+            "'A') || setweight(to_tsvector('english', %s), 'D')",
             ["User space", text, "User space", text],
         )
         assert cursor.fetchone()[0] is True
@@ -722,8 +721,7 @@ def test_passages_are_folded_in_the_database_as_queries_are_in_python():
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT kb_fold(s), kb_fold(kb_fold(s)) FROM unnest(%s::text[]) WITH ORDINALITY AS "
-            "t(s, i)"
-            " ORDER BY i",
+            "t(s, i) ORDER BY i",
             [samples],
         )
         folded = cursor.fetchall()
@@ -906,10 +904,8 @@ def test_a_query_naming_an_identifier_meets_it_in_every_language_of_the_namespac
     )
     note = (
         "The max_connections parameter sets how many client connections the database server "
-        "accepts at "
-        "once. Each connection uses memory, so raise it together with the shared memory settings "
-        "and "
-        "restart the server afterwards."
+        "accepts at once. Each connection uses memory, so raise it together with the shared memory "
+        "settings and restart the server afterwards."
     )
     run = IngestPipeline(IngestRun.objects.create(source=source)).execute(
         iter(
@@ -1461,9 +1457,8 @@ def test_a_restored_word_is_shown_as_the_text_writes_it_or_by_its_stem(client):
     assert search("extremite", namespace.slug, log=False).lexical.accents_restored == restored
     page = client.get("/", {"q": "extremite", "namespace": namespace.slug}).content.decode()
     assert (
-        "read with them: extremite as words of the stem <code>extrem</code> (where the text "
-        "holds no "
-        "<code>extremit</code>)."
+        "read with them: extremite as words of the stem <code>extrem</code> (where the text holds "
+        "no <code>extremit</code>)."
     ) in page
 
 

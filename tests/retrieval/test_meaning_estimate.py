@@ -160,9 +160,8 @@ def test_the_namespace_console_shows_what_the_log_estimates(corpus, client, djan
     _logged(namespace, 2.6, 3)
     page = client.get(f"/admin/kb/namespace/{namespace.pk}/change/").content.decode()
     assert (
-        "3 of its latest searches stood a median 2.6 standard deviations beyond chance, fewer "
-        "than the 20 "
-        "a median needs"
+        "3 of its latest searches stood a median 2.6 standard deviations beyond chance, fewer than "
+        "the 20 a median needs"
     ) in page
     _logged(namespace, 1.2, ESTIMATE_MIN_SEARCHES)
     page = client.get(f"/admin/kb/namespace/{namespace.pk}/change/").content.decode()

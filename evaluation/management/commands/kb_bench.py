@@ -51,8 +51,7 @@ class Command(BaseCommand):
             "--skip-throughput",
             action="store_true",
             help="Do not time the model alone on the corpus (its raw embedding rate): a quality "
-            "run "
-            "with a slow model spends most of its time there",
+            "run with a slow model spends most of its time there",
         )
         parser.add_argument(
             "--fresh",
@@ -69,8 +68,7 @@ class Command(BaseCommand):
             "--lexical-agreement",
             action="store_true",
             help="Also compare the lexical channel's packed read with the postings table's (top "
-            "100, "
-            "every query), on the corpus and on the scaled copy",
+            "100, every query), on the corpus and on the scaled copy",
         )
         parser.add_argument(
             "--admin",
@@ -97,15 +95,13 @@ class Command(BaseCommand):
             choices=DOCUMENT_RUNTIMES,
             default=[],
             help="Ingest each corpus once per document runtime, each into "
-            "bench-<corpus>-<runtime>, "
-            "and compare them (use with --fresh to time every ingest)",
+            "bench-<corpus>-<runtime>, and compare them (use with --fresh to time every ingest)",
         )
         parser.add_argument(
             "--keep-fit",
             action="store_true",
             help="Store the fusion weight fitted to the qrels as the namespace's calibration, "
-            "which "
-            "its searches then use; without it the run leaves the namespace as it found it",
+            "which its searches then use; without it the run leaves the namespace as it found it",
         )
         parser.add_argument(
             "--rule-effects",

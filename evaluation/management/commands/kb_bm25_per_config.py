@@ -52,8 +52,7 @@ def graded_lines(slug: str, beir: str):
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT c.id, c.search_config, d.ref FROM kb_chunk c JOIN kb_document d ON d.id = "
-            "c.document_id"
-            " WHERE c.namespace_id = %s",
+            "c.document_id WHERE c.namespace_id = %s",
             [namespace.pk],
         )
         chunks = {pk: (config, ref) for pk, config, ref in cursor.fetchall()}

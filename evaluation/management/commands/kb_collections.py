@@ -31,9 +31,8 @@ class Command(BaseCommand):
         )
         build_parser.add_argument(
             "--packages",
-            help="Folder of unpacked packages, <package>/ each (dpkg -x); "
-            "missing ones are downloaded into it (default: a temporary "
-            "folder).",
+            help="Folder of unpacked packages, <package>/ each (dpkg -x); missing ones are "
+            "downloaded into it (default: a temporary folder).",
         )
         build_parser.add_argument(
             "--only",

@@ -133,8 +133,7 @@ def content_share(text: str, config: str) -> float:
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT (SELECT coalesce(sum(array_length(positions, 1)), 0) FROM unnest(kb_lex(%s, "
-            "%s))),"
-            " (SELECT coalesce(sum(array_length(positions, 1)), 0) FROM "
+            "%s))), (SELECT coalesce(sum(array_length(positions, 1)), 0) FROM "
             "unnest(to_tsvector('simple', %s)))",
             [config, text, text],
         )
