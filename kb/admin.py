@@ -1,7 +1,7 @@
 """The console's own part: who may read which namespace, and API tokens (the namespaces' own page,
 with what searching found out about them, is retrieval's: `retrieval/admin.py`).
 
-Every app registers its models' admin next to its services (`ingest/admin.py`,
+Every app registers its models' admin next to its services (`ingest/admin/`,
 `retrieval/admin.py`, `capabilities/admin.py`, `evaluation/admin.py`) on the base classes of
 `kb/admin_access.py`."""
 

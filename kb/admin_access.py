@@ -227,6 +227,13 @@ class ScopedInline(ScopedFields):
         return heard(scoped(super().get_queryset(request), _readable(principal)), principal)
 
 
+def parent_id(request) -> int | None:
+    """The id of the object whose change page is being shown (what an inline belongs to)."""
+    match = getattr(request, "resolver_match", None)
+    object_id = str((match.kwargs if match else {}).get("object_id", ""))
+    return int(object_id) if object_id.isdigit() else None
+
+
 class ScopedRelatedFilter(admin.RelatedFieldListFilter):
     """A list filter over a relation offering only the related objects the curator may read."""
 

@@ -4,7 +4,7 @@
 // it reloads, so the page shows the finished run as a fresh load would (retry button included).
 (function () {
   "use strict";
-  var MAX_ROWS = 500; // ITEMS_SHOWN in ingest/admin.py
+  var MAX_ROWS = 500; // ITEMS_SHOWN in ingest/admin/runs.py
 
   function itemRows(group) {
     return group ? group.querySelectorAll("tbody tr.has_original, tbody tr.kb-live-item") : [];

@@ -78,7 +78,8 @@ def test_document_and_source_lists_count_per_row(curator, corpus):
 
 
 def test_a_source_page_shows_its_latest_runs_and_a_run_page_its_failed_items_first(curator, corpus):
-    from ingest import admin as ingest_admin
+    from ingest.admin import runs as run_admin
+    from ingest.admin import sources as source_admin
 
     source = corpus.sources.get()
     runs = IngestRun.objects.bulk_create(
@@ -86,11 +87,11 @@ def test_a_source_page_shows_its_latest_runs_and_a_run_page_its_failed_items_fir
     )
     page = curator.get(f"/admin/kb/source/{source.pk}/change/").content.decode()
     shown = {int(pk) for pk in re.findall(r"ingestrun/(\d+)/change/", page)}
-    assert len(shown) == ingest_admin.RECENT_RUNS
+    assert len(shown) == source_admin.RECENT_RUNS
     latest = (
         IngestRun.objects.filter(source=source).order_by("-queued_at").values_list("pk", flat=True)
     )
-    assert shown == set(latest[: ingest_admin.RECENT_RUNS])
+    assert shown == set(latest[: source_admin.RECENT_RUNS])
 
     run = runs[0]
     shown_items = 3
@@ -99,11 +100,11 @@ def test_a_source_page_shows_its_latest_runs_and_a_run_page_its_failed_items_fir
         IngestItem(run=run, ref="broken-page", status="failed", error_code="INGEST_HTTP_STATUS")
     )
     IngestItem.objects.bulk_create(items)
-    ingest_admin.ITEMS_SHOWN, saved = shown_items, ingest_admin.ITEMS_SHOWN
+    run_admin.ITEMS_SHOWN, saved = shown_items, run_admin.ITEMS_SHOWN
     try:
         run_page = curator.get(f"/admin/kb/ingestrun/{run.pk}/change/").content.decode()
     finally:
-        ingest_admin.ITEMS_SHOWN = saved
+        run_admin.ITEMS_SHOWN = saved
     refs = re.findall(r"(page-\d+|broken-page)", run_page)
     assert "broken-page" in refs and len(set(refs)) == shown_items
 
