@@ -1,8 +1,8 @@
 """The console's own part: who may read which namespace, and API tokens (the namespaces' own page,
-with what searching found out about them, is retrieval's: `retrieval/admin.py`).
+with what searching found out about them, is retrieval's: `retrieval/admin/`).
 
 Every app registers its models' admin next to its services (`ingest/admin/`,
-`retrieval/admin.py`, `capabilities/admin.py`, `evaluation/admin.py`) on the base classes of
+`retrieval/admin/`, `capabilities/admin.py`, `evaluation/admin.py`) on the base classes of
 `kb/admin_access.py`."""
 
 from django import forms
