@@ -1,28 +1,14 @@
-"""Boilerplate that repeats across one source's pages: recognised and dropped. Pure.
+"""Find and drop the blocks that repeat across one source's pages. Pure.
 
-Main-content selection removes the site's frame; what is left inside the content area on most
-pages of a site (an "Edit this page" line, a feedback prompt, a licence footer, a cookie notice
-rendered into the article) is found by counting: a paragraph-level block that appears in at
-least `MIN_DOCUMENTS` documents and in at least `MIN_SHARE` of the source's documents is
-boilerplate. Headings and code blocks are never dropped, nor long blocks (over `MAX_CHARS`:
-shared prose of that length is content). Each document's block keys are computed on the
-extraction *before* anything is dropped and kept with the document, so what is recognised
-does not vanish from the counts once it has been removed.
+A paragraph-level block in at least `MIN_DOCUMENTS` documents and `MIN_SHARE` of the source's is
+boilerplate; headings, code and blocks over `MAX_CHARS` never are. Repeats are also counted over
+each page's whole HTML (`recall.page_blocks`), so a menu the extractor kept on only a third of the
+pages still counts as repeated.
 
-What repeats is counted on the pages as the site serves them, not only on what extraction
-kept: a page's key set also holds a key per short visible line of its whole HTML
-(`recall.page_blocks`: navigation included), and a block that extraction kept whole on
-`MIN_DOCUMENTS` pages at least, all of whose lines the site shows on `MIN_SHARE` of its pages,
-is boilerplate too. A site whose header and menu the extractor keeps on a third of its pages
-(where no content container is found) and leaves out on the rest still shows them on every
-page, so they go from the third that kept them; a section index that lists the pages of the
-site's menu on one page alone is that page's content, and stays.
-
-Evidence before dropping: while a run is under way a block is dropped only once the source
-has `MIN_SAMPLE` documents (a page's install note shared by the first three pages of a crawl is
-not the site's footer); the run ends by settling every page on the whole source's counts
-(`repeated(final=True)`). Every dropped block is kept with its document (`Dropped`: its place
-and text), so a block that stops being repeated is put back, by this run or the next.
+Block keys are computed before anything is dropped, so a dropped block stays in the counts. During a
+run nothing is dropped before the source has `MIN_SAMPLE` documents; the run ends by settling every
+page on the whole source (`repeated(final=True)`). Dropped blocks are kept (`Dropped`), so a block
+that stops repeating is put back.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
-"""Heading-aware markdown chunking and plain-text chunking. Pure: strings in, dataclasses out.
+"""Split markdown by its headings, and plain text, into chunks under a token budget. Pure.
 
-Markdown is read into blocks and a section tree (`ingest/markdown_blocks.py`); each section's
-blocks are packed up to a token budget. A code fence is never split, unless one fence alone
-exceeds the budget: then it is split at line boundaries and its chunks are marked
-`partial_code`. Overlap is taken only from the same section. Each chunk's body is an exact slice
-of the document (`start_byte`/`end_byte` are UTF-8 offsets, end exclusive); its `text` is the
-heading breadcrumb followed by that body with links reduced to their text, which is what gets
-embedded and indexed. Breadcrumbs are plain text. Documents with pages (PDF pages, slides,
-sheets) give each chunk the range of pages its body spans.
-
-A block over the budget is cut into units first (`ingest/chunk_units.py`).
+A code fence is split only when it alone exceeds the budget (at line boundaries, marked
+`partial_code`); overlap never crosses a section. A chunk's body is an exact slice of the document:
+`start_byte`/`end_byte` are UTF-8 offsets, end exclusive. Its `text` (the breadcrumb, then the body
+with links reduced to their text) is what gets embedded and indexed.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """HTTP fetching behind the SSRF guard.
 
-One `Fetcher.fetch()` call follows redirects by hand (each hop re-checked by the guard),
-connects only to the address the guard approved (httpcore with a pinned network backend:
-no second DNS lookup, TLS still verified against the URL's host name), caps the body size
-(also after gzip/deflate decompression, so compression bombs stop at the cap), retries 429
-and 5xx with backoff, sends conditional headers so an unchanged page costs one 304, and
-enforces a total deadline so a slow-drip server cannot hold a worker forever.
+Each redirect hop is checked by the guard, and the connection goes only to the address it approved
+(httpcore with a pinned backend: no second DNS lookup; TLS still verified against the host name).
+The body is capped after decompression too, so compression bombs stop at the cap, and a total
+deadline keeps a slow-drip server from holding a worker.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """Loaders: a source's settings in, the raw items it holds out. No ORM here.
 
-Each loader yields `LoadedItem`s lazily (so a run shows progress while it fetches) and says
-whether it listed the whole source (`complete`), which is what allows the pipeline to remove
-documents that disappeared. Web loaders fetch only through `ingest.fetch.Fetcher`, so every hop
-passes the SSRF guard. Sitemap and crawl sources first probe `origin/llms.txt` and use its
-links when it lists any (option `use_llms_txt`).
+Items are yielded lazily, so a run shows progress while it fetches. `complete` says the whole source
+was listed: only then may the pipeline remove vanished documents. Web loaders fetch only through
+`ingest.fetch.Fetcher`, so every hop passes the SSRF guard.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
-"""Markdown read into what chunking works on: blocks (ATX headings, paragraphs, fenced code)
-and the section tree they form, with each heading's anchor. Pure: strings in, dataclasses out.
+"""Read markdown into blocks and the section tree they form, with each heading's anchor. Pure.
 
-A heading written `## Title {#id}` (the HTML extractor writes the page's own section ids so)
-gives its sections the anchor `id`; other headings get a GitHub-style slug (on a web page: the
-enclosing section's anchor, or none). Every scan is linear in the input:
-headings and fences are found with plain string operations, never with backtracking patterns.
+`## Title {#id}` (the HTML extractor writes a page's own ids so) gives the anchor `id`; other
+headings get a GitHub-style slug. Every scan is linear in the input: plain string operations, never
+backtracking patterns.
 """
 
 from __future__ import annotations

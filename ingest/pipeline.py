@@ -1,16 +1,8 @@
 """The ingest pipeline: one run from the source's items to stored, embedded chunks.
 
-The source's connector (`ingest/connectors/`) lists and reads it; each item goes to
-`ingest/item_steps.py`, which skips it when `ingest/decisions.py` says it is unchanged, else
-extracts it (in a budgeted child process for documents), drops the site's repeated blocks and
-chunks and queues it. Embedding is batched across documents for throughput (`ingest/batcher.py`),
-and each batch is written by `ingest/store.py` in one transaction, so a crash leaves every
-document entirely old or entirely new. Every outcome goes to the run's report
-(`ingest/report.py`); per-item errors are recorded and the run goes on. Here is the run itself:
-its start and end, a lost database, re-embedding, the repeated blocks settled once the whole
-source is seen, and what the connector reports deleted, which is removed unless that would take
-away more than half of the source's documents: then the removals are held on the source until a
-curator confirms them.
+Each embedded batch is written in one transaction (`ingest/store.py`), so a crash leaves every
+document entirely old or entirely new; an item's error is recorded and the run goes on. Deletions
+that would take more than half of the source's documents are held until a curator confirms them.
 """
 
 from __future__ import annotations

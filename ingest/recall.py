@@ -1,33 +1,13 @@
-"""Content recall: how much of a page's own text reached its chunks. Pure.
+"""Measure content recall: the share of a page's own text that reached its chunks. Pure.
 
-A page's **content lines** are its visible text split at block boundaries (paragraphs, list
-items, table cells, headings, `<br>` and the line breaks of `<pre>`), without
+Content lines are the page's visible text split at block boundaries, without what the site repeats
+(`chrome`), line-number gutters, hidden elements (`ingest/stylesheets.py`), navigation by markup
+(`NAV_WORDS`) or label (`NAV_LABELS`), and the page's own contents list. Lines of links count: an
+index or a "related" table is read, and a measure that left them out could not see them lost.
 
-- lines the site repeats (`chrome`: a line on at least half of the site's pages, computed by
-  the caller over the original pages), and
-- the numbers of a listing's line-number gutter (a leading number that counts up line by line), and
-- what the page hides (the `hidden` attribute, an inline `display: none`, a class its
-  stylesheets hide outright: `ingest/stylesheets.py`), and
-- lines inside what the page itself marks as navigation: `<nav>`, `<footer>`, `role=navigation`, or
-  an
-  element whose class or id names a navigation bar, a sidebar or a footer (`NAV_WORDS`:
-  DocBook's `navheader`/`navfooter`, Sphinx's `sphinxsidebar`, ...), and
-- the page's contents: a line whose every word is the text of a link to one of the page's own
-  fragments (`href="#..."`), most of them named as a heading of the page is ("Macros | Typedefs"
-  above a Doxygen page): its headings hold those words, and count. A line with a word of its
-  own, a link to another page, or links that are not the headings' names (the entries of a
-  one-page manual's index: `alias`, `Bash Builtins`) counts.
-
-Lines of links count like any other (`Line.linked` is kept for reports): an index, a directive
-list or a "related" table is what a reader reads, and a measure that left them out could not
-see them lost. Navigation is known by its markup or by repeating across the site, or by
-opening with "Next", "Previous" or "Up" (`NAV_LABELS`), never by being links.
-
-Recall is the share of the content lines' words found in the chunks: a line counts whole when
-its words appear in that order in the chunks' text, else by the share of its `SHINGLE`-word
-windows that do (a line cut by a chunk boundary, or a long line that lost a part). Words are
-`\\w+` runs, lower-cased, so markdown syntax neither helps nor hurts. The walk is iterative and
-linear in the page; matching uses substring search over the chunks' words.
+A line counts whole when its words appear in that order in the chunks, else by the share of its
+`SHINGLE`-word windows found. Words are lower-cased `\\w+` runs, so markdown syntax neither helps
+nor hurts.
 """
 
 from __future__ import annotations

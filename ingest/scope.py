@@ -1,15 +1,9 @@
 """Which URLs of a site a source takes, and the one form each URL is known by. Pure.
 
-- `iri_to_uri`: an IRI as the URI an HTTP client can send (IDNA host, UTF-8 percent-encoding).
-- `canonical_url`: the URI form, fragment stripped, scheme and host lower-cased, default port
-  dropped, an
-  empty path made `/`, tracking parameters (`utm_*`, `gclid`, `fbclid`, ...) removed, so one
-  page is never ingested twice under two names. A page's own `<link rel=canonical>` is applied by
-  the loader on top of this.
-- `UrlScope`: the source's `include` and `exclude` options, globs over the URL's path (and query):
-  `*` matches any run of characters (slashes too), `?` one character. A URL is taken when it
-  matches some include pattern (or there are none) and no exclude pattern. Globs, not regular
-  expressions: `glob_match` is a two-pointer scan with no backtracking beyond the last `*`.
+`canonical_url` strips what varies between links to one page (fragment, case, default port, tracking
+parameters), so a page is never ingested twice under two names; the page's own `<link
+rel=canonical>` is applied by the loader on top. Include and exclude are globs over path and query
+(`*` crosses slashes), not regular expressions: `glob_match` does not backtrack beyond the last `*`.
 """
 
 from __future__ import annotations

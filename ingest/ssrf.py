@@ -1,22 +1,15 @@
 """The SSRF guard: decide whether a URL may be fetched, and to which IP address.
 
-Every hop of every fetch goes through `resolve_target()`:
+Only http(s) on ports 80 and 443, unless an allow rule names the port. The host is resolved once and
+every address checked against `SPECIAL_PURPOSE` (IANA's special-purpose registries, every block not
+globally reachable, multicast, cloud metadata), an explicit table so the answer does not depend on
+the Python version's `is_private`. IPv4-mapped and 6to4 addresses are checked by the IPv4 they
+embed; Teredo and NAT64 are refused; integer spellings (`2130706433`, `127.1`) mean their address. A
+private address passes only by `KB_FETCH_ALLOWED_PRIVATE`, a metadata address never.
 
-- only http(s), and only ports 80 and 443 unless an allow rule names the port (or `*`);
-- the host is resolved once (allow-listed names too) and every address it resolves to is checked
-  against `SPECIAL_PURPOSE`: the IANA IPv4 and IPv6 special-purpose address registries, every
-  block whose "Globally Reachable" column is not True, plus multicast and the cloud metadata
-  addresses. The table is explicit, so the answer never depends on the Python version's
-  `is_private`. IPv4-mapped and 6to4 addresses are checked by the IPv4 address they embed;
-  Teredo and NAT64 are refused outright (their embedded address is not where the packets go).
-  Integer spellings (`2130706433`, `0x7f000001`, `127.1`) are read as the address they mean;
-- a private address passes only through an allow rule (`KB_FETCH_ALLOWED_PRIVATE`), and a
-  metadata address never does;
-- a refusal names the rule that refused, never the address a name resolved to, so the guard is
-  no oracle for an internal DNS.
-
-The fetcher then connects to the returned address, never resolving the name again, so DNS
-rebinding cannot swap in a private address after the check.
+A refusal names the rule, never the resolved address, so the guard is no oracle for internal DNS.
+The fetcher connects to the returned address without resolving again, so DNS rebinding cannot follow
+the check.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
-"""Where a large upload waits on disk while its request is read, and how what a killed server left
-there is removed.
+"""Keep large uploads in the product's own temp folder, and remove what a killed server left there.
 
-Django streams an upload over FILE_UPLOAD_MAX_MEMORY_SIZE to a named temporary file and deletes
-it when the request ends, however it ends, except when the process dies (SIGKILL, the OOM killer,
-a gunicorn worker timeout): then the file stays for good. So uploads go to FILE_UPLOAD_TEMP_DIR,
-a folder of the product's own (KB_DATA_DIR/upload-tmp), and each file is held under an exclusive
-`flock` by the process writing it. The kernel drops that lock when the process dies, so a file
-nobody holds locked is one no live request will read again: `sweep_stale_uploads` removes those,
-when any process of the product starts and with every watchdog tick, and never a live upload's.
+Django deletes an upload's temporary file when its request ends, unless the process dies (SIGKILL,
+the OOM killer, a worker timeout). So each file in FILE_UPLOAD_TEMP_DIR (KB_DATA_DIR/upload-tmp) is
+held under an exclusive `flock` by its writer; the kernel drops the lock when the process dies, so
+`sweep_stale_uploads` removes only files nobody holds, never a live upload.
 """
 
 from __future__ import annotations

@@ -1,16 +1,11 @@
 """Files into a file source: single files, many files, or one .zip, from the admin or the API.
 
-Each file becomes a `SourceFile` whose storage key lives under the source's own prefix
-(`sources/<source id>/...`), so no caller can point a source at bytes uploaded for another one.
-An upload is read and checked whole before anything is stored, and then stored all or nothing.
-A .zip is refused when its end record declares more than KB_ARCHIVE_MAX_FILES entries (before
-its directory is parsed), when its directory declares more than KB_ARCHIVE_MAX_BYTES unpacked,
-and when any member cannot be read (bad CRC, a size that lies, a compression zipfile cannot
-read, corrupt data, a name that is not valid UTF-8): `ArchiveRejected`, 422, with the reason.
-Member names are normalised (NFC, no absolute paths, `..` segments, links or archives inside the
-archive) and shortened to what a file system stores. Members of a type that is not read are
-skipped and reported. Uploading the same bytes under the same path again changes nothing; the
-next ingest sees the same hash and costs no extraction.
+Storage keys live under the source's own prefix (`sources/<source id>/...`), so no caller can point
+a source at bytes uploaded for another. An upload is checked whole, then stored all or nothing. A
+.zip is refused (`ArchiveRejected`, 422, with the reason) past KB_ARCHIVE_MAX_FILES entries (read
+from its end record before the directory is parsed), past KB_ARCHIVE_MAX_BYTES declared unpacked, or
+when any member cannot be read. Member names are normalised: NFC, no absolute paths, `..` segments,
+links or archives inside the archive.
 """
 
 from __future__ import annotations

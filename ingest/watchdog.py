@@ -1,43 +1,20 @@
 """The watchdog: no run stays "running" or "queued" without a word, whatever its worker does.
 
-A running run's worker stamps `heartbeat_at` as it makes progress: each item, each embedded
-batch, and every few seconds while it waits on a bounded step (a parser child, an index build).
-A worker that died, hangs or was stopped stops stamping it. With S = `KB_RUN_STALL_SECONDS`:
+A running run's worker stamps `heartbeat_at` as it progresses. With S = `KB_RUN_STALL_SECONDS`:
+- no heartbeat for S: *stalled*, /healthz degraded (`stalled_runs`); at 2S it fails with
+  `INGEST_RUN_ABANDONED` and its qcluster stops the worker (`fail_stuck_runs`,
+  `stop_abandoned_workers`): report on S, act on twice the evidence;
+- started over `KB_TASK_TIMEOUT` + `GRACE_SECONDS` ago: failed with `INGEST_RUN_TIMEOUT`;
+- queued, untaken for S while no run progresses: *waiting* (`waiting_runs`);
+- when `kb_run` starts, a running run whose worker process on this machine is gone fails at once; a
+  cluster's watchdog waits instead, as django-q2 redelivers a killed worker's task.
 
-- when `kb_run` starts, a running run whose worker was a process of this machine that no
-  longer runs (the service was stopped or killed with it) is failed with `INGEST_RUN_ABANDONED`
-  at once: nothing of that service is left to finish it. A running cluster's watchdog does not
-  do this: django-q2 hands a killed worker's task to another worker after `KB_TASK_RETRY`, which
-  finishes the run where it stopped, so there the heartbeat decides;
-- a run without a heartbeat for S is *stalled*: /healthz says degraded and why, the run page
-  says "no progress since …" (`stalled_runs`);
-- at 2S the watchdog fails it with `INGEST_RUN_ABANDONED` (`fail_stuck_runs`), and the qcluster
-  that owns its worker stops that worker so django-q2 starts a fresh one for the queue
-  (`stop_abandoned_workers`); reporting waits for S, acting for twice the evidence;
-- a run started more than `KB_TASK_TIMEOUT` + `GRACE_SECONDS` ago is failed with
-  `INGEST_RUN_TIMEOUT` (django-q2 stopped its worker at the timeout);
-- a queued run that no worker has taken for S while no run makes progress is *waiting*:
-  /healthz says degraded, the run page says since when (`waiting_runs`);
-- a queue entry claimed by a cluster that no longer runs is handed out again at once
-  (`release_orphaned_tasks`, below), so a run queued behind a long one when the product
-  restarted does not wait `KB_TASK_RETRY` (an hour) for a worker that is gone.
+It runs in each qcluster's main process, which runs no task, so a hung worker cannot hold it up.
 
-A failed run is never taken up again by a late redelivery (`execute_run` leaves finished runs
-alone); the curator retries it. The watchdog runs in every qcluster's main process every
-`KB_WATCHDOG_SECONDS` (ingest/management/commands/qcluster.py), which forks the workers and
-runs no task itself, so a hung worker cannot hold it up; also as a django-q2 schedule and when
-`kb_run` starts.
-
-Queue entries: django-q2's ORM broker claims a task by setting its row's `lock` to the claim time
-plus `KB_TASK_RETRY`, then passes it to its cluster's workers through a queue in memory. A
-cluster that stops takes the tasks it had claimed with it, yet their rows stay locked until then.
-So each qcluster's main process records itself in the shared cache (`register_cluster`: machine,
-pid, start time; renewed by every watchdog pass), and a locked row no live cluster can hold is
-released when `kb_run` or a qcluster starts and at every watchdog pass. A row claimed at T can
-only be held by a cluster that started before T; a cluster is alive while its process runs (on
-this machine) or, on another machine, while it renews its entry within `cluster_lease()`. With no
-record of clusters nothing is released, and neither is the entry of a run that beats (a live
-worker holds it): a task released while held would run twice.
+Queue entries: django-q2 locks a claimed row until claim time + `KB_TASK_RETRY` (an hour), and a
+cluster that stops leaves its rows locked. Clusters register in the shared cache
+(`register_cluster`); a row no live cluster can hold is released at once. With no cluster records,
+or for a run that beats, nothing is released: a task released while held would run twice.
 """
 
 from __future__ import annotations

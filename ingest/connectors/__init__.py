@@ -1,11 +1,9 @@
-"""Connectors: one module per source kind, each a `Connector` (`base.py`), found by kind here.
+"""Find the connector for a source kind: one module per kind, each a `Connector` (`base.py`).
 
-To add a source kind: name it in `kb/vocabulary.py` (and `kb.models.Source.Kind`, with a
-migration), write `ingest/connectors/<kind>.py` with a `Connector` subclass whose `kinds` names
-it (a `ListingConnector` when the source can be listed whole: then only `listing` and `read` are
-yours), add it to `CONNECTORS` below and to the parametrized contract suite
-(tests/ingest/test_connector_contract.py), which checks first sync, no-op resync, change,
-rename, delete, an unreachable source and a source that shrinks by more than half.
+To add a kind: name it in `kb/vocabulary.py` and `kb.models.Source.Kind` (with a migration), write
+`ingest/connectors/<kind>.py` with a `Connector` whose `kinds` names it (a `ListingConnector` needs
+only `listing` and `read`), and add it to `CONNECTORS` and to the contract suite
+(tests/ingest/test_connector_contract.py).
 """
 
 from __future__ import annotations

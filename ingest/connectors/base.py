@@ -1,15 +1,10 @@
 """The connector contract: what every source kind gives the pipeline. No ORM here.
 
-A connector lists the items a source holds, each under a stable id (its `ref`, which the
-document keeps) and a version (its `etag`: a content hash, a git blob id, an HTTP validator);
-it yields `LoadedItem`s, reading only the changed ones (an unchanged one comes `not_modified`,
-without its bytes, and costs no parse); it marks a renamed item with the ref it had
-(`renamed_from`), so its document moves instead of being read again; and it reports what was
-deleted (`deletions`). A source it cannot reach raises `SourceUnreachable` (or another
-`IngestError`) before yielding anything, so nothing is deleted.
-
-Listing-based connectors (folder, git) build on `ListingConnector`, which does the comparison
-with what the store knows; the web, file and text kinds wrap today's `SourceLoader`.
+An item has a stable `ref` (its document keeps it) and a version `etag` (a content hash, a git blob
+id, an HTTP validator); an unchanged item comes `not_modified`, without bytes, and costs no parse. A
+rename carries `renamed_from`, so the document moves instead of being read again. A source that
+cannot be reached must raise `SourceUnreachable` (or another `IngestError`) before yielding
+anything, so nothing is deleted.
 """
 
 from __future__ import annotations

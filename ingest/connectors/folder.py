@@ -1,14 +1,9 @@
 """Folder sources: a directory on the server (an operator's mount) under one of KB_FOLDER_ROOTS.
 
-Every run walks the folder without following a symbolic link (a link, to a file or a directory,
-is left out: it could lead out of the root), and reads a file by opening each directory on its
-path from the folder down without following a link (`openat` with O_NOFOLLOW), so a directory
-swapped for a link since the listing leads nowhere; only a regular file with one link is read
-(a hard link could be another place's file, a FIFO would block the run). It takes the files
-the upload readers read and the include/exclude globs select, and compares each file's size and
-modification time with the stored document's: an untouched file is not even opened. A touched
-one is read and hashed; the same bytes cost no parse. A file whose bytes are those of a vanished
-file is that file moved.
+No symbolic link is followed, in the walk or in a read: each directory on a file's path is opened
+with `openat` and O_NOFOLLOW, so a directory swapped for a link since the listing leads nowhere.
+Only a regular file with one link is read (a hard link could be another place's file, a FIFO would
+block the run). A file whose size and modification time match its document is not opened.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
-"""What a file of a folder or repository is read as: the upload readers' types
-(`ingest.filetypes`), plus reStructuredText, AsciiDoc and Jupyter notebooks, which are turned
-into the product's markdown here (by `ingest.extract.rst`, `ingest.extract.asciidoc` in the
-parser child, and `ingest.extract.notebook`) so they get its sections and anchors.
+"""Read a folder's or repository's file as the product's markdown, with its headings' lines.
 
-Each read also says where each section's heading is in the file (`heading_lines`), from the
-reader's own source positions: docutils' title lines, Asciidoctor's sourcemap, and for
-Markdown the product's own block reader (`ingest.markdown_blocks`, the reader that makes its
-sections) over the file as it is. Forge citations open the file there."""
+Beyond the upload readers' types (`ingest.filetypes`), reStructuredText, AsciiDoc and Jupyter
+notebooks become markdown here, so they get its sections and anchors. `heading_lines` come from each
+reader's own source positions (docutils' titles, Asciidoctor's sourcemap, `ingest.markdown_blocks`
+for Markdown): forge citations open the file there.
+"""
 
 from __future__ import annotations
 

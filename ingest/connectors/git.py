@@ -1,19 +1,13 @@
 """Git sources: the documentation files of one branch of a repository, through the git CLI.
 
-Each source keeps a bare mirror under KB_GIT_CACHE_DIR. A run fetches the branch's tip into it
-(`--depth 1`: the server sends only the objects the mirror lacks), lists the tip's tree
-(`git ls-tree`: each file's blob id is its version, so an unchanged file is known without
-reading it), reads the changed blobs, takes git's own rename detection between the commit the
-last successful run indexed (`Source.indexed_commit`) and the tip, and reports as deleted the
-stored files the tip no longer holds. Citations link to the forge when the source names its
-`web_url` (`forge.py`).
+A run fetches the tip into a bare mirror under KB_GIT_CACHE_DIR (`--depth 1`). A file's blob id is
+its version, so an unchanged file is known without reading it; renames are git's own, from
+`Source.indexed_commit` to the tip. Nothing is checked out.
 
-Safety (`git_cli.py`): the remote's host is resolved and checked by the SSRF guard, and curl is
-pinned to that
-vetted address (`http.curloptResolve`), with redirects off; ssh:// and local paths only where
-the operator allows them (KB_GIT_ALLOW_LOCAL). Git runs with no system or user configuration,
-no hooks, no submodules, no LFS filters, no prompts, and a time and size budget
-(KB_GIT_TIMEOUT, KB_GIT_MAX_BYTES); nothing is checked out, files are read from the object store.
+Safety (`git_cli.py`): the remote's host passes the SSRF guard and curl is pinned to that address
+(`http.curloptResolve`), redirects off; ssh:// and local paths only with KB_GIT_ALLOW_LOCAL. Git
+runs without system or user configuration, hooks, submodules, LFS filters or prompts, within
+KB_GIT_TIMEOUT and KB_GIT_MAX_BYTES.
 """
 
 from __future__ import annotations

@@ -1,18 +1,13 @@
 """AsciiDoc to the product's markdown, read by Asciidoctor (Debian's `asciidoctor`, MIT, Ruby).
 
-Runs in the parser child (`isolated.py`), after it entered the sandbox: `ruby` is one of the
-programs the sandbox lets it run, it reads nothing but its own libraries and the document on
-stdin, and it inherits the child's CPU and memory limits and the parent's deadline. The Ruby
-side (`asciidoc.rb`) converts in Asciidoctor's secure mode with the attributes that read files
-or the network, or run a program, locked off; its HTML is read by the product's HTML extractor,
-so each section's heading carries Asciidoctor's own id (`_section_title`, the document's
-`idprefix`/`idseparator` when it sets them, an explicit `[[id]]` or `[#id]` as written): the
-ids its published site uses. Each section's heading line (Asciidoctor's `sourcemap`) comes back
-as `heading_lines`, where forge citations open the file.
+Runs only in the sandboxed parser child (`isolated.py`), which may exec `ruby`; `asciidoc.rb`
+converts in secure mode with the attributes that read files, reach the network or run programs
+locked off. Its HTML goes through the product's HTML extractor, so each section keeps Asciidoctor's
+own id, the one its published site uses.
 
-Why not a Python reader: asciidoc-py is GPL, reads the older dialect and runs the filters a
-document names; asciidoctrine (alpha) gives sections no ids and is 30 times slower. What was
-measured is in docs/ingesting.md ("Why Asciidoctor").
+Not a Python reader: asciidoc-py is GPL, reads the older dialect and runs the filters a document
+names; asciidoctrine gives sections no ids and is 30 times slower (docs/ingesting.md, "Why
+Asciidoctor").
 """
 
 from __future__ import annotations

@@ -1,28 +1,9 @@
-"""Documents to markdown with their structure: PDF, Word, PowerPoint, spreadsheets, OpenDocument,
-EPUB and e-mail. Pure: bytes in, `Extracted` out.
+"""Documents to markdown with their structure: PDF, Office, OpenDocument, EPUB, CSV, e-mail. Pure.
 
-| type | library | structure kept |
-|---|---|---|
-| PDF | pypdfium2 (PDFium) | pages (`Extracted.pages`), the outline as headings (see `pdf.py`) |
-| DOCX | python-docx | headings, numbered and bulleted lists, tables (a merged cell once), notes
-(see `word.py`) |
-| PPTX | python-pptx | one section per slide (`## Slide N: title {#slide-N}`), notes, tables,
-grouped shapes |
-| XLSX | openpyxl | one section per sheet, rows as tables (header row repeated per block), dates |
-
-A sheet is read to its real extent, not to its `<dimension>` record (read-only openpyxl trusts
-it), up to `MAX_SHEET_CELLS`, past which the content says it was truncated.
-| OpenDocument, templates too | its XML (defusedxml) | headings, sheets as tables, slides
-(`opendocument.py`) |
-| CSV | csv (stdlib) | rows as tables |
-| EPUB | zipfile + the HTML extractor | chapters in spine order |
-| EML | email (stdlib) | subject as title, sender and date, plain part (or HTML part) |
-
-PDF is read in `pdf.py`, Word in `word.py`, OpenDocument in `opendocument.py`, the rest here; the
-markdown builder,
-tables and escapes they share are in `blocks.py`. Native parsers run in a child process with a
-time and memory budget (`ingest/extract/isolated.py`); `extract_document` is what runs there.
-Macro-enabled Office files are refused, never opened.
+`extract_document` is what runs in the budgeted parser child (`isolated.py`). Macro-enabled Office
+files are refused, never opened. A sheet is read to its real extent, not to its `<dimension>` record
+(read-only openpyxl trusts it), up to `MAX_SHEET_CELLS`; past that the content says it was
+truncated.
 """
 
 from __future__ import annotations

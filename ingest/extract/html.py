@@ -1,21 +1,10 @@
-"""HTML to markdown: a page read as a browser reads it, its main content found and written as
-markdown with the site's own section ids. Pure.
+"""HTML to markdown: a page's main content, written with the site's own section ids. Pure.
 
-The steps, each in a module of its own:
-1. **Main content** (`html_main_content.py`): the element that holds the page's content, by the
-   containers pages name or by text density. Everything outside it is chrome and never read.
-2. **Chrome inside the root** (`html_chrome.py`): navigation, sidebars, footers and the site's
-   known pieces of chrome within the content go too.
-3. **Headings as the site has them** (`html_headings.py`): a heading keeps the id the page gives
-   its section, so citations open the right place on the real site.
-4. **The markdown** (`html_writer.py`): links as data, tables (`html_tables.py`), code blocks
-   with their language (`html_code.py`).
-
-Pages are parsed with lxml, which closes what HTML lets authors leave open (man2html's `<dd>`s
-and `<p>`s) instead of nesting every following element hundreds deep; a heading's end tag is
-first made to match the heading it ends (`close_headings`: browsers end the open heading at any
-`</hN>`, libxml2 ignores a mismatched one). Entities are decoded by the parser only after tags
-are gone, so `&lt;b&gt;` stays text.
+The steps: main content (`html_main_content.py`), chrome inside it (`html_chrome.py`), headings with
+the page's ids (`html_headings.py`), markdown (`html_writer.py`). Pages are parsed with lxml, which
+closes what HTML lets authors leave open (man2html's `<dd>`s and `<p>`s) instead of nesting hundreds
+deep; a heading's end tag is first made to match its heading (`close_headings`), as browsers do and
+libxml2 does not. Entities are decoded after tags are gone, so `&lt;b&gt;` stays text.
 """
 
 from __future__ import annotations

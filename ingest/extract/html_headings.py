@@ -1,17 +1,10 @@
-"""Headings as the site has them: their text without permalink marks, and the id the page gives
-their section. Pure.
+"""Headings as the site has them: text without permalink marks, and the page's id for each. Pure.
 
-Permalink marks (`a.headerlink`, `a.anchor`, `a.hash-link`, links whose text is `¶`, `#`, `§`
-or an icon) are removed from heading text, and their `#fragment` is remembered; outside headings
-(a `¶` on a definition, Sphinx's `[source]`) they are removed (`html_chrome.py`). A heading's id
-is the one the page itself gives the section: the heading's `id`, its permalink's fragment, an
-empty `<a id>` or `<a name>` inside it or just before it (texi2html, man2html, Javadoc), or the
-id of the wrapper it opens (a `<section>`, DocBook's `div.refsect1`). The chunker turns that
-into the chunk's anchor, so citations open the right place on the real site. A definition term
-with an id of its own and a permalink to it (Sphinx's described functions, classes, options and
-glossary terms; Texinfo's definitions) is a heading too, one level below the heading it is under
-and one more per definition it is described in: each described object is a section, cited at
-its own id (`titled_definitions`).
+The id is the one the page gives the section (the heading's `id`, its permalink's fragment, an empty
+`<a id>` or `<a name>` in or just before it, the id of the wrapper it opens), so citations open the
+right place on the real site. A definition term with its own id and a permalink (Sphinx's functions,
+classes, options and glossary terms; Texinfo's definitions) is a heading too, a level below the
+heading it is under (`titled_definitions`).
 """
 
 from __future__ import annotations

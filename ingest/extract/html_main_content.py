@@ -1,18 +1,10 @@
-"""The element holding a page's main content: all outside it is chrome, never read. Pure.
+"""Find the element holding a page's main content: all outside it is chrome, never read. Pure.
 
-The root is the first of `<article>` (when the page has exactly one), `[role=main]`, `<main>`, a
-generator's known structure (AsciiDoc and Asciidoctor: the parent of `#header` and `#content`,
-without `#footer` and `#toc`), a container by id (`CONTENT_IDS`: Node's `#apicontent`,
-`#main-content`, ..., `#content`) or by class (`CONTENT_CLASSES`: Sphinx `div.body`, MkDocs
-Material `.md-content`, Docusaurus `.theme-doc-markdown`, Read the Docs `.rst-content`, GitHub
-`.markdown-body`, ...), if it holds at least `CONTAINER_SHARE` of the page's non-link text
-(AsciiDoc puts class `content` on every listing block: the first one is no container), not
-counting the text of what the page marks as its frame beside it (navigation, sidebars, footers):
-on a short page the site's footer must not outweigh the page's own `role=main`, or the whole
-body, menu bars and all, is read. Without any, the root is found by text density: from
-`<body>`, step into the child that holds most of the non-link text while it holds at least
-`DENSITY_SHARE` of it, no sibling holds content comparable to it (`SIBLING_SHARE`) and no
-heading stands beside it; so the sections of a DocBook reference page stay together.
+A named container (`<article>`, `[role=main]`, `<main>`, `CONTENT_IDS`, `CONTENT_CLASSES`) is the
+root only if it holds `CONTAINER_SHARE` of the page's non-link text, the page's marked frame not
+counted: AsciiDoc puts class `content` on every listing block, and on a short page the footer must
+not outweigh `role=main`. Otherwise the root is found by text density from `<body>`, stopping beside
+a heading so a DocBook reference page's sections stay together.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
-"""The main content as markdown: blocks separated by blank lines, headings, lists, tables, code,
-quotes and layouts that keep their lines. Pure.
+"""Write the main content as markdown: headings, lists, tables, code, quotes, kept lines. Pure.
 
-A heading is written `## Text {#id}` with the id the page gives its section (`html_headings.py`).
-An id the page does not have is never written (a citation must open where it says), and a
-"heading" longer than `MAX_HEADING_CHARS` is written as the text it holds. **Links as data:** the
-text keeps a link's words, never its URL; the outgoing URLs are returned in `Extracted.links`
-(the crawl follows them; the document keeps them). An inline or unknown element around blocks
-(`<language-id>` unescaped in a page's text) is read through: its headings, code and lists stay
+A heading is written `## Text {#id}` only with an id the page has (a citation must open where it
+says). Links as data: the text keeps a link's words, never its URL; URLs go to `Extracted.links`. An
+inline or unknown element around blocks is read through, so its headings, code and lists stay
 blocks.
 """
 

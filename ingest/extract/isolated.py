@@ -1,23 +1,14 @@
 """Run a parser over untrusted bytes in a child process that cannot escape its budget.
 
-Every document parser (PDFium, the zip-based Office and OpenDocument readers, EPUB, CSV, e-mail),
-Asciidoctor for AsciiDoc (`asciidoc.py`, only ever run here) and the HTML and text extractors for
-large bodies run in a fresh `python -m
-ingest.extract.isolated` with `RLIMIT_CPU` (seconds of CPU) and `RLIMIT_AS` (address space) set
-before it starts, and a wall-clock deadline the parent enforces with a kill of the child's
-process group. The child's output is capped too: it keeps at most `max_chars` characters of
-text (the rest is replaced by an explicit marker), and the parent reads its stdout in pieces,
-stopping at `output_bytes`, so a small file that expands to gigabytes of text never reaches the
-worker's memory. Exceeding the time, the memory or the output is `ParserBudgetExceeded`
-(`INGEST_PARSER_BUDGET`); a crash is `DocumentCorrupt`; the item fails and the run goes on. The
-child imports no Django: a JSON header and the bytes in on stdin, JSON out on stdout.
+The child (`python -m ingest.extract.isolated`) has RLIMIT_CPU (seconds) and RLIMIT_AS (bytes of
+address space), a wall-clock deadline the parent enforces by killing its process group, and capped
+output (`max_chars` of text kept, `output_bytes` read), so a small file that expands to gigabytes
+never reaches the worker. Over budget is `ParserBudgetExceeded` (`INGEST_PARSER_BUDGET`), a crash
+`DocumentCorrupt`: the item fails, the run goes on.
 
-The child inherits only an allow-listed environment (`INHERITED`: no secret, no database
-address, no data folder). Before it parses, it enters a sandbox (`sandbox.py`: no network and
-no socket, reads only of the libraries it needs, writes only in its own temporary directory,
-exec only of Tesseract, no new privileges); a layer the kernel refuses is logged with the
-document, and /healthz shows it. The child dies with the process that started
-it (`PR_SET_PDEATHSIG`): a worker killed mid-parse leaves no parser running on.
+The child imports no Django, inherits only the `INHERITED` environment (no secret, database address
+or data folder), enters the sandbox (`sandbox.py`) before it parses, and dies with its parent
+(`PR_SET_PDEATHSIG`).
 """
 
 from __future__ import annotations

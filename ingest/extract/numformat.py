@@ -1,12 +1,9 @@
-"""A spreadsheet cell's number as its number format shows it (`0.000%` shows 0.00106 as
-`0.106%`, `#,##0.00 [$€-407]` shows `1,234.50 €`). Pure, stdlib only.
+"""Format a spreadsheet cell's number as its number format shows it. Pure, stdlib only.
 
-What is rendered: the format's sections (positive;negative;zero), digit placeholders (`0`, `#`,
-`?`), decimals, thousands separators and scaling by trailing commas, percent, scientific
-notation, quoted and escaped literals, currency tags (`[$€-407]`); colours and padding (`[Red]`,
-`_)`, `*-`) are dropped. A format this does not render exactly (conditions such as `[<1000]`,
-fractions, digits interleaved with text such as `000-00-0000`) gives None, and the caller shows
-the plain number: never a wrong one. Dates are not formatted here (`date_text` below)."""
+`0.000%` shows 0.00106 as `0.106%`, `#,##0.00 [$€-407]` shows `1,234.50 €`. A format this does not
+render exactly (conditions such as `[<1000]`, fractions, digits mixed with text) gives None, and the
+caller shows the plain number: never a wrong one. Dates are `date_text`'s.
+"""
 
 from __future__ import annotations
 

@@ -1,12 +1,9 @@
-"""Text recognised from scans by Tesseract: image files (PNG, JPEG, TIFF, WebP; a multi-page
-TIFF as pages) and the pages of a PDF that have no text layer.
+"""Text recognised from scans by Tesseract: image files and PDF pages without a text layer.
 
-Runs inside the budgeted parser child (`isolated.py`). Each page is one `tesseract` process
-started by pytesseract with its own wall-clock timeout (`OcrOptions.page_seconds`), so one
-hostile page is killed without taking the document's budget; the child's RLIMIT_AS and
-RLIMIT_CPU are inherited by it. Image dimensions are checked from the header before any pixel
-is decoded, so a decompression bomb is refused before it allocates. Reading order is
-Tesseract's own page layout analysis (blocks, then paragraphs, then lines).
+Runs in the parser child (`isolated.py`), whose RLIMIT_AS and RLIMIT_CPU each `tesseract` process
+inherits; each page also has its own timeout (`OcrOptions.page_seconds`), so one hostile page is
+killed without spending the document's budget. Image dimensions are read from the header before any
+pixel is decoded, so a decompression bomb is refused before it allocates.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
-"""OpenDocument text, spreadsheets, presentations and drawings, and their templates (ODT, ODS,
-ODP, ODG; OTT, OTS, OTP, OTG) to markdown, reading their XML with defusedxml: headings by
-outline level, sheets as tables, a section per slide or drawing page. Pure: bytes in,
-`Extracted` out.
+"""OpenDocument text, sheets, slides and drawings, templates too, to markdown via defusedxml. Pure.
 
-Lists are lists: a `text:list` is numbered (`1.`) or bulleted (`-`) as its list style's level
-says (`text:list-level-style-number` or `-bullet`, in content.xml or styles.xml), nested by
-level, numbered from the style's `start-value` and continued where the list says so; an item's
-later paragraphs stay in the item. Footnotes and endnotes (`text:note`) are notes
-(`blocks.Notes`): `[^N]` where the text cites them, the note after its section."""
+A list is numbered or bulleted as its style's level says (in content.xml or styles.xml), from the
+style's `start-value`, continued where the list says so. Notes (`text:note`) are cited `[^N]` and
+written after their section (`blocks.Notes`).
+"""
 
 from __future__ import annotations
 

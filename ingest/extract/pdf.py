@@ -1,24 +1,10 @@
-"""PDF to markdown with pypdfium2 (PDFium): the text per page (`Extracted.pages`) and the
-outline as headings. Pure: bytes in, `Extracted` out.
+"""PDF to markdown with pypdfium2 (PDFium): the text per page, the outline as headings. Pure.
 
-- Line-end hyphenation (PDFium's U+FFFE, soft hyphens) is joined and print look-alikes
-  (U+2212 minus, U+02DC tilde, ligatures) folded (kb/lookalikes.py), as queries are.
-- Running headers and footers go: a line among the first or last `EDGE_LINES` of a page whose
-  shape (without its page numbers, arabic or roman) recurs at that edge on at least
-  `RUNNING_SHARE` of the pages (and three). Headers that change per chapter ("Chapter 4:
-  Function reference 22") go too: a page's first or last line that starts or ends with the
-  page's printed number, where printed and physical numbers differ by one offset on at least
-  `NUMBERED_SHARE` of the pages (and three); and, on such documents, a first or last line
-  repeated at the same edge of the next or previous page (a chapter's name over its pages).
-- Words a PDF splits are joined (`pdf_words.py`).
-- Contents and index pages go: a page of which `CONTENTS_LINES` lines, and half its lines at
-  least, are entries (text, a leader of `LEADER_DOTS` dots or more, then page numbers: "2.4
-  Configuring . . . . . 4", "box . . . . 48, 49, 140", "Preface . . . . xiv") goes whole, its
-  wrapped entries too. Such pages match every query word and say nothing; the outline keeps the
-  structure. A leader line elsewhere stays: spec sheets print values so ("Voltage . . . . 230 V").
-- A PDF whose pages hold no body text once those are gone (an outline over empty or scanned
-  pages) is reported as having no text layer, never ingested as headings alone.
-- The title: the document's metadata, else its first outline entry or first line on page 1.
+Running headers and footers go (a line at a page's edge that recurs, page numbers aside, on
+`RUNNING_SHARE` of the pages; chapter headers carrying the printed page number), and so do contents
+and index pages (`CONTENTS_LINES` leader entries), which match every query word and say nothing. A
+leader line elsewhere stays: spec sheets print values so ("Voltage . . . . 230 V"). A PDF with no
+body text left is reported as having no text layer, never ingested as headings alone.
 """
 
 from __future__ import annotations

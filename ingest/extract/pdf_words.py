@@ -1,10 +1,9 @@
-"""Words a PDF splits, joined again. Pure: page texts in, page texts out.
+"""Join the words a PDF splits. Pure: page texts in, page texts out.
 
-An identifier whose underscores print as rules, so that its text reads "asn1 decode simple der",
-becomes `asn1_decode_simple_der` where the document spells it so (on the same page; anywhere for
-three parts and more); a line broken after an identifier's underscore is joined; a word
-hyphenated at a line end ("func-" / "tion") is joined when the document has the joined word or its
-halves are not both words of it.
+An identifier whose underscores print as rules ("asn1 decode simple der") is joined only where the
+document spells it joined (on the same page; anywhere for three parts and more). A line-end hyphen
+("func-" / "tion") is joined when the document has the joined word or its halves are not both words
+of it.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """reStructuredText to the product's markdown, read by docutils' own parser (no regexes).
 
-Each section becomes a heading carrying its docutils id (`## Install {#install}`): the ids
-Sphinx gives the same sections on the published site (Sphinx keeps docutils' ids and, like
-here, does not lift the first section into the document's title), so a citation's anchor opens
-the same place there. Sphinx's own roles (`:ref:`, `:func:`...) read as their text and its
-common directives (`code-block`, `toctree`, `versionadded`...) are known, so a Sphinx tree
-reads without errors. Pure: no file is included and no raw HTML passed on
-(`file_insertion_enabled` and `raw_enabled` off), whatever the document asks.
+Each section keeps its docutils id (`## Install {#install}`), the id Sphinx gives it on the
+published site, so a citation opens the same place there. Sphinx's roles and common directives are
+known, so a Sphinx tree reads without errors. No file is included and no raw HTML passed on
+(`file_insertion_enabled`, `raw_enabled` off), whatever the document asks.
 """
 
 from __future__ import annotations

@@ -1,35 +1,19 @@
 """The parser child's sandbox: what a parser exploited by a hostile file may still do.
 
-The child (`isolated.py`) starts with an allow-listed environment (no secret is in it) and enters
-the sandbox before it reads the untrusted bytes, in this order:
+Entered before the untrusted bytes are read, layer by layer:
+- `no_new_privs`: nothing it execs gains privileges; the kernel requires it for the two below.
+- `network`: new user and network namespaces with a loopback that is down: nothing is reachable.
+- `landlock`: reads only of `readable_roots` and its own temporary directory, writes only there (and
+  `/dev/null`), exec only of `tesseract` and `ruby`, no TCP bind or connect (ABI 4), no signals or
+  abstract sockets outside the child (ABI 6). The data folder, uploads, `$HOME`, `/proc` and `/etc`
+  stay unreadable.
+- `seccomp`: `socket()` fails with EACCES (a Unix socket reaches a local database), io_uring is
+  refused, a syscall of another ABI (x32, i386) kills the child.
 
-- `no_new_privs`: `PR_SET_NO_NEW_PRIVS`, so nothing it execs gains privileges (setuid, file
-  capabilities); the kernel requires it for the two filters below.
-- `network`: new user and network namespaces (`unshare`), holding only a loopback that is down:
-  no address outside the child can be reached, by any protocol.
-- `landlock`: reads only of what parsing needs (`readable_roots`: the interpreter and its
-  libraries, the product's own packages, the system's shared libraries, fonts and Tesseract's
-  language data, Asciidoctor's Ruby library) and of the child's own temporary directory; writes
-  only there (and to `/dev/null`); exec only of `tesseract`, which OCR needs, and `ruby`, which
-  runs Asciidoctor for AsciiDoc (each with its ELF interpreter); no TCP bind
-  or connect (ABI 4); no signals to, or abstract sockets of, processes outside the child (ABI 6).
-  The data folder, uploaded originals, `$HOME`, `/proc` and `/etc` are not readable.
-- `seccomp`: `socket()` of every family fails with EACCES (a parser needs no socket, and a Unix
-  socket is the way to a local database), and io_uring (which could open sockets past the
-  filter) is refused; syscalls of another ABI (x32, i386) kill the child.
-
-Each layer is entered on its own, best effort: a kernel or container that refuses one (no
-Landlock, user namespaces disabled, a seccomp profile that forbids `unshare`) leaves the others
-in force, and `enter` answers, per layer, "on" or why it is off. The child returns that answer
-with its output; the worker logs a refused layer on every document and /healthz shows it
-(`parser_sandbox`), so a weaker sandbox is visible, never silent.
-
-Landlock rather than a mount namespace for reads: it needs no privilege and no user namespace
-(which some containers refuse), and it is already the layer for writes and exec; a mount
-namespace would bind the same list of folders with more moving parts.
-
-Stdlib only (ctypes over libc's `syscall` and `prctl`): no binding of libseccomp, whose Python
-module is LGPL, and no library for a few dozen lines of well-documented kernel interfaces.
+Each layer is best effort: one the kernel refuses leaves the others on, and `enter` says per layer
+"on" or why not; the worker logs it and /healthz shows it (`parser_sandbox`), so a weaker sandbox is
+never silent. Landlock rather than a mount namespace, as it needs no privilege or user namespace.
+Stdlib ctypes rather than libseccomp, whose Python module is LGPL.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """Word (.docx) to markdown with python-docx. Pure: bytes in, `Extracted` out.
 
-- Heading 1-9 and Title styles are headings; tables are tables (a merged cell once).
-- Lists are lists: a paragraph numbered directly or by its style (`w:numPr`) is an item, numbered
-  (`1.`) or bulleted (`-`) as the numbering part's format for its level says, nested by level;
-  numbers run on through a document as Word counts them. A level whose marker is blank (pandoc
-  writes an item's later paragraphs so) is a further paragraph of the item.
-- Footnotes and endnotes are notes (`blocks.Notes`): `[^N]` where the text cites them, the note
-  after its section. A note that no paragraph cites (one cited in a table) ends the document.
+List numbers run on through the document as Word counts them; a level whose marker is blank (as
+pandoc writes an item's later paragraphs) continues the item. A note that no paragraph cites (one
+cited in a table) ends the document.
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
 """`manage.py qcluster`: django-q2's cluster, with the ingest watchdog in its main process.
 
-django-q2's main process forks a sentinel that forks the workers, then only waits. Here it
-also runs the watchdog (ingest/watchdog.py) every `KB_WATCHDOG_SECONDS`: it fails runs whose
-worker stopped making progress and stops those workers, so the sentinel replaces them. The
-watchdog therefore keeps working when every worker hangs, which a django-q2 schedule (run by a
-worker) cannot. It starts after the sentinel has forked: this process forks nothing afterwards.
-Before that, the process records itself as a live cluster and releases the queue entries of
-clusters that no longer run (`register_cluster`, `release_orphaned_tasks`), then closes its
-database connection so the sentinel does not inherit it; each pass renews the record, with the
-processes the cluster forked.
+That process only waits once it has forked the sentinel, so the watchdog keeps working when every
+worker hangs, which a django-q2 schedule (run by a worker) cannot. It starts after the fork, and the
+database connection is closed before it, so the sentinel does not inherit it.
 """
 
 from __future__ import annotations
