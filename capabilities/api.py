@@ -4,7 +4,7 @@ from dataclasses import asdict
 
 from ninja import Query, Router
 
-from capabilities import service
+from capabilities import knowledge, service
 from capabilities.schemas import (
     CapabilitiesIn,
     CapabilitiesOut,
@@ -47,7 +47,7 @@ def retrieve_capabilities(request, data: CapabilitiesIn):
 )
 def retrieve_knowledge(request, data: KnowledgeIn):
     selected = [item if isinstance(item, str) else item.dict() for item in data.selected]
-    result = service.retrieve_knowledge(
+    result = knowledge.retrieve_knowledge(
         request.auth, selected, data.text, data.knowledge_ids, data.roles, data.locales, data.limit
     )
     return {

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from capabilities import service
+from capabilities import knowledge, service
 from capabilities.schemas import (
     CapabilitiesIn,
     CapabilitiesOut,
@@ -75,7 +75,7 @@ def retrieve_capabilities(request, data: CapabilitiesIn) -> Answer:
 )
 def retrieve_knowledge(request, data: KnowledgeIn) -> Answer:
     selected = [item if isinstance(item, str) else item.dict() for item in data.selected]
-    result = service.retrieve_knowledge(
+    result = knowledge.retrieve_knowledge(
         request.auth, selected, data.text, data.knowledge_ids, data.roles, data.locales, data.limit
     )
     hits = [
