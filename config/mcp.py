@@ -1,13 +1,9 @@
-"""The MCP endpoint, /mcp: one django-mcpz server (Streamable HTTP, a synchronous Django view in
-the same process as the JSON API) that serves each app's tools, as config/api.py serves each app's
-router. Protocol revision 2026-07-28 (stateless) and the 2025 revisions clients still send.
+"""The MCP endpoint, /mcp: one django-mcpz server serving each app's tools, as config/api.py does.
 
-Authorisation is the API's: an API token as a bearer token reads exactly its namespaces; no
-token reads the public namespaces (when there are none, the answer is 401); every request
-counts against the caller's rate limit. Session cookies are ignored, so a browser page cannot
-borrow a signed-in curator. The 401 carries `WWW-Authenticate: Bearer` with the RFC 9728
-`resource_metadata` URL; that document names no authorization server, because there is none
-yet: tokens are issued by curators in the admin.
+Authorisation is the API's: a bearer API token reads exactly its namespaces, no token the public
+ones (401 when there are none), and every request counts against the caller's rate limit. Session
+cookies are ignored, so a browser page cannot borrow a signed-in curator. The 401's
+`resource_metadata` document names no authorization server: tokens are issued in the admin.
 """
 
 from __future__ import annotations
