@@ -1,29 +1,15 @@
-"""Every sentence of an answer cites, and every citation is checked against the source it names.
-Pure.
+"""Check every sentence of an answer against the sources it cites. Pure.
 
-A sentence's `[n]` markers name the numbered sources the model was given. A citation holds when
-source n states it, read lexically, in its closest window: one sentence of the source, two
-neighbouring ones, or its first sentence (a title, a heading) with another. There,
-- at least SUPPORTED_SHARE of the sentence's content words (stems after a light suffix stripping,
-  applied alike to both sides) are found;
-- every number it states, in digits or in words ("two hundred fifty", "one-third"), is stated,
-  and every name (HDL, mTOR, PI3K, CK-0944636) is named;
-- every span it quotes ("…", three words or more) is in the source verbatim;
-- what it negates the window negates, and the reverse (a negation governs the next few content
-  words of its clause); it uses no direction word ("increased", "higher", "inhibits") where the
-  window uses the opposite one, no word whose negating prefix the window has ("acetylated",
-  "deacetylated"), and no "only", "all", "always"… that the window does not say.
-Lexical checks are what a reader checks by eye and cannot be talked into agreeing; what they miss
-(an entity swapped for another named in the next sentence, a contradiction in other words) is
-measured in docs/answers.md#the-checker.
+A citation `[n]` holds when source n states the sentence, read lexically, in its closest window (one
+or two neighbouring sentences, or its first sentence with another): SUPPORTED_SHARE of the content
+words, every number and name, every quoted span verbatim, the same negations, no opposite direction
+word and no "only", "all", "always" the window does not say. Lexical checks are what a reader checks
+by eye and cannot be talked into agreeing; what they miss is measured in
+docs/answers.md#the-checker.
 
-Verdicts, and what the answer shows:
-- supported: one of its citations holds; shown.
-- unsupported: it cites sources it was given, none of which holds it; shown, marked, so a reader
-  sees what the model claimed and that the knowledge base does not back it.
-- dropped: it cites nothing, or only numbers of sources the model was not given; nothing can be
-  checked, so it is left out of the answer shown (it stays in the log).
-- abstention: the model's own "not covered" sentence; shown, counted in none of the three.
+Verdicts: supported (shown); unsupported (shown, marked); dropped (cites nothing the model was
+given, so nothing can be checked: left out of the answer shown, kept in the log); abstention (the
+model's "not covered", counted in none of the three).
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
-"""The honesty gate: whether a search's evidence is strong enough for the model to answer from.
-Pure.
+"""Decide whether a search's evidence is strong enough for the model to answer from. Pure.
 
-It is built on the ranker's strong match (`retrieval.hits.StrongMatch`, the cited tier): a
-passage whose cosine clears the model's floor, or, where meaning was not used, whose words carry
-half the query's IDF mass or which the query names whole. A strong match by meaning says the
-knowledge base is on the question's subject, not that it holds the answer: a claim whose own
-evidence was taken away still finds an abstract on its subject over the floor (289 of 300 SciFact
-claims). So the gate also asks the words: one of the sources the model would be given must be a
-strong match whose best passage carries WORDS_SHARE of the question's IDF mass (its rarer words),
-or that the question names whole. One rule adds to the strong match: a lexical hit the cosine
-confirms, the best passage found first by the words channel whose cosine stands within
-CONFIRM_MARGIN of the floor, held to the same share of words. Anything else is "not covered", and
-the reader is shown the closest passages instead. docs/answers.md#the-gate has the measurements.
+A strong match by meaning (`retrieval.hits.StrongMatch`) says the knowledge base is on the subject,
+not that it holds the answer: a SciFact claim whose evidence was removed still clears the floor (289
+of 300). So one of the sources given must also be a strong match whose best passage carries
+WORDS_SHARE of the question's IDF mass, or that the question names whole; a words-channel hit within
+CONFIRM_MARGIN of the floor counts too. Anything else is "not covered" (docs/answers.md#the-gate).
 """
 
 from __future__ import annotations

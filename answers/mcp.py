@@ -1,10 +1,8 @@
-"""The MCP `answer` tool: /api/answer for agents, answered whole. Thin, like the API: the same
-service with the same rights, rate charge, caps and checks; citation URLs made absolute, as the
-other tools make them, and a short text for the agent's model to read.
+"""The MCP `answer` tool: /api/answer for agents, answered whole.
 
-Answers off (for the deployment, or for every namespace asked) are a tool error with their code;
-a model that fails after the search is the answer's `error`, beside the sources found, as in
-/api/answer.
+The same service as the API, with the same rights, rate charge, caps and checks. Answers off is a
+tool error with its code; a model that fails after the search is the answer's `error`, beside the
+sources found, as in /api/answer.
 """
 
 from __future__ import annotations

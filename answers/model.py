@@ -1,11 +1,8 @@
 """The answer model: any OpenAI-compatible chat-completions server, called over HTTP with deadlines.
 
-The endpoint is the operator's (KB_ANSWER_URL), never a reader's choice, so it may be on loopback
-or a private network; nothing a reader sends reaches the URL. Answers are always asked for as a
-stream (server-sent `chat.completion.chunk` events), so the first-token deadline can be held and
-text passed on as it comes. Every failure is one of answers/errors.py's stable codes: a server
-that cannot be reached, one too slow to its first token or its end, one that answers an error
-status, one whose stream is not the protocol.
+The endpoint is the operator's (KB_ANSWER_URL), never a reader's, so it may be on loopback or a
+private network. Answers are always streamed, so the first-token deadline can be held. Every failure
+is one of answers/errors.py's stable codes.
 """
 
 from __future__ import annotations

@@ -1,13 +1,11 @@
-"""The grounded prompt, its context budget and the `read` tool's window. Pure.
+"""Build the grounded prompt within its context budget, and the `read` tool's window. Pure.
 
-Sources are numbered and delimited by a tag carrying a random nonce, which no source text can
-contain, so no document can close its own delimiter; the system prompt says they are data, never
-instructions. The budget counts tokens conservatively (TOKEN_CHARS characters a token: most
-tokenizers average near four in English, fewer in code and other scripts) against the configured
-context length, keeping room for the answer. What does not fit is never cut silently: a source
-that does not fit is left out and said so (`Prompt.left_out`), a read past its window ends with a
-marker naming the offset to continue from, and a question with its first source that cannot fit
-raises PromptTooLarge.
+Sources are delimited by a tag carrying a random nonce, so no document can close its own delimiter;
+the system prompt says they are data, never instructions. Tokens are counted conservatively
+(TOKEN_CHARS characters a token; most tokenizers average near four in English, fewer in code).
+Nothing is cut silently: a source that does not fit is listed in `Prompt.left_out`, a read past its
+window ends with the offset to continue from, and a question whose first source cannot fit raises
+PromptTooLarge.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """`answer_events()`: a question answered from the knowledge base, as a sequence of events.
 
-search (the caller's own read rights) -> gate -> numbered sources -> the model, with the capped
-`read` tool -> the citation check -> the answer log. Every surface (the API, the search page)
-reads these events: `gate`, `sources`, `delta` (streamed text), `answer`, `done`, and `error`
-with a stable code in place of whatever could not be done. The search's own refusals (a namespace
-the caller may not read, a query too long) are raised before the first event, as search raises them.
+Every surface reads the same events: `gate`, `sources`, `delta`, `answer`, `done`, and `error` with
+a stable code in place of what could not be done. The search's own refusals (a namespace the caller
+may not read, a query too long) are raised before the first event, as search raises them.
 """
 
 from __future__ import annotations
