@@ -1,8 +1,8 @@
-"""Provider definitions: parsing, validation and the static revision. Pure, no ORM.
+"""Parse and validate provider definitions, and compute their static revision. Pure, no ORM.
 
 A definition file (JSON or YAML) holds one provider or a list under `providers`:
 
-    id: billing                      # the provider id; capability ids are "billing/<name>"
+    id: billing                      # capability ids are "billing/<name>"
     title: Billing
     namespace: docs                  # where the knowledge targets' sources live
     capabilities:
@@ -17,13 +17,11 @@ A definition file (JSON or YAML) holds one provider or a list under `providers`:
             document: refunds.md
             role: howto
 
-An id with a '.' names its namespace, the ':' written '.': `tenant.acme.billing` is provider
-`billing` of namespace `tenant:acme`, and no other namespace may hold it. A namespace's member
-defines only such ids (`capabilities.service.check_provider`), so no id a member picks can be
-another tenant's; plain ids like `billing` are a superuser's (and those members defined before).
-
-The static revision is a hash of the normalised definition, so reordering keys, capabilities or
-targets does not change it, and any change of content does.
+An id with a '.' names its namespace, ':' written '.': `tenant.acme.billing` is provider `billing`
+of namespace `tenant:acme`, and no other namespace may hold it. A namespace's member defines only
+such ids (`capabilities.service.check_provider`), so no id a member picks can be another tenant's;
+plain ids are a superuser's. The static revision hashes the normalised definition: reordering does
+not change it, any change of content does.
 """
 
 from __future__ import annotations
