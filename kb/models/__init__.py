@@ -16,24 +16,20 @@ from kb.models.access import ApiToken, Namespace, NamespaceMembership, RateCount
 from kb.models.answers import AnswerLog
 from kb.models.audiences import Audience
 from kb.models.capabilities import Capability, KnowledgeTarget, Provider, ProviderRevision
-from kb.models.content import (
-    SEARCH_CONFIG,
-    Chunk,
-    ChunkTerm,
-    Document,
-    NamespaceStats,
-    PostingList,
-    PostingListBuild,
-    PostingListChange,
-    Source,
-    SourceFile,
-)
+from kb.models.content import SEARCH_CONFIG, Chunk, Document, Source, SourceFile
 from kb.models.identity import (
     ExternalIdentity,
     GroupRule,
     IdentityProvider,
     RestrictedRead,
     SignIn,
+)
+from kb.models.postings import (
+    ChunkTerm,
+    NamespaceStats,
+    PostingList,
+    PostingListBuild,
+    PostingListChange,
 )
 from kb.models.runs import IngestItem, IngestRun
 from kb.models.search import (
