@@ -1,15 +1,10 @@
-"""Audiences inside a namespace: which documents a reader may read, and the one writer of the
-audience columns.
+"""Decide which documents of a namespace a reader may read; the one writer of audience columns.
 
-A source, or a single document, may be limited to groups (`audience_groups`, set by curators in
-the admin). A document with groups of its own is read by those groups, instead of its source's
-(its own setting overrides: a curator who may set one may set the other); one without, by its
-source's; a source without groups is open to everyone who reads the namespace. Each distinct set
-of groups in a namespace is one `Audience`; documents and chunks carry its id.
-
-Who reads a restricted document: superusers, the namespace's curators (members with write
-rights, who could set its audience themselves), and members of one of its groups. Namespace
-tokens read open documents only; a person token reads what its owner reads.
+A document's own groups (`audience_groups`) override its source's; a source without groups is open
+to everyone who reads the namespace. Each distinct set of groups is one `Audience`, whose id
+documents and chunks carry. A restricted document is read by superusers, the namespace's curators
+(who could set its audience themselves) and members of one of its groups. Namespace tokens read open
+documents only; a person token reads what its owner reads.
 """
 
 from __future__ import annotations
@@ -30,14 +25,13 @@ OPEN_ONLY: Reach = frozenset()
 
 
 def reach_of(user, writable: Iterable[str] = ()) -> Reach:
-    """The audiences `user` reads: those naming one of their groups, and every audience of the
-    namespaces they curate (`writable`, slugs). A superuser reads every one.
+    """The audiences `user` reads: those naming one of their groups, and all of `writable`'s.
 
-    Their groups: the Django groups an administrator put them in, and those named like a group
-    their identity provider gave them at their last sign-in or session re-reading (an OpenID
-    Connect groups claim entry, an LDAP group's DN or cn; compared as group rules compare them,
-    `kb.identity.rules.group_key`), so a group left at the provider stops counting when their
-    memberships do."""
+    `writable` holds the slugs of the namespaces they curate; a superuser reads every audience.
+    Their groups include those their identity provider gave at the last sign-in or session
+    re-reading (compared by `kb.identity.rules.group_key`), so a group left at the provider stops
+    counting when their memberships do.
+    """
     if user is None or not user.is_authenticated:
         return OPEN_ONLY
     if user.is_superuser:

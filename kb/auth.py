@@ -1,13 +1,11 @@
 """Who is calling and what they may touch: API tokens, staff sessions, anonymous readers.
 
-Tokens look like `kb_<prefix>_<secret>`; only their SHA-256 is stored. A namespace token reads
-(or, with the write scope, also changes) exactly the namespaces it lists. A person token acts for
-its owner: the owner's rights, read at each request from their current memberships, read-only
-unless the token has the write scope; a deactivated owner's, an expired or a revoked token answers
-exactly like an unknown one. Superusers reach everything.
-Other signed-in users, staff or readers (who sign in at /accounts/login/), read the namespaces
-they are members of (`NamespaceMembership`) and every public one, and change only those of their
-memberships that have write rights. Anonymous callers may only read namespaces marked public.
+Tokens look like `kb_<prefix>_<secret>`; only their SHA-256 is stored. A namespace token reaches
+exactly the namespaces it lists (changing them only with the write scope). A person token has its
+owner's current rights, read at each request, read-only without the write scope; a deactivated
+owner's, an expired or a revoked token answers exactly like an unknown one. Other signed-in users
+read their memberships' namespaces and the public ones, and change only those with write rights;
+anonymous callers read public namespaces only.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
-"""The product's exception hierarchy.
+"""The product's exception hierarchy: one class per stable error code.
 
-Every error a user or operator can meet derives from `KBError` and carries a stable `code`
-(machine-readable, never reworded), a message safe to show, and optional `details`. Each code is
-its own class with its own `http_status`; `error_status` is the one mapping to HTTP, and
-`error_for_status` maps the statuses Django answers with by itself back to a class. The apps
-define their own errors in their `errors.py`; every class, code and status is listed in the
-the "Error codes" table in docs/api.md, which tests/test_error_codes.py keeps complete.
+A `code` is machine-readable and never reworded; the message is safe to show. `error_status` is the
+one mapping to HTTP. Apps define their errors in their own `errors.py`; docs/api.md ("Error codes")
+lists them all, and tests/test_error_codes.py keeps it complete.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
-"""JSON request bodies read strictly, for the API and MCP alike: a body no field could hold is
-refused with a 400 that says what is wrong, before any view sees it.
+"""Read JSON request bodies strictly, for the API and MCP alike: refuse what no field could hold.
 
-Python's decoder accepts three things the rest of the product cannot take: a lone surrogate
-escape (`"\\ud800"`), which is no character, so UTF-8 and PostgreSQL refuse it wherever it is
-stored or searched for; a NUL character (`"\\u0000"`), which PostgreSQL text cannot hold (the
-query string's NUL is refused by `config.middleware.InvalidInputMiddleware`); and nesting as deep as
-its recursion limit, which fails as a RecursionError. All are answered as `BadRequest`
-(KB_BAD_REQUEST) here instead.
+Python's decoder accepts a lone surrogate (`"\\ud800"`, which UTF-8 and PostgreSQL refuse), a NUL
+(`"\\u0000"`, which PostgreSQL text cannot hold) and nesting up to its recursion limit (a
+RecursionError). All are answered as `BadRequest` (KB_BAD_REQUEST), a 400 that says what is wrong,
+before any view sees them.
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
-"""The languages lexical search knows: which PostgreSQL text search configuration lexes a
-language, which language a text is written in, and which accented spellings a word typed
-without its accents may stand for (`accented_spellings`) and which parts a compound may be read
-as (`compound_splits`).
+"""The languages lexical search knows: configurations, detection, accents and compounds.
 
-A namespace's `language` is `auto` (each document's own, detected at ingest) or one of
-`CONFIGS`. Languages with a Snowball stemmer in every PostgreSQL from 14 on get that
-configuration (stemming and stopwords); Chinese, Japanese and Korean get `cjk`, which splits
-runs of their characters into overlapping pairs before PostgreSQL's `simple` configuration reads
-them (the database function `kb_lex`, migration 0028), so a query matches a passage without
-spaces between its words; any other language gets `simple` (words as written, no stemming). Every
-configuration pairs those runs too (migration 0037), so such text in a page detected as another
-language is found by its words.
-
-The detector is `kb.language_detection`'s; which languages the embedding model reads,
-`kb.model_languages`'.
+A namespace's `language` is `auto` (each document's own, detected at ingest) or one of `CONFIGS`.
+Chinese, Japanese and Korean are lexed by `cjk`, which splits runs of their characters into
+overlapping pairs (`kb_lex`, migration 0028), so a query matches a passage without spaces between
+words; every configuration pairs those runs too (migration 0037), so such text in a page detected as
+another language is still found. Languages without a Snowball stemmer get `simple`.
 """
 
 from __future__ import annotations
@@ -185,32 +176,22 @@ def query_configs(
     relexing: bool = False,
     placeable: bool = True,
 ) -> tuple[str, ...]:
-    """The configurations a namespace's queries are lexed with, most passages first: those that
-    lex at least QUERY_SHARE of its passages (the largest when none does; the setting's while it
-    has none), and those the setting is moving passages to that hold any yet.
-    Read from the passages, not the setting, so a query always meets the lexemes its passages
-    hold, while a change of setting is being applied too. A language detected in a handful of
-    passages, often a short text misread, does not add its lexemes to every query: lexed with
-    `simple`, a query's stopwords would match only those few passages and rank them first. A
-    configuration the setting names, or (detecting) that QUERY_SHARE of the documents'
-    languages get, is where passages are going: while a relex is part-way (or stopped), the
-    few it has moved there so far keep meeting their lexemes, whatever an ingest run counted
-    meanwhile. A `query` written in Han, kana or Hangul is also lexed in character pairs when any
-    passage is: such text is rarely a misread language, and lexed otherwise its run is one word
-    that no passage of pairs holds. Likewise a query written in one script other than Latin, when
-    none of the main configurations reads that script, is also lexed in the configurations that
-    stem it (`STEMMED_SCRIPTS`) whatever their share: an Arabic title must find the one Arabic page
-    of an English manual. Not `simple`, and not where a main configuration reads the script: a
-    Persian or Ukrainian page misread among Arabic or Russian ones would make the query's
-    stopwords rare lexemes again, and a page in `simple` already meets the query's words as
-    written, which is how a Latin-script configuration lexes them.
+    """The configurations a namespace's queries are lexed with, most passages first.
 
-    Where documents are lexed in their detected languages and no relex is moving passages
-    (`relexing`), a `query` is lexed in its own language's configuration alone when `own_config`
-    names it: lexed in the others too, its words meet their passages as lexemes rare there. Not
-    when the caller finds it not `placeable`: a query naming an identifier (`max_connections`)
-    names it alike in every language, while each stemmer cuts it differently (`connect`,
-    `connection`), so it keeps meeting the identifier in every language's passages."""
+    Read from the passages, not the setting, so a query meets the lexemes its passages hold, also
+    while a relex is part-way. A configuration must lex QUERY_SHARE of the passages (else the
+    largest; with no passages, the setting's), or be one a relex is moving passages to: a language
+    misdetected in a few short texts would otherwise let a query's stopwords, lexed with `simple`,
+    rank those first. Exceptions: a Han, kana or Hangul query is also lexed in pairs, and a query in
+    one non-Latin script none of the main configurations reads is also lexed in the configurations
+    that stem it (`STEMMED_SCRIPTS`), so an Arabic title finds the one Arabic page of an English
+    manual.
+
+    With detected languages and no relex under way, a query goes to its own language's configuration
+    alone (`own_config`), unless the caller finds it not `placeable`: an identifier
+    (`max_connections`) is cut differently by each stemmer, so it must meet every language's
+    passages.
+    """
     shares = {config: count for config, count in passage_configs.items() if count > 0}
     total = sum(shares.values())
     if not total:

@@ -1,12 +1,8 @@
-"""Lexing a namespace's stored passages again as its language setting says.
+"""Lex a namespace's stored passages again as its language setting says.
 
-Ingest lexes each new passage as the setting says (ingest/store.py); this brings the passages
-already stored into line after the setting changed, and names the language of stored documents
-that have none (passages stored without one are in `english`) first. Each passage whose
-configuration changes is updated in place: the postings trigger replaces its postings and the
-namespace's BM25 statistics in the same statement, so the lexical channel stays exact
-throughout, and the finished namespace is announced as changed so retrieval rebuilds what it
-derives from the postings.
+Each changed passage is updated in place: the postings trigger replaces its postings and the BM25
+statistics in the same statement, so the lexical channel stays exact throughout. The finished
+namespace is announced as changed so retrieval rebuilds what it derives from the postings.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
-"""Characters that print like ASCII punctuation but are other code points, folded to it. Pure.
+"""Fold characters that print like ASCII punctuation to it. Pure.
 
-PDF generators (TeX above all) print `--rcfile` with U+2212 MINUS SIGN and `~/.bashrc` with U+02DC
-SMALL TILDE; PDFium marks a line-end hyphenation with U+FFFE. Text and queries are folded the
-same way (ingest's PDF reader and `retrieval.query.normalise_query`), so what looks the same
-searches the same. NFKC alone does not do this: it leaves U+2212 alone and turns U+02DC into a
-space and a combining tilde.
-
-`unaccented` drops accents from Latin letters one character for one, for matching the words of a
-text against lexemes that lost theirs (the search page's snippets, "Did you mean").
+PDF generators print `--rcfile` with U+2212 MINUS SIGN and `~/.bashrc` with U+02DC SMALL TILDE. Text
+and queries are folded alike, so what looks the same searches the same; NFKC alone leaves U+2212 and
+turns U+02DC into a space and a combining tilde.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
-"""Markdown link and markup handling by plain string scanning. Pure, and linear in its input.
+"""Scan markdown links and markup with plain string operations. Pure, and linear in its input.
 
-Regular expressions with nested or adjacent quantifiers backtrack on inputs such as
-`"[](" * 20000`; these scanners look at each character a bounded number of times instead.
-
-- `markdown_links(text)`: the `[label](url)` and `![alt](url)` links of a text, with offsets.
-- `strip_links(text)`: the text with each link replaced by its label: what is embedded and
-  indexed, so URL fragments never reach BM25 or the model's 256 WordPieces.
-- `plain_text(text)`: what a person reads in a snippet or breadcrumb: no fences, heading
-  markers, emphasis, link or table syntax.
+Regular expressions with nested or adjacent quantifiers backtrack on inputs such as `"[](" * 20000`;
+these scanners look at each character a bounded number of times. `strip_links` gives what is
+embedded and indexed, so URL fragments never reach BM25 or the model's 256 WordPieces.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """Request rate limits per caller: an atomic counter in PostgreSQL with a sliding window.
 
-Each caller (an API token, a staff user, or an anonymous client address) has one row per minute
-window. `INSERT ... ON CONFLICT DO UPDATE ... RETURNING` increments it atomically, so concurrent
-workers never lose a count, and it lives on the primary database every process shares. The
-limit is checked against a sliding estimate: the current window's count plus the previous
-window's count weighted by the part of it that still lies within the last 60 seconds, so a burst
-at a window's edge cannot double the rate. Old windows are deleted by the minute watchdog.
+`INSERT ... ON CONFLICT DO UPDATE ... RETURNING` on the primary, which every process shares, so
+concurrent workers never lose a count. The limit is checked against the current minute's count plus
+the previous one's weighted by its part still within the last 60 seconds, so a burst at a window's
+edge cannot double the rate.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
-"""Read replicas: searches, documents and pages read from a streaming replica, everything else
-from the primary.
+"""Read searches, documents and pages from a streaming replica, and the rest from the primary.
 
-`DATABASE_REPLICA_URLS` (comma-separated) become the database aliases `replica_1`, `replica_2`,
-… (config/settings.py). `on_replica(fn)` runs a read on the next replica in round-robin order that
-is up and no more than `KB_REPLICA_MAX_LAG_SECONDS` behind the primary; without one, on the
-primary. Inside it the ORM reads the product's content models from that replica (`ReplicaRouter`)
-and the retrieval channels send their SQL there (`read_connection`). Writes, the query log, the
-rate-limit counters and the database cache (worker heartbeats), the task queue and the ingest
-always use the primary. A replica that fails mid-read is set aside for
+`on_replica(fn)` runs a read on the next replica that is up and within `KB_REPLICA_MAX_LAG_SECONDS`
+of the primary, else on the primary. Writes, the query log, rate-limit counters, the cache, the task
+queue and ingest always use the primary. A replica that fails mid-read is set aside for
 `REPLICA_RETRY_SECONDS` and the read runs again on the primary, so the caller never sees the
 failure.
 """

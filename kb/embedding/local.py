@@ -115,14 +115,14 @@ class SentenceTransformerEmbedder:
         return self._model
 
     def _use_threads(self, count: int) -> None:
-        """Batches of documents use every core; a single short query gains little from
-        intra-op parallelism and leaves the other cores to PostgreSQL, which runs the lexical
-        channel at the same time. Switching only when the kind of work changes is cheap.
+        """Use every core for batches of documents and one thread for a single query.
 
-        PyTorch's OpenMP pool (GNU libgomp) does not survive a fork: a child forked after the
-        pool started waits forever in its first parallel call. The pool is therefore started
-        only by the process that embeds (warm-up runs on one thread, see `warm`), and a child of
-        a process that did start one stays on one thread, with a warning, instead of hanging."""
+        A short query gains little from intra-op threads, and PostgreSQL runs the lexical channel on
+        the other core meanwhile. PyTorch's OpenMP pool (libgomp) does not survive a fork: a child
+        forked after it started hangs in its first parallel call. So only the embedding process
+        starts it (warm-up runs on one thread), and a forked child whose parent did stays on one
+        thread, with a warning.
+        """
         import torch
 
         global _POOL_STARTED_IN

@@ -1,20 +1,9 @@
-"""Document embeddings through ONNX Runtime, optionally int8-quantised, for the local mean-pooled
-transformer (`KB_EMBEDDING_DOCUMENT_RUNTIME`).
+"""Document embeddings through ONNX Runtime, optionally int8 (`KB_EMBEDDING_DOCUMENT_RUNTIME`).
 
-Why: embedding is most of an ingest's time, and on a CPU the fp32 forward pass is near the
-arithmetic limit; int8 kernels do less arithmetic per weight, batches of similar length pad
-less, and a text is cut before tokenising at a length that cannot hold fewer tokens than the
-model reads, so the tokenizer never walks a huge text for nothing.
-
-The graph is the query path's export (kb/embedding/onnx_query.py, same file). The int8 variant
-quantises the MatMul weights per output channel to signed 8 bit (dynamic quantisation: the
-activations are quantised per batch at run time); the variants compared, and what each costs
-in speed and cosine, are in docs/benchmarks.md (Document runtimes). Every load is verified against
-the
-PyTorch model on the probe texts; a graph that disagrees is not used, and the caller embeds with
-PyTorch. Sessions are made per process on first use, with a thread per core: ONNX Runtime's
-pool does not survive a fork, and a warm-up in a parent that forks later only verifies the
-graph on one thread.
+Embedding is most of an ingest's time, and int8 kernels do less arithmetic per weight; the speed and
+cosine of each variant are in docs/benchmarks.md (Document runtimes). Every load is verified against
+the PyTorch model on the probe texts; a graph that disagrees is not used and the caller embeds with
+PyTorch. Sessions are made per process on first use, as ONNX Runtime's pool does not survive a fork.
 """
 
 from __future__ import annotations

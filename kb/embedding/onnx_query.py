@@ -1,19 +1,11 @@
 """Single-query embeddings through ONNX Runtime, for the local mean-pooled transformer.
 
-Why: a search embeds one short query, and at batch size 1 PyTorch spends most of its time in
-per-operator dispatch. The same network exported to an ONNX graph and run by ONNX Runtime (which
-fuses attention, GELU and layer norms) answers in about 8 ms instead of 22 ms on this project's
-reference 2-core machine, with vectors whose cosine to PyTorch's is 0.9999995 or higher.
-Queries stay fp32 even where documents are embedded with int8 weights
-(kb/embedding/onnx_documents.py): int8 query vectors lowered the ranker's quality in the
-benchmark (docs/benchmarks.md, Document runtimes), and a single query gains little from int8.
-
-The graph is exported once per model, PyTorch and transformers version into the model cache
-directory (an atomic rename, so concurrent processes never read half a file), and every load is
-verified against the PyTorch model on probe texts; a cached graph that does not load or
-disagrees is exported again. Any failure beyond that (an exporter that cannot trace a model, a
-fresh graph that does not load or disagrees) is logged and answered with `None`, and the
-caller keeps using PyTorch: this is an acceleration, never a new way for search to fail.
+At batch size 1 PyTorch spends most of its time in per-operator dispatch; the ONNX graph answers in
+about 8 ms instead of 22 ms on the 2-core reference machine, cosine to PyTorch's >= 0.9999995.
+Queries stay fp32 where documents use int8: int8 query vectors lowered ranking quality. The graph is
+exported once per model and library versions into the model cache (an atomic rename, so no process
+reads half a file), and verified on every load. Any failure is logged and answered with `None`, and
+the caller keeps PyTorch: an acceleration, never a new way for search to fail.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """Audiences inside a namespace: the groups that read the documents limited to them.
 
-A source, or a single document, may be limited to Django auth groups (the groups single sign-on's
-rules fill, or groups made by hand). Each distinct set of groups in a namespace is one
-`Audience` row; a document and its chunks carry the id of the audience that reads them (NULL:
-everyone who reads the namespace). The postings trigger files a restricted chunk's words under
-the audience's own statistics key (`-audience_id`), never under the namespace's, so the
-namespace-wide document frequencies, chunk counts, packed lists and spelling vocabulary hold open
-documents only (kb/migrations/0048_audiences.py, docs/identity.md#audiences).
+A document and its chunks carry the id of the audience that reads them (NULL: everyone who reads the
+namespace). The postings trigger files a restricted chunk's words under the audience's own
+statistics key (`-audience_id`), so namespace-wide frequencies, counts, packed lists and spelling
+vocabulary hold open documents only (docs/identity.md#audiences).
 """
 
 from __future__ import annotations
