@@ -1,16 +1,4 @@
-"""The knowledge base's data, one module per concern; every model is importable from `kb.models`.
-
-- `access`: namespaces, their members, API tokens, rate-limit counters;
-- `content`: sources, files, documents, chunks and the lexical statistics (`SEARCH_CONFIG`);
-- `runs`: ingest runs and their per-document report;
-- `capabilities`: capability providers, revisions, capabilities and knowledge targets;
-- `search`: the query log and reader feedback, eval suites and runs, fusion calibrations;
-- `answers`: the answers asked for, their citations' verdicts and readers' votes;
-- `audiences`: the groups that read the documents limited to them inside a namespace;
-- `identity`: single sign-on's group rules, accounts at identity providers, the access log
-  (sign-ins,
-  reads of restricted documents).
-"""
+"""The knowledge base's data, one module per concern; every model is importable from `kb.models`."""
 
 from kb.models.access import ApiToken, Namespace, NamespaceMembership, RateCounter
 from kb.models.answers import AnswerLog
