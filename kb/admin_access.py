@@ -8,31 +8,15 @@ model missing from `SCOPE` offers a member nothing at all. An object drawing on 
 (an answer over several, `SPANS`) is seen only by a member of every one of them.
 """
 
-import json
-
 from django.contrib import admin
 from django.contrib.admin.widgets import ForeignKeyRawIdWidget
-from django.contrib.auth.models import Group
-from django.contrib.contenttypes import views as contenttype_views
-from django.contrib.contenttypes.models import ContentType
-from django.core.exceptions import (
-    EmptyResultSet,
-    ImproperlyConfigured,
-    PermissionDenied,
-    ValidationError,
-)
-from django.core.paginator import Paginator
-from django.db import connections
+from django.core.exceptions import ImproperlyConfigured, PermissionDenied, ValidationError
 from django.db.models import Model, QuerySet
-from django.db.models.expressions import RawSQL
 from django.http import Http404
-from django.urls import path
-from django.utils.functional import cached_property
 
 from kb import models
 from kb.audiences import document_filter
 from kb.auth import Principal, staff_principal
-from kb.identity.rules import group_key
 
 SCOPE: dict[type[Model], str] = {  # model -> lookup from it to its Namespace ("": it is one)
     models.Namespace: "",
@@ -128,48 +112,6 @@ def request_principal(request) -> Principal:
         kept = (request.user, staff_principal(request.user))
         request._kb_principal = kept
     return kept[1]
-
-
-class ConsoleSite(admin.AdminSite):
-    """Django's admin site with its "view on site" shortcut (`r/<content type>/<id>/`) scoped:
-    Django's
-    looks the object up among every tenant's and answers a missing id otherwise than an existing one
-    (with DEBUG on, in words), which told a member which ids exist. Installed as the default site by
-    `kb.apps.ConsoleAdminConfig`."""
-
-    def get_urls(self):
-        shortcut = path(
-            "r/<int:content_type_id>/<path:object_id>/",
-            self.admin_view(self.view_on_site),
-            name="view_on_site",
-        )
-        return [
-            shortcut if getattr(url, "name", None) == "view_on_site" else url
-            for url in super().get_urls()
-        ]
-
-    def view_on_site(self, request, content_type_id, object_id):
-        """Django's shortcut for an object the curator may read; one answer for every other id,
-        another tenant's or none."""
-        nowhere = Http404("No page on the site for this object.")
-        try:
-            model = ContentType.objects.get_for_id(content_type_id).model_class()
-        except ContentType.DoesNotExist:
-            raise nowhere from None
-        model_admin = self._registry.get(model)
-        if model_admin is None or not model_admin.has_view_permission(request):
-            raise nowhere
-        try:
-            obj = model_admin.get_queryset(request).filter(pk=object_id).first()
-        except (ValueError, ValidationError):
-            raise nowhere from None
-        if (
-            obj is None
-            or not model_admin.has_view_permission(request, obj)
-            or not hasattr(obj, "get_absolute_url")
-        ):
-            raise nowhere
-        return contenttype_views.shortcut(request, content_type_id, object_id)
 
 
 class ScopedRawIdWidget(ForeignKeyRawIdWidget):
@@ -348,47 +290,6 @@ class NamespaceScoped(ScopedFields, admin.ModelAdmin):
         return guarded, name, description
 
 
-class AudienceSetting:
-    """The `audience_groups` field of sources and documents, and a saved change applied at once
-    to the object, its documents and their chunks (`kb.audiences`). Groups belong to no
-    namespace, and their names are a superuser's to see: a curator chooses among the groups
-    their namespaces already know (`audience_choices`)."""
-
-    def formfield_for_manytomany(self, db_field, request, **kwargs):
-        if db_field.name == "audience_groups":
-            kwargs["queryset"] = audience_choices(request.user)
-        return super().formfield_for_manytomany(db_field, request, **kwargs)
-
-    def save_related(self, request, form, formsets, change):
-        super().save_related(request, form, formsets, change)
-        if "audience_groups" in form.changed_data:
-            self.apply_audience(form.instance)
-
-    def apply_audience(self, obj) -> None:  # the admin's own: apply_source or apply_document
-        raise NotImplementedError
-
-
-def audience_choices(user) -> QuerySet:
-    """The groups `user` may name as an audience: every group for a superuser; for a curator,
-    the groups named like a group rule's group of a namespace they curate (what single sign-on
-    fills), those already an audience there, and their own."""
-    if user.is_superuser:
-        return Group.objects.order_by("name")
-    curated = staff_principal(user).writable
-    named = {
-        group_key(group)
-        for group in models.GroupRule.objects.filter(namespace__slug__in=curated).values_list(
-            "group", flat=True
-        )
-    }
-    ids = {pk for pk, name in Group.objects.values_list("pk", "name") if group_key(name) in named}
-    ids |= set(user.groups.values_list("pk", flat=True))
-    ids |= set(
-        models.Audience.objects.filter(namespace__slug__in=curated).values_list("groups", flat=True)
-    )
-    return Group.objects.filter(pk__in=ids - {None}).order_by("name")
-
-
 class ReadOnlyInConsole:
     """Objects only the pipeline writes (documents, chunks): the console shows them and may delete
     them."""
@@ -418,70 +319,3 @@ class SuperuserOnly(admin.ModelAdmin):
         if not self.has_view_permission(request):
             raise PermissionDenied
         return super().history_view(request, object_id, extra_context)
-
-
-class EstimatedCountPaginator(Paginator):
-    """Pages that never count a big table row by row. An unfiltered list takes the table's row
-    estimate from the statistics (`pg_class.reltuples`); a filtered one the planner's estimate,
-    counted exactly only when that is below EXACT_COUNT_BELOW. Past the first pages nobody needs
-    the last digit; a curator needs the list in well under a second."""
-
-    EXACT_COUNT_BELOW = 20_000
-
-    @cached_property
-    def count(self) -> int:
-        queryset = self.object_list
-        estimate = _planner_estimate(queryset)
-        if estimate < self.EXACT_COUNT_BELOW:
-            return queryset.count()
-        return estimate
-
-
-def _planner_estimate(queryset) -> int:
-    """Rows the statistics (unfiltered) or the planner (filtered) expect the queryset to hold."""
-    if not queryset.query.where:
-        with connections[queryset.db].cursor() as cursor:
-            cursor.execute(
-                "SELECT reltuples::bigint FROM pg_class WHERE oid = %s::regclass",
-                [queryset.model._meta.db_table],
-            )
-            row = cursor.fetchone()
-        if row and row[0] > 0:
-            return int(row[0])
-    try:
-        sql, params = queryset.query.get_compiler(queryset.db).as_sql()
-    except EmptyResultSet:  # a filter that can match nothing (an empty id list)
-        return 0
-    with connections[queryset.db].cursor() as cursor:
-        cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}", params)
-        plan = cursor.fetchone()[0]
-    plan = json.loads(plan) if isinstance(plan, str) else plan
-    return int(plan[0]["Plan"]["Plan Rows"])
-
-
-class LargeTableAdmin(admin.ModelAdmin):
-    """A changelist over a table that grows to millions of rows: estimated counts, no second
-    full count for "show all"."""
-
-    paginator = EstimatedCountPaginator
-    show_full_result_count = False
-
-
-COUNT_CAP = 10_000  # per-row counts in the lists stop here
-
-
-def count_of(model, field: str, parent):
-    """How many `model` rows point at each listed row, counted for the rows of the page only and
-    at most to COUNT_CAP + 1 (a source of a million documents is "10,000+", not a second's
-    count)."""
-    child, column = model._meta.db_table, model._meta.get_field(field).column
-    return RawSQL(
-        f"SELECT count(*) FROM (SELECT 1 FROM {child} x WHERE x.{column} "
-        f"= {parent._meta.db_table}.id "
-        f"LIMIT {COUNT_CAP + 1}) capped",
-        (),
-    )
-
-
-def capped(count: int) -> str:
-    return f"{COUNT_CAP:,}+" if count > COUNT_CAP else str(count)

@@ -4,11 +4,11 @@ from django.contrib.admin import apps as admin_apps
 
 class ConsoleAdminConfig(admin_apps.AdminConfig):
     """django.contrib.admin with the console's own site, whose "view on site" shortcut is scoped
-    to what the curator may read (`kb.admin_access.ConsoleSite`). Named in INSTALLED_APPS in its
+    to what the curator may read (`kb.admin_site.ConsoleSite`). Named in INSTALLED_APPS in its
     place; not the "kb" app's configuration (that is KbConfig)."""
 
     default = False
-    default_site = "kb.admin_access.ConsoleSite"
+    default_site = "kb.admin_site.ConsoleSite"
 
 
 class KbConfig(AppConfig):

@@ -14,14 +14,9 @@ from ingest import service as ingest_service
 from ingest.forms import COMMON_FIELDS, KIND_HELP, content_fields, option_names, source_form
 from ingest.uploads import store_upload
 from kb import models
-from kb.admin_access import (
-    AudienceSetting,
-    NamespaceScoped,
-    ScopedInline,
-    capped,
-    count_of,
-    parent_id,
-)
+from kb.admin_access import NamespaceScoped, ScopedInline, parent_id
+from kb.admin_audiences import AudienceSetting
+from kb.admin_counts import capped, count_of
 from kb.audiences import apply_source
 from kb.vocabulary import SOURCE_KINDS
 

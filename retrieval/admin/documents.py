@@ -5,15 +5,9 @@ from django.contrib import admin
 
 from ingest.decisions import EMBED_REASONS
 from kb import models
-from kb.admin_access import (
-    AudienceSetting,
-    LargeTableAdmin,
-    NamespaceScoped,
-    ReadOnlyInConsole,
-    ScopedInline,
-    capped,
-    count_of,
-)
+from kb.admin_access import NamespaceScoped, ReadOnlyInConsole, ScopedInline
+from kb.admin_audiences import AudienceSetting
+from kb.admin_counts import LargeTableAdmin, capped, count_of
 from kb.audiences import apply_document
 from kb.languages import NAMES as LANGUAGE_NAMES
 from kb.languages import name as language_name

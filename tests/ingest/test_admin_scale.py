@@ -7,7 +7,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection
 
-from kb.admin_access import EstimatedCountPaginator
+from kb.admin_counts import EstimatedCountPaginator
 from kb.models import Chunk, IngestItem, IngestRun
 from tests.corpus import CORPUS
 
