@@ -1,4 +1,4 @@
-"""What is searched: sources, their files, documents and chunks, and the lexical statistics.
+"""What is searched: sources, their files, documents and chunks (their BM25 tables: `postings.py`).
 
 Chunks carry a pgvector embedding (HNSW, cosine) and a stored, GIN-indexed tsvector generated
 by PostgreSQL from the document title (weight A) and the chunk text (weight D); `kb_chunk_term`
