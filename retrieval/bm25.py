@@ -38,13 +38,12 @@ def impact(tf: float, length: float, avgdl: float) -> float:
 
 
 class DocumentFrequencyCache:
-    """Document frequencies already counted, per namespace, valid for one generation of its
-    postings (the stamp the postings trigger renews on every change, kb/migrations/0011).
+    """Document frequencies already counted, per namespace, for one generation of its postings.
 
-    Counting a common term's postings is most of the statistics cost in a large namespace, and
-    queries share their common terms; a namespace changes far less often than it is searched.
-    A namespace keeps only its latest generation; when all namespaces together would hold more
-    than `max_terms` counts, the cache starts afresh (a recount costs one query a few ms).
+    The generation is the stamp the postings trigger renews on every change (kb/migrations/0011).
+    Counting a common term's postings is most of the statistics cost in a large namespace, and a
+    namespace changes far less often than it is searched. Only the latest generation is kept; past
+    `max_terms` counts in all, the cache starts afresh (a recount costs one query a few ms).
     """
 
     def __init__(self, max_terms: int = 50_000):
@@ -150,17 +149,16 @@ PROBE_COST_IN_POSTINGS = (
 def top_k_packed(
     packed, current, changed_ids: np.ndarray, weights: dict[str, float], avgdl: float, k: int
 ) -> PackedTopK:
-    """Exact BM25's k best over packed postings, without scoring every posting (MaxScore over
-    whole terms). A term adds at most its bound to any chunk: its weight times the impact of its
-    largest frequency at its shortest length. Terms are scored whole, the highest bound first.
-    After each, the k chunks with the best partial scores are completed (their postings in the
-    other terms' lists found by binary search: the lists are sorted by chunk) and θ is the k-th
-    best complete score, which the final top k reaches. Once the other terms' bounds sum below θ,
-    a chunk only they match cannot reach the top k, and a chunk the scored terms found can only
-    if its partial score plus those bounds reaches θ; those candidates are completed and ranked,
-    unless completing them would cost more than scoring the other terms whole
-    (PROBE_COST_IN_POSTINGS). `current` (changed and newer chunks, from the table) is scored
-    whole; `packed` postings of chunks in `changed_ids` are ignored."""
+    """Exact BM25's k best over packed postings, without scoring every posting (MaxScore).
+
+    A term adds at most its bound to any chunk (its weight times the impact of its largest frequency
+    at its shortest length). Terms are scored whole, highest bound first; θ is the k-th best
+    complete score so far. Once the remaining bounds sum below θ, only chunks already found can
+    still reach the top k, and those are completed by binary search in the remaining lists, unless
+    that would cost more than scoring them whole (PROBE_COST_IN_POSTINGS). `current` (chunks changed
+    or newer, from the table) is scored whole; `packed` postings of chunks in `changed_ids` are
+    ignored.
+    """
     base = packed[0].base if packed else 0
     fresh_ids, fresh_scores = _summed(current, weights, avgdl)
     terms = [p for p in packed if len(p.chunk_ids)]

@@ -62,20 +62,19 @@ def vector_candidates(
     with_embeddings: bool = False,
     model: str = "",
 ) -> VectorCandidates:
-    """The vector channel and what the ranker needs about its hits, in one statement, so the
-    search does one round trip after its query embedding is ready: the nearest k chunks through
-    the namespace's HNSW index (an exact scan for a namespace too small to have one,
-    retrieval/vector_index.py) with their candidate rows, plus the cosine of the candidates other
-    channels found earlier (`known_ids`, whose rows the caller already has).
+    """Run the vector channel and read the candidates' rows and cosines in one statement.
 
-    An HNSW scan returns at most hnsw.ef_search rows, so ef_search is raised to the candidate
-    count, and the iterative scan keeps filling the list when a filter removes rows.
+    One round trip after the query embedding: the nearest k chunks through the namespace's HNSW
+    index (an exact scan below its size, retrieval/vector_index.py), plus the cosines of
+    `known_ids`, the other channels' candidates. HNSW returns at most hnsw.ef_search rows, so
+    ef_search is raised to the candidate count, and the iterative scan keeps filling the list when a
+    filter removes rows.
 
-    `model`: compare with the passages that model embedded only (a namespace part-way to another
-    model, whose other vectors mean nothing beside the query's); every passage when empty. The
-    index holds both models' vectors then, and the iterative scan may have to walk far past the
-    other model's to find k of this one's: its bound (20,000 tuples by default) is lifted to
-    `FILTERED_SCAN_TUPLES`, slower for the time a re-embed takes, but never a short list."""
+    `model` limits the comparison to the passages that model embedded (a namespace part-way to
+    another model); empty means every passage. The other model's vectors then share the index, so
+    the scan's bound is lifted to `FILTERED_SCAN_TUPLES`: slower during a re-embed, but never a
+    short list.
+    """
     where, params = named_where(scope, "c")
     if model:
         where, params = f"{where} AND c.embedding_model = %(model)s", {**params, "model": model}
@@ -133,14 +132,13 @@ def names_channel(scope: Scope, name_keys: tuple[str, ...], cap: int = 10) -> li
 
 
 def names_search(scope: Scope, name_keys: tuple[str, ...], cap: int = 10) -> NamesResult:
-    """Documents whose name key contains a versioned query token; each is represented by its
-    first chunk, scored by how much of the name the token covers.
+    """Documents whose name key contains a versioned query token, scored by how much name it covers.
 
-    Bounded: each key reads at most NAMES_READ_PER_KEY + 1 names through the trigram index, and a
-    key found in more names than that is left out (reported in `common_keys`): a token a
+    Each document is represented by its first chunk. Bounded: each key reads at most
+    NAMES_READ_PER_KEY + 1 names, and a key found in more is left out (`common_keys`): a token a
     thousand titles share names none of them, and reading them all cost p99 176 ms at a million
-    documents. Only the documents that can reach the top `cap` (the best coverages, ties
-    included) have their first chunk looked up."""
+    documents. Only the documents that can reach the top `cap` have their first chunk looked up.
+    """
     if not name_keys:
         return NamesResult([])
     where, params = scope.document_where("d")

@@ -1,13 +1,10 @@
-"""Retrieval turned into a context block for an LLM prompt. Pure.
+"""Turn retrieval into a context block for an LLM prompt. Pure.
 
-Retrieved text is wrapped in delimiters carrying a random nonce, so no retrieved text can close
-its own delimiter; the block says that what it holds is reference data, never instructions;
-attribute values are escaped so a title cannot break out of its attribute. Citations are
-de-duplicated by URL and keep every original 1-based result index they stand for.
-
-A passage shows the text that was indexed: link words without their URLs (a model quotes URLs
-it sees, and a page's navigation links are no evidence), with the passage's own citation URL
-and, for documents, its location ("p. 12", "slide 3") as attributes: the one link it needs.
+Retrieved text is wrapped in delimiters carrying a random nonce, so no text can close its own
+delimiter; the block says it holds reference data, never instructions, and attribute values are
+escaped so a title cannot break out. Passages show link words without their URLs (a model quotes
+URLs it sees, and navigation links are no evidence); the passage's own citation URL is the one link
+given. Citations keep every 1-based result index they stand for.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
-"""What readers look for, for curators: the query report and reader feedback, and how a
-logged search's votes judge its results (`evaluation.cases` turns them into an eval case).
-ORM reads and writes in one place; the views and the API are thin.
+"""What readers look for, for curators: the query report, reader feedback, and votes as judgements.
 
-Stored: the query log row (namespace, query text, result chunk ids, timings, the best result's
-cosine, time) and per result at most one vote (helpful or not) with no user; both are deleted
-after KB_QUERY_RETENTION_DAYS (`prune_queries`).
+The query log row and per result at most one vote (helpful or not, with no user) are deleted after
+KB_QUERY_RETENTION_DAYS (`prune_queries`). ORM reads and writes in one place; views and API are
+thin.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
-"""Reading stored documents back, for the API, the MCP tools and the pages: listing, detail,
-capped text read in pieces, the text view a citation scrolls to, and the original upload.
+"""Read stored documents back: listing, detail, text in capped pieces, the text view, the original.
 
-A document, passage or original of a namespace the caller may not read, or limited to an audience
-the caller is not in (kb/audiences.py), answers exactly like a missing one (the same error, from
-the same single query), so ids cannot be probed across namespaces or audiences. ORM reads in one
-place.
+A document, passage or original of a namespace the caller may not read, or of an audience they are
+not in (kb/audiences.py), answers exactly like a missing one (same error, same single query), so ids
+cannot be probed across namespaces or audiences.
 """
 
 from __future__ import annotations

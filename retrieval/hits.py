@@ -137,20 +137,15 @@ def _of_first_documents(
 
 @dataclass(frozen=True)
 class StrongMatch:
-    """What makes a passage a strong match for one search, one a reader can be pointed to (the
-    cited tier): its cosine to the query reaches `cosine`, the model's own floor
-    (`kb.embedding.embedders.strong_cosine`); when meaning was not used (a language the model does
-    not read, or the words channel asked alone), its words carry at least FULL_WEIGHT_IDF_SHARE of
-    the query's IDF mass, as a passage holding the rarer half of the query's words once does, or
-    the query names its document whole (a names-channel coverage of 1: a token of the query is the
-    document's whole name key).
+    """What makes a passage a strong match, one a reader can be pointed to (the cited tier).
 
-    Meaning alone never makes a strong match for a query none of whose words occurs in the
-    namespace (the words channel ran and `query_idf` is 0, as the ranker's "no word of the query
-    occurs" note says): that is mostly a query misspelt throughout, whose best cosine still passes
-    the floor on the letters it shares with the passages (docs/searching.md#strong-matches
-    measures it), and a strong match would hide its "did you mean". Only its name can then
-    make one."""
+    Its cosine reaches `cosine`, the model's own floor (`kb.embedding.embedders.strong_cosine`);
+    where meaning was not used, its words carry FULL_WEIGHT_IDF_SHARE of the query's IDF mass, or
+    the query names its document whole (names coverage 1). Meaning alone never makes one when no
+    word of the query occurs in the namespace (`query_idf` 0): that is mostly a query misspelt
+    throughout, whose cosine still passes the floor on shared letters
+    (docs/searching.md#strong-matches), and a strong match would hide its "did you mean".
+    """
 
     cosine: float
     query_idf: float | None

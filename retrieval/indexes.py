@@ -1,12 +1,9 @@
-"""Keeping retrieval's own structures in line with the chunks ingest writes.
+"""Keep retrieval's own structures in line with the chunks ingest writes.
 
-A finished ingest run announces the namespaces it changed (`kb.signals.namespaces_changed`);
-each then gets its own HNSW index once large enough (`vector_index.py`) and its packed posting
-lists once large enough, or again once a tenth of it changed (`posting_lists.py`). Both are part
-of the run (it waits for them, with its heartbeat beating), so a finished run is fast to search.
-A failed build costs speed, not results: a namespace without an index is searched exactly and
-one without packed lists is read from the postings table, so the failure is logged and the next
-run tries again. A deleted namespace's index is dropped once the deletion commits.
+HNSW indexes (`vector_index.py`) and packed posting lists (`posting_lists.py`) are built as part of
+the run that changed the namespace (it waits, with its heartbeat beating), so a finished run is fast
+to search. A failed build costs speed, not results (exact scans, the postings table): it is logged
+and the next run tries again.
 """
 
 from __future__ import annotations

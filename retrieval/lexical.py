@@ -1,22 +1,11 @@
-"""The lexical channel: exact BM25 behind one interface (`lexical_search`: lexemes in, the top k
-chunks with their raw BM25 and a report of how they were read out), so a native BM25 engine could
-take its place on a server that has one.
+"""The lexical channel: exact BM25 behind one interface (`lexical_search`), lexemes in, top k out.
 
-Two ways to read the same postings, one answer:
-- **packed**, when the namespace has packed posting lists (retrieval/posting_lists.py: every
-  namespace
-  of at least KB_POSTING_LISTS_MIN_CHUNKS chunks, built when an ingest run ends): each query
-  term's postings arrive as two binary arrays (chunk offsets, frequencies; the chunks' lengths
-  come from the namespace's array, kept per process), with the current postings of the chunks
-  changed
-  since the build from the table, and are ranked in memory: MaxScore over whole terms for a whole
-  namespace (bm25.top_k_packed: the common terms are only looked up for the chunks that could
-  still reach the top k), every posting scored for a source or document scope;
-- **table** otherwise: one statement reads each term's postings from `kb_chunk_term` and sums
-  the scores per chunk in PostgreSQL (about 0.7 µs a posting: fine below the lists' threshold).
-Both rank by score rounded to 1e-6, then chunk id; `kb_bench --lexical-agreement` measures that
-they agree and what each costs. How the query's words become lexemes is retrieval/query_words.py;
-the namespace's document frequencies, retrieval/term_counts.py.
+One interface so a native BM25 engine could take its place. Two reads of the same postings, one
+answer: **packed** lists (retrieval/posting_lists.py) ranked in memory, with MaxScore for a whole
+namespace (`bm25.top_k_packed`) and the postings of chunks changed since the build read from the
+table; or the **table** alone, summed in PostgreSQL (about 0.7 µs a posting, fine below the lists'
+threshold). Both rank by score rounded to 1e-6, then chunk id; `kb_bench --lexical-agreement` checks
+they agree.
 """
 
 from __future__ import annotations

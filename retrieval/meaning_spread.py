@@ -1,16 +1,10 @@
-"""Where a query's best passage stands among every passage of its namespace: the mean and spread
-of the query's cosines to all of them, estimated from a fixed sample of the namespace's
-embeddings that each process keeps, and from them the excess over chance
-(`retrieval.breadth.meaning_excess`) that the query log keeps per search.
+"""Estimate the mean and spread of a query's cosines to every passage of its namespace.
 
-The vector channel reads only the nearest 100, which say how a passage compares with the others
-near the query; how far the nearest stand from the namespace as a whole needs the rest. A sample
-of SAMPLE_SIZE passages gives the mean and spread to within a few percent. A search never waits
-for it: the first search of a namespace in a process starts reading it on a thread of its own
-(a large namespace's sample reads every row of it, about a second at a million passages) and
-logs no excess, nor do the searches until it is read. It is read again when the namespace has
-grown or shrunk by REFRESH_SHARE (the old one serves meanwhile), and at most CACHED_NAMESPACES
-are kept.
+The vector channel reads only the nearest 100; how far they stand from the namespace as a whole
+needs a sample (SAMPLE_SIZE passages, within a few percent), kept per process. A search never waits
+for it: the first search of a namespace starts reading it on a thread (about a second at a million
+passages) and logs no excess until it is read. It is read again after the namespace grew or shrank
+by REFRESH_SHARE; at most CACHED_NAMESPACES are kept.
 """
 
 from __future__ import annotations

@@ -1,20 +1,11 @@
-"""Packed posting lists: each large namespace's BM25 postings, one row per term
-(kb/migrations/0020, 0031).
+"""Packed posting lists: each large namespace's BM25 postings, one row per term.
 
-The postings table (`kb_chunk_term`, one row per chunk and lexeme) is the truth the trigger keeps
-exact; reading it costs about 0.7 µs a posting, so a query whose common terms hold a million
-postings costs a second. The packed lists hold the same postings as two binary arrays per term
-(chunk id offsets, term frequencies), read as one value each at a few nanoseconds a posting, and
-the namespace's chunk lengths once, as one array by chunk offset that each process reads once per
-build and keeps (`_LengthsCache`). They are a snapshot: built when an ingest run ends (like the
-namespace's vector index), and exact between builds because the trigger records every chunk
-written after the build that the lists may hold (`kb_posting_list_changed`); a read returns the
-packed lists together with the current postings of those chunks and of every chunk newer than
-the build, from one snapshot.
-
-A build holds the namespace's statistics row locked, so writes to that namespace wait for it
-(75 s to 12 minutes at a million chunks, measured, as its postings are cached or not) and none
-can fall between the build and the recording.
+The postings table (`kb_chunk_term`) is the truth the trigger keeps exact, at about 0.7 µs a posting
+read; packed lists read at a few ns. They are a snapshot built when a run ends, exact between builds
+because the trigger records every chunk written since (`kb_posting_list_changed`), and a read
+returns them with those chunks' current postings from one snapshot. A build holds the namespace's
+statistics row locked, so writes to it wait (75 s to 12 minutes at a million chunks) and none falls
+between build and recording.
 """
 
 from __future__ import annotations

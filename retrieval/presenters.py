@@ -21,17 +21,14 @@ SNIPPET_CHARS = 280
 
 
 def snippet(text: str, lexemes: list[str], width: int = SNIPPET_CHARS) -> str:
-    """An HTML-escaped window of the chunk's plain text (no markdown syntax) around its first
-    matching word, matches in <mark>.
-    Lexemes are stems ('roast' for 'roasting'), so a word matches when it starts with one; a lexeme
-    without accents also marks the word written with them ('secur' for 'sécurité', 'oeuvr' for
-    'œuvre': Romance stems lose their accents, German Snowball drops umlauts), while one with
-    accents marks only words written so (Vietnamese 'má' is not 'ma'); an
-    Arabic word also after up to three letters of prefixes (ال, لل, وال: 'توزيع' in 'التوزيعات'); a
-    character pair of Chinese, Japanese or Korean wherever it stands inside its run (runs have no
-    spaces). Matches are found in the text before it is escaped (a lexeme never marks part of an
-    entity) and may overlap, as a word's pairs do: overlapping and adjacent ones are marked as
-    one."""
+    """An HTML-escaped window of a chunk's plain text around its first match, matches in <mark>.
+
+    Lexemes are stems, so a word matches when it starts with one; an unaccented lexeme also marks
+    the accented word ('secur' for 'sécurité'), an accented one only words written so (Vietnamese
+    'má' is not 'ma'); an Arabic word also after up to three letters of prefixes; a CJK pair
+    wherever it stands in its run. Matching runs before escaping, so a lexeme never marks part of an
+    entity; overlapping and adjacent matches are marked as one.
+    """
     body = text.split("\n\n", 1)[1] if "\n\n" in text else text
     body = " ".join(plain_text(body).split())
     stems = sorted(

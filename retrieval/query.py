@@ -1,17 +1,11 @@
 """What a query is and asks for beyond its words. Pure.
 
-`validate_query` is the one gate every search passes (length, NUL, limit, NFKC normalisation).
-
-Identifiers are long exact tokens (error codes, hashes, dotted, CamelCase or snake_case symbols,
-paths) that must be matched literally; name keys are versioned names ("gpt4o", "python3.11"),
-bare versions ("v3.11") and adjacent versioned joins ("Qwen 3.8" -> "qwen38") matched against
-document names. Digits that are part of a name ("POP3", "IPv6", "UTF-8", "BRCA1") make no key:
-a passage is not lifted for naming the protocol a question mentions (`kb.names.is_versioned_name`).
-
-Every pattern runs on one whitespace-separated token at a time, and tokens longer than
-`MAX_TOKEN_CHARS` are passed over, so analysis is linear in the query whatever its content; at
-most `MAX_IDENTIFIERS` identifiers and `MAX_NAME_KEYS` name keys reach SQL, and `capped` says
-when a cap applied (the explanation shows it).
+`validate_query` is the one gate every search passes. Identifiers (error codes, hashes, symbols,
+paths) must be matched literally; name keys ("gpt4o", "v3.11", "Qwen 3.8" -> "qwen38") are matched
+against document names, but digits that are part of a name ("POP3", "IPv6") make no key
+(`kb.names.is_versioned_name`). Patterns run on one token at a time and skip tokens over
+`MAX_TOKEN_CHARS`, so analysis is linear in the query; `MAX_IDENTIFIERS` and `MAX_NAME_KEYS` cap
+what reaches SQL, and `capped` says so.
 """
 
 from __future__ import annotations

@@ -100,15 +100,14 @@ MAX_COMPOUND_LETTERS = (
 def split_compounds(
     namespace_id: int, query: str, configs: tuple[str, ...], unknown: set[str]
 ) -> tuple[SplitWord, ...]:
-    """The query's compounds, in a configuration whose language writes compounds as one word
-    (`kb.spellings.COMPOUND_LINKS`), each read as the two parts (`compound_splits`) that passages
-    hold; where several cuts qualify, the one whose parts the most passages hold (`choose_split`).
+    """The query's compounds read as the two parts that passages hold (`compound_splits`).
+
     German "Uhrzeit" in a manual that writes "Uhr" and "Zeit" but never "Uhrzeit" is read as both.
-    Only the query is split, and only a word whose stem in every one of `configs` is `unknown` to
-    the namespace: a compound the text holds is found as written. A word of Latin letters only, at
-    most MAX_COMPOUND_LETTERS; the first MAX_SPLIT_WORDS such words. Three statements: the words'
-    stems, the parts' stems, and those stems' document frequencies (counted, not cached: most
-    parts are no word of the namespace's)."""
+    Only the query is split, and only a word whose stem is `unknown` in every one of `configs`: a
+    compound the text holds is found as written. Where several cuts qualify, the one whose parts
+    most passages hold (`choose_split`). Part frequencies are counted, not cached: most are no word
+    of the namespace's.
+    """
     splitting = [config for config in configs if config in COMPOUND_LINKS]
     words = [word for word in dict.fromkeys(WORD_RE.findall(query.lower())) if _compoundable(word)]
     words = words[:MAX_QUERY_LEXEMES]
@@ -204,14 +203,12 @@ MAX_RESTORED_WORDS = 8  # words respelt per query: bounds the spellings lexed (a
 def restore_accents(
     namespace_id: int, query: str, configs: tuple[str, ...], unknown: set[str]
 ) -> tuple[RestoredWord, ...]:
-    """The query's words typed without accents, in a configuration whose stems lose theirs
-    (`kb.spellings.ACCENTS`), whose stem is `unknown` to the namespace, each read as the stem of
-    its accented spelling (`accented_spellings`) that puts back the fewest accents and that the
-    most passages hold. Spanish "distribucion" stems to `distribucion`, which no passage holds,
-    where "distribución" stems to `distribu`. Four statements: the typed words' stems (the first
-    MAX_QUERY_LEXEMES words), the spellings of the first MAX_RESTORED_WORDS whose stem is unknown,
-    the document frequencies of the stems those give, and a few passages holding each stem read,
-    for the word as the text writes it (`_written`)."""
+    """The query's words typed without accents, read as their likeliest accented spelling's stem.
+
+    Spanish "distribucion" stems to `distribucion`, which no passage holds, where "distribución"
+    stems to `distribu`. Only words whose stem is `unknown` are tried; the spelling that puts back
+    the fewest accents and that the most passages hold wins.
+    """
     folding = [config for config in configs if config in ACCENTS]
     words = [word for word in dict.fromkeys(WORD_RE.findall(query.lower())) if word.isascii()][
         :MAX_QUERY_LEXEMES

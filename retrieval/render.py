@@ -1,22 +1,11 @@
-"""Stored markdown as safe HTML for the document view. Pure.
+"""Render stored markdown as safe HTML for the document view. Pure.
 
-The markdown is read as CommonMark with GFM tables (markdown-it-py), because that is how the
-extractors write it: a list item's later blocks are indented under its text (two spaces under
-`- `, three under `1. `), and a quote's blocks carry `> `, so a code fence inside a list item or
-a quote is code, with its lines as stored.
-
-Documents are untrusted: raw HTML in them is shown as text, link and image targets other than
-http(s), mailto, relative and fragment URLs are not made links, and heading ids (`{#id}`) are
-removed as text rather than turned into attributes, so a document can neither run script nor
-set attributes. Code fences come out verbatim, inside `<pre><code class="language-X">`.
-Underscores never mark emphasis: a web page's text is stored as written, where `date.__str__()`
-or `__init__` is a name, not bold, and the extractors write emphasis with asterisks.
-
-Notes (footnotes and endnotes, `ingest/extract/blocks.py`'s `Notes`) are linked both ways: a
-citation `[^N]` is a superscript link to its note, and a note's line `[^N]: text` a paragraph
-with the id the citation links to and a link back. Labels are letters, digits and dashes only,
-so the ids they make are safe; each label is unique in its document, and the document view shows
-each passage's text once, so each id is on the page once.
+CommonMark with GFM tables (markdown-it-py), as the extractors write it, so a fence inside a list
+item or a quote stays code. Documents are untrusted: raw HTML is shown as text, only http(s),
+mailto, relative and fragment URLs become links, and heading ids are removed as text rather than
+made attributes, so a document can neither run script nor set attributes. Underscores never mark
+emphasis (`__init__` is a name). Note labels are letters, digits and dashes only, so the ids they
+make are safe, and unique on the page.
 """
 
 from __future__ import annotations

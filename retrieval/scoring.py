@@ -107,21 +107,16 @@ def fuse(
 ) -> Fused | None:
     """Convex combination of the vector and lexical z-scores, in cosine units.
 
-    Both z-scores are read from this query's lists (their first 100 hits), so neither channel wins
-    by scale and a channel whose best hit does not stand out from its own list adds little. The
-    cosine is known for every embedded candidate, so a lexical hit with a near-zero cosine has a
-    strongly
-    negative vector z: one common matched word cannot lift it over strong meaning matches. A
-    candidate outside the lexical list matched fewer query terms, scored as BM25 0. A lexical list
-    without spread is calibrated over the candidate pool (`pooled_when_flat`), and its z-score is
-    capped at `lexical_cap`, the vector list's best z: a hit's standing in a pool grows with the
-    pool's size (sqrt(n - 1)), which is not evidence. When even the pool has no spread, words drop
-    out of the combination. A candidate with no vector the query's can be compared with (not
-    embedded yet, or by another model) takes `unknown_cosine`, the lowest cosine among the
-    candidates: its words place it among the passages least like the query, on the same scale as
-    the others, never above a passage of the same words whose meaning is known (its `vector_z`
-    is None).
-    None when there is no vector signal (the vector channel is off)."""
+    Both z-scores come from this query's lists (their first 100 hits), so neither channel wins by
+    scale. The cosine is known for every embedded candidate, so one common matched word cannot lift
+    a near-zero cosine over strong meaning matches; a candidate outside the lexical list counts as
+    BM25
+    0. A lexical list without spread is calibrated over the pool (`pooled_when_flat`), its z capped
+       at `lexical_cap`, the vector list's best z (a pool's spread grows with sqrt(n - 1), which is
+       no evidence); with no spread at all, words drop out. A candidate with no comparable vector
+       takes `unknown_cosine`, the pool's lowest cosine (its `vector_z` is None). None when the
+       vector channel is off.
+    """
     vector = stats.get(VECTOR)
     if vector is None:
         return None

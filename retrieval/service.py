@@ -44,17 +44,13 @@ def search(
     text_window: tuple[int, int] | None = None,
     reach: frozenset[int] | None = frozenset(),
 ) -> SearchResult:
-    """`reach`: the restricted audiences the reader reads besides open documents (a principal's
-    `audiences`; None: every one); by default open documents only, so a surface that forgets
-    it shows less, never more. `group="document"`: `limit` counts documents, each with its best
-    sections; the chunk
-    ranking underneath is the same, read deeper. `caller` is the surface the query log records;
-    `query_vector`, the query's embedding when the caller already has it (an agent's tool that
-    searches several namespaces embeds once). `text_window` (start, stop): only the hits in that
-    range (grouped: the best section of the documents in it) carry their passage's text, the
-    others their titles and locations: a page that shows ten results of fifty reads ten texts;
-    grouped, only the documents up to the window's end (at least the first eight, the tiers, and
-    the first cited one) are read at all, and `document_count` counts the rest."""
+    """Search one namespace: the ranked, explained results a surface shows.
+
+    `reach` defaults to open documents only, so a surface that forgets it shows less, never more
+    (None: every audience). `group="document"` makes `limit` count documents. `text_window` (start,
+    stop) limits which hits carry their passage's text, so a page showing ten of fifty reads ten
+    texts. `query_vector` lets a caller searching several namespaces embed once.
+    """
     return run_search(
         query,
         namespace,

@@ -1,25 +1,11 @@
 """Spelling corrections drawn from a namespace's own vocabulary, for the no-results state.
 
-A query word is misspelt when none of its stems (in each text search configuration the
-lexical channel lexes the query with; character pairs of Chinese,
-Japanese and Korean are not corrected) occurs in any chunk of the namespace. Its correction is the
-namespace's lexeme
-nearest to that stem by edit distance (a swap counts one; at most 1 for words of up to seven
-letters, 2 for longer ones; same first
-letter, which bounds the candidates to one index range of `kb_chunk_term`), the five most
-frequent on ties; or the longest of the namespace's lexemes that begins that stem (`shorter_stems`:
-a word
-typed without its accents can keep a suffix the stemmer strips only accented). When neither
-finds one, the stems of the spellings one edit from the typed word itself (`one_edit`): a typo
-can change how the stemmer cuts a word ("extenions" stems to `extenion`, three edits from
-`extens`, the stem of "extensions", one letter away). Each is shown as the word the namespace's
-own text spells that way (a word of its passages that stems to it: "policy" for `polici`), and
-the one nearest to what was typed, accents aside, is offered. The page offers the corrected query
-when nothing is cited and the keyword channel finds passages holding its words
-(`retrieval.lookups.spelling_correction`).
-
-`edit_distance`, `closest`, `shorter_stems`, `one_edit` and `surface_form` are pure;
-`correct_query` reads the namespace's postings.
+A word is misspelt when none of its stems occurs in the namespace (CJK pairs are not corrected). The
+correction is the nearest lexeme by edit distance (1 up to seven letters, else 2; same first letter,
+which bounds the candidates to one index range of `kb_chunk_term`), or the longest lexeme that
+begins the stem (`shorter_stems`), or else a stem of a spelling one edit from the typed word
+(`one_edit`): a typo can change how the stemmer cuts a word. It is shown as the namespace's own text
+spells it ("policy" for `polici`).
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
 """Per-namespace HNSW indexes on kb_chunk.embedding.
 
-Every vector search filters by namespace. One HNSW index over the whole table serves that badly:
-for a namespace that holds a few percent of the table, the filtered graph walk visits mostly
-foreign rows, so the planner falls back to an exact scan of the namespace (about 1 µs per
-chunk). pgvector's advice for filtering on a few distinct values is a partial index per value,
-so each namespace with at least `KB_VECTOR_INDEX_MIN_CHUNKS` chunks gets its own
-`... USING hnsw (embedding vector_cosine_ops) WHERE namespace_id = <id>` and an unfiltered walk.
-Smaller namespaces are searched exactly: below that size an exact scan is as fast as a walk.
-
-The index is built when an ingest run ends (one bulk build is cheaper than growing the graph
-insert by insert during a first large ingest) and kept up by PostgreSQL from then on. It is
-built CONCURRENTLY, so searches and writes go on during the build, and dropped when its
-namespace is deleted. The statements here are the only DDL the application issues at run time.
+One HNSW index over the table serves namespace filters badly (the walk visits mostly foreign rows),
+so, as pgvector advises, each namespace of at least `KB_VECTOR_INDEX_MIN_CHUNKS` chunks gets a
+partial index; smaller ones are searched exactly, as fast there. It is built when a run ends (one
+bulk build beats growing the graph row by row) and CONCURRENTLY, so searches and writes go on. These
+statements are the only DDL the application issues at run time.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """python manage.py kb_posting_lists [--ensure] [--rebuild NAMESPACE]
 
-List each namespace's packed posting lists (retrieval/posting_lists.py): chunks and postings at the
-build, its time, and the chunks changed or added since; a namespace without lists says when its
-chunk ids are too widely spread to get them. --ensure builds them where a namespace
-reached KB_POSTING_LISTS_MIN_CHUNKS and rebuilds them where a tenth changed, as every ingest run
-does for its namespace; --rebuild packs one namespace's postings afresh whatever its size.
+List each namespace's packed posting lists (retrieval/posting_lists.py) and what changed since their
+build. --ensure builds or rebuilds them where an ingest run would; --rebuild packs one namespace
+afresh whatever its size.
 """
 
 from django.core.management.base import BaseCommand, CommandError
