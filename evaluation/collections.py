@@ -231,6 +231,22 @@ COLLECTIONS = {
             "Free On-line Dictionary of Computing: one definition a document, 1,800 drawn at random",  # noqa: E501
             dictionary_definitions("foldoc", "foldoc"),
         ),
+        Collection(
+            "jargon",
+            "dict-jargon",
+            "4.4.7-3.1",
+            "en",
+            "The Jargon File 4.4.7: one entry a document, every entry of 300 characters or more",
+            dictionary_definitions("jargon", "jargon"),
+        ),
+        Collection(
+            "wordnet",
+            "dict-wn",
+            "1:3.0-37",
+            "en",
+            "WordNet 3.0, an English dictionary: one entry a document, 1,800 drawn at random",
+            dictionary_definitions("wn", "wordnet"),
+        ),
     )
 }
 

@@ -185,3 +185,13 @@ def test_the_command_lists_every_collection(capsys):
     listed = capsys.readouterr().out
     for name in [*COLLECTIONS, "debian-handbook"]:
         assert f"{name}: " in listed
+
+
+@pytest.mark.parametrize("name", ["foldoc", "jargon", "wordnet"])
+def test_a_dictionary_collection_lists_every_entry_its_questions_are_judged_to(name):
+    about = json.loads(COLLECTIONS[name].questions.read_text(encoding="utf-8"))
+    listed = [entry[0] for entry in about["documents"]]
+    assert len(set(listed)) == len(listed)
+    assert all(len(entry) == 4 for entry in about["documents"])
+    judged = {doc for q in about["questions"] for doc in q["judged"]}
+    assert judged <= set(listed)
