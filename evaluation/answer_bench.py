@@ -1,23 +1,11 @@
-"""What `kb_answer_bench` measures on a BEIR folder of claims (SciFact): the answer path's three
-checks.
+"""Measure the answer path on a BEIR folder of claims (SciFact), for `kb_answer_bench`.
 
-- The honesty gate (`answers.gate`): every claim is searched as the answer service searches it, once
-  in a namespace holding the whole corpus (answerable: its evidence is there) and once in a
-  namespace
-  holding the corpus without any claim's evidence documents (unanswerable). Abstaining is the
-  positive class: precision is the share of abstentions that were on unanswerable claims, recall
-  the share of unanswerable claims abstained on. The same figures with a rule of the gate removed
-  show that they can move. The claims are split in two halves by id (a fixed seed): the share of
-  the question's words the gate asks for is chosen on the tuning half (`choose_words_share`) and
-  every figure is reported on each half, the held-out one being the figure to read.
-- The citation checker (`answers.citations`): its verdicts against hand labels
-  (evaluation/corpora/answer-citation-labels.json, sentences over real abstracts), and how many
-  planted wrong citations it catches (each supported sentence moved to the other source's number).
-- The latency the product adds before the model's first token, beyond retrieval: each answer's
-  own timings (`AnswerLog.timings`: `before_model_ms` runs from the end of retrieval to the request
-  leaving for the model), over claims the gate lets through, against the configured model.
-
-Both namespaces are ingested through the real pipeline (once: a re-run costs only hash checks).
+The gate is measured on a namespace holding the whole corpus (answerable) and one without any
+claim's evidence (unanswerable), abstaining being the positive class; the words share is chosen on a
+tuning half of the claims (fixed seed) and the held-out half is the figure to read. The citation
+checker is scored against hand labels (evaluation/corpora/answer-citation-labels.json) and planted
+wrong citations. Latency is `before_model_ms`: from the end of retrieval to the request leaving for
+the model.
 """
 
 from __future__ import annotations
@@ -394,14 +382,12 @@ SHARES = tuple(
 
 
 def citation_agreement(labels_path: Path, corpus: BeirCorpus) -> dict:
-    """The checker's verdict on every labelled sentence, each checked alone against its case's
-    sources,
-    compared with the hand label, over all the labels and over each split of them ("tuning": what
-    the
-    rules and threshold were chosen on; "held-out" and "fresh": what scores them, see the labels'
-    `splits`). The threshold is chosen here on the tuning split alone (`choose_share`) and every
-    other split's agreement reported at it. Then each supported sentence with its citation moved to
-    the other source (a planted wrong citation), which the checker should call unsupported."""
+    """The checker's verdicts against the hand labels, overall and per split, and on planted errors.
+
+    The threshold is chosen on the "tuning" split alone (`choose_share`) and every other split is
+    reported at it. Each sentence is checked alone against its case's sources; each supported one is
+    then given a wrong citation, which the checker should call unsupported.
+    """
     labels = json.loads(Path(labels_path).read_text(encoding="utf-8"))
     documents = {
         str(d["_id"]): f"{d.get('title', '')}\n\n{d.get('text', '')}" for d in corpus.documents

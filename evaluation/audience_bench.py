@@ -1,13 +1,10 @@
-"""What audiences cost search (`kb_bench --audiences`, issue #61): the corpus's search latency in
-one run, as it is, with half its documents limited to one group (read by a reader outside it and
-by one inside), and with every document limited to one of two groups (a reader of one), in turn
-and twice over; the namespace is left as it was found.
+"""Measure what audiences cost search (`kb_bench --audiences`); the namespace is left as found.
 
-Restricted documents keep their words' statistics apart (kb/migrations/0049_audiences.py): the
-outsider reads the namespace's own statistics and lists (the open half), the insider the sum of
-the namespace's and the audience's, whose postings are read from the table beside the packed
-lists. The packed lists and the vector index are brought up to date after each change, as the
-next ingest run would."""
+The corpus is searched as it is, with half its documents limited to one group (read by an outsider
+and by a member), and with every document limited to one of two groups. Restricted documents keep
+their words' statistics apart (kb/migrations/0049_audiences.py), so an insider's reads add the
+audience's postings from the table beside the packed lists.
+"""
 
 from __future__ import annotations
 

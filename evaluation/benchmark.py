@@ -1,19 +1,10 @@
-"""What `kb_bench` measures on one BEIR folder: the benchmark as a service.
+"""Run `kb_bench` on one BEIR folder: ingest, quality, latency and throughput.
 
-The corpus is ingested through the real pipeline (once: an unchanged corpus costs only its
-hashes), every query runs through the real search service, and the report holds retrieval
-quality for the default ranker as a namespace without judged queries serves it (the headline),
-the ranker with its fusion weight fitted to the qrels (cross-validated; stored on the namespace
-only with `BenchOptions.keep_fit`, so a run leaves the product as it found it), each channel alone
-and plain RRF; search latency with and without query embedding and
-through the API and page; ingest throughput next to the model's raw embedding throughput
-measured in the same run, with the peak memory of a process that embeds through the runtime
-(`evaluation/memory.py`); and, when asked, latency on a scaled
-copy of the namespace. With a document runtime chosen (`BenchOptions.runtime`), the corpus goes
-into a namespace of its own for that runtime, so runtimes are compared side by side in one run.
-
-Progress goes to a `progress(what, done, total)` callback and messages to `log(text)`, so the
-command decides how they look.
+Everything goes through the real pipeline and search service. The headline is the default ranker as
+a namespace without judged queries serves it; the fitted fusion weight is stored only with
+`BenchOptions.keep_fit`, so a run leaves the product as it found it. With `BenchOptions.runtime` the
+corpus goes into a namespace of its own, so runtimes compare side by side. Progress and messages go
+to callbacks, so the command decides how they look.
 """
 
 from __future__ import annotations

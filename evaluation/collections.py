@@ -1,25 +1,10 @@
-"""Benchmark collections beyond the handbook: real documentation from Debian packages, most of it
-translated, each with questions written in its language before any search ran, built into BEIR
-folders
-(`corpus.jsonl`, `queries.jsonl`, `qrels/test.tsv`) for `kb_bench --beir`.
+"""Build benchmark collections from Debian's documentation packages into BEIR folders.
 
-A collection names a Debian package, the version its questions were written against, the files
-that make its documents and how a file becomes documents:
-- man pages (`manpages-de`, `manpages-es`, `manpages-ja` and the English `manpages`): one page
-  per document, rendered to text by groff as `man` renders it, then read by the product's own
-  extractor;
-- Debian Reference (`debian-reference-fr`): each chapter read by the product's HTML extractor and
-  cut at its numbered headings (3.1, 3.1.2), one section per document, kept only when the
-  detector reads it in the collection's language (the translation is partial, as the handbook's);
-- the Free On-line Dictionary of Computing (`foldoc`, package dict-foldoc): one definition per
-  document, those its question file names by their dictd index entry (a broad collection, as
-  DBpedia is: every subject of computing, a few lines on each).
-
-`HANDBOOK` and `build_handbook` build The Debian Administrator's Handbook's languages
-(evaluation/handbook.py) from the same package cache, so one command builds every collection.
-
-A question file (`corpora/<name>-questions.json`) holds the package, version, language and for
-each question the judged document ids and the file each was read from: enough to rebuild it.
+Each collection's questions were written in its language before any search ran. Documents are read
+by the product's own extractors (man pages rendered by groff as `man` renders them), and a
+translated section is kept only when the detector reads it in the collection's language, since
+translations are partial. A question file (`corpora/<name>-questions.json`) holds enough to rebuild
+its collection: package, version, language, judged document ids and their files.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
-"""Fitting a namespace's fusion weight to judged queries (`retrieval.fusion` reads it back for a
-search).
+"""Fit a namespace's fusion weight to its judged queries (`retrieval.fusion` reads it back).
 
-`judged_runs` searches every judged query with one lexical weight and returns the documents
-found; `fit_weights` does so for each weight of `fusion.WEIGHT_GRID`, fits and cross-validates
-(`fusion.fit_weight`) and stores nothing; `fit_namespace` also stores the result as the
-namespace's `FusionCalibration`, so every later search there uses it and says so in its
-explanation (a benchmark measures with `fit_weights` and leaves the namespace as it found it).
+`fit_weights` fits and cross-validates and stores nothing, which is what a benchmark uses;
+`fit_namespace` also stores the result as the namespace's `FusionCalibration`, which every later
+search there uses and names in its explanation.
 """
 
 from __future__ import annotations

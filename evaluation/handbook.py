@@ -1,19 +1,9 @@
-"""Multilingual benchmark corpora from The Debian Administrator's Handbook: one BEIR folder per
-language (`corpus.jsonl`, `queries.jsonl`, `qrels/test.tsv`) for `kb_bench --beir`.
+"""Build one BEIR folder per language from The Debian Administrator's Handbook (`debian-handbook`).
 
-The book ships in Debian (`debian-handbook`) in 26 languages with the same file name for each
-page in every translation, and many translations are partial: a page left in English sits in
-the translated tree. Each page is read by the product's own HTML extractor and kept for a
-language only when its text is detected in that language. The questions and their judgements
-(`corpora/debian-handbook-questions.json`) were written once per page, so each language's
-queries are the questions whose page was translated into it.
-
-`build_mix` joins built languages into one folder, as a namespace holding a manual in two languages
-would: each page and question keeps its language as a prefix of its id, and each question is
-judged to its own language's page.
-
-`build_unaccented` writes a language's corpus again with its questions typed without accents
-("securite" for "sécurité"), as many people type them: what the lexical channel must still find.
+Translations are partial, and a page left in English sits in the translated tree, so a page is kept
+for a language only when its text is detected in it; a language's queries are the questions of its
+translated pages. `build_mix` prefixes ids with their language, as a two-language manual;
+`build_unaccented` types the questions without accents, as many people do.
 """
 
 from __future__ import annotations

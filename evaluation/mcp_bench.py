@@ -1,17 +1,10 @@
-"""What `kb_bench --mcp` measures: each MCP tool's server time next to its JSON API twin's, for
-the benchmark's queries, through Django's whole stack in-process (middleware, token auth, rate
-limit, the query log, serialisation; network time left out, as in the API's server time).
+"""Compare each MCP tool's server time with its JSON API twin's, for `kb_bench --mcp`.
 
-Both surfaces are called with the same temporary read token, one query at a time, API and MCP
-in alternating order so neither always meets a warmer cache. A search's own time is in its
-query-log row, so each search request's overhead (request time minus the search it ran) is
-reported too: the MCP overhead over /api/search is the difference of the two overheads' p95.
-The capability tools need a provider: a temporary one is made from the namespace's first
-documents (one capability per document) and deleted afterwards.
-
-Then, as an agent meets it, the same searches through the official MCP SDK's client against a
-live WSGI server on loopback (one server thread in this process, one connection per request),
-beside /api/search posted by the same HTTP client: the client's time, wire and SDK included.
+Both run in-process through Django's whole stack with one temporary read token, in alternating order
+so neither always meets a warmer cache. The MCP overhead is the difference of the two surfaces' p95
+overheads (request time minus the search's own, from its query-log row). A temporary provider is
+made for the capability tools and deleted afterwards. Then the same searches go through the official
+MCP SDK's client against a live WSGI server on loopback, wire and SDK included.
 """
 
 from __future__ import annotations

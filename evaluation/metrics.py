@@ -1,14 +1,9 @@
 """Benchmark plumbing for `kb_bench`: BEIR files, trec_eval-style metrics, latency percentiles.
 
-Per-query comparisons: `paired_comparison` counts the queries on which one method beats, loses
-to or ties another on nDCG@10, and gives a two-sided paired randomisation (sign-flip) test's
-p-value for the mean difference, so a change that wins on average through a few queries, or
-that wins on one corpus and loses on another, is visible at once.
-
-Metrics follow trec_eval: nDCG@k with graded gains from the qrels (0 = not relevant) and the
-ideal ranking built from all judged relevant documents; Recall@k over relevant documents; MRR@k
-from the first relevant document. Averages run over every query with judgements; a query with
-no results scores 0.
+Metrics follow trec_eval (graded nDCG, ideal ranking from all judged relevant documents); averages
+run over every judged query, a query with no results scoring 0. `paired_comparison` gives a
+sign-flip test's p-value, so a change that wins on average through a few queries, or on one corpus
+only, is visible at once.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """Build a large namespace for the latency scaling run: a benchmark corpus copied N times.
 
-Each copy's documents and chunks are written in bulk (`evaluation.copies.copy_documents`, so the
-postings trigger does its real work; the namespace's HNSW index and packed lists are then
-built as an ingest run builds them), with the text perturbed (a copy marker, and one word in
-every 21 to 27 dropped, the period varying by copy) and each embedding moved by small noise and
-re-normalised, so copies are near neighbours, not exact duplicates. Embedding the copies for
-real would take hours on a CPU and measure the model again, not the search.
+Copies are written in bulk, so the postings trigger does its real work, with the text perturbed and
+each embedding moved by small noise: near neighbours, not exact duplicates. Embedding them for real
+would take hours on a CPU and measure the model again, not the search.
 """
 
 from __future__ import annotations

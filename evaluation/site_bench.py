@@ -1,20 +1,10 @@
-"""How faithfully a crawled site came out: measures over the original pages and the chunks. Pure.
+"""Measure how faithfully a crawled site came out, over the original pages and the chunks. Pure.
 
-- **Content recall** (first, because it is what a reader loses): per page, the share of its
-  content words that reach its chunks (`ingest/recall.py`), with the lines the site repeats
-  on at least half of its pages taken out; the site's mean, its worst page, and the pages under
-  `LOW_RECALL`. Only what a reader sees counts: what the site's stylesheets hide outright
-  (hover tooltips) is not content the page shows.
-- **Chrome share**: of the words in chunk bodies, the share that lies on lines the *original
-  pages* repeat site-wide (a text line present on at least half of the site's pages: navigation,
-  sidebars, footers, "previous | next" bars). It is measured against the raw pages, not against
-  what the extractor chose to keep, so it cannot grade itself. A site's genuinely shared content
-  (a licence line every page prints in its body) counts as chrome too: the figure is an upper bound.
-- **Permalink marks**: chunks whose breadcrumb holds `¶` or link syntax, or whose prose (outside
-  code) holds `[text](url)`, a `¶` that ends a line or a `[source]` mark. A name with brackets
-  and empty parentheses (`server[Symbol.asyncDispose]()`) is not a link.
-- **Anchors resolved**: of the chunks with a heading, the share whose anchor is an `id` (or an
-  `<a name>`) in the original page (or empty: the page itself).
+Content recall comes first: it is what a reader loses (`ingest/recall.py`). Chrome share counts the
+chunk words on lines the *original pages* repeat on half the site, so the extractor cannot grade
+itself; shared body text counts too, so it is an upper bound. Permalink marks are `¶`, `[source]` or
+link syntax left in breadcrumbs or prose (not `name[key]()`); anchors resolve when the original page
+has the id.
 """
 
 from __future__ import annotations

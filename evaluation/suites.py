@@ -1,4 +1,4 @@
-"""Retrieval eval suites: JSON (or YAML) regression cases, parsed and checked. Pure.
+"""Parse and check retrieval eval suites: JSON (or YAML) regression cases. Pure.
 
 Format, version 1:
 
@@ -9,18 +9,11 @@ Format, version 1:
                            "minScore": 0.4, "notSourceIncludes": ["legacy"],
                            "relevant": ["doc-ref-1"]}}]}
 
-`sourceIncludes` / `notSourceIncludes` take a string or a list (any of), matched
-case-insensitively against each result's citation URL and source name; `anchor` against the
-chunks' anchors; `minScore` against the top result's base score (meaning and words fused, in
-cosine units; see retrieval/ranker.py). `relevant` document refs turn on recall@k and MRR for the
-case.
-
-Answer cases ask the question through the real answer path (answers/service.py) instead:
-`"expect": {"mustCite": "pumpkin"}` passes when a sentence whose citation the checker found
-supported cites a source matching it (as `sourceIncludes` matches: citation URL, source name
-or document ref); `"expect": {"mustAbstain": true}` passes when the
-answer says the knowledge base does not cover the question (the gate, or the model itself).
-An answer that fails (answers off, the model dead or too slow) is the case's error.
+`sourceIncludes` / `notSourceIncludes` (a string, or a list meaning any of) match the citation URL
+and source name case-insensitively; `minScore` is the top result's base score, in cosine units
+(retrieval/ranker.py); `relevant` turns on recall@k and MRR. Answer cases go through the real answer
+path: `{"mustCite": "pumpkin"}` needs a supported sentence citing a matching source,
+`{"mustAbstain": true}` a "not covered" answer; an answer that fails is the case's error.
 """
 
 from __future__ import annotations

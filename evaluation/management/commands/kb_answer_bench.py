@@ -1,11 +1,9 @@
-"""python manage.py kb_answer_bench --beir DIR [--queries N] [--latency-queries N] [--answer-tokens
-N] [--json]
+"""Measure the answer path on a BEIR folder of claims: checker, gate and latency before the model.
 
-Runs `evaluation/answer_bench.py` on a BEIR folder of claims (SciFact) and prints what it measured:
-the
-citation checker against the hand labels, the honesty gate's abstention precision and recall on
-answerable and unanswerable claims (and with its rules removed), and the latency the product adds
-before the model's first token, against the model configured in KB_ANSWER_URL (skipped without one).
+    python manage.py kb_answer_bench --beir DIR [--queries N] [--latency-queries N]
+        [--answer-tokens N] [--json]
+
+The latency is measured against the model in KB_ANSWER_URL, and skipped without one.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
-"""python manage.py kb_bench --beir DIR… [--namespace NS] [--runtimes RUNTIME…] [--keep-fit]
-[--json]
+"""Benchmark ingest and retrieval on BEIR folders (`evaluation/benchmark.py`), and print tables.
 
-Runs the benchmark of `evaluation/benchmark.py` on each BEIR folder and prints what it measured:
-one table per corpus (the default ranker, as served without judged queries, is the headline; the
-ranker fitted to the qrels is stored on the namespace only with `--keep-fit`), and with several
-folders a side-by-side table of every method. With `--runtimes`, each corpus is ingested once
-per document runtime of the local model (each in a namespace of its own) and a table
-compares their ingest speed, peak memory and quality.
+    python manage.py kb_bench --beir DIR… [--namespace NS] [--runtimes RUNTIME…] [--keep-fit]
+        [--json]
+
+The fitted ranker is stored on the namespace only with `--keep-fit`. With `--runtimes` each corpus
+is ingested once per document runtime, each in its own namespace.
 """
 
 from __future__ import annotations

@@ -1,15 +1,11 @@
 """BM25 alone over a namespace of several languages, two ways, without changing the product.
 
-    .venv/bin/python manage.py kb_bm25_per_config --namespace bench-mix-en-de --beir
-    ../handbook/mix-en-de
+    .venv/bin/python manage.py kb_bm25_per_config --namespace bench-mix-en-de \
+        --beir ../handbook/mix-en-de
 
-The lexical channel scores every passage with the namespace's statistics: its passage count, its
-average length and each lexeme's document frequency over all its passages. The other way treats
-each text search configuration as its own collection: a passage's terms weigh with the count,
-average length and frequencies of the passages lexed like it. Both are computed here from the
-namespace's postings, for every judged query lexed as the product lexes it, and graded per query
-language (the prefix of its id before ":"). The first way equals `kb_bench`'s lexical row, which
-checks the computation. The results are in docs/languages.md ("Statistics").
+The product's way uses the namespace's statistics over all its passages; the other treats each text
+search configuration as its own collection. The first equals `kb_bench`'s lexical row, which checks
+the computation. Results: docs/languages.md ("Statistics").
 """
 
 from __future__ import annotations

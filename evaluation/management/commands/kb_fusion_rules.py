@@ -1,28 +1,17 @@
 """Label-free rules for the words' weight, tried against judged queries without changing the
 product.
 
-    .venv/bin/python manage.py kb_fusion_rules --namespace bench-dbpedia-onnx-int8 --runtime
-    onnx-int8 \
-        --beir ../shared/bench/dbpedia
-    .venv/bin/python manage.py kb_fusion_rules --namespace bench-site-html --suite
-    evals/python-docs.json
-
-Each query is searched once through the service, and the candidates it hands to the ranker are
-kept (the ranker is wrapped, and still runs); each rule then re-ranks those same candidates with
-the product's own `ranker.rank` and the weight the rule gives that query. The grid rows equal
-`kb_bench`'s nDCG@10 per grid weight to the last digit, so a rule's row is what the product would
-score with it. The last rows replace the fusion itself (min-max fusion, feedback in embedding
-space) over the same candidates, and the first line gives the namespace's and the queries' word
-pieces per word under the model's own tokenizer. The results are in docs/benchmarks.md
-("Label-free rules for the unjudged default").
-
+    .venv/bin/python manage.py kb_fusion_rules --namespace bench-dbpedia-onnx-int8 \
+        --runtime onnx-int8 --beir ../shared/bench/dbpedia
+    .venv/bin/python manage.py kb_fusion_rules --namespace bench-site-html \
+        --suite evals/python-docs.json
     .venv/bin/python manage.py kb_fusion_rules --namespace bench-dbpedia --pseudo described
 
-`--pseudo` grades the weight grid on pseudo-queries written from the namespace's own documents
-instead (no judgements: each query's one relevant document is the one it was written from), the
-per-namespace estimate the literature suggests for a namespace without judged queries:
-`title` (the document's title), `sentence` (its first sentence) or `described` (that sentence
-without the title's words, as a question describing an entity would read).
+Each query's candidates are kept from one search through the service, and each rule re-ranks them
+with the product's own `ranker.rank`: the grid rows equal `kb_bench`'s nDCG@10 to the last digit, so
+a rule's row is what the product would score with it. `--pseudo` grades the grid on pseudo-queries
+written from the namespace's documents (`title`, `sentence` or `described`), for a namespace without
+judgements. Results: docs/benchmarks.md ("Label-free rules for the unjudged default").
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """Word recall and time per page of the product's OCR on real text turned into scans.
 
-Renders pages of a real PDF (e.g. Debian's r-doc-pdf manuals) to grey images at each DPI, wraps
-each image as an image-only PDF, reads it through the product's parser child
-(`extract_isolated` with OCR) and compares the recognised words with the PDF's own text layer.
-
     .venv/bin/python manage.py kb_ocr_bench /usr/share/R/doc/manual/R-intro.pdf --pages 10
+
+Pages are rendered to image-only PDFs at each DPI, read through the parser child and compared with
+the PDF's own text layer.
 """
 
 from __future__ import annotations

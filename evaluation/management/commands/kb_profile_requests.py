@@ -3,14 +3,9 @@
     .venv/bin/python manage.py kb_profile_requests --namespace bench-scifact-onnx-int8 \
         --beir ../shared/bench/scifact [--against ../old --against-namespace bench-scifact]
 
-Each tree runs in its own child process with its own settings and database (a clone of an
-earlier commit keeps its own `.kb`), in turns, so both are measured in one run on the same
-machine. A child (this file run as a script by that tree's Python) sends every query of the
-corpus through Django's whole stack in-process (the JSON API with a bearer token, the search
-page signed in as staff), and wraps a list of named functions with a timer: a component's
-figure is the wall time spent inside it per request, so nested components overlap (the search
-service holds the channels). Functions a tree does not have are reported as "-". Wrapping costs
-about a microsecond per call.
+Each tree runs in its own child process with its own settings and database, in turns, so both are
+measured on the same machine in one run. A component's figure is the wall time inside it per
+request, so nested components overlap; wrapping costs about a microsecond per call.
 """
 
 from __future__ import annotations

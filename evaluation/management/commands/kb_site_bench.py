@@ -1,22 +1,11 @@
-"""python manage.py kb_site_bench DIR [--start PATH] [--include GLOB ...] [--exclude GLOB ...]
-[--defer-embedding | --runtimes RUNTIME…] [--json]
+"""Crawl a local documentation site over loopback and measure speed and fidelity.
 
-Serves a local copy of a documentation site over loopback (as `python -m http.server` does),
-crawls it through the real pipeline into a fresh `bench-site-<name>` namespace, crawls it again
-unchanged, and reports content recall first (mean, worst page, pages under the
-threshold), then pages/s and chunks/s, the re-crawl's 304s, and the fidelity figures of
-`evaluation/site_bench.py` (chrome share, permalink marks, anchors that resolve on the page).
+    python manage.py kb_site_bench DIR [--start PATH] [--include GLOB ...] [--exclude GLOB ...]
+        [--defer-embedding | --runtimes RUNTIME…] [--json]
+
 Needs `KB_FETCH_ALLOWED_PRIVATE='127.0.0.1:*'` (loopback is refused otherwise, as it should be).
-
-`--defer-embedding` measures fidelity without the model: the same crawl, extraction, boilerplate,
-chunking and store, but chunks are written with no vector and no embedding model, as a queued
-re-embed leaves them, so the next ordinary run of the source embeds them ("model changed").
-Recall, chrome, permalinks and anchors read only the stored chunks' text, headings and anchors,
-so they are the same either way; pages/s and chunks/s are then extraction and store speeds.
-
-`--runtimes torch onnx-int8` crawls the site once per document runtime of the local model, each
-into `bench-site-<name>-<runtime>`, and reports each crawl's speed and the process's peak memory
-beside the first's.
+`--defer-embedding` stores chunks without vectors: fidelity figures read only text, headings and
+anchors, so they are the same, and pages/s become extraction and store speeds.
 """
 
 from __future__ import annotations

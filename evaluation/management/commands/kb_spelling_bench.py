@@ -1,15 +1,9 @@
-"""How often the no-results correction helps: each question gets one typo in its longest word
-(`--every-word`: in each of its words of five letters or more), and the speller's correction is
-compared with the question as written.
+"""Measure how often the no-results correction helps, on questions given one typo each.
 
-Per question: `offered` (a correction came back), `restored` (it is the question as written),
-and by the top document: `typo_ok` (the misspelt query already finds the original's top
-document), `repaired` (it does not, the correction does), `harmed` (it did, the correction
-does not). As the search page sees the misspelt query: `strong` (it cites a document, so the
-page offers no correction), `shown` (nothing cited and `spelling_correction` answers one: the
-page shows it). `no_word` counts the misspelt queries none of whose words occurs in the
-namespace, and `no_word_strong`, `no_word_shown` and `no_word_typo_ok` those of them strong,
-shown a correction, or finding the original's top document anyway. Questions: an eval suite
+The typo goes in the longest word (`--every-word`: in each word of five letters or more). `repaired`
+and `harmed` compare the top document with the original question's; `strong` and `shown` say what
+the search page does (a cited document offers no correction). The `no_word_*` counts are for
+misspelt queries none of whose words occurs in the namespace. Questions come from an eval suite
 (`cases[].question`) or a BEIR queries.jsonl (`text`).
 """
 

@@ -1,18 +1,12 @@
 """Where a model's strong matches start: the best cosine of a namespace's own questions against
 that of questions about other subjects, searched through the service with the deployment's model.
 
-    .venv/bin/python manage.py kb_strong_cosine --namespace bench-en --questions
-    ../handbook/en/queries.jsonl \
-        --off-topic ../shared/bench/scifact/queries.jsonl
-    KB_EMBEDDER=e5 .venv/bin/python manage.py kb_strong_cosine --namespace bench-de-e5 \
-        --questions ../handbook/de/queries.jsonl --off-topic ../shared/bench/scifact/queries.jsonl
+    .venv/bin/python manage.py kb_strong_cosine --namespace bench-en \
+        --questions ../handbook/en/queries.jsonl --off-topic ../shared/bench/scifact/queries.jsonl
 
-A strong match is a passage a reader is pointed to (the cited tier; "no strong match" when there is
-none; a weak search in the curation report). Its cosine floor is the model's own
-(`kb.embedding.embedders.strong_cosine`): a floor sits well where it lies above the best passage of
-nearly every question on another subject and below that of nearly every question the namespace
-answers. Questions are a BEIR `queries.jsonl` or an eval suite (`cases[].question`); no judgements
-are read. The figures are in docs/searching.md#strong-matches.
+A floor (`kb.embedding.embedders.strong_cosine`) sits well where it lies above the best passage of
+nearly every off-subject question and below that of nearly every question the namespace answers. No
+judgements are read. Results: docs/searching.md#strong-matches.
 """
 
 from __future__ import annotations

@@ -1,12 +1,11 @@
-"""python manage.py kb_sync_bench DIR [--include GLOB ...] [--exclude GLOB ...] [--defer-embedding]
-[--json]
+"""Time a git source's first sync, a no-op resync and a commit of three changes.
 
-Commits a documentation tree as a git repository, serves it with `git http-backend` on loopback,
-syncs it as a git source into a fresh `bench-sync` namespace, then times a resync with no new
-commit (one fetch, no parse) and a commit that edits one file, renames one and deletes one
-(exactly those three changes). Needs `KB_FETCH_ALLOWED_PRIVATE='127.0.0.1:*'`, as any loopback
-source does. `--defer-embedding` stores the first sync's chunks without vectors (the benchmark
-times the syncs, not the model).
+    python manage.py kb_sync_bench DIR [--include GLOB ...] [--exclude GLOB ...]
+        [--defer-embedding] [--json]
+
+The tree is served by `git http-backend` on loopback, so it needs
+`KB_FETCH_ALLOWED_PRIVATE='127.0.0.1:*'`. `--defer-embedding` stores the first sync's chunks without
+vectors: the benchmark times the syncs, not the model.
 """
 
 from __future__ import annotations
