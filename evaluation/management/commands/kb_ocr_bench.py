@@ -33,7 +33,7 @@ def recall(truth: str, got: str) -> float:
 
 
 class Command(BaseCommand):
-    help = __doc__.splitlines()[0]
+    help = " ".join(__doc__.split("\n\n")[0].split())  # the first paragraph, on one line
 
     def add_arguments(self, parser):
         parser.add_argument("pdf", type=Path)

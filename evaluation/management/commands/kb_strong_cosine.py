@@ -46,7 +46,7 @@ def percentile(values: list[float], share: float) -> float:
 
 
 class Command(BaseCommand):
-    help = __doc__.splitlines()[0]
+    help = " ".join(__doc__.split("\n\n")[0].split())  # the first paragraph, on one line
 
     def add_arguments(self, parser):
         parser.add_argument("--namespace", required=True)
