@@ -84,7 +84,9 @@ def _objects(model, own: frozenset[str]):
     return mine, theirs
 
 
-def walk(client, user, site, own: frozenset[str]) -> Walk:
+def walk(client, user, site, own: frozenset[str], models=None) -> Walk:
+    """Every page of `site` (of `models` only, when given) as `user`, looked at for the other
+    tenant's names and ids."""
     seen = Walk()
     factory = RequestFactory()
     for url in [reverse("admin:index")] + sorted(
@@ -92,6 +94,8 @@ def walk(client, user, site, own: frozenset[str]) -> Walk:
     ):
         seen.look(url, client.get(url))
     for model, model_admin in list(site._registry.items()):
+        if models is not None and model not in models:
+            continue
         request = factory.get("/")
         request.user = user
         name = _name(model)
