@@ -333,7 +333,7 @@ class CorpusBenchmark:
         ] = {}  # each query as served without judgements
         texts = dict(self.query_items)
         excess = evaluate.search_excess(self.namespace, texts, vectors)
-        for qid, how in evaluate.unjudged_defaults(self.namespace, texts, excess).items():
+        for qid, how in evaluate.unjudged_defaults(self.namespace, texts).items():
             served.setdefault(how, {})[qid] = texts[qid]
         default_runs = {}
         for (weight, channels), queries in served.items():
@@ -616,7 +616,7 @@ def lexical_agreement(namespace: str, query_items, depth: int = AGREEMENT_DEPTH)
 
 
 def _median(values: list[float]) -> float | None:
-    """The queries' median excess over chance, which the default's estimate reads (rounded)."""
+    """The queries' median excess over chance, what a search log would hold (rounded)."""
     return round(statistics.median(values), 2) if values else None
 
 

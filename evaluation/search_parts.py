@@ -8,8 +8,6 @@ knobs; only evaluation reads retrieval's internals, and through this module wher
 
 from __future__ import annotations
 
-from statistics import median
-
 from retrieval import lexical, posting_lists, query_words, term_counts
 from retrieval.ranker import CHANNELS, Candidate, RankerParams, Ranking, RankSummary, ScoreDetails
 from retrieval.scope import Scope
@@ -52,14 +50,11 @@ def search_variant(
 
 
 def unjudged_defaults(
-    namespace: str, queries: dict[str, str], excess: dict[str, float | None] | None = None
+    namespace: str, queries: dict[str, str]
 ) -> dict[str, tuple[float, tuple[str, ...]]]:
     """Per query id: the lexical weight and the channels a search of that query in `namespace`
     uses when no judged queries fitted its weights (what most users get), whatever is stored now,
-    once the namespace's search log holds the other queries: each query's weights are estimated
-    from the others' excess over chance (`search_excess`, or `excess` when the caller has it;
-    `retrieval.fusion.estimated_weights`), never its own, after the model's agreement with the
-    namespace's words (`retrieval.agreement`) is measured."""
+    after the model's agreement with the namespace's words (`retrieval.agreement`) is measured."""
     from kb.models import Namespace
     from retrieval import meaning_spread
     from retrieval.planning import unjudged_weights
@@ -67,16 +62,12 @@ def unjudged_defaults(
     row = Namespace.objects.values("id", "document_languages", "passage_configs").get(
         slug=namespace
     )
-    document_languages = row["document_languages"]
     agreed = meaning_spread.namespace_agreement(
         row["id"], sum(row["passage_configs"].values()), wait=True
     )
-    excess = search_excess(namespace, queries) if excess is None else excess
     served = {}
     for qid, query in queries.items():
-        others = [value for other, value in excess.items() if other != qid and value is not None]
-        log = (median(others) if others else None, len(others))
-        weights, notes = unjudged_weights(document_languages, query, log, agreed)
+        weights, notes = unjudged_weights(row["document_languages"], query, agreed)
         off = {note.channel for note in notes if note.state == "off"}
         served[qid] = weights.lexical, tuple(channel for channel in CHANNELS if channel not in off)
     return served

@@ -1,10 +1,10 @@
-"""How much words weigh against meaning in a namespace: the default, the estimate from its
-search log, and the fit to judged queries. Pure: the standard library, retrieval.breadth and
-retrieval.agreement.
+"""How much words weigh against meaning in a namespace: the default and the fit to judged
+queries. Pure: the standard library and retrieval.agreement.
 
 The ranker fuses the vector and lexical z-scores as (1 - w) * vector + w * lexical (see
 `retrieval.scoring.fuse`). Without judgements w is 0.5, equal weights: neither channel is assumed
-better, unless the namespace's searches show a broad collection (`estimated_weights`). A
+better (a search log's breadth does not move it: measured out of sample, it costs a dictionary far
+more than it gains an encyclopedia, docs/benchmarks.md#the-default-without-judged-queries). A
 namespace with judged queries (a benchmark's qrels, an eval suite's `relevant` refs) can have w
 fitted to them: each setting of `WEIGHT_GRID` is scored per query, and the choice is
 cross-validated, so the reported figure comes from queries the fit did not see. The grid is
@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from retrieval.agreement import Reading
-from retrieval.breadth import broad, log_summary
 
 DEFAULT_LEXICAL_WEIGHT = 0.5
 WEIGHT_GRID = (0.0, 0.25, 0.5, 0.75, 1.0)
@@ -32,7 +31,7 @@ class FusionWeights:
     """The weights a search used and what set them, as the explanation shows them."""
 
     lexical: float
-    # default, agreement, estimated, fitted, requested; meaning left out (`words_alone`): language,
+    # default, agreement, fitted, requested; meaning left out (`words_alone`): language,
     # model
     source: str
     reason: str
@@ -97,25 +96,6 @@ def graded_weights(reading: Reading) -> FusionWeights:
         (
             f"words alone: the meaning model does not read this text: {reading.clause()} (under "
             f"{MEANING_UNREAD:g} times)"
-        ),
-    )
-
-
-def estimated_weights(median_excess: float | None, searches: int) -> FusionWeights | None:
-    """The weights a namespace without judged queries gets from its search log, or None to keep
-    the default: where its latest searches stand far beyond chance (`retrieval.breadth.broad`),
-    meaning's
-    cosine alone is the base; the words still bring their candidates and their rank bonus."""
-    if not broad(median_excess, searches):
-        return None
-    return FusionWeights(
-        0.0,
-        "estimated",
-        (
-            f"estimated from this namespace's search log: {log_summary(median_excess, searches)} "
-            "(a broad collection, where a question's words also match other subjects), so words do "
-            "not weigh in the score; "
-            f"judged queries would fit the weight"
         ),
     )
 

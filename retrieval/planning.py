@@ -29,7 +29,6 @@ from retrieval.fusion import (
     DEFAULT_WEIGHTS,
     WEIGHT_FIELDS,
     FusionWeights,
-    estimated_weights,
     graded_weights,
     meaning_kept,
     weights_from_row,
@@ -99,9 +98,7 @@ def plan(
         def agreed() -> Reading | None:  # read (and its measure started) only where it decides
             return meaning_spread.namespace_agreement(ns["id"], sum(ns["passage_configs"].values()))
 
-        weights, notes = unjudged_weights(
-            ns["document_languages"], query, (ns["median_excess"], ns["excess_searches"]), agreed
-        )
+        weights, notes = unjudged_weights(ns["document_languages"], query, agreed)
     foreign = foreign_passages(ns["passage_models"], get_embedder().model_id)
     models = meaning_models(foreign)
     if models is not None and VECTOR not in {note.channel for note in notes}:
@@ -147,7 +144,6 @@ def plan(
 def unjudged_weights(
     document_languages: dict[str, int],
     query: str = "",
-    log: tuple[float | None, int] = (None, 0),
     agreed: Reading | Callable[[], Reading | None] | None = None,
 ) -> tuple[FusionWeights, tuple[ChannelNote, ...]]:
     """The weights of a `query` in a namespace without fitted ones, and the channels they leave
@@ -156,8 +152,7 @@ def unjudged_weights(
     otherwise how well the model reads the namespace's headings (`agreed`, or a function reading
     it, called only here; `retrieval.agreement`) grades meaning (`graded_weights`:
     weighing less than words, or left out), and until it is measured, words alone. Elsewhere,
-    what the namespace's search log estimates (`log`: its latest searches' median excess and how
-    many there were, `estimated_weights`), or equal weights."""
+    equal weights."""
     decision = meaning_decision(document_languages, kb_settings().embedding_languages, query)
     asked = language_name(decision.query_language) if decision.query_language else ""
     if not decision.used:
@@ -173,22 +168,21 @@ def unjudged_weights(
         asked
     ):  # most documents are in languages the model does not read; this query's brings meaning back
         return meaning_kept(decision.share, decision.languages, asked), ()
-    return estimated_weights(*log) or DEFAULT_WEIGHTS, ()
+    return DEFAULT_WEIGHTS, ()
 
 
 def namespace_row(slug: str) -> dict | None:
-    """The namespace's id, what its queries are lexed with, its fusion weights (`WEIGHT_FIELDS`)
-    and its search log's estimate (`MeaningEstimate`), in one statement: every search starts
-    here, and the ORM's version of this read cost a millisecond more at p50."""
+    """The namespace's id, what its queries are lexed with, its audiences and its fusion weights
+    (`WEIGHT_FIELDS`), in one statement: every search starts here, and the ORM's version of this
+    read cost a millisecond more at p50."""
     with read_connection().cursor() as cursor:
         cursor.execute(
             "SELECT n.id, n.language, n.document_languages::text, n.passage_configs::text, "
-            "n.relexing, n.passage_models::text, e.median_excess, coalesce(e.searches, 0), "
+            "n.relexing, n.passage_models::text, "
             "ARRAY(SELECT a.id FROM kb_audience a WHERE a.namespace_id = n.id ORDER BY a.id), "
             "f.lexical_weight, f.version, f.fitted_at, f.fitted_on, f.queries, "
             "f.cross_validated_ndcg, f.default_ndcg FROM kb_namespace n LEFT JOIN "
-            "kb_fusioncalibration f ON f.namespace_id = n.id LEFT JOIN kb_meaningestimate e ON "
-            "e.namespace_id = n.id WHERE n.slug = %s",
+            "kb_fusioncalibration f ON f.namespace_id = n.id WHERE n.slug = %s",
             [slug],
         )
         row = cursor.fetchone()
@@ -201,8 +195,6 @@ def namespace_row(slug: str) -> dict | None:
         "passage_configs": json.loads(row[3]),
         "relexing": row[4],
         "passage_models": json.loads(row[5]),
-        "median_excess": row[6],
-        "excess_searches": row[7],
-        "audiences": tuple(row[8]),
-        **dict(zip(WEIGHT_FIELDS, row[9:], strict=True)),
+        "audiences": tuple(row[6]),
+        **dict(zip(WEIGHT_FIELDS, row[7:], strict=True)),
     }

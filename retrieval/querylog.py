@@ -6,8 +6,7 @@ sequence reserved ahead (one round trip per ID_BLOCK searches, so ids stay uniqu
 processes), and its row joins a queue that a background thread writes in one INSERT per batch,
 FLUSH_SECONDS after the first row of the batch. After a batch it recounts the namespaces'
 MeaningEstimate (at most every REFRESH_SECONDS each): the median excess over chance of their
-latest ESTIMATE_WINDOW searches, which a search then reads with its namespace
-(retrieval.fusion.estimated_weights) instead of the log.
+latest ESTIMATE_WINDOW searches, which the namespace's console shows.
 
 What a stop loses: a clean exit (the interpreter's, as a gunicorn worker's graceful stop ends)
 writes the queue first, so nothing; a killed process (SIGKILL, a crash, an unhandled SIGTERM)

@@ -92,7 +92,7 @@ class HitOut(Schema):
 class FusionOut(Schema):
     vector: float
     lexical: float
-    # default | estimated | fitted | requested | language | model (meaning left out: which reason)
+    # default | agreement | fitted | requested | language | model (meaning left out: which reason)
     source: str
     reason: str
     fitted_at: datetime | None = None

@@ -43,9 +43,9 @@ class QueryLog(models.Model):
         null=True,
         blank=True,
         help_text="How far the best passage's cosine stood beyond chance among the namespace's "
-        "passages, in standard deviations (kb.breadth.meaning_excess): the namespace's label-free "
-        "weights read it over its latest searches; blank when meaning was not used, the search was "
-        "filtered, or the namespace's sample was still being read.",
+        "passages, in standard deviations (retrieval.breadth.meaning_excess); its median over the "
+        "namespace's latest searches is shown in its console; blank when meaning was not used, the "
+        "search was filtered, or the namespace's sample was still being read.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -59,9 +59,8 @@ class QueryLog(models.Model):
 
 class MeaningEstimate(models.Model):
     """A namespace's latest searches' median excess over chance (QueryLog.meaning_excess), kept
-    by the query log's writer (retrieval/querylog.py), so a search reads it with its namespace
-    instead of
-    reading the log: what its weights are estimated from without judged queries."""
+    by the query log's writer (retrieval/querylog.py) for the namespace's console. It does not set
+    the weights (docs/searching.md#the-search-log-does-not-set-the-weights)."""
 
     namespace = models.OneToOneField(
         Namespace, on_delete=models.CASCADE, primary_key=True, related_name="meaning_estimate"

@@ -13,7 +13,7 @@ from kb.embedding.embedders import get_embedder
 from kb.languages import name as language_name
 from kb.lexing import passages_by_config
 from kb.model_languages import languages_queries_decide, leaves_out, unread_share
-from retrieval.breadth import ESTIMATE_MIN_SEARCHES, WORDS_OFF_EXCESS, broad, log_summary
+from retrieval.breadth import log_summary
 
 
 def _named(languages: tuple[str, ...]) -> str:
@@ -150,21 +150,11 @@ class NamespaceAdmin(NamespaceScoped):
 
     @staticmethod
     def _unjudged_weights(estimate) -> str:
-        """What the namespace's search log says about its weights (`retrieval.breadth`)."""
+        """The default, and what the namespace's search log says of it (`retrieval.breadth`)."""
         if estimate is None or estimate.median_excess is None:
             return "default (no judged queries fitted)"
         found = log_summary(estimate.median_excess, estimate.searches)
-        if broad(estimate.median_excess, estimate.searches):
-            return (
-                f"1 / 0, estimated from the search log ({found}: a broad collection; no "
-                "judged queries fitted)"
-            )
-        why = (
-            f"fewer than the {ESTIMATE_MIN_SEARCHES} a median needs"
-            if estimate.searches < ESTIMATE_MIN_SEARCHES
-            else f"below the {WORDS_OFF_EXCESS:g} from which words stop weighing"
-        )
-        return f"default (no judged queries fitted; {found}, {why})"
+        return f"default (no judged queries fitted; {found}, which does not set the weights)"
 
     @admin.display(description="sources", ordering="_sources")
     def source_count(self, obj):

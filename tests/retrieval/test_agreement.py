@@ -96,12 +96,9 @@ def test_the_reading_grades_only_namespaces_in_languages_the_model_is_not_said_t
     # not measured yet (or too small to tell): the languages decide, words alone, as before
     weights, notes = unjudged_weights(german, "Festplatte einhängen")
     assert (weights.lexical, weights.source) == (1.0, "language") and notes[0].state == "off"
-    # a namespace in a language the model reads keeps equal weights, and the search log's estimate
+    # a namespace in a language the model reads keeps equal weights
     assert unjudged_weights({"en": 300}, "mount a disk", agreed=blind)[0].lexical == 0.5
-    assert (
-        unjudged_weights({"en": 300}, "who wrote it", log=(3.0, 40), agreed=reads)[0].source
-        == "estimated"
-    )
+    assert unjudged_weights({"en": 300}, "who wrote it", agreed=reads)[0].source == "default"
 
 
 HANDBOOK_DE = (

@@ -114,7 +114,7 @@ def test_kb_bench_runs_end_to_end_and_prints_one_json_object(tmp_path, capsys):
         and report["fitted_ndcg@10"] == report["fitted"]["ndcg@10"]
     )
     # the default as a namespace without judged queries serves it: English, every channel, and equal
-    # weights, as two searches are too few for the search log's estimate
+    # weights
     default = report["default_weights"]
     assert set(default) == {
         "ndcg@10",

@@ -1,18 +1,12 @@
-"""Fitting the lexical weight to judged queries: cross-validated, ties to the default; and the
-label-free estimate read from a namespace's search log. Pure."""
+"""Fitting the lexical weight to judged queries: cross-validated, ties to the default; and how
+far a search's best passage stands beyond chance. Pure."""
 
 import math
 
 import pytest
 
-from retrieval.breadth import (
-    ESTIMATE_MIN_SEARCHES,
-    WORDS_OFF_EXCESS,
-    broad,
-    chance_maximum,
-    meaning_excess,
-)
-from retrieval.fusion import DEFAULT_LEXICAL_WEIGHT, WEIGHT_GRID, estimated_weights, fit_weight
+from retrieval.breadth import chance_maximum, meaning_excess
+from retrieval.fusion import DEFAULT_LEXICAL_WEIGHT, WEIGHT_GRID, fit_weight
 
 
 def grid(per_query):
@@ -80,17 +74,3 @@ def test_the_excess_counts_the_best_passage_beyond_chance_in_the_querys_own_spre
     )
     assert meaning_excess(0.6, 0.1, 0.0, 5000) is None and meaning_excess(0.6, 0.1, 0.1, 2) is None
     assert meaning_excess(0.6, float("nan"), 0.1, 5000) is None
-
-
-def test_words_are_left_out_only_where_enough_searches_stood_far_beyond_chance():
-    enough = ESTIMATE_MIN_SEARCHES
-    assert estimated_weights(None, 0) is None
-    assert estimated_weights(WORDS_OFF_EXCESS - 0.01, 500) is None  # a manual: words stay
-    assert estimated_weights(WORDS_OFF_EXCESS + 1, enough - 1) is None  # too few searches to tell
-    assert not broad(float("nan"), 500) and not broad(float("inf"), 500)
-    weights = estimated_weights(WORDS_OFF_EXCESS, enough)
-    assert (weights.lexical, weights.vector, weights.source) == (0.0, 1.0, "estimated")
-    assert weights.reason.startswith(
-        f"estimated from this namespace's search log: {enough} of its latest searches "
-        f"stood a median {WORDS_OFF_EXCESS:.1f} standard deviations beyond chance"
-    )
