@@ -1,25 +1,13 @@
-"""How well the meaning model reads a namespace's own text, measured without judged queries: the
-namespace's own headings are searched by meaning alone and by words alone, and the share of
-results the two lists hold in common, against the share they hold in common for unrelated
-headings, is the reading. Pure: the standard library.
+"""How well the meaning model reads a namespace's own text, measured without judged queries. Pure:
+the standard library.
 
-A model that reads a language finds, for a heading, passages on its subject, which share its
-words, so its list and the words' overlap; one that does not read it (the bundled English model
-on Persian or Chinese) ranks by accident of its word pieces and finds the same few passages
-whatever the heading (Persian's handbook: the acknowledgements and "how to migrate" first for
-most of its questions). Those passages are long and hold common words, so the words' lists hold
-them too, as often for an unrelated heading as for this one: the share in common alone (0.100
-on both the Persian and the Russian handbook) cannot tell that model from one that reads a little.
-Chance is measured on the namespace itself: each heading's words list against every other
-heading's meaning list. The lift, the share in common over chance, would be 1 where meaning's
-list did not depend on the heading at all; it is low where the model reads the text hardly
-(Persian 2.9, Chinese 2.4) and higher where it reads some (Russian 4.7, German 5.9, Japanese
-8.5; the handbook's headings, bundled model).
-
-Each heading's own document is left out of both lists by the caller (both channels find the
-passage that holds the heading; that says nothing). retrieval/meaning_spread.py measures it with
-the namespace's sample and retrieval/fusion.py `graded_weights` turns it into how much meaning
-weighs.
+The namespace's headings are searched by meaning alone and by words alone, each heading's own
+document left out by the caller. A model that reads the language finds passages on the heading's
+subject, which share its words; one that does not finds the same few long passages whatever the
+heading, and the words' lists hold those too. So the share in common alone cannot tell them apart
+(0.100 on both the Persian and the Russian handbook): the reading is the lift, the share over
+chance, chance being a heading's words list against the other headings' meaning lists (Persian
+2.9, Russian 4.7, Japanese 8.5). retrieval/fusion.py `graded_weights` turns it into a weight.
 """
 
 from __future__ import annotations

@@ -1,17 +1,12 @@
-"""How much words weigh against meaning in a namespace: the default and the fit to judged
-queries. Pure: the standard library and retrieval.agreement.
+"""How much words weigh against meaning in a namespace: the default, graded by how well the model
+reads it, or fitted to judged queries. Pure: the standard library and retrieval.agreement.
 
-The ranker fuses the vector and lexical z-scores as (1 - w) * vector + w * lexical (see
-`retrieval.scoring.fuse`). Without judgements w is 0.5, equal weights: neither channel is assumed
-better (a search log's breadth does not move it: measured out of sample, it costs a dictionary far
-more than it gains an encyclopedia, docs/benchmarks.md#the-default-without-judged-queries). A
-namespace with judged queries (a benchmark's qrels, an eval suite's `relevant` refs) can have w
-fitted to them: each setting of `WEIGHT_GRID` is scored per query, and the choice is
-cross-validated, so the reported figure comes from queries the fit did not see. The grid is
-coarse on purpose: with tens of judged queries, finer steps fit noise (measured in
-docs/benchmarks.md).
-Following Bruch et al. 2023, "An Analysis of Fusion Functions for Hybrid
-Retrieval": a convex combination's single weight is learnable from few labels.
+The ranker fuses the z-scores as (1 - w) * vector + w * lexical (`retrieval.scoring.fuse`).
+Without judgements w is 0.5: neither channel is assumed better, and a search log's breadth does
+not move it (docs/benchmarks.md#the-default-without-judged-queries). With judged queries w is
+fitted on a coarse grid and cross-validated, so the reported figure comes from queries the fit did
+not see; finer steps fit noise with tens of queries (Bruch et al. 2023, "An Analysis of Fusion
+Functions for Hybrid Retrieval": a convex combination's weight is learnable from few labels).
 """
 
 from __future__ import annotations

@@ -1,15 +1,11 @@
-"""Measures how well the meaning model reads a namespace (`retrieval.agreement`): up to HEADINGS
-of its own headings in the languages the model is not said to read, spread over its passages,
-each searched by the vector channel and by the words channel, their own document left out of
-both lists.
+"""Measures how well the meaning model reads a namespace (`retrieval.agreement`) on up to HEADINGS
+of its own headings.
 
-It runs only where the agreement decides: in a namespace mostly in languages the model is not
-said to read (`kb.model_languages.unread_languages`). Headings in other languages say nothing of
-those:
-a man page's title (`acl(5)`) or an English heading in a Japanese manual is read whatever the
-manual's language. It costs a query embedding and two channel reads per heading (under a second
-on a quiet machine for 40), so it runs where the namespace's sample is read
-(retrieval/meaning_spread.py), on a thread of its own, never in a search's path.
+Only headings in the languages the model is not said to read count (a man page's title, `acl(5)`,
+is read whatever the manual's language), and only where the reading decides: a namespace mostly
+in such languages. A query embedding and two channel reads per heading (under a second for 40), so
+it runs on a thread of its own where the namespace's sample is read (retrieval/meaning_spread.py),
+never in a search's path.
 """
 
 from __future__ import annotations
