@@ -1,13 +1,13 @@
-"""How well the meaning model reads a namespace's own text, measured without judged queries. Pure:
-the standard library.
+"""How well the meaning model reads a namespace's own text, measured without judged queries.
 
-The namespace's headings are searched by meaning alone and by words alone, each heading's own
-document left out by the caller. A model that reads the language finds passages on the heading's
-subject, which share its words; one that does not finds the same few long passages whatever the
-heading, and the words' lists hold those too. So the share in common alone cannot tell them apart
-(0.100 on both the Persian and the Russian handbook): the reading is the lift, the share over
-chance, chance being a heading's words list against the other headings' meaning lists (Persian
-2.9, Russian 4.7, Japanese 8.5). retrieval/fusion.py `graded_weights` turns it into a weight.
+Pure: the standard library. The namespace's headings are searched by meaning alone and by words
+alone, each heading's own document left out by the caller. A model that reads the language finds
+passages on the heading's subject, which share its words; one that does not finds the same few long
+passages whatever the heading, and the words' lists hold those too. So the share in common alone
+cannot tell them apart (0.100 on both the Persian and the Russian handbook): the reading is the
+lift, the share over chance, chance being a heading's words list against the other headings' meaning
+lists (Persian 2.9, Russian 4.7, Japanese 8.5). retrieval/fusion.py `graded_weights` turns it into a
+weight.
 """
 
 from __future__ import annotations
