@@ -2,11 +2,11 @@
 
 Pure: the standard library and retrieval.agreement. The ranker fuses the z-scores as (1 - w) *
 vector + w * lexical (`retrieval.scoring.fuse`). Without judgements w is 0.5: neither channel is
-assumed better, and a search log's breadth does not move it (docs/benchmarks.md#the-default-without-
-judged-queries). With judged queries w is fitted on a coarse grid and cross-validated, so the
-reported figure comes from queries the fit did not see; finer steps fit noise with tens of queries
-(Bruch et al. 2023, "An Analysis of Fusion Functions for Hybrid Retrieval": a convex combination's
-weight is learnable from few labels).
+assumed better, and a search log's breadth does not move it
+(docs/benchmarks.md#the-default-without-judged-queries). With judged queries w is fitted on a coarse
+grid and cross-validated, so the reported figure comes from queries the fit did not see; finer steps
+fit noise with tens of queries (Bruch et al. 2023, "An Analysis of Fusion Functions for Hybrid
+Retrieval": a convex combination's weight is learnable from few labels).
 """
 
 from __future__ import annotations
