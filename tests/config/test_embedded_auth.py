@@ -7,6 +7,7 @@ converted at its next start with its data and serves the product's role."""
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import textwrap
@@ -122,5 +123,7 @@ def test_a_conversion_cut_off_before_the_reload_is_finished_at_the_next_start(tm
         embedded_auth._write_like(hba, embedded_auth.HBA)  # written, never reloaded
         assert _run(PROBE, str(pgdata)) == SECURED
     finally:
-        holder.terminate()
+        # an interrupt, not a kill: the holder exits through its atexit handlers, and the last
+        # handle's stops the server it started (a terminated holder left it running)
+        holder.send_signal(signal.SIGINT)
         holder.wait(timeout=60)
