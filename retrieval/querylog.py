@@ -9,7 +9,8 @@ MeaningEstimate (at most every REFRESH_SECONDS each): the median excess over cha
 latest ESTIMATE_WINDOW searches, which the namespace's console shows.
 
 What a stop loses: a clean exit (the interpreter's, as a gunicorn worker's graceful stop ends)
-writes the queue first, so nothing; a killed process (SIGKILL, a crash, an unhandled SIGTERM)
+stops the writer, letting it finish the batch it holds, then writes the rest of the queue, so
+nothing (unless the database is away for EXIT_WAIT_SECONDS); a killed process (SIGKILL, a crash, an unhandled SIGTERM)
 loses the rows of its last FLUSH_SECONDS at most. A row that cannot be written (the database is
 down) stays queued and is tried again, up to MAX_QUEUED rows. A caller inside a transaction (a
 test, a command running in one) writes its row at once, in that transaction, as before.
@@ -46,6 +47,7 @@ ESTIMATE_WINDOW = 200  # a namespace's latest searches its MeaningEstimate reads
 REFRESH_SECONDS = (
     10.0  # a namespace's MeaningEstimate is recounted at most this often by a process's writer
 )
+EXIT_WAIT_SECONDS = 10.0  # a clean exit waits at most this long for the writer's batch
 
 _lock = threading.Lock()
 _ids: list[int] = []
@@ -176,36 +178,42 @@ def _start_writer() -> None:
         _writer = threading.Thread(target=_write_forever, name="kb-query-log", daemon=True)
         _writer.start()
         # exit handlers run last registered first: registered now, after the database's own (the
-        # embedded server stops at exit when no other process uses it), the queue is written first
-        atexit.unregister(flush)
-        atexit.register(flush)
+        # embedded server stops at exit when no other process uses it), the queue is written first.
+        # The writer is stopped, not only the queue flushed: a daemon thread is frozen once the
+        # exit handlers end, and a batch it had taken but not yet sent would be lost.
+        atexit.unregister(_stop_at_exit)
+        atexit.register(_stop_at_exit)
 
 
-def stop_writer() -> None:
-    """Write the queue, then end the writer thread and close its connection (before a test
-    database is dropped); the next search starts a new one."""
+def _stop_at_exit() -> None:
+    stop_writer(timeout=EXIT_WAIT_SECONDS)
+
+
+def stop_writer(timeout: float = 30.0) -> None:
+    """End the writer thread once its batch is written and close its connection (at exit, before
+    a test database is dropped), then write what is still queued; the next search starts a new
+    writer."""
     global _writer
     writer = _writer
     if writer is not None and writer.is_alive():
         _stopping.set()
         _wake.set()
-        writer.join(timeout=30)
+        writer.join(timeout=timeout)
         _stopping.clear()
     _writer = None
     flush()
 
 
 def _write_forever() -> None:
-    pause = threading.Event()  # never set: a sleep
     while not _stopping.is_set():
         _wake.wait()
         _wake.clear()
-        pause.wait(FLUSH_SECONDS)  # gather the batch
+        _stopping.wait(FLUSH_SECONDS)  # gather the batch; a stop writes it at once
         # the writer's connection lives as a request's does: replaced when it broke or outlived
         # CONN_MAX_AGE (only here: a caller's connection may be inside its own transaction)
         connections[DEFAULT_DB_ALIAS].close_if_unusable_or_obsolete()
         if flush() == 0 and _queue:  # the database refused them: try again later
-            pause.wait(RETRY_SECONDS)
+            _stopping.wait(RETRY_SECONDS)
             _wake.set()
     flush()
     connections.close_all()

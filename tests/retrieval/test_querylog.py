@@ -80,6 +80,38 @@ def test_a_clean_exit_writes_every_queued_row():
     )  # no wait: written at exit
 
 
+def test_an_exit_while_the_writer_holds_a_batch_still_writes_it():
+    namespace = Namespace.objects.create(slug="mid-batch")
+    # the process exits the moment its writer has taken the batch from the queue, while that
+    # thread is still connecting to write it: the exit must wait for the batch, not drop it
+    script = (
+        "import django, time; django.setup(); from retrieval import querylog; "
+        f"i = querylog.record(namespace_id={namespace.pk}, query='last words'); "
+        "deadline = time.monotonic() + 30\n"
+        "while querylog._queue and time.monotonic() < deadline: pass\n"
+        "print(i)"
+    )
+    ids = []
+    for _ in range(3):
+        done = subprocess.run(
+            [sys.executable, "-c", script],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={
+                **__import__("os").environ,
+                "DATABASE_URL": current_database_url(),
+                "DJANGO_SETTINGS_MODULE": "config.settings",
+            },
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        ids.append(int(done.stdout))
+    assert sorted(QueryLog.objects.filter(namespace=namespace).values_list("pk", flat=True)) == (
+        sorted(ids)
+    )
+
+
 def test_a_vote_waits_a_moment_for_a_search_another_process_is_logging(django_user_model):
     import threading
 
