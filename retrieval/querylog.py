@@ -10,10 +10,11 @@ latest ESTIMATE_WINDOW searches, which the namespace's console shows.
 
 What a stop loses: a clean exit (the interpreter's, as a gunicorn worker's graceful stop ends)
 stops the writer, letting it finish the batch it holds, then writes the rest of the queue, so
-nothing (unless the database is away for EXIT_WAIT_SECONDS); a killed process (SIGKILL, a crash, an unhandled SIGTERM)
-loses the rows of its last FLUSH_SECONDS at most. A row that cannot be written (the database is
-down) stays queued and is tried again, up to MAX_QUEUED rows. A caller inside a transaction (a
-test, a command running in one) writes its row at once, in that transaction, as before.
+nothing (unless the database is away for EXIT_WAIT_SECONDS); a killed process (SIGKILL, a crash,
+an unhandled SIGTERM) loses the rows of its last FLUSH_SECONDS at most. A row that cannot be
+written (the database is down) stays queued and is tried again, up to MAX_QUEUED rows. A caller
+inside a transaction (a test, a command running in one) writes its row at once, in that
+transaction, as before.
 """
 
 from __future__ import annotations
