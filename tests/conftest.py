@@ -16,9 +16,11 @@ from tests.pgserver import TcpPostgres
 pytest_plugins = ["tests.corpus", "tests.embedding_memo"]
 
 # What a test needs, read from where it is and what it uses, so a new test is classified without
-# being marked by hand. `scripts/test` runs the fast tier, `-m "not slow"`: every test that needs
-# no extra process, browser or second database; `scripts/test --all` runs them all. A fast-tier
-# test that starts a process all the same fails and names it (`_watch_processes`).
+# being marked by hand. `scripts/test` runs the fast tier, `-m "not slow and not child_process"`:
+# every test that needs no extra process, browser or second database; `scripts/test --all` runs
+# them all. A test not marked slow that starts a process all the same fails and names it
+# (`_watch_processes`); one whose code under test starts a child process of the product is
+# marked child_process by hand, since that happens inside the product's code.
 SLOW_DIRECTORIES = {"e2e"}  # the product's own processes, driven from outside
 SERVER_FIXTURES = {
     "live_server"
@@ -42,13 +44,15 @@ PROCESS_FUNCTIONS = {
 # process's memory (kb_bench also serves MCP on a live server), kb_run starts the web server and worker  # noqa: E501
 PROCESS_COMMANDS = {"kb_bench", "kb_site_bench", "kb_run"}
 PROCESS_NAMES = PROCESS_MODULES | PROCESS_HELPERS | PROCESS_FUNCTIONS | PROCESS_COMMANDS
-# started by the code under test in the fast tier: the parser's child, the sandbox probe, OCR, git,
-# and the embedded server of the test database itself
-FAST_TIER_COMMANDS = {"tesseract", "git"}
-FAST_TIER_MODULES = (
+# child processes the code under test starts: the parser's child, the sandbox probe, OCR, git. A
+# test that starts one is marked `child_process`: CI's parallel pass runs it, the quick
+# `scripts/test` leaves it out. The test database's own embedded server is allowed to every test.
+CHILD_COMMANDS = {"tesseract", "git"}
+CHILD_MODULES = (
     "ingest.extract.",
     "tests.ingest.hostile_parser",
 )  # the last: a parser child the test plants
+SANDBOX_PROBE = "ingest.extract.sandbox"  # /healthz's probe of the kernel, cached for the process
 
 
 def needs_of(item) -> set[str]:
@@ -120,14 +124,18 @@ def pytest_collection_modifyitems(items):
 _WATCHED: list = []  # the fast-tier test running now, watched for processes it starts
 
 
-def _allowed_in_fast_tier(argv: list[str]) -> bool:
+def _allowed(argv: list[str], item) -> bool:
+    """Whether a test not marked slow may start this process: the test database's own server,
+    the health page's sandbox probe (once per process, by whichever test reads /healthz first),
+    and a child process of the code under test when the test is marked child_process."""
+    child = item.get_closest_marker("child_process") is not None
     if argv and argv[0] == sys.executable and len(argv) > 2 and argv[1] == "-m":
-        return argv[2].startswith(FAST_TIER_MODULES)
+        return argv[2] == SANDBOX_PROBE or (child and argv[2].startswith(CHILD_MODULES))
     from django.conf import settings
 
     primary = settings.DATABASES["default"].get("EMBEDDED_PGDATA")  # the test database's own server
     return bool(argv) and (
-        Path(argv[0]).name in FAST_TIER_COMMANDS or bool(primary and primary in argv)
+        (child and Path(argv[0]).name in CHILD_COMMANDS) or bool(primary and primary in argv)
     )
 
 
@@ -142,7 +150,7 @@ def _watch_processes(event: str, args: tuple) -> None:
         argv = [str(a) for a in args[1]]
     else:
         argv = [event, *map(str, args)]
-    if not _allowed_in_fast_tier(argv):
+    if not _allowed(argv, _WATCHED[0]):
         _WATCHED[0].user_properties.append(("started", shlex.join(argv)[:300]))
 
 
@@ -167,8 +175,10 @@ def pytest_runtest_makereport(item, call):
         report.outcome = "failed"
         report.longrepr = (
             f"{item.nodeid} is in the fast tier (not marked slow) but started "
-            f"{len(started)} process(es), first: {started[0]}\nUse a fixture or helper that "
-            "implies `slow` (tests/conftest.py), or mark the test slow."
+            f"{len(started)} process(es), first: {started[0]}\nA test whose code under test "
+            "starts the parser child, tesseract or git is marked child_process; for any other "
+            "process, use a fixture or helper that implies `slow` (tests/conftest.py), or mark "
+            "the test slow."
         )
     return report
 

@@ -164,6 +164,7 @@ def test_fusion_rules_prints_a_figure_per_rule(corpus, tmp_path, capsys):
     shutil.which("tesseract") is None,
     reason="Tesseract is installed by scripts/test (scripts/ocr.sh)",
 )
+@pytest.mark.child_process
 def test_ocr_bench_reads_a_scan_of_a_real_page_back():
     lines = command("kb_ocr_bench", str(REAL / "asymptote-CAD.pdf"), pages=1, dpi=[300])
     assert re.fullmatch(r"asymptote-CAD\.pdf: pages \[\d+\]", lines[0])

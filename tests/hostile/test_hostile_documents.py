@@ -68,6 +68,7 @@ def _run(items) -> IngestRun:
         pytest.param(headings_html(), "text/html", id="10MB-of-h2"),
     ],
 )
+@pytest.mark.child_process
 def test_a_hostile_document_is_one_bounded_item_and_the_worker_stays_small(
     budget, body, media_type
 ):
@@ -106,6 +107,7 @@ def test_a_hostile_document_is_one_bounded_item_and_the_worker_stays_small(
         pytest.param(docx_bomb(), DOCX_MIME, id="docx-bomb"),
     ],
 )
+@pytest.mark.child_process
 def test_a_memory_budget_kill_is_a_budget_error_not_a_corrupt_file(body, media_type):
     with pytest.raises(Exception) as caught:
         extract_isolated(
@@ -114,6 +116,7 @@ def test_a_memory_budget_kill_is_a_budget_error_not_a_corrupt_file(body, media_t
     assert caught.value.code == "INGEST_PARSER_BUDGET"
 
 
+@pytest.mark.child_process
 def test_text_over_the_cap_is_cut_with_a_marker(budget):
     body = ("word " * 100_000).encode()  # 500,000 characters, over the 200,000 kept
     run = _run([LoadedItem(ref="long", body=body, media_type="text/plain", title_hint="long")])
@@ -135,6 +138,7 @@ def test_text_over_the_cap_is_cut_with_a_marker(budget):
     )
 
 
+@pytest.mark.child_process
 def test_the_parser_child_says_how_much_it_kept_of_a_cut_text():
     html = ("<html><body>" + "<p>word word word</p>\n" * 20_000 + "</body></html>").encode()
     extracted = extract_isolated(html, "text/html", budget=ParserBudget(max_chars=50_000))
@@ -192,6 +196,7 @@ def test_a_document_the_database_refuses_fails_alone():
     assert run.status == "partial"
 
 
+@pytest.mark.child_process
 def test_a_crawled_page_served_as_an_email_is_parsed_in_the_budgeted_child(
     budget, settings, allow_loopback
 ):

@@ -49,18 +49,21 @@ def _xlsx(rows, dimension: str | None = None) -> bytes:
     return patched.getvalue()
 
 
+@pytest.mark.child_process
 def test_xlsx_with_a_wrong_dimension_record_is_read_whole():
     rows = [["name", "value"]] + [[f"item{i}", i] for i in range(500)]
     extracted = extract_isolated(_xlsx(rows, dimension="A1"), doc.XLSX, fallback_title="t.xlsx")
     assert "item499" in extracted.content and "| value |" in extracted.content
 
 
+@pytest.mark.child_process
 def test_xlsx_dates_are_dates():
     rows = [["born", "at"], [datetime.datetime(1947, 1, 8), datetime.datetime(2024, 5, 1, 13, 30)]]
     content = extract_isolated(_xlsx(rows), doc.XLSX, fallback_title="d.xlsx").content
     assert "1947-01-08 |" in content and "00:00:00" not in content and "2024-05-01 13:30" in content
 
 
+@pytest.mark.child_process
 def test_pptx_text_in_grouped_shapes_is_read():
     pptx = pytest.importorskip("pptx")
     from pptx.util import Inches
@@ -82,6 +85,7 @@ def test_pptx_text_in_grouped_shapes_is_read():
     assert "Grouped box text" in content and "Nested group text" in content
 
 
+@pytest.mark.child_process
 def test_docx_merged_cells_are_written_once():
     docx = pytest.importorskip("docx")
     document = docx.Document()
@@ -96,6 +100,7 @@ def test_docx_merged_cells_are_written_once():
     assert content.count("Quarterly totals") == 1 and "| q1 | q2 | q3 |" in content
 
 
+@pytest.mark.child_process
 def test_docx_plain_table_keeps_every_row_and_cell():
     docx = pytest.importorskip("docx")
     document = docx.Document()
@@ -118,6 +123,7 @@ def test_docx_plain_table_keeps_every_row_and_cell():
     )
 
 
+@pytest.mark.child_process
 def test_real_docx_tables_keep_their_cells_and_show_a_merged_cell_once():
     """python-docx's own fixture: four 3x3 tables of 1..9, the second with 4 spanning two
     columns, the third with 5 spanning two rows, the fourth with 4 spanning both."""
@@ -135,6 +141,7 @@ def test_real_docx_tables_keep_their_cells_and_show_a_merged_cell_once():
     ]
 
 
+@pytest.mark.child_process
 def test_pdf_hyphenation_is_joined_and_lookalikes_folded():
     content = extract_isolated((REAL / "documents" / "asymptote.pdf").read_bytes(), doc.PDF).content
     assert "\ufffe" not in content and "\u2212" not in content  # 112 and 56 of them in the raw text
@@ -263,12 +270,14 @@ def _pdf_with_page_numbers_only(pages: int) -> bytes:
     return out.getvalue()
 
 
+@pytest.mark.child_process
 def test_pdf_with_an_outline_but_no_body_text_is_reported():
     with pytest.raises(NoTextLayer) as caught:
         extract_isolated(_pdf_with_page_numbers_only(6), doc.PDF)
     assert "no body text" in caught.value.message
 
 
+@pytest.mark.child_process
 def test_pdf_title_from_first_page_when_metadata_has_none():
     extracted = extract_isolated(
         (REAL / "documents" / "asymptote-CAD.pdf").read_bytes(),

@@ -64,6 +64,7 @@ def _source(namespace, location, **options) -> Source:
         ),
     ],
 )
+@pytest.mark.child_process
 def test_a_token_is_not_sent_where_the_operator_did_not_name(
     namespace, git_settings, allow_loopback, served, value, says
 ):
@@ -76,6 +77,7 @@ def test_a_token_is_not_sent_where_the_operator_did_not_name(
     assert Document.objects.count() == 0
 
 
+@pytest.mark.child_process
 def test_a_token_for_another_https_host_is_refused_before_any_request(
     namespace, git_settings, allow_loopback, served
 ):
@@ -88,6 +90,7 @@ def test_a_token_for_another_https_host_is_refused_before_any_request(
     assert served.requests == []
 
 
+@pytest.mark.child_process
 def test_a_token_written_without_its_host_is_not_shown_in_the_error(
     namespace, git_settings, allow_loopback, served
 ):
@@ -145,6 +148,7 @@ def test_a_host_with_a_trailing_dot_is_pinned_as_curl_reads_it(allow_loopback):
     assert pins == ("localhost.:8443:127.0.0.1", "localhost:8443:127.0.0.1")
 
 
+@pytest.mark.child_process
 def test_curl_connects_to_the_vetted_address_of_a_name_written_with_a_trailing_dot(
     git_settings, allow_loopback, served, tmp_path
 ):
@@ -170,6 +174,7 @@ def test_curl_connects_to_the_vetted_address_of_a_name_written_with_a_trailing_d
         pytest.param("//forge.example/{path}", id="no-scheme"),
     ],
 )
+@pytest.mark.child_process
 def test_a_web_url_that_is_not_http_is_refused_before_anything_is_fetched(
     namespace, git_settings, allow_loopback, served, pattern
 ):

@@ -22,7 +22,7 @@ from kb.models import Chunk, Document, IngestRun, Source
 from retrieval.citations import document_citation_url
 from tests.gitserver import GitHttpServer, WorkRepo
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.child_process]  # starts git or the parser child
 REAL = Path(__file__).resolve().parent.parent / "fixtures" / "real"
 INTRO = "docs/ref/rst/introduction.rst"
 FORGE = "https://forge.example/docutils/blob/{commit}/{path}#L{line}"

@@ -10,7 +10,7 @@ from django.core.management import call_command
 
 from kb.conf import kb_settings
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.child_process]  # starts git
 DOCS = Path(__file__).resolve().parent.parent / "fixtures" / "real" / "docutils-docs"
 
 

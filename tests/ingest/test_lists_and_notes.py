@@ -53,6 +53,7 @@ def test_real_html_list_numbered_from_zero_keeps_its_numbers():
 @pytest.mark.parametrize(
     "name, media_type", [("gfdl.docx", doc.DOCX), ("gfdl.odt", doc.ODT)], ids=["docx", "odt"]
 )
+@pytest.mark.child_process
 def test_real_numbered_list_is_a_markdown_ordered_list(name, media_type):
     content = extract_isolated(
         (REAL / "documents" / name).read_bytes(), media_type, fallback_title=name
@@ -69,6 +70,7 @@ def test_real_numbered_list_is_a_markdown_ordered_list(name, media_type):
     assert html.count("<ol") == 2 and "<li>\n<p>MODIFICATIONS</p>" in html
 
 
+@pytest.mark.child_process
 def test_docx_list_styles_number_and_bullet_as_word_does():
     docx = pytest.importorskip("docx")
     document = docx.Document()
@@ -118,6 +120,7 @@ def _as_endnotes(body: bytes) -> bytes:
     [("tutorial-join-notes.docx", doc.DOCX), ("tutorial-join-notes.odt", doc.ODT)],
     ids=["docx", "odt"],
 )
+@pytest.mark.child_process
 def test_real_note_is_kept_cited_where_it_was_and_linked(name, media_type, endnotes):
     body = (REAL / "documents" / name).read_bytes()
     body = _as_endnotes(body) if endnotes else body
@@ -135,6 +138,7 @@ def test_real_note_is_kept_cited_where_it_was_and_linked(name, media_type, endno
     assert f'<p class="note" id="fn-1"><a class="note-back" href="#fnref-1">1</a> {NOTE}' in html
 
 
+@pytest.mark.child_process
 def test_docx_note_ends_its_own_section():
     body = (REAL / "documents" / "tutorial-join-notes.docx").read_bytes()
     out = io.BytesIO()
@@ -185,6 +189,7 @@ def _note(n: int, kind: str, text: str) -> str:
     )
 
 
+@pytest.mark.child_process
 def test_odt_notes_end_their_sections_and_lists_continue():
     content = extract_isolated(
         _odt(

@@ -62,6 +62,7 @@ def test_an_attachment_is_still_named_in_the_text():
 
 
 @pytest.mark.django_db
+@pytest.mark.child_process
 def test_an_email_of_thousands_of_parts_says_in_its_report_line_how_many_were_dropped(
     namespace, settings, tmp_path
 ):

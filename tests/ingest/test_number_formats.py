@@ -70,6 +70,7 @@ def _sheet(name: str) -> str:
     return extract_isolated((DOCUMENTS / name).read_bytes(), doc.XLSX, fallback_title=name).content
 
 
+@pytest.mark.child_process
 def test_xlsx_numbers_keep_their_formats():
     content = _sheet("xlsx2csv-float2.xlsx")
     assert (
@@ -81,12 +82,14 @@ def test_xlsx_numbers_keep_their_formats():
     )
 
 
+@pytest.mark.child_process
 def test_xlsx_dates_and_times_show_what_their_format_shows():
     assert "| 2017-08-03 14:35:00 | 14:40:30 |\n|---|---|\n| 2017-08-03 | 11:30:00 |" in _sheet(
         "xlsx2csv-timeformat.xlsx"
     )
 
 
+@pytest.mark.child_process
 def test_ods_cells_keep_the_text_their_format_wrote():
     """An OpenDocument sheet stores each cell as its format shows it: that text is read."""
     content = extract_isolated(

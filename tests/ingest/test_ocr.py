@@ -118,6 +118,7 @@ def test_words_are_joined_in_tesseract_reading_order():
 # --- through the parser child
 # ----------------------------------------------------------------------
 @needs_tesseract
+@pytest.mark.child_process
 def test_scanned_pdf_is_read_with_its_pages_kept():
     extracted = extract_isolated(
         _scanned_pdf([_page_image(0), _page_image(1)]), doc.PDF, ocr=OcrOptions()
@@ -131,6 +132,7 @@ def test_scanned_pdf_is_read_with_its_pages_kept():
 
 
 @needs_tesseract
+@pytest.mark.child_process
 def test_mixed_pdf_ocrs_only_the_page_without_a_text_layer():
     extracted = extract_isolated(_mixed_pdf(), doc.PDF, ocr=OcrOptions())
     assert [n for n, _ in extracted.ocr_pages] == [2]
@@ -139,6 +141,7 @@ def test_mixed_pdf_ocrs_only_the_page_without_a_text_layer():
 
 
 @needs_tesseract
+@pytest.mark.child_process
 def test_multipage_tiff_frames_are_pages():
     frames = [_page_image(1, crop=0.3), _page_image(0, crop=0.3)]
     out = io.BytesIO()
@@ -157,6 +160,7 @@ def test_multipage_tiff_frames_are_pages():
 
 
 @needs_tesseract
+@pytest.mark.child_process
 def test_png_is_read():
     out = io.BytesIO()
     _page_image(1, crop=0.4).save(out, format="PNG")
@@ -166,6 +170,7 @@ def test_png_is_read():
 
 
 @needs_tesseract
+@pytest.mark.child_process
 def test_a_page_with_no_text_stays_an_item_error():
     from PIL import Image
 
@@ -179,6 +184,7 @@ def test_a_page_with_no_text_stays_an_item_error():
     assert caught.value.code == "INGEST_NO_TEXT_LAYER"
 
 
+@pytest.mark.child_process
 def test_a_decompression_bomb_is_refused_within_its_budget():
     bomb = _png_header_only(100_000, 100_000)  # 10 G pixels in 200 bytes
     started = time.monotonic()
@@ -192,6 +198,7 @@ def test_a_decompression_bomb_is_refused_within_its_budget():
     assert time.monotonic() - started < 10
 
 
+@pytest.mark.child_process
 def test_without_tesseract_a_scan_is_no_text_layer_with_advice(monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")  # the child runs sys.executable by its full path
     scan = _scanned_pdf([_page_image(1, dpi=72)])
@@ -203,6 +210,7 @@ def test_without_tesseract_a_scan_is_no_text_layer_with_advice(monkeypatch):
 
 
 @needs_tesseract
+@pytest.mark.child_process
 def test_a_missing_language_is_named_with_its_package():
     with pytest.raises(NoTextLayer, match="tesseract-ocr-klingon"):
         extract_isolated(
@@ -223,6 +231,7 @@ def media(settings, tmp_path):
 
 @needs_tesseract
 @pytest.mark.django_db
+@pytest.mark.child_process
 def test_a_sentence_from_a_scanned_page_is_found_at_its_page(client, namespace, media):
     from ingest.service import start_ingest
     from ingest.uploads import add_files
@@ -258,6 +267,7 @@ def test_a_sentence_from_a_scanned_page_is_found_at_its_page(client, namespace, 
 
 
 @needs_tesseract
+@pytest.mark.child_process
 def test_a_page_over_its_own_budget_is_stopped_at_that_budget():
     started = time.monotonic()
     with pytest.raises(ParserBudgetExceeded, match="KB_OCR_PAGE_SECONDS"):

@@ -111,6 +111,7 @@ def _document(name: str, media_type: str):
     )
 
 
+@pytest.mark.child_process
 def test_pdf_pages_and_outline_headings():
     extracted = _document("asymptote.pdf", doc.PDF)
     # the table of contents (pages 3 to 5) and the index (185 to 196) are entries with dot
@@ -133,6 +134,7 @@ def test_pdf_pages_and_outline_headings():
     assert "Tutorial" in page_text[:2000]
 
 
+@pytest.mark.child_process
 def test_pdf_without_outline_still_has_pages():
     extracted = _document("asymptote-CAD.pdf", doc.PDF)
     chunks = chunk_markdown(extracted.content, extracted.title, pages=extracted.pages)
@@ -145,6 +147,7 @@ RUNNING_HEAD = re.compile(r"^(?:Chapter \d+|Appendix [A-Z]): .{3,60} \d+$", re.M
 @pytest.mark.parametrize(
     "name, heads", [("libtasn1.pdf", 26), ("asymptote.pdf", 162)], ids=["libtasn1", "asymptote"]
 )
+@pytest.mark.child_process
 def test_pdf_running_heads_that_change_per_chapter_are_in_no_passage(name, heads):
     """Texinfo prints "Chapter 4: Function reference 22" over each page: the chapter's name and
     the page number change, so no line repeats across half the pages, yet none is content."""
@@ -162,6 +165,7 @@ def test_pdf_running_heads_that_change_per_chapter_are_in_no_passage(name, heads
     assert [c.text for c in chunks if RUNNING_HEAD.search(c.body)] == []
 
 
+@pytest.mark.child_process
 def test_pdf_passages_keep_their_text_and_pages_without_the_running_heads():
     extracted = _document("libtasn1.pdf", doc.PDF)
     chunks = chunk_markdown(extracted.content, extracted.title, pages=extracted.pages)
@@ -172,6 +176,7 @@ def test_pdf_passages_keep_their_text_and_pages_without_the_running_heads():
     )
 
 
+@pytest.mark.child_process
 def test_pdf_identifiers_whose_underscores_print_as_rules_are_joined():
     """Texinfo draws `_` outside code as a rule, so PDFium reads "asn1 decode simple der" where
     the page shows asn1_decode_simple_der; the page spells the name in code beside it."""
@@ -199,6 +204,7 @@ def _pdf_variant(**encrypt) -> bytes:
     return out.getvalue()
 
 
+@pytest.mark.child_process
 def test_pdf_with_only_an_owner_password_ingests_and_a_user_password_does_not():
     owner_only = extract_isolated(_pdf_variant(user_password="", owner_password="owner"), doc.PDF)
     assert len(owner_only.pages) == 7
@@ -206,6 +212,7 @@ def test_pdf_with_only_an_owner_password_ingests_and_a_user_password_does_not():
         extract_isolated(_pdf_variant(user_password="secret", owner_password="owner"), doc.PDF)
 
 
+@pytest.mark.child_process
 def test_scanned_pdf_is_reported_as_having_no_text_layer():
     pdfium = pytest.importorskip("pypdfium2")
     page = pdfium.PdfDocument(REAL / "documents" / "asymptote-CAD.pdf")[0]
@@ -217,6 +224,7 @@ def test_scanned_pdf_is_reported_as_having_no_text_layer():
     assert caught.value.code == "INGEST_NO_TEXT_LAYER"
 
 
+@pytest.mark.child_process
 def test_corrupt_and_macro_files_are_item_errors():
     with pytest.raises(DocumentCorrupt):
         extract_isolated(b"%PDF-1.7\n" + b"\x00garbage" * 100, doc.PDF)
@@ -226,6 +234,7 @@ def test_corrupt_and_macro_files_are_item_errors():
         extract_isolated(b"anything", doc.MACRO_TYPES[0])
 
 
+@pytest.mark.child_process
 def test_parser_budget_cannot_be_escaped():
     from ingest.errors import ParserBudgetExceeded
 
@@ -237,6 +246,7 @@ def test_parser_budget_cannot_be_escaped():
         )
 
 
+@pytest.mark.child_process
 def test_odt_headings_become_sections():
     extracted = _document("api-for-odfpy.odt", doc.ODT)
     chunks = chunk_markdown(extracted.content, extracted.title)
@@ -247,11 +257,13 @@ def test_odt_headings_become_sections():
     )  # its properties' title, not a heading
 
 
+@pytest.mark.child_process
 def test_docx_heading_styles_become_headings():
     extracted = _document("par-known-styles.docx", doc.DOCX)
     assert "# Heading 1\n\nBody Text" in extracted.content
 
 
+@pytest.mark.child_process
 def test_pptx_slides_are_sections_with_slide_numbers():
     extracted = _document("cht-replace-data.pptx", doc.PPTX)
     chunks = chunk_markdown(extracted.content, extracted.title, pages=extracted.pages)
@@ -263,6 +275,7 @@ def test_pptx_slides_are_sections_with_slide_numbers():
 @pytest.mark.parametrize(
     "name,media_type", [("pythagoras-kspread.ods", doc.ODS), ("shp-embedded-xlsx.xlsx", doc.XLSX)]
 )
+@pytest.mark.child_process
 def test_spreadsheets_become_tables_per_sheet(name, media_type):
     extracted = _document(name, media_type)
     assert extracted.page_unit == "sheet"
@@ -285,6 +298,7 @@ def test_email_keeps_subject_sender_and_body():
     assert extracted.content.startswith("From: ")
 
 
+@pytest.mark.child_process
 def test_epub_chapters_in_spine_order():
     """An EPUB packed here around two real Sphinx chapters (the container is the test's; the
     chapters are python3.11-doc's)."""

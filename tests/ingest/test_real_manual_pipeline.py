@@ -13,7 +13,7 @@ from ingest.pipeline import IngestPipeline
 from kb.models import Chunk, IngestRun, Namespace, Source
 from retrieval.service import search
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.child_process]  # starts git or the parser child
 
 MANUAL = Path(__file__).resolve().parent.parent / "fixtures" / "real" / "documents" / "libtasn1.pdf"
 RUNNING_HEAD = re.compile(r"^(?:Chapter \d+|Appendix [A-Z]): .{3,60} \d+$", re.MULTILINE)

@@ -45,6 +45,7 @@ def test_every_opendocument_type_is_read(suffix, media_type):
     assert media_type in doc.DOCUMENT_TYPES
 
 
+@pytest.mark.child_process
 def test_presentation_template_slides_are_sections_with_their_table():
     extracted = _read("Freshes.otp")
     assert extracted.title == "Freshes"  # its properties' title
@@ -66,6 +67,7 @@ def test_presentation_template_slides_are_sections_with_their_table():
     assert all(c.page_start == int(c.anchor.split("-")[1]) for c in chunks)
 
 
+@pytest.mark.child_process
 def test_presentation_lists_keep_their_numbers_and_nesting():
     content = _read("ol.odp").content
     assert content.startswith(
@@ -74,6 +76,7 @@ def test_presentation_lists_keep_their_numbers_and_nesting():
     assert "            1. Draytsn\n            2. fertsn\n" in content
 
 
+@pytest.mark.child_process
 def test_speaker_notes_follow_their_slide():
     """ol.odp's notes frame is empty; a note is written into it, the rest of the file unchanged."""
     out = io.BytesIO()
@@ -92,6 +95,7 @@ def test_speaker_notes_follow_their_slide():
     assert content.endswith("2. fertsn\n\nNotes: Count in Yiddish, then in German.\n")
 
 
+@pytest.mark.child_process
 def test_drawing_pages_are_sections():
     extracted = _read("bpmn.otg")
     assert (
@@ -102,6 +106,7 @@ def test_drawing_pages_are_sections():
     assert "## Page 2 {#page-2}\n\nItems\n\nfetched" in extracted.content
 
 
+@pytest.mark.child_process
 def test_drawing_without_text_is_empty():
     body = (DOCUMENTS / "bpmn.otg").read_bytes()
     out = io.BytesIO()
@@ -116,6 +121,7 @@ def test_drawing_without_text_is_empty():
         _read("empty.odg", out.getvalue())
 
 
+@pytest.mark.child_process
 def test_text_and_spreadsheet_templates_read_as_their_documents():
     cv = _read("CV.ott")
     assert cv.title == "CV" and cv.content.startswith(

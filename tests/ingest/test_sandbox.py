@@ -212,6 +212,7 @@ def product_secrets(monkeypatch, settings, tmp_path):
 
 @needs_tesseract
 @pytest.mark.django_db
+@pytest.mark.child_process
 def test_a_hostile_parser_in_the_real_child_gets_no_secret_no_tenant_no_database_and_no_shell(
     monkeypatch, tmp_path, listener, product_secrets
 ):
@@ -235,6 +236,7 @@ def test_a_hostile_parser_in_the_real_child_gets_no_secret_no_tenant_no_database
     assert not outside.exists()
 
 
+@pytest.mark.child_process
 def test_a_layer_the_kernel_refuses_leaves_the_others_on_and_is_logged(
     monkeypatch, tmp_path, listener, caplog
 ):
@@ -266,6 +268,7 @@ def test_a_child_that_reports_no_sandbox_is_logged_as_running_without_any(monkey
     assert "'landlock': 'not entered'" in caplog.text and "'seccomp': 'not entered'" in caplog.text
 
 
+@pytest.mark.child_process
 def test_the_probe_reports_every_layer_and_here_every_one_is_on():
     state = sandbox.probe()
     assert set(sandbox.LAYERS) <= set(state)
@@ -274,6 +277,7 @@ def test_the_probe_reports_every_layer_and_here_every_one_is_on():
     )
 
 
+@pytest.mark.child_process
 def test_entering_the_sandbox_costs_little(tmp_path):
     """What the sandbox adds to each document: the child times its own entering (`ms`)."""
     times = [float(sandbox.probe()["ms"]) for _ in range(5)]

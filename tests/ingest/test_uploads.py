@@ -44,6 +44,7 @@ def _source(namespace, name="files"):
     return Source.objects.create(namespace=namespace, name=name, kind="file")
 
 
+@pytest.mark.child_process
 def test_a_zip_becomes_one_document_per_member_with_its_path_as_ref(namespace):
     source = _source(namespace)
     archive = _zip(
@@ -137,6 +138,7 @@ def test_member_paths_never_leave_the_source(path, safe):
     assert safe_member_path(path) == safe
 
 
+@pytest.mark.child_process
 def test_an_unchanged_file_costs_a_hash_and_the_same_upload_again_changes_nothing(namespace):
     source = _source(namespace)
     pdf = (REAL / "asymptote-CAD.pdf").read_bytes()
@@ -223,6 +225,7 @@ def test_api_upload_is_multipart_and_storage_keys_are_not_accepted(client, names
     assert not Source.objects.get(pk=source_id).files.filter(path="x.md").exists()
 
 
+@pytest.mark.child_process
 def test_document_views_serve_the_original_safely_and_only_to_readers(client, namespace):
     source = _source(namespace)
     add_files(
@@ -282,6 +285,7 @@ def test_document_views_serve_the_original_safely_and_only_to_readers(client, na
     )
 
 
+@pytest.mark.child_process
 def test_page_and_api_show_where_in_the_document_a_passage_is(client, namespace):
     Namespace.objects.filter(pk=namespace.pk).update(is_public=True)
     source = _source(namespace)
@@ -496,6 +500,7 @@ def test_a_loose_file_of_a_type_not_read_refuses_the_upload_as_the_docs_say(clie
     assert report.added == ["poem.md"] and [s["path"] for s in report.skipped] == ["setup.exe"]
 
 
+@pytest.mark.child_process
 def test_bad_files_are_item_errors_with_their_codes_and_the_run_goes_on(namespace):
     pdfium = pytest.importorskip("pypdfium2")
     page = pdfium.PdfDocument(REAL / "asymptote-CAD.pdf")[0]
