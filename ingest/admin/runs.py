@@ -19,8 +19,8 @@ from kb.http import bounded_int
 
 # items shown on a run's page, every failed one among them (the run's counters give the totals)
 ITEMS_SHOWN = 500
-# the run page's fields its script keeps live (source, retry of and the bar are links or drawn
-# apart)
+# the run page's fields its script keeps live, shown after the source, the run it retries and the
+# progress bar (links and a drawing, kept apart)
 LIVE_FIELDS = (
     "status",
     "mode",
@@ -119,23 +119,7 @@ class IngestRunAdmin(NamespaceScoped):
     ]
     list_filter = ["status", "mode", "source__namespace"]
     list_select_related = ["source"]
-    readonly_fields = [
-        "source",
-        "status",
-        "mode",
-        "retry_of",
-        "task_id",
-        "progress_bar",
-        *models.IngestRun.COUNTERS,
-        "error",
-        "queued_at",
-        "started_at",
-        "finished_at",
-        "took",
-        "heartbeat_at",
-        "attempts",
-        "worker",
-    ]
+    readonly_fields = ["source", "retry_of", "progress_bar", *LIVE_FIELDS]
     inlines = [IngestItemInline]
     change_form_template = "admin/kb/ingestrun/change_form.html"
 
