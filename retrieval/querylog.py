@@ -54,8 +54,7 @@ _lock = threading.Lock()
 _ids: list[int] = []
 _queue: list[QueryLog] = []
 _wake = threading.Event()
-_stopping = threading.Event()
-_writer: threading.Thread | None = None
+_writer: _Writer | None = None
 _refreshed: dict[
     int, float
 ] = {}  # namespace: when this process last recounted its estimate (monotonic)
@@ -176,7 +175,7 @@ def _reserve(count: int) -> list[int]:
 def _start_writer() -> None:
     global _writer
     if _writer is None or not _writer.is_alive():
-        _writer = threading.Thread(target=_write_forever, name="kb-query-log", daemon=True)
+        _writer = _Writer()
         _writer.start()
         # exit handlers run last registered first: registered now, after the database's own (the
         # embedded server stops at exit when no other process uses it), the queue is written first.
@@ -190,31 +189,51 @@ def _stop_at_exit() -> None:
     stop_writer(timeout=EXIT_WAIT_SECONDS)
 
 
-def stop_writer(timeout: float = 30.0) -> None:
+def stop_writer(timeout: float = 30.0) -> bool:
     """End the writer thread once its batch is written and close its connection (at exit, before
     a test database is dropped), then write what is still queued; the next search starts a new
-    writer."""
+    writer. False when the writer is still writing after `timeout` (the database does not
+    answer): the queue is then left to it, so an exit is not held longer than that."""
     global _writer
-    writer = _writer
+    with _lock:
+        writer, _writer = _writer, None
     if writer is not None and writer.is_alive():
-        _stopping.set()
+        writer.stop.set()
         _wake.set()
         writer.join(timeout=timeout)
-        _stopping.clear()
-    _writer = None
+        if writer.is_alive():
+            logger.warning(
+                "query log: the writer is still writing after %.0f s; %d queued rows wait for it",
+                timeout,
+                len(_queue),
+            )
+            return False
     flush()
+    return True
 
 
-def _write_forever() -> None:
-    while not _stopping.is_set():
+class _Writer(threading.Thread):
+    """The writer thread, with its own stop: once asked to stop it stays asked, whatever writer
+    starts after it."""
+
+    def __init__(self) -> None:
+        super().__init__(name="kb-query-log", daemon=True)
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        _write_forever(self.stop)
+
+
+def _write_forever(stop: threading.Event) -> None:
+    while not stop.is_set():
         _wake.wait()
         _wake.clear()
-        _stopping.wait(FLUSH_SECONDS)  # gather the batch; a stop writes it at once
+        stop.wait(FLUSH_SECONDS)  # gather the batch; a stop writes it at once
         # the writer's connection lives as a request's does: replaced when it broke or outlived
         # CONN_MAX_AGE (only here: a caller's connection may be inside its own transaction)
         connections[DEFAULT_DB_ALIAS].close_if_unusable_or_obsolete()
         if flush() == 0 and _queue:  # the database refused them: try again later
-            _stopping.wait(RETRY_SECONDS)
+            stop.wait(RETRY_SECONDS)
             _wake.set()
     flush()
     connections.close_all()
@@ -223,8 +242,9 @@ def _write_forever() -> None:
 def _forget_in_child() -> None:
     """A forked child starts empty: its parent writes its own queue, and its ids are the
     parent's."""
-    global _writer, _lock
+    global _writer, _lock, _wake
     _lock = threading.Lock()
+    _wake = threading.Event()
     _ids.clear()
     _queue.clear()
     _writer = None

@@ -112,6 +112,47 @@ def test_an_exit_while_the_writer_holds_a_batch_still_writes_it():
     )
 
 
+def test_an_exit_while_the_database_does_not_answer_is_not_held_past_its_bound():
+    import psycopg
+
+    namespace = Namespace.objects.create(slug="stalled")
+    # the table is locked against inserts, as a database that does not answer: the process's
+    # writer waits on its first batch, a second search is queued behind it, and the exit waits
+    # for the writer EXIT_WAIT_SECONDS (1 here), not longer
+    script = (
+        "import django, time; django.setup(); from retrieval import querylog; "
+        "querylog.EXIT_WAIT_SECONDS = 1.0; "
+        f"querylog.record(namespace_id={namespace.pk}, query='stalled'); "
+        "time.sleep(3 * querylog.FLUSH_SECONDS); "
+        f"querylog.record(namespace_id={namespace.pk}, query='queued behind it')"
+    )
+    with psycopg.connect(current_database_url()) as holder:
+        holder.execute("LOCK TABLE kb_querylog IN SHARE MODE")  # until this transaction ends
+        child = subprocess.Popen(
+            [sys.executable, "-c", script],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={
+                **__import__("os").environ,
+                "DATABASE_URL": current_database_url(),
+                "DJANGO_SETTINGS_MODULE": "config.settings",
+            },
+        )
+        try:
+            out, err = child.communicate(timeout=30)
+        finally:
+            child.kill()
+        held = holder.execute(
+            "SELECT count(*) FROM pg_locks WHERE relation = 'kb_querylog'::regclass "
+            "AND mode = 'ShareLock' AND granted"
+        ).fetchone()[0]
+    assert child.returncode == 0, err[-2000:]
+    assert held == 1  # the process ended while the table was still locked
+    assert "still writing after 1 s; 1 queued rows wait for it" in err
+
+
 def test_a_vote_waits_a_moment_for_a_search_another_process_is_logging(django_user_model):
     import threading
 
