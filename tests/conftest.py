@@ -52,7 +52,6 @@ CHILD_MODULES = (
     "ingest.extract.",
     "tests.ingest.hostile_parser",
 )  # the last: a parser child the test plants
-SANDBOX_PROBE = "ingest.extract.sandbox"  # /healthz's probe of the kernel, cached for the process
 
 
 def needs_of(item) -> set[str]:
@@ -124,13 +123,21 @@ def pytest_collection_modifyitems(items):
 _WATCHED: list = []  # the fast-tier test running now, watched for processes it starts
 
 
+def pytest_sessionstart(session):
+    """The health page's sandbox probe, which it keeps for the process, is taken before any test:
+    a test that reads /healthz then starts no process, and one that runs the probe itself is
+    marked child_process like any other."""
+    from config.health import _parser_sandbox_status
+
+    _parser_sandbox_status()
+
+
 def _allowed(argv: list[str], item) -> bool:
     """Whether a test not marked slow may start this process: the test database's own server,
-    the health page's sandbox probe (once per process, by whichever test reads /healthz first),
     and a child process of the code under test when the test is marked child_process."""
     child = item.get_closest_marker("child_process") is not None
     if argv and argv[0] == sys.executable and len(argv) > 2 and argv[1] == "-m":
-        return argv[2] == SANDBOX_PROBE or (child and argv[2].startswith(CHILD_MODULES))
+        return child and argv[2].startswith(CHILD_MODULES)
     from django.conf import settings
 
     primary = settings.DATABASES["default"].get("EMBEDDED_PGDATA")  # the test database's own server

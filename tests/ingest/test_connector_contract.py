@@ -255,7 +255,7 @@ WORLDS = [
     pytest.param(FileWorld, id="file"),
     pytest.param(TextWorld, id="text"),
     pytest.param(FolderWorld, id="folder"),
-    pytest.param(GitWorld, id="git"),
+    pytest.param(GitWorld, id="git", marks=pytest.mark.child_process),  # git's own binary
 ]
 
 
@@ -310,7 +310,6 @@ def first_sync(world) -> IngestRun:
     return run
 
 
-@pytest.mark.child_process
 def test_first_sync_then_a_resync_without_change_parses_nothing(world):
     first_sync(world)
     world.embedder.texts = 0
@@ -322,7 +321,6 @@ def test_first_sync_then_a_resync_without_change_parses_nothing(world):
     assert {reason for _, reason in outcomes(second).values()} <= {"not modified", "same bytes"}
 
 
-@pytest.mark.child_process
 def test_one_change_is_one_changed_document(world):
     needs(world, "change")
     first_sync(world)
@@ -334,7 +332,6 @@ def test_one_change_is_one_changed_document(world):
     assert "version 2" in document.content
 
 
-@pytest.mark.child_process
 def test_one_rename_moves_or_replaces_one_document(world):
     needs(world, "rename")
     first_sync(world)
@@ -362,7 +359,6 @@ def test_one_rename_moves_or_replaces_one_document(world):
         assert (run.items_changed, run.items_removed) == (1, 1)
 
 
-@pytest.mark.child_process
 def test_one_delete_removes_one_document(world):
     needs(world, "delete")
     first_sync(world)
@@ -373,7 +369,6 @@ def test_one_delete_removes_one_document(world):
     assert world.ref("delta") not in documents(world) and len(documents(world)) == len(NAMES) - 1
 
 
-@pytest.mark.child_process
 def test_an_unreachable_source_fails_with_a_stable_code_and_deletes_nothing(world):
     needs(world, "unreachable")
     first_sync(world)
@@ -390,7 +385,6 @@ def test_an_unreachable_source_fails_with_a_stable_code_and_deletes_nothing(worl
     assert documents(world) == before and run.items_removed == 0
 
 
-@pytest.mark.child_process
 def test_a_source_that_shrinks_by_more_than_half_holds_its_deletes_for_the_curator(world):
     needs(world, "shrink")
     first_sync(world)
