@@ -2,6 +2,7 @@
 exit, a refused row dropped alone. Committed data (transactional tests): the writer uses its
 own connection, as it does in a web process."""
 
+import os
 import subprocess
 import sys
 import time
@@ -14,6 +15,28 @@ from tests.cluster import REPO
 from tests.pgserver import current_database_url
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _product_python(script: str, timeout: float = 120) -> tuple[int, str, str]:
+    """`python -c script` in the repository on the test database, as a product process is: its
+    exit code, output and errors (subprocess.TimeoutExpired past `timeout`)."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", script],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={
+            **os.environ,
+            "DATABASE_URL": current_database_url(),
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+        },
+    )
+    try:
+        out, err = child.communicate(timeout=timeout)
+    finally:
+        child.kill()
+    return child.returncode, out, err
 
 
 def _wait_for_rows(ids, timeout=10.0):
@@ -60,20 +83,9 @@ def test_a_clean_exit_writes_every_queued_row():
         f"print(*[querylog.record(namespace_id={namespace.pk}, query=f'q{{n}}') for n in "
         "range(40)])"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={
-            **__import__("os").environ,
-            "DATABASE_URL": current_database_url(),
-            "DJANGO_SETTINGS_MODULE": "config.settings",
-        },
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    ids = [int(i) for i in done.stdout.split()]
+    code, out, err = _product_python(script)
+    assert code == 0, err[-2000:]
+    ids = [int(i) for i in out.split()]
     assert len(ids) == 40
     assert (
         QueryLog.objects.filter(pk__in=ids, namespace=namespace).count() == 40
@@ -93,20 +105,9 @@ def test_an_exit_while_the_writer_holds_a_batch_still_writes_it():
     )
     ids = []
     for _ in range(3):
-        done = subprocess.run(
-            [sys.executable, "-c", script],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            env={
-                **__import__("os").environ,
-                "DATABASE_URL": current_database_url(),
-                "DJANGO_SETTINGS_MODULE": "config.settings",
-            },
-        )
-        assert done.returncode == 0, done.stderr[-2000:]
-        ids.append(int(done.stdout))
+        code, out, err = _product_python(script)
+        assert code == 0, err[-2000:]
+        ids.append(int(out))
     assert sorted(QueryLog.objects.filter(namespace=namespace).values_list("pk", flat=True)) == (
         sorted(ids)
     )
@@ -128,27 +129,12 @@ def test_an_exit_while_the_database_does_not_answer_is_not_held_past_its_bound()
     )
     with psycopg.connect(current_database_url()) as holder:
         holder.execute("LOCK TABLE kb_querylog IN SHARE MODE")  # until this transaction ends
-        child = subprocess.Popen(
-            [sys.executable, "-c", script],
-            cwd=REPO,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={
-                **__import__("os").environ,
-                "DATABASE_URL": current_database_url(),
-                "DJANGO_SETTINGS_MODULE": "config.settings",
-            },
-        )
-        try:
-            out, err = child.communicate(timeout=30)
-        finally:
-            child.kill()
+        code, _, err = _product_python(script, timeout=30)
         held = holder.execute(
             "SELECT count(*) FROM pg_locks WHERE relation = 'kb_querylog'::regclass "
             "AND mode = 'ShareLock' AND granted"
         ).fetchone()[0]
-    assert child.returncode == 0, err[-2000:]
+    assert code == 0, err[-2000:]
     assert held == 1  # the process ended while the table was still locked
     assert "still writing after 1 s; 1 queued rows wait for it" in err
 
