@@ -135,6 +135,12 @@ for _number, _url in enumerate(
         **dj_database_url.parse(_url, conn_max_age=60),
         "TEST": {"MIRROR": "default"},
     }
+# A server that does not answer a connection (a host that drops packets, a hung server) is given
+# up on after this many seconds: the request answers 503 KB_DB_UNAVAILABLE instead of hanging until
+# the web server kills its worker. A URL's own `?connect_timeout=` wins.
+DATABASE_CONNECT_TIMEOUT_S = 5
+for _database in DATABASES.values():
+    _database.setdefault("OPTIONS", {}).setdefault("connect_timeout", DATABASE_CONNECT_TIMEOUT_S)
 DATABASE_ROUTERS = ["kb.replicas.ReplicaRouter"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -216,6 +216,35 @@ def test_a_request_that_loses_the_database_answers_503_and_the_next_one_reconnec
     assert client.get("/api/namespaces").status_code == 200  # connected afresh
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_database_that_does_not_answer_is_given_up_on_and_the_request_answers_503(client):
+    """The database's address accepts the connection and never answers (a hung server, a host
+    that drops packets): the request gives up after the connect timeout and says
+    KB_DB_UNAVAILABLE, instead of holding the web server's worker until it is killed."""
+    import socket
+
+    from django.conf import settings
+    from django.db import connection
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)  # the kernel completes the handshake; nothing ever answers
+    kept = {key: connection.settings_dict[key] for key in ("HOST", "PORT")}
+    connection.close()
+    connection.settings_dict.update(HOST="127.0.0.1", PORT=str(silent.getsockname()[1]))
+    try:
+        started = time.monotonic()
+        response = client.get("/api/namespaces")
+        waited = time.monotonic() - started
+    finally:
+        connection.close()
+        connection.settings_dict.update(kept)
+        silent.close()
+    assert response.status_code == 503 and response.json()["code"] == "KB_DB_UNAVAILABLE"
+    assert settings.DATABASE_CONNECT_TIMEOUT_S <= waited < settings.DATABASE_CONNECT_TIMEOUT_S + 5
+    assert client.get("/api/namespaces").status_code == 200  # the real server, connected afresh
+
+
 def test_only_a_lost_connection_is_the_database_away_not_a_deadlock():
     import psycopg
     from django.db import InterfaceError, OperationalError
