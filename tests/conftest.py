@@ -123,15 +123,6 @@ def pytest_collection_modifyitems(items):
 _WATCHED: list = []  # the fast-tier test running now, watched for processes it starts
 
 
-def pytest_sessionstart(session):
-    """The health page's sandbox probe, which it keeps for the process, is taken before any test:
-    a test that reads /healthz then starts no process, and one that runs the probe itself is
-    marked child_process like any other."""
-    from config.health import _parser_sandbox_status
-
-    _parser_sandbox_status()
-
-
 def _allowed(argv: list[str], item) -> bool:
     """Whether a test not marked slow may start this process: the test database's own server,
     and a child process of the code under test when the test is marked child_process."""
@@ -167,6 +158,12 @@ sys.addaudithook(_watch_processes)
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     if item.get_closest_marker("slow") is None:
+        # the health page's sandbox probe, which it keeps for the process, is taken before the
+        # first watched test: a test that reads /healthz then starts no process, and one that
+        # runs the probe itself is marked child_process like any other
+        from config.health import _parser_sandbox_status
+
+        _parser_sandbox_status()
         _WATCHED.append(item)
     try:
         return (yield)
