@@ -10,9 +10,6 @@ from kb.embedding.embedders import strong_cosine
 from kb.replicas import read_alias
 from retrieval import channels as ch
 from retrieval import passage_rows
-from retrieval.candidates import (
-    FULL_WEIGHT_IDF_SHARE,
-)
 from retrieval.citations import document_citation_url
 from retrieval.gathering import Found
 from retrieval.planning import Plan
@@ -20,6 +17,9 @@ from retrieval.query import QueryFeatures
 from retrieval.ranker import LEXICAL, NAMES, ScoreDetails
 from retrieval.results import DocumentGroup, Hit, SearchResult, group_by_document
 
+# without meaning, a passage whose words carry half the query's IDF mass (its BM25 score against
+# what a passage holding each query word once scores) is a strong match
+STRONG_WORDS_SHARE = 0.5
 SUGGESTED_DOCUMENTS = 3
 RELATED_DOCUMENTS = 5
 SECTIONS_PER_DOCUMENT = 3
@@ -140,7 +140,7 @@ class StrongMatch:
     """What makes a passage a strong match, one a reader can be pointed to (the cited tier).
 
     Its cosine reaches `cosine`, the model's own floor (`kb.embedding.embedders.strong_cosine`);
-    where meaning was not used, its words carry FULL_WEIGHT_IDF_SHARE of the query's IDF mass, or
+    where meaning was not used, its words carry STRONG_WORDS_SHARE of the query's IDF mass, or
     the query names its document whole (names coverage 1). Meaning alone never makes one when no
     word of the query occurs in the namespace (`query_idf` 0): that is mostly a query misspelt
     throughout, whose cosine still passes the floor on shared letters
@@ -162,7 +162,7 @@ class StrongMatch:
         return (
             bool(self.query_idf)
             and words is not None
-            and words.raw >= FULL_WEIGHT_IDF_SHARE * self.query_idf
+            and words.raw >= STRONG_WORDS_SHARE * self.query_idf
         ) or (name is not None and name.raw >= 1.0)
 
 

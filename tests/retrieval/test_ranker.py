@@ -4,6 +4,7 @@ import math
 
 import pytest
 
+from retrieval.candidates import FULL_WEIGHT_IDF_SHARE
 from retrieval.errors import InvalidRankerParams
 from retrieval.ranker import Candidate, ChannelHit, RankerParams, rank
 from retrieval.scoring import words_weight
@@ -135,16 +136,42 @@ def test_one_common_word_cannot_lift_a_passage_far_from_the_query_in_meaning():
         cand(f"w{i}", {L: (i, raw)}, cosine=0.0)
         for i, raw in enumerate((4.0, 2.1, 2.0, 1.9, 1.8), 1)
     ]
-    # the query's words weigh 20 in IDF; the best lexical hit reaches 4 of them (the common one)
-    ranking = rank(MEANING + words, OPEN, query_idf=20.0)
+    # the query's words weigh 40 in IDF; the best lexical hit reaches 4 of them (the common one)
+    ranking = rank(MEANING + words, OPEN, query_idf=40.0)
     assert keys(ranking)[:3] == ["m1", "m2", "m3"]
     assert ranking.details()["w1"].lexical_z > 1.9  # it is the lexical list's outlier
-    assert words_weight(0.5, ranking.summary.calibration, 20.0) == pytest.approx(
-        0.5 * 2 * 4.0 / 20.0
+    assert words_weight(0.5, ranking.summary.calibration, 40.0) == pytest.approx(
+        0.5 * 4.0 / 40.0 / FULL_WEIGHT_IDF_SHARE
     )
-    # a best hit that reaches half the query's IDF mass keeps the full weight
-    assert words_weight(0.5, ranking.summary.calibration, 8.0) == 0.5
-    assert keys(rank(MEANING + words, OPEN, query_idf=8.0))[0] == "w1"
+    # a best hit that reaches a quarter of the query's IDF mass keeps the full weight
+    assert words_weight(0.5, ranking.summary.calibration, 16.0) == 0.5
+    assert keys(rank(MEANING + words, OPEN, query_idf=16.0))[0] == "w1"
+
+
+def test_words_keep_their_weight_when_the_answer_holds_a_third_of_the_query_words():
+    """A question put in other words than its answer's: the answer holds a third of the query's
+    IDF mass, yet leads the words' list by far, and the model half misses its meaning. A third is
+    more than FULL_WEIGHT_IDF_SHARE, so words keep the namespace's weight and the answer leads;
+    weighed down in proportion below half the mass (a share measured to lose on collections it
+    was not chosen on, docs/searching.md), it falls below a passage that only resembles the
+    question."""
+    resembling = [
+        cand(f"r{i}", {V: (i, cos), L: (i + 1, raw)}, cosine=cos)
+        for i, (cos, raw) in enumerate(((0.48, 7.0), (0.45, 6.0), (0.44, 5.9), (0.43, 5.8)), 1)
+    ]
+    tail = [
+        cand(
+            f"t{i}",
+            {V: (i + 4, 0.40 - i * 0.01), L: (i + 5, 5.5 - i * 0.1)},
+            cosine=0.40 - i * 0.01,
+        )
+        for i in range(1, 9)
+    ]
+    answer = cand("answer", {V: (13, 0.36), L: (1, 12.0)}, cosine=0.36)
+    # the query's words weigh 36 in IDF; the answer's words reach 12 of them
+    ranking = rank([*resembling, *tail, answer], OPEN, query_idf=36.0)
+    assert ranking.summary.lexical_weight == 0.5
+    assert keys(ranking)[:2] == ["answer", "r1"]
 
 
 def test_few_hits_in_each_channel():
