@@ -161,7 +161,11 @@ class CorpusBenchmark:
                 report["embedding_process_mb"] = memory.embedding_process_peak(
                     runtime, self.raw_sample()
                 )
-        if ingest.get("ingest_docs_per_s") and report.get("embed_docs_per_s"):
+        if (  # an older run's ingest was timed in another machine state: no ratio
+            ingest.get("ingest_measured") == "this run"
+            and ingest.get("ingest_docs_per_s")
+            and report.get("embed_docs_per_s")
+        ):
             report["ingest_vs_embed"] = round(
                 ingest["ingest_docs_per_s"] / report["embed_docs_per_s"], 3
             )

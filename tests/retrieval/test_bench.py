@@ -151,6 +151,9 @@ def test_kb_bench_runs_end_to_end_and_prints_one_json_object(tmp_path, capsys):
     )
     assert any(line.startswith(f"fitted ranker vs {versus['method']}") for line in out)
     assert report["ingest_measured"] == "this run"
+    assert report["ingest_vs_embed"] == round(
+        report["ingest_docs_per_s"] / report["embed_docs_per_s"], 3
+    )
     before, after = report[
         "embed_docs_per_s_measured"
     ]  # the model timed on both sides of the ingest
@@ -195,6 +198,7 @@ def test_kb_bench_runs_end_to_end_and_prints_one_json_object(tmp_path, capsys):
     assert any(line.startswith("admin pages over bench-tiny") for line in out)
     assert again["ingest_measured"].startswith("run ")  # unchanged corpus: not re-ingested
     assert len(again["embed_docs_per_s_measured"]) == 1  # nothing to bracket: measured once
+    assert "ingest_vs_embed" not in again  # an older run's ingest is not set against today's model
     assert again["ndcg@10"] == report["ndcg@10"] and other["corpus"] == "other"
     calibration = FusionCalibration.objects.get(
         namespace__slug="bench-tiny"
