@@ -199,6 +199,7 @@ def test_kb_bench_runs_end_to_end_and_prints_one_json_object(tmp_path, capsys):
     assert again["ingest_measured"].startswith("run ")  # unchanged corpus: not re-ingested
     assert len(again["embed_docs_per_s_measured"]) == 1  # nothing to bracket: measured once
     assert "ingest_vs_embed" not in again  # an older run's ingest is not set against today's model
+    assert "ingest_vs_embed" in other  # ingested in this run, the model timed around it
     assert again["ndcg@10"] == report["ndcg@10"] and other["corpus"] == "other"
     calibration = FusionCalibration.objects.get(
         namespace__slug="bench-tiny"
