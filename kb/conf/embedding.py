@@ -94,9 +94,9 @@ class EmbeddingSettings:
         "KB_EMBEDDING_DOCUMENT_RUNTIME",
         "onnx-int8",
         "how the local model embeds documents: `onnx-int8` (an ONNX Runtime export with its "
-        "MatMul weights quantised to signed 8 bit per channel: 2.5–2.6× PyTorch's whole-ingest "
-        "speed, nDCG@10 within 0.005, [measured](benchmarks.md#document-runtimes)), `onnx` (the "
-        "same export in fp32) or `torch` (PyTorch). Each is verified against PyTorch at load "
+        "MatMul weights quantised to signed 8 bit per channel: faster than PyTorch's whole "
+        "ingest for nDCG@10 within 0.005, [measured](benchmarks.md#document-runtimes)), `onnx` "
+        "(the same export in fp32) or `torch` (PyTorch). Each is verified against PyTorch at load "
         "(cosine ≥ 0.99999 for fp32, ≥ 0.98 for int8 on probe texts) and falls back to PyTorch, "
         "with the reason logged. Queries stay fp32 (`KB_EMBEDDING_QUERY_RUNTIME`). The vectors "
         "stay in the model's space, so existing chunks need no change; each chunk records its "
