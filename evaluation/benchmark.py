@@ -128,7 +128,8 @@ class CorpusBenchmark:
         ingest = self.ingest()
         if timed:
             raw_rates.append(self.raw_embedding_rate())
-        if ingest.get("ingest_measured") == "this run":
+        ingested_now = ingest.get("ingest_measured") == "this run"
+        if ingested_now:
             settle()
         vectors = self.query_vectors()
         report: dict = {
@@ -161,11 +162,8 @@ class CorpusBenchmark:
                 report["embedding_process_mb"] = memory.embedding_process_peak(
                     runtime, self.raw_sample()
                 )
-        if (  # an older run's ingest was timed in another machine state: no ratio
-            ingest.get("ingest_measured") == "this run"
-            and ingest.get("ingest_docs_per_s")
-            and report.get("embed_docs_per_s")
-        ):
+        # an older run's ingest was timed in another machine state: no ratio
+        if ingested_now and ingest.get("ingest_docs_per_s") and report.get("embed_docs_per_s"):
             report["ingest_vs_embed"] = round(
                 ingest["ingest_docs_per_s"] / report["embed_docs_per_s"], 3
             )
