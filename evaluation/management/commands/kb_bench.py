@@ -13,10 +13,12 @@ import json as jsonlib
 from dataclasses import replace
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import connection
 from tqdm import tqdm
 
 from evaluation.benchmark import LATENCY_LIMIT, BenchOptions, CorpusBenchmark
 from evaluation.errors import BenchmarkIngestFailed
+from evaluation.provenance import measured_with
 from kb.conf import DOCUMENT_RUNTIMES, kb_settings
 from kb.migrated import migration_hint
 
@@ -36,7 +38,10 @@ class Command(BaseCommand):
             "--namespace", help="Namespace to ingest into (default bench-<folder>; one folder only)"
         )
         parser.add_argument(
-            "--json", action="store_true", help="Print one JSON object as the last line"
+            "--json",
+            action="store_true",
+            help="Print one JSON object as the last line, with the processor, packages and "
+            "database it was measured with (measured_with)",
         )
         parser.add_argument(
             "--queries", type=int, default=0, help="Use only the first N queries (quick runs)"
@@ -199,13 +204,11 @@ class Command(BaseCommand):
         if runtimes:
             print_runtimes(write, reports)
         if json:
-            write(
-                jsonlib.dumps(
-                    reports[0] if len(reports) == 1 else {"corpora": reports},
-                    sort_keys=True,
-                    default=str,
-                )
-            )
+            # the processor and packages beside the figures: int8 embeddings differ between
+            # processors (evaluation/provenance.py)
+            result = reports[0] if len(reports) == 1 else {"corpora": reports}
+            result["measured_with"] = measured_with(connection)
+            write(jsonlib.dumps(result, sort_keys=True, default=str))
 
 
 class ProgressBars:
