@@ -66,9 +66,9 @@ def test_the_grid_row_is_the_committed_run():
 
 def test_a_figure_edited_by_hand_is_caught():
     page = (DOCS / "benchmarks.md").read_text(encoding="utf-8")
-    edited = page.replace(
-        "| vector channel alone (HNSW) | 0.6505", "| vector channel alone (HNSW) | 0.6506"
-    )
+    vector = corpus_results()["scifact"]["channels"]["vector"]["ndcg@10"]
+    row = "| vector channel alone (HNSW) | "
+    edited = page.replace(f"{row}{vector:.4f}", f"{row}{vector + 0.0001:.4f}")
     assert edited != page
     rows = table_rows(edited, TABLES["scifact"])
     (label,) = [label for label in rows if label.startswith("vector channel alone")]
