@@ -1,9 +1,9 @@
 """What a benchmark's figures were measured with, written beside them (`kb_bench --json`): the
 processor, the packages whose arithmetic makes the embeddings and the scores, and the database.
 
-The documents' int8 embeddings differ from one processor to another, and with them the quality
-figures, where PyTorch's agree to the digit (docs/benchmarks.md, "The machine"): a figure compares
-only with one measured on the same processor and packages."""
+The documents' int8 embeddings can differ between machines, and with them the quality figures,
+where PyTorch's agree to the digit (docs/benchmarks.md, "An int8 figure belongs to its machine"): a
+figure compares only with one measured on the same processor and packages."""
 
 from __future__ import annotations
 
@@ -23,12 +23,13 @@ PACKAGES = (
     "numpy",
 )
 # the instruction-set extensions ONNX Runtime's int8 kernels choose between
-KERNEL_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8")
+KERNEL_FLAGS = ("avx2", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx_vnni", "amx_int8")
 CPUINFO = Path("/proc/cpuinfo")
 
 
 def processor(cpuinfo: str | None = None) -> dict:
-    """The processor's model name, its logical cores and which of `KERNEL_FLAGS` it has, from
+    """The processor's model name, the cores this process may run on and which of `KERNEL_FLAGS`
+    it has, from
     /proc/cpuinfo where the system has one (elsewhere only the architecture, `platform.machine()`,
     which starts no process as `platform.processor()` does)."""
     if cpuinfo is None:
@@ -41,7 +42,9 @@ def processor(cpuinfo: str | None = None) -> dict:
     flags = set(fields.get("flags", "").split())
     return {
         "model": fields.get("model name") or platform.machine(),
-        "cores": os.cpu_count(),
+        "cores": len(os.sched_getaffinity(0))
+        if hasattr(os, "sched_getaffinity")
+        else os.cpu_count(),
         "flags": [flag for flag in KERNEL_FLAGS if flag in flags],
     }
 

@@ -84,6 +84,7 @@ PURE = {
     "kb.model_languages",
     "kb.spellings",
     "retrieval.breadth",
+    "evaluation.provenance",
     "kb.jsonbody",
     "kb.embedding.errors",
     "kb.embedding.compared",

@@ -204,8 +204,6 @@ class Command(BaseCommand):
         if runtimes:
             print_runtimes(write, reports)
         if json:
-            # the processor and packages beside the figures: int8 embeddings differ between
-            # processors (evaluation/provenance.py)
             result = reports[0] if len(reports) == 1 else {"corpora": reports}
             result["measured_with"] = measured_with(connection)
             write(jsonlib.dumps(result, sort_keys=True, default=str))
