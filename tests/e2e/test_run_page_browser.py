@@ -99,11 +99,21 @@ def test_every_field_of_a_live_run_moves_without_a_reload(live_server, browser):
     IngestRun.objects.filter(pk=run.pk).update(
         status="partial", finished_at=timezone.now(), items_done=3
     )
-    wait_for(
-        lambda: "(partial)" in browser.find_element(By.CSS_SELECTOR, "#content h1").text,
-        20,
-        "the finished run's page",
-    )
+
+    def heading_now() -> str:
+        """The page reloads once the run has ended: a heading found just before the reload is
+        stale when read, and during it there is none yet; either is read on the next poll."""
+        from selenium.common.exceptions import (
+            NoSuchElementException,
+            StaleElementReferenceException,
+        )
+
+        try:
+            return browser.find_element(By.CSS_SELECTOR, "#content h1").text
+        except (NoSuchElementException, StaleElementReferenceException):
+            return ""
+
+    wait_for(lambda: "(partial)" in heading_now(), 20, "the finished run's page")
     assert not browser.get_log("browser") or not [
         e for e in browser.get_log("browser") if "Content Security" in e.get("message", "")
     ]
